@@ -1,0 +1,614 @@
+//! A chain of cache levels: where each access goes, what it hits, what it evicts, and per-level totals.
+
+use super::level::{CacheLevel, Probe, Victim};
+use super::spec::{HierarchySpec, LevelSpec};
+use super::{AccessKind, CacheError, WritePolicy};
+
+/// Most data levels a hierarchy may have; outcomes are fixed-size arrays so the hot path never allocates.
+pub const MAX_LEVELS: usize = 4;
+
+/// What one access did at one level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum LevelResult {
+    /// The access was satisfied above this level.
+    #[default]
+    NotReached = 0,
+    Hit = 1,
+    /// At least one line of the access missed.
+    Miss = 2,
+}
+
+/// The result of one access at every level on its path.
+///
+/// Index 0 is the first level of the path (I1 for instruction fetches when the hierarchy has
+/// one, the first data level otherwise); deeper indices are the shared levels below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessOutcome {
+    pub kind: AccessKind,
+    pub levels: [LevelResult; MAX_LEVELS],
+}
+
+impl AccessOutcome {
+    /// One bit per (kind, result) at `level`: 1 read hit, 2 read miss, 4 write hit, 8 write miss, 0 not reached.
+    ///
+    /// Events are masks over the same bits, so matching an event is one AND.
+    #[inline]
+    pub fn bits_at(&self, level: usize) -> u8 {
+        let r = self.levels[level] as u8;
+        // Hit = 1 -> bit 0 or 2, Miss = 2 -> bit 1 or 3; NotReached stays 0.
+        let shift = if self.kind == AccessKind::Write { 2 } else { 0 };
+        (r & 3) << shift
+    }
+}
+
+/// What happened to one line at one level, recorded only when an analysis asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineEvent {
+    /// Index of the data level.
+    pub level: u8,
+    /// Address of the first byte of the line.
+    pub line_addr: u64,
+    pub kind: LineEventKind,
+}
+
+/// The kinds of [`LineEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEventKind {
+    /// A demand access found the line.
+    Hit,
+    /// A demand access missed and installed the line, displacing `evicted` (a line address).
+    Fill { evicted: Option<u64> },
+    /// A demand access missed and did not install the line (no-write-allocate).
+    Bypass,
+    /// The line left the level because an inclusive level below evicted it.
+    Invalidated,
+    /// A write-back from above installed the line, displacing `evicted`.
+    WritebackFill { evicted: Option<u64> },
+}
+
+/// Per-level totals since the last reset.
+///
+/// Demand accesses are counted once per access and level, as Cachegrind does: a straddling access
+/// is one access that misses if any of its lines misses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LevelStats {
+    pub reads: u64,
+    pub read_misses: u64,
+    pub writes: u64,
+    pub write_misses: u64,
+    /// Instruction fetches that reached this level.
+    pub instr_fetches: u64,
+    pub instr_misses: u64,
+    /// Dirty lines this level wrote to the next one.
+    pub writebacks: u64,
+    /// Lines this level lost because an inclusive level below evicted them.
+    pub back_invalidations: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Level {
+    name: String,
+    cache: CacheLevel,
+    write: WritePolicy,
+    inclusive: bool,
+    stats: LevelStats,
+}
+
+impl Level {
+    fn new(spec: &LevelSpec) -> Result<Self, CacheError> {
+        Ok(Self {
+            name: spec.name.clone(),
+            cache: CacheLevel::new(spec.geometry, spec.replacement)?,
+            write: spec.write,
+            inclusive: spec.inclusive,
+            stats: LevelStats::default(),
+        })
+    }
+}
+
+/// Which first level a path starts at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Data,
+    Instr,
+}
+
+/// A simulated memory hierarchy: an optional first-level instruction cache and one or more data
+/// (or unified) levels below, the deeper ones shared by both paths.
+#[derive(Debug, Clone)]
+pub struct Hierarchy {
+    spec: HierarchySpec,
+    instr: Option<Level>,
+    data: Vec<Level>,
+    /// Cachegrind's convention: when any line of an access misses, the next level sees the
+    /// whole access again, not just the lines that missed.
+    refetch_whole_access: bool,
+    /// Dirty evictions travel to the next level. Cachegrind does not model them.
+    model_writebacks: bool,
+    record_lines: bool,
+    line_events: Vec<LineEvent>,
+    requests: Vec<(u64, u64)>,
+    next_requests: Vec<(u64, u64)>,
+}
+
+impl Hierarchy {
+    /// Builds an empty hierarchy from its description.
+    pub fn new(spec: &HierarchySpec) -> Result<Self, CacheError> {
+        let data = spec
+            .data
+            .iter()
+            .map(Level::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        if data.is_empty() || data.len() > MAX_LEVELS {
+            return Err(CacheError::Spec {
+                spec: spec.to_string(),
+                why: format!("a hierarchy needs 1 to {MAX_LEVELS} data levels"),
+            });
+        }
+        Ok(Self {
+            spec: spec.clone(),
+            instr: spec.instr.as_ref().map(Level::new).transpose()?,
+            data,
+            refetch_whole_access: false,
+            model_writebacks: true,
+            record_lines: false,
+            line_events: Vec::new(),
+            requests: Vec::with_capacity(8),
+            next_requests: Vec::with_capacity(8),
+        })
+    }
+
+    /// Follows Cachegrind's conventions exactly: no write-back traffic, and a miss in any line of
+    /// a straddling access sends the whole access to the next level.
+    pub fn cachegrind_compatible(mut self) -> Self {
+        self.refetch_whole_access = true;
+        self.model_writebacks = false;
+        self
+    }
+
+    /// Records a [`LineEvent`] for every line touched, for the analyses that need them.
+    pub fn set_record_lines(&mut self, on: bool) {
+        self.record_lines = on;
+        self.line_events.clear();
+    }
+
+    /// The line events of the most recent access (empty unless recording is on).
+    pub fn line_events(&self) -> &[LineEvent] {
+        &self.line_events
+    }
+
+    /// The description this hierarchy was built from.
+    pub fn spec(&self) -> &HierarchySpec {
+        &self.spec
+    }
+
+    /// Number of data levels.
+    pub fn depth(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Line size of data level `level`.
+    pub fn line_size(&self, level: usize) -> u32 {
+        self.data[level].cache.geometry().line_size
+    }
+
+    /// Smallest line size anywhere in the hierarchy.
+    pub fn min_line_size(&self) -> u32 {
+        self.instr
+            .iter()
+            .chain(&self.data)
+            .map(|l| l.cache.geometry().line_size)
+            .min()
+            .unwrap_or(64)
+    }
+
+    /// Name and totals of every level, the instruction cache first when there is one.
+    pub fn stats(&self) -> impl Iterator<Item = (&str, &LevelStats)> {
+        self.instr
+            .iter()
+            .chain(&self.data)
+            .map(|l| (l.name.as_str(), &l.stats))
+    }
+
+    /// Totals of data level `level`.
+    pub fn level_stats(&self, level: usize) -> &LevelStats {
+        &self.data[level].stats
+    }
+
+    /// Zeroes every level's totals; cache contents stay.
+    pub fn reset_stats(&mut self) {
+        for l in self.instr.iter_mut().chain(&mut self.data) {
+            l.stats = LevelStats::default();
+        }
+    }
+
+    /// Empties every level and zeroes its totals.
+    pub fn clear(&mut self) {
+        for l in self.instr.iter_mut().chain(&mut self.data) {
+            l.cache.clear();
+            l.stats = LevelStats::default();
+        }
+    }
+
+    /// Data level `level`'s tag store, for inspection.
+    pub fn cache(&self, level: usize) -> &CacheLevel {
+        &self.data[level].cache
+    }
+
+    /// Simulates a data load or store of `size` bytes at `addr` (any size; a zero size counts as one byte).
+    #[inline]
+    pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
+        self.walk(Path::Data, addr, size, kind)
+    }
+
+    /// Simulates an instruction fetch: through I1 when there is one, then the shared levels.
+    pub fn fetch(&mut self, addr: u64, size: u32) -> AccessOutcome {
+        let path = if self.instr.is_some() {
+            Path::Instr
+        } else {
+            Path::Data
+        };
+        self.walk(path, addr, size, AccessKind::Read)
+    }
+
+    fn walk(&mut self, path: Path, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
+        let mut out = AccessOutcome {
+            kind,
+            levels: [LevelResult::NotReached; MAX_LEVELS],
+        };
+        let record = self.record_lines && path == Path::Data;
+        if record {
+            self.line_events.clear();
+        }
+        let mut requests = std::mem::take(&mut self.requests);
+        let mut next = std::mem::take(&mut self.next_requests);
+        requests.clear();
+        requests.push((addr, u64::from(size.max(1))));
+        // Whether the bytes being written are carried at this level (true until a write-back
+        // level absorbs them; below it, the requests are fills).
+        let mut carries_write = kind == AccessKind::Write;
+        for depth in 0..self.data.len() {
+            let write_through = self.level_mut(path, depth).write == WritePolicy::WriteThrough;
+            let dirty = carries_write && !write_through;
+            let allocate = !(carries_write && write_through);
+            next.clear();
+            let mut missed = false;
+            for &(a, len) in &requests {
+                let bits = self.level_mut(path, depth).cache.line_bits();
+                let first = a >> bits;
+                let last = (a + len - 1) >> bits;
+                for block in first..=last {
+                    let probe = self.level_mut(path, depth).cache.probe(block, allocate, dirty);
+                    let line_addr = block << bits;
+                    let pass_down = match probe {
+                        Probe::Hit => {
+                            if record {
+                                self.push_line(depth, line_addr, LineEventKind::Hit);
+                            }
+                            carries_write && write_through
+                        }
+                        Probe::Filled { victim } => {
+                            missed = true;
+                            let evicted = victim.map(|v| v.block << bits);
+                            if record {
+                                self.push_line(depth, line_addr, LineEventKind::Fill { evicted });
+                            }
+                            if let Some(v) = victim {
+                                self.evicted(path, depth, v);
+                            }
+                            true
+                        }
+                        Probe::Bypassed => {
+                            missed = true;
+                            if record {
+                                self.push_line(depth, line_addr, LineEventKind::Bypass);
+                            }
+                            true
+                        }
+                    };
+                    if pass_down && !self.refetch_whole_access {
+                        next.push((line_addr, 1 << bits));
+                    }
+                }
+            }
+            if self.refetch_whole_access && missed {
+                next.extend_from_slice(&requests);
+            }
+            out.levels[depth] = if missed {
+                LevelResult::Miss
+            } else {
+                LevelResult::Hit
+            };
+            self.count(path, depth, kind, missed);
+            if next.is_empty() {
+                break;
+            }
+            carries_write &= write_through;
+            std::mem::swap(&mut requests, &mut next);
+        }
+        self.requests = requests;
+        self.next_requests = next;
+        out
+    }
+
+    #[inline]
+    fn level_mut(&mut self, path: Path, depth: usize) -> &mut Level {
+        match (path, depth, &mut self.instr) {
+            (Path::Instr, 0, Some(i1)) => i1,
+            _ => &mut self.data[depth],
+        }
+    }
+
+    #[inline]
+    fn count(&mut self, path: Path, depth: usize, kind: AccessKind, missed: bool) {
+        let stats = &mut self.level_mut(path, depth).stats;
+        let missed = u64::from(missed);
+        match (path, kind) {
+            (Path::Instr, _) => {
+                stats.instr_fetches += 1;
+                stats.instr_misses += missed;
+            }
+            (Path::Data, AccessKind::Read) => {
+                stats.reads += 1;
+                stats.read_misses += missed;
+            }
+            (Path::Data, AccessKind::Write) => {
+                stats.writes += 1;
+                stats.write_misses += missed;
+            }
+        }
+    }
+
+    fn push_line(&mut self, depth: usize, line_addr: u64, kind: LineEventKind) {
+        self.line_events.push(LineEvent {
+            level: depth as u8,
+            line_addr,
+            kind,
+        });
+    }
+
+    /// Handles a line displaced from `depth` on `path`: back-invalidation above an inclusive
+    /// level, then the write-back of dirty data.
+    fn evicted(&mut self, path: Path, depth: usize, victim: Victim) {
+        let level = self.level_mut(path, depth);
+        let bits = level.cache.line_bits();
+        let inclusive = level.inclusive;
+        let start = victim.block << bits;
+        let mut dirty = victim.dirty;
+        if inclusive && depth > 0 {
+            dirty |= self.back_invalidate(depth, start, 1 << bits);
+        }
+        if dirty && self.model_writebacks {
+            self.level_mut(path, depth).stats.writebacks += 1;
+            // Levels below the first are shared, so the data path indexes them for both paths.
+            self.write_back(depth + 1, start, 1 << bits);
+        }
+    }
+
+    /// Removes `[start, start+len)` from every level above data level `depth`; returns whether
+    /// any removed copy was dirty.
+    fn back_invalidate(&mut self, depth: usize, start: u64, len: u64) -> bool {
+        let mut dirty = false;
+        let record = self.record_lines;
+        let mut events = Vec::new();
+        for (upper, level) in self.data[..depth]
+            .iter_mut()
+            .enumerate()
+            .map(|(i, l)| (Some(i), l))
+            .chain(self.instr.iter_mut().map(|l| (None, l)))
+        {
+            let bits = level.cache.line_bits();
+            for block in start >> bits..=(start + len - 1) >> bits {
+                if let Some(was_dirty) = level.cache.invalidate(block) {
+                    dirty |= was_dirty;
+                    level.stats.back_invalidations += 1;
+                    if let (true, Some(i)) = (record, upper) {
+                        events.push(LineEvent {
+                            level: i as u8,
+                            line_addr: block << bits,
+                            kind: LineEventKind::Invalidated,
+                        });
+                    }
+                }
+            }
+        }
+        self.line_events.extend(events);
+        dirty
+    }
+
+    /// Writes dirty data `[start, start+len)` into data level `depth` (a no-op below the last level).
+    fn write_back(&mut self, depth: usize, start: u64, len: u64) {
+        let Some(level) = self.data.get_mut(depth) else {
+            return;
+        };
+        let bits = level.cache.line_bits();
+        if level.write == WritePolicy::WriteThrough {
+            self.write_back(depth + 1, start, len);
+            return;
+        }
+        for block in start >> bits..=(start + len - 1) >> bits {
+            let level = &mut self.data[depth];
+            if level.cache.mark_dirty(block) {
+                continue;
+            }
+            if let Probe::Filled { victim } = level.cache.probe(block, true, true) {
+                if self.record_lines {
+                    self.push_line(
+                        depth,
+                        block << bits,
+                        LineEventKind::WritebackFill {
+                            evicted: victim.map(|v| v.block << bits),
+                        },
+                    );
+                }
+                if let Some(v) = victim {
+                    self.evicted(Path::Data, depth, v);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{Geometry, Replacement};
+    use AccessKind::{Read, Write};
+    use LevelResult::{Hit, Miss, NotReached};
+
+    fn level(name: &str, size: u64, assoc: u32, line: u32) -> LevelSpec {
+        LevelSpec {
+            name: name.to_owned(),
+            geometry: Geometry::new(size, assoc, line).unwrap(),
+            replacement: Replacement::Lru,
+            write: WritePolicy::WriteBack,
+            inclusive: false,
+        }
+    }
+
+    fn two_levels(l1: LevelSpec, l2: LevelSpec) -> Hierarchy {
+        Hierarchy::new(&HierarchySpec {
+            instr: None,
+            data: vec![l1, l2],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn miss_fills_both_levels_then_hits_in_l1() {
+        let mut h = two_levels(level("L1", 128, 2, 32), level("L2", 1024, 4, 32));
+        assert_eq!(h.access(0x100, 4, Read).levels[..2], [Miss, Miss]);
+        assert_eq!(h.access(0x104, 4, Read).levels[..2], [Hit, NotReached]);
+        let s = h.level_stats(0);
+        assert_eq!((s.reads, s.read_misses), (2, 1));
+        assert_eq!(h.level_stats(1).reads, 1);
+    }
+
+    #[test]
+    fn straddling_access_is_one_access_that_misses_if_either_line_does() {
+        let mut h = two_levels(level("L1", 128, 2, 32), level("L2", 1024, 4, 32));
+        h.access(0x20, 4, Read); // line 1 in
+        let out = h.access(0x1e, 4, Read); // lines 0 and 1: 0 misses
+        assert_eq!(out.levels[0], Miss);
+        assert_eq!(h.level_stats(0).reads, 2);
+        assert_eq!(h.level_stats(0).read_misses, 2);
+        // Native mode sends only line 0 down, and it misses there.
+        assert_eq!(h.level_stats(1).reads, 2);
+        assert_eq!(out.levels[1], Miss);
+    }
+
+    #[test]
+    fn cachegrind_mode_refetches_the_whole_straddling_access_below() {
+        // L2 holds line 1 but not line 0... and with native mode L2 would only see line 0.
+        let mut h = two_levels(level("L1", 64, 1, 32), level("L2", 1024, 4, 32))
+            .cachegrind_compatible();
+        h.access(0x20, 4, Read); // line 1 in L1 (set 1) and L2
+        h.access(0x60, 4, Read); // line 3 evicts line 1 from L1 (set 1), L2 keeps it
+        h.set_record_lines(true);
+        h.access(0x1e, 4, Read); // line 0 misses L1, line 1 misses L1
+        // Cachegrind sends the whole access to L2: line 0 misses, line 1 hits, and both are touched.
+        let l2: Vec<_> = h.line_events().iter().filter(|e| e.level == 1).collect();
+        assert_eq!(l2.len(), 2);
+        assert_eq!(l2[1].kind, LineEventKind::Hit);
+    }
+
+    #[test]
+    fn dirty_eviction_is_written_back_into_the_next_level() {
+        // L1: one set of one way, so every new line evicts the previous one.
+        let mut h = two_levels(level("L1", 32, 1, 32), level("L2", 64, 2, 32));
+        h.access(0x00, 4, Write);
+        h.access(0x20, 4, Read); // evicts dirty line 0 -> written back to L2
+        assert_eq!(h.level_stats(0).writebacks, 1);
+        h.access(0x40, 4, Read); // evicts clean line 1: no write-back
+        assert_eq!(h.level_stats(0).writebacks, 1);
+        // L2 (2 ways, one set) holds 1 and 2 now; line 0 was LRU there.
+        assert!(!h.cache(1).contains(0));
+    }
+
+    #[test]
+    fn cachegrind_mode_has_no_write_back_traffic() {
+        let mut h =
+            two_levels(level("L1", 32, 1, 32), level("L2", 64, 2, 32)).cachegrind_compatible();
+        h.access(0x00, 4, Write);
+        h.access(0x20, 4, Read);
+        assert_eq!(h.level_stats(0).writebacks, 0);
+    }
+
+    #[test]
+    fn write_through_no_allocate_passes_every_write_down_and_never_fills() {
+        let mut l1 = level("L1", 128, 2, 32);
+        l1.write = WritePolicy::WriteThrough;
+        let mut h = two_levels(l1, level("L2", 1024, 4, 32));
+        let out = h.access(0x40, 8, Write);
+        assert_eq!(out.levels[..2], [Miss, Miss]);
+        assert!(!h.cache(0).contains(2), "no-write-allocate filled L1");
+        assert!(h.cache(1).contains(2), "L2 is write-allocate");
+        h.access(0x40, 8, Read); // fills L1
+        let out = h.access(0x40, 8, Write); // write hit in L1 still goes to L2
+        assert_eq!(out.levels[..2], [Hit, Hit]);
+        assert_eq!(h.level_stats(1).writes, 2);
+    }
+
+    #[test]
+    fn inclusive_level_back_invalidates_above() {
+        let mut l2 = level("L2", 64, 2, 32); // one set, two ways
+        l2.inclusive = true;
+        let mut h = two_levels(level("L1", 256, 8, 32), l2);
+        h.access(0x00, 4, Read);
+        h.access(0x20, 4, Read);
+        assert!(h.cache(0).contains(0));
+        h.access(0x40, 4, Read); // L2 evicts line 0, so L1 must lose it too
+        assert!(!h.cache(0).contains(0));
+        assert_eq!(h.level_stats(0).back_invalidations, 1);
+        assert_eq!(h.access(0x00, 4, Read).levels[0], Miss);
+    }
+
+    #[test]
+    fn non_inclusive_level_leaves_upper_copies() {
+        let mut h = two_levels(level("L1", 256, 8, 32), level("L2", 64, 2, 32));
+        h.access(0x00, 4, Read);
+        h.access(0x20, 4, Read);
+        h.access(0x40, 4, Read);
+        assert!(h.cache(0).contains(0) && !h.cache(1).contains(0));
+    }
+
+    #[test]
+    fn instruction_fetches_use_i1_then_the_shared_levels() {
+        let spec: HierarchySpec = "I1=128,2,32;D1=128,2,32;LL=1024,4,32".parse().unwrap();
+        let mut h = Hierarchy::new(&spec).unwrap();
+        assert_eq!(h.fetch(0x1000, 4).levels[..2], [Miss, Miss]);
+        // The data side has not seen the line, but LL has.
+        assert_eq!(h.access(0x1000, 4, Read).levels[..2], [Miss, Hit]);
+        let stats: Vec<_> = h.stats().map(|(n, s)| (n.to_owned(), *s)).collect();
+        assert_eq!(stats[0].0, "I1");
+        assert_eq!((stats[0].1.instr_fetches, stats[0].1.instr_misses), (1, 1));
+        assert_eq!((stats[2].1.instr_misses, stats[2].1.read_misses), (1, 0));
+    }
+
+    #[test]
+    fn line_events_name_the_evicted_line() {
+        let mut h = two_levels(level("L1", 32, 1, 32), level("L2", 1024, 4, 32));
+        h.set_record_lines(true);
+        h.access(0x00, 4, Read);
+        h.access(0x20, 4, Read);
+        assert_eq!(
+            h.line_events()[0],
+            LineEvent {
+                level: 0,
+                line_addr: 0x20,
+                kind: LineEventKind::Fill { evicted: Some(0) }
+            }
+        );
+    }
+
+    #[test]
+    fn outcome_bits_encode_kind_and_result() {
+        let mut h = two_levels(level("L1", 128, 2, 32), level("L2", 1024, 4, 32));
+        assert_eq!(h.access(0, 4, Read).bits_at(0), 2);
+        assert_eq!(h.access(0, 4, Read).bits_at(0), 1);
+        assert_eq!(h.access(0, 4, Write).bits_at(0), 4);
+        assert_eq!(h.access(0x400, 4, Write).bits_at(0), 8);
+        assert_eq!(h.access(0, 4, Read).bits_at(1), 0);
+    }
+}

@@ -1,0 +1,547 @@
+//! One set-associative cache level: geometry, tag store and replacement, no knowledge of its neighbours.
+
+use super::{CacheError, Replacement};
+
+/// Size, associativity and line size of one level, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Geometry {
+    /// Total capacity in bytes.
+    pub size: u64,
+    /// Ways per set.
+    pub assoc: u32,
+    /// Line (block) size in bytes, a power of two.
+    pub line_size: u32,
+}
+
+impl Geometry {
+    /// Checks that the geometry describes a cache that can exist.
+    ///
+    /// Line size must be a power of two of at least 4 bytes, `size` a multiple of `assoc * line_size`.
+    /// The number of sets need not be a power of two (many last-level caches have, say, 15 ways).
+    pub fn new(size: u64, assoc: u32, line_size: u32) -> Result<Self, CacheError> {
+        let bad = |why: &str| CacheError::Geometry {
+            size,
+            assoc,
+            line_size,
+            why: why.to_owned(),
+        };
+        if !line_size.is_power_of_two() || line_size < 4 {
+            return Err(bad("the line size must be a power of two of at least 4 bytes"));
+        }
+        if assoc == 0 {
+            return Err(bad("the associativity must be at least 1"));
+        }
+        if assoc > 1024 {
+            return Err(bad("associativity above 1024 ways is not supported"));
+        }
+        let set_bytes = u64::from(assoc) * u64::from(line_size);
+        if size == 0 || size % set_bytes != 0 {
+            return Err(bad(&format!(
+                "the size must be a non-zero multiple of associativity x line size ({set_bytes} bytes)"
+            )));
+        }
+        if size / set_bytes > (1 << 32) {
+            return Err(bad("more than 2^32 sets is not supported"));
+        }
+        Ok(Self {
+            size,
+            assoc,
+            line_size,
+        })
+    }
+
+    /// Number of sets.
+    pub fn sets(&self) -> u64 {
+        self.size / (u64::from(self.assoc) * u64::from(self.line_size))
+    }
+
+    /// Number of lines the level holds.
+    pub fn lines(&self) -> u64 {
+        self.size / u64::from(self.line_size)
+    }
+
+    /// log2 of the line size.
+    pub fn line_bits(&self) -> u32 {
+        self.line_size.trailing_zeros()
+    }
+}
+
+/// What a probe of one line did to the level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// The line was present.
+    Hit,
+    /// The line was absent and has been installed; `victim` is the line it displaced, if any.
+    Filled { victim: Option<Victim> },
+    /// The line was absent and was not installed (a write under no-write-allocate).
+    Bypassed,
+}
+
+/// A line displaced from a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Victim {
+    /// Block number (address >> line bits) of the displaced line.
+    pub block: u64,
+    /// Whether the line held data not yet written to the next level.
+    pub dirty: bool,
+}
+
+/// Marks a way that holds no line. A real entry is `block << 1 | dirty`, and block numbers are
+/// at most 2^62 (lines are at least 4 bytes), so no real entry equals it.
+const INVALID: u64 = u64::MAX;
+
+/// A set-associative tag store with one replacement policy.
+///
+/// Ways of a set are stored contiguously. Under LRU they are kept in recency order, most recent
+/// first, as Cachegrind does, so a hit on the most recent line costs one comparison and the LRU
+/// victim is always the last way. Tree-PLRU and random keep ways in place.
+#[derive(Debug, Clone)]
+pub struct CacheLevel {
+    geometry: Geometry,
+    replacement: Replacement,
+    line_bits: u32,
+    assoc: usize,
+    sets: u64,
+    /// `sets - 1` when `sets` is a power of two, so indexing is a mask; otherwise a modulo is used.
+    set_mask: Option<u64>,
+    entries: Vec<u64>,
+    /// Tree-PLRU state, one word of `assoc - 1` direction bits per set.
+    plru_bits: Vec<u64>,
+    rng_state: u64,
+}
+
+impl CacheLevel {
+    /// An empty level.
+    pub fn new(geometry: Geometry, replacement: Replacement) -> Result<Self, CacheError> {
+        let sets = geometry.sets();
+        if let Replacement::TreePlru = replacement {
+            if !geometry.assoc.is_power_of_two() || geometry.assoc > 64 {
+                return Err(CacheError::Geometry {
+                    size: geometry.size,
+                    assoc: geometry.assoc,
+                    line_size: geometry.line_size,
+                    why: "tree-PLRU needs a power-of-two associativity of at most 64".to_owned(),
+                });
+            }
+        }
+        let plru_bits = match replacement {
+            Replacement::TreePlru => vec![0; sets as usize],
+            _ => Vec::new(),
+        };
+        let rng_state = match replacement {
+            // xorshift must not start at zero.
+            Replacement::Random { seed } => seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
+            _ => 0,
+        };
+        Ok(Self {
+            geometry,
+            replacement,
+            line_bits: geometry.line_bits(),
+            assoc: geometry.assoc as usize,
+            sets,
+            set_mask: sets.is_power_of_two().then_some(sets - 1),
+            entries: vec![INVALID; (sets * u64::from(geometry.assoc)) as usize],
+            plru_bits,
+            rng_state,
+        })
+    }
+
+    /// The level's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The level's replacement policy.
+    pub fn replacement(&self) -> Replacement {
+        self.replacement
+    }
+
+    /// log2 of the line size.
+    #[inline]
+    pub fn line_bits(&self) -> u32 {
+        self.line_bits
+    }
+
+    #[inline]
+    fn set_of(&self, block: u64) -> usize {
+        match self.set_mask {
+            Some(mask) => (block & mask) as usize,
+            None => (block % self.sets) as usize,
+        }
+    }
+
+    #[inline]
+    fn ways(&mut self, set: usize) -> &mut [u64] {
+        let start = set * self.assoc;
+        &mut self.entries[start..start + self.assoc]
+    }
+
+    /// Whether `block` is present, without touching replacement state.
+    pub fn contains(&self, block: u64) -> bool {
+        let start = self.set_of(block) * self.assoc;
+        self.entries[start..start + self.assoc]
+            .iter()
+            .any(|&e| e != INVALID && e >> 1 == block)
+    }
+
+    /// Looks `block` up and, on a miss, installs it when `allocate` is set.
+    ///
+    /// `dirty` marks the line modified (a write under write-back) whether it hit or was filled.
+    #[inline]
+    pub fn probe(&mut self, block: u64, allocate: bool, dirty: bool) -> Probe {
+        let set = self.set_of(block);
+        let want = block << 1;
+        match self.replacement {
+            Replacement::Lru => {
+                let ways = self.ways(set);
+                // The most recently used line is first: the common case costs one comparison.
+                if ways[0] | 1 == want | 1 {
+                    ways[0] |= u64::from(dirty);
+                    return Probe::Hit;
+                }
+                if let Some(pos) = ways.iter().position(|&e| e | 1 == want | 1) {
+                    let entry = ways[pos] | u64::from(dirty);
+                    ways.copy_within(0..pos, 1);
+                    ways[0] = entry;
+                    return Probe::Hit;
+                }
+                if !allocate {
+                    return Probe::Bypassed;
+                }
+                let last = ways[ways.len() - 1];
+                ways.copy_within(0..ways.len() - 1, 1);
+                ways[0] = want | u64::from(dirty);
+                Probe::Filled {
+                    victim: victim_of(last),
+                }
+            }
+            Replacement::TreePlru => {
+                let assoc = self.assoc;
+                let start = set * assoc;
+                let found = self.entries[start..start + assoc]
+                    .iter()
+                    .position(|&e| e | 1 == want | 1);
+                if let Some(way) = found {
+                    self.entries[start + way] |= u64::from(dirty);
+                    plru_touch(&mut self.plru_bits[set], assoc, way);
+                    return Probe::Hit;
+                }
+                if !allocate {
+                    return Probe::Bypassed;
+                }
+                let way = self.entries[start..start + assoc]
+                    .iter()
+                    .position(|&e| e == INVALID)
+                    .unwrap_or_else(|| plru_victim(self.plru_bits[set], assoc));
+                let old = self.entries[start + way];
+                self.entries[start + way] = want | u64::from(dirty);
+                plru_touch(&mut self.plru_bits[set], assoc, way);
+                Probe::Filled {
+                    victim: victim_of(old),
+                }
+            }
+            Replacement::Random { .. } => {
+                let assoc = self.assoc;
+                let start = set * assoc;
+                let found = self.entries[start..start + assoc]
+                    .iter()
+                    .position(|&e| e | 1 == want | 1);
+                if let Some(way) = found {
+                    self.entries[start + way] |= u64::from(dirty);
+                    return Probe::Hit;
+                }
+                if !allocate {
+                    return Probe::Bypassed;
+                }
+                let way = match self.entries[start..start + assoc]
+                    .iter()
+                    .position(|&e| e == INVALID)
+                {
+                    Some(way) => way,
+                    None => (self.next_random() % assoc as u64) as usize,
+                };
+                let old = self.entries[start + way];
+                self.entries[start + way] = want | u64::from(dirty);
+                Probe::Filled {
+                    victim: victim_of(old),
+                }
+            }
+        }
+    }
+
+    /// Marks `block` dirty if present, without changing replacement state; returns whether it was.
+    pub fn mark_dirty(&mut self, block: u64) -> bool {
+        let start = self.set_of(block) * self.assoc;
+        let want = block << 1;
+        match self.entries[start..start + self.assoc]
+            .iter_mut()
+            .find(|e| **e | 1 == want | 1)
+        {
+            Some(e) => {
+                *e |= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes `block` if present (a back-invalidation); returns whether it was dirty.
+    pub fn invalidate(&mut self, block: u64) -> Option<bool> {
+        let set = self.set_of(block);
+        let start = set * self.assoc;
+        let want = block << 1;
+        let pos = self.entries[start..start + self.assoc]
+            .iter()
+            .position(|&e| e | 1 == want | 1)?;
+        let dirty = self.entries[start + pos] & 1 == 1;
+        if let Replacement::Lru = self.replacement {
+            // Keep the recency order dense: invalid ways sit at the end, where the victim is taken.
+            let ways = self.ways(set);
+            ways.copy_within(pos + 1.., pos);
+            let last = ways.len() - 1;
+            ways[last] = INVALID;
+        } else {
+            self.entries[start + pos] = INVALID;
+        }
+        Some(dirty)
+    }
+
+    /// Empties the level.
+    pub fn clear(&mut self) {
+        self.entries.fill(INVALID);
+        self.plru_bits.fill(0);
+    }
+
+    /// Block numbers of the lines present, in no particular order.
+    pub fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
+        self.entries
+            .iter()
+            .filter(|&&e| e != INVALID)
+            .map(|&e| e >> 1)
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*: reproducible for a given seed, which is all a replacement policy needs.
+        let mut x = self.rng_state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng_state = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+#[inline]
+fn victim_of(entry: u64) -> Option<Victim> {
+    (entry != INVALID).then_some(Victim {
+        block: entry >> 1,
+        dirty: entry & 1 == 1,
+    })
+}
+
+/// Points every tree node on the path to `way` away from it.
+///
+/// Nodes are numbered heap-style from 1; bit `n` set means "the victim is in the right subtree".
+#[inline]
+fn plru_touch(bits: &mut u64, assoc: usize, way: usize) {
+    let levels = assoc.trailing_zeros();
+    let mut node = 1usize;
+    for depth in (0..levels).rev() {
+        let right = (way >> depth) & 1 == 1;
+        if right {
+            *bits &= !(1 << node);
+        } else {
+            *bits |= 1 << node;
+        }
+        node = node * 2 + usize::from(right);
+    }
+}
+
+/// Follows the direction bits from the root to the pseudo-least-recently-used way.
+#[inline]
+fn plru_victim(bits: u64, assoc: usize) -> usize {
+    let levels = assoc.trailing_zeros();
+    let mut node = 1usize;
+    let mut way = 0usize;
+    for _ in 0..levels {
+        let right = bits >> node & 1 == 1;
+        way = way * 2 + usize::from(right);
+        node = node * 2 + usize::from(right);
+    }
+    way
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(size: u64, assoc: u32, line: u32, r: Replacement) -> CacheLevel {
+        CacheLevel::new(Geometry::new(size, assoc, line).unwrap(), r).unwrap()
+    }
+
+    fn miss(p: Probe) -> bool {
+        !matches!(p, Probe::Hit)
+    }
+
+    #[test]
+    fn geometry_rejects_impossible_caches() {
+        assert!(Geometry::new(32768, 2, 48).is_err());
+        assert!(Geometry::new(32768, 0, 32).is_err());
+        assert!(Geometry::new(1000, 2, 32).is_err());
+        assert_eq!(Geometry::new(32768, 2, 32).unwrap().sets(), 512);
+        // 15 ways and 114,688 sets: the host's L3 here.
+        assert_eq!(
+            Geometry::new(110_100_480, 15, 64).unwrap().sets(),
+            114_688
+        );
+    }
+
+    #[test]
+    fn lru_two_way_set_evicts_least_recent() {
+        // One set, two ways: blocks 0, 1, 0, 2 -> 2 evicts 1 (0 was used more recently).
+        let mut c = level(64, 2, 32, Replacement::Lru);
+        assert!(miss(c.probe(0, true, false)));
+        assert!(miss(c.probe(1, true, false)));
+        assert_eq!(c.probe(0, true, false), Probe::Hit);
+        assert_eq!(
+            c.probe(2, true, false),
+            Probe::Filled {
+                victim: Some(Victim {
+                    block: 1,
+                    dirty: false
+                })
+            }
+        );
+        assert!(c.contains(0) && c.contains(2) && !c.contains(1));
+    }
+
+    #[test]
+    fn lru_dirty_bit_travels_with_the_line() {
+        let mut c = level(64, 2, 32, Replacement::Lru);
+        c.probe(0, true, true);
+        c.probe(1, true, false);
+        c.probe(1, true, false);
+        // 0 is now LRU and dirty.
+        assert_eq!(
+            c.probe(2, true, false),
+            Probe::Filled {
+                victim: Some(Victim {
+                    block: 0,
+                    dirty: true
+                })
+            }
+        );
+    }
+
+    #[test]
+    fn no_allocate_leaves_the_set_alone() {
+        let mut c = level(64, 2, 32, Replacement::Lru);
+        assert_eq!(c.probe(5, false, true), Probe::Bypassed);
+        assert!(!c.contains(5));
+    }
+
+    #[test]
+    fn sets_are_indexed_by_block_modulo_sets() {
+        // 4 sets of 1 way: blocks 0 and 4 conflict, 0 and 1 do not.
+        let mut c = level(128, 1, 32, Replacement::Lru);
+        c.probe(0, true, false);
+        c.probe(1, true, false);
+        assert!(c.contains(0));
+        c.probe(4, true, false);
+        assert!(!c.contains(0) && c.contains(1) && c.contains(4));
+        // Three sets (not a power of two): blocks 0 and 3 conflict.
+        let mut c = level(96, 1, 32, Replacement::Lru);
+        c.probe(0, true, false);
+        c.probe(2, true, false);
+        c.probe(3, true, false);
+        assert!(!c.contains(0) && c.contains(2) && c.contains(3));
+    }
+
+    #[test]
+    fn tree_plru_four_way_hand_computed() {
+        // One set, 4 ways, filled in way order with blocks 0..3. Touching way 3 last leaves the
+        // root pointing left and the left node pointing at way 0.
+        let mut c = level(4 * 32, 4, 32, Replacement::TreePlru);
+        for b in 0..4 {
+            assert!(miss(c.probe(b, true, false)));
+        }
+        // Touching way 0 turns the root right; the right node points at way 2 (way 3 was
+        // touched after it), so block 2 goes.
+        assert_eq!(c.probe(0, true, false), Probe::Hit);
+        assert_eq!(
+            c.probe(10, true, false),
+            Probe::Filled {
+                victim: Some(Victim {
+                    block: 2,
+                    dirty: false
+                })
+            }
+        );
+        // Touching way 2 turns the root left; the left node points at way 1 (way 0 was
+        // touched after it), so block 1 goes. True LRU would also pick 1 here, but it would
+        // have picked 1, not 2, on the previous fill.
+        assert_eq!(
+            c.probe(11, true, false),
+            Probe::Filled {
+                victim: Some(Victim {
+                    block: 1,
+                    dirty: false
+                })
+            }
+        );
+    }
+
+    #[test]
+    fn tree_plru_never_evicts_the_most_recent_line() {
+        let mut c = level(8 * 32, 8, 32, Replacement::TreePlru);
+        let mut last = u64::MAX;
+        for i in 0..10_000u64 {
+            let b = (i * 7919) % 23;
+            if let Probe::Filled { victim: Some(v) } = c.probe(b, true, false) {
+                assert_ne!(v.block, last, "PLRU evicted the most recent line");
+            }
+            last = b;
+        }
+    }
+
+    #[test]
+    fn random_is_reproducible_for_a_seed_and_fills_invalid_ways_first() {
+        let run = |seed| {
+            let mut c = level(4 * 32, 4, 32, Replacement::Random { seed });
+            let mut victims = Vec::new();
+            for b in 0..4 {
+                assert_eq!(c.probe(b, true, false), Probe::Filled { victim: None });
+            }
+            for b in 4..40 {
+                if let Probe::Filled { victim: Some(v) } = c.probe(b, true, false) {
+                    victims.push(v.block);
+                }
+            }
+            victims
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+    }
+
+    #[test]
+    fn invalidate_keeps_lru_order_dense() {
+        let mut c = level(3 * 32, 3, 32, Replacement::Lru);
+        c.probe(0, true, true);
+        c.probe(1, true, false);
+        c.probe(2, true, false);
+        assert_eq!(c.invalidate(0), Some(true));
+        assert_eq!(c.invalidate(0), None);
+        // A free way exists now, so the next fill evicts nothing.
+        assert_eq!(c.probe(3, true, false), Probe::Filled { victim: None });
+        // And the LRU line is 1.
+        assert_eq!(
+            c.probe(4, true, false),
+            Probe::Filled {
+                victim: Some(Victim {
+                    block: 1,
+                    dirty: false
+                })
+            }
+        );
+    }
+}

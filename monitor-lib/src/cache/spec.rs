@@ -1,0 +1,399 @@
+//! The cache spec syntax (`D1=32768,2,32;LL=1M,8,64`), the named presets and the host's caches from sysfs.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use super::{CacheError, Geometry, Replacement, WritePolicy};
+
+/// One level of a hierarchy, as described by a user.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LevelSpec {
+    /// `I1`, `D1`, `L2`, `LL`, ...: how reports name the level.
+    pub name: String,
+    pub geometry: Geometry,
+    pub replacement: Replacement,
+    pub write: WritePolicy,
+    /// Whether this level holds everything the levels above it hold (it back-invalidates them).
+    pub inclusive: bool,
+}
+
+/// A whole hierarchy: an optional I1 and the data (or unified) levels, first to last.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HierarchySpec {
+    pub instr: Option<LevelSpec>,
+    pub data: Vec<LevelSpec>,
+}
+
+/// The preset names a spec may be, with what each one is.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "host",
+        "this machine's caches, read from /sys/devices/system/cpu/cpu0/cache",
+    ),
+    (
+        "cachegrind",
+        "what valgrind --tool=cachegrind simulates here: host I1, D1 and last level as LL, LL sets rounded as Cachegrind does",
+    ),
+    (
+        "r12000",
+        "MIPS R12000 L1 data cache as in the METRIC paper: D1=32K,2,32",
+    ),
+    ("pentium-m", "Pentium M: D1=32K,8,64;L2=1M,8,64"),
+];
+
+const SYSFS_CACHE: &str = "/sys/devices/system/cpu/cpu0/cache";
+
+impl HierarchySpec {
+    /// Resolves a preset name or parses level syntax.
+    pub fn parse(spec: &str) -> Result<Self, CacheError> {
+        spec.parse()
+    }
+
+    /// Cachegrind's model of the given host caches: I1, D1 and the last level as LL, with
+    /// Cachegrind's rounding of a non-power-of-two set count (it keeps the largest power of two
+    /// sets and as many ways as fit in the size).
+    pub fn cachegrind_model_of(host: &HierarchySpec) -> HierarchySpec {
+        let first = host.data.first();
+        let last = host.data.last().filter(|_| host.data.len() > 1);
+        let level = |name: &str, g: Geometry| LevelSpec {
+            name: name.to_owned(),
+            geometry: g,
+            replacement: Replacement::Lru,
+            write: WritePolicy::WriteBack,
+            inclusive: false,
+        };
+        // Cachegrind's defaults when it cannot read the host.
+        let default_l1 = Geometry::new(65536, 2, 64).expect("valid default");
+        let default_ll = Geometry::new(262_144, 8, 64).expect("valid default");
+        let i1 = host.instr.as_ref().map_or(default_l1, |l| l.geometry);
+        let d1 = first.map_or(default_l1, |l| l.geometry);
+        let ll = last.map_or(default_ll, |l| cachegrind_round_sets(l.geometry));
+        HierarchySpec {
+            instr: Some(level("I1", i1)),
+            data: vec![level("D1", d1), level("LL", ll)],
+        }
+    }
+
+    /// Every level, the instruction cache first.
+    pub fn levels(&self) -> impl Iterator<Item = &LevelSpec> {
+        self.instr.iter().chain(&self.data)
+    }
+}
+
+fn cachegrind_round_sets(g: Geometry) -> Geometry {
+    let sets = g.sets();
+    if sets.is_power_of_two() {
+        return g;
+    }
+    let new_sets = 1u64 << (63 - sets.leading_zeros());
+    let line = u64::from(g.line_size);
+    let assoc = (g.size / (new_sets * line)) as u32;
+    Geometry::new(u64::from(assoc) * new_sets * line, assoc, g.line_size).unwrap_or(g)
+}
+
+impl FromStr for HierarchySpec {
+    type Err = CacheError;
+
+    fn from_str(spec: &str) -> Result<Self, CacheError> {
+        let spec = spec.trim();
+        match spec {
+            "host" => return host_spec_from_sysfs(Path::new(SYSFS_CACHE)),
+            "cachegrind" => {
+                let host = host_spec_from_sysfs(Path::new(SYSFS_CACHE)).unwrap_or(HierarchySpec {
+                    instr: None,
+                    data: Vec::new(),
+                });
+                return Ok(Self::cachegrind_model_of(&host));
+            }
+            "r12000" => return "D1=32K,2,32".parse(),
+            "pentium-m" => return "D1=32K,8,64;L2=1M,8,64".parse(),
+            _ => {}
+        }
+        let err = |why: String| CacheError::Spec {
+            spec: spec.to_owned(),
+            why,
+        };
+        if !spec.contains('=') {
+            let names: Vec<_> = PRESETS.iter().map(|(n, _)| *n).collect();
+            return Err(err(format!(
+                "not a preset ({}) and not levels like `D1=32K,8,64;L2=1M,16,64`",
+                names.join(", ")
+            )));
+        }
+        let mut out = HierarchySpec {
+            instr: None,
+            data: Vec::new(),
+        };
+        for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let level = parse_level(part).map_err(|why| err(format!("in `{part}`: {why}")))?;
+            if out.levels().any(|l| l.name == level.name) {
+                return Err(err(format!("level {} is given twice", level.name)));
+            }
+            if level.name == "I1" {
+                out.instr = Some(level);
+            } else {
+                out.data.push(level);
+            }
+        }
+        if out.data.is_empty() {
+            return Err(err("no data level: give at least one, such as D1=32K,8,64".into()));
+        }
+        Ok(out)
+    }
+}
+
+fn parse_level(part: &str) -> Result<LevelSpec, String> {
+    let (name, rest) = part
+        .split_once('=')
+        .ok_or("expected NAME=SIZE,ASSOC,LINE")?;
+    let name = name.trim().to_ascii_uppercase();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(format!("`{name}` is not a level name (use I1, D1, L2, L3, LL, ...)"));
+    }
+    let fields: Vec<&str> = rest.split(',').map(str::trim).collect();
+    if fields.len() < 3 {
+        return Err("expected SIZE,ASSOC,LINE after the name".into());
+    }
+    let size = parse_size(fields[0])?;
+    let assoc: u32 = fields[1]
+        .parse()
+        .map_err(|_| format!("associativity `{}` is not a number", fields[1]))?;
+    let line = parse_size(fields[2])?;
+    let line = u32::try_from(line).map_err(|_| format!("line size {line} is too large"))?;
+    let geometry = Geometry::new(size, assoc, line).map_err(|e| e.to_string())?;
+    let mut level = LevelSpec {
+        name,
+        geometry,
+        replacement: Replacement::Lru,
+        write: WritePolicy::WriteBack,
+        inclusive: false,
+    };
+    for opt in &fields[3..] {
+        match opt.to_ascii_lowercase().as_str() {
+            "lru" => level.replacement = Replacement::Lru,
+            "plru" | "tree-plru" => level.replacement = Replacement::TreePlru,
+            "random" => level.replacement = Replacement::Random { seed: 1 },
+            "wb" | "write-back" => level.write = WritePolicy::WriteBack,
+            "wt" | "write-through" => level.write = WritePolicy::WriteThrough,
+            "inclusive" => level.inclusive = true,
+            other => {
+                if let Some(seed) = other.strip_prefix("random:") {
+                    let seed = seed
+                        .parse()
+                        .map_err(|_| format!("random seed `{seed}` is not a number"))?;
+                    level.replacement = Replacement::Random { seed };
+                } else {
+                    return Err(format!(
+                        "unknown option `{other}` (options: lru, plru, random[:SEED], wb, wt, inclusive)"
+                    ));
+                }
+            }
+        }
+    }
+    if level.replacement == Replacement::TreePlru
+        && (!assoc.is_power_of_two() || assoc > 64)
+    {
+        return Err("plru needs a power-of-two associativity of at most 64".into());
+    }
+    Ok(level)
+}
+
+/// Parses `32768`, `32K`, `1M`, `2G` (binary multiples).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (digits, mult) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("size `{s}` is not a number (K, M and G suffixes are allowed)"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("size `{s}` is too large"))
+}
+
+impl fmt::Display for HierarchySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for l in self.levels() {
+            if !first {
+                f.write_str(";")?;
+            }
+            first = false;
+            let g = l.geometry;
+            write!(f, "{}={},{},{}", l.name, g.size, g.assoc, g.line_size)?;
+            match l.replacement {
+                Replacement::Lru => {}
+                Replacement::TreePlru => f.write_str(",plru")?,
+                Replacement::Random { seed } => write!(f, ",random:{seed}")?,
+            }
+            if l.write == WritePolicy::WriteThrough {
+                f.write_str(",wt")?;
+            }
+            if l.inclusive {
+                f.write_str(",inclusive")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the caches of one CPU from a sysfs directory laid out like `/sys/devices/system/cpu/cpu0/cache`.
+///
+/// Level-1 instruction cache becomes `I1`, level-1 data `D1`, and unified levels `L2`, `L3`, ...
+pub fn host_spec_from_sysfs(dir: &Path) -> Result<HierarchySpec, CacheError> {
+    let host_err = |path: &Path, why: String| CacheError::Host {
+        path: path.display().to_string(),
+        why,
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        host_err(
+            dir,
+            format!("{e}; give the caches explicitly, e.g. --cache 'D1=32K,8,64;L2=1M,16,64'"),
+        )
+    })?;
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !entry.file_name().to_string_lossy().starts_with("index") {
+            continue;
+        }
+        let read = |file: &str| -> Result<String, CacheError> {
+            let p = path.join(file);
+            std::fs::read_to_string(&p)
+                .map(|s| s.trim().to_owned())
+                .map_err(|e| host_err(&p, e.to_string()))
+        };
+        let level: u32 = read("level")?
+            .parse()
+            .map_err(|_| host_err(&path, "level is not a number".into()))?;
+        let kind = read("type")?;
+        let size = parse_size(&read("size")?).map_err(|e| host_err(&path, e))?;
+        let assoc: u32 = read("ways_of_associativity")?
+            .parse()
+            .map_err(|_| host_err(&path, "ways_of_associativity is not a number".into()))?;
+        let line: u32 = read("coherency_line_size")?
+            .parse()
+            .map_err(|_| host_err(&path, "coherency_line_size is not a number".into()))?;
+        let geometry = Geometry::new(size, assoc, line).map_err(|e| host_err(&path, e.to_string()))?;
+        found.push((level, kind, geometry));
+    }
+    found.sort_by_key(|(level, kind, _)| (*level, kind != "Instruction"));
+    let mut spec = HierarchySpec {
+        instr: None,
+        data: Vec::new(),
+    };
+    for (level, kind, geometry) in found {
+        let name = match (level, kind.as_str()) {
+            (1, "Instruction") => "I1".to_owned(),
+            (1, _) => "D1".to_owned(),
+            (_, "Instruction") => continue,
+            (n, _) => format!("L{n}"),
+        };
+        let l = LevelSpec {
+            name,
+            geometry,
+            replacement: Replacement::Lru,
+            write: WritePolicy::WriteBack,
+            inclusive: false,
+        };
+        if l.name == "I1" {
+            spec.instr = Some(l);
+        } else {
+            spec.data.push(l);
+        }
+    }
+    if spec.data.is_empty() {
+        return Err(host_err(dir, "no data cache is described there".into()));
+    }
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_levels_with_suffixes_and_options() {
+        let s: HierarchySpec = "D1=32K,2,32;L2=1M,8,64,plru,inclusive;L3=8M,16,64,random:9,wt"
+            .parse()
+            .unwrap();
+        assert_eq!(s.data.len(), 3);
+        assert_eq!(s.data[0].geometry.size, 32768);
+        assert_eq!(s.data[1].replacement, Replacement::TreePlru);
+        assert!(s.data[1].inclusive);
+        assert_eq!(s.data[2].replacement, Replacement::Random { seed: 9 });
+        assert_eq!(s.data[2].write, WritePolicy::WriteThrough);
+        // The canonical form parses back to the same thing.
+        let again: HierarchySpec = s.to_string().parse().unwrap();
+        assert_eq!(again, s);
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        let e = |s: &str| s.parse::<HierarchySpec>().unwrap_err().to_string();
+        assert!(e("D1=32K,2").contains("SIZE,ASSOC,LINE"));
+        assert!(e("D1=32K,x,32").contains("associativity `x`"));
+        assert!(e("D1=32K,2,48").contains("power of two"));
+        assert!(e("D1=32K,2,32,fifo").contains("unknown option `fifo`"));
+        assert!(e("D1=32K,2,32;D1=64K,2,32").contains("twice"));
+        assert!(e("I1=32K,2,32").contains("no data level"));
+        assert!(e("skylake").contains("not a preset"));
+        assert!(e("D1=48K,12,64,plru").contains("power-of-two"));
+    }
+
+    #[test]
+    fn presets_have_the_documented_shapes() {
+        let r: HierarchySpec = "r12000".parse().unwrap();
+        assert_eq!(r.to_string(), "D1=32768,2,32");
+        let p: HierarchySpec = "pentium-m".parse().unwrap();
+        assert_eq!(p.to_string(), "D1=32768,8,64;L2=1048576,8,64");
+    }
+
+    fn fake_sysfs(dir: &Path, caches: &[(u32, &str, &str, u32, u32)]) {
+        for (i, (level, kind, size, ways, line)) in caches.iter().enumerate() {
+            let d = dir.join(format!("index{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("level"), format!("{level}\n")).unwrap();
+            std::fs::write(d.join("type"), format!("{kind}\n")).unwrap();
+            std::fs::write(d.join("size"), format!("{size}\n")).unwrap();
+            std::fs::write(d.join("ways_of_associativity"), format!("{ways}\n")).unwrap();
+            std::fs::write(d.join("coherency_line_size"), format!("{line}\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn reads_host_caches_and_rounds_ll_like_cachegrind() {
+        // The caches of the machines this was written on, as sysfs lists them.
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(
+            dir.path(),
+            &[
+                (1, "Data", "48K", 12, 64),
+                (1, "Instruction", "32K", 8, 64),
+                (2, "Unified", "2048K", 16, 64),
+                (3, "Unified", "107520K", 15, 64),
+            ],
+        );
+        let host = host_spec_from_sysfs(dir.path()).unwrap();
+        assert_eq!(
+            host.to_string(),
+            "I1=32768,8,64;D1=49152,12,64;L2=2097152,16,64;L3=110100480,15,64"
+        );
+        // Cachegrind 3.19 prints, on that host: "simulated LL cache: line_size 64 assoc 26
+        // total_size 109,051,904".
+        let cg = HierarchySpec::cachegrind_model_of(&host);
+        assert_eq!(
+            cg.to_string(),
+            "I1=32768,8,64;D1=49152,12,64;LL=109051904,26,64"
+        );
+    }
+
+    #[test]
+    fn missing_sysfs_suggests_an_explicit_spec() {
+        let e = host_spec_from_sysfs(Path::new("/nonexistent/cache")).unwrap_err();
+        assert!(e.to_string().contains("--cache"));
+    }
+}

@@ -1,0 +1,204 @@
+//! Monitor events named after PAPI presets (`PAPI_L1_LDM`, ...), matched against access outcomes with one AND.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::cache::{AccessOutcome, MAX_LEVELS};
+
+/// Outcome bits, as [`AccessOutcome::bits_at`] produces them.
+const READ_HIT: u8 = 1;
+const READ_MISS: u8 = 2;
+const WRITE_HIT: u8 = 4;
+const WRITE_MISS: u8 = 8;
+
+/// The kinds of event a level can count, with their PAPI (or, where PAPI has none, epcache) suffix.
+const KINDS: &[(&str, &str, u8, &str)] = &[
+    ("PAPI", "DCA", READ_HIT | READ_MISS | WRITE_HIT | WRITE_MISS, "data cache accesses"),
+    ("PAPI", "DCR", READ_HIT | READ_MISS, "data cache reads"),
+    ("PAPI", "DCW", WRITE_HIT | WRITE_MISS, "data cache writes"),
+    ("PAPI", "DCH", READ_HIT | WRITE_HIT, "data cache hits"),
+    ("PAPI", "DCM", READ_MISS | WRITE_MISS, "data cache misses"),
+    ("PAPI", "LDM", READ_MISS, "load (read) misses"),
+    ("PAPI", "STM", WRITE_MISS, "store (write) misses"),
+    ("EPC", "LDH", READ_HIT, "load (read) hits (no PAPI preset)"),
+    ("EPC", "STH", WRITE_HIT, "store (write) hits (no PAPI preset)"),
+];
+
+/// A countable event: a set of (read/write x hit/miss) outcomes at one data level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// Data level, 0 for L1.
+    level: u8,
+    mask: u8,
+}
+
+impl Event {
+    /// L1 load misses (`PAPI_L1_LDM`).
+    pub const L1_LDM: Event = Event {
+        level: 0,
+        mask: READ_MISS,
+    };
+    /// L1 store misses (`PAPI_L1_STM`).
+    pub const L1_STM: Event = Event {
+        level: 0,
+        mask: WRITE_MISS,
+    };
+    /// L1 reads (`PAPI_L1_DCR`).
+    pub const L1_DCR: Event = Event {
+        level: 0,
+        mask: READ_HIT | READ_MISS,
+    };
+    /// L1 writes (`PAPI_L1_DCW`).
+    pub const L1_DCW: Event = Event {
+        level: 0,
+        mask: WRITE_HIT | WRITE_MISS,
+    };
+    /// L1 read hits (`EPC_L1_LDH`).
+    pub const L1_LDH: Event = Event {
+        level: 0,
+        mask: READ_HIT,
+    };
+    /// L1 write hits (`EPC_L1_STH`).
+    pub const L1_STH: Event = Event {
+        level: 0,
+        mask: WRITE_HIT,
+    };
+
+    /// Data level the event counts at, 0 for L1.
+    pub fn level(&self) -> usize {
+        usize::from(self.level)
+    }
+
+    /// Whether `outcome` is an occurrence of this event.
+    #[inline]
+    pub fn matches(&self, outcome: &AccessOutcome) -> bool {
+        outcome.bits_at(usize::from(self.level)) & self.mask != 0
+    }
+
+    /// Every event name for a hierarchy of `levels` data levels, with a description.
+    pub fn catalogue(levels: usize) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for level in 0..levels.min(MAX_LEVELS) {
+            for &(prefix, suffix, _, what) in KINDS {
+                out.push((
+                    format!("{prefix}_L{}_{suffix}", level + 1),
+                    format!("level {} {what}", level + 1),
+                ));
+            }
+        }
+        out
+    }
+
+    /// The events a standalone report lists for every level.
+    pub fn all(levels: usize) -> Vec<Event> {
+        (0..levels.min(MAX_LEVELS) as u8)
+            .flat_map(|level| KINDS.iter().map(move |k| Event { level, mask: k.2 }))
+            .collect()
+    }
+}
+
+/// An event name that is not one of ours.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown event `{name}`{hint}; events are PAPI_L<n>_{{DCA,DCR,DCW,DCH,DCM,LDM,STM}} and EPC_L<n>_{{LDH,STH}} for levels 1 to {max}")]
+pub struct UnknownEvent {
+    pub name: String,
+    hint: String,
+    max: usize,
+}
+
+impl FromStr for Event {
+    type Err = UnknownEvent;
+
+    fn from_str(name: &str) -> Result<Self, UnknownEvent> {
+        let upper = name.trim().to_ascii_uppercase();
+        let parsed = (|| {
+            let (prefix, rest) = upper.split_once("_L")?;
+            let (level, suffix) = rest.split_once('_')?;
+            let level: usize = level.parse().ok()?;
+            if !(1..=MAX_LEVELS).contains(&level) {
+                return None;
+            }
+            let kind = KINDS.iter().find(|k| k.0 == prefix && k.1 == suffix)?;
+            Some(Event {
+                level: (level - 1) as u8,
+                mask: kind.2,
+            })
+        })();
+        parsed.ok_or_else(|| {
+            // Someone writing PAPI_L1_LDH or EPC_L1_LDM has the right idea and the wrong prefix.
+            let hint = KINDS
+                .iter()
+                .find(|k| upper.ends_with(&format!("_{}", k.1)))
+                .map(|k| format!(" (did you mean {}_L<n>_{}?)", k.0, k.1))
+                .unwrap_or_default();
+            UnknownEvent {
+                name: name.to_owned(),
+                hint,
+                max: MAX_LEVELS,
+            }
+        })
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = KINDS
+            .iter()
+            .find(|k| k.2 == self.mask)
+            .expect("events are only built from KINDS");
+        write!(f, "{}_L{}_{}", kind.0, self.level + 1, kind.1)
+    }
+}
+
+impl serde::Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{AccessKind, LevelResult};
+
+    fn outcome(kind: AccessKind, l1: LevelResult, l2: LevelResult) -> AccessOutcome {
+        let mut levels = [LevelResult::NotReached; MAX_LEVELS];
+        levels[0] = l1;
+        levels[1] = l2;
+        AccessOutcome { kind, levels }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for (name, _) in Event::catalogue(3) {
+            let e: Event = name.parse().unwrap();
+            assert_eq!(e.to_string(), name);
+        }
+        assert_eq!(Event::catalogue(3).len(), 27);
+    }
+
+    #[test]
+    fn events_match_the_right_outcomes() {
+        use AccessKind::*;
+        use LevelResult::*;
+        let read_miss_both = outcome(Read, Miss, Miss);
+        let write_hit = outcome(Write, Hit, NotReached);
+        let ldm: Event = "PAPI_L1_LDM".parse().unwrap();
+        let l2_ldm: Event = "PAPI_L2_LDM".parse().unwrap();
+        let dch: Event = "PAPI_L1_DCH".parse().unwrap();
+        let l2_dca: Event = "PAPI_L2_DCA".parse().unwrap();
+        assert!(ldm.matches(&read_miss_both) && !ldm.matches(&write_hit));
+        assert!(l2_ldm.matches(&read_miss_both));
+        assert!(dch.matches(&write_hit) && !dch.matches(&read_miss_both));
+        assert!(!l2_dca.matches(&write_hit), "L2 was not reached");
+        assert_eq!(ldm, Event::L1_LDM);
+    }
+
+    #[test]
+    fn unknown_events_are_explained() {
+        let e = "PAPI_L1_LDH".parse::<Event>().unwrap_err().to_string();
+        assert!(e.contains("did you mean EPC_L<n>_LDH"), "{e}");
+        let e = "PAPI_L9_LDM".parse::<Event>().unwrap_err().to_string();
+        assert!(e.contains("levels 1 to 4"), "{e}");
+    }
+}

@@ -1,0 +1,5 @@
+//! The simulated associative counter array (static counts and dynamic histograms) and its ePAPI-like interface.
+
+mod event;
+
+pub use event::{Event, UnknownEvent};
