@@ -2,11 +2,13 @@
 //! seed papers' analyses and trace replay, all fed by the access stream of a program.
 //!
 //! Start with [`cache::Hierarchy`] (what one access does to the caches), then
-//! [`monitor::CounterArray`] (the simulated hardware monitor) and [`Simulator`], which ties them
-//! together with the analyses.
+//! [`monitor`] (the simulated hardware monitor) and [`analysis`].
 
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 pub mod cache;
 pub mod monitor;
 pub mod ranges;
+pub mod replay;
+pub mod trace;

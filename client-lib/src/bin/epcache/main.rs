@@ -1,0 +1,5 @@
+//! The `epcache` command line.
+
+#![forbid(unsafe_code)]
+
+fn main() {}

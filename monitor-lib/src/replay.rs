@@ -1,0 +1,1 @@
+//! Replaying a trace through a hierarchy, with Cachegrind-compatible totals.

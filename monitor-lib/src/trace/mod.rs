@@ -1,0 +1,1 @@
+//! Access traces: Valgrind lackey logs and epcache's compact binary format.
