@@ -56,7 +56,9 @@ pub struct RangeSet {
 
 /// Two data structures that claim the same bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("data structure `{new}` [{new_start:#x}, {new_end:#x}) overlaps `{old}`; ranges given to one analysis must be disjoint")]
+#[error(
+    "data structure `{new}` [{new_start:#x}, {new_end:#x}) overlaps `{old}`; ranges given to one analysis must be disjoint"
+)]
 pub struct OverlappingRanges {
     pub new: String,
     pub old: String,
@@ -71,9 +73,11 @@ impl RangeSet {
 
     /// Adds a range; returns its index (stable: the order of insertion).
     pub fn insert(&mut self, r: NamedRange) -> Result<usize, OverlappingRanges> {
-        if let Some(old) = self.ranges.iter().find(|o| {
-            o.range.start < r.range.end && r.range.start < o.range.end
-        }) {
+        if let Some(old) = self
+            .ranges
+            .iter()
+            .find(|o| o.range.start < r.range.end && r.range.start < o.range.end)
+        {
             return Err(OverlappingRanges {
                 new: r.name,
                 old: old.name.clone(),
@@ -105,7 +109,10 @@ impl RangeSet {
     pub fn find_bucket(&self, addr: u64) -> Option<(usize, usize)> {
         let idx = self.find(addr)?;
         let r = &self.ranges[idx];
-        Some((idx, ((addr - r.range.start) / r.bucket_bytes.max(1)) as usize))
+        Some((
+            idx,
+            ((addr - r.range.start) / r.bucket_bytes.max(1)) as usize,
+        ))
     }
 
     pub fn get(&self, idx: usize) -> &NamedRange {

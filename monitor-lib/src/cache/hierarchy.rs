@@ -279,7 +279,10 @@ impl Hierarchy {
                 let first = a >> bits;
                 let last = (a + len - 1) >> bits;
                 for block in first..=last {
-                    let probe = self.level_mut(path, depth).cache.probe(block, allocate, dirty);
+                    let probe = self
+                        .level_mut(path, depth)
+                        .cache
+                        .probe(block, allocate, dirty);
                     let line_addr = block << bits;
                     let pass_down = match probe {
                         Probe::Hit => {
@@ -501,8 +504,8 @@ mod tests {
     #[test]
     fn cachegrind_mode_refetches_the_whole_straddling_access_below() {
         // L2 holds line 1 but not line 0... and with native mode L2 would only see line 0.
-        let mut h = two_levels(level("L1", 64, 1, 32), level("L2", 1024, 4, 32))
-            .cachegrind_compatible();
+        let mut h =
+            two_levels(level("L1", 64, 1, 32), level("L2", 1024, 4, 32)).cachegrind_compatible();
         h.access(0x20, 4, Read); // line 1 in L1 (set 1) and L2
         h.access(0x60, 4, Read); // line 3 evicts line 1 from L1 (set 1), L2 keeps it
         h.set_record_lines(true);

@@ -26,7 +26,9 @@ impl Geometry {
             why: why.to_owned(),
         };
         if !line_size.is_power_of_two() || line_size < 4 {
-            return Err(bad("the line size must be a power of two of at least 4 bytes"));
+            return Err(bad(
+                "the line size must be a power of two of at least 4 bytes",
+            ));
         }
         if assoc == 0 {
             return Err(bad("the associativity must be at least 1"));
@@ -390,10 +392,7 @@ mod tests {
         assert!(Geometry::new(1000, 2, 32).is_err());
         assert_eq!(Geometry::new(32768, 2, 32).unwrap().sets(), 512);
         // 15 ways and 114,688 sets: the host's L3 here.
-        assert_eq!(
-            Geometry::new(110_100_480, 15, 64).unwrap().sets(),
-            114_688
-        );
+        assert_eq!(Geometry::new(110_100_480, 15, 64).unwrap().sets(), 114_688);
     }
 
     #[test]

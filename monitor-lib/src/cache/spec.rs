@@ -137,7 +137,9 @@ impl FromStr for HierarchySpec {
             }
         }
         if out.data.is_empty() {
-            return Err(err("no data level: give at least one, such as D1=32K,8,64".into()));
+            return Err(err(
+                "no data level: give at least one, such as D1=32K,8,64".into()
+            ));
         }
         Ok(out)
     }
@@ -149,7 +151,9 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
         .ok_or("expected NAME=SIZE,ASSOC,LINE")?;
     let name = name.trim().to_ascii_uppercase();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(format!("`{name}` is not a level name (use I1, D1, L2, L3, LL, ...)"));
+        return Err(format!(
+            "`{name}` is not a level name (use I1, D1, L2, L3, LL, ...)"
+        ));
     }
     let fields: Vec<&str> = rest.split(',').map(str::trim).collect();
     if fields.len() < 3 {
@@ -191,9 +195,7 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
             }
         }
     }
-    if level.replacement == Replacement::TreePlru
-        && (!assoc.is_power_of_two() || assoc > 64)
-    {
+    if level.replacement == Replacement::TreePlru && (!assoc.is_power_of_two() || assoc > 64) {
         return Err("plru needs a power-of-two associativity of at most 64".into());
     }
     Ok(level)
@@ -211,7 +213,8 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("size `{s}` is not a number (K, M and G suffixes are allowed)"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("size `{s}` is too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size `{s}` is too large"))
 }
 
 impl fmt::Display for HierarchySpec {
@@ -277,7 +280,8 @@ pub fn host_spec_from_sysfs(dir: &Path) -> Result<HierarchySpec, CacheError> {
         let line: u32 = read("coherency_line_size")?
             .parse()
             .map_err(|_| host_err(&path, "coherency_line_size is not a number".into()))?;
-        let geometry = Geometry::new(size, assoc, line).map_err(|e| host_err(&path, e.to_string()))?;
+        let geometry =
+            Geometry::new(size, assoc, line).map_err(|e| host_err(&path, e.to_string()))?;
         found.push((level, kind, geometry));
     }
     found.sort_by_key(|(level, kind, _)| (*level, kind != "Instruction"));

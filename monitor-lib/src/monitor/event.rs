@@ -13,7 +13,12 @@ const WRITE_MISS: u8 = 8;
 
 /// The kinds of event a level can count, with their PAPI (or, where PAPI has none, epcache) suffix.
 const KINDS: &[(&str, &str, u8, &str)] = &[
-    ("PAPI", "DCA", READ_HIT | READ_MISS | WRITE_HIT | WRITE_MISS, "data cache accesses"),
+    (
+        "PAPI",
+        "DCA",
+        READ_HIT | READ_MISS | WRITE_HIT | WRITE_MISS,
+        "data cache accesses",
+    ),
     ("PAPI", "DCR", READ_HIT | READ_MISS, "data cache reads"),
     ("PAPI", "DCW", WRITE_HIT | WRITE_MISS, "data cache writes"),
     ("PAPI", "DCH", READ_HIT | WRITE_HIT, "data cache hits"),
@@ -21,7 +26,12 @@ const KINDS: &[(&str, &str, u8, &str)] = &[
     ("PAPI", "LDM", READ_MISS, "load (read) misses"),
     ("PAPI", "STM", WRITE_MISS, "store (write) misses"),
     ("EPC", "LDH", READ_HIT, "load (read) hits (no PAPI preset)"),
-    ("EPC", "STH", WRITE_HIT, "store (write) hits (no PAPI preset)"),
+    (
+        "EPC",
+        "STH",
+        WRITE_HIT,
+        "store (write) hits (no PAPI preset)",
+    ),
 ];
 
 /// A countable event: a set of (read/write x hit/miss) outcomes at one data level.
@@ -99,7 +109,9 @@ impl Event {
 
 /// An event name that is not one of ours.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event `{name}`{hint}; events are PAPI_L<n>_{{DCA,DCR,DCW,DCH,DCM,LDM,STM}} and EPC_L<n>_{{LDH,STH}} for levels 1 to {max}")]
+#[error(
+    "unknown event `{name}`{hint}; events are PAPI_L<n>_{{DCA,DCR,DCW,DCH,DCM,LDM,STM}} and EPC_L<n>_{{LDH,STH}} for levels 1 to {max}"
+)]
 pub struct UnknownEvent {
     pub name: String,
     hint: String,
