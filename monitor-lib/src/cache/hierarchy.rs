@@ -127,6 +127,8 @@ pub struct Hierarchy {
     /// Dirty evictions travel to the next level. Cachegrind does not model them.
     model_writebacks: bool,
     record_lines: bool,
+    /// Every level has the same line size, so a one-line access is one block all the way down.
+    uniform_lines: bool,
     line_events: Vec<LineEvent>,
     requests: Vec<(u64, u64)>,
     next_requests: Vec<(u64, u64)>,
@@ -146,9 +148,15 @@ impl Hierarchy {
                 why: format!("a hierarchy needs 1 to {MAX_LEVELS} data levels"),
             });
         }
+        let instr = spec.instr.as_ref().map(Level::new).transpose()?;
+        let uniform_lines = instr
+            .iter()
+            .chain(&data)
+            .all(|l| l.cache.line_bits() == data[0].cache.line_bits());
         Ok(Self {
             spec: spec.clone(),
-            instr: spec.instr.as_ref().map(Level::new).transpose()?,
+            instr,
+            uniform_lines,
             data,
             refetch_whole_access: false,
             model_writebacks: true,
@@ -239,6 +247,31 @@ impl Hierarchy {
     /// Simulates a data load or store of `size` bytes at `addr` (any size; a zero size counts as one byte).
     #[inline]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
+        // Fast path for the common case: the access lies in one L1 line and hits there. Anything
+        // else (a miss, a straddle, a write-through write, line recording) takes the full walk.
+        let l1 = &mut self.data[0];
+        let bits = l1.cache.line_bits();
+        let block = addr >> bits;
+        let last = (addr + u64::from(size.max(1)) - 1) >> bits;
+        let is_write = kind == AccessKind::Write;
+        if block == last
+            && !self.record_lines
+            && !(is_write && l1.write == WritePolicy::WriteThrough)
+            && l1.cache.probe_hit(block, is_write)
+        {
+            let stats = &mut l1.stats;
+            if is_write {
+                stats.writes += 1;
+            } else {
+                stats.reads += 1;
+            }
+            let mut levels = [LevelResult::NotReached; MAX_LEVELS];
+            levels[0] = LevelResult::Hit;
+            return AccessOutcome { kind, levels };
+        }
+        if block == last && self.uniform_lines {
+            return self.walk_line(Path::Data, block, kind);
+        }
         self.walk(Path::Data, addr, size, kind)
     }
 
@@ -249,7 +282,68 @@ impl Hierarchy {
         } else {
             Path::Data
         };
+        let bits = self.level_mut(path, 0).cache.line_bits();
+        let block = addr >> bits;
+        if self.uniform_lines && (addr + u64::from(size.max(1)) - 1) >> bits == block {
+            return self.walk_line(path, block, AccessKind::Read);
+        }
         self.walk(path, addr, size, AccessKind::Read)
+    }
+
+    /// The walk of an access that lies in one line, when all levels share the line size: the
+    /// same block at every level, so no request lists are needed.
+    fn walk_line(&mut self, path: Path, block: u64, kind: AccessKind) -> AccessOutcome {
+        let mut out = AccessOutcome {
+            kind,
+            levels: [LevelResult::NotReached; MAX_LEVELS],
+        };
+        let record = self.record_lines && path == Path::Data;
+        if record {
+            self.line_events.clear();
+        }
+        let mut carries_write = kind == AccessKind::Write;
+        for depth in 0..self.data.len() {
+            let level = self.level_mut(path, depth);
+            let write_through = level.write == WritePolicy::WriteThrough;
+            let dirty = carries_write && !write_through;
+            let allocate = !(carries_write && write_through);
+            let bits = level.cache.line_bits();
+            let probe = level.cache.probe(block, allocate, dirty);
+            let line_addr = block << bits;
+            let missed = !matches!(probe, Probe::Hit);
+            out.levels[depth] = if missed {
+                LevelResult::Miss
+            } else {
+                LevelResult::Hit
+            };
+            self.count(path, depth, kind, missed);
+            match probe {
+                Probe::Hit => {
+                    if record {
+                        self.push_line(depth, line_addr, LineEventKind::Hit);
+                    }
+                    if !(carries_write && write_through) {
+                        break;
+                    }
+                }
+                Probe::Filled { victim } => {
+                    let evicted = victim.map(|v| v.block << bits);
+                    if record {
+                        self.push_line(depth, line_addr, LineEventKind::Fill { evicted });
+                    }
+                    if let Some(v) = victim {
+                        self.evicted(path, depth, v);
+                    }
+                }
+                Probe::Bypassed => {
+                    if record {
+                        self.push_line(depth, line_addr, LineEventKind::Bypass);
+                    }
+                }
+            }
+            carries_write &= write_through;
+        }
+        out
     }
 
     fn walk(&mut self, path: Path, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {

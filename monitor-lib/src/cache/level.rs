@@ -271,6 +271,40 @@ impl CacheLevel {
         }
     }
 
+    /// Looks `block` up and updates replacement state if present; a miss changes nothing.
+    ///
+    /// The hierarchy's fast path: it lets a hit finish without the fill machinery.
+    #[inline]
+    pub fn probe_hit(&mut self, block: u64, dirty: bool) -> bool {
+        let set = self.set_of(block);
+        let want = block << 1;
+        let start = set * self.assoc;
+        let ways = &mut self.entries[start..start + self.assoc];
+        if ways[0] | 1 == want | 1 {
+            ways[0] |= u64::from(dirty);
+            if let Replacement::TreePlru = self.replacement {
+                plru_touch(&mut self.plru_bits[set], self.assoc, 0);
+            }
+            return true;
+        }
+        let Some(pos) = ways.iter().position(|&e| e | 1 == want | 1) else {
+            return false;
+        };
+        match self.replacement {
+            Replacement::Lru => {
+                let entry = ways[pos] | u64::from(dirty);
+                ways.copy_within(0..pos, 1);
+                ways[0] = entry;
+            }
+            Replacement::TreePlru => {
+                ways[pos] |= u64::from(dirty);
+                plru_touch(&mut self.plru_bits[set], self.assoc, pos);
+            }
+            Replacement::Random { .. } => ways[pos] |= u64::from(dirty),
+        }
+        true
+    }
+
     /// Marks `block` dirty if present, without changing replacement state; returns whether it was.
     pub fn mark_dirty(&mut self, block: u64) -> bool {
         let start = self.set_of(block) * self.assoc;
