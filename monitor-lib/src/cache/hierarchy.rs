@@ -297,10 +297,12 @@ impl Hierarchy {
             kind,
             levels: [LevelResult::NotReached; MAX_LEVELS],
         };
-        let record = self.record_lines && path == Path::Data;
-        if record {
+        // Cleared on every walk so the events always belong to the latest access, but recorded
+        // only for data accesses: the analyses are about data structures.
+        if self.record_lines {
             self.line_events.clear();
         }
+        let record = self.record_lines && path == Path::Data;
         let mut carries_write = kind == AccessKind::Write;
         for depth in 0..self.data.len() {
             let level = self.level_mut(path, depth);
@@ -351,10 +353,12 @@ impl Hierarchy {
             kind,
             levels: [LevelResult::NotReached; MAX_LEVELS],
         };
-        let record = self.record_lines && path == Path::Data;
-        if record {
+        // Cleared on every walk so the events always belong to the latest access, but recorded
+        // only for data accesses: the analyses are about data structures.
+        if self.record_lines {
             self.line_events.clear();
         }
+        let record = self.record_lines && path == Path::Data;
         let mut requests = std::mem::take(&mut self.requests);
         let mut next = std::mem::take(&mut self.next_requests);
         requests.clear();
