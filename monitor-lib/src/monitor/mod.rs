@@ -1,5 +1,10 @@
 //! The simulated associative counter array (static counts and dynamic histograms) and its ePAPI-like interface.
 
+mod counter_array;
 mod event;
 
+pub use counter_array::{
+    CounterArray, CounterArrayConfig, Histogram, HistogramId, MAX_BUCKETS, MonitorError,
+    SpillStats, StaticId,
+};
 pub use event::{Event, UnknownEvent};
