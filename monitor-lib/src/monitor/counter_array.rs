@@ -113,8 +113,11 @@ impl SpillStats {
 /// A histogram read from the array: hardware and software parts summed per bucket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Histogram {
+    /// What the buckets count.
     pub event: Event,
+    /// The bytes the histogram covers.
     pub range: AddressRange,
+    /// Width of every bucket but possibly the last.
     pub bucket_bytes: u64,
     /// `buckets[i]` counts accesses in `[range.start + i * bucket_bytes, ..+ bucket_bytes)`,
     /// the last bucket cut at `range.end`.
@@ -133,12 +136,15 @@ impl Histogram {
 /// What can go wrong configuring or reading the counter array.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MonitorError {
+    /// The configuration asked for no counters.
     #[error(
         "a counter array needs at least 1 counter; configure counters >= 1 (the default is 64)"
     )]
     NoCounters,
+    /// The configured counter width is outside 8..=64 bits.
     #[error("counters of {bits} bits are not supported; choose a width from 8 to 64 bits")]
     CounterWidth { bits: u32 },
+    /// No counter is left for another static binding.
     #[error(
         "cannot bind {event} over [{start:#x}, {end:#x}) statically: {why}; unbind a static binding or configure more counters"
     )]
@@ -148,6 +154,7 @@ pub enum MonitorError {
         end: u64,
         why: String,
     },
+    /// Static bindings hold every counter, so a histogram would have no dynamic pool.
     #[error(
         "cannot bind a histogram of {event} over [{start:#x}, {end:#x}): all {counters} counter(s) are held by static bindings and the histogram needs at least 1; unbind a static binding or configure more counters"
     )]
@@ -157,14 +164,17 @@ pub enum MonitorError {
         end: u64,
         counters: usize,
     },
+    /// A histogram over no bytes.
     #[error(
         "histogram of {event}: the address range [{start:#x}, {end:#x}) is empty; give the data structure's first byte and its length"
     )]
     EmptyRange { event: Event, start: u64, end: u64 },
+    /// A histogram with zero-byte buckets.
     #[error(
         "histogram of {event} over [{start:#x}, {end:#x}): a bucket width of 0 bytes is not possible; use a multiple of the line size"
     )]
     ZeroBucket { event: Event, start: u64, end: u64 },
+    /// A histogram whose bucket map would exceed [`MAX_BUCKETS`].
     #[error(
         "histogram of {event} over [{start:#x}, {end:#x}) with {bucket_bytes}-byte buckets would have {buckets} buckets, more than the {max} supported; use wider buckets"
     )]
@@ -176,10 +186,12 @@ pub enum MonitorError {
         buckets: u64,
         max: u64,
     },
+    /// A static handle that is not (or no longer) bound in this array.
     #[error(
         "no static binding {0:?} in this counter array (it was unbound or cleared, or belongs to another array)"
     )]
     UnknownStatic(StaticId),
+    /// A histogram handle that is not (or no longer) bound in this array.
     #[error(
         "no histogram {0:?} in this counter array (it was unbound or cleared, or belongs to another array)"
     )]
@@ -571,6 +583,7 @@ impl CounterArray {
     }
 
     /// The overflow interrupt of a dynamic counter: software takes 2^bits, the counter restarts at 0.
+    /// (Software saturates at `u64::MAX`, which only 64-bit counters could reach.)
     #[cold]
     fn overflow(&mut self, slot: u32) {
         let counter = &mut self.pool[slot as usize];

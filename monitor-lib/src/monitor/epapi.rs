@@ -24,14 +24,19 @@ pub struct HistogramIndex(pub usize);
 /// Misuse of an event set, or a request the counter array cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EpapiError {
+    /// The action needs a stopped set (PAPI_EISRUN).
     #[error("cannot {action}: the event set is running; stop it first (PAPI_EISRUN)")]
     IsRunning { action: &'static str },
+    /// The action needs a running set (PAPI_ENOTRUN).
     #[error("cannot {action}: the event set is not running; start it first (PAPI_ENOTRUN)")]
     NotRunning { action: &'static str },
+    /// Starting a set with nothing in it.
     #[error("cannot start an empty event set; add an event or a histogram first (PAPI_EINVAL)")]
     Empty,
+    /// The name is not an event (PAPI_ENOEVNT).
     #[error(transparent)]
     UnknownEvent(#[from] UnknownEvent),
+    /// The event is at a level the simulated hierarchy does not have (PAPI_ENOEVNT).
     #[error(
         "event {event} counts at level {level}, but the simulated hierarchy has {levels} data level(s) (PAPI_ENOEVNT)"
     )]
@@ -40,6 +45,7 @@ pub enum EpapiError {
         level: usize,
         levels: usize,
     },
+    /// A histogram bucket of zero lines, or one too wide to express in bytes.
     #[error(
         "histogram of {event}: a bucket of {bucket_lines} lines of {line_bytes} bytes is not possible; give at least 1 line"
     )]
@@ -48,8 +54,10 @@ pub enum EpapiError {
         bucket_lines: u64,
         line_bytes: u32,
     },
+    /// A histogram index this set never gave out.
     #[error("no histogram at index {index}; this event set has {count}")]
     NoSuchHistogram { index: usize, count: usize },
+    /// The counter array refused the binding.
     #[error(transparent)]
     Monitor(#[from] MonitorError),
 }
