@@ -2,7 +2,8 @@
 //! seed papers' analyses and trace replay, all fed by the access stream of a program.
 //!
 //! Start with [`cache::Hierarchy`] (what one access does to the caches), then
-//! [`monitor`] (the simulated hardware monitor) and [`analysis`].
+//! [`monitor`] (the simulated hardware monitor) and [`analysis`]; [`simulator::Simulator`] ties
+//! them together.
 
 #![forbid(unsafe_code)]
 
@@ -11,4 +12,5 @@ pub mod cache;
 pub mod monitor;
 pub mod ranges;
 pub mod replay;
+pub mod simulator;
 pub mod trace;

@@ -127,6 +127,9 @@ pub struct Hierarchy {
     /// Dirty evictions travel to the next level. Cachegrind does not model them.
     model_writebacks: bool,
     record_lines: bool,
+    /// The L1 hit fast path applies: no line recording, and L1 is not write-through (whose
+    /// write hits must still go down).
+    fast_hits: bool,
     /// Every level has the same line size, so a one-line access is one block all the way down.
     uniform_lines: bool,
     line_events: Vec<LineEvent>,
@@ -153,6 +156,7 @@ impl Hierarchy {
             .iter()
             .chain(&data)
             .all(|l| l.cache.line_bits() == data[0].cache.line_bits());
+        let fast_hits = data[0].write == WritePolicy::WriteBack;
         Ok(Self {
             spec: spec.clone(),
             instr,
@@ -161,6 +165,7 @@ impl Hierarchy {
             refetch_whole_access: false,
             model_writebacks: true,
             record_lines: false,
+            fast_hits,
             line_events: Vec::new(),
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
@@ -178,6 +183,7 @@ impl Hierarchy {
     /// Records a [`LineEvent`] for every line touched, for the analyses that need them.
     pub fn set_record_lines(&mut self, on: bool) {
         self.record_lines = on;
+        self.fast_hits = !on && self.data[0].write == WritePolicy::WriteBack;
         self.line_events.clear();
     }
 
@@ -245,20 +251,17 @@ impl Hierarchy {
     }
 
     /// Simulates a data load or store of `size` bytes at `addr` (any size; a zero size counts as one byte).
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
-        // Fast path for the common case: the access lies in one L1 line and hits there. Anything
-        // else (a miss, a straddle, a write-through write, line recording) takes the full walk.
+        // Fast path for the common case, kept small enough to inline into the capture loop: the
+        // access lies in one L1 line and hits there. Anything else (a miss, a straddle, a
+        // write-through write, line recording) takes the out-of-line walk.
         let l1 = &mut self.data[0];
         let bits = l1.cache.line_bits();
         let block = addr >> bits;
         let last = (addr + u64::from(size.max(1)) - 1) >> bits;
         let is_write = kind == AccessKind::Write;
-        if block == last
-            && !self.record_lines
-            && !(is_write && l1.write == WritePolicy::WriteThrough)
-            && l1.cache.probe_hit(block, is_write)
-        {
+        if block == last && self.fast_hits && l1.cache.probe_hit(block, is_write) {
             let stats = &mut l1.stats;
             if is_write {
                 stats.writes += 1;
@@ -269,8 +272,19 @@ impl Hierarchy {
             levels[0] = LevelResult::Hit;
             return AccessOutcome { kind, levels };
         }
-        if block == last && self.uniform_lines {
-            return self.walk_line(Path::Data, block, kind);
+        self.access_slow(addr, size, kind, block == last)
+    }
+
+    #[inline(never)]
+    fn access_slow(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+        one_line: bool,
+    ) -> AccessOutcome {
+        if one_line && self.uniform_lines {
+            return self.walk_line(Path::Data, addr >> self.data[0].cache.line_bits(), kind);
         }
         self.walk(Path::Data, addr, size, kind)
     }

@@ -88,15 +88,17 @@ pub struct Victim {
     pub dirty: bool,
 }
 
-/// Marks a way that holds no line. A real entry is `block << 1 | dirty`, and block numbers are
-/// at most 2^62 (lines are at least 4 bytes), so no real entry equals it.
+/// Marks a way that holds no line. Block numbers are at most 2^62 (lines are at least 4 bytes),
+/// so no real tag equals it.
 const INVALID: u64 = u64::MAX;
 
 /// A set-associative tag store with one replacement policy.
 ///
-/// Ways of a set are stored contiguously. Under LRU they are kept in recency order, most recent
-/// first, as Cachegrind does, so a hit on the most recent line costs one comparison and the LRU
-/// victim is always the last way. Tree-PLRU and random keep ways in place.
+/// Ways of a set are stored contiguously and never move. Tags are plain block numbers, so a
+/// lookup is an equality scan over the set; dirty bits live beside them. True LRU keeps a
+/// last-use time per way: a hit is one store, and the victim (the oldest time, or an empty way,
+/// whose time is 0) is looked for only on a miss. This is the same replacement decision as
+/// Cachegrind's move-to-front list, without shifting the set on every hit.
 #[derive(Debug, Clone)]
 pub struct CacheLevel {
     geometry: Geometry,
@@ -106,7 +108,11 @@ pub struct CacheLevel {
     sets: u64,
     /// `sets - 1` when `sets` is a power of two, so indexing is a mask; otherwise a modulo is used.
     set_mask: Option<u64>,
-    entries: Vec<u64>,
+    tags: Vec<u64>,
+    dirty: Vec<bool>,
+    /// LRU only: the time of each way's last use, 0 for an empty way.
+    last_use: Vec<u64>,
+    clock: u64,
     /// Tree-PLRU state, one word of `assoc - 1` direction bits per set.
     plru_bits: Vec<u64>,
     rng_state: u64,
@@ -126,8 +132,13 @@ impl CacheLevel {
                 });
             }
         }
+        let lines = (sets * u64::from(geometry.assoc)) as usize;
         let plru_bits = match replacement {
             Replacement::TreePlru => vec![0; sets as usize],
+            _ => Vec::new(),
+        };
+        let last_use = match replacement {
+            Replacement::Lru => vec![0; lines],
             _ => Vec::new(),
         };
         let rng_state = match replacement {
@@ -142,7 +153,10 @@ impl CacheLevel {
             assoc: geometry.assoc as usize,
             sets,
             set_mask: sets.is_power_of_two().then_some(sets - 1),
-            entries: vec![INVALID; (sets * u64::from(geometry.assoc)) as usize],
+            tags: vec![INVALID; lines],
+            dirty: vec![false; lines],
+            last_use,
+            clock: 0,
             plru_bits,
             rng_state,
         })
@@ -164,7 +178,7 @@ impl CacheLevel {
         self.line_bits
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_of(&self, block: u64) -> usize {
         match self.set_mask {
             Some(mask) => (block & mask) as usize,
@@ -172,18 +186,76 @@ impl CacheLevel {
         }
     }
 
-    #[inline]
-    fn ways(&mut self, set: usize) -> &mut [u64] {
+    /// The way of `set` holding `block`.
+    #[inline(always)]
+    fn find(&self, set: usize, block: u64) -> Option<usize> {
         let start = set * self.assoc;
-        &mut self.entries[start..start + self.assoc]
+        self.tags[start..start + self.assoc]
+            .iter()
+            .position(|&t| t == block)
+    }
+
+    /// Records a use of `way` in `set` for the replacement policy.
+    #[inline(always)]
+    fn touch(&mut self, set: usize, way: usize) {
+        match self.replacement {
+            Replacement::Lru => {
+                self.clock += 1;
+                self.last_use[set * self.assoc + way] = self.clock;
+            }
+            Replacement::TreePlru => plru_touch(&mut self.plru_bits[set], self.assoc, way),
+            Replacement::Random { .. } => {}
+        }
+    }
+
+    /// The way a fill of `set` replaces: an empty one if any, else the policy's choice.
+    fn victim_way(&mut self, set: usize) -> usize {
+        let start = set * self.assoc;
+        match self.replacement {
+            Replacement::Lru => {
+                // Empty ways have time 0, older than any use, so they are taken first.
+                let times = &self.last_use[start..start + self.assoc];
+                let mut oldest = 0;
+                for (way, &t) in times.iter().enumerate() {
+                    if t < times[oldest] {
+                        oldest = way;
+                    }
+                }
+                oldest
+            }
+            Replacement::TreePlru => self.tags[start..start + self.assoc]
+                .iter()
+                .position(|&t| t == INVALID)
+                .unwrap_or_else(|| plru_victim(self.plru_bits[set], self.assoc)),
+            Replacement::Random { .. } => {
+                match self.tags[start..start + self.assoc]
+                    .iter()
+                    .position(|&t| t == INVALID)
+                {
+                    Some(way) => way,
+                    None => (self.next_random() % self.assoc as u64) as usize,
+                }
+            }
+        }
     }
 
     /// Whether `block` is present, without touching replacement state.
     pub fn contains(&self, block: u64) -> bool {
-        let start = self.set_of(block) * self.assoc;
-        self.entries[start..start + self.assoc]
-            .iter()
-            .any(|&e| e != INVALID && e >> 1 == block)
+        self.find(self.set_of(block), block).is_some()
+    }
+
+    /// Looks `block` up and updates replacement state if present; a miss changes nothing.
+    ///
+    /// The hierarchy's fast path: it lets a hit finish without the fill machinery.
+    #[inline(always)]
+    pub fn probe_hit(&mut self, block: u64, dirty: bool) -> bool {
+        let set = self.set_of(block);
+        let Some(way) = self.find(set, block) else {
+            return false;
+        };
+        self.dirty[set * self.assoc + way] |= dirty;
+        self.touch(set, way);
+        true
     }
 
     /// Looks `block` up and, on a miss, installs it when `allocate` is set.
@@ -191,130 +263,32 @@ impl CacheLevel {
     /// `dirty` marks the line modified (a write under write-back) whether it hit or was filled.
     #[inline]
     pub fn probe(&mut self, block: u64, allocate: bool, dirty: bool) -> Probe {
+        if self.probe_hit(block, dirty) {
+            return Probe::Hit;
+        }
+        if !allocate {
+            return Probe::Bypassed;
+        }
         let set = self.set_of(block);
-        let want = block << 1;
-        match self.replacement {
-            Replacement::Lru => {
-                let ways = self.ways(set);
-                // The most recently used line is first: the common case costs one comparison.
-                if ways[0] | 1 == want | 1 {
-                    ways[0] |= u64::from(dirty);
-                    return Probe::Hit;
-                }
-                if let Some(pos) = ways.iter().position(|&e| e | 1 == want | 1) {
-                    let entry = ways[pos] | u64::from(dirty);
-                    ways.copy_within(0..pos, 1);
-                    ways[0] = entry;
-                    return Probe::Hit;
-                }
-                if !allocate {
-                    return Probe::Bypassed;
-                }
-                let last = ways[ways.len() - 1];
-                ways.copy_within(0..ways.len() - 1, 1);
-                ways[0] = want | u64::from(dirty);
-                Probe::Filled {
-                    victim: victim_of(last),
-                }
-            }
-            Replacement::TreePlru => {
-                let assoc = self.assoc;
-                let start = set * assoc;
-                let found = self.entries[start..start + assoc]
-                    .iter()
-                    .position(|&e| e | 1 == want | 1);
-                if let Some(way) = found {
-                    self.entries[start + way] |= u64::from(dirty);
-                    plru_touch(&mut self.plru_bits[set], assoc, way);
-                    return Probe::Hit;
-                }
-                if !allocate {
-                    return Probe::Bypassed;
-                }
-                let way = self.entries[start..start + assoc]
-                    .iter()
-                    .position(|&e| e == INVALID)
-                    .unwrap_or_else(|| plru_victim(self.plru_bits[set], assoc));
-                let old = self.entries[start + way];
-                self.entries[start + way] = want | u64::from(dirty);
-                plru_touch(&mut self.plru_bits[set], assoc, way);
-                Probe::Filled {
-                    victim: victim_of(old),
-                }
-            }
-            Replacement::Random { .. } => {
-                let assoc = self.assoc;
-                let start = set * assoc;
-                let found = self.entries[start..start + assoc]
-                    .iter()
-                    .position(|&e| e | 1 == want | 1);
-                if let Some(way) = found {
-                    self.entries[start + way] |= u64::from(dirty);
-                    return Probe::Hit;
-                }
-                if !allocate {
-                    return Probe::Bypassed;
-                }
-                let way = match self.entries[start..start + assoc]
-                    .iter()
-                    .position(|&e| e == INVALID)
-                {
-                    Some(way) => way,
-                    None => (self.next_random() % assoc as u64) as usize,
-                };
-                let old = self.entries[start + way];
-                self.entries[start + way] = want | u64::from(dirty);
-                Probe::Filled {
-                    victim: victim_of(old),
-                }
-            }
-        }
-    }
-
-    /// Looks `block` up and updates replacement state if present; a miss changes nothing.
-    ///
-    /// The hierarchy's fast path: it lets a hit finish without the fill machinery.
-    #[inline]
-    pub fn probe_hit(&mut self, block: u64, dirty: bool) -> bool {
-        let set = self.set_of(block);
-        let want = block << 1;
-        let start = set * self.assoc;
-        let ways = &mut self.entries[start..start + self.assoc];
-        if ways[0] | 1 == want | 1 {
-            ways[0] |= u64::from(dirty);
-            if let Replacement::TreePlru = self.replacement {
-                plru_touch(&mut self.plru_bits[set], self.assoc, 0);
-            }
-            return true;
-        }
-        let Some(pos) = ways.iter().position(|&e| e | 1 == want | 1) else {
-            return false;
-        };
-        match self.replacement {
-            Replacement::Lru => {
-                let entry = ways[pos] | u64::from(dirty);
-                ways.copy_within(0..pos, 1);
-                ways[0] = entry;
-            }
-            Replacement::TreePlru => {
-                ways[pos] |= u64::from(dirty);
-                plru_touch(&mut self.plru_bits[set], self.assoc, pos);
-            }
-            Replacement::Random { .. } => ways[pos] |= u64::from(dirty),
-        }
-        true
+        let way = self.victim_way(set);
+        let index = set * self.assoc + way;
+        let old = self.tags[index];
+        let victim = (old != INVALID).then_some(Victim {
+            block: old,
+            dirty: self.dirty[index],
+        });
+        self.tags[index] = block;
+        self.dirty[index] = dirty;
+        self.touch(set, way);
+        Probe::Filled { victim }
     }
 
     /// Marks `block` dirty if present, without changing replacement state; returns whether it was.
     pub fn mark_dirty(&mut self, block: u64) -> bool {
-        let start = self.set_of(block) * self.assoc;
-        let want = block << 1;
-        match self.entries[start..start + self.assoc]
-            .iter_mut()
-            .find(|e| **e | 1 == want | 1)
-        {
-            Some(e) => {
-                *e |= 1;
+        let set = self.set_of(block);
+        match self.find(set, block) {
+            Some(way) => {
+                self.dirty[set * self.assoc + way] = true;
                 true
             }
             None => false,
@@ -324,36 +298,27 @@ impl CacheLevel {
     /// Removes `block` if present (a back-invalidation); returns whether it was dirty.
     pub fn invalidate(&mut self, block: u64) -> Option<bool> {
         let set = self.set_of(block);
-        let start = set * self.assoc;
-        let want = block << 1;
-        let pos = self.entries[start..start + self.assoc]
-            .iter()
-            .position(|&e| e | 1 == want | 1)?;
-        let dirty = self.entries[start + pos] & 1 == 1;
+        let index = set * self.assoc + self.find(set, block)?;
+        let dirty = self.dirty[index];
+        self.tags[index] = INVALID;
+        self.dirty[index] = false;
         if let Replacement::Lru = self.replacement {
-            // Keep the recency order dense: invalid ways sit at the end, where the victim is taken.
-            let ways = self.ways(set);
-            ways.copy_within(pos + 1.., pos);
-            let last = ways.len() - 1;
-            ways[last] = INVALID;
-        } else {
-            self.entries[start + pos] = INVALID;
+            self.last_use[index] = 0;
         }
         Some(dirty)
     }
 
     /// Empties the level.
     pub fn clear(&mut self) {
-        self.entries.fill(INVALID);
+        self.tags.fill(INVALID);
+        self.dirty.fill(false);
+        self.last_use.fill(0);
         self.plru_bits.fill(0);
     }
 
     /// Block numbers of the lines present, in no particular order.
     pub fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
-        self.entries
-            .iter()
-            .filter(|&&e| e != INVALID)
-            .map(|&e| e >> 1)
+        self.tags.iter().copied().filter(|&t| t != INVALID)
     }
 
     fn next_random(&mut self) -> u64 {
@@ -365,14 +330,6 @@ impl CacheLevel {
         self.rng_state = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-}
-
-#[inline]
-fn victim_of(entry: u64) -> Option<Victim> {
-    (entry != INVALID).then_some(Victim {
-        block: entry >> 1,
-        dirty: entry & 1 == 1,
-    })
 }
 
 /// Points every tree node on the path to `way` away from it.

@@ -505,35 +505,51 @@ impl CounterArray {
     /// whose event matches `outcome` is incremented. `outcome` is a data-path outcome.
     #[inline]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
-        let counter_max = self.counter_max;
-        for s in &mut self.statics {
-            if s.range.contains(addr) && s.event.matches(outcome) {
-                if s.counter == counter_max {
-                    s.software = s.software.saturating_add(counter_max).saturating_add(1);
-                    s.counter = 0;
-                    self.spills.overflows += 1;
-                } else {
-                    s.counter += 1;
-                }
+        // The event test comes first: it is one AND, and most accesses are hits that a miss
+        // event rejects before the range is looked at.
+        for index in 0..self.statics.len() {
+            let s = &self.statics[index];
+            if s.event.matches(outcome) && s.range.contains(addr) {
+                self.count_static(index);
             }
         }
         for position in 0..self.histograms.len() {
             let h = &self.histograms[position];
-            if h.range.contains(addr) && h.event.matches(outcome) {
-                let bucket = h.bucket_of(addr);
-                let slot = h.counter_of_bucket[bucket];
-                if slot == NO_COUNTER {
-                    self.allocate(position, bucket);
-                    continue;
-                }
-                let counter = &mut self.pool[slot as usize];
-                counter.referenced = true;
-                if counter.value == counter_max {
-                    self.overflow(slot);
-                } else {
-                    counter.value += 1;
-                }
+            if h.event.matches(outcome) && h.range.contains(addr) {
+                self.count_bucket(position, addr);
             }
+        }
+    }
+
+    #[inline]
+    fn count_static(&mut self, index: usize) {
+        let counter_max = self.counter_max;
+        let s = &mut self.statics[index];
+        if s.counter == counter_max {
+            s.software = s.software.saturating_add(counter_max).saturating_add(1);
+            s.counter = 0;
+            self.spills.overflows += 1;
+        } else {
+            s.counter += 1;
+        }
+    }
+
+    #[inline]
+    fn count_bucket(&mut self, position: usize, addr: u64) {
+        let h = &self.histograms[position];
+        let bucket = h.bucket_of(addr);
+        let slot = h.counter_of_bucket[bucket];
+        if slot == NO_COUNTER {
+            self.allocate(position, bucket);
+            return;
+        }
+        let counter_max = self.counter_max;
+        let counter = &mut self.pool[slot as usize];
+        counter.referenced = true;
+        if counter.value == counter_max {
+            self.overflow(slot);
+        } else {
+            counter.value += 1;
         }
     }
 
