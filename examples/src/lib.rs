@@ -1,3 +1,5 @@
-//! Shared helpers of the example programs in `src/bin` (each example is a binary there).
+//! Kernels the example programs in `src/bin` run, kept in the library so tests can check what they measure.
 
 #![forbid(unsafe_code)]
+
+pub mod gauss;
