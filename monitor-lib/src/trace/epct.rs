@@ -331,10 +331,17 @@ impl<R: Read> EpctReader<R> {
     }
 
     /// Makes at least `want` undecoded bytes available unless the file ends first.
+    #[inline]
     fn refill(&mut self, want: usize) -> Result<(), EpctError> {
         if self.len - self.pos >= want || self.at_eof {
             return Ok(());
         }
+        self.refill_from_source(want)
+    }
+
+    // Kept out of line so the per-record check above stays small.
+    #[cold]
+    fn refill_from_source(&mut self, want: usize) -> Result<(), EpctError> {
         self.buffer.copy_within(self.pos..self.len, 0);
         self.buffer_offset += self.pos as u64;
         self.len -= self.pos;
@@ -356,6 +363,7 @@ impl<R: Read> EpctReader<R> {
     }
 
     /// The next record, `Ok(None)` after the declared count (when nothing follows it).
+    #[inline]
     pub fn next_record(&mut self) -> Result<Option<TraceRecord>, EpctError> {
         if self.records_read == self.declared {
             self.refill(1)?;
