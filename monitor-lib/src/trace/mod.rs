@@ -1,1 +1,39 @@
 //! Access traces: Valgrind lackey logs and epcache's compact binary format.
+//!
+//! Both formats yield the same [`TraceRecord`]s, so replay does not care where a trace came from.
+
+pub mod epct;
+pub mod lackey;
+
+pub use epct::{EpctError, EpctReader, EpctWriter};
+pub use lackey::{LackeyError, LackeyReader};
+
+/// What one traced memory operation was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceKind {
+    /// An instruction fetch (lackey's `I`).
+    Instr,
+    /// A data load (`L`).
+    Load,
+    /// A data store (`S`).
+    Store,
+    /// A load and a store of the same bytes by one instruction (`M`), such as `add [mem], reg`.
+    Modify,
+}
+
+impl TraceKind {
+    /// Whether the record belongs to the instruction stream rather than the data stream.
+    #[inline]
+    pub fn is_instr(self) -> bool {
+        self == TraceKind::Instr
+    }
+}
+
+/// One traced memory operation: `size` bytes at `addr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceRecord {
+    pub kind: TraceKind,
+    pub addr: u64,
+    pub size: u32,
+}

@@ -1,0 +1,180 @@
+//! The `epcache` binary's surface without Valgrind: help, version, errors, conversion and stdin.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use std::io::Write;
+
+const LACKEY_LOG: &str = concat!(
+    "==1== Lackey, an example Valgrind tool\n",
+    "I  00400000,4\n",
+    " L 00601000,8\n",
+    "I  00400004,3\n",
+    " S 00601040,4\n",
+    " M 00601000,8\n",
+    "I  00400007,5\n",
+    " L 00601fe0,64\n",
+    "==1== done\n",
+);
+
+fn epcache(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(args)
+        .output()
+        .expect("running epcache")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write_log(dir: &Path) -> String {
+    let path = dir.join("small.lackey");
+    std::fs::write(&path, LACKEY_LOG).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn version_and_help_describe_the_commands() {
+    let version = epcache(&["--version"]);
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("epcache "));
+    let help = String::from_utf8_lossy(&epcache(&["replay", "--help"]).stdout).into_owned();
+    for flag in [
+        "--format",
+        "--cache",
+        "--I1",
+        "--D1",
+        "--LL",
+        "--cachegrind-compat",
+        "--json",
+        "<TRACE>",
+    ] {
+        assert!(help.contains(flag), "replay --help lacks {flag}");
+    }
+    let help =
+        String::from_utf8_lossy(&epcache(&["trace", "convert", "--help"]).stdout).into_owned();
+    assert!(
+        help.contains("--from") && help.contains("<OUTPUT>"),
+        "{help}"
+    );
+}
+
+#[test]
+fn lackey_and_epct_replays_agree_and_show_the_conventions() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path());
+    let epct = dir.path().join("small.epct").display().to_string();
+    let convert = epcache(&["trace", "convert", "--from", "lackey", &log, &epct]);
+    assert!(convert.status.success(), "{}", stderr(&convert));
+    assert!(String::from_utf8_lossy(&convert.stdout).contains("converted 7 records"));
+    let shape = ["--I1=1024,2,32", "--D1=1024,2,32", "--LL=8192,4,64"];
+    let mut results = Vec::new();
+    for trace in [&log, &epct] {
+        let mut args = vec!["replay", "--cachegrind-compat", "--json"];
+        args.extend(shape);
+        args.push(trace);
+        let out = epcache(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        results.push(json["cachegrind"].clone());
+        assert_eq!(json["records"]["modifies"], 1);
+        assert_eq!(
+            json["records"]["clamped"], 1,
+            "the 64-byte load is clamped to the 32-byte lines: {json}"
+        );
+    }
+    assert_eq!(results[0], results[1]);
+    // Three fetches; two loads and the modify (one read); one store.
+    let cg = &results[0];
+    assert_eq!(
+        (cg["Ir"].as_u64(), cg["Dr"].as_u64(), cg["Dw"].as_u64()),
+        (Some(3), Some(3), Some(1))
+    );
+}
+
+#[test]
+fn reads_a_trace_from_stdin_and_prints_a_table() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["replay", "--cache", "I1=1K,2,32;D1=1K,2,32;L2=8K,4,64", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(LACKEY_LOG.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("native"), "{table}");
+    // Native mode: the modify is a read and a write.
+    let d1 = table.lines().find(|l| l.starts_with("D1")).unwrap();
+    let fields: Vec<&str> = d1.split_whitespace().collect();
+    assert_eq!((fields[1], fields[4]), ("3", "2"), "{table}");
+}
+
+#[test]
+fn errors_name_the_file_the_line_and_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.lackey").display().to_string();
+    let out = epcache(&["replay", &missing]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(&format!("cannot open trace file `{missing}`")),
+        "{}",
+        stderr(&out)
+    );
+
+    let bad = dir.path().join("bad.lackey");
+    std::fs::write(&bad, "==1== x\nI  00400000,4\n L 0060zz00,8\n").unwrap();
+    let out = epcache(&["replay", "--format", "lackey", bad.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("line 3: malformed trace line ` L 0060zz00,8`"),
+        "{}",
+        stderr(&out)
+    );
+
+    let not_epct = dir.path().join("x.epct");
+    std::fs::write(&not_epct, "hello").unwrap();
+    let out = epcache(&["replay", "--format", "epct", not_epct.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("offset 0: not an epct trace"),
+        "{}",
+        stderr(&out)
+    );
+
+    let empty = dir.path().join("empty.lackey");
+    std::fs::write(&empty, "==1== nothing traced\n").unwrap();
+    let out = epcache(&["replay", empty.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("holds no trace records"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn cachegrind_mode_rejects_shapes_cachegrind_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path());
+    let out = epcache(&[
+        "replay",
+        "--cachegrind-compat",
+        "--I1=32768,8,64",
+        "--D1=24576,8,64",
+        "--LL=262144,8,64",
+        &log,
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("D1 has 48 sets"), "{}", stderr(&out));
+    let out = epcache(&["replay", "--cache", "r12000", "--D1=32768,8,64", &log]);
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,287 @@
+//! A streaming reader of Valgrind `lackey --trace-mem=yes` logs.
+//!
+//! Lackey writes `I  ADDR,SIZE` for instruction fetches and ` L `, ` S `, ` M ` lines for loads,
+//! stores and modifies (hexadecimal addresses, decimal sizes), mixed with Valgrind's own
+//! `==pid==` messages and, when its log shares a stream with the program, the program's output.
+//! Lines with the trace prefixes must parse; every other line is skipped and counted.
+
+use std::io::BufRead;
+
+use super::{TraceKind, TraceRecord};
+
+/// Why a lackey log could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LackeyError {
+    #[error("reading the trace after line {line}: {source}")]
+    Io {
+        line: u64,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("line {line}: malformed trace line `{text}`: {why}")]
+    Malformed {
+        line: u64,
+        /// The offending line, cut to a readable length.
+        text: String,
+        why: &'static str,
+    },
+}
+
+/// Reads [`TraceRecord`]s from a lackey log, one line at a time, reusing one line buffer.
+#[derive(Debug)]
+pub struct LackeyReader<R> {
+    input: R,
+    line: Vec<u8>,
+    line_number: u64,
+    bytes_read: u64,
+    skipped_lines: u64,
+    finished: bool,
+}
+
+impl<R: BufRead> LackeyReader<R> {
+    /// Wraps a buffered reader positioned at the start of a log.
+    pub fn new(input: R) -> Self {
+        Self {
+            input,
+            line: Vec::with_capacity(128),
+            line_number: 0,
+            bytes_read: 0,
+            skipped_lines: 0,
+            finished: false,
+        }
+    }
+
+    /// Lines read so far, trace or not.
+    pub fn lines_read(&self) -> u64 {
+        self.line_number
+    }
+
+    /// Bytes read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Lines that were not trace lines (Valgrind's messages, the program's output).
+    pub fn skipped_lines(&self) -> u64 {
+        self.skipped_lines
+    }
+
+    /// The next record, `Ok(None)` at the end of the log.
+    pub fn next_record(&mut self) -> Result<Option<TraceRecord>, LackeyError> {
+        loop {
+            self.line.clear();
+            let n = self
+                .input
+                .read_until(b'\n', &mut self.line)
+                .map_err(|source| LackeyError::Io {
+                    line: self.line_number,
+                    source,
+                })?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_number += 1;
+            self.bytes_read += n as u64;
+            match parse_line(&self.line) {
+                Line::Record(record) => return Ok(Some(record)),
+                Line::Other => self.skipped_lines += 1,
+                Line::Malformed(why) => {
+                    return Err(LackeyError::Malformed {
+                        line: self.line_number,
+                        text: printable_excerpt(&self.line),
+                        why,
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for LackeyReader<R> {
+    type Item = Result<TraceRecord, LackeyError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        let item = self.next_record().transpose();
+        // After an error the position in the log is meaningless, so the stream ends there.
+        if !matches!(item, Some(Ok(_))) {
+            self.finished = true;
+        }
+        item
+    }
+}
+
+enum Line {
+    Record(TraceRecord),
+    Other,
+    Malformed(&'static str),
+}
+
+fn parse_line(line: &[u8]) -> Line {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let (kind, rest) = match line {
+        [b'I', b' ', b' ', rest @ ..] => (TraceKind::Instr, rest),
+        [b' ', b'L', b' ', rest @ ..] => (TraceKind::Load, rest),
+        [b' ', b'S', b' ', rest @ ..] => (TraceKind::Store, rest),
+        [b' ', b'M', b' ', rest @ ..] => (TraceKind::Modify, rest),
+        _ => return Line::Other,
+    };
+    match parse_addr_size(rest) {
+        Ok((addr, size)) => Line::Record(TraceRecord { kind, addr, size }),
+        Err(why) => Line::Malformed(why),
+    }
+}
+
+fn parse_addr_size(text: &[u8]) -> Result<(u64, u32), &'static str> {
+    let Some(comma) = text.iter().position(|&b| b == b',') else {
+        return Err("expected ADDRESS,SIZE");
+    };
+    let (hex, dec) = (&text[..comma], &text[comma + 1..]);
+    if hex.is_empty() || hex.len() > 16 {
+        return Err("the address must be 1 to 16 hexadecimal digits");
+    }
+    let mut addr = 0u64;
+    for &b in hex {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return Err("the address is not hexadecimal"),
+        };
+        addr = (addr << 4) | u64::from(digit);
+    }
+    if dec.is_empty() {
+        return Err("the size is missing");
+    }
+    let mut size = 0u32;
+    for &b in dec {
+        if !b.is_ascii_digit() {
+            return Err("the size is not a decimal number");
+        }
+        size = size
+            .checked_mul(10)
+            .and_then(|s| s.checked_add(u32::from(b - b'0')))
+            .ok_or("the size is too large")?;
+    }
+    if size == 0 {
+        return Err("the size is zero");
+    }
+    Ok((addr, size))
+}
+
+fn printable_excerpt(line: &[u8]) -> String {
+    const MAX: usize = 80;
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end_matches(['\n', '\r']);
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(text: &str) -> Result<Vec<TraceRecord>, LackeyError> {
+        LackeyReader::new(text.as_bytes()).collect()
+    }
+
+    fn rec(kind: TraceKind, addr: u64, size: u32) -> TraceRecord {
+        TraceRecord { kind, addr, size }
+    }
+
+    #[test]
+    fn reads_every_kind_and_skips_valgrind_messages() {
+        let log = "==8270== Lackey, an example Valgrind tool\n\
+                   ==8270== \n\
+                   I  0401ab70,3\n \
+                   S 1fff000758,8\n \
+                   L 1ffefff8a8,32\n \
+                   M 0060a0b0,4\n\
+                   --8270-- a warning\n\
+                   ==8270== Counted 1 call\n";
+        let mut reader = LackeyReader::new(log.as_bytes());
+        let records: Vec<_> = reader.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(
+            records,
+            [
+                rec(TraceKind::Instr, 0x0401_ab70, 3),
+                rec(TraceKind::Store, 0x1f_ff00_0758, 8),
+                rec(TraceKind::Load, 0x1f_feff_f8a8, 32),
+                rec(TraceKind::Modify, 0x0060_a0b0, 4),
+            ]
+        );
+        assert_eq!(reader.skipped_lines(), 4);
+        assert_eq!(reader.lines_read(), 8);
+        assert_eq!(reader.bytes_read(), log.len() as u64);
+    }
+
+    #[test]
+    fn accepts_crlf_and_a_missing_final_newline() {
+        let records = read_all("I  10,4\r\n L ff,8").unwrap();
+        assert_eq!(
+            records,
+            [
+                rec(TraceKind::Instr, 0x10, 4),
+                rec(TraceKind::Load, 0xff, 8)
+            ]
+        );
+    }
+
+    #[test]
+    fn program_output_that_only_resembles_a_trace_is_skipped() {
+        assert_eq!(read_all("I am the program\nLoad 1,2\n").unwrap(), []);
+    }
+
+    #[test]
+    fn malformed_trace_lines_name_their_line_number() {
+        let cases = [
+            ("I  0401ab70\n", "expected ADDRESS,SIZE"),
+            ("I  04g1,3\n", "the address is not hexadecimal"),
+            (" L ,3\n", "the address must be 1 to 16 hexadecimal digits"),
+            (
+                " S 11112222333344445,3\n",
+                "the address must be 1 to 16 hexadecimal digits",
+            ),
+            (" M 10,\n", "the size is missing"),
+            (" M 10,4x\n", "the size is not a decimal number"),
+            (" M 10,99999999999\n", "the size is too large"),
+            (" L 10,0\n", "the size is zero"),
+        ];
+        for (bad, expected) in cases {
+            let log = format!("==1== hello\nI  10,4\n{bad}I  14,4\n");
+            match read_all(&log) {
+                Err(LackeyError::Malformed { line, why, .. }) => {
+                    assert_eq!((line, why), (3, expected), "for {bad:?}");
+                }
+                other => panic!("{bad:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_stream_ends_after_an_error() {
+        let mut reader = LackeyReader::new("I  zz,1\nI  10,4\n".as_bytes());
+        assert!(matches!(reader.next(), Some(Err(_))));
+        assert!(reader.next().is_none());
+    }
+
+    #[test]
+    fn long_malformed_lines_are_cut_in_the_message() {
+        let log = format!("I  1,{}\n", "9".repeat(300));
+        let err = read_all(&log).unwrap_err().to_string();
+        assert!(err.len() < 200, "{err}");
+        assert!(err.starts_with("line 1: malformed trace line"), "{err}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
+            let _ = LackeyReader::new(&bytes[..]).count();
+        }
+    }
+}
