@@ -1,4 +1,4 @@
-//! Throughput of the simulator on a realistic access stream (accesses per second, one core):
+//! Throughput of the simulator on two realistic access streams (accesses per second, one core):
 //! the plain hierarchy, with one dynamic histogram active (the figure), and with every analysis on.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -12,9 +12,10 @@ use std::hint::black_box;
 const N: u64 = 96;
 const BASE: u64 = 0x1000_0000;
 
-/// The three matrices of `C += A * B`, contiguous, so one range covers them all.
+/// One range over the data of both workloads: the three matrices of `C += A * B` (contiguous)
+/// and lu's single matrix of order 2N (4N^2 doubles).
 fn matrices() -> AddressRange {
-    AddressRange::new(BASE, 3 * N * N * 8)
+    AddressRange::new(BASE, 4 * N * N * 8)
 }
 
 /// The address stream of a naive double-precision matrix multiply of order `N`: a realistic mix
@@ -35,74 +36,112 @@ fn matmul_stream() -> Vec<(u64, u32, AccessKind)> {
     out
 }
 
+/// The data stream of PolyBench's `lu` (no pivoting, row-major doubles) of order `N`, the kernel
+/// of the Cachegrind reference figure: mostly unit-stride row walks.
+fn lu_stream() -> Vec<(u64, u32, AccessKind)> {
+    let n = 2 * N;
+    let at = |i: u64, j: u64| BASE + (i * n + j) * 8;
+    let mut out = Vec::new();
+    for i in 0..n {
+        for j in 0..i {
+            for k in 0..j {
+                out.push((at(i, k), 8, AccessKind::Read));
+                out.push((at(k, j), 8, AccessKind::Read));
+                out.push((at(i, j), 8, AccessKind::Read));
+                out.push((at(i, j), 8, AccessKind::Write));
+            }
+            out.push((at(j, j), 8, AccessKind::Read));
+            out.push((at(i, j), 8, AccessKind::Read));
+            out.push((at(i, j), 8, AccessKind::Write));
+        }
+        for j in i..n {
+            for k in 0..i {
+                out.push((at(i, k), 8, AccessKind::Read));
+                out.push((at(k, j), 8, AccessKind::Read));
+                out.push((at(i, j), 8, AccessKind::Read));
+                out.push((at(i, j), 8, AccessKind::Write));
+            }
+        }
+    }
+    out
+}
+
 const SHAPES: &[(&str, &str)] = &[
     ("L1 32K 8-way + L2 1M 16-way", "D1=32K,8,64;L2=1M,16,64"),
     ("L1 64K 16-way + L2 1M 16-way", "D1=64K,16,64;L2=1M,16,64"),
 ];
 
 fn bench(c: &mut Criterion) {
-    let stream = matmul_stream();
-    let mut group = c.benchmark_group("accesses");
-    group.throughput(Throughput::Elements(stream.len() as u64));
-    group.sample_size(20);
-    for &(name, spec) in SHAPES {
-        let spec: HierarchySpec = spec.parse().unwrap();
-
-        let mut plain = Hierarchy::new(&spec).unwrap();
-        group.bench_function(format!("{name}, LRU, hierarchy only"), |bench| {
-            bench.iter(|| {
-                for &(addr, size, kind) in &stream {
-                    black_box(plain.access(addr, size, kind));
-                }
-            })
-        });
-
-        // The figure: one dynamic histogram (L1 load misses over all three matrices,
-        // 96 buckets of 36 lines) active while the whole stream runs.
-        let mut sim = Simulator::new(&spec, CounterArrayConfig::default()).unwrap();
-        let hist = sim
-            .monitor_mut()
-            .add_histogram("PAPI_L1_LDM", matrices(), 36)
-            .unwrap();
-        sim.monitor_mut().start().unwrap();
-        group.bench_function(format!("{name}, LRU, one dynamic histogram"), |bench| {
-            bench.iter(|| {
-                for &(addr, size, kind) in &stream {
-                    sim.access(addr, size, kind);
-                }
-            })
-        });
-        assert!(sim.monitor().read_histogram(hist).unwrap().total() > 0);
-
-        let mut analysed = Simulator::new(&spec, CounterArrayConfig::default()).unwrap();
-        let mut ranges = RangeSet::new();
-        for (i, name) in ["A", "B", "C"].into_iter().enumerate() {
-            let start = BASE + i as u64 * N * N * 8;
-            ranges
-                .insert(NamedRange {
-                    name: name.into(),
-                    range: AddressRange::new(start, N * N * 8),
-                    bucket_bytes: 64 * 16,
-                })
-                .unwrap();
+    for (workload, stream) in [("matmul", matmul_stream()), ("lu", lu_stream())] {
+        let mut group = c.benchmark_group(workload);
+        group.throughput(Throughput::Elements(stream.len() as u64));
+        group.sample_size(10);
+        for &(name, spec) in SHAPES {
+            bench_shape(&mut group, name, &spec.parse().unwrap(), &stream);
         }
-        let all = AnalysisConfig {
-            reuse: true,
-            evictors: true,
-            miss_classes: true,
-            reuse_distance: true,
-            level: 0,
-        };
-        analysed.set_analyses(all, ranges).unwrap();
-        group.bench_function(format!("{name}, LRU, every analysis on"), |bench| {
-            bench.iter(|| {
-                for &(addr, size, kind) in &stream {
-                    analysed.access(addr, size, kind);
-                }
-            })
-        });
+        group.finish();
     }
-    group.finish();
+}
+
+fn bench_shape(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    spec: &HierarchySpec,
+    stream: &[(u64, u32, AccessKind)],
+) {
+    let mut plain = Hierarchy::new(spec).unwrap();
+    group.bench_function(format!("{name}, LRU, hierarchy only"), |bench| {
+        bench.iter(|| {
+            for &(addr, size, kind) in stream {
+                black_box(plain.access(addr, size, kind));
+            }
+        })
+    });
+
+    // The figure: one dynamic histogram (L1 load misses over the workload's matrices, 96
+    // buckets of 48 lines) active over the whole stream.
+    let mut sim = Simulator::new(spec, CounterArrayConfig::default()).unwrap();
+    let hist = sim
+        .monitor_mut()
+        .add_histogram("PAPI_L1_LDM", matrices(), 48)
+        .unwrap();
+    sim.monitor_mut().start().unwrap();
+    group.bench_function(format!("{name}, LRU, one dynamic histogram"), |bench| {
+        bench.iter(|| {
+            for &(addr, size, kind) in stream {
+                sim.access(addr, size, kind);
+            }
+        })
+    });
+    assert!(sim.monitor().read_histogram(hist).unwrap().total() > 0);
+
+    let mut analysed = Simulator::new(spec, CounterArrayConfig::default()).unwrap();
+    let mut ranges = RangeSet::new();
+    for (i, name) in ["A", "B", "C"].into_iter().enumerate() {
+        let start = BASE + i as u64 * N * N * 8;
+        ranges
+            .insert(NamedRange {
+                name: name.into(),
+                range: AddressRange::new(start, N * N * 8),
+                bucket_bytes: 64 * 16,
+            })
+            .unwrap();
+    }
+    let all = AnalysisConfig {
+        reuse: true,
+        evictors: true,
+        miss_classes: true,
+        reuse_distance: true,
+        level: 0,
+    };
+    analysed.set_analyses(all, ranges).unwrap();
+    group.bench_function(format!("{name}, LRU, every analysis on"), |bench| {
+        bench.iter(|| {
+            for &(addr, size, kind) in stream {
+                analysed.access(addr, size, kind);
+            }
+        })
+    });
 }
 
 criterion_group!(benches, bench);

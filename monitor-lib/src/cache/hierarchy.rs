@@ -40,6 +40,20 @@ impl AccessOutcome {
         let shift = if self.kind == AccessKind::Write { 2 } else { 0 };
         (r & 3) << shift
     }
+
+    /// [`bits_at`](Self::bits_at) of every level at once, one byte per level (level 0 lowest),
+    /// so a monitor can test any set of events against an access with one AND.
+    #[inline(always)]
+    pub fn event_bits(&self) -> u32 {
+        const _: () = assert!(
+            MAX_LEVELS == 4,
+            "event_bits packs one byte per level into a u32"
+        );
+        let l = &self.levels;
+        let results = u32::from_le_bytes([l[0] as u8, l[1] as u8, l[2] as u8, l[3] as u8]);
+        // Hit = 1 and Miss = 2 in every byte: a write moves them to 4 and 8.
+        results << if self.kind == AccessKind::Write { 2 } else { 0 }
+    }
 }
 
 /// What happened to one line at one level, recorded only when an analysis asks for it.
@@ -284,29 +298,54 @@ impl Hierarchy {
         one_line: bool,
     ) -> AccessOutcome {
         if one_line && self.uniform_lines {
-            return self.walk_line(Path::Data, addr >> self.data[0].cache.line_bits(), kind);
+            // The fast path looked L1 up already when it was allowed to.
+            let l1_missed = self.fast_hits;
+            let block = addr >> self.data[0].cache.line_bits();
+            return self.walk_line(Path::Data, block, kind, l1_missed);
         }
         self.walk(Path::Data, addr, size, kind)
     }
 
     /// Simulates an instruction fetch: through I1 when there is one, then the shared levels.
+    #[inline]
     pub fn fetch(&mut self, addr: u64, size: u32) -> AccessOutcome {
-        let path = if self.instr.is_some() {
-            Path::Instr
-        } else {
-            Path::Data
+        let Some(i1) = &mut self.instr else {
+            return self.walk(Path::Data, addr, size, AccessKind::Read);
         };
-        let bits = self.level_mut(path, 0).cache.line_bits();
+        // Same fast path as data accesses: most fetches lie in one I1 line and hit.
+        let bits = i1.cache.line_bits();
         let block = addr >> bits;
-        if self.uniform_lines && (addr + u64::from(size.max(1)) - 1) >> bits == block {
-            return self.walk_line(path, block, AccessKind::Read);
+        let one_line = (addr + u64::from(size.max(1)) - 1) >> bits == block;
+        if one_line && i1.cache.probe_hit(block, false) {
+            i1.stats.instr_fetches += 1;
+            let mut levels = [LevelResult::NotReached; MAX_LEVELS];
+            levels[0] = LevelResult::Hit;
+            return AccessOutcome {
+                kind: AccessKind::Read,
+                levels,
+            };
         }
-        self.walk(path, addr, size, AccessKind::Read)
+        self.fetch_slow(addr, size, block, one_line)
+    }
+
+    #[inline(never)]
+    fn fetch_slow(&mut self, addr: u64, size: u32, block: u64, one_line: bool) -> AccessOutcome {
+        if one_line && self.uniform_lines {
+            return self.walk_line(Path::Instr, block, AccessKind::Read, true);
+        }
+        self.walk(Path::Instr, addr, size, AccessKind::Read)
     }
 
     /// The walk of an access that lies in one line, when all levels share the line size: the
-    /// same block at every level, so no request lists are needed.
-    fn walk_line(&mut self, path: Path, block: u64, kind: AccessKind) -> AccessOutcome {
+    /// same block at every level, so no request lists are needed. `first_missed` says the caller
+    /// has already found the block absent from the path's first level.
+    fn walk_line(
+        &mut self,
+        path: Path,
+        block: u64,
+        kind: AccessKind,
+        first_missed: bool,
+    ) -> AccessOutcome {
         let mut out = AccessOutcome {
             kind,
             levels: [LevelResult::NotReached; MAX_LEVELS],
@@ -324,7 +363,13 @@ impl Hierarchy {
             let dirty = carries_write && !write_through;
             let allocate = !(carries_write && write_through);
             let bits = level.cache.line_bits();
-            let probe = level.cache.probe(block, allocate, dirty);
+            let probe = match (depth, first_missed, allocate) {
+                (0, true, true) => Probe::Filled {
+                    victim: level.cache.fill(block, dirty),
+                },
+                (0, true, false) => Probe::Bypassed,
+                _ => level.cache.probe(block, allocate, dirty),
+            };
             let line_addr = block << bits;
             let missed = !matches!(probe, Probe::Hit);
             out.levels[depth] = if missed {

@@ -95,10 +95,13 @@ const INVALID: u64 = u64::MAX;
 /// A set-associative tag store with one replacement policy.
 ///
 /// Ways of a set are stored contiguously and never move. Tags are plain block numbers, so a
-/// lookup is an equality scan over the set; dirty bits live beside them. True LRU keeps a
-/// last-use time per way: a hit is one store, and the victim (the oldest time, or an empty way,
-/// whose time is 0) is looked for only on a miss. This is the same replacement decision as
-/// Cachegrind's move-to-front list, without shifting the set on every hit.
+/// lookup is an equality scan over the set; dirty bits live beside them. True LRU makes the same
+/// decisions as Cachegrind's move-to-front list without shifting tags on every hit:
+/// - up to 16 ways, each set's recency order is one `u64` of 4-bit way numbers, most recent
+///   first; a hit moves a nibble to the front with a few mask operations and the victim is the
+///   last nibble, both without branches;
+/// - wider sets (fully-associative shadows) keep a last-use time per way and search the oldest
+///   on a miss.
 #[derive(Debug, Clone)]
 pub struct CacheLevel {
     geometry: Geometry,
@@ -110,7 +113,9 @@ pub struct CacheLevel {
     set_mask: Option<u64>,
     tags: Vec<u64>,
     dirty: Vec<bool>,
-    /// LRU only: the time of each way's last use, 0 for an empty way.
+    /// LRU with at most 16 ways: per set, way numbers in recency order, 4 bits each.
+    recency: Vec<u64>,
+    /// LRU with more ways: the time of each way's last use, 0 for an empty way.
     last_use: Vec<u64>,
     clock: u64,
     /// Tree-PLRU state, one word of `assoc - 1` direction bits per set.
@@ -137,9 +142,16 @@ impl CacheLevel {
             Replacement::TreePlru => vec![0; sets as usize],
             _ => Vec::new(),
         };
-        let last_use = match replacement {
-            Replacement::Lru => vec![0; lines],
-            _ => Vec::new(),
+        let packed = replacement == Replacement::Lru && geometry.assoc <= MAX_PACKED_WAYS;
+        let recency = if packed {
+            vec![identity_order(geometry.assoc as usize); sets as usize]
+        } else {
+            Vec::new()
+        };
+        let last_use = if replacement == Replacement::Lru && !packed {
+            vec![0; lines]
+        } else {
+            Vec::new()
         };
         let rng_state = match replacement {
             // xorshift must not start at zero.
@@ -155,6 +167,7 @@ impl CacheLevel {
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             tags: vec![INVALID; lines],
             dirty: vec![false; lines],
+            recency,
             last_use,
             clock: 0,
             plru_bits,
@@ -199,6 +212,10 @@ impl CacheLevel {
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) {
         match self.replacement {
+            Replacement::Lru if self.assoc <= MAX_PACKED_WAYS as usize => {
+                let order = &mut self.recency[set];
+                *order = move_to_front(*order, way as u64);
+            }
             Replacement::Lru => {
                 self.clock += 1;
                 self.last_use[set * self.assoc + way] = self.clock;
@@ -212,16 +229,25 @@ impl CacheLevel {
     fn victim_way(&mut self, set: usize) -> usize {
         let start = set * self.assoc;
         match self.replacement {
+            Replacement::Lru if self.assoc <= MAX_PACKED_WAYS as usize => {
+                // Empty ways are never touched, so they sit at the end of the order.
+                ((self.recency[set] >> (4 * (self.assoc - 1))) & 0xF) as usize
+            }
             Replacement::Lru => {
-                // Empty ways have time 0, older than any use, so they are taken first.
+                // Empty ways have time 0, older than any use, so they are taken first. Times are
+                // unique (or 0, for empty ways), so the minimum names one way; the scan carries
+                // (time, way) in one word and takes a plain minimum, which compiles without
+                // branches: where the oldest way sits is unpredictable, and mispredicted
+                // branches here cost more than the scan.
                 let times = &self.last_use[start..start + self.assoc];
-                let mut oldest = 0;
-                for (way, &t) in times.iter().enumerate() {
-                    if t < times[oldest] {
-                        oldest = way;
-                    }
-                }
-                oldest
+                let way_bits = usize::BITS - (self.assoc - 1).leading_zeros();
+                let oldest = times
+                    .iter()
+                    .enumerate()
+                    .map(|(way, &t)| (t << way_bits) | way as u64)
+                    .min()
+                    .unwrap_or(0);
+                (oldest & ((1 << way_bits) - 1)) as usize
             }
             Replacement::TreePlru => self.tags[start..start + self.assoc]
                 .iter()
@@ -250,6 +276,17 @@ impl CacheLevel {
     #[inline(always)]
     pub fn probe_hit(&mut self, block: u64, dirty: bool) -> bool {
         let set = self.set_of(block);
+        if let Some(&order) = self.recency.get(set) {
+            // The packed order names the most recent way for free. Re-touching the most recent
+            // line is the commonest access of all (a read then a write of one element, a walk
+            // along a line) and needs neither the scan, whose varying exit mispredicts, nor an
+            // update of the order.
+            let index = set * self.assoc + (order & 0xF) as usize;
+            if self.tags[index] == block {
+                self.dirty[index] |= dirty;
+                return true;
+            }
+        }
         let Some(way) = self.find(set, block) else {
             return false;
         };
@@ -269,6 +306,17 @@ impl CacheLevel {
         if !allocate {
             return Probe::Bypassed;
         }
+        Probe::Filled {
+            victim: self.fill(block, dirty),
+        }
+    }
+
+    /// Installs `block`, which the caller has just found absent, and returns the line it displaced.
+    ///
+    /// Lets a caller that already looked the block up (the hierarchy's fast path) skip a second scan.
+    #[inline]
+    pub fn fill(&mut self, block: u64, dirty: bool) -> Option<Victim> {
+        debug_assert!(!self.contains(block), "fill of a block already present");
         let set = self.set_of(block);
         let way = self.victim_way(set);
         let index = set * self.assoc + way;
@@ -280,7 +328,7 @@ impl CacheLevel {
         self.tags[index] = block;
         self.dirty[index] = dirty;
         self.touch(set, way);
-        Probe::Filled { victim }
+        victim
     }
 
     /// Marks `block` dirty if present, without changing replacement state; returns whether it was.
@@ -303,7 +351,13 @@ impl CacheLevel {
         self.tags[index] = INVALID;
         self.dirty[index] = false;
         if let Replacement::Lru = self.replacement {
-            self.last_use[index] = 0;
+            if self.recency.is_empty() {
+                self.last_use[index] = 0;
+            } else {
+                // The empty way becomes the next victim.
+                let way = (index - set * self.assoc) as u64;
+                self.recency[set] = move_to_back(self.recency[set], way, self.assoc);
+            }
         }
         Some(dirty)
     }
@@ -313,6 +367,7 @@ impl CacheLevel {
         self.tags.fill(INVALID);
         self.dirty.fill(false);
         self.last_use.fill(0);
+        self.recency.fill(identity_order(self.assoc));
         self.plru_bits.fill(0);
     }
 
@@ -330,6 +385,52 @@ impl CacheLevel {
         self.rng_state = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
+}
+
+/// Widest set whose LRU order fits one `u64` of 4-bit way numbers.
+const MAX_PACKED_WAYS: u32 = 16;
+
+/// Ways `0..assoc` in order, most recent first; nibbles past `assoc` hold 0xF, which matches
+/// no way of a set narrower than 16.
+fn identity_order(assoc: usize) -> u64 {
+    (0..16).fold(0, |order, pos| {
+        let way = if pos < assoc { pos as u64 } else { 0xF };
+        order | (way << (4 * pos))
+    })
+}
+
+/// Position (in nibbles) of `way` in a packed recency order.
+#[inline(always)]
+fn position_of(order: u64, way: u64) -> u32 {
+    const ONES: u64 = 0x1111_1111_1111_1111;
+    const HIGHS: u64 = 0x8888_8888_8888_8888;
+    // The "has a zero nibble" test on order XOR way: the lowest flagged nibble is the first
+    // exact match (a borrow can only flag nibbles above a real zero).
+    let x = order ^ (way * ONES);
+    let zeros = x.wrapping_sub(ONES) & !x & HIGHS;
+    zeros.trailing_zeros() / 4
+}
+
+/// Moves `way` to the front of a packed recency order.
+#[inline(always)]
+fn move_to_front(order: u64, way: u64) -> u64 {
+    let shift = 4 * position_of(order, way);
+    let below = order & ((1u64 << shift) - 1);
+    // The nibbles after `way`'s. `1 << 64` is not allowed, hence the two-step shift.
+    let above = order & !((1u64 << shift << 4).wrapping_sub(1));
+    above | (below << 4) | way
+}
+
+/// Moves `way` to the last valid position (`assoc - 1`) of a packed recency order.
+fn move_to_back(order: u64, way: u64, assoc: usize) -> u64 {
+    let mut ways: Vec<u64> = (0..assoc).map(|p| (order >> (4 * p)) & 0xF).collect();
+    ways.retain(|&w| w != way);
+    ways.push(way);
+    ways.iter()
+        .enumerate()
+        .fold(identity_order(assoc), |o, (p, &w)| {
+            (o & !(0xF << (4 * p))) | (w << (4 * p))
+        })
 }
 
 /// Points every tree node on the path to `way` away from it.
@@ -511,6 +612,57 @@ mod tests {
         };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
+    }
+
+    #[test]
+    fn packed_recency_order_moves_ways_like_a_list() {
+        let order = identity_order(4);
+        assert_eq!(order & 0xFFFF, 0x3210);
+        assert_eq!(order >> 16, 0xFFFF_FFFF_FFFF);
+        let order = move_to_front(order, 2);
+        assert_eq!(order & 0xFFFF, 0x3102);
+        let order = move_to_front(order, 3);
+        assert_eq!(order & 0xFFFF, 0x1023);
+        assert_eq!(move_to_front(order, 3), order);
+        assert_eq!(move_to_back(order, 0, 4) & 0xFFFF, 0x0123);
+        // Sixteen ways use every nibble, including the top one.
+        let full = move_to_front(identity_order(16), 15);
+        assert_eq!(full, 0xEDCB_A987_6543_210F);
+        assert_eq!(move_to_front(full, 0) & 0xFF, 0xF0);
+        assert_eq!(move_to_back(full, 15, 16), identity_order(16));
+    }
+
+    #[test]
+    fn both_lru_representations_match_a_move_to_front_list() {
+        // 16 ways use the packed order, 32 ways last-use times; both must make exactly the
+        // decisions of Cachegrind's list, invalidations included.
+        for assoc in [16u32, 32] {
+            let mut c = level(u64::from(assoc) * 32, assoc, 32, Replacement::Lru);
+            let mut list: Vec<u64> = Vec::new();
+            let mut x = 12345u64;
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let b = x % u64::from(assoc + assoc / 2);
+                let probe = c.probe(b, true, false);
+                if let Some(p) = list.iter().position(|&r| r == b) {
+                    assert_eq!(probe, Probe::Hit, "{assoc} ways");
+                    list.remove(p);
+                } else {
+                    let victim = (list.len() == assoc as usize).then(|| Victim {
+                        block: list.pop().unwrap(),
+                        dirty: false,
+                    });
+                    assert_eq!(probe, Probe::Filled { victim }, "{assoc} ways");
+                }
+                list.insert(0, b);
+                if x % 97 == 0 {
+                    let gone = list.remove(list.len() / 2);
+                    assert_eq!(c.invalidate(gone), Some(false));
+                }
+            }
+        }
     }
 
     #[test]

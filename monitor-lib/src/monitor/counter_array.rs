@@ -305,6 +305,9 @@ pub struct CounterArray {
     clock_hand: usize,
     spills: SpillStats,
     next_id: u32,
+    /// The outcome bits (see [`AccessOutcome::event_bits`]) any binding counts; an access
+    /// with none of them is rejected in one AND before any binding is looked at.
+    interest: u32,
 }
 
 impl CounterArray {
@@ -322,6 +325,7 @@ impl CounterArray {
             clock_hand: 0,
             spills: SpillStats::default(),
             next_id: 0,
+            interest: 0,
         })
     }
 
@@ -383,6 +387,7 @@ impl CounterArray {
             counter: 0,
             software: 0,
         });
+        self.refresh_interest();
         Ok(id)
     }
 
@@ -447,6 +452,7 @@ impl CounterArray {
             software: vec![0; buckets as usize],
             spills: SpillStats::default(),
         });
+        self.refresh_interest();
         Ok(id)
     }
 
@@ -456,6 +462,7 @@ impl CounterArray {
         self.statics.remove(pos);
         self.free.push(self.pool.len() as u32);
         self.pool.push(PoolCounter::FREE);
+        self.refresh_interest();
         Ok(())
     }
 
@@ -473,6 +480,7 @@ impl CounterArray {
                 counter.owner -= 1;
             }
         }
+        self.refresh_interest();
         Ok(())
     }
 
@@ -499,14 +507,28 @@ impl CounterArray {
         let next_id = self.next_id;
         *self = Self::new(self.config).expect("the config was validated when the array was built");
         self.next_id = next_id;
+        self.refresh_interest();
     }
 
     /// Counts one access: every static binding and every histogram whose range holds `addr` and
     /// whose event matches `outcome` is incremented. `outcome` is a data-path outcome.
-    #[inline]
+    fn refresh_interest(&mut self) {
+        self.interest = self
+            .statics
+            .iter()
+            .map(|s| s.event.outcome_bits())
+            .chain(self.histograms.iter().map(|h| h.event.outcome_bits()))
+            .fold(0, |a, b| a | b);
+    }
+
+    #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
+        if outcome.event_bits() & self.interest == 0 {
+            return;
+        }
         // The event test comes first: it is one AND, and most accesses are hits that a miss
-        // event rejects before the range is looked at.
+        // event rejects before the range is looked at. Only the tests are inlined into the
+        // caller's loop; counting, for the accesses that match, is a call.
         for index in 0..self.statics.len() {
             let s = &self.statics[index];
             if s.event.matches(outcome) && s.range.contains(addr) {
@@ -521,7 +543,7 @@ impl CounterArray {
         }
     }
 
-    #[inline]
+    #[inline(never)]
     fn count_static(&mut self, index: usize) {
         let counter_max = self.counter_max;
         let s = &mut self.statics[index];
@@ -534,7 +556,7 @@ impl CounterArray {
         }
     }
 
-    #[inline]
+    #[inline(never)]
     fn count_bucket(&mut self, position: usize, addr: u64) {
         let h = &self.histograms[position];
         let bucket = h.bucket_of(addr);

@@ -229,7 +229,7 @@ impl EventSet {
     }
 
     /// The simulator's entry point for every data access; one flag test when the set is stopped.
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
         if self.running {
             self.array.observe(addr, outcome);

@@ -82,7 +82,13 @@ impl Event {
     /// Whether `outcome` is an occurrence of this event.
     #[inline]
     pub fn matches(&self, outcome: &AccessOutcome) -> bool {
-        outcome.bits_at(usize::from(self.level)) & self.mask != 0
+        outcome.event_bits() & self.outcome_bits() != 0
+    }
+
+    /// The event as a mask over [`AccessOutcome::event_bits`].
+    #[inline]
+    pub fn outcome_bits(&self) -> u32 {
+        u32::from(self.mask) << (8 * self.level)
     }
 
     /// Every event name for a hierarchy of `levels` data levels, with a description.
