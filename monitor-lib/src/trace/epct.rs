@@ -429,10 +429,7 @@ impl<R: Read> Iterator for EpctReader<R> {
             return None;
         }
         let item = self.next_record().transpose();
-        if !matches!(item, Some(Ok(_))) {
-            self.finished = true;
-        }
-        item
+        super::end_at_error(item, &mut self.finished)
     }
 }
 

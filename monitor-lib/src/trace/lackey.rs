@@ -105,11 +105,7 @@ impl<R: BufRead> Iterator for LackeyReader<R> {
             return None;
         }
         let item = self.next_record().transpose();
-        // After an error the position in the log is meaningless, so the stream ends there.
-        if !matches!(item, Some(Ok(_))) {
-            self.finished = true;
-        }
-        item
+        super::end_at_error(item, &mut self.finished)
     }
 }
 

@@ -37,3 +37,16 @@ pub struct TraceRecord {
     pub addr: u64,
     pub size: u32,
 }
+
+/// Passes one item of a record stream on, and marks the stream finished at its end or at its
+/// first error: after a malformed record the position in the input means nothing, so both
+/// readers stop there rather than guess where the next record starts.
+pub(crate) fn end_at_error<T, E>(
+    item: Option<Result<T, E>>,
+    finished: &mut bool,
+) -> Option<Result<T, E>> {
+    if !matches!(item, Some(Ok(_))) {
+        *finished = true;
+    }
+    item
+}
