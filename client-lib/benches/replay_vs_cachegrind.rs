@@ -15,9 +15,12 @@ use std::io::BufReader;
 use std::path::Path;
 use std::time::Instant;
 
-use epcache_monitor::cache::HierarchySpec;
+use epcache_monitor::cache::{AccessKind, HierarchySpec};
+use epcache_monitor::monitor::CounterArrayConfig;
+use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::replay::{ReplaySummary, cachegrind_hierarchy, replay};
-use epcache_monitor::trace::{EpctReader, EpctWriter, LackeyReader};
+use epcache_monitor::simulator::Simulator;
+use epcache_monitor::trace::{EpctReader, EpctWriter, LackeyReader, TraceKind};
 use support::{Shape, cachegrind_counts, compile_kernel, lackey_trace, tools_available};
 
 const DEFAULT_N: u32 = 300;
@@ -126,6 +129,60 @@ fn main() {
         CACHEGRIND_REFERENCE_REFS_PER_S / 1e6,
         rate(epct_seconds) / CACHEGRIND_REFERENCE_REFS_PER_S
     );
+    simulator_on_the_data_stream(&epct);
+}
+
+/// The simulator alone on this program's real data stream, held in memory: accesses per second
+/// through L1+L2 (LRU, 8 and 16 ways) with one dynamic histogram active, on one core.
+fn simulator_on_the_data_stream(epct: &Path) {
+    let reader = EpctReader::new(File::open(epct).expect("open epct")).expect("epct header");
+    let accesses: Vec<(u64, u32, AccessKind)> = reader
+        .map(|r| r.expect("epct record"))
+        .filter(|r| !r.kind.is_instr())
+        .map(|r| {
+            let kind = if r.kind == TraceKind::Store {
+                AccessKind::Write
+            } else {
+                AccessKind::Read
+            };
+            (r.addr, r.size, kind)
+        })
+        .collect();
+    // One histogram of L1 load misses over everything the program touched below its stack.
+    let heap_and_globals = accesses
+        .iter()
+        .map(|a| a.0)
+        .filter(|&a| a < 0x1000_0000_0000)
+        .fold((u64::MAX, 0), |(lo, hi), a| (lo.min(a), hi.max(a)));
+    let range = AddressRange::new(
+        heap_and_globals.0,
+        heap_and_globals.1 - heap_and_globals.0 + 1,
+    );
+    println!(
+        "
+simulator alone on the program's {} data accesses (in memory), one histogram of PAPI_L1_LDM in 96 buckets:",
+        accesses.len()
+    );
+    for spec in ["D1=32K,8,64;L2=1M,16,64", "D1=64K,16,64;L2=1M,16,64"] {
+        let spec: HierarchySpec = spec.parse().expect("spec");
+        let mut sim = Simulator::new(&spec, CounterArrayConfig::default()).expect("simulator");
+        let lines = range.len().div_ceil(96 * 64).max(1);
+        let hist = sim
+            .monitor_mut()
+            .add_histogram("PAPI_L1_LDM", range, lines)
+            .expect("histogram");
+        sim.monitor_mut().start().expect("start");
+        let started = Instant::now();
+        for &(addr, size, kind) in &accesses {
+            sim.access(addr, size, kind);
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let misses = sim.monitor().read_histogram(hist).expect("read").total();
+        println!(
+            "  {spec:<40} {:6.1} M accesses/s  ({misses} L1 load misses in the histogram)",
+            accesses.len() as f64 / seconds / 1e6
+        );
+    }
 }
 
 /// Compiles and traces the kernel, halving-ish the size until the lackey log fits the budget.

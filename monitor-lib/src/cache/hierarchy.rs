@@ -276,12 +276,9 @@ impl Hierarchy {
         let last = (addr + u64::from(size.max(1)) - 1) >> bits;
         let is_write = kind == AccessKind::Write;
         if block == last && self.fast_hits && l1.cache.probe_hit(block, is_write) {
-            let stats = &mut l1.stats;
-            if is_write {
-                stats.writes += 1;
-            } else {
-                stats.reads += 1;
-            }
+            // Without a branch: programs interleave reads and writes irregularly.
+            l1.stats.writes += u64::from(is_write);
+            l1.stats.reads += u64::from(!is_write);
             let mut levels = [LevelResult::NotReached; MAX_LEVELS];
             levels[0] = LevelResult::Hit;
             return AccessOutcome { kind, levels };
@@ -356,13 +353,16 @@ impl Hierarchy {
             self.line_events.clear();
         }
         let record = self.record_lines && path == Path::Data;
+        let model_writebacks = self.model_writebacks;
         let mut carries_write = kind == AccessKind::Write;
         for depth in 0..self.data.len() {
-            let level = self.level_mut(path, depth);
+            let level = match (path, &mut self.instr) {
+                (Path::Instr, Some(i1)) if depth == 0 => i1,
+                _ => &mut self.data[depth],
+            };
             let write_through = level.write == WritePolicy::WriteThrough;
             let dirty = carries_write && !write_through;
             let allocate = !(carries_write && write_through);
-            let bits = level.cache.line_bits();
             let probe = match (depth, first_missed, allocate) {
                 (0, true, true) => Probe::Filled {
                     victim: level.cache.fill(block, dirty),
@@ -370,35 +370,53 @@ impl Hierarchy {
                 (0, true, false) => Probe::Bypassed,
                 _ => level.cache.probe(block, allocate, dirty),
             };
-            let line_addr = block << bits;
             let missed = !matches!(probe, Probe::Hit);
             out.levels[depth] = if missed {
                 LevelResult::Miss
             } else {
                 LevelResult::Hit
             };
-            self.count(path, depth, kind, missed);
+            let (missed_n, stats) = (u64::from(missed), &mut level.stats);
+            match (path, kind) {
+                (Path::Instr, _) => {
+                    stats.instr_fetches += 1;
+                    stats.instr_misses += missed_n;
+                }
+                (Path::Data, AccessKind::Read) => {
+                    stats.reads += 1;
+                    stats.read_misses += missed_n;
+                }
+                (Path::Data, AccessKind::Write) => {
+                    stats.writes += 1;
+                    stats.write_misses += missed_n;
+                }
+            }
+            // Only a dirty victim (when write-backs are modelled) or an inclusive level gives
+            // an eviction anything to do.
+            let needs_eviction = |v: &Victim| (v.dirty && model_writebacks) || level.inclusive;
+            let bits = level.cache.line_bits();
             match probe {
                 Probe::Hit => {
                     if record {
-                        self.push_line(depth, line_addr, LineEventKind::Hit);
+                        self.push_line(depth, block << bits, LineEventKind::Hit);
                     }
                     if !(carries_write && write_through) {
                         break;
                     }
                 }
                 Probe::Filled { victim } => {
-                    let evicted = victim.map(|v| v.block << bits);
+                    let handle = victim.filter(needs_eviction);
                     if record {
-                        self.push_line(depth, line_addr, LineEventKind::Fill { evicted });
+                        let evicted = victim.map(|v| v.block << bits);
+                        self.push_line(depth, block << bits, LineEventKind::Fill { evicted });
                     }
-                    if let Some(v) = victim {
+                    if let Some(v) = handle {
                         self.evicted(path, depth, v);
                     }
                 }
                 Probe::Bypassed => {
                     if record {
-                        self.push_line(depth, line_addr, LineEventKind::Bypass);
+                        self.push_line(depth, block << bits, LineEventKind::Bypass);
                     }
                 }
             }
@@ -530,6 +548,7 @@ impl Hierarchy {
 
     /// Handles a line displaced from `depth` on `path`: back-invalidation above an inclusive
     /// level, then the write-back of dirty data.
+    #[cold]
     fn evicted(&mut self, path: Path, depth: usize, victim: Victim) {
         let level = self.level_mut(path, depth);
         let bits = level.cache.line_bits();

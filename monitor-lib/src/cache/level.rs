@@ -102,6 +102,11 @@ const INVALID: u64 = u64::MAX;
 ///   last nibble, both without branches;
 /// - wider sets (fully-associative shadows) keep a last-use time per way and search the oldest
 ///   on a miss.
+///
+/// Lookups do not scan the tags: each way also has an 8-bit signature (a hash of its block),
+/// eight to a `u64`, and the zero-byte test on `signatures XOR wanted` names the candidate ways
+/// in a few word operations; only those are compared in full. A miss usually has no candidate
+/// at all, and no loop exits at a data-dependent point.
 #[derive(Debug, Clone)]
 pub struct CacheLevel {
     geometry: Geometry,
@@ -112,6 +117,9 @@ pub struct CacheLevel {
     /// `sets - 1` when `sets` is a power of two, so indexing is a mask; otherwise a modulo is used.
     set_mask: Option<u64>,
     tags: Vec<u64>,
+    /// Per set, `sig_words` words of 8-bit tag signatures, way `w` in byte `w % 8` of word `w / 8`.
+    signatures: Vec<u64>,
+    sig_words: usize,
     dirty: Vec<bool>,
     /// LRU with at most 16 ways: per set, way numbers in recency order, 4 bits each.
     recency: Vec<u64>,
@@ -158,7 +166,10 @@ impl CacheLevel {
             Replacement::Random { seed } => seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
             _ => 0,
         };
+        let sig_words = (geometry.assoc as usize).div_ceil(8);
         Ok(Self {
+            signatures: vec![0; sets as usize * sig_words],
+            sig_words,
             geometry,
             replacement,
             line_bits: geometry.line_bits(),
@@ -202,10 +213,33 @@ impl CacheLevel {
     /// The way of `set` holding `block`.
     #[inline(always)]
     fn find(&self, set: usize, block: u64) -> Option<usize> {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let wanted = u64::from(signature(block)) * ONES;
         let start = set * self.assoc;
-        self.tags[start..start + self.assoc]
-            .iter()
-            .position(|&t| t == block)
+        let words = &self.signatures[set * self.sig_words..(set + 1) * self.sig_words];
+        for (word_index, &word) in words.iter().enumerate() {
+            let x = word ^ wanted;
+            // Bytes equal to the wanted signature become zero; the test flags every zero byte
+            // (and may flag bytes above one, which the full comparison rejects).
+            let mut candidates = x.wrapping_sub(ONES) & !x & HIGHS;
+            while candidates != 0 {
+                let way = word_index * 8 + (candidates.trailing_zeros() / 8) as usize;
+                if way < self.assoc && self.tags[start + way] == block {
+                    return Some(way);
+                }
+                candidates &= candidates - 1;
+            }
+        }
+        None
+    }
+
+    /// Writes `block`'s signature for way `way` of `set`.
+    #[inline(always)]
+    fn set_signature(&mut self, set: usize, way: usize, block: u64) {
+        let word = &mut self.signatures[set * self.sig_words + way / 8];
+        let shift = 8 * (way % 8);
+        *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
     }
 
     /// Records a use of `way` in `set` for the replacement policy.
@@ -318,6 +352,22 @@ impl CacheLevel {
     pub fn fill(&mut self, block: u64, dirty: bool) -> Option<Victim> {
         debug_assert!(!self.contains(block), "fill of a block already present");
         let set = self.set_of(block);
+        if let Some(order) = self.recency.get_mut(set) {
+            // Packed LRU: the victim is the last way in the order and becomes the first, a
+            // rotation of the valid nibbles.
+            let last = 4 * (self.assoc as u32 - 1);
+            let way = (*order >> last) & 0xF;
+            let spare = *order & !((1u64 << last << 4).wrapping_sub(1));
+            *order = spare | ((*order & ((1u64 << last) - 1)) << 4) | way;
+            let index = set * self.assoc + way as usize;
+            self.set_signature(set, way as usize, block);
+            let old = std::mem::replace(&mut self.tags[index], block);
+            let was_dirty = std::mem::replace(&mut self.dirty[index], dirty);
+            return (old != INVALID).then_some(Victim {
+                block: old,
+                dirty: was_dirty,
+            });
+        }
         let way = self.victim_way(set);
         let index = set * self.assoc + way;
         let old = self.tags[index];
@@ -327,6 +377,7 @@ impl CacheLevel {
         });
         self.tags[index] = block;
         self.dirty[index] = dirty;
+        self.set_signature(set, way, block);
         self.touch(set, way);
         victim
     }
@@ -365,6 +416,7 @@ impl CacheLevel {
     /// Empties the level.
     pub fn clear(&mut self) {
         self.tags.fill(INVALID);
+        self.signatures.fill(0);
         self.dirty.fill(false);
         self.last_use.fill(0);
         self.recency.fill(identity_order(self.assoc));
@@ -385,6 +437,13 @@ impl CacheLevel {
         self.rng_state = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
+}
+
+/// An 8-bit hash of a block number, for the signature filter. The multiply mixes the high
+/// bits in, so blocks that share a set (and so their low bits) still differ here.
+#[inline(always)]
+fn signature(block: u64) -> u8 {
+    (block.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
 }
 
 /// Widest set whose LRU order fits one `u64` of 4-bit way numbers.
