@@ -117,6 +117,11 @@ pub struct CacheLevel {
     /// `sets - 1` when `sets` is a power of two, so indexing is a mask; otherwise a modulo is used.
     set_mask: Option<u64>,
     tags: Vec<u64>,
+    /// The block touched last and its index in `tags`: touching it again changes no
+    /// replacement state under any policy (it is already the most recent), so a repeat costs
+    /// one comparison. Reset when that line is invalidated or the level cleared.
+    last_block: u64,
+    last_index: usize,
     /// Per set, `sig_words` words of 8-bit tag signatures, way `w` in byte `w % 8` of word `w / 8`.
     signatures: Vec<u64>,
     sig_words: usize,
@@ -168,6 +173,8 @@ impl CacheLevel {
         };
         let sig_words = (geometry.assoc as usize).div_ceil(8);
         Ok(Self {
+            last_block: INVALID,
+            last_index: 0,
             signatures: vec![0; sets as usize * sig_words],
             sig_words,
             geometry,
@@ -309,6 +316,10 @@ impl CacheLevel {
     /// The hierarchy's fast path: it lets a hit finish without the fill machinery.
     #[inline(always)]
     pub fn probe_hit(&mut self, block: u64, dirty: bool) -> bool {
+        if block == self.last_block {
+            self.dirty[self.last_index] |= dirty;
+            return true;
+        }
         let set = self.set_of(block);
         if let Some(&order) = self.recency.get(set) {
             // The packed order names the most recent way for free. Re-touching the most recent
@@ -318,13 +329,18 @@ impl CacheLevel {
             let index = set * self.assoc + (order & 0xF) as usize;
             if self.tags[index] == block {
                 self.dirty[index] |= dirty;
+                self.last_block = block;
+                self.last_index = index;
                 return true;
             }
         }
         let Some(way) = self.find(set, block) else {
             return false;
         };
-        self.dirty[set * self.assoc + way] |= dirty;
+        let index = set * self.assoc + way;
+        self.dirty[index] |= dirty;
+        self.last_block = block;
+        self.last_index = index;
         self.touch(set, way);
         true
     }
@@ -360,6 +376,8 @@ impl CacheLevel {
             let spare = *order & !((1u64 << last << 4).wrapping_sub(1));
             *order = spare | ((*order & ((1u64 << last) - 1)) << 4) | way;
             let index = set * self.assoc + way as usize;
+            self.last_block = block;
+            self.last_index = index;
             self.set_signature(set, way as usize, block);
             let old = std::mem::replace(&mut self.tags[index], block);
             let was_dirty = std::mem::replace(&mut self.dirty[index], dirty);
@@ -377,6 +395,8 @@ impl CacheLevel {
         });
         self.tags[index] = block;
         self.dirty[index] = dirty;
+        self.last_block = block;
+        self.last_index = index;
         self.set_signature(set, way, block);
         self.touch(set, way);
         victim
@@ -399,6 +419,9 @@ impl CacheLevel {
         let set = self.set_of(block);
         let index = set * self.assoc + self.find(set, block)?;
         let dirty = self.dirty[index];
+        if index == self.last_index {
+            self.last_block = INVALID;
+        }
         self.tags[index] = INVALID;
         self.dirty[index] = false;
         if let Replacement::Lru = self.replacement {
@@ -416,6 +439,7 @@ impl CacheLevel {
     /// Empties the level.
     pub fn clear(&mut self) {
         self.tags.fill(INVALID);
+        self.last_block = INVALID;
         self.signatures.fill(0);
         self.dirty.fill(false);
         self.last_use.fill(0);
