@@ -85,24 +85,31 @@ impl Simulator {
     }
 
     /// A data load of `size` bytes at `addr`.
-    #[inline]
+    #[inline(always)]
     pub fn read(&mut self, addr: u64, size: u32) {
         self.access(addr, size, AccessKind::Read);
     }
 
     /// A data store of `size` bytes at `addr`.
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, addr: u64, size: u32) {
         self.access(addr, size, AccessKind::Write);
     }
 
     /// A data access; see the type's documentation for how sizes are counted.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        // Inlined into the capture loop (a call costs more than a hit); the rare split of a
+        // wide access is out of line.
         if u64::from(size) <= self.l1_line {
             self.one_access(addr, size, kind);
-            return;
+        } else {
+            self.access_per_line(addr, size, kind);
         }
+    }
+
+    #[inline(never)]
+    fn access_per_line(&mut self, addr: u64, size: u32, kind: AccessKind) {
         let end = addr.saturating_add(u64::from(size));
         let mut piece = addr;
         while piece < end {
@@ -122,8 +129,17 @@ impl Simulator {
     fn one_access(&mut self, addr: u64, size: u32, kind: AccessKind) {
         let outcome = self.hierarchy.access(addr, size, kind);
         self.monitor.observe(addr, &outcome);
+        if self.analyses.is_some() {
+            self.analyse(addr, size, kind, &outcome);
+        }
+    }
+
+    /// Kept out of line: the analyses are off on the plain path, and inlining them would bloat
+    /// the capture loop that every access runs through.
+    #[inline(never)]
+    fn analyse(&mut self, addr: u64, size: u32, kind: AccessKind, outcome: &AccessOutcome) {
         if let Some(analyses) = &mut self.analyses {
-            analyses.on_access(addr, size, kind, &outcome, self.hierarchy.line_events());
+            analyses.on_access(addr, size, kind, outcome, self.hierarchy.line_events());
         }
     }
 }
