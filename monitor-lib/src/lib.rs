@@ -5,12 +5,13 @@
 //! [`monitor`] (the simulated hardware monitor) and [`analysis`]; [`simulator::Simulator`] ties
 //! them together.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod analysis;
 pub mod cache;
 pub mod monitor;
 pub mod ranges;
 pub mod replay;
+pub mod shm;
 pub mod simulator;
 pub mod trace;

@@ -91,6 +91,24 @@ impl Event {
         u32::from(self.mask) << (8 * self.level)
     }
 
+    /// A compact numeric form for shared memory and wire formats: level in bits 8..16, outcome
+    /// mask in bits 0..8. [`Event::from_code`] accepts exactly the codes this produces.
+    pub fn code(&self) -> u32 {
+        u32::from(self.level) << 8 | u32::from(self.mask)
+    }
+
+    /// The event with numeric form `code`, or `None` if no event has it.
+    pub fn from_code(code: u32) -> Option<Event> {
+        let level = (code >> 8) as usize;
+        let mask = (code & 0xff) as u8;
+        (code >> 16 == 0 && level < MAX_LEVELS && KINDS.iter().any(|k| k.2 == mask)).then_some(
+            Event {
+                level: level as u8,
+                mask,
+            },
+        )
+    }
+
     /// Every event name for a hierarchy of `levels` data levels, with a description.
     pub fn catalogue(levels: usize) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -193,6 +211,12 @@ mod tests {
             assert_eq!(e.to_string(), name);
         }
         assert_eq!(Event::catalogue(3).len(), 27);
+        for e in Event::all(MAX_LEVELS) {
+            assert_eq!(Event::from_code(e.code()), Some(e));
+        }
+        assert_eq!(Event::from_code(0), None);
+        assert_eq!(Event::from_code(0x1_0002), None);
+        assert_eq!(Event::from_code((MAX_LEVELS as u32) << 8 | 2), None);
     }
 
     #[test]

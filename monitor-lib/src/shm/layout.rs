@@ -1,0 +1,1029 @@
+//! The versioned layout of an epcache segment: the header, where each table lives, how entries
+//! are encoded in 64-bit words, and the validation a reader runs before trusting any of it.
+//!
+//! Every multi-byte field is a naturally aligned atomic word in native byte order. The target
+//! writes the header, the configuration, region and data-structure tables, the strings and the
+//! results; the tool writes request slots, request flags, the halting point and the release word.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::sysv::{View, ViewError};
+use crate::monitor::Event;
+use crate::ranges::AddressRange;
+
+/// First word of every epcache segment.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
+/// Bumped whenever the meaning of any byte changes; readers refuse other versions.
+pub const LAYOUT_VERSION: u32 = 1;
+/// Bytes before the first table.
+pub const HEADER_BYTES: usize = 256;
+/// Request slots are bits of one 64-bit flag word per region, so at most 64.
+pub const MAX_REQUEST_SLOTS: u32 = 64;
+/// Words before a slot's buckets in the result space: sequence, generation+status, instances, total.
+pub const RESULT_HEADER_WORDS: usize = 4;
+/// Upper bound on buckets per slot, so a hostile header cannot make a reader allocate gigabytes.
+pub const MAX_BUCKETS_PER_SLOT: u32 = 1 << 20;
+
+/// Byte offsets of the header fields.
+pub mod header {
+    /// u64 [`super::MAGIC`].
+    pub const MAGIC: usize = 0;
+    /// u32 layout version.
+    pub const VERSION: usize = 8;
+    /// u32 header size in bytes.
+    pub const HEADER_SIZE: usize = 12;
+    /// u64 total segment bytes the layout uses.
+    pub const TOTAL_SIZE: usize = 16;
+    /// u32 target pid.
+    pub const TARGET_PID: usize = 24;
+    /// u64 target start time (clock ticks after boot, /proc/PID/stat field 22): pid reuse check.
+    pub const TARGET_START_TIME: usize = 32;
+    /// u32 [`super::TargetState`], written by the target.
+    pub const TARGET_STATE: usize = 40;
+    /// u32 bumped by the tool whenever it changed requests or the halting point (futex word).
+    pub const TOOL_SEQUENCE: usize = 44;
+    /// u64 bumped by the target while it waits, so a tool sees it is alive.
+    pub const HEARTBEAT: usize = 48;
+    /// u32 bumped by the target each time it halts or exits (futex word the tool waits on).
+    pub const HALT_GENERATION: usize = 56;
+    /// u32 the tool sets to the halt generation it releases (futex word the target waits on).
+    pub const RELEASE_GENERATION: usize = 60;
+    /// u64 halting point: region (bits 0..32), boundary (bits 32..40), armed (bit 40).
+    pub const HALTING_POINT: usize = 64;
+    /// u32 boundaries the halting point lets pass before halting.
+    pub const HALT_SKIP: usize = 72;
+    /// u64 where the target halted: region (bits 0..32), boundary (bits 32..40).
+    pub const HALTED_AT: usize = 80;
+    /// u32 published regions.
+    pub const REGION_COUNT: usize = 88;
+    /// u32 published data structures.
+    pub const DATA_STRUCTURE_COUNT: usize = 92;
+    /// u32 string bytes used.
+    pub const STRINGS_USED: usize = 96;
+    /// Table descriptors: per [`super::Table`], u64 offset, u32 capacity, u32 entry bytes.
+    pub const TABLES: usize = 128;
+}
+
+/// The tables of a segment, in descriptor order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// The configuration hash table: (file, line) → region, request flags.
+    Config,
+    /// Regions: key, kind, name.
+    Regions,
+    /// Data structures: address range, kind, name.
+    DataStructures,
+    /// UTF-8 names, referenced by offset and length.
+    Strings,
+    /// Request slots written by the tool.
+    RequestSlots,
+    /// One result block per request slot.
+    Results,
+}
+
+impl Table {
+    /// All tables, in descriptor order.
+    pub const ALL: [Table; 6] = [
+        Table::Config,
+        Table::Regions,
+        Table::DataStructures,
+        Table::Strings,
+        Table::RequestSlots,
+        Table::Results,
+    ];
+
+    fn descriptor(self) -> usize {
+        header::TABLES + 16 * self as usize
+    }
+
+    fn fixed_entry_bytes(self) -> Option<usize> {
+        match self {
+            Table::Config => Some(CONFIG_ENTRY_WORDS * 8),
+            Table::Regions => Some(REGION_ENTRY_WORDS * 8),
+            Table::DataStructures => Some(DATA_STRUCTURE_ENTRY_WORDS * 8),
+            Table::Strings => Some(1),
+            Table::RequestSlots => Some(SLOT_WORDS * 8),
+            Table::Results => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Table::Config => "configuration table",
+            Table::Regions => "region table",
+            Table::DataStructures => "data-structure table",
+            Table::Strings => "string area",
+            Table::RequestSlots => "request slots",
+            Table::Results => "result space",
+        })
+    }
+}
+
+/// Words per configuration-table entry: key, region index + 1 (0 = empty), request flags.
+pub const CONFIG_ENTRY_WORDS: usize = 3;
+/// Words per region entry: key, name (offset | length << 32), kind | config slot << 32.
+pub const REGION_ENTRY_WORDS: usize = 3;
+/// Words per data-structure entry: start, length, name, kind | live << 32.
+pub const DATA_STRUCTURE_ENTRY_WORDS: usize = 4;
+/// Words per request slot; see [`SlotState`] and [`RequestSpec`] for their meaning.
+pub const SLOT_WORDS: usize = 8;
+
+/// How big each table is; fixed when the segment is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacities {
+    /// Regions that can be registered.
+    pub regions: u32,
+    /// Data structures that can be registered.
+    pub data_structures: u32,
+    /// Requests that can be attached at once (at most [`MAX_REQUEST_SLOTS`]).
+    pub request_slots: u32,
+    /// Histogram buckets each request's result block holds.
+    pub buckets_per_slot: u32,
+    /// Bytes for region and data-structure names.
+    pub string_bytes: u32,
+}
+
+impl Default for Capacities {
+    fn default() -> Self {
+        Capacities {
+            regions: 4096,
+            data_structures: 4096,
+            request_slots: 64,
+            buckets_per_slot: 1024,
+            string_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// Where one table lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableSpan {
+    /// Byte offset from the segment start (8-aligned).
+    pub offset: usize,
+    /// Number of entries (bytes, for the string area).
+    pub capacity: usize,
+    /// Bytes per entry.
+    pub entry_bytes: usize,
+}
+
+impl TableSpan {
+    /// Byte offset of entry `index` (callers check `index < capacity`).
+    pub fn entry(&self, index: usize) -> usize {
+        self.offset + index * self.entry_bytes
+    }
+
+    fn end(&self) -> Option<usize> {
+        self.capacity
+            .checked_mul(self.entry_bytes)?
+            .checked_add(self.offset)
+    }
+}
+
+/// Something about a segment's bytes that is not an epcache layout we understand.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// Fewer bytes than a header.
+    #[error(
+        "segment is {len} bytes, smaller than an epcache header ({HEADER_BYTES}); the id names some other program's segment"
+    )]
+    TooSmall {
+        /// Segment size.
+        len: usize,
+    },
+    /// The first word is not [`MAGIC`].
+    #[error(
+        "segment magic is {found:#018x}, not epcache's {MAGIC:#018x}; the id names some other program's segment"
+    )]
+    BadMagic {
+        /// What was there.
+        found: u64,
+    },
+    /// A layout version this build does not know.
+    #[error(
+        "segment layout version {found}, this build reads version {LAYOUT_VERSION}; use an epcache tool built from the same release as the target"
+    )]
+    UnsupportedVersion {
+        /// What was there.
+        found: u32,
+    },
+    /// A header field with an impossible value.
+    #[error(
+        "segment header field `{field}` holds {value}, which is impossible ({why}); the segment is corrupt"
+    )]
+    BadHeaderField {
+        /// Field name.
+        field: &'static str,
+        /// Its value.
+        value: u64,
+        /// What it should be.
+        why: &'static str,
+    },
+    /// A table descriptor that does not fit the segment or the format.
+    #[error(
+        "{table} descriptor (offset {offset}, capacity {capacity}, entry {entry_bytes} bytes) is invalid: {why}; the segment is corrupt"
+    )]
+    BadTable {
+        /// Which table.
+        table: Table,
+        /// Declared offset.
+        offset: u64,
+        /// Declared capacity.
+        capacity: u32,
+        /// Declared entry size.
+        entry_bytes: u32,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// Two tables claim the same bytes.
+    #[error("{first} and {second} overlap; the segment is corrupt")]
+    Overlap {
+        /// One table.
+        first: Table,
+        /// The other.
+        second: Table,
+    },
+    /// A count or index read from the segment points past its table.
+    #[error("{table}: {what} {value} is out of range (limit {limit}); the segment is corrupt")]
+    BadIndex {
+        /// Which table.
+        table: Table,
+        /// What the number is.
+        what: &'static str,
+        /// The number.
+        value: u64,
+        /// The exclusive limit.
+        limit: u64,
+    },
+    /// A name that is out of the string area or not UTF-8.
+    #[error("name at string offset {offset}, length {len}: {why}; the segment is corrupt")]
+    BadString {
+        /// Offset into the string area.
+        offset: u32,
+        /// Length.
+        len: u32,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// An enumerated field with an unknown value.
+    #[error("{what} holds unknown value {value}; the segment is corrupt or from a newer epcache")]
+    BadEnum {
+        /// What the field is.
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
+    /// Capacities that cannot be laid out.
+    #[error("cannot lay out a segment: {why}")]
+    BadCapacities {
+        /// What is wrong.
+        why: String,
+    },
+    /// An access the view refused (only reachable through a bug, since offsets are validated).
+    #[error(transparent)]
+    View(#[from] ViewError),
+}
+
+/// A validated description of where everything is; all offsets are in bounds of the view it
+/// was made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes the layout uses.
+    pub total: usize,
+    spans: [TableSpan; 6],
+}
+
+impl Layout {
+    /// Plans a layout for `caps`: tables one after another, 8-aligned, after the header.
+    pub fn plan(caps: &Capacities) -> Result<Layout, LayoutError> {
+        let bad = |why: String| LayoutError::BadCapacities { why };
+        if caps.request_slots == 0 || caps.request_slots > MAX_REQUEST_SLOTS {
+            return Err(bad(format!(
+                "{} request slots; use 1 to {MAX_REQUEST_SLOTS}",
+                caps.request_slots
+            )));
+        }
+        if caps.buckets_per_slot == 0 || caps.buckets_per_slot > MAX_BUCKETS_PER_SLOT {
+            return Err(bad(format!(
+                "{} buckets per slot; use 1 to {MAX_BUCKETS_PER_SLOT}",
+                caps.buckets_per_slot
+            )));
+        }
+        if caps.regions == 0 || caps.regions > 1 << 24 {
+            return Err(bad(format!("{} regions; use 1 to 2^24", caps.regions)));
+        }
+        let config_capacity = (caps.regions as usize * 2).next_power_of_two();
+        let capacities = [
+            config_capacity,
+            caps.regions as usize,
+            caps.data_structures as usize,
+            caps.string_bytes as usize,
+            caps.request_slots as usize,
+            caps.request_slots as usize,
+        ];
+        let result_bytes = (RESULT_HEADER_WORDS + caps.buckets_per_slot as usize) * 8;
+        let mut offset = HEADER_BYTES;
+        let mut spans = [TableSpan {
+            offset: 0,
+            capacity: 0,
+            entry_bytes: 0,
+        }; 6];
+        for (i, table) in Table::ALL.into_iter().enumerate() {
+            let entry_bytes = table.fixed_entry_bytes().unwrap_or(result_bytes);
+            spans[i] = TableSpan {
+                offset,
+                capacity: capacities[i],
+                entry_bytes,
+            };
+            offset = (offset + capacities[i] * entry_bytes).next_multiple_of(8);
+        }
+        Ok(Layout {
+            total: offset,
+            spans,
+        })
+    }
+
+    /// Where `table` lives.
+    pub fn span(&self, table: Table) -> TableSpan {
+        self.spans[table as usize]
+    }
+
+    /// Histogram buckets per result block.
+    pub fn buckets_per_slot(&self) -> usize {
+        self.span(Table::Results).entry_bytes / 8 - RESULT_HEADER_WORDS
+    }
+
+    /// Writes the header of a freshly created (zeroed) segment. The magic goes last, with
+    /// Release, so a reader that sees it also sees every other header field.
+    pub fn write_header(&self, view: &View, pid: u32, start_time: u64) -> Result<(), ViewError> {
+        view.u32_at(header::VERSION)?
+            .store(LAYOUT_VERSION, Ordering::Relaxed);
+        view.u32_at(header::HEADER_SIZE)?
+            .store(HEADER_BYTES as u32, Ordering::Relaxed);
+        view.u64_at(header::TOTAL_SIZE)?
+            .store(self.total as u64, Ordering::Relaxed);
+        view.u32_at(header::TARGET_PID)?
+            .store(pid, Ordering::Relaxed);
+        view.u64_at(header::TARGET_START_TIME)?
+            .store(start_time, Ordering::Relaxed);
+        for table in Table::ALL {
+            let span = self.span(table);
+            let d = table.descriptor();
+            view.u64_at(d)?.store(span.offset as u64, Ordering::Relaxed);
+            view.u32_at(d + 8)?
+                .store(span.capacity as u32, Ordering::Relaxed);
+            view.u32_at(d + 12)?
+                .store(span.entry_bytes as u32, Ordering::Relaxed);
+        }
+        view.u64_at(header::MAGIC)?.store(MAGIC, Ordering::Release);
+        Ok(())
+    }
+
+    /// Reads and checks the header of `view`: magic, version, sizes, and that every table is
+    /// aligned, in bounds, of the right entry size and disjoint from the others. Never panics.
+    pub fn validate(view: &View) -> Result<Layout, LayoutError> {
+        if view.len() < HEADER_BYTES {
+            return Err(LayoutError::TooSmall { len: view.len() });
+        }
+        let magic = view.load_u64(header::MAGIC, Ordering::Acquire)?;
+        if magic != MAGIC {
+            return Err(LayoutError::BadMagic { found: magic });
+        }
+        let version = view.load_u32(header::VERSION, Ordering::Relaxed)?;
+        if version != LAYOUT_VERSION {
+            return Err(LayoutError::UnsupportedVersion { found: version });
+        }
+        let header_size = view.load_u32(header::HEADER_SIZE, Ordering::Relaxed)?;
+        if header_size as usize != HEADER_BYTES {
+            return Err(LayoutError::BadHeaderField {
+                field: "header size",
+                value: header_size.into(),
+                why: "must be 256",
+            });
+        }
+        let total = view.load_u64(header::TOTAL_SIZE, Ordering::Relaxed)?;
+        if total > view.len() as u64 || total < HEADER_BYTES as u64 {
+            return Err(LayoutError::BadHeaderField {
+                field: "total size",
+                value: total,
+                why: "larger than the segment or smaller than the header",
+            });
+        }
+        let total = total as usize;
+        let pid = view.load_u32(header::TARGET_PID, Ordering::Relaxed)?;
+        if pid == 0 || pid > i32::MAX as u32 {
+            return Err(LayoutError::BadHeaderField {
+                field: "target pid",
+                value: pid.into(),
+                why: "not a process id",
+            });
+        }
+        let mut spans = [TableSpan {
+            offset: 0,
+            capacity: 0,
+            entry_bytes: 0,
+        }; 6];
+        for table in Table::ALL {
+            let d = table.descriptor();
+            let offset = view.load_u64(d, Ordering::Relaxed)?;
+            let capacity = view.load_u32(d + 8, Ordering::Relaxed)?;
+            let entry_bytes = view.load_u32(d + 12, Ordering::Relaxed)?;
+            let bad = |why| LayoutError::BadTable {
+                table,
+                offset,
+                capacity,
+                entry_bytes,
+                why,
+            };
+            let expected = table.fixed_entry_bytes();
+            if let Some(expected) = expected {
+                if entry_bytes as usize != expected {
+                    return Err(bad("entry size differs from this layout version's"));
+                }
+            } else if entry_bytes % 8 != 0
+                || (entry_bytes as usize) < (RESULT_HEADER_WORDS + 1) * 8
+                || entry_bytes as usize > (RESULT_HEADER_WORDS + MAX_BUCKETS_PER_SLOT as usize) * 8
+            {
+                return Err(bad(
+                    "result blocks must be 4 header words plus 1 to 2^20 buckets",
+                ));
+            }
+            if offset % 8 != 0 {
+                return Err(bad("offset is not 8-aligned"));
+            }
+            if offset < HEADER_BYTES as u64 {
+                return Err(bad("offset lies inside the header"));
+            }
+            let span = TableSpan {
+                offset: offset as usize,
+                capacity: capacity as usize,
+                entry_bytes: entry_bytes as usize,
+            };
+            if offset > total as u64 || span.end().is_none_or(|end| end > total) {
+                return Err(bad("table extends past the segment's total size"));
+            }
+            match table {
+                Table::Config if !capacity.is_power_of_two() => {
+                    return Err(bad("capacity must be a power of two"));
+                }
+                Table::RequestSlots | Table::Results
+                    if capacity == 0 || capacity > MAX_REQUEST_SLOTS =>
+                {
+                    return Err(bad("there must be 1 to 64 request slots"));
+                }
+                Table::Regions if capacity == 0 => {
+                    return Err(bad("there must be room for a region"));
+                }
+                _ => {}
+            }
+            spans[table as usize] = span;
+        }
+        if spans[Table::Results as usize].capacity != spans[Table::RequestSlots as usize].capacity {
+            let r = spans[Table::Results as usize];
+            return Err(LayoutError::BadTable {
+                table: Table::Results,
+                offset: r.offset as u64,
+                capacity: r.capacity as u32,
+                entry_bytes: r.entry_bytes as u32,
+                why: "needs exactly one result block per request slot",
+            });
+        }
+        if spans[Table::Config as usize].capacity < spans[Table::Regions as usize].capacity {
+            let c = spans[Table::Config as usize];
+            return Err(LayoutError::BadTable {
+                table: Table::Config,
+                offset: c.offset as u64,
+                capacity: c.capacity as u32,
+                entry_bytes: c.entry_bytes as u32,
+                why: "has fewer entries than there can be regions",
+            });
+        }
+        for (i, a) in Table::ALL.into_iter().enumerate() {
+            for b in Table::ALL.into_iter().skip(i + 1) {
+                let (sa, sb) = (spans[a as usize], spans[b as usize]);
+                // Both ends were checked above, so these cannot overflow.
+                let (ea, eb) = (
+                    sa.offset + sa.capacity * sa.entry_bytes,
+                    sb.offset + sb.capacity * sb.entry_bytes,
+                );
+                if sa.offset < eb && sb.offset < ea {
+                    return Err(LayoutError::Overlap {
+                        first: a,
+                        second: b,
+                    });
+                }
+            }
+        }
+        Ok(Layout { total, spans })
+    }
+
+    /// `count` checked against `table`'s capacity.
+    pub fn checked_count(&self, table: Table, count: u32) -> Result<usize, LayoutError> {
+        let limit = self.span(table).capacity;
+        if count as usize > limit {
+            return Err(LayoutError::BadIndex {
+                table,
+                what: "published count",
+                value: count.into(),
+                limit: limit as u64,
+            });
+        }
+        Ok(count as usize)
+    }
+
+    /// The words of entry `index` of `table`, after checking the index.
+    pub fn entry_words<'v>(
+        &self,
+        view: &'v View,
+        table: Table,
+        index: usize,
+    ) -> Result<&'v [AtomicU64], LayoutError> {
+        let span = self.span(table);
+        if index >= span.capacity {
+            return Err(LayoutError::BadIndex {
+                table,
+                what: "index",
+                value: index as u64,
+                limit: span.capacity as u64,
+            });
+        }
+        Ok(view.u64_slice(span.entry(index), span.entry_bytes / 8)?)
+    }
+
+    /// The UTF-8 name at (`offset`, `len`) in the string area, checked.
+    pub fn read_name(&self, view: &View, offset: u32, len: u32) -> Result<String, LayoutError> {
+        let strings = self.span(Table::Strings);
+        let bad = |why| LayoutError::BadString { offset, len, why };
+        let end = offset as u64 + len as u64;
+        if end > strings.capacity as u64 {
+            return Err(bad("past the end of the string area"));
+        }
+        let mut bytes = vec![0; len as usize];
+        view.copy_out(strings.offset + offset as usize, &mut bytes)?;
+        String::from_utf8(bytes).map_err(|_| bad("not UTF-8"))
+    }
+}
+
+/// Index of a region in the region table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RegionIndex(pub u32);
+
+/// Index of a data structure in the data-structure table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DataStructureIndex(pub u32);
+
+/// What the target is doing (header word `TARGET_STATE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetState {
+    /// Creating its tables.
+    Starting = 0,
+    /// Running the program.
+    Running = 1,
+    /// Blocked at start until a tool releases it (`EPCACHE_WAIT`).
+    WaitingForTool = 2,
+    /// Blocked at a halting point until a tool releases it.
+    Halted = 3,
+    /// Finished; the segment holds its last results.
+    Exited = 4,
+}
+
+impl TargetState {
+    /// Decodes the state word.
+    pub fn from_word(word: u32) -> Result<Self, LayoutError> {
+        Ok(match word {
+            0 => TargetState::Starting,
+            1 => TargetState::Running,
+            2 => TargetState::WaitingForTool,
+            3 => TargetState::Halted,
+            4 => TargetState::Exited,
+            value => {
+                return Err(LayoutError::BadEnum {
+                    what: "target state",
+                    value: value.into(),
+                });
+            }
+        })
+    }
+}
+
+/// Which side of a region a halting point or halt is at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Boundary {
+    /// Where the region starts.
+    Entry = 1,
+    /// Where the region ends.
+    Exit = 2,
+}
+
+impl Boundary {
+    /// Decodes a boundary byte.
+    pub fn from_word(word: u64) -> Result<Self, LayoutError> {
+        match word {
+            1 => Ok(Boundary::Entry),
+            2 => Ok(Boundary::Exit),
+            value => Err(LayoutError::BadEnum {
+                what: "boundary",
+                value,
+            }),
+        }
+    }
+}
+
+/// Region index in a halting point meaning "the next boundary of any region" (stepping).
+pub const ANY_REGION: u32 = u32::MAX;
+
+/// Where the target should stop next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HaltingPoint {
+    /// The region, or `None` for any region (step to the next boundary).
+    pub region: Option<RegionIndex>,
+    /// Entry or exit.
+    pub boundary: Boundary,
+    /// Matching boundaries to let pass before halting (0: halt at the next one).
+    pub skip: u32,
+}
+
+impl HaltingPoint {
+    /// The packed header word (armed).
+    pub fn to_word(&self) -> u64 {
+        let region = self.region.map_or(ANY_REGION, |r| r.0);
+        u64::from(region) | (self.boundary as u64) << 32 | 1 << 40
+    }
+}
+
+/// Packs a position (region, boundary) into a word, as `HALTED_AT` holds it.
+pub fn position_word(region: u32, boundary: Boundary) -> u64 {
+    u64::from(region) | (boundary as u64) << 32
+}
+
+/// Kind of a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegionKind {
+    /// A function, found automatically.
+    Function = 1,
+    /// A marker the programmer placed.
+    Marker = 2,
+}
+
+impl RegionKind {
+    fn from_word(word: u64) -> Result<Self, LayoutError> {
+        match word {
+            1 => Ok(RegionKind::Function),
+            2 => Ok(RegionKind::Marker),
+            value => Err(LayoutError::BadEnum {
+                what: "region kind",
+                value,
+            }),
+        }
+    }
+}
+
+/// Kind of a data structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataStructureKind {
+    /// A global or static, from debug information.
+    Global = 1,
+    /// A heap array registered through the API.
+    HeapRegistered = 2,
+    /// Heap blocks grouped by allocation site.
+    AllocationSite = 3,
+}
+
+impl DataStructureKind {
+    fn from_word(word: u64) -> Result<Self, LayoutError> {
+        match word {
+            1 => Ok(DataStructureKind::Global),
+            2 => Ok(DataStructureKind::HeapRegistered),
+            3 => Ok(DataStructureKind::AllocationSite),
+            value => Err(LayoutError::BadEnum {
+                what: "data-structure kind",
+                value,
+            }),
+        }
+    }
+}
+
+/// A region as the region table describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// Its index.
+    pub index: RegionIndex,
+    /// File id of its key.
+    pub file_id: u32,
+    /// First line of its key.
+    pub line: u32,
+    /// Function or marker.
+    pub kind: RegionKind,
+    /// Readable name.
+    pub name: String,
+}
+
+/// A data structure as the data-structure table describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataStructureInfo {
+    /// Its index.
+    pub index: DataStructureIndex,
+    /// The name the programmer wrote.
+    pub name: String,
+    /// Its bytes.
+    pub range: AddressRange,
+    /// Where it came from.
+    pub kind: DataStructureKind,
+    /// False once unregistered (heap arrays freed).
+    pub live: bool,
+}
+
+/// Packs a string reference.
+pub fn name_word(offset: u32, len: u32) -> u64 {
+    u64::from(offset) | u64::from(len) << 32
+}
+
+/// Reads and checks region `index`.
+pub fn read_region(view: &View, layout: &Layout, index: usize) -> Result<RegionInfo, LayoutError> {
+    let w = layout.entry_words(view, Table::Regions, index)?;
+    let key = w[0].load(Ordering::Relaxed);
+    let name = w[1].load(Ordering::Relaxed);
+    let kind = RegionKind::from_word(w[2].load(Ordering::Relaxed) & 0xffff_ffff)?;
+    Ok(RegionInfo {
+        index: RegionIndex(index as u32),
+        file_id: (key >> 32) as u32,
+        line: key as u32,
+        kind,
+        name: layout.read_name(view, name as u32, (name >> 32) as u32)?,
+    })
+}
+
+/// Reads and checks data structure `index`.
+pub fn read_data_structure(
+    view: &View,
+    layout: &Layout,
+    index: usize,
+) -> Result<DataStructureInfo, LayoutError> {
+    let w = layout.entry_words(view, Table::DataStructures, index)?;
+    let start = w[0].load(Ordering::Relaxed);
+    let len = w[1].load(Ordering::Relaxed);
+    let name = w[2].load(Ordering::Relaxed);
+    let kind_live = w[3].load(Ordering::Relaxed);
+    if start.checked_add(len).is_none() {
+        return Err(LayoutError::BadIndex {
+            table: Table::DataStructures,
+            what: "address range length",
+            value: len,
+            limit: u64::MAX - start,
+        });
+    }
+    Ok(DataStructureInfo {
+        index: DataStructureIndex(index as u32),
+        name: layout.read_name(view, name as u32, (name >> 32) as u32)?,
+        range: AddressRange::new(start, len),
+        kind: DataStructureKind::from_word(kind_live & 0xffff_ffff)?,
+        live: kind_live >> 32 != 0,
+    })
+}
+
+/// State of a request slot (low half of its first word; the high half is its generation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotState {
+    /// Unused.
+    Free = 0,
+    /// A tool is filling it.
+    Claimed = 1,
+    /// Filled by a tool, not yet picked up by the target.
+    Pending = 2,
+    /// The target monitors it.
+    Active = 3,
+    /// The tool withdrew it; a tool may reuse it.
+    Cancelled = 4,
+    /// The target found it invalid; a tool may reuse it.
+    Rejected = 5,
+}
+
+impl SlotState {
+    /// Decodes the low half of a slot's first word.
+    pub fn from_word(word: u64) -> Result<Self, LayoutError> {
+        Ok(match word & 0xffff_ffff {
+            0 => SlotState::Free,
+            1 => SlotState::Claimed,
+            2 => SlotState::Pending,
+            3 => SlotState::Active,
+            4 => SlotState::Cancelled,
+            5 => SlotState::Rejected,
+            value => {
+                return Err(LayoutError::BadEnum {
+                    what: "request slot state",
+                    value,
+                });
+            }
+        })
+    }
+}
+
+/// Packs a slot's state and generation.
+pub fn slot_word(state: SlotState, generation: u32) -> u64 {
+    state as u64 | u64::from(generation) << 32
+}
+
+/// What a request counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestTarget {
+    /// An explicit address range.
+    Range(AddressRange),
+    /// A data structure from the table, resolved by the target when the region starts.
+    DataStructure(DataStructureIndex),
+}
+
+/// Static count or histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One count for the whole range.
+    Static,
+    /// Counts per portion of the range.
+    Histogram {
+        /// Number of portions (at most the segment's buckets per slot).
+        buckets: u32,
+        /// Bytes per portion; 0 means the range split evenly into `buckets`.
+        bucket_bytes: u64,
+    },
+}
+
+/// How region instances are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregation {
+    /// Each instance's result replaces the previous one.
+    PerInstance = 0,
+    /// One result per thread (one thread today).
+    PerThread = 1,
+    /// All instances summed.
+    Summed = 2,
+}
+
+/// A measurement request, as a tool writes it into a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestSpec {
+    /// The region whose instances are measured.
+    pub region: RegionIndex,
+    /// Which bytes.
+    pub target: RequestTarget,
+    /// Which event.
+    pub event: Event,
+    /// Static or histogram.
+    pub mode: Mode,
+    /// How instances combine.
+    pub aggregation: Aggregation,
+    /// Analyses to switch on (bit flags, reserved for the analyses' request encoding).
+    pub analyses: u16,
+}
+
+impl RequestSpec {
+    /// Writes the request into slot words 1..8 (word 0, the state, is the caller's).
+    pub fn store(&self, words: &[AtomicU64]) {
+        let (kind, ds, start, len) = match self.target {
+            RequestTarget::Range(r) => (0u64, 0u64, r.start, r.len()),
+            RequestTarget::DataStructure(d) => (1, u64::from(d.0), 0, 0),
+        };
+        let (mode, buckets, width) = match self.mode {
+            Mode::Static => (0u64, 0u64, 0u64),
+            Mode::Histogram {
+                buckets,
+                bucket_bytes,
+            } => (1, u64::from(buckets), bucket_bytes),
+        };
+        let put = |i: usize, v: u64| words[i].store(v, Ordering::Relaxed);
+        put(1, u64::from(self.region.0) | kind << 32);
+        put(2, ds | u64::from(self.event.code()) << 32);
+        put(3, start);
+        put(4, len);
+        put(
+            5,
+            mode | (self.aggregation as u64) << 8 | u64::from(self.analyses) << 16 | buckets << 32,
+        );
+        put(6, width);
+        put(7, 0);
+    }
+
+    /// Reads a request back from slot words, checking every field it can check alone.
+    pub fn load(words: &[AtomicU64], max_buckets: usize) -> Result<RequestSpec, LayoutError> {
+        let get = |i: usize| words.get(i).map_or(0, |w| w.load(Ordering::Relaxed));
+        let (w1, w2, w5) = (get(1), get(2), get(5));
+        let bad = |what, value| LayoutError::BadEnum { what, value };
+        let target = match w1 >> 32 {
+            0 => RequestTarget::Range(AddressRange::new(get(3), get(4))),
+            1 => RequestTarget::DataStructure(DataStructureIndex(w2 as u32)),
+            v => return Err(bad("request target kind", v)),
+        };
+        let event = Event::from_code((w2 >> 32) as u32).ok_or(bad("event code", w2 >> 32))?;
+        let buckets = (w5 >> 32) as u32;
+        let mode = match w5 & 0xff {
+            0 => Mode::Static,
+            1 if buckets >= 1 && buckets as usize <= max_buckets => Mode::Histogram {
+                buckets,
+                bucket_bytes: get(6),
+            },
+            1 => {
+                return Err(LayoutError::BadIndex {
+                    table: Table::RequestSlots,
+                    what: "histogram bucket count",
+                    value: buckets.into(),
+                    limit: max_buckets as u64 + 1,
+                });
+            }
+            v => return Err(bad("request mode", v)),
+        };
+        let aggregation = match (w5 >> 8) & 0xff {
+            0 => Aggregation::PerInstance,
+            1 => Aggregation::PerThread,
+            2 => Aggregation::Summed,
+            v => return Err(bad("aggregation", v)),
+        };
+        Ok(RequestSpec {
+            region: RegionIndex(w1 as u32),
+            target,
+            event,
+            mode,
+            aggregation,
+            analyses: (w5 >> 16) as u16,
+        })
+    }
+}
+
+/// A request's latest result, read consistently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestResult {
+    /// Generation of the request it belongs to.
+    pub generation: u32,
+    /// Region instances it covers.
+    pub instances: u64,
+    /// Total count of the event in the range.
+    pub total: u64,
+    /// Per-bucket counts (empty for static requests).
+    pub buckets: Vec<u64>,
+}
+
+/// Writes a result block as a seqlock writer: odd sequence while writing, even when done.
+pub fn write_result(words: &[AtomicU64], result: &RequestResult) {
+    let seq = words[0].load(Ordering::Relaxed);
+    let writing = seq | 1;
+    words[0].store(writing, Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Release);
+    let n = result.buckets.len().min(words.len() - RESULT_HEADER_WORDS);
+    words[1].store(
+        u64::from(result.generation) | (n as u64) << 32,
+        Ordering::Relaxed,
+    );
+    words[2].store(result.instances, Ordering::Relaxed);
+    words[3].store(result.total, Ordering::Relaxed);
+    for (w, &b) in words[RESULT_HEADER_WORDS..]
+        .iter()
+        .zip(&result.buckets[..n])
+    {
+        w.store(b, Ordering::Relaxed);
+    }
+    words[0].store(writing.wrapping_add(1), Ordering::Release);
+}
+
+/// Reads a result block as a seqlock reader; `None` if it never settled in `attempts` tries or
+/// holds nothing yet. The bucket count is checked against the block.
+pub fn read_result(
+    words: &[AtomicU64],
+    attempts: usize,
+) -> Result<Option<RequestResult>, LayoutError> {
+    for _ in 0..attempts {
+        let before = words[0].load(Ordering::Acquire);
+        if before & 1 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        if before == 0 {
+            return Ok(None);
+        }
+        let w1 = words[1].load(Ordering::Relaxed);
+        let n = (w1 >> 32) as usize;
+        let room = words.len() - RESULT_HEADER_WORDS;
+        let result = (n <= room).then(|| RequestResult {
+            generation: w1 as u32,
+            instances: words[2].load(Ordering::Relaxed),
+            total: words[3].load(Ordering::Relaxed),
+            buckets: words[RESULT_HEADER_WORDS..RESULT_HEADER_WORDS + n]
+                .iter()
+                .map(|w| w.load(Ordering::Relaxed))
+                .collect(),
+        });
+        std::sync::atomic::fence(Ordering::Acquire);
+        if words[0].load(Ordering::Relaxed) == before {
+            return match result {
+                Some(r) => Ok(Some(r)),
+                None => Err(LayoutError::BadIndex {
+                    table: Table::Results,
+                    what: "bucket count",
+                    value: n as u64,
+                    limit: room as u64 + 1,
+                }),
+            };
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,575 @@
+//! The target's side of the segment (the paper's MCC): create and publish it, register regions
+//! and data structures, look regions up on the hot path, pick up requests, write results, and
+//! block at halting points until a tool releases the program, never silently and never forever
+//! without a tool attached.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::config_table::{ConfigEntry, ConfigTable, ConfigTableError};
+use super::discovery::{self, DiscoveryError, TargetRecord};
+use super::futex;
+use super::layout::{
+    self, Boundary, Capacities, DataStructureIndex, DataStructureKind, Layout, LayoutError, Mode,
+    RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget, SlotState, Table, header,
+};
+use super::process;
+use super::sysv::{Segment, SegmentError, ViewError};
+use crate::ranges::AddressRange;
+
+/// How long `EPCACHE_WAIT=yes` waits for a tool.
+pub const DEFAULT_START_WAIT: Duration = Duration::from_secs(60);
+/// How often a blocked target says on stderr that it is still waiting.
+pub const WAIT_NOTICE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Something the MCC could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum MccError {
+    /// A System V call failed.
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+    /// The capacities cannot be laid out.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The configuration table refused a region.
+    #[error(transparent)]
+    Config(#[from] ConfigTableError),
+    /// The discovery record could not be written.
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// A table or the string area is full.
+    #[error("the {table} is full ({capacity}); create the MCC with larger capacities")]
+    Full {
+        /// Which table.
+        table: Table,
+        /// Its capacity.
+        capacity: usize,
+    },
+    /// A view access failed (a bug: the layout is the MCC's own).
+    #[error(transparent)]
+    View(#[from] ViewError),
+}
+
+/// How to create the MCC.
+#[derive(Debug, Clone)]
+pub struct MccOptions {
+    /// Table sizes.
+    pub capacities: Capacities,
+    /// Program name for the discovery record.
+    pub program: String,
+    /// Where to write the discovery record; `None` for the default runtime directory.
+    pub runtime_dir: Option<PathBuf>,
+}
+
+impl Default for MccOptions {
+    fn default() -> Self {
+        MccOptions {
+            capacities: Capacities::default(),
+            program: std::env::args()
+                .next()
+                .and_then(|a| {
+                    Path::new(&a)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                })
+                .unwrap_or_else(|| "unknown".into()),
+            runtime_dir: None,
+        }
+    }
+}
+
+/// How a block at a halting point (or at start) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaltOutcome {
+    /// No halting point matched; the program did not stop.
+    NotHalted,
+    /// A tool released the program.
+    Released,
+    /// No tool is attached any more, so nobody could release it; the program goes on.
+    ToolDetached,
+    /// The start wait's patience ran out with no tool; the program goes on.
+    GaveUp,
+}
+
+/// A request the target should serve at a region, resolved to bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveRequest {
+    /// Its slot (bit in the region's flags).
+    pub slot: u32,
+    /// The slot generation it was submitted under; results carry it.
+    pub generation: u32,
+    /// What the tool asked for.
+    pub spec: RequestSpec,
+    /// The bytes it covers, with data structures resolved.
+    pub range: AddressRange,
+}
+
+/// The Monitor Control Component: owns the segment on the target's side.
+#[derive(Debug)]
+pub struct Mcc {
+    segment: Segment,
+    layout: Layout,
+    config: ConfigTable,
+    program: String,
+    record: Option<PathBuf>,
+    // The target's own copies: it never needs to re-read (and re-check) what it wrote.
+    regions: u32,
+    data_structures: Vec<(AddressRange, bool)>,
+    strings_used: u32,
+}
+
+impl Mcc {
+    /// Creates the segment (mode 0600, already marked for removal so it cannot leak), writes the
+    /// header and the discovery record.
+    pub fn create(options: MccOptions) -> Result<Mcc, MccError> {
+        let layout = Layout::plan(&options.capacities)?;
+        let segment = Segment::create(layout.total)?;
+        let pid = std::process::id();
+        let start_time = process::own_start_time();
+        layout.write_header(segment.view(), pid, start_time)?;
+        let dir = options.runtime_dir.unwrap_or_else(discovery::runtime_dir);
+        let record = discovery::write_record(
+            &dir,
+            &TargetRecord {
+                pid,
+                start_time,
+                shm_id: segment.id(),
+                program: options.program.clone(),
+            },
+        )?;
+        let mcc = Mcc {
+            config: ConfigTable::new(&layout),
+            segment,
+            layout,
+            program: options.program,
+            record: Some(record),
+            regions: 0,
+            data_structures: Vec::new(),
+            strings_used: 0,
+        };
+        mcc.set_state(layout::TargetState::Running);
+        Ok(mcc)
+    }
+
+    /// The segment's System V id (what a tool attaches by).
+    pub fn shm_id(&self) -> i32 {
+        self.segment.id()
+    }
+
+    /// The discovery record file, while it exists.
+    pub fn record_path(&self) -> Option<&Path> {
+        self.record.as_deref()
+    }
+
+    fn set_state(&self, state: layout::TargetState) {
+        if let Ok(w) = self.segment.view().u32_at(header::TARGET_STATE) {
+            w.store(state as u32, Ordering::Release);
+        }
+    }
+
+    fn add_string(&mut self, name: &str) -> Result<u64, MccError> {
+        let strings = self.layout.span(Table::Strings);
+        let len = name.len();
+        if self.strings_used as usize + len > strings.capacity {
+            return Err(MccError::Full {
+                table: Table::Strings,
+                capacity: strings.capacity,
+            });
+        }
+        let offset = self.strings_used;
+        self.segment
+            .view()
+            .copy_in(strings.offset + offset as usize, name.as_bytes())?;
+        self.strings_used += len as u32;
+        self.segment
+            .view()
+            .u32_at(header::STRINGS_USED)?
+            .store(self.strings_used, Ordering::Release);
+        Ok(layout::name_word(offset, len as u32))
+    }
+
+    /// Registers a region keyed by (file id, first line); returns its configuration entry, which
+    /// the region hooks keep so entry and exit cost no hashing.
+    pub fn register_region(
+        &mut self,
+        file_id: u32,
+        line: u32,
+        kind: RegionKind,
+        name: &str,
+    ) -> Result<ConfigEntry, MccError> {
+        let capacity = self.layout.span(Table::Regions).capacity;
+        if self.regions as usize >= capacity {
+            return Err(MccError::Full {
+                table: Table::Regions,
+                capacity,
+            });
+        }
+        let index = RegionIndex(self.regions);
+        let entry = self
+            .config
+            .insert(self.segment.view(), file_id, line, index)?;
+        let name = self.add_string(name)?;
+        let view = self.segment.view();
+        let w = self
+            .layout
+            .entry_words(view, Table::Regions, index.0 as usize)?;
+        w[0].store(
+            u64::from(file_id) << 32 | u64::from(line),
+            Ordering::Relaxed,
+        );
+        w[1].store(name, Ordering::Relaxed);
+        w[2].store(kind as u64 | u64::from(entry.slot) << 32, Ordering::Relaxed);
+        self.regions += 1;
+        // Release publishes the entry written above to a tool that loads the count with Acquire.
+        view.u32_at(header::REGION_COUNT)?
+            .store(self.regions, Ordering::Release);
+        Ok(entry)
+    }
+
+    /// Registers a data structure by name and bytes.
+    pub fn register_data_structure(
+        &mut self,
+        name: &str,
+        range: AddressRange,
+        kind: DataStructureKind,
+    ) -> Result<DataStructureIndex, MccError> {
+        let capacity = self.layout.span(Table::DataStructures).capacity;
+        let index = self.data_structures.len();
+        if index >= capacity {
+            return Err(MccError::Full {
+                table: Table::DataStructures,
+                capacity,
+            });
+        }
+        let name = self.add_string(name)?;
+        let view = self.segment.view();
+        let w = self
+            .layout
+            .entry_words(view, Table::DataStructures, index)?;
+        w[0].store(range.start, Ordering::Relaxed);
+        w[1].store(range.len(), Ordering::Relaxed);
+        w[2].store(name, Ordering::Relaxed);
+        w[3].store(kind as u64 | 1 << 32, Ordering::Relaxed);
+        self.data_structures.push((range, true));
+        view.u32_at(header::DATA_STRUCTURE_COUNT)?
+            .store(self.data_structures.len() as u32, Ordering::Release);
+        Ok(DataStructureIndex(index as u32))
+    }
+
+    /// Marks a data structure as gone (a freed heap array); requests naming it are rejected.
+    pub fn unregister_data_structure(&mut self, index: DataStructureIndex) {
+        if let Some(ds) = self.data_structures.get_mut(index.0 as usize) {
+            ds.1 = false;
+            if let Ok(w) = self.layout.entry_words(
+                self.segment.view(),
+                Table::DataStructures,
+                index.0 as usize,
+            ) {
+                w[3].fetch_and(0xffff_ffff, Ordering::Release);
+            }
+        }
+    }
+
+    /// The configuration entry of region (file id, first line), if registered.
+    #[inline]
+    pub fn lookup(&self, file_id: u32, line: u32) -> Option<ConfigEntry> {
+        self.config.lookup(self.segment.view(), file_id, line)
+    }
+
+    /// Whether a tool attached a request to `entry`: the check on every region entry.
+    #[inline]
+    pub fn has_request(&self, entry: ConfigEntry) -> bool {
+        self.config.has_request(self.segment.view(), entry)
+    }
+
+    /// The requests attached to `entry`, validated and marked active. Invalid ones (another
+    /// region, a dead data structure, too many buckets) are marked rejected and skipped: a bad
+    /// request never stops the program.
+    pub fn active_requests(&self, entry: ConfigEntry) -> Vec<ActiveRequest> {
+        let view = self.segment.view();
+        let mut flags = self.config.request_flags(view, entry);
+        let mut out = Vec::new();
+        while flags != 0 {
+            let slot = flags.trailing_zeros();
+            flags &= flags - 1;
+            let Ok(words) = self
+                .layout
+                .entry_words(view, Table::RequestSlots, slot as usize)
+            else {
+                continue;
+            };
+            let head = words[0].load(Ordering::Acquire);
+            let generation = (head >> 32) as u32;
+            let state = SlotState::from_word(head);
+            if !matches!(state, Ok(SlotState::Pending | SlotState::Active)) {
+                continue;
+            }
+            match self.resolve(words, entry) {
+                Some((spec, range)) => {
+                    if state == Ok(SlotState::Pending) {
+                        // A concurrent cancel wins: then the slot is not ours to serve.
+                        if words[0]
+                            .compare_exchange(
+                                head,
+                                layout::slot_word(SlotState::Active, generation),
+                                Ordering::AcqRel,
+                                Ordering::Relaxed,
+                            )
+                            .is_err()
+                        {
+                            continue;
+                        }
+                    }
+                    out.push(ActiveRequest {
+                        slot,
+                        generation,
+                        spec,
+                        range,
+                    });
+                }
+                None => {
+                    let _ = words[0].compare_exchange(
+                        head,
+                        layout::slot_word(SlotState::Rejected, generation),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    fn resolve(
+        &self,
+        words: &[std::sync::atomic::AtomicU64],
+        entry: ConfigEntry,
+    ) -> Option<(RequestSpec, AddressRange)> {
+        let spec = RequestSpec::load(words, self.layout.buckets_per_slot()).ok()?;
+        if spec.region != entry.region {
+            return None;
+        }
+        let range = match spec.target {
+            RequestTarget::Range(r) => r,
+            RequestTarget::DataStructure(d) => match self.data_structures.get(d.0 as usize) {
+                Some(&(r, true)) => r,
+                _ => return None,
+            },
+        };
+        if range.is_empty() {
+            return None;
+        }
+        if let Mode::Histogram { buckets, .. } = spec.mode
+            && buckets as usize > self.layout.buckets_per_slot()
+        {
+            return None;
+        }
+        Some((spec, range))
+    }
+
+    /// Publishes `result` for the request in `slot`, unless the tool cancelled or replaced it.
+    pub fn write_result(&self, slot: u32, result: &RequestResult) -> Result<bool, MccError> {
+        let view = self.segment.view();
+        let head = self
+            .layout
+            .entry_words(view, Table::RequestSlots, slot as usize)?[0]
+            .load(Ordering::Acquire);
+        if head != layout::slot_word(SlotState::Active, result.generation) {
+            return Ok(false);
+        }
+        let words = self
+            .layout
+            .entry_words(view, Table::Results, slot as usize)?;
+        layout::write_result(words, result);
+        Ok(true)
+    }
+
+    /// Called at every region boundary: halts if the tool's halting point matches. Costs one
+    /// load when no halting point is armed.
+    #[inline]
+    pub fn boundary(&self, region: RegionIndex, boundary: Boundary) -> HaltOutcome {
+        let view = self.segment.view();
+        let Ok(point) = view.u64_at(header::HALTING_POINT) else {
+            return HaltOutcome::NotHalted;
+        };
+        let armed = point.load(Ordering::Acquire);
+        if armed >> 40 & 1 == 0 {
+            return HaltOutcome::NotHalted;
+        }
+        self.boundary_slow(armed, region, boundary)
+    }
+
+    #[cold]
+    fn boundary_slow(&self, armed: u64, region: RegionIndex, boundary: Boundary) -> HaltOutcome {
+        let view = self.segment.view();
+        let want_region = armed as u32;
+        let want_boundary = armed >> 32 & 0xff;
+        if (want_region != layout::ANY_REGION && want_region != region.0)
+            || want_boundary != boundary as u64
+        {
+            return HaltOutcome::NotHalted;
+        }
+        if let Ok(skip) = view.u32_at(header::HALT_SKIP)
+            && skip
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| s.checked_sub(1))
+                .is_ok()
+        {
+            return HaltOutcome::NotHalted;
+        }
+        // Disarm only the point we matched: a tool may already have set a new one.
+        if let Ok(point) = view.u64_at(header::HALTING_POINT) {
+            let _ = point.compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        self.block(
+            layout::TargetState::Halted,
+            layout::position_word(region.0, boundary),
+            None,
+        )
+    }
+
+    /// Blocks at start until a tool releases the program or `patience` passes, saying so on
+    /// stderr.
+    pub fn wait_for_tool(&self, patience: Duration) -> HaltOutcome {
+        eprintln!(
+            "epcache: {} (pid {}) waits up to {} s for a tool to release it (EPCACHE_WAIT); segment id {}, record {}",
+            self.program,
+            std::process::id(),
+            patience.as_secs_f64(),
+            self.shm_id(),
+            self.record
+                .as_deref()
+                .map_or("none".into(), |p| p.display().to_string()),
+        );
+        self.block(layout::TargetState::WaitingForTool, 0, Some(patience))
+    }
+
+    /// Does what `EPCACHE_WAIT` asks: nothing when unset or off, else [`Mcc::wait_for_tool`].
+    pub fn wait_for_tool_if_asked(&self) -> HaltOutcome {
+        match start_wait_from_env(std::env::var("EPCACHE_WAIT").ok().as_deref()) {
+            Some(patience) => self.wait_for_tool(patience),
+            None => HaltOutcome::NotHalted,
+        }
+    }
+
+    fn block(
+        &self,
+        state: layout::TargetState,
+        position: u64,
+        patience: Option<Duration>,
+    ) -> HaltOutcome {
+        let view = self.segment.view();
+        let (Ok(halt_gen), Ok(release), Ok(halted_at), Ok(heartbeat)) = (
+            view.u32_at(header::HALT_GENERATION),
+            view.u32_at(header::RELEASE_GENERATION),
+            view.u64_at(header::HALTED_AT),
+            view.u64_at(header::HEARTBEAT),
+        ) else {
+            return HaltOutcome::NotHalted;
+        };
+        halted_at.store(position, Ordering::Relaxed);
+        self.set_state(state);
+        // Release: a tool that sees the new generation sees the position and state too.
+        let generation = halt_gen.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        futex::wake(halt_gen, u32::MAX);
+        let started = Instant::now();
+        let mut last_notice = started;
+        let outcome = loop {
+            let released = release.load(Ordering::Acquire);
+            if released == generation {
+                break HaltOutcome::Released;
+            }
+            heartbeat.fetch_add(1, Ordering::Relaxed);
+            let waited = started.elapsed();
+            if let Some(p) = patience
+                && waited >= p
+            {
+                eprintln!(
+                    "epcache: pid {}: no tool released the program within {} s; continuing without a tool",
+                    std::process::id(),
+                    p.as_secs()
+                );
+                break HaltOutcome::GaveUp;
+            }
+            // At a halting point a tool armed it; if no tool is attached now, nobody can release us.
+            if patience.is_none() && self.segment.stat().is_ok_and(|s| s.attach_count <= 1) {
+                eprintln!(
+                    "epcache: pid {}: halted, but no tool is attached to segment {} any more; continuing",
+                    std::process::id(),
+                    self.shm_id()
+                );
+                break HaltOutcome::ToolDetached;
+            }
+            if last_notice.elapsed() >= WAIT_NOTICE_INTERVAL {
+                last_notice = Instant::now();
+                eprintln!(
+                    "epcache: pid {} still waiting for a tool to release it ({} s so far; segment id {})",
+                    std::process::id(),
+                    waited.as_secs(),
+                    self.shm_id()
+                );
+            }
+            let slice = patience.map_or(Duration::from_secs(1), |p| {
+                (p - waited).min(Duration::from_secs(1))
+            });
+            futex::wait(release, released, slice);
+        };
+        self.set_state(layout::TargetState::Running);
+        outcome
+    }
+}
+
+/// What `EPCACHE_WAIT` asks for: unset, empty, `0`, `no`, `off`, `false` mean no wait; `yes`,
+/// `on`, `true` mean [`DEFAULT_START_WAIT`]; a number is seconds. Anything else is reported on
+/// stderr and treated as `yes`, since the user clearly wanted a wait.
+pub fn start_wait_from_env(value: Option<&str>) -> Option<Duration> {
+    let v = value?.trim().to_ascii_lowercase();
+    match v.as_str() {
+        "" | "0" | "no" | "off" | "false" => None,
+        "yes" | "on" | "true" => Some(DEFAULT_START_WAIT),
+        n => match n.parse::<f64>() {
+            Ok(secs) if secs.is_finite() && secs > 0.0 => {
+                Some(Duration::from_secs_f64(secs.min(86_400.0)))
+            }
+            _ => {
+                eprintln!(
+                    "epcache: EPCACHE_WAIT={n:?} is not a number of seconds or yes/no; waiting the default {} s",
+                    DEFAULT_START_WAIT.as_secs()
+                );
+                Some(DEFAULT_START_WAIT)
+            }
+        },
+    }
+}
+
+impl Drop for Mcc {
+    fn drop(&mut self) {
+        // Tell a waiting tool at once rather than after its liveness check.
+        self.set_state(layout::TargetState::Exited);
+        if let Ok(halt_gen) = self.segment.view().u32_at(header::HALT_GENERATION) {
+            halt_gen.fetch_add(1, Ordering::AcqRel);
+            futex::wake(halt_gen, u32::MAX);
+        }
+        if let Some(record) = self.record.take() {
+            let _ = std::fs::remove_file(record);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epcache_wait_values() {
+        assert_eq!(start_wait_from_env(None), None);
+        assert_eq!(start_wait_from_env(Some("0")), None);
+        assert_eq!(start_wait_from_env(Some("off")), None);
+        assert_eq!(start_wait_from_env(Some("yes")), Some(DEFAULT_START_WAIT));
+        assert_eq!(
+            start_wait_from_env(Some("2.5")),
+            Some(Duration::from_millis(2500))
+        );
+        assert_eq!(start_wait_from_env(Some("soon")), Some(DEFAULT_START_WAIT));
+    }
+}

@@ -1,0 +1,511 @@
+//! The tool's side of the segment (the paper's RIP), which the daemon uses: attach, validate
+//! every field before use, list regions and data structures, submit and cancel requests, set
+//! halting points, release the target, wait for its halts and read results. No byte pattern in
+//! the segment makes it panic; a wrong one is a typed error.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::config_table::{ConfigEntry, ConfigTable};
+use super::discovery::TargetRecord;
+use super::futex;
+use super::layout::{
+    self, Boundary, DataStructureInfo, HaltingPoint, Layout, LayoutError, Mode, RegionIndex,
+    RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotState, Table, TargetState, header,
+};
+use super::process;
+use super::sysv::{Access, Segment, SegmentError, ViewError};
+
+/// How often a waiting tool checks that the target still lives; a halt wakes it at once anyway.
+const LIVENESS_CHECK: Duration = Duration::from_millis(100);
+
+/// Something a tool could not do, or found wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// A System V call failed.
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+    /// The segment is not a valid epcache segment.
+    #[error("segment {shm_id}: {source}")]
+    Layout {
+        /// The segment id.
+        shm_id: i32,
+        /// What is wrong.
+        source: LayoutError,
+    },
+    /// A discovery record names a segment of another process.
+    #[error(
+        "the record of pid {record_pid} names segment {shm_id}, which belongs to pid {header_pid}; the record is stale: list targets again"
+    )]
+    StaleRecord {
+        /// The segment id.
+        shm_id: i32,
+        /// The pid in the record.
+        record_pid: u32,
+        /// The pid in the segment.
+        header_pid: u32,
+    },
+    /// A request names a region that does not exist.
+    #[error(
+        "region {index} does not exist (the target has {count} regions); list the regions first"
+    )]
+    NoSuchRegion {
+        /// The index asked for.
+        index: u32,
+        /// Regions published.
+        count: usize,
+    },
+    /// A request names a data structure that does not exist or was freed.
+    #[error(
+        "data structure {index} does not exist or was unregistered (the target has {count}); list the data structures first"
+    )]
+    NoSuchDataStructure {
+        /// The index asked for.
+        index: u32,
+        /// Data structures published.
+        count: usize,
+    },
+    /// A request the target could never serve.
+    #[error("invalid request: {why}")]
+    InvalidRequest {
+        /// What is wrong.
+        why: String,
+    },
+    /// Every request slot is in use.
+    #[error("all {capacity} request slots are in use; cancel a request first")]
+    NoFreeSlot {
+        /// Slots in the segment.
+        capacity: usize,
+    },
+    /// The request was cancelled or its slot reused.
+    #[error(
+        "request in slot {slot} (generation {generation}) no longer exists; it was cancelled or replaced"
+    )]
+    StaleRequest {
+        /// The slot.
+        slot: u32,
+        /// The generation the tool holds.
+        generation: u32,
+    },
+    /// The target process is gone without saying goodbye.
+    #[error(
+        "target pid {pid} died (killed or crashed) without exiting normally; results already read are all there is, and its segment disappears when this tool detaches"
+    )]
+    TargetDied {
+        /// Its pid.
+        pid: u32,
+    },
+    /// The target finished normally.
+    #[error(
+        "target pid {pid} has exited; its last results can still be read until the tool detaches"
+    )]
+    TargetExited {
+        /// Its pid.
+        pid: u32,
+    },
+    /// The target did not halt in time.
+    #[error(
+        "target pid {pid} did not halt within {} s; it is still running: wait again, or set a halting point it will reach",
+        waited.as_secs_f64()
+    )]
+    Timeout {
+        /// Its pid.
+        pid: u32,
+        /// How long the tool waited.
+        waited: Duration,
+    },
+    /// Release asked while the target runs.
+    #[error(
+        "target pid {pid} is not halted (it is {state:?}); wait for a halt before releasing it"
+    )]
+    NotHalted {
+        /// Its pid.
+        pid: u32,
+        /// What it is doing.
+        state: TargetState,
+    },
+}
+
+/// A submitted request: its slot and the generation that tells it apart from later reuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestHandle {
+    /// The slot.
+    pub slot: u32,
+    /// Its generation.
+    pub generation: u32,
+}
+
+/// A halt of the target, as the tool sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Halt {
+    /// Halt generation (pass it to the next [`TargetHandle::wait_for_halt`]).
+    pub generation: u32,
+    /// Halted at a point, or waiting at start.
+    pub state: TargetState,
+    /// The region boundary it stopped at; `None` at start.
+    pub position: Option<(RegionIndex, Boundary)>,
+}
+
+/// A tool's attachment to one target's segment.
+#[derive(Debug)]
+pub struct TargetHandle {
+    segment: Segment,
+    layout: Layout,
+    config: ConfigTable,
+    pid: u32,
+    start_time: u64,
+}
+
+impl TargetHandle {
+    /// Attaches to segment `shm_id` (owned by this user, mode 0600) and validates its header.
+    pub fn attach(shm_id: i32) -> Result<TargetHandle, ToolError> {
+        let segment = Segment::attach(shm_id, Access::ReadWrite)?;
+        let layout = Layout::validate(segment.view())
+            .map_err(|source| ToolError::Layout { shm_id, source })?;
+        let view = segment.view();
+        let word = |off| view.load_u32(off, Ordering::Relaxed);
+        let pid = word(header::TARGET_PID).unwrap_or(0);
+        let start_time = view
+            .load_u64(header::TARGET_START_TIME, Ordering::Relaxed)
+            .unwrap_or(0);
+        Ok(TargetHandle {
+            config: ConfigTable::new(&layout),
+            segment,
+            layout,
+            pid,
+            start_time,
+        })
+    }
+
+    /// Attaches to the segment a discovery record names, checking it belongs to that process.
+    pub fn attach_record(record: &TargetRecord) -> Result<TargetHandle, ToolError> {
+        let handle = Self::attach(record.shm_id)?;
+        if handle.pid != record.pid || handle.start_time != record.start_time {
+            return Err(ToolError::StaleRecord {
+                shm_id: record.shm_id,
+                record_pid: record.pid,
+                header_pid: handle.pid,
+            });
+        }
+        Ok(handle)
+    }
+
+    /// The target's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The segment id.
+    pub fn shm_id(&self) -> i32 {
+        self.segment.id()
+    }
+
+    fn corrupt(&self, source: LayoutError) -> ToolError {
+        ToolError::Layout {
+            shm_id: self.segment.id(),
+            source,
+        }
+    }
+
+    fn view_err(&self, e: ViewError) -> ToolError {
+        self.corrupt(LayoutError::View(e))
+    }
+
+    /// What the target is doing.
+    pub fn state(&self) -> Result<TargetState, ToolError> {
+        let v = self
+            .segment
+            .view()
+            .load_u32(header::TARGET_STATE, Ordering::Acquire)
+            .map_err(|e| self.view_err(e))?;
+        TargetState::from_word(v).map_err(|e| self.corrupt(e))
+    }
+
+    /// Whether the target process still runs (it may have exited without a word if killed).
+    pub fn target_alive(&self) -> bool {
+        process::is_same_process_alive(self.pid, self.start_time)
+    }
+
+    fn count(&self, table: Table, field: usize) -> Result<usize, ToolError> {
+        let n = self
+            .segment
+            .view()
+            .load_u32(field, Ordering::Acquire)
+            .map_err(|e| self.view_err(e))?;
+        self.layout
+            .checked_count(table, n)
+            .map_err(|e| self.corrupt(e))
+    }
+
+    /// The regions the target registered so far.
+    pub fn regions(&self) -> Result<Vec<RegionInfo>, ToolError> {
+        let n = self.count(Table::Regions, header::REGION_COUNT)?;
+        (0..n)
+            .map(|i| layout::read_region(self.segment.view(), &self.layout, i))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.corrupt(e))
+    }
+
+    /// The data structures the target registered so far.
+    pub fn data_structures(&self) -> Result<Vec<DataStructureInfo>, ToolError> {
+        let n = self.count(Table::DataStructures, header::DATA_STRUCTURE_COUNT)?;
+        (0..n)
+            .map(|i| layout::read_data_structure(self.segment.view(), &self.layout, i))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.corrupt(e))
+    }
+
+    fn config_entry(&self, region: RegionIndex) -> Result<ConfigEntry, ToolError> {
+        let count = self.count(Table::Regions, header::REGION_COUNT)?;
+        if region.0 as usize >= count {
+            return Err(ToolError::NoSuchRegion {
+                index: region.0,
+                count,
+            });
+        }
+        let info = layout::read_region(self.segment.view(), &self.layout, region.0 as usize)
+            .map_err(|e| self.corrupt(e))?;
+        // The region table and the hash table must agree, or flags would go to the wrong region.
+        match self
+            .config
+            .lookup(self.segment.view(), info.file_id, info.line)
+        {
+            Some(entry) if entry.region == region => Ok(entry),
+            _ => Err(self.corrupt(LayoutError::BadIndex {
+                table: Table::Config,
+                what: "region missing from the configuration table, index",
+                value: region.0.into(),
+                limit: count as u64,
+            })),
+        }
+    }
+
+    fn bump_tool_sequence(&self) {
+        if let Ok(seq) = self.segment.view().u32_at(header::TOOL_SEQUENCE) {
+            seq.fetch_add(1, Ordering::Release);
+            futex::wake(seq, u32::MAX);
+        }
+    }
+
+    /// Checks `spec` against the target's tables and attaches it to its region; the target picks
+    /// it up at the region's next entry.
+    pub fn submit(&self, spec: &RequestSpec) -> Result<RequestHandle, ToolError> {
+        let entry = self.config_entry(spec.region)?;
+        match spec.target {
+            RequestTarget::DataStructure(d) => {
+                let all = self.data_structures()?;
+                if !all.get(d.0 as usize).is_some_and(|ds| ds.live) {
+                    return Err(ToolError::NoSuchDataStructure {
+                        index: d.0,
+                        count: all.len(),
+                    });
+                }
+            }
+            RequestTarget::Range(r) if r.is_empty() => {
+                return Err(ToolError::InvalidRequest {
+                    why: format!("address range [{:#x}, {:#x}) is empty", r.start, r.end),
+                });
+            }
+            RequestTarget::Range(_) => {}
+        }
+        if let Mode::Histogram { buckets, .. } = spec.mode
+            && (buckets == 0 || buckets as usize > self.layout.buckets_per_slot())
+        {
+            return Err(ToolError::InvalidRequest {
+                why: format!(
+                    "{buckets} histogram buckets; this target's segment holds 1 to {} per request",
+                    self.layout.buckets_per_slot()
+                ),
+            });
+        }
+        let view = self.segment.view();
+        let capacity = self.layout.span(Table::RequestSlots).capacity;
+        for slot in 0..capacity {
+            let words = self
+                .layout
+                .entry_words(view, Table::RequestSlots, slot)
+                .map_err(|e| self.corrupt(e))?;
+            let head = words[0].load(Ordering::Acquire);
+            let reusable = matches!(
+                SlotState::from_word(head),
+                Ok(SlotState::Free | SlotState::Cancelled | SlotState::Rejected)
+            );
+            let generation = ((head >> 32) as u32).wrapping_add(1);
+            if !reusable
+                || words[0]
+                    .compare_exchange(
+                        head,
+                        layout::slot_word(SlotState::Claimed, generation),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
+                    .is_err()
+            {
+                continue;
+            }
+            spec.store(words);
+            // Release: the target that sees Pending (Acquire) sees the fields stored above.
+            words[0].store(
+                layout::slot_word(SlotState::Pending, generation),
+                Ordering::Release,
+            );
+            self.config.set_flag(view, entry, slot as u32);
+            self.bump_tool_sequence();
+            return Ok(RequestHandle {
+                slot: slot as u32,
+                generation,
+            });
+        }
+        Err(ToolError::NoFreeSlot { capacity })
+    }
+
+    /// Withdraws a request; its slot becomes reusable and the target stops serving it.
+    pub fn cancel(&self, handle: RequestHandle) -> Result<(), ToolError> {
+        let view = self.segment.view();
+        let words = self
+            .layout
+            .entry_words(view, Table::RequestSlots, handle.slot as usize)
+            .map_err(|e| self.corrupt(e))?;
+        let head = words[0].load(Ordering::Acquire);
+        let live = matches!(
+            SlotState::from_word(head),
+            Ok(SlotState::Pending | SlotState::Active | SlotState::Rejected)
+        );
+        if (head >> 32) as u32 != handle.generation
+            || !live
+            || words[0]
+                .compare_exchange(
+                    head,
+                    layout::slot_word(SlotState::Cancelled, handle.generation),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return Err(ToolError::StaleRequest {
+                slot: handle.slot,
+                generation: handle.generation,
+            });
+        }
+        let region = RegionIndex(words[1].load(Ordering::Relaxed) as u32);
+        if let Ok(entry) = self.config_entry(region) {
+            self.config.clear_flag(view, entry, handle.slot);
+        }
+        self.bump_tool_sequence();
+        Ok(())
+    }
+
+    /// Sets (or with `None` clears) where the target stops next.
+    pub fn set_halting_point(&self, point: Option<HaltingPoint>) -> Result<(), ToolError> {
+        let view = self.segment.view();
+        if let Some(p) = point
+            && let Some(r) = p.region
+        {
+            self.config_entry(r)?;
+        }
+        view.u32_at(header::HALT_SKIP)
+            .map_err(|e| self.view_err(e))?
+            .store(point.map_or(0, |p| p.skip), Ordering::Relaxed);
+        // Release: a target that sees the armed point sees its skip count.
+        view.u64_at(header::HALTING_POINT)
+            .map_err(|e| self.view_err(e))?
+            .store(point.map_or(0, |p| p.to_word()), Ordering::Release);
+        self.bump_tool_sequence();
+        Ok(())
+    }
+
+    /// The current halt generation: what to pass to [`TargetHandle::wait_for_halt`] to wait for
+    /// the next halt.
+    pub fn halt_generation(&self) -> u32 {
+        self.segment
+            .view()
+            .load_u32(header::HALT_GENERATION, Ordering::Acquire)
+            .unwrap_or(0)
+    }
+
+    fn current_halt(&self, generation: u32) -> Result<Halt, ToolError> {
+        let state = self.state()?;
+        let position = match state {
+            TargetState::Halted => {
+                let at = self
+                    .segment
+                    .view()
+                    .load_u64(header::HALTED_AT, Ordering::Relaxed)
+                    .map_err(|e| self.view_err(e))?;
+                let boundary = Boundary::from_word(at >> 32 & 0xff).map_err(|e| self.corrupt(e))?;
+                Some((RegionIndex(at as u32), boundary))
+            }
+            _ => None,
+        };
+        Ok(Halt {
+            generation,
+            state,
+            position,
+        })
+    }
+
+    /// Waits until the target halts with a generation other than `after`, exits, dies, or
+    /// `timeout` passes. Woken by futex at once on a halt; checks liveness every 100 ms.
+    pub fn wait_for_halt(&self, after: u32, timeout: Duration) -> Result<Halt, ToolError> {
+        let view = self.segment.view();
+        let halt_gen = view
+            .u32_at(header::HALT_GENERATION)
+            .map_err(|e| self.view_err(e))?;
+        let started = Instant::now();
+        loop {
+            let generation = halt_gen.load(Ordering::Acquire);
+            if generation != after {
+                let halt = self.current_halt(generation)?;
+                return match halt.state {
+                    TargetState::Exited => Err(ToolError::TargetExited { pid: self.pid }),
+                    TargetState::Halted | TargetState::WaitingForTool => Ok(halt),
+                    // Released again before we looked (another tool): wait for the next one.
+                    TargetState::Running | TargetState::Starting => {
+                        return self
+                            .wait_for_halt(generation, timeout.saturating_sub(started.elapsed()));
+                    }
+                };
+            }
+            if !self.target_alive() {
+                return Err(ToolError::TargetDied { pid: self.pid });
+            }
+            let waited = started.elapsed();
+            if waited >= timeout {
+                return Err(ToolError::Timeout {
+                    pid: self.pid,
+                    waited,
+                });
+            }
+            futex::wait(halt_gen, generation, (timeout - waited).min(LIVENESS_CHECK));
+        }
+    }
+
+    /// Lets a halted (or start-waiting) target run on.
+    pub fn release(&self) -> Result<(), ToolError> {
+        let state = self.state()?;
+        if !matches!(state, TargetState::Halted | TargetState::WaitingForTool) {
+            return Err(ToolError::NotHalted {
+                pid: self.pid,
+                state,
+            });
+        }
+        let view = self.segment.view();
+        let generation = self.halt_generation();
+        let release = view
+            .u32_at(header::RELEASE_GENERATION)
+            .map_err(|e| self.view_err(e))?;
+        release.store(generation, Ordering::Release);
+        futex::wake(release, u32::MAX);
+        Ok(())
+    }
+
+    /// The latest result of a request, read consistently; `None` before the target wrote one.
+    pub fn read_result(&self, handle: RequestHandle) -> Result<Option<RequestResult>, ToolError> {
+        let words = self
+            .layout
+            .entry_words(self.segment.view(), Table::Results, handle.slot as usize)
+            .map_err(|e| self.corrupt(e))?;
+        let result = layout::read_result(words, 1000).map_err(|e| self.corrupt(e))?;
+        Ok(result.filter(|r| r.generation == handle.generation))
+    }
+}
