@@ -14,4 +14,5 @@ pub mod ranges;
 pub mod replay;
 pub mod shm;
 pub mod simulator;
+pub mod symbols;
 pub mod trace;

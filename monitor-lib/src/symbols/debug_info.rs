@@ -1,0 +1,353 @@
+//! Reads one ELF file's global variables and functions: names, scopes and declarations from DWARF, exact sizes from the symbol table.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+
+use super::SymbolError;
+
+type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
+
+/// A variable with a fixed address: a C global or file-scope static, a Fortran module or COMMON
+/// variable, a Rust static.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GlobalVariable {
+    /// The name as declared, e.g. `a`.
+    pub name: String,
+    /// The name with its enclosing scopes, e.g. `gauss_mod::a` or `main::counter`.
+    pub qualified_name: String,
+    /// Link-time address; add the load bias for the address in a running process.
+    pub address: u64,
+    /// Size in bytes (0 when neither the symbol table nor the type says).
+    pub size: u64,
+    /// Declaring source file, an index into [`DebugInfo::files`].
+    pub file: Option<u32>,
+    pub line: u32,
+}
+
+/// A function with code: its address range and where it is declared.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Function {
+    pub name: String,
+    /// Link-time address range `[low_pc, high_pc)`.
+    pub low_pc: u64,
+    pub high_pc: u64,
+    pub file: Option<u32>,
+    pub line: u32,
+}
+
+/// What one ELF file says about its globals and functions.
+#[derive(Debug, Clone, Default)]
+pub struct DebugInfo {
+    /// Source files named by globals and functions; indices are the file ids of region keys.
+    pub files: Vec<String>,
+    pub globals: Vec<GlobalVariable>,
+    /// Sorted by `low_pc`.
+    pub functions: Vec<Function>,
+    /// Virtual address of the first loadable segment, needed to compute the load bias.
+    pub first_load_vaddr: u64,
+}
+
+impl DebugInfo {
+    /// Reads `path`, which must carry DWARF (`-g`).
+    pub fn load(path: &Path) -> Result<Self, SymbolError> {
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        let file = object::File::parse(&*bytes).map_err(|e| SymbolError::Object {
+            path: shown.clone(),
+            why: e.to_string(),
+        })?;
+        if file.section_by_name(".debug_info").is_none() {
+            return Err(SymbolError::NoDebugInfo { path: shown });
+        }
+        let endian = if file.is_little_endian() {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        };
+        let load_section = |id: gimli::SectionId| -> Result<Reader<'_>, SymbolError> {
+            let data = match file.section_by_name(id.name()) {
+                Some(section) => section.data().map_err(|e| SymbolError::Object {
+                    path: shown.clone(),
+                    why: e.to_string(),
+                })?,
+                None => &[],
+            };
+            Ok(EndianSlice::new(data, endian))
+        };
+        let dwarf = gimli::Dwarf::load(load_section)?;
+        let sizes: HashMap<u64, u64> = file
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Data && s.size() > 0)
+            .map(|s| (s.address(), s.size()))
+            .collect();
+        let first_load_vaddr = file.segments().map(|s| s.address()).min().unwrap_or(0);
+        let mut out = DebugInfo {
+            first_load_vaddr,
+            ..DebugInfo::default()
+        };
+        let mut file_ids: HashMap<String, u32> = HashMap::new();
+        let dwarf_err = |e: gimli::Error| SymbolError::Dwarf {
+            path: shown.clone(),
+            why: e.to_string(),
+        };
+        let mut headers = dwarf.units();
+        while let Some(header) = headers.next().map_err(dwarf_err)? {
+            let unit = dwarf.unit(header).map_err(dwarf_err)?;
+            read_unit(&dwarf, &unit, &sizes, &mut file_ids, &mut out).map_err(dwarf_err)?;
+        }
+        out.functions.sort_by_key(|f| f.low_pc);
+        out.files = {
+            let mut files = vec![String::new(); file_ids.len()];
+            for (name, id) in file_ids {
+                files[id as usize] = name;
+            }
+            files
+        };
+        Ok(out)
+    }
+
+    /// The global called `name`, plain (`a`) or qualified (`gauss_mod::a`).
+    pub fn global(&self, name: &str) -> Option<&GlobalVariable> {
+        self.globals
+            .iter()
+            .find(|g| g.qualified_name == name)
+            .or_else(|| self.globals.iter().find(|g| g.name == name))
+    }
+
+    /// The function whose code holds link-time address `pc`.
+    pub fn function_at(&self, pc: u64) -> Option<&Function> {
+        let i = self.functions.partition_point(|f| f.low_pc <= pc);
+        let f = self.functions.get(i.checked_sub(1)?)?;
+        (pc < f.high_pc).then_some(f)
+    }
+}
+
+fn read_unit(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
+    unit: &gimli::Unit<Reader<'_>>,
+    sizes: &HashMap<u64, u64>,
+    file_ids: &mut HashMap<String, u32>,
+    out: &mut DebugInfo,
+) -> gimli::Result<()> {
+    // Names of the enclosing scopes (namespaces, modules, functions) by depth.
+    let mut scopes: Vec<(isize, String)> = Vec::new();
+    let mut entries = unit.entries();
+    while let Some(entry) = entries.next_dfs()? {
+        let depth = entry.depth();
+        while scopes.last().is_some_and(|(d, _)| *d >= depth) {
+            scopes.pop();
+        }
+        let tag = entry.tag();
+        let name = entry_name(dwarf, unit, entry)?;
+        match tag {
+            gimli::DW_TAG_namespace | gimli::DW_TAG_module | gimli::DW_TAG_common_block => {
+                // A COMMON block's members are addressed variables like any other; the block
+                // name qualifies them.
+                if let Some(name) = name.clone() {
+                    scopes.push((depth, name));
+                }
+            }
+            gimli::DW_TAG_variable => {
+                let (Some(name), Some(address)) = (name, static_address(unit, entry)) else {
+                    continue;
+                };
+                let size = sizes
+                    .get(&address)
+                    .copied()
+                    .or_else(|| type_size(unit, entry, 8))
+                    .unwrap_or(0);
+                let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
+                let qualified_name = scopes
+                    .iter()
+                    .map(|(_, s)| s.as_str())
+                    .chain([name.as_str()])
+                    .collect::<Vec<_>>()
+                    .join("::");
+                out.globals.push(GlobalVariable {
+                    name,
+                    qualified_name,
+                    address,
+                    size,
+                    file,
+                    line,
+                });
+            }
+            gimli::DW_TAG_subprogram => {
+                if let (Some(name), Some((low_pc, high_pc))) = (&name, pc_range(entry)) {
+                    let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
+                    out.functions.push(Function {
+                        name: name.clone(),
+                        low_pc,
+                        high_pc,
+                        file,
+                        line,
+                    });
+                }
+                // Function-scope statics are qualified by their function.
+                if let Some(name) = name {
+                    scopes.push((depth, name));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The DIE's name, or that of the declaration it completes (C++ and Rust statics, out-of-line
+/// definitions) or of the abstract instance it concretises.
+fn entry_name(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
+    unit: &gimli::Unit<Reader<'_>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
+) -> gimli::Result<Option<String>> {
+    if let Some(value) = entry.attr_value(gimli::DW_AT_name) {
+        return Ok(Some(
+            dwarf
+                .attr_string(unit, value)?
+                .to_string_lossy()
+                .into_owned(),
+        ));
+    }
+    for link in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
+        if let Some(AttributeValue::UnitRef(offset)) = entry.attr_value(link) {
+            let target = unit.entry(offset)?;
+            if let Some(value) = target.attr_value(gimli::DW_AT_name) {
+                return Ok(Some(
+                    dwarf
+                        .attr_string(unit, value)?
+                        .to_string_lossy()
+                        .into_owned(),
+                ));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The fixed address of a variable whose location is a single `DW_OP_addr`.
+fn static_address(
+    unit: &gimli::Unit<Reader<'_>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
+) -> Option<u64> {
+    let AttributeValue::Exprloc(expr) = entry.attr_value(gimli::DW_AT_location)? else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    match ops.next().ok()? {
+        Some(gimli::Operation::Address { address }) => Some(address),
+        _ => None,
+    }
+}
+
+fn pc_range(entry: &gimli::DebuggingInformationEntry<Reader<'_>>) -> Option<(u64, u64)> {
+    let AttributeValue::Addr(low) = entry.attr_value(gimli::DW_AT_low_pc)? else {
+        return None;
+    };
+    let high = match entry.attr_value(gimli::DW_AT_high_pc)? {
+        AttributeValue::Addr(high) => high,
+        AttributeValue::Udata(len) => low + len,
+        _ => return None,
+    };
+    Some((low, high))
+}
+
+/// The declaring file (as a file id) and line.
+fn declaration(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
+    unit: &gimli::Unit<Reader<'_>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
+    file_ids: &mut HashMap<String, u32>,
+) -> gimli::Result<(Option<u32>, u32)> {
+    let decl = |attr| match entry.attr_value(attr) {
+        Some(AttributeValue::Udata(v)) => Some(v),
+        Some(AttributeValue::Data1(v)) => Some(u64::from(v)),
+        Some(AttributeValue::Data2(v)) => Some(u64::from(v)),
+        Some(AttributeValue::Data4(v)) => Some(u64::from(v)),
+        Some(AttributeValue::FileIndex(v)) => Some(v),
+        _ => None,
+    };
+    let line = decl(gimli::DW_AT_decl_line).unwrap_or(0) as u32;
+    let Some(index) = decl(gimli::DW_AT_decl_file) else {
+        return Ok((None, line));
+    };
+    let Some(program) = &unit.line_program else {
+        return Ok((None, line));
+    };
+    let header = program.header();
+    let Some(entry) = header.file(index) else {
+        return Ok((None, line));
+    };
+    let mut path = String::new();
+    if let Some(dir) = entry.directory(header) {
+        path.push_str(&dwarf.attr_string(unit, dir)?.to_string_lossy());
+    }
+    let name = dwarf.attr_string(unit, entry.path_name())?;
+    let name = name.to_string_lossy();
+    let path = if name.starts_with('/') || path.is_empty() {
+        name.into_owned()
+    } else {
+        format!("{path}/{name}")
+    };
+    let next = file_ids.len() as u32;
+    let id = *file_ids.entry(path).or_insert(next);
+    Ok((Some(id), line))
+}
+
+/// The byte size of a DIE's type, following typedefs and qualifiers and multiplying out arrays.
+fn type_size(
+    unit: &gimli::Unit<Reader<'_>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
+    budget: u32,
+) -> Option<u64> {
+    if budget == 0 {
+        return None;
+    }
+    let AttributeValue::UnitRef(offset) = entry.attr_value(gimli::DW_AT_type)? else {
+        return None;
+    };
+    let ty = unit.entry(offset).ok()?;
+    if let Some(size) = ty
+        .attr_value(gimli::DW_AT_byte_size)
+        .and_then(|v| v.udata_value())
+    {
+        if ty.tag() != gimli::DW_TAG_array_type {
+            return Some(size);
+        }
+    }
+    if ty.tag() != gimli::DW_TAG_array_type {
+        return type_size(unit, &ty, budget - 1);
+    }
+    let element = type_size(unit, &ty, budget - 1)?;
+    let mut count = 1u64;
+    let mut tree = unit.entries_tree(Some(offset)).ok()?;
+    let root = tree.root().ok()?;
+    let mut children = root.children();
+    while let Ok(Some(child)) = children.next() {
+        let d = child.entry();
+        if d.tag() != gimli::DW_TAG_subrange_type {
+            continue;
+        }
+        let n = if let Some(c) = d
+            .attr_value(gimli::DW_AT_count)
+            .and_then(|v| v.udata_value())
+        {
+            c
+        } else {
+            let upper = d.attr_value(gimli::DW_AT_upper_bound)?.udata_value()?;
+            let lower = d
+                .attr_value(gimli::DW_AT_lower_bound)
+                .and_then(|v| v.udata_value())
+                .unwrap_or(0);
+            upper + 1 - lower
+        };
+        count = count.checked_mul(n)?;
+    }
+    element.checked_mul(count)
+}

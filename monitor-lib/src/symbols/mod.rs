@@ -1,0 +1,32 @@
+//! Names for addresses: globals and statics by the names the programmer wrote, and functions with their file and line, from ELF and DWARF.
+
+mod debug_info;
+mod load_bias;
+
+pub use debug_info::{DebugInfo, Function, GlobalVariable};
+pub use load_bias::load_bias;
+
+/// Why symbols could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SymbolError {
+    #[error("reading {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not an ELF file epcache can read: {why}")]
+    Object { path: String, why: String },
+    #[error(
+        "{path} has no DWARF debug information; build it with -g to name its data structures and regions"
+    )]
+    NoDebugInfo { path: String },
+    #[error("malformed DWARF in {path}: {why}")]
+    Dwarf { path: String, why: String },
+    #[error("{exe} is not mapped in process {pid} (read from {maps}); is the pid right?")]
+    NotMapped {
+        exe: String,
+        pid: String,
+        maps: String,
+    },
+}

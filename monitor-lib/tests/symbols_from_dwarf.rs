@@ -1,0 +1,161 @@
+//! Symbols of a real gcc-built PIE: names, sizes and lines from DWARF agree with `nm`, and the load bias finds the addresses the running program prints.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use epcache_monitor::symbols::{DebugInfo, load_bias};
+
+const PROGRAM: &str = r#"#include <stdio.h>
+double A[100][100];
+static int counts[37];
+struct point { double x, y, z; };
+struct point points[10];
+int scalar = 3;
+
+static void touch(int i) {
+    static long calls;
+    calls++;
+    A[i][2] = 1;
+    counts[i]++;
+    points[i].y = 2;
+}
+
+int main(void) {
+    touch(1);
+    printf("%p %p %p\n", (void *)A, (void *)counts, (void *)points);
+    fflush(stdout);
+    getchar();
+    return (int)A[1][2] + counts[1] + scalar - 5;
+}
+"#;
+
+/// Compiles the program with `gcc -g -O2` (a PIE by default here), or says why it cannot.
+fn build(dir: &Path) -> Option<PathBuf> {
+    let src = dir.join("globals.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("globals");
+    let status = Command::new("gcc")
+        .args(["-g", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status();
+    match status {
+        Ok(s) if s.success() => Some(exe),
+        other => {
+            let message = format!("gcc is needed to build the symbol test program: {other:?}");
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            assert!(!ci, "FAILED under CI: {message}");
+            eprintln!("\n*** SKIPPED *** {message}\n");
+            None
+        }
+    }
+}
+
+/// Link-time address and size of each symbol, as `nm -S` prints them.
+fn nm(exe: &Path) -> Vec<(String, u64, u64)> {
+    let out = Command::new("nm")
+        .arg("-S")
+        .arg(exe)
+        .output()
+        .expect("nm runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<_> = l.split_whitespace().collect();
+            (f.len() == 4).then(|| {
+                (
+                    f[3].to_owned(),
+                    u64::from_str_radix(f[0], 16).unwrap(),
+                    u64::from_str_radix(f[1], 16).unwrap(),
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn globals_have_their_source_names_sizes_and_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(dir.path()) else { return };
+    let info = DebugInfo::load(&exe).unwrap();
+    let symbols = nm(&exe);
+    let nm_of = |name: &str| {
+        symbols
+            .iter()
+            .find(|(n, _, _)| n == name || n.starts_with(&format!("{name}.")))
+            .unwrap_or_else(|| panic!("nm does not list {name}"))
+            .clone()
+    };
+    for (name, size, line) in [
+        ("A", 80_000, 2),
+        ("counts", 148, 3),
+        ("points", 240, 5),
+        ("scalar", 4, 6),
+    ] {
+        let g = info
+            .global(name)
+            .unwrap_or_else(|| panic!("no global {name}: {:?}", info.globals));
+        assert_eq!((g.size, g.line), (size, line), "{name}");
+        let (_, nm_address, nm_size) = nm_of(name);
+        assert_eq!(
+            (g.address, g.size),
+            (nm_address, nm_size),
+            "{name} against nm"
+        );
+        assert!(info.files[g.file.unwrap() as usize].ends_with("globals.c"));
+    }
+    // A function-scope static is qualified by its function.
+    let calls = info.global("touch::calls").expect("touch::calls");
+    assert_eq!(calls.size, 8);
+    let main = info
+        .functions
+        .iter()
+        .find(|f| f.name == "main")
+        .expect("main");
+    assert_eq!(main.line, 16);
+    assert_eq!(
+        info.function_at(main.low_pc).map(|f| f.name.as_str()),
+        Some("main")
+    );
+    assert!(
+        info.function_at(main.high_pc)
+            .is_none_or(|f| f.name != "main")
+    );
+}
+
+#[test]
+fn load_bias_maps_link_addresses_to_the_running_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(dir.path()) else { return };
+    let info = DebugInfo::load(&exe).unwrap();
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let printed: Vec<u64> = line
+        .split_whitespace()
+        .map(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    let bias = load_bias(Some(child.id()), &exe, info.first_load_vaddr).unwrap();
+    child.stdin.take().unwrap().write_all(b"\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    // A PIE under ASLR loads at a non-zero base.
+    assert_ne!(bias, 0);
+    for (name, runtime) in ["A", "counts", "points"].into_iter().zip(printed) {
+        assert_eq!(info.global(name).unwrap().address + bias, runtime, "{name}");
+    }
+}
+
+#[test]
+fn a_binary_without_dwarf_is_refused_with_advice() {
+    let e = DebugInfo::load(Path::new("/bin/true"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("-g"), "{e}");
+}
