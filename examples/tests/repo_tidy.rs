@@ -53,7 +53,10 @@ fn every_rust_file_starts_with_a_module_doc() {
 fn unsafe_code_lives_only_in_the_named_modules() {
     // The modules allowed to hold unsafe code, relative to the repository root. ARCHITECTURE.md
     // names the same list; both change together.
-    const ALLOWED: &[&str] = &[];
+    const ALLOWED: &[&str] = &[
+        "monitor-lib/src/capture/tsan_abi.rs",
+        "monitor-lib/src/capture/sancov_abi.rs",
+    ];
     let root = repo_root();
     let offenders: Vec<_> = sources()
         .into_iter()

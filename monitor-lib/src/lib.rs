@@ -5,10 +5,11 @@
 //! [`monitor`] (the simulated hardware monitor) and [`analysis`]; [`simulator::Simulator`] ties
 //! them together.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod analysis;
 pub mod cache;
+pub mod capture;
 pub mod monitor;
 pub mod ranges;
 pub mod replay;
