@@ -221,6 +221,35 @@ fn threads_and_atomics_stay_correct() {
 }
 
 #[test]
+fn cpp_threads_atomics_and_virtual_calls_stay_correct() {
+    if !available("g++", "cpp_threads_atomics_and_virtual_calls_stay_correct")
+        || !runtime_built("cpp_threads_atomics_and_virtual_calls_stay_correct")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_cpp.cpp");
+    epcache_cc(
+        dir.path(),
+        &[
+            "g++",
+            "-O2",
+            "-pthread",
+            "-o",
+            "cpp",
+            source.to_str().unwrap(),
+        ],
+    );
+    let program = dir.path().join("cpp");
+    no_libtsan(&program);
+    // The program exits non-zero when a result is wrong; run_with_report checks that.
+    let (stdout, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    assert_eq!(stdout.trim(), "30000 2 1000");
+    // 30000 fetch_adds, each a read and a write, at least.
+    assert!(count(level(&report, "D1"), "writes") >= 30_000);
+}
+
+#[test]
 fn fortran_module_array_counts_equal_the_hand_counts() {
     if !available(
         "gfortran",
