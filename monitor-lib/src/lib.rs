@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod cache;
+pub mod capture;
 pub mod monitor;
 pub mod ranges;
 pub mod replay;

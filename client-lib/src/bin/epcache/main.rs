@@ -1,7 +1,8 @@
-//! The `epcache` command line: trace replay and trace conversion for now.
+//! The `epcache` command line: trace replay, trace conversion and building programs with capture.
 
 #![forbid(unsafe_code)]
 
+mod cc;
 mod numbers;
 mod output;
 mod progress;
@@ -23,6 +24,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Replay(replay::ReplayArgs),
+    Cc(cc::CcArgs),
     /// Work with trace files.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -32,5 +34,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Replay(args) => replay::run(&args),
         Command::Trace(command) => trace::run(&command),
+        // The compiler's own exit code, so make and cmake see its failures as usual.
+        Command::Cc(args) => std::process::exit(cc::run_cc(&args)?),
     }
 }

@@ -1,0 +1,346 @@
+//! `epcache cc -- <compiler command line>`: a drop-in `CC`, `CXX` or `FC` that builds a program
+//! whose loads and stores feed epcache's simulator.
+//!
+//! Compile steps get `-fsanitize=thread -g`, so gcc, g++ and gfortran call the TSan entry points;
+//! link steps get epcache's static runtime (which defines those entry points) instead of libtsan.
+//! A command that compiles and links at once is split: each source is compiled instrumented into
+//! a temporary object, then the objects are linked, because gcc's driver links libtsan whenever
+//! `-fsanitize=thread` reaches it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+/// Environment variable naming the runtime library, overriding the one beside `epcache`.
+const RUNTIME_ENV: &str = "EPCACHE_RUNTIME";
+/// File name of the runtime that `cargo build -p epcache-monitor` produces.
+const RUNTIME_FILE: &str = "libepcache_monitor.a";
+/// What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
+const RUNTIME_NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+/// Flags that make gcc-family compilers call the TSan entry points, with the debug information
+/// later steps resolve regions and data structures from.
+const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
+
+/// Build a C, C++ or Fortran program with capture (use as CC, CXX or FC).
+///
+/// Example: `make CC="epcache cc -- gcc" FC="epcache cc -- gfortran"`, then run the program with
+/// `EPCACHE_REPORT=report.json EPCACHE_CACHE=host`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CcArgs {
+    /// The compiler and its arguments, exactly as they would be run (`gcc -O2 -c kernel.c`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMPILER ARGS"
+    )]
+    command: Vec<OsString>,
+}
+
+/// What one compiler command does, which decides the flags it needs.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// No input files (`--version`, `-dumpmachine`, `-print-file-name=...`): run as given.
+    Query,
+    /// `-c`, `-S` or `-E` (or `-M`, `-MM`): instrument, never link.
+    CompileOnly,
+    /// Only objects and libraries: link the runtime.
+    Link,
+    /// Sources that are also linked: the argument positions of the sources.
+    CompileAndLink { sources: Vec<usize> },
+}
+
+/// Options whose value is the next argument, so that argument is not an input file.
+const OPTIONS_WITH_VALUE: &[&str] = &[
+    "-o",
+    "-x",
+    "-I",
+    "-D",
+    "-U",
+    "-L",
+    "-l",
+    "-include",
+    "-imacros",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "-iprefix",
+    "-iwithprefix",
+    "-iwithprefixbefore",
+    "-isysroot",
+    "-imultilib",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-J",
+    "-T",
+    "-u",
+    "-e",
+    "-z",
+    "-Xlinker",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-aux-info",
+    "--param",
+    "-dumpbase",
+    "-dumpdir",
+    "-B",
+];
+
+/// Options that only mean something to the linker; left out of the split compile commands.
+const LINK_ONLY_FLAGS: &[&str] = &[
+    "-shared",
+    "-static",
+    "-rdynamic",
+    "-pie",
+    "-no-pie",
+    "-nostdlib",
+    "-nodefaultlibs",
+    "-nostartfiles",
+    "-static-libgcc",
+    "-static-libstdc++",
+    "-static-libgfortran",
+];
+const LINK_ONLY_WITH_VALUE: &[&str] = &["-L", "-l", "-Xlinker", "-T", "-u", "-e", "-z"];
+
+/// File extensions gcc, g++ and gfortran compile (assembly included: it simply is not
+/// instrumented).
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "c", "i", "cc", "cp", "cxx", "cpp", "CPP", "c++", "C", "ii", "f", "for", "ftn", "F", "FOR",
+    "FTN", "fpp", "FPP", "f90", "f95", "f03", "f08", "F90", "F95", "F03", "F08", "s", "S", "sx",
+];
+
+fn is_source(arg: &str) -> bool {
+    Path::new(arg)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
+}
+
+/// For each argument: whether it is an input file (not an option, not an option's value).
+fn input_positions(args: &[String]) -> Vec<usize> {
+    let mut inputs = Vec::new();
+    let mut skip_next = false;
+    for (i, arg) in args.iter().enumerate() {
+        if skip_next {
+            skip_next = false;
+        } else if OPTIONS_WITH_VALUE.contains(&arg.as_str()) {
+            skip_next = true;
+        } else if !arg.starts_with('-') || arg == "-" {
+            inputs.push(i);
+        }
+    }
+    inputs
+}
+
+fn classify(args: &[String]) -> Step {
+    let compile_only = args
+        .iter()
+        .any(|a| matches!(a.as_str(), "-c" | "-S" | "-E" | "-M" | "-MM"));
+    if compile_only {
+        return Step::CompileOnly;
+    }
+    let inputs = input_positions(args);
+    if inputs.is_empty() {
+        return Step::Query;
+    }
+    let sources: Vec<usize> = inputs
+        .into_iter()
+        .filter(|&i| is_source(&args[i]))
+        .collect();
+    if sources.is_empty() {
+        Step::Link
+    } else {
+        Step::CompileAndLink { sources }
+    }
+}
+
+/// The arguments of a link step: the user's, minus any `-fsanitize=thread` (it would link
+/// libtsan), plus the runtime. A shared library gets no runtime: the executable provides it.
+fn link_arguments(args: &[String], runtime: &Path) -> Vec<String> {
+    let mut linked: Vec<String> = args
+        .iter()
+        .filter(|a| a.as_str() != "-fsanitize=thread")
+        .cloned()
+        .collect();
+    if !args.iter().any(|a| a == "-shared") {
+        linked.push(runtime.display().to_string());
+        linked.extend(RUNTIME_NATIVE_LIBS.iter().map(|s| (*s).to_owned()));
+    }
+    linked
+}
+
+/// The arguments shared by every split compile command: the user's minus output, inputs and
+/// linker-only options.
+fn split_compile_arguments(args: &[String]) -> Vec<String> {
+    let inputs = input_positions(args);
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        if arg == "-o" || LINK_ONLY_WITH_VALUE.contains(&arg) {
+            i += 2;
+            continue;
+        }
+        let link_only = LINK_ONLY_FLAGS.contains(&arg)
+            || arg.starts_with("-l")
+            || arg.starts_with("-L")
+            || arg.starts_with("-Wl,");
+        if !link_only && !inputs.contains(&i) {
+            kept.push(args[i].clone());
+        }
+        i += 1;
+    }
+    kept
+}
+
+/// Where the runtime library is: `EPCACHE_RUNTIME`, else beside the `epcache` binary.
+fn runtime_library() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os(RUNTIME_ENV) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!(
+                "{RUNTIME_ENV} names {}, which is not a file: build the runtime with \
+                 `cargo build -p epcache-monitor` and point {RUNTIME_ENV} at \
+                 target/<profile>/{RUNTIME_FILE}, or unset it",
+                path.display()
+            );
+        }
+        return Ok(path);
+    }
+    let exe = std::env::current_exe().context("finding the epcache binary")?;
+    let beside = exe
+        .parent()
+        .map(|dir| dir.join(RUNTIME_FILE))
+        .unwrap_or_else(|| PathBuf::from(RUNTIME_FILE));
+    if !beside.is_file() {
+        bail!(
+            "the epcache runtime {} does not exist: build it with `cargo build -p epcache-monitor` \
+             (same profile as epcache), or set {RUNTIME_ENV} to the path of {RUNTIME_FILE}",
+            beside.display()
+        );
+    }
+    Ok(beside)
+}
+
+fn run(compiler: &str, args: &[String]) -> anyhow::Result<i32> {
+    if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
+        eprintln!("epcache cc: {compiler} {}", args.join(" "));
+    }
+    let status = Command::new(compiler)
+        .args(args)
+        .status()
+        .with_context(|| format!("running the compiler `{compiler}`"))?;
+    // A compiler killed by a signal has no code; 1 keeps make from going on.
+    Ok(status.code().unwrap_or(1))
+}
+
+/// Runs the compiler command with capture added; returns the exit code to leave with.
+pub(crate) fn run_cc(args: &CcArgs) -> anyhow::Result<i32> {
+    let mut command = args
+        .command
+        .iter()
+        .map(|a| {
+            a.clone().into_string().map_err(|a| {
+                anyhow::anyhow!("argument {a:?} is not UTF-8; epcache cc needs UTF-8 arguments")
+            })
+        })
+        .collect::<anyhow::Result<Vec<String>>>()?;
+    let compiler = command.remove(0);
+    let args = command;
+    match classify(&args) {
+        Step::Query => run(&compiler, &args),
+        Step::CompileOnly => {
+            let mut instrumented = args;
+            instrumented.extend(INSTRUMENT_FLAGS.iter().map(|s| (*s).to_owned()));
+            run(&compiler, &instrumented)
+        }
+        Step::Link => run(&compiler, &link_arguments(&args, &runtime_library()?)),
+        Step::CompileAndLink { sources } => compile_then_link(&compiler, &args, &sources),
+    }
+}
+
+fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyhow::Result<i32> {
+    if args.iter().any(|a| a == "-x" || a.starts_with("-x")) {
+        bail!(
+            "epcache cc cannot split a compile-and-link command that uses -x; \
+             compile with -c first, then link the objects"
+        );
+    }
+    let runtime = runtime_library()?;
+    let objects_dir = tempfile::Builder::new()
+        .prefix("epcache-cc-")
+        .tempdir()
+        .context("creating a directory for the instrumented objects")?;
+    let shared = split_compile_arguments(args);
+    let mut link_args = args.to_vec();
+    for (n, &position) in sources.iter().enumerate() {
+        let source = &args[position];
+        let stem = Path::new(source)
+            .file_stem()
+            .map_or_else(|| "source".into(), |s| s.to_string_lossy());
+        let object = objects_dir.path().join(format!("{n}-{stem}.o"));
+        let mut compile = shared.clone();
+        compile.extend(["-c".to_owned(), source.clone(), "-o".to_owned()]);
+        compile.push(object.display().to_string());
+        compile.extend(INSTRUMENT_FLAGS.iter().map(|s| (*s).to_owned()));
+        let code = run(compiler, &compile)?;
+        if code != 0 {
+            return Ok(code);
+        }
+        link_args[position] = object.display().to_string();
+    }
+    run(compiler, &link_arguments(&link_args, &runtime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn steps_are_told_apart_by_mode_flags_and_inputs() {
+        assert_eq!(classify(&args("-O2 -c k.c -o k.o")), Step::CompileOnly);
+        assert_eq!(classify(&args("-E k.c")), Step::CompileOnly);
+        assert_eq!(classify(&args("--version")), Step::Query);
+        assert_eq!(classify(&args("-print-file-name=libc.so")), Step::Query);
+        assert_eq!(classify(&args("-o prog a.o b.o -lm")), Step::Link);
+        assert_eq!(
+            classify(&args("-O2 -o prog main.c util.f90 lib.a -lm")),
+            Step::CompileAndLink {
+                sources: vec![3, 4]
+            }
+        );
+        // An option's value is not an input, even when it looks like a source.
+        assert_eq!(classify(&args("-include pre.c -o p.o x.o")), Step::Link);
+    }
+
+    #[test]
+    fn split_compile_drops_output_inputs_and_linker_options() {
+        let line = args("-O2 -I inc -o prog main.c a.o -L/x -lm -Wl,--as-needed -DN=4");
+        assert_eq!(split_compile_arguments(&line), args("-O2 -I inc -DN=4"));
+    }
+
+    #[test]
+    fn links_never_get_libtsan_and_shared_libraries_get_no_runtime() {
+        let runtime = Path::new("/r/libepcache_monitor.a");
+        let linked = link_arguments(&args("-fsanitize=thread -o p a.o"), runtime);
+        assert!(!linked.contains(&"-fsanitize=thread".to_owned()));
+        assert!(linked.contains(&"/r/libepcache_monitor.a".to_owned()));
+        let shared = link_arguments(&args("-shared -o libx.so a.o"), runtime);
+        assert!(!shared.iter().any(|a| a.ends_with(".a")));
+    }
+}

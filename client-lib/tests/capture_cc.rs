@@ -1,0 +1,295 @@
+//! `epcache cc` end to end: real gcc and gfortran build small kernels with capture, the programs
+//! run with `EPCACHE_REPORT`, and the report's counts are checked against hand counts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A first-level cache smaller than the kernels' 16 KB array, so the read sweep after the write
+/// sweep misses on every line again: 16 KB / 64 B = 256 misses per sweep.
+const SMALL_L1: &str = "D1=4K,4,64";
+const N: u64 = 4096;
+const LINE: u64 = 64;
+
+fn kernel(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kernels")
+        .join(name)
+}
+
+/// Whether `tool` runs here. Missing tools fail loudly under CI (`CI=true`), and otherwise skip
+/// loudly, as the other compiler-backed tests do.
+fn available(tool: &str, who: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return true;
+    }
+    let message = format!("{who}: {tool} not found (apt-get install -y {tool})");
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "FAILED under CI: {message}"
+    );
+    eprintln!("\n*** SKIPPED *** {message}\n");
+    false
+}
+
+/// Whether the runtime `epcache cc` links is beside the binary. `cargo test --workspace` builds
+/// it; `cargo test -p epcache-client` alone does not put it there.
+fn runtime_built(who: &str) -> bool {
+    let runtime = Path::new(env!("CARGO_BIN_EXE_epcache")).with_file_name("libepcache_monitor.a");
+    if runtime.is_file() {
+        return true;
+    }
+    let message = format!(
+        "{who}: {} is missing; run `cargo build -p epcache-monitor` or `cargo test --workspace`",
+        runtime.display()
+    );
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "FAILED under CI: {message}"
+    );
+    eprintln!("\n*** SKIPPED *** {message}\n");
+    false
+}
+
+fn epcache_cc(dir: &Path, compiler_line: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .arg("cc")
+        .arg("--")
+        .args(compiler_line)
+        .current_dir(dir)
+        .output()
+        .expect("running epcache cc");
+    assert!(
+        out.status.success(),
+        "epcache cc -- {compiler_line:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `program` with capture reporting to a file; returns its stdout and the parsed report.
+fn run_with_report(dir: &Path, program: &Path, cache: &str) -> (String, serde_json::Value) {
+    let report = dir.join("report.json");
+    let out = Command::new(program)
+        .env("EPCACHE_REPORT", &report)
+        .env("EPCACHE_CACHE", cache)
+        .current_dir(dir)
+        .output()
+        .expect("running the instrumented program");
+    assert!(
+        out.status.success(),
+        "{} failed: {}\n{}",
+        program.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&report).expect("the program wrote its report at exit");
+    let json = serde_json::from_str(&text).expect("the report is JSON");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), json)
+}
+
+fn no_libtsan(program: &Path) {
+    let Ok(out) = Command::new("ldd").arg(program).output() else {
+        eprintln!("ldd not found: libtsan check skipped");
+        return;
+    };
+    let libraries = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !libraries.contains("libtsan"),
+        "{} links libtsan:\n{libraries}",
+        program.display()
+    );
+}
+
+fn level<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no level {name} in {report:#}"))
+}
+
+fn count(value: &serde_json::Value, field: &str) -> u64 {
+    value[field].as_u64().unwrap_or_else(|| panic!("{field}"))
+}
+
+#[test]
+fn c_kernel_counts_equal_the_hand_counts() {
+    if !available("gcc", "c_kernel_counts_equal_the_hand_counts")
+        || !runtime_built("c_kernel_counts_equal_the_hand_counts")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_sum.c");
+    // Compile and link in one command: epcache cc splits it.
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O1", "-o", "sum", source.to_str().unwrap()],
+    );
+    let program = dir.path().join("sum");
+    no_libtsan(&program);
+    let (stdout, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    assert_eq!(stdout.trim(), (N * (N - 1) / 2).to_string());
+    let d1 = level(&report, "D1");
+    // One store per element, then one load per element; the array is line-aligned, and each
+    // sweep misses once per line because the array is four times the cache.
+    assert_eq!(count(d1, "writes"), N);
+    assert_eq!(count(d1, "reads"), N);
+    assert_eq!(count(d1, "write_misses"), N * 4 / LINE);
+    assert_eq!(count(d1, "read_misses"), N * 4 / LINE);
+    let events = &report["regions"][0]["events"];
+    assert_eq!(count(events, "PAPI_L1_DCR"), N);
+    assert_eq!(count(events, "PAPI_L1_LDM"), N * 4 / LINE);
+    assert_eq!(count(events, "PAPI_L1_DCW"), N);
+    assert_eq!(count(events, "PAPI_L1_STM"), N * 4 / LINE);
+    assert_eq!(report["cache"], SMALL_L1);
+    assert_eq!(report["threads"], 1);
+}
+
+#[test]
+fn separate_compile_and_link_steps_and_make_work() {
+    if !available("gcc", "separate_compile_and_link_steps_and_make_work")
+        || !available("make", "separate_compile_and_link_steps_and_make_work")
+        || !runtime_built("separate_compile_and_link_steps_and_make_work")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(kernel("capture_sum.c"), dir.path().join("sum.c")).unwrap();
+    std::fs::write(
+        dir.path().join("Makefile"),
+        "sum: sum.o\n\t$(CC) -o sum sum.o\nsum.o: sum.c\n\t$(CC) -O1 -c sum.c\n",
+    )
+    .unwrap();
+    let cc = format!("CC={} cc -- gcc", env!("CARGO_BIN_EXE_epcache"));
+    let out = Command::new("make")
+        .arg(cc)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "make failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let program = dir.path().join("sum");
+    no_libtsan(&program);
+    let (_, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    assert_eq!(count(level(&report, "D1"), "reads"), N);
+    assert_eq!(count(level(&report, "D1"), "writes"), N);
+    // Without EPCACHE_REPORT the program runs plainly and writes nothing.
+    let plain = Command::new(&program).output().unwrap();
+    assert!(plain.status.success());
+}
+
+#[test]
+fn threads_and_atomics_stay_correct() {
+    if !available("gcc", "threads_and_atomics_stay_correct")
+        || !runtime_built("threads_and_atomics_stay_correct")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_threads.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-pthread",
+            "-o",
+            "threads",
+            source.to_str().unwrap(),
+        ],
+    );
+    let program = dir.path().join("threads");
+    no_libtsan(&program);
+    let (stdout, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    assert!(stdout.starts_with("OK"), "wrong result: {stdout}");
+    // The main thread and the four workers each simulated and were merged.
+    assert_eq!(report["threads"], 5);
+    // Each worker's 20000 iterations do two read-modify-writes (a store each).
+    assert!(count(level(&report, "D1"), "writes") >= 4 * 20_000 * 2);
+}
+
+#[test]
+fn cpp_threads_atomics_and_virtual_calls_stay_correct() {
+    if !available("g++", "cpp_threads_atomics_and_virtual_calls_stay_correct")
+        || !runtime_built("cpp_threads_atomics_and_virtual_calls_stay_correct")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_cpp.cpp");
+    epcache_cc(
+        dir.path(),
+        &[
+            "g++",
+            "-O2",
+            "-pthread",
+            "-o",
+            "cpp",
+            source.to_str().unwrap(),
+        ],
+    );
+    let program = dir.path().join("cpp");
+    no_libtsan(&program);
+    // The program exits non-zero when a result is wrong; run_with_report checks that.
+    let (stdout, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    assert_eq!(stdout.trim(), "30000 2 1000");
+    // 30000 fetch_adds, each a read and a write, at least.
+    assert!(count(level(&report, "D1"), "writes") >= 30_000);
+}
+
+#[test]
+fn fortran_module_array_counts_equal_the_hand_counts() {
+    if !available(
+        "gfortran",
+        "fortran_module_array_counts_equal_the_hand_counts",
+    ) || !runtime_built("fortran_module_array_counts_equal_the_hand_counts")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_sum.f90");
+    epcache_cc(
+        dir.path(),
+        &["gfortran", "-O1", "-o", "sum", source.to_str().unwrap()],
+    );
+    let program = dir.path().join("sum");
+    no_libtsan(&program);
+    let (stdout, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    assert_eq!(stdout.trim(), (N * (N - 1) / 2).to_string());
+    let d1 = level(&report, "D1");
+    assert_eq!(count(d1, "writes"), N);
+    assert_eq!(count(d1, "reads"), N);
+    // gfortran does not line-align module arrays: 16 KB spans 256 lines, or 257 when not aligned.
+    let lines = 256..=257;
+    assert!(lines.contains(&count(d1, "write_misses")), "{d1}");
+    assert_eq!(count(d1, "read_misses"), count(d1, "write_misses"));
+}
+
+#[test]
+fn cc_without_a_runtime_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["cc", "--", "gcc", "-o", "x", "x.o"])
+        .env("EPCACHE_RUNTIME", dir.path().join("missing.a"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cargo build -p epcache-monitor"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,81 @@
+//! A Rust program built with SanitizerCoverage load/store tracing and linked with the
+//! epcache-monitor rlib reports its own kernel's accesses (`examples/rust-capture/sum.rs`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The flags that make rustc call `__sanitizer_cov_load*`/`__sanitizer_cov_store*`; the same
+/// list README.md gives for `cargo rustc`.
+const SANCOV_FLAGS: &[&str] = &[
+    "-Cpasses=sancov-module",
+    "-Cllvm-args=-sanitizer-coverage-level=1",
+    "-Cllvm-args=-sanitizer-coverage-trace-loads",
+    "-Cllvm-args=-sanitizer-coverage-trace-stores",
+];
+const N: u64 = 4096;
+
+/// `target/<profile>`, where cargo put the epcache-monitor rlib this test was built against.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<this test>
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+fn count(level: &serde_json::Value, field: &str) -> u64 {
+    level[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} in {level}"))
+}
+
+#[test]
+fn sancov_instrumented_rust_reports_its_kernel() {
+    let profile = profile_dir();
+    let rlib = profile.join("libepcache_monitor.rlib");
+    assert!(
+        rlib.is_file(),
+        "{} is missing: cargo builds it for this test",
+        rlib.display()
+    );
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("rust-capture/sum.rs");
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("sum");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let out = Command::new(rustc)
+        .args(["--edition", "2024", "-C", "opt-level=1"])
+        .args(SANCOV_FLAGS)
+        .arg("--extern")
+        .arg(format!("epcache_monitor={}", rlib.display()))
+        .arg("-L")
+        .arg(format!("dependency={}", profile.join("deps").display()))
+        .arg("-o")
+        .arg(&program)
+        .arg(&source)
+        .output()
+        .expect("running rustc");
+    assert!(
+        out.status.success(),
+        "rustc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&program)
+        .env("EPCACHE_CACHE", "D1=4K,4,64")
+        .env_remove("EPCACHE_REPORT")
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let (sum, report) = stdout.split_once('\n').unwrap();
+    assert_eq!(sum, (N * (N - 1) / 2).to_string());
+    let report: serde_json::Value = serde_json::from_str(report).unwrap();
+    let d1 = &report["levels"][0];
+    assert_eq!(d1["name"], "D1");
+    // Instrumented Rust also loads and stores a few slice pointers, lengths and black_box's
+    // stack slot, so the counts are the hand counts plus a handful; never fewer.
+    let reads = count(d1, "reads");
+    let writes = count(d1, "writes");
+    assert!((N..N + 32).contains(&reads), "reads {reads}");
+    assert!((N..N + 32).contains(&writes), "writes {writes}");
+    // A 16 KB array in a 4 KB cache: 256 or 257 lines per sweep, plus the handful.
+    let read_misses = count(d1, "read_misses");
+    assert!((256..256 + 16).contains(&read_misses), "{read_misses}");
+}

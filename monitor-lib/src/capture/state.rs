@@ -1,0 +1,370 @@
+//! Per-thread capture state, the process-wide switches and the run's totals.
+//!
+//! Every hook first reads one thread-local byte: when the thread does not capture, that load and
+//! a branch are all a hook costs. The byte also serves as the re-entrancy guard: while the
+//! runtime itself runs on a thread (simulating, allocating, writing the report) it reads `BUSY`,
+//! so instrumented code the runtime happens to call never recurses into the simulator.
+//!
+//! Each thread simulates on its own [`Simulator`], created on its first captured access from the
+//! process-wide cache spec, and merged into the process totals when the thread exits. A later
+//! step gives each thread its own simulated core of a shared hierarchy; until then the totals are
+//! the sum over independent per-thread hierarchies.
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats};
+use crate::monitor::CounterArrayConfig;
+use crate::simulator::{Simulator, SimulatorError};
+
+use super::report::CaptureReport;
+
+/// The thread has not yet looked at the process-wide switch (every thread starts here).
+const NEEDS_SYNC: u8 = 0;
+/// Capture is off for this thread: hooks return after one load and a branch.
+const OFF: u8 = 1;
+/// Capture is on: accesses go to the thread's simulator.
+const ON: u8 = 2;
+/// The runtime itself is running on this thread: hooks must not re-enter it.
+const BUSY: u8 = 3;
+
+/// Environment variable naming the cache to simulate (the `epcache replay --cache` syntax).
+pub const CACHE_ENV: &str = "EPCACHE_CACHE";
+/// Environment variable naming the JSON report file; setting it switches capture on at start.
+pub const REPORT_ENV: &str = "EPCACHE_REPORT";
+
+thread_local! {
+    static STATE: Cell<u8> = const { Cell::new(NEEDS_SYNC) };
+    static SEEN_EPOCH: Cell<u32> = const { Cell::new(0) };
+    static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
+}
+
+static CAPTURE_ON: AtomicBool = AtomicBool::new(false);
+/// Bumped by every switch so threads notice it at their next sync point; starts above the
+/// threads' initial `SEEN_EPOCH` so a thread's first sync point always syncs.
+static EPOCH: AtomicU32 = AtomicU32::new(1);
+static SPEC: OnceLock<Result<(String, HierarchySpec), String>> = OnceLock::new();
+static TOTALS: Mutex<CaptureTotals> = Mutex::new(CaptureTotals::empty());
+static PROCESS_INIT: OnceLock<Option<PathBuf>> = OnceLock::new();
+static THREAD_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Why capture or its report failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// `EPCACHE_CACHE` (or the default) does not describe a usable cache.
+    #[error("epcache: cannot simulate the cache `{spec}` (from {CACHE_ENV}): {why}")]
+    Spec { spec: String, why: String },
+    /// The report could not be written.
+    #[error("epcache: cannot write the report {}: {source}", path.display())]
+    Report {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The run's totals per cache level, summed over the threads whose state has been merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureTotals {
+    /// Level name and totals, in hierarchy order (the instruction cache first when present).
+    pub levels: Vec<(String, LevelStats)>,
+    /// How many threads' simulators were merged.
+    pub threads: u32,
+}
+
+impl CaptureTotals {
+    const fn empty() -> Self {
+        Self {
+            levels: Vec::new(),
+            threads: 0,
+        }
+    }
+
+    fn merge(&mut self, simulator: &Simulator) {
+        for (name, stats) in simulator.hierarchy().stats() {
+            let slot = match self.levels.iter().position(|(n, _)| n == name) {
+                Some(i) => &mut self.levels[i].1,
+                None => {
+                    self.levels.push((name.to_owned(), LevelStats::default()));
+                    &mut self.levels.last_mut().expect("just pushed").1
+                }
+            };
+            slot.reads += stats.reads;
+            slot.read_misses += stats.read_misses;
+            slot.writes += stats.writes;
+            slot.write_misses += stats.write_misses;
+            slot.instr_fetches += stats.instr_fetches;
+            slot.instr_misses += stats.instr_misses;
+            slot.writebacks += stats.writebacks;
+            slot.back_invalidations += stats.back_invalidations;
+        }
+        self.threads += 1;
+    }
+}
+
+/// One thread's simulator; its totals join the process totals when the thread ends.
+struct ThreadCapture {
+    simulator: Simulator,
+    /// Order in which threads started capturing: the simulated core a later step assigns.
+    #[allow(dead_code)]
+    thread_index: u32,
+}
+
+impl Drop for ThreadCapture {
+    fn drop(&mut self) {
+        merge_into_totals(&self.simulator);
+    }
+}
+
+fn merge_into_totals(simulator: &Simulator) {
+    // A poisoned lock only means another thread panicked mid-merge; its numbers are still sums.
+    let mut totals = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    totals.merge(simulator);
+}
+
+/// The cache every thread simulates, resolved once: `EPCACHE_CACHE`, else `host`, else
+/// `cachegrind` (which has defaults for a machine without sysfs cache information).
+fn process_spec() -> &'static Result<(String, HierarchySpec), String> {
+    SPEC.get_or_init(|| match std::env::var(CACHE_ENV) {
+        Ok(text) => HierarchySpec::parse(&text)
+            .map(|spec| (text.clone(), spec))
+            .map_err(|e| {
+                CaptureError::Spec {
+                    spec: text,
+                    why: e.to_string(),
+                }
+                .to_string()
+            }),
+        Err(_) => HierarchySpec::parse("host")
+            .map(|spec| ("host".to_owned(), spec))
+            .or_else(|_: CacheError| {
+                HierarchySpec::parse("cachegrind").map(|spec| ("cachegrind".to_owned(), spec))
+            })
+            .map_err(|e| e.to_string()),
+    })
+}
+
+/// Reads `EPCACHE_REPORT` once per process; when set, switches capture on for every thread and
+/// has the report written at exit. Called from the first sync point of any thread, and from
+/// `__tsan_init`, so it runs before `main` in TSan-instrumented programs.
+pub(super) fn init_process() {
+    PROCESS_INIT.get_or_init(|| {
+        let path = std::env::var_os(REPORT_ENV).map(PathBuf::from)?;
+        // Not `enable_all`: its sync would re-enter this initialisation.
+        set_switch(true);
+        super::tsan_abi::register_at_exit(write_report_at_exit);
+        Some(path)
+    });
+}
+
+extern "C" fn write_report_at_exit() {
+    let Some(Some(path)) = PROCESS_INIT.get() else {
+        return;
+    };
+    if let Err(e) = write_report(path) {
+        eprintln!("{e}");
+    }
+}
+
+/// Switches capture on in every thread: the calling thread at once, the others at their next
+/// sync point (a function entry or exit in TSan-instrumented code, or their first access).
+pub fn enable_all() {
+    switch_all(true);
+}
+
+/// Switches capture off in every thread, with the same timing as [`enable_all`].
+pub fn disable_all() {
+    switch_all(false);
+}
+
+fn switch_all(on: bool) {
+    set_switch(on);
+    sync();
+}
+
+fn set_switch(on: bool) {
+    CAPTURE_ON.store(on, Ordering::Relaxed);
+    // Release pairs with the Acquire in `sync`: a thread that sees the new epoch sees the switch.
+    EPOCH.fetch_add(1, Ordering::Release);
+}
+
+/// Makes this thread follow the process-wide switch; leaves a thread inside the runtime alone.
+fn sync() {
+    let state = STATE.get();
+    if state == BUSY {
+        return;
+    }
+    if state == NEEDS_SYNC {
+        init_process();
+    }
+    SEEN_EPOCH.set(EPOCH.load(Ordering::Acquire));
+    let on = CAPTURE_ON.load(Ordering::Relaxed);
+    if on && let Err(why) = process_spec() {
+        report_spec_error_once(why);
+        STATE.set(OFF);
+        return;
+    }
+    STATE.set(if on { ON } else { OFF });
+}
+
+fn report_spec_error_once(why: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!("{why}; nothing is captured");
+    }
+}
+
+/// A cheap point where a thread picks up a process-wide switch made by another thread: one
+/// thread-local load and one relaxed global load when nothing changed.
+#[inline(always)]
+pub(super) fn sync_point() {
+    if SEEN_EPOCH.get() != EPOCH.load(Ordering::Relaxed) {
+        sync();
+    }
+}
+
+/// A captured load of `size` bytes at `addr` by this thread.
+#[inline(always)]
+pub fn read(addr: u64, size: u32) {
+    access(addr, size, AccessKind::Read);
+}
+
+/// A captured store of `size` bytes at `addr` by this thread.
+#[inline(always)]
+pub fn write(addr: u64, size: u32) {
+    access(addr, size, AccessKind::Write);
+}
+
+#[inline(always)]
+fn access(addr: u64, size: u32, kind: AccessKind) {
+    let state = STATE.get();
+    if state != OFF {
+        not_off(state, addr, size, kind);
+    }
+}
+
+#[inline(never)]
+fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
+    match state {
+        ON => simulate(addr, size, kind),
+        NEEDS_SYNC => {
+            sync();
+            if STATE.get() == ON {
+                simulate(addr, size, kind);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn simulate(addr: u64, size: u32, kind: AccessKind) {
+    STATE.set(BUSY);
+    // `try_with` fails only while the thread's destructors run: those accesses are dropped.
+    let _ = THREAD.try_with(|slot| {
+        let Ok(mut slot) = slot.try_borrow_mut() else {
+            return;
+        };
+        if slot.is_none() {
+            *slot = new_thread_capture();
+        }
+        if let Some(capture) = slot.as_mut() {
+            capture.simulator.access(addr, size, kind);
+        }
+    });
+    STATE.set(ON);
+}
+
+fn new_thread_capture() -> Option<ThreadCapture> {
+    let (_, spec) = process_spec().as_ref().ok()?;
+    let simulator = match Simulator::new(spec, CounterArrayConfig::default()) {
+        Ok(simulator) => simulator,
+        Err(e) => {
+            report_spec_error_once(&simulator_error_text(&e));
+            return None;
+        }
+    };
+    Some(ThreadCapture {
+        simulator,
+        thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
+    })
+}
+
+fn simulator_error_text(e: &SimulatorError) -> String {
+    format!("epcache: cannot build the simulator: {e}")
+}
+
+/// Merges the calling thread's simulator into the process totals and starts it afresh, so
+/// [`totals`] includes this thread's accesses so far. Other threads merge when they exit.
+pub fn flush_current_thread() {
+    let previous = STATE.get();
+    STATE.set(BUSY);
+    let _ = THREAD.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            // Dropping merges.
+            slot.take();
+        }
+    });
+    STATE.set(previous);
+}
+
+/// The totals of every thread merged so far (exited threads and flushed ones).
+pub fn totals() -> CaptureTotals {
+    TOTALS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The report of the run so far: the calling thread is flushed first.
+pub fn report_from_totals() -> CaptureReport {
+    flush_current_thread();
+    let cache = match process_spec() {
+        Ok((text, _)) => text.clone(),
+        Err(why) => why.clone(),
+    };
+    let spec = process_spec().as_ref().ok().map(|(_, spec)| spec.clone());
+    CaptureReport::new(cache, spec, &totals())
+}
+
+/// Writes the run's report as JSON to `path` (what `EPCACHE_REPORT` does at exit).
+pub fn write_report(path: &Path) -> Result<(), CaptureError> {
+    let previous = STATE.get();
+    STATE.set(BUSY);
+    let report = report_from_totals();
+    let result = std::fs::write(path, report.to_json()).map_err(|source| CaptureError::Report {
+        path: path.to_owned(),
+        source,
+    });
+    STATE.set(previous);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The process-wide switch and totals are shared by every test in this binary, so one test
+    // exercises them, on its own threads, and checks only what its threads added.
+    #[test]
+    fn threads_capture_only_while_enabled_and_merge_at_exit() {
+        let before = totals();
+        std::thread::spawn(|| {
+            enable_all();
+            for a in (0..64u64).step_by(4) {
+                read(0x10_0000 + a, 4);
+            }
+            write(0x10_0000, 4);
+            disable_all();
+            read(0x10_0000, 4); // not captured
+        })
+        .join()
+        .unwrap();
+        let after = totals();
+        assert_eq!(after.threads, before.threads + 1);
+        let l1 = &after.levels.iter().find(|(n, _)| n != "I1").unwrap().1;
+        let l1_before = before
+            .levels
+            .iter()
+            .find(|(n, _)| n != "I1")
+            .map_or(0, |(_, s)| s.reads);
+        assert_eq!(l1.reads - l1_before, 16);
+    }
+}

@@ -1,0 +1,510 @@
+//! The ThreadSanitizer entry points that gcc, g++ and gfortran emit under `-fsanitize=thread`,
+//! implemented by epcache instead of libtsan: memory accesses feed the capture state, function
+//! entry and exit are sync points, and atomics perform the real atomic operation.
+//!
+//! Every symbol the compiler may emit exists here (reads and writes of 1 to 16 bytes, their
+//! unaligned, volatile and `_pc` variants, ranges, vptr updates, function entry and exit, init,
+//! fences, and every atomic of 8 to 128 bits), so linking an instrumented object never fails.
+//!
+//! Atomics: the 8- to 64-bit ones use `std::sync::atomic` on the pointed-to memory with the
+//! requested memory order (stronger where C's order is invalid for the operation, which is always
+//! correct). Rust has no stable 128-bit atomic, so 128-bit operations take one of 64 striped
+//! locks, chosen by address, and add a SeqCst fence on each side when seq_cst is asked for: every
+//! 128-bit atomic of instrumented code comes through here, so they are atomic with respect to each
+//! other. They are not atomic with respect to uninstrumented code doing `lock cmpxchg16b` on the
+//! same object at the same time (libatomic's lock-free path); such mixing is not supported.
+
+// The entry points are reached by symbol name from instrumented code, not by Rust path.
+#![allow(unreachable_pub)]
+
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+use std::sync::atomic::{
+    AtomicI8, AtomicI16, AtomicI32, AtomicI64, Ordering, compiler_fence, fence,
+};
+
+use super::state;
+
+/// Registers `hook` to run at process exit, after `main` returns or `exit` is called.
+pub(super) fn register_at_exit(hook: extern "C" fn()) {
+    unsafe extern "C" {
+        fn atexit(hook: extern "C" fn()) -> c_int;
+    }
+    // SAFETY: atexit only stores the pointer of a 'static function with the C ABI it expects;
+    // it is thread-safe in glibc. A failure (out of slots) only loses the report, so it is ignored.
+    let _ = unsafe { atexit(hook) };
+}
+
+fn address(addr: *const c_void) -> u64 {
+    addr.addr() as u64
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_init() {
+    state::init_process();
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
+    state::sync_point();
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_func_exit() {
+    state::sync_point();
+}
+
+macro_rules! access_hooks {
+    ($($read:ident, $write:ident, $size:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $read(addr: *const c_void) {
+            state::read(address(addr), $size);
+        }
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $write(addr: *const c_void) {
+            state::write(address(addr), $size);
+        }
+    )*};
+}
+
+access_hooks! {
+    __tsan_read1, __tsan_write1, 1;
+    __tsan_read2, __tsan_write2, 2;
+    __tsan_read4, __tsan_write4, 4;
+    __tsan_read8, __tsan_write8, 8;
+    __tsan_read16, __tsan_write16, 16;
+    __tsan_unaligned_read2, __tsan_unaligned_write2, 2;
+    __tsan_unaligned_read4, __tsan_unaligned_write4, 4;
+    __tsan_unaligned_read8, __tsan_unaligned_write8, 8;
+    __tsan_unaligned_read16, __tsan_unaligned_write16, 16;
+    __tsan_volatile_read1, __tsan_volatile_write1, 1;
+    __tsan_volatile_read2, __tsan_volatile_write2, 2;
+    __tsan_volatile_read4, __tsan_volatile_write4, 4;
+    __tsan_volatile_read8, __tsan_volatile_write8, 8;
+    __tsan_volatile_read16, __tsan_volatile_write16, 16;
+    __tsan_unaligned_volatile_read2, __tsan_unaligned_volatile_write2, 2;
+    __tsan_unaligned_volatile_read4, __tsan_unaligned_volatile_write4, 4;
+    __tsan_unaligned_volatile_read8, __tsan_unaligned_volatile_write8, 8;
+    __tsan_unaligned_volatile_read16, __tsan_unaligned_volatile_write16, 16;
+}
+
+macro_rules! access_hooks_with_pc {
+    ($($read:ident, $write:ident, $size:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $read(addr: *const c_void, _pc: *const c_void) {
+            state::read(address(addr), $size);
+        }
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $write(addr: *const c_void, _pc: *const c_void) {
+            state::write(address(addr), $size);
+        }
+    )*};
+}
+
+access_hooks_with_pc! {
+    __tsan_read1_pc, __tsan_write1_pc, 1;
+    __tsan_read2_pc, __tsan_write2_pc, 2;
+    __tsan_read4_pc, __tsan_write4_pc, 4;
+    __tsan_read8_pc, __tsan_write8_pc, 8;
+    __tsan_read16_pc, __tsan_write16_pc, 16;
+}
+
+/// Range sizes are `size_t`; the simulator takes `u32`, so huge ranges are fed in pieces.
+fn range(addr: *const c_void, size: usize, write: bool) {
+    let mut start = address(addr);
+    let mut left = size as u64;
+    while left > 0 {
+        let piece = left.min(1 << 30);
+        if write {
+            state::write(start, piece as u32);
+        } else {
+            state::read(start, piece as u32);
+        }
+        start = start.wrapping_add(piece);
+        left -= piece;
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_read_range(addr: *const c_void, size: usize) {
+    range(addr, size, false);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_write_range(addr: *const c_void, size: usize) {
+    range(addr, size, true);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_read_range_pc(addr: *const c_void, size: usize, _pc: *const c_void) {
+    range(addr, size, false);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_write_range_pc(addr: *const c_void, size: usize, _pc: *const c_void) {
+    range(addr, size, true);
+}
+
+/// A C++ object's vtable pointer being set: a pointer-sized store.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_vptr_update(vptr: *const c_void, _new_value: *const c_void) {
+    state::write(address(vptr), 8);
+}
+
+/// A C++ object's vtable pointer being read: a pointer-sized load.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_vptr_read(vptr: *const c_void) {
+    state::read(address(vptr), 8);
+}
+
+/// Race-detector annotations (happens-before hints): nothing to simulate.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_acquire(_addr: *const c_void) {}
+
+/// Race-detector annotations (happens-before hints): nothing to simulate.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_release(_addr: *const c_void) {}
+
+/// Race-detector control: nothing to simulate.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_ignore_thread_begin() {}
+
+/// Race-detector control: nothing to simulate.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_ignore_thread_end() {}
+
+/// The C11 memory order of a TSan atomic call (0 relaxed, 1 consume, 2 acquire, 3 release,
+/// 4 acq_rel, 5 seq_cst); gcc may set flag bits above the low 16 (HLE), which do not order.
+fn ordering(memory_order: c_int) -> Ordering {
+    match memory_order & 0xffff {
+        0 => Ordering::Relaxed,
+        1 | 2 => Ordering::Acquire,
+        3 => Ordering::Release,
+        4 => Ordering::AcqRel,
+        _ => Ordering::SeqCst,
+    }
+}
+
+/// An order valid for a load: release parts are meaningless there, so they become acquire.
+fn load_ordering(memory_order: c_int) -> Ordering {
+    match ordering(memory_order) {
+        Ordering::Release | Ordering::AcqRel => Ordering::Acquire,
+        other => other,
+    }
+}
+
+/// An order valid for a store: acquire parts become the stronger seq_cst.
+fn store_ordering(memory_order: c_int) -> Ordering {
+    match ordering(memory_order) {
+        Ordering::Acquire | Ordering::AcqRel => Ordering::SeqCst,
+        other => other,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_atomic_thread_fence(memory_order: c_int) {
+    match ordering(memory_order) {
+        Ordering::Relaxed => {}
+        order => fence(order),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_atomic_signal_fence(memory_order: c_int) {
+    match ordering(memory_order) {
+        Ordering::Relaxed => {}
+        order => compiler_fence(order),
+    }
+}
+
+/// A read-modify-write touches its location as a load then a store, as the simulator counts a
+/// modify natively.
+fn read_modify_write(addr: u64, size: u32) {
+    state::read(addr, size);
+    state::write(addr, size);
+}
+
+macro_rules! atomic_hooks {
+    ($int:ty, $atomic:ty, $size:expr,
+     $load:ident, $store:ident, $exchange:ident,
+     $add:ident, $sub:ident, $and:ident, $or:ident, $xor:ident, $nand:ident,
+     $cas_strong:ident, $cas_weak:ident, $cas_val:ident) => {
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $load(a: *const $int, mo: c_int) -> $int {
+            state::read(address(a.cast()), $size);
+            // SAFETY: the compiler passes the address of a live, aligned atomic object of this
+            // width, which all other threads also access atomically (C11 atomics).
+            let atomic = unsafe { <$atomic>::from_ptr(a.cast_mut()) };
+            atomic.load(load_ordering(mo))
+        }
+
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $store(a: *mut $int, value: $int, mo: c_int) {
+            state::write(address(a.cast()), $size);
+            // SAFETY: as in the load above.
+            let atomic = unsafe { <$atomic>::from_ptr(a) };
+            atomic.store(value, store_ordering(mo));
+        }
+
+        atomic_hooks!(@rmw $int, $atomic, $size, $exchange, swap);
+        atomic_hooks!(@rmw $int, $atomic, $size, $add, fetch_add);
+        atomic_hooks!(@rmw $int, $atomic, $size, $sub, fetch_sub);
+        atomic_hooks!(@rmw $int, $atomic, $size, $and, fetch_and);
+        atomic_hooks!(@rmw $int, $atomic, $size, $or, fetch_or);
+        atomic_hooks!(@rmw $int, $atomic, $size, $xor, fetch_xor);
+        atomic_hooks!(@rmw $int, $atomic, $size, $nand, fetch_nand);
+
+        /// On failure the current value is written to `*expected`; returns 1 on success.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $cas_strong(
+            a: *mut $int,
+            expected: *mut $int,
+            desired: $int,
+            mo: c_int,
+            failure_mo: c_int,
+        ) -> c_int {
+            read_modify_write(address(a.cast()), $size);
+            // SAFETY: as in the load above; `expected` points to the caller's own (non-atomic)
+            // expected value, which only this thread touches during the call.
+            let (atomic, expected) = unsafe { (<$atomic>::from_ptr(a), &mut *expected) };
+            match atomic.compare_exchange(*expected, desired, ordering(mo), load_ordering(failure_mo)) {
+                Ok(_) => 1,
+                Err(current) => {
+                    *expected = current;
+                    0
+                }
+            }
+        }
+
+        /// A weak compare-exchange may fail spuriously; the strong one is a valid implementation.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $cas_weak(
+            a: *mut $int,
+            expected: *mut $int,
+            desired: $int,
+            mo: c_int,
+            failure_mo: c_int,
+        ) -> c_int {
+            $cas_strong(a, expected, desired, mo, failure_mo)
+        }
+
+        /// Returns the value found, which equals `expected` when the exchange happened.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $cas_val(
+            a: *mut $int,
+            expected: $int,
+            desired: $int,
+            mo: c_int,
+            failure_mo: c_int,
+        ) -> $int {
+            read_modify_write(address(a.cast()), $size);
+            // SAFETY: as in the load above.
+            let atomic = unsafe { <$atomic>::from_ptr(a) };
+            match atomic.compare_exchange(expected, desired, ordering(mo), load_ordering(failure_mo)) {
+                Ok(found) | Err(found) => found,
+            }
+        }
+    };
+    (@rmw $int:ty, $atomic:ty, $size:expr, $name:ident, $method:ident) => {
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(a: *mut $int, value: $int, mo: c_int) -> $int {
+            read_modify_write(address(a.cast()), $size);
+            // SAFETY: the compiler passes the address of a live, aligned atomic object of this
+            // width, which all other threads also access atomically (C11 atomics).
+            let atomic = unsafe { <$atomic>::from_ptr(a) };
+            atomic.$method(value, ordering(mo))
+        }
+    };
+}
+
+atomic_hooks!(
+    i8,
+    AtomicI8,
+    1,
+    __tsan_atomic8_load,
+    __tsan_atomic8_store,
+    __tsan_atomic8_exchange,
+    __tsan_atomic8_fetch_add,
+    __tsan_atomic8_fetch_sub,
+    __tsan_atomic8_fetch_and,
+    __tsan_atomic8_fetch_or,
+    __tsan_atomic8_fetch_xor,
+    __tsan_atomic8_fetch_nand,
+    __tsan_atomic8_compare_exchange_strong,
+    __tsan_atomic8_compare_exchange_weak,
+    __tsan_atomic8_compare_exchange_val
+);
+atomic_hooks!(
+    i16,
+    AtomicI16,
+    2,
+    __tsan_atomic16_load,
+    __tsan_atomic16_store,
+    __tsan_atomic16_exchange,
+    __tsan_atomic16_fetch_add,
+    __tsan_atomic16_fetch_sub,
+    __tsan_atomic16_fetch_and,
+    __tsan_atomic16_fetch_or,
+    __tsan_atomic16_fetch_xor,
+    __tsan_atomic16_fetch_nand,
+    __tsan_atomic16_compare_exchange_strong,
+    __tsan_atomic16_compare_exchange_weak,
+    __tsan_atomic16_compare_exchange_val
+);
+atomic_hooks!(
+    i32,
+    AtomicI32,
+    4,
+    __tsan_atomic32_load,
+    __tsan_atomic32_store,
+    __tsan_atomic32_exchange,
+    __tsan_atomic32_fetch_add,
+    __tsan_atomic32_fetch_sub,
+    __tsan_atomic32_fetch_and,
+    __tsan_atomic32_fetch_or,
+    __tsan_atomic32_fetch_xor,
+    __tsan_atomic32_fetch_nand,
+    __tsan_atomic32_compare_exchange_strong,
+    __tsan_atomic32_compare_exchange_weak,
+    __tsan_atomic32_compare_exchange_val
+);
+atomic_hooks!(
+    i64,
+    AtomicI64,
+    8,
+    __tsan_atomic64_load,
+    __tsan_atomic64_store,
+    __tsan_atomic64_exchange,
+    __tsan_atomic64_fetch_add,
+    __tsan_atomic64_fetch_sub,
+    __tsan_atomic64_fetch_and,
+    __tsan_atomic64_fetch_or,
+    __tsan_atomic64_fetch_xor,
+    __tsan_atomic64_fetch_nand,
+    __tsan_atomic64_compare_exchange_strong,
+    __tsan_atomic64_compare_exchange_weak,
+    __tsan_atomic64_compare_exchange_val
+);
+
+/// Stripes for 128-bit atomics; two objects share a stripe only by address hash, which costs
+/// contention, never correctness.
+static WIDE_STRIPES: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
+
+/// Runs `op` on the 128-bit object at `a` under its stripe's lock, with a SeqCst fence on each
+/// side when seq_cst is asked for (the lock alone gives acquire on entry and release on exit).
+fn with_wide<R>(a: *mut i128, mo: c_int, op: impl FnOnce(*mut i128) -> R) -> R {
+    let stripe = &WIDE_STRIPES[(a.addr() >> 4) % WIDE_STRIPES.len()];
+    let seq_cst = ordering(mo) == Ordering::SeqCst;
+    if seq_cst {
+        fence(Ordering::SeqCst);
+    }
+    let result = {
+        // A poisoned stripe cannot hold a half-done operation: `op` never panics.
+        let _guard = stripe.lock().unwrap_or_else(|e| e.into_inner());
+        op(a)
+    };
+    if seq_cst {
+        fence(Ordering::SeqCst);
+    }
+    result
+}
+
+fn wide_load(a: *mut i128) -> i128 {
+    // SAFETY: `a` is a live, aligned 128-bit atomic object; every atomic access to it from
+    // instrumented code holds the same stripe lock, so this read races with none of them.
+    unsafe { a.read_volatile() }
+}
+
+fn wide_store(a: *mut i128, value: i128) {
+    // SAFETY: as in `wide_load`; the stripe lock makes this the only access at this moment.
+    unsafe { a.write_volatile(value) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_atomic128_load(a: *const i128, mo: c_int) -> i128 {
+    state::read(address(a.cast()), 16);
+    with_wide(a.cast_mut(), mo, wide_load)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_atomic128_store(a: *mut i128, value: i128, mo: c_int) {
+    state::write(address(a.cast()), 16);
+    with_wide(a, mo, |a| wide_store(a, value));
+}
+
+macro_rules! wide_rmw {
+    ($($name:ident, $combine:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(a: *mut i128, value: i128, mo: c_int) -> i128 {
+            read_modify_write(address(a.cast()), 16);
+            let combine: fn(i128, i128) -> i128 = $combine;
+            with_wide(a, mo, |a| {
+                let old = wide_load(a);
+                wide_store(a, combine(old, value));
+                old
+            })
+        }
+    )*};
+}
+
+wide_rmw! {
+    __tsan_atomic128_exchange, |_, v| v;
+    __tsan_atomic128_fetch_add, i128::wrapping_add;
+    __tsan_atomic128_fetch_sub, i128::wrapping_sub;
+    __tsan_atomic128_fetch_and, |old, v| old & v;
+    __tsan_atomic128_fetch_or, |old, v| old | v;
+    __tsan_atomic128_fetch_xor, |old, v| old ^ v;
+    __tsan_atomic128_fetch_nand, |old, v| !(old & v);
+}
+
+/// Returns the value found, which equals `expected` when the exchange happened.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_atomic128_compare_exchange_val(
+    a: *mut i128,
+    expected: i128,
+    desired: i128,
+    mo: c_int,
+    _failure_mo: c_int,
+) -> i128 {
+    read_modify_write(address(a.cast()), 16);
+    with_wide(a, mo, |a| {
+        let found = wide_load(a);
+        if found == expected {
+            wide_store(a, desired);
+        }
+        found
+    })
+}
+
+/// On failure the current value is written to `*expected`; returns 1 on success.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_atomic128_compare_exchange_strong(
+    a: *mut i128,
+    expected: *mut i128,
+    desired: i128,
+    mo: c_int,
+    failure_mo: c_int,
+) -> c_int {
+    // SAFETY: `expected` points to the caller's own expected value, untouched by other threads
+    // during the call.
+    let expected = unsafe { &mut *expected };
+    let found = __tsan_atomic128_compare_exchange_val(a, *expected, desired, mo, failure_mo);
+    if found == *expected {
+        1
+    } else {
+        *expected = found;
+        0
+    }
+}
+
+/// A weak compare-exchange may fail spuriously; the strong one is a valid implementation.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_atomic128_compare_exchange_weak(
+    a: *mut i128,
+    expected: *mut i128,
+    desired: i128,
+    mo: c_int,
+    failure_mo: c_int,
+) -> c_int {
+    __tsan_atomic128_compare_exchange_strong(a, expected, desired, mo, failure_mo)
+}
