@@ -37,16 +37,34 @@ fn available(tool: &str, who: &str) -> bool {
     false
 }
 
-/// Whether the runtime `epcache cc` links is beside the binary. `cargo test --workspace` builds
-/// it; `cargo test -p epcache-client` alone does not put it there.
+/// The runtime library `epcache cc` links, as cargo built it for this run.
+///
+/// `cargo test` builds epcache-monitor's staticlib into `target/<profile>/deps` under a hashed
+/// name and does not copy it beside the binaries (only a build of the crate itself does), so
+/// the tests take the newest one there and hand it to `epcache cc` through `EPCACHE_RUNTIME`.
+fn runtime_library() -> Option<PathBuf> {
+    let profile = Path::new(env!("CARGO_BIN_EXE_epcache")).parent()?;
+    let beside = profile.join("libepcache_monitor.a");
+    std::fs::read_dir(profile.join("deps"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("libepcache_monitor-") && name.ends_with(".a")
+        })
+        .chain(beside.is_file().then_some(beside))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+}
+
+/// Whether the runtime was built; missing, it fails under CI and is reported as SKIPPED elsewhere.
 fn runtime_built(who: &str) -> bool {
-    let runtime = Path::new(env!("CARGO_BIN_EXE_epcache")).with_file_name("libepcache_monitor.a");
-    if runtime.is_file() {
+    if runtime_library().is_some() {
         return true;
     }
     let message = format!(
-        "{who}: {} is missing; run `cargo build -p epcache-monitor` or `cargo test --workspace`",
-        runtime.display()
+        "{who}: no libepcache_monitor.a under {}; run `cargo test --workspace` or `cargo build -p epcache-monitor`",
+        Path::new(env!("CARGO_BIN_EXE_epcache")).display()
     );
     assert!(
         !std::env::var("CI").is_ok_and(|v| v == "true"),
@@ -58,6 +76,10 @@ fn runtime_built(who: &str) -> bool {
 
 fn epcache_cc(dir: &Path, compiler_line: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .env(
+            "EPCACHE_RUNTIME",
+            runtime_library().expect("checked by runtime_built"),
+        )
         .arg("cc")
         .arg("--")
         .args(compiler_line)
@@ -170,6 +192,10 @@ fn separate_compile_and_link_steps_and_make_work() {
     .unwrap();
     let cc = format!("CC={} cc -- gcc", env!("CARGO_BIN_EXE_epcache"));
     let out = Command::new("make")
+        .env(
+            "EPCACHE_RUNTIME",
+            runtime_library().expect("checked by runtime_built"),
+        )
         .arg(cc)
         .current_dir(dir.path())
         .output()
