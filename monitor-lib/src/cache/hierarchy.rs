@@ -100,6 +100,28 @@ pub struct LevelStats {
     pub back_invalidations: u64,
 }
 
+impl LevelStats {
+    /// Counts one demand access that reached this level.
+    #[inline(always)]
+    fn record(&mut self, path: Path, kind: AccessKind, missed: bool) {
+        let missed = u64::from(missed);
+        match (path, kind) {
+            (Path::Instr, _) => {
+                self.instr_fetches += 1;
+                self.instr_misses += missed;
+            }
+            (Path::Data, AccessKind::Read) => {
+                self.reads += 1;
+                self.read_misses += missed;
+            }
+            (Path::Data, AccessKind::Write) => {
+                self.writes += 1;
+                self.write_misses += missed;
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Level {
     name: String,
@@ -376,21 +398,7 @@ impl Hierarchy {
             } else {
                 LevelResult::Hit
             };
-            let (missed_n, stats) = (u64::from(missed), &mut level.stats);
-            match (path, kind) {
-                (Path::Instr, _) => {
-                    stats.instr_fetches += 1;
-                    stats.instr_misses += missed_n;
-                }
-                (Path::Data, AccessKind::Read) => {
-                    stats.reads += 1;
-                    stats.read_misses += missed_n;
-                }
-                (Path::Data, AccessKind::Write) => {
-                    stats.writes += 1;
-                    stats.write_misses += missed_n;
-                }
-            }
+            level.stats.record(path, kind, missed);
             // Only a dirty victim (when write-backs are modelled) or an inclusive level gives
             // an eviction anything to do.
             let needs_eviction = |v: &Victim| (v.dirty && model_writebacks) || level.inclusive;
@@ -520,22 +528,7 @@ impl Hierarchy {
 
     #[inline]
     fn count(&mut self, path: Path, depth: usize, kind: AccessKind, missed: bool) {
-        let stats = &mut self.level_mut(path, depth).stats;
-        let missed = u64::from(missed);
-        match (path, kind) {
-            (Path::Instr, _) => {
-                stats.instr_fetches += 1;
-                stats.instr_misses += missed;
-            }
-            (Path::Data, AccessKind::Read) => {
-                stats.reads += 1;
-                stats.read_misses += missed;
-            }
-            (Path::Data, AccessKind::Write) => {
-                stats.writes += 1;
-                stats.write_misses += missed;
-            }
-        }
+        self.level_mut(path, depth).stats.record(path, kind, missed);
     }
 
     fn push_line(&mut self, depth: usize, line_addr: u64, kind: LineEventKind) {
