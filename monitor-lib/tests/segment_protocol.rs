@@ -44,10 +44,10 @@ fn run_target() {
         ..MccOptions::default()
     })
     .unwrap();
-    mcc.register_region(1, 10, RegionKind::Function, "main")
+    mcc.register_region(1, 10, RegionKind::Function, "main", "main.c")
         .unwrap();
     let kernel = mcc
-        .register_region(1, 20, RegionKind::Marker, "kernel")
+        .register_region(1, 20, RegionKind::Marker, "kernel", "main.c")
         .unwrap();
     let data = vec![0u64; 512];
     mcc.register_data_structure(
@@ -56,6 +56,7 @@ fn run_target() {
         DataStructureKind::HeapRegistered,
     )
     .unwrap();
+    mcc.publish_model("D1=8K,2,32;LL=1M,8,64", 64).unwrap();
     println!("SHMID {}", mcc.shm_id());
     assert_eq!(
         mcc.wait_for_tool(Duration::from_secs(20)),
@@ -140,6 +141,11 @@ fn a_tool_drives_a_target_in_another_process() {
         .map(|r| r.name)
         .collect();
     assert_eq!(names, ["main", "kernel"]);
+    assert_eq!(tool.regions().unwrap()[1].file, "main.c");
+    assert_eq!(
+        tool.model().unwrap(),
+        Some(("D1=8K,2,32;LL=1M,8,64".to_owned(), 64))
+    );
     let data = tool.data_structures().unwrap();
     assert_eq!(data[0].name, "data");
     assert_eq!(data[0].range.len(), 4096);

@@ -60,6 +60,11 @@ pub mod header {
     pub const DATA_STRUCTURE_COUNT: usize = 92;
     /// u32 string bytes used.
     pub const STRINGS_USED: usize = 96;
+    /// u32 counters in the simulated counter array.
+    pub const COUNTERS: usize = 100;
+    /// u64 the cache spec the target simulates, as a string reference (offset | length << 32);
+    /// 0 until the target publishes it.
+    pub const CACHE_SPEC: usize = 104;
     /// Table descriptors: per [`super::Table`], u64 offset, u32 capacity, u32 entry bytes.
     pub const TABLES: usize = 128;
 }
@@ -123,8 +128,9 @@ impl std::fmt::Display for Table {
 
 /// Words per configuration-table entry: key, region index + 1 (0 = empty), request flags.
 pub const CONFIG_ENTRY_WORDS: usize = 3;
-/// Words per region entry: key, name (offset | length << 32), kind | config slot << 32.
-pub const REGION_ENTRY_WORDS: usize = 3;
+/// Words per region entry: key, name (offset | length << 32), kind | config slot << 32, source
+/// file name (offset | length << 32).
+pub const REGION_ENTRY_WORDS: usize = 4;
 /// Words per data-structure entry: start, length, name, kind | live << 32.
 pub const DATA_STRUCTURE_ENTRY_WORDS: usize = 4;
 /// Words per request slot; see [`SlotState`] and [`RequestSpec`] for their meaning.
@@ -717,6 +723,8 @@ pub struct RegionInfo {
     pub kind: RegionKind,
     /// Readable name.
     pub name: String,
+    /// Source file of its key (empty when unknown).
+    pub file: String,
 }
 
 /// A data structure as the data-structure table describes it.
@@ -751,6 +759,10 @@ pub fn read_region(view: &View, layout: &Layout, index: usize) -> Result<RegionI
         line: key as u32,
         kind,
         name: layout.read_name(view, name as u32, (name >> 32) as u32)?,
+        file: {
+            let file = w[3].load(Ordering::Relaxed);
+            layout.read_name(view, file as u32, (file >> 32) as u32)?
+        },
     })
 }
 

@@ -197,6 +197,7 @@ impl Mcc {
         line: u32,
         kind: RegionKind,
         name: &str,
+        file: &str,
     ) -> Result<ConfigEntry, MccError> {
         let capacity = self.layout.span(Table::Regions).capacity;
         if self.regions as usize >= capacity {
@@ -210,10 +211,12 @@ impl Mcc {
             .config
             .insert(self.segment.view(), file_id, line, index)?;
         let name = self.add_string(name)?;
+        let file = self.add_string(file)?;
         let view = self.segment.view();
         let w = self
             .layout
             .entry_words(view, Table::Regions, index.0 as usize)?;
+        w[3].store(file, Ordering::Relaxed);
         w[0].store(
             u64::from(file_id) << 32 | u64::from(line),
             Ordering::Relaxed,
@@ -225,6 +228,18 @@ impl Mcc {
         view.u32_at(header::REGION_COUNT)?
             .store(self.regions, Ordering::Release);
         Ok(entry)
+    }
+
+    /// Publishes what the target simulates, for tools to describe: the cache spec (as the user
+    /// gave it) and the number of counters in the counter array.
+    pub fn publish_model(&mut self, cache_spec: &str, counters: u32) -> Result<(), MccError> {
+        let spec = self.add_string(cache_spec)?;
+        let view = self.segment.view();
+        view.u32_at(header::COUNTERS)?
+            .store(counters, Ordering::Relaxed);
+        view.u64_at(header::CACHE_SPEC)?
+            .store(spec, Ordering::Release);
+        Ok(())
     }
 
     /// Registers a data structure by name and bytes.

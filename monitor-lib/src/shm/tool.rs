@@ -237,6 +237,26 @@ impl TargetHandle {
             .map_err(|e| self.corrupt(e))
     }
 
+    /// The cache spec the target simulates and its counter-array size, once the target published
+    /// them (`None` before).
+    pub fn model(&self) -> Result<Option<(String, u32)>, ToolError> {
+        let view = self.segment.view();
+        let spec = view
+            .load_u64(header::CACHE_SPEC, Ordering::Acquire)
+            .map_err(|e| self.view_err(e))?;
+        if spec == 0 {
+            return Ok(None);
+        }
+        let counters = view
+            .load_u32(header::COUNTERS, Ordering::Relaxed)
+            .map_err(|e| self.view_err(e))?;
+        let text = self
+            .layout
+            .read_name(view, spec as u32, (spec >> 32) as u32)
+            .map_err(|e| self.corrupt(e))?;
+        Ok(Some((text, counters)))
+    }
+
     /// The regions the target registered so far.
     pub fn regions(&self) -> Result<Vec<RegionInfo>, ToolError> {
         let n = self.count(Table::Regions, header::REGION_COUNT)?;
