@@ -78,7 +78,7 @@ impl EvictorCounts {
 ///
 /// A line belongs to the range holding its first byte (or its last, when a range starts inside
 /// it); lines of no named range belong to [`OTHER_RANGE`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EvictorMatrix {
     /// Range names in the order of rows and columns; the last is [`OTHER_RANGE`].
     pub names: Vec<String>,

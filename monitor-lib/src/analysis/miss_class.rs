@@ -27,7 +27,7 @@ impl MissClass {
 }
 
 /// Misses by class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MissClassCounts {
     pub compulsory: u64,
     pub capacity: u64,
@@ -84,7 +84,7 @@ impl MissClassifier {
 }
 
 /// Miss classes of one range, in total and per bucket.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MissClassReport {
     pub total: MissClassCounts,
     /// Per-bucket vectors, one entry per bucket.
@@ -92,7 +92,7 @@ pub struct MissClassReport {
 }
 
 /// Per-bucket vectors of a [`MissClassReport`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MissClassBuckets {
     pub compulsory: Vec<u64>,
     pub capacity: Vec<u64>,

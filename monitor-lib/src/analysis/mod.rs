@@ -281,7 +281,7 @@ fn access_distance(
 }
 
 /// Everything the analyses found, as a request's answer.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AnalysisReport {
     /// Index of the data level watched.
     pub level: usize,
@@ -314,7 +314,7 @@ impl AnalysisReport {
 }
 
 /// The results for one named range.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RangeAnalysis {
     pub name: String,
     /// First byte of the range.

@@ -196,7 +196,7 @@ impl ReuseTracker {
 /// A residency is one stay of a line in the level, from its fill to its eviction (or the end
 /// of the run). Temporal reuse is accesses per residency; spatial use is the share of the
 /// bytes of the lines brought in that were accessed before they left.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReuseReport {
     /// Residencies of lines of this range.
     pub residencies: u64,
@@ -213,7 +213,7 @@ pub struct ReuseReport {
 }
 
 /// Per-bucket vectors of a [`ReuseReport`], one entry per bucket.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReuseBuckets {
     pub residencies: Vec<u64>,
     pub accesses: Vec<u64>,

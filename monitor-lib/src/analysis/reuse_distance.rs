@@ -29,7 +29,7 @@ fn log2_index(distance: u64) -> usize {
 /// access to the same line; an access that touches several lines takes the largest, so an access
 /// counts as a miss of a fully-associative LRU cache when any of its lines would miss, the way
 /// the hierarchy counts it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DistanceHistogram {
     /// Accesses counted, cold ones included.
     pub accesses: u64,

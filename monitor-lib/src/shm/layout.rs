@@ -959,6 +959,55 @@ impl RequestSpec {
     }
 }
 
+/// Bits of [`RequestSpec::analyses`]. A request with any of them set is an analysis request: its
+/// result carries the analysis report as JSON text (see [`pack_text`]) instead of counts.
+pub mod analysis_bits {
+    /// Temporal reuse and spatial use per data structure.
+    pub const REUSE: u16 = 1;
+    /// Which data structure evicted which.
+    pub const EVICTORS: u16 = 2;
+    /// Compulsory, capacity and conflict misses.
+    pub const MISS_CLASSES: u16 = 4;
+    /// Reuse-distance histograms.
+    pub const REUSE_DISTANCE: u16 = 8;
+    /// Every bit this layout version knows.
+    pub const ALL: u16 = 15;
+}
+
+/// Packs UTF-8 text into result words, 8 bytes per word, little-endian; the byte length goes
+/// into [`RequestResult::total`].
+pub fn pack_text(text: &str) -> Vec<u64> {
+    text.as_bytes()
+        .chunks(8)
+        .map(|chunk| {
+            let mut bytes = [0u8; 8];
+            bytes[..chunk.len()].copy_from_slice(chunk);
+            u64::from_le_bytes(bytes)
+        })
+        .collect()
+}
+
+/// Unpacks text that [`pack_text`] wrote: `len` bytes from `words`, checked to fit and to be
+/// UTF-8.
+pub fn unpack_text(words: &[u64], len: u64) -> Result<String, LayoutError> {
+    let room = words.len() as u64 * 8;
+    if len > room {
+        return Err(LayoutError::BadIndex {
+            table: Table::Results,
+            what: "text length",
+            value: len,
+            limit: room + 1,
+        });
+    }
+    let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    bytes.truncate(len as usize);
+    String::from_utf8(bytes).map_err(|_| LayoutError::BadString {
+        offset: 0,
+        len: len as u32,
+        why: "not UTF-8",
+    })
+}
+
 /// A request's latest result, read consistently.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestResult {

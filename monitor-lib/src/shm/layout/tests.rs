@@ -248,3 +248,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn text_round_trips_through_result_words_and_bad_lengths_are_refused() {
+    let text = "{\"ranges\":[\"A\",\"ünïcode\"]}";
+    let words = pack_text(text);
+    assert_eq!(words.len(), text.len().div_ceil(8));
+    assert_eq!(unpack_text(&words, text.len() as u64).unwrap(), text);
+    assert!(unpack_text(&words, words.len() as u64 * 8 + 1).is_err());
+    // Cutting inside a multi-byte character is not UTF-8.
+    let cut = text.find('ü').unwrap() as u64 + 1;
+    assert!(unpack_text(&words, cut).is_err());
+}
