@@ -39,7 +39,7 @@ fn child_role() {
 }
 
 fn run_target() {
-    let mut mcc = Mcc::create(MccOptions {
+    let mcc = Mcc::create(MccOptions {
         program: "segment-test-target".into(),
         ..MccOptions::default()
     })

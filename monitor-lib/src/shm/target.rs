@@ -4,6 +4,7 @@
 //! without a tool attached.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -106,14 +107,23 @@ pub struct ActiveRequest {
 }
 
 /// The Monitor Control Component: owns the segment on the target's side.
+///
+/// Every method takes `&self`, so one MCC serves all threads: the hot-path checks (request flag,
+/// halting point) are lock-free loads; registrations, which are rare, take a lock.
 #[derive(Debug)]
 pub struct Mcc {
     segment: Segment,
     layout: Layout,
     config: ConfigTable,
     program: String,
-    record: Option<PathBuf>,
-    // The target's own copies: it never needs to re-read (and re-check) what it wrote.
+    record: Mutex<Option<PathBuf>>,
+    tables: Mutex<OwnTables>,
+}
+
+/// The target's own copies of what it published: it never needs to re-read (and re-check) what
+/// it wrote.
+#[derive(Debug, Default)]
+struct OwnTables {
     regions: u32,
     data_structures: Vec<(AddressRange, bool)>,
     strings_used: u32,
@@ -143,10 +153,8 @@ impl Mcc {
             segment,
             layout,
             program: options.program,
-            record: Some(record),
-            regions: 0,
-            data_structures: Vec::new(),
-            strings_used: 0,
+            record: Mutex::new(Some(record)),
+            tables: Mutex::new(OwnTables::default()),
         };
         mcc.set_state(layout::TargetState::Running);
         Ok(mcc)
@@ -158,8 +166,13 @@ impl Mcc {
     }
 
     /// The discovery record file, while it exists.
-    pub fn record_path(&self) -> Option<&Path> {
-        self.record.as_deref()
+    pub fn record_path(&self) -> Option<PathBuf> {
+        self.record.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn tables(&self) -> std::sync::MutexGuard<'_, OwnTables> {
+        // A panic while registering leaves the copies consistent (each field is set last).
+        self.tables.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn set_state(&self, state: layout::TargetState) {
@@ -168,50 +181,51 @@ impl Mcc {
         }
     }
 
-    fn add_string(&mut self, name: &str) -> Result<u64, MccError> {
+    fn add_string(&self, tables: &mut OwnTables, name: &str) -> Result<u64, MccError> {
         let strings = self.layout.span(Table::Strings);
         let len = name.len();
-        if self.strings_used as usize + len > strings.capacity {
+        if tables.strings_used as usize + len > strings.capacity {
             return Err(MccError::Full {
                 table: Table::Strings,
                 capacity: strings.capacity,
             });
         }
-        let offset = self.strings_used;
+        let offset = tables.strings_used;
         self.segment
             .view()
             .copy_in(strings.offset + offset as usize, name.as_bytes())?;
-        self.strings_used += len as u32;
+        tables.strings_used += len as u32;
         self.segment
             .view()
             .u32_at(header::STRINGS_USED)?
-            .store(self.strings_used, Ordering::Release);
+            .store(tables.strings_used, Ordering::Release);
         Ok(layout::name_word(offset, len as u32))
     }
 
     /// Registers a region keyed by (file id, first line); returns its configuration entry, which
     /// the region hooks keep so entry and exit cost no hashing.
     pub fn register_region(
-        &mut self,
+        &self,
         file_id: u32,
         line: u32,
         kind: RegionKind,
         name: &str,
         file: &str,
     ) -> Result<ConfigEntry, MccError> {
+        let mut tables = self.tables();
         let capacity = self.layout.span(Table::Regions).capacity;
-        if self.regions as usize >= capacity {
+        if tables.regions as usize >= capacity {
             return Err(MccError::Full {
                 table: Table::Regions,
                 capacity,
             });
         }
-        let index = RegionIndex(self.regions);
+        let index = RegionIndex(tables.regions);
         let entry = self
             .config
             .insert(self.segment.view(), file_id, line, index)?;
-        let name = self.add_string(name)?;
-        let file = self.add_string(file)?;
+        let name = self.add_string(&mut tables, name)?;
+        let file = self.add_string(&mut tables, file)?;
         let view = self.segment.view();
         let w = self
             .layout
@@ -223,17 +237,17 @@ impl Mcc {
         );
         w[1].store(name, Ordering::Relaxed);
         w[2].store(kind as u64 | u64::from(entry.slot) << 32, Ordering::Relaxed);
-        self.regions += 1;
+        tables.regions += 1;
         // Release publishes the entry written above to a tool that loads the count with Acquire.
         view.u32_at(header::REGION_COUNT)?
-            .store(self.regions, Ordering::Release);
+            .store(tables.regions, Ordering::Release);
         Ok(entry)
     }
 
     /// Publishes what the target simulates, for tools to describe: the cache spec (as the user
     /// gave it) and the number of counters in the counter array.
-    pub fn publish_model(&mut self, cache_spec: &str, counters: u32) -> Result<(), MccError> {
-        let spec = self.add_string(cache_spec)?;
+    pub fn publish_model(&self, cache_spec: &str, counters: u32) -> Result<(), MccError> {
+        let spec = self.add_string(&mut self.tables(), cache_spec)?;
         let view = self.segment.view();
         view.u32_at(header::COUNTERS)?
             .store(counters, Ordering::Relaxed);
@@ -244,20 +258,21 @@ impl Mcc {
 
     /// Registers a data structure by name and bytes.
     pub fn register_data_structure(
-        &mut self,
+        &self,
         name: &str,
         range: AddressRange,
         kind: DataStructureKind,
     ) -> Result<DataStructureIndex, MccError> {
+        let mut tables = self.tables();
         let capacity = self.layout.span(Table::DataStructures).capacity;
-        let index = self.data_structures.len();
+        let index = tables.data_structures.len();
         if index >= capacity {
             return Err(MccError::Full {
                 table: Table::DataStructures,
                 capacity,
             });
         }
-        let name = self.add_string(name)?;
+        let name = self.add_string(&mut tables, name)?;
         let view = self.segment.view();
         let w = self
             .layout
@@ -266,15 +281,15 @@ impl Mcc {
         w[1].store(range.len(), Ordering::Relaxed);
         w[2].store(name, Ordering::Relaxed);
         w[3].store(kind as u64 | 1 << 32, Ordering::Relaxed);
-        self.data_structures.push((range, true));
+        tables.data_structures.push((range, true));
         view.u32_at(header::DATA_STRUCTURE_COUNT)?
-            .store(self.data_structures.len() as u32, Ordering::Release);
+            .store(tables.data_structures.len() as u32, Ordering::Release);
         Ok(DataStructureIndex(index as u32))
     }
 
     /// Marks a data structure as gone (a freed heap array); requests naming it are rejected.
-    pub fn unregister_data_structure(&mut self, index: DataStructureIndex) {
-        if let Some(ds) = self.data_structures.get_mut(index.0 as usize) {
+    pub fn unregister_data_structure(&self, index: DataStructureIndex) {
+        if let Some(ds) = self.tables().data_structures.get_mut(index.0 as usize) {
             ds.1 = false;
             if let Ok(w) = self.layout.entry_words(
                 self.segment.view(),
@@ -367,7 +382,7 @@ impl Mcc {
         }
         let range = match spec.target {
             RequestTarget::Range(r) => r,
-            RequestTarget::DataStructure(d) => match self.data_structures.get(d.0 as usize) {
+            RequestTarget::DataStructure(d) => match self.tables().data_structures.get(d.0 as usize) {
                 Some(&(r, true)) => r,
                 _ => return None,
             },
@@ -452,8 +467,7 @@ impl Mcc {
             std::process::id(),
             patience.as_secs_f64(),
             self.shm_id(),
-            self.record
-                .as_deref()
+            self.record_path()
                 .map_or("none".into(), |p| p.display().to_string()),
         );
         self.block(layout::TargetState::WaitingForTool, 0, Some(patience))
@@ -557,17 +571,32 @@ pub fn start_wait_from_env(value: Option<&str>) -> Option<Duration> {
     }
 }
 
-impl Drop for Mcc {
-    fn drop(&mut self) {
-        // Tell a waiting tool at once rather than after its liveness check.
+impl Mcc {
+    /// Says the program has finished: the state becomes `Exited`, a waiting tool is woken at
+    /// once (rather than after its liveness check), and the discovery record is removed. The
+    /// results stay readable while a tool keeps the segment attached. Idempotent; `Drop` calls it,
+    /// and a runtime whose MCC lives in a static calls it from `atexit`.
+    pub fn finish(&self) {
+        let Some(record) = self
+            .record
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
         self.set_state(layout::TargetState::Exited);
         if let Ok(halt_gen) = self.segment.view().u32_at(header::HALT_GENERATION) {
             halt_gen.fetch_add(1, Ordering::AcqRel);
             futex::wake(halt_gen, u32::MAX);
         }
-        if let Some(record) = self.record.take() {
-            let _ = std::fs::remove_file(record);
-        }
+        let _ = std::fs::remove_file(record);
+    }
+}
+
+impl Drop for Mcc {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
