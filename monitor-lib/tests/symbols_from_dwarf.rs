@@ -125,6 +125,40 @@ fn globals_have_their_source_names_sizes_and_lines() {
 }
 
 #[test]
+fn line_tables_agree_with_addr2line() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(dir.path()) else { return };
+    let info = DebugInfo::load_program(&exe).unwrap();
+    assert!(!info.lines.is_empty(), "no line rows read");
+    let main = info.functions.iter().find(|f| f.name == "main").unwrap();
+    // Every 3rd byte of main, resolved by us and by binutils' addr2line.
+    let pcs: Vec<u64> = (main.low_pc..main.high_pc).step_by(3).collect();
+    let out = Command::new("addr2line")
+        .arg("-e")
+        .arg(&exe)
+        .args(pcs.iter().map(|pc| format!("{pc:#x}")))
+        .output()
+        .expect("addr2line (binutils) runs");
+    let theirs = String::from_utf8(out.stdout).unwrap();
+    let mut compared = 0;
+    for (pc, line) in pcs.iter().zip(theirs.lines()) {
+        let Some((file, number)) = line.rsplit_once(':') else {
+            continue;
+        };
+        // addr2line appends " (discriminator N)" on some rows.
+        let Ok(number) = number.split(' ').next().unwrap().parse::<u32>() else {
+            continue;
+        };
+        let ours = info.line_at(*pc).expect("a line for every byte of main");
+        assert_eq!(ours.1, number, "line of {pc:#x}");
+        let base = |p: &str| p.rsplit('/').next().unwrap().to_owned();
+        assert_eq!(base(ours.0), base(file), "file of {pc:#x}");
+        compared += 1;
+    }
+    assert!(compared >= pcs.len() / 2, "compared only {compared}");
+}
+
+#[test]
 fn load_bias_maps_link_addresses_to_the_running_program() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = build(dir.path()) else { return };

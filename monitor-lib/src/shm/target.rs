@@ -167,7 +167,10 @@ impl Mcc {
 
     /// The discovery record file, while it exists.
     pub fn record_path(&self) -> Option<PathBuf> {
-        self.record.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.record
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn tables(&self) -> std::sync::MutexGuard<'_, OwnTables> {
@@ -382,10 +385,12 @@ impl Mcc {
         }
         let range = match spec.target {
             RequestTarget::Range(r) => r,
-            RequestTarget::DataStructure(d) => match self.tables().data_structures.get(d.0 as usize) {
-                Some(&(r, true)) => r,
-                _ => return None,
-            },
+            RequestTarget::DataStructure(d) => {
+                match self.tables().data_structures.get(d.0 as usize) {
+                    Some(&(r, true)) => r,
+                    _ => return None,
+                }
+            }
         };
         if range.is_empty() {
             return None;
@@ -577,12 +582,7 @@ impl Mcc {
     /// results stay readable while a tool keeps the segment attached. Idempotent; `Drop` calls it,
     /// and a runtime whose MCC lives in a static calls it from `atexit`.
     pub fn finish(&self) {
-        let Some(record) = self
-            .record
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        else {
+        let Some(record) = self.record.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
         };
         self.set_state(layout::TargetState::Exited);

@@ -48,11 +48,54 @@ pub struct DebugInfo {
     pub functions: Vec<Function>,
     /// Virtual address of the first loadable segment, needed to compute the load bias.
     pub first_load_vaddr: u64,
+    /// Line-table rows (link-time address, file id, line), sorted by address; a row with line 0
+    /// ends a sequence. Only read by [`DebugInfo::load_program`].
+    pub lines: Vec<LineRow>,
+}
+
+/// One row of the line table: code from `address` on belongs to `file`:`line`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct LineRow {
+    pub address: u64,
+    pub file: u32,
+    /// 0 marks the end of a sequence (no source line).
+    pub line: u32,
+}
+
+/// Which compilation units to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Units {
+    /// Every unit; no line tables.
+    All,
+    /// The program's own units, with line tables: not the Rust standard library, not crates from
+    /// the registry, not epcache's runtime itself, which a monitored program links.
+    Program,
+}
+
+/// Whether a compilation unit (by its `DW_AT_name`) is the program's own code rather than the
+/// Rust standard library, a registry crate or epcache's runtime, which every monitored program
+/// links and whose debug information can be a hundred times the program's.
+pub fn is_program_unit(name: &str) -> bool {
+    !(name.starts_with("/rustc/")
+        || name.contains("/.cargo/registry/")
+        || name.contains("/.cargo/git/")
+        || name.contains("epcache_monitor")
+        || name.contains("monitor-lib/src/"))
 }
 
 impl DebugInfo {
     /// Reads `path`, which must carry DWARF (`-g`).
     pub fn load(path: &Path) -> Result<Self, SymbolError> {
+        Self::load_units(path, Units::All)
+    }
+
+    /// Reads the monitored program `path` as the runtime needs it: only the program's own
+    /// compilation units (see [`is_program_unit`]), with their line tables.
+    pub fn load_program(path: &Path) -> Result<Self, SymbolError> {
+        Self::load_units(path, Units::Program)
+    }
+
+    fn load_units(path: &Path, units: Units) -> Result<Self, SymbolError> {
         let shown = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
             path: shown.clone(),
@@ -99,9 +142,20 @@ impl DebugInfo {
         let mut headers = dwarf.units();
         while let Some(header) = headers.next().map_err(dwarf_err)? {
             let unit = dwarf.unit(header).map_err(dwarf_err)?;
+            if units == Units::Program {
+                let name = match unit.name {
+                    Some(name) => name.to_string_lossy().into_owned(),
+                    None => String::new(),
+                };
+                if !is_program_unit(&name) {
+                    continue;
+                }
+                read_lines(&dwarf, &unit, &mut file_ids, &mut out.lines).map_err(dwarf_err)?;
+            }
             read_unit(&dwarf, &unit, &sizes, &mut file_ids, &mut out).map_err(dwarf_err)?;
         }
         out.functions.sort_by_key(|f| f.low_pc);
+        out.lines.sort_by_key(|row| (row.address, row.line != 0));
         out.files = {
             let mut files = vec![String::new(); file_ids.len()];
             for (name, id) in file_ids {
@@ -118,6 +172,17 @@ impl DebugInfo {
             .iter()
             .find(|g| g.qualified_name == name)
             .or_else(|| self.globals.iter().find(|g| g.name == name))
+    }
+
+    /// The source file and line of the code at link-time address `pc`, from the line tables
+    /// ([`DebugInfo::load_program`] reads them).
+    pub fn line_at(&self, pc: u64) -> Option<(&str, u32)> {
+        let i = self.lines.partition_point(|row| row.address <= pc);
+        let row = self.lines.get(i.checked_sub(1)?)?;
+        if row.line == 0 {
+            return None;
+        }
+        Some((self.files.get(row.file as usize)?.as_str(), row.line))
     }
 
     /// The function whose code holds link-time address `pc`.
@@ -198,6 +263,72 @@ fn read_unit(
         }
     }
     Ok(())
+}
+
+/// Appends the rows of `unit`'s line program to `rows`, with file ids shared with declarations.
+fn read_lines(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
+    unit: &gimli::Unit<Reader<'_>>,
+    file_ids: &mut HashMap<String, u32>,
+    rows: &mut Vec<LineRow>,
+) -> gimli::Result<()> {
+    let Some(program) = unit.line_program.clone() else {
+        return Ok(());
+    };
+    // Paths by the header's file index, resolved once per unit.
+    let mut ids: HashMap<u64, u32> = HashMap::new();
+    let mut program_rows = program.rows();
+    while let Some((header, row)) = program_rows.next_row()? {
+        if row.end_sequence() {
+            rows.push(LineRow {
+                address: row.address(),
+                file: 0,
+                line: 0,
+            });
+            continue;
+        }
+        let Some(line) = row.line() else { continue };
+        let index = row.file_index();
+        let file = match ids.get(&index) {
+            Some(&id) => id,
+            None => {
+                let Some(entry) = header.file(index) else {
+                    continue;
+                };
+                let path = file_path(dwarf, unit, header, entry)?;
+                let next = file_ids.len() as u32;
+                let id = *file_ids.entry(path).or_insert(next);
+                ids.insert(index, id);
+                id
+            }
+        };
+        rows.push(LineRow {
+            address: row.address(),
+            file,
+            line: line.get() as u32,
+        });
+    }
+    Ok(())
+}
+
+/// A line-program file entry's path, joined to its directory unless absolute.
+fn file_path(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
+    unit: &gimli::Unit<Reader<'_>>,
+    header: &gimli::LineProgramHeader<Reader<'_>>,
+    entry: &gimli::FileEntry<Reader<'_>>,
+) -> gimli::Result<String> {
+    let mut path = String::new();
+    if let Some(dir) = entry.directory(header) {
+        path.push_str(&dwarf.attr_string(unit, dir)?.to_string_lossy());
+    }
+    let name = dwarf.attr_string(unit, entry.path_name())?;
+    let name = name.to_string_lossy();
+    Ok(if name.starts_with('/') || path.is_empty() {
+        name.into_owned()
+    } else {
+        format!("{path}/{name}")
+    })
 }
 
 /// The DIE's name, or that of the declaration it completes (C++ and Rust statics, out-of-line
@@ -284,17 +415,7 @@ fn declaration(
     let Some(entry) = header.file(index) else {
         return Ok((None, line));
     };
-    let mut path = String::new();
-    if let Some(dir) = entry.directory(header) {
-        path.push_str(&dwarf.attr_string(unit, dir)?.to_string_lossy());
-    }
-    let name = dwarf.attr_string(unit, entry.path_name())?;
-    let name = name.to_string_lossy();
-    let path = if name.starts_with('/') || path.is_empty() {
-        name.into_owned()
-    } else {
-        format!("{path}/{name}")
-    };
+    let path = file_path(dwarf, unit, header, entry)?;
     let next = file_ids.len() as u32;
     let id = *file_ids.entry(path).or_insert(next);
     Ok((Some(id), line))

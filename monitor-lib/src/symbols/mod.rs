@@ -3,7 +3,7 @@
 mod debug_info;
 mod load_bias;
 
-pub use debug_info::{DebugInfo, Function, GlobalVariable};
+pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
 pub use load_bias::load_bias;
 
 /// Why symbols could not be read.
