@@ -5,16 +5,48 @@
 //! Only `tsan_abi.rs` and `sancov_abi.rs` hold unsafe code (the `extern "C"` entry points and
 //! the atomics they must really perform); everything they call is safe Rust in `state.rs`.
 
+mod data;
+mod mcc;
+mod monitoring;
+mod program;
+mod regions;
 mod report;
 mod state;
 
+#[allow(unsafe_code)]
+mod c_abi;
 #[allow(unsafe_code)]
 mod sancov_abi;
 #[allow(unsafe_code)]
 mod tsan_abi;
 
-pub use report::{CaptureReport, LevelTotals, ReportRegion};
+pub use mcc::MCC_ENV;
+pub use regions::{MarkerSite, RegionGuard};
+pub use report::{CaptureReport, LevelTotals, ReportDataStructure, ReportRegion};
 pub use state::{
     CACHE_ENV, CaptureError, CaptureTotals, REPORT_ENV, disable_all, enable_all,
     flush_current_thread, read, report_from_totals, totals, write, write_report,
 };
+
+/// Registers the heap array `name` of `bytes` bytes at `start` as a data structure: requests
+/// and the standalone report can then name it. Unregister it before freeing the memory.
+pub fn register_array(name: &str, start: u64, bytes: u64) {
+    state::init_process();
+    c_abi::register(name, start, bytes);
+}
+
+/// Registers a slice as the data structure `name` (see [`register_array`]).
+pub fn register_slice<T>(name: &str, slice: &[T]) {
+    register_array(
+        name,
+        slice.as_ptr().addr() as u64,
+        std::mem::size_of_val(slice) as u64,
+    );
+}
+
+/// Forgets the data structure registered at `start`.
+pub fn unregister_array(start: u64) {
+    let previous = state::enter_runtime();
+    data::unregister(start);
+    state::leave_runtime(previous);
+}

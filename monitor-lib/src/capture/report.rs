@@ -1,15 +1,17 @@
-//! The standalone report (`EPCACHE_REPORT=FILE`): the run's totals per level, as JSON.
-//!
-//! Its shape is the one the standalone mode keeps when regions and data structures arrive:
-//! `regions[]` with PAPI-named `events`; until then one region, `program`, holds the whole run.
+//! The standalone report (`EPCACHE_REPORT=FILE`): the run's totals per level, and every region's
+//! and every data structure's counts by PAPI event name, as JSON.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::cache::HierarchySpec;
+use crate::shm::layout::{DataStructureKind, RegionKind};
 
-use super::state::CaptureTotals;
+use super::data::DataStructure;
+use super::monitoring::Counts;
+use super::regions::RegionMeta;
+use super::state::{CaptureTotals, StandaloneTotals};
 
 /// What a captured run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -22,7 +24,7 @@ pub struct CaptureReport {
     pub threads: u32,
     /// Totals per level, instruction cache first when there is one.
     pub levels: Vec<LevelTotals>,
-    /// Monitored regions; today only `program`, the whole run.
+    /// `program` (the whole run) first, then every region that ran, in registration order.
     pub regions: Vec<ReportRegion>,
 }
 
@@ -48,15 +50,111 @@ pub struct ReportRegion {
     pub file: Option<String>,
     /// First line, when the region has one.
     pub line: Option<u32>,
-    /// Event name to count.
+    /// `program`, `function` or `marker`.
+    pub kind: &'static str,
+    /// How many times the region ran (all threads).
+    pub instances: u64,
+    /// Event name to count, everything simulated while the region was open (nested regions
+    /// included).
     pub events: BTreeMap<String, u64>,
-    /// Per data structure counts (none until data structures are named).
-    pub data_structures: Vec<serde_json::Value>,
+    /// Counts of the accesses to each data structure touched in the region.
+    pub data_structures: Vec<ReportDataStructure>,
+}
+
+/// One data structure's counts within a region.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportDataStructure {
+    /// The name the programmer wrote (`A`, `gauss_mod::a`, `main.c:42` for an allocation site).
+    pub name: String,
+    /// `global`, `heap` (registered) or `alloc_site`.
+    pub kind: &'static str,
+    /// First byte.
+    pub start: u64,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Event name to count, for accesses whose first byte lies in the structure.
+    pub events: BTreeMap<String, u64>,
+}
+
+/// PAPI-named events of standalone counts for `levels` data levels.
+fn events_of(counts: &Counts, levels: usize) -> BTreeMap<String, u64> {
+    let mut events = BTreeMap::new();
+    for level in 0..levels {
+        let c = &counts[level * 4..level * 4 + 4];
+        let (rh, rm, wh, wm) = (c[0], c[1], c[2], c[3]);
+        let name = |suffix: &str| format!("PAPI_L{}_{suffix}", level + 1);
+        events.insert(name("DCR"), rh + rm);
+        events.insert(name("LDM"), rm);
+        events.insert(name("DCW"), wh + wm);
+        events.insert(name("STM"), wm);
+        events.insert(name("DCA"), rh + rm + wh + wm);
+        events.insert(name("DCH"), rh + wh);
+        events.insert(name("DCM"), rm + wm);
+        events.insert(format!("EPC_L{}_LDH", level + 1), rh);
+        events.insert(format!("EPC_L{}_STH", level + 1), wh);
+    }
+    events
+}
+
+fn kind_of_structure(kind: DataStructureKind) -> &'static str {
+    match kind {
+        DataStructureKind::Global => "global",
+        DataStructureKind::HeapRegistered => "heap",
+        DataStructureKind::AllocationSite => "alloc_site",
+    }
+}
+
+/// Per-structure counts as report entries: structures never touched are left out, and entries
+/// of the same name (a heap array registered again, blocks of one allocation site) are summed.
+fn structures_of(
+    counts: &[Counts],
+    structures: &[DataStructure],
+    levels: usize,
+) -> Vec<ReportDataStructure> {
+    let mut out: Vec<(ReportDataStructure, Counts)> = Vec::new();
+    for (i, c) in counts.iter().enumerate() {
+        let Some(d) = structures.get(i) else { continue };
+        if c.iter().all(|&v| v == 0) {
+            continue;
+        }
+        match out.iter_mut().find(|(r, _)| r.name == d.name) {
+            Some((r, sum)) => {
+                r.bytes = r.bytes.max(d.range.len());
+                for (a, b) in sum.iter_mut().zip(c) {
+                    *a += b;
+                }
+            }
+            None => out.push((
+                ReportDataStructure {
+                    name: d.name.clone(),
+                    kind: kind_of_structure(d.kind),
+                    start: d.range.start,
+                    bytes: d.range.len(),
+                    events: BTreeMap::new(),
+                },
+                *c,
+            )),
+        }
+    }
+    out.into_iter()
+        .map(|(mut r, c)| {
+            r.events = events_of(&c, levels);
+            r
+        })
+        .collect()
 }
 
 impl CaptureReport {
-    /// The report of `totals`, simulated with `spec` (given as `cache`).
-    pub fn new(cache: String, spec: Option<HierarchySpec>, totals: &CaptureTotals) -> Self {
+    /// The report of `totals` and the standalone counts, simulated with `spec` (given as
+    /// `cache`), naming regions and structures from their registries.
+    pub(crate) fn new(
+        cache: String,
+        spec: Option<HierarchySpec>,
+        totals: &CaptureTotals,
+        standalone: &StandaloneTotals,
+        regions: &[RegionMeta],
+        structures: &[DataStructure],
+    ) -> Self {
         let levels: Vec<LevelTotals> = totals
             .levels
             .iter()
@@ -85,18 +183,41 @@ impl CaptureReport {
             events.insert(papi("STM"), level.write_misses);
             events.insert(papi("DCM"), level.read_misses + level.write_misses);
         }
+        let depth = data_level_names.len();
+        let mut report_regions = vec![ReportRegion {
+            name: "program".to_owned(),
+            file: None,
+            line: None,
+            kind: "program",
+            instances: 1,
+            events,
+            data_structures: structures_of(&standalone.structures, structures, depth),
+        }];
+        let mut ran: Vec<_> = standalone.regions.iter().collect();
+        ran.sort_by_key(|(id, _)| *id);
+        for (id, counts) in ran {
+            let Some(meta) = regions.get(*id as usize) else {
+                continue;
+            };
+            report_regions.push(ReportRegion {
+                name: meta.name.clone(),
+                file: Some(meta.file.clone()),
+                line: Some(meta.line),
+                kind: match meta.kind {
+                    RegionKind::Function => "function",
+                    RegionKind::Marker => "marker",
+                },
+                instances: counts.instances,
+                events: events_of(&counts.levels, depth),
+                data_structures: structures_of(&counts.structures, structures, depth),
+            });
+        }
         Self {
             cache,
             spec,
             threads: totals.threads,
             levels,
-            regions: vec![ReportRegion {
-                name: "program".to_owned(),
-                file: None,
-                line: None,
-                events,
-                data_structures: Vec::new(),
-            }],
+            regions: report_regions,
         }
     }
 
@@ -131,7 +252,17 @@ mod tests {
             levels: vec![("D1".into(), d1), ("L2".into(), l2)],
             threads: 2,
         };
-        let report = CaptureReport::new("x".into(), Some(spec), &totals);
+        let report = CaptureReport::new(
+            "x".into(),
+            Some(spec),
+            &totals,
+            &StandaloneTotals {
+                regions: Vec::new(),
+                structures: Vec::new(),
+            },
+            &[],
+            &[],
+        );
         let events = &report.regions[0].events;
         assert_eq!(events["PAPI_L1_DCR"], 10);
         assert_eq!(events["PAPI_L1_LDM"], 3);
@@ -142,5 +273,22 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(json["levels"][0]["name"], "D1");
         assert_eq!(json["threads"], 2);
+    }
+
+    #[test]
+    fn standalone_counts_become_papi_events() {
+        let mut c: Counts = [0; 16];
+        // L1: 7 read hits, 3 read misses, 2 write hits, 1 write miss; L2: 3 read misses reach it.
+        c[..4].copy_from_slice(&[7, 3, 2, 1]);
+        c[4..8].copy_from_slice(&[1, 2, 0, 1]);
+        let e = events_of(&c, 2);
+        assert_eq!(e["PAPI_L1_DCR"], 10);
+        assert_eq!(e["PAPI_L1_LDM"], 3);
+        assert_eq!(e["PAPI_L1_DCW"], 3);
+        assert_eq!(e["PAPI_L1_STM"], 1);
+        assert_eq!(e["PAPI_L1_DCH"], 9);
+        assert_eq!(e["EPC_L1_LDH"], 7);
+        assert_eq!(e["PAPI_L2_DCA"], 4);
+        assert!(!e.contains_key("PAPI_L3_DCA"));
     }
 }

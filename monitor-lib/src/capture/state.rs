@@ -17,9 +17,14 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats};
 use crate::monitor::CounterArrayConfig;
+use crate::ranges::AddressRange;
+use crate::shm::layout::DataStructureKind;
 use crate::simulator::{Simulator, SimulatorError};
 
+use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
+use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
+use super::{data, mcc, program};
 
 /// The thread has not yet looked at the process-wide switch (every thread starts here).
 const NEEDS_SYNC: u8 = 0;
@@ -39,7 +44,14 @@ thread_local! {
     static STATE: Cell<u8> = const { Cell::new(NEEDS_SYNC) };
     static SEEN_EPOCH: Cell<u32> = const { Cell::new(0) };
     static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
+    /// Monitored region instances open on this thread: while above 0 the thread simulates.
+    static MONITORED: Cell<u32> = const { Cell::new(0) };
 }
+
+/// Standalone mode (`EPCACHE_REPORT`): every region is monitored, every access attributed.
+static STANDALONE: AtomicBool = AtomicBool::new(false);
+/// Standalone counts of threads that ended (or were flushed).
+static STANDALONE_TOTALS: Mutex<StandaloneTotals> = Mutex::new(StandaloneTotals::empty());
 
 static CAPTURE_ON: AtomicBool = AtomicBool::new(false);
 /// Bumped by every switch so threads notice it at their next sync point; starts above the
@@ -103,9 +115,36 @@ impl CaptureTotals {
     }
 }
 
+/// Standalone counts summed over threads: per region, and over the whole run per structure.
+#[derive(Debug, Clone)]
+pub(crate) struct StandaloneTotals {
+    pub(crate) regions: Vec<(u32, RegionCounts)>,
+    pub(crate) structures: Vec<Counts>,
+}
+
+impl StandaloneTotals {
+    const fn empty() -> Self {
+        Self {
+            regions: Vec::new(),
+            structures: Vec::new(),
+        }
+    }
+
+    fn merge(&mut self, monitoring: &Monitoring) {
+        for (&id, counts) in &monitoring.regions {
+            match self.regions.iter_mut().find(|(r, _)| *r == id) {
+                Some((_, acc)) => acc.merge(counts),
+                None => self.regions.push((id, counts.clone())),
+            }
+        }
+        merge_structures(&mut self.structures, &monitoring.structures);
+    }
+}
+
 /// One thread's simulator; its totals join the process totals when the thread ends.
 struct ThreadCapture {
     simulator: Simulator,
+    monitoring: Monitoring,
     /// Order in which threads started capturing: the simulated core a later step assigns.
     #[allow(dead_code)]
     thread_index: u32,
@@ -114,6 +153,10 @@ struct ThreadCapture {
 impl Drop for ThreadCapture {
     fn drop(&mut self) {
         merge_into_totals(&self.simulator);
+        STANDALONE_TOTALS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .merge(&self.monitoring);
     }
 }
 
@@ -148,23 +191,128 @@ fn process_spec() -> &'static Result<(String, HierarchySpec), String> {
 /// Reads `EPCACHE_REPORT` once per process; when set, switches capture on for every thread and
 /// has the report written at exit. Called from the first sync point of any thread, and from
 /// `__tsan_init`, so it runs before `main` in TSan-instrumented programs.
-pub(super) fn init_process() {
+///
+/// It also creates the MCC's segment (unless `EPCACHE_MCC=off`), registers the program's
+/// functions and globals as regions and data structures, and waits for a tool when
+/// `EPCACHE_WAIT` asks.
+pub(crate) fn init_process() {
+    if PROCESS_INIT.get().is_some() {
+        return;
+    }
+    let previous = STATE.replace(BUSY);
     PROCESS_INIT.get_or_init(|| {
-        let path = std::env::var_os(REPORT_ENV).map(PathBuf::from)?;
-        // Not `enable_all`: its sync would re-enter this initialisation.
-        set_switch(true);
-        super::tsan_abi::register_at_exit(write_report_at_exit);
-        Some(path)
+        let report = std::env::var_os(REPORT_ENV).map(PathBuf::from);
+        let spec_text = match process_spec() {
+            Ok((text, _)) => text.clone(),
+            Err(why) => why.clone(),
+        };
+        let counters = CounterArrayConfig::default().counters as u32;
+        let segment = mcc::create(&spec_text, counters);
+        if report.is_some() {
+            STANDALONE.store(true, Ordering::Release);
+            // Not `enable_all`: its sync would re-enter this initialisation.
+            set_switch(true);
+        }
+        if segment.is_some() || report.is_some() {
+            regions::register_functions();
+            register_globals();
+            regions::start_tracking();
+        }
+        super::tsan_abi::register_at_exit(at_exit);
+        if let Some(m) = segment {
+            m.wait_for_tool_if_asked();
+        }
+        report
+    });
+    STATE.set(previous);
+}
+
+fn register_globals() {
+    let Some(p) = program::program() else { return };
+    for g in p.info.globals.iter().filter(|g| g.size > 0) {
+        data::register(
+            &g.qualified_name,
+            AddressRange::new(g.address.wrapping_add(p.bias), g.size),
+            DataStructureKind::Global,
+        );
+    }
+}
+
+extern "C" fn at_exit() {
+    let previous = STATE.replace(BUSY);
+    if let Some(Some(path)) = PROCESS_INIT.get()
+        && let Err(e) = write_report(path)
+    {
+        eprintln!("{e}");
+    }
+    if let Some(m) = mcc::get() {
+        m.finish();
+    }
+    STATE.set(previous);
+}
+
+/// Whether the standalone report is being made (every region monitored).
+#[inline]
+pub(crate) fn standalone() -> bool {
+    STANDALONE.load(Ordering::Relaxed)
+}
+
+/// Whether the runtime itself is running on this thread (hooks must return).
+#[inline]
+pub(crate) fn in_runtime() -> bool {
+    STATE.try_with(Cell::get).map_or(true, |s| s == BUSY)
+}
+
+/// Marks this thread as running the runtime; returns the state to restore.
+pub(crate) fn enter_runtime() -> u8 {
+    STATE.try_with(|s| s.replace(BUSY)).unwrap_or(BUSY)
+}
+
+/// Restores the state [`enter_runtime`] returned.
+pub(crate) fn leave_runtime(previous: u8) {
+    let _ = STATE.try_with(|s| s.set(previous));
+}
+
+/// A monitored region instance begins on this thread: requests are bound (or the standalone
+/// snapshot taken) and the thread simulates until the last monitored instance ends.
+pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
+    STATE.set(BUSY);
+    with_capture(|c| c.monitoring.enter(&mut c.simulator, region, requested));
+    MONITORED.set(MONITORED.get() + 1);
+    restore_state();
+}
+
+/// A monitored region instance ends on this thread: results are published.
+pub(crate) fn monitored_exit(region: RegionRef) {
+    STATE.set(BUSY);
+    with_capture(|c| c.monitoring.exit(&mut c.simulator, region));
+    MONITORED.set(MONITORED.get().saturating_sub(1));
+    restore_state();
+}
+
+/// The state a thread outside the runtime should be in now.
+fn restore_state() {
+    let on = CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0;
+    STATE.set(if on && process_spec().is_ok() {
+        ON
+    } else {
+        OFF
     });
 }
 
-extern "C" fn write_report_at_exit() {
-    let Some(Some(path)) = PROCESS_INIT.get() else {
-        return;
-    };
-    if let Err(e) = write_report(path) {
-        eprintln!("{e}");
-    }
+/// Runs `f` on this thread's capture, creating it first; nothing when it cannot exist.
+fn with_capture(f: impl FnOnce(&mut ThreadCapture)) {
+    let _ = THREAD.try_with(|slot| {
+        let Ok(mut slot) = slot.try_borrow_mut() else {
+            return;
+        };
+        if slot.is_none() {
+            *slot = new_thread_capture();
+        }
+        if let Some(capture) = slot.as_mut() {
+            f(capture);
+        }
+    });
 }
 
 /// Switches capture on in every thread: the calling thread at once, the others at their next
@@ -199,7 +347,7 @@ fn sync() {
         init_process();
     }
     SEEN_EPOCH.set(EPOCH.load(Ordering::Acquire));
-    let on = CAPTURE_ON.load(Ordering::Relaxed);
+    let on = CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0;
     if on && let Err(why) = process_spec() {
         report_spec_error_once(why);
         STATE.set(OFF);
@@ -261,14 +409,14 @@ fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
 fn simulate(addr: u64, size: u32, kind: AccessKind) {
     STATE.set(BUSY);
     // `try_with` fails only while the thread's destructors run: those accesses are dropped.
-    let _ = THREAD.try_with(|slot| {
-        let Ok(mut slot) = slot.try_borrow_mut() else {
-            return;
-        };
-        if slot.is_none() {
-            *slot = new_thread_capture();
-        }
-        if let Some(capture) = slot.as_mut() {
+    with_capture(|capture| {
+        if capture.monitoring.counting {
+            let levels = capture.simulator.hierarchy().depth();
+            let monitoring = &mut capture.monitoring;
+            capture
+                .simulator
+                .access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+        } else {
             capture.simulator.access(addr, size, kind);
         }
     });
@@ -286,6 +434,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
     };
     Some(ThreadCapture {
         simulator,
+        monitoring: Monitoring::new(standalone()),
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
     })
 }
@@ -313,15 +462,28 @@ pub fn totals() -> CaptureTotals {
     TOTALS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// The report of the run so far: the calling thread is flushed first.
+/// The report of the run so far: the calling thread's open regions are closed and it is
+/// flushed first.
 pub fn report_from_totals() -> CaptureReport {
+    regions::close_all_open();
     flush_current_thread();
     let cache = match process_spec() {
         Ok((text, _)) => text.clone(),
         Err(why) => why.clone(),
     };
     let spec = process_spec().as_ref().ok().map(|(_, spec)| spec.clone());
-    CaptureReport::new(cache, spec, &totals())
+    let standalone = STANDALONE_TOTALS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    CaptureReport::new(
+        cache,
+        spec,
+        &totals(),
+        &standalone,
+        &regions::all(),
+        &data::all(),
+    )
 }
 
 /// Writes the run's report as JSON to `path` (what `EPCACHE_REPORT` does at exit).

@@ -23,7 +23,7 @@ use std::sync::atomic::{
     AtomicI8, AtomicI16, AtomicI32, AtomicI64, Ordering, compiler_fence, fence,
 };
 
-use super::state;
+use super::{regions, state};
 
 /// Registers `hook` to run at process exit, after `main` returns or `exit` is called.
 pub(super) fn register_at_exit(hook: extern "C" fn()) {
@@ -44,14 +44,39 @@ pub extern "C" fn __tsan_init() {
     state::init_process();
 }
 
+/// Function entry. gcc passes the caller's return address, which names the call site, not the
+/// function; the function is named by our own return address, which lies inside it right after
+/// this call. A naked trampoline reads it from the stack and passes it on as a second argument.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
+    // The return address is at [rsp] on entry; the tail jump keeps it for the callee to return
+    // through, with rdi (caller_pc) untouched and rsi holding it.
+    core::arch::naked_asm!(
+        "mov rsi, qword ptr [rsp]",
+        "jmp {entry}",
+        entry = sym func_entry_at,
+    );
+}
+
+/// Without the trampoline (other architectures) functions are not regions; markers still are.
+#[cfg(not(target_arch = "x86_64"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
     state::sync_point();
 }
 
+#[cfg(target_arch = "x86_64")]
+extern "C" fn func_entry_at(_caller_pc: *const c_void, own_pc: u64) {
+    state::sync_point();
+    regions::function_entry(own_pc);
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_exit() {
     state::sync_point();
+    regions::function_exit();
 }
 
 macro_rules! access_hooks {

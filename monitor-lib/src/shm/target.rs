@@ -165,6 +165,11 @@ impl Mcc {
         self.segment.id()
     }
 
+    /// Words of histogram buckets (or packed text) one result block holds.
+    pub fn result_capacity(&self) -> usize {
+        self.layout.buckets_per_slot()
+    }
+
     /// The discovery record file, while it exists.
     pub fn record_path(&self) -> Option<PathBuf> {
         self.record

@@ -1,0 +1,94 @@
+//! The C ABI of the runtime for C, C++ and Fortran programs (`monitor-lib/include/epcache.h`
+//! and the Fortran module `epcache` declare it): region markers and data-structure registration.
+//!
+//! Marker regions are keyed by their call site: `epcache_region_begin` is a naked trampoline on
+//! x86_64 that hands its own return address (in the caller, just after the call) to the runtime,
+//! which resolves it to a file and line through the line table once per call site.
+
+// The entry points are reached by symbol name from C and Fortran, not by Rust path.
+#![allow(unreachable_pub)]
+
+use std::ffi::{CStr, c_char, c_void};
+
+use crate::ranges::AddressRange;
+use crate::shm::layout::DataStructureKind;
+
+use super::{data, regions, state};
+
+/// Reads a C string argument; `None` for a null pointer.
+///
+/// # Safety
+/// `name` is null or points to a NUL-terminated string that stays valid for the call.
+unsafe fn label<'a>(name: *const c_char) -> Option<std::borrow::Cow<'a, str>> {
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: the caller guarantees a NUL-terminated string (the header documents it).
+    Some(unsafe { CStr::from_ptr(name) }.to_string_lossy())
+}
+
+/// Begins a marker region named `name` at the caller's source line. Regions nest;
+/// `epcache_region_end` closes the innermost.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_region_begin(name: *const c_char) {
+    // [rsp] is the return address into the caller: its call site keys the region.
+    core::arch::naked_asm!(
+        "mov rsi, qword ptr [rsp]",
+        "jmp {begin}",
+        begin = sym region_begin_at,
+    );
+}
+
+/// Begins a marker region named `name`; without the trampoline the label alone keys it.
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_region_begin(name: *const c_char) {
+    region_begin_at(name, 0);
+}
+
+extern "C" fn region_begin_at(name: *const c_char, return_pc: u64) {
+    state::init_process();
+    // SAFETY: `name` comes straight from the C caller, which passes a string literal or a
+    // NUL-terminated buffer (the header's contract), or null.
+    let name = unsafe { label(name) };
+    regions::marker_begin_at(return_pc, name.as_deref().unwrap_or("region"));
+}
+
+/// Ends the innermost marker region.
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_region_end() {
+    regions::marker_end();
+}
+
+/// Registers the heap array `name` of `bytes` bytes at `addr`, so requests and reports can name
+/// it. A later registration at the same address adds another entry; unregister it when freed.
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_register(name: *const c_char, addr: *const c_void, bytes: u64) {
+    state::init_process();
+    // SAFETY: as for `region_begin_at`: a NUL-terminated string or null from the caller.
+    let name = unsafe { label(name) };
+    super::register_array(
+        name.as_deref().unwrap_or("unnamed"),
+        addr.addr() as u64,
+        bytes,
+    );
+}
+
+/// Forgets the array registered at `addr` (call it before freeing the memory).
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_unregister(addr: *const c_void) {
+    super::unregister_array(addr.addr() as u64);
+}
+
+/// Registration from Rust, shared with the C entry points.
+pub(super) fn register(name: &str, start: u64, bytes: u64) {
+    let previous = state::enter_runtime();
+    data::register(
+        name,
+        AddressRange::new(start, bytes),
+        DataStructureKind::HeapRegistered,
+    );
+    state::leave_runtime(previous);
+}

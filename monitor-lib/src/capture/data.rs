@@ -1,0 +1,144 @@
+//! The process's named data structures: globals from DWARF, heap arrays the program registers,
+//! each published in the MCC's data-structure table, and a sorted snapshot threads use to
+//! attribute an address to a structure.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::ranges::AddressRange;
+use crate::shm::layout::{DataStructureIndex, DataStructureKind};
+
+use super::mcc;
+
+/// One named data structure.
+#[derive(Debug, Clone)]
+pub(crate) struct DataStructure {
+    pub(crate) name: String,
+    pub(crate) range: AddressRange,
+    pub(crate) kind: DataStructureKind,
+    pub(crate) live: bool,
+    /// Its index in the MCC's table, when the MCC has one and it had room.
+    mcc_index: Option<DataStructureIndex>,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    entries: Vec<DataStructure>,
+    /// Live structures sorted by start, rebuilt on change and shared with threads.
+    lookup: Option<Arc<Lookup>>,
+}
+
+/// Live data structures sorted by start address: `(start, end, index)`.
+#[derive(Debug, Default)]
+pub(crate) struct Lookup {
+    spans: Vec<(u64, u64, u32)>,
+}
+
+impl Lookup {
+    /// The index of the structure holding `addr`; the first by start when structures overlap.
+    #[inline]
+    pub(crate) fn find(&self, addr: u64) -> Option<u32> {
+        let i = self.spans.partition_point(|&(start, _, _)| start <= addr);
+        let &(_, end, index) = self.spans.get(i.checked_sub(1)?)?;
+        (addr < end).then_some(index)
+    }
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    entries: Vec::new(),
+    lookup: None,
+});
+/// Bumped on every change, so threads refresh their snapshot of the lookup cheaply.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Registers `name` over `range`; an empty range or a zero address is ignored.
+pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind) {
+    if range.is_empty() || range.start == 0 {
+        return;
+    }
+    let mut reg = registry();
+    let mcc_index = mcc::get().and_then(|m| {
+        m.register_data_structure(name, range, kind)
+            .map_err(|e| mcc::full_once(&e))
+            .ok()
+    });
+    reg.entries.push(DataStructure {
+        name: name.to_owned(),
+        range,
+        kind,
+        live: true,
+        mcc_index,
+    });
+    rebuild(&mut reg);
+}
+
+/// Marks the live structure starting at `start` as gone (a freed heap array).
+pub(crate) fn unregister(start: u64) {
+    let mut reg = registry();
+    let Some(entry) = reg
+        .entries
+        .iter_mut()
+        .rev()
+        .find(|d| d.live && d.range.start == start)
+    else {
+        return;
+    };
+    entry.live = false;
+    if let (Some(m), Some(index)) = (mcc::get(), entry.mcc_index) {
+        m.unregister_data_structure(index);
+    }
+    rebuild(&mut reg);
+}
+
+fn rebuild(reg: &mut Registry) {
+    let mut spans: Vec<(u64, u64, u32)> = reg
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.live)
+        .map(|(i, d)| (d.range.start, d.range.end, i as u32))
+        .collect();
+    spans.sort_unstable();
+    reg.lookup = Some(Arc::new(Lookup { spans }));
+    GENERATION.fetch_add(1, Ordering::Release);
+}
+
+/// The current generation; a thread whose snapshot is older calls [`snapshot`].
+#[inline]
+pub(crate) fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
+
+/// The lookup as of now, with its generation.
+pub(crate) fn snapshot() -> (u64, Arc<Lookup>) {
+    let reg = registry();
+    (generation(), reg.lookup.clone().unwrap_or_default())
+}
+
+/// Every structure registered so far, live or not, by index.
+pub(crate) fn all() -> Vec<DataStructure> {
+    registry().entries.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_the_structure_holding_an_address() {
+        let lookup = Lookup {
+            spans: vec![(100, 200, 0), (200, 260, 1), (400, 500, 2)],
+        };
+        assert_eq!(lookup.find(99), None);
+        assert_eq!(lookup.find(100), Some(0));
+        assert_eq!(lookup.find(199), Some(0));
+        assert_eq!(lookup.find(200), Some(1));
+        assert_eq!(lookup.find(300), None);
+        assert_eq!(lookup.find(499), Some(2));
+        assert_eq!(lookup.find(500), None);
+    }
+}

@@ -1,0 +1,61 @@
+//! The runtime's one MCC: created at process start unless `EPCACHE_MCC=off`, published with the
+//! simulated model, finished at exit so a waiting tool learns of it at once.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::shm::target::{Mcc, MccError, MccOptions};
+
+/// Environment variable that switches the segment off (`off`, `0`, `no`).
+pub const MCC_ENV: &str = "EPCACHE_MCC";
+
+static MCC: OnceLock<Option<Mcc>> = OnceLock::new();
+
+/// The MCC, once [`create`] ran and succeeded.
+#[inline]
+pub(crate) fn get() -> Option<&'static Mcc> {
+    MCC.get().and_then(Option::as_ref)
+}
+
+/// Creates the segment and its discovery record, unless switched off; says on stderr why not
+/// when it cannot, and the program runs on unmonitored by tools.
+pub(crate) fn create(cache_spec: &str, counters: u32) -> Option<&'static Mcc> {
+    MCC.get_or_init(|| {
+        let off = std::env::var(MCC_ENV)
+            .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no"));
+        if off {
+            return None;
+        }
+        let program = std::fs::read_link("/proc/self/exe")
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "unknown".into());
+        let options = MccOptions {
+            program,
+            ..MccOptions::default()
+        };
+        match Mcc::create(options) {
+            Ok(mcc) => {
+                if let Err(e) = mcc.publish_model(cache_spec, counters) {
+                    eprintln!("epcache: cannot publish the cache model to tools: {e}");
+                }
+                Some(mcc)
+            }
+            Err(e) => {
+                eprintln!(
+                    "epcache: no segment for tools ({e}); the program runs without remote monitoring (set {MCC_ENV}=off to silence this)"
+                );
+                None
+            }
+        }
+    })
+    .as_ref()
+}
+
+/// Says once that a table of the segment is full: later regions or structures stay local.
+pub(crate) fn full_once(e: &MccError) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!("epcache: {e}; tools will not see what did not fit");
+    }
+}

@@ -1,0 +1,422 @@
+//! One thread's monitoring work at region boundaries: binding a tool's requests to the simulated
+//! counter array at a region's entry and publishing their results at its exit, and, in standalone
+//! mode, counting every event per region and per data structure.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::analysis::AnalysisConfig;
+use crate::cache::{AccessOutcome, MAX_LEVELS};
+use crate::monitor::{EventIndex, HistogramIndex};
+use crate::ranges::{AddressRange, NamedRange, RangeSet};
+use crate::shm::layout::{self, Aggregation, Mode, RequestResult, RequestSpec, analysis_bits};
+use crate::shm::target::ActiveRequest;
+use crate::simulator::Simulator;
+
+use super::data::{self, Lookup};
+use super::mcc;
+use super::regions::RegionRef;
+
+/// Read hit, read miss, write hit, write miss per data level (the order of
+/// `AccessOutcome::bits_at`'s bits).
+pub(crate) type Counts = [u64; 4 * MAX_LEVELS];
+
+/// One region's standalone totals over its instances on one thread.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RegionCounts {
+    pub(crate) instances: u64,
+    pub(crate) levels: Counts,
+    /// Per data-structure index.
+    pub(crate) structures: Vec<Counts>,
+}
+
+impl RegionCounts {
+    pub(crate) fn merge(&mut self, other: &RegionCounts) {
+        self.instances += other.instances;
+        add(&mut self.levels, &other.levels);
+        merge_structures(&mut self.structures, &other.structures);
+    }
+}
+
+pub(crate) fn merge_structures(into: &mut Vec<Counts>, from: &[Counts]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), [0; 4 * MAX_LEVELS]);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        add(a, b);
+    }
+}
+
+fn add(a: &mut Counts, b: &Counts) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+/// What counts a request is bound to in the event set right now.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    Nothing,
+    Static(EventIndex),
+    Histogram(HistogramIndex),
+}
+
+/// A tool's request being served on this thread.
+#[derive(Debug)]
+struct Binding {
+    request: ActiveRequest,
+    /// Monitored-region depth it was bound at: it ends with that region instance.
+    depth: u32,
+    bucket_bytes: u64,
+    bound: Bound,
+    /// Counts from before the event set was last rebuilt.
+    banked_total: u64,
+    banked_buckets: Vec<u64>,
+}
+
+impl Binding {
+    fn is_analysis(&self) -> bool {
+        self.request.spec.analyses != 0
+    }
+}
+
+/// A request's results across region instances on this thread.
+#[derive(Debug, Default)]
+struct SlotTotals {
+    generation: u32,
+    instances: u64,
+    total: u64,
+    buckets: Vec<u64>,
+}
+
+/// Snapshot taken at a standalone region's entry.
+#[derive(Debug)]
+struct Snapshot {
+    region: u32,
+    levels: Counts,
+    structures: Vec<Counts>,
+}
+
+/// A thread's monitoring state.
+#[derive(Debug, Default)]
+pub(crate) struct Monitoring {
+    depth: u32,
+    bindings: Vec<Binding>,
+    slots: HashMap<u32, SlotTotals>,
+    /// Standalone mode: every access is attributed to a data structure.
+    pub(crate) counting: bool,
+    lookup_generation: u64,
+    lookup: Arc<Lookup>,
+    /// Cumulative counts of this thread, all accesses and per data structure.
+    pub(crate) totals: Counts,
+    pub(crate) structures: Vec<Counts>,
+    stack: Vec<Snapshot>,
+    pub(crate) regions: HashMap<u32, RegionCounts>,
+}
+
+impl Monitoring {
+    /// A thread's monitoring; `counting` in standalone mode.
+    pub(crate) fn new(counting: bool) -> Self {
+        Monitoring {
+            counting,
+            ..Monitoring::default()
+        }
+    }
+
+    /// Standalone counting of one per-line access.
+    #[inline]
+    pub(crate) fn count(&mut self, addr: u64, outcome: &AccessOutcome, levels: usize) {
+        if self.lookup_generation != data::generation() {
+            (self.lookup_generation, self.lookup) = data::snapshot();
+        }
+        let structure = self.lookup.find(addr);
+        for level in 0..levels {
+            let bits = outcome.bits_at(level);
+            if bits == 0 {
+                break;
+            }
+            let index = level * 4 + bits.trailing_zeros() as usize;
+            self.totals[index] += 1;
+            if let Some(s) = structure {
+                let s = s as usize;
+                if s >= self.structures.len() {
+                    self.structures.resize(s + 1, [0; 4 * MAX_LEVELS]);
+                }
+                self.structures[s][index] += 1;
+            }
+        }
+    }
+
+    /// A monitored region instance begins.
+    pub(crate) fn enter(&mut self, sim: &mut Simulator, region: RegionRef, requested: bool) {
+        self.depth += 1;
+        if self.counting {
+            self.stack.push(Snapshot {
+                region: region.id,
+                levels: self.totals,
+                structures: self.structures.clone(),
+            });
+        }
+        if !requested {
+            return;
+        }
+        let (Some(m), Some(entry)) = (mcc::get(), region.entry) else {
+            return;
+        };
+        let requests = m.active_requests(entry);
+        if requests.is_empty() {
+            return;
+        }
+        self.bank(sim);
+        let line = u64::from(sim.hierarchy().line_size(0));
+        for request in requests {
+            // A recursive instance keeps the outer binding.
+            if self.bindings.iter().any(|b| {
+                b.request.slot == request.slot && b.request.generation == request.generation
+            }) {
+                continue;
+            }
+            let bucket_bytes = bucket_bytes(&request.spec, request.range, line);
+            if request.spec.analyses != 0 {
+                start_analyses(sim, &request);
+            }
+            self.bindings.push(Binding {
+                request,
+                depth: self.depth,
+                bucket_bytes,
+                bound: Bound::Nothing,
+                banked_total: 0,
+                banked_buckets: Vec::new(),
+            });
+        }
+        self.start(sim);
+    }
+
+    /// A monitored region instance ends: results of the requests bound to it are published.
+    pub(crate) fn exit(&mut self, sim: &mut Simulator, region: RegionRef) {
+        if self.bindings.iter().any(|b| b.depth == self.depth) {
+            self.bank(sim);
+            let depth = self.depth;
+            let (ending, staying): (Vec<_>, Vec<_>) = std::mem::take(&mut self.bindings)
+                .into_iter()
+                .partition(|b| b.depth == depth);
+            self.bindings = staying;
+            for binding in ending {
+                self.publish(sim, binding);
+            }
+            self.start(sim);
+        }
+        if self.counting
+            && let Some(snapshot) = self.stack.pop()
+        {
+            debug_assert_eq!(snapshot.region, region.id);
+            let acc = self.regions.entry(snapshot.region).or_default();
+            acc.instances += 1;
+            for (a, (now, then)) in acc
+                .levels
+                .iter_mut()
+                .zip(self.totals.iter().zip(&snapshot.levels))
+            {
+                *a += now - then;
+            }
+            if acc.structures.len() < self.structures.len() {
+                acc.structures
+                    .resize(self.structures.len(), [0; 4 * MAX_LEVELS]);
+            }
+            for (i, now) in self.structures.iter().enumerate() {
+                let then = snapshot.structures.get(i);
+                for (k, a) in acc.structures[i].iter_mut().enumerate() {
+                    *a += now[k] - then.map_or(0, |t| t[k]);
+                }
+            }
+        }
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Stops the event set and moves every binding's counts into its bank.
+    fn bank(&mut self, sim: &mut Simulator) {
+        let monitor = sim.monitor_mut();
+        let values = if monitor.is_running() {
+            monitor.stop().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        for b in &mut self.bindings {
+            match b.bound {
+                Bound::Nothing => {}
+                Bound::Static(i) => b.banked_total += values.get(i.0).copied().unwrap_or(0),
+                Bound::Histogram(h) => {
+                    if let Ok(hist) = monitor.read_histogram(h) {
+                        if b.banked_buckets.len() < hist.buckets.len() {
+                            b.banked_buckets.resize(hist.buckets.len(), 0);
+                        }
+                        for (a, v) in b.banked_buckets.iter_mut().zip(&hist.buckets) {
+                            *a += v;
+                        }
+                    }
+                }
+            }
+            b.bound = Bound::Nothing;
+        }
+        let _ = monitor.cleanup();
+    }
+
+    /// Binds every counting request to the event set again and starts it.
+    fn start(&mut self, sim: &mut Simulator) {
+        let line = u64::from(sim.hierarchy().line_size(0));
+        let monitor = sim.monitor_mut();
+        let mut any = false;
+        for b in &mut self.bindings {
+            if b.is_analysis() {
+                continue;
+            }
+            let event = b.request.spec.event.to_string();
+            let bound = match b.request.spec.mode {
+                Mode::Static => monitor
+                    .add_event(&event, b.request.range)
+                    .map(Bound::Static),
+                Mode::Histogram { .. } => monitor
+                    .add_histogram(&event, b.request.range, (b.bucket_bytes / line).max(1))
+                    .map(Bound::Histogram),
+            };
+            match bound {
+                Ok(bound) => {
+                    b.bound = bound;
+                    any = true;
+                }
+                Err(e) => eprintln!(
+                    "epcache: request in slot {} cannot be served: {e}",
+                    b.request.slot
+                ),
+            }
+        }
+        if any {
+            monitor.reset();
+            let _ = monitor.start();
+        }
+    }
+
+    fn publish(&mut self, sim: &mut Simulator, binding: Binding) {
+        let Some(m) = mcc::get() else { return };
+        let request = binding.request;
+        let totals = self.slots.entry(request.slot).or_default();
+        if totals.generation != request.generation {
+            *totals = SlotTotals {
+                generation: request.generation,
+                ..SlotTotals::default()
+            };
+        }
+        totals.instances += 1;
+        let result = if binding.is_analysis() {
+            let text = analysis_text(sim, m.result_capacity());
+            let _ = sim.set_analyses(AnalysisConfig::default(), RangeSet::new());
+            RequestResult {
+                generation: request.generation,
+                instances: totals.instances,
+                total: text.len() as u64,
+                buckets: layout::pack_text(&text),
+            }
+        } else {
+            let (total, buckets) = match request.spec.mode {
+                Mode::Static => (binding.banked_total, Vec::new()),
+                Mode::Histogram { .. } => {
+                    (binding.banked_buckets.iter().sum(), binding.banked_buckets)
+                }
+            };
+            match request.spec.aggregation {
+                Aggregation::PerInstance => {
+                    totals.total = total;
+                    totals.buckets = buckets;
+                }
+                // One thread is one result today; threads become cores in a later step.
+                Aggregation::Summed | Aggregation::PerThread => {
+                    totals.total += total;
+                    if totals.buckets.len() < buckets.len() {
+                        totals.buckets.resize(buckets.len(), 0);
+                    }
+                    for (a, b) in totals.buckets.iter_mut().zip(&buckets) {
+                        *a += b;
+                    }
+                }
+            }
+            RequestResult {
+                generation: request.generation,
+                instances: totals.instances,
+                total: totals.total,
+                buckets: totals.buckets.clone(),
+            }
+        };
+        let _ = m.write_result(request.slot, &result);
+    }
+}
+
+/// Bytes per bucket: the width asked for, or the range split into the number asked for, rounded
+/// up to whole lines (the counter array counts lines).
+fn bucket_bytes(spec: &RequestSpec, range: AddressRange, line: u64) -> u64 {
+    let Mode::Histogram {
+        buckets,
+        bucket_bytes,
+    } = spec.mode
+    else {
+        return 0;
+    };
+    let raw = if bucket_bytes > 0 {
+        bucket_bytes
+    } else {
+        range.len().div_ceil(u64::from(buckets.max(1)))
+    };
+    raw.div_ceil(line).max(1) * line
+}
+
+/// Switches the analyses a request asks for on, over every live data structure (and the
+/// request's own range when it names one), as METRIC reports per data structure.
+fn start_analyses(sim: &mut Simulator, request: &ActiveRequest) {
+    let bits = request.spec.analyses;
+    let config = AnalysisConfig {
+        reuse: bits & analysis_bits::REUSE != 0,
+        evictors: bits & analysis_bits::EVICTORS != 0,
+        miss_classes: bits & analysis_bits::MISS_CLASSES != 0,
+        reuse_distance: bits & analysis_bits::REUSE_DISTANCE != 0,
+        level: 0,
+    };
+    let mut ranges = RangeSet::new();
+    let line = u64::from(sim.hierarchy().line_size(0));
+    if let layout::RequestTarget::Range(r) = request.spec.target {
+        let _ = ranges.insert(NamedRange {
+            name: format!("{:#x}+{}", r.start, r.len()),
+            range: r,
+            bucket_bytes: r.len().div_ceil(line).max(1) * line,
+        });
+    }
+    for d in data::all().into_iter().filter(|d| d.live) {
+        // Overlapping structures (an alias of one already named) are left out.
+        let _ = ranges.insert(NamedRange {
+            name: d.name,
+            bucket_bytes: d.range.len().div_ceil(line).max(1) * line,
+            range: d.range,
+        });
+    }
+    if let Err(e) = sim.set_analyses(config, ranges) {
+        eprintln!(
+            "epcache: analyses of request slot {} cannot run: {e}",
+            request.slot
+        );
+    }
+}
+
+/// The analysis report as JSON, or a JSON error naming the size when it does not fit the result
+/// block (`capacity` words).
+fn analysis_text(sim: &Simulator, capacity: usize) -> String {
+    let Some(report) = sim.analysis_report() else {
+        return r#"{"error":"the analyses could not run in this target; see its stderr"}"#.into();
+    };
+    let text = serde_json::to_string(&report).unwrap_or_default();
+    if text.len() <= capacity * 8 {
+        return text;
+    }
+    format!(
+        r#"{{"error":"the analysis report has {} bytes, the result block {}; request fewer analyses (reuse distance is the largest) or give the target more buckets per slot"}}"#,
+        text.len(),
+        capacity * 8
+    )
+}

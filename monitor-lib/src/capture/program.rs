@@ -1,0 +1,106 @@
+//! What the running program's own debug information says, read once: its functions (the
+//! automatic regions), its globals (the named data structures) and the source line of any code
+//! address (marker and allocation call sites), all at run-time addresses.
+
+use std::sync::OnceLock;
+
+use crate::symbols::{DebugInfo, load_bias};
+
+/// The program's debug information and where it is loaded.
+#[derive(Debug)]
+pub(crate) struct ProgramInfo {
+    pub(crate) info: DebugInfo,
+    /// Added to a link-time address to get the run-time one.
+    pub(crate) bias: u64,
+}
+
+/// A source position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceLine {
+    pub(crate) file: String,
+    pub(crate) line: u32,
+}
+
+static PROGRAM: OnceLock<Option<ProgramInfo>> = OnceLock::new();
+
+/// The program's debug information, read at the first call; `None` (said once on stderr) when
+/// the executable has none, so regions and data structures then go without source names.
+pub(crate) fn program() -> Option<&'static ProgramInfo> {
+    PROGRAM.get_or_init(load).as_ref()
+}
+
+fn load() -> Option<ProgramInfo> {
+    let exe = std::fs::read_link("/proc/self/exe").ok()?;
+    let info = match DebugInfo::load_program(&exe) {
+        Ok(info) => info,
+        Err(e) => {
+            eprintln!(
+                "epcache: {e}; functions and globals of {} have no names (build with -g, as `epcache cc` does)",
+                exe.display()
+            );
+            return None;
+        }
+    };
+    let bias = match load_bias(None, &exe, info.first_load_vaddr) {
+        Ok(bias) => bias,
+        Err(e) => {
+            eprintln!("epcache: {e}; globals of {} are not named", exe.display());
+            return None;
+        }
+    };
+    Some(ProgramInfo { info, bias })
+}
+
+impl ProgramInfo {
+    /// The source line of the call whose return address is `return_pc` (the call instruction
+    /// ends just before it).
+    pub(crate) fn call_site(&self, return_pc: u64) -> Option<SourceLine> {
+        let pc = return_pc.checked_sub(self.bias)?.checked_sub(1)?;
+        self.info.line_at(pc).map(|(file, line)| SourceLine {
+            file: file.to_owned(),
+            line,
+        })
+    }
+
+    /// The function holding run-time address `pc`: its name, declaring file and first line.
+    pub(crate) fn function_at(&self, pc: u64) -> Option<(&str, SourceLine)> {
+        let f = self.info.function_at(pc.checked_sub(self.bias)?)?;
+        let file = f
+            .file
+            .and_then(|id| self.info.files.get(id as usize))
+            .cloned()
+            .unwrap_or_default();
+        Some((f.name.as_str(), SourceLine { file, line: f.line }))
+    }
+
+    /// A file id of `file` for region keys: its declaring path, hashed.
+    pub(crate) fn file_name(&self, id: Option<u32>) -> String {
+        id.and_then(|id| self.info.files.get(id as usize))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// The stable 32-bit id of a source path in region keys: FNV-1a of its bytes, so the same file
+/// has the same id in every run of the program and in every process.
+pub(crate) fn file_id(path: &str) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in path.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_ids_are_fnv1a() {
+        // Reference values of 32-bit FNV-1a.
+        assert_eq!(file_id(""), 0x811c_9dc5);
+        assert_eq!(file_id("a"), 0xe40c_292c);
+        assert_eq!(file_id("foobar"), 0xbf9c_f968);
+    }
+}
