@@ -1,119 +1,20 @@
 //! `epcache cc` end to end: real gcc and gfortran build small kernels with capture, the programs
 //! run with `EPCACHE_REPORT`, and the report's counts are checked against hand counts.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod capture_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use capture_support::{
+    available, epcache_cc, kernel, run_with_report, runtime_built, runtime_library,
+};
 
 /// A first-level cache smaller than the kernels' 16 KB array, so the read sweep after the write
 /// sweep misses on every line again: 16 KB / 64 B = 256 misses per sweep.
 const SMALL_L1: &str = "D1=4K,4,64";
 const N: u64 = 4096;
 const LINE: u64 = 64;
-
-fn kernel(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/kernels")
-        .join(name)
-}
-
-/// Whether `tool` runs here. Missing tools fail loudly under CI (`CI=true`), and otherwise skip
-/// loudly, as the other compiler-backed tests do.
-fn available(tool: &str, who: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if found {
-        return true;
-    }
-    let message = format!("{who}: {tool} not found (apt-get install -y {tool})");
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "FAILED under CI: {message}"
-    );
-    eprintln!("\n*** SKIPPED *** {message}\n");
-    false
-}
-
-/// The runtime library `epcache cc` links, as cargo built it for this run.
-///
-/// `cargo test` builds epcache-monitor's staticlib into `target/<profile>/deps` under a hashed
-/// name and does not copy it beside the binaries (only a build of the crate itself does), so
-/// the tests take the newest one there and hand it to `epcache cc` through `EPCACHE_RUNTIME`.
-fn runtime_library() -> Option<PathBuf> {
-    let profile = Path::new(env!("CARGO_BIN_EXE_epcache")).parent()?;
-    let beside = profile.join("libepcache_monitor.a");
-    std::fs::read_dir(profile.join("deps"))
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("libepcache_monitor-") && name.ends_with(".a")
-        })
-        .chain(beside.is_file().then_some(beside))
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-}
-
-/// Whether the runtime was built; missing, it fails under CI and is reported as SKIPPED elsewhere.
-fn runtime_built(who: &str) -> bool {
-    if runtime_library().is_some() {
-        return true;
-    }
-    let message = format!(
-        "{who}: no libepcache_monitor.a under {}; run `cargo test --workspace` or `cargo build -p epcache-monitor`",
-        Path::new(env!("CARGO_BIN_EXE_epcache")).display()
-    );
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "FAILED under CI: {message}"
-    );
-    eprintln!("\n*** SKIPPED *** {message}\n");
-    false
-}
-
-fn epcache_cc(dir: &Path, compiler_line: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .env(
-            "EPCACHE_RUNTIME",
-            runtime_library().expect("checked by runtime_built"),
-        )
-        .arg("cc")
-        .arg("--")
-        .args(compiler_line)
-        .current_dir(dir)
-        .output()
-        .expect("running epcache cc");
-    assert!(
-        out.status.success(),
-        "epcache cc -- {compiler_line:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// Runs `program` with capture reporting to a file; returns its stdout and the parsed report.
-fn run_with_report(dir: &Path, program: &Path, cache: &str) -> (String, serde_json::Value) {
-    let report = dir.join("report.json");
-    let out = Command::new(program)
-        .env("EPCACHE_REPORT", &report)
-        .env("EPCACHE_CACHE", cache)
-        .current_dir(dir)
-        .output()
-        .expect("running the instrumented program");
-    assert!(
-        out.status.success(),
-        "{} failed: {}\n{}",
-        program.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&report).expect("the program wrote its report at exit");
-    let json = serde_json::from_str(&text).expect("the report is JSON");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), json)
-}
 
 fn no_libtsan(program: &Path) {
     let Ok(out) = Command::new("ldd").arg(program).output() else {

@@ -233,6 +233,79 @@ fn runtime_library() -> anyhow::Result<PathBuf> {
     Ok(beside)
 }
 
+/// The C header and Fortran module source, as this build of epcache ships them.
+const HEADER: &str = include_str!("../../../../monitor-lib/include/epcache.h");
+const FORTRAN_MODULE: &str = include_str!("../../../../monitor-lib/include/epcache.f90");
+
+/// Whether `compiler` is a Fortran compiler (it then needs the `epcache` module compiled).
+fn is_fortran(compiler: &str) -> bool {
+    let name = Path::new(compiler)
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    name.contains("fortran") || name.starts_with("f9") || name.starts_with("f7")
+}
+
+/// Writes `text` to `path` unless it already holds it; through a rename, so a parallel `make`
+/// never reads half a file.
+fn write_if_changed(path: &Path, text: &str) -> anyhow::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The directory `epcache cc` puts on the include path: `epcache.h`, and for a Fortran compiler
+/// the `epcache` module compiled by that compiler (module files are compiler-specific).
+fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = base
+        .join("epcache")
+        .join(format!("include-{}", env!("CARGO_PKG_VERSION")));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating the include directory {}", dir.display()))?;
+    write_if_changed(&dir.join("epcache.h"), HEADER)?;
+    if is_fortran(compiler) {
+        let source = dir.join("epcache.f90");
+        write_if_changed(&source, FORTRAN_MODULE)?;
+        let module = dir.join("epcache.mod");
+        let fresh = std::fs::metadata(&module)
+            .and_then(|m| m.modified())
+            .ok()
+            .zip(std::fs::metadata(&source).and_then(|m| m.modified()).ok())
+            .is_some_and(|(m, s)| m >= s);
+        if !fresh {
+            let status = Command::new(compiler)
+                .arg("-fsyntax-only")
+                .arg("-J")
+                .arg(&dir)
+                .arg(&source)
+                .status()
+                .with_context(|| {
+                    format!("compiling the epcache Fortran module with `{compiler}`")
+                })?;
+            if !status.success() {
+                bail!(
+                    "`{compiler}` could not compile the epcache module {}; is it a Fortran 2003 compiler?",
+                    source.display()
+                );
+            }
+        }
+    }
+    Ok(dir)
+}
+
+/// The flags a compile step gets: capture, debug information, the include directory.
+fn instrument_flags(compiler: &str) -> anyhow::Result<Vec<String>> {
+    let mut flags: Vec<String> = INSTRUMENT_FLAGS.iter().map(|s| (*s).to_owned()).collect();
+    flags.push(format!("-I{}", include_dir(compiler)?.display()));
+    Ok(flags)
+}
+
 fn run(compiler: &str, args: &[String]) -> anyhow::Result<i32> {
     if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
         eprintln!("epcache cc: {compiler} {}", args.join(" "));
@@ -262,7 +335,7 @@ pub(crate) fn run_cc(args: &CcArgs) -> anyhow::Result<i32> {
         Step::Query => run(&compiler, &args),
         Step::CompileOnly => {
             let mut instrumented = args;
-            instrumented.extend(INSTRUMENT_FLAGS.iter().map(|s| (*s).to_owned()));
+            instrumented.extend(instrument_flags(&compiler)?);
             run(&compiler, &instrumented)
         }
         Step::Link => run(&compiler, &link_arguments(&args, &runtime_library()?)),
@@ -283,6 +356,7 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
         .tempdir()
         .context("creating a directory for the instrumented objects")?;
     let shared = split_compile_arguments(args);
+    let flags = instrument_flags(compiler)?;
     let mut link_args = args.to_vec();
     for (n, &position) in sources.iter().enumerate() {
         let source = &args[position];
@@ -293,7 +367,7 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
         let mut compile = shared.clone();
         compile.extend(["-c".to_owned(), source.clone(), "-o".to_owned()]);
         compile.push(object.display().to_string());
-        compile.extend(INSTRUMENT_FLAGS.iter().map(|s| (*s).to_owned()));
+        compile.extend(flags.iter().cloned());
         let code = run(compiler, &compile)?;
         if code != 0 {
             return Ok(code);

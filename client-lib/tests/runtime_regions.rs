@@ -1,0 +1,209 @@
+//! The runtime inside a real program built with `epcache cc`: regions and arrays named from
+//! DWARF in the standalone report, and the EP-Cache scenario driven through the segment by a tool
+//! in this process (the program waits at start, a histogram and a static count go in, the
+//! program halts at the region's end, the results are read).
+
+mod capture_support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capture_support::{available, epcache_cc, kernel, run_with_report, runtime_built};
+use epcache_monitor::shm::discovery;
+use epcache_monitor::shm::layout::{
+    Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, TargetState,
+};
+use epcache_monitor::shm::tool::TargetHandle;
+
+/// The EP-Cache paper's first-level cache for the Gauss study.
+const PAPER_L1: &str = "D1=8K,2,32;LL=1M,8,64";
+
+fn build_gauss(dir: &Path) -> Option<std::path::PathBuf> {
+    if !available("gcc", "runtime_regions") || !runtime_built("runtime_regions") {
+        return None;
+    }
+    let source = kernel("gauss_regions.c");
+    epcache_cc(
+        dir,
+        &[
+            "gcc",
+            "-O2",
+            source.to_str().unwrap(),
+            "-o",
+            "gauss_regions",
+        ],
+    );
+    Some(dir.join("gauss_regions"))
+}
+
+fn region<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no region {name} in the report"))
+}
+
+fn structure<'a>(region: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    region["data_structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap_or_else(|| panic!("no data structure {name} in region {}", region["name"]))
+}
+
+#[test]
+fn standalone_report_names_functions_markers_and_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_gauss(dir.path()) else {
+        return;
+    };
+    let (_, report) = run_with_report(dir.path(), &program, PAPER_L1);
+    let original = region(&report, "original");
+    assert_eq!(original["kind"], "function");
+    assert!(
+        original["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("gauss_regions.c")
+    );
+    assert_eq!(original["line"], 14);
+    let marker = region(&report, "elimination");
+    assert_eq!(marker["kind"], "marker");
+    assert_eq!(marker["line"], 30, "the line of EPCACHE_REGION_BEGIN");
+    // The original loop order reads A's 99*99*... elements column-wise: the triple loop reads
+    // A[i][j], A[i][k], A[k][j], A[k][k] for k < N-1, j, i > k: 4 * sum_{k} (N-1-k)^2 reads.
+    let n = 100u64;
+    let reads: u64 = (0..n - 1).map(|k| 4 * (n - 1 - k) * (n - 1 - k)).sum();
+    let a = structure(original, "A");
+    assert_eq!(a["bytes"], 40_000);
+    assert_eq!(a["events"]["PAPI_L1_DCR"], reads);
+    assert_eq!(a["events"]["PAPI_L1_DCW"], reads / 4);
+    // The marker encloses exactly the function call: the same counts.
+    assert_eq!(
+        structure(marker, "A")["events"],
+        a["events"],
+        "marker and function disagree"
+    );
+    // The paper's finding: the optimised order misses far less on A.
+    let optimised = structure(region(&report, "optimised"), "A");
+    let (before, after) = (
+        a["events"]["PAPI_L1_LDM"].as_u64().unwrap(),
+        optimised["events"]["PAPI_L1_LDM"].as_u64().unwrap(),
+    );
+    assert!(
+        after * 3 < before,
+        "read misses of A: {before} original, {after} optimised"
+    );
+}
+
+#[test]
+fn a_tool_steps_the_program_and_reads_a_histogram_through_the_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_gauss(dir.path()) else {
+        return;
+    };
+    let runtime_dir = dir.path().join("run");
+    let child = Command::new(&program)
+        .env("EPCACHE_WAIT", "30")
+        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
+        .env("EPCACHE_CACHE", PAPER_L1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Discovery: the record appears once the target has created its segment.
+    let started = Instant::now();
+    let record = loop {
+        if let Ok(records) = discovery::list_targets(&runtime_dir)
+            && let Some(r) = records.into_iter().find(|r| r.pid == child.id())
+        {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the target never published its record"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let tool = TargetHandle::attach_record(&record).unwrap();
+    let start = tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
+    assert_eq!(start.state, TargetState::WaitingForTool);
+    let (spec, counters) = tool.model().unwrap().expect("the model is published");
+    assert_eq!(spec, PAPER_L1);
+    assert!(counters > 0);
+
+    let regions = tool.regions().unwrap();
+    let original = regions.iter().find(|r| r.name == "original").unwrap();
+    let a = tool
+        .data_structures()
+        .unwrap()
+        .into_iter()
+        .find(|d| d.name == "A")
+        .expect("A from DWARF");
+    assert_eq!(a.range.len(), 40_000);
+    let event = "PAPI_L1_LDM".parse().unwrap();
+    let histogram = tool
+        .submit(&RequestSpec {
+            region: original.index,
+            target: RequestTarget::DataStructure(a.index),
+            event,
+            mode: Mode::Histogram {
+                buckets: 25,
+                bucket_bytes: 0,
+            },
+            aggregation: Aggregation::PerInstance,
+            analyses: 0,
+        })
+        .unwrap();
+    let total = tool
+        .submit(&RequestSpec {
+            region: original.index,
+            target: RequestTarget::DataStructure(a.index),
+            event,
+            mode: Mode::Static,
+            aggregation: Aggregation::PerInstance,
+            analyses: 0,
+        })
+        .unwrap();
+    tool.set_halting_point(Some(HaltingPoint {
+        region: Some(original.index),
+        boundary: Boundary::Exit,
+        skip: 0,
+    }))
+    .unwrap();
+    let generation = tool.halt_generation();
+    tool.release().unwrap();
+    let halt = tool
+        .wait_for_halt(generation, Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(halt.state, TargetState::Halted);
+    let h = tool
+        .read_result(histogram)
+        .unwrap()
+        .expect("histogram result");
+    let t = tool.read_result(total).unwrap().expect("static result");
+    assert_eq!(
+        h.buckets.len(),
+        25,
+        "40,000 bytes in 25 portions of 50 lines"
+    );
+    assert_eq!(h.buckets.iter().sum::<u64>(), t.total);
+    assert_eq!(h.instances, 1);
+    // Partial trace: the caches start cold at the region's entry, so every line of A misses at
+    // least once, and the column-wise order misses far more than that.
+    assert!(t.total > 40_000 / 32 * 10, "only {} misses", t.total);
+
+    tool.set_halting_point(None).unwrap();
+    tool.release().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(tool.state().unwrap(), TargetState::Exited);
+}
