@@ -207,3 +207,118 @@ fn a_tool_steps_the_program_and_reads_a_histogram_through_the_segment() {
     );
     assert_eq!(tool.state().unwrap(), TargetState::Exited);
 }
+
+/// Cachegrind's counts per function (`fn=` blocks of its output), event name to count.
+fn cachegrind_per_function(
+    dir: &Path,
+    program: &Path,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> {
+    let out_file = dir.join("cachegrind.out");
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=cachegrind",
+            "--cache-sim=yes",
+            "--I1=32768,8,64",
+            "--D1=8192,2,32",
+            "--LL=1048576,8,64",
+        ])
+        .arg(format!("--cachegrind-out-file={}", out_file.display()))
+        .arg(program)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("running valgrind");
+    assert!(
+        out.status.success(),
+        "cachegrind failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let events: Vec<String> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))
+        .expect("an events line")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let mut per_function = std::collections::BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("fn=") {
+            current = Some(name.to_owned());
+            continue;
+        }
+        let Some(function) = &current else { continue };
+        let mut fields = line.split_whitespace();
+        // Cost lines start with a line number; other lines (fl=, summary:) do not.
+        if fields.next().is_none_or(|f| f.parse::<u64>().is_err()) {
+            continue;
+        }
+        let counts: &mut std::collections::BTreeMap<String, u64> =
+            per_function.entry(function.clone()).or_default();
+        for (event, value) in events.iter().zip(fields) {
+            *counts.entry(event.clone()).or_default() += value.parse::<u64>().unwrap_or(0);
+        }
+    }
+    per_function
+}
+
+#[test]
+fn per_function_counts_agree_with_cachegrind() {
+    let dir = tempfile::tempdir().unwrap();
+    if !available("valgrind", "runtime_regions") {
+        return;
+    }
+    let Some(program) = build_gauss(dir.path()) else {
+        return;
+    };
+    // Cachegrind measures the same source built plainly, with the same flags and debug info.
+    let plain = dir.path().join("gauss_plain");
+    // The markers need the runtime; the plain build links empty ones.
+    let stubs = dir.path().join("markers.c");
+    std::fs::write(
+        &stubs,
+        "void epcache_region_begin(const char *n) { (void)n; }\nvoid epcache_region_end(void) {}\n",
+    )
+    .unwrap();
+    let status = Command::new("gcc")
+        .args(["-O2", "-g", "-I"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../monitor-lib/include"))
+        .arg(kernel("gauss_regions.c"))
+        .arg(&stubs)
+        .args(["-o"])
+        .arg(&plain)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let theirs = cachegrind_per_function(dir.path(), &plain);
+    let (_, report) = run_with_report(dir.path(), &program, PAPER_L1);
+    for function in ["original", "optimised"] {
+        let cg = &theirs[function];
+        let ours = &region(&report, function)["events"];
+        let ours = |e: &str| ours[e].as_u64().unwrap() as f64;
+        let within = |name: &str, ours: f64, theirs: u64, tolerance: f64| {
+            let theirs = theirs as f64;
+            let off = (ours - theirs).abs() / theirs.max(1.0);
+            eprintln!(
+                "{function} {name}: epcache {ours} cachegrind {theirs} ({:.2}%)",
+                off * 100.0
+            );
+            // A few accesses of the stack frame are not instrumented (gcc's TSan pass skips
+            // non-escaping locals), so tiny counts get an absolute allowance of 16.
+            assert!(
+                off <= tolerance || (ours - theirs).abs() <= 16.0,
+                "{function} {name}: epcache {ours}, Cachegrind {theirs}: {:.2}% apart (allowed {:.0}%)",
+                off * 100.0,
+                tolerance * 100.0
+            );
+        };
+        within("reads", ours("PAPI_L1_DCR"), cg["Dr"], 0.01);
+        within("writes", ours("PAPI_L1_DCW"), cg["Dw"], 0.01);
+        within("L1 read misses", ours("PAPI_L1_LDM"), cg["D1mr"], 0.03);
+        within("L1 write misses", ours("PAPI_L1_STM"), cg["D1mw"], 0.03);
+        within("LL read misses", ours("PAPI_L2_LDM"), cg["DLmr"], 0.03);
+        within("LL write misses", ours("PAPI_L2_STM"), cg["DLmw"], 0.03);
+    }
+}
