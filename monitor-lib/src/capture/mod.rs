@@ -6,6 +6,7 @@
 //! the atomics they must really perform); everything they call is safe Rust in `state.rs`.
 
 mod data;
+mod heap;
 mod mcc;
 mod monitoring;
 mod program;
@@ -13,6 +14,8 @@ mod regions;
 mod report;
 mod state;
 
+#[allow(unsafe_code)]
+mod alloc_abi;
 #[allow(unsafe_code)]
 mod c_abi;
 #[allow(unsafe_code)]

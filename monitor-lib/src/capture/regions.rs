@@ -60,7 +60,7 @@ pub(crate) fn start_tracking() {
 }
 
 #[inline]
-fn tracking() -> bool {
+pub(crate) fn tracking() -> bool {
     TRACKING.load(Ordering::Relaxed)
 }
 

@@ -251,6 +251,12 @@ extern "C" fn at_exit() {
     STATE.set(previous);
 }
 
+/// Whether the process start-up ran and regions are tracked (heap blocks are named only then;
+/// allocations before it, from the C library's own start-up, are not the program's).
+pub(crate) fn tracking_started() -> bool {
+    PROCESS_INIT.get().is_some() && regions::tracking()
+}
+
 /// Whether the standalone report is being made (every region monitored).
 #[inline]
 pub(crate) fn standalone() -> bool {

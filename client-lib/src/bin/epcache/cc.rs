@@ -174,6 +174,9 @@ fn link_arguments(args: &[String], runtime: &Path) -> Vec<String> {
         .cloned()
         .collect();
     if !args.iter().any(|a| a == "-shared") {
+        // The program's own calls to the allocator go through the runtime, which names heap
+        // blocks by their allocation site.
+        linked.push(ALLOCATOR_WRAPS.to_owned());
         linked.push(runtime.display().to_string());
         linked.extend(RUNTIME_NATIVE_LIBS.iter().map(|s| (*s).to_owned()));
     }
@@ -232,6 +235,9 @@ fn runtime_library() -> anyhow::Result<PathBuf> {
     }
     Ok(beside)
 }
+
+/// Redirects the program's calls to the C allocator to the runtime's `__wrap_*` functions.
+const ALLOCATOR_WRAPS: &str = "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free";
 
 /// The C header and Fortran module source, as this build of epcache ships them.
 const HEADER: &str = include_str!("../../../../monitor-lib/include/epcache.h");
