@@ -1,4 +1,4 @@
-//! Compiles the MRI protobuf package in pure Rust (protox), so no protoc is needed.
+//! Compiles the MRI protobuf package and its gRPC service in pure Rust (protox), so no protoc is needed.
 
 use prost::Message;
 
@@ -15,6 +15,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // compile_fds ignores file_descriptor_set_path, so the descriptor set that gRPC reflection
     // serves is written by hand.
     std::fs::write(out.join("mri_descriptor.bin"), fds.encode_to_vec())?;
-    prost_build::Config::new().compile_fds(fds)?;
+    tonic_prost_build::configure()
+        // The generated `connect` helpers need tonic's transport; the client crate builds its own
+        // channel (TCP or Unix socket), so the proto crate stays free of it.
+        .build_transport(false)
+        .compile_fds(fds)?;
     Ok(())
 }

@@ -1,3 +1,87 @@
-//! The tools' side of epcache; the gRPC client arrives with the MRI service, the `epcache` binary lives in `src/bin/epcache`.
+//! The tools' side of epcache: a typed async client for the Monitoring Request Interface that
+//! `epcached` serves, and (in `src/bin/epcache`) the `epcache` command line built on it.
+//!
+//! A tool connects to a daemon, lists the monitored targets, describes one (its regions, data
+//! structures, cache model and events), places requests (static counts or histograms of an event
+//! over a data structure during a region), steps the target from region boundary to region
+//! boundary or watches its events, and reads results: totals and histogram buckets, each with the
+//! bytes it covers.
+//!
+//! ```no_run
+//! use epcache_client::{Client, Request, StepOutcome, StepTo};
+//!
+//! # async fn demo() -> Result<(), epcache_client::ClientError> {
+//! let mut client = Client::connect("127.0.0.1:50551").await?;
+//! let pid = client.targets().await?[0].pid;
+//! let misses = client.request(pid, Request::histogram("kernel", "A", "PAPI_L1_LDM", 25)).await?;
+//! let total = client.request(pid, Request::count("kernel", "A", "PAPI_L1_LDM")).await?;
+//! match client.step(pid, StepTo::RegionExit("kernel".into())).await? {
+//!     StepOutcome::Halted(halt) => println!("halted at {:?}", halt.position),
+//!     StepOutcome::Exited(exit) => println!("the program ended: {}", exit.reason),
+//! }
+//! let results = client.results(pid, &[misses.id, total.id]).await?;
+//! let sum: u64 = results[0].buckets.iter().map(|b| b.count).sum();
+//! assert_eq!(sum, results[1].total);
+//! client.detach(pid).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Refusals keep the daemon's gRPC status ([`ClientError::Rpc`]): `NotFound` for unknown names
+//! (the message lists the nearest), `InvalidArgument` for requests that can never be served,
+//! `FailedPrecondition` for a target that ended or is not halted.
 
 #![forbid(unsafe_code)]
+
+mod client;
+mod types;
+
+pub use client::{Client, ConnectOptions};
+pub use epcache_proto::v1 as mri;
+pub use types::{
+    Aggregation, Analysis, Boundary, Bucket, DataRef, DataStructure, DataStructureKind,
+    Description, Detached, Event, EventInfo, Halt, HaltingPoint, Mode, Position, Region,
+    RegionKind, RegionRef, Request, RequestInfo, RequestResult, StepOutcome, StepTo, Target,
+    TargetExit, TargetState,
+};
+
+/// Where `epcached` listens by default.
+pub const DEFAULT_ADDRESS: &str = "127.0.0.1:50551";
+
+/// Something a call to the daemon could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The address is not one a daemon can have.
+    #[error(
+        "`{address}` is not a daemon address; use HOST:PORT (default {DEFAULT_ADDRESS}), a port alone, or unix:/path/to/socket"
+    )]
+    Address {
+        /// What was given.
+        address: String,
+    },
+    /// No daemon answered.
+    #[error(
+        "cannot reach epcached at {address}: {source}; is it running (`epcached`, or `epcache run` for one program)?"
+    )]
+    Connect {
+        /// The address tried.
+        address: String,
+        /// What failed.
+        source: tonic::transport::Error,
+    },
+    /// The daemon refused or failed the call; the code says why (see the crate docs).
+    #[error("{}", .0.message())]
+    Rpc(#[from] tonic::Status),
+    /// The daemon's answer was not what this client understands.
+    #[error("{0}; is the daemon from the same epcache release?")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The gRPC code of a refusal, if the daemon answered with one.
+    pub fn code(&self) -> Option<tonic::Code> {
+        match self {
+            ClientError::Rpc(s) => Some(s.code()),
+            _ => None,
+        }
+    }
+}

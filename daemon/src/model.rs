@@ -1,6 +1,13 @@
-//! Conversion of the monitor's cache description and results into MRI messages (the only place it happens).
+//! Conversion between the monitor's types and MRI messages (the only place it happens): the cache
+//! description, regions, data structures, states, halts, request options and histogram buckets.
 
 use epcache_monitor::cache::{HierarchySpec, LevelSpec, Replacement, WritePolicy};
+use epcache_monitor::monitor::Event;
+use epcache_monitor::ranges::AddressRange;
+use epcache_monitor::shm::layout::{
+    Aggregation, Boundary, DataStructureInfo, DataStructureKind, RegionInfo, RegionKind,
+    TargetState, analysis_bits,
+};
 use epcache_proto::v1;
 
 /// The MRI description of a target's simulated hardware.
@@ -40,6 +47,145 @@ pub fn cache_model(spec: &HierarchySpec, counters: u32, counter_bits: u32) -> v1
     }
 }
 
+/// An address range as the MRI carries it.
+pub fn range(r: AddressRange) -> v1::AddressRange {
+    v1::AddressRange {
+        start: r.start,
+        end: r.end,
+    }
+}
+
+/// A region as the MRI describes it.
+pub fn region(r: &RegionInfo) -> v1::Region {
+    v1::Region {
+        index: r.index.0,
+        key: Some(v1::RegionKey {
+            file_id: r.file_id,
+            line: r.line,
+        }),
+        name: r.name.clone(),
+        file: r.file.clone(),
+        kind: match r.kind {
+            RegionKind::Function => v1::RegionKind::Function,
+            RegionKind::Marker => v1::RegionKind::Marker,
+        } as i32,
+    }
+}
+
+/// A data structure as the MRI describes it.
+pub fn data_structure(d: &DataStructureInfo) -> v1::DataStructure {
+    v1::DataStructure {
+        index: d.index.0,
+        name: d.name.clone(),
+        range: Some(range(d.range)),
+        kind: match d.kind {
+            DataStructureKind::Global => v1::DataStructureKind::Global,
+            DataStructureKind::HeapRegistered => v1::DataStructureKind::HeapRegistered,
+            DataStructureKind::AllocationSite => v1::DataStructureKind::AllocationSite,
+        } as i32,
+        live: d.live,
+    }
+}
+
+/// A boundary as the MRI names it.
+pub fn boundary(b: Boundary) -> v1::Boundary {
+    match b {
+        Boundary::Entry => v1::Boundary::Entry,
+        Boundary::Exit => v1::Boundary::Exit,
+    }
+}
+
+/// A live target's state as the MRI names it (ends are the daemon's knowledge, not the segment's).
+pub fn target_state(s: TargetState) -> v1::TargetState {
+    match s {
+        TargetState::Starting => v1::TargetState::Starting,
+        TargetState::Running => v1::TargetState::Running,
+        TargetState::WaitingForTool => v1::TargetState::WaitingForTool,
+        TargetState::Halted => v1::TargetState::Halted,
+        TargetState::Exited => v1::TargetState::Exited,
+    }
+}
+
+/// The segment's aggregation for an MRI one; unset means summed.
+pub fn aggregation(a: v1::Aggregation) -> Aggregation {
+    match a {
+        v1::Aggregation::PerInstance => Aggregation::PerInstance,
+        v1::Aggregation::PerThread => Aggregation::PerThread,
+        v1::Aggregation::Summed | v1::Aggregation::Unspecified => Aggregation::Summed,
+    }
+}
+
+/// The MRI's name for a segment aggregation.
+pub fn aggregation_to_mri(a: Aggregation) -> v1::Aggregation {
+    match a {
+        Aggregation::PerInstance => v1::Aggregation::PerInstance,
+        Aggregation::PerThread => v1::Aggregation::PerThread,
+        Aggregation::Summed => v1::Aggregation::Summed,
+    }
+}
+
+/// The segment's analysis bits for a list of MRI analyses; an unknown or unset value is named.
+pub fn analysis_mask(list: &[i32]) -> Result<u16, String> {
+    list.iter().try_fold(0u16, |bits, &a| {
+        Ok(bits
+            | match v1::Analysis::try_from(a) {
+                Ok(v1::Analysis::Reuse) => analysis_bits::REUSE,
+                Ok(v1::Analysis::Evictors) => analysis_bits::EVICTORS,
+                Ok(v1::Analysis::MissClasses) => analysis_bits::MISS_CLASSES,
+                Ok(v1::Analysis::ReuseDistance) => analysis_bits::REUSE_DISTANCE,
+                _ => {
+                    return Err(format!(
+                        "analysis value {a} is not one of REUSE, EVICTORS, MISS_CLASSES, REUSE_DISTANCE"
+                    ));
+                }
+            })
+    })
+}
+
+/// The MRI analyses a bit set stands for, in a fixed order.
+pub fn analyses_from_bits(bits: u16) -> Vec<i32> {
+    [
+        (analysis_bits::REUSE, v1::Analysis::Reuse),
+        (analysis_bits::EVICTORS, v1::Analysis::Evictors),
+        (analysis_bits::MISS_CLASSES, v1::Analysis::MissClasses),
+        (analysis_bits::REUSE_DISTANCE, v1::Analysis::ReuseDistance),
+    ]
+    .into_iter()
+    .filter(|&(bit, _)| bits & bit != 0)
+    .map(|(_, a)| a as i32)
+    .collect()
+}
+
+/// The events a hierarchy with `data_levels` data levels can count, named and described.
+pub fn events(data_levels: usize) -> Vec<v1::EventInfo> {
+    Event::catalogue(data_levels)
+        .into_iter()
+        .map(|(name, description)| v1::EventInfo { name, description })
+        .collect()
+}
+
+/// Histogram counts with the bytes each bucket covers: bucket `i` starts at
+/// `range.start + i * bucket_bytes`, the last one is cut at `range.end`. Counts beyond the range
+/// (which a well-behaved target never writes) are dropped rather than given invented addresses.
+pub fn buckets(range: AddressRange, bucket_bytes: u64, counts: &[u64]) -> Vec<v1::Bucket> {
+    let mut start = range.start;
+    counts
+        .iter()
+        .map_while(|&count| {
+            if start >= range.end || bucket_bytes == 0 {
+                return None;
+            }
+            let end = start.saturating_add(bucket_bytes).min(range.end);
+            let bucket = v1::Bucket {
+                range: Some(v1::AddressRange { start, end }),
+                count,
+            };
+            start = end;
+            Some(bucket)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +207,40 @@ mod tests {
         assert!(m.levels[2].inclusive);
         assert_eq!(m.levels[2].size_bytes, 1 << 20);
         assert_eq!((m.counters, m.counter_bits), (64, 32));
+    }
+
+    #[test]
+    fn buckets_cover_the_range_and_the_last_is_cut() {
+        let b = buckets(AddressRange::new(1000, 250), 100, &[1, 2, 3]);
+        let spans: Vec<_> = b
+            .iter()
+            .map(|b| {
+                let r = b.range.unwrap();
+                (r.start, r.end, b.count)
+            })
+            .collect();
+        assert_eq!(spans, [(1000, 1100, 1), (1100, 1200, 2), (1200, 1250, 3)]);
+        // A hostile count list longer than the range does not invent addresses.
+        assert_eq!(buckets(AddressRange::new(0, 100), 100, &[1, 2]).len(), 1);
+    }
+
+    #[test]
+    fn analyses_round_trip_and_unknown_ones_are_named() {
+        let list = [
+            v1::Analysis::Evictors as i32,
+            v1::Analysis::ReuseDistance as i32,
+        ];
+        let bits = analysis_mask(&list).unwrap();
+        assert_eq!(
+            bits,
+            analysis_bits::EVICTORS | analysis_bits::REUSE_DISTANCE
+        );
+        assert_eq!(analyses_from_bits(bits), list);
+        assert!(
+            analysis_mask(&[0])
+                .unwrap_err()
+                .contains("analysis value 0")
+        );
+        assert!(analysis_mask(&[42]).is_err());
     }
 }

@@ -1,10 +1,12 @@
-//! The Monitoring Request Interface (MRI) messages, package `epcache.mri.v1`, generated from `proto/epcache/mri/v1/mri.proto`.
+//! The Monitoring Request Interface (MRI), package `epcache.mri.v1`: messages, the `Mri` gRPC
+//! service's client and server stubs, generated from `proto/epcache/mri/v1/mri.proto`.
 //!
-//! This crate holds no logic: conversions from the monitor's types live with the daemon.
+//! This crate holds no logic: conversions from the monitor's types live with the daemon, the
+//! typed client with `epcache-client`.
 
 #![forbid(unsafe_code)]
 
-/// Version 1 of the MRI.
+/// Version 1 of the MRI: the messages, `mri_client::MriClient` and `mri_server::{Mri, MriServer}`.
 #[allow(missing_docs, unreachable_pub, clippy::all)]
 pub mod v1 {
     include!(concat!(env!("OUT_DIR"), "/epcache.mri.v1.rs"));
@@ -57,6 +59,32 @@ mod tests {
         for (i, e) in file.enum_type.iter().enumerate() {
             if !documented.contains(&vec![5, i as i32]) {
                 missing.push(e.name().to_owned());
+            }
+            // [5, i, 2, j] is value j of enum i.
+            for (j, v) in e.value.iter().enumerate() {
+                if !documented.contains(&vec![5, i as i32, 2, j as i32]) {
+                    missing.push(format!("{}.{}", e.name(), v.name()));
+                }
+            }
+        }
+        // [4, i, 8, k] is oneof k of message i.
+        for (i, m) in file.message_type.iter().enumerate() {
+            for (k, o) in m.oneof_decl.iter().enumerate() {
+                if !documented.contains(&vec![4, i as i32, 8, k as i32]) {
+                    missing.push(format!("{}.{} (oneof)", m.name(), o.name()));
+                }
+            }
+        }
+        // [6, i] is service i, [6, i, 2, j] its method j.
+        assert!(!file.service.is_empty(), "the package declares its service");
+        for (i, s) in file.service.iter().enumerate() {
+            if !documented.contains(&vec![6, i as i32]) {
+                missing.push(s.name().to_owned());
+            }
+            for (j, rpc) in s.method.iter().enumerate() {
+                if !documented.contains(&vec![6, i as i32, 2, j as i32]) {
+                    missing.push(format!("{}.{}", s.name(), rpc.name()));
+                }
             }
         }
         assert!(missing.is_empty(), "undocumented in mri.proto: {missing:?}");

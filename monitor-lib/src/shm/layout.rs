@@ -639,6 +639,10 @@ impl Boundary {
 /// Region index in a halting point meaning "the next boundary of any region" (stepping).
 pub const ANY_REGION: u32 = u32::MAX;
 
+/// Boundary bits of a halting point that match either side of a region (a step to the next
+/// boundary of any kind); see [`HaltingPoint::step_word`].
+pub const EITHER_BOUNDARY: u64 = Boundary::Entry as u64 | Boundary::Exit as u64;
+
 /// Where the target should stop next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HaltingPoint {
@@ -655,6 +659,11 @@ impl HaltingPoint {
     pub fn to_word(&self) -> u64 {
         let region = self.region.map_or(ANY_REGION, |r| r.0);
         u64::from(region) | (self.boundary as u64) << 32 | 1 << 40
+    }
+
+    /// The packed header word (armed) of a point at either boundary of `region` (or any region).
+    pub fn step_word(region: Option<RegionIndex>) -> u64 {
+        u64::from(region.map_or(ANY_REGION, |r| r.0)) | EITHER_BOUNDARY << 32 | 1 << 40
     }
 }
 

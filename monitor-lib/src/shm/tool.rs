@@ -417,19 +417,31 @@ impl TargetHandle {
 
     /// Sets (or with `None` clears) where the target stops next.
     pub fn set_halting_point(&self, point: Option<HaltingPoint>) -> Result<(), ToolError> {
+        self.arm(
+            point.and_then(|p| p.region),
+            point.map_or(0, |p| p.to_word()),
+            point.map_or(0, |p| p.skip),
+        )
+    }
+
+    /// Sets the halting point to the next boundary, entry or exit, of `region` (or of any
+    /// region), after letting `skip` such boundaries pass: a step.
+    pub fn set_step_point(&self, region: Option<RegionIndex>, skip: u32) -> Result<(), ToolError> {
+        self.arm(region, HaltingPoint::step_word(region), skip)
+    }
+
+    fn arm(&self, region: Option<RegionIndex>, word: u64, skip: u32) -> Result<(), ToolError> {
         let view = self.segment.view();
-        if let Some(p) = point
-            && let Some(r) = p.region
-        {
+        if let Some(r) = region {
             self.config_entry(r)?;
         }
         view.u32_at(header::HALT_SKIP)
             .map_err(|e| self.view_err(e))?
-            .store(point.map_or(0, |p| p.skip), Ordering::Relaxed);
+            .store(skip, Ordering::Relaxed);
         // Release: a target that sees the armed point sees its skip count.
         view.u64_at(header::HALTING_POINT)
             .map_err(|e| self.view_err(e))?
-            .store(point.map_or(0, |p| p.to_word()), Ordering::Release);
+            .store(word, Ordering::Release);
         self.bump_tool_sequence();
         Ok(())
     }

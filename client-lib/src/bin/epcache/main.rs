@@ -1,15 +1,27 @@
-//! The `epcache` command line: trace replay, trace conversion and building programs with capture.
+//! The `epcache` command line: trace replay, trace conversion, building programs with capture, and
+//! driving monitored programs through a daemon (targets, describe, request, cancel, step, continue,
+//! watch, results, histogram).
 
 #![forbid(unsafe_code)]
 
+mod cancel;
 mod cc;
+mod connection;
+mod describe;
+mod histogram;
 mod numbers;
 mod output;
 mod progress;
 mod replay;
 mod report;
+mod request;
+mod results;
+mod resume;
+mod step;
+mod targets;
 mod trace;
 mod trace_input;
+mod watch;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +40,15 @@ enum Command {
     /// Work with trace files.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    Targets(targets::TargetsArgs),
+    Describe(describe::DescribeArgs),
+    Request(request::RequestArgs),
+    Cancel(cancel::CancelArgs),
+    Step(step::StepArgs),
+    Continue(resume::ContinueArgs),
+    Watch(watch::WatchArgs),
+    Results(results::ResultsArgs),
+    Histogram(histogram::HistogramArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,5 +57,14 @@ fn main() -> anyhow::Result<()> {
         Command::Trace(command) => trace::run(&command),
         // The compiler's own exit code, so make and cmake see its failures as usual.
         Command::Cc(args) => std::process::exit(cc::run_cc(&args)?),
+        Command::Targets(args) => targets::run(&args),
+        Command::Describe(args) => describe::run(&args),
+        Command::Request(args) => request::run(&args),
+        Command::Cancel(args) => cancel::run(&args),
+        Command::Step(args) => step::run(&args),
+        Command::Continue(args) => resume::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Results(args) => results::run(&args),
+        Command::Histogram(args) => histogram::run(&args),
     }
 }

@@ -1,0 +1,130 @@
+//! What every daemon subcommand shares: the `--daemon`, `--token-file`, `--tool` and `--json`
+//! options, connecting, a runtime for one command, and plain-text tables.
+
+use std::future::Future;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use epcache_client::{Client, ConnectOptions, DEFAULT_ADDRESS};
+
+/// How to reach the daemon.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct DaemonArgs {
+    /// The daemon: HOST:PORT, a port alone, or unix:PATH [default: $EPCACHE_DAEMON, else
+    /// 127.0.0.1:50551].
+    #[arg(long, value_name = "ADDR")]
+    daemon: Option<String>,
+    /// A file holding the daemon's bearer token [default: $EPCACHE_TOKEN, else none].
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// The tool name requests are placed under (`cancel` and `detach` act on its requests).
+    #[arg(long, value_name = "NAME", default_value = "epcache-cli")]
+    tool: String,
+}
+
+impl DaemonArgs {
+    /// The address to use.
+    pub(crate) fn address(&self) -> String {
+        self.daemon
+            .clone()
+            .or_else(|| {
+                std::env::var("EPCACHE_DAEMON")
+                    .ok()
+                    .filter(|a| !a.is_empty())
+            })
+            .unwrap_or_else(|| DEFAULT_ADDRESS.to_owned())
+    }
+
+    /// Connects, with the token and tool name.
+    pub(crate) async fn connect(&self) -> anyhow::Result<Client> {
+        let token = match &self.token_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading the token file {}", path.display()))?,
+            ),
+            None => std::env::var("EPCACHE_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+        };
+        Ok(Client::connect_with(ConnectOptions {
+            address: self.address(),
+            token,
+            tool: self.tool.clone(),
+            ..ConnectOptions::default()
+        })
+        .await?)
+    }
+}
+
+/// Runs one command's future on a runtime of its own.
+pub(crate) fn block_on<T>(future: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(future)
+}
+
+/// Lays out rows under a header, columns padded to their widest cell; a column whose header
+/// starts with '>' is right-aligned (the '>' is not printed).
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let right: Vec<bool> = header.iter().map(|h| h.starts_with('>')).collect();
+    let header: Vec<String> = header
+        .iter()
+        .map(|h| h.trim_start_matches('>').to_owned())
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if right[i] {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                if i + 1 < cells.len() {
+                    out.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        out.push('\n');
+        out
+    };
+    let mut out = line(&header);
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+/// JSON of `value`, pretty, with a final newline.
+pub(crate) fn json(value: &impl serde::Serialize) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_pad_and_align() {
+        let t = table(
+            &["NAME", ">COUNT"],
+            &[
+                vec!["a".into(), "1".into()],
+                vec!["long".into(), "100".into()],
+            ],
+        );
+        assert_eq!(t, "NAME  COUNT\na         1\nlong    100\n");
+    }
+}

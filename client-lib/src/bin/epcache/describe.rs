@@ -1,0 +1,89 @@
+//! `epcache describe`: one target's regions, data structures, cache model, events and requests.
+
+use clap::Args;
+
+use crate::connection::{DaemonArgs, block_on, json, table};
+use crate::output::print_stdout;
+
+/// Describe a target: its regions, data structures, simulated cache, events and requests.
+#[derive(Debug, Args)]
+pub(crate) struct DescribeArgs {
+    /// The target's pid (see `epcache targets`).
+    pid: u32,
+    #[command(flatten)]
+    daemon: DaemonArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
+    let d = block_on(async { Ok(args.daemon.connect().await?.describe(args.pid).await?) })?;
+    if args.json {
+        return print_stdout(&json(&d)?);
+    }
+    let t = &d.target;
+    let mut out = format!("pid {} ({}), {}", t.pid, t.program, t.state);
+    if let Some(at) = &t.halted_at {
+        out.push_str(&format!(" at the {at}"));
+    }
+    out.push('\n');
+    match (&d.cache_spec, d.counters) {
+        (Some(spec), Some(counters)) => out.push_str(&format!(
+            "cache {spec}, counter array of {counters} counters\n"
+        )),
+        _ => out.push_str("cache model not published yet\n"),
+    }
+    out.push_str("\nregions\n");
+    let rows: Vec<Vec<String>> = d
+        .regions
+        .iter()
+        .map(|r| {
+            vec![
+                r.index.to_string(),
+                r.name.clone(),
+                format!("{:?}", r.kind).to_lowercase(),
+                format!("{}:{}", r.file_id, r.line),
+                if r.file.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}:{}", r.file, r.line)
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(&[">#", "NAME", "KIND", "KEY", "SOURCE"], &rows));
+    out.push_str("\ndata structures\n");
+    let rows: Vec<Vec<String>> = d
+        .data_structures
+        .iter()
+        .map(|s| {
+            vec![
+                s.index.to_string(),
+                s.name.clone(),
+                format!("{:#x}", s.range.start),
+                (s.range.end - s.range.start).to_string(),
+                format!("{:?}", s.kind).to_lowercase(),
+                if s.live { "" } else { "freed" }.to_owned(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[">#", "NAME", "START", ">BYTES", "KIND", ""],
+        &rows,
+    ));
+    if !d.events.is_empty() {
+        out.push_str("\nevents\n");
+        let rows: Vec<Vec<String>> = d
+            .events
+            .iter()
+            .map(|e| vec![e.name.clone(), e.description.clone()])
+            .collect();
+        out.push_str(&table(&["NAME", "COUNTS"], &rows));
+    }
+    if !d.requests.is_empty() {
+        out.push_str("\nrequests\n");
+        out.push_str(&crate::request::requests_table(&d.requests));
+    }
+    print_stdout(&out)
+}

@@ -1,0 +1,172 @@
+//! `epcache request`: place a monitoring request on a target.
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use epcache_client::{Aggregation, Analysis, DataRef, RegionRef, Request, RequestInfo};
+
+use crate::connection::{DaemonArgs, block_on, json, table};
+use crate::output::print_stdout;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AggregationArg {
+    PerInstance,
+    PerThread,
+    Summed,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AnalysisArg {
+    Reuse,
+    Evictors,
+    MissClasses,
+    ReuseDistance,
+}
+
+/// Place a request: count an event over a data structure (or address range) during a region,
+/// as one static count or as a histogram. The target picks it up at the region's next entry.
+#[derive(Debug, Args)]
+pub(crate) struct RequestArgs {
+    /// The target's pid.
+    pid: u32,
+    /// The region by name.
+    #[arg(long, required_unless_present = "region_key")]
+    region: Option<String>,
+    /// The region by key FILE_ID:LINE (see `epcache describe`), when names are ambiguous.
+    #[arg(long, value_name = "FILE_ID:LINE", conflicts_with = "region")]
+    region_key: Option<String>,
+    /// The data structure by name.
+    #[arg(long, required_unless_present = "range")]
+    array: Option<String>,
+    /// An address range START:END (hex with 0x, or decimal) instead of a data structure.
+    #[arg(long, value_name = "START:END", conflicts_with = "array")]
+    range: Option<String>,
+    /// The event, e.g. PAPI_L1_LDM (see `epcache describe`).
+    #[arg(long)]
+    event: String,
+    /// A histogram of this many equal buckets (whole L1 lines each).
+    #[arg(long, conflicts_with = "bucket_lines")]
+    buckets: Option<u32>,
+    /// A histogram with buckets this many L1 lines wide.
+    #[arg(long)]
+    bucket_lines: Option<u32>,
+    /// How region instances combine.
+    #[arg(long, value_enum, default_value = "summed")]
+    aggregation: AggregationArg,
+    /// Seed-paper analyses to run (repeatable, or comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    analysis: Vec<AnalysisArg>,
+    #[command(flatten)]
+    daemon: DaemonArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn number(text: &str) -> anyhow::Result<u64> {
+    let t = text.trim();
+    match t.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    }
+    .with_context(|| format!("`{text}` is not a number (use decimal or 0x hex)"))
+}
+
+fn pair(text: &str, what: &str) -> anyhow::Result<(u64, u64)> {
+    let Some((a, b)) = text.split_once(':') else {
+        bail!("`{text}` is not {what}");
+    };
+    Ok((number(a)?, number(b)?))
+}
+
+impl RequestArgs {
+    fn request(&self) -> anyhow::Result<Request> {
+        let region = match (&self.region, &self.region_key) {
+            (Some(name), _) => RegionRef::Name(name.clone()),
+            (None, Some(key)) => {
+                let (file_id, line) = pair(key, "FILE_ID:LINE")?;
+                RegionRef::Key {
+                    file_id: u32::try_from(file_id)?,
+                    line: u32::try_from(line)?,
+                }
+            }
+            (None, None) => bail!("give --region NAME or --region-key FILE_ID:LINE"),
+        };
+        let data = match (&self.array, &self.range) {
+            (Some(name), _) => DataRef::Name(name.clone()),
+            (None, Some(r)) => {
+                let (start, end) = pair(r, "START:END")?;
+                DataRef::Range(start..end)
+            }
+            (None, None) => bail!("give --array NAME or --range START:END"),
+        };
+        let mut request = match (self.buckets, self.bucket_lines) {
+            (Some(n), _) => Request::histogram(region, data, &self.event, n),
+            (None, Some(lines)) => Request::count(region, data, &self.event).bucket_lines(lines),
+            (None, None) => Request::count(region, data, &self.event),
+        }
+        .aggregation(match self.aggregation {
+            AggregationArg::PerInstance => Aggregation::PerInstance,
+            AggregationArg::PerThread => Aggregation::PerThread,
+            AggregationArg::Summed => Aggregation::Summed,
+        });
+        for a in &self.analysis {
+            request = request.analysis(match a {
+                AnalysisArg::Reuse => Analysis::Reuse,
+                AnalysisArg::Evictors => Analysis::Evictors,
+                AnalysisArg::MissClasses => Analysis::MissClasses,
+                AnalysisArg::ReuseDistance => Analysis::ReuseDistance,
+            });
+        }
+        Ok(request)
+    }
+}
+
+/// The requests as a table.
+pub(crate) fn requests_table(requests: &[RequestInfo]) -> String {
+    let rows: Vec<Vec<String>> = requests
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.region.name.clone(),
+                r.data_name(),
+                r.event.clone(),
+                if r.buckets == 0 {
+                    "static".into()
+                } else {
+                    format!("{} x {} B", r.buckets, r.bucket_bytes)
+                },
+                format!("{:?}", r.aggregation).to_lowercase(),
+                r.owner.clone(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            ">ID",
+            "REGION",
+            "DATA",
+            "EVENT",
+            "MODE",
+            "AGGREGATION",
+            "TOOL",
+        ],
+        &rows,
+    )
+}
+
+pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
+    let request = args.request()?;
+    let placed = block_on(async {
+        Ok(args
+            .daemon
+            .connect()
+            .await?
+            .request(args.pid, request)
+            .await?)
+    })?;
+    if args.json {
+        return print_stdout(&json(&placed)?);
+    }
+    print_stdout(&requests_table(std::slice::from_ref(&placed)))
+}

@@ -1,0 +1,65 @@
+//! `epcache step`: run a target to a region boundary and wait until it halts there.
+
+use std::time::Duration;
+
+use clap::Args;
+use epcache_client::{RegionRef, StepOutcome, StepTo};
+
+use crate::connection::{DaemonArgs, block_on, json};
+use crate::output::print_stdout;
+
+/// Run a halted (or start-waiting) target to its next region boundary, or to the end or start of
+/// a named region, and wait for the halt. A running target is stopped there.
+#[derive(Debug, Args)]
+pub(crate) struct StepArgs {
+    /// The target's pid.
+    pid: u32,
+    /// Stop at the end of this region (its next exit).
+    #[arg(long, value_name = "REGION", conflicts_with = "to_entry")]
+    to_exit: Option<String>,
+    /// Stop at the start of this region (its next entry).
+    #[arg(long, value_name = "REGION")]
+    to_entry: Option<String>,
+    /// Go this many matching boundaries on.
+    #[arg(long, default_value_t = 1)]
+    count: u32,
+    /// Give up waiting after this many seconds (the target keeps running to the point).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    #[command(flatten)]
+    daemon: DaemonArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: &StepArgs) -> anyhow::Result<()> {
+    let to = match (&args.to_exit, &args.to_entry) {
+        (Some(r), _) => StepTo::RegionExit(RegionRef::Name(r.clone())),
+        (None, Some(r)) => StepTo::RegionEntry(RegionRef::Name(r.clone())),
+        (None, None) => StepTo::NextBoundary,
+    };
+    let timeout = args
+        .timeout
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(Duration::from_secs_f64);
+    let outcome = block_on(async {
+        Ok(args
+            .daemon
+            .connect()
+            .await?
+            .step_by(args.pid, to, args.count, timeout)
+            .await?)
+    })?;
+    if args.json {
+        return print_stdout(&json(&outcome)?);
+    }
+    print_stdout(&match outcome {
+        StepOutcome::Halted(h) => match h.position {
+            Some(p) => format!("halted at the {p}\n"),
+            None => "waiting at start\n".into(),
+        },
+        StepOutcome::Exited(e) if e.died => format!("the target died: {}\n", e.reason),
+        StepOutcome::Exited(e) => format!("the target exited: {}\n", e.reason),
+    })
+}

@@ -1,0 +1,392 @@
+//! The typed async client: one gRPC channel to one daemon (TCP or Unix socket), with the tool's
+//! name and bearer token on every call.
+
+use std::time::Duration;
+
+use epcache_proto::v1;
+use epcache_proto::v1::mri_client::MriClient;
+use tokio_stream::{Stream, StreamExt};
+use tonic::metadata::MetadataValue;
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::types::{
+    Description, Detached, Event, HaltingPoint, Request, RequestInfo, RequestResult, StepOutcome,
+    StepTo, Target,
+};
+use crate::{ClientError, DEFAULT_ADDRESS};
+
+/// How to reach a daemon and who is calling.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// `HOST:PORT`, `http://HOST:PORT`, a port alone (on 127.0.0.1), or `unix:PATH`.
+    pub address: String,
+    /// The bearer token the daemon requires, if any.
+    pub token: Option<String>,
+    /// The tool's name; requests and halting points are owned by it (see [`Client::detach`]).
+    pub tool: String,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            address: DEFAULT_ADDRESS.into(),
+            token: None,
+            tool: format!("epcache-client-{}", std::process::id()),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct CallMetadata {
+    tool: Option<MetadataValue<tonic::metadata::Ascii>>,
+    authorization: Option<MetadataValue<tonic::metadata::Ascii>>,
+}
+
+impl Interceptor for CallMetadata {
+    fn call(&mut self, mut r: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(tool) = &self.tool {
+            r.metadata_mut().insert("epcache-tool", tool.clone());
+        }
+        if let Some(auth) = &self.authorization {
+            r.metadata_mut().insert("authorization", auth.clone());
+        }
+        Ok(r)
+    }
+}
+
+/// A connection to one epcached; cheap to clone (clones share the channel).
+///
+/// ```no_run
+/// use epcache_client::{Client, Request, StepOutcome, StepTo};
+///
+/// # async fn demo() -> Result<(), epcache_client::ClientError> {
+/// let mut client = Client::connect("127.0.0.1:50551").await?;
+/// let target = client.targets().await?.into_iter().next().expect("a monitored program runs");
+/// let placed = client
+///     .request(target.pid, Request::histogram("gauss_original", "A", "PAPI_L1_LDM", 25))
+///     .await?;
+/// if let StepOutcome::Halted(halt) = client.step(target.pid, StepTo::RegionExit("gauss_original".into())).await? {
+///     println!("halted at {:?}", halt.position);
+/// }
+/// let result = &client.results(target.pid, &[placed.id]).await?[0];
+/// for bucket in &result.buckets {
+///     println!("{:#x}..{:#x}: {}", bucket.range.start, bucket.range.end, bucket.count);
+/// }
+/// client.detach(target.pid).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: MriClient<InterceptedService<Channel, CallMetadata>>,
+    address: String,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("address", &self.address)
+            .finish()
+    }
+}
+
+fn tcp_uri(address: &str) -> Result<String, ClientError> {
+    let a = address.trim();
+    if a.starts_with("http://") || a.starts_with("https://") {
+        return Ok(a.to_owned());
+    }
+    if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(format!("http://127.0.0.1:{a}"));
+    }
+    if a.contains(':') {
+        return Ok(format!("http://{a}"));
+    }
+    Err(ClientError::Address {
+        address: address.to_owned(),
+    })
+}
+
+impl Client {
+    /// Connects to the daemon at `address` (`HOST:PORT`, a port alone, or `unix:PATH`).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), epcache_client::ClientError> {
+    /// let mut client = epcache_client::Client::connect("unix:/run/epcache/epcached.sock").await?;
+    /// for t in client.targets().await? {
+    ///     println!("{} {} {}", t.pid, t.program, t.state);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(address: &str) -> Result<Client, ClientError> {
+        Client::connect_with(ConnectOptions {
+            address: address.to_owned(),
+            ..ConnectOptions::default()
+        })
+        .await
+    }
+
+    /// Connects with a token, a tool name and a timeout.
+    pub async fn connect_with(options: ConnectOptions) -> Result<Client, ClientError> {
+        let connect_err = |source| ClientError::Connect {
+            address: options.address.clone(),
+            source,
+        };
+        let channel = if let Some(path) = options.address.trim().strip_prefix("unix:") {
+            let path = std::path::PathBuf::from(path.strip_prefix("//").unwrap_or(path));
+            // The URI is a placeholder the connector ignores; hyper needs one.
+            Endpoint::from_static("http://[::1]:50551")
+                .connect_timeout(options.connect_timeout)
+                .connect_with_connector(tower::service_fn(move |_| {
+                    let path = path.clone();
+                    async move {
+                        let stream = tokio::net::UnixStream::connect(path).await?;
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                    }
+                }))
+                .await
+                .map_err(connect_err)?
+        } else {
+            Endpoint::from_shared(tcp_uri(&options.address)?)
+                .map_err(|_| ClientError::Address {
+                    address: options.address.clone(),
+                })?
+                .connect_timeout(options.connect_timeout)
+                .tcp_nodelay(true)
+                .connect()
+                .await
+                .map_err(connect_err)?
+        };
+        let value = |text: String, what: &str| {
+            text.parse::<MetadataValue<tonic::metadata::Ascii>>()
+                .map_err(|_| ClientError::Address {
+                    address: format!("{what} must be printable ASCII"),
+                })
+        };
+        let metadata = CallMetadata {
+            tool: Some(value(options.tool.clone(), "the tool name")?),
+            authorization: options
+                .token
+                .as_ref()
+                .map(|t| value(format!("Bearer {}", t.trim()), "the token"))
+                .transpose()?,
+        };
+        Ok(Client {
+            inner: MriClient::with_interceptor(channel, metadata),
+            address: options.address,
+        })
+    }
+
+    /// The targets the daemon knows, by pid: running ones and those that ended recently.
+    pub async fn targets(&mut self) -> Result<Vec<Target>, ClientError> {
+        self.inner
+            .list_targets(v1::ListTargetsRequest {})
+            .await?
+            .into_inner()
+            .targets
+            .into_iter()
+            .map(Target::try_from)
+            .collect()
+    }
+
+    /// Regions, data structures, cache model, events and requests of one target.
+    pub async fn describe(&mut self, pid: u32) -> Result<Description, ClientError> {
+        self.inner
+            .describe_target(v1::DescribeTargetRequest { pid })
+            .await?
+            .into_inner()
+            .try_into()
+    }
+
+    /// Places one request; the target picks it up at its region's next entry.
+    pub async fn request(
+        &mut self,
+        pid: u32,
+        request: Request,
+    ) -> Result<RequestInfo, ClientError> {
+        let mut placed = self.requests(pid, &[request]).await?;
+        placed
+            .pop()
+            .ok_or_else(|| ClientError::Protocol("the daemon placed no request".into()))
+    }
+
+    /// Places several requests, all or none.
+    pub async fn requests(
+        &mut self,
+        pid: u32,
+        requests: &[Request],
+    ) -> Result<Vec<RequestInfo>, ClientError> {
+        self.inner
+            .add_requests(v1::AddRequestsRequest {
+                pid,
+                requests: requests.iter().map(Request::to_mri).collect(),
+            })
+            .await?
+            .into_inner()
+            .requests
+            .into_iter()
+            .map(RequestInfo::try_from)
+            .collect()
+    }
+
+    /// Withdraws requests by id; no ids withdraws every request this tool placed on the target.
+    pub async fn cancel(&mut self, pid: u32, ids: &[u64]) -> Result<Vec<u64>, ClientError> {
+        Ok(self
+            .inner
+            .cancel_requests(v1::CancelRequestsRequest {
+                pid,
+                ids: ids.to_vec(),
+            })
+            .await?
+            .into_inner()
+            .cancelled)
+    }
+
+    /// Arms (or with `None` clears) the target's halting point.
+    pub async fn set_halting_point(
+        &mut self,
+        pid: u32,
+        point: Option<HaltingPoint>,
+    ) -> Result<(), ClientError> {
+        self.inner
+            .set_halting_point(v1::SetHaltingPointRequest {
+                pid,
+                point: point.as_ref().map(HaltingPoint::to_mri),
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Lets a halted target run on (the MRI's Continue), to its halting point if one is armed,
+    /// or to its end with `clear_halting_point`.
+    pub async fn resume(&mut self, pid: u32, clear_halting_point: bool) -> Result<(), ClientError> {
+        self.inner
+            .r#continue(v1::ContinueRequest {
+                pid,
+                clear_halting_point,
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Runs the target to `to` and waits for the halt there, or its end.
+    pub async fn step(&mut self, pid: u32, to: StepTo) -> Result<StepOutcome, ClientError> {
+        self.step_by(pid, to, 1, None).await
+    }
+
+    /// Like [`Client::step`], `count` matching boundaries on, waiting at most `timeout`
+    /// (a timeout is [`ClientError::Rpc`] with `DeadlineExceeded`; the target runs on).
+    pub async fn step_by(
+        &mut self,
+        pid: u32,
+        to: StepTo,
+        count: u32,
+        timeout: Option<Duration>,
+    ) -> Result<StepOutcome, ClientError> {
+        let reply = self
+            .inner
+            .step(v1::StepRequest {
+                pid,
+                until: to.to_mri(),
+                count,
+                timeout_ms: timeout.map_or(0, |t| t.as_millis().max(1) as u64),
+            })
+            .await?
+            .into_inner();
+        match reply.outcome {
+            Some(v1::step_response::Outcome::Halted(h)) => Ok(StepOutcome::Halted(h.try_into()?)),
+            Some(v1::step_response::Outcome::Exited(e)) => Ok(StepOutcome::Exited(e.into())),
+            None => Err(ClientError::Protocol(
+                "the daemon's step answer has no outcome".into(),
+            )),
+        }
+    }
+
+    /// A stream of events of one target (`Some(pid)`), or of every target including those that
+    /// start later (`None`). It begins with each target's state; a target's stream ends after
+    /// its exit.
+    ///
+    /// ```no_run
+    /// use tokio_stream::StreamExt;
+    /// # async fn demo(mut client: epcache_client::Client, pid: u32) -> Result<(), epcache_client::ClientError> {
+    /// let mut events = client.watch(Some(pid)).await?;
+    /// while let Some(event) = events.next().await {
+    ///     match event? {
+    ///         epcache_client::Event::Halted { halt, .. } => println!("halted at {:?}", halt.position),
+    ///         epcache_client::Event::ResultUpdated { result, .. } => println!("{} so far", result.total),
+    ///         epcache_client::Event::Exited { exit, .. } => println!("ended: {}", exit.reason),
+    ///         epcache_client::Event::Target { target } => println!("{} is {}", target.pid, target.state),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn watch(
+        &mut self,
+        pid: Option<u32>,
+    ) -> Result<impl Stream<Item = Result<Event, ClientError>> + Send + 'static, ClientError> {
+        let stream = self
+            .inner
+            .watch(v1::WatchRequest {
+                pid: pid.unwrap_or(0),
+            })
+            .await?
+            .into_inner();
+        Ok(stream.map(|item| item.map_err(ClientError::from).and_then(Event::try_from)))
+    }
+
+    /// The latest results of requests by id; no ids means every request on the target.
+    pub async fn results(
+        &mut self,
+        pid: u32,
+        ids: &[u64],
+    ) -> Result<Vec<RequestResult>, ClientError> {
+        self.inner
+            .read_results(v1::ReadResultsRequest {
+                pid,
+                ids: ids.to_vec(),
+            })
+            .await?
+            .into_inner()
+            .results
+            .into_iter()
+            .map(RequestResult::try_from)
+            .collect()
+    }
+
+    /// Cancels this tool's requests on the target, clears its halting point and lets it go.
+    pub async fn detach(&mut self, pid: u32) -> Result<Detached, ClientError> {
+        let d = self
+            .inner
+            .detach(v1::DetachRequest { pid })
+            .await?
+            .into_inner();
+        Ok(Detached {
+            cancelled: d.cancelled,
+            cleared_halting_point: d.cleared_halting_point,
+            released: d.released,
+        })
+    }
+
+    /// Asks the target to end (SIGTERM, after the daemon checked it is the same process).
+    pub async fn terminate(&mut self, pid: u32) -> Result<(), ClientError> {
+        self.inner.terminate(v1::TerminateRequest { pid }).await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_become_uris() {
+        assert_eq!(tcp_uri("127.0.0.1:5").unwrap(), "http://127.0.0.1:5");
+        assert_eq!(tcp_uri("5").unwrap(), "http://127.0.0.1:5");
+        assert_eq!(tcp_uri("http://h:1").unwrap(), "http://h:1");
+        assert_eq!(tcp_uri("[::1]:7").unwrap(), "http://[::1]:7");
+        assert!(tcp_uri("nowhere").is_err());
+    }
+}

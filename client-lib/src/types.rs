@@ -1,0 +1,856 @@
+//! The values tools work with: targets, regions, data structures, requests, results with their
+//! buckets' bytes, halts and watch events; plain Rust types, converted from the MRI's messages here
+//! and only here.
+
+use std::ops::Range;
+
+use epcache_proto::v1;
+use serde::Serialize;
+
+use crate::ClientError;
+
+fn missing(what: &str) -> ClientError {
+    ClientError::Protocol(format!("the daemon's answer lacks {what}"))
+}
+
+fn range(r: Option<v1::AddressRange>, what: &str) -> Result<Range<u64>, ClientError> {
+    let r = r.ok_or_else(|| missing(what))?;
+    Ok(r.start..r.end)
+}
+
+/// What a target is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetState {
+    /// Creating its tables.
+    Starting,
+    /// Running the program.
+    Running,
+    /// Blocked at start (`EPCACHE_WAIT`) until a tool continues it.
+    WaitingForTool,
+    /// Blocked at a halting point.
+    Halted,
+    /// Finished normally.
+    Exited,
+    /// Gone without finishing (killed or crashed).
+    Died,
+    /// A state this client does not know (a newer daemon).
+    Unknown,
+}
+
+impl From<v1::TargetState> for TargetState {
+    fn from(s: v1::TargetState) -> Self {
+        match s {
+            v1::TargetState::Starting => TargetState::Starting,
+            v1::TargetState::Running => TargetState::Running,
+            v1::TargetState::WaitingForTool => TargetState::WaitingForTool,
+            v1::TargetState::Halted => TargetState::Halted,
+            v1::TargetState::Exited => TargetState::Exited,
+            v1::TargetState::Died => TargetState::Died,
+            v1::TargetState::Unspecified => TargetState::Unknown,
+        }
+    }
+}
+
+impl std::fmt::Display for TargetState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TargetState::Starting => "starting",
+            TargetState::Running => "running",
+            TargetState::WaitingForTool => "waiting for a tool",
+            TargetState::Halted => "halted",
+            TargetState::Exited => "exited",
+            TargetState::Died => "died",
+            TargetState::Unknown => "unknown",
+        })
+    }
+}
+
+/// Which side of a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Boundary {
+    /// Where it starts.
+    Entry,
+    /// Where it ends.
+    Exit,
+}
+
+impl std::fmt::Display for Boundary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Boundary::Entry => "entry",
+            Boundary::Exit => "exit",
+        })
+    }
+}
+
+fn boundary(b: i32) -> Result<Boundary, ClientError> {
+    match v1::Boundary::try_from(b) {
+        Ok(v1::Boundary::Entry) => Ok(Boundary::Entry),
+        Ok(v1::Boundary::Exit) => Ok(Boundary::Exit),
+        _ => Err(missing("a boundary")),
+    }
+}
+
+/// A region boundary a target is halted at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Position {
+    /// Index of the region.
+    pub region_index: u32,
+    /// Its name.
+    pub region: String,
+    /// Entry or exit.
+    pub boundary: Boundary,
+}
+
+impl TryFrom<v1::Position> for Position {
+    type Error = ClientError;
+    fn try_from(p: v1::Position) -> Result<Self, ClientError> {
+        Ok(Position {
+            region_index: p.region_index,
+            region: p.region_name,
+            boundary: boundary(p.boundary)?,
+        })
+    }
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of {}", self.boundary, self.region)
+    }
+}
+
+/// A monitored process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// Its pid, which names it in every call.
+    pub pid: u32,
+    /// Its start time (clock ticks after boot).
+    pub start_time: u64,
+    /// Its program name.
+    pub program: String,
+    /// What it is doing.
+    pub state: TargetState,
+    /// Where it is halted.
+    pub halted_at: Option<Position>,
+    /// Regions registered so far.
+    pub regions: u32,
+    /// Data structures registered so far.
+    pub data_structures: u32,
+    /// Requests placed through the daemon.
+    pub requests: u32,
+}
+
+impl TryFrom<v1::Target> for Target {
+    type Error = ClientError;
+    fn try_from(t: v1::Target) -> Result<Self, ClientError> {
+        Ok(Target {
+            pid: t.pid,
+            start_time: t.start_time,
+            state: t.state().into(),
+            program: t.program,
+            halted_at: t.halted_at.map(Position::try_from).transpose()?,
+            regions: t.regions,
+            data_structures: t.data_structures,
+            requests: t.requests,
+        })
+    }
+}
+
+/// How a region was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionKind {
+    /// A function.
+    Function,
+    /// A marker in the source.
+    Marker,
+    /// Unknown to this client.
+    Unknown,
+}
+
+/// A region of the target's code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Region {
+    /// Index in the target's region table.
+    pub index: u32,
+    /// File id of its key.
+    pub file_id: u32,
+    /// First line of its key.
+    pub line: u32,
+    /// Its name.
+    pub name: String,
+    /// Its source file, empty when unknown.
+    pub file: String,
+    /// Function or marker.
+    pub kind: RegionKind,
+}
+
+impl TryFrom<v1::Region> for Region {
+    type Error = ClientError;
+    fn try_from(r: v1::Region) -> Result<Self, ClientError> {
+        let key = r.key.ok_or_else(|| missing("a region key"))?;
+        Ok(Region {
+            index: r.index,
+            file_id: key.file_id,
+            line: key.line,
+            kind: match r.kind() {
+                v1::RegionKind::Function => RegionKind::Function,
+                v1::RegionKind::Marker => RegionKind::Marker,
+                v1::RegionKind::Unspecified => RegionKind::Unknown,
+            },
+            name: r.name,
+            file: r.file,
+        })
+    }
+}
+
+/// Where a data structure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataStructureKind {
+    /// A global or static.
+    Global,
+    /// A heap array the program registered.
+    Heap,
+    /// Heap blocks of one allocation site.
+    AllocationSite,
+    /// Unknown to this client.
+    Unknown,
+}
+
+/// A data structure of the target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DataStructure {
+    /// Index in the target's data-structure table.
+    pub index: u32,
+    /// Its name.
+    pub name: String,
+    /// Its bytes.
+    pub range: Range<u64>,
+    /// Where it came from.
+    pub kind: DataStructureKind,
+    /// False once freed.
+    pub live: bool,
+}
+
+impl TryFrom<v1::DataStructure> for DataStructure {
+    type Error = ClientError;
+    fn try_from(d: v1::DataStructure) -> Result<Self, ClientError> {
+        Ok(DataStructure {
+            index: d.index,
+            kind: match d.kind() {
+                v1::DataStructureKind::Global => DataStructureKind::Global,
+                v1::DataStructureKind::HeapRegistered => DataStructureKind::Heap,
+                v1::DataStructureKind::AllocationSite => DataStructureKind::AllocationSite,
+                v1::DataStructureKind::Unspecified => DataStructureKind::Unknown,
+            },
+            range: range(d.range, "a data structure's range")?,
+            name: d.name,
+            live: d.live,
+        })
+    }
+}
+
+/// An event the target can count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventInfo {
+    /// PAPI-style name.
+    pub name: String,
+    /// What it counts.
+    pub description: String,
+}
+
+/// How the instances of a region combine in a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    /// Each instance replaces the last.
+    PerInstance,
+    /// One result per thread.
+    PerThread,
+    /// All instances summed (the default).
+    #[default]
+    Summed,
+}
+
+impl Aggregation {
+    fn to_mri(self) -> v1::Aggregation {
+        match self {
+            Aggregation::PerInstance => v1::Aggregation::PerInstance,
+            Aggregation::PerThread => v1::Aggregation::PerThread,
+            Aggregation::Summed => v1::Aggregation::Summed,
+        }
+    }
+
+    fn from_mri(a: v1::Aggregation) -> Self {
+        match a {
+            v1::Aggregation::PerInstance => Aggregation::PerInstance,
+            v1::Aggregation::PerThread => Aggregation::PerThread,
+            v1::Aggregation::Summed | v1::Aggregation::Unspecified => Aggregation::Summed,
+        }
+    }
+}
+
+/// A seed-paper analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Analysis {
+    /// Temporal reuse and spatial use of lines.
+    Reuse,
+    /// Which data structure evicted which.
+    Evictors,
+    /// Compulsory, capacity and conflict misses.
+    MissClasses,
+    /// Reuse-distance histograms.
+    ReuseDistance,
+}
+
+impl Analysis {
+    fn to_mri(self) -> v1::Analysis {
+        match self {
+            Analysis::Reuse => v1::Analysis::Reuse,
+            Analysis::Evictors => v1::Analysis::Evictors,
+            Analysis::MissClasses => v1::Analysis::MissClasses,
+            Analysis::ReuseDistance => v1::Analysis::ReuseDistance,
+        }
+    }
+
+    fn from_mri(a: i32) -> Option<Self> {
+        match v1::Analysis::try_from(a).ok()? {
+            v1::Analysis::Reuse => Some(Analysis::Reuse),
+            v1::Analysis::Evictors => Some(Analysis::Evictors),
+            v1::Analysis::MissClasses => Some(Analysis::MissClasses),
+            v1::Analysis::ReuseDistance => Some(Analysis::ReuseDistance),
+            v1::Analysis::Unspecified => None,
+        }
+    }
+}
+
+/// Names a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegionRef {
+    /// By name.
+    Name(String),
+    /// By key: file id and first line.
+    Key {
+        /// File id.
+        file_id: u32,
+        /// First line.
+        line: u32,
+    },
+    /// By index.
+    Index(u32),
+}
+
+impl From<&str> for RegionRef {
+    fn from(name: &str) -> Self {
+        RegionRef::Name(name.to_owned())
+    }
+}
+
+impl From<String> for RegionRef {
+    fn from(name: String) -> Self {
+        RegionRef::Name(name)
+    }
+}
+
+impl RegionRef {
+    pub(crate) fn to_mri(&self) -> v1::RegionSelector {
+        use v1::region_selector::By;
+        v1::RegionSelector {
+            by: Some(match self {
+                RegionRef::Name(n) => By::Name(n.clone()),
+                RegionRef::Key { file_id, line } => By::Key(v1::RegionKey {
+                    file_id: *file_id,
+                    line: *line,
+                }),
+                RegionRef::Index(i) => By::Index(*i),
+            }),
+        }
+    }
+}
+
+/// Names the bytes a request counts in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataRef {
+    /// A data structure by name.
+    Name(String),
+    /// An address range.
+    Range(Range<u64>),
+    /// A data structure by index.
+    Index(u32),
+}
+
+impl From<&str> for DataRef {
+    fn from(name: &str) -> Self {
+        DataRef::Name(name.to_owned())
+    }
+}
+
+impl From<String> for DataRef {
+    fn from(name: String) -> Self {
+        DataRef::Name(name)
+    }
+}
+
+impl From<Range<u64>> for DataRef {
+    fn from(r: Range<u64>) -> Self {
+        DataRef::Range(r)
+    }
+}
+
+/// Static count or histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One count.
+    Static,
+    /// This many equal buckets of whole L1 lines.
+    Buckets(u32),
+    /// Buckets this many L1 lines wide.
+    BucketLines(u32),
+}
+
+/// A monitoring request: one event in one range during one region.
+///
+/// ```
+/// use epcache_client::{Aggregation, Analysis, Request};
+/// let misses = Request::histogram("kernel", "A", "PAPI_L1_LDM", 25);
+/// let hits = Request::count("kernel", 0x1000..0x2000, "EPC_L1_LDH").aggregation(Aggregation::PerInstance);
+/// let classes = Request::count("kernel", "A", "PAPI_L1_DCM").analysis(Analysis::MissClasses);
+/// # let _ = (misses, hits, classes);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The region whose instances are measured.
+    pub region: RegionRef,
+    /// The bytes counted.
+    pub data: DataRef,
+    /// The event (PAPI-style name).
+    pub event: String,
+    /// Static or histogram.
+    pub mode: Mode,
+    /// How instances combine.
+    pub aggregation: Aggregation,
+    /// Analyses to run.
+    pub analyses: Vec<Analysis>,
+}
+
+impl Request {
+    /// A static count of `event` over `data` during `region`, summed over instances.
+    pub fn count(
+        region: impl Into<RegionRef>,
+        data: impl Into<DataRef>,
+        event: impl Into<String>,
+    ) -> Request {
+        Request {
+            region: region.into(),
+            data: data.into(),
+            event: event.into(),
+            mode: Mode::Static,
+            aggregation: Aggregation::Summed,
+            analyses: Vec::new(),
+        }
+    }
+
+    /// A histogram of `event` over `data` during `region` in `buckets` equal buckets.
+    pub fn histogram(
+        region: impl Into<RegionRef>,
+        data: impl Into<DataRef>,
+        event: impl Into<String>,
+        buckets: u32,
+    ) -> Request {
+        Request {
+            mode: Mode::Buckets(buckets),
+            ..Request::count(region, data, event)
+        }
+    }
+
+    /// Makes it a histogram with buckets `lines` L1 lines wide.
+    pub fn bucket_lines(mut self, lines: u32) -> Request {
+        self.mode = Mode::BucketLines(lines);
+        self
+    }
+
+    /// Sets how instances combine.
+    pub fn aggregation(mut self, aggregation: Aggregation) -> Request {
+        self.aggregation = aggregation;
+        self
+    }
+
+    /// Adds an analysis; the result then carries the analysis report.
+    pub fn analysis(mut self, analysis: Analysis) -> Request {
+        self.analyses.push(analysis);
+        self
+    }
+
+    pub(crate) fn to_mri(&self) -> v1::MonitoringRequest {
+        use v1::data_selector::By;
+        use v1::monitoring_request::Mode as M;
+        v1::MonitoringRequest {
+            region: Some(self.region.to_mri()),
+            data: Some(v1::DataSelector {
+                by: Some(match &self.data {
+                    DataRef::Name(n) => By::Name(n.clone()),
+                    DataRef::Range(r) => By::Range(v1::AddressRange {
+                        start: r.start,
+                        end: r.end,
+                    }),
+                    DataRef::Index(i) => By::Index(*i),
+                }),
+            }),
+            event: self.event.clone(),
+            mode: Some(match self.mode {
+                Mode::Static => M::StaticCount(v1::StaticMode {}),
+                Mode::Buckets(n) => M::Histogram(v1::HistogramMode {
+                    granularity: Some(v1::histogram_mode::Granularity::Buckets(n)),
+                }),
+                Mode::BucketLines(l) => M::Histogram(v1::HistogramMode {
+                    granularity: Some(v1::histogram_mode::Granularity::BucketLines(l)),
+                }),
+            }),
+            aggregation: self.aggregation.to_mri() as i32,
+            analyses: self.analyses.iter().map(|a| a.to_mri() as i32).collect(),
+        }
+    }
+}
+
+/// A request as the daemon placed it, every name resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestInfo {
+    /// The daemon's id for it.
+    pub id: u64,
+    /// The target.
+    pub pid: u32,
+    /// The region measured.
+    pub region: Region,
+    /// The data structure, when the request named one.
+    pub data_structure: Option<DataStructure>,
+    /// The bytes counted.
+    pub range: Range<u64>,
+    /// The event.
+    pub event: String,
+    /// Histogram buckets; 0 for a static count.
+    pub buckets: u32,
+    /// Bucket width in bytes; 0 for a static count.
+    pub bucket_bytes: u64,
+    /// How instances combine.
+    pub aggregation: Aggregation,
+    /// Analyses switched on.
+    pub analyses: Vec<Analysis>,
+    /// The tool that placed it.
+    pub owner: String,
+}
+
+impl RequestInfo {
+    /// What the request counts in, in words: the data structure's name or the range.
+    pub fn data_name(&self) -> String {
+        match &self.data_structure {
+            Some(d) => d.name.clone(),
+            None => format!("[{:#x}, {:#x})", self.range.start, self.range.end),
+        }
+    }
+}
+
+impl TryFrom<v1::RequestInfo> for RequestInfo {
+    type Error = ClientError;
+    fn try_from(r: v1::RequestInfo) -> Result<Self, ClientError> {
+        Ok(RequestInfo {
+            id: r.id,
+            pid: r.pid,
+            aggregation: Aggregation::from_mri(r.aggregation()),
+            region: r
+                .region
+                .ok_or_else(|| missing("a request's region"))?
+                .try_into()?,
+            data_structure: r.data_structure.map(DataStructure::try_from).transpose()?,
+            range: range(r.range, "a request's range")?,
+            event: r.event,
+            buckets: r.buckets,
+            bucket_bytes: r.bucket_bytes,
+            analyses: r
+                .analyses
+                .into_iter()
+                .filter_map(Analysis::from_mri)
+                .collect(),
+            owner: r.owner,
+        })
+    }
+}
+
+/// One histogram bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bucket {
+    /// The bytes it covers.
+    pub range: Range<u64>,
+    /// Occurrences of the event there.
+    pub count: u64,
+}
+
+/// The latest result of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestResult {
+    /// The request.
+    pub request: RequestInfo,
+    /// False until the target wrote a result.
+    pub available: bool,
+    /// Region instances covered.
+    pub instances: u64,
+    /// Occurrences in the whole range (the buckets' sum for a histogram).
+    pub total: u64,
+    /// Histogram buckets, lowest addresses first.
+    pub buckets: Vec<Bucket>,
+    /// The analysis report as JSON, for an analysis request.
+    pub analysis_json: Option<String>,
+}
+
+impl TryFrom<v1::RequestResult> for RequestResult {
+    type Error = ClientError;
+    fn try_from(r: v1::RequestResult) -> Result<Self, ClientError> {
+        Ok(RequestResult {
+            request: r
+                .request
+                .ok_or_else(|| missing("a result's request"))?
+                .try_into()?,
+            available: r.available,
+            instances: r.instances,
+            total: r.total,
+            buckets: r
+                .buckets
+                .into_iter()
+                .map(|b| {
+                    Ok(Bucket {
+                        range: range(b.range, "a bucket's range")?,
+                        count: b.count,
+                    })
+                })
+                .collect::<Result<_, ClientError>>()?,
+            analysis_json: Some(r.analysis_json).filter(|j| !j.is_empty()),
+        })
+    }
+}
+
+/// A halt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Halt {
+    /// Counts the target's halts.
+    pub generation: u32,
+    /// Halted, or waiting at start.
+    pub state: TargetState,
+    /// The boundary; `None` while waiting at start.
+    pub position: Option<Position>,
+}
+
+impl TryFrom<v1::Halt> for Halt {
+    type Error = ClientError;
+    fn try_from(h: v1::Halt) -> Result<Self, ClientError> {
+        Ok(Halt {
+            generation: h.generation,
+            state: h.state().into(),
+            position: h.position.map(Position::try_from).transpose()?,
+        })
+    }
+}
+
+/// A target's end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetExit {
+    /// Killed or crashed rather than finished.
+    pub died: bool,
+    /// What the daemon knows.
+    pub reason: String,
+}
+
+impl From<v1::TargetExit> for TargetExit {
+    fn from(e: v1::TargetExit) -> Self {
+        TargetExit {
+            died: e.died,
+            reason: e.reason,
+        }
+    }
+}
+
+/// Where a step ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepOutcome {
+    /// The target halted.
+    Halted(Halt),
+    /// It ended first.
+    Exited(TargetExit),
+}
+
+/// A halting point.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HaltingPoint {
+    /// The region; `None` for any.
+    pub region: Option<RegionRef>,
+    /// Entry or exit; `None` for either.
+    pub boundary: Option<Boundary>,
+    /// Matching boundaries to let pass first.
+    pub skip: u32,
+}
+
+impl HaltingPoint {
+    pub(crate) fn to_mri(&self) -> v1::HaltingPoint {
+        v1::HaltingPoint {
+            region: self.region.as_ref().map(RegionRef::to_mri),
+            boundary: match self.boundary {
+                None => v1::Boundary::Unspecified,
+                Some(Boundary::Entry) => v1::Boundary::Entry,
+                Some(Boundary::Exit) => v1::Boundary::Exit,
+            } as i32,
+            skip: self.skip,
+        }
+    }
+}
+
+/// Where to step to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepTo {
+    /// The next boundary of any region.
+    NextBoundary,
+    /// The next exit of a region.
+    RegionExit(RegionRef),
+    /// The next entry of a region.
+    RegionEntry(RegionRef),
+    /// Any halting point.
+    Point(HaltingPoint),
+}
+
+impl StepTo {
+    pub(crate) fn to_mri(&self) -> Option<v1::step_request::Until> {
+        use v1::step_request::Until;
+        match self {
+            StepTo::NextBoundary => None,
+            StepTo::RegionExit(r) => Some(Until::RegionExit(r.to_mri())),
+            StepTo::RegionEntry(r) => Some(Until::RegionEntry(r.to_mri())),
+            StepTo::Point(p) => Some(Until::Point(p.to_mri())),
+        }
+    }
+}
+
+/// Something that happened to a target, from [`crate::Client::watch`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The target as it is when the watch began or when it appeared.
+    Target {
+        /// The target.
+        target: Target,
+    },
+    /// It halted at a region boundary (or waits at start).
+    Halted {
+        /// The target.
+        pid: u32,
+        /// The halt.
+        halt: Halt,
+    },
+    /// A request's result changed.
+    ResultUpdated {
+        /// The target.
+        pid: u32,
+        /// The new result.
+        result: Box<RequestResult>,
+    },
+    /// It ended; nothing follows for it.
+    Exited {
+        /// The target.
+        pid: u32,
+        /// How.
+        exit: TargetExit,
+    },
+}
+
+impl TryFrom<v1::Event> for Event {
+    type Error = ClientError;
+    fn try_from(e: v1::Event) -> Result<Self, ClientError> {
+        let pid = e.pid;
+        Ok(match e.kind.ok_or_else(|| missing("an event's kind"))? {
+            v1::event::Kind::Target(t) => Event::Target {
+                target: t.try_into()?,
+            },
+            v1::event::Kind::Halted(h) => Event::Halted {
+                pid,
+                halt: h.try_into()?,
+            },
+            v1::event::Kind::Result(r) => Event::ResultUpdated {
+                pid,
+                result: Box::new(r.try_into()?),
+            },
+            v1::event::Kind::Exited(x) => Event::Exited {
+                pid,
+                exit: x.into(),
+            },
+        })
+    }
+}
+
+/// Everything about one target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Description {
+    /// The target.
+    pub target: Target,
+    /// Its regions, by index.
+    pub regions: Vec<Region>,
+    /// Its data structures, by index.
+    pub data_structures: Vec<DataStructure>,
+    /// Its cache hierarchy in spec syntax, once published.
+    pub cache_spec: Option<String>,
+    /// Its cache levels (the MRI message), once published.
+    #[serde(skip)]
+    pub model: Option<v1::CacheModel>,
+    /// Counters in its counter array, once published.
+    pub counters: Option<u32>,
+    /// The events it can count.
+    pub events: Vec<EventInfo>,
+    /// The requests placed on it through the daemon.
+    pub requests: Vec<RequestInfo>,
+}
+
+impl TryFrom<v1::DescribeTargetResponse> for Description {
+    type Error = ClientError;
+    fn try_from(d: v1::DescribeTargetResponse) -> Result<Self, ClientError> {
+        Ok(Description {
+            target: d.target.ok_or_else(|| missing("the target"))?.try_into()?,
+            regions: d
+                .regions
+                .into_iter()
+                .map(Region::try_from)
+                .collect::<Result<_, _>>()?,
+            data_structures: d
+                .data_structures
+                .into_iter()
+                .map(DataStructure::try_from)
+                .collect::<Result<_, _>>()?,
+            cache_spec: d.model.as_ref().map(|m| m.spec.clone()),
+            counters: d.model.as_ref().map(|m| m.counters),
+            model: d.model,
+            events: d
+                .events
+                .into_iter()
+                .map(|e| EventInfo {
+                    name: e.name,
+                    description: e.description,
+                })
+                .collect(),
+            requests: d
+                .requests
+                .into_iter()
+                .map(RequestInfo::try_from)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// What detaching did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Detached {
+    /// The caller's requests that were cancelled.
+    pub cancelled: Vec<u64>,
+    /// Whether the caller's halting point was cleared.
+    pub cleared_halting_point: bool,
+    /// Whether the target was let go from a halt.
+    pub released: bool,
+}

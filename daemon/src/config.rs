@@ -1,0 +1,175 @@
+//! What an epcached instance is told: where to listen, the bearer token, TLS files, where targets
+//! announce themselves and how long ended targets stay readable.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The port epcached listens on when none is given.
+pub const DEFAULT_PORT: u16 = 50551;
+
+/// Where the daemon listens, or where a tool finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenAddr {
+    /// A TCP address; loopback unless a bearer token is configured.
+    Tcp(SocketAddr),
+    /// A Unix socket at this path (created mode 0600: the file system is the access control).
+    Unix(PathBuf),
+}
+
+impl Default for ListenAddr {
+    fn default() -> Self {
+        ListenAddr::Tcp(SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            DEFAULT_PORT,
+        ))
+    }
+}
+
+/// An address that is neither `HOST:PORT`, `PORT` nor `unix:PATH`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}` is not a daemon address; use HOST:PORT (e.g. 127.0.0.1:{DEFAULT_PORT}), a port alone, or unix:/path/to/socket"
+)]
+pub struct BadAddress {
+    /// What was given.
+    pub text: String,
+}
+
+impl FromStr for ListenAddr {
+    type Err = BadAddress;
+
+    /// Accepts `unix:PATH`, `http://HOST:PORT`, `HOST:PORT` (`localhost` is 127.0.0.1) and a bare
+    /// port (on 127.0.0.1).
+    fn from_str(text: &str) -> Result<Self, BadAddress> {
+        let bad = || BadAddress {
+            text: text.to_owned(),
+        };
+        let t = text.trim();
+        if let Some(path) = t.strip_prefix("unix:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            return if path.is_empty() {
+                Err(bad())
+            } else {
+                Ok(ListenAddr::Unix(path.into()))
+            };
+        }
+        let t = t
+            .strip_prefix("http://")
+            .or_else(|| t.strip_prefix("https://"))
+            .unwrap_or(t)
+            .trim_end_matches('/');
+        if let Ok(port) = t.parse::<u16>() {
+            return Ok(ListenAddr::Tcp(SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                port,
+            )));
+        }
+        if let Some(port) = t.strip_prefix("localhost:") {
+            let port = port.parse().map_err(|_| bad())?;
+            return Ok(ListenAddr::Tcp(SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                port,
+            )));
+        }
+        t.parse().map(ListenAddr::Tcp).map_err(|_| bad())
+    }
+}
+
+impl fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListenAddr::Tcp(a) => write!(f, "{a}"),
+            ListenAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+impl ListenAddr {
+    /// Whether only this machine can reach it (loopback TCP or a Unix socket).
+    pub fn is_local(&self) -> bool {
+        match self {
+            ListenAddr::Tcp(a) => a.ip().is_loopback(),
+            ListenAddr::Unix(_) => true,
+        }
+    }
+}
+
+/// A TLS certificate chain and its private key, both PEM files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain.
+    pub cert: PathBuf,
+    /// The private key.
+    pub key: PathBuf,
+}
+
+/// How to run a daemon.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen; port 0 picks a free port (see [`crate::DaemonHandle::addr`]).
+    pub listen: ListenAddr,
+    /// The bearer token tools must send (`authorization: Bearer TOKEN`); required for a
+    /// non-loopback TCP address.
+    pub token: Option<String>,
+    /// TLS for a TCP listener (needs the `tls` feature).
+    pub tls: Option<TlsFiles>,
+    /// Where targets write their discovery records.
+    pub runtime_dir: PathBuf,
+    /// How often the runtime directory is scanned for new and vanished targets.
+    pub discovery_interval: Duration,
+    /// How long an ended target stays listed, so tools can read its last results.
+    pub exited_retention: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: ListenAddr::default(),
+            token: None,
+            tls: None,
+            runtime_dir: epcache_monitor::shm::discovery::runtime_dir(),
+            discovery_interval: Duration::from_millis(150),
+            exited_retention: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Config {
+    /// The default configuration on 127.0.0.1:`port` (0 for any free port).
+    pub fn loopback(port: u16) -> Config {
+        Config {
+            listen: ListenAddr::Tcp(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
+            ..Config::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_in_every_accepted_form() {
+        let local = |port| ListenAddr::Tcp(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+        assert_eq!("7000".parse::<ListenAddr>().unwrap(), local(7000));
+        assert_eq!("localhost:7001".parse::<ListenAddr>().unwrap(), local(7001));
+        assert_eq!(
+            "http://127.0.0.1:7002/".parse::<ListenAddr>().unwrap(),
+            local(7002)
+        );
+        assert_eq!(
+            "unix:/run/epcache/d.sock".parse::<ListenAddr>().unwrap(),
+            ListenAddr::Unix("/run/epcache/d.sock".into())
+        );
+        let any: ListenAddr = "0.0.0.0:9".parse().unwrap();
+        assert!(!any.is_local());
+        assert!("[::1]:9".parse::<ListenAddr>().unwrap().is_local());
+        let err = "nowhere".parse::<ListenAddr>().unwrap_err();
+        assert!(err.to_string().contains("unix:/path"), "{err}");
+        assert!("unix:".parse::<ListenAddr>().is_err());
+        assert_eq!(local(5).to_string(), "127.0.0.1:5");
+    }
+}

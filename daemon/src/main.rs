@@ -1,0 +1,104 @@
+//! `epcached`: the analysis daemon's command line; everything it does is in the library.
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use epcache_daemon::{Config, DEFAULT_PORT, ListenAddr, TlsFiles};
+use tracing_subscriber::EnvFilter;
+
+/// epcached: serves the Monitoring Request Interface of the epcache targets of this user.
+///
+/// Targets announce themselves in the runtime directory ($EPCACHE_RUNTIME_DIR, else
+/// $XDG_RUNTIME_DIR/epcache, else /tmp/epcache-UID). Logging follows RUST_LOG (default info).
+#[derive(Debug, Parser)]
+#[command(name = "epcached", version, about)]
+struct Args {
+    /// Where to listen: HOST:PORT, a port alone (on 127.0.0.1), or unix:PATH. Anything but
+    /// loopback or a Unix socket needs a token.
+    #[arg(long, default_value_t = ListenAddr::default())]
+    listen: ListenAddr,
+    /// A file holding the bearer token tools must send (else $EPCACHED_TOKEN, else none).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// TLS certificate chain (PEM); needs --tls-key and a build with the `tls` feature.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Where targets write their discovery records.
+    #[arg(long)]
+    runtime_dir: Option<PathBuf>,
+    /// Seconds an ended target stays listed so its last results can be read.
+    #[arg(long, default_value_t = 60)]
+    keep_exited: u64,
+}
+
+async fn termination() {
+    use tokio::signal::unix::{SignalKind, signal};
+    // SIGTERM is how systemd, Kubernetes and Slurm ask for a graceful stop.
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+            }
+        }
+        _ => {
+            tracing::error!("cannot install signal handlers; stop with SIGKILL");
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the token file {}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => std::env::var("EPCACHED_TOKEN")
+            .ok()
+            .filter(|t| !t.trim().is_empty()),
+    };
+    if token.as_deref() == Some("") {
+        anyhow::bail!("the token file is empty; put a secret of at least 16 characters in it");
+    }
+    let config = Config {
+        listen: args.listen,
+        token,
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| TlsFiles { cert, key }),
+        runtime_dir: args
+            .runtime_dir
+            .unwrap_or_else(epcache_monitor::shm::discovery::runtime_dir),
+        exited_retention: Duration::from_secs(args.keep_exited),
+        ..Config::default()
+    };
+    let daemon = epcache_daemon::serve(config)
+        .await
+        .with_context(|| format!("starting epcached (default port {DEFAULT_PORT})"))?;
+    // The one line on stdout, for scripts and tests that asked for port 0.
+    println!("epcached listening on {}", daemon.endpoint());
+    daemon.serve_until(termination()).await?;
+    Ok(())
+}

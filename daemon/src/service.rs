@@ -1,0 +1,549 @@
+//! The `Mri` gRPC service: each call looks its target up, resolves names, talks to the segment
+//! through the target's attachment and answers in MRI messages; refusals are [`DaemonError`]s.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use epcache_monitor::cache::HierarchySpec;
+use epcache_monitor::shm::layout::{Boundary, HaltingPoint};
+use epcache_monitor::shm::process;
+use epcache_monitor::shm::tool::ToolError;
+use epcache_proto::v1;
+use epcache_proto::v1::mri_server::Mri;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::error::DaemonError;
+use crate::model;
+use crate::registry::{Placed, Registry, TargetEntry, lock};
+use crate::resolve;
+
+/// The metadata key naming the calling tool; requests and halting points belong to it.
+pub const TOOL_METADATA: &str = "epcache-tool";
+
+/// Events buffered per watch stream before the stream waits for its reader.
+const STREAM_BUFFER: usize = 256;
+
+/// The service; cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct MriService {
+    registry: Arc<Registry>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl MriService {
+    pub(crate) fn new(registry: Arc<Registry>, shutdown: watch::Receiver<bool>) -> Self {
+        MriService { registry, shutdown }
+    }
+}
+
+fn tool_of<T>(request: &Request<T>) -> String {
+    request
+        .metadata()
+        .get(TOOL_METADATA)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The target's cache hierarchy, when it published one that parses.
+fn hierarchy(entry: &TargetEntry) -> Result<Option<(HierarchySpec, u32)>, DaemonError> {
+    let Some((text, counters)) = entry.handle.model()? else {
+        return Ok(None);
+    };
+    match text.parse::<HierarchySpec>() {
+        Ok(spec) => Ok(Some((spec, counters))),
+        Err(e) => {
+            tracing::warn!(pid = entry.pid(), spec = %text, error = %e, "target published a cache spec this daemon cannot parse");
+            Ok(None)
+        }
+    }
+}
+
+/// The halting point `point` asks for, armed on the target.
+fn arm(entry: &TargetEntry, point: &v1::HaltingPoint, tool: &str) -> Result<(), DaemonError> {
+    let region = match &point.region {
+        Some(selector) if selector.by.is_some() => {
+            let regions = entry.handle.regions()?;
+            Some(resolve::region(entry.pid(), Some(selector), &regions)?.index)
+        }
+        _ => None,
+    };
+    match point.boundary() {
+        v1::Boundary::Unspecified => entry.handle.set_step_point(region, point.skip)?,
+        b => entry.handle.set_halting_point(Some(HaltingPoint {
+            region,
+            boundary: if b == v1::Boundary::Entry {
+                Boundary::Entry
+            } else {
+                Boundary::Exit
+            },
+            skip: point.skip,
+        }))?,
+    }
+    *lock(&entry.halt_owner) = Some(tool.to_owned());
+    Ok(())
+}
+
+/// Releases a target that may or may not be halted: a running one simply runs on.
+fn release_if_halted(entry: &TargetEntry) -> Result<bool, DaemonError> {
+    match entry.handle.release() {
+        Ok(()) => Ok(true),
+        Err(ToolError::NotHalted { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Completes when the daemon begins to stop.
+async fn until_stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<v1::Event, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Mri for MriService {
+    async fn list_targets(
+        &self,
+        _request: Request<v1::ListTargetsRequest>,
+    ) -> Result<Response<v1::ListTargetsResponse>, Status> {
+        let targets = self.registry.all().iter().map(|e| e.describe()).collect();
+        Ok(Response::new(v1::ListTargetsResponse { targets }))
+    }
+
+    async fn describe_target(
+        &self,
+        request: Request<v1::DescribeTargetRequest>,
+    ) -> Result<Response<v1::DescribeTargetResponse>, Status> {
+        let entry = self.registry.get(request.get_ref().pid)?;
+        let regions = entry.handle.regions().map_err(DaemonError::from)?;
+        let structures = entry.handle.data_structures().map_err(DaemonError::from)?;
+        let (model, events) = match hierarchy(&entry)? {
+            Some((spec, counters)) => (
+                Some(model::cache_model(&spec, counters, 0)),
+                model::events(spec.data.len()),
+            ),
+            None => (None, Vec::new()),
+        };
+        Ok(Response::new(v1::DescribeTargetResponse {
+            target: Some(entry.describe()),
+            regions: regions.iter().map(model::region).collect(),
+            data_structures: structures.iter().map(model::data_structure).collect(),
+            model,
+            events,
+            requests: lock(&entry.requests)
+                .values()
+                .map(|p| p.info.clone())
+                .collect(),
+        }))
+    }
+
+    async fn add_requests(
+        &self,
+        request: Request<v1::AddRequestsRequest>,
+    ) -> Result<Response<v1::AddRequestsResponse>, Status> {
+        let tool = tool_of(&request);
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        entry.ensure_live("take requests")?;
+        if call.requests.is_empty() {
+            return Err(DaemonError::InvalidArgument("the call carries no request".into()).into());
+        }
+        let regions = entry.handle.regions().map_err(DaemonError::from)?;
+        let structures = entry.handle.data_structures().map_err(DaemonError::from)?;
+        let spec = hierarchy(&entry)?.map(|(s, _)| s);
+        // Resolve everything first: a refused call must leave the target untouched.
+        let resolved = call
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(index, r)| {
+                resolve::request(call.pid, r, &regions, &structures, spec.as_ref()).map_err(
+                    |source| DaemonError::InRequest {
+                        index,
+                        source: Box::new(source),
+                    },
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut placed: Vec<Placed> = Vec::with_capacity(resolved.len());
+        for (index, r) in resolved.into_iter().enumerate() {
+            match entry.handle.submit(&r.spec) {
+                Ok(handle) => {
+                    let mut info = r.info;
+                    info.id = self.registry.request_id();
+                    info.owner = tool.clone();
+                    placed.push(Placed { info, handle });
+                }
+                Err(e) => {
+                    for p in &placed {
+                        let _ = entry.handle.cancel(p.handle);
+                    }
+                    return Err(DaemonError::InRequest {
+                        index,
+                        source: Box::new(e.into()),
+                    }
+                    .into());
+                }
+            }
+        }
+        let mut requests = lock(&entry.requests);
+        for p in &placed {
+            requests.insert(p.info.id, p.clone());
+        }
+        drop(requests);
+        tracing::info!(pid = call.pid, tool = %tool, placed = placed.len(), "requests placed");
+        Ok(Response::new(v1::AddRequestsResponse {
+            requests: placed.into_iter().map(|p| p.info).collect(),
+        }))
+    }
+
+    async fn cancel_requests(
+        &self,
+        request: Request<v1::CancelRequestsRequest>,
+    ) -> Result<Response<v1::CancelRequestsResponse>, Status> {
+        let tool = tool_of(&request);
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        let mut requests = lock(&entry.requests);
+        let ids: Vec<u64> = if call.ids.is_empty() {
+            requests
+                .values()
+                .filter(|p| p.info.owner == tool)
+                .map(|p| p.info.id)
+                .collect()
+        } else {
+            if let Some(&missing) = call.ids.iter().find(|id| !requests.contains_key(id)) {
+                let nearest = requests.keys().take(8).map(u64::to_string).collect();
+                return Err(DaemonError::NotFound {
+                    what: "request",
+                    name: missing.to_string(),
+                    pid: call.pid,
+                    nearest,
+                }
+                .into());
+            }
+            call.ids.clone()
+        };
+        for id in &ids {
+            if let Some(p) = requests.remove(id) {
+                // Stale means the target already dropped it (rejected, or it ended): gone either way.
+                match entry.handle.cancel(p.handle) {
+                    Ok(()) | Err(ToolError::StaleRequest { .. }) => {}
+                    Err(e) => tracing::debug!(pid = call.pid, request = id, error = %e, "cancel"),
+                }
+            }
+        }
+        Ok(Response::new(v1::CancelRequestsResponse { cancelled: ids }))
+    }
+
+    async fn set_halting_point(
+        &self,
+        request: Request<v1::SetHaltingPointRequest>,
+    ) -> Result<Response<v1::SetHaltingPointResponse>, Status> {
+        let tool = tool_of(&request);
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        entry.ensure_live("halt")?;
+        match &call.point {
+            Some(point) => arm(&entry, point, &tool)?,
+            None => {
+                entry
+                    .handle
+                    .set_halting_point(None)
+                    .map_err(DaemonError::from)?;
+                *lock(&entry.halt_owner) = None;
+            }
+        }
+        Ok(Response::new(v1::SetHaltingPointResponse {}))
+    }
+
+    async fn r#continue(
+        &self,
+        request: Request<v1::ContinueRequest>,
+    ) -> Result<Response<v1::ContinueResponse>, Status> {
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        entry.ensure_live("continue")?;
+        if call.clear_halting_point {
+            entry
+                .handle
+                .set_halting_point(None)
+                .map_err(DaemonError::from)?;
+            *lock(&entry.halt_owner) = None;
+        }
+        entry.handle.release().map_err(DaemonError::from)?;
+        Ok(Response::new(v1::ContinueResponse {}))
+    }
+
+    async fn step(
+        &self,
+        request: Request<v1::StepRequest>,
+    ) -> Result<Response<v1::StepResponse>, Status> {
+        let tool = tool_of(&request);
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        entry.ensure_live("step")?;
+        let skip = call.count.saturating_sub(1);
+        let point = match call.until {
+            None => v1::HaltingPoint {
+                region: None,
+                boundary: v1::Boundary::Unspecified as i32,
+                skip,
+            },
+            Some(v1::step_request::Until::RegionExit(r)) => v1::HaltingPoint {
+                region: Some(r),
+                boundary: v1::Boundary::Exit as i32,
+                skip,
+            },
+            Some(v1::step_request::Until::RegionEntry(r)) => v1::HaltingPoint {
+                region: Some(r),
+                boundary: v1::Boundary::Entry as i32,
+                skip,
+            },
+            Some(v1::step_request::Until::Point(p)) => p,
+        };
+        let mut status = entry.subscribe();
+        // The segment's generation, not the watcher's, which may lag behind it.
+        let before = entry.handle.halt_generation();
+        arm(&entry, &point, &tool)?;
+        release_if_halted(&entry)?;
+        let started = Instant::now();
+        let wait = status.wait_for(|s| s.end.is_some() || s.halted_after(before));
+        let mut shutdown = self.shutdown.clone();
+        let outcome = tokio::select! {
+            s = async {
+                if call.timeout_ms == 0 {
+                    Ok(wait.await)
+                } else {
+                    tokio::time::timeout(Duration::from_millis(call.timeout_ms), wait).await
+                }
+            } => s,
+            () = until_stopped(&mut shutdown) => return Err(DaemonError::ShuttingDown.into()),
+        };
+        let status = match outcome {
+            Err(_) => {
+                return Err(DaemonError::StepTimeout {
+                    pid: call.pid,
+                    waited: started.elapsed(),
+                }
+                .into());
+            }
+            // The registry forgot the target: it ended long ago.
+            Ok(Err(_)) => {
+                return Err(DaemonError::UnknownTarget {
+                    pid: call.pid,
+                    known: "it ended".into(),
+                }
+                .into());
+            }
+            Ok(Ok(s)) => s.clone(),
+        };
+        let outcome = match &status.end {
+            Some(end) => v1::step_response::Outcome::Exited(v1::TargetExit {
+                died: end.died,
+                reason: end.reason.clone(),
+            }),
+            None => v1::step_response::Outcome::Halted(entry.halt_message(&status)),
+        };
+        Ok(Response::new(v1::StepResponse {
+            outcome: Some(outcome),
+        }))
+    }
+
+    type WatchStream = EventStream;
+
+    async fn watch(
+        &self,
+        request: Request<v1::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let pid = request.get_ref().pid;
+        // Subscribe before the snapshot, so nothing between the two is lost.
+        let mut events = self.registry.events();
+        let watched = if pid == 0 {
+            self.registry.all()
+        } else {
+            vec![self.registry.get(pid)?]
+        };
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        let registry = self.registry.clone();
+        let mut shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let snapshot = |entries: &[Arc<TargetEntry>]| -> Vec<v1::Event> {
+                let mut out = Vec::new();
+                for e in entries {
+                    out.push(v1::Event {
+                        pid: e.pid(),
+                        kind: Some(v1::event::Kind::Target(e.describe())),
+                    });
+                    let status = e.status();
+                    if let Some(end) = &status.end {
+                        out.push(v1::Event {
+                            pid: e.pid(),
+                            kind: Some(v1::event::Kind::Exited(v1::TargetExit {
+                                died: end.died,
+                                reason: end.reason.clone(),
+                            })),
+                        });
+                    }
+                }
+                out
+            };
+            let mut ended = false;
+            for event in snapshot(&watched) {
+                ended |= matches!(event.kind, Some(v1::event::Kind::Exited(_)));
+                if tx.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            }
+            if pid != 0 && ended {
+                return;
+            }
+            loop {
+                let event = tokio::select! {
+                    e = events.recv() => e,
+                    () = until_stopped(&mut shutdown) => {
+                        let _ = tx.send(Err(DaemonError::ShuttingDown.into())).await;
+                        return;
+                    }
+                    _ = tx.closed() => return,
+                };
+                let batch = match event {
+                    Ok(e) if pid == 0 || e.pid == pid => vec![e],
+                    Ok(_) => continue,
+                    // Too slow a reader: say where things stand now instead of what was missed.
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::debug!(missed, "watch stream lagged; resynchronising");
+                        let entries = if pid == 0 {
+                            registry.all()
+                        } else {
+                            registry.get(pid).map(|e| vec![e]).unwrap_or_default()
+                        };
+                        snapshot(&entries)
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                for event in batch {
+                    let last = pid != 0 && matches!(event.kind, Some(v1::event::Kind::Exited(_)));
+                    if tx.send(Ok(event)).await.is_err() || last {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn read_results(
+        &self,
+        request: Request<v1::ReadResultsRequest>,
+    ) -> Result<Response<v1::ReadResultsResponse>, Status> {
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        let placed: Vec<Placed> = {
+            let requests = lock(&entry.requests);
+            if call.ids.is_empty() {
+                requests.values().cloned().collect()
+            } else {
+                call.ids
+                    .iter()
+                    .map(|id| {
+                        requests
+                            .get(id)
+                            .cloned()
+                            .ok_or_else(|| DaemonError::NotFound {
+                                what: "request",
+                                name: id.to_string(),
+                                pid: call.pid,
+                                nearest: requests.keys().take(8).map(u64::to_string).collect(),
+                            })
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        let results = placed
+            .iter()
+            .map(|p| entry.result(p))
+            .collect::<Result<_, _>>()?;
+        Ok(Response::new(v1::ReadResultsResponse { results }))
+    }
+
+    async fn detach(
+        &self,
+        request: Request<v1::DetachRequest>,
+    ) -> Result<Response<v1::DetachResponse>, Status> {
+        let tool = tool_of(&request);
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        let mine: Vec<Placed> = {
+            let mut requests = lock(&entry.requests);
+            let ids: Vec<u64> = requests
+                .values()
+                .filter(|p| p.info.owner == tool)
+                .map(|p| p.info.id)
+                .collect();
+            ids.iter().filter_map(|id| requests.remove(id)).collect()
+        };
+        let live = entry.status().end.is_none();
+        if live {
+            for p in &mine {
+                let _ = entry.handle.cancel(p.handle);
+            }
+        }
+        let owned = {
+            let mut owner = lock(&entry.halt_owner);
+            let owned = owner.as_deref() == Some(tool.as_str());
+            if owned {
+                *owner = None;
+            }
+            owned
+        };
+        let mut released = false;
+        if owned && live {
+            entry
+                .handle
+                .set_halting_point(None)
+                .map_err(DaemonError::from)?;
+            released = release_if_halted(&entry)?;
+        }
+        tracing::info!(pid = call.pid, tool = %tool, cancelled = mine.len(), released, "tool detached");
+        Ok(Response::new(v1::DetachResponse {
+            cancelled: mine.iter().map(|p| p.info.id).collect(),
+            cleared_halting_point: owned && live,
+            released,
+        }))
+    }
+
+    async fn terminate(
+        &self,
+        request: Request<v1::TerminateRequest>,
+    ) -> Result<Response<v1::TerminateResponse>, Status> {
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        entry.ensure_live("be terminated")?;
+        // The pid could have been reused since the target was discovered; its start time says.
+        if !process::is_same_process_alive(entry.record.pid, entry.record.start_time) {
+            return Err(DaemonError::FailedPrecondition(format!(
+                "pid {} is no longer the target that started at tick {}; nothing was signalled",
+                call.pid, entry.record.start_time
+            ))
+            .into());
+        }
+        let pid = i32::try_from(call.pid).map_err(|_| {
+            DaemonError::InvalidArgument(format!("pid {} is out of range", call.pid))
+        })?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .map_err(|errno| DaemonError::Signal {
+            pid: call.pid,
+            errno,
+        })?;
+        tracing::info!(pid = call.pid, "sent SIGTERM");
+        Ok(Response::new(v1::TerminateResponse {}))
+    }
+}

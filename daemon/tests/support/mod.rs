@@ -1,0 +1,192 @@
+//! What the daemon's end-to-end tests share: a real daemon on 127.0.0.1:0 with an isolated
+//! runtime directory, real target processes (this test binary run again as the synthetic
+//! program), and raw MRI clients that name themselves as tools.
+
+#![allow(dead_code, unreachable_pub)]
+
+pub mod synthetic;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use epcache_daemon::{Config, DaemonHandle};
+use epcache_proto::v1;
+use epcache_proto::v1::mri_client::MriClient;
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+/// Plays the synthetic program when the test binary was started as one; a no-op otherwise.
+/// Each test file calls it from a `#[test] fn child_role()`.
+pub fn child_role() {
+    if std::env::var(synthetic::ROLE).as_deref() == Ok("target") {
+        synthetic::run_target();
+    }
+}
+
+/// A target process, killed if the test ends before it does.
+pub struct Target {
+    pub child: Child,
+    pub pid: u32,
+}
+
+impl Target {
+    /// Waits for the process to end, at most `limit`.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "target pid {} still runs after {limit:?}",
+                self.pid
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the synthetic program with `env` (see [`synthetic`]) announcing itself in `runtime_dir`,
+/// and returns once its segment exists.
+pub fn spawn_target(runtime_dir: &Path, env: &[(&str, &str)]) -> Target {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .env(synthetic::ROLE, "target")
+        .env("EPCACHE_RUNTIME_DIR", runtime_dir)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("SYNTHETIC READY") {
+            // Keep draining, or the child's harness dies of a broken pipe when it reports.
+            std::thread::spawn(move || lines.for_each(drop));
+            return Target { child, pid };
+        }
+    }
+    let status = child.wait();
+    panic!("the synthetic target never became ready ({status:?})");
+}
+
+/// A daemon on 127.0.0.1:0 watching `runtime_dir`.
+pub async fn start_daemon(runtime_dir: &Path) -> DaemonHandle {
+    epcache_daemon::serve(Config {
+        runtime_dir: runtime_dir.to_owned(),
+        discovery_interval: Duration::from_millis(50),
+        ..Config::loopback(0)
+    })
+    .await
+    .unwrap()
+}
+
+/// Adds the `epcache-tool` metadata to every call.
+#[derive(Clone)]
+pub struct Tool(pub String);
+
+impl Interceptor for Tool {
+    fn call(&mut self, mut r: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        r.metadata_mut()
+            .insert(epcache_daemon::TOOL_METADATA, self.0.parse().unwrap());
+        Ok(r)
+    }
+}
+
+pub type Client = MriClient<InterceptedService<Channel, Tool>>;
+
+/// A client of `daemon` calling itself `tool`.
+pub async fn connect(daemon: &DaemonHandle, tool: &str) -> Client {
+    let channel = Channel::from_shared(daemon.endpoint())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    MriClient::with_interceptor(channel, Tool(tool.into()))
+}
+
+/// Waits until the daemon lists `pid`.
+pub async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
+    let started = Instant::now();
+    loop {
+        let targets = client
+            .list_targets(v1::ListTargetsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .targets;
+        if let Some(t) = targets.into_iter().find(|t| t.pid == pid) {
+            return t;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the daemon never discovered pid {pid}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A region selector by name.
+pub fn region(name: &str) -> v1::RegionSelector {
+    v1::RegionSelector {
+        by: Some(v1::region_selector::By::Name(name.into())),
+    }
+}
+
+/// A static count of `event` over the data structure `data` during `region`.
+pub fn static_request(region_name: &str, data: &str, event: &str) -> v1::MonitoringRequest {
+    v1::MonitoringRequest {
+        region: Some(region(region_name)),
+        data: Some(v1::DataSelector {
+            by: Some(v1::data_selector::By::Name(data.into())),
+        }),
+        event: event.into(),
+        mode: Some(v1::monitoring_request::Mode::StaticCount(v1::StaticMode {})),
+        aggregation: v1::Aggregation::Summed as i32,
+        analyses: vec![],
+    }
+}
+
+/// A histogram of `event` over `data` during `region` in `buckets` buckets.
+pub fn histogram_request(
+    region_name: &str,
+    data: &str,
+    event: &str,
+    buckets: u32,
+) -> v1::MonitoringRequest {
+    v1::MonitoringRequest {
+        mode: Some(v1::monitoring_request::Mode::Histogram(v1::HistogramMode {
+            granularity: Some(v1::histogram_mode::Granularity::Buckets(buckets)),
+        })),
+        ..static_request(region_name, data, event)
+    }
+}
+
+/// Steps `pid` to the next exit of `region_name` and returns the halt.
+pub async fn step_to_exit(client: &mut Client, pid: u32, region_name: &str) -> v1::Halt {
+    let reply = client
+        .step(v1::StepRequest {
+            pid,
+            until: Some(v1::step_request::Until::RegionExit(region(region_name))),
+            count: 1,
+            timeout_ms: 20_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    match reply.outcome {
+        Some(v1::step_response::Outcome::Halted(h)) => h,
+        other => panic!("expected a halt at the exit of {region_name}, got {other:?}"),
+    }
+}

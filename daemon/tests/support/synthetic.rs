@@ -1,0 +1,297 @@
+//! A synthetic monitored program, built on the MCC directly as the capture runtime will be: it
+//! registers regions and data structures, publishes its cache model, serves requests at region
+//! entry with its own simulated hierarchy and counter arrays, writes results at region exit and
+//! halts at boundaries. The daemon's tests and bench, and the client's, run their own test binary
+//! again with [`ROLE`] set to play it.
+//!
+//! The program: `main` { `init` (writes every element of `A`), then `iterations` times:
+//! `kernel` (reads every element of `A`), `idle` (nothing) }. `A` is the paper's `REAL A(100,100)`:
+//! 40,000 bytes on a 64-byte boundary, so on `D1=8K,2,32` every `kernel` instance reads 10,000
+//! elements and misses each of its 1,250 lines once (the array is five times the cache, and the
+//! sweep is sequential): 50 read misses per 1,600-byte bucket, by hand.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+use epcache_monitor::analysis::{Analyses, AnalysisConfig};
+use epcache_monitor::cache::{AccessKind, Hierarchy, HierarchySpec};
+use epcache_monitor::monitor::{CounterArrayConfig, EventSet, HistogramIndex};
+use epcache_monitor::ranges::{AddressRange, NamedRange, RangeSet};
+use epcache_monitor::shm::config_table::ConfigEntry;
+use epcache_monitor::shm::layout::{
+    self, Aggregation, Boundary, DataStructureKind, Mode, RegionKind, RequestResult, analysis_bits,
+};
+use epcache_monitor::shm::target::{ActiveRequest, Mcc, MccOptions};
+
+/// Set to `target` to make the test binary play the program.
+pub const ROLE: &str = "EPCACHE_SYNTH_ROLE";
+/// Kernel instances to run; 0 runs until killed.
+pub const ITERATIONS: &str = "EPCACHE_SYNTH_ITERATIONS";
+/// `none` makes regions empty (the step benchmark); anything else sweeps `A`.
+pub const WORK: &str = "EPCACHE_SYNTH_WORK";
+/// Milliseconds to sleep after each `idle`, so a test can act while the program runs.
+pub const PAUSE_MS: &str = "EPCACHE_SYNTH_PAUSE_MS";
+
+/// The cache the program simulates.
+pub const SPEC: &str = "D1=8K,2,32;LL=1M,8,64";
+/// Bytes of `A`.
+pub const A_BYTES: u64 = 40_000;
+/// Elements of `A` (4-byte REALs).
+pub const A_ELEMENTS: u64 = A_BYTES / 4;
+/// L1 lines of `A`.
+pub const A_LINES: u64 = A_BYTES / 32;
+/// Region names, in registration order.
+pub const REGIONS: [&str; 4] = ["main", "init", "kernel", "idle"];
+
+/// One request being measured during one region instance.
+struct Measure {
+    request: ActiveRequest,
+    set: EventSet,
+    histogram: Option<HistogramIndex>,
+    analyses: Option<Analyses>,
+}
+
+/// Results summed across instances, per (slot, generation).
+#[derive(Default)]
+struct Accumulated {
+    instances: u64,
+    total: u64,
+    buckets: Vec<u64>,
+}
+
+struct Program {
+    mcc: Mcc,
+    hierarchy: Hierarchy,
+    open: Vec<Vec<Measure>>,
+    sums: HashMap<(u32, u32), Accumulated>,
+    line: u64,
+}
+
+impl Program {
+    fn access(&mut self, addr: u64, kind: AccessKind) {
+        let outcome = self.hierarchy.access(addr, 4, kind);
+        for measures in &mut self.open {
+            for m in measures.iter_mut() {
+                m.set.observe(addr, &outcome);
+                if let Some(a) = &mut m.analyses {
+                    a.on_access(addr, 4, kind, &outcome, self.hierarchy.line_events());
+                }
+            }
+        }
+    }
+
+    fn measure(&mut self, request: ActiveRequest) -> Option<Measure> {
+        let event = request.spec.event.to_string();
+        let mut set =
+            EventSet::for_hierarchy(CounterArrayConfig::default(), &self.hierarchy).ok()?;
+        set.add_event(&event, request.range).ok()?;
+        let histogram = match request.spec.mode {
+            Mode::Static => None,
+            Mode::Histogram {
+                buckets,
+                bucket_bytes,
+            } => {
+                let width = if bucket_bytes == 0 {
+                    request
+                        .range
+                        .len()
+                        .div_ceil(u64::from(buckets))
+                        .div_ceil(self.line)
+                        * self.line
+                } else {
+                    bucket_bytes
+                };
+                Some(
+                    set.add_histogram(&event, request.range, width.div_ceil(self.line))
+                        .ok()?,
+                )
+            }
+        };
+        let analyses = if request.spec.analyses != 0 {
+            let bits = request.spec.analyses;
+            let config = AnalysisConfig {
+                reuse: bits & analysis_bits::REUSE != 0,
+                evictors: bits & analysis_bits::EVICTORS != 0,
+                miss_classes: bits & analysis_bits::MISS_CLASSES != 0,
+                reuse_distance: bits & analysis_bits::REUSE_DISTANCE != 0,
+                level: request.spec.event.level(),
+            };
+            let mut ranges = RangeSet::new();
+            ranges
+                .insert(NamedRange {
+                    name: "data".into(),
+                    range: request.range,
+                    bucket_bytes: self.line,
+                })
+                .ok()?;
+            let a = Analyses::new(config, ranges, &self.hierarchy).ok()?;
+            if a.needs_line_events() {
+                self.hierarchy.set_record_lines(true);
+            }
+            Some(a)
+        } else {
+            None
+        };
+        set.start().ok()?;
+        Some(Measure {
+            request,
+            set,
+            histogram,
+            analyses,
+        })
+    }
+
+    fn finish(&mut self, mut m: Measure) {
+        let r = m.request;
+        let result = if let Some(a) = &mut m.analyses {
+            a.finish();
+            let text = serde_json::to_string(&a.report()).unwrap();
+            RequestResult {
+                generation: r.generation,
+                instances: 1,
+                total: text.len() as u64,
+                buckets: layout::pack_text(&text),
+            }
+        } else {
+            let total = m.set.stop().unwrap()[0];
+            let buckets = m
+                .histogram
+                .map(|h| m.set.read_histogram(h).unwrap().buckets)
+                .unwrap_or_default();
+            let sum = self.sums.entry((r.slot, r.generation)).or_default();
+            match r.spec.aggregation {
+                Aggregation::PerInstance => {
+                    *sum = Accumulated {
+                        instances: sum.instances + 1,
+                        total,
+                        buckets,
+                    };
+                }
+                // One thread: per thread is the sum over its instances.
+                Aggregation::Summed | Aggregation::PerThread => {
+                    sum.instances += 1;
+                    sum.total += total;
+                    sum.buckets.resize(buckets.len(), 0);
+                    for (s, b) in sum.buckets.iter_mut().zip(buckets) {
+                        *s += b;
+                    }
+                }
+            }
+            RequestResult {
+                generation: r.generation,
+                instances: sum.instances,
+                total: sum.total,
+                buckets: sum.buckets.clone(),
+            }
+        };
+        let _ = self.mcc.write_result(r.slot, &result);
+    }
+
+    fn region(&mut self, entry: ConfigEntry, body: impl FnOnce(&mut Program)) {
+        self.mcc.boundary(entry.region, Boundary::Entry);
+        let requests = if self.mcc.has_request(entry) {
+            self.mcc.active_requests(entry)
+        } else {
+            Vec::new()
+        };
+        let measures = requests
+            .into_iter()
+            .filter_map(|r| self.measure(r))
+            .collect();
+        self.open.push(measures);
+        body(self);
+        let measures = self.open.pop().unwrap_or_default();
+        for m in measures {
+            self.finish(m);
+        }
+        if !self.open.iter().flatten().any(|m| m.analyses.is_some()) {
+            self.hierarchy.set_record_lines(false);
+        }
+        self.mcc.boundary(entry.region, Boundary::Exit);
+    }
+}
+
+/// Runs the program; returns when it is done (the MCC's drop tells tools it exited).
+pub fn run_target() {
+    let var = |name: &str| std::env::var(name).ok();
+    let iterations: u64 = var(ITERATIONS).and_then(|v| v.parse().ok()).unwrap_or(3);
+    let work = var(WORK).as_deref() != Some("none");
+    let pause = Duration::from_millis(var(PAUSE_MS).and_then(|v| v.parse().ok()).unwrap_or(0));
+
+    let mut mcc = Mcc::create(MccOptions {
+        program: "synthetic".into(),
+        ..MccOptions::default()
+    })
+    .expect("creating the MCC segment");
+    let kinds = [
+        RegionKind::Function,
+        RegionKind::Function,
+        RegionKind::Marker,
+        RegionKind::Marker,
+    ];
+    let entries: Vec<ConfigEntry> = REGIONS
+        .iter()
+        .zip(kinds)
+        .enumerate()
+        .map(|(i, (name, kind))| {
+            mcc.register_region(1, 10 * (i as u32 + 1), kind, name, "synthetic.f90")
+                .unwrap()
+        })
+        .collect();
+    let storage = vec![0u8; A_BYTES as usize + 64];
+    let a_start = (storage.as_ptr() as u64).next_multiple_of(64);
+    let a = AddressRange::new(a_start, A_BYTES);
+    mcc.register_data_structure("A", a, DataStructureKind::HeapRegistered)
+        .unwrap();
+    let x = vec![0u8; 4096];
+    mcc.register_data_structure(
+        "x",
+        AddressRange::new(x.as_ptr() as u64, 4096),
+        DataStructureKind::HeapRegistered,
+    )
+    .unwrap();
+    mcc.publish_model(SPEC, CounterArrayConfig::default().counters as u32)
+        .unwrap();
+    let spec: HierarchySpec = SPEC.parse().unwrap();
+    let mut program = Program {
+        hierarchy: Hierarchy::new(&spec).unwrap(),
+        line: 32,
+        mcc,
+        open: Vec::new(),
+        sums: HashMap::new(),
+    };
+    println!("SYNTHETIC READY {}", std::process::id());
+    let _ = std::io::stdout().flush();
+    program.mcc.wait_for_tool_if_asked();
+
+    let [main, init, kernel, idle] = [entries[0], entries[1], entries[2], entries[3]];
+    program.region(main, |p| {
+        p.region(init, |p| {
+            if work {
+                for i in 0..A_ELEMENTS {
+                    p.access(a_start + 4 * i, AccessKind::Write);
+                }
+            }
+        });
+        let mut i = 0;
+        while iterations == 0 || i < iterations {
+            p.region(kernel, |p| {
+                if work {
+                    for i in 0..A_ELEMENTS {
+                        p.access(a_start + 4 * i, AccessKind::Read);
+                    }
+                }
+            });
+            p.region(idle, |_| {});
+            if !pause.is_zero() {
+                std::thread::sleep(pause);
+            }
+            i += 1;
+        }
+    });
+    drop(storage);
+    drop(x);
+}

@@ -1,0 +1,17 @@
+#!/bin/bash
+# Slurm Prolog (runs as root on each node of the job): starts a per-job epcached as the job's
+# user. It must never fail the job: a non-zero exit would drain the node, so every error is
+# logged and ignored. Pair it with epilog.sh and, for the variables, task-prolog.sh.
+#   slurm.conf:  Prolog=/etc/slurm/epcache/prolog.sh  Epilog=/etc/slurm/epcache/epilog.sh
+#                TaskProlog=/etc/slurm/epcache/task-prolog.sh  PrologFlags=Alloc
+dir="/run/epcache/job-$SLURM_JOB_ID"
+if ! /usr/bin/install -d -m 0700 -o "$SLURM_JOB_USER" "$dir"; then
+    /usr/bin/logger -t epcache-prolog "cannot create $dir for job $SLURM_JOB_ID"
+    exit 0
+fi
+# runuser passes the epilog's SIGTERM on to epcached; setsid detaches it from slurmd's session.
+/usr/bin/setsid /usr/sbin/runuser -u "$SLURM_JOB_USER" -- \
+    /usr/local/bin/epcached --listen "unix:$dir/epcached.sock" --runtime-dir "$dir" \
+    >>"$dir/epcached.log" 2>&1 </dev/null &
+echo $! >"$dir/epcached.pid"
+exit 0
