@@ -13,7 +13,8 @@
 //!
 //! It prints medians of several runs with the goals beside them. `EPCACHE_BENCH_RUNS` sets the
 //! number of runs of the fast programs (slow ones get half), `EPCACHE_BENCH_N` the matrix order,
-//! `EPCACHE_BENCH_PAIRS` the loop count.
+//! `EPCACHE_BENCH_PAIRS` the loop count; `EPCACHE_BENCH_PROFILE=1` adds Callgrind's
+//! instruction counts per region pair and per kernel iteration, with the hottest functions.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -508,4 +509,140 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     region_pairs(dir.path(), &runtime, runs);
     matmul(dir.path(), &runtime, runs);
+    if std::env::var_os("EPCACHE_BENCH_PROFILE").is_some() && available("valgrind") {
+        profile(dir.path(), &runtime);
+    }
+}
+
+/// Instructions executed inside the functions `collect` (and what they call) by one run of
+/// `program` under Callgrind, and the top of its flat profile.
+fn callgrind(
+    dir: &Path,
+    tag: &str,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, String)],
+    collect: &[&str],
+) -> (u64, String) {
+    let out_file = dir.join(format!("callgrind.{tag}.out"));
+    let mut command = Command::new("valgrind");
+    command
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out_file.display()))
+        .args(collect.iter().map(|f| format!("--toggle-collect={f}")))
+        .arg(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("EPCACHE_RUNTIME_DIR", dir.join("run"))
+        .current_dir(dir);
+    checked(
+        &format!("callgrind {tag}"),
+        command.output().expect("running valgrind"),
+    );
+    let annotate = Command::new("callgrind_annotate")
+        .arg("--inclusive=no")
+        .arg(&out_file)
+        .output()
+        .expect("running callgrind_annotate");
+    let text = String::from_utf8_lossy(&annotate.stdout).into_owned();
+    let number = |line: &str| -> Option<u64> {
+        line.split_whitespace()
+            .next()?
+            .replace(',', "")
+            .parse()
+            .ok()
+    };
+    let total = text
+        .lines()
+        .find(|l| l.contains("PROGRAM TOTALS"))
+        .and_then(number)
+        .unwrap_or(0);
+    let top: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.contains("file:function"))
+        .skip(2)
+        .take(10)
+        .map(|l| format!("    {}", l.chars().take(150).collect::<String>()))
+        .collect();
+    (total, top.join("\n"))
+}
+
+/// `EPCACHE_BENCH_PROFILE=1`: where the time goes, in instructions per iteration from Callgrind
+/// (counted only inside the measured functions), with the top of each flat profile.
+fn profile(dir: &Path, runtime: &Path) {
+    const ITERATIONS: u64 = 1_000_000;
+    const SMALL_N: u64 = 150;
+    let iterations = ITERATIONS.to_string();
+    let (plain, captured) = (dir.join("pairs_plain"), dir.join("pairs_epcache"));
+    println!("\nprofile (Callgrind instructions, counted inside the measured code only):");
+    let function_args = ["function", iterations.as_str()];
+    let (base, _) = callgrind(dir, "fn-plain", &plain, &function_args, &[], &["tiny"]);
+    let (hooked, top) = callgrind(dir, "fn-epcache", &captured, &function_args, &[], &["tiny"]);
+    println!(
+        "function region pair: {:.1} instructions ({} with hooks, {} plain, per call of tiny)\n{top}",
+        (hooked as f64 - base as f64) / ITERATIONS as f64,
+        hooked / ITERATIONS,
+        base / ITERATIONS
+    );
+    let (markers, top) = callgrind(
+        dir,
+        "marker-epcache",
+        &captured,
+        &["marker", iterations.as_str()],
+        &[],
+        &["epcache_region_begin", "epcache_region_end"],
+    );
+    println!(
+        "marker pair: {:.1} instructions\n{top}",
+        markers as f64 / ITERATIONS as f64
+    );
+
+    let define = format!("-DN={SMALL_N}");
+    gcc(
+        dir,
+        &["-O2", "-g", &define, "matmul.c", "-o", "small_plain"],
+    );
+    epcache_cc(
+        dir,
+        runtime,
+        &["-O2", &define, "matmul.c", "-o", "small_epcache"],
+    );
+    let per_iteration = |n: u64| n as f64 / SMALL_N.pow(3) as f64;
+    let (plain_kernel, _) = callgrind(
+        dir,
+        "mm-plain",
+        &dir.join("small_plain"),
+        &[],
+        &[],
+        &["matmul"],
+    );
+    let (idle_kernel, top) = callgrind(
+        dir,
+        "mm-idle",
+        &dir.join("small_epcache"),
+        &[],
+        &[],
+        &["matmul"],
+    );
+    println!(
+        "matmul N={SMALL_N}, per inner iteration (3 element accesses): plain {:.1}, capture idle {:.1} instructions\n{top}",
+        per_iteration(plain_kernel),
+        per_iteration(idle_kernel)
+    );
+    let report = dir.join("profile-report.json");
+    let (full_kernel, top) = callgrind(
+        dir,
+        "mm-full",
+        &dir.join("small_epcache"),
+        &[],
+        &[
+            ("EPCACHE_REPORT", report.display().to_string()),
+            ("EPCACHE_CACHE", EPCACHE_CACHE.to_owned()),
+        ],
+        &["matmul"],
+    );
+    println!(
+        "matmul N={SMALL_N}, everything monitored: {:.1} instructions per inner iteration\n{top}",
+        per_iteration(full_kernel)
+    );
 }
