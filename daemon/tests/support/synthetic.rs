@@ -221,7 +221,7 @@ pub fn run_target() {
     let work = var(WORK).as_deref() != Some("none");
     let pause = Duration::from_millis(var(PAUSE_MS).and_then(|v| v.parse().ok()).unwrap_or(0));
 
-    let mut mcc = Mcc::create(MccOptions {
+    let mcc = Mcc::create(MccOptions {
         program: "synthetic".into(),
         ..MccOptions::default()
     })

@@ -27,8 +27,10 @@ unsafe fn label<'a>(name: *const c_char) -> Option<std::borrow::Cow<'a, str>> {
     Some(unsafe { CStr::from_ptr(name) }.to_string_lossy())
 }
 
-/// Begins a marker region named `name` at the caller's source line. Regions nest;
-/// `epcache_region_end` closes the innermost.
+/// Begins a marker region named `name`, keyed by the source line of this call (the first call
+/// from a site names the region). `name` is a NUL-terminated string read during the call only;
+/// null names the region "region". Regions nest; `epcache_region_end` closes the innermost, and
+/// a function that returns closes the marker regions it left open.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
@@ -56,14 +58,16 @@ extern "C" fn region_begin_at(name: *const c_char, return_pc: u64) {
     regions::marker_begin_at(return_pc, name.as_deref().unwrap_or("region"));
 }
 
-/// Ends the innermost marker region.
+/// Ends the innermost marker region begun in the same function; an unmatched end is ignored
+/// (said once per thread on stderr).
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_end() {
     regions::marker_end();
 }
 
-/// Registers the heap array `name` of `bytes` bytes at `addr`, so requests and reports can name
-/// it. A later registration at the same address adds another entry; unregister it when freed.
+/// Registers the `bytes` bytes at `addr` as the data structure `name` (a NUL-terminated string,
+/// copied), so requests and reports can name it. A later registration at the same address adds
+/// another entry; call `epcache_unregister` before the memory is freed.
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_register(name: *const c_char, addr: *const c_void, bytes: u64) {
     state::init_process();
@@ -76,7 +80,7 @@ pub extern "C" fn epcache_register(name: *const c_char, addr: *const c_void, byt
     );
 }
 
-/// Forgets the array registered at `addr` (call it before freeing the memory).
+/// Forgets the data structure registered at `addr` (call it before freeing the memory).
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_unregister(addr: *const c_void) {
     super::unregister_array(addr.addr() as u64);
