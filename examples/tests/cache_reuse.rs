@@ -102,6 +102,7 @@ fn epcache_reproduces_the_cache_reuse_table() {
     let report = support::run_with_report(&program, &[], &Shape::PENTIUM_M);
     assert!(report.stdout.contains("row-wise sum"), "{}", report.stdout);
     let cg = cachegrind();
+    support::assert_program_agrees_with_cachegrind(&report, cg, "c/reuse.c");
     let counts = PAPER.map(|(function, ..)| {
         let region = report.region_l1(function);
         assert_agrees_with_cachegrind(function, region, cg.function(function));

@@ -255,6 +255,7 @@ fn epcache_reproduces_the_gauss_study_in_c() {
     let dir = tempfile::tempdir().unwrap();
     let program = C.with_epcache(dir.path(), "gauss");
     let report = support::run_with_report(&program, &[], &Shape::GAUSS);
+    support::assert_program_agrees_with_cachegrind(&report, c_cachegrind(), "c/gauss.c");
     check_report(
         "C",
         &report,
@@ -275,6 +276,11 @@ fn epcache_reproduces_the_gauss_study_in_fortran() {
     let dir = tempfile::tempdir().unwrap();
     let program = FORTRAN_CAPTURED.with_epcache(dir.path(), "gauss");
     let report = support::run_with_report(&program, &[], &Shape::GAUSS);
+    support::assert_program_agrees_with_cachegrind(
+        &report,
+        fortran_cachegrind(),
+        "fortran/gauss.F90",
+    );
     check_report(
         "Fortran",
         &report,

@@ -133,6 +133,7 @@ fn epcache_reproduces_metric_adi() {
     let report = support::run_with_report(&program, &[], &Shape::R12000);
     assert!(report.stdout.contains("checksums"), "{}", report.stdout);
     let cg = cachegrind();
+    support::assert_program_agrees_with_cachegrind(&report, cg, "c/adi.c");
     let mut counts = [("", 0); 3];
     for (slot, (kernel, _)) in counts.iter_mut().zip(PAPER) {
         assert_eq!(report.instances(kernel), 1, "{kernel}");

@@ -117,6 +117,7 @@ fn epcache_reproduces_metric_mm() {
         report.stdout
     );
     let cg = cachegrind();
+    support::assert_program_agrees_with_cachegrind(&report, cg, "c/mm.c");
     let mut counts = Vec::new();
     for kernel in ["mm_naive", "mm_tiled"] {
         assert_eq!(report.instances(kernel), 1, "{kernel}");

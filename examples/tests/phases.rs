@@ -117,6 +117,7 @@ fn epcache_sees_each_phase_in_its_own_data_structure() {
         report.stdout
     );
     let cg = cachegrind();
+    support::assert_program_agrees_with_cachegrind(&report, cg, "c/phases.c");
     let mut counts = Vec::new();
     for (function, calls) in [
         ("phase_stream", STREAM_CALLS),
