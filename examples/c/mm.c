@@ -26,14 +26,13 @@
 double xx[MAT_DIM][MAT_DIM], xy[MAT_DIM][MAT_DIM], xz[MAT_DIM][MAT_DIM];
 double xt[MAT_DIM][MAT_DIM];
 
+/* The results xx and xt start at zero, as globals do. */
 KERNEL void init(void)
 {
     for (int i = 0; i < MAT_DIM; i++)
         for (int j = 0; j < MAT_DIM; j++) {
             xy[i][j] = (double)((i + 2 * j) % 17) / 16.0;
             xz[i][j] = (double)((3 * i + j) % 13) / 12.0;
-            xx[i][j] = 0.0;
-            xt[i][j] = 0.0;
         }
 }
 
