@@ -7,14 +7,16 @@
  *           the L1 all along: X misses once per line, Y hardly at all;
  *   stride  reads one double per 64 B line across all of Y (256 KB) four times: Y misses on every
  *           access in a 64 KB L1, X is idle;
- *   chase   follows a linked list of 4096 nodes malloc'd one by one and linked in shuffled order:
- *           the heap, one allocation site, misses on nearly every node.
+ *   chase   follows a linked list through 4096 nodes of one malloc'd block, linked in shuffled
+ *           order: the heap block, named by its allocation site, misses on every node.
  * The schedule is 4 x stream, 4 x stride, 4 x stream, 4 x chase, twice over. Each phase is a
  * function (an automatic region), so a whole-run report already splits the run by phase; a tool
  * stepping from interval to interval gets the timeline.
  *
  * DTrack simulated a 64 KB, 2-way, 64 B-line DL1 and a 512 KB direct-mapped L2; the tests use the
- * same shapes. Data structures: the globals X and Y, and the nodes' allocation site. */
+ * same shapes. Data structures: the globals X and Y, and the nodes' block (named by its
+ * allocation site by epcache; DTrack grouped every allocation of a site, epcache names blocks of
+ * 4 KB and more, so the nodes share one block here). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -36,10 +38,11 @@ double Y[Y_LEN];
 struct node {
     struct node *next;
     long value;
-    char pad[48]; /* one node per 64 B line, before malloc's own header */
+    char pad[48]; /* one node per 64 B line */
 };
 
-struct node *list_head;
+struct node *nodes;     /* one heap block: DTrack names it by its allocation site */
+struct node *list_head; /* the walk's first node */
 
 KERNEL void init(void)
 {
@@ -49,32 +52,31 @@ KERNEL void init(void)
         Y[e] = (double)(e % 5);
 }
 
-/* Allocates the nodes one by one (one allocation site) and links them in a shuffled order, so a
- * walk jumps around the heap as a pointer structure's walks do. */
+/* Allocates the nodes (one allocation site) and links them in a shuffled order, so a walk jumps
+ * around the block as the walk of a pointer structure does. */
 KERNEL void build_list(void)
 {
-    struct node **nodes = malloc(NODES * sizeof *nodes);
-    if (!nodes)
+    nodes = malloc(NODES * sizeof(struct node));
+    int *order = malloc(NODES * sizeof(int));
+    if (!nodes || !order)
         abort();
     for (int n = 0; n < NODES; n++) {
-        nodes[n] = malloc(sizeof(struct node));
-        if (!nodes[n])
-            abort();
-        nodes[n]->value = n % 3;
+        order[n] = n;
+        nodes[n].value = n % 3;
     }
     unsigned seed = 12345;
     for (int n = NODES - 1; n > 0; n--) {
         seed = seed * 1103515245u + 12345u;
         int other = (int)((seed >> 8) % (unsigned)(n + 1));
-        struct node *t = nodes[n];
-        nodes[n] = nodes[other];
-        nodes[other] = t;
+        int t = order[n];
+        order[n] = order[other];
+        order[other] = t;
     }
     for (int n = 0; n < NODES - 1; n++)
-        nodes[n]->next = nodes[n + 1];
-    nodes[NODES - 1]->next = NULL;
-    list_head = nodes[0];
-    free(nodes);
+        nodes[order[n]].next = &nodes[order[n + 1]];
+    nodes[order[NODES - 1]].next = NULL;
+    list_head = &nodes[order[0]];
+    free(order);
 }
 
 KERNEL double phase_stream(int chunk)

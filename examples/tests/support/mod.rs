@@ -661,21 +661,20 @@ pub(crate) const SANCOV_FLAGS: &[&str] = &[
     "-Cllvm-args=-sanitizer-coverage-trace-stores",
 ];
 
-/// Builds a program under `examples/rust-capture/` with rustc at `opt_level`: captured (sancov,
-/// linked with epcache-monitor) or plain (for Cachegrind; it still links epcache-monitor for
-/// its markers, which then only cost a call each, outside the kernels).
-pub(crate) fn rustc(
-    source_name: &str,
-    dir: &Path,
-    name: &str,
-    opt_level: u8,
-    captured: bool,
-) -> PathBuf {
+/// Builds a program under `examples/rust-capture/` with rustc: captured (sancov, linked with
+/// epcache-monitor) or plain (for Cachegrind; it still links epcache-monitor for its markers,
+/// which run outside the kernels).
+///
+/// `-Copt-level=2` with vectorisation off: scalar loops, as gcc's -O1 gives the C programs. Not
+/// opt-level 1, where rustc shares generic instances with upstream crates: the loops would call
+/// the (debug-built) runtime's own copy of `Range::next` instead of inlining it, and that copy's
+/// stack traffic is seen by Cachegrind but not instrumented.
+pub(crate) fn rustc(source_name: &str, dir: &Path, name: &str, captured: bool) -> PathBuf {
     let output = dir.join(name);
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
     let mut cmd = Command::new(rustc);
-    cmd.args(["--edition", "2024", "-g"])
-        .arg(format!("-Copt-level={opt_level}"))
+    cmd.args(["--edition", "2024", "-g", "-Copt-level=2"])
+        .args(["-Cno-vectorize-loops", "-Cno-vectorize-slp"])
         .arg("--extern")
         .arg(format!("epcache_monitor={}", monitor_rlib().display()))
         .arg("-L")
