@@ -3,3 +3,4 @@
 #![forbid(unsafe_code)]
 
 pub mod gauss;
+pub mod metric_table;
