@@ -92,7 +92,6 @@ fn cachegrind_reproduces_the_cache_reuse_table() {
 }
 
 #[test]
-#[ignore = "waits for the per-region standalone report (runtime contract); run with --ignored"]
 fn epcache_reproduces_the_cache_reuse_table() {
     if !support::tools_available(WHO, &["gcc", "valgrind"]) {
         return;

@@ -247,7 +247,6 @@ fn check_report(
 }
 
 #[test]
-#[ignore = "waits for the per-region standalone report (runtime contract); run with --ignored"]
 fn epcache_reproduces_the_gauss_study_in_c() {
     if !support::tools_available(WHO, &["gcc", "valgrind"]) {
         return;
@@ -268,7 +267,6 @@ fn epcache_reproduces_the_gauss_study_in_c() {
 }
 
 #[test]
-#[ignore = "waits for the per-region standalone report (runtime contract); run with --ignored"]
 fn epcache_reproduces_the_gauss_study_in_fortran() {
     if !support::tools_available(WHO, &["gfortran", "valgrind"]) {
         return;
@@ -293,7 +291,6 @@ fn epcache_reproduces_the_gauss_study_in_fortran() {
 }
 
 #[test]
-#[ignore = "waits for the per-region standalone report and region! (runtime contract); run with --ignored"]
 fn epcache_reproduces_the_gauss_study_in_rust() {
     if !support::tools_available(WHO, &["valgrind"]) {
         return;

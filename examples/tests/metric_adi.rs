@@ -123,7 +123,6 @@ fn cachegrind_reproduces_metric_adi() {
 }
 
 #[test]
-#[ignore = "waits for the per-region standalone report (runtime contract); run with --ignored"]
 fn epcache_reproduces_metric_adi() {
     if !support::tools_available(WHO, &["gcc", "valgrind"]) {
         return;

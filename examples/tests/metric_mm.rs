@@ -103,7 +103,6 @@ fn cachegrind_reproduces_metric_mm() {
 }
 
 #[test]
-#[ignore = "waits for the per-region standalone report (runtime contract); run with --ignored"]
 fn epcache_reproduces_metric_mm() {
     if !support::tools_available(WHO, &["gcc", "valgrind"]) {
         return;

@@ -103,7 +103,6 @@ fn cachegrind_sees_the_phases() {
 }
 
 #[test]
-#[ignore = "waits for the per-region standalone report (runtime contract); run with --ignored"]
 fn epcache_sees_each_phase_in_its_own_data_structure() {
     if !support::tools_available(WHO, &["gcc", "valgrind"]) {
         return;
