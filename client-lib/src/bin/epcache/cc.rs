@@ -222,10 +222,26 @@ fn runtime_library() -> anyhow::Result<PathBuf> {
         return Ok(path);
     }
     let exe = std::env::current_exe().context("finding the epcache binary")?;
-    let beside = exe
-        .parent()
-        .map(|dir| dir.join(RUNTIME_FILE))
-        .unwrap_or_else(|| PathBuf::from(RUNTIME_FILE));
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let beside = dir.join(RUNTIME_FILE);
+    // `cargo build`/`cargo run` of the epcache binary builds the runtime as a dependency, into
+    // deps/ under a hashed name; the newest is this build's.
+    let in_deps = || {
+        std::fs::read_dir(dir.join("deps"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                name.starts_with("libepcache_monitor-") && name.ends_with(".a")
+            })
+            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+    };
+    if !beside.is_file()
+        && let Some(built) = in_deps()
+    {
+        return Ok(built);
+    }
     if !beside.is_file() {
         bail!(
             "the epcache runtime {} does not exist: build it with `cargo build -p epcache-monitor` \
@@ -326,7 +342,7 @@ fn run(compiler: &str, args: &[String]) -> anyhow::Result<i32> {
 
 /// Runs the compiler command with capture added; returns the exit code to leave with.
 pub(crate) fn run_cc(args: &CcArgs) -> anyhow::Result<i32> {
-    let mut command = args
+    let command = args
         .command
         .iter()
         .map(|a| {
@@ -335,8 +351,15 @@ pub(crate) fn run_cc(args: &CcArgs) -> anyhow::Result<i32> {
             })
         })
         .collect::<anyhow::Result<Vec<String>>>()?;
-    let compiler = command.remove(0);
-    let args = command;
+    compile(&command)
+}
+
+/// Runs `command` (compiler first) with capture added, as `epcache cc -- COMMAND` does.
+pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
+    let Some((compiler, args)) = command.split_first() else {
+        bail!("no compiler command given: epcache cc -- gcc -O2 -c kernel.c");
+    };
+    let (compiler, args) = (compiler.clone(), args.to_vec());
     match classify(&args) {
         Step::Query => run(&compiler, &args),
         Step::CompileOnly => {

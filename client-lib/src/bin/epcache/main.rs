@@ -7,6 +7,8 @@
 mod cancel;
 mod cc;
 mod connection;
+mod demo;
+mod demo_plot;
 mod describe;
 mod histogram;
 mod numbers;
@@ -35,6 +37,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Demo(demo::DemoArgs),
     Replay(replay::ReplayArgs),
     Cc(cc::CcArgs),
     /// Work with trace files.
@@ -66,5 +69,6 @@ fn main() -> anyhow::Result<()> {
         Command::Watch(args) => watch::run(&args),
         Command::Results(args) => results::run(&args),
         Command::Histogram(args) => histogram::run(&args),
+        Command::Demo(args) => demo::run(&args),
     }
 }
