@@ -28,6 +28,9 @@ pub struct ConnectOptions {
     pub tool: String,
     /// How long connecting may take.
     pub connect_timeout: Duration,
+    /// For an `https://` address: the PEM certificate of the CA that signed the daemon's
+    /// certificate (needs the `tls` feature).
+    pub ca_certificate: Option<Vec<u8>>,
 }
 
 impl Default for ConnectOptions {
@@ -37,6 +40,7 @@ impl Default for ConnectOptions {
             token: None,
             tool: format!("epcache-client-{}", std::process::id()),
             connect_timeout: Duration::from_secs(5),
+            ca_certificate: None,
         }
     }
 }
@@ -110,6 +114,28 @@ fn tcp_uri(address: &str) -> Result<String, ClientError> {
     })
 }
 
+#[cfg(feature = "tls")]
+fn with_tls(endpoint: Endpoint, options: &ConnectOptions) -> Result<Endpoint, ClientError> {
+    let mut tls = tonic::transport::ClientTlsConfig::new();
+    if let Some(ca) = &options.ca_certificate {
+        tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(ca));
+    }
+    endpoint
+        .tls_config(tls)
+        .map_err(|source| ClientError::Connect {
+            address: options.address.clone(),
+            source,
+        })
+}
+
+#[cfg(not(feature = "tls"))]
+fn with_tls(_: Endpoint, options: &ConnectOptions) -> Result<Endpoint, ClientError> {
+    Err(ClientError::Protocol(format!(
+        "{} needs TLS, and this client was built without it (cargo feature `tls` of epcache-client)",
+        options.address
+    )))
+}
+
 impl Client {
     /// Connects to the daemon at `address` (`HOST:PORT`, a port alone, or `unix:PATH`).
     ///
@@ -150,15 +176,19 @@ impl Client {
                 .await
                 .map_err(connect_err)?
         } else {
-            Endpoint::from_shared(tcp_uri(&options.address)?)
+            let uri = tcp_uri(&options.address)?;
+            let endpoint = Endpoint::from_shared(uri.clone())
                 .map_err(|_| ClientError::Address {
                     address: options.address.clone(),
                 })?
                 .connect_timeout(options.connect_timeout)
-                .tcp_nodelay(true)
-                .connect()
-                .await
-                .map_err(connect_err)?
+                .tcp_nodelay(true);
+            let endpoint = if uri.starts_with("https://") {
+                with_tls(endpoint, &options)?
+            } else {
+                endpoint
+            };
+            endpoint.connect().await.map_err(connect_err)?
         };
         let value = |text: String, what: &str| {
             text.parse::<MetadataValue<tonic::metadata::Ascii>>()

@@ -92,7 +92,8 @@ impl Interceptor for BearerAuth {
     }
 }
 
-/// A running daemon. Dropping it stops the server without the graceful release; call
+/// A running daemon. Dropping it stops the server and the watchers without the graceful
+/// release (a target halted at a point goes on by itself once no tool is attached); call
 /// [`DaemonHandle::shutdown`] to let targets go first.
 #[derive(Debug)]
 pub struct DaemonHandle {
@@ -158,6 +159,9 @@ impl DaemonHandle {
 
 impl Drop for DaemonHandle {
     fn drop(&mut self) {
+        // Without the graceful release; but the watchers must end, or a runtime that waits for
+        // its blocking tasks would wait for the targets to end.
+        self.registry.stop_watchers();
         let _ = self.stop.send(true);
     }
 }

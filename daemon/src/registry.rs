@@ -389,6 +389,14 @@ impl Registry {
         watchers.push(watcher);
     }
 
+    /// Stops every watcher within one slice, without letting targets go (a dropped daemon).
+    pub(crate) fn stop_watchers(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        for entry in self.all() {
+            entry.stop.store(true, Ordering::Release);
+        }
+    }
+
     /// The shutdown policy: every live target gets its requests placed through this daemon
     /// cancelled and its halting point cleared, and is let go if halted or waiting at start, so
     /// no program waits for a daemon that is gone. Then the watchers stop.

@@ -18,6 +18,10 @@ pub(crate) struct DaemonArgs {
     /// A file holding the daemon's bearer token [default: $EPCACHE_TOKEN, else none].
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// For an https:// daemon: the CA certificate (PEM) that signed its certificate [default:
+    /// $EPCACHE_CA_CERT]; needs a build with the `tls` feature.
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
     /// The tool name requests are placed under (`cancel` and `detach` act on its requests).
     #[arg(long, value_name = "NAME", default_value = "epcache-cli")]
     tool: String,
@@ -47,10 +51,22 @@ impl DaemonArgs {
                 .ok()
                 .filter(|t| !t.is_empty()),
         };
+        let ca = self
+            .ca_cert
+            .clone()
+            .or_else(|| std::env::var_os("EPCACHE_CA_CERT").map(PathBuf::from));
+        let ca_certificate = match ca {
+            Some(path) => Some(
+                std::fs::read(&path)
+                    .with_context(|| format!("reading the CA certificate {}", path.display()))?,
+            ),
+            None => None,
+        };
         Ok(Client::connect_with(ConnectOptions {
             address: self.address(),
             token,
             tool: self.tool.clone(),
+            ca_certificate,
             ..ConnectOptions::default()
         })
         .await?)

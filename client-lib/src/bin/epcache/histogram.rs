@@ -190,3 +190,67 @@ pub(crate) fn run(args: &HistogramArgs) -> anyhow::Result<()> {
     }
     print_stdout(&bars(&result, args.width.max(1)))
 }
+
+#[cfg(test)]
+mod tests {
+    use epcache_client::{Aggregation, Bucket, Region, RegionKind, RequestInfo, RequestResult};
+
+    use super::*;
+
+    fn result(counts: &[u64]) -> RequestResult {
+        RequestResult {
+            request: RequestInfo {
+                id: 1,
+                pid: 2,
+                region: Region {
+                    index: 0,
+                    file_id: 1,
+                    line: 1,
+                    name: "k".into(),
+                    file: String::new(),
+                    kind: RegionKind::Marker,
+                },
+                data_structure: None,
+                range: 0x1000..0x1000 + 64 * counts.len() as u64,
+                event: "PAPI_L1_LDM".into(),
+                buckets: counts.len() as u32,
+                bucket_bytes: 64,
+                aggregation: Aggregation::Summed,
+                analyses: vec![],
+                owner: String::new(),
+            },
+            available: true,
+            instances: 1,
+            total: counts.iter().sum(),
+            buckets: counts
+                .iter()
+                .enumerate()
+                .map(|(i, &count)| Bucket {
+                    range: 0x1000 + 64 * i as u64..0x1000 + 64 * (i as u64 + 1),
+                    count,
+                })
+                .collect(),
+            analysis_json: None,
+        }
+    }
+
+    #[test]
+    fn bars_scale_to_the_largest_bucket_in_eighths() {
+        let text = bars(&result(&[16, 8, 1, 0]), 2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "   +0..+64 16 ██");
+        assert_eq!(lines[2], " +64..+128  8 █");
+        // 1/16 of two columns is one eighth of a column.
+        assert_eq!(lines[3], "+128..+192  1 ▏");
+        assert_eq!(lines[4], "+192..+256  0 ");
+    }
+
+    #[test]
+    fn the_svg_has_one_bar_per_bucket_and_escapes_names() {
+        let mut r = result(&[3, 1]);
+        r.request.event = "<&>".into();
+        let svg = svg(&r);
+        assert_eq!(svg.matches("fill=\"#4269d0\"").count(), 2);
+        assert!(svg.contains("&lt;&amp;&gt;") && !svg.contains("<&>"));
+    }
+}

@@ -1,5 +1,5 @@
 //! The `epcache` command line: trace replay, trace conversion, building programs with capture, and
-//! driving monitored programs through a daemon (targets, describe, request, cancel, step, continue,
+//! driving monitored programs through a daemon (run, targets, describe, request, cancel, step, continue,
 //! watch, results, histogram).
 
 #![forbid(unsafe_code)]
@@ -19,6 +19,7 @@ mod report;
 mod request;
 mod results;
 mod resume;
+mod run;
 mod step;
 mod targets;
 mod trace;
@@ -43,6 +44,7 @@ enum Command {
     /// Work with trace files.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    Run(run::RunArgs),
     Targets(targets::TargetsArgs),
     Describe(describe::DescribeArgs),
     Request(request::RequestArgs),
@@ -60,6 +62,8 @@ fn main() -> anyhow::Result<()> {
         Command::Trace(command) => trace::run(&command),
         // The compiler's own exit code, so make and cmake see its failures as usual.
         Command::Cc(args) => std::process::exit(cc::run_cc(&args)?),
+        // The program's own exit code (or 2 when requests were refused).
+        Command::Run(args) => std::process::exit(run::run(&args)?),
         Command::Targets(args) => targets::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Request(args) => request::run(&args),

@@ -1,0 +1,290 @@
+//! `epcache run`: launch a program under monitoring, with an embedded daemon unless `--daemon`
+//! names one, place the requests given on the command line, and print their results (or, with
+//! `--all-regions`, the program's whole-run report) when it ends.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use epcache_client::{Client, ConnectOptions, Event, Request, RequestResult};
+use tokio_stream::StreamExt;
+
+use crate::connection::{json, table};
+use crate::output::print_stdout;
+
+/// How long the program waits at start for its requests (EPCACHE_WAIT).
+const START_WAIT_SECS: u32 = 60;
+
+/// Run a program under monitoring (built with `epcache cc`, or a Rust program linking
+/// epcache-monitor) and report what it measured.
+///
+/// Requests are given as groups: `--region NAME --array NAME --event EVENT [--buckets N]`,
+/// repeatable; `--buckets` is given once for all, or once per request (0 for a static count), or
+/// not at all (static counts). The program waits at start until they are placed; an unknown region or array is
+/// refused by name (with the nearest names), the program then runs to its end unmonitored, and
+/// `epcache run` exits non-zero. Without `--daemon`, a daemon runs inside this process for the
+/// program's lifetime; its address is printed on stderr, so other tools can join.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Use this daemon instead of an embedded one (the program must announce itself in the
+    /// runtime directory it watches).
+    #[arg(long, value_name = "ADDR")]
+    daemon: Option<String>,
+    /// The simulated cache (EPCACHE_CACHE): a preset or a spec like `D1=32K,8,64;L2=1M,16,64`.
+    #[arg(long, value_name = "SPEC")]
+    cache: Option<String>,
+    /// Monitor every region with static counts of every event (the standalone report,
+    /// EPCACHE_REPORT) and print the report when the program ends.
+    #[arg(long)]
+    all_regions: bool,
+    /// A region of a request (repeatable, one per request).
+    #[arg(long, value_name = "NAME")]
+    region: Vec<String>,
+    /// The array (data structure) of a request (repeatable, one per request).
+    #[arg(long, value_name = "NAME")]
+    array: Vec<String>,
+    /// The event of a request (repeatable, one per request), e.g. PAPI_L1_LDM.
+    #[arg(long, value_name = "EVENT")]
+    event: Vec<String>,
+    /// Histogram buckets: once for every request, or once per request (0: a static count).
+    #[arg(long, value_name = "N")]
+    buckets: Vec<u32>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
+    command: Vec<OsString>,
+}
+
+impl RunArgs {
+    fn requests(&self) -> anyhow::Result<Vec<Request>> {
+        let n = self.region.len();
+        if self.array.len() != n || self.event.len() != n {
+            bail!(
+                "each request needs --region, --array and --event ({} regions, {} arrays, {} events given)",
+                n,
+                self.array.len(),
+                self.event.len()
+            );
+        }
+        if !(self.buckets.len() <= 1 || self.buckets.len() == n) {
+            bail!("give --buckets once for all requests, or once per request ({n})");
+        }
+        Ok((0..n)
+            .map(|i| {
+                let (region, array, event) = (
+                    self.region[i].as_str(),
+                    self.array[i].as_str(),
+                    self.event[i].as_str(),
+                );
+                match self.buckets.get(i).or(self.buckets.first()) {
+                    Some(&b) if b > 0 => Request::histogram(region, array, event, b),
+                    _ => Request::count(region, array, event),
+                }
+            })
+            .collect())
+    }
+}
+
+fn results_table(results: &[RequestResult]) -> String {
+    let mut out = String::new();
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r.request.region.name.clone(),
+                r.request.data_name(),
+                r.request.event.clone(),
+                r.instances.to_string(),
+                if r.available {
+                    r.total.to_string()
+                } else {
+                    "(never ran)".into()
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["REGION", "DATA", "EVENT", ">INSTANCES", ">TOTAL"],
+        &rows,
+    ));
+    for r in results.iter().filter(|r| !r.buckets.is_empty()) {
+        out.push('\n');
+        out.push_str(&crate::histogram::bars(r, 40));
+    }
+    out
+}
+
+/// Waits for the child without blocking the runtime's thread for long.
+async fn wait_child(child: &mut std::process::Child) -> anyhow::Result<ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
+    let requests = args.requests()?;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(run_async(args, requests))
+}
+
+async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32> {
+    let runtime_dir = tempfile::Builder::new()
+        .prefix("epcache-run-")
+        .tempdir()
+        .context("creating a runtime directory")?;
+    let report = runtime_dir.path().join("report.json");
+    let embedded = match &args.daemon {
+        Some(_) => None,
+        None => Some(
+            epcache_daemon::serve(epcache_daemon::Config {
+                runtime_dir: runtime_dir.path().to_owned(),
+                discovery_interval: Duration::from_millis(50),
+                ..epcache_daemon::Config::loopback(0)
+            })
+            .await
+            .context("starting the embedded daemon")?,
+        ),
+    };
+    let address = match (&embedded, &args.daemon) {
+        (Some(d), _) => d.endpoint(),
+        (None, Some(a)) => a.clone(),
+        (None, None) => unreachable!("a daemon is either embedded or given"),
+    };
+    if embedded.is_some() {
+        eprintln!("epcache: daemon for this run at {address}");
+    }
+
+    let (program, program_args) = args.command.split_first().expect("clap requires a program");
+    let mut command = Command::new(program);
+    command.args(program_args);
+    if embedded.is_some() {
+        command.env("EPCACHE_RUNTIME_DIR", runtime_dir.path());
+    }
+    if let Some(cache) = &args.cache {
+        command.env("EPCACHE_CACHE", cache);
+    }
+    if args.all_regions {
+        command.env("EPCACHE_REPORT", &report);
+    }
+    if !requests.is_empty() {
+        command.env("EPCACHE_WAIT", START_WAIT_SECS.to_string());
+    }
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting {}", program.to_string_lossy()))?;
+    let pid = child.id();
+
+    let mut refused = false;
+    let mut results = Vec::new();
+    if !requests.is_empty() {
+        let mut client = Client::connect_with(ConnectOptions {
+            address: address.clone(),
+            token: std::env::var("EPCACHE_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+            tool: format!("epcache-run-{}", std::process::id()),
+            ..ConnectOptions::default()
+        })
+        .await?;
+        let started = Instant::now();
+        loop {
+            if client.targets().await?.iter().any(|t| t.pid == pid) {
+                break;
+            }
+            if let Some(status) = child.try_wait()? {
+                bail!(
+                    "{} ended ({status}) before it showed up at the daemon; was it built with `epcache cc`?",
+                    program.to_string_lossy()
+                );
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                bail!(
+                    "pid {pid} never showed up at the daemon at {address} within 30 s; was it built with `epcache cc`, and does the daemon watch its runtime directory?"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut events = client.watch(Some(pid)).await?;
+        let placed = match client.requests(pid, &requests).await {
+            Ok(p) => p,
+            Err(e) => {
+                // The program must not pay for a bad command line: let it run to its end.
+                eprintln!("epcache: {e}");
+                eprintln!(
+                    "epcache: no request was placed; the program runs to its end unmonitored"
+                );
+                refused = true;
+                Vec::new()
+            }
+        };
+        client.resume(pid, true).await?;
+        let progress = std::io::stderr().is_terminal();
+        while let Some(event) = events.next().await {
+            match event? {
+                Event::ResultUpdated { result, .. } if progress => {
+                    eprint!(
+                        "\r{} over {} during {}: {} after {} instance(s)   ",
+                        result.request.event,
+                        result.request.data_name(),
+                        result.request.region.name,
+                        result.total,
+                        result.instances
+                    );
+                }
+                Event::Exited { .. } => break,
+                _ => {}
+            }
+        }
+        if progress {
+            eprintln!();
+        }
+        if !placed.is_empty() {
+            let ids: Vec<u64> = placed.iter().map(|p| p.id).collect();
+            results = client.results(pid, &ids).await?;
+        }
+    }
+    let status = wait_child(&mut child).await?;
+    if let Some(d) = embedded {
+        d.shutdown().await;
+    }
+
+    if !results.is_empty() {
+        print_stdout(&if args.json {
+            json(&results)?
+        } else {
+            results_table(&results)
+        })?;
+    }
+    if args.all_regions {
+        match std::fs::read_to_string(&report) {
+            Ok(text) => print_stdout(&(text.trim_end().to_owned() + "\n"))?,
+            Err(e) => eprintln!(
+                "epcache: the program wrote no report ({e}); was it built with `epcache cc`?"
+            ),
+        }
+    }
+    if refused {
+        return Ok(2);
+    }
+    Ok(exit_code(status))
+}

@@ -1,0 +1,202 @@
+//! `epcache run` with an embedded daemon and real programs: the synthetic target, where requests
+//! from the command line give hand-checked results and an unknown array is refused by name with a
+//! non-zero exit while the program still runs to its end; and a C program built with `epcache cc`,
+//! whose `--all-regions --json` report equals the standalone mode's.
+
+mod daemon_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use daemon_support::synthetic::{self, A_LINES};
+
+#[test]
+fn child_role() {
+    daemon_support::child_role();
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .arg("run")
+        .args(args)
+        .arg("--")
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .env(synthetic::ROLE, "target")
+        .env(synthetic::ITERATIONS, "2")
+        .output()
+        .unwrap()
+}
+
+/// The JSON document `epcache run` prints after the program's own output.
+fn trailing_json(stdout: &str) -> serde_json::Value {
+    let start = stdout
+        .rfind("\n[\n")
+        .map(|i| i + 1)
+        .expect("no JSON array at the end of the output");
+    serde_json::from_str(&stdout[start..]).unwrap()
+}
+
+#[test]
+fn run_places_command_line_requests_and_prints_their_results() {
+    let out = run(&[
+        "--region",
+        "kernel",
+        "--array",
+        "A",
+        "--event",
+        "PAPI_L1_LDM",
+        "--buckets",
+        "25",
+        "--region",
+        "init",
+        "--array",
+        "A",
+        "--event",
+        "PAPI_L1_STM",
+        "--buckets",
+        "0",
+        "--json",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(
+        stderr.contains("daemon for this run at http://127.0.0.1:"),
+        "{stderr}"
+    );
+    let results = trailing_json(&stdout);
+    assert_eq!(results[0]["instances"], 2);
+    assert_eq!(results[0]["total"], 2 * A_LINES);
+    assert_eq!(results[0]["buckets"].as_array().unwrap().len(), 25);
+    assert_eq!(
+        results[1]["total"], A_LINES,
+        "one write miss per line in init"
+    );
+}
+
+#[test]
+fn run_refuses_an_unknown_array_and_the_program_runs_to_its_end() {
+    let out = run(&[
+        "--region",
+        "kernel",
+        "--array",
+        "Q",
+        "--event",
+        "PAPI_L1_LDM",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no data structure `Q`") && stderr.contains("nearest: A"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("runs to its end unmonitored"), "{stderr}");
+    // The program's own test harness finished: it was not killed.
+    assert!(stdout.contains("test result: ok. 1 passed"), "{stdout}");
+}
+
+/// Missing tools fail under CI (`CI=true`) and are reported as SKIPPED otherwise.
+fn skip(message: &str) {
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "FAILED under CI: {message}"
+    );
+    eprintln!("\n*** SKIPPED *** {message}\n");
+}
+
+/// The capture runtime cargo built for this run (see capture_cc.rs for why it is looked up).
+fn runtime_library() -> Option<PathBuf> {
+    let profile = Path::new(env!("CARGO_BIN_EXE_epcache")).parent()?;
+    let beside = profile.join("libepcache_monitor.a");
+    std::fs::read_dir(profile.join("deps"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("libepcache_monitor-") && name.ends_with(".a")
+        })
+        .chain(beside.is_file().then_some(beside))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+}
+
+#[test]
+fn run_all_regions_prints_the_standalone_report() {
+    let gcc = Command::new("gcc")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !gcc {
+        return skip("run --all-regions: gcc not found (apt-get install -y gcc)");
+    }
+    let Some(runtime) = runtime_library() else {
+        return skip(
+            "run --all-regions: no libepcache_monitor.a; run `cargo build -p epcache-monitor`",
+        );
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/capture_sum.c");
+    let built = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .env("EPCACHE_RUNTIME", runtime)
+        .args(["cc", "--", "gcc", "-O1", "-o"])
+        .arg(dir.path().join("sum"))
+        .arg(source)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let spec = "D1=8K,2,32;LL=256K,8,64";
+
+    let standalone = dir.path().join("standalone.json");
+    let direct = Command::new(dir.path().join("sum"))
+        .env("EPCACHE_CACHE", spec)
+        .env("EPCACHE_REPORT", &standalone)
+        .output()
+        .unwrap();
+    assert!(direct.status.success());
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&standalone).unwrap()).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", spec, "--all-regions", "--json", "--"])
+        .arg(dir.path().join("sum"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The program prints its checksum first, then the report follows.
+    assert!(
+        stdout.starts_with(&*String::from_utf8_lossy(&direct.stdout)),
+        "{stdout}"
+    );
+    let start = stdout.find("\n{").expect("a JSON report") + 1;
+    let mut report: serde_json::Value = serde_json::from_str(&stdout[start..]).unwrap();
+    let mut expected = expected;
+    // Addresses move from run to run (a PIE under ASLR); everything else must be equal.
+    forget_addresses(&mut report);
+    forget_addresses(&mut expected);
+    assert_eq!(report["levels"], expected["levels"]);
+    assert_eq!(report["regions"], expected["regions"]);
+    assert!(report["levels"][0]["read_misses"].as_u64().unwrap() > 0);
+}
+
+fn forget_addresses(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("start");
+            map.values_mut().for_each(forget_addresses);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(forget_addresses),
+        _ => {}
+    }
+}
