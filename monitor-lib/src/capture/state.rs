@@ -220,6 +220,7 @@ pub(crate) fn init_process() {
         }
         super::tsan_abi::register_at_exit(at_exit);
         if let Some(m) = segment {
+            m.setup_done();
             m.wait_for_tool_if_asked();
         }
         report

@@ -165,6 +165,18 @@ impl Mcc {
         self.segment.id()
     }
 
+    /// Marks the target as still setting up (state `Starting`): a runtime calls it right after
+    /// [`Mcc::create`] while it registers its regions and data structures, so a tool that sees
+    /// the record does not describe or request before the tables are complete.
+    pub fn setup_begins(&self) {
+        self.set_state(layout::TargetState::Starting);
+    }
+
+    /// Ends [`Mcc::setup_begins`]: the target runs (state `Running`).
+    pub fn setup_done(&self) {
+        self.set_state(layout::TargetState::Running);
+    }
+
     /// Words of histogram buckets (or packed text) one result block holds.
     pub fn result_capacity(&self) -> usize {
         self.layout.buckets_per_slot()

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_client::{Client, ConnectOptions, Request, RequestResult, StepOutcome, StepTo};
+use epcache_client::{
+    Client, ConnectOptions, Request, RequestResult, StepOutcome, StepTo, TargetState,
+};
 
 use crate::cc;
 use crate::connection::block_on;
@@ -252,7 +254,14 @@ async fn scenario(
 async fn wait_for_target(client: &mut Client, pid: u32) -> anyhow::Result<()> {
     let started = Instant::now();
     loop {
-        if client.targets().await?.iter().any(|t| t.pid == pid) {
+        // The target blocks at start (EPCACHE_WAIT) only once its regions and data structures are
+        // registered, so a tool describes and requests after that.
+        if client
+            .targets()
+            .await?
+            .iter()
+            .any(|t| t.pid == pid && t.state == TargetState::WaitingForTool)
+        {
             return Ok(());
         }
         if started.elapsed() > Duration::from_secs(30) {

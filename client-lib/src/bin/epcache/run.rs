@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_client::{Client, ConnectOptions, Event, Request, RequestResult};
+use epcache_client::{Client, ConnectOptions, Event, Request, RequestResult, TargetState};
 use tokio_stream::StreamExt;
 
 use crate::connection::{json, table};
@@ -207,7 +207,14 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         .await?;
         let started = Instant::now();
         loop {
-            if client.targets().await?.iter().any(|t| t.pid == pid) {
+            // The target blocks at start (EPCACHE_WAIT) only once its regions and data structures are
+            // registered, so a tool describes and requests after that.
+            if client
+                .targets()
+                .await?
+                .iter()
+                .any(|t| t.pid == pid && t.state == TargetState::WaitingForTool)
+            {
                 break;
             }
             if let Some(status) = child.try_wait()? {
