@@ -52,10 +52,12 @@ pub extern "C" fn epcache_region_begin(name: *const c_char) {
 
 extern "C" fn region_begin_at(name: *const c_char, return_pc: u64) {
     state::init_process();
-    // SAFETY: `name` comes straight from the C caller, which passes a string literal or a
-    // NUL-terminated buffer (the header's contract), or null.
-    let name = unsafe { label(name) };
-    regions::marker_begin_at(return_pc, name.as_deref().unwrap_or("region"));
+    regions::marker_begin_at(return_pc, || {
+        // SAFETY: `name` comes straight from the C caller, which passes a string literal or a
+        // NUL-terminated buffer (the header's contract), or null; it is read during this call.
+        let name = unsafe { label(name) };
+        name.as_deref().unwrap_or("region").to_owned()
+    });
 }
 
 /// Ends the innermost marker region begun in the same function; an unmatched end is ignored

@@ -36,11 +36,17 @@ pub(crate) struct Lookup {
 
 impl Lookup {
     /// The index of the structure holding `addr`; the first by start when structures overlap.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn find(&self, addr: u64) -> Option<u32> {
+        self.find_span(addr).map(|(_, _, index)| index)
+    }
+
+    /// The span `(start, end, index)` of the structure holding `addr`.
+    #[inline]
+    pub(crate) fn find_span(&self, addr: u64) -> Option<(u64, u64, u32)> {
         let i = self.spans.partition_point(|&(start, _, _)| start <= addr);
-        let &(_, end, index) = self.spans.get(i.checked_sub(1)?)?;
-        (addr < end).then_some(index)
+        let &span = self.spans.get(i.checked_sub(1)?)?;
+        (addr < span.1).then_some(span)
     }
 }
 

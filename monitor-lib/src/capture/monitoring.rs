@@ -107,6 +107,9 @@ pub(crate) struct Monitoring {
     pub(crate) counting: bool,
     lookup_generation: u64,
     lookup: Arc<Lookup>,
+    /// The structure found last, `(start, end, index)`: consecutive accesses mostly fall in the
+    /// same one, which then needs no search.
+    last_found: (u64, u64, u32),
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
@@ -128,8 +131,18 @@ impl Monitoring {
     pub(crate) fn count(&mut self, addr: u64, outcome: &AccessOutcome, levels: usize) {
         if self.lookup_generation != data::generation() {
             (self.lookup_generation, self.lookup) = data::snapshot();
+            self.last_found = (0, 0, 0);
         }
-        let structure = self.lookup.find(addr);
+        let (start, end, last) = self.last_found;
+        let structure = if start <= addr && addr < end {
+            Some(last)
+        } else {
+            let found = self.lookup.find_span(addr);
+            if let Some(span) = found {
+                self.last_found = span;
+            }
+            found.map(|(_, _, index)| index)
+        };
         for level in 0..levels {
             let bits = outcome.bits_at(level);
             if bits == 0 {

@@ -214,6 +214,7 @@ fn resolve_marker_site(pc: u64, label: &str) -> Option<RegionRef> {
 #[inline]
 pub(crate) fn function_entry(pc: u64) {
     if !tracking() || state::in_runtime() {
+        state::sync_point();
         return;
     }
     let region = cached(pc, resolve_function);
@@ -224,6 +225,7 @@ pub(crate) fn function_entry(pc: u64) {
 #[inline]
 pub(crate) fn function_exit() {
     if !tracking() || state::in_runtime() {
+        state::sync_point();
         return;
     }
     loop {
@@ -236,8 +238,9 @@ pub(crate) fn function_exit() {
     }
 }
 
-/// A marker region begins at the call site `return_pc` (C and Fortran markers).
-pub(crate) fn marker_begin_at(return_pc: u64, label: &str) {
+/// A marker region begins at the call site `return_pc` (C and Fortran markers); `label` is
+/// read only the first time the site is met.
+pub(crate) fn marker_begin_at(return_pc: u64, label: impl FnOnce() -> String) {
     if !tracking() || state::in_runtime() {
         return;
     }
@@ -253,7 +256,7 @@ pub(crate) fn marker_begin_at(return_pc: u64, label: &str) {
     let region = match hit {
         Some(r) => r,
         None => {
-            let r = resolve_marker_site(return_pc, label);
+            let r = resolve_marker_site(return_pc, &label());
             let _ = PC_CACHE_SLOTS.try_with(|c| {
                 if let Ok(mut c) = c.try_borrow_mut() {
                     c[slot] = (return_pc, r);

@@ -69,13 +69,12 @@ pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
 
 #[cfg(target_arch = "x86_64")]
 extern "C" fn func_entry_at(_caller_pc: *const c_void, own_pc: u64) {
-    state::sync_point();
+    // The region hook is the sync point (it syncs even when regions are not tracked).
     regions::function_entry(own_pc);
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_exit() {
-    state::sync_point();
     regions::function_exit();
 }
 
