@@ -7,7 +7,9 @@ mod capture_support;
 
 use std::path::{Path, PathBuf};
 
-use capture_support::{available, epcache_cc, kernel, run_with_report, runtime_built};
+use capture_support::{
+    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
+};
 
 const SOURCE: &str = "gauss_markers.f90";
 /// The matrix order in `gauss_markers.f90`.
@@ -52,24 +54,6 @@ fn build_in_one_step(dir: &Path) -> PathBuf {
         &["gfortran", OPT, source.to_str().unwrap(), "-o", "one_step"],
     );
     dir.join("one_step")
-}
-
-fn region<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["regions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == name)
-        .unwrap_or_else(|| panic!("no region {name} in the report:\n{report:#}"))
-}
-
-fn structure<'a>(region: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    region["data_structures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["name"] == name)
-        .unwrap_or_else(|| panic!("no data structure {name} in region {}", region["name"]))
 }
 
 fn event(counts: &serde_json::Value, name: &str) -> u64 {

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use capture_support::{available, epcache_cc, kernel, run_with_report, runtime_built};
+use capture_support::{
+    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
+};
 use epcache_monitor::shm::discovery;
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, TargetState,
@@ -35,24 +37,6 @@ fn build_gauss(dir: &Path) -> Option<std::path::PathBuf> {
         ],
     );
     Some(dir.join("gauss_regions"))
-}
-
-fn region<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["regions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == name)
-        .unwrap_or_else(|| panic!("no region {name} in the report"))
-}
-
-fn structure<'a>(region: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    region["data_structures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["name"] == name)
-        .unwrap_or_else(|| panic!("no data structure {name} in region {}", region["name"]))
 }
 
 #[test]

@@ -114,3 +114,23 @@ pub(crate) fn run_with_report(
     let json = serde_json::from_str(&text).expect("the report is JSON");
     (String::from_utf8_lossy(&out.stdout).into_owned(), json)
 }
+
+/// Region `name` of a standalone report.
+pub(crate) fn region<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no region {name} in the report:\n{report:#}"))
+}
+
+/// Data structure `name` within a report's region.
+pub(crate) fn structure<'a>(region: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    region["data_structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap_or_else(|| panic!("no data structure {name} in region {}", region["name"]))
+}

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::demo::{EVENTS, VersionResults};
+use crate::histogram::svg_axes;
 
 /// Bars of `width` characters at most, the two versions in adjacent columns per bucket.
 pub(crate) fn side_by_side(results: &[VersionResults], width: usize) -> String {
@@ -123,22 +124,7 @@ pub(crate) fn figure(results: &[VersionResults], cache: &str) -> String {
                 );
             }
         }
-        let _ = writeln!(
-            out,
-            r#"<path d="M{px} {py} V{} H{}" stroke="black" fill="none"/>"#,
-            py + panel_h,
-            px + panel_w
-        );
-        for q in 0..=4 {
-            let y = py + panel_h - panel_h * f64::from(q) / 4.0;
-            let _ = writeln!(
-                out,
-                r#"<text x="{}" y="{:.2}" text-anchor="end">{}</text>"#,
-                px - 6.0,
-                y + 4.0,
-                (max * f64::from(q) / 4.0).round()
-            );
-        }
+        svg_axes(&mut out, (px, py, panel_w, panel_h), max);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle">portion of A (1 to {})</text>"#,

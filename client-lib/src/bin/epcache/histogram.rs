@@ -79,6 +79,27 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Draws the two axes of a plot area `(x, y, width, height)` and its count scale in quarters of
+/// `max`.
+pub(crate) fn svg_axes(out: &mut String, (x, y, w, h): (f64, f64, f64, f64), max: f64) {
+    let _ = writeln!(
+        out,
+        r#"<path d="M{x} {y} V{} H{}" stroke="black" fill="none"/>"#,
+        y + h,
+        x + w
+    );
+    for q in 0..=4 {
+        let tick = y + h - h * f64::from(q) / 4.0;
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{:.2}" text-anchor="end">{}</text>"#,
+            x - 6.0,
+            tick + 4.0,
+            (max * f64::from(q) / 4.0).round()
+        );
+    }
+}
+
 /// A bar chart as a standalone SVG document.
 pub(crate) fn svg(r: &RequestResult) -> String {
     let (w, h) = (900.0_f64, 420.0_f64);
@@ -115,23 +136,8 @@ pub(crate) fn svg(r: &RequestResult) -> String {
             b.count
         );
     }
-    // Axes, the count scale in quarters, and byte offsets under the first, middle and last bars.
-    let _ = writeln!(
-        out,
-        r#"<path d="M{left} {top} V{} H{}" stroke="black" fill="none"/>"#,
-        top + plot_h,
-        left + plot_w
-    );
-    for q in 0..=4 {
-        let y = top + plot_h - plot_h * f64::from(q) / 4.0;
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{:.2}" text-anchor="end">{}</text>"#,
-            left - 6.0,
-            y + 4.0,
-            (max * f64::from(q) / 4.0).round()
-        );
-    }
+    // Axes and the count scale, then byte offsets under the first, middle and last bars.
+    svg_axes(&mut out, (left, top, plot_w, plot_h), max);
     let base = r.request.range.start;
     let last = r.buckets.len().saturating_sub(1);
     for i in [0, last / 2, last] {
