@@ -1,10 +1,16 @@
 //! Throughput of the simulator on two realistic access streams (accesses per second, one core):
 //! the plain hierarchy, with one dynamic histogram active (the figure), and with every analysis on.
+//!
+//! With `EPCACHE_BENCH_ONCE=<workload>:<shape>:<mode>` set (workload `matmul` or `lu`, shape an
+//! index into `SHAPES`, mode `hierarchy`, `histogram` or `analyses`) the binary instead runs the
+//! stream once to warm the caches and once more inside `measured_pass`, prints the counts and
+//! exits: a deterministic run for `valgrind --tool=callgrind --toggle-collect='*measured_pass*'`,
+//! whose instruction counts do not depend on how busy the machine is.
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use epcache_monitor::analysis::AnalysisConfig;
 use epcache_monitor::cache::{AccessKind, Hierarchy, HierarchySpec};
-use epcache_monitor::monitor::CounterArrayConfig;
+use epcache_monitor::monitor::{CounterArrayConfig, HistogramIndex};
 use epcache_monitor::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_monitor::simulator::Simulator;
 use std::hint::black_box;
@@ -66,6 +72,43 @@ fn lu_stream() -> Vec<(u64, u32, AccessKind)> {
     out
 }
 
+/// The figure: one dynamic histogram (L1 load misses over the workload's matrices, 96
+/// buckets of 48 lines) active over the whole stream.
+fn histogram_simulator(spec: &HierarchySpec) -> (Simulator, HistogramIndex) {
+    let mut sim = Simulator::new(spec, CounterArrayConfig::default()).unwrap();
+    let hist = sim
+        .monitor_mut()
+        .add_histogram("PAPI_L1_LDM", matrices(), 48)
+        .unwrap();
+    sim.monitor_mut().start().unwrap();
+    (sim, hist)
+}
+
+/// Every analysis on, over the three matrices of matmul.
+fn analysed_simulator(spec: &HierarchySpec) -> Simulator {
+    let mut analysed = Simulator::new(spec, CounterArrayConfig::default()).unwrap();
+    let mut ranges = RangeSet::new();
+    for (i, name) in ["A", "B", "C"].into_iter().enumerate() {
+        let start = BASE + i as u64 * N * N * 8;
+        ranges
+            .insert(NamedRange {
+                name: name.into(),
+                range: AddressRange::new(start, N * N * 8),
+                bucket_bytes: 64 * 16,
+            })
+            .unwrap();
+    }
+    let all = AnalysisConfig {
+        reuse: true,
+        evictors: true,
+        miss_classes: true,
+        reuse_distance: true,
+        level: 0,
+    };
+    analysed.set_analyses(all, ranges).unwrap();
+    analysed
+}
+
 const SHAPES: &[(&str, &str)] = &[
     ("L1 32K 8-way + L2 1M 16-way", "D1=32K,8,64;L2=1M,16,64"),
     ("L1 64K 16-way + L2 1M 16-way", "D1=64K,16,64;L2=1M,16,64"),
@@ -98,14 +141,7 @@ fn bench_shape(
         })
     });
 
-    // The figure: one dynamic histogram (L1 load misses over the workload's matrices, 96
-    // buckets of 48 lines) active over the whole stream.
-    let mut sim = Simulator::new(spec, CounterArrayConfig::default()).unwrap();
-    let hist = sim
-        .monitor_mut()
-        .add_histogram("PAPI_L1_LDM", matrices(), 48)
-        .unwrap();
-    sim.monitor_mut().start().unwrap();
+    let (mut sim, hist) = histogram_simulator(spec);
     group.bench_function(format!("{name}, LRU, one dynamic histogram"), |bench| {
         bench.iter(|| {
             for &(addr, size, kind) in stream {
@@ -115,26 +151,7 @@ fn bench_shape(
     });
     assert!(sim.monitor().read_histogram(hist).unwrap().total() > 0);
 
-    let mut analysed = Simulator::new(spec, CounterArrayConfig::default()).unwrap();
-    let mut ranges = RangeSet::new();
-    for (i, name) in ["A", "B", "C"].into_iter().enumerate() {
-        let start = BASE + i as u64 * N * N * 8;
-        ranges
-            .insert(NamedRange {
-                name: name.into(),
-                range: AddressRange::new(start, N * N * 8),
-                bucket_bytes: 64 * 16,
-            })
-            .unwrap();
-    }
-    let all = AnalysisConfig {
-        reuse: true,
-        evictors: true,
-        miss_classes: true,
-        reuse_distance: true,
-        level: 0,
-    };
-    analysed.set_analyses(all, ranges).unwrap();
+    let mut analysed = analysed_simulator(spec);
     group.bench_function(format!("{name}, LRU, every analysis on"), |bench| {
         bench.iter(|| {
             for &(addr, size, kind) in stream {
@@ -144,5 +161,84 @@ fn bench_shape(
     });
 }
 
+/// What one pass of a stream drives.
+enum Subject {
+    Hierarchy(Box<Hierarchy>),
+    Simulator(Box<Simulator>),
+}
+
+/// The pass callgrind measures; kept out of line so `--toggle-collect` can name it.
+#[inline(never)]
+fn measured_pass(subject: &mut Subject, stream: &[(u64, u32, AccessKind)]) {
+    drive(subject, stream);
+}
+
+#[inline(always)]
+fn drive(subject: &mut Subject, stream: &[(u64, u32, AccessKind)]) {
+    match subject {
+        Subject::Hierarchy(h) => {
+            for &(addr, size, kind) in stream {
+                black_box(h.access(addr, size, kind));
+            }
+        }
+        Subject::Simulator(s) => {
+            for &(addr, size, kind) in stream {
+                s.access(addr, size, kind);
+            }
+        }
+    }
+}
+
+/// `EPCACHE_BENCH_ONCE`: see the module documentation.
+fn run_once(what: &str) {
+    let parts: Vec<&str> = what.split(':').collect();
+    let [workload, shape, mode] = parts[..] else {
+        panic!("EPCACHE_BENCH_ONCE={what}: expected <matmul|lu>:<shape index>:<mode>");
+    };
+    let stream = match workload {
+        "matmul" => matmul_stream(),
+        "lu" => lu_stream(),
+        _ => panic!("EPCACHE_BENCH_ONCE: unknown workload {workload}; use matmul or lu"),
+    };
+    let (name, spec) = SHAPES[shape
+        .parse::<usize>()
+        .expect("shape is an index into SHAPES")];
+    let spec: HierarchySpec = spec.parse().unwrap();
+    let mut subject = match mode {
+        "hierarchy" => Subject::Hierarchy(Box::new(Hierarchy::new(&spec).unwrap())),
+        "histogram" => Subject::Simulator(Box::new(histogram_simulator(&spec).0)),
+        "analyses" => Subject::Simulator(Box::new(analysed_simulator(&spec))),
+        _ => {
+            panic!("EPCACHE_BENCH_ONCE: unknown mode {mode}; use hierarchy, histogram or analyses")
+        }
+    };
+    // The warm-up pass leaves the caches as criterion's repeated iterations see them.
+    // Inlined here rather than a second out-of-line function, which the compiler would merge
+    // with `measured_pass` (same body), and callgrind would then count both passes.
+    drive(&mut subject, &stream);
+    measured_pass(&mut subject, &stream);
+    let h = match &subject {
+        Subject::Hierarchy(h) => h,
+        Subject::Simulator(s) => s.hierarchy(),
+    };
+    let l1 = h.level_stats(0);
+    println!(
+        "{workload} on {name}, {mode}: {} accesses per pass; L1 after two passes: {} reads, {} read misses, {} writes, {} write misses",
+        stream.len(),
+        l1.reads,
+        l1.read_misses,
+        l1.writes,
+        l1.write_misses
+    );
+}
+
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(what) = std::env::var("EPCACHE_BENCH_ONCE") {
+        run_once(&what);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
