@@ -30,6 +30,14 @@ pub struct AccessOutcome {
 }
 
 impl AccessOutcome {
+    /// A hit in the first level of the path.
+    #[inline(always)]
+    pub fn l1_hit(kind: AccessKind) -> Self {
+        let mut levels = [LevelResult::NotReached; MAX_LEVELS];
+        levels[0] = LevelResult::Hit;
+        Self { kind, levels }
+    }
+
     /// One bit per (kind, result) at `level`: 1 read hit, 2 read miss, 4 write hit, 8 write miss, 0 not reached.
     ///
     /// Events are masks over the same bits, so matching an event is one AND.
@@ -101,6 +109,24 @@ pub struct LevelStats {
 }
 
 impl LevelStats {
+    /// The demand counter of `kind` (reads or writes), chosen without a branch.
+    #[inline(always)]
+    fn demand(&mut self, kind: AccessKind) -> &mut u64 {
+        match kind {
+            AccessKind::Read => &mut self.reads,
+            AccessKind::Write => &mut self.writes,
+        }
+    }
+
+    /// The demand-miss counter of `kind`.
+    #[inline(always)]
+    fn demand_misses(&mut self, kind: AccessKind) -> &mut u64 {
+        match kind {
+            AccessKind::Read => &mut self.read_misses,
+            AccessKind::Write => &mut self.write_misses,
+        }
+    }
+
     /// Counts one demand access that reached this level.
     #[inline(always)]
     fn record(&mut self, path: Path, kind: AccessKind, missed: bool) {
@@ -298,12 +324,10 @@ impl Hierarchy {
         let last = (addr + u64::from(size.max(1)) - 1) >> bits;
         let is_write = kind == AccessKind::Write;
         if block == last && self.fast_hits && l1.cache.probe_hit(block, is_write) {
-            // Without a branch: programs interleave reads and writes irregularly.
-            l1.stats.writes += u64::from(is_write);
-            l1.stats.reads += u64::from(!is_write);
-            let mut levels = [LevelResult::NotReached; MAX_LEVELS];
-            levels[0] = LevelResult::Hit;
-            return AccessOutcome { kind, levels };
+            // The counter is picked without a branch: programs interleave reads and writes
+            // irregularly.
+            *l1.stats.demand(kind) += 1;
+            return AccessOutcome::l1_hit(kind);
         }
         self.access_slow(addr, size, kind, block == last)
     }
@@ -317,10 +341,12 @@ impl Hierarchy {
         one_line: bool,
     ) -> AccessOutcome {
         if one_line && self.uniform_lines {
-            // The fast path looked L1 up already when it was allowed to.
-            let l1_missed = self.fast_hits;
             let block = addr >> self.data[0].cache.line_bits();
-            return self.walk_line(Path::Data, block, kind, l1_missed);
+            if self.fast_hits {
+                // The fast path looked L1 up already and missed.
+                return self.l1_miss(block, kind);
+            }
+            return self.walk_line(Path::Data, block, kind, false);
         }
         self.walk(Path::Data, addr, size, kind)
     }
@@ -337,12 +363,7 @@ impl Hierarchy {
         let one_line = (addr + u64::from(size.max(1)) - 1) >> bits == block;
         if one_line && i1.cache.probe_hit(block, false) {
             i1.stats.instr_fetches += 1;
-            let mut levels = [LevelResult::NotReached; MAX_LEVELS];
-            levels[0] = LevelResult::Hit;
-            return AccessOutcome {
-                kind: AccessKind::Read,
-                levels,
-            };
+            return AccessOutcome::l1_hit(AccessKind::Read);
         }
         self.fetch_slow(addr, size, block, one_line)
     }
@@ -353,6 +374,44 @@ impl Hierarchy {
             return self.walk_line(Path::Instr, block, AccessKind::Read, true);
         }
         self.walk(Path::Instr, addr, size, AccessKind::Read)
+    }
+
+    /// The common miss: a data access in one line that the fast path found absent from a
+    /// write-back L1, with no line recording, when all levels share the line size. Below a
+    /// write-back L1 every level sees a read-allocate of the same block, so the walk is a fill
+    /// of L1 and a probe of each level below until one hits.
+    fn l1_miss(&mut self, block: u64, kind: AccessKind) -> AccessOutcome {
+        let mut out = AccessOutcome {
+            kind,
+            levels: [LevelResult::NotReached; MAX_LEVELS],
+        };
+        out.levels[0] = LevelResult::Miss;
+        let model_writebacks = self.model_writebacks;
+        let l1 = &mut self.data[0];
+        *l1.stats.demand(kind) += 1;
+        *l1.stats.demand_misses(kind) += 1;
+        let victim = l1.cache.fill(block, kind == AccessKind::Write);
+        if let Some(v) = victim {
+            if (v.dirty && model_writebacks) || l1.inclusive {
+                self.evicted(Path::Data, 0, v);
+            }
+        }
+        for depth in 1..self.data.len() {
+            let level = &mut self.data[depth];
+            *level.stats.demand(kind) += 1;
+            if level.cache.probe_hit(block, false) {
+                out.levels[depth] = LevelResult::Hit;
+                break;
+            }
+            out.levels[depth] = LevelResult::Miss;
+            *level.stats.demand_misses(kind) += 1;
+            if let Some(v) = level.cache.fill(block, false) {
+                if (v.dirty && model_writebacks) || level.inclusive {
+                    self.evicted(Path::Data, depth, v);
+                }
+            }
+        }
+        out
     }
 
     /// The walk of an access that lies in one line, when all levels share the line size: the
@@ -772,6 +831,50 @@ mod tests {
                 kind: LineEventKind::Fill { evicted: Some(0) }
             }
         );
+    }
+
+    #[test]
+    fn fast_paths_decide_exactly_as_the_general_walk() {
+        // Recording line events turns the L1 fast paths off, so the same stream through a
+        // recording hierarchy takes the general walk for every access; outcomes, totals and
+        // contents must not differ. Shapes cover both packed LRU stores and the general store,
+        // inclusion, write-back traffic, three levels and straddling accesses.
+        let specs = [
+            "D1=1K,8,64;L2=4K,16,64",
+            "D1=1K,2,64;L2=2K,4,64,inclusive;LL=8K,16,64",
+            "D1=2K,16,64;L2=4K,8,64,plru",
+            "D1=512,4,64,random;L2=4K,32,64",
+            "D1=1K,8,32;L2=4K,8,64",
+        ];
+        for spec in specs {
+            let spec: HierarchySpec = spec.parse().unwrap();
+            let mut fast = Hierarchy::new(&spec).unwrap();
+            let mut general = Hierarchy::new(&spec).unwrap();
+            general.set_record_lines(true);
+            let mut x = 7u64;
+            for i in 0..50_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let addr = x % 16_384;
+                let size = [1, 4, 8, 8, 16][(x >> 20) as usize % 5];
+                let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                assert_eq!(
+                    fast.access(addr, size, kind),
+                    general.access(addr, size, kind),
+                    "{spec}: access {i}"
+                );
+            }
+            let totals = |h: &Hierarchy| h.stats().map(|(_, s)| *s).collect::<Vec<_>>();
+            assert_eq!(totals(&fast), totals(&general), "{spec}");
+            for level in 0..fast.depth() {
+                let mut a: Vec<u64> = fast.cache(level).resident_blocks().collect();
+                let mut b: Vec<u64> = general.cache(level).resident_blocks().collect();
+                a.sort_unstable();
+                b.sort_unstable();
+                assert_eq!(a, b, "{spec}: level {level}");
+            }
+        }
     }
 
     #[test]
