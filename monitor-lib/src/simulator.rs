@@ -26,7 +26,8 @@ pub enum SimulatorError {
 pub struct Simulator {
     hierarchy: Hierarchy,
     monitor: EventSet,
-    analyses: Option<Analyses>,
+    /// Boxed: the hot path only tests it for `None`, a compare with zero.
+    analyses: Option<Box<Analyses>>,
     l1_line: u64,
 }
 
@@ -67,21 +68,21 @@ impl Simulator {
         ranges: RangeSet,
     ) -> Result<(), SimulatorError> {
         self.analyses = if config.any() {
-            Some(Analyses::new(config, ranges, &self.hierarchy)?)
+            Some(Box::new(Analyses::new(config, ranges, &self.hierarchy)?))
         } else {
             None
         };
         let record = self
             .analyses
             .as_ref()
-            .is_some_and(Analyses::needs_line_events);
+            .is_some_and(|a| a.needs_line_events());
         self.hierarchy.set_record_lines(record);
         Ok(())
     }
 
     /// What the analyses found so far, if any are on.
     pub fn analysis_report(&self) -> Option<AnalysisReport> {
-        self.analyses.as_ref().map(Analyses::report)
+        self.analyses.as_ref().map(|a| a.report())
     }
 
     /// A data load of `size` bytes at `addr`.
@@ -99,23 +100,51 @@ impl Simulator {
     /// A data access; see the type's documentation for how sizes are counted.
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
-        // Inlined into the capture loop (a call costs more than a hit); the rare split of a
-        // wide access is out of line.
-        if u64::from(size) <= self.l1_line {
-            self.one_access(addr, size, kind);
-        } else {
-            self.access_per_line(addr, size, kind);
+        // Inlined into the capture loop (a call costs more than a hit): an L1 hit that no
+        // event and no analysis watches is the hierarchy's fast path and two tests. Everything
+        // else is out of line.
+        if self.hierarchy.try_l1_hit(addr, size, kind) {
+            if self.monitor.counts_l1_hit(kind) || self.analyses.is_some() {
+                self.l1_hit_observed(addr, size, kind);
+            }
+            return;
+        }
+        self.access_missed(addr, size, kind);
+    }
+
+    /// An L1 hit that the monitor or the analyses want to see.
+    #[inline(never)]
+    fn l1_hit_observed(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        let outcome = AccessOutcome::l1_hit(kind);
+        self.monitor.observe(addr, &outcome);
+        if self.analyses.is_some() {
+            self.analyse(addr, size, kind, &outcome);
         }
     }
 
+    /// An access the L1 fast path declined (it changed nothing): a miss, a straddle, an access
+    /// wider than a line, or any access while line events are recorded.
     #[inline(never)]
+    fn access_missed(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        if u64::from(size) > self.l1_line {
+            self.access_per_line(addr, size, kind);
+            return;
+        }
+        let outcome = self.hierarchy.access_missed(addr, size, kind);
+        self.monitor.observe(addr, &outcome);
+        if self.analyses.is_some() {
+            self.analyse(addr, size, kind, &outcome);
+        }
+    }
+
     fn access_per_line(&mut self, addr: u64, size: u32, kind: AccessKind) {
         let end = addr.saturating_add(u64::from(size));
         let mut piece = addr;
         while piece < end {
             let line_end = (piece / self.l1_line + 1) * self.l1_line;
             let piece_end = line_end.min(end);
-            self.one_access(piece, (piece_end - piece) as u32, kind);
+            // At most one line: never comes back here.
+            self.access(piece, (piece_end - piece) as u32, kind);
             piece = piece_end;
         }
     }
@@ -123,15 +152,6 @@ impl Simulator {
     /// An instruction fetch (through I1 when the hierarchy has one); the monitor counts data only.
     pub fn fetch(&mut self, addr: u64, size: u32) -> AccessOutcome {
         self.hierarchy.fetch(addr, size)
-    }
-
-    #[inline(always)]
-    fn one_access(&mut self, addr: u64, size: u32, kind: AccessKind) {
-        let outcome = self.hierarchy.access(addr, size, kind);
-        self.monitor.observe(addr, &outcome);
-        if self.analyses.is_some() {
-            self.analyse(addr, size, kind, &outcome);
-        }
     }
 
     /// Kept out of line: the analyses are off on the plain path, and inlining them would bloat
@@ -189,6 +209,36 @@ mod tests {
         assert_eq!(hist.buckets.len(), 8);
         assert_eq!(hist.buckets.iter().sum::<u64>(), counts[ev.0]);
         assert_eq!(hist.buckets[0], 3 + 4);
+    }
+
+    #[test]
+    fn hit_events_count_the_fast_path_hits_and_miss_events_ignore_them() {
+        let mut s = sim("D1=1K,2,32;L2=4K,4,32");
+        let range = AddressRange::new(0x1000, 0x400);
+        let monitor = s.monitor_mut();
+        let read_hits = monitor.add_event("EPC_L1_LDH", range).unwrap();
+        let write_hits = monitor.add_event("EPC_L1_STH", range).unwrap();
+        let l2_hits = monitor.add_event("PAPI_L2_DCH", range).unwrap();
+        let read_misses = monitor.add_event("PAPI_L1_LDM", range).unwrap();
+        monitor.start().unwrap();
+        // 32 lines, 4 accesses each: a read miss, then a read, a write and a read hit.
+        for line in 0..32u64 {
+            let a = 0x1000 + line * 32;
+            s.read(a, 8);
+            s.read(a + 8, 8);
+            s.write(a + 16, 8);
+            s.read(a + 24, 8);
+        }
+        // The 32 lines fill the 1 KB L1 exactly, so a second sweep hits throughout.
+        for line in 0..32u64 {
+            s.read(0x1000 + line * 32, 8);
+        }
+        let counts = s.monitor_mut().stop().unwrap();
+        assert_eq!(counts[read_misses.0], 32);
+        assert_eq!(counts[read_hits.0], 32 * 2 + 32);
+        assert_eq!(counts[write_hits.0], 32);
+        assert_eq!(counts[l2_hits.0], 0, "every L2 access missed");
+        assert_eq!(s.hierarchy().level_stats(0).reads, 32 * 3 + 32);
     }
 
     #[test]

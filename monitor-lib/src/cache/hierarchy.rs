@@ -315,33 +315,44 @@ impl Hierarchy {
     /// Simulates a data load or store of `size` bytes at `addr` (any size; a zero size counts as one byte).
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
-        // Fast path for the common case, kept small enough to inline into the capture loop: the
-        // access lies in one L1 line and hits there. Anything else (a miss, a straddle, a
-        // write-through write, line recording) takes the out-of-line walk.
+        if self.try_l1_hit(addr, size, kind) {
+            return AccessOutcome::l1_hit(kind);
+        }
+        self.access_missed(addr, size, kind)
+    }
+
+    /// The fast path for the common case, kept small enough to inline into the capture loop: a
+    /// data access that lies in one L1 line and hits there (with L1 write-back and no line
+    /// recording) is simulated and counted, and `true` returned. Anything else (a miss, a
+    /// straddle, a write-through write, line recording) changes nothing and returns `false`;
+    /// [`Self::access_missed`] then finishes it.
+    #[inline(always)]
+    pub(crate) fn try_l1_hit(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
         let l1 = &mut self.data[0];
         let bits = l1.cache.line_bits();
         let block = addr >> bits;
         let last = (addr + u64::from(size.max(1)) - 1) >> bits;
-        let is_write = kind == AccessKind::Write;
-        if block == last && self.fast_hits && l1.cache.probe_hit(block, is_write) {
+        if block == last && self.fast_hits && l1.cache.probe_hit(block, kind == AccessKind::Write) {
             // The counter is picked without a branch: programs interleave reads and writes
             // irregularly.
             *l1.stats.demand(kind) += 1;
-            return AccessOutcome::l1_hit(kind);
+            return true;
         }
-        self.access_slow(addr, size, kind, block == last)
+        false
     }
 
+    /// Simulates an access that [`Self::try_l1_hit`] declined, which has changed nothing.
     #[inline(never)]
-    fn access_slow(
+    pub(crate) fn access_missed(
         &mut self,
         addr: u64,
         size: u32,
         kind: AccessKind,
-        one_line: bool,
     ) -> AccessOutcome {
+        let bits = self.data[0].cache.line_bits();
+        let block = addr >> bits;
+        let one_line = (addr + u64::from(size.max(1)) - 1) >> bits == block;
         if one_line && self.uniform_lines {
-            let block = addr >> self.data[0].cache.line_bits();
             if self.fast_hits {
                 // The fast path looked L1 up already and missed.
                 return self.l1_miss(block, kind);

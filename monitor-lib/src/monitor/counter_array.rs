@@ -510,8 +510,6 @@ impl CounterArray {
         self.refresh_interest();
     }
 
-    /// Counts one access: every static binding and every histogram whose range holds `addr` and
-    /// whose event matches `outcome` is incremented. `outcome` is a data-path outcome.
     fn refresh_interest(&mut self) {
         self.interest = self
             .statics
@@ -521,29 +519,42 @@ impl CounterArray {
             .fold(0, |a, b| a | b);
     }
 
+    /// The outcome bits (see [`AccessOutcome::event_bits`]) any binding counts.
+    pub(crate) fn interest(&self) -> u32 {
+        self.interest
+    }
+
+    /// Counts one access: every static binding and every histogram whose range holds `addr` and
+    /// whose event matches `outcome` is incremented. `outcome` is a data-path outcome.
     #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
-        if outcome.event_bits() & self.interest == 0 {
-            return;
+        if outcome.event_bits() & self.interest != 0 {
+            self.observe_matching(addr, outcome);
         }
+    }
+
+    /// [`Self::observe`] past its one-AND prefilter; kept out of line, so the prefilter is all
+    /// that an access no binding counts costs the caller's loop.
+    #[inline(never)]
+    pub(crate) fn observe_matching(&mut self, addr: u64, outcome: &AccessOutcome) {
+        let bits = outcome.event_bits();
         // The event test comes first: it is one AND, and most accesses are hits that a miss
-        // event rejects before the range is looked at. Only the tests are inlined into the
-        // caller's loop; counting, for the accesses that match, is a call.
+        // event rejects before the range is looked at.
         for index in 0..self.statics.len() {
             let s = &self.statics[index];
-            if s.event.matches(outcome) && s.range.contains(addr) {
+            if bits & s.event.outcome_bits() != 0 && s.range.contains(addr) {
                 self.count_static(index);
             }
         }
         for position in 0..self.histograms.len() {
             let h = &self.histograms[position];
-            if h.event.matches(outcome) && h.range.contains(addr) {
+            if bits & h.event.outcome_bits() != 0 && h.range.contains(addr) {
                 self.count_bucket(position, addr);
             }
         }
     }
 
-    #[inline(never)]
+    #[inline]
     fn count_static(&mut self, index: usize) {
         let counter_max = self.counter_max;
         let s = &mut self.statics[index];
@@ -556,7 +567,7 @@ impl CounterArray {
         }
     }
 
-    #[inline(never)]
+    #[inline]
     fn count_bucket(&mut self, position: usize, addr: u64) {
         let h = &self.histograms[position];
         let bucket = h.bucket_of(addr);
