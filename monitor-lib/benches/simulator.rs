@@ -1,12 +1,14 @@
 //! Throughput of the simulator on two realistic access streams (accesses per second, one core):
-//! the plain hierarchy, with one dynamic histogram active (the figure), and with every analysis on.
+//! the plain hierarchy, with one dynamic histogram active (the figure), and with every
+//! analysis on; the first two also through the batch API (`access_batch` on the whole stream).
 //!
 //! With `EPCACHE_BENCH_ONCE=<workload>:<shape>:<mode>` set (workload `matmul` or `lu`, shape an
-//! index into `SHAPES`, mode `hierarchy`, `histogram` or `analyses`) the binary instead runs the
-//! stream once to warm the caches and once more inside `measured_pass`, prints the counts and
-//! exits: a deterministic run for `valgrind --tool=callgrind --toggle-collect='*measured_pass*'`,
-//! whose instruction counts do not depend on how busy the machine is. `EPCACHE_BENCH_PASSES=n`
-//! adds n timed passes and prints the best rate.
+//! index into `SHAPES`, mode `hierarchy`, `histogram` or `analyses`, the first two optionally
+//! with `-batch`) the binary instead runs the stream once to warm the caches and once more
+//! inside `measured_pass`, prints the counts and exits: a deterministic run for
+//! `valgrind --tool=callgrind --toggle-collect='*measured_pass*'`, whose instruction counts do
+//! not depend on how busy the machine is. `EPCACHE_BENCH_PASSES=n` adds n timed passes and
+//! prints the best rate.
 
 use criterion::{Criterion, Throughput, criterion_group};
 use epcache_monitor::analysis::AnalysisConfig;
@@ -133,39 +135,78 @@ fn bench_shape(
     spec: &HierarchySpec,
     stream: &[(u64, u32, AccessKind)],
 ) {
-    let mut plain = Hierarchy::new(spec).unwrap();
-    group.bench_function(format!("{name}, LRU, hierarchy only"), |bench| {
-        bench.iter(|| {
-            for &(addr, size, kind) in stream {
-                black_box(plain.access(addr, size, kind));
-            }
-        })
-    });
-
-    let (mut sim, hist) = histogram_simulator(spec);
-    group.bench_function(format!("{name}, LRU, one dynamic histogram"), |bench| {
-        bench.iter(|| {
-            for &(addr, size, kind) in stream {
-                sim.access(addr, size, kind);
-            }
-        })
-    });
-    assert!(sim.monitor().read_histogram(hist).unwrap().total() > 0);
-
-    let mut analysed = analysed_simulator(spec);
-    group.bench_function(format!("{name}, LRU, every analysis on"), |bench| {
-        bench.iter(|| {
-            for &(addr, size, kind) in stream {
-                analysed.access(addr, size, kind);
-            }
-        })
-    });
+    for &(mode, label) in MODES {
+        let mut subject = Subject::new(mode, spec);
+        group.bench_function(format!("{name}, LRU, {label}"), |bench| {
+            bench.iter(|| drive(&mut subject, stream))
+        });
+        if let Subject::Simulator {
+            sim,
+            hist: Some(hist),
+            ..
+        } = &subject
+        {
+            assert!(sim.monitor().read_histogram(*hist).unwrap().total() > 0);
+        }
+    }
 }
 
-/// What one pass of a stream drives.
+/// What the bench measures on each shape: the `EPCACHE_BENCH_ONCE` mode and the criterion label.
+const MODES: &[(&str, &str)] = &[
+    ("hierarchy", "hierarchy only"),
+    ("hierarchy-batch", "hierarchy only, batch"),
+    ("histogram", "one dynamic histogram"),
+    ("histogram-batch", "one dynamic histogram, batch"),
+    ("analyses", "every analysis on"),
+];
+
+/// What one pass of a stream drives, and how: one `access` call per access, or the whole
+/// stream as one `access_batch`.
 enum Subject {
-    Hierarchy(Box<Hierarchy>),
-    Simulator(Box<Simulator>),
+    Hierarchy {
+        hierarchy: Box<Hierarchy>,
+        batch: bool,
+    },
+    Simulator {
+        sim: Box<Simulator>,
+        hist: Option<HistogramIndex>,
+        batch: bool,
+    },
+}
+
+impl Subject {
+    fn new(mode: &str, spec: &HierarchySpec) -> Self {
+        let batch = mode.ends_with("-batch");
+        match mode.trim_end_matches("-batch") {
+            "hierarchy" => Subject::Hierarchy {
+                hierarchy: Box::new(Hierarchy::new(spec).unwrap()),
+                batch,
+            },
+            "histogram" => {
+                let (sim, hist) = histogram_simulator(spec);
+                Subject::Simulator {
+                    sim: Box::new(sim),
+                    hist: Some(hist),
+                    batch,
+                }
+            }
+            "analyses" => Subject::Simulator {
+                sim: Box::new(analysed_simulator(spec)),
+                hist: None,
+                batch,
+            },
+            _ => panic!(
+                "unknown mode {mode}; use hierarchy, histogram or analyses, optionally with -batch"
+            ),
+        }
+    }
+
+    fn hierarchy(&self) -> &Hierarchy {
+        match self {
+            Subject::Hierarchy { hierarchy, .. } => hierarchy,
+            Subject::Simulator { sim, .. } => sim.hierarchy(),
+        }
+    }
 }
 
 /// The pass callgrind measures; kept out of line so `--toggle-collect` can name it.
@@ -177,16 +218,28 @@ fn measured_pass(subject: &mut Subject, stream: &[(u64, u32, AccessKind)]) {
 #[inline(always)]
 fn drive(subject: &mut Subject, stream: &[(u64, u32, AccessKind)]) {
     match subject {
-        Subject::Hierarchy(h) => {
+        Subject::Hierarchy {
+            hierarchy,
+            batch: false,
+        } => {
             for &(addr, size, kind) in stream {
-                black_box(h.access(addr, size, kind));
+                black_box(hierarchy.access(addr, size, kind));
             }
         }
-        Subject::Simulator(s) => {
+        Subject::Hierarchy {
+            hierarchy,
+            batch: true,
+        } => hierarchy.access_batch(stream),
+        Subject::Simulator {
+            sim, batch: false, ..
+        } => {
             for &(addr, size, kind) in stream {
-                s.access(addr, size, kind);
+                sim.access(addr, size, kind);
             }
         }
+        Subject::Simulator {
+            sim, batch: true, ..
+        } => sim.access_batch(stream),
     }
 }
 
@@ -205,23 +258,13 @@ fn run_once(what: &str) {
         .parse::<usize>()
         .expect("shape is an index into SHAPES")];
     let spec: HierarchySpec = spec.parse().unwrap();
-    let mut subject = match mode {
-        "hierarchy" => Subject::Hierarchy(Box::new(Hierarchy::new(&spec).unwrap())),
-        "histogram" => Subject::Simulator(Box::new(histogram_simulator(&spec).0)),
-        "analyses" => Subject::Simulator(Box::new(analysed_simulator(&spec))),
-        _ => {
-            panic!("EPCACHE_BENCH_ONCE: unknown mode {mode}; use hierarchy, histogram or analyses")
-        }
-    };
+    let mut subject = Subject::new(mode, &spec);
     // The warm-up pass leaves the caches as criterion's repeated iterations see them.
     // Inlined here rather than a second out-of-line function, which the compiler would merge
     // with `measured_pass` (same body), and callgrind would then count both passes.
     drive(&mut subject, &stream);
     measured_pass(&mut subject, &stream);
-    let h = match &subject {
-        Subject::Hierarchy(h) => h,
-        Subject::Simulator(s) => s.hierarchy(),
-    };
+    let h = subject.hierarchy();
     let l1 = h.level_stats(0);
     println!(
         "{workload} on {name}, {mode}: {} accesses per pass; L1 after two passes: {} reads, {} read misses, {} writes, {} write misses",

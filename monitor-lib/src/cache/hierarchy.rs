@@ -1,6 +1,6 @@
 //! A chain of cache levels: where each access goes, what it hits, what it evicts, and per-level totals.
 
-use super::level::{CacheLevel, Probe, Victim};
+use super::level::{CacheLevel, FastHit, Probe, Store, Victim, in_one_line};
 use super::spec::{HierarchySpec, LevelSpec};
 use super::{AccessKind, CacheError, WritePolicy};
 
@@ -341,6 +341,65 @@ impl Hierarchy {
         false
     }
 
+    /// Simulates every access of `batch` in order, exactly as calling [`Self::access`] on each
+    /// would, but faster: runs of L1 hits go through one loop monomorphised for L1's store, with
+    /// its pointers and masks in registers and the hit counts added once per run.
+    pub fn access_batch(&mut self, batch: &[(u64, u32, AccessKind)]) {
+        if !self.batch_hits() {
+            for &(addr, size, kind) in batch {
+                self.access(addr, size, kind);
+            }
+            return;
+        }
+        let mut rest = batch;
+        loop {
+            let hits = self.l1_hit_run(rest, |_, _| {});
+            let Some(&(addr, size, kind)) = rest.get(hits) else {
+                break;
+            };
+            // The access that ended the run missed L1 or does not lie in one line; the run
+            // left it untouched.
+            self.access_missed(addr, size, kind);
+            rest = &rest[hits + 1..];
+        }
+    }
+
+    /// Whether [`Self::l1_hit_run`] applies: the L1 fast path is on and L1's sets are indexed
+    /// by a mask.
+    #[inline]
+    pub(crate) fn batch_hits(&self) -> bool {
+        self.fast_hits && self.data[0].cache.set_mask().is_some()
+    }
+
+    /// Simulates the one-line L1 hits at the front of `batch`, calling `on_hit(addr, kind)`
+    /// after each, and returns how many there were; the access after them (a miss, or one not
+    /// in one line) is left untouched, for [`Self::access_missed`]. The caller checks
+    /// [`Self::batch_hits`] first; without it, the run is empty.
+    #[inline(always)]
+    pub(crate) fn l1_hit_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        batch: &[(u64, u32, AccessKind)],
+        on_hit: F,
+    ) -> usize {
+        if !self.fast_hits {
+            return 0;
+        }
+        let Level { cache, stats, .. } = &mut self.data[0];
+        let Some(mask) = cache.set_mask() else {
+            return 0;
+        };
+        let bits = cache.line_bits();
+        // One match per run, so the loop is compiled once per store representation.
+        let (hits, writes) = match cache.store_mut() {
+            Store::Lru8(store) => store.hit_run(mask, bits, batch, on_hit),
+            Store::Lru16(store) => store.hit_run(mask, bits, batch, on_hit),
+            Store::Other(store) => store.hit_run(mask, bits, batch, on_hit),
+        };
+        stats.reads += hits as u64 - writes;
+        stats.writes += writes;
+        hits
+    }
+
     /// Simulates an access that [`Self::try_l1_hit`] declined, which has changed nothing.
     #[inline(never)]
     pub(crate) fn access_missed(
@@ -351,8 +410,7 @@ impl Hierarchy {
     ) -> AccessOutcome {
         let bits = self.data[0].cache.line_bits();
         let block = addr >> bits;
-        let one_line = (addr + u64::from(size.max(1)) - 1) >> bits == block;
-        if one_line && self.uniform_lines {
+        if in_one_line(addr, size, bits) && self.uniform_lines {
             if self.fast_hits {
                 // The fast path looked L1 up already and missed.
                 return self.l1_miss(block, kind);
@@ -884,6 +942,65 @@ mod tests {
                 a.sort_unstable();
                 b.sort_unstable();
                 assert_eq!(a, b, "{spec}: level {level}");
+            }
+        }
+    }
+
+    /// A random data stream over `span` bytes: mixed sizes (some straddling, some wider than a
+    /// line) and about one write in three.
+    fn random_stream(seed: u64, len: usize, span: u64) -> Vec<(u64, u32, AccessKind)> {
+        let mut x = seed;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let size = [1, 4, 8, 8, 8, 16, 0, 100][(x >> 20) as usize % 8];
+                let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                (x % span, size, kind)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_is_exactly_the_accesses_one_by_one() {
+        // Both packed stores, the general store, sets indexed by modulo (no batch loop), a
+        // write-through L1 (no fast path at all), Cachegrind mode.
+        let specs = [
+            "D1=1K,8,64;L2=4K,16,64",
+            "D1=2K,16,64;L2=8K,8,64,inclusive",
+            "D1=1K,4,64,plru;L2=4K,16,64",
+            "D1=768,4,64;L2=4K,16,64",
+            "D1=1K,2,64,write-through;L2=4K,8,64",
+        ];
+        for (i, spec) in specs.iter().enumerate() {
+            let spec: HierarchySpec = spec.parse().unwrap();
+            for cachegrind in [false, true] {
+                let build = || {
+                    let h = Hierarchy::new(&spec).unwrap();
+                    if cachegrind {
+                        h.cachegrind_compatible()
+                    } else {
+                        h
+                    }
+                };
+                let (mut one_by_one, mut batched) = (build(), build());
+                let stream = random_stream(i as u64 + 1, 40_000, 6_000);
+                for &(addr, size, kind) in &stream {
+                    one_by_one.access(addr, size, kind);
+                }
+                for chunk in stream.chunks(1000) {
+                    batched.access_batch(chunk);
+                }
+                let totals = |h: &Hierarchy| h.stats().map(|(_, s)| *s).collect::<Vec<_>>();
+                assert_eq!(totals(&batched), totals(&one_by_one), "{spec}");
+                for level in 0..batched.depth() {
+                    let mut a: Vec<u64> = batched.cache(level).resident_blocks().collect();
+                    let mut b: Vec<u64> = one_by_one.cache(level).resident_blocks().collect();
+                    a.sort_unstable();
+                    b.sort_unstable();
+                    assert_eq!(a, b, "{spec}: level {level}");
+                }
             }
         }
     }

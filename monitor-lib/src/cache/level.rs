@@ -1,6 +1,6 @@
 //! One set-associative cache level: geometry, tag store and replacement, no knowledge of its neighbours.
 
-use super::{CacheError, Replacement};
+use super::{AccessKind, CacheError, Replacement};
 
 /// Size, associativity and line size of one level, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -149,6 +149,87 @@ pub(super) enum Store {
     Other(General),
 }
 
+/// The hit loop of a batch, monomorphised per store representation.
+pub(super) trait FastHit {
+    /// Simulates the one-line hits at the front of `batch` (sets found by `block & mask`) and
+    /// calls `on_hit(addr, kind)` after each; returns how many there were and how many of them
+    /// were writes. The first access that is not a one-line hit is left untouched.
+    fn hit_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        mask: u64,
+        line_bits: u32,
+        batch: &[(u64, u32, AccessKind)],
+        on_hit: F,
+    ) -> (usize, u64);
+}
+
+/// Whether an access of `size` bytes at `addr` lies in one line of `1 << line_bits` bytes (a
+/// zero size counts as one byte); never overflows, whatever the address.
+#[inline(always)]
+pub(super) fn in_one_line(addr: u64, size: u32, line_bits: u32) -> bool {
+    let line = 1u64 << line_bits;
+    (addr & (line - 1)) + u64::from(size) <= line
+}
+
+impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
+    #[inline(always)]
+    fn hit_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        mask: u64,
+        line_bits: u32,
+        batch: &[(u64, u32, AccessKind)],
+        mut on_hit: F,
+    ) -> (usize, u64) {
+        // Locals, not fields: the loop's stores to sets cannot then force reloads.
+        let shape = self.shape;
+        let sets = self.sets.as_mut_slice();
+        let (mut hits, mut writes) = (0, 0);
+        for &(addr, size, kind) in batch {
+            let block = addr >> line_bits;
+            let write = kind == AccessKind::Write;
+            if !in_one_line(addr, size, line_bits) {
+                break;
+            }
+            let Some(state) = sets.get_mut((block & mask) as usize) else {
+                break;
+            };
+            if !shape.hit(state, block, write) {
+                break;
+            }
+            writes += u64::from(write);
+            on_hit(addr, kind);
+            hits += 1;
+        }
+        (hits, writes)
+    }
+}
+
+impl FastHit for General {
+    #[inline(always)]
+    fn hit_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        mask: u64,
+        line_bits: u32,
+        batch: &[(u64, u32, AccessKind)],
+        mut on_hit: F,
+    ) -> (usize, u64) {
+        let (mut hits, mut writes) = (0, 0);
+        for &(addr, size, kind) in batch {
+            let block = addr >> line_bits;
+            let write = kind == AccessKind::Write;
+            if !in_one_line(addr, size, line_bits)
+                || !self.probe_hit((block & mask) as usize, block, write)
+            {
+                break;
+            }
+            writes += u64::from(write);
+            on_hit(addr, kind);
+            hits += 1;
+        }
+        (hits, writes)
+    }
+}
+
 impl CacheLevel {
     /// An empty level.
     pub fn new(geometry: Geometry, replacement: Replacement) -> Result<Self, CacheError> {
@@ -196,6 +277,18 @@ impl CacheLevel {
     #[inline]
     pub fn line_bits(&self) -> u32 {
         self.line_bits
+    }
+
+    /// `sets - 1` when the number of sets is a power of two, so a set is `block & mask`.
+    #[inline(always)]
+    pub(super) fn set_mask(&self) -> Option<u64> {
+        self.index.pow2.then_some(self.index.mask)
+    }
+
+    /// The store, for callers that dispatch on its representation once for many accesses.
+    #[inline(always)]
+    pub(super) fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
     }
 
     /// Whether `block` is present, without touching replacement state.
@@ -338,55 +431,29 @@ struct PackedSet<const W: usize, const S: usize> {
 /// ways the matrix would need four words, so the order is kept as a list of 4-bit way numbers.
 #[derive(Debug, Clone)]
 pub(super) struct PackedLru<const W: usize, const S: usize> {
+    shape: PackedShape<W, S>,
+    sets: Vec<PackedSet<W, S>>,
+}
+
+/// The per-level constants of a [`PackedLru`], copied into registers by the hot loops (a
+/// load through `&self` would be repeated after every store to a set).
+#[derive(Debug, Clone, Copy)]
+struct PackedShape<const W: usize, const S: usize> {
     assoc: usize,
     /// The high bit of each signature byte that belongs to an existing way, so ways past
     /// `assoc` never become candidates.
     valid: [u64; S],
-    sets: Vec<PackedSet<W, S>>,
+    /// Bits of the ways that exist: what a use of a way sets in its row of the age matrix.
+    row: u64,
 }
 
-impl<const W: usize, const S: usize> PackedLru<W, S> {
-    fn new(sets: usize, assoc: usize) -> Self {
-        const {
-            assert!(
-                (W == 8 && S == 1) || (W == 16 && S == 2),
-                "packed LRU stores have 8 or 16 ways, 8 signatures to a word"
-            )
-        };
-        assert!((1..=W).contains(&assoc), "{assoc} ways in a {W}-way store");
-        let valid = std::array::from_fn(|word| {
-            (0..8)
-                .filter(|byte| word * 8 + byte < assoc)
-                .fold(0u64, |mask, byte| mask | 0x80 << (8 * byte))
-        });
-        Self {
-            assoc,
-            valid,
-            sets: vec![Self::empty_set(assoc); sets],
-        }
-    }
-
-    fn empty_set(assoc: usize) -> PackedSet<W, S> {
-        PackedSet {
-            tags: [INVALID; W],
-            signatures: [0; S],
-            order: if W == 8 { 0 } else { identity_order(assoc) },
-            dirty: 0,
-        }
-    }
-
-    /// Row bits of the ways that exist: what a use of a way sets in its row of the age matrix.
-    #[inline(always)]
-    fn matrix_row(&self) -> u64 {
-        (1u64 << self.assoc) - 1
-    }
-
+impl<const W: usize, const S: usize> PackedShape<W, S> {
     /// Records a use of `way`.
     #[inline(always)]
-    fn touch(&self, order: u64, way: usize) -> u64 {
+    fn touch(self, order: u64, way: usize) -> u64 {
         if W == 8 {
             const COLUMN: u64 = 0x0101_0101_0101_0101;
-            (order | self.matrix_row() << (8 * way)) & !(COLUMN << way)
+            (order | self.row << (8 * way)) & !(COLUMN << way)
         } else {
             // Re-touching the most recent way leaves the order as it is; no branch needed.
             move_to_front(order, way as u64)
@@ -395,7 +462,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
 
     /// The least recently used way, an empty one first.
     #[inline(always)]
-    fn victim(&self, order: u64) -> usize {
+    fn victim(self, order: u64) -> usize {
         if W == 8 {
             // Only a never-used way, or the least recent one, has a zero row; the lowest
             // flagged byte is a real zero.
@@ -406,9 +473,22 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
         }
     }
 
+    /// The order after a fill of the victim `way`, which becomes the most recent.
+    #[inline(always)]
+    fn filled(self, order: u64, way: usize) -> u64 {
+        if W == 8 {
+            self.touch(order, way)
+        } else {
+            // The last way becomes the first: a rotation of the valid nibbles.
+            let last = 4 * (self.assoc as u32 - 1);
+            let spare = order & !((1u64 << last << 4).wrapping_sub(1));
+            spare | ((order & ((1u64 << last) - 1)) << 4) | way as u64
+        }
+    }
+
     /// Makes `way`, just emptied, the next victim.
     #[inline]
-    fn make_oldest(&self, order: u64, way: usize) -> u64 {
+    fn make_oldest(self, order: u64, way: usize) -> u64 {
         if W == 8 {
             // Clear its row, and mark every other existing way as used after it.
             const COLUMN: u64 = 0x0101_0101_0101_0101;
@@ -422,7 +502,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
 
     /// The way of `state` holding `block`.
     #[inline(always)]
-    fn find_in(&self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
+    fn find_in(self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
         let wanted = broadcast_signature(block);
         let low = zero_bytes(state.signatures[0] ^ wanted) & self.valid[0];
         // The first candidate, or the last way when there is none (the sentinel bit), so the
@@ -441,47 +521,82 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
         if candidates == 0 {
             return None;
         }
-        Self::find_past_collision(state, self.assoc, block)
+        find_past_collision(state, self.assoc, block)
     }
 
-    /// A signature matched but the tag did not: compare every way.
-    #[cold]
-    #[inline(never)]
-    fn find_past_collision(state: &PackedSet<W, S>, assoc: usize, block: u64) -> Option<usize> {
-        state.tags[..assoc].iter().position(|&t| t == block)
+    /// Looks `block` up in `state` and, if present, records the use; a miss changes nothing.
+    #[inline(always)]
+    fn hit(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> bool {
+        let Some(way) = self.find_in(state, block) else {
+            return false;
+        };
+        state.order = self.touch(state.order, way);
+        state.dirty |= u32::from(dirty) << way;
+        true
+    }
+}
+
+/// A signature matched but the tag did not: compare every way.
+#[cold]
+#[inline(never)]
+fn find_past_collision<const W: usize, const S: usize>(
+    state: &PackedSet<W, S>,
+    assoc: usize,
+    block: u64,
+) -> Option<usize> {
+    state.tags[..assoc].iter().position(|&t| t == block)
+}
+
+impl<const W: usize, const S: usize> PackedLru<W, S> {
+    fn new(sets: usize, assoc: usize) -> Self {
+        const {
+            assert!(
+                (W == 8 && S == 1) || (W == 16 && S == 2),
+                "packed LRU stores have 8 or 16 ways, 8 signatures to a word"
+            )
+        };
+        assert!((1..=W).contains(&assoc), "{assoc} ways in a {W}-way store");
+        let valid = std::array::from_fn(|word| {
+            (0..8)
+                .filter(|byte| word * 8 + byte < assoc)
+                .fold(0u64, |mask, byte| mask | 0x80 << (8 * byte))
+        });
+        Self {
+            shape: PackedShape {
+                assoc,
+                valid,
+                row: (1u64 << assoc) - 1,
+            },
+            sets: vec![Self::empty_set(assoc); sets],
+        }
+    }
+
+    fn empty_set(assoc: usize) -> PackedSet<W, S> {
+        PackedSet {
+            tags: [INVALID; W],
+            signatures: [0; S],
+            order: if W == 8 { 0 } else { identity_order(assoc) },
+            dirty: 0,
+        }
     }
 
     #[inline(always)]
     fn find(&self, set: usize, block: u64) -> Option<usize> {
-        self.find_in(&self.sets[set], block)
+        self.shape.find_in(&self.sets[set], block)
     }
 
     #[inline(always)]
     fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
-        let Some(way) = self.find_in(&self.sets[set], block) else {
-            return false;
-        };
-        let order = self.touch(self.sets[set].order, way);
-        let state = &mut self.sets[set];
-        state.order = order;
-        state.dirty |= u32::from(dirty) << way;
-        true
+        let shape = self.shape;
+        shape.hit(&mut self.sets[set], block, dirty)
     }
 
     #[inline(always)]
     fn fill(&mut self, set: usize, block: u64, dirty: bool) -> Option<Victim> {
-        let order = self.sets[set].order;
-        let way = self.victim(order);
-        let order = if W == 8 {
-            self.touch(order, way)
-        } else {
-            // The last way becomes the first: a rotation of the valid nibbles.
-            let last = 4 * (self.assoc as u32 - 1);
-            let spare = order & !((1u64 << last << 4).wrapping_sub(1));
-            spare | ((order & ((1u64 << last) - 1)) << 4) | way as u64
-        };
+        let shape = self.shape;
         let state = &mut self.sets[set];
-        state.order = order;
+        let way = shape.victim(state.order);
+        state.order = shape.filled(state.order, way);
         let shift = 8 * (way % 8);
         let word = &mut state.signatures[way / 8 % S];
         *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
@@ -504,7 +619,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
 
     fn invalidate(&mut self, set: usize, block: u64) -> Option<bool> {
         let way = self.find(set, block)?;
-        let order = self.make_oldest(self.sets[set].order, way);
+        let order = self.shape.make_oldest(self.sets[set].order, way);
         let state = &mut self.sets[set];
         state.tags[way] = INVALID;
         let dirty = state.dirty >> way & 1 != 0;
@@ -514,13 +629,13 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     }
 
     fn clear(&mut self) {
-        self.sets.fill(Self::empty_set(self.assoc));
+        self.sets.fill(Self::empty_set(self.shape.assoc));
     }
 
     fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
         self.sets
             .iter()
-            .flat_map(|set| set.tags[..self.assoc].iter().copied())
+            .flat_map(|set| set.tags[..self.shape.assoc].iter().copied())
             .filter(|&t| t != INVALID)
     }
 }
