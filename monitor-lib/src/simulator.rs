@@ -1,7 +1,7 @@
 //! The simulator a program's access stream drives: the cache hierarchy, the counter-array monitor behind its ePAPI event set, and the analyses.
 
 use crate::analysis::{Analyses, AnalysisConfig, AnalysisError, AnalysisReport};
-use crate::cache::{AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec};
+use crate::cache::{AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, RunEnd};
 use crate::monitor::{CounterArrayConfig, EpapiError, EventSet};
 use crate::ranges::RangeSet;
 
@@ -124,22 +124,25 @@ impl Simulator {
         }
         let mut rest = batch;
         loop {
-            let hits = if self.monitor.counts_l1_hit(AccessKind::Read)
+            let (hits, end) = if self.monitor.counts_l1_hit(AccessKind::Read)
                 || self.monitor.counts_l1_hit(AccessKind::Write)
             {
                 let monitor = &mut self.monitor;
-                self.hierarchy.l1_hit_run(rest, |addr, kind| {
+                self.hierarchy.l1_run(rest, |addr, kind| {
                     monitor.observe(addr, &AccessOutcome::l1_hit(kind));
                 })
             } else {
-                self.hierarchy.l1_hit_run(rest, |_, _| {})
+                self.hierarchy.l1_run(rest, |_, _| {})
             };
             let Some(&(addr, size, kind)) = rest.get(hits) else {
                 break;
             };
-            // The access that ended the run missed L1 or does not lie in one line; the run
-            // left it untouched.
-            self.access_missed(addr, size, kind);
+            if end == RunEnd::Declined && u64::from(size) > self.l1_line {
+                self.access_per_line(addr, size, kind);
+            } else {
+                let outcome = self.hierarchy.finish_run(addr, size, kind, end);
+                self.monitor.observe(addr, &outcome);
+            }
             rest = &rest[hits + 1..];
         }
     }

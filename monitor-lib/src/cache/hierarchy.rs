@@ -1,6 +1,6 @@
 //! A chain of cache levels: where each access goes, what it hits, what it evicts, and per-level totals.
 
-use super::level::{CacheLevel, FastHit, Probe, Store, Victim, in_one_line};
+use super::level::{CacheLevel, FastHit, Probe, RunEnd, Store, Victim, in_one_line};
 use super::spec::{HierarchySpec, LevelSpec};
 use super::{AccessKind, CacheError, WritePolicy};
 
@@ -353,51 +353,69 @@ impl Hierarchy {
         }
         let mut rest = batch;
         loop {
-            let hits = self.l1_hit_run(rest, |_, _| {});
+            let (hits, end) = self.l1_run(rest, |_, _| {});
             let Some(&(addr, size, kind)) = rest.get(hits) else {
                 break;
             };
-            // The access that ended the run missed L1 or does not lie in one line; the run
-            // left it untouched.
-            self.access_missed(addr, size, kind);
+            self.finish_run(addr, size, kind, end);
             rest = &rest[hits + 1..];
         }
     }
 
-    /// Whether [`Self::l1_hit_run`] applies: the L1 fast path is on and L1's sets are indexed
-    /// by a mask.
+    /// Whether [`Self::l1_run`] applies: the L1 fast path is on and L1's sets are indexed by a
+    /// mask.
     #[inline]
     pub(crate) fn batch_hits(&self) -> bool {
         self.fast_hits && self.data[0].cache.set_mask().is_some()
     }
 
     /// Simulates the one-line L1 hits at the front of `batch`, calling `on_hit(addr, kind)`
-    /// after each, and returns how many there were; the access after them (a miss, or one not
-    /// in one line) is left untouched, for [`Self::access_missed`]. The caller checks
-    /// [`Self::batch_hits`] first; without it, the run is empty.
+    /// after each, and returns how many there were and how the run ended; the access after
+    /// them is for [`Self::finish_run`]. A common miss (see [`Self::l1_miss`]) is filled in L1
+    /// by the run itself, which has the set at hand. The caller checks [`Self::batch_hits`]
+    /// first; without it, every run is empty and declined.
     #[inline(always)]
-    pub(crate) fn l1_hit_run<F: FnMut(u64, AccessKind)>(
+    pub(crate) fn l1_run<F: FnMut(u64, AccessKind)>(
         &mut self,
         batch: &[(u64, u32, AccessKind)],
         on_hit: F,
-    ) -> usize {
+    ) -> (usize, RunEnd) {
+        let fill = self.uniform_lines;
         if !self.fast_hits {
-            return 0;
+            return (0, RunEnd::Declined);
         }
         let Level { cache, stats, .. } = &mut self.data[0];
         let Some(mask) = cache.set_mask() else {
-            return 0;
+            return (0, RunEnd::Declined);
         };
         let bits = cache.line_bits();
         // One match per run, so the loop is compiled once per store representation.
-        let (hits, writes) = match cache.store_mut() {
-            Store::Lru8(store) => store.hit_run(mask, bits, batch, on_hit),
-            Store::Lru16(store) => store.hit_run(mask, bits, batch, on_hit),
-            Store::Other(store) => store.hit_run(mask, bits, batch, on_hit),
+        let (hits, writes, end) = match cache.store_mut() {
+            Store::Lru8(store) => store.hit_run(mask, bits, fill, batch, on_hit),
+            Store::Lru16(store) => store.hit_run(mask, bits, fill, batch, on_hit),
+            Store::Other(store) => store.hit_run(mask, bits, fill, batch, on_hit),
         };
         stats.reads += hits as u64 - writes;
         stats.writes += writes;
-        hits
+        (hits, end)
+    }
+
+    /// Simulates the access that ended a run of [`Self::l1_run`], which ended as `end`.
+    #[inline(never)]
+    pub(crate) fn finish_run(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+        end: RunEnd,
+    ) -> AccessOutcome {
+        match end {
+            RunEnd::Filled(victim) => {
+                let block = addr >> self.data[0].cache.line_bits();
+                self.after_l1_fill(block, kind, victim)
+            }
+            RunEnd::Declined | RunEnd::Done => self.access_missed(addr, size, kind),
+        }
     }
 
     /// Simulates an access that [`Self::try_l1_hit`] declined, which has changed nothing.
@@ -450,6 +468,19 @@ impl Hierarchy {
     /// write-back L1 every level sees a read-allocate of the same block, so the walk is a fill
     /// of L1 and a probe of each level below until one hits.
     fn l1_miss(&mut self, block: u64, kind: AccessKind) -> AccessOutcome {
+        let victim = self.data[0].cache.fill(block, kind == AccessKind::Write);
+        self.after_l1_fill(block, kind, victim)
+    }
+
+    /// The rest of [`Self::l1_miss`] once L1 has installed `block` and displaced `victim`:
+    /// L1's totals, the victim's write-back (or back-invalidation), the levels below.
+    #[inline(always)]
+    fn after_l1_fill(
+        &mut self,
+        block: u64,
+        kind: AccessKind,
+        victim: Option<Victim>,
+    ) -> AccessOutcome {
         let mut out = AccessOutcome {
             kind,
             levels: [LevelResult::NotReached; MAX_LEVELS],
@@ -459,13 +490,12 @@ impl Hierarchy {
         let l1 = &mut self.data[0];
         *l1.stats.demand(kind) += 1;
         *l1.stats.demand_misses(kind) += 1;
-        let victim = l1.cache.fill(block, kind == AccessKind::Write);
         if let Some(v) = victim {
             if (v.dirty && model_writebacks) || l1.inclusive {
                 self.evicted(Path::Data, 0, v);
             }
         }
-        for depth in 1..self.data.len() {
+        for depth in 1..self.data.len().min(MAX_LEVELS) {
             let level = &mut self.data[depth];
             *level.stats.demand(kind) += 1;
             if level.cache.probe_hit(block, false) {

@@ -149,18 +149,33 @@ pub(super) enum Store {
     Other(General),
 }
 
+/// How a run of [`FastHit::hit_run`] ended, at the access after its hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// The batch is done.
+    Done,
+    /// The access is not a one-line access, or it missed and the run was not to fill; it is
+    /// untouched.
+    Declined,
+    /// The access missed and the run filled its line (as a write-back, write-allocate L1 does),
+    /// displacing `Option<Victim>`; the levels below have not seen it yet.
+    Filled(Option<Victim>),
+}
+
 /// The hit loop of a batch, monomorphised per store representation.
 pub(super) trait FastHit {
     /// Simulates the one-line hits at the front of `batch` (sets found by `block & mask`) and
-    /// calls `on_hit(addr, kind)` after each; returns how many there were and how many of them
-    /// were writes. The first access that is not a one-line hit is left untouched.
+    /// calls `on_hit(addr, kind)` after each; returns how many there were, how many of them
+    /// were writes, and what ended the run. A one-line access that misses is filled (dirty if
+    /// a write) when `fill` is set, and left untouched otherwise.
     fn hit_run<F: FnMut(u64, AccessKind)>(
         &mut self,
         mask: u64,
         line_bits: u32,
+        fill: bool,
         batch: &[(u64, u32, AccessKind)],
         on_hit: F,
-    ) -> (usize, u64);
+    ) -> (usize, u64, RunEnd);
 }
 
 /// Whether an access of `size` bytes at `addr` lies in one line of `1 << line_bits` bytes (a
@@ -177,9 +192,10 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
         &mut self,
         mask: u64,
         line_bits: u32,
+        fill: bool,
         batch: &[(u64, u32, AccessKind)],
         mut on_hit: F,
-    ) -> (usize, u64) {
+    ) -> (usize, u64, RunEnd) {
         // Locals, not fields: the loop's stores to sets cannot then force reloads.
         let shape = self.shape;
         let sets = self.sets.as_mut_slice();
@@ -187,20 +203,25 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
         for &(addr, size, kind) in batch {
             let block = addr >> line_bits;
             let write = kind == AccessKind::Write;
-            if !in_one_line(addr, size, line_bits) {
-                break;
-            }
-            let Some(state) = sets.get_mut((block & mask) as usize) else {
-                break;
+            let state = match sets.get_mut((block & mask) as usize) {
+                Some(state) if in_one_line(addr, size, line_bits) => state,
+                _ => return (hits, writes, RunEnd::Declined),
             };
-            if !shape.hit(state, block, write) {
-                break;
+            if shape.hit(state, block, write).is_none() {
+                if !fill {
+                    return (hits, writes, RunEnd::Declined);
+                }
+                return (
+                    hits,
+                    writes,
+                    RunEnd::Filled(shape.fill(state, block, write)),
+                );
             }
             writes += u64::from(write);
             on_hit(addr, kind);
             hits += 1;
         }
-        (hits, writes)
+        (hits, writes, RunEnd::Done)
     }
 }
 
@@ -210,23 +231,29 @@ impl FastHit for General {
         &mut self,
         mask: u64,
         line_bits: u32,
+        fill: bool,
         batch: &[(u64, u32, AccessKind)],
         mut on_hit: F,
-    ) -> (usize, u64) {
+    ) -> (usize, u64, RunEnd) {
         let (mut hits, mut writes) = (0, 0);
         for &(addr, size, kind) in batch {
             let block = addr >> line_bits;
+            let set = (block & mask) as usize;
             let write = kind == AccessKind::Write;
-            if !in_one_line(addr, size, line_bits)
-                || !self.probe_hit((block & mask) as usize, block, write)
-            {
-                break;
+            if !in_one_line(addr, size, line_bits) {
+                return (hits, writes, RunEnd::Declined);
+            }
+            if !self.probe_hit(set, block, write) {
+                if !fill {
+                    return (hits, writes, RunEnd::Declined);
+                }
+                return (hits, writes, RunEnd::Filled(self.fill(set, block, write)));
             }
             writes += u64::from(write);
             on_hit(addr, kind);
             hits += 1;
         }
-        (hits, writes)
+        (hits, writes, RunEnd::Done)
     }
 }
 
@@ -524,15 +551,31 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         find_past_collision(state, self.assoc, block)
     }
 
-    /// Looks `block` up in `state` and, if present, records the use; a miss changes nothing.
+    /// Installs `block`, absent from `state`, in the least recently used way.
     #[inline(always)]
-    fn hit(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> bool {
-        let Some(way) = self.find_in(state, block) else {
-            return false;
-        };
+    fn fill(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> Option<Victim> {
+        let way = self.victim(state.order);
+        state.order = self.filled(state.order, way);
+        let shift = 8 * (way % 8);
+        let word = &mut state.signatures[way / 8 % S];
+        *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
+        let was_dirty = state.dirty >> way & 1 != 0;
+        state.dirty = (state.dirty & !(1 << way)) | u32::from(dirty) << way;
+        let old = std::mem::replace(&mut state.tags[way], block);
+        (old != INVALID).then_some(Victim {
+            block: old,
+            dirty: was_dirty,
+        })
+    }
+
+    /// Looks `block` up in `state` and, if present, records the use and returns its way; a
+    /// miss changes nothing.
+    #[inline(always)]
+    fn hit(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> Option<usize> {
+        let way = self.find_in(state, block)?;
         state.order = self.touch(state.order, way);
         state.dirty |= u32::from(dirty) << way;
-        true
+        Some(way)
     }
 }
 
@@ -588,25 +631,13 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     #[inline(always)]
     fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
         let shape = self.shape;
-        shape.hit(&mut self.sets[set], block, dirty)
+        shape.hit(&mut self.sets[set], block, dirty).is_some()
     }
 
     #[inline(always)]
     fn fill(&mut self, set: usize, block: u64, dirty: bool) -> Option<Victim> {
         let shape = self.shape;
-        let state = &mut self.sets[set];
-        let way = shape.victim(state.order);
-        state.order = shape.filled(state.order, way);
-        let shift = 8 * (way % 8);
-        let word = &mut state.signatures[way / 8 % S];
-        *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
-        let was_dirty = state.dirty >> way & 1 != 0;
-        state.dirty = (state.dirty & !(1 << way)) | u32::from(dirty) << way;
-        let old = std::mem::replace(&mut state.tags[way], block);
-        (old != INVALID).then_some(Victim {
-            block: old,
-            dirty: was_dirty,
-        })
+        shape.fill(&mut self.sets[set], block, dirty)
     }
 
     fn mark_dirty(&mut self, set: usize, block: u64) -> bool {
