@@ -200,6 +200,10 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
         let shape = self.shape;
         let sets = self.sets.as_mut_slice();
         let (mut hits, mut writes) = (0, 0);
+        // The line hit last in this run and its way: it is the most recent line of its set,
+        // so touching it again changes only its dirty bit (a read then a write of one
+        // element, a walk along a line).
+        let (mut last_block, mut last_way) = (INVALID, 0);
         for &(addr, size, kind) in batch {
             let block = addr >> line_bits;
             let write = kind == AccessKind::Write;
@@ -207,15 +211,20 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
                 Some(state) if in_one_line(addr, size, line_bits) => state,
                 _ => return (hits, writes, RunEnd::Declined),
             };
-            if shape.hit(state, block, write).is_none() {
-                if !fill {
-                    return (hits, writes, RunEnd::Declined);
-                }
-                return (
-                    hits,
-                    writes,
-                    RunEnd::Filled(shape.fill(state, block, write)),
-                );
+            if block == last_block {
+                state.dirty |= u32::from(write) << last_way;
+            } else {
+                let Some(way) = shape.hit(state, block, write) else {
+                    if !fill {
+                        return (hits, writes, RunEnd::Declined);
+                    }
+                    return (
+                        hits,
+                        writes,
+                        RunEnd::Filled(shape.fill(state, block, write)),
+                    );
+                };
+                (last_block, last_way) = (block, way);
             }
             writes += u64::from(write);
             on_hit(addr, kind);
