@@ -71,6 +71,11 @@ impl CounterArrayConfig {
         if self.counters == 0 {
             return Err(MonitorError::NoCounters);
         }
+        if self.counters >= NO_COUNTER as usize {
+            return Err(MonitorError::TooManyCounters {
+                counters: self.counters,
+            });
+        }
         if !(8..=64).contains(&self.counter_bits) {
             return Err(MonitorError::CounterWidth {
                 bits: self.counter_bits,
@@ -141,6 +146,11 @@ pub enum MonitorError {
         "a counter array needs at least 1 counter; configure counters >= 1 (the default is 64)"
     )]
     NoCounters,
+    /// More counters than a counter index can name.
+    #[error(
+        "a counter array of {counters} counters is not supported; configure fewer than 4294967295"
+    )]
+    TooManyCounters { counters: usize },
     /// The configured counter width is outside 8..=64 bits.
     #[error("counters of {bits} bits are not supported; choose a width from 8 to 64 bits")]
     CounterWidth { bits: u32 },
@@ -538,51 +548,47 @@ impl CounterArray {
     #[inline(never)]
     pub(crate) fn observe_matching(&mut self, addr: u64, outcome: &AccessOutcome) {
         let bits = outcome.event_bits();
-        // The event test comes first: it is one AND, and most accesses are hits that a miss
-        // event rejects before the range is looked at.
-        for index in 0..self.statics.len() {
-            let s = &self.statics[index];
-            if bits & s.event.outcome_bits() != 0 && s.range.contains(addr) {
-                self.count_static(index);
-            }
+        if !self.statics.is_empty() {
+            self.count_statics(bits, addr);
         }
         for position in 0..self.histograms.len() {
             let h = &self.histograms[position];
-            if bits & h.event.outcome_bits() != 0 && h.range.contains(addr) {
-                self.count_bucket(position, addr);
+            // The event test first: one AND, and most accesses a miss event sees are hits.
+            if bits & h.event.outcome_bits() == 0 || !h.range.contains(addr) {
+                continue;
+            }
+            let bucket = h.bucket_of(addr);
+            let slot = h.counter_of_bucket[bucket];
+            // A bucket without a counter holds NO_COUNTER, past the end of the pool: the tag
+            // test and the bounds test are one comparison.
+            match self.pool.get_mut(slot as usize) {
+                Some(counter) => {
+                    counter.referenced = true;
+                    if counter.value == self.counter_max {
+                        self.overflow(slot);
+                    } else {
+                        counter.value += 1;
+                    }
+                }
+                None => self.allocate(position, bucket),
             }
         }
     }
 
-    #[inline]
-    fn count_static(&mut self, index: usize) {
+    #[inline(never)]
+    fn count_statics(&mut self, bits: u32, addr: u64) {
         let counter_max = self.counter_max;
-        let s = &mut self.statics[index];
-        if s.counter == counter_max {
-            s.software = s.software.saturating_add(counter_max).saturating_add(1);
-            s.counter = 0;
-            self.spills.overflows += 1;
-        } else {
-            s.counter += 1;
-        }
-    }
-
-    #[inline]
-    fn count_bucket(&mut self, position: usize, addr: u64) {
-        let h = &self.histograms[position];
-        let bucket = h.bucket_of(addr);
-        let slot = h.counter_of_bucket[bucket];
-        if slot == NO_COUNTER {
-            self.allocate(position, bucket);
-            return;
-        }
-        let counter_max = self.counter_max;
-        let counter = &mut self.pool[slot as usize];
-        counter.referenced = true;
-        if counter.value == counter_max {
-            self.overflow(slot);
-        } else {
-            counter.value += 1;
+        for s in &mut self.statics {
+            if bits & s.event.outcome_bits() == 0 || !s.range.contains(addr) {
+                continue;
+            }
+            if s.counter == counter_max {
+                s.software = s.software.saturating_add(counter_max).saturating_add(1);
+                s.counter = 0;
+                self.spills.overflows += 1;
+            } else {
+                s.counter += 1;
+            }
         }
     }
 
@@ -965,6 +971,14 @@ mod tests {
         };
         assert_eq!(bad(0, 32), MonitorError::NoCounters);
         assert_eq!(bad(4, 7), MonitorError::CounterWidth { bits: 7 });
+        assert!(matches!(
+            CounterArrayConfig {
+                counters: u32::MAX as usize,
+                counter_bits: 32
+            }
+            .validate(),
+            Err(MonitorError::TooManyCounters { .. })
+        ));
         assert!(bad(4, 65).to_string().contains("from 8 to 64"));
         assert_eq!(CounterArrayConfig::default().counters, 64);
         assert_eq!(CounterArrayConfig::default().counter_bits, 32);
