@@ -189,9 +189,11 @@ pub struct Hierarchy {
     /// Dirty evictions travel to the next level. Cachegrind does not model them.
     model_writebacks: bool,
     record_lines: bool,
-    /// The L1 hit fast path applies: no line recording, and L1 is not write-through (whose
-    /// write hits must still go down).
+    /// The L1 hit fast path applies: no line recording, L1 is not write-through (whose write
+    /// hits must still go down), and L1's sets are indexed by a mask.
     fast_hits: bool,
+    /// L1's set mask when `fast_hits`.
+    l1_mask: u64,
     /// Every level has the same line size, so a one-line access is one block all the way down.
     uniform_lines: bool,
     line_events: Vec<LineEvent>,
@@ -218,7 +220,8 @@ impl Hierarchy {
             .iter()
             .chain(&data)
             .all(|l| l.cache.line_bits() == data[0].cache.line_bits());
-        let fast_hits = data[0].write == WritePolicy::WriteBack;
+        let l1_mask = data[0].cache.set_mask();
+        let fast_hits = data[0].write == WritePolicy::WriteBack && l1_mask.is_some();
         Ok(Self {
             spec: spec.clone(),
             instr,
@@ -228,6 +231,7 @@ impl Hierarchy {
             model_writebacks: true,
             record_lines: false,
             fast_hits,
+            l1_mask: l1_mask.unwrap_or(0),
             line_events: Vec::new(),
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
@@ -245,7 +249,9 @@ impl Hierarchy {
     /// Records a [`LineEvent`] for every line touched, for the analyses that need them.
     pub fn set_record_lines(&mut self, on: bool) {
         self.record_lines = on;
-        self.fast_hits = !on && self.data[0].write == WritePolicy::WriteBack;
+        self.fast_hits = !on
+            && self.data[0].write == WritePolicy::WriteBack
+            && self.data[0].cache.set_mask().is_some();
         self.line_events.clear();
     }
 
@@ -330,9 +336,12 @@ impl Hierarchy {
     pub(crate) fn try_l1_hit(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
         let l1 = &mut self.data[0];
         let bits = l1.cache.line_bits();
-        let block = addr >> bits;
-        let last = (addr + u64::from(size.max(1)) - 1) >> bits;
-        if block == last && self.fast_hits && l1.cache.probe_hit(block, kind == AccessKind::Write) {
+        if self.fast_hits
+            && in_one_line(addr, size, bits)
+            && l1
+                .cache
+                .probe_hit_masked(addr >> bits, self.l1_mask, kind == AccessKind::Write)
+        {
             // The counter is picked without a branch: programs interleave reads and writes
             // irregularly.
             *l1.stats.demand(kind) += 1;
@@ -362,11 +371,10 @@ impl Hierarchy {
         }
     }
 
-    /// Whether [`Self::l1_run`] applies: the L1 fast path is on and L1's sets are indexed by a
-    /// mask.
+    /// Whether [`Self::l1_run`] applies: the L1 fast path is on.
     #[inline]
     pub(crate) fn batch_hits(&self) -> bool {
-        self.fast_hits && self.data[0].cache.set_mask().is_some()
+        self.fast_hits
     }
 
     /// Simulates the one-line L1 hits at the front of `batch`, calling `on_hit(addr, kind)`
@@ -447,7 +455,7 @@ impl Hierarchy {
         // Same fast path as data accesses: most fetches lie in one I1 line and hit.
         let bits = i1.cache.line_bits();
         let block = addr >> bits;
-        let one_line = (addr + u64::from(size.max(1)) - 1) >> bits == block;
+        let one_line = in_one_line(addr, size, bits);
         if one_line && i1.cache.probe_hit(block, false) {
             i1.stats.instr_fetches += 1;
             return AccessOutcome::l1_hit(AccessKind::Read);

@@ -350,6 +350,18 @@ impl CacheLevel {
         }
     }
 
+    /// [`Self::probe_hit`] for a caller that holds the set mask (sets a power of two): no
+    /// test of how sets are indexed.
+    #[inline(always)]
+    pub(super) fn probe_hit_masked(&mut self, block: u64, mask: u64, dirty: bool) -> bool {
+        let set = (block & mask) as usize;
+        match &mut self.store {
+            Store::Lru8(s) => s.probe_hit(set, block, dirty),
+            Store::Lru16(s) => s.probe_hit(set, block, dirty),
+            Store::Other(s) => s.probe_hit(set, block, dirty),
+        }
+    }
+
     /// Looks `block` up and, on a miss, installs it when `allocate` is set.
     ///
     /// `dirty` marks the line modified (a write under write-back) whether it hit or was filled.
