@@ -551,27 +551,41 @@ impl CounterArray {
         if !self.statics.is_empty() {
             self.count_statics(bits, addr);
         }
+        // One histogram is the common request, and straight-line code without a loop needs no
+        // saved registers on its way through.
+        if self.histograms.len() == 1 {
+            self.count_in_histogram(0, bits, addr);
+        } else {
+            self.count_in_histograms(bits, addr);
+        }
+    }
+
+    #[inline(never)]
+    fn count_in_histograms(&mut self, bits: u32, addr: u64) {
         for position in 0..self.histograms.len() {
-            let h = &self.histograms[position];
-            // The event test first: one AND, and most accesses a miss event sees are hits.
-            if bits & h.event.outcome_bits() == 0 || !h.range.contains(addr) {
-                continue;
+            self.count_in_histogram(position, bits, addr);
+        }
+    }
+
+    /// Counts the access in histogram `position` if its event and range take it.
+    #[inline(always)]
+    fn count_in_histogram(&mut self, position: usize, bits: u32, addr: u64) {
+        let h = &self.histograms[position];
+        // The event test first: one AND, and most accesses a miss event sees are hits.
+        if bits & h.event.outcome_bits() == 0 || !h.range.contains(addr) {
+            return;
+        }
+        let bucket = h.bucket_of(addr);
+        let slot = h.counter_of_bucket[bucket];
+        // A bucket without a counter holds NO_COUNTER, past the end of the pool: the tag test
+        // and the bounds test are one comparison.
+        match self.pool.get_mut(slot as usize) {
+            Some(counter) if counter.value != self.counter_max => {
+                counter.referenced = true;
+                counter.value += 1;
             }
-            let bucket = h.bucket_of(addr);
-            let slot = h.counter_of_bucket[bucket];
-            // A bucket without a counter holds NO_COUNTER, past the end of the pool: the tag
-            // test and the bounds test are one comparison.
-            match self.pool.get_mut(slot as usize) {
-                Some(counter) => {
-                    counter.referenced = true;
-                    if counter.value == self.counter_max {
-                        self.overflow(slot);
-                    } else {
-                        counter.value += 1;
-                    }
-                }
-                None => self.allocate(position, bucket),
-            }
+            Some(_) => self.overflow(slot),
+            None => self.allocate(position, bucket),
         }
     }
 
@@ -594,6 +608,7 @@ impl CounterArray {
 
     /// A tag miss: tags a free counter, or a victim's, with (histogram, bucket) and counts the access in it.
     #[cold]
+    #[inline(never)]
     fn allocate(&mut self, position: usize, bucket: usize) {
         let slot = match self.free.pop() {
             Some(slot) => slot,
@@ -640,8 +655,10 @@ impl CounterArray {
     /// The overflow interrupt of a dynamic counter: software takes 2^bits, the counter restarts at 0.
     /// (Software saturates at `u64::MAX`, which only 64-bit counters could reach.)
     #[cold]
+    #[inline(never)]
     fn overflow(&mut self, slot: u32) {
         let counter = &mut self.pool[slot as usize];
+        counter.referenced = true;
         counter.value = 0;
         let h = &mut self.histograms[counter.owner as usize];
         let bucket = counter.bucket as usize;
