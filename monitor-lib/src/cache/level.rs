@@ -200,37 +200,39 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
         let shape = self.shape;
         let sets = self.sets.as_mut_slice();
         let (mut hits, mut writes) = (0, 0);
-        // The line hit last in this run and its way: it is the most recent line of its set,
-        // so touching it again changes only its dirty bit (a read then a write of one
-        // element, a walk along a line).
-        let (mut last_block, mut last_way) = (INVALID, 0);
+        let (mut last_block, mut last_way) = (self.last_block, self.last_way);
+        let mut end = RunEnd::Done;
         for &(addr, size, kind) in batch {
             let block = addr >> line_bits;
             let write = kind == AccessKind::Write;
             let state = match sets.get_mut((block & mask) as usize) {
                 Some(state) if in_one_line(addr, size, line_bits) => state,
-                _ => return (hits, writes, RunEnd::Declined),
+                _ => {
+                    end = RunEnd::Declined;
+                    break;
+                }
             };
             if block == last_block {
+                // The most recent line of its set: only its dirty bit can change.
                 state.dirty |= u32::from(write) << last_way;
-            } else {
-                let Some(way) = shape.hit(state, block, write) else {
-                    if !fill {
-                        return (hits, writes, RunEnd::Declined);
-                    }
-                    return (
-                        hits,
-                        writes,
-                        RunEnd::Filled(shape.fill(state, block, write)),
-                    );
-                };
+            } else if let Some(way) = shape.hit(state, block, write) {
                 (last_block, last_way) = (block, way);
+            } else {
+                if fill {
+                    let (victim, way) = shape.fill(state, block, write);
+                    (last_block, last_way) = (block, way);
+                    end = RunEnd::Filled(victim);
+                } else {
+                    end = RunEnd::Declined;
+                }
+                break;
             }
             writes += u64::from(write);
             on_hit(addr, kind);
             hits += 1;
         }
-        (hits, writes, RunEnd::Done)
+        (self.last_block, self.last_way) = (last_block, last_way);
+        (hits, writes, end)
     }
 }
 
@@ -481,6 +483,11 @@ struct PackedSet<const W: usize, const S: usize> {
 pub(super) struct PackedLru<const W: usize, const S: usize> {
     shape: PackedShape<W, S>,
     sets: Vec<PackedSet<W, S>>,
+    /// The block touched last and its way: the most recent line of its set, so touching it
+    /// again changes only its dirty bit (a read then a write of one element, a walk along a
+    /// line). Reset when that line is invalidated or the level cleared.
+    last_block: u64,
+    last_way: usize,
 }
 
 /// The per-level constants of a [`PackedLru`], copied into registers by the hot loops (a
@@ -572,9 +579,10 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         find_past_collision(state, self.assoc, block)
     }
 
-    /// Installs `block`, absent from `state`, in the least recently used way.
+    /// Installs `block`, absent from `state`, in the least recently used way; returns the line
+    /// displaced and the way.
     #[inline(always)]
-    fn fill(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> Option<Victim> {
+    fn fill(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> (Option<Victim>, usize) {
         let way = self.victim(state.order);
         state.order = self.filled(state.order, way);
         let shift = 8 * (way % 8);
@@ -583,10 +591,11 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         let was_dirty = state.dirty >> way & 1 != 0;
         state.dirty = (state.dirty & !(1 << way)) | u32::from(dirty) << way;
         let old = std::mem::replace(&mut state.tags[way], block);
-        (old != INVALID).then_some(Victim {
+        let victim = (old != INVALID).then_some(Victim {
             block: old,
             dirty: was_dirty,
-        })
+        });
+        (victim, way)
     }
 
     /// Looks `block` up in `state` and, if present, records the use and returns its way; a
@@ -632,6 +641,8 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
                 row: (1u64 << assoc) - 1,
             },
             sets: vec![Self::empty_set(assoc); sets],
+            last_block: INVALID,
+            last_way: 0,
         }
     }
 
@@ -652,13 +663,24 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     #[inline(always)]
     fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
         let shape = self.shape;
-        shape.hit(&mut self.sets[set], block, dirty).is_some()
+        let state = &mut self.sets[set];
+        if block == self.last_block {
+            state.dirty |= u32::from(dirty) << self.last_way;
+            return true;
+        }
+        let Some(way) = shape.hit(state, block, dirty) else {
+            return false;
+        };
+        (self.last_block, self.last_way) = (block, way);
+        true
     }
 
     #[inline(always)]
     fn fill(&mut self, set: usize, block: u64, dirty: bool) -> Option<Victim> {
         let shape = self.shape;
-        shape.fill(&mut self.sets[set], block, dirty)
+        let (victim, way) = shape.fill(&mut self.sets[set], block, dirty);
+        (self.last_block, self.last_way) = (block, way);
+        victim
     }
 
     fn mark_dirty(&mut self, set: usize, block: u64) -> bool {
@@ -671,6 +693,9 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
 
     fn invalidate(&mut self, set: usize, block: u64) -> Option<bool> {
         let way = self.find(set, block)?;
+        if block == self.last_block {
+            self.last_block = INVALID;
+        }
         let order = self.shape.make_oldest(self.sets[set].order, way);
         let state = &mut self.sets[set];
         state.tags[way] = INVALID;
@@ -682,6 +707,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
 
     fn clear(&mut self) {
         self.sets.fill(Self::empty_set(self.shape.assoc));
+        self.last_block = INVALID;
     }
 
     fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
