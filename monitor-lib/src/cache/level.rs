@@ -97,18 +97,18 @@ const INVALID: u64 = u64::MAX;
 /// Tags are plain block numbers, so a hit is an equality with one of the set's tags; ways never
 /// move. The store has one of three representations, chosen when the level is built, and the hot
 /// path runs code specialised (monomorphised) for it:
-/// - true LRU with at most 8 or at most 16 ways ([`PackedLru`]), the shape of nearly every real
-///   L1 and L2: a set's tags fill one or two host cache lines, its recency order is one `u64` of
-///   4-bit way numbers (a hit moves a nibble to the front, a fill rotates the last way to the
-///   front, both branch-free) and its dirty bits one word;
-/// - every other shape ([`General`]): tree-PLRU, seeded random, and LRU over wider sets (which
+/// - true LRU with at most 8 or at most 16 ways (`PackedLru`), the shape of nearly every real
+///   L1 and L2: a set's tags, signatures, recency and dirty bits sit together in one aligned
+///   block; recency is an age matrix in one `u64` for 8 ways and a list of 4-bit way numbers in
+///   one `u64` for 16, both updated without branches;
+/// - every other shape (`General`): tree-PLRU, seeded random, and LRU over wider sets (which
 ///   keeps a last-use time per way).
 ///
 /// Neither scans its tags on a lookup: each way also has an 8-bit signature (a hash of its
 /// block), eight to a `u64`, and the zero-byte test on `signatures XOR wanted` names the
 /// candidate ways in a few word operations; only candidates are compared in full. Both make
 /// exactly the decisions of Cachegrind's move-to-front list under LRU (tested against one,
-/// invalidations included).
+/// dirty bits and invalidations included).
 #[derive(Debug, Clone)]
 pub struct CacheLevel {
     geometry: Geometry,
