@@ -1,6 +1,6 @@
 //! A chain of cache levels: where each access goes, what it hits, what it evicts, and per-level totals.
 
-use super::level::{CacheLevel, Probe, Victim};
+use super::level::{CacheLevel, FastHit, Probe, RunEnd, Store, Victim, in_one_line};
 use super::spec::{HierarchySpec, LevelSpec};
 use super::{AccessKind, CacheError, WritePolicy};
 
@@ -30,6 +30,14 @@ pub struct AccessOutcome {
 }
 
 impl AccessOutcome {
+    /// A hit in the first level of the path.
+    #[inline(always)]
+    pub fn l1_hit(kind: AccessKind) -> Self {
+        let mut levels = [LevelResult::NotReached; MAX_LEVELS];
+        levels[0] = LevelResult::Hit;
+        Self { kind, levels }
+    }
+
     /// One bit per (kind, result) at `level`: 1 read hit, 2 read miss, 4 write hit, 8 write miss, 0 not reached.
     ///
     /// Events are masks over the same bits, so matching an event is one AND.
@@ -101,6 +109,24 @@ pub struct LevelStats {
 }
 
 impl LevelStats {
+    /// The demand counter of `kind` (reads or writes), chosen without a branch.
+    #[inline(always)]
+    fn demand(&mut self, kind: AccessKind) -> &mut u64 {
+        match kind {
+            AccessKind::Read => &mut self.reads,
+            AccessKind::Write => &mut self.writes,
+        }
+    }
+
+    /// The demand-miss counter of `kind`.
+    #[inline(always)]
+    fn demand_misses(&mut self, kind: AccessKind) -> &mut u64 {
+        match kind {
+            AccessKind::Read => &mut self.read_misses,
+            AccessKind::Write => &mut self.write_misses,
+        }
+    }
+
     /// Counts one demand access that reached this level.
     #[inline(always)]
     fn record(&mut self, path: Path, kind: AccessKind, missed: bool) {
@@ -163,9 +189,11 @@ pub struct Hierarchy {
     /// Dirty evictions travel to the next level. Cachegrind does not model them.
     model_writebacks: bool,
     record_lines: bool,
-    /// The L1 hit fast path applies: no line recording, and L1 is not write-through (whose
-    /// write hits must still go down).
+    /// The L1 hit fast path applies: no line recording, L1 is not write-through (whose write
+    /// hits must still go down), and L1's sets are indexed by a mask.
     fast_hits: bool,
+    /// L1's set mask when `fast_hits`.
+    l1_mask: u64,
     /// Every level has the same line size, so a one-line access is one block all the way down.
     uniform_lines: bool,
     line_events: Vec<LineEvent>,
@@ -192,7 +220,8 @@ impl Hierarchy {
             .iter()
             .chain(&data)
             .all(|l| l.cache.line_bits() == data[0].cache.line_bits());
-        let fast_hits = data[0].write == WritePolicy::WriteBack;
+        let l1_mask = data[0].cache.set_mask();
+        let fast_hits = data[0].write == WritePolicy::WriteBack && l1_mask.is_some();
         Ok(Self {
             spec: spec.clone(),
             instr,
@@ -202,6 +231,7 @@ impl Hierarchy {
             model_writebacks: true,
             record_lines: false,
             fast_hits,
+            l1_mask: l1_mask.unwrap_or(0),
             line_events: Vec::new(),
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
@@ -219,7 +249,9 @@ impl Hierarchy {
     /// Records a [`LineEvent`] for every line touched, for the analyses that need them.
     pub fn set_record_lines(&mut self, on: bool) {
         self.record_lines = on;
-        self.fast_hits = !on && self.data[0].write == WritePolicy::WriteBack;
+        self.fast_hits = !on
+            && self.data[0].write == WritePolicy::WriteBack
+            && self.data[0].cache.set_mask().is_some();
         self.line_events.clear();
     }
 
@@ -289,38 +321,127 @@ impl Hierarchy {
     /// Simulates a data load or store of `size` bytes at `addr` (any size; a zero size counts as one byte).
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
-        // Fast path for the common case, kept small enough to inline into the capture loop: the
-        // access lies in one L1 line and hits there. Anything else (a miss, a straddle, a
-        // write-through write, line recording) takes the out-of-line walk.
-        let l1 = &mut self.data[0];
-        let bits = l1.cache.line_bits();
-        let block = addr >> bits;
-        let last = (addr + u64::from(size.max(1)) - 1) >> bits;
-        let is_write = kind == AccessKind::Write;
-        if block == last && self.fast_hits && l1.cache.probe_hit(block, is_write) {
-            // Without a branch: programs interleave reads and writes irregularly.
-            l1.stats.writes += u64::from(is_write);
-            l1.stats.reads += u64::from(!is_write);
-            let mut levels = [LevelResult::NotReached; MAX_LEVELS];
-            levels[0] = LevelResult::Hit;
-            return AccessOutcome { kind, levels };
+        if self.try_l1_hit(addr, size, kind) {
+            return AccessOutcome::l1_hit(kind);
         }
-        self.access_slow(addr, size, kind, block == last)
+        self.access_missed(addr, size, kind)
     }
 
+    /// The fast path for the common case, kept small enough to inline into the capture loop: a
+    /// data access that lies in one L1 line and hits there (with L1 write-back and no line
+    /// recording) is simulated and counted, and `true` returned. Anything else (a miss, a
+    /// straddle, a write-through write, line recording) changes nothing and returns `false`;
+    /// [`Self::access_missed`] then finishes it.
+    #[inline(always)]
+    pub(crate) fn try_l1_hit(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
+        let l1 = &mut self.data[0];
+        let bits = l1.cache.line_bits();
+        if self.fast_hits
+            && in_one_line(addr, size, bits)
+            && l1
+                .cache
+                .probe_hit_masked(addr >> bits, self.l1_mask, kind == AccessKind::Write)
+        {
+            // The counter is picked without a branch: programs interleave reads and writes
+            // irregularly.
+            *l1.stats.demand(kind) += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Simulates every access of `batch` in order, exactly as calling [`Self::access`] on each
+    /// would, but faster: runs of L1 hits go through one loop monomorphised for L1's store, with
+    /// its pointers and masks in registers and the hit counts added once per run.
+    pub fn access_batch(&mut self, batch: &[(u64, u32, AccessKind)]) {
+        if !self.batch_hits() {
+            for &(addr, size, kind) in batch {
+                self.access(addr, size, kind);
+            }
+            return;
+        }
+        let mut rest = batch;
+        loop {
+            let (hits, end) = self.l1_run(rest, |_, _| {});
+            let Some(&(addr, size, kind)) = rest.get(hits) else {
+                break;
+            };
+            self.finish_run(addr, size, kind, end);
+            rest = &rest[hits + 1..];
+        }
+    }
+
+    /// Whether [`Self::l1_run`] applies: the L1 fast path is on.
+    #[inline]
+    pub(crate) fn batch_hits(&self) -> bool {
+        self.fast_hits
+    }
+
+    /// Simulates the one-line L1 hits at the front of `batch`, calling `on_hit(addr, kind)`
+    /// after each, and returns how many there were and how the run ended; the access after
+    /// them is for [`Self::finish_run`]. A common miss (see [`Self::l1_miss`]) is filled in L1
+    /// by the run itself, which has the set at hand. The caller checks [`Self::batch_hits`]
+    /// first; without it, every run is empty and declined.
+    #[inline(always)]
+    pub(crate) fn l1_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        batch: &[(u64, u32, AccessKind)],
+        on_hit: F,
+    ) -> (usize, RunEnd) {
+        let fill = self.uniform_lines;
+        if !self.fast_hits {
+            return (0, RunEnd::Declined);
+        }
+        let Level { cache, stats, .. } = &mut self.data[0];
+        let Some(mask) = cache.set_mask() else {
+            return (0, RunEnd::Declined);
+        };
+        let bits = cache.line_bits();
+        // One match per run, so the loop is compiled once per store representation.
+        let (hits, writes, end) = match cache.store_mut() {
+            Store::Lru8(store) => store.hit_run(mask, bits, fill, batch, on_hit),
+            Store::Lru16(store) => store.hit_run(mask, bits, fill, batch, on_hit),
+            Store::Other(store) => store.hit_run(mask, bits, fill, batch, on_hit),
+        };
+        stats.reads += hits as u64 - writes;
+        stats.writes += writes;
+        (hits, end)
+    }
+
+    /// Simulates the access that ended a run of [`Self::l1_run`], which ended as `end`.
     #[inline(never)]
-    fn access_slow(
+    pub(crate) fn finish_run(
         &mut self,
         addr: u64,
         size: u32,
         kind: AccessKind,
-        one_line: bool,
+        end: RunEnd,
     ) -> AccessOutcome {
-        if one_line && self.uniform_lines {
-            // The fast path looked L1 up already when it was allowed to.
-            let l1_missed = self.fast_hits;
-            let block = addr >> self.data[0].cache.line_bits();
-            return self.walk_line(Path::Data, block, kind, l1_missed);
+        match end {
+            RunEnd::Filled(victim) => {
+                let block = addr >> self.data[0].cache.line_bits();
+                self.after_l1_fill(block, kind, victim)
+            }
+            RunEnd::Declined | RunEnd::Done => self.access_missed(addr, size, kind),
+        }
+    }
+
+    /// Simulates an access that [`Self::try_l1_hit`] declined, which has changed nothing.
+    #[inline(never)]
+    pub(crate) fn access_missed(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) -> AccessOutcome {
+        let bits = self.data[0].cache.line_bits();
+        let block = addr >> bits;
+        if in_one_line(addr, size, bits) && self.uniform_lines {
+            if self.fast_hits {
+                // The fast path looked L1 up already and missed.
+                return self.l1_miss(block, kind);
+            }
+            return self.walk_line(Path::Data, block, kind, false);
         }
         self.walk(Path::Data, addr, size, kind)
     }
@@ -334,15 +455,10 @@ impl Hierarchy {
         // Same fast path as data accesses: most fetches lie in one I1 line and hit.
         let bits = i1.cache.line_bits();
         let block = addr >> bits;
-        let one_line = (addr + u64::from(size.max(1)) - 1) >> bits == block;
+        let one_line = in_one_line(addr, size, bits);
         if one_line && i1.cache.probe_hit(block, false) {
             i1.stats.instr_fetches += 1;
-            let mut levels = [LevelResult::NotReached; MAX_LEVELS];
-            levels[0] = LevelResult::Hit;
-            return AccessOutcome {
-                kind: AccessKind::Read,
-                levels,
-            };
+            return AccessOutcome::l1_hit(AccessKind::Read);
         }
         self.fetch_slow(addr, size, block, one_line)
     }
@@ -353,6 +469,56 @@ impl Hierarchy {
             return self.walk_line(Path::Instr, block, AccessKind::Read, true);
         }
         self.walk(Path::Instr, addr, size, AccessKind::Read)
+    }
+
+    /// The common miss: a data access in one line that the fast path found absent from a
+    /// write-back L1, with no line recording, when all levels share the line size. Below a
+    /// write-back L1 every level sees a read-allocate of the same block, so the walk is a fill
+    /// of L1 and a probe of each level below until one hits.
+    fn l1_miss(&mut self, block: u64, kind: AccessKind) -> AccessOutcome {
+        let victim = self.data[0].cache.fill(block, kind == AccessKind::Write);
+        self.after_l1_fill(block, kind, victim)
+    }
+
+    /// The rest of [`Self::l1_miss`] once L1 has installed `block` and displaced `victim`:
+    /// L1's totals, the victim's write-back (or back-invalidation), the levels below.
+    #[inline(always)]
+    fn after_l1_fill(
+        &mut self,
+        block: u64,
+        kind: AccessKind,
+        victim: Option<Victim>,
+    ) -> AccessOutcome {
+        let mut out = AccessOutcome {
+            kind,
+            levels: [LevelResult::NotReached; MAX_LEVELS],
+        };
+        out.levels[0] = LevelResult::Miss;
+        let model_writebacks = self.model_writebacks;
+        let l1 = &mut self.data[0];
+        *l1.stats.demand(kind) += 1;
+        *l1.stats.demand_misses(kind) += 1;
+        if let Some(v) = victim {
+            if (v.dirty && model_writebacks) || l1.inclusive {
+                self.evicted(Path::Data, 0, v);
+            }
+        }
+        for depth in 1..self.data.len().min(MAX_LEVELS) {
+            let level = &mut self.data[depth];
+            *level.stats.demand(kind) += 1;
+            if level.cache.probe_hit(block, false) {
+                out.levels[depth] = LevelResult::Hit;
+                break;
+            }
+            out.levels[depth] = LevelResult::Miss;
+            *level.stats.demand_misses(kind) += 1;
+            if let Some(v) = level.cache.fill(block, false) {
+                if (v.dirty && model_writebacks) || level.inclusive {
+                    self.evicted(Path::Data, depth, v);
+                }
+            }
+        }
+        out
     }
 
     /// The walk of an access that lies in one line, when all levels share the line size: the
@@ -772,6 +938,109 @@ mod tests {
                 kind: LineEventKind::Fill { evicted: Some(0) }
             }
         );
+    }
+
+    #[test]
+    fn fast_paths_decide_exactly_as_the_general_walk() {
+        // Recording line events turns the L1 fast paths off, so the same stream through a
+        // recording hierarchy takes the general walk for every access; outcomes, totals and
+        // contents must not differ. Shapes cover both packed LRU stores and the general store,
+        // inclusion, write-back traffic, three levels and straddling accesses.
+        let specs = [
+            "D1=1K,8,64;L2=4K,16,64",
+            "D1=1K,2,64;L2=2K,4,64,inclusive;LL=8K,16,64",
+            "D1=2K,16,64;L2=4K,8,64,plru",
+            "D1=512,4,64,random;L2=4K,32,64",
+            "D1=1K,8,32;L2=4K,8,64",
+        ];
+        for spec in specs {
+            let spec: HierarchySpec = spec.parse().unwrap();
+            let mut fast = Hierarchy::new(&spec).unwrap();
+            let mut general = Hierarchy::new(&spec).unwrap();
+            general.set_record_lines(true);
+            let mut x = 7u64;
+            for i in 0..50_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let addr = x % 16_384;
+                let size = [1, 4, 8, 8, 16][(x >> 20) as usize % 5];
+                let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                assert_eq!(
+                    fast.access(addr, size, kind),
+                    general.access(addr, size, kind),
+                    "{spec}: access {i}"
+                );
+            }
+            let totals = |h: &Hierarchy| h.stats().map(|(_, s)| *s).collect::<Vec<_>>();
+            assert_eq!(totals(&fast), totals(&general), "{spec}");
+            for level in 0..fast.depth() {
+                let mut a: Vec<u64> = fast.cache(level).resident_blocks().collect();
+                let mut b: Vec<u64> = general.cache(level).resident_blocks().collect();
+                a.sort_unstable();
+                b.sort_unstable();
+                assert_eq!(a, b, "{spec}: level {level}");
+            }
+        }
+    }
+
+    /// A random data stream over `span` bytes: mixed sizes (some straddling, some wider than a
+    /// line) and about one write in three.
+    fn random_stream(seed: u64, len: usize, span: u64) -> Vec<(u64, u32, AccessKind)> {
+        let mut x = seed;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let size = [1, 4, 8, 8, 8, 16, 0, 100][(x >> 20) as usize % 8];
+                let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                (x % span, size, kind)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_is_exactly_the_accesses_one_by_one() {
+        // Both packed stores, the general store, sets indexed by modulo (no batch loop), a
+        // write-through L1 (no fast path at all), Cachegrind mode.
+        let specs = [
+            "D1=1K,8,64;L2=4K,16,64",
+            "D1=2K,16,64;L2=8K,8,64,inclusive",
+            "D1=1K,4,64,plru;L2=4K,16,64",
+            "D1=768,4,64;L2=4K,16,64",
+            "D1=1K,2,64,write-through;L2=4K,8,64",
+        ];
+        for (i, spec) in specs.iter().enumerate() {
+            let spec: HierarchySpec = spec.parse().unwrap();
+            for cachegrind in [false, true] {
+                let build = || {
+                    let h = Hierarchy::new(&spec).unwrap();
+                    if cachegrind {
+                        h.cachegrind_compatible()
+                    } else {
+                        h
+                    }
+                };
+                let (mut one_by_one, mut batched) = (build(), build());
+                let stream = random_stream(i as u64 + 1, 40_000, 6_000);
+                for &(addr, size, kind) in &stream {
+                    one_by_one.access(addr, size, kind);
+                }
+                for chunk in stream.chunks(1000) {
+                    batched.access_batch(chunk);
+                }
+                let totals = |h: &Hierarchy| h.stats().map(|(_, s)| *s).collect::<Vec<_>>();
+                assert_eq!(totals(&batched), totals(&one_by_one), "{spec}");
+                for level in 0..batched.depth() {
+                    let mut a: Vec<u64> = batched.cache(level).resident_blocks().collect();
+                    let mut b: Vec<u64> = one_by_one.cache(level).resident_blocks().collect();
+                    a.sort_unstable();
+                    b.sort_unstable();
+                    assert_eq!(a, b, "{spec}: level {level}");
+                }
+            }
+        }
     }
 
     #[test]

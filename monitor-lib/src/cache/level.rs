@@ -1,6 +1,6 @@
 //! One set-associative cache level: geometry, tag store and replacement, no knowledge of its neighbours.
 
-use super::{CacheError, Replacement};
+use super::{AccessKind, CacheError, Replacement};
 
 /// Size, associativity and line size of one level, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -94,46 +94,178 @@ const INVALID: u64 = u64::MAX;
 
 /// A set-associative tag store with one replacement policy.
 ///
-/// Ways of a set are stored contiguously and never move. Tags are plain block numbers, so a
-/// lookup is an equality scan over the set; dirty bits live beside them. True LRU makes the same
-/// decisions as Cachegrind's move-to-front list without shifting tags on every hit:
-/// - up to 16 ways, each set's recency order is one `u64` of 4-bit way numbers, most recent
-///   first; a hit moves a nibble to the front with a few mask operations and the victim is the
-///   last nibble, both without branches;
-/// - wider sets (fully-associative shadows) keep a last-use time per way and search the oldest
-///   on a miss.
+/// Tags are plain block numbers, so a hit is an equality with one of the set's tags; ways never
+/// move. The store has one of three representations, chosen when the level is built, and the hot
+/// path runs code specialised (monomorphised) for it:
+/// - true LRU with at most 8 or at most 16 ways (`PackedLru`), the shape of nearly every real
+///   L1 and L2: a set's tags, signatures, recency and dirty bits sit together in one aligned
+///   block; recency is an age matrix in one `u64` for 8 ways and a list of 4-bit way numbers in
+///   one `u64` for 16, both updated without branches;
+/// - every other shape (`General`): tree-PLRU, seeded random, and LRU over wider sets (which
+///   keeps a last-use time per way).
 ///
-/// Lookups do not scan the tags: each way also has an 8-bit signature (a hash of its block),
-/// eight to a `u64`, and the zero-byte test on `signatures XOR wanted` names the candidate ways
-/// in a few word operations; only those are compared in full. A miss usually has no candidate
-/// at all, and no loop exits at a data-dependent point.
+/// Neither scans its tags on a lookup: each way also has an 8-bit signature (a hash of its
+/// block), eight to a `u64`, and the zero-byte test on `signatures XOR wanted` names the
+/// candidate ways in a few word operations; only candidates are compared in full. Both make
+/// exactly the decisions of Cachegrind's move-to-front list under LRU (tested against one,
+/// dirty bits and invalidations included).
 #[derive(Debug, Clone)]
 pub struct CacheLevel {
     geometry: Geometry,
     replacement: Replacement,
     line_bits: u32,
-    assoc: usize,
+    index: SetIndex,
+    store: Store,
+}
+
+/// How a block number picks its set: a mask when the number of sets is a power of two, a
+/// modulo otherwise.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SetIndex {
+    mask: u64,
     sets: u64,
-    /// `sets - 1` when `sets` is a power of two, so indexing is a mask; otherwise a modulo is used.
-    set_mask: Option<u64>,
-    tags: Vec<u64>,
-    /// The block touched last and its index in `tags`: touching it again changes no
-    /// replacement state under any policy (it is already the most recent), so a repeat costs
-    /// one comparison. Reset when that line is invalidated or the level cleared.
-    last_block: u64,
-    last_index: usize,
-    /// Per set, `sig_words` words of 8-bit tag signatures, way `w` in byte `w % 8` of word `w / 8`.
-    signatures: Vec<u64>,
-    sig_words: usize,
-    dirty: Vec<bool>,
-    /// LRU with at most 16 ways: per set, way numbers in recency order, 4 bits each.
-    recency: Vec<u64>,
-    /// LRU with more ways: the time of each way's last use, 0 for an empty way.
-    last_use: Vec<u64>,
-    clock: u64,
-    /// Tree-PLRU state, one word of `assoc - 1` direction bits per set.
-    plru_bits: Vec<u64>,
-    rng_state: u64,
+    pow2: bool,
+}
+
+impl SetIndex {
+    #[inline(always)]
+    pub(super) fn of(self, block: u64) -> usize {
+        if self.pow2 {
+            (block & self.mask) as usize
+        } else {
+            (block % self.sets) as usize
+        }
+    }
+}
+
+/// The tag store and replacement state, in the representation the policy and associativity
+/// call for. Callers match on it once (per access, or once per batch of accesses) and run code
+/// specialised for the variant.
+#[derive(Debug, Clone)]
+#[repr(u8)]
+pub(super) enum Store {
+    Lru8(PackedLru<8, 1>),
+    Lru16(PackedLru<16, 2>),
+    Other(General),
+}
+
+/// How a run of [`FastHit::hit_run`] ended, at the access after its hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// The batch is done.
+    Done,
+    /// The access is not a one-line access, or it missed and the run was not to fill; it is
+    /// untouched.
+    Declined,
+    /// The access missed and the run filled its line (as a write-back, write-allocate L1 does),
+    /// displacing `Option<Victim>`; the levels below have not seen it yet.
+    Filled(Option<Victim>),
+}
+
+/// The hit loop of a batch, monomorphised per store representation.
+pub(super) trait FastHit {
+    /// Simulates the one-line hits at the front of `batch` (sets found by `block & mask`) and
+    /// calls `on_hit(addr, kind)` after each; returns how many there were, how many of them
+    /// were writes, and what ended the run. A one-line access that misses is filled (dirty if
+    /// a write) when `fill` is set, and left untouched otherwise.
+    fn hit_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        mask: u64,
+        line_bits: u32,
+        fill: bool,
+        batch: &[(u64, u32, AccessKind)],
+        on_hit: F,
+    ) -> (usize, u64, RunEnd);
+}
+
+/// Whether an access of `size` bytes at `addr` lies in one line of `1 << line_bits` bytes (a
+/// zero size counts as one byte); never overflows, whatever the address.
+#[inline(always)]
+pub(super) fn in_one_line(addr: u64, size: u32, line_bits: u32) -> bool {
+    let line = 1u64 << line_bits;
+    (addr & (line - 1)) + u64::from(size) <= line
+}
+
+impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
+    #[inline(always)]
+    fn hit_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        mask: u64,
+        line_bits: u32,
+        fill: bool,
+        batch: &[(u64, u32, AccessKind)],
+        mut on_hit: F,
+    ) -> (usize, u64, RunEnd) {
+        // Locals, not fields: the loop's stores to sets cannot then force reloads.
+        let shape = self.shape;
+        let sets = self.sets.as_mut_slice();
+        let (mut hits, mut writes) = (0, 0);
+        let (mut last_block, mut last_way) = (self.last_block, self.last_way);
+        let mut end = RunEnd::Done;
+        for &(addr, size, kind) in batch {
+            let block = addr >> line_bits;
+            let write = kind == AccessKind::Write;
+            let state = match sets.get_mut((block & mask) as usize) {
+                Some(state) if in_one_line(addr, size, line_bits) => state,
+                _ => {
+                    end = RunEnd::Declined;
+                    break;
+                }
+            };
+            if block == last_block {
+                // The most recent line of its set: only its dirty bit can change.
+                state.dirty |= u32::from(write) << last_way;
+            } else if let Some(way) = shape.hit(state, block, write) {
+                (last_block, last_way) = (block, way);
+            } else {
+                if fill {
+                    let (victim, way) = shape.fill(state, block, write);
+                    (last_block, last_way) = (block, way);
+                    end = RunEnd::Filled(victim);
+                } else {
+                    end = RunEnd::Declined;
+                }
+                break;
+            }
+            writes += u64::from(write);
+            on_hit(addr, kind);
+            hits += 1;
+        }
+        (self.last_block, self.last_way) = (last_block, last_way);
+        (hits, writes, end)
+    }
+}
+
+impl FastHit for General {
+    #[inline(always)]
+    fn hit_run<F: FnMut(u64, AccessKind)>(
+        &mut self,
+        mask: u64,
+        line_bits: u32,
+        fill: bool,
+        batch: &[(u64, u32, AccessKind)],
+        mut on_hit: F,
+    ) -> (usize, u64, RunEnd) {
+        let (mut hits, mut writes) = (0, 0);
+        for &(addr, size, kind) in batch {
+            let block = addr >> line_bits;
+            let set = (block & mask) as usize;
+            let write = kind == AccessKind::Write;
+            if !in_one_line(addr, size, line_bits) {
+                return (hits, writes, RunEnd::Declined);
+            }
+            if !self.probe_hit(set, block, write) {
+                if !fill {
+                    return (hits, writes, RunEnd::Declined);
+                }
+                return (hits, writes, RunEnd::Filled(self.fill(set, block, write)));
+            }
+            writes += u64::from(write);
+            on_hit(addr, kind);
+            hits += 1;
+        }
+        (hits, writes, RunEnd::Done)
+    }
 }
 
 impl CacheLevel {
@@ -150,46 +282,22 @@ impl CacheLevel {
                 });
             }
         }
-        let lines = (sets * u64::from(geometry.assoc)) as usize;
-        let plru_bits = match replacement {
-            Replacement::TreePlru => vec![0; sets as usize],
-            _ => Vec::new(),
+        let assoc = geometry.assoc as usize;
+        let store = match replacement {
+            Replacement::Lru if assoc <= 8 => Store::Lru8(PackedLru::new(sets as usize, assoc)),
+            Replacement::Lru if assoc <= 16 => Store::Lru16(PackedLru::new(sets as usize, assoc)),
+            _ => Store::Other(General::new(geometry, replacement)),
         };
-        let packed = replacement == Replacement::Lru && geometry.assoc <= MAX_PACKED_WAYS;
-        let recency = if packed {
-            vec![identity_order(geometry.assoc as usize); sets as usize]
-        } else {
-            Vec::new()
-        };
-        let last_use = if replacement == Replacement::Lru && !packed {
-            vec![0; lines]
-        } else {
-            Vec::new()
-        };
-        let rng_state = match replacement {
-            // xorshift must not start at zero.
-            Replacement::Random { seed } => seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
-            _ => 0,
-        };
-        let sig_words = (geometry.assoc as usize).div_ceil(8);
         Ok(Self {
-            last_block: INVALID,
-            last_index: 0,
-            signatures: vec![0; sets as usize * sig_words],
-            sig_words,
             geometry,
             replacement,
             line_bits: geometry.line_bits(),
-            assoc: geometry.assoc as usize,
-            sets,
-            set_mask: sets.is_power_of_two().then_some(sets - 1),
-            tags: vec![INVALID; lines],
-            dirty: vec![false; lines],
-            recency,
-            last_use,
-            clock: 0,
-            plru_bits,
-            rng_state,
+            index: SetIndex {
+                mask: sets.wrapping_sub(1),
+                sets,
+                pow2: sets.is_power_of_two(),
+            },
+            store,
         })
     }
 
@@ -209,27 +317,474 @@ impl CacheLevel {
         self.line_bits
     }
 
+    /// `sets - 1` when the number of sets is a power of two, so a set is `block & mask`.
     #[inline(always)]
-    fn set_of(&self, block: u64) -> usize {
-        match self.set_mask {
-            Some(mask) => (block & mask) as usize,
-            None => (block % self.sets) as usize,
+    pub(super) fn set_mask(&self) -> Option<u64> {
+        self.index.pow2.then_some(self.index.mask)
+    }
+
+    /// The store, for callers that dispatch on its representation once for many accesses.
+    #[inline(always)]
+    pub(super) fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    /// Whether `block` is present, without touching replacement state.
+    pub fn contains(&self, block: u64) -> bool {
+        let set = self.index.of(block);
+        match &self.store {
+            Store::Lru8(s) => s.find(set, block).is_some(),
+            Store::Lru16(s) => s.find(set, block).is_some(),
+            Store::Other(s) => s.find(set, block).is_some(),
+        }
+    }
+
+    /// Looks `block` up and updates replacement state if present; a miss changes nothing.
+    ///
+    /// The hierarchy's fast path: it lets a hit finish without the fill machinery.
+    #[inline(always)]
+    pub fn probe_hit(&mut self, block: u64, dirty: bool) -> bool {
+        let set = self.index.of(block);
+        match &mut self.store {
+            Store::Lru8(s) => s.probe_hit(set, block, dirty),
+            Store::Lru16(s) => s.probe_hit(set, block, dirty),
+            Store::Other(s) => s.probe_hit(set, block, dirty),
+        }
+    }
+
+    /// [`Self::probe_hit`] for a caller that holds the set mask (sets a power of two): no
+    /// test of how sets are indexed.
+    #[inline(always)]
+    pub(super) fn probe_hit_masked(&mut self, block: u64, mask: u64, dirty: bool) -> bool {
+        let set = (block & mask) as usize;
+        match &mut self.store {
+            Store::Lru8(s) => s.probe_hit(set, block, dirty),
+            Store::Lru16(s) => s.probe_hit(set, block, dirty),
+            Store::Other(s) => s.probe_hit(set, block, dirty),
+        }
+    }
+
+    /// Looks `block` up and, on a miss, installs it when `allocate` is set.
+    ///
+    /// `dirty` marks the line modified (a write under write-back) whether it hit or was filled.
+    #[inline]
+    pub fn probe(&mut self, block: u64, allocate: bool, dirty: bool) -> Probe {
+        if self.probe_hit(block, dirty) {
+            return Probe::Hit;
+        }
+        if !allocate {
+            return Probe::Bypassed;
+        }
+        Probe::Filled {
+            victim: self.fill(block, dirty),
+        }
+    }
+
+    /// Installs `block`, which the caller has just found absent, and returns the line it displaced.
+    ///
+    /// Lets a caller that already looked the block up (the hierarchy's fast path) skip a second scan.
+    #[inline(always)]
+    pub fn fill(&mut self, block: u64, dirty: bool) -> Option<Victim> {
+        debug_assert!(!self.contains(block), "fill of a block already present");
+        let set = self.index.of(block);
+        match &mut self.store {
+            Store::Lru8(s) => s.fill(set, block, dirty),
+            Store::Lru16(s) => s.fill(set, block, dirty),
+            Store::Other(s) => s.fill(set, block, dirty),
+        }
+    }
+
+    /// Marks `block` dirty if present, without changing replacement state; returns whether it was.
+    pub fn mark_dirty(&mut self, block: u64) -> bool {
+        let set = self.index.of(block);
+        match &mut self.store {
+            Store::Lru8(s) => s.mark_dirty(set, block),
+            Store::Lru16(s) => s.mark_dirty(set, block),
+            Store::Other(s) => s.mark_dirty(set, block),
+        }
+    }
+
+    /// Removes `block` if present (a back-invalidation); returns whether it was dirty.
+    pub fn invalidate(&mut self, block: u64) -> Option<bool> {
+        let set = self.index.of(block);
+        match &mut self.store {
+            Store::Lru8(s) => s.invalidate(set, block),
+            Store::Lru16(s) => s.invalidate(set, block),
+            Store::Other(s) => s.invalidate(set, block),
+        }
+    }
+
+    /// Empties the level.
+    pub fn clear(&mut self) {
+        match &mut self.store {
+            Store::Lru8(s) => s.clear(),
+            Store::Lru16(s) => s.clear(),
+            Store::Other(s) => s.clear(),
+        }
+    }
+
+    /// Block numbers of the lines present, in no particular order.
+    pub fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
+        let blocks: Box<dyn Iterator<Item = u64> + '_> = match &self.store {
+            Store::Lru8(s) => Box::new(s.resident_blocks()),
+            Store::Lru16(s) => Box::new(s.resident_blocks()),
+            Store::Other(s) => Box::new(s.resident_blocks()),
+        };
+        blocks
+    }
+}
+
+/// The "has a zero byte" test: the high bit of every zero byte of `x` is set, and possibly that
+/// of bytes above a zero byte (a borrow), never below the lowest one, so the lowest flagged byte
+/// is always a real zero.
+#[inline(always)]
+fn zero_bytes(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// `block`'s signature in every byte of a word.
+#[inline(always)]
+fn broadcast_signature(block: u64) -> u64 {
+    u64::from(signature(block)) * 0x0101_0101_0101_0101
+}
+
+/// One set of a [`PackedLru`]: its tags, then the state beside them (at most 16 ways: 160
+/// bytes with 16 ways, 88 with 8, padded to whole host cache lines).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct PackedSet<const W: usize, const S: usize> {
+    tags: [u64; W],
+    /// Way `w`'s signature is byte `w % 8` of word `w / 8`.
+    signatures: [u64; S],
+    /// The recency of the ways: with 8 ways an age matrix (see [`PackedLru`]), with 16 the
+    /// way numbers in recency order, most recent in the low nibble (nibbles past the last way
+    /// hold 0xF, which matches no way of a set narrower than 16).
+    order: u64,
+    /// Bit `w`: way `w` holds data not yet written to the next level.
+    dirty: u32,
+}
+
+/// True LRU over sets of at most `W` ways (8 or 16, with `S = W / 8` signature words), the
+/// common case made fast.
+///
+/// A hit is found with one signature word per 8 ways: the first way whose signature matches is
+/// compared in full with a fixed sequence of word operations and no loop, and only a false
+/// signature match (about one lookup in 256 per valid way) falls back to a scan.
+///
+/// Recency, for 8 ways, is an age matrix in one word: byte `w` has bit `v` set when way `w` was
+/// used after way `v`. A use of `w` sets row `w` and clears column `w` (two shifts, an OR and
+/// an AND-NOT, fewer operations than moving a nibble to the front of a list), and the least
+/// recently used way is the one whose row is zero, found by the same zero-byte test as the
+/// signatures. Never-used ways have zero rows too and are taken first, lowest first. For 16
+/// ways the matrix would need four words, so the order is kept as a list of 4-bit way numbers.
+#[derive(Debug, Clone)]
+pub(super) struct PackedLru<const W: usize, const S: usize> {
+    shape: PackedShape<W, S>,
+    sets: Vec<PackedSet<W, S>>,
+    /// The block touched last and its way: the most recent line of its set, so touching it
+    /// again changes only its dirty bit (a read then a write of one element, a walk along a
+    /// line). Reset when that line is invalidated or the level cleared.
+    last_block: u64,
+    last_way: usize,
+}
+
+/// The per-level constants of a [`PackedLru`], copied into registers by the hot loops (a
+/// load through `&self` would be repeated after every store to a set).
+#[derive(Debug, Clone, Copy)]
+struct PackedShape<const W: usize, const S: usize> {
+    assoc: usize,
+    /// The high bit of each signature byte that belongs to an existing way, so ways past
+    /// `assoc` never become candidates.
+    valid: [u64; S],
+    /// Bits of the ways that exist: what a use of a way sets in its row of the age matrix.
+    row: u64,
+}
+
+impl<const W: usize, const S: usize> PackedShape<W, S> {
+    /// Records a use of `way`.
+    #[inline(always)]
+    fn touch(self, order: u64, way: usize) -> u64 {
+        if W == 8 {
+            const COLUMN: u64 = 0x0101_0101_0101_0101;
+            (order | self.row << (8 * way)) & !(COLUMN << way)
+        } else {
+            // Re-touching the most recent way leaves the order as it is; no branch needed.
+            move_to_front(order, way as u64)
+        }
+    }
+
+    /// The least recently used way, an empty one first.
+    #[inline(always)]
+    fn victim(self, order: u64) -> usize {
+        if W == 8 {
+            // Only a never-used way, or the least recent one, has a zero row; the lowest
+            // flagged byte is a real zero.
+            ((zero_bytes(order) & self.valid[0]).trailing_zeros() / 8) as usize & 7
+        } else {
+            // Empty ways are never touched, so they sit at the end of the order.
+            ((order >> (4 * (self.assoc - 1))) & 0xF) as usize & (W - 1)
+        }
+    }
+
+    /// The order after a fill of the victim `way`, which becomes the most recent.
+    #[inline(always)]
+    fn filled(self, order: u64, way: usize) -> u64 {
+        if W == 8 {
+            self.touch(order, way)
+        } else {
+            // The last way becomes the first: a rotation of the valid nibbles.
+            let last = 4 * (self.assoc as u32 - 1);
+            let spare = order & !((1u64 << last << 4).wrapping_sub(1));
+            spare | ((order & ((1u64 << last) - 1)) << 4) | way as u64
+        }
+    }
+
+    /// Makes `way`, just emptied, the next victim.
+    #[inline]
+    fn make_oldest(self, order: u64, way: usize) -> u64 {
+        if W == 8 {
+            // Clear its row, and mark every other existing way as used after it.
+            const COLUMN: u64 = 0x0101_0101_0101_0101;
+            let existing_rows = (self.valid[0] >> 7) * 0xFF;
+            let row = 0xFFu64 << (8 * way);
+            (order & !row) | (COLUMN << way & existing_rows & !row)
+        } else {
+            move_to_back(order, way as u64, self.assoc)
+        }
+    }
+
+    /// The way of `state` holding `block`.
+    #[inline(always)]
+    fn find_in(self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
+        let wanted = broadcast_signature(block);
+        let low = zero_bytes(state.signatures[0] ^ wanted) & self.valid[0];
+        // The first candidate, or the last way when there is none (the sentinel bit), so the
+        // full comparison below needs no branch on whether there was a candidate.
+        let (candidates, first) = if S == 1 {
+            (low, (low | 1 << 63).trailing_zeros() / 8)
+        } else {
+            let high = zero_bytes(state.signatures[S - 1] ^ wanted) & self.valid[S - 1];
+            let both = u128::from(high) << 64 | u128::from(low);
+            (low | high, (both | 1 << 127).trailing_zeros() / 8)
+        };
+        let way = first as usize & (W - 1);
+        if state.tags[way] == block {
+            return Some(way);
+        }
+        if candidates == 0 {
+            return None;
+        }
+        find_past_collision(state, self.assoc, block)
+    }
+
+    /// Installs `block`, absent from `state`, in the least recently used way; returns the line
+    /// displaced and the way.
+    #[inline(always)]
+    fn fill(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> (Option<Victim>, usize) {
+        let way = self.victim(state.order);
+        state.order = self.filled(state.order, way);
+        let shift = 8 * (way % 8);
+        let word = &mut state.signatures[way / 8 % S];
+        *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
+        let was_dirty = state.dirty >> way & 1 != 0;
+        state.dirty = (state.dirty & !(1 << way)) | u32::from(dirty) << way;
+        let old = std::mem::replace(&mut state.tags[way], block);
+        let victim = (old != INVALID).then_some(Victim {
+            block: old,
+            dirty: was_dirty,
+        });
+        (victim, way)
+    }
+
+    /// Looks `block` up in `state` and, if present, records the use and returns its way; a
+    /// miss changes nothing.
+    #[inline(always)]
+    fn hit(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> Option<usize> {
+        let way = self.find_in(state, block)?;
+        state.order = self.touch(state.order, way);
+        state.dirty |= u32::from(dirty) << way;
+        Some(way)
+    }
+}
+
+/// A signature matched but the tag did not: compare every way.
+#[cold]
+#[inline(never)]
+fn find_past_collision<const W: usize, const S: usize>(
+    state: &PackedSet<W, S>,
+    assoc: usize,
+    block: u64,
+) -> Option<usize> {
+    state.tags[..assoc].iter().position(|&t| t == block)
+}
+
+impl<const W: usize, const S: usize> PackedLru<W, S> {
+    fn new(sets: usize, assoc: usize) -> Self {
+        const {
+            assert!(
+                (W == 8 && S == 1) || (W == 16 && S == 2),
+                "packed LRU stores have 8 or 16 ways, 8 signatures to a word"
+            )
+        };
+        assert!((1..=W).contains(&assoc), "{assoc} ways in a {W}-way store");
+        let valid = std::array::from_fn(|word| {
+            (0..8)
+                .filter(|byte| word * 8 + byte < assoc)
+                .fold(0u64, |mask, byte| mask | 0x80 << (8 * byte))
+        });
+        Self {
+            shape: PackedShape {
+                assoc,
+                valid,
+                row: (1u64 << assoc) - 1,
+            },
+            sets: vec![Self::empty_set(assoc); sets],
+            last_block: INVALID,
+            last_way: 0,
+        }
+    }
+
+    fn empty_set(assoc: usize) -> PackedSet<W, S> {
+        PackedSet {
+            tags: [INVALID; W],
+            signatures: [0; S],
+            order: if W == 8 { 0 } else { identity_order(assoc) },
+            dirty: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn find(&self, set: usize, block: u64) -> Option<usize> {
+        self.shape.find_in(&self.sets[set], block)
+    }
+
+    #[inline(always)]
+    fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
+        let shape = self.shape;
+        let state = &mut self.sets[set];
+        if block == self.last_block {
+            state.dirty |= u32::from(dirty) << self.last_way;
+            return true;
+        }
+        let Some(way) = shape.hit(state, block, dirty) else {
+            return false;
+        };
+        (self.last_block, self.last_way) = (block, way);
+        true
+    }
+
+    #[inline(always)]
+    fn fill(&mut self, set: usize, block: u64, dirty: bool) -> Option<Victim> {
+        let shape = self.shape;
+        let (victim, way) = shape.fill(&mut self.sets[set], block, dirty);
+        (self.last_block, self.last_way) = (block, way);
+        victim
+    }
+
+    fn mark_dirty(&mut self, set: usize, block: u64) -> bool {
+        let Some(way) = self.find(set, block) else {
+            return false;
+        };
+        self.sets[set].dirty |= 1 << way;
+        true
+    }
+
+    fn invalidate(&mut self, set: usize, block: u64) -> Option<bool> {
+        let way = self.find(set, block)?;
+        if block == self.last_block {
+            self.last_block = INVALID;
+        }
+        let order = self.shape.make_oldest(self.sets[set].order, way);
+        let state = &mut self.sets[set];
+        state.tags[way] = INVALID;
+        let dirty = state.dirty >> way & 1 != 0;
+        state.dirty &= !(1 << way);
+        state.order = order;
+        Some(dirty)
+    }
+
+    fn clear(&mut self) {
+        self.sets.fill(Self::empty_set(self.shape.assoc));
+        self.last_block = INVALID;
+    }
+
+    fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
+        self.sets
+            .iter()
+            .flat_map(|set| set.tags[..self.shape.assoc].iter().copied())
+            .filter(|&t| t != INVALID)
+    }
+}
+
+/// Every shape [`PackedLru`] does not cover: tree-PLRU, seeded random, LRU over more than 16 ways.
+///
+/// Ways of a set are stored contiguously; signatures are `sig_words` words per set. The level
+/// also remembers the line it touched last: touching it again changes no replacement state
+/// under any of these policies (it is already the most recent), so a repeat costs one comparison.
+#[derive(Debug, Clone)]
+pub(super) struct General {
+    replacement: Replacement,
+    assoc: usize,
+    tags: Vec<u64>,
+    /// The block touched last and its index in `tags`; reset when that line is invalidated or
+    /// the level cleared.
+    last_block: u64,
+    last_index: usize,
+    signatures: Vec<u64>,
+    sig_words: usize,
+    dirty: Vec<bool>,
+    /// LRU: the time of each way's last use, 0 for an empty way.
+    last_use: Vec<u64>,
+    clock: u64,
+    /// Tree-PLRU state, one word of `assoc - 1` direction bits per set.
+    plru_bits: Vec<u64>,
+    rng_state: u64,
+}
+
+impl General {
+    fn new(geometry: Geometry, replacement: Replacement) -> Self {
+        let sets = geometry.sets() as usize;
+        let assoc = geometry.assoc as usize;
+        let lines = sets * assoc;
+        let sig_words = assoc.div_ceil(8);
+        Self {
+            replacement,
+            assoc,
+            tags: vec![INVALID; lines],
+            last_block: INVALID,
+            last_index: 0,
+            signatures: vec![0; sets * sig_words],
+            sig_words,
+            dirty: vec![false; lines],
+            last_use: match replacement {
+                Replacement::Lru => vec![0; lines],
+                _ => Vec::new(),
+            },
+            clock: 0,
+            plru_bits: match replacement {
+                Replacement::TreePlru => vec![0; sets],
+                _ => Vec::new(),
+            },
+            rng_state: match replacement {
+                // xorshift must not start at zero.
+                Replacement::Random { seed } => seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
+                _ => 0,
+            },
         }
     }
 
     /// The way of `set` holding `block`.
     #[inline(always)]
     fn find(&self, set: usize, block: u64) -> Option<usize> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGHS: u64 = 0x8080_8080_8080_8080;
-        let wanted = u64::from(signature(block)) * ONES;
+        let wanted = broadcast_signature(block);
         let start = set * self.assoc;
         let words = &self.signatures[set * self.sig_words..(set + 1) * self.sig_words];
         for (word_index, &word) in words.iter().enumerate() {
-            let x = word ^ wanted;
-            // Bytes equal to the wanted signature become zero; the test flags every zero byte
-            // (and may flag bytes above one, which the full comparison rejects).
-            let mut candidates = x.wrapping_sub(ONES) & !x & HIGHS;
+            // Only the lowest flagged byte is sure to match; the full comparison rejects the
+            // others.
+            let mut candidates = zero_bytes(word ^ wanted);
             while candidates != 0 {
                 let way = word_index * 8 + (candidates.trailing_zeros() / 8) as usize;
                 if way < self.assoc && self.tags[start + way] == block {
@@ -253,10 +808,6 @@ impl CacheLevel {
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) {
         match self.replacement {
-            Replacement::Lru if self.assoc <= MAX_PACKED_WAYS as usize => {
-                let order = &mut self.recency[set];
-                *order = move_to_front(*order, way as u64);
-            }
             Replacement::Lru => {
                 self.clock += 1;
                 self.last_use[set * self.assoc + way] = self.clock;
@@ -270,10 +821,6 @@ impl CacheLevel {
     fn victim_way(&mut self, set: usize) -> usize {
         let start = set * self.assoc;
         match self.replacement {
-            Replacement::Lru if self.assoc <= MAX_PACKED_WAYS as usize => {
-                // Empty ways are never touched, so they sit at the end of the order.
-                ((self.recency[set] >> (4 * (self.assoc - 1))) & 0xF) as usize
-            }
             Replacement::Lru => {
                 // Empty ways have time 0, older than any use, so they are taken first. Times are
                 // unique (or 0, for empty ways), so the minimum names one way; the scan carries
@@ -306,33 +853,11 @@ impl CacheLevel {
         }
     }
 
-    /// Whether `block` is present, without touching replacement state.
-    pub fn contains(&self, block: u64) -> bool {
-        self.find(self.set_of(block), block).is_some()
-    }
-
-    /// Looks `block` up and updates replacement state if present; a miss changes nothing.
-    ///
-    /// The hierarchy's fast path: it lets a hit finish without the fill machinery.
     #[inline(always)]
-    pub fn probe_hit(&mut self, block: u64, dirty: bool) -> bool {
+    fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
         if block == self.last_block {
             self.dirty[self.last_index] |= dirty;
             return true;
-        }
-        let set = self.set_of(block);
-        if let Some(&order) = self.recency.get(set) {
-            // The packed order names the most recent way for free. Re-touching the most recent
-            // line is the commonest access of all (a read then a write of one element, a walk
-            // along a line) and needs neither the scan, whose varying exit mispredicts, nor an
-            // update of the order.
-            let index = set * self.assoc + (order & 0xF) as usize;
-            if self.tags[index] == block {
-                self.dirty[index] |= dirty;
-                self.last_block = block;
-                self.last_index = index;
-                return true;
-            }
         }
         let Some(way) = self.find(set, block) else {
             return false;
@@ -345,47 +870,8 @@ impl CacheLevel {
         true
     }
 
-    /// Looks `block` up and, on a miss, installs it when `allocate` is set.
-    ///
-    /// `dirty` marks the line modified (a write under write-back) whether it hit or was filled.
     #[inline]
-    pub fn probe(&mut self, block: u64, allocate: bool, dirty: bool) -> Probe {
-        if self.probe_hit(block, dirty) {
-            return Probe::Hit;
-        }
-        if !allocate {
-            return Probe::Bypassed;
-        }
-        Probe::Filled {
-            victim: self.fill(block, dirty),
-        }
-    }
-
-    /// Installs `block`, which the caller has just found absent, and returns the line it displaced.
-    ///
-    /// Lets a caller that already looked the block up (the hierarchy's fast path) skip a second scan.
-    #[inline]
-    pub fn fill(&mut self, block: u64, dirty: bool) -> Option<Victim> {
-        debug_assert!(!self.contains(block), "fill of a block already present");
-        let set = self.set_of(block);
-        if let Some(order) = self.recency.get_mut(set) {
-            // Packed LRU: the victim is the last way in the order and becomes the first, a
-            // rotation of the valid nibbles.
-            let last = 4 * (self.assoc as u32 - 1);
-            let way = (*order >> last) & 0xF;
-            let spare = *order & !((1u64 << last << 4).wrapping_sub(1));
-            *order = spare | ((*order & ((1u64 << last) - 1)) << 4) | way;
-            let index = set * self.assoc + way as usize;
-            self.last_block = block;
-            self.last_index = index;
-            self.set_signature(set, way as usize, block);
-            let old = std::mem::replace(&mut self.tags[index], block);
-            let was_dirty = std::mem::replace(&mut self.dirty[index], dirty);
-            return (old != INVALID).then_some(Victim {
-                block: old,
-                dirty: was_dirty,
-            });
-        }
+    fn fill(&mut self, set: usize, block: u64, dirty: bool) -> Option<Victim> {
         let way = self.victim_way(set);
         let index = set * self.assoc + way;
         let old = self.tags[index];
@@ -402,9 +888,7 @@ impl CacheLevel {
         victim
     }
 
-    /// Marks `block` dirty if present, without changing replacement state; returns whether it was.
-    pub fn mark_dirty(&mut self, block: u64) -> bool {
-        let set = self.set_of(block);
+    fn mark_dirty(&mut self, set: usize, block: u64) -> bool {
         match self.find(set, block) {
             Some(way) => {
                 self.dirty[set * self.assoc + way] = true;
@@ -414,9 +898,7 @@ impl CacheLevel {
         }
     }
 
-    /// Removes `block` if present (a back-invalidation); returns whether it was dirty.
-    pub fn invalidate(&mut self, block: u64) -> Option<bool> {
-        let set = self.set_of(block);
+    fn invalidate(&mut self, set: usize, block: u64) -> Option<bool> {
         let index = set * self.assoc + self.find(set, block)?;
         let dirty = self.dirty[index];
         if index == self.last_index {
@@ -425,30 +907,21 @@ impl CacheLevel {
         self.tags[index] = INVALID;
         self.dirty[index] = false;
         if let Replacement::Lru = self.replacement {
-            if self.recency.is_empty() {
-                self.last_use[index] = 0;
-            } else {
-                // The empty way becomes the next victim.
-                let way = (index - set * self.assoc) as u64;
-                self.recency[set] = move_to_back(self.recency[set], way, self.assoc);
-            }
+            self.last_use[index] = 0;
         }
         Some(dirty)
     }
 
-    /// Empties the level.
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
         self.tags.fill(INVALID);
         self.last_block = INVALID;
         self.signatures.fill(0);
         self.dirty.fill(false);
         self.last_use.fill(0);
-        self.recency.fill(identity_order(self.assoc));
         self.plru_bits.fill(0);
     }
 
-    /// Block numbers of the lines present, in no particular order.
-    pub fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
+    fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
         self.tags.iter().copied().filter(|&t| t != INVALID)
     }
 
@@ -469,9 +942,6 @@ impl CacheLevel {
 fn signature(block: u64) -> u8 {
     (block.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
 }
-
-/// Widest set whose LRU order fits one `u64` of 4-bit way numbers.
-const MAX_PACKED_WAYS: u32 = 16;
 
 /// Ways `0..assoc` in order, most recent first; nibbles past `assoc` hold 0xF, which matches
 /// no way of a set narrower than 16.
@@ -497,23 +967,28 @@ fn position_of(order: u64, way: u64) -> u32 {
 /// Moves `way` to the front of a packed recency order.
 #[inline(always)]
 fn move_to_front(order: u64, way: u64) -> u64 {
-    let shift = 4 * position_of(order, way);
-    let below = order & ((1u64 << shift) - 1);
-    // The nibbles after `way`'s. `1 << 64` is not allowed, hence the two-step shift.
-    let above = order & !((1u64 << shift << 4).wrapping_sub(1));
-    above | (below << 4) | way
+    const ONES: u64 = 0x1111_1111_1111_1111;
+    const HIGHS: u64 = 0x8888_8888_8888_8888;
+    // The "has a zero nibble" test on order XOR way; its lowest flagged bit is the top bit of
+    // `way`'s nibble (a borrow can only flag nibbles above a real zero), so the mask up to and
+    // including that bit covers the nibbles that shift up by one, with no count or shift by a
+    // variable amount.
+    let x = order ^ (way * ONES);
+    let zeros = x.wrapping_sub(ONES) & !x & HIGHS;
+    let moved = zeros ^ zeros.wrapping_sub(1);
+    (order & !moved) | ((order << 4) & moved) | way
 }
 
 /// Moves `way` to the last valid position (`assoc - 1`) of a packed recency order.
 fn move_to_back(order: u64, way: u64, assoc: usize) -> u64 {
-    let mut ways: Vec<u64> = (0..assoc).map(|p| (order >> (4 * p)) & 0xF).collect();
-    ways.retain(|&w| w != way);
-    ways.push(way);
-    ways.iter()
-        .enumerate()
-        .fold(identity_order(assoc), |o, (p, &w)| {
-            (o & !(0xF << (4 * p))) | (w << (4 * p))
-        })
+    let shift = 4 * position_of(order, way);
+    let last = 4 * (assoc as u32 - 1);
+    // The nibbles after `way`'s, up to the last valid one, move down by one; the spare
+    // nibbles past the last way stay.
+    let valid = (1u64 << last << 4).wrapping_sub(1);
+    let below = order & ((1u64 << shift) - 1);
+    let between = (order & valid & !((1u64 << shift << 4).wrapping_sub(1))) >> 4;
+    (order & !valid) | (way << last) | between | below
 }
 
 /// Points every tree node on the path to `way` away from it.
@@ -715,36 +1190,87 @@ mod tests {
         assert_eq!(move_to_back(full, 15, 16), identity_order(16));
     }
 
-    #[test]
-    fn both_lru_representations_match_a_move_to_front_list() {
-        // 16 ways use the packed order, 32 ways last-use times; both must make exactly the
-        // decisions of Cachegrind's list, invalidations included.
-        for assoc in [16u32, 32] {
-            let mut c = level(u64::from(assoc) * 32, assoc, 32, Replacement::Lru);
-            let mut list: Vec<u64> = Vec::new();
-            let mut x = 12345u64;
-            for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let b = x % u64::from(assoc + assoc / 2);
-                let probe = c.probe(b, true, false);
-                if let Some(p) = list.iter().position(|&r| r == b) {
-                    assert_eq!(probe, Probe::Hit, "{assoc} ways");
-                    list.remove(p);
-                } else {
-                    let victim = (list.len() == assoc as usize).then(|| Victim {
-                        block: list.pop().unwrap(),
-                        dirty: false,
-                    });
-                    assert_eq!(probe, Probe::Filled { victim }, "{assoc} ways");
-                }
-                list.insert(0, b);
-                if x % 97 == 0 {
-                    let gone = list.remove(list.len() / 2);
-                    assert_eq!(c.invalidate(gone), Some(false));
+    /// Drives a level of one set with `assoc` ways against Cachegrind's move-to-front list,
+    /// dirty bits and invalidations included, over `blocks`.
+    fn check_against_list(assoc: u32, blocks: impl Iterator<Item = u64>) {
+        let mut c = level(u64::from(assoc) * 32, assoc, 32, Replacement::Lru);
+        // (block, dirty), most recent first.
+        let mut list: Vec<(u64, bool)> = Vec::new();
+        for (i, b) in blocks.enumerate() {
+            let write = i % 3 == 0;
+            let probe = c.probe(b, true, write);
+            let mut dirty = write;
+            if let Some(p) = list.iter().position(|&(r, _)| r == b) {
+                assert_eq!(probe, Probe::Hit, "{assoc} ways, access {i}");
+                dirty |= list.remove(p).1;
+            } else {
+                let victim = (list.len() == assoc as usize).then(|| {
+                    let (block, dirty) = list.pop().unwrap();
+                    Victim { block, dirty }
+                });
+                assert_eq!(probe, Probe::Filled { victim }, "{assoc} ways, access {i}");
+            }
+            list.insert(0, (b, dirty));
+            if i % 97 == 0 {
+                let (gone, was_dirty) = list.remove(list.len() / 2);
+                assert_eq!(c.invalidate(gone), Some(was_dirty), "{assoc} ways");
+            }
+            if i % 89 == 0 {
+                if let Some(entry) = list.last_mut() {
+                    assert!(c.mark_dirty(entry.0));
+                    entry.1 = true;
                 }
             }
+        }
+        let mut resident: Vec<u64> = c.resident_blocks().collect();
+        let mut expected: Vec<u64> = list.iter().map(|&(b, _)| b).collect();
+        resident.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(resident, expected, "{assoc} ways");
+    }
+
+    #[test]
+    fn every_lru_representation_matches_a_move_to_front_list() {
+        // Up to 8 ways and up to 16 ways use the packed stores (full and partly used rows),
+        // 32 ways last-use times; all must make exactly the decisions of Cachegrind's list.
+        for assoc in [1u32, 2, 3, 7, 8, 9, 12, 16, 32] {
+            let mut x = 12345u64;
+            let range = u64::from(assoc + assoc / 2 + 1);
+            check_against_list(
+                assoc,
+                std::iter::repeat_with(|| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % range
+                })
+                .take(20_000),
+            );
+        }
+    }
+
+    #[test]
+    fn blocks_with_equal_signatures_are_told_apart() {
+        // Blocks whose 8-bit signatures collide: the fast comparison of the first candidate
+        // fails and the full comparison must still find (or not find) the right way.
+        let sig = signature(1);
+        let twins: Vec<u64> = (2..)
+            .filter(|&b| signature(b) == sig)
+            .take(20)
+            .chain([1])
+            .collect();
+        for assoc in [4u32, 8, 16, 32] {
+            let mut x = 99u64;
+            check_against_list(
+                assoc,
+                std::iter::repeat_with(|| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    twins[(x % (u64::from(assoc) + 3).min(21)) as usize]
+                })
+                .take(5_000),
+            );
         }
     }
 

@@ -7,6 +7,7 @@ mod spec;
 pub use hierarchy::{
     AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
 };
+pub(crate) use level::RunEnd;
 pub use level::{CacheLevel, Geometry, Probe, Victim};
 pub use spec::{HierarchySpec, LevelSpec, PRESETS, host_spec_from_sysfs};
 

@@ -71,6 +71,11 @@ impl CounterArrayConfig {
         if self.counters == 0 {
             return Err(MonitorError::NoCounters);
         }
+        if self.counters >= NO_COUNTER as usize {
+            return Err(MonitorError::TooManyCounters {
+                counters: self.counters,
+            });
+        }
         if !(8..=64).contains(&self.counter_bits) {
             return Err(MonitorError::CounterWidth {
                 bits: self.counter_bits,
@@ -141,6 +146,11 @@ pub enum MonitorError {
         "a counter array needs at least 1 counter; configure counters >= 1 (the default is 64)"
     )]
     NoCounters,
+    /// More counters than a counter index can name.
+    #[error(
+        "a counter array of {counters} counters is not supported; configure fewer than 4294967295"
+    )]
+    TooManyCounters { counters: usize },
     /// The configured counter width is outside 8..=64 bits.
     #[error("counters of {bits} bits are not supported; choose a width from 8 to 64 bits")]
     CounterWidth { bits: u32 },
@@ -510,8 +520,6 @@ impl CounterArray {
         self.refresh_interest();
     }
 
-    /// Counts one access: every static binding and every histogram whose range holds `addr` and
-    /// whose event matches `outcome` is incremented. `outcome` is a data-path outcome.
     fn refresh_interest(&mut self) {
         self.interest = self
             .statics
@@ -521,62 +529,86 @@ impl CounterArray {
             .fold(0, |a, b| a | b);
     }
 
+    /// The outcome bits (see [`AccessOutcome::event_bits`]) any binding counts.
+    pub(crate) fn interest(&self) -> u32 {
+        self.interest
+    }
+
+    /// Counts one access: every static binding and every histogram whose range holds `addr` and
+    /// whose event matches `outcome` is incremented. `outcome` is a data-path outcome.
     #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
-        if outcome.event_bits() & self.interest == 0 {
+        if outcome.event_bits() & self.interest != 0 {
+            self.observe_matching(addr, outcome);
+        }
+    }
+
+    /// [`Self::observe`] past its one-AND prefilter; kept out of line, so the prefilter is all
+    /// that an access no binding counts costs the caller's loop.
+    #[inline(never)]
+    pub(crate) fn observe_matching(&mut self, addr: u64, outcome: &AccessOutcome) {
+        let bits = outcome.event_bits();
+        if !self.statics.is_empty() {
+            self.count_statics(bits, addr);
+        }
+        // One histogram is the common request, and straight-line code without a loop needs no
+        // saved registers on its way through.
+        if self.histograms.len() == 1 {
+            self.count_in_histogram(0, bits, addr);
+        } else {
+            self.count_in_histograms(bits, addr);
+        }
+    }
+
+    #[inline(never)]
+    fn count_in_histograms(&mut self, bits: u32, addr: u64) {
+        for position in 0..self.histograms.len() {
+            self.count_in_histogram(position, bits, addr);
+        }
+    }
+
+    /// Counts the access in histogram `position` if its event and range take it.
+    #[inline(always)]
+    fn count_in_histogram(&mut self, position: usize, bits: u32, addr: u64) {
+        let h = &self.histograms[position];
+        // The event test first: one AND, and most accesses a miss event sees are hits.
+        if bits & h.event.outcome_bits() == 0 || !h.range.contains(addr) {
             return;
         }
-        // The event test comes first: it is one AND, and most accesses are hits that a miss
-        // event rejects before the range is looked at. Only the tests are inlined into the
-        // caller's loop; counting, for the accesses that match, is a call.
-        for index in 0..self.statics.len() {
-            let s = &self.statics[index];
-            if s.event.matches(outcome) && s.range.contains(addr) {
-                self.count_static(index);
-            }
-        }
-        for position in 0..self.histograms.len() {
-            let h = &self.histograms[position];
-            if h.event.matches(outcome) && h.range.contains(addr) {
-                self.count_bucket(position, addr);
-            }
-        }
-    }
-
-    #[inline(never)]
-    fn count_static(&mut self, index: usize) {
-        let counter_max = self.counter_max;
-        let s = &mut self.statics[index];
-        if s.counter == counter_max {
-            s.software = s.software.saturating_add(counter_max).saturating_add(1);
-            s.counter = 0;
-            self.spills.overflows += 1;
-        } else {
-            s.counter += 1;
-        }
-    }
-
-    #[inline(never)]
-    fn count_bucket(&mut self, position: usize, addr: u64) {
-        let h = &self.histograms[position];
         let bucket = h.bucket_of(addr);
         let slot = h.counter_of_bucket[bucket];
-        if slot == NO_COUNTER {
-            self.allocate(position, bucket);
-            return;
+        // A bucket without a counter holds NO_COUNTER, past the end of the pool: the tag test
+        // and the bounds test are one comparison.
+        match self.pool.get_mut(slot as usize) {
+            Some(counter) if counter.value != self.counter_max => {
+                counter.referenced = true;
+                counter.value += 1;
+            }
+            Some(_) => self.overflow(slot),
+            None => self.allocate(position, bucket),
         }
+    }
+
+    #[inline(never)]
+    fn count_statics(&mut self, bits: u32, addr: u64) {
         let counter_max = self.counter_max;
-        let counter = &mut self.pool[slot as usize];
-        counter.referenced = true;
-        if counter.value == counter_max {
-            self.overflow(slot);
-        } else {
-            counter.value += 1;
+        for s in &mut self.statics {
+            if bits & s.event.outcome_bits() == 0 || !s.range.contains(addr) {
+                continue;
+            }
+            if s.counter == counter_max {
+                s.software = s.software.saturating_add(counter_max).saturating_add(1);
+                s.counter = 0;
+                self.spills.overflows += 1;
+            } else {
+                s.counter += 1;
+            }
         }
     }
 
     /// A tag miss: tags a free counter, or a victim's, with (histogram, bucket) and counts the access in it.
     #[cold]
+    #[inline(never)]
     fn allocate(&mut self, position: usize, bucket: usize) {
         let slot = match self.free.pop() {
             Some(slot) => slot,
@@ -623,8 +655,10 @@ impl CounterArray {
     /// The overflow interrupt of a dynamic counter: software takes 2^bits, the counter restarts at 0.
     /// (Software saturates at `u64::MAX`, which only 64-bit counters could reach.)
     #[cold]
+    #[inline(never)]
     fn overflow(&mut self, slot: u32) {
         let counter = &mut self.pool[slot as usize];
+        counter.referenced = true;
         counter.value = 0;
         let h = &mut self.histograms[counter.owner as usize];
         let bucket = counter.bucket as usize;
@@ -954,6 +988,14 @@ mod tests {
         };
         assert_eq!(bad(0, 32), MonitorError::NoCounters);
         assert_eq!(bad(4, 7), MonitorError::CounterWidth { bits: 7 });
+        assert!(matches!(
+            CounterArrayConfig {
+                counters: u32::MAX as usize,
+                counter_bits: 32
+            }
+            .validate(),
+            Err(MonitorError::TooManyCounters { .. })
+        ));
         assert!(bad(4, 65).to_string().contains("from 8 to 64"));
         assert_eq!(CounterArrayConfig::default().counters, 64);
         assert_eq!(CounterArrayConfig::default().counter_bits, 32);

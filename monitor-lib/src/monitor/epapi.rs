@@ -10,7 +10,7 @@ use super::counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MonitorError, SpillStats, StaticId,
 };
 use super::{Event, UnknownEvent};
-use crate::cache::{AccessOutcome, Hierarchy};
+use crate::cache::{AccessKind, AccessOutcome, Hierarchy};
 use crate::ranges::AddressRange;
 
 /// Position of a counted event in an [`EventSet`], and of its value in what `read` and `stop` return.
@@ -67,6 +67,9 @@ pub enum EpapiError {
 pub struct EventSet {
     array: CounterArray,
     running: bool,
+    /// The outcome bits (see [`AccessOutcome::event_bits`]) the bindings count while running,
+    /// 0 while stopped: one AND rejects an access that counts nowhere, running or not.
+    active: u32,
     line_bytes: u32,
     data_levels: usize,
     events: Vec<StaticId>,
@@ -84,6 +87,7 @@ impl EventSet {
         Ok(Self {
             array: CounterArray::new(config)?,
             running: false,
+            active: 0,
             line_bytes,
             data_levels,
             events: Vec::new(),
@@ -173,6 +177,7 @@ impl EventSet {
             return Err(EpapiError::Empty);
         }
         self.running = true;
+        self.active = self.array.interest();
         Ok(())
     }
 
@@ -182,6 +187,7 @@ impl EventSet {
             return Err(EpapiError::NotRunning { action: "stop" });
         }
         self.running = false;
+        self.active = 0;
         self.values()
     }
 
@@ -228,19 +234,27 @@ impl EventSet {
         Ok(())
     }
 
-    /// The simulator's entry point for every data access; one flag test when the set is stopped.
+    /// The simulator's entry point for every data access: one AND rejects an access no
+    /// binding counts, or any access while the set is stopped.
     #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
-        if self.running {
-            self.array.observe(addr, outcome);
+        if outcome.event_bits() & self.active != 0 {
+            self.array.observe_matching(addr, outcome);
         }
+    }
+
+    /// Whether an L1 hit of `kind` would count anywhere now, so the simulator's fast path can
+    /// skip building its outcome.
+    #[inline(always)]
+    pub fn counts_l1_hit(&self, kind: AccessKind) -> bool {
+        AccessOutcome::l1_hit(kind).event_bits() & self.active != 0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{AccessKind, LevelResult, MAX_LEVELS};
+    use crate::cache::{LevelResult, MAX_LEVELS};
 
     const BASE: u64 = 0x4000;
 
@@ -265,7 +279,9 @@ mod tests {
         assert_eq!(set.add_event("papi_l2_dcm", array).unwrap(), EventIndex(1));
         let h = set.add_histogram("PAPI_L1_DCA", array, 2).unwrap();
         set.observe(BASE, &outcome(Read, Miss, Miss));
+        assert!(!set.counts_l1_hit(Read), "a stopped set counts nothing");
         set.start().unwrap();
+        assert!(set.counts_l1_hit(Read) && set.counts_l1_hit(Write));
         set.observe(BASE, &outcome(Read, Miss, Miss));
         set.observe(BASE + 64, &outcome(Write, Miss, Miss));
         set.observe(BASE + 255, &outcome(Read, Hit, NotReached));
@@ -294,6 +310,7 @@ mod tests {
         assert!(matches!(set.stop(), Err(EpapiError::NotRunning { .. })));
         set.add_event("PAPI_L1_DCR", array).unwrap();
         set.start().unwrap();
+        assert!(set.counts_l1_hit(AccessKind::Read) && !set.counts_l1_hit(AccessKind::Write));
         let e = set.start().unwrap_err();
         assert!(e.to_string().contains("PAPI_EISRUN"), "{e}");
         let e = set.add_event("PAPI_L1_DCW", array).unwrap_err();
