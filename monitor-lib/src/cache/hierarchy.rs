@@ -328,8 +328,9 @@ impl Hierarchy {
     }
 
     /// The fast path for the common case, kept small enough to inline into the capture loop: a
-    /// data access that lies in one L1 line and hits there (with L1 write-back and no line
-    /// recording) is simulated and counted, and `true` returned. Anything else (a miss, a
+    /// data access that lies in one L1 line and hits there (with L1 write-back, no line
+    /// recording and a power-of-two number of L1 sets) is simulated and counted, and `true`
+    /// returned. Anything else (a miss, a
     /// straddle, a write-through write, line recording) changes nothing and returns `false`;
     /// [`Self::access_missed`] then finishes it.
     #[inline(always)]
@@ -388,14 +389,11 @@ impl Hierarchy {
         batch: &[(u64, u32, AccessKind)],
         on_hit: F,
     ) -> (usize, RunEnd) {
-        let fill = self.uniform_lines;
+        let (fill, mask) = (self.uniform_lines, self.l1_mask);
         if !self.fast_hits {
             return (0, RunEnd::Declined);
         }
         let Level { cache, stats, .. } = &mut self.data[0];
-        let Some(mask) = cache.set_mask() else {
-            return (0, RunEnd::Declined);
-        };
         let bits = cache.line_bits();
         // One match per run, so the loop is compiled once per store representation.
         let (hits, writes, end) = match cache.store_mut() {
