@@ -16,9 +16,14 @@
 //! `EPCACHE_BENCH_PAIRS` the loop count; `EPCACHE_BENCH_PROFILE=1` adds Callgrind's
 //! instruction counts per region pair and per kernel iteration, with the hottest functions.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
+
+// The capture tests' helpers: tool checks that fail under CI, and the runtime cargo built for
+// this profile (the bench's `epcache` binary is the release one, so its runtime is too).
+#[path = "../tests/capture_support/mod.rs"]
+mod capture_support;
 
 /// The loop whose iterations are region pairs. `plain_noop` lives in another, never
 /// instrumented, file: gcc gives a function TSan entry and exit hooks only when it has a memory
@@ -130,50 +135,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// Whether `tool` runs; a missing one fails under CI and is skipped loudly elsewhere.
-fn available(tool: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        let message = format!("capture_overhead: {tool} not found (apt-get install -y {tool})");
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "FAILED under CI: {message}"
-        );
-        eprintln!("\n*** SKIPPED *** {message}\n");
-    }
-    found
-}
-
-/// The runtime of this bench's own profile. Cargo builds epcache-monitor's staticlib into the
-/// `deps` directory beside this bench binary under a hashed name (it copies it up only when the
-/// crate itself is built), so take the newest there, or the copy one level up.
-fn runtime_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("the bench binary's path");
-    let deps = exe.parent().expect("the bench binary's directory");
-    let beside = deps.parent().map(|p| p.join("libepcache_monitor.a"));
-    std::fs::read_dir(deps)
-        .expect("reading the bench's deps directory")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("libepcache_monitor-") && name.ends_with(".a")
-        })
-        .chain(beside.filter(|p| p.is_file()))
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "no libepcache_monitor.a in {}: run the bench through `cargo bench -p epcache-client`",
-                deps.display()
-            )
-        })
 }
 
 fn checked(what: &str, out: Output) -> Output {
@@ -412,7 +373,7 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
     };
     eprintln!("matmul N={n}: {runs} runs of the fast variants");
     let fast = interleaved(dir, &[&base, &idle], runs);
-    let with_valgrind = available("valgrind");
+    let with_valgrind = capture_support::available("valgrind", "capture_overhead");
     let slow_runs = runs.div_ceil(2).max(1);
     let slow: Vec<&Variant<'_>> = if with_valgrind {
         vec![&full, &cachegrind]
@@ -500,16 +461,20 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
 
 fn main() {
     // `cargo bench` passes `--bench`; libtest-style filters are not supported.
-    if !available("gcc") {
+    if !capture_support::available("gcc", "capture_overhead") {
         return;
     }
     let runs: usize = env_or("EPCACHE_BENCH_RUNS", DEFAULT_RUNS).max(1);
-    let runtime = runtime_library();
+    let runtime = capture_support::runtime_library().unwrap_or_else(|| {
+        panic!("no libepcache_monitor.a for this profile: run the bench through `cargo bench -p epcache-client`")
+    });
     eprintln!("runtime: {}", runtime.display());
     let dir = tempfile::tempdir().expect("a temporary directory");
     region_pairs(dir.path(), &runtime, runs);
     matmul(dir.path(), &runtime, runs);
-    if std::env::var_os("EPCACHE_BENCH_PROFILE").is_some() && available("valgrind") {
+    if std::env::var_os("EPCACHE_BENCH_PROFILE").is_some()
+        && capture_support::available("valgrind", "capture_overhead")
+    {
         profile(dir.path(), &runtime);
     }
 }

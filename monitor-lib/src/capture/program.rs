@@ -73,7 +73,7 @@ impl ProgramInfo {
         Some((f.name.as_str(), SourceLine { file, line: f.line }))
     }
 
-    /// A file id of `file` for region keys: its declaring path, hashed.
+    /// The source path of DWARF file index `id`, empty when unknown.
     pub(crate) fn file_name(&self, id: Option<u32>) -> String {
         id.and_then(|id| self.info.files.get(id as usize))
             .cloned()

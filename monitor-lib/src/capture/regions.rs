@@ -134,42 +134,38 @@ thread_local! {
     static WARNED_UNBALANCED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// The region of code address `pc`, from this thread's cache, else from the registry, else
+/// made by `resolve` (under the registry's lock, with the thread marked as in the runtime).
 #[inline]
-fn cached(pc: u64, resolve: fn(u64) -> Option<RegionRef>) -> Option<RegionRef> {
+fn cached(pc: u64, resolve: impl FnOnce(&mut Registry) -> Option<RegionRef>) -> Option<RegionRef> {
     let slot = ((pc >> 2) ^ (pc >> 11)) as usize % PC_CACHE;
     PC_CACHE_SLOTS
         .try_with(|cache| {
             let Ok(mut cache) = cache.try_borrow_mut() else {
-                return resolve(pc);
+                return resolve_pc(pc, resolve);
             };
             if cache[slot].0 == pc {
                 return cache[slot].1;
             }
-            let r = resolve(pc);
+            let r = resolve_pc(pc, resolve);
             cache[slot] = (pc, r);
             r
         })
         .unwrap_or(None)
 }
 
-fn resolve_function(pc: u64) -> Option<RegionRef> {
+#[cold]
+fn resolve_pc(
+    pc: u64,
+    resolve: impl FnOnce(&mut Registry) -> Option<RegionRef>,
+) -> Option<RegionRef> {
     let previous = state::enter_runtime();
     let r = {
         let mut reg = registry();
         match reg.by_pc.get(&pc) {
             Some(&r) => r,
             None => {
-                let r = program::program().and_then(|p| {
-                    let (name, at) = p.function_at(pc)?;
-                    let name = name.to_owned();
-                    Some(register_locked(
-                        &mut reg,
-                        &at.file,
-                        at.line,
-                        RegionKind::Function,
-                        &name,
-                    ))
-                });
+                let r = resolve(&mut reg);
                 reg.by_pc.insert(pc, r);
                 r
             }
@@ -179,35 +175,28 @@ fn resolve_function(pc: u64) -> Option<RegionRef> {
     r
 }
 
-/// Marker call sites resolve through the line table; the label names the region. The label is
-/// passed on the side because `resolve` only takes the address.
-fn resolve_marker_site(pc: u64, label: &str) -> Option<RegionRef> {
-    let previous = state::enter_runtime();
-    let r = {
-        let mut reg = registry();
-        match reg.by_pc.get(&pc) {
-            Some(&r) => r,
-            None => {
-                let site = program::program().and_then(|p| p.call_site(pc));
-                let (file, line) = match site {
-                    Some(s) => (s.file, s.line),
-                    // No line table: the label alone keys the region.
-                    None => (format!("<marker {label}>"), 0),
-                };
-                let r = Some(register_locked(
-                    &mut reg,
-                    &file,
-                    line,
-                    RegionKind::Marker,
-                    label,
-                ));
-                reg.by_pc.insert(pc, r);
-                r
-            }
-        }
+/// The function holding `pc`, from the program's debug information.
+fn function_region(reg: &mut Registry, pc: u64) -> Option<RegionRef> {
+    let p = program::program()?;
+    let (name, at) = p.function_at(pc)?;
+    Some(register_locked(
+        reg,
+        &at.file,
+        at.line,
+        RegionKind::Function,
+        name,
+    ))
+}
+
+/// A marker call site, through the line table; the label names the region.
+fn marker_region(reg: &mut Registry, return_pc: u64, label: &str) -> Option<RegionRef> {
+    let site = program::program().and_then(|p| p.call_site(return_pc));
+    let (file, line) = match site {
+        Some(s) => (s.file, s.line),
+        // No line table: the label alone keys the region.
+        None => (format!("<marker {label}>"), 0),
     };
-    state::leave_runtime(previous);
-    r
+    Some(register_locked(reg, &file, line, RegionKind::Marker, label))
 }
 
 /// An instrumented function was entered; `pc` is an address inside it.
@@ -217,7 +206,7 @@ pub(crate) fn function_entry(pc: u64) {
         state::sync_point();
         return;
     }
-    let region = cached(pc, resolve_function);
+    let region = cached(pc, |reg| function_region(reg, pc));
     enter(region, true);
 }
 
@@ -244,27 +233,7 @@ pub(crate) fn marker_begin_at(return_pc: u64, label: impl FnOnce() -> String) {
     if !tracking() || state::in_runtime() {
         return;
     }
-    let slot = ((return_pc >> 2) ^ (return_pc >> 11)) as usize % PC_CACHE;
-    let hit = PC_CACHE_SLOTS
-        .try_with(|c| {
-            c.try_borrow()
-                .ok()
-                .and_then(|c| (c[slot].0 == return_pc).then_some(c[slot].1))
-        })
-        .ok()
-        .flatten();
-    let region = match hit {
-        Some(r) => r,
-        None => {
-            let r = resolve_marker_site(return_pc, &label());
-            let _ = PC_CACHE_SLOTS.try_with(|c| {
-                if let Ok(mut c) = c.try_borrow_mut() {
-                    c[slot] = (return_pc, r);
-                }
-            });
-            r
-        }
-    };
+    let region = cached(return_pc, |reg| marker_region(reg, return_pc, &label()));
     enter(region, false);
 }
 
