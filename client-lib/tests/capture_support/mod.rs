@@ -1,5 +1,6 @@
-//! Shared by the tests (and the capture_overhead bench) that build programs with `epcache cc`: the runtime library cargo built,
-//! tool checks that fail loudly under CI, building, and running with a report.
+//! Shared by the tests (and the capture_overhead bench) that build programs with `epcache cc`:
+//! the runtime library cargo built, tool checks that fail loudly under CI, building, and running
+//! with a report.
 // Each test crate uses only some of these helpers.
 #![allow(dead_code)]
 
