@@ -33,10 +33,12 @@
 #![forbid(unsafe_code)]
 
 mod client;
+pub mod local;
 mod types;
 
 pub use client::{Client, ConnectOptions};
 pub use epcache_proto::v1 as mri;
+pub use local::{Launch, LocalError, LocalTarget};
 pub use types::{
     Aggregation, Analysis, Boundary, Bucket, DataRef, DataStructure, DataStructureKind,
     Description, Detached, Event, EventInfo, Halt, HaltingPoint, Mode, Position, Region,

@@ -1,6 +1,19 @@
-//! Kernels the example programs in `src/bin` run, kept in the library so tests can check what they measure.
+//! Kernels and tool programs the examples in `src/bin` run, kept in the library so tests can
+//! check what they measure.
 
 #![forbid(unsafe_code)]
 
 pub mod gauss;
 pub mod metric_table;
+pub mod metric_tool;
+pub mod timeline;
+
+/// Runs a tool's async work to its end on a small runtime (the embedded daemon and the client
+/// share it).
+pub fn block_on<F: std::future::Future>(work: F) -> std::io::Result<F::Output> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?
+        .block_on(work))
+}

@@ -88,6 +88,10 @@ pub struct RegionTable {
     pub rows: Vec<Row>,
     /// The whole region (its own counts, data structures or not).
     pub total: Counts,
+    /// Accesses per line residency and spatial use over every data structure the analyses
+    /// watched (METRIC's overall figures), when they ran.
+    pub total_temporal_reuse: Option<f64>,
+    pub total_spatial_use: Option<f64>,
     /// `(victim, evictor, count)`, most first per victim, when the evictor analysis ran.
     pub evictors: Vec<(String, String, u64)>,
 }
@@ -135,9 +139,7 @@ fn region_table(region: &Value, level: usize) -> Result<RegionTable, TableError>
                 .map_err(|e| malformed(&format!("unreadable analyses: {e}")))?,
         ),
     };
-    // The analyses watch one level; their columns belong only to that level's table.
-    let analyses = analyses.filter(|a| a.level + 1 == level);
-    let mut rows = Vec::new();
+    let mut structures = Vec::new();
     for ds in region["data_structures"].as_array().into_iter().flatten() {
         let ds_name = ds["name"]
             .as_str()
@@ -145,39 +147,7 @@ fn region_table(region: &Value, level: usize) -> Result<RegionTable, TableError>
         let counts = Counts::from_events(&ds["events"], level).ok_or_else(|| {
             malformed(&format!("data structure {ds_name} without L{level} events"))
         })?;
-        if counts.accesses() == 0 {
-            continue;
-        }
-        let reuse = analyses
-            .as_ref()
-            .and_then(|a| a.range(ds_name))
-            .and_then(|r| r.reuse.as_ref());
-        rows.push(Row {
-            name: ds_name.to_owned(),
-            counts,
-            temporal_reuse: reuse.and_then(|r| r.temporal_reuse),
-            spatial_use: reuse.and_then(|r| r.spatial_use),
-        });
-    }
-    rows.sort_by(|a, b| {
-        b.counts
-            .misses()
-            .cmp(&a.counts.misses())
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let mut evictors = Vec::new();
-    if let Some(matrix) = analyses.as_ref().and_then(|a| a.evictors.as_ref()) {
-        for (v, victim) in matrix.names.iter().enumerate() {
-            let mut column: Vec<(String, String, u64)> = matrix
-                .names
-                .iter()
-                .enumerate()
-                .map(|(e, evictor)| (victim.clone(), evictor.clone(), matrix.counts[e][v]))
-                .filter(|row| row.2 > 0)
-                .collect();
-            column.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
-            evictors.extend(column);
-        }
+        structures.push((ds_name.to_owned(), counts));
     }
     let place = match (region["file"].as_str(), region["line"].as_u64()) {
         (Some(file), Some(line)) => {
@@ -186,14 +156,92 @@ fn region_table(region: &Value, level: usize) -> Result<RegionTable, TableError>
         }
         _ => region["kind"].as_str().unwrap_or("program").to_owned(),
     };
-    Ok(RegionTable {
-        region: name,
+    Ok(RegionTable::assemble(
+        name,
         place,
-        instances: region["instances"].as_u64().unwrap_or(1),
-        rows,
+        region["instances"].as_u64().unwrap_or(1),
         total,
-        evictors,
-    })
+        structures,
+        analyses.as_ref(),
+        level,
+    ))
+}
+
+impl RegionTable {
+    /// A region's table from its counts at data level `level` (1 = L1): the structures with
+    /// accesses, most misses first, with the reuse columns and the evictor table filled from
+    /// `analyses` when they ran at that level.
+    pub fn assemble(
+        region: String,
+        place: String,
+        instances: u64,
+        total: Counts,
+        structures: Vec<(String, Counts)>,
+        analyses: Option<&AnalysisReport>,
+        level: usize,
+    ) -> RegionTable {
+        // The analyses watch one level; their columns belong only to that level's table.
+        let analyses = analyses.filter(|a| a.level + 1 == level);
+        let mut rows: Vec<Row> = structures
+            .into_iter()
+            .filter(|(_, counts)| counts.accesses() > 0)
+            .map(|(name, counts)| {
+                let reuse = analyses
+                    .and_then(|a| a.range(&name))
+                    .and_then(|r| r.reuse.as_ref());
+                Row {
+                    temporal_reuse: reuse.and_then(|r| r.temporal_reuse),
+                    spatial_use: reuse.and_then(|r| r.spatial_use),
+                    name,
+                    counts,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.counts
+                .misses()
+                .cmp(&a.counts.misses())
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let mut evictors = Vec::new();
+        if let Some(matrix) = analyses.and_then(|a| a.evictors.as_ref()) {
+            for (v, victim) in matrix.names.iter().enumerate() {
+                let mut column: Vec<(String, String, u64)> = matrix
+                    .names
+                    .iter()
+                    .enumerate()
+                    .map(|(e, evictor)| (victim.clone(), evictor.clone(), matrix.counts[e][v]))
+                    .filter(|row| row.2 > 0)
+                    .collect();
+                column.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
+                evictors.extend(column);
+            }
+        }
+        let (mut residencies, mut accesses, mut bytes_used) = (0u64, 0u64, 0u64);
+        for reuse in analyses
+            .iter()
+            .flat_map(|a| &a.ranges)
+            .filter_map(|r| r.reuse.as_ref())
+        {
+            residencies += reuse.residencies;
+            accesses += reuse.accesses;
+            bytes_used += reuse.bytes_used;
+        }
+        let line = analyses.map_or(0, |a| u64::from(a.line_size));
+        let per_residency = |v: u64, unit: u64| {
+            (residencies > 0 && unit > 0).then(|| v as f64 / (residencies * unit) as f64)
+        };
+        RegionTable {
+            region,
+            place,
+            instances,
+            rows,
+            total,
+            total_temporal_reuse: per_residency(accesses, 1),
+            total_spatial_use: per_residency(bytes_used, line),
+            evictors,
+        }
+    }
 }
 
 fn ratio(v: Option<f64>, places: usize) -> String {
@@ -248,7 +296,13 @@ pub fn render(tables: &[RegionTable], level: usize) -> String {
                 row.spatial_use,
             );
         }
-        line(&mut out, "(whole region)", &t.total, None, None);
+        line(
+            &mut out,
+            "(whole region)",
+            &t.total,
+            t.total_temporal_reuse,
+            t.total_spatial_use,
+        );
         if !t.evictors.is_empty() {
             let _ = writeln!(
                 out,
@@ -352,6 +406,13 @@ mod tests {
         assert_eq!(naive.rows[0].spatial_use, Some(0.171));
         assert_eq!(naive.rows[0].temporal_reuse, Some(1.0));
         assert_eq!(naive.rows[1].spatial_use, None);
+        // The overall figures weigh each structure by its residencies (only xz's here).
+        assert_eq!(
+            naive.total_spatial_use,
+            Some(1_368_000.0 / (250_000.0 * 32.0))
+        );
+        assert_eq!(naive.total_temporal_reuse, Some(1.0));
+        assert_eq!(t[0].total_spatial_use, None);
         // Figure 6: xz evicted by itself 238,150 times, 95.6% of its evictions.
         assert_eq!(
             naive.evictors.iter().find(|e| e.0 == "xz").unwrap(),

@@ -10,8 +10,10 @@
 //! paper's m kept 8 lines); Cachegrind agrees, and counts 60,191 L2 loads. Allowed: 0.1% of the
 //! paper's figures (about 1,000 column-wise loads, a few L2 lines).
 //!
-//! Spatial use (100% vs 6%) needs the analyses, which the standalone report does not carry;
-//! the `metric_table` tool program shows it from a tool's requests.
+//! Spatial use (100% vs 6%) and temporal reuse per line residency come from the reuse analysis,
+//! which a tool requests: the `metric_table` tool program's measurement is checked against the
+//! hand counts (a row-wise line is used whole, 16 ints of 4 B in 64 B; a column-wise one for one
+//! int, 4 of 64 bytes, 6.25%) and against the standalone report's counts of the same program.
 
 mod support;
 
@@ -119,4 +121,59 @@ fn epcache_reproduces_the_cache_reuse_table() {
         (m.reads, m.read_misses, l2)
     });
     check_against_the_paper("epcache", counts);
+}
+
+#[test]
+fn a_tool_measures_the_spatial_use_and_temporal_reuse_of_each_sum() {
+    if !support::tools_available(WHO, &["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = REUSE.with_epcache(dir.path(), "reuse");
+    let tables =
+        support::metric_tables(&program, &[], &Shape::PENTIUM_M, &["sum_rows", "sum_cols"]);
+    let report = support::run_with_report(&program, &[], &Shape::PENTIUM_M);
+    // (function, spatial use, temporal reuse): the hand counts above.
+    for (table, (function, spatial, temporal)) in tables
+        .iter()
+        .zip([("sum_rows", 1.0, 16.0), ("sum_cols", 4.0 / 64.0, 1.0)])
+    {
+        assert_eq!(table.region, function);
+        assert_eq!(table.instances, 1, "{function}");
+        let m = table
+            .rows
+            .iter()
+            .find(|r| r.name == "m")
+            .unwrap_or_else(|| panic!("{function}: no row for m in {table:?}"));
+        // The tool's counts through the segment are the standalone report's.
+        let standalone = report.data_structure_l1(function, "m");
+        assert_eq!(
+            (m.counts.reads, m.counts.read_misses),
+            (standalone.reads, standalone.read_misses),
+            "{function}: the tool's counts of m vs the standalone report's"
+        );
+        let got = m.spatial_use.expect("the reuse analysis ran");
+        assert_within(
+            &format!("{function}: spatial use of m"),
+            got,
+            spatial,
+            TOLERANCE,
+        );
+        let got = m.temporal_reuse.expect("the reuse analysis ran");
+        assert_within(
+            &format!("{function}: temporal reuse of m"),
+            got,
+            temporal,
+            TOLERANCE,
+        );
+        // m evicts only itself: nothing else lives in these loops.
+        assert!(
+            table
+                .evictors
+                .iter()
+                .all(|(victim, by, _)| victim == "m" && by == "m"),
+            "{function}: {:?}",
+            table.evictors
+        );
+    }
 }

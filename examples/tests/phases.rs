@@ -10,8 +10,9 @@
 //! - chase, 8 intervals: 4 passes over 4096 nodes of 64 B (a 256 KB block): one miss per node
 //!   visit (a node's `next` and `value` share a line).
 //!
-//! The timeline per interval needs a tool stepping the "interval" marker region by region; the
-//! standalone report gives the totals per phase function and per data structure, checked here.
+//! The standalone report gives the totals per phase function and per data structure; the
+//! timeline per interval comes from the `timeline` tool program, which halts the program at every
+//! entry and exit of the "interval" marker. Both are checked here, and against each other.
 
 mod support;
 
@@ -167,4 +168,79 @@ fn epcache_sees_each_phase_in_its_own_data_structure() {
         phase_reads as f64,
         0.001,
     );
+}
+
+#[test]
+fn the_timeline_tool_shows_each_phase_in_its_interval() {
+    if !support::tools_available(WHO, &["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = PHASES.with_epcache(dir.path(), "phases");
+    let mut launch = epcache_client::Launch::new(&program, "phases-test");
+    launch.cache = Some(Shape::DTRACK.epcache_spec());
+    launch.show_output = false;
+    let options = epcache_examples::timeline::TimelineOptions {
+        launch,
+        interval: "interval".into(),
+        event: "PAPI_L1_DCM".into(),
+    };
+    let timeline = epcache_examples::block_on(epcache_examples::timeline::record(&options, |_| {}))
+        .unwrap()
+        .unwrap_or_else(|e| panic!("recording the timeline: {e}"));
+    // Every interval is there, the first included: the marker is met before its requests exist,
+    // and what the tool places while the program waits at its entry covers that instance.
+    assert_eq!(timeline.intervals.len(), 32);
+    let site = format!(
+        "phases.c:{}",
+        support::line_of("c/phases.c", "nodes = malloc(")
+    );
+    let series = |name: &str| {
+        timeline
+            .series(name)
+            .unwrap_or_else(|| panic!("no column {name} in {:?}", timeline.structures))
+    };
+    let (x, y, nodes) = (series("X"), series("Y"), series(&site));
+    let chunk_lines = CHUNK_DOUBLES / 8;
+    let stride_misses = STRIDE_READS / 8;
+    let chase_misses = CHASE_VISITS / 8;
+    for k in 0..32 {
+        let at = |what: &str, v: &[u64]| format!("interval {k}: {what} {}", v[k]);
+        match k / 4 % 4 {
+            0 | 2 => {
+                // stream: X's chunk misses once per line; Y's window comes back after another
+                // phase and then stays.
+                assert_eq!(x[k], chunk_lines, "{}", at("X", &x));
+                assert!(y[k] <= Y_WINDOW_LINES, "{}", at("Y", &y));
+                assert_eq!(nodes[k], 0, "{}", at("nodes", &nodes));
+            }
+            1 => {
+                assert_eq!(x[k], 0, "{}", at("X", &x));
+                assert!(
+                    y[k] >= stride_misses - Y_WINDOW_LINES && y[k] <= stride_misses,
+                    "{}",
+                    at("Y", &y)
+                );
+                assert_eq!(nodes[k], 0, "{}", at("nodes", &nodes));
+            }
+            _ => {
+                assert_eq!((x[k], y[k]), (0, 0), "interval {k}: chase touches X or Y");
+                assert_within(
+                    &format!("interval {k}: misses of the nodes"),
+                    nodes[k] as f64,
+                    chase_misses as f64,
+                    0.01,
+                );
+            }
+        }
+    }
+    // The timeline sums to the whole-run totals of the standalone report.
+    let report = support::run_with_report(&program, &[], &Shape::DTRACK);
+    let misses = |region: &str, name: &str| {
+        let l1 = report.data_structure_l1_or_zero(region, name);
+        l1.read_misses + l1.write_misses
+    };
+    assert_eq!(x.iter().sum::<u64>(), misses("interval", "X"));
+    assert_eq!(y.iter().sum::<u64>(), misses("interval", "Y"));
+    assert_eq!(nodes.iter().sum::<u64>(), misses("interval", &site));
 }

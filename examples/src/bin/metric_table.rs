@@ -1,21 +1,36 @@
-//! Prints METRIC's per-data-structure table (and evictor table, when the analyses ran) for each
-//! region of an epcache standalone report: `metric_table REPORT.json [--region NAME]... [--level N]`.
+//! Prints METRIC's per-data-structure table (hits, misses, miss ratio, temporal reuse, spatial
+//! use) and evictor table per region: measured live as a tool (`metric_table -- PROGRAM ARGS`),
+//! or read from an epcache standalone report (`metric_table --report REPORT.json`).
 
 use anyhow::{Context, bail};
+use epcache_client::Launch;
 use epcache_examples::metric_table;
+use epcache_examples::metric_tool::{self, MetricOptions};
 
-const USAGE: &str = "usage: metric_table REPORT.json [--region NAME]... [--level N]
-  REPORT.json   what a program built with `epcache cc` wrote with EPCACHE_REPORT=REPORT.json
-  --region      only this region (repeatable; default: every region)
-  --level       data level, 1 = L1 (default 1)";
+const USAGE: &str =
+    "usage: metric_table [--cache SPEC] [--region NAME]... [--level N] -- PROGRAM [ARGS]
+       metric_table --report REPORT.json [--region NAME]... [--level N]
+
+  PROGRAM       built with `epcache cc`; it runs under a daemon embedded in this tool, which
+                counts reads, writes and their misses per data structure in each region and
+                runs the reuse and evictor analyses (L1)
+  --report      print the tables of what a program wrote with EPCACHE_REPORT=REPORT.json
+                instead (no analyses: those columns print -)
+  --cache       the simulated cache, e.g. r12000 or D1=32K,2,32 (default: the program's)
+  --region      only this region (repeatable; default: every function region but main)
+  --level       data level of the counts, 1 = L1 (default 1)";
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let mut path = None;
+    let mut report = None;
+    let mut cache = None;
     let mut regions = Vec::new();
     let mut level = 1usize;
+    let mut command = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--report" => report = Some(args.next().context("--report needs a file")?),
+            "--cache" => cache = Some(args.next().context("--cache needs a spec")?),
             "--region" => regions.push(args.next().context("--region needs a name")?),
             "--level" => {
                 let value = args.next().context("--level needs a number")?;
@@ -28,21 +43,43 @@ fn main() -> anyhow::Result<()> {
                 println!("{USAGE}");
                 return Ok(());
             }
-            _ if path.is_none() && !arg.starts_with('-') => path = Some(arg),
+            "--" => command.extend(args.by_ref()),
             _ => bail!("unexpected argument {arg}\n{USAGE}"),
         }
     }
-    let Some(path) = path else {
-        bail!("no report given\n{USAGE}");
+    let tables = match (report, command.split_first()) {
+        (Some(path), None) => from_report(&path, &regions, level)?,
+        (None, Some((program, program_args))) => {
+            let mut launch =
+                Launch::new(program, "metric_table").args(program_args.iter().cloned());
+            launch.cache = cache;
+            let options = MetricOptions {
+                launch,
+                regions,
+                level,
+            };
+            epcache_examples::block_on(metric_tool::measure(&options, |m| eprintln!("{m}")))
+                .context("starting the async runtime")?
+                .with_context(|| format!("measuring {program}"))?
+        }
+        (Some(_), Some(_)) => bail!("give either --report or a program, not both\n{USAGE}"),
+        (None, None) => bail!("nothing to measure: give -- PROGRAM or --report FILE\n{USAGE}"),
     };
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    print!("{}", metric_table::render(&tables, level));
+    Ok(())
+}
+
+fn from_report(
+    path: &str,
+    regions: &[String],
+    level: usize,
+) -> anyhow::Result<Vec<metric_table::RegionTable>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
     let report: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{path} is not JSON"))?;
     if let Some(cache) = report["cache"].as_str() {
         println!("cache {cache}\n");
     }
-    let tables = metric_table::tables(&report, &regions, level)
-        .with_context(|| format!("reading the regions of {path}"))?;
-    print!("{}", metric_table::render(&tables, level));
-    Ok(())
+    metric_table::tables(&report, regions, level)
+        .with_context(|| format!("reading the regions of {path}"))
 }

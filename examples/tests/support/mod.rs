@@ -702,3 +702,26 @@ pub(crate) fn line_of(source_rel: &str, needle: &str) -> u32 {
         .map(|i| i as u32 + 1)
         .unwrap_or_else(|| panic!("`{needle}` not in {source_rel}"))
 }
+
+/// METRIC's tables of `regions`, measured by the `metric_table` tool program's library: the
+/// program runs under an embedded daemon with the reuse and evictor analyses requested.
+pub(crate) fn metric_tables(
+    program: &Path,
+    args: &[&str],
+    shape: &Shape,
+    regions: &[&str],
+) -> Vec<epcache_examples::metric_table::RegionTable> {
+    let mut launch = epcache_client::Launch::new(program, "reproduction-test").args(args);
+    launch.cache = Some(shape.epcache_spec());
+    launch.show_output = false;
+    let options = epcache_examples::metric_tool::MetricOptions {
+        launch,
+        regions: regions.iter().map(|r| (*r).to_owned()).collect(),
+        level: 1,
+    };
+    epcache_examples::block_on(epcache_examples::metric_tool::measure(&options, |m| {
+        eprintln!("{m}")
+    }))
+    .expect("a runtime for the tool")
+    .unwrap_or_else(|e| panic!("measuring {} with the metric tool: {e}", program.display()))
+}

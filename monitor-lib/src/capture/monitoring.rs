@@ -378,7 +378,8 @@ fn bucket_bytes(spec: &RequestSpec, range: AddressRange, line: u64) -> u64 {
     } else {
         range.len().div_ceil(u64::from(buckets.max(1)))
     };
-    raw.div_ceil(line).max(1) * line
+    // Saturating: a request from the segment may cover the whole address space.
+    raw.div_ceil(line).max(1).saturating_mul(line)
 }
 
 /// Switches the analyses a request asks for on, over every live data structure (and the
@@ -398,7 +399,7 @@ fn start_analyses(sim: &mut Simulator, request: &ActiveRequest) {
         let _ = ranges.insert(NamedRange {
             name: format!("{:#x}+{}", r.start, r.len()),
             range: r,
-            bucket_bytes: r.len().div_ceil(line).max(1) * line,
+            bucket_bytes: r.len().div_ceil(line).max(1).saturating_mul(line),
         });
     }
     for d in data::all().into_iter().filter(|d| d.live) {

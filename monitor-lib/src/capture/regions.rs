@@ -285,6 +285,11 @@ fn warn_unbalanced(what: &str) {
 fn enter(region: Option<RegionRef>, function: bool) {
     state::sync_point();
     let m = mcc::get();
+    // Halt before looking up requests: what a tool places while the program waits at this
+    // entry covers the instance about to run, as a user stepping region by region expects.
+    if let (Some(m), Some(e)) = (m, region.and_then(|r| r.entry)) {
+        m.boundary(e.region, Boundary::Entry);
+    }
     let requested = match (m, region.and_then(|r| r.entry)) {
         (Some(m), Some(e)) => m.has_request(e),
         _ => false,
@@ -302,9 +307,6 @@ fn enter(region: Option<RegionRef>, function: bool) {
     if let Some(r) = region {
         if monitored {
             state::monitored_enter(r, requested);
-        }
-        if let (Some(m), Some(e)) = (m, r.entry) {
-            m.boundary(e.region, Boundary::Entry);
         }
     }
 }

@@ -74,9 +74,15 @@ enum Units {
 
 /// Whether a compilation unit (by its `DW_AT_name`) is the program's own code rather than the
 /// Rust standard library, a registry crate or epcache's runtime, which every monitored program
-/// links and whose debug information can be a hundred times the program's.
+/// links and whose debug information can be a hundred times the program's. The standard
+/// library's own dependencies are under `/rust/deps/`; its and prebuilt crates' units are
+/// named by the bare crate (`core`, `alloc`, `gimli`),
+/// where a C, C++ or Fortran unit always names a source file with its extension.
 pub fn is_program_unit(name: &str) -> bool {
-    !(name.starts_with("/rustc/")
+    let bare_crate = !name.contains('/') && !name.contains('.');
+    !(bare_crate
+        || name.starts_with("/rustc/")
+        || name.starts_with("/rust/deps/")
         || name.contains("/.cargo/registry/")
         || name.contains("/.cargo/git/")
         || name.contains("epcache_monitor")
@@ -471,4 +477,33 @@ fn type_size(
         count = count.checked_mul(n)?;
     }
     element.checked_mul(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_program_unit;
+
+    #[test]
+    fn only_the_programs_own_units_count() {
+        for own in [
+            "mm.c",
+            "/home/u/src/solver.f90",
+            "examples/rust-capture/gauss.rs/@/gauss.abc123",
+            "./kernel.cpp",
+        ] {
+            assert!(is_program_unit(own), "{own}");
+        }
+        for runtime in [
+            "core",
+            "alloc",
+            "gimli",
+            "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/std/src/lib.rs",
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/memchr-2.7.4/src/lib.rs",
+            "monitor-lib/src/lib.rs/@/ecboq9l29i2fc8hi24on5j1cf",
+            "epcache_monitor",
+            "/rust/deps/memchr-2.7.6/src/lib.rs/@/memchr.9642f0ce76a98c65-cgu.0",
+        ] {
+            assert!(!is_program_unit(runtime), "{runtime}");
+        }
+    }
 }

@@ -7,14 +7,11 @@
 //! Figure 3.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_client::{
-    Client, ConnectOptions, Request, RequestResult, StepOutcome, StepTo, TargetState,
-};
+use epcache_client::{Launch, LocalTarget, Request, RequestResult, StepOutcome, StepTo};
 
 use crate::cc;
 use crate::connection::block_on;
@@ -42,7 +39,7 @@ pub(crate) const VERSIONS: [(&str, &str); 2] = [
 /// Run the EP-Cache monitoring scenario on the Gauss example and plot its histograms.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Directory for the built program, the daemon's runtime files, the results and the plot.
+    /// Directory for the built program, the results and the plot.
     #[arg(long, value_name = "DIR", default_value = "target/epcache-demo")]
     out: PathBuf,
     /// The simulated cache (the paper's: 8 KB, 2-way, 32-byte lines).
@@ -70,10 +67,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
         .canonicalize()
         .with_context(|| format!("resolving {}", args.out.display()))?;
     let program = build(&out, &args.compiler)?;
-    let runtime_dir = out.join("run");
-    // Records of an earlier demo's targets would only be dropped as dead; start clean.
-    let _ = std::fs::remove_dir_all(&runtime_dir);
-    let results = block_on(scenario(args, &program, &runtime_dir))?;
+    let results = block_on(scenario(args, &program))?;
 
     println!();
     print!("{}", demo_plot::side_by_side(&results, 36));
@@ -122,53 +116,17 @@ fn build(out: &Path, compiler: &str) -> anyhow::Result<PathBuf> {
     Ok(program)
 }
 
-/// Kills the target if the demo stops early, so it never waits on a tool that is gone.
-struct TargetProcess(Child);
-
-impl Drop for TargetProcess {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-async fn scenario(
-    args: &DemoArgs,
-    program: &Path,
-    runtime_dir: &Path,
-) -> anyhow::Result<Vec<VersionResults>> {
-    let daemon = epcache_daemon::serve(epcache_daemon::Config {
-        runtime_dir: runtime_dir.to_owned(),
-        discovery_interval: Duration::from_millis(50),
-        ..epcache_daemon::Config::loopback(0)
-    })
-    .await
-    .context("starting the embedded daemon")?;
+async fn scenario(args: &DemoArgs, program: &Path) -> anyhow::Result<Vec<VersionResults>> {
+    let mut target = LocalTarget::launch(Launch::new(program, "epcache-demo").cache(&args.cache))
+        .await
+        .context("launching the Gauss program under an embedded daemon")?;
     println!(
         "[2/4] embedded daemon listening on {} (runtime directory {})",
-        daemon.endpoint(),
-        runtime_dir.display()
+        target.endpoint(),
+        target.runtime_dir().display()
     );
-    let child = Command::new(program)
-        .env("EPCACHE_WAIT", "60")
-        .env("EPCACHE_RUNTIME_DIR", runtime_dir)
-        .env("EPCACHE_CACHE", &args.cache)
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("starting {}", program.display()))?;
-    let mut target = TargetProcess(child);
-    let pid = target.0.id();
-    let mut client = Client::connect_with(ConnectOptions {
-        address: daemon.endpoint(),
-        tool: "epcache-demo".into(),
-        ..ConnectOptions::default()
-    })
-    .await
-    .context("connecting to the embedded daemon")?;
-    wait_for_target(&mut client, pid).await?;
+    let pid = target.pid();
+    let client = target.client();
     let description = client.describe(pid).await?;
     let regions = description.regions.clone();
     println!(
@@ -239,36 +197,12 @@ async fn scenario(
         }
         results.push(VersionResults { label, histograms });
     }
-    client.resume(pid, true).await?;
-    let status = tokio::task::spawn_blocking(move || target.0.wait())
-        .await
-        .context("waiting for the target")??;
+    let status = target.finish().await?;
     println!("      released; the program ran to its end after {boundaries} halts ({status})");
     if !status.success() {
         bail!("the Gauss program failed ({status}): its answer was wrong");
     }
-    daemon.shutdown().await;
     Ok(results)
-}
-
-async fn wait_for_target(client: &mut Client, pid: u32) -> anyhow::Result<()> {
-    let started = Instant::now();
-    loop {
-        // The target blocks at start (EPCACHE_WAIT) only once its regions and data structures are
-        // registered, so a tool describes and requests after that.
-        if client
-            .targets()
-            .await?
-            .iter()
-            .any(|t| t.pid == pid && t.state == TargetState::WaitingForTool)
-        {
-            return Ok(());
-        }
-        if started.elapsed() > Duration::from_secs(30) {
-            bail!("the daemon did not discover the target (pid {pid}) within 30 s");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 fn short(file: &str) -> &str {
