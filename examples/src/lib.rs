@@ -6,6 +6,7 @@
 pub mod gauss;
 pub mod metric_table;
 pub mod metric_tool;
+pub mod online;
 pub mod timeline;
 
 /// Runs a tool's async work to its end on a small runtime (the embedded daemon and the client
