@@ -177,3 +177,49 @@ fn a_tool_measures_the_spatial_use_and_temporal_reuse_of_each_sum() {
         );
     }
 }
+
+/// A request may name the whole address space, with an analysis on it: the target serves it
+/// (it once overflowed computing the range's bucket width and aborted) and every miss of the
+/// row-wise sum is compulsory to the analysis, which starts empty at the region's entry.
+#[test]
+fn a_tool_may_analyse_the_whole_address_space() {
+    if !support::tools_available(WHO, &["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = REUSE.with_epcache(dir.path(), "reuse");
+    let mut launch = epcache_client::Launch::new(&program, "whole-space-test");
+    launch.cache = Some(Shape::PENTIUM_M.epcache_spec());
+    launch.show_output = false;
+    let (status, result, misses) = epcache_examples::block_on(async {
+        let mut target = epcache_client::LocalTarget::launch(launch).await.unwrap();
+        let pid = target.pid();
+        let everything = 0..u64::MAX;
+        let placed = target
+            .client()
+            .requests(
+                pid,
+                &[
+                    epcache_client::Request::count("sum_rows", everything.clone(), "PAPI_L1_DCM")
+                        .analysis(epcache_client::Analysis::MissClasses),
+                    epcache_client::Request::count("sum_rows", everything, "PAPI_L1_DCM"),
+                ],
+            )
+            .await
+            .unwrap();
+        let status = target.run_to_end().await.unwrap();
+        let ids: Vec<u64> = placed.iter().map(|p| p.id).collect();
+        let mut results = target.client().results(pid, &ids).await.unwrap();
+        let misses = results.pop().unwrap().total;
+        (status, results.pop().unwrap(), misses)
+    })
+    .unwrap();
+    assert!(status.success(), "the target ended with {status}");
+    assert!(result.available, "{result:?}");
+    let report: epcache_monitor::analysis::AnalysisReport =
+        serde_json::from_str(result.analysis_json.as_deref().expect("a report")).unwrap();
+    let classes = report.miss_classes.expect("miss classes were asked for");
+    assert_eq!(classes.total(), misses, "{classes:?}");
+    assert_eq!(classes.compulsory, misses, "{classes:?}");
+    assert_within("sum_rows misses", misses as f64, 62_500.0, TOLERANCE);
+}
