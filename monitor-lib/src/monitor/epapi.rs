@@ -10,7 +10,7 @@ use super::counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MonitorError, SpillStats, StaticId,
 };
 use super::{Event, UnknownEvent};
-use crate::cache::{AccessKind, AccessOutcome, Hierarchy};
+use crate::cache::{AccessKind, AccessOutcome, Hierarchy, Watch};
 use crate::ranges::AddressRange;
 
 /// Position of a counted event in an [`EventSet`], and of its value in what `read` and `stop` return.
@@ -248,6 +248,24 @@ impl EventSet {
     #[inline(always)]
     pub fn counts_l1_hit(&self, kind: AccessKind) -> bool {
         AccessOutcome::l1_hit(kind).event_bits() & self.active != 0
+    }
+}
+
+/// The monitor watching a batch in the hierarchy's two-level loop.
+impl Watch for EventSet {
+    #[inline(always)]
+    fn wants_hits(&self) -> bool {
+        self.counts_l1_hit(AccessKind::Read) || self.counts_l1_hit(AccessKind::Write)
+    }
+
+    #[inline(always)]
+    fn hit(&mut self, addr: u64, kind: AccessKind) {
+        self.observe(addr, &AccessOutcome::l1_hit(kind));
+    }
+
+    #[inline(always)]
+    fn miss(&mut self, addr: u64, outcome: &AccessOutcome) {
+        self.observe(addr, outcome);
     }
 }
 
