@@ -184,7 +184,7 @@ impl Simulator {
             self.access_per_line(addr, size, kind);
             return;
         }
-        let outcome = self.hierarchy.access_missed(addr, size, kind);
+        let outcome = self.hierarchy.access_missed_inline(addr, size, kind);
         self.monitor.observe(addr, &outcome);
         if self.analyses.is_some() {
             self.analyse(addr, size, kind, &outcome);

@@ -195,6 +195,10 @@ pub struct Hierarchy {
     fast_hits: bool,
     /// L1's set mask when `fast_hits`.
     l1_mask: u64,
+    /// L1's line size and its log2, kept here so the inlined fast path reads them from the
+    /// hierarchy it already has in a register, not through the level.
+    l1_line: u64,
+    l1_bits: u32,
     /// Every level has the same line size, so a one-line access is one block all the way down.
     uniform_lines: bool,
     /// The hierarchy is the common one [`two_level`] simulates in one loop: `fast_hits`, two
@@ -228,6 +232,8 @@ impl Hierarchy {
             .all(|l| l.cache.line_bits() == data[0].cache.line_bits());
         let l1_mask = data[0].cache.set_mask();
         let fast_hits = data[0].write == WritePolicy::WriteBack && l1_mask.is_some();
+        let l1_bits = data[0].cache.line_bits();
+        let l1_line = 1 << l1_bits;
         let mut hierarchy = Self {
             spec: spec.clone(),
             instr,
@@ -239,6 +245,8 @@ impl Hierarchy {
             record_lines: false,
             fast_hits,
             l1_mask: l1_mask.unwrap_or(0),
+            l1_line,
+            l1_bits,
             line_events: Vec::new(),
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
@@ -367,13 +375,15 @@ impl Hierarchy {
     /// [`Self::access_missed`] then finishes it.
     #[inline(always)]
     pub(crate) fn try_l1_hit(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
+        let (line, bits) = (self.l1_line, self.l1_bits);
+        // `in_one_line` with the line size at hand.
+        if !(self.fast_hits && (addr & (line - 1)) + u64::from(size) <= line) {
+            return false;
+        }
         let l1 = &mut self.data[0];
-        let bits = l1.cache.line_bits();
-        if self.fast_hits
-            && in_one_line(addr, size, bits)
-            && l1
-                .cache
-                .probe_hit_masked(addr >> bits, self.l1_mask, kind == AccessKind::Write)
+        if l1
+            .cache
+            .probe_hit_masked(addr >> bits, self.l1_mask, kind == AccessKind::Write)
         {
             // The counter is picked without a branch: programs interleave reads and writes
             // irregularly.
@@ -545,6 +555,23 @@ impl Hierarchy {
             }
             RunEnd::Declined | RunEnd::Done => self.access_missed(addr, size, kind),
         }
+    }
+
+    /// [`Self::access_missed`] for a caller that is itself out of line: the two-level miss
+    /// step inlined, everything else a call.
+    #[inline(always)]
+    pub(crate) fn access_missed_inline(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) -> AccessOutcome {
+        if let Some(k) = self.two_level {
+            if in_one_line(addr, size, k.line_bits) {
+                return self.two_level_miss(k, addr >> k.line_bits, kind);
+            }
+        }
+        self.access_missed(addr, size, kind)
     }
 
     /// Simulates an access that [`Self::try_l1_hit`] declined, which has changed nothing.

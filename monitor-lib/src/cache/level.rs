@@ -450,8 +450,8 @@ fn broadcast_signature(block: u64) -> u64 {
     u64::from(signature(block)) * 0x0101_0101_0101_0101
 }
 
-/// One set of a [`PackedLru`]: its tags, then the state beside them (at most 16 ways: 160
-/// bytes with 16 ways, 88 with 8, padded to whole host cache lines).
+/// One set of a [`PackedLru`]: its tags, then the state beside them (172 bytes with 16 ways, 92
+/// with 8, padded to whole host cache lines: 192 and 128).
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
 pub(super) struct PackedSet<const W: usize, const S: usize> {
@@ -462,8 +462,9 @@ pub(super) struct PackedSet<const W: usize, const S: usize> {
     /// way numbers in recency order, most recent in the low nibble (nibbles past the last way
     /// hold 0xF, which matches no way of a set narrower than 16).
     order: u64,
-    /// Bit `w`: way `w` holds data not yet written to the next level.
-    dirty: u32,
+    /// Way `w` holds data not yet written to the next level. Bytes, not bits: a hit marks
+    /// its way with one OR into memory, without a shift by a variable amount.
+    dirty: [bool; W],
     /// With 8 ways, the way used last (the age matrix does not name it cheaply; with 16 it is
     /// the order's low nibble). A hit on it changes no recency, so a lookup tries it first.
     mru: u32,
@@ -517,7 +518,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     /// Marks `way` of `state` dirty, without changing recency.
     #[inline(always)]
     pub(super) fn set_dirty(self, state: &mut PackedSet<W, S>, way: usize) {
-        state.dirty |= 1 << way;
+        state.dirty[way] = true;
     }
 
     /// The way used last in `state` (any way of an empty set, whose tag is then `INVALID`).
@@ -609,8 +610,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         let shift = 8 * (way % 8);
         let word = &mut state.signatures[way / 8 % S];
         *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
-        let was_dirty = state.dirty >> way & 1 != 0;
-        state.dirty = (state.dirty & !(1 << way)) | u32::from(dirty) << way;
+        let was_dirty = std::mem::replace(&mut state.dirty[way], dirty);
         let old = std::mem::replace(&mut state.tags[way], block);
         let victim = (old != INVALID).then_some(Victim {
             block: old,
@@ -627,14 +627,14 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         // element) changes no recency: only its dirty bit.
         let mru = self.mru(state);
         if state.tags[mru] == block {
-            state.dirty |= u32::from(dirty) << mru;
+            state.dirty[mru] |= dirty;
             return true;
         }
         let Some(way) = self.find_in(state, block) else {
             return false;
         };
         self.touch(state, way);
-        state.dirty |= u32::from(dirty) << way;
+        state.dirty[way] |= dirty;
         true
     }
 }
@@ -686,7 +686,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
             tags: [INVALID; W],
             signatures: [0; S],
             order: if W == 8 { 0 } else { identity_order(assoc) },
-            dirty: 0,
+            dirty: [false; W],
             mru: 0,
         }
     }
@@ -710,7 +710,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
         let Some(way) = self.find(set, block) else {
             return false;
         };
-        self.sets[set].dirty |= 1 << way;
+        self.sets[set].dirty[way] = true;
         true
     }
 
@@ -720,8 +720,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
         let order = self.shape.make_oldest(self.sets[set].order, way);
         let state = &mut self.sets[set];
         state.tags[way] = INVALID;
-        let dirty = state.dirty >> way & 1 != 0;
-        state.dirty &= !(1 << way);
+        let dirty = std::mem::replace(&mut state.dirty[way], false);
         state.order = order;
         Some(dirty)
     }

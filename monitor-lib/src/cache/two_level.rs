@@ -71,6 +71,15 @@ pub(super) fn run<
 ) -> usize {
     let (shape1, sets1) = l1.parts();
     let (shape2, sets2) = l2.parts();
+    // The masks as `len - 1` of slices known to be a power of two long: the compiler then
+    // knows every masked index is in bounds, and keeps no length for the bounds check.
+    assert!(sets1.len() == (k.l1_mask + 1) as usize && sets1.len().is_power_of_two());
+    assert!(sets2.len() == (k.l2_mask + 1) as usize && sets2.len().is_power_of_two());
+    let k = TwoLevel {
+        l1_mask: sets1.len() as u64 - 1,
+        l2_mask: sets2.len() as u64 - 1,
+        ..k
+    };
     let bits = k.line_bits;
     let mut writes = 0u64;
     let mut done = batch.len();
