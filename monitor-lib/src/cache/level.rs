@@ -489,6 +489,28 @@ pub(super) struct PackedLru<const W: usize, const S: usize> {
     sets: Vec<PackedSet<W, S>>,
 }
 
+/// Byte `w` of an 8-way age matrix: way `w`'s row.
+const AGE_ROW: [u64; 8] = {
+    let mut rows = [0; 8];
+    let mut w = 0;
+    while w < 8 {
+        rows[w] = 0xFF << (8 * w);
+        w += 1;
+    }
+    rows
+};
+
+/// Everything but bit `w` of every byte of an 8-way age matrix: all but way `w`'s column.
+const AGE_NOT_COLUMN: [u64; 8] = {
+    let mut columns = [0; 8];
+    let mut w = 0;
+    while w < 8 {
+        columns[w] = !(0x0101_0101_0101_0101 << w);
+        w += 1;
+    }
+    columns
+};
+
 /// The per-level constants of a [`PackedLru`], copied into registers by the hot loops (a
 /// load through `&self` would be repeated after every store to a set).
 #[derive(Debug, Clone, Copy)]
@@ -497,8 +519,9 @@ pub(super) struct PackedShape<const W: usize, const S: usize> {
     /// The high bit of each signature byte that belongs to an existing way, so ways past
     /// `assoc` never become candidates.
     valid: [u64; S],
-    /// Bits of the ways that exist: what a use of a way sets in its row of the age matrix.
-    row: u64,
+    /// Bits of the ways that exist, in every byte: a use of way `w` sets byte `w` of it (its
+    /// row of the age matrix).
+    rows: u64,
 }
 
 impl<const W: usize, const S: usize> PackedShape<W, S> {
@@ -506,8 +529,10 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     #[inline(always)]
     fn touch(self, state: &mut PackedSet<W, S>, way: usize) {
         if W == 8 {
-            const COLUMN: u64 = 0x0101_0101_0101_0101;
-            state.order = (state.order | self.row << (8 * way)) & !(COLUMN << way);
+            // Masks from tables rather than shifts by `8 * way` and `way`: each variable shift
+            // needs the count register, and the loop around this needs it for the line size.
+            let way = way & 7;
+            state.order = (state.order | (AGE_ROW[way] & self.rows)) & AGE_NOT_COLUMN[way];
             state.mru = way as u32;
         } else {
             // Re-touching the most recent way leaves the order as it is; no branch needed.
@@ -668,7 +693,8 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
             shape: PackedShape {
                 assoc,
                 valid,
-                row: (1u64 << assoc) - 1,
+                // Used with 8 ways only; wraps harmlessly for 16.
+                rows: ((1u64 << assoc) - 1).wrapping_mul(0x0101_0101_0101_0101),
             },
             sets: vec![Self::empty_set(assoc); sets],
         }

@@ -238,8 +238,9 @@ impl EventSet {
     /// binding counts, or any access while the set is stopped.
     #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
-        if outcome.event_bits() & self.active != 0 {
-            self.array.observe_matching(addr, outcome);
+        let bits = outcome.event_bits();
+        if bits & self.active != 0 {
+            self.array.observe_matching(addr, bits);
         }
     }
 
