@@ -1,7 +1,9 @@
 //! The simulator a program's access stream drives: the cache hierarchy, the counter-array monitor behind its ePAPI event set, and the analyses.
 
 use crate::analysis::{Analyses, AnalysisConfig, AnalysisError, AnalysisReport};
-use crate::cache::{AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, RunEnd};
+use crate::cache::{
+    AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, RunEnd, Watch,
+};
 use crate::monitor::{CounterArrayConfig, EpapiError, EventSet};
 use crate::ranges::RangeSet;
 
@@ -185,7 +187,8 @@ impl Simulator {
             return;
         }
         let outcome = self.hierarchy.access_missed_inline(addr, size, kind);
-        self.monitor.observe(addr, &outcome);
+        // The monitor's inlined path for a miss, as the batch loop uses it.
+        Watch::miss(&mut self.monitor, addr, &outcome);
         if self.analyses.is_some() {
             self.analyse(addr, size, kind, &outcome);
         }

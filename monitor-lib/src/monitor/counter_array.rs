@@ -546,6 +546,27 @@ impl CounterArray {
         }
     }
 
+    /// [`Self::observe_matching`] with its most common case inlined: one histogram and no
+    /// static binding, the access counted by a counter that holds its bucket and will not
+    /// overflow. Anything else (and a counter the access must allocate) goes out of line.
+    #[inline(always)]
+    pub(crate) fn observe_matching_inline(&mut self, addr: u64, bits: u32) {
+        if let ([], [h]) = (&self.statics[..], &self.histograms[..]) {
+            if bits & h.outcome_bits == 0 || !h.range.contains(addr) {
+                return;
+            }
+            let slot = h.counter_of_bucket.get(h.bucket_of(addr)).copied();
+            if let Some(counter) = slot.and_then(|slot| self.pool.get_mut(slot as usize)) {
+                if counter.value != self.counter_max {
+                    counter.referenced = true;
+                    counter.value += 1;
+                    return;
+                }
+            }
+        }
+        self.observe_matching(addr, bits);
+    }
+
     /// [`Self::observe`] past its one-AND prefilter; kept out of line, so the prefilter is all
     /// that an access no binding counts costs the caller's loop.
     #[inline(never)]
