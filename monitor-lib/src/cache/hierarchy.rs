@@ -2,6 +2,7 @@
 
 use super::level::{CacheLevel, FastHit, Probe, RunEnd, Store, Victim, in_one_line};
 use super::spec::{HierarchySpec, LevelSpec};
+use super::two_level::{self, TwoLevel, Watch};
 use super::{AccessKind, CacheError, WritePolicy};
 
 /// Most data levels a hierarchy may have; outcomes are fixed-size arrays so the hot path never allocates.
@@ -111,7 +112,7 @@ pub struct LevelStats {
 impl LevelStats {
     /// The demand counter of `kind` (reads or writes), chosen without a branch.
     #[inline(always)]
-    fn demand(&mut self, kind: AccessKind) -> &mut u64 {
+    pub(super) fn demand(&mut self, kind: AccessKind) -> &mut u64 {
         match kind {
             AccessKind::Read => &mut self.reads,
             AccessKind::Write => &mut self.writes,
@@ -120,7 +121,7 @@ impl LevelStats {
 
     /// The demand-miss counter of `kind`.
     #[inline(always)]
-    fn demand_misses(&mut self, kind: AccessKind) -> &mut u64 {
+    pub(super) fn demand_misses(&mut self, kind: AccessKind) -> &mut u64 {
         match kind {
             AccessKind::Read => &mut self.read_misses,
             AccessKind::Write => &mut self.write_misses,
@@ -194,8 +195,17 @@ pub struct Hierarchy {
     fast_hits: bool,
     /// L1's set mask when `fast_hits`.
     l1_mask: u64,
+    /// L1's line size and its log2, kept here so the inlined fast path reads them from the
+    /// hierarchy it already has in a register, not through the level.
+    l1_line: u64,
+    l1_bits: u32,
     /// Every level has the same line size, so a one-line access is one block all the way down.
     uniform_lines: bool,
+    /// The hierarchy is the common one [`two_level`] simulates in one loop: `fast_hits`, two
+    /// data levels with the same line size, both true LRU in packed stores with a
+    /// power-of-two number of sets, and an L2 that is write-back and not inclusive (so an L2
+    /// eviction never reaches back into L1).
+    two_level: Option<TwoLevel>,
     line_events: Vec<LineEvent>,
     requests: Vec<(u64, u64)>,
     next_requests: Vec<(u64, u64)>,
@@ -222,20 +232,48 @@ impl Hierarchy {
             .all(|l| l.cache.line_bits() == data[0].cache.line_bits());
         let l1_mask = data[0].cache.set_mask();
         let fast_hits = data[0].write == WritePolicy::WriteBack && l1_mask.is_some();
-        Ok(Self {
+        let l1_bits = data[0].cache.line_bits();
+        let l1_line = 1 << l1_bits;
+        let mut hierarchy = Self {
             spec: spec.clone(),
             instr,
             uniform_lines,
+            two_level: None,
             data,
             refetch_whole_access: false,
             model_writebacks: true,
             record_lines: false,
             fast_hits,
             l1_mask: l1_mask.unwrap_or(0),
+            l1_line,
+            l1_bits,
             line_events: Vec::new(),
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
+        };
+        hierarchy.two_level = hierarchy.two_level_shape();
+        Ok(hierarchy)
+    }
+
+    /// The constants of [`two_level`]'s loop when it applies to this hierarchy as it is now.
+    fn two_level_shape(&self) -> Option<TwoLevel> {
+        let [l1, l2] = &self.data[..] else {
+            return None;
+        };
+        let packed = |l: &Level| matches!(l.cache.store(), Store::Lru8(_) | Store::Lru16(_));
+        let fits = self.fast_hits
+            && self.uniform_lines
+            && packed(l1)
+            && packed(l2)
+            && l2.write == WritePolicy::WriteBack
+            && !l2.inclusive;
+        Some(TwoLevel {
+            l1_mask: l1.cache.set_mask()?,
+            l2_mask: l2.cache.set_mask()?,
+            line_bits: l1.cache.line_bits(),
+            writebacks: self.model_writebacks,
         })
+        .filter(|_| fits)
     }
 
     /// Follows Cachegrind's conventions exactly: no write-back traffic, and a miss in any line of
@@ -243,6 +281,7 @@ impl Hierarchy {
     pub fn cachegrind_compatible(mut self) -> Self {
         self.refetch_whole_access = true;
         self.model_writebacks = false;
+        self.two_level = self.two_level_shape();
         self
     }
 
@@ -252,6 +291,7 @@ impl Hierarchy {
         self.fast_hits = !on
             && self.data[0].write == WritePolicy::WriteBack
             && self.data[0].cache.set_mask().is_some();
+        self.two_level = self.two_level_shape();
         self.line_events.clear();
     }
 
@@ -335,13 +375,15 @@ impl Hierarchy {
     /// [`Self::access_missed`] then finishes it.
     #[inline(always)]
     pub(crate) fn try_l1_hit(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
+        let (line, bits) = (self.l1_line, self.l1_bits);
+        // `in_one_line` with the line size at hand.
+        if !(self.fast_hits && (addr & (line - 1)) + u64::from(size) <= line) {
+            return false;
+        }
         let l1 = &mut self.data[0];
-        let bits = l1.cache.line_bits();
-        if self.fast_hits
-            && in_one_line(addr, size, bits)
-            && l1
-                .cache
-                .probe_hit_masked(addr >> bits, self.l1_mask, kind == AccessKind::Write)
+        if l1
+            .cache
+            .probe_hit_masked(addr >> bits, self.l1_mask, kind == AccessKind::Write)
         {
             // The counter is picked without a branch: programs interleave reads and writes
             // irregularly.
@@ -355,6 +397,19 @@ impl Hierarchy {
     /// would, but faster: runs of L1 hits go through one loop monomorphised for L1's store, with
     /// its pointers and masks in registers and the hit counts added once per run.
     pub fn access_batch(&mut self, batch: &[(u64, u32, AccessKind)]) {
+        if self.two_level.is_some() {
+            let mut rest = batch;
+            loop {
+                let done = self.two_level_run(rest, &mut ());
+                // The loop stopped at an access wider than one line, or at the end.
+                let Some(&(addr, size, kind)) = rest.get(done) else {
+                    break;
+                };
+                self.access(addr, size, kind);
+                rest = &rest[done + 1..];
+            }
+            return;
+        }
         if !self.batch_hits() {
             for &(addr, size, kind) in batch {
                 self.access(addr, size, kind);
@@ -370,6 +425,84 @@ impl Hierarchy {
             self.finish_run(addr, size, kind, end);
             rest = &rest[hits + 1..];
         }
+    }
+
+    /// Whether [`Self::two_level_run`] applies.
+    #[inline]
+    pub(crate) fn two_level(&self) -> bool {
+        self.two_level.is_some()
+    }
+
+    /// Simulates the one-line accesses at the front of `batch` in [`two_level`]'s loop,
+    /// telling `watch` of each L1 miss (and each hit, if it wants them), and returns how many
+    /// there were; the access after them is wider than a line (for [`Self::access`]). The
+    /// caller checks [`Self::two_level`] first; without it the loop simulates nothing.
+    #[inline(always)]
+    pub(crate) fn two_level_run<O: Watch>(
+        &mut self,
+        batch: &[(u64, u32, AccessKind)],
+        watch: &mut O,
+    ) -> usize {
+        if watch.wants_hits() {
+            self.two_level_loop::<true, O>(batch, watch)
+        } else {
+            self.two_level_loop::<false, O>(batch, watch)
+        }
+    }
+
+    #[inline(always)]
+    fn two_level_loop<const HITS: bool, O: Watch>(
+        &mut self,
+        batch: &[(u64, u32, AccessKind)],
+        watch: &mut O,
+    ) -> usize {
+        let (Some(k), [l1, l2]) = (self.two_level, &mut self.data[..]) else {
+            return 0;
+        };
+        let (s1, s2) = (&mut l1.stats, &mut l2.stats);
+        // One match per run, so the loop is compiled once per pair of store representations.
+        match (l1.cache.store_mut(), l2.cache.store_mut()) {
+            (Store::Lru8(a), Store::Lru8(b)) => {
+                two_level::run::<_, _, _, _, HITS, O>(a, b, k, s1, s2, batch, watch)
+            }
+            (Store::Lru8(a), Store::Lru16(b)) => {
+                two_level::run::<_, _, _, _, HITS, O>(a, b, k, s1, s2, batch, watch)
+            }
+            (Store::Lru16(a), Store::Lru8(b)) => {
+                two_level::run::<_, _, _, _, HITS, O>(a, b, k, s1, s2, batch, watch)
+            }
+            (Store::Lru16(a), Store::Lru16(b)) => {
+                two_level::run::<_, _, _, _, HITS, O>(a, b, k, s1, s2, batch, watch)
+            }
+            _ => 0,
+        }
+    }
+
+    /// [`two_level::miss`] for one access that [`Self::try_l1_hit`] found absent from L1.
+    #[inline(always)]
+    fn two_level_miss(&mut self, k: TwoLevel, block: u64, kind: AccessKind) -> AccessOutcome {
+        let [l1, l2] = &mut self.data[..] else {
+            unreachable!("two_level is set only for two data levels");
+        };
+        *l1.stats.demand(kind) += 1;
+        let (s1, s2) = (&mut l1.stats, &mut l2.stats);
+        let set1 = (block & k.l1_mask) as usize;
+        let result = match (l1.cache.store_mut(), l2.cache.store_mut()) {
+            (Store::Lru8(a), Store::Lru8(b)) => {
+                two_level_miss_in(a, b, set1, k, block, kind, s1, s2)
+            }
+            (Store::Lru8(a), Store::Lru16(b)) => {
+                two_level_miss_in(a, b, set1, k, block, kind, s1, s2)
+            }
+            (Store::Lru16(a), Store::Lru8(b)) => {
+                two_level_miss_in(a, b, set1, k, block, kind, s1, s2)
+            }
+            (Store::Lru16(a), Store::Lru16(b)) => {
+                two_level_miss_in(a, b, set1, k, block, kind, s1, s2)
+            }
+            _ => unreachable!("two_level is set only for packed stores"),
+        };
+        two_level::outcome(kind, result)
     }
 
     /// Whether [`Self::l1_run`] applies: the L1 fast path is on.
@@ -424,6 +557,23 @@ impl Hierarchy {
         }
     }
 
+    /// [`Self::access_missed`] for a caller that is itself out of line: the two-level miss
+    /// step inlined, everything else a call.
+    #[inline(always)]
+    pub(crate) fn access_missed_inline(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) -> AccessOutcome {
+        if let Some(k) = self.two_level {
+            if in_one_line(addr, size, k.line_bits) {
+                return self.two_level_miss(k, addr >> k.line_bits, kind);
+            }
+        }
+        self.access_missed(addr, size, kind)
+    }
+
     /// Simulates an access that [`Self::try_l1_hit`] declined, which has changed nothing.
     #[inline(never)]
     pub(crate) fn access_missed(
@@ -435,6 +585,9 @@ impl Hierarchy {
         let bits = self.data[0].cache.line_bits();
         let block = addr >> bits;
         if in_one_line(addr, size, bits) && self.uniform_lines {
+            if let Some(k) = self.two_level {
+                return self.two_level_miss(k, block, kind);
+            }
             if self.fast_hits {
                 // The fast path looked L1 up already and missed.
                 return self.l1_miss(block, kind);
@@ -786,6 +939,31 @@ impl Hierarchy {
     }
 }
 
+/// [`two_level::miss`] on L1 set `set1`, for one pair of store representations.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn two_level_miss_in<const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
+    l1: &mut super::level::PackedLru<W1, S1>,
+    l2: &mut super::level::PackedLru<W2, S2>,
+    set1: usize,
+    k: TwoLevel,
+    block: u64,
+    kind: AccessKind,
+    s1: &mut LevelStats,
+    s2: &mut LevelStats,
+) -> LevelResult {
+    let (shape1, sets1) = l1.parts();
+    two_level::miss(
+        (shape1, &mut sets1[set1]),
+        l2.parts(),
+        k,
+        block,
+        kind,
+        s1,
+        s2,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1036,6 +1214,89 @@ mod tests {
                     a.sort_unstable();
                     b.sort_unstable();
                     assert_eq!(a, b, "{spec}: level {level}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_two_level_loop_decides_exactly_as_the_general_walk() {
+        // Every pair of packed stores (full and partly used rows), L2 larger and smaller than
+        // L1 (so dirty L1 victims are often absent from L2 and fill it), Cachegrind mode, and
+        // the shapes the loop must leave to the general walk: an inclusive or write-through
+        // L2, a write-through L1, a tree-PLRU level, three levels.
+        let specs = [
+            ("D1=1K,8,64;L2=4K,16,64", true),
+            ("D1=1K,8,64;L2=2K,8,64", true),
+            ("D1=2K,16,64;L2=8K,8,64", true),
+            ("D1=2K,16,64;L2=4K,16,64", true),
+            ("D1=768,6,64;L2=1536,12,64", true),
+            ("D1=2K,8,64;L2=1K,16,64", true),
+            ("D1=1K,8,64;L2=4K,16,64,inclusive", false),
+            ("D1=1K,8,64;L2=4K,16,64,write-through", false),
+            ("D1=1K,8,64,write-through;L2=4K,16,64", false),
+            ("D1=1K,8,64;L2=4K,16,64,plru", false),
+            ("D1=1K,8,64;L2=2K,8,64;LL=8K,16,64", false),
+        ];
+        for (i, &(spec, loops)) in specs.iter().enumerate() {
+            let spec: HierarchySpec = spec.parse().unwrap();
+            for cachegrind in [false, true] {
+                let build = || {
+                    let h = Hierarchy::new(&spec).unwrap();
+                    if cachegrind {
+                        h.cachegrind_compatible()
+                    } else {
+                        h
+                    }
+                };
+                let (mut general, mut one_by_one, mut batched) = (build(), build(), build());
+                general.set_record_lines(true);
+                assert!(!general.two_level(), "recording takes the general walk");
+                assert_eq!(batched.two_level(), loops, "{spec}");
+                // Mostly short walks along lines (hits), with random jumps (misses).
+                let mut x = 17 + i as u64;
+                let mut addr = 0u64;
+                let stream: Vec<(u64, u32, AccessKind)> = (0..60_000)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        addr = if x % 4 == 0 {
+                            (x >> 8) % 12_000
+                        } else {
+                            addr + 8
+                        };
+                        let size = [8, 8, 8, 4, 1, 0, 16, 100][(x >> 20) as usize % 8];
+                        let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                        (addr, size, kind)
+                    })
+                    .collect();
+                for (n, &(addr, size, kind)) in stream.iter().enumerate() {
+                    assert_eq!(
+                        one_by_one.access(addr, size, kind),
+                        general.access(addr, size, kind),
+                        "{spec}, cachegrind {cachegrind}: access {n}"
+                    );
+                }
+                for chunk in stream.chunks(999) {
+                    batched.access_batch(chunk);
+                }
+                let totals = |h: &Hierarchy| h.stats().map(|(_, s)| *s).collect::<Vec<_>>();
+                assert_eq!(totals(&one_by_one), totals(&general), "{spec}");
+                assert_eq!(totals(&batched), totals(&general), "{spec}");
+                // The write-back paths (into L2, and out of it) were taken.
+                if loops && !cachegrind {
+                    assert!(totals(&general)[0].writebacks > 0, "{spec}");
+                    assert!(totals(&general)[1].writebacks > 0, "{spec}");
+                }
+                for level in 0..general.depth() {
+                    let resident = |h: &Hierarchy| {
+                        let mut blocks: Vec<u64> = h.cache(level).resident_blocks().collect();
+                        blocks.sort_unstable();
+                        blocks
+                    };
+                    assert_eq!(resident(&one_by_one), resident(&general), "{spec}");
+                    assert_eq!(resident(&batched), resident(&general), "{spec}");
                 }
             }
         }

@@ -106,7 +106,9 @@ const INVALID: u64 = u64::MAX;
 ///
 /// Neither scans its tags on a lookup: each way also has an 8-bit signature (a hash of its
 /// block), eight to a `u64`, and the zero-byte test on `signatures XOR wanted` names the
-/// candidate ways in a few word operations; only candidates are compared in full. Both make
+/// candidate ways in a few word operations; only candidates are compared in full. Before the
+/// signatures, each looks at one way: the packed stores at the set's most recent way, the
+/// general store at the line it touched last; a hit there changes no recency. Both make
 /// exactly the decisions of Cachegrind's move-to-front list under LRU (tested against one,
 /// dirty bits and invalidations included).
 #[derive(Debug, Clone)]
@@ -200,7 +202,6 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
         let shape = self.shape;
         let sets = self.sets.as_mut_slice();
         let (mut hits, mut writes) = (0, 0);
-        let (mut last_block, mut last_way) = (self.last_block, self.last_way);
         let mut end = RunEnd::Done;
         for &(addr, size, kind) in batch {
             let block = addr >> line_bits;
@@ -212,15 +213,9 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
                     break;
                 }
             };
-            if block == last_block {
-                // The most recent line of its set: only its dirty bit can change.
-                state.dirty |= u32::from(write) << last_way;
-            } else if let Some(way) = shape.hit(state, block, write) {
-                (last_block, last_way) = (block, way);
-            } else {
+            if !shape.hit(state, block, write) {
                 if fill {
-                    let (victim, way) = shape.fill(state, block, write);
-                    (last_block, last_way) = (block, way);
+                    let (victim, _) = shape.fill(state, block, write);
                     end = RunEnd::Filled(victim);
                 } else {
                     end = RunEnd::Declined;
@@ -231,7 +226,6 @@ impl<const W: usize, const S: usize> FastHit for PackedLru<W, S> {
             on_hit(addr, kind);
             hits += 1;
         }
-        (self.last_block, self.last_way) = (last_block, last_way);
         (hits, writes, end)
     }
 }
@@ -321,6 +315,12 @@ impl CacheLevel {
     #[inline(always)]
     pub(super) fn set_mask(&self) -> Option<u64> {
         self.index.pow2.then_some(self.index.mask)
+    }
+
+    /// The store, to see which representation it has.
+    #[inline(always)]
+    pub(super) fn store(&self) -> &Store {
+        &self.store
     }
 
     /// The store, for callers that dispatch on its representation once for many accesses.
@@ -450,11 +450,11 @@ fn broadcast_signature(block: u64) -> u64 {
     u64::from(signature(block)) * 0x0101_0101_0101_0101
 }
 
-/// One set of a [`PackedLru`]: its tags, then the state beside them (at most 16 ways: 160
-/// bytes with 16 ways, 88 with 8, padded to whole host cache lines).
+/// One set of a [`PackedLru`]: its tags, then the state beside them (172 bytes with 16 ways, 92
+/// with 8, padded to whole host cache lines: 192 and 128).
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
-struct PackedSet<const W: usize, const S: usize> {
+pub(super) struct PackedSet<const W: usize, const S: usize> {
     tags: [u64; W],
     /// Way `w`'s signature is byte `w % 8` of word `w / 8`.
     signatures: [u64; S],
@@ -462,8 +462,12 @@ struct PackedSet<const W: usize, const S: usize> {
     /// way numbers in recency order, most recent in the low nibble (nibbles past the last way
     /// hold 0xF, which matches no way of a set narrower than 16).
     order: u64,
-    /// Bit `w`: way `w` holds data not yet written to the next level.
-    dirty: u32,
+    /// Way `w` holds data not yet written to the next level. Bytes, not bits: a hit marks
+    /// its way with one OR into memory, without a shift by a variable amount.
+    dirty: [bool; W],
+    /// With 8 ways, the way used last (the age matrix does not name it cheaply; with 16 it is
+    /// the order's low nibble). A hit on it changes no recency, so a lookup tries it first.
+    mru: u32,
 }
 
 /// True LRU over sets of at most `W` ways (8 or 16, with `S = W / 8` signature words), the
@@ -483,35 +487,72 @@ struct PackedSet<const W: usize, const S: usize> {
 pub(super) struct PackedLru<const W: usize, const S: usize> {
     shape: PackedShape<W, S>,
     sets: Vec<PackedSet<W, S>>,
-    /// The block touched last and its way: the most recent line of its set, so touching it
-    /// again changes only its dirty bit (a read then a write of one element, a walk along a
-    /// line). Reset when that line is invalidated or the level cleared.
-    last_block: u64,
-    last_way: usize,
 }
+
+/// Byte `w` of an 8-way age matrix: way `w`'s row.
+const AGE_ROW: [u64; 8] = {
+    let mut rows = [0; 8];
+    let mut w = 0;
+    while w < 8 {
+        rows[w] = 0xFF << (8 * w);
+        w += 1;
+    }
+    rows
+};
+
+/// Everything but bit `w` of every byte of an 8-way age matrix: all but way `w`'s column.
+const AGE_NOT_COLUMN: [u64; 8] = {
+    let mut columns = [0; 8];
+    let mut w = 0;
+    while w < 8 {
+        columns[w] = !(0x0101_0101_0101_0101 << w);
+        w += 1;
+    }
+    columns
+};
 
 /// The per-level constants of a [`PackedLru`], copied into registers by the hot loops (a
 /// load through `&self` would be repeated after every store to a set).
 #[derive(Debug, Clone, Copy)]
-struct PackedShape<const W: usize, const S: usize> {
+pub(super) struct PackedShape<const W: usize, const S: usize> {
     assoc: usize,
     /// The high bit of each signature byte that belongs to an existing way, so ways past
     /// `assoc` never become candidates.
     valid: [u64; S],
-    /// Bits of the ways that exist: what a use of a way sets in its row of the age matrix.
-    row: u64,
+    /// Bits of the ways that exist, in every byte: a use of way `w` sets byte `w` of it (its
+    /// row of the age matrix).
+    rows: u64,
 }
 
 impl<const W: usize, const S: usize> PackedShape<W, S> {
     /// Records a use of `way`.
     #[inline(always)]
-    fn touch(self, order: u64, way: usize) -> u64 {
+    fn touch(self, state: &mut PackedSet<W, S>, way: usize) {
         if W == 8 {
-            const COLUMN: u64 = 0x0101_0101_0101_0101;
-            (order | self.row << (8 * way)) & !(COLUMN << way)
+            // Masks from tables rather than shifts by `8 * way` and `way`: each variable shift
+            // needs the count register, and the loop around this needs it for the line size.
+            let way = way & 7;
+            state.order = (state.order | (AGE_ROW[way] & self.rows)) & AGE_NOT_COLUMN[way];
+            state.mru = way as u32;
         } else {
             // Re-touching the most recent way leaves the order as it is; no branch needed.
-            move_to_front(order, way as u64)
+            state.order = move_to_front(state.order, way as u64);
+        }
+    }
+
+    /// Marks `way` of `state` dirty, without changing recency.
+    #[inline(always)]
+    pub(super) fn set_dirty(self, state: &mut PackedSet<W, S>, way: usize) {
+        state.dirty[way] = true;
+    }
+
+    /// The way used last in `state` (any way of an empty set, whose tag is then `INVALID`).
+    #[inline(always)]
+    fn mru(self, state: &PackedSet<W, S>) -> usize {
+        if W == 8 {
+            state.mru as usize & (W - 1)
+        } else {
+            (state.order & 0xF) as usize
         }
     }
 
@@ -528,16 +569,17 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         }
     }
 
-    /// The order after a fill of the victim `way`, which becomes the most recent.
+    /// Records a fill of the victim `way`, which becomes the most recent.
     #[inline(always)]
-    fn filled(self, order: u64, way: usize) -> u64 {
+    fn filled(self, state: &mut PackedSet<W, S>, way: usize) {
         if W == 8 {
-            self.touch(order, way)
+            self.touch(state, way)
         } else {
             // The last way becomes the first: a rotation of the valid nibbles.
+            let order = state.order;
             let last = 4 * (self.assoc as u32 - 1);
             let spare = order & !((1u64 << last << 4).wrapping_sub(1));
-            spare | ((order & ((1u64 << last) - 1)) << 4) | way as u64
+            state.order = spare | ((order & ((1u64 << last) - 1)) << 4) | way as u64;
         }
     }
 
@@ -557,7 +599,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
 
     /// The way of `state` holding `block`.
     #[inline(always)]
-    fn find_in(self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
+    pub(super) fn find_in(self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
         let wanted = broadcast_signature(block);
         let low = zero_bytes(state.signatures[0] ^ wanted) & self.valid[0];
         // The first candidate, or the last way when there is none (the sentinel bit), so the
@@ -582,14 +624,18 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     /// Installs `block`, absent from `state`, in the least recently used way; returns the line
     /// displaced and the way.
     #[inline(always)]
-    fn fill(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> (Option<Victim>, usize) {
+    pub(super) fn fill(
+        self,
+        state: &mut PackedSet<W, S>,
+        block: u64,
+        dirty: bool,
+    ) -> (Option<Victim>, usize) {
         let way = self.victim(state.order);
-        state.order = self.filled(state.order, way);
+        self.filled(state, way);
         let shift = 8 * (way % 8);
         let word = &mut state.signatures[way / 8 % S];
         *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
-        let was_dirty = state.dirty >> way & 1 != 0;
-        state.dirty = (state.dirty & !(1 << way)) | u32::from(dirty) << way;
+        let was_dirty = std::mem::replace(&mut state.dirty[way], dirty);
         let old = std::mem::replace(&mut state.tags[way], block);
         let victim = (old != INVALID).then_some(Victim {
             block: old,
@@ -598,14 +644,23 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         (victim, way)
     }
 
-    /// Looks `block` up in `state` and, if present, records the use and returns its way; a
-    /// miss changes nothing.
+    /// Looks `block` up in `state` and, if present, records the use (and marks it dirty when
+    /// `dirty`); a miss changes nothing.
     #[inline(always)]
-    fn hit(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> Option<usize> {
-        let way = self.find_in(state, block)?;
-        state.order = self.touch(state.order, way);
-        state.dirty |= u32::from(dirty) << way;
-        Some(way)
+    pub(super) fn hit(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> bool {
+        // The line used last in its set (a walk along a line, a read then a write of one
+        // element) changes no recency: only its dirty bit.
+        let mru = self.mru(state);
+        if state.tags[mru] == block {
+            state.dirty[mru] |= dirty;
+            return true;
+        }
+        let Some(way) = self.find_in(state, block) else {
+            return false;
+        };
+        self.touch(state, way);
+        state.dirty[way] |= dirty;
+        true
     }
 }
 
@@ -638,12 +693,18 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
             shape: PackedShape {
                 assoc,
                 valid,
-                row: (1u64 << assoc) - 1,
+                // Used with 8 ways only; wraps harmlessly for 16.
+                rows: ((1u64 << assoc) - 1).wrapping_mul(0x0101_0101_0101_0101),
             },
             sets: vec![Self::empty_set(assoc); sets],
-            last_block: INVALID,
-            last_way: 0,
         }
+    }
+
+    /// The replacement constants and the sets, for loops that keep both in registers (a load
+    /// through `&self` would be repeated after every store to a set).
+    #[inline(always)]
+    pub(super) fn parts(&mut self) -> (PackedShape<W, S>, &mut [PackedSet<W, S>]) {
+        (self.shape, self.sets.as_mut_slice())
     }
 
     fn empty_set(assoc: usize) -> PackedSet<W, S> {
@@ -651,7 +712,8 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
             tags: [INVALID; W],
             signatures: [0; S],
             order: if W == 8 { 0 } else { identity_order(assoc) },
-            dirty: 0,
+            dirty: [false; W],
+            mru: 0,
         }
     }
 
@@ -662,52 +724,35 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
 
     #[inline(always)]
     fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
-        let shape = self.shape;
-        let state = &mut self.sets[set];
-        if block == self.last_block {
-            state.dirty |= u32::from(dirty) << self.last_way;
-            return true;
-        }
-        let Some(way) = shape.hit(state, block, dirty) else {
-            return false;
-        };
-        (self.last_block, self.last_way) = (block, way);
-        true
+        self.shape.hit(&mut self.sets[set], block, dirty)
     }
 
     #[inline(always)]
     fn fill(&mut self, set: usize, block: u64, dirty: bool) -> Option<Victim> {
-        let shape = self.shape;
-        let (victim, way) = shape.fill(&mut self.sets[set], block, dirty);
-        (self.last_block, self.last_way) = (block, way);
-        victim
+        self.shape.fill(&mut self.sets[set], block, dirty).0
     }
 
     fn mark_dirty(&mut self, set: usize, block: u64) -> bool {
         let Some(way) = self.find(set, block) else {
             return false;
         };
-        self.sets[set].dirty |= 1 << way;
+        self.sets[set].dirty[way] = true;
         true
     }
 
     fn invalidate(&mut self, set: usize, block: u64) -> Option<bool> {
+        // An emptied most recent way keeps that name: its tag, INVALID, matches no block.
         let way = self.find(set, block)?;
-        if block == self.last_block {
-            self.last_block = INVALID;
-        }
         let order = self.shape.make_oldest(self.sets[set].order, way);
         let state = &mut self.sets[set];
         state.tags[way] = INVALID;
-        let dirty = state.dirty >> way & 1 != 0;
-        state.dirty &= !(1 << way);
+        let dirty = std::mem::replace(&mut state.dirty[way], false);
         state.order = order;
         Some(dirty)
     }
 
     fn clear(&mut self) {
         self.sets.fill(Self::empty_set(self.shape.assoc));
-        self.last_block = INVALID;
     }
 
     fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {

@@ -3,6 +3,7 @@
 mod hierarchy;
 mod level;
 mod spec;
+mod two_level;
 
 pub use hierarchy::{
     AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
@@ -10,6 +11,7 @@ pub use hierarchy::{
 pub(crate) use level::RunEnd;
 pub use level::{CacheLevel, Geometry, Probe, Victim};
 pub use spec::{HierarchySpec, LevelSpec, PRESETS, host_spec_from_sysfs};
+pub(crate) use two_level::Watch;
 
 /// Whether an access reads or writes memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -227,6 +227,8 @@ struct HistogramBinding {
     event: Event,
     bucket_bytes: u64,
     bucket_index: BucketIndex,
+    /// `event.outcome_bits()`, kept so the hot path does not compute it per access.
+    outcome_bits: u32,
     /// The CAM lookup done in O(1): the pool counter holding each bucket's tag, or [`NO_COUNTER`].
     counter_of_bucket: Vec<u32>,
     /// Values that went to software on eviction or overflow.
@@ -458,6 +460,7 @@ impl CounterArray {
             event,
             bucket_bytes,
             bucket_index: BucketIndex::new(bucket_bytes, range.len()),
+            outcome_bits: event.outcome_bits(),
             counter_of_bucket: vec![NO_COUNTER; buckets as usize],
             software: vec![0; buckets as usize],
             spills: SpillStats::default(),
@@ -539,15 +542,35 @@ impl CounterArray {
     #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
         if outcome.event_bits() & self.interest != 0 {
-            self.observe_matching(addr, outcome);
+            self.observe_matching(addr, outcome.event_bits());
         }
+    }
+
+    /// [`Self::observe_matching`] with its most common case inlined: one histogram and no
+    /// static binding, the access counted by a counter that holds its bucket and will not
+    /// overflow. Anything else (and a counter the access must allocate) goes out of line.
+    #[inline(always)]
+    pub(crate) fn observe_matching_inline(&mut self, addr: u64, bits: u32) {
+        if let ([], [h]) = (&self.statics[..], &self.histograms[..]) {
+            if bits & h.outcome_bits == 0 || !h.range.contains(addr) {
+                return;
+            }
+            let slot = h.counter_of_bucket.get(h.bucket_of(addr)).copied();
+            if let Some(counter) = slot.and_then(|slot| self.pool.get_mut(slot as usize)) {
+                if counter.value != self.counter_max {
+                    counter.referenced = true;
+                    counter.value += 1;
+                    return;
+                }
+            }
+        }
+        self.observe_matching(addr, bits);
     }
 
     /// [`Self::observe`] past its one-AND prefilter; kept out of line, so the prefilter is all
     /// that an access no binding counts costs the caller's loop.
     #[inline(never)]
-    pub(crate) fn observe_matching(&mut self, addr: u64, outcome: &AccessOutcome) {
-        let bits = outcome.event_bits();
+    pub(crate) fn observe_matching(&mut self, addr: u64, bits: u32) {
         if !self.statics.is_empty() {
             self.count_statics(bits, addr);
         }
@@ -572,7 +595,7 @@ impl CounterArray {
     fn count_in_histogram(&mut self, position: usize, bits: u32, addr: u64) {
         let h = &self.histograms[position];
         // The event test first: one AND, and most accesses a miss event sees are hits.
-        if bits & h.event.outcome_bits() == 0 || !h.range.contains(addr) {
+        if bits & h.outcome_bits == 0 || !h.range.contains(addr) {
             return;
         }
         let bucket = h.bucket_of(addr);

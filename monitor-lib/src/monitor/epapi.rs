@@ -10,7 +10,7 @@ use super::counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MonitorError, SpillStats, StaticId,
 };
 use super::{Event, UnknownEvent};
-use crate::cache::{AccessKind, AccessOutcome, Hierarchy};
+use crate::cache::{AccessKind, AccessOutcome, Hierarchy, Watch};
 use crate::ranges::AddressRange;
 
 /// Position of a counted event in an [`EventSet`], and of its value in what `read` and `stop` return.
@@ -238,8 +238,9 @@ impl EventSet {
     /// binding counts, or any access while the set is stopped.
     #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
-        if outcome.event_bits() & self.active != 0 {
-            self.array.observe_matching(addr, outcome);
+        let bits = outcome.event_bits();
+        if bits & self.active != 0 {
+            self.array.observe_matching(addr, bits);
         }
     }
 
@@ -248,6 +249,27 @@ impl EventSet {
     #[inline(always)]
     pub fn counts_l1_hit(&self, kind: AccessKind) -> bool {
         AccessOutcome::l1_hit(kind).event_bits() & self.active != 0
+    }
+}
+
+/// The monitor watching a batch in the hierarchy's two-level loop.
+impl Watch for EventSet {
+    #[inline(always)]
+    fn wants_hits(&self) -> bool {
+        self.counts_l1_hit(AccessKind::Read) || self.counts_l1_hit(AccessKind::Write)
+    }
+
+    #[inline(always)]
+    fn hit(&mut self, addr: u64, kind: AccessKind) {
+        self.observe(addr, &AccessOutcome::l1_hit(kind));
+    }
+
+    #[inline(always)]
+    fn miss(&mut self, addr: u64, outcome: &AccessOutcome) {
+        let bits = outcome.event_bits();
+        if bits & self.active != 0 {
+            self.array.observe_matching_inline(addr, bits);
+        }
     }
 }
 
@@ -361,5 +383,59 @@ mod tests {
         let e = set.add_histogram("PAPI_L1_DCM", array, 1).unwrap_err();
         assert!(matches!(e, EpapiError::Monitor(_)));
         assert!(e.to_string().contains("all 2 counter(s)"), "{e}");
+    }
+
+    #[test]
+    fn the_inlined_miss_path_counts_as_the_general_one() {
+        // One histogram and no static binding takes the inlined path; narrow counters overflow
+        // and few counters make buckets allocate and evict, which go out of line. The general
+        // path is `observe`, which never takes the inlined one.
+        use AccessKind::*;
+        use LevelResult::*;
+        for (counters, bits, event) in [
+            (3, 8, "PAPI_L1_LDM"),
+            (64, 8, "PAPI_L2_DCA"),
+            (2, 32, "PAPI_L1_DCM"),
+        ] {
+            let config = CounterArrayConfig {
+                counters,
+                counter_bits: bits,
+            };
+            let build = || {
+                let mut set = EventSet::new(config, 32, 2).unwrap();
+                set.add_histogram(event, AddressRange::new(BASE, 4000), 3)
+                    .unwrap();
+                set.start().unwrap();
+                set
+            };
+            let (mut general, mut inlined) = (build(), build());
+            let mut x = 3u64;
+            for _ in 0..50_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly inside the range, some below and above it.
+                let addr = BASE - 100 + x % 4200;
+                let kind = if x >> 40 & 1 == 0 { Read } else { Write };
+                let l2 = [Hit, Miss][(x >> 41 & 1) as usize];
+                let o = outcome(kind, Miss, l2);
+                general.observe(addr, &o);
+                Watch::miss(&mut inlined, addr, &o);
+            }
+            let h = HistogramIndex(0);
+            let (a, b) = (
+                general.read_histogram(h).unwrap(),
+                inlined.read_histogram(h).unwrap(),
+            );
+            assert_eq!(a, b, "{counters} counters of {bits} bits, {event}");
+            assert!(a.total() > 0);
+            assert_eq!(general.spills(), inlined.spills());
+            // 42 buckets: 64 counters hold them all and overflow; fewer evict.
+            if counters == 64 {
+                assert!(general.spills().overflows > 0);
+            } else {
+                assert!(general.spills().evictions > 0, "{counters}, {bits}");
+            }
+        }
     }
 }

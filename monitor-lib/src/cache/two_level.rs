@@ -1,0 +1,184 @@
+//! The common hierarchy in one loop: a true-LRU L1 and L2 in packed stores, whose hits, misses, fills and write-backs a batch simulates without leaving the loop.
+//!
+//! Nearly every hierarchy simulated is an L1 and an L2 of 8 or 16 ways under LRU. For those the
+//! hierarchy's general walk (a loop over levels, a dispatch on each level's store, request
+//! lists) costs several times what the work itself does. Here the two stores' representations
+//! are fixed at compile time (four monomorphised loops), their constants and set pointers sit in
+//! registers, and an L1 miss goes to L2 in the same iteration. The decisions are exactly those
+//! of [`super::Hierarchy`]'s walk (tested against it on random streams): the L1 fill, the
+//! write-back of a dirty L1 victim into L2 (marking it dirty there, or filling it), then the
+//! demand probe of L2 and its fill.
+
+use super::AccessKind;
+use super::hierarchy::{AccessOutcome, LevelResult, LevelStats, MAX_LEVELS};
+use super::level::{PackedLru, PackedSet, PackedShape, in_one_line};
+
+/// What the loop needs to know about the hierarchy besides the stores.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TwoLevel {
+    /// `sets - 1` of each level (both have a power-of-two number of sets).
+    pub l1_mask: u64,
+    pub l2_mask: u64,
+    /// log2 of the line size, the same at both levels.
+    pub line_bits: u32,
+    /// Dirty victims are written to the level below (not in Cachegrind mode).
+    pub writebacks: bool,
+}
+
+/// Who watches a run of [`run`]: told of every L1 hit and every L1 miss with its outcome.
+pub(crate) trait Watch {
+    /// Whether [`Self::hit`] wants to be called at all (checked once per run).
+    fn wants_hits(&self) -> bool;
+    fn hit(&mut self, addr: u64, kind: AccessKind);
+    fn miss(&mut self, addr: u64, outcome: &AccessOutcome);
+}
+
+/// Watches nothing.
+impl Watch for () {
+    #[inline(always)]
+    fn wants_hits(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn hit(&mut self, _: u64, _: AccessKind) {}
+    #[inline(always)]
+    fn miss(&mut self, _: u64, _: &AccessOutcome) {}
+}
+
+/// Simulates the accesses at the front of `batch` that lie in one line, telling `watch`
+/// of each (hits only when `HITS`); returns how many it simulated. It stops at the first access that straddles two lines (or
+/// is wider than one), which it leaves untouched for the general walk.
+///
+/// L1 misses, L2 traffic and write-backs are counted into the stats as they happen; L1's
+/// demand totals (`reads`, `writes`) for every access simulated are added at the end.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn run<
+    const W1: usize,
+    const S1: usize,
+    const W2: usize,
+    const S2: usize,
+    const HITS: bool,
+    O: Watch,
+>(
+    l1: &mut PackedLru<W1, S1>,
+    l2: &mut PackedLru<W2, S2>,
+    k: TwoLevel,
+    l1_stats: &mut LevelStats,
+    l2_stats: &mut LevelStats,
+    batch: &[(u64, u32, AccessKind)],
+    watch: &mut O,
+) -> usize {
+    let (shape1, sets1) = l1.parts();
+    let (shape2, sets2) = l2.parts();
+    // The masks as `len - 1` of slices known to be a power of two long: the compiler then
+    // knows every masked index is in bounds, and keeps no length for the bounds check.
+    assert!(sets1.len() == (k.l1_mask + 1) as usize && sets1.len().is_power_of_two());
+    assert!(sets2.len() == (k.l2_mask + 1) as usize && sets2.len().is_power_of_two());
+    let k = TwoLevel {
+        l1_mask: sets1.len() as u64 - 1,
+        l2_mask: sets2.len() as u64 - 1,
+        ..k
+    };
+    let bits = k.line_bits;
+    let mut writes = 0u64;
+    let mut done = batch.len();
+    for (index, &(addr, size, kind)) in batch.iter().enumerate() {
+        let block = addr >> bits;
+        let write = kind == AccessKind::Write;
+        let state = match sets1.get_mut((block & k.l1_mask) as usize) {
+            Some(state) if in_one_line(addr, size, bits) => state,
+            _ => {
+                done = index;
+                break;
+            }
+        };
+        writes += u64::from(write);
+        if shape1.hit(state, block, write) {
+            if HITS {
+                watch.hit(addr, kind);
+            }
+            continue;
+        }
+        let l2_result = miss(
+            (shape1, state),
+            (shape2, &mut *sets2),
+            k,
+            block,
+            kind,
+            l1_stats,
+            l2_stats,
+        );
+        watch.miss(addr, &outcome(kind, l2_result));
+    }
+    l1_stats.writes += writes;
+    l1_stats.reads += done as u64 - writes;
+    done
+}
+
+/// The outcome of an access that missed L1 and reached L2 with `l2`.
+#[inline(always)]
+pub(super) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
+    let mut levels = [LevelResult::NotReached; MAX_LEVELS];
+    levels[0] = LevelResult::Miss;
+    levels[1] = l2;
+    AccessOutcome { kind, levels }
+}
+
+/// An L1 miss of `block`, whose L1 set `l1.1` has been searched and found without it: fills
+/// it in L1 (dirty for a write), writes a dirty victim back into L2, then probes L2 and fills
+/// it there on a miss. Counts the misses, L2's demand access and the write-backs, not L1's
+/// demand access. Returns what L2 did.
+#[inline(always)]
+pub(super) fn miss<const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
+    l1: (PackedShape<W1, S1>, &mut PackedSet<W1, S1>),
+    l2: (PackedShape<W2, S2>, &mut [PackedSet<W2, S2>]),
+    k: TwoLevel,
+    block: u64,
+    kind: AccessKind,
+    l1_stats: &mut LevelStats,
+    l2_stats: &mut LevelStats,
+) -> LevelResult {
+    let write = kind == AccessKind::Write;
+    let (shape2, sets2) = l2;
+    let (victim, _) = l1.0.fill(l1.1, block, write);
+    *l1_stats.demand_misses(kind) += 1;
+    if let Some(v) = victim.filter(|v| v.dirty && k.writebacks) {
+        l1_stats.writebacks += 1;
+        write_back(shape2, sets2, k, v.block, l2_stats);
+    }
+    // Below a write-back L1 the access is a read-allocate of the block, counted as its kind.
+    *l2_stats.demand(kind) += 1;
+    let state = &mut sets2[(block & k.l2_mask) as usize];
+    if shape2.hit(state, block, false) {
+        return LevelResult::Hit;
+    }
+    *l2_stats.demand_misses(kind) += 1;
+    let (victim, _) = shape2.fill(state, block, false);
+    if victim.is_some_and(|v| v.dirty && k.writebacks) {
+        // L2 is the last level: the write-back leaves the hierarchy.
+        l2_stats.writebacks += 1;
+    }
+    LevelResult::Miss
+}
+
+/// A dirty L1 line written into L2: marked dirty if present (recency unchanged), else filled
+/// dirty, as [`super::Hierarchy`]'s write-back does.
+#[inline(always)]
+fn write_back<const W2: usize, const S2: usize>(
+    shape2: PackedShape<W2, S2>,
+    sets2: &mut [PackedSet<W2, S2>],
+    k: TwoLevel,
+    block: u64,
+    l2_stats: &mut LevelStats,
+) {
+    let state = &mut sets2[(block & k.l2_mask) as usize];
+    if let Some(way) = shape2.find_in(state, block) {
+        shape2.set_dirty(state, way);
+        return;
+    }
+    let (victim, _) = shape2.fill(state, block, true);
+    if victim.is_some_and(|v| v.dirty) {
+        l2_stats.writebacks += 1;
+    }
+}
