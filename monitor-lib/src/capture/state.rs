@@ -54,6 +54,11 @@ static STANDALONE: AtomicBool = AtomicBool::new(false);
 static STANDALONE_TOTALS: Mutex<StandaloneTotals> = Mutex::new(StandaloneTotals::empty());
 
 static CAPTURE_ON: AtomicBool = AtomicBool::new(false);
+/// Reasons any thread may capture now: 1 until the process start-up ran (a thread's first access
+/// may be what runs it), 1 while the process-wide switch is on, and 1 per monitored region
+/// instance open on any thread. At 0 no thread captures, and an access hook returns after this
+/// one load, without touching thread-local state.
+static MAY_CAPTURE: AtomicU32 = AtomicU32::new(1);
 /// Bumped by every switch so threads notice it at their next sync point; starts above the
 /// threads' initial `SEEN_EPOCH` so a thread's first sync point always syncs.
 static EPOCH: AtomicU32 = AtomicU32::new(1);
@@ -145,6 +150,8 @@ impl StandaloneTotals {
 struct ThreadCapture {
     simulator: Simulator,
     monitoring: Monitoring,
+    /// The hierarchy's depth, for counting without asking it per access.
+    levels: usize,
     /// Order in which threads started capturing: the simulated core a later step assigns.
     #[allow(dead_code)]
     thread_index: u32,
@@ -226,7 +233,13 @@ pub(crate) fn init_process() {
         report
     });
     STATE.set(previous);
+    if !START_UP_COUNTED.swap(true, Ordering::Relaxed) {
+        MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
+    }
 }
+
+/// Whether start-up's reason in [`MAY_CAPTURE`] was taken back.
+static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 
 fn register_globals() {
     let Some(p) = program::program() else { return };
@@ -286,6 +299,7 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
     STATE.set(BUSY);
     with_capture(|c| c.monitoring.enter(&mut c.simulator, region, requested));
     MONITORED.set(MONITORED.get() + 1);
+    MAY_CAPTURE.fetch_add(1, Ordering::Relaxed);
     restore_state();
 }
 
@@ -293,7 +307,11 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
 pub(crate) fn monitored_exit(region: RegionRef) {
     STATE.set(BUSY);
     with_capture(|c| c.monitoring.exit(&mut c.simulator, region));
-    MONITORED.set(MONITORED.get().saturating_sub(1));
+    let open = MONITORED.get();
+    if open > 0 {
+        MONITORED.set(open - 1);
+        MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
+    }
     restore_state();
 }
 
@@ -339,13 +357,21 @@ fn switch_all(on: bool) {
 }
 
 fn set_switch(on: bool) {
-    CAPTURE_ON.store(on, Ordering::Relaxed);
+    if CAPTURE_ON.swap(on, Ordering::Relaxed) != on {
+        if on {
+            MAY_CAPTURE.fetch_add(1, Ordering::Relaxed);
+        } else {
+            MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
     // Release pairs with the Acquire in `sync`: a thread that sees the new epoch sees the switch.
     EPOCH.fetch_add(1, Ordering::Release);
 }
 
 /// Makes this thread follow the process-wide switch; leaves a thread inside the runtime alone.
-fn sync() {
+/// `extern "C"` so that callers on the hot path need no unwind landing pad (see `may_capture`).
+#[inline(never)]
+extern "C" fn sync() {
     let state = STATE.get();
     if state == BUSY {
         return;
@@ -391,15 +417,32 @@ pub fn write(addr: u64, size: u32) {
     access(addr, size, AccessKind::Write);
 }
 
+/// A thread whose own state is stale (it switched on, another thread switched off) stops
+/// capturing here at once rather than at its next sync point; that only honours the switch
+/// sooner.
 #[inline(always)]
 fn access(addr: u64, size: u32, kind: AccessKind) {
+    if MAY_CAPTURE.load(Ordering::Relaxed) != 0 {
+        may_capture(addr, size, kind == AccessKind::Write);
+    }
+}
+
+/// `extern "C"` only so that it cannot unwind: the `extern "C"` hooks then need no unwind
+/// landing pad around the call and jump to it as a tail call, with no frame of their own.
+#[inline(never)]
+extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
     let state = STATE.get();
     if state != OFF {
+        let kind = if write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
         not_off(state, addr, size, kind);
     }
 }
 
-#[inline(never)]
+#[inline(always)]
 fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
     match state {
         ON => simulate(addr, size, kind),
@@ -413,21 +456,42 @@ fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
     }
 }
 
+#[inline(always)]
 fn simulate(addr: u64, size: u32, kind: AccessKind) {
     STATE.set(BUSY);
     // `try_with` fails only while the thread's destructors run: those accesses are dropped.
-    with_capture(|capture| {
-        if capture.monitoring.counting {
-            let levels = capture.simulator.hierarchy().depth();
-            let monitoring = &mut capture.monitoring;
-            capture
-                .simulator
-                .access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
-        } else {
-            capture.simulator.access(addr, size, kind);
+    let _ = THREAD.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            match slot.as_mut() {
+                Some(capture) => capture.access(addr, size, kind),
+                None => first_access(&mut slot, addr, size, kind),
+            }
         }
     });
     STATE.set(ON);
+}
+
+impl ThreadCapture {
+    /// Kept out of line, so the thread-local access around it stays small enough to inline.
+    #[inline(never)]
+    fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        if self.monitoring.counting {
+            let (monitoring, levels) = (&mut self.monitoring, self.levels);
+            self.simulator
+                .access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+        } else {
+            self.simulator.access(addr, size, kind);
+        }
+    }
+}
+
+/// A thread's first simulated access: its capture is created, then the access simulated.
+#[cold]
+fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: AccessKind) {
+    *slot = new_thread_capture();
+    if let Some(capture) = slot.as_mut() {
+        capture.access(addr, size, kind);
+    }
 }
 
 fn new_thread_capture() -> Option<ThreadCapture> {
@@ -440,6 +504,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         }
     };
     Some(ThreadCapture {
+        levels: simulator.hierarchy().depth(),
         simulator,
         monitoring: Monitoring::new(standalone()),
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
