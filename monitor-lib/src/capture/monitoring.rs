@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::analysis::AnalysisConfig;
-use crate::cache::{AccessOutcome, MAX_LEVELS};
+use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelStats, MAX_LEVELS};
 use crate::monitor::{EventIndex, HistogramIndex};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};
 use crate::shm::layout::{self, Aggregation, Mode, RequestResult, RequestSpec, analysis_bits};
@@ -118,6 +118,9 @@ pub(crate) struct Monitoring {
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
+    /// The hierarchy's demand counters (reads, read misses, writes, write misses) per level as
+    /// of the last access counted from them.
+    seen: Counts,
     stack: Vec<Snapshot>,
     pub(crate) regions: HashMap<u32, RegionCounts>,
 }
@@ -135,6 +138,7 @@ impl Monitoring {
             found: [NOT_FOUND; FOUND_SLOTS],
             totals: [0; 4 * MAX_LEVELS],
             structures: Vec::new(),
+            seen: [0; 4 * MAX_LEVELS],
             stack: Vec::new(),
             regions: HashMap::new(),
         }
@@ -157,6 +161,56 @@ impl Monitoring {
             return;
         }
         self.count_levels(structure, outcome, levels);
+    }
+
+    /// An access that hit in L1 (known without its outcome): the thread's and its structure's
+    /// counter of L1 read or write hits.
+    #[inline(always)]
+    pub(crate) fn count_l1_hit(&mut self, addr: u64, kind: AccessKind) {
+        let structure = self.structure_of(addr);
+        let index = if kind == AccessKind::Write { 2 } else { 0 };
+        self.totals[index] += 1;
+        if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+            counts[index] += 1;
+        }
+    }
+
+    /// An access within one line that missed L1, simulated by the plain path: what it did at
+    /// each level is the change of that level's demand counters since the last such access (a
+    /// hit changes no level but L1's hit counts, which are not compared).
+    #[inline(never)]
+    pub(crate) fn count_from_stats(
+        &mut self,
+        addr: u64,
+        kind: AccessKind,
+        hierarchy: &Hierarchy,
+        levels: usize,
+    ) {
+        let structure = self.structure_of(addr);
+        let write = usize::from(kind == AccessKind::Write) * 2;
+        for level in 0..levels.min(MAX_LEVELS) {
+            let now = demand_counts(hierarchy.level_stats(level));
+            let was = &mut self.seen[level * 4..level * 4 + 4];
+            let reached = now[write] != was[write];
+            let missed = now[write + 1] != was[write + 1];
+            was.copy_from_slice(&now);
+            if level > 0 && !reached {
+                break;
+            }
+            let index = level * 4 + write + usize::from(missed);
+            self.totals[index] += 1;
+            if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+                counts[index] += 1;
+            }
+        }
+    }
+
+    /// Takes the hierarchy's demand counters as seen, after accesses counted another way.
+    pub(crate) fn sync_stats(&mut self, hierarchy: &Hierarchy, levels: usize) {
+        for level in 0..levels.min(MAX_LEVELS) {
+            self.seen[level * 4..level * 4 + 4]
+                .copy_from_slice(&demand_counts(hierarchy.level_stats(level)));
+        }
     }
 
     #[inline(never)]
@@ -401,6 +455,16 @@ impl Monitoring {
         };
         let _ = m.write_result(request.slot, &result);
     }
+}
+
+/// A level's demand counters in [`Counts`] order: reads, read misses, writes, write misses.
+fn demand_counts(stats: &LevelStats) -> [u64; 4] {
+    [
+        stats.reads,
+        stats.read_misses,
+        stats.writes,
+        stats.write_misses,
+    ]
 }
 
 /// Bytes per bucket: the width asked for, or the range split into the number asked for, rounded

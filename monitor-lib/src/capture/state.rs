@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats};
+use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats, WritePolicy};
 use crate::monitor::CounterArrayConfig;
 use crate::ranges::AddressRange;
 use crate::shm::layout::DataStructureKind;
@@ -150,8 +150,7 @@ impl StandaloneTotals {
 struct ThreadCapture {
     simulator: Simulator,
     monitoring: Monitoring,
-    /// The hierarchy's depth, for counting without asking it per access.
-    levels: usize,
+    counting: Counting,
     /// Order in which threads started capturing: the simulated core a later step assigns.
     #[allow(dead_code)]
     thread_index: u32,
@@ -476,11 +475,71 @@ impl ThreadCapture {
     #[inline(never)]
     fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
         if self.monitoring.counting {
-            let (monitoring, levels) = (&mut self.monitoring, self.levels);
-            self.simulator
-                .access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+            self.counting
+                .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
         } else {
             self.simulator.access(addr, size, kind);
+        }
+    }
+}
+
+/// How a thread in standalone mode counts its accesses, fixed by the hierarchy.
+#[derive(Debug, Clone, Copy)]
+struct Counting {
+    /// The hierarchy's depth, for counting without asking it per access.
+    levels: usize,
+    /// L1's line size less one (only used when a power of two).
+    l1_mask: u64,
+    /// Whether an access's outcome may be read off the hierarchy's demand counters: every
+    /// data level is write-back, so an L1 hit changes no deeper level, and a one-line access
+    /// reaches each level at most once, recorded in its demand counters exactly as in its
+    /// `AccessOutcome` (writebacks count apart).
+    outcome_from_stats: bool,
+}
+
+impl Counting {
+    fn new(spec: &HierarchySpec, simulator: &Simulator) -> Self {
+        let line = u64::from(simulator.hierarchy().line_size(0));
+        Counting {
+            levels: simulator.hierarchy().depth(),
+            l1_mask: line.wrapping_sub(1),
+            outcome_from_stats: line.is_power_of_two()
+                && spec
+                    .data
+                    .iter()
+                    .all(|level| level.write == WritePolicy::WriteBack),
+        }
+    }
+
+    /// Simulates an access and counts it per level and data structure.
+    #[inline(always)]
+    fn access(
+        self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) {
+        if self.outcome_from_stats && (addr & self.l1_mask) + u64::from(size) <= self.l1_mask + 1 {
+            // One line: the simulator's own fast path, the outcome read off its counters.
+            let l1_misses = |s: &Simulator| {
+                let l1 = s.hierarchy().level_stats(0);
+                l1.read_misses + l1.write_misses
+            };
+            let before = l1_misses(simulator);
+            simulator.access(addr, size, kind);
+            if l1_misses(simulator) == before {
+                monitoring.count_l1_hit(addr, kind);
+            } else {
+                monitoring.count_from_stats(addr, kind, simulator.hierarchy(), self.levels);
+            }
+        } else {
+            let levels = self.levels;
+            simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+            if self.outcome_from_stats {
+                monitoring.sync_stats(simulator.hierarchy(), levels);
+            }
         }
     }
 }
@@ -504,7 +563,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         }
     };
     Some(ThreadCapture {
-        levels: simulator.hierarchy().depth(),
+        counting: Counting::new(spec, &simulator),
         simulator,
         monitoring: Monitoring::new(standalone()),
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
@@ -574,6 +633,65 @@ pub fn write_report(path: &Path) -> Result<(), CaptureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Standalone counting from the demand counters must count exactly what counting every
+    /// access's outcome counts, for every shape of hierarchy (the write-through one takes the
+    /// outcome path throughout).
+    #[test]
+    fn counting_from_the_counters_equals_counting_outcomes() {
+        // Two structures over part of the stream's range, so attribution is compared too.
+        for (name, start) in [("counting_a", 0x40_0000), ("counting_b", 0x40_3000)] {
+            data::register(
+                name,
+                AddressRange::new(start, 8 << 10),
+                DataStructureKind::HeapRegistered,
+            );
+        }
+        for spec in [
+            "D1=1K,2,64;LL=8K,4,64",
+            "D1=512,1,32;L2=2K,2,64;L3=16K,4,64",
+            "D1=2K,4,64;LL=4K,2,64,inclusive",
+            "D1=1K,2,64,write-through;LL=8K,4,64",
+        ] {
+            let Ok(spec) = HierarchySpec::parse(spec) else {
+                panic!("spec {spec}");
+            };
+            let new_sim = || Simulator::new(&spec, CounterArrayConfig::default()).unwrap();
+            let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
+            let counting = Counting::new(&spec, &fast_sim);
+            let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            for _ in 0..50_000 {
+                // xorshift: addresses over 24 KiB, small and line-straddling sizes, some wide.
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let addr = 0x40_0000 + x % (24 << 10);
+                let size = match x >> 60 {
+                    0 => 96 + (x >> 20) as u32 % 64,
+                    1..=3 => 1 + (x >> 24) as u32 % 16,
+                    _ => 8,
+                };
+                let kind = if x >> 59 & 1 == 1 {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Read
+                };
+                counting.access(&mut fast_sim, &mut fast, addr, size, kind);
+                let levels = counting.levels;
+                slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels));
+            }
+            assert_eq!(fast.totals, slow.totals, "{spec:?}");
+            assert_eq!(fast.structures, slow.structures, "{spec:?}");
+            assert!(fast.structures.iter().filter(|c| c[0] > 0).count() >= 2);
+            let stats = |s: &Simulator| s.hierarchy().stats().map(|(_, l)| *l).collect::<Vec<_>>();
+            assert_eq!(stats(&fast_sim), stats(&slow_sim));
+            assert!(
+                slow.totals[1] > 0 && slow.totals[5] > 0,
+                "misses at two levels"
+            );
+        }
+    }
 
     // The process-wide switch and totals are shared by every test in this binary, so one test
     // exercises them, on its own threads, and checks only what its threads added.
