@@ -147,6 +147,13 @@ impl Frame {
         flags: FUNCTION | RESOLVED,
     };
 
+    /// A marker begun while the runtime ran on the thread: kept for balance, never resolved.
+    const UNRESOLVED_MARKER: Frame = Frame {
+        word: 0,
+        id: 0,
+        flags: 0,
+    };
+
     #[inline(always)]
     fn unresolved_function(pc: u64) -> Frame {
         Frame {
@@ -441,8 +448,11 @@ extern "C" fn function_exit_slow() {
 /// read only the first time the site is met. The site is resolved even with nothing armed, so
 /// tools see a marker region from its first use.
 pub(crate) fn marker_begin_at(return_pc: u64, label: impl FnOnce() -> String) {
-    if !tracking() || state::in_runtime() {
+    if !tracking() {
         return;
+    }
+    if state::in_runtime() {
+        return push(Frame::UNRESOLVED_MARKER);
     }
     let region = cached(return_pc, |reg| marker_region(reg, return_pc, &label()));
     marker_enter(region);
@@ -450,8 +460,11 @@ pub(crate) fn marker_begin_at(return_pc: u64, label: impl FnOnce() -> String) {
 
 /// A marker region begins at a Rust call site (the `region!` macro).
 pub(crate) fn marker_begin_site(site: &MarkerSite) {
-    if !tracking() || state::in_runtime() {
+    if !tracking() {
         return;
+    }
+    if state::in_runtime() {
+        return push(Frame::UNRESOLVED_MARKER);
     }
     let region = *site.region.get_or_init(|| {
         let previous = state::enter_runtime();
@@ -473,18 +486,38 @@ fn marker_enter(region: Option<RegionRef>) {
 }
 
 /// The innermost marker region ends; an end with a function's frame on top is ignored (said
-/// once), since closing the function early would unbalance its exit.
+/// once), since closing the function early would unbalance its exit. With nothing armed and a
+/// plain marker frame on top this is a pop.
+#[inline(always)]
 pub(crate) fn marker_end() {
-    if !tracking() || state::in_runtime() {
+    let popped = FRAMES.with(|f| {
+        let depth = f.depth.get();
+        if depth == 0 || depth > SHALLOW_FRAMES {
+            return false;
+        }
+        if f.shallow[depth - 1].get().flags & (FUNCTION | MONITORED) != 0 || !quiet() {
+            return false;
+        }
+        f.depth.set(depth - 1);
+        true
+    });
+    if popped {
+        state::sync_point();
+    } else {
+        marker_end_slow();
+    }
+}
+
+#[inline(never)]
+extern "C" fn marker_end_slow() {
+    if !tracking() {
         return;
     }
     match top() {
         Some(frame) if !frame.function() => {
             pop();
-            if frame.monitored() || !quiet() {
+            if !state::in_runtime() {
                 leave(frame);
-            } else {
-                state::sync_point();
             }
         }
         Some(_) => warn_unbalanced(
@@ -589,7 +622,7 @@ fn leave(frame: Frame) {
     let armed = armed();
     let region = if frame.is_resolved() {
         frame.region()
-    } else if armed {
+    } else if armed && frame.function() {
         let pc = frame.pc();
         cached(pc, |reg| function_region(reg, pc))
     } else {
