@@ -377,9 +377,8 @@ pub(crate) fn function_entry(pc: u64) {
             f.depth.set(depth + 1);
             true
         });
-    if pushed {
-        state::sync_point();
-    } else {
+    // No switch-epoch check here: a thread picks up `enable_all` at its next access.
+    if !pushed {
         function_entry_slow(pc);
     }
 }
@@ -418,9 +417,7 @@ pub(crate) fn function_exit() {
         f.depth.set(depth - 1);
         true
     });
-    if popped {
-        state::sync_point();
-    } else {
+    if !popped {
         function_exit_slow();
     }
 }
@@ -479,7 +476,6 @@ pub(crate) fn marker_begin_site(site: &MarkerSite) {
 fn marker_enter(region: Option<RegionRef>) {
     if quiet() {
         push(Frame::resolved(region, false, false));
-        state::sync_point();
     } else {
         enter(region, false);
     }
@@ -501,9 +497,7 @@ pub(crate) fn marker_end() {
         f.depth.set(depth - 1);
         true
     });
-    if popped {
-        state::sync_point();
-    } else {
+    if !popped {
         marker_end_slow();
     }
 }

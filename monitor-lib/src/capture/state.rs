@@ -340,7 +340,7 @@ fn with_capture(f: impl FnOnce(&mut ThreadCapture)) {
 }
 
 /// Switches capture on in every thread: the calling thread at once, the others at their next
-/// sync point (a function entry or exit in TSan-instrumented code, or their first access).
+/// access (the sync point: while anything may capture, every access checks the switch epoch).
 pub fn enable_all() {
     switch_all(true);
 }
@@ -396,7 +396,8 @@ fn report_spec_error_once(why: &str) {
 }
 
 /// A cheap point where a thread picks up a process-wide switch made by another thread: one
-/// thread-local load and one relaxed global load when nothing changed.
+/// thread-local load and one relaxed global load when nothing changed. Every access runs it
+/// while some thread may capture; region boundaries do not need it on their fast path.
 #[inline(always)]
 pub(super) fn sync_point() {
     if SEEN_EPOCH.get() != EPOCH.load(Ordering::Relaxed) {
@@ -430,6 +431,9 @@ fn access(addr: u64, size: u32, kind: AccessKind) {
 /// landing pad around the call and jump to it as a tail call, with no frame of their own.
 #[inline(never)]
 extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
+    // The switch-epoch check lives here rather than at region boundaries: only while some
+    // thread may capture can a thread have a switch to pick up.
+    sync_point();
     let state = STATE.get();
     if state != OFF {
         let kind = if write {
