@@ -397,7 +397,6 @@ extern "C" fn function_entry_slow(pc: u64) {
             enter(region, true);
         }
     }
-    state::sync_point();
 }
 
 /// The innermost instrumented function returns: closes markers it left open, then itself.
@@ -438,7 +437,6 @@ extern "C" fn function_exit_slow() {
             frame = next;
         }
     }
-    state::sync_point();
 }
 
 /// A marker region begins at the call site `return_pc` (C and Fortran markers); `label` is
