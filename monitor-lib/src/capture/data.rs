@@ -42,11 +42,25 @@ impl Lookup {
     }
 
     /// The span `(start, end, index)` of the structure holding `addr`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn find_span(&self, addr: u64) -> Option<(u64, u64, u32)> {
         let i = self.spans.partition_point(|&(start, _, _)| start <= addr);
         let &span = self.spans.get(i.checked_sub(1)?)?;
         (addr < span.1).then_some(span)
+    }
+
+    /// What [`Lookup::find_span`] answers for `addr` (the structure's index, or none), with the
+    /// bytes `lo..hi` around `addr` for which it answers the same: a cache of the answer is good
+    /// for any address in them, and for addresses outside any structure too.
+    pub(crate) fn find_with_extent(&self, addr: u64) -> (u64, u64, Option<u32>) {
+        let i = self.spans.partition_point(|&(start, _, _)| start <= addr);
+        // The next structure's start bounds both answers: from there the search finds it.
+        let next = self.spans.get(i).map_or(u64::MAX, |s| s.0);
+        match i.checked_sub(1).map(|p| self.spans[p]) {
+            Some((start, end, index)) if addr < end => (start, end.min(next), Some(index)),
+            Some((_, end, _)) => (end, next, None),
+            None => (0, next, None),
+        }
     }
 }
 
@@ -146,5 +160,27 @@ mod tests {
         assert_eq!(lookup.find(300), None);
         assert_eq!(lookup.find(499), Some(2));
         assert_eq!(lookup.find(500), None);
+    }
+
+    #[test]
+    fn extents_cover_only_addresses_with_the_same_answer() {
+        // 150..180 overlaps the end of 100..200: from 150 on the search answers 1 or nothing.
+        let lookup = Lookup {
+            spans: vec![(100, 200, 0), (150, 180, 1), (400, 500, 2)],
+        };
+        assert_eq!(lookup.find_with_extent(50), (0, 100, None));
+        assert_eq!(lookup.find_with_extent(120), (100, 150, Some(0)));
+        assert_eq!(lookup.find_with_extent(160), (150, 180, Some(1)));
+        assert_eq!(lookup.find_with_extent(190), (180, 400, None));
+        assert_eq!(lookup.find_with_extent(450), (400, 500, Some(2)));
+        assert_eq!(lookup.find_with_extent(600), (500, u64::MAX, None));
+        for (addr, (lo, hi, answer)) in [120u64, 160, 190, 450, 600, 50]
+            .into_iter()
+            .map(|a| (a, lookup.find_with_extent(a)))
+        {
+            for probe in [lo, hi.saturating_sub(1), addr] {
+                assert_eq!(lookup.find(probe), answer, "{probe} in {lo}..{hi}");
+            }
+        }
     }
 }

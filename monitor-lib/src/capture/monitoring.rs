@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::analysis::AnalysisConfig;
-use crate::cache::{AccessOutcome, MAX_LEVELS};
+use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelStats, MAX_LEVELS};
 use crate::monitor::{EventIndex, HistogramIndex};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};
 use crate::shm::layout::{self, Aggregation, Mode, RequestResult, RequestSpec, analysis_bits};
@@ -97,8 +97,12 @@ struct Snapshot {
     structures: Vec<Counts>,
 }
 
+const FOUND_SLOTS: usize = 64;
+/// A slot that holds no answer (its range is empty).
+const NOT_FOUND: (u64, u64, u32) = (1, 0, 0);
+
 /// A thread's monitoring state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Monitoring {
     depth: u32,
     bindings: Vec<Binding>,
@@ -107,12 +111,16 @@ pub(crate) struct Monitoring {
     pub(crate) counting: bool,
     lookup_generation: u64,
     lookup: Arc<Lookup>,
-    /// The structure found last, `(start, end, index)`: consecutive accesses mostly fall in the
-    /// same one, which then needs no search.
-    last_found: (u64, u64, u32),
+    /// Direct-mapped by 4 KiB page: the answers found last, `(lo, hi, index + 1 or 0 for
+    /// none)`, each good for any address in `lo..hi`. Kernels interleave a few structures (a
+    /// matrix product touches three in turn), which one remembered answer would miss every time.
+    found: [(u64, u64, u32); FOUND_SLOTS],
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
+    /// The hierarchy's demand counters (reads, read misses, writes, write misses) per level as
+    /// of the last access counted from them.
+    seen: Counts,
     stack: Vec<Snapshot>,
     pub(crate) regions: HashMap<u32, RegionCounts>,
 }
@@ -121,43 +129,129 @@ impl Monitoring {
     /// A thread's monitoring; `counting` in standalone mode.
     pub(crate) fn new(counting: bool) -> Self {
         Monitoring {
+            depth: 0,
+            bindings: Vec::new(),
+            slots: HashMap::new(),
             counting,
-            ..Monitoring::default()
+            lookup_generation: 0,
+            lookup: Arc::default(),
+            found: [NOT_FOUND; FOUND_SLOTS],
+            totals: [0; 4 * MAX_LEVELS],
+            structures: Vec::new(),
+            seen: [0; 4 * MAX_LEVELS],
+            stack: Vec::new(),
+            regions: HashMap::new(),
         }
     }
 
-    /// Standalone counting of one per-line access.
-    #[inline]
+    /// Standalone counting of one per-line access. An L1 hit (nearly every access) adds two
+    /// counters: the thread's and its structure's, both picked by the outcome's bits without a
+    /// loop; an access that reached a deeper level goes through every level out of line.
+    #[inline(always)]
     pub(crate) fn count(&mut self, addr: u64, outcome: &AccessOutcome, levels: usize) {
-        if self.lookup_generation != data::generation() {
-            (self.lookup_generation, self.lookup) = data::snapshot();
-            self.last_found = (0, 0, 0);
-        }
-        let (start, end, last) = self.last_found;
-        let structure = if start <= addr && addr < end {
-            Some(last)
-        } else {
-            let found = self.lookup.find_span(addr);
-            if let Some(span) = found {
-                self.last_found = span;
+        let structure = self.structure_of(addr);
+        let bits = outcome.event_bits();
+        // Only the first level reached: its one bit (read/write × hit/miss) is the index.
+        if bits > 0 && bits < 0x100 {
+            let index = bits.trailing_zeros() as usize & 3;
+            self.totals[index] += 1;
+            if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+                counts[index] += 1;
             }
-            found.map(|(_, _, index)| index)
-        };
-        for level in 0..levels {
+            return;
+        }
+        self.count_levels(structure, outcome, levels);
+    }
+
+    /// An access that hit in L1 (known without its outcome): the thread's and its structure's
+    /// counter of L1 read or write hits.
+    #[inline(always)]
+    pub(crate) fn count_l1_hit(&mut self, addr: u64, kind: AccessKind) {
+        let structure = self.structure_of(addr);
+        let index = if kind == AccessKind::Write { 2 } else { 0 };
+        self.totals[index] += 1;
+        if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+            counts[index] += 1;
+        }
+    }
+
+    /// An access within one line that missed L1, simulated by the plain path: what it did at
+    /// each level is the change of that level's demand counters since the last such access (a
+    /// hit changes no level but L1's hit counts, which are not compared).
+    #[inline(never)]
+    pub(crate) fn count_from_stats(
+        &mut self,
+        addr: u64,
+        kind: AccessKind,
+        hierarchy: &Hierarchy,
+        levels: usize,
+    ) {
+        let structure = self.structure_of(addr);
+        let write = usize::from(kind == AccessKind::Write) * 2;
+        for level in 0..levels.min(MAX_LEVELS) {
+            let now = demand_counts(hierarchy.level_stats(level));
+            let was = &mut self.seen[level * 4..level * 4 + 4];
+            let reached = now[write] != was[write];
+            let missed = now[write + 1] != was[write + 1];
+            was.copy_from_slice(&now);
+            if level > 0 && !reached {
+                break;
+            }
+            let index = level * 4 + write + usize::from(missed);
+            self.totals[index] += 1;
+            if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+                counts[index] += 1;
+            }
+        }
+    }
+
+    /// Takes the hierarchy's demand counters as seen, after accesses counted another way.
+    pub(crate) fn sync_stats(&mut self, hierarchy: &Hierarchy, levels: usize) {
+        for level in 0..levels.min(MAX_LEVELS) {
+            self.seen[level * 4..level * 4 + 4]
+                .copy_from_slice(&demand_counts(hierarchy.level_stats(level)));
+        }
+    }
+
+    #[inline(never)]
+    fn count_levels(&mut self, structure: Option<usize>, outcome: &AccessOutcome, levels: usize) {
+        for level in 0..levels.min(MAX_LEVELS) {
             let bits = outcome.bits_at(level);
             if bits == 0 {
                 break;
             }
             let index = level * 4 + bits.trailing_zeros() as usize;
             self.totals[index] += 1;
-            if let Some(s) = structure {
-                let s = s as usize;
-                if s >= self.structures.len() {
-                    self.structures.resize(s + 1, [0; 4 * MAX_LEVELS]);
-                }
-                self.structures[s][index] += 1;
+            if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+                counts[index] += 1;
             }
         }
+    }
+
+    /// The index of the data structure holding `addr`, if any: from the page's remembered
+    /// answer when `addr` lies in its range, else a search. Its counts exist once returned.
+    #[inline(always)]
+    fn structure_of(&mut self, addr: u64) -> Option<usize> {
+        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
+        if lo <= addr && addr < hi && self.lookup_generation == data::generation() {
+            return (found as usize).checked_sub(1);
+        }
+        self.find_structure(addr)
+    }
+
+    #[inline(never)]
+    fn find_structure(&mut self, addr: u64) -> Option<usize> {
+        if self.lookup_generation != data::generation() {
+            (self.lookup_generation, self.lookup) = data::snapshot();
+            self.found = [NOT_FOUND; FOUND_SLOTS];
+        }
+        let (lo, hi, index) = self.lookup.find_with_extent(addr);
+        self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));
+        let s = index? as usize;
+        if s >= self.structures.len() {
+            self.structures.resize(s + 1, [0; 4 * MAX_LEVELS]);
+        }
+        Some(s)
     }
 
     /// A monitored region instance begins.
@@ -361,6 +455,16 @@ impl Monitoring {
         };
         let _ = m.write_result(request.slot, &result);
     }
+}
+
+/// A level's demand counters in [`Counts`] order: reads, read misses, writes, write misses.
+fn demand_counts(stats: &LevelStats) -> [u64; 4] {
+    [
+        stats.reads,
+        stats.read_misses,
+        stats.writes,
+        stats.write_misses,
+    ]
 }
 
 /// Bytes per bucket: the width asked for, or the range split into the number asked for, rounded

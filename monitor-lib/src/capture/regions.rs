@@ -8,11 +8,12 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::shm::config_table::ConfigEntry;
-use crate::shm::layout::{Boundary, RegionKind};
+use crate::shm::layout::{Boundary, RegionIndex, RegionKind};
+use crate::shm::target::{HaltOutcome, Mcc};
 
 use super::mcc;
 use super::program::{self, file_id};
@@ -54,9 +55,12 @@ fn registry() -> MutexGuard<'static, Registry> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
-/// Switches region tracking on (at process start, once a segment or report exists).
+/// Switches region tracking on (at process start, once a segment or report exists). Only then
+/// does the boundary fast path get the tool-sequence word it needs, so a quiet boundary implies
+/// tracking.
 pub(crate) fn start_tracking() {
     TRACKING.store(true, Ordering::Release);
+    mcc::publish_tool_sequence();
 }
 
 #[inline]
@@ -116,22 +120,180 @@ pub(crate) fn all() -> Vec<RegionMeta> {
     registry().regions.clone()
 }
 
-/// One open region on a thread.
+/// One open region on a thread, in 16 bytes so the fast path moves it in two words. A
+/// function entered while nothing was armed is pushed with its code address only (not
+/// `RESOLVED`): its region is looked up at its exit, and only if something is armed by then.
+/// A resolved frame holds its region's id and configuration entry instead.
 #[derive(Debug, Clone, Copy)]
+#[repr(C)]
 struct Frame {
-    region: Option<RegionRef>,
-    function: bool,
-    monitored: bool,
+    /// The code address (unresolved), else the configuration entry (region << 32 | slot).
+    word: u64,
+    id: u32,
+    flags: u32,
+}
+
+const RESOLVED: u32 = 1;
+const FUNCTION: u32 = 2;
+const MONITORED: u32 = 4;
+const HAS_REGION: u32 = 8;
+const HAS_ENTRY: u32 = 16;
+
+impl Frame {
+    /// What `pop` answers for a frame it lost (only while a thread's destructors run).
+    const EMPTY: Frame = Frame {
+        word: 0,
+        id: 0,
+        flags: FUNCTION | RESOLVED,
+    };
+
+    /// A marker begun while the runtime ran on the thread: kept for balance, never resolved.
+    const UNRESOLVED_MARKER: Frame = Frame {
+        word: 0,
+        id: 0,
+        flags: 0,
+    };
+
+    #[inline(always)]
+    fn unresolved_function(pc: u64) -> Frame {
+        Frame {
+            word: pc,
+            id: 0,
+            flags: FUNCTION,
+        }
+    }
+
+    fn resolved(region: Option<RegionRef>, function: bool, monitored: bool) -> Frame {
+        let mut flags = RESOLVED;
+        if function {
+            flags |= FUNCTION;
+        }
+        if monitored {
+            flags |= MONITORED;
+        }
+        let (mut word, mut id) = (0, 0);
+        if let Some(r) = region {
+            flags |= HAS_REGION;
+            id = r.id;
+            if let Some(e) = r.entry {
+                flags |= HAS_ENTRY;
+                word = u64::from(e.region.0) << 32 | u64::from(e.slot);
+            }
+        }
+        Frame { word, id, flags }
+    }
+
+    #[inline(always)]
+    fn function(self) -> bool {
+        self.flags & FUNCTION != 0
+    }
+
+    #[inline(always)]
+    fn monitored(self) -> bool {
+        self.flags & MONITORED != 0
+    }
+
+    /// Whether its exit needs more than a pop when nothing is armed: a monitored instance, or a
+    /// marker a function left open.
+    #[inline(always)]
+    fn plain_function(self) -> bool {
+        self.flags & (FUNCTION | MONITORED) == FUNCTION
+    }
+
+    fn is_resolved(self) -> bool {
+        self.flags & RESOLVED != 0
+    }
+
+    fn pc(self) -> u64 {
+        self.word
+    }
+
+    fn region(self) -> Option<RegionRef> {
+        if self.flags & HAS_REGION == 0 {
+            return None;
+        }
+        let entry = (self.flags & HAS_ENTRY != 0).then_some(ConfigEntry {
+            region: RegionIndex((self.word >> 32) as u32),
+            slot: self.word as u32,
+        });
+        Some(RegionRef { id: self.id, entry })
+    }
 }
 
 const PC_CACHE: usize = 256;
+/// Open regions kept in the thread-local array; deeper ones go to a vector.
+const SHALLOW_FRAMES: usize = 64;
+
+/// A thread's open regions: the first [`SHALLOW_FRAMES`] in a plain array, so a push or pop on
+/// the fast path is a few loads and stores with no borrow flag, no destructor registration and
+/// no allocation.
+struct Frames {
+    depth: Cell<usize>,
+    shallow: [Cell<Frame>; SHALLOW_FRAMES],
+}
 
 thread_local! {
-    static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    static FRAMES: Frames = const {
+        Frames {
+            depth: Cell::new(0),
+            shallow: [const { Cell::new(Frame::EMPTY) }; SHALLOW_FRAMES],
+        }
+    };
+    static DEEP_FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
     /// Direct-mapped cache of code address → region, in front of the registry's lock.
     static PC_CACHE_SLOTS: RefCell<[(u64, Option<RegionRef>); PC_CACHE]> =
         const { RefCell::new([(0, None); PC_CACHE]) };
     static WARNED_UNBALANCED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What the runtime last found about the tool's wishes: the tool sequence it looked at (zero
+/// extended) when nothing was armed; that sequence with [`ARMED`] set when a request or a
+/// halting point was there; [`UNKNOWN`] before the first look and after a halt. A boundary
+/// compares this word with the segment's sequence: equal means nothing is armed, and the
+/// boundary only keeps the thread's stack of open regions.
+static ARMED_AT: AtomicU64 = AtomicU64::new(UNKNOWN);
+const ARMED: u64 = 1 << 33;
+const UNKNOWN: u64 = u64::MAX;
+
+/// Whether nothing is armed: no request waits or is served, no halting point or step is set,
+/// and the standalone report is off. One load of the segment's tool sequence and one of
+/// [`ARMED_AT`]; a tool that changes anything bumps the sequence, so the next boundary of
+/// every thread takes the slow path and [`armed`] looks again. `None` (every boundary slow)
+/// until region tracking started, so a quiet boundary implies tracking.
+#[inline(always)]
+fn quiet() -> bool {
+    match mcc::tool_sequence() {
+        Some(seq) => ARMED_AT.load(Ordering::Relaxed) == u64::from(seq.load(Ordering::Relaxed)),
+        None => false,
+    }
+}
+
+/// Whether anything is armed, looking at the request slots and the halting point only when the
+/// tool sequence moved since the last look.
+#[inline(never)]
+fn armed() -> bool {
+    if state::standalone() {
+        return true;
+    }
+    let (Some(m), Some(seq)) = (mcc::get(), mcc::tool_sequence()) else {
+        return true;
+    };
+    // Acquire: whatever the tool changed before this bump is seen by the look below. A change
+    // after it bumps the sequence again, so a look that missed it is never taken as current.
+    let now = u64::from(seq.load(Ordering::Acquire));
+    let known = ARMED_AT.load(Ordering::Relaxed);
+    if known != UNKNOWN && known & !ARMED == now {
+        return known & ARMED != 0;
+    }
+    let armed = m.anything_armed();
+    ARMED_AT.store(if armed { now | ARMED } else { now }, Ordering::Relaxed);
+    armed
+}
+
+/// The target halted at a boundary (which disarmed the halting point it matched): look again at
+/// the next one, rather than keep the slow path until the tool changes something.
+fn look_again() {
+    ARMED_AT.store(UNKNOWN, Ordering::Relaxed);
 }
 
 /// The region of code address `pc`, from this thread's cache, else from the registry, else
@@ -199,48 +361,105 @@ fn marker_region(reg: &mut Registry, return_pc: u64, label: &str) -> Option<Regi
     Some(register_locked(reg, &file, line, RegionKind::Marker, label))
 }
 
-/// An instrumented function was entered; `pc` is an address inside it.
-#[inline]
+/// An instrumented function was entered; `pc` is an address inside it. With nothing armed
+/// only the address is pushed: the function regions were registered at start from DWARF, so
+/// tools already know them, and a request attached later binds at the next entry, which looks.
+/// (Nothing is quiet before tracking starts; see [`quiet`].)
+#[inline(always)]
 pub(crate) fn function_entry(pc: u64) {
-    if !tracking() || state::in_runtime() {
-        state::sync_point();
-        return;
+    let pushed = quiet()
+        && FRAMES.with(|f| {
+            let depth = f.depth.get();
+            let Some(slot) = f.shallow.get(depth) else {
+                return false;
+            };
+            slot.set(Frame::unresolved_function(pc));
+            f.depth.set(depth + 1);
+            true
+        });
+    // No switch-epoch check here: a thread picks up `enable_all` at its next access.
+    if !pushed {
+        function_entry_slow(pc);
     }
-    let region = cached(pc, |reg| function_region(reg, pc));
-    enter(region, true);
+}
+
+/// `extern "C"` (as every slow path the hooks call) only so that it cannot unwind: the hook then
+/// needs no landing pad and no frame of its own around the call.
+#[inline(never)]
+extern "C" fn function_entry_slow(pc: u64) {
+    if tracking() {
+        if state::in_runtime() || quiet() {
+            // In the runtime: kept balanced with the exit, which pops whatever it finds. Quiet:
+            // the frame goes below the shallow ones.
+            push(Frame::unresolved_function(pc));
+        } else {
+            let region = cached(pc, |reg| function_region(reg, pc));
+            enter(region, true);
+        }
+    }
 }
 
 /// The innermost instrumented function returns: closes markers it left open, then itself.
-#[inline]
+/// Only a plain function frame with nothing armed is popped here; a monitored frame always
+/// takes the slow path, so its results are published even when the tool withdrew everything
+/// meanwhile.
+#[inline(always)]
 pub(crate) fn function_exit() {
-    if !tracking() || state::in_runtime() {
-        state::sync_point();
-        return;
-    }
-    loop {
-        let Some(frame) = pop() else { return };
-        leave(frame);
-        if frame.function {
-            return;
+    let popped = FRAMES.with(|f| {
+        let depth = f.depth.get();
+        if depth == 0 || depth > SHALLOW_FRAMES {
+            return false;
         }
-        warn_unbalanced("a function returned with a marker region still open; closed it");
+        if !f.shallow[depth - 1].get().plain_function() || !quiet() {
+            return false;
+        }
+        f.depth.set(depth - 1);
+        true
+    });
+    if !popped {
+        function_exit_slow();
+    }
+}
+
+#[inline(never)]
+extern "C" fn function_exit_slow() {
+    if tracking()
+        && let Some(mut frame) = pop()
+        && !state::in_runtime()
+    {
+        loop {
+            leave(frame);
+            if frame.function() {
+                break;
+            }
+            warn_unbalanced("a function returned with a marker region still open; closed it");
+            let Some(next) = pop() else { break };
+            frame = next;
+        }
     }
 }
 
 /// A marker region begins at the call site `return_pc` (C and Fortran markers); `label` is
-/// read only the first time the site is met.
+/// read only the first time the site is met. The site is resolved even with nothing armed, so
+/// tools see a marker region from its first use.
 pub(crate) fn marker_begin_at(return_pc: u64, label: impl FnOnce() -> String) {
-    if !tracking() || state::in_runtime() {
+    if !tracking() {
         return;
     }
+    if state::in_runtime() {
+        return push(Frame::UNRESOLVED_MARKER);
+    }
     let region = cached(return_pc, |reg| marker_region(reg, return_pc, &label()));
-    enter(region, false);
+    marker_enter(region);
 }
 
 /// A marker region begins at a Rust call site (the `region!` macro).
 pub(crate) fn marker_begin_site(site: &MarkerSite) {
-    if !tracking() || state::in_runtime() {
+    if !tracking() {
         return;
+    }
+    if state::in_runtime() {
+        return push(Frame::UNRESOLVED_MARKER);
     }
     let region = *site.region.get_or_init(|| {
         let previous = state::enter_runtime();
@@ -248,23 +467,50 @@ pub(crate) fn marker_begin_site(site: &MarkerSite) {
         state::leave_runtime(previous);
         r
     });
-    enter(Some(region), false);
+    marker_enter(Some(region));
+}
+
+#[inline]
+fn marker_enter(region: Option<RegionRef>) {
+    if quiet() {
+        push(Frame::resolved(region, false, false));
+    } else {
+        enter(region, false);
+    }
 }
 
 /// The innermost marker region ends; an end with a function's frame on top is ignored (said
-/// once), since closing the function early would unbalance its exit.
+/// once), since closing the function early would unbalance its exit. With nothing armed and a
+/// plain marker frame on top this is a pop.
+#[inline(always)]
 pub(crate) fn marker_end() {
-    if !tracking() || state::in_runtime() {
+    let popped = FRAMES.with(|f| {
+        let depth = f.depth.get();
+        if depth == 0 || depth > SHALLOW_FRAMES {
+            return false;
+        }
+        if f.shallow[depth - 1].get().flags & (FUNCTION | MONITORED) != 0 || !quiet() {
+            return false;
+        }
+        f.depth.set(depth - 1);
+        true
+    });
+    if !popped {
+        marker_end_slow();
+    }
+}
+
+#[inline(never)]
+extern "C" fn marker_end_slow() {
+    if !tracking() {
         return;
     }
-    let top = FRAMES
-        .try_with(|f| f.try_borrow().ok().and_then(|f| f.last().copied()))
-        .ok()
-        .flatten();
-    match top {
-        Some(frame) if !frame.function => {
+    match top() {
+        Some(frame) if !frame.function() => {
             pop();
-            leave(frame);
+            if !state::in_runtime() {
+                leave(frame);
+            }
         }
         Some(_) => warn_unbalanced(
             "a marker region ended inside a function it did not begin in; the end is ignored",
@@ -281,53 +527,109 @@ fn warn_unbalanced(what: &str) {
     });
 }
 
-#[inline]
+/// A region entry with something armed: requests are looked up, the region may become
+/// monitored, and the halting point is checked.
 fn enter(region: Option<RegionRef>, function: bool) {
     state::sync_point();
     let m = mcc::get();
     // Halt before looking up requests: what a tool places while the program waits at this
     // entry covers the instance about to run, as a user stepping region by region expects.
-    if let (Some(m), Some(e)) = (m, region.and_then(|r| r.entry)) {
-        m.boundary(e.region, Boundary::Entry);
+    if armed()
+        && let (Some(m), Some(e)) = (m, region.and_then(|r| r.entry))
+    {
+        halting_point(m, e, Boundary::Entry);
     }
-    let requested = match (m, region.and_then(|r| r.entry)) {
-        (Some(m), Some(e)) => m.has_request(e),
-        _ => false,
-    };
+    // Looked at after the halt, which made the runtime look again at what is armed.
+    let requested = armed()
+        && match (m, region.and_then(|r| r.entry)) {
+            (Some(m), Some(e)) => m.has_request(e),
+            _ => false,
+        };
     let monitored = region.is_some() && (requested || state::standalone());
-    let _ = FRAMES.try_with(|f| {
-        if let Ok(mut f) = f.try_borrow_mut() {
-            f.push(Frame {
-                region,
-                function,
-                monitored,
-            });
-        }
-    });
-    if let Some(r) = region {
-        if monitored {
-            state::monitored_enter(r, requested);
-        }
+    push(Frame::resolved(region, function, monitored));
+    if let Some(r) = region
+        && monitored
+    {
+        state::monitored_enter(r, requested);
     }
 }
 
-#[inline]
+fn halting_point(m: &Mcc, e: ConfigEntry, boundary: Boundary) {
+    if m.boundary(e.region, boundary) != HaltOutcome::NotHalted {
+        look_again();
+    }
+}
+
+#[inline(always)]
+fn push(frame: Frame) {
+    FRAMES.with(|f| {
+        let depth = f.depth.get();
+        match f.shallow.get(depth) {
+            Some(slot) => slot.set(frame),
+            None => push_deep(frame.word, frame.id, frame.flags),
+        }
+        f.depth.set(depth + 1);
+    });
+}
+
+#[cold]
+extern "C" fn push_deep(word: u64, id: u32, flags: u32) {
+    let frame = Frame { word, id, flags };
+    // Fails only while the thread's destructors run; `pop_deep` then answers a plain frame.
+    let _ = DEEP_FRAMES.try_with(|f| {
+        if let Ok(mut f) = f.try_borrow_mut() {
+            f.push(frame);
+        }
+    });
+}
+
+#[inline(always)]
 fn pop() -> Option<Frame> {
-    FRAMES
+    FRAMES.with(|f| {
+        let depth = f.depth.get().checked_sub(1)?;
+        f.depth.set(depth);
+        Some(match f.shallow.get(depth) {
+            Some(slot) => slot.get(),
+            None => pop_deep(),
+        })
+    })
+}
+
+#[cold]
+extern "C" fn pop_deep() -> Frame {
+    DEEP_FRAMES
         .try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()))
         .ok()
         .flatten()
+        .unwrap_or(Frame::EMPTY)
 }
 
-#[inline]
+/// The innermost open region, left open.
+fn top() -> Option<Frame> {
+    let frame = pop()?;
+    push(frame);
+    Some(frame)
+}
+
+/// A region exit off the fast path: a monitored instance publishes its results, and with
+/// something armed the halting point is checked (a function pushed unresolved is resolved now).
 fn leave(frame: Frame) {
     state::sync_point();
-    let Some(r) = frame.region else { return };
-    if frame.monitored {
+    let armed = armed();
+    let region = if frame.is_resolved() {
+        frame.region()
+    } else if armed && frame.function() {
+        let pc = frame.pc();
+        cached(pc, |reg| function_region(reg, pc))
+    } else {
+        None
+    };
+    let Some(r) = region else { return };
+    if frame.monitored() {
         state::monitored_exit(r);
     }
-    if let (Some(m), Some(e)) = (mcc::get(), r.entry) {
-        m.boundary(e.region, Boundary::Exit);
+    if armed && let (Some(m), Some(e)) = (mcc::get(), r.entry) {
+        halting_point(m, e, Boundary::Exit);
     }
 }
 
@@ -335,8 +637,8 @@ fn leave(frame: Frame) {
 /// counts so far are not lost.
 pub(crate) fn close_all_open() {
     while let Some(frame) = pop() {
-        if frame.monitored
-            && let Some(r) = frame.region
+        if frame.monitored()
+            && let Some(r) = frame.region()
         {
             state::monitored_exit(r);
         }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats};
+use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats, WritePolicy};
 use crate::monitor::CounterArrayConfig;
 use crate::ranges::AddressRange;
 use crate::shm::layout::DataStructureKind;
@@ -54,6 +54,11 @@ static STANDALONE: AtomicBool = AtomicBool::new(false);
 static STANDALONE_TOTALS: Mutex<StandaloneTotals> = Mutex::new(StandaloneTotals::empty());
 
 static CAPTURE_ON: AtomicBool = AtomicBool::new(false);
+/// Reasons any thread may capture now: 1 until the process start-up ran (a thread's first access
+/// may be what runs it), 1 while the process-wide switch is on, and 1 per monitored region
+/// instance open on any thread. At 0 no thread captures, and an access hook returns after this
+/// one load, without touching thread-local state.
+static MAY_CAPTURE: AtomicU32 = AtomicU32::new(1);
 /// Bumped by every switch so threads notice it at their next sync point; starts above the
 /// threads' initial `SEEN_EPOCH` so a thread's first sync point always syncs.
 static EPOCH: AtomicU32 = AtomicU32::new(1);
@@ -145,6 +150,7 @@ impl StandaloneTotals {
 struct ThreadCapture {
     simulator: Simulator,
     monitoring: Monitoring,
+    counting: Counting,
     /// Order in which threads started capturing: the simulated core a later step assigns.
     #[allow(dead_code)]
     thread_index: u32,
@@ -226,7 +232,13 @@ pub(crate) fn init_process() {
         report
     });
     STATE.set(previous);
+    if !START_UP_COUNTED.swap(true, Ordering::Relaxed) {
+        MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
+    }
 }
+
+/// Whether start-up's reason in [`MAY_CAPTURE`] was taken back.
+static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 
 fn register_globals() {
     let Some(p) = program::program() else { return };
@@ -286,6 +298,7 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
     STATE.set(BUSY);
     with_capture(|c| c.monitoring.enter(&mut c.simulator, region, requested));
     MONITORED.set(MONITORED.get() + 1);
+    MAY_CAPTURE.fetch_add(1, Ordering::Relaxed);
     restore_state();
 }
 
@@ -293,7 +306,11 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
 pub(crate) fn monitored_exit(region: RegionRef) {
     STATE.set(BUSY);
     with_capture(|c| c.monitoring.exit(&mut c.simulator, region));
-    MONITORED.set(MONITORED.get().saturating_sub(1));
+    let open = MONITORED.get();
+    if open > 0 {
+        MONITORED.set(open - 1);
+        MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
+    }
     restore_state();
 }
 
@@ -323,7 +340,7 @@ fn with_capture(f: impl FnOnce(&mut ThreadCapture)) {
 }
 
 /// Switches capture on in every thread: the calling thread at once, the others at their next
-/// sync point (a function entry or exit in TSan-instrumented code, or their first access).
+/// access (the sync point: while anything may capture, every access checks the switch epoch).
 pub fn enable_all() {
     switch_all(true);
 }
@@ -339,13 +356,21 @@ fn switch_all(on: bool) {
 }
 
 fn set_switch(on: bool) {
-    CAPTURE_ON.store(on, Ordering::Relaxed);
+    if CAPTURE_ON.swap(on, Ordering::Relaxed) != on {
+        if on {
+            MAY_CAPTURE.fetch_add(1, Ordering::Relaxed);
+        } else {
+            MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
     // Release pairs with the Acquire in `sync`: a thread that sees the new epoch sees the switch.
     EPOCH.fetch_add(1, Ordering::Release);
 }
 
 /// Makes this thread follow the process-wide switch; leaves a thread inside the runtime alone.
-fn sync() {
+/// `extern "C"` so that callers on the hot path need no unwind landing pad (see `may_capture`).
+#[inline(never)]
+extern "C" fn sync() {
     let state = STATE.get();
     if state == BUSY {
         return;
@@ -371,7 +396,8 @@ fn report_spec_error_once(why: &str) {
 }
 
 /// A cheap point where a thread picks up a process-wide switch made by another thread: one
-/// thread-local load and one relaxed global load when nothing changed.
+/// thread-local load and one relaxed global load when nothing changed. Every access runs it
+/// while some thread may capture; region boundaries do not need it on their fast path.
 #[inline(always)]
 pub(super) fn sync_point() {
     if SEEN_EPOCH.get() != EPOCH.load(Ordering::Relaxed) {
@@ -391,15 +417,35 @@ pub fn write(addr: u64, size: u32) {
     access(addr, size, AccessKind::Write);
 }
 
+/// A thread whose own state is stale (it switched on, another thread switched off) stops
+/// capturing here at once rather than at its next sync point; that only honours the switch
+/// sooner.
 #[inline(always)]
 fn access(addr: u64, size: u32, kind: AccessKind) {
+    if MAY_CAPTURE.load(Ordering::Relaxed) != 0 {
+        may_capture(addr, size, kind == AccessKind::Write);
+    }
+}
+
+/// `extern "C"` only so that it cannot unwind: the `extern "C"` hooks then need no unwind
+/// landing pad around the call and jump to it as a tail call, with no frame of their own.
+#[inline(never)]
+extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
+    // The switch-epoch check lives here rather than at region boundaries: only while some
+    // thread may capture can a thread have a switch to pick up.
+    sync_point();
     let state = STATE.get();
     if state != OFF {
+        let kind = if write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
         not_off(state, addr, size, kind);
     }
 }
 
-#[inline(never)]
+#[inline(always)]
 fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
     match state {
         ON => simulate(addr, size, kind),
@@ -413,21 +459,102 @@ fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
     }
 }
 
+#[inline(always)]
 fn simulate(addr: u64, size: u32, kind: AccessKind) {
     STATE.set(BUSY);
     // `try_with` fails only while the thread's destructors run: those accesses are dropped.
-    with_capture(|capture| {
-        if capture.monitoring.counting {
-            let levels = capture.simulator.hierarchy().depth();
-            let monitoring = &mut capture.monitoring;
-            capture
-                .simulator
-                .access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
-        } else {
-            capture.simulator.access(addr, size, kind);
+    let _ = THREAD.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            match slot.as_mut() {
+                Some(capture) => capture.access(addr, size, kind),
+                None => first_access(&mut slot, addr, size, kind),
+            }
         }
     });
     STATE.set(ON);
+}
+
+impl ThreadCapture {
+    /// Kept out of line, so the thread-local access around it stays small enough to inline.
+    #[inline(never)]
+    fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        if self.monitoring.counting {
+            self.counting
+                .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
+        } else {
+            self.simulator.access(addr, size, kind);
+        }
+    }
+}
+
+/// How a thread in standalone mode counts its accesses, fixed by the hierarchy.
+#[derive(Debug, Clone, Copy)]
+struct Counting {
+    /// The hierarchy's depth, for counting without asking it per access.
+    levels: usize,
+    /// L1's line size less one (only used when a power of two).
+    l1_mask: u64,
+    /// Whether an access's outcome may be read off the hierarchy's demand counters: every
+    /// data level is write-back, so an L1 hit changes no deeper level, and a one-line access
+    /// reaches each level at most once, recorded in its demand counters exactly as in its
+    /// `AccessOutcome` (writebacks count apart).
+    outcome_from_stats: bool,
+}
+
+impl Counting {
+    fn new(spec: &HierarchySpec, simulator: &Simulator) -> Self {
+        let line = u64::from(simulator.hierarchy().line_size(0));
+        Counting {
+            levels: simulator.hierarchy().depth(),
+            l1_mask: line.wrapping_sub(1),
+            outcome_from_stats: line.is_power_of_two()
+                && spec
+                    .data
+                    .iter()
+                    .all(|level| level.write == WritePolicy::WriteBack),
+        }
+    }
+
+    /// Simulates an access and counts it per level and data structure.
+    #[inline(always)]
+    fn access(
+        self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) {
+        if self.outcome_from_stats && (addr & self.l1_mask) + u64::from(size) <= self.l1_mask + 1 {
+            // One line: the simulator's own fast path, the outcome read off its counters.
+            let l1_misses = |s: &Simulator| {
+                let l1 = s.hierarchy().level_stats(0);
+                l1.read_misses + l1.write_misses
+            };
+            let before = l1_misses(simulator);
+            simulator.access(addr, size, kind);
+            if l1_misses(simulator) == before {
+                monitoring.count_l1_hit(addr, kind);
+            } else {
+                monitoring.count_from_stats(addr, kind, simulator.hierarchy(), self.levels);
+            }
+        } else {
+            let levels = self.levels;
+            simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+            if self.outcome_from_stats {
+                monitoring.sync_stats(simulator.hierarchy(), levels);
+            }
+        }
+    }
+}
+
+/// A thread's first simulated access: its capture is created, then the access simulated.
+#[cold]
+fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: AccessKind) {
+    *slot = new_thread_capture();
+    if let Some(capture) = slot.as_mut() {
+        capture.access(addr, size, kind);
+    }
 }
 
 fn new_thread_capture() -> Option<ThreadCapture> {
@@ -440,6 +567,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         }
     };
     Some(ThreadCapture {
+        counting: Counting::new(spec, &simulator),
         simulator,
         monitoring: Monitoring::new(standalone()),
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
@@ -509,6 +637,65 @@ pub fn write_report(path: &Path) -> Result<(), CaptureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Standalone counting from the demand counters must count exactly what counting every
+    /// access's outcome counts, for every shape of hierarchy (the write-through one takes the
+    /// outcome path throughout).
+    #[test]
+    fn counting_from_the_counters_equals_counting_outcomes() {
+        // Two structures over part of the stream's range, so attribution is compared too.
+        for (name, start) in [("counting_a", 0x40_0000), ("counting_b", 0x40_3000)] {
+            data::register(
+                name,
+                AddressRange::new(start, 8 << 10),
+                DataStructureKind::HeapRegistered,
+            );
+        }
+        for spec in [
+            "D1=1K,2,64;LL=8K,4,64",
+            "D1=512,1,32;L2=2K,2,64;L3=16K,4,64",
+            "D1=2K,4,64;LL=4K,2,64,inclusive",
+            "D1=1K,2,64,write-through;LL=8K,4,64",
+        ] {
+            let Ok(spec) = HierarchySpec::parse(spec) else {
+                panic!("spec {spec}");
+            };
+            let new_sim = || Simulator::new(&spec, CounterArrayConfig::default()).unwrap();
+            let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
+            let counting = Counting::new(&spec, &fast_sim);
+            let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            for _ in 0..50_000 {
+                // xorshift: addresses over 24 KiB, small and line-straddling sizes, some wide.
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let addr = 0x40_0000 + x % (24 << 10);
+                let size = match x >> 60 {
+                    0 => 96 + (x >> 20) as u32 % 64,
+                    1..=3 => 1 + (x >> 24) as u32 % 16,
+                    _ => 8,
+                };
+                let kind = if x >> 59 & 1 == 1 {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Read
+                };
+                counting.access(&mut fast_sim, &mut fast, addr, size, kind);
+                let levels = counting.levels;
+                slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels));
+            }
+            assert_eq!(fast.totals, slow.totals, "{spec:?}");
+            assert_eq!(fast.structures, slow.structures, "{spec:?}");
+            assert!(fast.structures.iter().filter(|c| c[0] > 0).count() >= 2);
+            let stats = |s: &Simulator| s.hierarchy().stats().map(|(_, l)| *l).collect::<Vec<_>>();
+            assert_eq!(stats(&fast_sim), stats(&slow_sim));
+            assert!(
+                slow.totals[1] > 0 && slow.totals[5] > 0,
+                "misses at two levels"
+            );
+        }
+    }
 
     // The process-wide switch and totals are shared by every test in this binary, so one test
     // exercises them, on its own threads, and checks only what its threads added.

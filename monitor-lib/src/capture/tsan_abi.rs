@@ -1,6 +1,6 @@
 //! The ThreadSanitizer entry points that gcc, g++ and gfortran emit under `-fsanitize=thread`,
 //! implemented by epcache instead of libtsan: memory accesses feed the capture state, function
-//! entry and exit are sync points, and atomics perform the real atomic operation.
+//! entry and exit are region boundaries, and atomics perform the real atomic operation.
 //!
 //! Every symbol the compiler may emit exists here (reads and writes of 1 to 16 bytes, their
 //! unaligned, volatile and `_pc` variants, ranges, vptr updates, function entry and exit, init,
@@ -69,7 +69,6 @@ pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
 
 #[cfg(target_arch = "x86_64")]
 extern "C" fn func_entry_at(_caller_pc: *const c_void, own_pc: u64) {
-    // The region hook is the sync point (it syncs even when regions are not tracked).
     regions::function_entry(own_pc);
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::config_table::{ConfigEntry, ConfigTable, ConfigTableError};
@@ -333,6 +333,38 @@ impl Mcc {
         self.config.has_request(self.segment.view(), entry)
     }
 
+    /// The word a tool bumps (Release) after each change to requests or the halting point. A
+    /// target that found nothing armed ([`Mcc::anything_armed`]) as of one value of it needs no
+    /// other check at a region boundary while it keeps that value.
+    pub fn tool_sequence(&self) -> Option<&AtomicU32> {
+        self.segment.view().u32_at(header::TOOL_SEQUENCE).ok()
+    }
+
+    /// Whether a tool asked for anything: a request waiting or being served in any slot, or a
+    /// halting point (or step) armed. Load [`Mcc::tool_sequence`] with Acquire before calling:
+    /// whatever the tool changed before that bump is then seen here. Costs one load per
+    /// request slot, so call it when the sequence moved, not per boundary.
+    pub fn anything_armed(&self) -> bool {
+        let view = self.segment.view();
+        let halting = view
+            .load_u64(header::HALTING_POINT, Ordering::Acquire)
+            .map_or(true, |point| point >> 40 & 1 != 0);
+        if halting {
+            return true;
+        }
+        let slots = self.layout.span(Table::RequestSlots).capacity;
+        (0..slots).any(|slot| {
+            self.layout
+                .entry_words(view, Table::RequestSlots, slot)
+                .map_or(true, |words| {
+                    matches!(
+                        SlotState::from_word(words[0].load(Ordering::Acquire)),
+                        Ok(SlotState::Pending | SlotState::Active)
+                    )
+                })
+        })
+    }
+
     /// The requests attached to `entry`, validated and marked active. Invalid ones (another
     /// region, a dead data structure, too many buckets) are marked rejected and skipped: a bad
     /// request never stops the program.
@@ -621,6 +653,60 @@ impl Drop for Mcc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shm::layout::{Aggregation, HaltingPoint};
+    use crate::shm::tool::TargetHandle;
+
+    /// What a runtime's region boundaries rely on to skip every check: each tool change bumps
+    /// the sequence, and the look after it sees exactly whether anything is armed.
+    #[test]
+    fn every_tool_change_bumps_the_sequence_and_shows_in_the_armed_look() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcc = Mcc::create(MccOptions {
+            program: "armed-look".into(),
+            runtime_dir: Some(dir.path().to_owned()),
+            ..MccOptions::default()
+        })
+        .unwrap();
+        let kernel = mcc
+            .register_region(1, 20, RegionKind::Function, "kernel", "k.c")
+            .unwrap();
+        let tool = TargetHandle::attach(mcc.shm_id()).unwrap();
+        let seq = mcc.tool_sequence().unwrap();
+        let before = seq.load(Ordering::Acquire);
+        assert!(!mcc.anything_armed());
+
+        let spec = RequestSpec {
+            region: kernel.region,
+            target: RequestTarget::Range(AddressRange::new(0x1000, 4096)),
+            event: "PAPI_L1_DCM".parse().unwrap(),
+            mode: Mode::Static,
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        };
+        let request = tool.submit(&spec).unwrap();
+        let submitted = seq.load(Ordering::Acquire);
+        assert_ne!(submitted, before);
+        assert!(mcc.anything_armed(), "a pending request is armed");
+        assert_eq!(mcc.active_requests(kernel).len(), 1);
+        assert!(mcc.anything_armed(), "an active request is armed");
+        tool.cancel(request).unwrap();
+        let cancelled = seq.load(Ordering::Acquire);
+        assert_ne!(cancelled, submitted);
+        assert!(!mcc.anything_armed(), "a cancelled request is not");
+
+        tool.set_halting_point(Some(HaltingPoint {
+            region: Some(kernel.region),
+            boundary: Boundary::Entry,
+            skip: 0,
+        }))
+        .unwrap();
+        assert_ne!(seq.load(Ordering::Acquire), cancelled);
+        assert!(mcc.anything_armed(), "a halting point is armed");
+        tool.set_halting_point(None).unwrap();
+        assert!(!mcc.anything_armed());
+        tool.set_step_point(None, 0).unwrap();
+        assert!(mcc.anything_armed(), "a step is armed");
+    }
 
     #[test]
     fn epcache_wait_values() {
