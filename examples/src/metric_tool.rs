@@ -18,9 +18,6 @@ use crate::metric_table::{Counts, RegionTable};
 /// The four counts of a table row, as PAPI event suffixes (`PAPI_L1_DCR`, ...).
 const EVENT_SUFFIXES: [&str; 4] = ["DCR", "LDM", "DCW", "STM"];
 
-/// The whole address space but its last byte: a request's range must end after it starts.
-const EVERYTHING: std::ops::Range<u64> = 0..u64::MAX;
-
 /// Why the tables could not be measured.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricError {
@@ -195,7 +192,7 @@ async fn place(
     for e in &events {
         requests.push(Request::count(
             RegionRef::Index(region.index),
-            EVERYTHING,
+            crate::WHOLE_ADDRESS_SPACE,
             e.as_str(),
         ));
     }

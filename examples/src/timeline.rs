@@ -128,7 +128,7 @@ pub async fn record(
     };
     let all = target
         .client()
-        .request(pid, count(DataRef::Range(0..u64::MAX)))
+        .request(pid, count(DataRef::Range(crate::WHOLE_ADDRESS_SPACE)))
         .await?;
     let mut all = Column {
         id: all.id,

@@ -188,13 +188,11 @@ fn a_tool_may_analyse_the_whole_address_space() {
     }
     let dir = tempfile::tempdir().unwrap();
     let program = REUSE.with_epcache(dir.path(), "reuse");
-    let mut launch = epcache_client::Launch::new(&program, "whole-space-test");
-    launch.cache = Some(Shape::PENTIUM_M.epcache_spec());
-    launch.show_output = false;
+    let launch = support::quiet_launch(&program, &[], &Shape::PENTIUM_M);
     let (status, result, misses) = epcache_examples::block_on(async {
         let mut target = epcache_client::LocalTarget::launch(launch).await.unwrap();
         let pid = target.pid();
-        let everything = 0..u64::MAX;
+        let everything = epcache_examples::WHOLE_ADDRESS_SPACE;
         let placed = target
             .client()
             .requests(

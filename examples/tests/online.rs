@@ -41,11 +41,8 @@ fn the_online_tool_finds_the_band_relax_sweeps_by_columns() {
     }
     let dir = tempfile::tempdir().unwrap();
     let program = HEAT.with_epcache(dir.path(), "heat");
-    let mut launch = epcache_client::Launch::new(&program, "online-test");
-    launch.cache = Some(SHAPE.epcache_spec());
-    launch.show_output = false;
     let options = epcache_examples::online::OnlineOptions {
-        launch,
+        launch: support::quiet_launch(&program, &[], &SHAPE),
         event: "PAPI_L1_DCM".into(),
         survey_instances: 2,
         buckets: 25,

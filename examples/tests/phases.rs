@@ -177,11 +177,8 @@ fn the_timeline_tool_shows_each_phase_in_its_interval() {
     }
     let dir = tempfile::tempdir().unwrap();
     let program = PHASES.with_epcache(dir.path(), "phases");
-    let mut launch = epcache_client::Launch::new(&program, "phases-test");
-    launch.cache = Some(Shape::DTRACK.epcache_spec());
-    launch.show_output = false;
     let options = epcache_examples::timeline::TimelineOptions {
-        launch,
+        launch: support::quiet_launch(&program, &[], &Shape::DTRACK),
         interval: "interval".into(),
         event: "PAPI_L1_DCM".into(),
     };

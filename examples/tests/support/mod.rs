@@ -711,9 +711,7 @@ pub(crate) fn metric_tables(
     shape: &Shape,
     regions: &[&str],
 ) -> Vec<epcache_examples::metric_table::RegionTable> {
-    let mut launch = epcache_client::Launch::new(program, "reproduction-test").args(args);
-    launch.cache = Some(shape.epcache_spec());
-    launch.show_output = false;
+    let launch = quiet_launch(program, args, shape);
     let options = epcache_examples::metric_tool::MetricOptions {
         launch,
         regions: regions.iter().map(|r| (*r).to_owned()).collect(),
@@ -724,4 +722,12 @@ pub(crate) fn metric_tables(
     }))
     .expect("a runtime for the tool")
     .unwrap_or_else(|e| panic!("measuring {} with the metric tool: {e}", program.display()))
+}
+
+/// `program args` for a tool driven by a test: the test's cache, the program's output discarded.
+pub(crate) fn quiet_launch(program: &Path, args: &[&str], shape: &Shape) -> epcache_client::Launch {
+    let mut launch = epcache_client::Launch::new(program, "reproduction-test").args(args);
+    launch.cache = Some(shape.epcache_spec());
+    launch.show_output = false;
+    launch
 }
