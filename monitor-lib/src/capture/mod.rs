@@ -2,8 +2,9 @@
 //! hooks (the TSan entry points gcc emits, SanitizerCoverage's load/store callbacks) or by the
 //! explicit API below, and the standalone report written at exit.
 //!
-//! Only `tsan_abi.rs` and `sancov_abi.rs` hold unsafe code (the `extern "C"` entry points and
-//! the atomics they must really perform); everything they call is safe Rust in `state.rs`.
+//! Only the `*_abi.rs` modules hold unsafe code (the `extern "C"` entry points, the atomics
+//! they must really perform, the exported gate of dual-compiled code); everything they call is
+//! safe Rust in `state.rs`.
 
 mod data;
 mod heap;
@@ -18,6 +19,8 @@ mod state;
 mod alloc_abi;
 #[allow(unsafe_code)]
 mod c_abi;
+#[allow(unsafe_code)]
+mod gate_abi;
 #[allow(unsafe_code)]
 mod sancov_abi;
 #[allow(unsafe_code)]

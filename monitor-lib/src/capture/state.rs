@@ -19,6 +19,7 @@ use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats, WritePolic
 use crate::monitor::CounterArrayConfig;
 use crate::ranges::AddressRange;
 use crate::shm::layout::DataStructureKind;
+use crate::shm::target::Mcc;
 use crate::simulator::{Simulator, SimulatorError};
 
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
@@ -214,6 +215,10 @@ pub(crate) fn init_process() {
         };
         let counters = CounterArrayConfig::default().counters as u32;
         let segment = mcc::create(&spec_text, counters);
+        // Dual-compiled functions run their instrumented copies while a tool arms anything.
+        if let Some(hint) = segment.and_then(Mcc::capture_hint) {
+            super::gate_abi::follow(hint);
+        }
         if report.is_some() {
             STANDALONE.store(true, Ordering::Release);
             // Not `enable_all`: its sync would re-enter this initialisation.
@@ -359,8 +364,10 @@ fn set_switch(on: bool) {
     if CAPTURE_ON.swap(on, Ordering::Relaxed) != on {
         if on {
             MAY_CAPTURE.fetch_add(1, Ordering::Relaxed);
+            super::gate_abi::hold_open();
         } else {
             MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
+            super::gate_abi::release();
         }
     }
     // Release pairs with the Acquire in `sync`: a thread that sees the new epoch sees the switch.

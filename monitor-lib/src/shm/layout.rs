@@ -14,7 +14,7 @@ use crate::ranges::AddressRange;
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
 /// Bumped whenever the meaning of any byte changes; readers refuse other versions.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Bytes before the first table.
 pub const HEADER_BYTES: usize = 256;
 /// Request slots are bits of one 64-bit flag word per region, so at most 64.
@@ -65,6 +65,10 @@ pub mod header {
     /// u64 the cache spec the target simulates, as a string reference (offset | length << 32);
     /// 0 until the target publishes it.
     pub const CACHE_SPEC: usize = 104;
+    /// u32 written by the tool after every change: nonzero when it may have armed anything (a
+    /// request, a halting point, a step). The target's dual-compiled functions run their
+    /// instrumented copies while it is nonzero; only a hint, every armed check is made again.
+    pub const CAPTURE_HINT: usize = 112;
     /// Table descriptors: per [`super::Table`], u64 offset, u32 capacity, u32 entry bytes.
     pub const TABLES: usize = 128;
 }
@@ -351,6 +355,27 @@ impl Layout {
     }
 
     /// Where `table` lives.
+    /// Whether a tool asked for anything: a request waiting or being served in any slot, or a
+    /// halting point (or step) armed. A word that cannot be read counts as armed. Costs one
+    /// load per request slot.
+    pub fn anything_armed(&self, view: &View) -> bool {
+        let halting = view
+            .load_u64(header::HALTING_POINT, Ordering::Acquire)
+            .map_or(true, |point| point >> 40 & 1 != 0);
+        if halting {
+            return true;
+        }
+        (0..self.span(Table::RequestSlots).capacity).any(|slot| {
+            self.entry_words(view, Table::RequestSlots, slot)
+                .map_or(true, |words| {
+                    matches!(
+                        SlotState::from_word(words[0].load(Ordering::Acquire)),
+                        Ok(SlotState::Pending | SlotState::Active)
+                    )
+                })
+        })
+    }
+
     pub fn span(&self, table: Table) -> TableSpan {
         self.spans[table as usize]
     }

@@ -345,24 +345,13 @@ impl Mcc {
     /// whatever the tool changed before that bump is then seen here. Costs one load per
     /// request slot, so call it when the sequence moved, not per boundary.
     pub fn anything_armed(&self) -> bool {
-        let view = self.segment.view();
-        let halting = view
-            .load_u64(header::HALTING_POINT, Ordering::Acquire)
-            .map_or(true, |point| point >> 40 & 1 != 0);
-        if halting {
-            return true;
-        }
-        let slots = self.layout.span(Table::RequestSlots).capacity;
-        (0..slots).any(|slot| {
-            self.layout
-                .entry_words(view, Table::RequestSlots, slot)
-                .map_or(true, |words| {
-                    matches!(
-                        SlotState::from_word(words[0].load(Ordering::Acquire)),
-                        Ok(SlotState::Pending | SlotState::Active)
-                    )
-                })
-        })
+        self.layout.anything_armed(self.segment.view())
+    }
+
+    /// The word a tool sets nonzero while it may have anything armed (see
+    /// [`header::CAPTURE_HINT`]): the runtime points the gate of dual-compiled functions at it.
+    pub fn capture_hint(&self) -> Option<&AtomicU32> {
+        self.segment.view().u32_at(header::CAPTURE_HINT).ok()
     }
 
     /// The requests attached to `entry`, validated and marked active. Invalid ones (another

@@ -300,11 +300,36 @@ impl TargetHandle {
         }
     }
 
+    /// Publishes what the tool just changed: the capture hint first (so a target that sees the
+    /// new sequence also sees the hint), then the sequence.
     fn bump_tool_sequence(&self) {
+        self.publish_capture_hint();
         if let Ok(seq) = self.segment.view().u32_at(header::TOOL_SEQUENCE) {
             seq.fetch_add(1, Ordering::Release);
             futex::wake(seq, u32::MAX);
         }
+    }
+
+    /// Sets [`header::CAPTURE_HINT`] to whether anything is armed. Two tools changing one target
+    /// at once could each compute the hint before the other's change; looking again after the
+    /// store (sequentially consistent) until the look agrees makes the last store right.
+    fn publish_capture_hint(&self) {
+        let view = self.segment.view();
+        let Ok(hint) = view.u32_at(header::CAPTURE_HINT) else {
+            return;
+        };
+        let mut armed = self.layout.anything_armed(view);
+        for _ in 0..8 {
+            hint.store(u32::from(armed), Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            let now = self.layout.anything_armed(view);
+            if now == armed {
+                return;
+            }
+            armed = now;
+        }
+        // Still changing under us: err on the side that monitors.
+        hint.store(1, Ordering::SeqCst);
     }
 
     /// Checks `spec` against the target's tables and attaches it to its region; the target picks

@@ -1,6 +1,6 @@
 //! Reads one ELF file's global variables and functions: names, scopes and declarations from DWARF, exact sizes from the symbol table.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
@@ -160,6 +160,11 @@ impl DebugInfo {
             }
             read_unit(&dwarf, &unit, &sizes, &mut file_ids, &mut out).map_err(dwarf_err)?;
         }
+        // A dual-built object (see `epcache cc`) has two units per source, both declaring its
+        // globals at the same addresses: one data structure each.
+        let mut seen = HashSet::new();
+        out.globals
+            .retain(|g| seen.insert((g.qualified_name.clone(), g.address, g.size)));
         out.functions.sort_by_key(|f| f.low_pc);
         out.lines.sort_by_key(|row| (row.address, row.line != 0));
         out.files = {
@@ -396,22 +401,43 @@ fn pc_range(entry: &gimli::DebuggingInformationEntry<Reader<'_>>) -> Option<(u64
 }
 
 /// The declaring file (as a file id) and line.
-fn declaration(
-    dwarf: &gimli::Dwarf<Reader<'_>>,
-    unit: &gimli::Unit<Reader<'_>>,
-    entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
+fn declaration<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
     file_ids: &mut HashMap<String, u32>,
 ) -> gimli::Result<(Option<u32>, u32)> {
-    let decl = |attr| match entry.attr_value(attr) {
-        Some(AttributeValue::Udata(v)) => Some(v),
-        Some(AttributeValue::Data1(v)) => Some(u64::from(v)),
-        Some(AttributeValue::Data2(v)) => Some(u64::from(v)),
-        Some(AttributeValue::Data4(v)) => Some(u64::from(v)),
-        Some(AttributeValue::FileIndex(v)) => Some(v),
-        _ => None,
-    };
-    let line = decl(gimli::DW_AT_decl_line).unwrap_or(0) as u32;
-    let Some(index) = decl(gimli::DW_AT_decl_file) else {
+    let decl =
+        |entry: &gimli::DebuggingInformationEntry<Reader<'a>>, attr| match entry.attr_value(attr) {
+            Some(AttributeValue::Udata(v)) => Some(v),
+            Some(AttributeValue::Data1(v)) => Some(u64::from(v)),
+            Some(AttributeValue::Data2(v)) => Some(u64::from(v)),
+            Some(AttributeValue::Data4(v)) => Some(u64::from(v)),
+            Some(AttributeValue::FileIndex(v)) => Some(v),
+            _ => None,
+        };
+    let mut line = decl(entry, gimli::DW_AT_decl_line);
+    let mut index = decl(entry, gimli::DW_AT_decl_file);
+    // An out-of-line instance of an inlined function (or a definition of a declared one)
+    // declares nothing itself: its abstract origin (or specification) does.
+    let mut linked = entry.clone();
+    for _ in 0..3 {
+        if index.is_some() {
+            break;
+        }
+        let link = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .into_iter()
+            .find_map(|attr| match linked.attr_value(attr) {
+                Some(AttributeValue::UnitRef(offset)) => Some(offset),
+                _ => None,
+            });
+        let Some(offset) = link else { break };
+        linked = unit.entry(offset)?;
+        line = line.or(decl(&linked, gimli::DW_AT_decl_line));
+        index = decl(&linked, gimli::DW_AT_decl_file);
+    }
+    let line = line.unwrap_or(0) as u32;
+    let Some(index) = index else {
         return Ok((None, line));
     };
     let Some(program) = &unit.line_program else {

@@ -1,0 +1,73 @@
+//! The gate that functions built by `epcache cc` in dual mode look at on entry: a pointer to a
+//! word that is nonzero while their instrumented copies must run (see `dual_asm.rs` in the
+//! `epcache` binary for the code that reads it).
+//!
+//! The pointer starts at a word that stays zero, so a dual-compiled program runs its plain code
+//! until the runtime decides otherwise: at start-up it points the gate at the segment's
+//! [`crate::shm::layout::header::CAPTURE_HINT`] (which tools set while they arm anything), or at
+//! a word that stays one when the standalone report or the explicit API wants every access.
+//! Everything it can point at lives for the whole process (statics, and a segment the runtime
+//! never detaches), so generated code may follow it at any time from any thread.
+
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+static CLOSED: AtomicU32 = AtomicU32::new(0);
+static OPEN: AtomicU32 = AtomicU32::new(1);
+
+/// What the generated code loads: `movq epcache_capture_gate(%rip), %r11; cmpl $0, (%r11)`.
+// SAFETY: the exported name is unique to epcache (its `epcache_` prefix) and the symbol is a
+// pointer-sized atomic whose every value points at a live `AtomicU32`, which is all the
+// generated code assumes.
+#[unsafe(export_name = "epcache_capture_gate")]
+static GATE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).cast_mut());
+
+/// Where the gate points when no explicit switch holds it open.
+static RESTING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).cast_mut());
+
+fn point_at(word: &'static AtomicU32) {
+    GATE.store(std::ptr::from_ref(word).cast_mut(), Ordering::SeqCst);
+}
+
+/// Makes the gate follow `word` (the segment's capture hint) from now on, and when released.
+pub(crate) fn follow(word: &'static AtomicU32) {
+    RESTING.store(std::ptr::from_ref(word).cast_mut(), Ordering::SeqCst);
+    point_at(word);
+}
+
+/// Holds the gate open: every dual-compiled function runs instrumented.
+pub(crate) fn hold_open() {
+    point_at(&OPEN);
+}
+
+/// Lets the gate go back to the word it follows (or to closed).
+pub(crate) fn release() {
+    GATE.store(RESTING.load(Ordering::SeqCst), Ordering::SeqCst);
+}
+
+/// Whether the gate is open now.
+#[cfg(test)]
+pub(crate) fn is_open() -> bool {
+    let word = GATE.load(Ordering::SeqCst);
+    // SAFETY: GATE only ever holds pointers to the statics above or to a word of the segment,
+    // which the runtime never detaches; all live as long as the process.
+    unsafe { (*word).load(Ordering::SeqCst) != 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_follows_its_word_and_is_held_open_until_released() {
+        static HINT: AtomicU32 = AtomicU32::new(0);
+        follow(&HINT);
+        assert!(!is_open());
+        HINT.store(1, Ordering::SeqCst);
+        assert!(is_open(), "a tool's hint opens it");
+        HINT.store(0, Ordering::SeqCst);
+        hold_open();
+        assert!(is_open());
+        release();
+        assert!(!is_open(), "released, it follows the hint again");
+    }
+}
