@@ -1,10 +1,14 @@
 //! `epcache cc -- <compiler command line>`: a drop-in `CC`, `CXX` or `FC` that builds a program
 //! whose loads and stores feed epcache's simulator.
 //!
-//! Compile steps get `-fsanitize=thread -g`, so gcc, g++ and gfortran call the TSan entry points;
-//! link steps get epcache's static runtime (which defines those entry points) instead of libtsan.
-//! A command that compiles and links at once is split: each source is compiled instrumented into
-//! a temporary object, then the objects are linked, because gcc's driver links libtsan whenever
+//! A source compiled to an object is built twice, plainly and with `-fsanitize=thread -g` (so
+//! gcc, g++ and gfortran call the TSan entry points), and the two assembly listings are merged
+//! into one object in which each function chooses its copy at entry (see `dual_asm.rs`): the
+//! program runs plain code until a tool arms something. Where the merge cannot be done safely the
+//! source is built instrumented only, with a note on stderr; `EPCACHE_CC_DUAL=off` asks for that
+//! everywhere. Link steps get epcache's static runtime (which defines the entry points) instead
+//! of libtsan. A command that compiles and links at once is split: each source is compiled into a
+//! temporary object, then the objects are linked, because gcc's driver links libtsan whenever
 //! `-fsanitize=thread` reaches it.
 
 use std::ffi::OsString;
@@ -13,6 +17,11 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
+use crate::dual_asm;
+
+/// Environment variable that turns dual compilation off (`off`, `0`, `no`): every function is
+/// then built instrumented only.
+const DUAL_ENV: &str = "EPCACHE_CC_DUAL";
 /// Environment variable naming the runtime library, overriding the one beside `epcache`.
 const RUNTIME_ENV: &str = "EPCACHE_RUNTIME";
 /// File name of the runtime that `cargo build -p epcache-monitor` produces.
@@ -167,7 +176,10 @@ fn classify(args: &[String]) -> Step {
 
 /// The arguments of a link step: the user's, minus any `-fsanitize=thread` (it would link
 /// libtsan), plus the runtime. A shared library gets no runtime: the executable provides it.
-fn link_arguments(args: &[String], runtime: &Path) -> Vec<String> {
+/// `libatomic_found`: the compiler has libatomic, which the plain copies of dual-built code call
+/// for atomics the CPU has no instruction for (16-byte ones); the instrumented copies call the
+/// runtime's `__tsan_atomic*` instead, so it is linked only as needed.
+fn link_arguments(args: &[String], runtime: &Path, libatomic_found: bool) -> Vec<String> {
     let mut linked: Vec<String> = args
         .iter()
         .filter(|a| a.as_str() != "-fsanitize=thread")
@@ -180,7 +192,28 @@ fn link_arguments(args: &[String], runtime: &Path) -> Vec<String> {
         linked.push(runtime.display().to_string());
         linked.extend(RUNTIME_NATIVE_LIBS.iter().map(|s| (*s).to_owned()));
     }
+    if libatomic_found {
+        linked.extend(
+            [
+                "-Wl,--push-state,--as-needed",
+                "-latomic",
+                "-Wl,--pop-state",
+            ]
+            .map(str::to_owned),
+        );
+    }
     linked
+}
+
+/// Whether `compiler` can link libatomic (`-print-file-name` answers a path only when it can).
+fn libatomic_found(compiler: &str) -> bool {
+    Command::new(compiler)
+        .arg("-print-file-name=libatomic.so")
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .is_some_and(|path| path.is_absolute() && path.exists())
 }
 
 /// The arguments shared by every split compile command: the user's minus output, inputs and
@@ -362,12 +395,22 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
     let (compiler, args) = (compiler.clone(), args.to_vec());
     match classify(&args) {
         Step::Query => run(&compiler, &args),
-        Step::CompileOnly => {
-            let mut instrumented = args;
-            instrumented.extend(instrument_flags(&compiler)?);
-            run(&compiler, &instrumented)
+        Step::CompileOnly => match single_object(&args) {
+            Some((source, object)) => {
+                let common = without_output_and_source(&args, source);
+                compile_object(&compiler, &common, &args[source], &object)
+            }
+            None => {
+                let mut instrumented = args;
+                instrumented.extend(instrument_flags(&compiler)?);
+                run(&compiler, &instrumented)
+            }
+        },
+        Step::Link => {
+            let runtime = runtime_library()?;
+            let linked = link_arguments(&args, &runtime, libatomic_found(&compiler));
+            run(&compiler, &linked)
         }
-        Step::Link => run(&compiler, &link_arguments(&args, &runtime_library()?)),
         Step::CompileAndLink { sources } => compile_then_link(&compiler, &args, &sources),
     }
 }
@@ -385,7 +428,6 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
         .tempdir()
         .context("creating a directory for the instrumented objects")?;
     let shared = split_compile_arguments(args);
-    let flags = instrument_flags(compiler)?;
     let mut link_args = args.to_vec();
     for (n, &position) in sources.iter().enumerate() {
         let source = &args[position];
@@ -393,17 +435,236 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
             .file_stem()
             .map_or_else(|| "source".into(), |s| s.to_string_lossy());
         let object = objects_dir.path().join(format!("{n}-{stem}.o"));
-        let mut compile = shared.clone();
-        compile.extend(["-c".to_owned(), source.clone(), "-o".to_owned()]);
-        compile.push(object.display().to_string());
-        compile.extend(flags.iter().cloned());
-        let code = run(compiler, &compile)?;
+        let code = compile_object(compiler, &shared, source, &object.display().to_string())?;
         if code != 0 {
             return Ok(code);
         }
         link_args[position] = object.display().to_string();
     }
-    run(compiler, &link_arguments(&link_args, &runtime))
+    let linked = link_arguments(&link_args, &runtime, libatomic_found(compiler));
+    run(compiler, &linked)
+}
+
+/// For a `-c` command with one source and nothing that asks for other output (`-S`, `-E`,
+/// dependency-only `-M`/`-MM`, LTO, `-save-temps`, split DWARF, `-x`): the source's position and the object
+/// it makes (`-o`, or the source's stem with `.o` in the working directory).
+fn single_object(args: &[String]) -> Option<(usize, String)> {
+    if !args.iter().any(|a| a == "-c") {
+        return None;
+    }
+    let other_output = args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "-S" | "-E" | "-M" | "-MM" | "-x" | "-fsyntax-only"
+        ) || a.starts_with("-flto")
+            || a.starts_with("-save-temps")
+            || a == "-gsplit-dwarf"
+            || (a.starts_with("-x") && a.len() > 2)
+    });
+    let inputs = input_positions(args);
+    let [source] = inputs.as_slice() else {
+        return None;
+    };
+    if other_output || !is_source(&args[*source]) {
+        return None;
+    }
+    let object = args
+        .iter()
+        .position(|a| a == "-o")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| {
+            let stem = Path::new(&args[*source])
+                .file_stem()
+                .map_or_else(|| "a".into(), |s| s.to_string_lossy());
+            format!("{stem}.o")
+        });
+    Some((*source, object))
+}
+
+/// The arguments of a `-c` command minus `-c`, `-o FILE` and the source.
+fn without_output_and_source(args: &[String], source: usize) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        if args[i] == "-o" {
+            i += 2;
+            continue;
+        }
+        if i != source && args[i] != "-c" {
+            kept.push(args[i].clone());
+        }
+        i += 1;
+    }
+    kept
+}
+
+/// Whether a source of this kind is built in two copies: C, C++ and Fortran (assembly sources
+/// have no compiler-made code to copy), on x86-64 (the gate is x86-64 code), unless switched off.
+fn dual_wanted(source: &str) -> bool {
+    let off = std::env::var(DUAL_ENV)
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no"));
+    let assembly = Path::new(source)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "s" | "S" | "sx"));
+    !off && !assembly && cfg!(target_arch = "x86_64")
+}
+
+/// Dependency-file options: the plain compilation writes the file, the instrumented one must not.
+fn is_dependency_option(arg: &str) -> bool {
+    matches!(arg, "-MD" | "-MMD" | "-MP" | "-MG")
+}
+const DEPENDENCY_OPTIONS_WITH_VALUE: &[&str] = &["-MF", "-MT", "-MQ"];
+
+/// `common` without the dependency-file options (and their values).
+fn without_dependency_options(common: &[String]) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < common.len() {
+        let arg = common[i].as_str();
+        if DEPENDENCY_OPTIONS_WITH_VALUE.contains(&arg) {
+            i += 2;
+            continue;
+        }
+        let joined = DEPENDENCY_OPTIONS_WITH_VALUE
+            .iter()
+            .any(|o| arg.starts_with(o) && arg.len() > o.len());
+        if !is_dependency_option(arg) && !joined {
+            kept.push(common[i].clone());
+        }
+        i += 1;
+    }
+    kept
+}
+
+/// The dependency options of the plain compilation: as given, plus the file name and target a
+/// plain `-c -o OBJECT` would have used (the compiler would otherwise derive both from the
+/// temporary listing it writes).
+fn dependency_options_for(common: &[String], object: &str) -> Vec<String> {
+    let wants_file = common.iter().any(|a| a == "-MD" || a == "-MMD");
+    if !wants_file {
+        return Vec::new();
+    }
+    let mut extra = Vec::new();
+    if !common.iter().any(|a| a.starts_with("-MF")) {
+        extra.push("-MF".to_owned());
+        extra.push(Path::new(object).with_extension("d").display().to_string());
+    }
+    if !common
+        .iter()
+        .any(|a| a.starts_with("-MT") || a.starts_with("-MQ"))
+    {
+        extra.push("-MT".to_owned());
+        extra.push(object.to_owned());
+    }
+    extra
+}
+
+/// Has the compiler write each listing's line table itself instead of through `.loc`
+/// directives: the two compilations number source files differently, and the assembler keeps
+/// one numbering per object, while each debug unit's own table may number as it likes.
+const SEPARATE_LINE_TABLES: &str = "-gno-as-loc-support";
+
+/// Compiles `source` into `object`: both copies merged when possible, else instrumented only.
+fn compile_object(
+    compiler: &str,
+    common: &[String],
+    source: &str,
+    object: &str,
+) -> anyhow::Result<i32> {
+    let flags = instrument_flags(compiler)?;
+    let instrumented_only = |common: &[String]| -> anyhow::Result<i32> {
+        let mut compile = common.to_vec();
+        compile.extend(["-c".to_owned(), source.to_owned(), "-o".to_owned()]);
+        compile.push(object.to_owned());
+        compile.extend(flags.iter().cloned());
+        run(compiler, &compile)
+    };
+    if !dual_wanted(source) {
+        return instrumented_only(common);
+    }
+    let work = tempfile::Builder::new()
+        .prefix("epcache-cc-dual-")
+        .tempdir()
+        .context("creating a directory for the two listings")?;
+    let plain_listing = work.path().join("plain.s");
+    let captured_listing = work.path().join("captured.s");
+    let include = flags.iter().filter(|f| f.starts_with("-I")).cloned();
+
+    let mut plain = common.to_vec();
+    plain.extend(dependency_options_for(common, object));
+    plain.extend(["-g".to_owned(), SEPARATE_LINE_TABLES.to_owned()]);
+    plain.extend(["-S".to_owned(), source.to_owned()]);
+    plain.extend(include);
+    plain.extend(["-o".to_owned(), plain_listing.display().to_string()]);
+    let code = run(compiler, &plain)?;
+    if code != 0 {
+        return Ok(code);
+    }
+    // The plain compilation already showed the source's warnings.
+    let mut captured = without_dependency_options(common);
+    captured.extend(flags.iter().cloned());
+    captured.extend([SEPARATE_LINE_TABLES.to_owned(), "-w".to_owned()]);
+    captured.extend(["-S".to_owned(), source.to_owned()]);
+    captured.extend(["-o".to_owned(), captured_listing.display().to_string()]);
+    let code = run(compiler, &captured)?;
+    if code != 0 {
+        return Ok(code);
+    }
+
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("reading the compiler's listing {}", path.display()))
+    };
+    let position_independent = common
+        .iter()
+        .any(|a| matches!(a.as_str(), "-fPIC" | "-fpic" | "-shared"));
+    let merged = match dual_asm::merge(
+        &read(&plain_listing)?,
+        &read(&captured_listing)?,
+        position_independent,
+    ) {
+        Ok(merged) => merged,
+        Err(why) => {
+            eprintln!(
+                "epcache cc: {source}: built instrumented only ({why}); its code calls the \
+                 capture hooks even while nothing is monitored"
+            );
+            return instrumented_only(&without_dependency_options(common));
+        }
+    };
+    let dual_listing = work.path().join("dual.s");
+    std::fs::write(&dual_listing, &merged.assembly)
+        .with_context(|| format!("writing {}", dual_listing.display()))?;
+    let mut assemble: Vec<String> = common
+        .iter()
+        .filter(|a| a.starts_with("-m") || a.starts_with("-Wa,"))
+        .cloned()
+        .collect();
+    assemble.extend(["-c".to_owned(), dual_listing.display().to_string()]);
+    assemble.extend(["-o".to_owned(), object.to_owned()]);
+    let assembled = Command::new(compiler)
+        .args(&assemble)
+        .output()
+        .with_context(|| format!("running the compiler `{compiler}` on the merged listing"))?;
+    if !assembled.status.success() {
+        let stderr = String::from_utf8_lossy(&assembled.stderr);
+        let first = stderr.lines().take(3).collect::<Vec<_>>().join(" | ");
+        eprintln!(
+            "epcache cc: {source}: the merged listing did not assemble ({first}); built \
+             instrumented only. Please report this with the source; EPCACHE_CC_DUAL=off \
+             silences it"
+        );
+        return instrumented_only(&without_dependency_options(common));
+    }
+    if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
+        eprintln!(
+            "epcache cc: {source}: {} functions choose their copy at entry, {} always run \
+             instrumented (they call region markers)",
+            merged.dual, merged.always_captured
+        );
+    }
+    Ok(0)
 }
 
 #[cfg(test)]
@@ -432,6 +693,42 @@ mod tests {
     }
 
     #[test]
+    fn a_single_source_compile_names_its_object() {
+        let line = args("-O2 -c dir/k.c -o out/k.o -MD");
+        assert_eq!(single_object(&line), Some((2, "out/k.o".to_owned())));
+        assert_eq!(
+            without_output_and_source(&line, 2),
+            args("-O2 -MD"),
+            "the compile's common arguments"
+        );
+        assert_eq!(
+            single_object(&args("-c dir/k.f90")),
+            Some((1, "k.o".to_owned()))
+        );
+        // Other outputs, several sources or assembly keep the single instrumented build.
+        assert_eq!(single_object(&args("-S -c k.c")), None);
+        assert_eq!(single_object(&args("-c a.c b.c")), None);
+        assert_eq!(single_object(&args("-flto -c a.c")), None);
+    }
+
+    #[test]
+    fn the_plain_compile_writes_the_dependency_file_a_plain_build_would() {
+        let common = args("-O2 -MMD -MP");
+        assert_eq!(
+            dependency_options_for(&common, "obj/k.o"),
+            args("-MF obj/k.d -MT obj/k.o")
+        );
+        assert_eq!(
+            dependency_options_for(&args("-MD -MF x.d -MT t"), "k.o"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            without_dependency_options(&args("-O2 -MD -MF x.d -MTt -MP -DX")),
+            args("-O2 -DX")
+        );
+    }
+
+    #[test]
     fn split_compile_drops_output_inputs_and_linker_options() {
         let line = args("-O2 -I inc -o prog main.c a.o -L/x -lm -Wl,--as-needed -DN=4");
         assert_eq!(split_compile_arguments(&line), args("-O2 -I inc -DN=4"));
@@ -440,10 +737,15 @@ mod tests {
     #[test]
     fn links_never_get_libtsan_and_shared_libraries_get_no_runtime() {
         let runtime = Path::new("/r/libepcache_monitor.a");
-        let linked = link_arguments(&args("-fsanitize=thread -o p a.o"), runtime);
+        let linked = link_arguments(&args("-fsanitize=thread -o p a.o"), runtime, true);
         assert!(!linked.contains(&"-fsanitize=thread".to_owned()));
         assert!(linked.contains(&"/r/libepcache_monitor.a".to_owned()));
-        let shared = link_arguments(&args("-shared -o libx.so a.o"), runtime);
+        let shared = link_arguments(&args("-shared -o libx.so a.o"), runtime, false);
         assert!(!shared.iter().any(|a| a.ends_with(".a")));
+        // libatomic only where the compiler has it, and only as needed.
+        assert!(linked.ends_with(&args(
+            "-Wl,--push-state,--as-needed -latomic -Wl,--pop-state"
+        )));
+        assert!(!shared.contains(&"-latomic".to_owned()));
     }
 }

@@ -10,6 +10,7 @@ mod connection;
 mod demo;
 mod demo_plot;
 mod describe;
+mod dual_asm;
 mod histogram;
 mod numbers;
 mod output;

@@ -1,0 +1,916 @@
+//! Dual compilation for `epcache cc`: one assembly file holding every function twice, the plain
+//! copy the program runs while nothing is armed and the instrumented (TSan-hooked) copy it runs
+//! while a tool or the standalone report wants accesses, chosen at each function entry.
+//!
+//! Why: a call per load and store costs far more than its own instructions (it blocks
+//! vectorisation and keeps values out of registers), so a program built only instrumented runs
+//! many times slower than the plain build even when nothing is monitored. With both copies, an
+//! idle program pays three instructions per function call.
+//!
+//! How: the compiler writes the same source twice with `-S`, plainly and with
+//! `-fsanitize=thread`. This module keeps the plain listing whole and appends the instrumented
+//! one with
+//! - every function definition renamed `f` → `f.captured` (local); calls inside it still name `f`,
+//!   so each callee chooses its own copy at its entry;
+//! - every assembler-local label `.Lx` renamed `.Lepcache_x`, so both copies' code, constants,
+//!   jump tables and debug information coexist (the instrumented copy keeps its own DWARF unit,
+//!   which gives its code the same functions and source lines as the plain one);
+//! - the definitions of named data removed, so both copies read and write the same variables:
+//!   the listings must define the same writable data in the same order, or the merge is declined.
+//!   Read-only compiler tables with numbered names (`CSWTCH.7`) stay private to each copy instead,
+//!   because their numbering may differ between the two compilations.
+//!
+//! Each plain function then starts with a look at the runtime's gate word
+//! ([`GATE_SYMBOL`], a pointer to a nonzero word while anything is armed) and jumps to its
+//! instrumented copy when it is open. A function that calls a region marker always takes the
+//! instrumented copy: a marker region armed while the function runs must see its accesses, and a
+//! copy is chosen only at entry.
+//!
+//! Anything this module does not understand (C++ COMDAT groups, symbol aliases, section stacks,
+//! indirect functions, named labels that are not functions) declines the merge, and `epcache cc`
+//! then builds the file instrumented only, as before: slower when idle, never wrong.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// Suffix of the instrumented copy of a function.
+pub(crate) const CAPTURED_SUFFIX: &str = ".captured";
+/// The runtime's gate: a pointer to a 32-bit word, nonzero while the instrumented copies must run.
+pub(crate) const GATE_SYMBOL: &str = "epcache_capture_gate";
+/// What assembler-local labels of the instrumented copy start with instead of `.L`.
+const LOCAL_PREFIX: &str = ".Lepcache_";
+/// The runtime entry points of region markers (C macros and the Fortran module call them).
+const MARKER_ENTRY_POINTS: &[&str] = &["epcache_region_begin", "epcache_region_end"];
+
+/// Why two listings were not merged; `epcache cc` then compiles the file instrumented only.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Declined(pub(crate) String);
+
+fn declined(why: impl Into<String>) -> Declined {
+    Declined(why.into())
+}
+
+/// The merged listing and what it holds.
+#[derive(Debug)]
+pub(crate) struct Merged {
+    pub(crate) assembly: String,
+    /// Functions that choose their copy at entry.
+    pub(crate) dual: usize,
+    /// Functions that always run instrumented (they call region markers).
+    pub(crate) always_captured: usize,
+}
+
+/// Merges the plain and instrumented listings of one source file. `position_independent` code
+/// (`-fPIC`, for shared libraries) reaches the gate through the GOT.
+pub(crate) fn merge(
+    plain: &str,
+    instrumented: &str,
+    position_independent: bool,
+) -> Result<Merged, Declined> {
+    let plain = Listing::parse(plain).map_err(|Declined(why)| declined(format!("plain: {why}")))?;
+    let instrumented = Listing::parse(instrumented)
+        .map_err(|Declined(why)| declined(format!("instrumented: {why}")))?;
+    let plan = Plan::new(&plain, &instrumented)?;
+    let mut out = String::with_capacity(plain.lines.len() * 24 + instrumented.lines.len() * 28);
+    let (dual, always_captured) = write_plain(&plain, &plan, position_independent, &mut out);
+    out.push_str("# epcache: the instrumented copy of every function\n");
+    write_instrumented(&instrumented, &plan, &mut out);
+    Ok(Merged {
+        assembly: out,
+        dual,
+        always_captured,
+    })
+}
+
+/// What kind of bytes a section holds, which decides what the merge does with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SectionKind {
+    Code,
+    ReadOnly,
+    Writable,
+    Debug,
+    Other,
+}
+
+/// One assembler statement, as far as the merge needs to tell them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Statement<'a> {
+    Blank,
+    Label(&'a str),
+    Directive { name: &'a str, operands: &'a str },
+    Instruction { operands: &'a str },
+}
+
+fn is_symbol_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || matches!(c, '_' | '.' | '$')
+}
+
+fn is_symbol_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$')
+}
+
+fn statement(line: &str) -> Statement<'_> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() || trimmed.starts_with('#') {
+        return Statement::Blank;
+    }
+    if let Some(name) = trimmed.strip_suffix(':')
+        && name.starts_with(is_symbol_start)
+        && name.chars().all(is_symbol_char)
+    {
+        return Statement::Label(name);
+    }
+    let (head, rest) = trimmed
+        .split_once(|c: char| c.is_ascii_whitespace())
+        .unwrap_or((trimmed, &trimmed[trimmed.len()..]));
+    if head.starts_with('.') {
+        Statement::Directive {
+            name: head,
+            operands: rest.trim(),
+        }
+    } else {
+        Statement::Instruction {
+            operands: rest.trim(),
+        }
+    }
+}
+
+/// Where `operands` (a slice [`statement`] took from `line`) starts in `line`.
+fn operands_offset(line: &str, operands: &str) -> usize {
+    operands.as_ptr().addr() - line.as_ptr().addr()
+}
+
+fn is_local_label(name: &str) -> bool {
+    name.starts_with(".L")
+}
+
+/// The first operand of a directive: the symbol of `.type f, @function`, `.size f, .-f`, ...
+fn first_operand(operands: &str) -> &str {
+    operands.split(',').next().unwrap_or("").trim()
+}
+
+/// The kind a section switch moves to, or `None` when `line` switches no section.
+fn section_switch(name: &str, operands: &str) -> Result<Option<SectionKind>, Declined> {
+    let kind_by_name = |section: &str| {
+        if section.starts_with(".text") {
+            SectionKind::Code
+        } else if section.starts_with(".debug") {
+            SectionKind::Debug
+        } else if section.starts_with(".rodata") {
+            SectionKind::ReadOnly
+        } else if [
+            ".data",
+            ".bss",
+            ".tdata",
+            ".tbss",
+            ".init_array",
+            ".fini_array",
+        ]
+        .iter()
+        .any(|p| section.starts_with(p))
+        {
+            SectionKind::Writable
+        } else {
+            SectionKind::Other
+        }
+    };
+    match name {
+        ".text" => Ok(Some(SectionKind::Code)),
+        ".data" | ".bss" => Ok(Some(SectionKind::Writable)),
+        ".section" => {
+            if operands.contains("comdat") || operands.contains("\"axG\"") {
+                return Err(declined("a COMDAT section group (C++ inline code)"));
+            }
+            let mut fields = operands.split(',');
+            let section = fields.next().unwrap_or("").trim();
+            let flags = fields.next().map(|f| f.trim().trim_matches('"'));
+            let kind = match flags {
+                _ if section.starts_with(".debug") => SectionKind::Debug,
+                Some(f) if f.contains('x') => SectionKind::Code,
+                Some(f) if f.contains('w') => SectionKind::Writable,
+                Some(f) if f.contains('a') => SectionKind::ReadOnly,
+                Some(_) => SectionKind::Other,
+                None => kind_by_name(section),
+            };
+            Ok(Some(kind))
+        }
+        ".previous" | ".pushsection" | ".popsection" | ".subsection" => {
+            Err(declined(format!("the section stack directive `{name}`")))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Directives that name a symbol's properties ahead of its label.
+const PREFIX_DIRECTIVES: &[&str] = &[
+    ".align",
+    ".p2align",
+    ".balign",
+    ".type",
+    ".size",
+    ".globl",
+    ".global",
+    ".local",
+    ".weak",
+    ".hidden",
+    ".protected",
+    ".internal",
+];
+
+/// Directives the merge cannot carry across copies (aliases, versions, indirect functions).
+const UNSUPPORTED_DIRECTIVES: &[&str] = &[".set", ".equ", ".equiv", ".symver", ".weakref"];
+
+/// A named data definition and the lines that make it, from its alignment to its last byte.
+#[derive(Debug, Clone)]
+struct DataItem<'a> {
+    name: &'a str,
+    kind: SectionKind,
+    lines: std::ops::Range<usize>,
+    /// Assembler-local labels defined inside it (they disappear with it).
+    local_labels: Vec<&'a str>,
+}
+
+/// One parsed listing.
+#[derive(Debug)]
+struct Listing<'a> {
+    lines: Vec<&'a str>,
+    kinds: Vec<SectionKind>,
+    functions: Vec<&'a str>,
+    /// Where each function's label is.
+    function_labels: HashMap<&'a str, usize>,
+    /// Functions whose code calls a region marker.
+    calls_markers: HashSet<&'a str>,
+    data: Vec<DataItem<'a>>,
+    commons: Vec<&'a str>,
+    globals: HashSet<&'a str>,
+    /// The line table's source files: `.file N ...` by N, with the line declaring it.
+    files: HashMap<u32, (&'a str, usize)>,
+}
+
+impl<'a> Listing<'a> {
+    fn parse(text: &'a str) -> Result<Self, Declined> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut kinds = Vec::with_capacity(lines.len());
+        let mut kind = SectionKind::Code;
+        let mut function_types = HashSet::new();
+        let mut globals = HashSet::new();
+        let mut commons = Vec::new();
+        let mut files = HashMap::new();
+        for (i, line) in lines.iter().enumerate() {
+            if let Statement::Directive { name, operands } = statement(line) {
+                if let Some(next) = section_switch(name, operands)? {
+                    kind = next;
+                }
+                if UNSUPPORTED_DIRECTIVES.contains(&name) {
+                    return Err(declined(format!("the directive `{}`", line.trim())));
+                }
+                let symbol = first_operand(operands);
+                match name {
+                    ".type" if operands.contains("@gnu_indirect_function") => {
+                        return Err(declined(format!("the indirect function {symbol}")));
+                    }
+                    ".type" if operands.contains("@gnu_unique_object") => {
+                        return Err(declined(format!("the unique object {symbol}")));
+                    }
+                    ".type" if operands.contains("@function") => {
+                        function_types.insert(symbol);
+                    }
+                    ".globl" | ".global" | ".weak" => {
+                        globals.insert(symbol);
+                    }
+                    ".comm" | ".lcomm" => commons.push(symbol),
+                    ".file" => {
+                        let (number, file) = operands.split_once(' ').unwrap_or((operands, ""));
+                        if let Ok(number) = number.parse::<u32>() {
+                            files.insert(number, (file.trim(), i));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            kinds.push(kind);
+        }
+        let mut listing = Listing {
+            lines,
+            kinds,
+            functions: Vec::new(),
+            function_labels: HashMap::new(),
+            calls_markers: HashSet::new(),
+            data: Vec::new(),
+            commons,
+            globals,
+            files,
+        };
+        listing.find_functions(&function_types)?;
+        listing.find_data();
+        Ok(listing)
+    }
+
+    fn find_functions(&mut self, function_types: &HashSet<&'a str>) -> Result<(), Declined> {
+        let mut current: Option<&str> = None;
+        for (i, line) in self.lines.iter().enumerate() {
+            if self.kinds[i] != SectionKind::Code {
+                continue;
+            }
+            match statement(line) {
+                Statement::Label(name) if !is_local_label(name) => {
+                    if !function_types.contains(name) {
+                        return Err(declined(format!(
+                            "the named code label `{name}` that is not a function (inline assembly?)"
+                        )));
+                    }
+                    if self.function_labels.insert(name, i).is_some() {
+                        return Err(declined(format!("the function {name} defined twice")));
+                    }
+                    self.functions.push(name);
+                    current = Some(name);
+                }
+                Statement::Instruction { operands } => {
+                    if let Some(f) = current
+                        && symbols(operands).any(|s| MARKER_ENTRY_POINTS.contains(&s))
+                    {
+                        self.calls_markers.insert(f);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits the data sections into items, each a named symbol with the directives before it
+    /// and the bytes after it.
+    fn find_data(&mut self) {
+        let mut item: Option<DataItem<'a>> = None;
+        let mut prefix_start: Option<usize> = None;
+        for i in 0..self.lines.len() {
+            let kind = self.kinds[i];
+            let statement = statement(self.lines[i]);
+            let in_data = !matches!(kind, SectionKind::Code | SectionKind::Debug);
+            let switches = matches!(statement, Statement::Directive { name, operands }
+                if section_switch(name, operands).ok().flatten().is_some());
+            if switches || !in_data {
+                if let Some(mut done) = item.take() {
+                    done.lines.end = prefix_start.unwrap_or(i);
+                    self.data.push(done);
+                }
+                prefix_start = None;
+                continue;
+            }
+            match statement {
+                Statement::Directive { name, .. } if PREFIX_DIRECTIVES.contains(&name) => {
+                    prefix_start.get_or_insert(i);
+                }
+                Statement::Label(name) if is_local_label(name) => {
+                    if let Some(current) = item.as_mut()
+                        && prefix_start.is_none()
+                    {
+                        current.local_labels.push(name);
+                    } else if let Some(mut done) = item.take() {
+                        done.lines.end = prefix_start.unwrap_or(i);
+                        self.data.push(done);
+                        prefix_start = None;
+                    } else {
+                        prefix_start = None;
+                    }
+                }
+                Statement::Label(name) => {
+                    if let Some(mut done) = item.take() {
+                        done.lines.end = prefix_start.unwrap_or(i);
+                        self.data.push(done);
+                    }
+                    let start = prefix_start.take().unwrap_or(i);
+                    item = Some(DataItem {
+                        name,
+                        kind,
+                        lines: start..i + 1,
+                        local_labels: Vec::new(),
+                    });
+                }
+                _ => {
+                    // Bytes: they belong to the open item; directives seen since are its own.
+                    if item.is_some() {
+                        prefix_start = None;
+                    }
+                }
+            }
+        }
+        if let Some(mut done) = item.take() {
+            done.lines.end = prefix_start.unwrap_or(self.lines.len());
+            self.data.push(done);
+        }
+    }
+
+    fn writable_data(&self) -> Vec<&'a str> {
+        self.data
+            .iter()
+            .filter(|d| d.kind != SectionKind::ReadOnly)
+            .map(|d| d.name)
+            .collect()
+    }
+}
+
+/// The symbol-like tokens of `text` outside quoted strings and comments, skipping register
+/// names (`%rax`).
+fn symbols(text: &str) -> impl Iterator<Item = &str> {
+    tokens(text).filter_map(|t| match t {
+        Token::Symbol(s) => Some(s),
+        Token::Other(_) => None,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token<'a> {
+    Symbol(&'a str),
+    Other(&'a str),
+}
+
+/// Splits a line into symbol tokens and everything else, so renaming touches symbols only.
+fn tokens(text: &str) -> impl Iterator<Item = Token<'_>> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i >= bytes.len() {
+            return None;
+        }
+        let start = i;
+        let c = bytes[i] as char;
+        if c == '"' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(bytes.len());
+            return Some(Token::Other(&text[start..i]));
+        }
+        if c == '#' {
+            i = bytes.len();
+            return Some(Token::Other(&text[start..]));
+        }
+        // `%rax` is a register and `@function`, `f@PLT` are keywords, not symbols.
+        let after_register = start > 0 && matches!(bytes[start - 1], b'%' | b'@');
+        if is_symbol_start(c) {
+            while i < bytes.len() && is_symbol_char(bytes[i] as char) {
+                i += 1;
+            }
+            let token = &text[start..i];
+            return Some(if after_register {
+                Token::Other(token)
+            } else {
+                Token::Symbol(token)
+            });
+        }
+        if c.is_ascii_digit() {
+            // Numbers (and numeric local labels like `1f`) are never renamed.
+            while i < bytes.len() && is_symbol_char(bytes[i] as char) {
+                i += 1;
+            }
+            return Some(Token::Other(&text[start..i]));
+        }
+        i += c.len_utf8().max(1);
+        while i < text.len() && !text.is_char_boundary(i) {
+            i += 1;
+        }
+        Some(Token::Other(&text[start..i]))
+    })
+}
+
+/// What the merge keeps, drops and renames in the instrumented listing.
+#[derive(Debug)]
+struct Plan<'a> {
+    /// Functions in both listings: the plain one gets the gate, the instrumented one a new name.
+    dual: HashSet<&'a str>,
+    /// Renamed at their definitions only (references keep choosing through the plain entry).
+    renamed_definitions: HashMap<&'a str, String>,
+    /// Renamed everywhere in the instrumented copy (its private functions and tables).
+    renamed_everywhere: HashMap<&'a str, String>,
+    /// Lines of the instrumented listing left out (shared data definitions, commons).
+    dropped_lines: HashSet<usize>,
+    /// Symbol directives left out because their symbol became a local copy.
+    unexported: HashSet<&'a str>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(plain: &Listing<'a>, instrumented: &Listing<'a>) -> Result<Self, Declined> {
+        if plain.writable_data() != instrumented.writable_data() {
+            return Err(declined(format!(
+                "the two compilations define different writable data (plain: {:?}; instrumented: {:?})",
+                plain.writable_data(),
+                instrumented.writable_data()
+            )));
+        }
+        let plain_commons: HashSet<&str> = plain.commons.iter().copied().collect();
+        let instrumented_commons: HashSet<&str> = instrumented.commons.iter().copied().collect();
+        if plain_commons != instrumented_commons {
+            return Err(declined(
+                "the two compilations define different common symbols",
+            ));
+        }
+        let plain_functions: HashSet<&str> = plain.functions.iter().copied().collect();
+        let plain_data: HashSet<&str> = plain.data.iter().map(|d| d.name).collect();
+        let mut plan = Plan {
+            dual: HashSet::new(),
+            renamed_definitions: HashMap::new(),
+            renamed_everywhere: HashMap::new(),
+            dropped_lines: HashSet::new(),
+            unexported: HashSet::new(),
+        };
+        for &f in &instrumented.functions {
+            let captured = format!("{f}{CAPTURED_SUFFIX}");
+            if plain_functions.contains(f) {
+                plan.dual.insert(f);
+                plan.renamed_definitions.insert(f, captured);
+            } else {
+                plan.renamed_everywhere.insert(f, captured);
+            }
+            plan.unexported.insert(f);
+        }
+        let mut dropped_local_labels = HashSet::new();
+        for item in &instrumented.data {
+            let private_table = item.kind == SectionKind::ReadOnly
+                && !instrumented.globals.contains(item.name)
+                && (item.name.contains('.') || !plain_data.contains(item.name));
+            if private_table {
+                plan.renamed_everywhere
+                    .insert(item.name, format!("{}{CAPTURED_SUFFIX}", item.name));
+                continue;
+            }
+            if !plain_data.contains(item.name) {
+                return Err(declined(format!(
+                    "the instrumented compilation defines `{}`, the plain one does not",
+                    item.name
+                )));
+            }
+            plan.dropped_lines.extend(item.lines.clone());
+            dropped_local_labels.extend(item.local_labels.iter().copied());
+        }
+        // Both copies share one line table: a source file both name is declared once, and a
+        // number cannot name two files.
+        for (number, &(file, line)) in &instrumented.files {
+            match plain.files.get(number) {
+                Some(&(same, _)) if same == file => {
+                    plan.dropped_lines.insert(line);
+                }
+                Some(&(other, _)) => {
+                    return Err(declined(format!(
+                        "source file {number} is {other} in the plain listing and {file} in the instrumented one"
+                    )));
+                }
+                None => {}
+            }
+        }
+        for (i, line) in instrumented.lines.iter().enumerate() {
+            if let Statement::Directive {
+                name: ".comm" | ".lcomm",
+                ..
+            } = statement(line)
+            {
+                plan.dropped_lines.insert(i);
+            }
+        }
+        // A local label inside a shared definition disappears with it; code must not need it.
+        if !dropped_local_labels.is_empty() {
+            for (i, line) in instrumented.lines.iter().enumerate() {
+                if plan.dropped_lines.contains(&i) {
+                    continue;
+                }
+                if let Some(label) = symbols(line).find(|s| dropped_local_labels.contains(s)) {
+                    return Err(declined(format!(
+                        "the local label {label} lies inside shared data but is used elsewhere"
+                    )));
+                }
+            }
+        }
+        Ok(plan)
+    }
+}
+
+/// Writes the plain listing with the gate at the start of every dual function; returns how
+/// many functions choose at entry and how many always take the instrumented copy.
+fn write_plain(
+    plain: &Listing<'_>,
+    plan: &Plan<'_>,
+    position_independent: bool,
+    out: &mut String,
+) -> (usize, usize) {
+    let mut gates: HashMap<usize, &str> = HashMap::new();
+    for (&f, &label) in &plain.function_labels {
+        if plan.dual.contains(f) {
+            gates.insert(gate_position(plain, label), f);
+        }
+    }
+    let (mut dual, mut always) = (0, 0);
+    for (i, line) in plain.lines.iter().enumerate() {
+        out.push_str(line);
+        out.push('\n');
+        let Some(&f) = gates.get(&i) else { continue };
+        let target = format!("{f}{CAPTURED_SUFFIX}");
+        if plain.calls_markers.contains(f) {
+            always += 1;
+            let _ = writeln!(out, "\tjmp\t{target}");
+            continue;
+        }
+        dual += 1;
+        if position_independent {
+            let _ = writeln!(out, "\tmovq\t{GATE_SYMBOL}@GOTPCREL(%rip), %r11");
+            out.push_str("\tmovq\t(%r11), %r11\n");
+        } else {
+            let _ = writeln!(out, "\tmovq\t{GATE_SYMBOL}(%rip), %r11");
+        }
+        out.push_str("\tcmpl\t$0, (%r11)\n");
+        let _ = writeln!(out, "\tjne\t{target}");
+    }
+    (dual, always)
+}
+
+/// The line after which a function's gate goes: after its label, its `.cfi_startproc` and its
+/// `endbr64` (an indirect-branch target must start with that instruction). `%r11` is free
+/// there: the ABI passes no argument in it.
+fn gate_position(listing: &Listing<'_>, label: usize) -> usize {
+    let mut position = label;
+    for (i, line) in listing.lines.iter().enumerate().skip(label + 1) {
+        match statement(line) {
+            Statement::Blank | Statement::Label(_) => {}
+            Statement::Directive {
+                name: ".cfi_startproc",
+                ..
+            } => position = i,
+            Statement::Directive { name: ".loc", .. } => {}
+            Statement::Instruction { .. } if line.trim() == "endbr64" => return i,
+            _ => break,
+        }
+    }
+    position
+}
+
+/// Writes the instrumented listing as planned: renamed, without shared data definitions, its
+/// functions local.
+fn write_instrumented(instrumented: &Listing<'_>, plan: &Plan<'_>, out: &mut String) {
+    for (i, line) in instrumented.lines.iter().enumerate() {
+        if plan.dropped_lines.contains(&i) {
+            continue;
+        }
+        let stmt = statement(line);
+        if let Statement::Directive { name, operands } = stmt {
+            match name {
+                // The source file's name is said once, by the plain listing.
+                ".file" if operands.starts_with('"') => continue,
+                ".ident" => continue,
+                ".globl" | ".global" | ".weak" | ".hidden" | ".protected" | ".internal"
+                    if plan.unexported.contains(first_operand(operands)) =>
+                {
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let defines = match stmt {
+            Statement::Label(_) => true,
+            Statement::Directive { name, .. } => matches!(name, ".type" | ".size"),
+            _ => false,
+        };
+        // A mnemonic or directive name is never a symbol, even when a function has its name.
+        let head = match stmt {
+            Statement::Directive { operands, .. } | Statement::Instruction { operands } => {
+                operands_offset(line, operands)
+            }
+            _ => 0,
+        };
+        out.push_str(&line[..head]);
+        for token in tokens(&line[head..]) {
+            match token {
+                Token::Symbol(s) if is_local_label(s) => {
+                    out.push_str(LOCAL_PREFIX);
+                    out.push_str(&s[2..]);
+                }
+                Token::Symbol(s) => {
+                    let renamed = plan
+                        .renamed_everywhere
+                        .get(s)
+                        .or_else(|| defines.then(|| plan.renamed_definitions.get(s)).flatten());
+                    out.push_str(renamed.map_or(s, String::as_str));
+                }
+                Token::Other(o) => out.push_str(o),
+            }
+        }
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAIN: &str = "\t.file\t\"k.c\"
+\t.text
+.Ltext0:
+\t.p2align 4
+\t.globl\tmm
+\t.type\tmm, @function
+mm:
+.LFB1:
+\t.cfi_startproc
+\tendbr64
+\tmovsd\tA(%rip), %xmm0
+\taddsd\t.LC0(%rip), %xmm0
+\tmovsd\t%xmm0, A(%rip)
+\tret
+\t.cfi_endproc
+.LFE1:
+\t.size\tmm, .-mm
+\t.type\tmarked, @function
+marked:
+\t.cfi_startproc
+\tcall\tepcache_region_begin@PLT
+\tret
+\t.cfi_endproc
+\t.size\tmarked, .-marked
+\t.section\t.rodata.cst8,\"aM\",@progbits,8
+\t.align 8
+.LC0:
+\t.long\t0
+\t.long\t1072693248
+\t.globl\tA
+\t.bss
+\t.align 8
+\t.type\tA, @object
+\t.size\tA, 8
+A:
+\t.zero\t8
+\t.local\tcalls
+\t.comm\tcalls,4,4
+\t.ident\t\"GCC\"
+";
+
+    const INSTRUMENTED: &str = "\t.file\t\"k.c\"
+\t.text
+.Ltext0:
+\t.p2align 4
+\t.globl\tmm
+\t.type\tmm, @function
+mm:
+.LFB1:
+\t.cfi_startproc
+\tendbr64
+\tcall\t__tsan_func_entry@PLT
+\tleaq\tA(%rip), %rdi
+\tcall\t__tsan_read8@PLT
+\tmovsd\tA(%rip), %xmm0
+\tmovl\tCSWTCH.3(,%rax,4), %eax
+\tcall\thelper.constprop.0
+\tret
+\t.cfi_endproc
+.LFE1:
+\t.size\tmm, .-mm
+\t.type\thelper.constprop.0, @function
+helper.constprop.0:
+\tcall\tmm
+\tret
+\t.size\thelper.constprop.0, .-helper.constprop.0
+\t.type\tmarked, @function
+marked:
+\t.cfi_startproc
+\tcall\tepcache_region_begin@PLT
+\tret
+\t.cfi_endproc
+\t.size\tmarked, .-marked
+\t.section\t.rodata
+\t.align 16
+\t.type\tCSWTCH.3, @object
+\t.size\tCSWTCH.3, 8
+CSWTCH.3:
+\t.long\t3
+\t.long\t7
+\t.globl\tA
+\t.bss
+\t.align 8
+\t.type\tA, @object
+\t.size\tA, 8
+A:
+\t.zero\t8
+\t.local\tcalls
+\t.comm\tcalls,4,4
+\t.section\t.init_array.00099,\"aw\"
+\t.align 8
+\t.quad\thelper.constprop.0
+\t.section\t.debug_info,\"\",@progbits
+.Ldebug_info0:
+\t.quad\t.LFB1
+\t.string\t\"mm .LFB1 A\"
+\t.ident\t\"GCC\"
+";
+
+    fn merged() -> Merged {
+        merge(PLAIN, INSTRUMENTED, false).expect("merges")
+    }
+
+    fn instrumented_part(m: &Merged) -> &str {
+        m.assembly
+            .split_once("# epcache: the instrumented copy")
+            .expect("marker")
+            .1
+    }
+
+    #[test]
+    fn a_plain_function_jumps_to_its_copy_after_endbr64_when_the_gate_is_open() {
+        let m = merged();
+        assert_eq!((m.dual, m.always_captured), (1, 1));
+        let gate = "\tendbr64\n\tmovq\tepcache_capture_gate(%rip), %r11\n\tcmpl\t$0, (%r11)\n\tjne\tmm.captured\n";
+        assert!(m.assembly.contains(gate), "{}", m.assembly);
+        // A function calling a marker always runs its instrumented copy.
+        assert!(
+            m.assembly
+                .contains("marked:\n\t.cfi_startproc\n\tjmp\tmarked.captured\n")
+        );
+    }
+
+    #[test]
+    fn position_independent_code_reaches_the_gate_through_the_got() {
+        let m = merge(PLAIN, INSTRUMENTED, true).unwrap();
+        assert!(
+            m.assembly
+                .contains("movq\tepcache_capture_gate@GOTPCREL(%rip), %r11\n\tmovq\t(%r11), %r11")
+        );
+    }
+
+    #[test]
+    fn the_copy_renames_definitions_and_local_labels_and_shares_named_data() {
+        let m = merged();
+        let copy = instrumented_part(&m);
+        assert!(copy.contains("mm.captured:\n.Lepcache_FB1:\n"));
+        assert!(copy.contains(".size\tmm.captured, .-mm.captured"));
+        assert!(copy.contains(".type\tmm.captured, @function"));
+        // Exported once, by the plain copy.
+        assert!(!copy.contains(".globl\tmm"));
+        // Calls between functions keep choosing at the callee's entry...
+        assert!(copy.contains("helper.constprop.0.captured:\n\tcall\tmm\n"));
+        // ...but a function only the instrumented compilation made is renamed everywhere.
+        assert!(copy.contains("call\thelper.constprop.0.captured"));
+        assert!(copy.contains(".quad\thelper.constprop.0.captured"));
+        // The data is the plain copy's: no second definition, references unchanged.
+        assert!(!copy.contains("A:\n"));
+        assert!(!copy.contains(".comm"));
+        assert!(copy.contains("leaq\tA(%rip), %rdi"));
+        // Numbered read-only tables stay private to the copy.
+        assert!(copy.contains("CSWTCH.3.captured:\n"));
+        assert!(copy.contains("movl\tCSWTCH.3.captured(,%rax,4)"));
+        // Debug information follows the renamed labels; strings are left alone.
+        assert!(copy.contains(".quad\t.Lepcache_FB1"));
+        assert!(copy.contains(".string\t\"mm .LFB1 A\""));
+        assert!(!copy.contains(".ident") && !copy.contains(".file\t\"k.c\""));
+        // The plain listing is untouched apart from the gates.
+        assert!(m.assembly.starts_with(PLAIN.split("mm:\n").next().unwrap()));
+    }
+
+    #[test]
+    fn different_writable_data_declines() {
+        let other = INSTRUMENTED.replace(
+            "\t.local\tcalls",
+            "\t.data\n\t.type\textra, @object\nextra:\n\t.long 1\n\t.local\tcalls",
+        );
+        let err = merge(PLAIN, &other, false).unwrap_err();
+        assert!(err.0.contains("different writable data"), "{err}");
+    }
+
+    #[test]
+    fn comdat_groups_aliases_and_unknown_code_labels_decline() {
+        let comdat = INSTRUMENTED.replace(
+            "\t.section\t.rodata\n",
+            "\t.section\t.text._Z1fv,\"axG\",@progbits,_Z1fv,comdat\n\t.section\t.rodata\n",
+        );
+        assert!(
+            merge(PLAIN, &comdat, false)
+                .unwrap_err()
+                .0
+                .contains("COMDAT")
+        );
+        let alias = format!("{PLAIN}\t.set\tB,A\n");
+        assert!(
+            merge(&alias, INSTRUMENTED, false)
+                .unwrap_err()
+                .0
+                .contains(".set")
+        );
+        let inline_asm = PLAIN.replace(
+            "\tret\n\t.cfi_endproc\n.LFE1:",
+            "entry:\n\tret\n\t.cfi_endproc\n.LFE1:",
+        );
+        assert!(
+            merge(&inline_asm, INSTRUMENTED, false)
+                .unwrap_err()
+                .0
+                .contains("`entry`")
+        );
+    }
+
+    #[test]
+    fn tokens_skip_strings_comments_and_registers() {
+        let found: Vec<&str> = symbols("A+8(%rip), %rax # B").collect();
+        assert_eq!(found, ["A"]);
+        let found: Vec<&str> = symbols("f@PLT, @function").collect();
+        assert_eq!(found, ["f"]);
+        let found: Vec<&str> = symbols("\"C \\\" D\", E").collect();
+        assert_eq!(found, ["E"]);
+    }
+}

@@ -1,0 +1,221 @@
+//! `epcache cc`'s dual build against real gcc and Valgrind: every function built plain and
+//! instrumented, chosen at entry. The program must behave exactly like a plain build, count
+//! exactly like an instrumented-only build when monitored, and run the plain code when idle.
+
+mod capture_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use capture_support::{available, epcache_cc, kernel, run_with_report, runtime_built};
+
+const CACHE: &str = "D1=32K,8,64;L2=256K,8,64";
+
+fn run(program: &Path, env: &[(&str, &str)]) -> String {
+    let out = Command::new(program)
+        .envs(env.iter().copied())
+        .output()
+        .expect("running the program");
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        program.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Instructions the program executes, by Callgrind (deterministic, unlike time).
+fn instructions(program: &Path, env: &[(&str, &str)]) -> u64 {
+    let out = Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(program)
+        .envs(env.iter().copied())
+        .output()
+        .expect("running valgrind");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("Collected :"))
+        .unwrap_or_else(|| panic!("no instruction count from callgrind:\n{stderr}"));
+    line.rsplit(':')
+        .next()
+        .unwrap()
+        .trim()
+        .replace(',', "")
+        .parse()
+        .expect("a count")
+}
+
+struct Builds {
+    _dir: tempfile::TempDir,
+    plain: std::path::PathBuf,
+    dual: std::path::PathBuf,
+    instrumented: std::path::PathBuf,
+    dual_note: String,
+}
+
+fn build(who: &str) -> Option<Builds> {
+    if !available("gcc", who) || !runtime_built(who) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("dual_mix.c");
+    let source = source.to_str().unwrap();
+    let plain = dir.path().join("plain");
+    let status = Command::new("gcc")
+        .args(["-O2", "-DPLAIN_BUILD", source, "-o"])
+        .arg(&plain)
+        .status()
+        .unwrap();
+    assert!(status.success(), "plain gcc build");
+    // Two steps, as make does: compile with -c, then link.
+    let dual_out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .env(
+            "EPCACHE_RUNTIME",
+            capture_support::runtime_library().unwrap(),
+        )
+        .env("EPCACHE_CC_VERBOSE", "1")
+        .args(["cc", "--", "gcc", "-O2", "-c", source, "-o", "dual.o"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(dual_out.status.success());
+    epcache_cc(dir.path(), &["gcc", "-O2", "dual.o", "-o", "dual"]);
+    let instrumented_out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .env(
+            "EPCACHE_RUNTIME",
+            capture_support::runtime_library().unwrap(),
+        )
+        .env("EPCACHE_CC_DUAL", "off")
+        .args(["cc", "--", "gcc", "-O2", source, "-o", "instrumented"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(instrumented_out.status.success());
+    Some(Builds {
+        plain,
+        dual: dir.path().join("dual"),
+        instrumented: dir.path().join("instrumented"),
+        dual_note: String::from_utf8_lossy(&dual_out.stderr).into_owned(),
+        _dir: dir,
+    })
+}
+
+/// A report's regions without the data structures' start addresses.
+fn without_addresses(regions: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut regions = regions.as_array().expect("regions").clone();
+    for region in &mut regions {
+        for structure in region["data_structures"]
+            .as_array_mut()
+            .expect("structures")
+        {
+            structure.as_object_mut().unwrap().remove("start");
+        }
+    }
+    regions
+}
+
+#[test]
+fn a_dual_build_behaves_like_plain_and_counts_like_instrumented() {
+    let Some(b) = build("capture_dual") else {
+        return;
+    };
+    // Every function gcc kept got two copies; main calls a marker, so it always runs
+    // instrumented. (pick and counter are inlined at -O2.)
+    assert!(
+        b.dual_note.contains("1 always run instrumented"),
+        "{}",
+        b.dual_note
+    );
+    let symbols = Command::new("nm").arg(&b.dual).output().unwrap();
+    let symbols = String::from_utf8_lossy(&symbols.stdout);
+    for f in ["mm", "init", "fib", "main"] {
+        assert!(
+            symbols.contains(&format!(" {f}.captured\n")),
+            "no instrumented copy of {f}:\n{symbols}"
+        );
+    }
+
+    // Two debug units describe the source, one per copy; each global is still one variable,
+    // and each function has both copies' code.
+    let info = epcache_monitor::symbols::DebugInfo::load_program(&b.dual).expect("DWARF");
+    for g in ["A", "B", "C", "calls"] {
+        assert_eq!(
+            info.globals.iter().filter(|v| v.name == g).count(),
+            1,
+            "global {g}"
+        );
+    }
+    assert_eq!(info.functions.iter().filter(|f| f.name == "mm").count(), 2);
+
+    let expected = run(&b.plain, &[]);
+    assert_eq!(run(&b.dual, &[("EPCACHE_MCC", "off")]), expected);
+    assert_eq!(run(&b.dual, &[]), expected, "idle, with a segment");
+    let (dual_out, dual_report) = run_with_report(b._dir.path(), &b.dual, CACHE);
+    let (instrumented_out, instrumented_report) =
+        run_with_report(b._dir.path(), &b.instrumented, CACHE);
+    assert_eq!(dual_out, expected, "monitored");
+    assert_eq!(instrumented_out, expected);
+    // The instrumented copies are the instrumented build's code: every count is equal (the
+    // two programs' addresses differ).
+    let dual_regions = without_addresses(&dual_report["regions"]);
+    let instrumented_regions = without_addresses(&instrumented_report["regions"]);
+    assert_eq!(dual_regions.len(), instrumented_regions.len());
+    for (dual, instrumented) in dual_regions.iter().zip(&instrumented_regions) {
+        assert_eq!(
+            dual, instrumented,
+            "region {} of the dual build differs from the instrumented-only build's",
+            dual["name"]
+        );
+    }
+    let names: Vec<&str> = dual_report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    // fib's out-of-line instance declares nothing itself (its abstract origin does).
+    let fib = capture_support::region(&dual_report, "fib");
+    assert!(
+        fib["file"].as_str().unwrap().ends_with("dual_mix.c"),
+        "{fib}"
+    );
+    assert_eq!(fib["line"], 54);
+    for f in ["mm", "init", "fib", "tail"] {
+        assert_eq!(
+            names.iter().filter(|n| **n == f).count(),
+            1,
+            "region {f} once in {names:?}"
+        );
+    }
+}
+
+#[test]
+fn an_idle_dual_build_runs_the_plain_code() {
+    let Some(b) = build("capture_dual idle") else {
+        return;
+    };
+    if !available("valgrind", "capture_dual idle") {
+        return;
+    }
+    // Without a segment nothing can arm, so the gate stays closed from the start.
+    let off = [("EPCACHE_MCC", "off")];
+    let plain = instructions(&b.plain, &[]);
+    let dual = instructions(&b.dual, &off);
+    let instrumented = instructions(&b.instrumented, &off);
+    eprintln!("instructions: plain {plain}, dual idle {dual}, instrumented idle {instrumented}");
+    assert!(
+        (dual as f64) < plain as f64 * 1.15,
+        "the idle dual build ran {dual} instructions, the plain build {plain}"
+    );
+    assert!(
+        instrumented > plain * 2,
+        "the instrumented-only build should pay its hooks: {instrumented} vs {plain}"
+    );
+}
