@@ -26,8 +26,13 @@
 //! instrumented copy: a marker region armed while the function runs must see its accesses, and a
 //! copy is chosen only at entry.
 //!
-//! Anything this module does not understand (C++ COMDAT groups, symbol aliases, section stacks,
-//! indirect functions, named labels that are not functions) declines the merge, and `epcache cc`
+//! C++ inline functions live in COMDAT groups: the instrumented copy goes into the same section
+//! and group as the plain one (the assembler names a section by both), so the linker keeps or
+//! drops the two copies together. Aliases (`.set`, C++'s complete-object constructors) must be
+//! the same in both listings and name the plain copy.
+//!
+//! Anything this module does not understand (aliases that differ, section stacks, indirect
+//! functions, named labels that are not functions, `.symver`) declines the merge, and `epcache cc`
 //! then builds the file instrumented only, as before: slower when idle, never wrong.
 
 use std::collections::{HashMap, HashSet};
@@ -179,9 +184,6 @@ fn section_switch(name: &str, operands: &str) -> Result<Option<SectionKind>, Dec
         ".text" => Ok(Some(SectionKind::Code)),
         ".data" | ".bss" => Ok(Some(SectionKind::Writable)),
         ".section" => {
-            if operands.contains("comdat") || operands.contains("\"axG\"") {
-                return Err(declined("a COMDAT section group (C++ inline code)"));
-            }
             let mut fields = operands.split(',');
             let section = fields.next().unwrap_or("").trim();
             let flags = fields.next().map(|f| f.trim().trim_matches('"'));
@@ -219,7 +221,7 @@ const PREFIX_DIRECTIVES: &[&str] = &[
 ];
 
 /// Directives the merge cannot carry across copies (aliases, versions, indirect functions).
-const UNSUPPORTED_DIRECTIVES: &[&str] = &[".set", ".equ", ".equiv", ".symver", ".weakref"];
+const UNSUPPORTED_DIRECTIVES: &[&str] = &[".equ", ".equiv", ".symver", ".weakref"];
 
 /// A named data definition and the lines that make it, from its alignment to its last byte.
 #[derive(Debug, Clone)]
@@ -246,6 +248,8 @@ struct Listing<'a> {
     globals: HashSet<&'a str>,
     /// The line table's source files: `.file N ...` by N, with the line declaring it.
     files: HashMap<u32, (&'a str, usize)>,
+    /// `.set ALIAS, TARGET` (C++ complete-object constructors and destructors), with its line.
+    aliases: HashMap<&'a str, (&'a str, usize)>,
 }
 
 impl<'a> Listing<'a> {
@@ -257,6 +261,7 @@ impl<'a> Listing<'a> {
         let mut globals = HashSet::new();
         let mut commons = Vec::new();
         let mut files = HashMap::new();
+        let mut aliases = HashMap::new();
         for (i, line) in lines.iter().enumerate() {
             if let Statement::Directive { name, operands } = statement(line) {
                 if let Some(next) = section_switch(name, operands)? {
@@ -270,9 +275,6 @@ impl<'a> Listing<'a> {
                     ".type" if operands.contains("@gnu_indirect_function") => {
                         return Err(declined(format!("the indirect function {symbol}")));
                     }
-                    ".type" if operands.contains("@gnu_unique_object") => {
-                        return Err(declined(format!("the unique object {symbol}")));
-                    }
                     ".type" if operands.contains("@function") => {
                         function_types.insert(symbol);
                     }
@@ -280,6 +282,10 @@ impl<'a> Listing<'a> {
                         globals.insert(symbol);
                     }
                     ".comm" | ".lcomm" => commons.push(symbol),
+                    ".set" => {
+                        let target = operands.split(',').nth(1).unwrap_or("").trim();
+                        aliases.insert(symbol, (target, i));
+                    }
                     ".file" => {
                         let (number, file) = operands.split_once(' ').unwrap_or((operands, ""));
                         if let Ok(number) = number.parse::<u32>() {
@@ -301,6 +307,7 @@ impl<'a> Listing<'a> {
             commons,
             globals,
             files,
+            aliases,
         };
         listing.find_functions(&function_types)?;
         listing.find_data();
@@ -544,6 +551,17 @@ impl<'a> Plan<'a> {
             }
             plan.dropped_lines.extend(item.lines.clone());
             dropped_local_labels.extend(item.local_labels.iter().copied());
+        }
+        // An alias names the plain copy (whose entry chooses), so the plain listing's is the
+        // one; the instrumented listing's must say the same.
+        for (alias, &(target, line)) in &instrumented.aliases {
+            if plain.aliases.get(alias).map(|&(t, _)| t) != Some(target) {
+                return Err(declined(format!(
+                    "the alias {alias} of {target} is not the same in both listings"
+                )));
+            }
+            plan.dropped_lines.insert(line);
+            plan.unexported.insert(alias);
         }
         // Both copies share one line table: a source file both name is declared once, and a
         // number cannot name two files.
@@ -874,24 +892,43 @@ A:
     }
 
     #[test]
-    fn comdat_groups_aliases_and_unknown_code_labels_decline() {
-        let comdat = INSTRUMENTED.replace(
-            "\t.section\t.rodata\n",
-            "\t.section\t.text._Z1fv,\"axG\",@progbits,_Z1fv,comdat\n\t.section\t.rodata\n",
-        );
+    fn aliases_must_agree_and_the_plain_one_is_kept() {
+        let alias = "\t.weak\tmm2\n\t.set\tmm2,mm\n";
+        let both = merge(
+            &format!("{PLAIN}{alias}"),
+            &format!("{INSTRUMENTED}{alias}"),
+            false,
+        )
+        .unwrap();
+        let copy = instrumented_part(&both);
+        assert!(!copy.contains(".set") && !copy.contains("mm2"), "{copy}");
+        assert_eq!(both.assembly.matches("\t.set\tmm2,mm\n").count(), 1);
+        let err = merge(PLAIN, &format!("{INSTRUMENTED}{alias}"), false).unwrap_err();
+        assert!(err.0.contains("alias mm2"), "{err}");
+    }
+
+    #[test]
+    fn a_comdat_copy_shares_its_section_and_group_with_the_plain_one() {
+        let group = "\t.section\t.text._Z1fv,\"axG\",@progbits,_Z1fv,comdat\n";
+        let function = "\t.weak\t_Z1fv\n\t.type\t_Z1fv, @function\n_Z1fv:\n\t.cfi_startproc\n\tret\n\t.cfi_endproc\n";
+        let m = merge(
+            &format!("{PLAIN}{group}{function}"),
+            &format!("{INSTRUMENTED}{group}{function}"),
+            false,
+        )
+        .unwrap();
+        let copy = instrumented_part(&m);
         assert!(
-            merge(PLAIN, &comdat, false)
-                .unwrap_err()
-                .0
-                .contains("COMDAT")
+            copy.contains(&format!(
+                "{group}\t.type\t_Z1fv.captured, @function\n_Z1fv.captured:"
+            )),
+            "{copy}"
         );
-        let alias = format!("{PLAIN}\t.set\tB,A\n");
-        assert!(
-            merge(&alias, INSTRUMENTED, false)
-                .unwrap_err()
-                .0
-                .contains(".set")
-        );
+        assert!(!copy.contains(".weak\t_Z1fv"));
+    }
+
+    #[test]
+    fn named_code_labels_that_are_not_functions_decline() {
         let inline_asm = PLAIN.replace(
             "\tret\n\t.cfi_endproc\n.LFE1:",
             "entry:\n\tret\n\t.cfi_endproc\n.LFE1:",
