@@ -7,7 +7,9 @@ mod capture_support;
 use std::path::Path;
 use std::process::Command;
 
-use capture_support::{available, epcache_cc, kernel, run_with_report, runtime_built};
+use capture_support::{
+    available, epcache_cc, epcache_cc_with, kernel, run_with_report, runtime_built,
+};
 
 const CACHE: &str = "D1=32K,8,64;L2=256K,8,64";
 
@@ -75,29 +77,17 @@ fn build(who: &str) -> Option<Builds> {
         .unwrap();
     assert!(status.success(), "plain gcc build");
     // Two steps, as make does: compile with -c, then link.
-    let dual_out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .env(
-            "EPCACHE_RUNTIME",
-            capture_support::runtime_library().unwrap(),
-        )
-        .env("EPCACHE_CC_VERBOSE", "1")
-        .args(["cc", "--", "gcc", "-O2", "-c", source, "-o", "dual.o"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(dual_out.status.success());
+    let dual_out = epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &["gcc", "-O2", "-c", source, "-o", "dual.o"],
+    );
     epcache_cc(dir.path(), &["gcc", "-O2", "dual.o", "-o", "dual"]);
-    let instrumented_out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .env(
-            "EPCACHE_RUNTIME",
-            capture_support::runtime_library().unwrap(),
-        )
-        .env("EPCACHE_CC_DUAL", "off")
-        .args(["cc", "--", "gcc", "-O2", source, "-o", "instrumented"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(instrumented_out.status.success());
+    epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_DUAL", "off")],
+        &["gcc", "-O2", source, "-o", "instrumented"],
+    );
     Some(Builds {
         plain,
         dual: dir.path().join("dual"),

@@ -72,11 +72,17 @@ pub(crate) fn runtime_built(who: &str) -> bool {
 }
 
 pub(crate) fn epcache_cc(dir: &Path, compiler_line: &[&str]) -> Output {
+    epcache_cc_with(dir, &[], compiler_line)
+}
+
+/// [`epcache_cc`] with extra environment (`EPCACHE_CC_DUAL`, `EPCACHE_CC_VERBOSE`).
+pub(crate) fn epcache_cc_with(dir: &Path, env: &[(&str, &str)], compiler_line: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
         .env(
             "EPCACHE_RUNTIME",
             runtime_library().expect("checked by runtime_built"),
         )
+        .envs(env.iter().copied())
         .arg("cc")
         .arg("--")
         .args(compiler_line)
