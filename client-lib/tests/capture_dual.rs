@@ -176,7 +176,7 @@ fn a_dual_build_behaves_like_plain_and_counts_like_instrumented() {
         fib["file"].as_str().unwrap().ends_with("dual_mix.c"),
         "{fib}"
     );
-    assert_eq!(fib["line"], 54);
+    assert_eq!(fib["line"], 59);
     for f in ["mm", "init", "fib", "tail"] {
         assert_eq!(
             names.iter().filter(|n| **n == f).count(),
@@ -207,5 +207,42 @@ fn an_idle_dual_build_runs_the_plain_code() {
     assert!(
         instrumented > plain * 2,
         "the instrumented-only build should pay its hooks: {instrumented} vs {plain}"
+    );
+}
+
+#[test]
+fn cpp_exceptions_templates_and_virtual_calls_behave_like_plain() {
+    let who = "capture_dual C++";
+    if !available("g++", who) || !runtime_built(who) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("dual_exceptions.cpp");
+    let source = source.to_str().unwrap();
+    let plain = dir.path().join("plain");
+    let status = Command::new("g++")
+        .args(["-O2", source, "-o"])
+        .arg(&plain)
+        .status()
+        .unwrap();
+    assert!(status.success(), "plain g++ build");
+    let built = epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &["g++", "-O2", source, "-o", "dual"],
+    );
+    let notes = String::from_utf8_lossy(&built.stderr);
+    assert!(notes.contains("choose their copy at entry"), "{notes}");
+    assert!(!notes.contains("instrumented only"), "{notes}");
+    let dual = dir.path().join("dual");
+    let expected = run(&plain, &[]);
+    assert_eq!(expected.trim(), "37 999500 9 4 15");
+    assert_eq!(run(&dual, &[]), expected, "idle");
+    let (monitored, report) = run_with_report(dir.path(), &dual, CACHE);
+    assert_eq!(monitored, expected, "monitored (every copy instrumented)");
+    let main = capture_support::region(&report, "main");
+    assert!(
+        main["events"]["PAPI_L1_DCR"].as_u64().unwrap() > 10_000,
+        "{main}"
     );
 }

@@ -1,7 +1,8 @@
 /* What a dual build (plain and instrumented copy of every function, chosen at entry) must keep
  * right: file-scope and function-scope statics written by both copies, a switch table each
- * copy may keep privately, function pointers stored in data, recursion, and a marker region
- * (whose function always runs instrumented). The output must equal a plain build's. */
+ * copy may keep privately, function pointers stored in data, recursion, a constructor, and a
+ * marker region (whose function always runs instrumented). The output must equal a plain
+ * build's. */
 #include <stdio.h>
 #include <stdlib.h>
 #ifdef PLAIN_BUILD
@@ -14,6 +15,10 @@
 #define N 96
 double A[N][N], B[N][N], C[N][N];
 static long calls;
+static int constructed;
+
+/* Registered once by each copy's listing: it must still run once. */
+__attribute__((constructor)) static void setup(void) { constructed++; }
 
 static int pick(int x) {
   switch (x & 7) {
@@ -69,6 +74,7 @@ int main(int argc, char **argv) {
   EPCACHE_REGION_END();
   long first = counter();
   long second = counter();
-  printf("%.1f %ld %ld %ld %ld %ld\n", C[5][7], calls, first, second, fib(15), sum);
+  printf("%.1f %ld %ld %ld %ld %ld %d\n", C[5][7], calls, first, second, fib(15), sum,
+         constructed);
   return 0;
 }

@@ -255,15 +255,22 @@ fn read_unit(
                 });
             }
             gimli::DW_TAG_subprogram => {
-                if let (Some(name), Some((low_pc, high_pc))) = (&name, pc_range(entry)) {
+                // A function gcc split into hot and cold parts has one range per part.
+                let ranges = match &name {
+                    Some(_) => code_ranges(dwarf, unit, entry)?,
+                    None => Vec::new(),
+                };
+                if let (Some(name), false) = (&name, ranges.is_empty()) {
                     let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
-                    out.functions.push(Function {
-                        name: name.clone(),
-                        low_pc,
-                        high_pc,
-                        file,
-                        line,
-                    });
+                    for (low_pc, high_pc) in ranges {
+                        out.functions.push(Function {
+                            name: name.clone(),
+                            low_pc,
+                            high_pc,
+                            file,
+                            line,
+                        });
+                    }
                 }
                 // Function-scope statics are qualified by their function.
                 if let Some(name) = name {
@@ -388,16 +395,21 @@ fn static_address(
     }
 }
 
-fn pc_range(entry: &gimli::DebuggingInformationEntry<Reader<'_>>) -> Option<(u64, u64)> {
-    let AttributeValue::Addr(low) = entry.attr_value(gimli::DW_AT_low_pc)? else {
-        return None;
-    };
-    let high = match entry.attr_value(gimli::DW_AT_high_pc)? {
-        AttributeValue::Addr(high) => high,
-        AttributeValue::Udata(len) => low + len,
-        _ => return None,
-    };
-    Some((low, high))
+/// The code address ranges of a DIE (`DW_AT_low_pc`/`DW_AT_high_pc` or `DW_AT_ranges`), empty
+/// ones left out.
+fn code_ranges<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> gimli::Result<Vec<(u64, u64)>> {
+    let mut ranges = Vec::new();
+    let mut iter = dwarf.die_ranges(unit, entry)?;
+    while let Some(range) = iter.next()? {
+        if range.end > range.begin {
+            ranges.push((range.begin, range.end));
+        }
+    }
+    Ok(ranges)
 }
 
 /// The declaring file (as a file id) and line.

@@ -238,6 +238,8 @@ struct DataItem<'a> {
 struct Listing<'a> {
     lines: Vec<&'a str>,
     kinds: Vec<SectionKind>,
+    /// The section each line is in, by name (`.text` for `.text`, etc.).
+    sections: Vec<&'a str>,
     functions: Vec<&'a str>,
     /// Where each function's label is.
     function_labels: HashMap<&'a str, usize>,
@@ -257,6 +259,8 @@ impl<'a> Listing<'a> {
         let lines: Vec<&str> = text.lines().collect();
         let mut kinds = Vec::with_capacity(lines.len());
         let mut kind = SectionKind::Code;
+        let mut section = ".text";
+        let mut sections = Vec::with_capacity(lines.len());
         let mut function_types = HashSet::new();
         let mut globals = HashSet::new();
         let mut commons = Vec::new();
@@ -266,6 +270,11 @@ impl<'a> Listing<'a> {
             if let Statement::Directive { name, operands } = statement(line) {
                 if let Some(next) = section_switch(name, operands)? {
                     kind = next;
+                    section = if name == ".section" {
+                        first_operand(operands)
+                    } else {
+                        name
+                    };
                 }
                 if UNSUPPORTED_DIRECTIVES.contains(&name) {
                     return Err(declined(format!("the directive `{}`", line.trim())));
@@ -296,10 +305,12 @@ impl<'a> Listing<'a> {
                 }
             }
             kinds.push(kind);
+            sections.push(section);
         }
         let mut listing = Listing {
             lines,
             kinds,
+            sections,
             functions: Vec::new(),
             function_labels: HashMap::new(),
             calls_markers: HashSet::new(),
@@ -525,13 +536,25 @@ impl<'a> Plan<'a> {
         };
         for &f in &instrumented.functions {
             let captured = format!("{f}{CAPTURED_SUFFIX}");
-            if plain_functions.contains(f) {
+            if is_cold_part(f) {
+                // Reached by jumps from its function's own copy, never called: each copy keeps
+                // its own, and no gate may switch copies in the middle of a function.
+                plan.renamed_everywhere.insert(f, captured);
+            } else if plain_functions.contains(f) {
                 plan.dual.insert(f);
                 plan.renamed_definitions.insert(f, captured);
             } else {
                 plan.renamed_everywhere.insert(f, captured);
             }
             plan.unexported.insert(f);
+        }
+        for (i, line) in instrumented.lines.iter().enumerate() {
+            if lists_functions_to_run(instrumented.sections[i])
+                && let Statement::Directive { operands, .. } = statement(line)
+                && symbols(operands).any(|s| plan.dual.contains(s))
+            {
+                plan.dropped_lines.insert(i);
+            }
         }
         let mut dropped_local_labels = HashSet::new();
         for item in &instrumented.data {
@@ -602,6 +625,28 @@ impl<'a> Plan<'a> {
         }
         Ok(plan)
     }
+}
+
+/// Whether `name` is the cold part gcc splits off a function (`main.cold`, `f.part.0.cold`):
+/// code of that function's frame, entered by a jump from its hot part.
+fn is_cold_part(name: &str) -> bool {
+    let name = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    name.ends_with(".cold") || name.ends_with(".cold.")
+}
+
+/// The sections that list functions to run at start or exit: the plain listing's entries
+/// already name every function both copies have, so the instrumented listing's would run them
+/// twice.
+fn lists_functions_to_run(section: &str) -> bool {
+    [
+        ".init_array",
+        ".fini_array",
+        ".preinit_array",
+        ".ctors",
+        ".dtors",
+    ]
+    .iter()
+    .any(|p| section.starts_with(p))
 }
 
 /// Writes the plain listing with the gate at the start of every dual function; returns how
@@ -925,6 +970,32 @@ A:
             "{copy}"
         );
         assert!(!copy.contains(".weak\t_Z1fv"));
+    }
+
+    #[test]
+    fn cold_parts_stay_with_their_copy_and_constructors_run_once() {
+        let cold = "\t.section\t.text.unlikely\n\t.type\tmm.cold, @function\nmm.cold:\n\t.cfi_startproc\n\tcall\tabort@PLT\n\t.cfi_endproc\n";
+        let ctor = "\t.section\t.init_array,\"aw\"\n\t.align 8\n\t.quad\tmm\n";
+        let instrumented = INSTRUMENTED.replace(
+            "\tret\n\t.cfi_endproc\n.LFE1:",
+            "\tjmp\tmm.cold\n\t.cfi_endproc\n.LFE1:",
+        );
+        let m = merge(
+            &format!("{PLAIN}{cold}{ctor}"),
+            &format!("{instrumented}{cold}{ctor}"),
+            false,
+        )
+        .unwrap();
+        // No gate in the middle of a function: the cold part is jumped to, never called.
+        assert!(
+            m.assembly
+                .contains("mm.cold:\n\t.cfi_startproc\n\tcall\tabort@PLT")
+        );
+        let copy = instrumented_part(&m);
+        assert!(copy.contains("\tjmp\tmm.cold.captured\n"), "{copy}");
+        assert!(copy.contains("mm.cold.captured:\n"));
+        // The plain listing registers the constructor; the copy must not register it again.
+        assert_eq!(m.assembly.matches("\t.quad\tmm\n").count(), 1);
     }
 
     #[test]
