@@ -556,6 +556,15 @@ impl<'a> Plan<'a> {
                 plan.dropped_lines.insert(i);
             }
         }
+        let code_labels: HashSet<&str> = instrumented
+            .lines
+            .iter()
+            .zip(&instrumented.kinds)
+            .filter_map(|(line, kind)| match (statement(line), kind) {
+                (Statement::Label(name), SectionKind::Code) if is_local_label(name) => Some(name),
+                _ => None,
+            })
+            .collect();
         let mut dropped_local_labels = HashSet::new();
         for item in &instrumented.data {
             let private_table = item.kind == SectionKind::ReadOnly
@@ -569,6 +578,18 @@ impl<'a> Plan<'a> {
             if !plain_data.contains(item.name) {
                 return Err(declined(format!(
                     "the instrumented compilation defines `{}`, the plain one does not",
+                    item.name
+                )));
+            }
+            // Shared data that holds addresses inside code (a computed-goto table) would send
+            // the instrumented copy into the plain one.
+            let holds_code = item
+                .lines
+                .clone()
+                .any(|i| symbols(instrumented.lines[i]).any(|s| code_labels.contains(s)));
+            if holds_code {
+                return Err(declined(format!(
+                    "`{}` holds code addresses (a computed-goto table?)",
                     item.name
                 )));
             }
@@ -996,6 +1017,18 @@ A:
         assert!(copy.contains("mm.cold.captured:\n"));
         // The plain listing registers the constructor; the copy must not register it again.
         assert_eq!(m.assembly.matches("\t.quad\tmm\n").count(), 1);
+    }
+
+    #[test]
+    fn shared_data_holding_code_addresses_declines() {
+        let table = "\t.section\t.data.rel.local,\"aw\"\n\t.type\ttargets.0, @object\ntargets.0:\n\t.quad\t.LFB1\n";
+        let err = merge(
+            &format!("{PLAIN}{table}"),
+            &format!("{INSTRUMENTED}{table}"),
+            false,
+        )
+        .unwrap_err();
+        assert!(err.0.contains("targets.0` holds code addresses"), "{err}");
     }
 
     #[test]
