@@ -807,6 +807,8 @@ pub struct Description {
     pub events: Vec<EventInfo>,
     /// The requests placed on it through the daemon.
     pub requests: Vec<RequestInfo>,
+    /// How many requests it can hold at once, across every tool.
+    pub request_slots: u32,
 }
 
 impl TryFrom<v1::DescribeTargetResponse> for Description {
@@ -840,6 +842,7 @@ impl TryFrom<v1::DescribeTargetResponse> for Description {
                 .into_iter()
                 .map(RequestInfo::try_from)
                 .collect::<Result<_, _>>()?,
+            request_slots: d.request_slots,
         })
     }
 }

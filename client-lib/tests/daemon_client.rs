@@ -29,6 +29,10 @@ async fn typed_client_runs_the_ep_cache_scenario() {
     let d = client.describe(pid).await.unwrap();
     assert_eq!(d.target.state, TargetState::WaitingForTool);
     assert_eq!(d.counters, Some(64));
+    assert_eq!(
+        d.request_slots, 64,
+        "the synthetic target's segment has the default 64 slots"
+    );
     let a = d.data_structures.iter().find(|s| s.name == "A").unwrap();
     assert_eq!(a.range.end - a.range.start, A_BYTES);
 

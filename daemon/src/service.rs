@@ -138,6 +138,7 @@ impl Mri for MriService {
                 .values()
                 .map(|p| p.info.clone())
                 .collect(),
+            request_slots: entry.handle.request_slots(),
         }))
     }
 

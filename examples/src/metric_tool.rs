@@ -11,7 +11,6 @@ use epcache_client::{
     RegionKind, RegionRef, Request, RequestInfo, RequestResult,
 };
 use epcache_monitor::analysis::AnalysisReport;
-use epcache_monitor::shm::layout::MAX_REQUEST_SLOTS;
 
 use crate::metric_table::{Counts, RegionTable};
 
@@ -93,7 +92,7 @@ pub async fn measure(
         .filter(|d| d.live && !d.range.is_empty())
         .collect();
     let per_region = 4 * (structures.len() + 1) + 1;
-    let slots = MAX_REQUEST_SLOTS as usize;
+    let slots = description.request_slots as usize;
     if per_region > slots {
         return Err(MetricError::TooManyRequests {
             region: regions[0].name.clone(),

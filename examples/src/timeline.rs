@@ -12,7 +12,6 @@ use epcache_client::{
     Aggregation, Boundary, ClientError, DataRef, Launch, LocalError, LocalTarget, RegionRef,
     Request, StepOutcome, StepTo,
 };
-use epcache_monitor::shm::layout::MAX_REQUEST_SLOTS;
 
 /// Boundaries the tool steps through looking for a marker region that is not yet known (marker
 /// regions exist once first met).
@@ -143,11 +142,11 @@ pub async fn record(
             if timeline.structures.contains(&d.name) {
                 continue;
             }
-            if columns.len() + 1 >= MAX_REQUEST_SLOTS as usize {
+            if columns.len() + 1 >= description.request_slots as usize {
                 if !warned_full {
                     progress(&format!(
-                        "the target's {MAX_REQUEST_SLOTS} request slots are taken; {} and later structures are left out",
-                        d.name
+                        "the target's {} request slots are taken; {} and later structures are left out",
+                        description.request_slots, d.name
                     ));
                     warned_full = true;
                 }

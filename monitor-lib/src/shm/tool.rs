@@ -10,8 +10,9 @@ use super::config_table::{ConfigEntry, ConfigTable};
 use super::discovery::TargetRecord;
 use super::futex;
 use super::layout::{
-    self, Boundary, DataStructureInfo, HaltingPoint, Layout, LayoutError, Mode, RegionIndex,
-    RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotState, Table, TargetState, header,
+    self, Boundary, DataStructureInfo, HaltingPoint, Layout, LayoutError, MAX_REQUEST_SLOTS, Mode,
+    RegionIndex, RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotState, Table,
+    TargetState, header,
 };
 use super::process;
 use super::sysv::{Access, Segment, SegmentError, ViewError};
@@ -302,6 +303,11 @@ impl TargetHandle {
 
     /// Publishes what the tool just changed: the capture hint first (so a target that sees the
     /// new sequence also sees the hint), then the sequence.
+    /// How many requests the target can hold at once.
+    pub fn request_slots(&self) -> u32 {
+        u32::try_from(self.layout.span(Table::RequestSlots).capacity).unwrap_or(MAX_REQUEST_SLOTS)
+    }
+
     fn bump_tool_sequence(&self) {
         self.publish_capture_hint();
         if let Ok(seq) = self.segment.view().u32_at(header::TOOL_SEQUENCE) {

@@ -30,7 +30,8 @@ pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
     out.push('\n');
     match (&d.cache_spec, d.counters) {
         (Some(spec), Some(counters)) => out.push_str(&format!(
-            "cache {spec}, counter array of {counters} counters\n"
+            "cache {spec}, counter array of {counters} counters, {} request slots\n",
+            d.request_slots
         )),
         _ => out.push_str("cache model not published yet\n"),
     }
