@@ -6,6 +6,7 @@
 //! the atomics they must really perform); everything they call is safe Rust in `state.rs`.
 
 mod data;
+mod filter;
 mod heap;
 mod mcc;
 mod monitoring;
