@@ -97,12 +97,15 @@ impl Filter {
     /// Counts the access as a repeat hit if it is one; `false` means it must be simulated.
     #[inline(always)]
     pub(super) fn repeat_hit(&self, addr: u64, size: u32, write: bool) -> bool {
-        let block = addr >> (self.line_bits.get() & 63);
+        // Wrapping shifts: `bits` is below 64, and x86 masks the count itself.
+        let bits = self.line_bits.get();
+        let block = addr.wrapping_shr(bits);
         let entry = self.entry(block);
         // A read matches a clean or written entry, a write only a written one.
         let matches = entry.tag.get() | u64::from(!write) == block << 1 | 1;
-        let line_mask = self.line_mask.get();
-        if !(matches && (addr & line_mask) + u64::from(size) <= line_mask + 1) {
+        // Its last byte in the same line (a size of 0 counts as 1).
+        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
+        if !(matches && (last ^ addr).wrapping_shr(bits) == 0) {
             return false;
         }
         let count = &entry.hits[usize::from(write)];

@@ -650,8 +650,14 @@ impl ThreadCapture {
             self.counting
                 .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
         } else {
-            self.simulator.access(addr, size, kind);
+            self.uncounted(addr, size, kind);
         }
+    }
+
+    /// Out of line, so the standalone path around it keeps a small frame.
+    #[inline(never)]
+    fn uncounted(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        self.simulator.access(addr, size, kind);
     }
 }
 
@@ -701,10 +707,24 @@ impl Counting {
                 f.take_over(addr >> bits, write, owner, |p| self.take(monitoring, p));
             });
         } else {
-            let levels = self.levels;
-            simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
-            with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
+            self.access_lines(simulator, monitoring, addr, size, kind);
         }
+    }
+
+    /// A wider or straddling access, counted per line; its sets' filter entries are given up.
+    #[cold]
+    #[inline(never)]
+    fn access_lines(
+        &mut self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) {
+        let levels = self.levels;
+        simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+        with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
     }
 
     /// A write the filter found to hit its set's most recent line, clean until now, in the
