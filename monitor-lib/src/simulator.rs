@@ -243,6 +243,67 @@ impl Simulator {
         }
     }
 
+    /// A data access of at most one L1 line (it may straddle two), simulated exactly as
+    /// [`Self::access`] does, with its outcome returned: the L1 hit test inlined, a miss out of
+    /// line through the same miss step as the per-access path. For callers that attribute each
+    /// access themselves (the runtime's standalone counting) without reading the counters back.
+    /// A wider access is simulated per line (as [`Self::access_observed`] does) and its outcome
+    /// is that of its last line; callers wanting each line's outcome use `access_observed`.
+    #[inline(always)]
+    pub fn access_line(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
+        if self.hierarchy.try_l1_hit(addr, size, kind) {
+            if self.monitor.counts_l1_hit(kind) || self.analyses.is_some() {
+                self.l1_hit_observed(addr, size, kind);
+            }
+            return AccessOutcome::l1_hit(kind);
+        }
+        self.access_line_missed(addr, size, kind)
+    }
+
+    /// [`Self::access_line`] past the L1 hit test.
+    #[inline(never)]
+    fn access_line_missed(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
+        if u64::from(size) > self.l1_line {
+            let mut last = AccessOutcome::l1_hit(kind);
+            self.access_observed(addr, size, kind, |_, o| last = *o);
+            return last;
+        }
+        let outcome = self.hierarchy.access_missed_inline(addr, size, kind);
+        Watch::miss(&mut self.monitor, addr, &outcome);
+        if self.analyses.is_some() {
+            self.analyse(addr, size, kind, &outcome);
+        }
+        outcome
+    }
+
+    /// Whether an L1 hit of either kind may be left unsimulated by a caller that knows it
+    /// changes no cache state (a repeat of the line its set used last): no event counts L1
+    /// hits now and no analysis watches the stream. Such a caller must count the hits it
+    /// skips itself, and ask again whenever the event set or the analyses change.
+    pub fn l1_hits_unobserved(&self) -> bool {
+        self.analyses.is_none()
+            && !self.monitor.counts_l1_hit(AccessKind::Read)
+            && !self.monitor.counts_l1_hit(AccessKind::Write)
+    }
+
+    /// L1's line bits and set count when the hierarchy's shape makes a repeat hit free of
+    /// state: an access within one L1 line whose block is the one its L1 set used last (and,
+    /// for a write, that was written since it became so) hits, and simulating it changes
+    /// nothing but L1's hit count. That holds when L1 is write-back with a power-of-two number
+    /// of sets (a repeated hit on the most recent way is idempotent under LRU, tree-PLRU and
+    /// random replacement, and only an access to the set changes it) and no level below is
+    /// inclusive (whose evictions would reach back into other L1 sets). `None` otherwise.
+    pub fn repeat_hit_shape(&self) -> Option<(u32, u64)> {
+        let spec = self.hierarchy.spec();
+        let l1 = spec.data.first()?;
+        let sets = l1.geometry.sets();
+        let fits = l1.write == crate::cache::WritePolicy::WriteBack
+            && sets.is_power_of_two()
+            && l1.geometry.line_bits() >= 3
+            && spec.data.iter().skip(1).all(|l| !l.inclusive);
+        fits.then(|| (l1.geometry.line_bits(), sets))
+    }
+
     /// Kept out of line: the analyses are off on the plain path, and inlining them would bloat
     /// the capture loop that every access runs through.
     #[inline(never)]
@@ -292,6 +353,62 @@ mod tests {
         assert_eq!(seen.len(), 4 + 3);
         assert_eq!(seen[0].0, 0x10);
         assert_eq!(seen[1].0, 0x20);
+    }
+
+    #[test]
+    fn access_line_returns_what_access_observed_reports() {
+        // One-line and straddling accesses (and a few wider ones, whose last line's outcome is
+        // returned), on the two-level shape and a three-level one, with a hit event bound so
+        // the observed-hit path runs too.
+        for spec in ["D1=1K,2,64;L2=4K,4,64", "D1=512,2,32;L2=2K,4,64;L3=8K,4,64"] {
+            let (mut line, mut observed) = (sim(spec), sim(spec));
+            for s in [&mut line, &mut observed] {
+                let m = s.monitor_mut();
+                m.add_event("EPC_L1_LDH", AddressRange::new(0, 1 << 20))
+                    .unwrap();
+                m.add_event("PAPI_L2_DCM", AddressRange::new(0, 1 << 20))
+                    .unwrap();
+                m.start().unwrap();
+            }
+            let mut x = 7u64;
+            let mut misses = 0;
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let size = [1, 4, 8, 8, 16, 40, 100][(x >> 20) as usize % 7];
+                let kind = if x >> 40 & 1 == 1 {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Read
+                };
+                let addr = x % 8192;
+                let got = line.access_line(addr, size, kind);
+                let mut want = None;
+                observed.access_observed(addr, size, kind, |_, o| want = Some(*o));
+                assert_eq!(Some(got), want, "{spec} {addr:#x}+{size}");
+                misses += usize::from(got.levels[0] == crate::cache::LevelResult::Miss);
+            }
+            assert!(misses > 1000);
+            let stats = |s: &Simulator| s.hierarchy().stats().map(|(_, l)| *l).collect::<Vec<_>>();
+            assert_eq!(stats(&line), stats(&observed));
+            assert_eq!(
+                line.monitor().read().unwrap(),
+                observed.monitor().read().unwrap()
+            );
+            assert!(!line.l1_hits_unobserved(), "a hit event is bound");
+            let l1 = &line.hierarchy().spec().data[0].geometry;
+            assert_eq!(line.repeat_hit_shape(), Some((l1.line_bits(), l1.sets())));
+        }
+        assert_eq!(
+            sim("D1=2K,4,64;LL=4K,2,64,inclusive").repeat_hit_shape(),
+            None
+        );
+        assert_eq!(
+            sim("D1=1K,2,64,write-through;LL=8K,4,64").repeat_hit_shape(),
+            None
+        );
+        assert!(sim("D1=1K,2,64;LL=8K,4,64").l1_hits_unobserved());
     }
 
     #[test]

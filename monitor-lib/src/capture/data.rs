@@ -125,6 +125,8 @@ fn rebuild(reg: &mut Registry) {
     spans.sort_unstable();
     reg.lookup = Some(Arc::new(Lookup { spans }));
     GENERATION.fetch_add(1, Ordering::Release);
+    // After the generation: a thread that sees the new epoch sees the new generation.
+    super::state::data_changed();
 }
 
 /// The current generation; a thread whose snapshot is older calls [`snapshot`].

@@ -7,6 +7,7 @@
 //! safe Rust in `state.rs`.
 
 mod data;
+mod filter;
 mod heap;
 mod mcc;
 mod monitoring;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::analysis::AnalysisConfig;
-use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelStats, MAX_LEVELS};
+use crate::cache::{AccessOutcome, MAX_LEVELS};
 use crate::monitor::{EventIndex, HistogramIndex};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};
 use crate::shm::layout::{self, Aggregation, Mode, RequestResult, RequestSpec, analysis_bits};
@@ -118,9 +118,6 @@ pub(crate) struct Monitoring {
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
-    /// The hierarchy's demand counters (reads, read misses, writes, write misses) per level as
-    /// of the last access counted from them.
-    seen: Counts,
     stack: Vec<Snapshot>,
     pub(crate) regions: HashMap<u32, RegionCounts>,
 }
@@ -138,7 +135,6 @@ impl Monitoring {
             found: [NOT_FOUND; FOUND_SLOTS],
             totals: [0; 4 * MAX_LEVELS],
             structures: Vec::new(),
-            seen: [0; 4 * MAX_LEVELS],
             stack: Vec::new(),
             regions: HashMap::new(),
         }
@@ -150,6 +146,17 @@ impl Monitoring {
     #[inline(always)]
     pub(crate) fn count(&mut self, addr: u64, outcome: &AccessOutcome, levels: usize) {
         let structure = self.structure_of(addr);
+        self.count_in(structure, outcome, levels);
+    }
+
+    /// [`Self::count`] for an access already attributed to `structure`.
+    #[inline(always)]
+    pub(crate) fn count_in(
+        &mut self,
+        structure: Option<usize>,
+        outcome: &AccessOutcome,
+        levels: usize,
+    ) {
         let bits = outcome.event_bits();
         // Only the first level reached: its one bit (read/write × hit/miss) is the index.
         if bits > 0 && bits < 0x100 {
@@ -163,53 +170,17 @@ impl Monitoring {
         self.count_levels(structure, outcome, levels);
     }
 
-    /// An access that hit in L1 (known without its outcome): the thread's and its structure's
-    /// counter of L1 read or write hits.
-    #[inline(always)]
-    pub(crate) fn count_l1_hit(&mut self, addr: u64, kind: AccessKind) {
-        let structure = self.structure_of(addr);
-        let index = if kind == AccessKind::Write { 2 } else { 0 };
-        self.totals[index] += 1;
-        if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
-            counts[index] += 1;
-        }
-    }
-
-    /// An access within one line that missed L1, simulated by the plain path: what it did at
-    /// each level is the change of that level's demand counters since the last such access (a
-    /// hit changes no level but L1's hit counts, which are not compared).
-    #[inline(never)]
-    pub(crate) fn count_from_stats(
-        &mut self,
-        addr: u64,
-        kind: AccessKind,
-        hierarchy: &Hierarchy,
-        levels: usize,
-    ) {
-        let structure = self.structure_of(addr);
-        let write = usize::from(kind == AccessKind::Write) * 2;
-        for level in 0..levels.min(MAX_LEVELS) {
-            let now = demand_counts(hierarchy.level_stats(level));
-            let was = &mut self.seen[level * 4..level * 4 + 4];
-            let reached = now[write] != was[write];
-            let missed = now[write + 1] != was[write + 1];
-            was.copy_from_slice(&now);
-            if level > 0 && !reached {
-                break;
-            }
-            let index = level * 4 + write + usize::from(missed);
-            self.totals[index] += 1;
-            if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
-                counts[index] += 1;
-            }
-        }
-    }
-
-    /// Takes the hierarchy's demand counters as seen, after accesses counted another way.
-    pub(crate) fn sync_stats(&mut self, hierarchy: &Hierarchy, levels: usize) {
-        for level in 0..levels.min(MAX_LEVELS) {
-            self.seen[level * 4..level * 4 + 4]
-                .copy_from_slice(&demand_counts(hierarchy.level_stats(level)));
+    /// L1 hits counted elsewhere (the repeat-hit filter's), of the structure `structure`
+    /// (index + 1, 0 for none).
+    pub(crate) fn add_l1_hits(&mut self, structure: u32, reads: u64, writes: u64) {
+        self.totals[0] += reads;
+        self.totals[2] += writes;
+        if let Some(counts) = (structure as usize)
+            .checked_sub(1)
+            .and_then(|s| self.structures.get_mut(s))
+        {
+            counts[0] += reads;
+            counts[2] += writes;
         }
     }
 
@@ -237,6 +208,18 @@ impl Monitoring {
             return (found as usize).checked_sub(1);
         }
         self.find_structure(addr)
+    }
+
+    /// [`Self::structure_of`], and whether every byte of the `1 << line_bits`-byte line holding
+    /// `addr` has the same answer (a line may hold the end of one structure and the start of
+    /// the next).
+    #[inline(always)]
+    pub(crate) fn structure_of_line(&mut self, addr: u64, line_bits: u32) -> (Option<usize>, bool) {
+        let structure = self.structure_of(addr);
+        let (lo, hi, _) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
+        let start = addr >> line_bits << line_bits;
+        let whole = lo <= start && start.saturating_add((1 << line_bits) - 1) < hi;
+        (structure, whole)
     }
 
     #[inline(never)]
@@ -455,16 +438,6 @@ impl Monitoring {
         };
         let _ = m.write_result(request.slot, &result);
     }
-}
-
-/// A level's demand counters in [`Counts`] order: reads, read misses, writes, write misses.
-fn demand_counts(stats: &LevelStats) -> [u64; 4] {
-    [
-        stats.reads,
-        stats.read_misses,
-        stats.writes,
-        stats.write_misses,
-    ]
 }
 
 /// Bytes per bucket: the width asked for, or the range split into the number asked for, rounded

@@ -15,13 +15,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats, WritePolicy};
+use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats};
 use crate::monitor::CounterArrayConfig;
 use crate::ranges::AddressRange;
 use crate::shm::layout::DataStructureKind;
 use crate::shm::target::Mcc;
 use crate::simulator::{Simulator, SimulatorError};
 
+use super::filter::{self, Filter};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
@@ -41,12 +42,52 @@ pub const CACHE_ENV: &str = "EPCACHE_CACHE";
 /// Environment variable naming the JSON report file; setting it switches capture on at start.
 pub const REPORT_ENV: &str = "EPCACHE_REPORT";
 
+/// What the access hooks read, in one thread-local block: rustc compiles thread-local accesses
+/// of the runtime (a position-independent library) as calls to `__tls_get_addr`, which the
+/// linker turns into a load of the thread pointer, but only after registers were allocated
+/// around a call; one block means one such access per hook.
+struct Hot {
+    /// The thread's state byte: [`NEEDS_SYNC`], [`OFF`], [`ON`] or [`BUSY`].
+    state: Cell<u8>,
+    /// The switch epoch this thread last synced to.
+    seen_epoch: Cell<u32>,
+    /// The standalone mode's repeat-hit filter.
+    filter: Filter,
+}
+
 thread_local! {
-    static STATE: Cell<u8> = const { Cell::new(NEEDS_SYNC) };
-    static SEEN_EPOCH: Cell<u32> = const { Cell::new(0) };
+    static HOT: Hot = const {
+        Hot {
+            state: Cell::new(NEEDS_SYNC),
+            seen_epoch: Cell::new(0),
+            filter: Filter::new(),
+        }
+    };
     static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
     /// Monitored region instances open on this thread: while above 0 the thread simulates.
     static MONITORED: Cell<u32> = const { Cell::new(0) };
+    /// The data-structure generation the repeat-hit filter's attributions belong to.
+    static FILTER_GENERATION: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The thread's state byte (the thread-local block outlives every use: it has no destructor).
+#[inline(always)]
+fn state() -> u8 {
+    HOT.with(|h| h.state.get())
+}
+
+#[inline(always)]
+fn set_state(state: u8) {
+    HOT.with(|h| h.state.set(state));
+}
+
+fn replace_state(state: u8) -> u8 {
+    HOT.with(|h| h.state.replace(state))
+}
+
+/// The thread's repeat-hit filter.
+fn with_filter<R>(f: impl FnOnce(&Filter) -> R) -> R {
+    HOT.with(|h| f(&h.filter))
 }
 
 /// Standalone mode (`EPCACHE_REPORT`): every region is monitored, every access attributed.
@@ -61,7 +102,7 @@ static CAPTURE_ON: AtomicBool = AtomicBool::new(false);
 /// one load, without touching thread-local state.
 static MAY_CAPTURE: AtomicU32 = AtomicU32::new(1);
 /// Bumped by every switch so threads notice it at their next sync point; starts above the
-/// threads' initial `SEEN_EPOCH` so a thread's first sync point always syncs.
+/// threads' initial seen epoch so a thread's first sync point always syncs.
 static EPOCH: AtomicU32 = AtomicU32::new(1);
 static SPEC: OnceLock<Result<(String, HierarchySpec), String>> = OnceLock::new();
 static TOTALS: Mutex<CaptureTotals> = Mutex::new(CaptureTotals::empty());
@@ -99,7 +140,9 @@ impl CaptureTotals {
         }
     }
 
-    fn merge(&mut self, simulator: &Simulator) {
+    /// Adds a thread's simulator's totals, and the L1 read and write hits counted without it.
+    fn merge(&mut self, simulator: &Simulator, repeat_hits: [u64; 2]) {
+        let l1 = simulator.hierarchy().level_stats(0);
         for (name, stats) in simulator.hierarchy().stats() {
             let slot = match self.levels.iter().position(|(n, _)| n == name) {
                 Some(i) => &mut self.levels[i].1,
@@ -108,9 +151,15 @@ impl CaptureTotals {
                     &mut self.levels.last_mut().expect("just pushed").1
                 }
             };
-            slot.reads += stats.reads;
+            // The repeat hits belong to the first data level, wherever it is listed.
+            let repeat = if std::ptr::eq(stats, l1) {
+                repeat_hits
+            } else {
+                [0; 2]
+            };
+            slot.reads += stats.reads + repeat[0];
             slot.read_misses += stats.read_misses;
-            slot.writes += stats.writes;
+            slot.writes += stats.writes + repeat[1];
             slot.write_misses += stats.write_misses;
             slot.instr_fetches += stats.instr_fetches;
             slot.instr_misses += stats.instr_misses;
@@ -157,9 +206,28 @@ struct ThreadCapture {
     thread_index: u32,
 }
 
+impl ThreadCapture {
+    /// Adds the repeat-hit filter's pending counts to the thread's; with `forget`, empties it
+    /// too (the simulator goes away, or data structures changed).
+    fn flush_filter(&mut self, forget: bool) {
+        let (counting, monitoring) = (&mut self.counting, &mut self.monitoring);
+        with_filter(|f| f.flush(forget, |p| counting.take(monitoring, p)));
+    }
+
+    /// Switches the repeat-hit filter on or off for what the thread counts now: on only in
+    /// standalone counting with no event on L1 hits and no analysis.
+    fn refresh_filter(&mut self) {
+        let on = self.monitoring.counting && self.simulator.l1_hits_unobserved();
+        let (counting, monitoring) = (&mut self.counting, &mut self.monitoring);
+        let simulator = on.then_some(&self.simulator);
+        with_filter(|f| f.switch(simulator, |p| counting.take(monitoring, p)));
+    }
+}
+
 impl Drop for ThreadCapture {
     fn drop(&mut self) {
-        merge_into_totals(&self.simulator);
+        self.flush_filter(true);
+        merge_into_totals(&self.simulator, self.counting.repeat_hits);
         STANDALONE_TOTALS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -167,10 +235,10 @@ impl Drop for ThreadCapture {
     }
 }
 
-fn merge_into_totals(simulator: &Simulator) {
+fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2]) {
     // A poisoned lock only means another thread panicked mid-merge; its numbers are still sums.
     let mut totals = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
-    totals.merge(simulator);
+    totals.merge(simulator, repeat_hits);
 }
 
 /// The cache every thread simulates, resolved once: `EPCACHE_CACHE`, else `host`, else
@@ -206,7 +274,7 @@ pub(crate) fn init_process() {
     if PROCESS_INIT.get().is_some() {
         return;
     }
-    let previous = STATE.replace(BUSY);
+    let previous = replace_state(BUSY);
     PROCESS_INIT.get_or_init(|| {
         let report = std::env::var_os(REPORT_ENV).map(PathBuf::from);
         let spec_text = match process_spec() {
@@ -236,7 +304,7 @@ pub(crate) fn init_process() {
         }
         report
     });
-    STATE.set(previous);
+    set_state(previous);
     if !START_UP_COUNTED.swap(true, Ordering::Relaxed) {
         MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
     }
@@ -257,7 +325,7 @@ fn register_globals() {
 }
 
 extern "C" fn at_exit() {
-    let previous = STATE.replace(BUSY);
+    let previous = replace_state(BUSY);
     if let Some(Some(path)) = PROCESS_INIT.get()
         && let Err(e) = write_report(path)
     {
@@ -266,7 +334,7 @@ extern "C" fn at_exit() {
     if let Some(m) = mcc::get() {
         m.finish();
     }
-    STATE.set(previous);
+    set_state(previous);
 }
 
 /// Whether the process start-up ran and regions are tracked (heap blocks are named only then;
@@ -284,24 +352,28 @@ pub(crate) fn standalone() -> bool {
 /// Whether the runtime itself is running on this thread (hooks must return).
 #[inline]
 pub(crate) fn in_runtime() -> bool {
-    STATE.try_with(Cell::get).map_or(true, |s| s == BUSY)
+    state() == BUSY
 }
 
 /// Marks this thread as running the runtime; returns the state to restore.
 pub(crate) fn enter_runtime() -> u8 {
-    STATE.try_with(|s| s.replace(BUSY)).unwrap_or(BUSY)
+    replace_state(BUSY)
 }
 
 /// Restores the state [`enter_runtime`] returned.
 pub(crate) fn leave_runtime(previous: u8) {
-    let _ = STATE.try_with(|s| s.set(previous));
+    set_state(previous);
 }
 
 /// A monitored region instance begins on this thread: requests are bound (or the standalone
 /// snapshot taken) and the thread simulates until the last monitored instance ends.
 pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
-    STATE.set(BUSY);
-    with_capture(|c| c.monitoring.enter(&mut c.simulator, region, requested));
+    set_state(BUSY);
+    with_capture(|c| {
+        c.flush_filter(false);
+        c.monitoring.enter(&mut c.simulator, region, requested);
+        c.refresh_filter();
+    });
     MONITORED.set(MONITORED.get() + 1);
     MAY_CAPTURE.fetch_add(1, Ordering::Relaxed);
     restore_state();
@@ -309,8 +381,12 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
 
 /// A monitored region instance ends on this thread: results are published.
 pub(crate) fn monitored_exit(region: RegionRef) {
-    STATE.set(BUSY);
-    with_capture(|c| c.monitoring.exit(&mut c.simulator, region));
+    set_state(BUSY);
+    with_capture(|c| {
+        c.flush_filter(false);
+        c.monitoring.exit(&mut c.simulator, region);
+        c.refresh_filter();
+    });
     let open = MONITORED.get();
     if open > 0 {
         MONITORED.set(open - 1);
@@ -322,7 +398,7 @@ pub(crate) fn monitored_exit(region: RegionRef) {
 /// The state a thread outside the runtime should be in now.
 fn restore_state() {
     let on = CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0;
-    STATE.set(if on && process_spec().is_ok() {
+    set_state(if on && process_spec().is_ok() {
         ON
     } else {
         OFF
@@ -342,6 +418,23 @@ fn with_capture(f: impl FnOnce(&mut ThreadCapture)) {
             f(capture);
         }
     });
+}
+
+/// Runs `f` on this thread's capture if it has one.
+fn with_existing_capture(f: impl FnOnce(&mut ThreadCapture)) {
+    let _ = THREAD.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut()
+            && let Some(capture) = slot.as_mut()
+        {
+            f(capture);
+        }
+    });
+}
+
+/// Data structures changed (in any thread): every thread passes its sync point before its next
+/// access, where its repeat-hit filter forgets the lines it attributed under the old ones.
+pub(super) fn data_changed() {
+    EPOCH.fetch_add(1, Ordering::Release);
 }
 
 /// Switches capture on in every thread: the calling thread at once, the others at their next
@@ -378,21 +471,27 @@ fn set_switch(on: bool) {
 /// `extern "C"` so that callers on the hot path need no unwind landing pad (see `may_capture`).
 #[inline(never)]
 extern "C" fn sync() {
-    let state = STATE.get();
+    let state = state();
     if state == BUSY {
         return;
     }
     if state == NEEDS_SYNC {
         init_process();
     }
-    SEEN_EPOCH.set(EPOCH.load(Ordering::Acquire));
+    HOT.with(|h| h.seen_epoch.set(EPOCH.load(Ordering::Acquire)));
+    let generation = data::generation();
+    if FILTER_GENERATION.replace(generation) != generation && with_filter(Filter::is_on) {
+        set_state(BUSY);
+        with_existing_capture(|c| c.flush_filter(true));
+        set_state(state);
+    }
     let on = CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0;
     if on && let Err(why) = process_spec() {
         report_spec_error_once(why);
-        STATE.set(OFF);
+        set_state(OFF);
         return;
     }
-    STATE.set(if on { ON } else { OFF });
+    set_state(if on { ON } else { OFF });
 }
 
 fn report_spec_error_once(why: &str) {
@@ -407,7 +506,7 @@ fn report_spec_error_once(why: &str) {
 /// while some thread may capture; region boundaries do not need it on their fast path.
 #[inline(always)]
 pub(super) fn sync_point() {
-    if SEEN_EPOCH.get() != EPOCH.load(Ordering::Relaxed) {
+    if HOT.with(|h| h.seen_epoch.get()) != EPOCH.load(Ordering::Relaxed) {
         sync();
     }
 }
@@ -427,10 +526,76 @@ pub fn write(addr: u64, size: u32) {
 /// A thread whose own state is stale (it switched on, another thread switched off) stops
 /// capturing here at once rather than at its next sync point; that only honours the switch
 /// sooner.
+///
+/// Inlined into every hook, with its size and kind constant: while anything may capture, a
+/// repeat hit (see `filter.rs`) of a thread that captures and has no switch to pick up is
+/// counted here, in a few thread-local loads and one increment; everything else is a tail call.
 #[inline(always)]
 fn access(addr: u64, size: u32, kind: AccessKind) {
     if MAY_CAPTURE.load(Ordering::Relaxed) != 0 {
         may_capture(addr, size, kind == AccessKind::Write);
+    }
+}
+
+/// A captured load of `SIZE` bytes at `addr` (the fixed-size hooks).
+#[inline(always)]
+pub(super) fn read_sized<const SIZE: u32>(addr: u64) {
+    if MAY_CAPTURE.load(Ordering::Relaxed) != 0 {
+        active::<SIZE, false>(addr);
+    }
+}
+
+/// A captured store of `SIZE` bytes at `addr` (the fixed-size hooks).
+#[inline(always)]
+pub(super) fn write_sized<const SIZE: u32>(addr: u64) {
+    if MAY_CAPTURE.load(Ordering::Relaxed) != 0 {
+        active::<SIZE, true>(addr);
+    }
+}
+
+/// A fixed-size access while anything may capture: a repeat hit (see `filter.rs`) of a thread
+/// that captures and has no switch to pick up is counted here, in one thread-local block and
+/// one increment; everything else goes on to [`may_capture`] by a tail call. Only `addr` is
+/// live across the thread-local access, so little is saved around it.
+#[inline(never)]
+extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
+    let (synced_on, hit) = HOT.with(|h| {
+        let synced_on = h.seen_epoch.get() == EPOCH.load(Ordering::Relaxed) && h.state.get() == ON;
+        (
+            synced_on,
+            synced_on && h.filter.repeat_hit(addr, SIZE, WRITE),
+        )
+    });
+    if hit {
+        return;
+    }
+    if synced_on {
+        // Nothing to sync and the thread captures: straight to the simulator.
+        simulate_on(addr, SIZE, WRITE);
+    } else {
+        may_capture(addr, SIZE, WRITE);
+    }
+}
+
+/// [`simulate`] for a thread known to be `ON`; `extern "C"` so that it cannot unwind (see
+/// [`may_capture`]).
+#[inline(never)]
+extern "C" fn simulate_on(addr: u64, size: u32, write: bool) {
+    if !write {
+        return simulate(addr, size, AccessKind::Read);
+    }
+    // The first write to the line a read just brought to the front of its set (`x += ...`):
+    // an L1 hit whose data structure the filter knows, simulated without the rest of the path.
+    match with_filter(|f| f.clean_write(addr, size)) {
+        Some(structure) => {
+            set_state(BUSY);
+            with_existing_capture(|c| {
+                c.counting
+                    .clean_write(&mut c.simulator, &mut c.monitoring, addr, size, structure);
+            });
+            set_state(ON);
+        }
+        None => simulate(addr, size, AccessKind::Write),
     }
 }
 
@@ -441,7 +606,10 @@ extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
     // The switch-epoch check lives here rather than at region boundaries: only while some
     // thread may capture can a thread have a switch to pick up.
     sync_point();
-    let state = STATE.get();
+    let state = state();
+    if state == ON && with_filter(|f| f.repeat_hit(addr, size, write)) {
+        return;
+    }
     if state != OFF {
         let kind = if write {
             AccessKind::Write
@@ -453,12 +621,12 @@ extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
 }
 
 #[inline(always)]
-fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
-    match state {
+fn not_off(now: u8, addr: u64, size: u32, kind: AccessKind) {
+    match now {
         ON => simulate(addr, size, kind),
         NEEDS_SYNC => {
             sync();
-            if STATE.get() == ON {
+            if state() == ON {
                 simulate(addr, size, kind);
             }
         }
@@ -468,7 +636,7 @@ fn not_off(state: u8, addr: u64, size: u32, kind: AccessKind) {
 
 #[inline(always)]
 fn simulate(addr: u64, size: u32, kind: AccessKind) {
-    STATE.set(BUSY);
+    set_state(BUSY);
     // `try_with` fails only while the thread's destructors run: those accesses are dropped.
     let _ = THREAD.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
@@ -478,7 +646,7 @@ fn simulate(addr: u64, size: u32, kind: AccessKind) {
             }
         }
     });
-    STATE.set(ON);
+    set_state(ON);
 }
 
 impl ThreadCapture {
@@ -489,69 +657,104 @@ impl ThreadCapture {
             self.counting
                 .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
         } else {
-            self.simulator.access(addr, size, kind);
+            self.uncounted(addr, size, kind);
         }
+    }
+
+    /// Out of line, so the standalone path around it keeps a small frame.
+    #[inline(never)]
+    fn uncounted(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        self.simulator.access(addr, size, kind);
     }
 }
 
-/// How a thread in standalone mode counts its accesses, fixed by the hierarchy.
+/// How a thread in standalone mode counts the accesses it simulates.
 #[derive(Debug, Clone, Copy)]
 struct Counting {
     /// The hierarchy's depth, for counting without asking it per access.
     levels: usize,
-    /// L1's line size less one (only used when a power of two).
-    l1_mask: u64,
-    /// Whether an access's outcome may be read off the hierarchy's demand counters: every
-    /// data level is write-back, so an L1 hit changes no deeper level, and a one-line access
-    /// reaches each level at most once, recorded in its demand counters exactly as in its
-    /// `AccessOutcome` (writebacks count apart).
-    outcome_from_stats: bool,
+    /// log2 of L1's line size.
+    line_bits: u32,
+    /// L1 read and write hits the repeat-hit filter counted, which the simulator's L1 totals
+    /// lack.
+    repeat_hits: [u64; 2],
 }
 
 impl Counting {
-    fn new(spec: &HierarchySpec, simulator: &Simulator) -> Self {
-        let line = u64::from(simulator.hierarchy().line_size(0));
+    fn new(simulator: &Simulator) -> Self {
         Counting {
             levels: simulator.hierarchy().depth(),
-            l1_mask: line.wrapping_sub(1),
-            outcome_from_stats: line.is_power_of_two()
-                && spec
-                    .data
-                    .iter()
-                    .all(|level| level.write == WritePolicy::WriteBack),
+            line_bits: simulator.hierarchy().line_size(0).trailing_zeros(),
+            repeat_hits: [0; 2],
         }
     }
 
-    /// Simulates an access and counts it per level and data structure.
+    /// Simulates an access and counts it per level and data structure. A one-line access's
+    /// outcome comes back from the simulator's fast path; its block then owns its L1 set's
+    /// entry in the repeat-hit filter (when on), whose earlier owner's hits are counted now.
+    /// Wider or straddling accesses are counted per line, and their sets' entries forgotten.
     #[inline(always)]
     fn access(
-        self,
+        &mut self,
         simulator: &mut Simulator,
         monitoring: &mut Monitoring,
         addr: u64,
         size: u32,
         kind: AccessKind,
     ) {
-        if self.outcome_from_stats && (addr & self.l1_mask) + u64::from(size) <= self.l1_mask + 1 {
-            // One line: the simulator's own fast path, the outcome read off its counters.
-            let l1_misses = |s: &Simulator| {
-                let l1 = s.hierarchy().level_stats(0);
-                l1.read_misses + l1.write_misses
-            };
-            let before = l1_misses(simulator);
-            simulator.access(addr, size, kind);
-            if l1_misses(simulator) == before {
-                monitoring.count_l1_hit(addr, kind);
-            } else {
-                monitoring.count_from_stats(addr, kind, simulator.hierarchy(), self.levels);
-            }
+        let bits = self.line_bits;
+        let line = 1u64 << bits;
+        if (addr & (line - 1)) + u64::from(size) <= line {
+            let outcome = simulator.access_line(addr, size, kind);
+            let (structure, whole_line) = monitoring.structure_of_line(addr, bits);
+            monitoring.count_in(structure, &outcome, self.levels);
+            let owner = whole_line.then(|| structure.map_or(0, |s| s as u32 + 1));
+            let write = kind == AccessKind::Write;
+            with_filter(|f| {
+                f.take_over(addr >> bits, write, owner, |p| self.take(monitoring, p));
+            });
         } else {
-            let levels = self.levels;
-            simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
-            if self.outcome_from_stats {
-                monitoring.sync_stats(simulator.hierarchy(), levels);
-            }
+            self.access_lines(simulator, monitoring, addr, size, kind);
         }
+    }
+
+    /// A wider or straddling access, counted per line; its sets' filter entries are given up.
+    #[cold]
+    #[inline(never)]
+    fn access_lines(
+        &mut self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) {
+        let levels = self.levels;
+        simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+        with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
+    }
+
+    /// A write the filter found to hit its set's most recent line, clean until now, in the
+    /// line of `structure` (index + 1, 0 for none): simulated (it marks the line dirty) and
+    /// counted without a lookup; the simulator counts it in L1's totals itself.
+    fn clean_write(
+        &mut self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+        structure: u32,
+    ) {
+        let outcome = simulator.access_line(addr, size, AccessKind::Write);
+        let structure = (structure as usize).checked_sub(1);
+        monitoring.count_in(structure, &outcome, self.levels);
+    }
+
+    /// Counts repeat hits the filter hands back.
+    fn take(&mut self, monitoring: &mut Monitoring, (structure, reads, writes): filter::Pending) {
+        self.repeat_hits[0] += reads;
+        self.repeat_hits[1] += writes;
+        monitoring.add_l1_hits(structure, reads, writes);
     }
 }
 
@@ -560,6 +763,7 @@ impl Counting {
 fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: AccessKind) {
     *slot = new_thread_capture();
     if let Some(capture) = slot.as_mut() {
+        capture.refresh_filter();
         capture.access(addr, size, kind);
     }
 }
@@ -574,7 +778,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         }
     };
     Some(ThreadCapture {
-        counting: Counting::new(spec, &simulator),
+        counting: Counting::new(&simulator),
         simulator,
         monitoring: Monitoring::new(standalone()),
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
@@ -588,15 +792,15 @@ fn simulator_error_text(e: &SimulatorError) -> String {
 /// Merges the calling thread's simulator into the process totals and starts it afresh, so
 /// [`totals`] includes this thread's accesses so far. Other threads merge when they exit.
 pub fn flush_current_thread() {
-    let previous = STATE.get();
-    STATE.set(BUSY);
+    let previous = state();
+    set_state(BUSY);
     let _ = THREAD.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
             // Dropping merges.
             slot.take();
         }
     });
-    STATE.set(previous);
+    set_state(previous);
 }
 
 /// The totals of every thread merged so far (exited threads and flushed ones).
@@ -630,14 +834,14 @@ pub fn report_from_totals() -> CaptureReport {
 
 /// Writes the run's report as JSON to `path` (what `EPCACHE_REPORT` does at exit).
 pub fn write_report(path: &Path) -> Result<(), CaptureError> {
-    let previous = STATE.get();
-    STATE.set(BUSY);
+    let previous = state();
+    set_state(BUSY);
     let report = report_from_totals();
     let result = std::fs::write(path, report.to_json()).map_err(|source| CaptureError::Report {
         path: path.to_owned(),
         source,
     });
-    STATE.set(previous);
+    set_state(previous);
     result
 }
 
@@ -645,58 +849,119 @@ pub fn write_report(path: &Path) -> Result<(), CaptureError> {
 mod tests {
     use super::*;
 
-    /// Standalone counting from the demand counters must count exactly what counting every
-    /// access's outcome counts, for every shape of hierarchy (the write-through one takes the
-    /// outcome path throughout).
+    /// Standalone counting as the hooks do it (the repeat-hit filter first, then the
+    /// simulator's one-line path and the filter's take-over) must count exactly what counting
+    /// every access's outcome through the general path counts, for every shape of hierarchy:
+    /// the filter is on for write-back L1s over non-inclusive levels (LRU of 2 to 32 ways,
+    /// tree-PLRU, random, an L1 with more sets than the filter has entries) and off for the
+    /// inclusive and write-through ones. Mid-stream, the filter is flushed as a region boundary
+    /// does and emptied as a data-structure change does.
     #[test]
-    fn counting_from_the_counters_equals_counting_outcomes() {
-        // Two structures over part of the stream's range, so attribution is compared too.
-        for (name, start) in [("counting_a", 0x40_0000), ("counting_b", 0x40_3000)] {
+    fn filtered_counting_equals_counting_every_outcome() {
+        // Two structures over part of the stream's range, the second starting mid-line, so
+        // attribution is compared too, on lines holding two answers as well.
+        for (name, start) in [("counting_a", 0x40_0000), ("counting_b", 0x40_3010)] {
             data::register(
                 name,
                 AddressRange::new(start, 8 << 10),
                 DataStructureKind::HeapRegistered,
             );
         }
-        for spec in [
-            "D1=1K,2,64;LL=8K,4,64",
-            "D1=512,1,32;L2=2K,2,64;L3=16K,4,64",
-            "D1=2K,4,64;LL=4K,2,64,inclusive",
-            "D1=1K,2,64,write-through;LL=8K,4,64",
+        for (spec, filtered) in [
+            ("D1=1K,2,64;LL=8K,4,64", true),
+            ("D1=2K,8,64;LL=16K,16,64", true),
+            ("D1=4K,16,64;L2=16K,8,64", true),
+            ("D1=4K,32,64;LL=16K,4,64", true),
+            ("D1=1K,4,32,plru;L2=2K,4,64;L3=16K,4,64", true),
+            ("D1=1K,4,64,random;LL=8K,4,64", true),
+            ("D1=64K,2,64;LL=256K,4,64", true),
+            ("D1=2K,4,64;LL=4K,2,64,inclusive", false),
+            ("D1=1K,2,64,write-through;LL=8K,4,64", false),
         ] {
             let Ok(spec) = HierarchySpec::parse(spec) else {
                 panic!("spec {spec}");
             };
             let new_sim = || Simulator::new(&spec, CounterArrayConfig::default()).unwrap();
             let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
-            let counting = Counting::new(&spec, &fast_sim);
+            let mut counting = Counting::new(&fast_sim);
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
+            with_filter(|f| f.switch(Some(&fast_sim), |_| unreachable!("empty at start")));
+            assert_eq!(with_filter(Filter::is_on), filtered, "{spec:?}");
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-            for _ in 0..50_000 {
-                // xorshift: addresses over 24 KiB, small and line-straddling sizes, some wide.
+            // Four streams walking 8 bytes at a time (a read, a read and a write of one element,
+            // as a matrix product does), interleaved with random accesses.
+            let mut walks = [0x40_0000u64, 0x40_2000, 0x40_3f00, 0x40_5000];
+            let mut clean_writes = 0u32;
+            for step in 0..200_000u32 {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let addr = 0x40_0000 + x % (24 << 10);
-                let size = match x >> 60 {
-                    0 => 96 + (x >> 20) as u32 % 64,
-                    1..=3 => 1 + (x >> 24) as u32 % 16,
-                    _ => 8,
-                };
-                let kind = if x >> 59 & 1 == 1 {
-                    AccessKind::Write
+                let (addr, size, kind) = if x % 8 < 6 {
+                    let w = (x >> 8) as usize % 4;
+                    walks[w] = 0x40_0000 + (walks[w] + 8 - 0x40_0000) % (24 << 10);
+                    let kind = if w == 1 && x >> 40 & 1 == 1 {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    };
+                    (walks[w], 8, kind)
                 } else {
-                    AccessKind::Read
+                    // Addresses over 24 KiB, small and line-straddling sizes, some wide.
+                    let size = match x >> 60 {
+                        0 => 96 + (x >> 20) as u32 % 64,
+                        1..=3 => 1 + (x >> 24) as u32 % 16,
+                        _ => 8,
+                    };
+                    let kind = if x >> 59 & 1 == 1 {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    };
+                    (0x40_0000 + x % (24 << 10), size, kind)
                 };
-                counting.access(&mut fast_sim, &mut fast, addr, size, kind);
+                let write = kind == AccessKind::Write;
+                // What `active` and `simulate_on` do.
+                if !with_filter(|f| f.repeat_hit(addr, size, write)) {
+                    match write
+                        .then(|| with_filter(|f| f.clean_write(addr, size)))
+                        .flatten()
+                    {
+                        Some(s) => {
+                            clean_writes += 1;
+                            counting.clean_write(&mut fast_sim, &mut fast, addr, size, s);
+                        }
+                        None => counting.access(&mut fast_sim, &mut fast, addr, size, kind),
+                    }
+                }
                 let levels = counting.levels;
                 slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels));
+                if step % 50_000 == 25_000 {
+                    let forget = step % 100_000 == 25_000;
+                    with_filter(|f| f.flush(forget, |p| counting.take(&mut fast, p)));
+                }
             }
+            with_filter(|f| f.flush(true, |p| counting.take(&mut fast, p)));
+            with_filter(|f| f.switch(None, |_| unreachable!("flushed")));
             assert_eq!(fast.totals, slow.totals, "{spec:?}");
             assert_eq!(fast.structures, slow.structures, "{spec:?}");
             assert!(fast.structures.iter().filter(|c| c[0] > 0).count() >= 2);
             let stats = |s: &Simulator| s.hierarchy().stats().map(|(_, l)| *l).collect::<Vec<_>>();
-            assert_eq!(stats(&fast_sim), stats(&slow_sim));
+            let mut fast_stats = stats(&fast_sim);
+            fast_stats[0].reads += counting.repeat_hits[0];
+            fast_stats[0].writes += counting.repeat_hits[1];
+            assert_eq!(fast_stats, stats(&slow_sim), "{spec:?}");
+            let repeats = counting.repeat_hits[0] + counting.repeat_hits[1];
+            assert_eq!(
+                repeats > 20_000,
+                filtered,
+                "{spec:?}: {repeats} repeat hits"
+            );
+            assert!(counting.repeat_hits[1] > 0 || !filtered, "write repeats");
+            assert_eq!(
+                clean_writes > 1000,
+                filtered,
+                "{spec:?}: {clean_writes} clean writes"
+            );
             assert!(
                 slow.totals[1] > 0 && slow.totals[5] > 0,
                 "misses at two levels"

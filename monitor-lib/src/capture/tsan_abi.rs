@@ -81,11 +81,11 @@ macro_rules! access_hooks {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
         pub extern "C" fn $read(addr: *const c_void) {
-            state::read(address(addr), $size);
+            state::read_sized::<$size>(address(addr));
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn $write(addr: *const c_void) {
-            state::write(address(addr), $size);
+            state::write_sized::<$size>(address(addr));
         }
     )*};
 }
@@ -115,11 +115,11 @@ macro_rules! access_hooks_with_pc {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
         pub extern "C" fn $read(addr: *const c_void, _pc: *const c_void) {
-            state::read(address(addr), $size);
+            state::read_sized::<$size>(address(addr));
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn $write(addr: *const c_void, _pc: *const c_void) {
-            state::write(address(addr), $size);
+            state::write_sized::<$size>(address(addr));
         }
     )*};
 }

@@ -1,0 +1,220 @@
+//! The standalone mode's repeat-hit filter: a per-thread table that answers, before the
+//! simulator is reached, most accesses of a kernel that walks its arrays line by line.
+//!
+//! One entry per L1 set (sets beyond the table share entries by their low bits) remembers the
+//! block the set's last simulated access touched and whether a write to it was simulated since.
+//! An access within one line whose block is its entry's (and, for a write, whose entry says
+//! written) is a hit on the set's most recent line: under the shapes
+//! [`Simulator::repeat_hit_shape`] admits, simulating it would change nothing but L1's hit
+//! count. Such an access only increments the entry's read or write count, which is added to
+//! the thread's counts (and the entry's data structure's) when the entry changes hands and
+//! before anyone reads the counts: at region boundaries, when data structures change, when
+//! the thread's capture is dropped. Every other access goes through the simulator and then
+//! takes over its set's entry.
+//!
+//! The answer depends only on the order of accesses, not on the simulator: if the block is its
+//! entry's, no access has touched its set since the block was last simulated (or it would own
+//! the entry). A shared entry only sees fewer repeats.
+//!
+//! The table is off (no tag matches) unless the thread counts every access in standalone mode,
+//! no event counts L1 hits and no analysis runs; see `ThreadCapture::refresh_filter`.
+
+use std::cell::Cell;
+
+use crate::simulator::Simulator;
+
+/// Entries per thread: covers every L1 of 256 sets or fewer one set per entry.
+const ENTRIES: usize = 256;
+/// A tag that matches no access: blocks are addresses shifted right by at least 3 bits.
+const NONE: u64 = u64::MAX;
+
+/// One entry: a block, its pending hits and its data structure, in 32 bytes so an entry is
+/// one shift of its index away and never straddles a host cache line.
+#[repr(C, align(32))]
+struct Entry {
+    /// `block << 1 | written`, or [`NONE`].
+    tag: Cell<u64>,
+    /// Repeat hits not yet counted: reads, writes.
+    hits: [Cell<u64>; 2],
+    /// The data structure of the block's line (index + 1, 0 for none).
+    structure: Cell<u32>,
+}
+
+impl Entry {
+    const fn empty() -> Entry {
+        Entry {
+            tag: Cell::new(NONE),
+            hits: [const { Cell::new(0) }; 2],
+            structure: Cell::new(0),
+        }
+    }
+
+    /// Hands the pending hits to `take`.
+    #[inline(always)]
+    fn drain(&self, take: impl FnOnce(Pending)) {
+        let (reads, writes) = (self.hits[0].replace(0), self.hits[1].replace(0));
+        if reads | writes != 0 {
+            take((self.structure.get(), reads, writes));
+        }
+    }
+}
+
+/// Repeat hits handed back to be counted: `(structure index + 1 or 0, reads, writes)`.
+pub(super) type Pending = (u32, u64, u64);
+
+/// One thread's table, kept in the thread-local block the access hooks read (`state.rs`), as
+/// Cells, so a hook reaches it from the one thread-local address it computes, with no borrow
+/// flag.
+pub(super) struct Filter {
+    /// log2 of L1's line size.
+    line_bits: Cell<u32>,
+    /// L1's line size less one.
+    line_mask: Cell<u64>,
+    /// Entries in use less one (a power of two less one, at most `ENTRIES - 1`).
+    mask: Cell<u64>,
+    entries: [Entry; ENTRIES],
+    /// Whether the table is on.
+    on: Cell<bool>,
+}
+
+impl Filter {
+    /// An empty table, off.
+    pub(super) const fn new() -> Filter {
+        Filter {
+            line_bits: Cell::new(6),
+            line_mask: Cell::new(63),
+            mask: Cell::new(0),
+            entries: [const { Entry::empty() }; ENTRIES],
+            on: Cell::new(false),
+        }
+    }
+
+    #[inline(always)]
+    fn entry(&self, block: u64) -> &Entry {
+        &self.entries[(block & self.mask.get()) as usize % ENTRIES]
+    }
+
+    /// Counts the access as a repeat hit if it is one; `false` means it must be simulated.
+    #[inline(always)]
+    pub(super) fn repeat_hit(&self, addr: u64, size: u32, write: bool) -> bool {
+        // Wrapping shifts: `bits` is below 64, and x86 masks the count itself.
+        let bits = self.line_bits.get();
+        let block = addr.wrapping_shr(bits);
+        let entry = self.entry(block);
+        // A read matches a clean or written entry, a write only a written one.
+        let matches = entry.tag.get() | u64::from(!write) == block << 1 | 1;
+        // Its last byte in the same line (a size of 0 counts as 1).
+        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
+        if !(matches && (last ^ addr).wrapping_shr(bits) == 0) {
+            return false;
+        }
+        let count = &entry.hits[usize::from(write)];
+        count.set(count.get() + 1);
+        true
+    }
+
+    /// A write within one line to a block that owns its entry clean: it hits the set's most
+    /// recent line, and simulating it only marks that line dirty. The entry is marked written
+    /// and its data structure (index + 1, 0 for none) returned; `None` for any other access.
+    #[inline(always)]
+    pub(super) fn clean_write(&self, addr: u64, size: u32) -> Option<u32> {
+        let block = addr >> (self.line_bits.get() & 63);
+        let entry = self.entry(block);
+        let line_mask = self.line_mask.get();
+        if entry.tag.get() != block << 1 || (addr & line_mask) + u64::from(size) > line_mask + 1 {
+            return None;
+        }
+        entry.tag.set(block << 1 | 1);
+        Some(entry.structure.get())
+    }
+
+    /// Whether the table is on.
+    pub(super) fn is_on(&self) -> bool {
+        self.on.get()
+    }
+
+    /// Switches the table on for `simulator`'s L1 (a no-op when already on), or off when the
+    /// shape does not allow it (or there is no simulator). Off, every pending count is handed
+    /// to `take` first.
+    pub(super) fn switch(&self, simulator: Option<&Simulator>, mut take: impl FnMut(Pending)) {
+        match simulator.and_then(Simulator::repeat_hit_shape) {
+            Some((bits, sets)) => {
+                if self.on.get() {
+                    return;
+                }
+                self.line_bits.set(bits);
+                self.line_mask.set((1 << bits) - 1);
+                self.mask.set(sets.min(ENTRIES as u64) - 1);
+                self.on.set(true);
+            }
+            None => {
+                self.flush(true, &mut take);
+                self.on.set(false);
+            }
+        }
+    }
+
+    /// Hands every pending count to `take`; with `forget`, also empties the table (after the
+    /// simulator was replaced, or when data structures changed).
+    pub(super) fn flush(&self, forget: bool, mut take: impl FnMut(Pending)) {
+        let used = self.mask.get() as usize + 1;
+        for entry in &self.entries[..used.min(ENTRIES)] {
+            entry.drain(&mut take);
+            if forget {
+                entry.tag.set(NONE);
+            }
+        }
+    }
+
+    /// After the simulator ran a one-line access to `block`: the block owns its set's entry
+    /// now, attributed to `structure` (index + 1, 0 for none), or to nothing filterable when
+    /// `None` (its line holds bytes of more than one structure). The previous owner's pending
+    /// counts are handed to `take`.
+    #[inline(always)]
+    pub(super) fn take_over(
+        &self,
+        block: u64,
+        write: bool,
+        structure: Option<u32>,
+        take: impl FnOnce(Pending),
+    ) {
+        if !self.on.get() {
+            return;
+        }
+        let entry = self.entry(block);
+        let old = entry.tag.get();
+        let tag = match structure {
+            // The same block keeps its pending hits and its written mark.
+            Some(_) if old != NONE && old >> 1 == block => old | u64::from(write),
+            Some(s) => {
+                entry.drain(take);
+                entry.structure.set(s);
+                block << 1 | u64::from(write)
+            }
+            None => {
+                entry.drain(take);
+                NONE
+            }
+        };
+        entry.tag.set(tag);
+    }
+
+    /// After the simulator ran an access over several lines (or straddling two): their sets'
+    /// entries are given up, their pending counts handed to `take`.
+    pub(super) fn forget_lines(&self, addr: u64, size: u32, mut take: impl FnMut(Pending)) {
+        if !self.on.get() {
+            return;
+        }
+        let first = addr >> self.line_bits.get();
+        let last = addr.saturating_add(u64::from(size.max(1)) - 1) >> self.line_bits.get();
+        if last - first >= self.mask.get() {
+            self.flush(true, take);
+            return;
+        }
+        for block in first..=last {
+            let entry = self.entry(block);
+            entry.drain(&mut take);
+            entry.tag.set(NONE);
+        }
+    }
+}
