@@ -10,7 +10,7 @@ use super::counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MonitorError, SpillStats, StaticId,
 };
 use super::{Event, UnknownEvent};
-use crate::cache::{AccessKind, AccessOutcome, Hierarchy, Watch};
+use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelResult, Watch};
 use crate::ranges::AddressRange;
 
 /// Position of a counted event in an [`EventSet`], and of its value in what `read` and `stop` return.
@@ -265,8 +265,8 @@ impl Watch for EventSet {
     }
 
     #[inline(always)]
-    fn miss(&mut self, addr: u64, outcome: &AccessOutcome) {
-        let bits = outcome.event_bits();
+    fn miss(&mut self, addr: u64, kind: AccessKind, l2: LevelResult) {
+        let bits = AccessOutcome::l1_miss_event_bits(kind, l2);
         if bits & self.active != 0 {
             self.array.observe_matching_inline(addr, bits);
         }
@@ -276,7 +276,7 @@ impl Watch for EventSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{LevelResult, MAX_LEVELS};
+    use crate::cache::MAX_LEVELS;
 
     const BASE: u64 = 0x4000;
 
@@ -420,7 +420,7 @@ mod tests {
                 let l2 = [Hit, Miss][(x >> 41 & 1) as usize];
                 let o = outcome(kind, Miss, l2);
                 general.observe(addr, &o);
-                Watch::miss(&mut inlined, addr, &o);
+                Watch::miss(&mut inlined, addr, kind, l2);
             }
             let h = HistogramIndex(0);
             let (a, b) = (
