@@ -247,6 +247,8 @@ pub struct Hierarchy {
     /// `l1_line + 1` when `fast_hits`, else 0: the inlined path's one-line test
     /// (`offset + size < l1_limit`) then also says whether the fast path is on.
     l1_limit: u64,
+    /// `l1_line - 1`.
+    l1_offset_mask: u64,
     /// L1's set mask when `fast_hits`.
     l1_mask: u64,
     /// L1's line size and its log2, kept here so the inlined fast path reads them from the
@@ -299,6 +301,7 @@ impl Hierarchy {
             record_lines: false,
             fast_hits,
             l1_limit: if fast_hits { l1_line + 1 } else { 0 },
+            l1_offset_mask: l1_line - 1,
             l1_mask: l1_mask.unwrap_or(0),
             l1_line,
             l1_bits,
@@ -439,7 +442,7 @@ impl Hierarchy {
     /// 0 when the fast path is off.
     #[inline(always)]
     pub(crate) fn l1_takes(&self, addr: u64, size: u32) -> bool {
-        (addr & (self.l1_line - 1)) + u64::from(size) < self.l1_limit
+        (addr & self.l1_offset_mask) + u64::from(size) < self.l1_limit
     }
 
     /// The L1 fast path for an access [`Self::l1_takes`]: a hit is simulated and counted, and

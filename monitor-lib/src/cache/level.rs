@@ -357,10 +357,19 @@ impl CacheLevel {
     #[inline(always)]
     pub(super) fn probe_hit_masked(&mut self, block: u64, mask: u64, dirty: bool) -> bool {
         let set = (block & mask) as usize;
+        // The 8-way store first, one test of the tag; the others after.
+        if let Store::Lru8(s) = &mut self.store {
+            return s.probe_hit(set, block, dirty);
+        }
+        self.probe_hit_not_lru8(set, block, dirty)
+    }
+
+    #[inline(always)]
+    fn probe_hit_not_lru8(&mut self, set: usize, block: u64, dirty: bool) -> bool {
         match &mut self.store {
-            Store::Lru8(s) => s.probe_hit(set, block, dirty),
             Store::Lru16(s) => s.probe_hit(set, block, dirty),
             Store::Other(s) => s.probe_hit(set, block, dirty),
+            Store::Lru8(s) => s.probe_hit(set, block, dirty),
         }
     }
 
@@ -456,8 +465,9 @@ fn broadcast_signature(block: u64) -> u64 {
 #[repr(C, align(64))]
 pub(super) struct PackedSet<const W: usize, const S: usize> {
     tags: [u64; W],
-    /// Way `w`'s signature is byte `w % 8` of word `w / 8`.
-    signatures: [u64; S],
+    /// Way `w`'s signature. Bytes, so a fill writes one; read eight at a time as a
+    /// little-endian word (byte `w % 8` of word `w / 8`).
+    signatures: [u8; W],
     /// The recency of the ways: with 8 ways an age matrix (see [`PackedLru`]), with 16 the
     /// way numbers in recency order, most recent in the low nibble (nibbles past the last way
     /// hold 0xF, which matches no way of a set narrower than 16).
@@ -601,13 +611,13 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     #[inline(always)]
     pub(super) fn find_in(self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
         let wanted = broadcast_signature(block);
-        let low = zero_bytes(state.signatures[0] ^ wanted) & self.valid[0];
+        let low = zero_bytes(state.signature_word(0) ^ wanted) & self.valid[0];
         // The first candidate, or the last way when there is none (the sentinel bit), so the
         // full comparison below needs no branch on whether there was a candidate.
         let (candidates, first) = if S == 1 {
             (low, (low | 1 << 63).trailing_zeros() / 8)
         } else {
-            let high = zero_bytes(state.signatures[S - 1] ^ wanted) & self.valid[S - 1];
+            let high = zero_bytes(state.signature_word(S - 1) ^ wanted) & self.valid[S - 1];
             let both = u128::from(high) << 64 | u128::from(low);
             (low | high, (both | 1 << 127).trailing_zeros() / 8)
         };
@@ -632,9 +642,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     ) -> (Option<Victim>, usize) {
         let way = self.victim(state.order);
         self.filled(state, way);
-        let shift = 8 * (way % 8);
-        let word = &mut state.signatures[way / 8 % S];
-        *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
+        state.signatures[way] = signature(block);
         let was_dirty = std::mem::replace(&mut state.dirty[way], dirty);
         let old = std::mem::replace(&mut state.tags[way], block);
         let victim = (old != INVALID).then_some(Victim {
@@ -661,6 +669,15 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         self.touch(state, way);
         state.dirty[way] |= dirty;
         true
+    }
+}
+
+impl<const W: usize, const S: usize> PackedSet<W, S> {
+    /// Signatures `8 * word .. 8 * word + 8` as one word (`word < S`).
+    #[inline(always)]
+    fn signature_word(&self, word: usize) -> u64 {
+        let bytes = &self.signatures[8 * word..8 * word + 8];
+        u64::from_le_bytes(bytes.try_into().expect("eight signatures to a word"))
     }
 }
 
@@ -710,7 +727,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     fn empty_set(assoc: usize) -> PackedSet<W, S> {
         PackedSet {
             tags: [INVALID; W],
-            signatures: [0; S],
+            signatures: [0; W],
             order: if W == 8 { 0 } else { identity_order(assoc) },
             dirty: [false; W],
             mru: 0,
