@@ -453,6 +453,14 @@ fn zero_bytes(x: u64) -> u64 {
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 
+/// [`zero_bytes`] of `x` restricted to the bytes whose high bit `highs` has (a subset of the
+/// high bits): the restriction is the test's own mask, one AND fewer.
+#[inline(always)]
+fn zero_bytes_in(x: u64, highs: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    x.wrapping_sub(ONES) & !x & highs
+}
+
 /// `block`'s signature in every byte of a word.
 #[inline(always)]
 fn broadcast_signature(block: u64) -> u64 {
@@ -572,7 +580,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         if W == 8 {
             // Only a never-used way, or the least recent one, has a zero row; the lowest
             // flagged byte is a real zero.
-            ((zero_bytes(order) & self.valid[0]).trailing_zeros() / 8) as usize & 7
+            (zero_bytes_in(order, self.valid[0]).trailing_zeros() / 8) as usize & 7
         } else {
             // Empty ways are never touched, so they sit at the end of the order.
             ((order >> (4 * (self.assoc - 1))) & 0xF) as usize & (W - 1)
@@ -611,13 +619,13 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     #[inline(always)]
     pub(super) fn find_in(self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
         let wanted = broadcast_signature(block);
-        let low = zero_bytes(state.signature_word(0) ^ wanted) & self.valid[0];
+        let low = zero_bytes_in(state.signature_word(0) ^ wanted, self.valid[0]);
         // The first candidate, or the last way when there is none (the sentinel bit), so the
         // full comparison below needs no branch on whether there was a candidate.
         let (candidates, first) = if S == 1 {
             (low, (low | 1 << 63).trailing_zeros() / 8)
         } else {
-            let high = zero_bytes(state.signature_word(S - 1) ^ wanted) & self.valid[S - 1];
+            let high = zero_bytes_in(state.signature_word(S - 1) ^ wanted, self.valid[S - 1]);
             let both = u128::from(high) << 64 | u128::from(low);
             (low | high, (both | 1 << 127).trailing_zeros() / 8)
         };

@@ -70,6 +70,9 @@ pub struct EventSet {
     /// The outcome bits (see [`AccessOutcome::event_bits`]) the bindings count while running,
     /// 0 while stopped: one AND rejects an access that counts nowhere, running or not.
     active: u32,
+    /// Whether an L1 hit of each kind (by `AccessKind as usize`) meets `active`: the
+    /// simulator's hit path asks this for every hit, and one byte compare is its cheapest form.
+    counts_hit: [bool; 2],
     line_bytes: u32,
     data_levels: usize,
     events: Vec<StaticId>,
@@ -88,6 +91,7 @@ impl EventSet {
             array: CounterArray::new(config)?,
             running: false,
             active: 0,
+            counts_hit: [false; 2],
             line_bytes,
             data_levels,
             events: Vec::new(),
@@ -177,7 +181,7 @@ impl EventSet {
             return Err(EpapiError::Empty);
         }
         self.running = true;
-        self.active = self.array.interest();
+        self.set_active(self.array.interest());
         Ok(())
     }
 
@@ -187,7 +191,7 @@ impl EventSet {
             return Err(EpapiError::NotRunning { action: "stop" });
         }
         self.running = false;
-        self.active = 0;
+        self.set_active(0);
         self.values()
     }
 
@@ -248,7 +252,14 @@ impl EventSet {
     /// skip building its outcome.
     #[inline(always)]
     pub fn counts_l1_hit(&self, kind: AccessKind) -> bool {
-        AccessOutcome::l1_hit(kind).event_bits() & self.active != 0
+        self.counts_hit[kind as usize]
+    }
+
+    /// Sets `active` and what follows from it.
+    fn set_active(&mut self, active: u32) {
+        self.active = active;
+        self.counts_hit = [AccessKind::Read, AccessKind::Write]
+            .map(|kind| AccessOutcome::l1_hit(kind).event_bits() & active != 0);
     }
 }
 
