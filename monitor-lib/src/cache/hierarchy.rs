@@ -1015,7 +1015,15 @@ fn two_level_miss_in<const W1: usize, const S1: usize, const W2: usize, const S2
     s2: &mut LevelStats,
 ) -> LevelResult {
     let (shape1, sets1) = l1.parts();
-    two_level::miss((shape1, &mut sets1[set1]), l2, k, block, kind, s1, s2)
+    two_level::miss(
+        (shape1, &mut sets1[set1]),
+        || l2.parts(),
+        k,
+        block,
+        kind,
+        s1,
+        s2,
+    )
 }
 
 #[cfg(test)]

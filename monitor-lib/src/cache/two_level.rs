@@ -71,6 +71,7 @@ pub(super) fn run<
     watch: &mut O,
 ) -> usize {
     let (shape1, sets1) = l1.parts();
+    let (shape2, sets2) = l2.parts();
     // The mask as `len - 1` of a slice known to be a power of two long: the compiler then
     // knows every masked index is in bounds, and keeps no length for the bounds check.
     assert!(sets1.len() == (k.l1_mask + 1) as usize && sets1.len().is_power_of_two());
@@ -100,7 +101,7 @@ pub(super) fn run<
         }
         let l2_result = miss(
             (shape1, state),
-            &mut *l2,
+            || (shape2, &mut *sets2),
             k,
             block,
             kind,
@@ -128,9 +129,9 @@ pub(crate) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
 /// it there on a miss. Counts the misses, L2's demand access and the write-backs, not L1's
 /// demand access. Returns what L2 did.
 #[inline(always)]
-pub(super) fn miss<const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
+pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
     l1: (PackedShape<W1, S1>, &mut PackedSet<W1, S1>),
-    l2: &mut PackedLru<W2, S2>,
+    l2: impl FnOnce() -> (PackedShape<W2, S2>, &'a mut [PackedSet<W2, S2>]),
     k: TwoLevel,
     block: u64,
     kind: AccessKind,
@@ -140,9 +141,10 @@ pub(super) fn miss<const W1: usize, const S1: usize, const W2: usize, const S2: 
     let write = kind == AccessKind::Write;
     let (victim, _) = l1.0.fill(l1.1, block, write);
     *l1_stats.demand_misses(kind) += 1;
-    // L2's constants are read only now: taken before the fill, they would live across it in
-    // registers the fill needs (and be spilled to the stack).
-    let (shape2, sets2) = l2.parts();
+    // L2's constants are asked for only now: a caller that reads them from the store (one
+    // access) would otherwise hold them across the fill, in registers the fill needs; a loop
+    // hands over the copies it keeps.
+    let (shape2, sets2) = l2();
     if let Some(v) = victim.filter(|v| v.dirty && k.writebacks) {
         l1_stats.writebacks += 1;
         write_back(shape2, sets2, k, v.block, l2_stats);
