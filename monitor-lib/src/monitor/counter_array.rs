@@ -708,7 +708,9 @@ impl CounterArray {
     fn clock_victim(&mut self) -> usize {
         loop {
             let hand = self.clock_hand;
-            self.clock_hand = (hand + 1) % self.pool.len();
+            // A wrap, not a modulo: a division costs tens of cycles on every allocation.
+            let next = hand + 1;
+            self.clock_hand = if next == self.pool.len() { 0 } else { next };
             let counter = &mut self.pool[hand];
             if counter.referenced {
                 counter.referenced = false;
