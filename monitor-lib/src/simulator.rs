@@ -105,13 +105,17 @@ impl Simulator {
         // Inlined into the capture loop (a call costs more than a hit): an L1 hit that no
         // event and no analysis watches is the hierarchy's fast path and two tests. Everything
         // else is out of line.
-        if self.hierarchy.try_l1_hit(addr, size, kind) {
+        if !self.hierarchy.l1_takes(addr, size) {
+            self.access_missed(addr, size, kind);
+            return;
+        }
+        if self.hierarchy.l1_hit(addr, kind) {
             if self.monitor.counts_l1_hit(kind) || self.analyses.is_some() {
                 self.l1_hit_observed(addr, size, kind);
             }
             return;
         }
-        self.access_missed(addr, size, kind);
+        self.l1_missed(addr, size, kind);
     }
 
     /// Simulates every access of `batch` in order, exactly as calling [`Self::access`] on each
@@ -178,17 +182,40 @@ impl Simulator {
         }
     }
 
-    /// An access the L1 fast path declined (it changed nothing): a miss, a straddle, an access
-    /// wider than a line, or any access while line events are recorded.
+    /// A one-line access the L1 fast path took and found absent (it changed nothing).
+    #[inline(never)]
+    fn l1_missed(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        let outcome = match self.hierarchy.two_level_missed(addr, kind) {
+            Some(l2) => {
+                // The monitor's inlined path for a miss, as the batch loop uses it.
+                Watch::miss(&mut self.monitor, addr, kind, l2);
+                if self.analyses.is_none() {
+                    return;
+                }
+                crate::cache::two_level_outcome(kind, l2)
+            }
+            None => {
+                let outcome = self.hierarchy.access_missed(addr, size, kind);
+                self.monitor.observe(addr, &outcome);
+                outcome
+            }
+        };
+        if self.analyses.is_some() {
+            self.analyse(addr, size, kind, &outcome);
+        }
+    }
+
+    /// An access the L1 fast path declined (it changed nothing): a straddle, an access wider
+    /// than a line, or any access while the fast path is off (line events recorded, a
+    /// write-through L1, sets not indexed by a mask).
     #[inline(never)]
     fn access_missed(&mut self, addr: u64, size: u32, kind: AccessKind) {
         if u64::from(size) > self.l1_line {
             self.access_per_line(addr, size, kind);
             return;
         }
-        let outcome = self.hierarchy.access_missed_inline(addr, size, kind);
-        // The monitor's inlined path for a miss, as the batch loop uses it.
-        Watch::miss(&mut self.monitor, addr, &outcome);
+        let outcome = self.hierarchy.access_missed(addr, size, kind);
+        self.monitor.observe(addr, &outcome);
         if self.analyses.is_some() {
             self.analyse(addr, size, kind, &outcome);
         }
@@ -649,6 +676,108 @@ mod tests {
                 assert_eq!(totals(&batched), totals(&general), "{spec}");
             }
         }
+    }
+
+    #[test]
+    fn the_per_access_two_level_path_counts_as_the_general_walk() {
+        // One access at a time through the inlined L1 probe and the two-level miss step, with
+        // one histogram alone (the counter array's inlined path: power-of-two and other bucket
+        // widths, counters that evict and overflow), against the general walk (an analysis on
+        // records line events, which turns both fast paths off), for every pair of packed
+        // stores, natively and in Cachegrind mode.
+        let mut x = 11u64;
+        let mut addr = 0x1000u64;
+        let stream: Vec<(u64, u32, AccessKind)> = (0..30_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                addr = if x % 3 == 0 {
+                    0x1000 + (x >> 8) % 12_000
+                } else {
+                    addr + 8
+                };
+                let size = [4, 8, 8, 8, 16, 100][(x >> 20) as usize % 6];
+                let kind = [AccessKind::Read, AccessKind::Write][(x >> 30) as usize % 2];
+                (addr, size, kind)
+            })
+            .collect();
+        let range = AddressRange::new(0x1400, 9000);
+        let (mut evicted, mut overflowed) = (false, false);
+        for spec in [
+            "D1=1K,8,64;L2=4K,16,64",
+            "D1=1K,16,64;L2=2K,8,64",
+            "D1=2K,8,64;L2=1K,8,64",
+            "D1=1K,16,64;L2=4K,16,64",
+        ] {
+            for (event, lines, cachegrind) in [
+                ("PAPI_L1_DCM", 2, false),
+                ("PAPI_L1_LDM", 64, false),
+                ("PAPI_L2_DCM", 1, true),
+                ("PAPI_L1_STM", 5, true),
+            ] {
+                let build = |general: bool| {
+                    let config = CounterArrayConfig {
+                        counters: 6,
+                        counter_bits: 8,
+                    };
+                    let mut hierarchy = Hierarchy::new(&spec.parse().unwrap()).unwrap();
+                    if cachegrind {
+                        hierarchy = hierarchy.cachegrind_compatible();
+                    }
+                    let monitor = EventSet::for_hierarchy(config, &hierarchy).unwrap();
+                    let mut s = Simulator {
+                        hierarchy,
+                        monitor,
+                        analyses: None,
+                        l1_line: 64,
+                    };
+                    s.monitor_mut().add_histogram(event, range, lines).unwrap();
+                    s.monitor_mut().start().unwrap();
+                    if general {
+                        let mut ranges = RangeSet::new();
+                        ranges
+                            .insert(NamedRange {
+                                name: "a".into(),
+                                range,
+                                bucket_bytes: 512,
+                            })
+                            .unwrap();
+                        let reuse = AnalysisConfig {
+                            reuse: true,
+                            ..AnalysisConfig::default()
+                        };
+                        s.set_analyses(reuse, ranges).unwrap();
+                    }
+                    s
+                };
+                let (mut general, mut fast) = (build(true), build(false));
+                assert!(fast.hierarchy().two_level() && !general.hierarchy().two_level());
+                for &(addr, size, kind) in &stream {
+                    general.access(addr, size, kind);
+                    fast.access(addr, size, kind);
+                }
+                let h = crate::monitor::HistogramIndex(0);
+                let (a, b) = (fast.monitor(), general.monitor());
+                let what = format!("{spec} {event} {lines} lines");
+                assert_eq!(
+                    a.read_histogram(h).unwrap(),
+                    b.read_histogram(h).unwrap(),
+                    "{what}"
+                );
+                assert!(a.read_histogram(h).unwrap().total() > 0, "{what}");
+                assert_eq!(a.spills(), b.spills(), "{what}");
+                evicted |= a.spills().evictions > 0;
+                overflowed |= a.spills().overflows > 0;
+                let totals =
+                    |s: &Simulator| s.hierarchy().stats().map(|(_, t)| *t).collect::<Vec<_>>();
+                assert_eq!(totals(&fast), totals(&general), "{what}");
+            }
+        }
+        assert!(
+            evicted && overflowed,
+            "counters both evicted and overflowed"
+        );
     }
 
     #[test]

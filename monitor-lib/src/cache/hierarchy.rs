@@ -3,7 +3,7 @@
 use super::level::{CacheLevel, FastHit, Probe, RunEnd, Store, Victim, in_one_line};
 use super::spec::{HierarchySpec, LevelSpec};
 use super::two_level::{self, TwoLevel, Watch};
-use super::{AccessKind, CacheError, WritePolicy};
+use super::{AccessKind, CacheError, Geometry, Replacement, WritePolicy};
 
 /// Most data levels a hierarchy may have; outcomes are fixed-size arrays so the hot path never allocates.
 pub const MAX_LEVELS: usize = 4;
@@ -48,6 +48,13 @@ impl AccessOutcome {
         // Hit = 1 -> bit 0 or 2, Miss = 2 -> bit 1 or 3; NotReached stays 0.
         let shift = if self.kind == AccessKind::Write { 2 } else { 0 };
         (r & 3) << shift
+    }
+
+    /// [`Self::event_bits`] of an access that missed L1 and found `l2` at L2 (and went no
+    /// deeper), without building the outcome: the two-level miss step's outcome.
+    #[inline(always)]
+    pub(crate) fn l1_miss_event_bits(kind: AccessKind, l2: LevelResult) -> u32 {
+        (LevelResult::Miss as u32 | (l2 as u32) << 8) << (2 * kind as u32)
     }
 
     /// [`bits_at`](Self::bits_at) of every level at once, one byte per level (level 0 lowest),
@@ -96,9 +103,11 @@ pub enum LineEventKind {
 /// is one access that misses if any of its lines misses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LevelStats {
+    // Reads and writes side by side (and their misses): the fast path's counter is then
+    // `reads` indexed by the kind, one instruction, not a select between two addresses.
     pub reads: u64,
-    pub read_misses: u64,
     pub writes: u64,
+    pub read_misses: u64,
     pub write_misses: u64,
     /// Instruction fetches that reached this level.
     pub instr_fetches: u64,
@@ -113,19 +122,16 @@ impl LevelStats {
     /// The demand counter of `kind` (reads or writes), chosen without a branch.
     #[inline(always)]
     pub(super) fn demand(&mut self, kind: AccessKind) -> &mut u64 {
-        match kind {
-            AccessKind::Read => &mut self.reads,
-            AccessKind::Write => &mut self.writes,
-        }
+        // Programs interleave reads and writes irregularly: an index, not a branch.
+        let [reads, writes] = [&mut self.reads, &mut self.writes];
+        [reads, writes][kind as usize]
     }
 
     /// The demand-miss counter of `kind`.
     #[inline(always)]
     pub(super) fn demand_misses(&mut self, kind: AccessKind) -> &mut u64 {
-        match kind {
-            AccessKind::Read => &mut self.read_misses,
-            AccessKind::Write => &mut self.write_misses,
-        }
+        let [reads, writes] = [&mut self.read_misses, &mut self.write_misses];
+        [reads, writes][kind as usize]
     }
 
     /// Counts one demand access that reached this level.
@@ -149,6 +155,39 @@ impl LevelStats {
     }
 }
 
+/// The data levels, first to last, in a fixed array: the first level then sits at a fixed
+/// offset of the hierarchy, and the L1 fast path reaches its sets without first loading where
+/// a vector keeps them and checking its length. Slots past `len` hold a one-line placeholder
+/// that nothing reaches; the levels are seen as the slice `levels[..len]`.
+#[derive(Debug, Clone)]
+struct Levels {
+    levels: [Level; MAX_LEVELS],
+    len: usize,
+}
+
+impl Levels {
+    fn new(data: Vec<Level>) -> Self {
+        let len = data.len();
+        assert!((1..=MAX_LEVELS).contains(&len));
+        let mut data = data.into_iter();
+        let levels = std::array::from_fn(|_| data.next().unwrap_or_else(Level::placeholder));
+        Self { levels, len }
+    }
+}
+
+impl std::ops::Deref for Levels {
+    type Target = [Level];
+    fn deref(&self) -> &[Level] {
+        &self.levels[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for Levels {
+    fn deref_mut(&mut self) -> &mut [Level] {
+        &mut self.levels[..self.len]
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Level {
     name: String,
@@ -168,6 +207,18 @@ impl Level {
             stats: LevelStats::default(),
         })
     }
+
+    /// An unused slot of [`Levels`].
+    fn placeholder() -> Self {
+        let geometry = Geometry::new(4, 1, 4).expect("one 4-byte line is a valid geometry");
+        Self {
+            name: String::new(),
+            cache: CacheLevel::new(geometry, Replacement::Lru).expect("LRU takes one way"),
+            write: WritePolicy::WriteBack,
+            inclusive: false,
+            stats: LevelStats::default(),
+        }
+    }
 }
 
 /// Which first level a path starts at.
@@ -183,7 +234,7 @@ enum Path {
 pub struct Hierarchy {
     spec: HierarchySpec,
     instr: Option<Level>,
-    data: Vec<Level>,
+    data: Levels,
     /// Cachegrind's convention: when any line of an access misses, the next level sees the
     /// whole access again, not just the lines that missed.
     refetch_whole_access: bool,
@@ -193,6 +244,11 @@ pub struct Hierarchy {
     /// The L1 hit fast path applies: no line recording, L1 is not write-through (whose write
     /// hits must still go down), and L1's sets are indexed by a mask.
     fast_hits: bool,
+    /// `l1_line + 1` when `fast_hits`, else 0: the inlined path's one-line test
+    /// (`offset + size < l1_limit`) then also says whether the fast path is on.
+    l1_limit: u64,
+    /// `l1_line - 1`.
+    l1_offset_mask: u64,
     /// L1's set mask when `fast_hits`.
     l1_mask: u64,
     /// L1's line size and its log2, kept here so the inlined fast path reads them from the
@@ -239,11 +295,13 @@ impl Hierarchy {
             instr,
             uniform_lines,
             two_level: None,
-            data,
+            data: Levels::new(data),
             refetch_whole_access: false,
             model_writebacks: true,
             record_lines: false,
             fast_hits,
+            l1_limit: if fast_hits { l1_line + 1 } else { 0 },
+            l1_offset_mask: l1_line - 1,
             l1_mask: l1_mask.unwrap_or(0),
             l1_line,
             l1_bits,
@@ -291,6 +349,7 @@ impl Hierarchy {
         self.fast_hits = !on
             && self.data[0].write == WritePolicy::WriteBack
             && self.data[0].cache.set_mask().is_some();
+        self.l1_limit = if self.fast_hits { self.l1_line + 1 } else { 0 };
         self.two_level = self.two_level_shape();
         self.line_events.clear();
     }
@@ -319,7 +378,7 @@ impl Hierarchy {
     pub fn min_line_size(&self) -> u32 {
         self.instr
             .iter()
-            .chain(&self.data)
+            .chain(self.data.iter())
             .map(|l| l.cache.geometry().line_size)
             .min()
             .unwrap_or(64)
@@ -329,7 +388,7 @@ impl Hierarchy {
     pub fn stats(&self) -> impl Iterator<Item = (&str, &LevelStats)> {
         self.instr
             .iter()
-            .chain(&self.data)
+            .chain(self.data.iter())
             .map(|l| (l.name.as_str(), &l.stats))
     }
 
@@ -340,14 +399,14 @@ impl Hierarchy {
 
     /// Zeroes every level's totals; cache contents stay.
     pub fn reset_stats(&mut self) {
-        for l in self.instr.iter_mut().chain(&mut self.data) {
+        for l in self.instr.iter_mut().chain(self.data.iter_mut()) {
             l.stats = LevelStats::default();
         }
     }
 
     /// Empties every level and zeroes its totals.
     pub fn clear(&mut self) {
-        for l in self.instr.iter_mut().chain(&mut self.data) {
+        for l in self.instr.iter_mut().chain(self.data.iter_mut()) {
             l.cache.clear();
             l.stats = LevelStats::default();
         }
@@ -375,22 +434,44 @@ impl Hierarchy {
     /// [`Self::access_missed`] then finishes it.
     #[inline(always)]
     pub(crate) fn try_l1_hit(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
-        let (line, bits) = (self.l1_line, self.l1_bits);
-        // `in_one_line` with the line size at hand.
-        if !(self.fast_hits && (addr & (line - 1)) + u64::from(size) <= line) {
-            return false;
-        }
-        let l1 = &mut self.data[0];
-        if l1
-            .cache
-            .probe_hit_masked(addr >> bits, self.l1_mask, kind == AccessKind::Write)
-        {
+        self.l1_takes(addr, size) && self.l1_hit(addr, kind)
+    }
+
+    /// Whether the L1 fast path takes an access of `size` bytes at `addr`: it lies in one L1
+    /// line and the fast path is on. One test for both, `in_one_line` against a limit that is
+    /// 0 when the fast path is off.
+    #[inline(always)]
+    pub(crate) fn l1_takes(&self, addr: u64, size: u32) -> bool {
+        (addr & self.l1_offset_mask) + u64::from(size) < self.l1_limit
+    }
+
+    /// The L1 fast path for an access [`Self::l1_takes`]: a hit is simulated and counted, and
+    /// `true` returned; a miss changes nothing and returns `false`, for
+    /// [`Self::l1_missed`].
+    #[inline(always)]
+    pub(crate) fn l1_hit(&mut self, addr: u64, kind: AccessKind) -> bool {
+        let l1 = &mut self.data.levels[0];
+        if l1.cache.probe_hit_masked(
+            addr >> self.l1_bits,
+            self.l1_mask,
+            kind == AccessKind::Write,
+        ) {
             // The counter is picked without a branch: programs interleave reads and writes
             // irregularly.
             *l1.stats.demand(kind) += 1;
             return true;
         }
         false
+    }
+
+    /// For an access that [`Self::l1_takes`] and that [`Self::l1_hit`] found absent (which
+    /// changed nothing): simulates it with the two-level miss step and returns what L2 did
+    /// (L1 missed; [`two_level::outcome`] is the whole outcome), or returns `None`, having
+    /// changed nothing, when the hierarchy is not the two-level one.
+    #[inline(always)]
+    pub(crate) fn two_level_missed(&mut self, addr: u64, kind: AccessKind) -> Option<LevelResult> {
+        let k = self.two_level?;
+        Some(self.two_level_miss(k, addr >> k.line_bits, kind))
     }
 
     /// Simulates every access of `batch` in order, exactly as calling [`Self::access`] on each
@@ -456,7 +537,7 @@ impl Hierarchy {
         batch: &[(u64, u32, AccessKind)],
         watch: &mut O,
     ) -> usize {
-        let (Some(k), [l1, l2]) = (self.two_level, &mut self.data[..]) else {
+        let (Some(k), [l1, l2, ..]) = (self.two_level, &mut self.data.levels) else {
             return 0;
         };
         let (s1, s2) = (&mut l1.stats, &mut l2.stats);
@@ -480,14 +561,13 @@ impl Hierarchy {
 
     /// [`two_level::miss`] for one access that [`Self::try_l1_hit`] found absent from L1.
     #[inline(always)]
-    fn two_level_miss(&mut self, k: TwoLevel, block: u64, kind: AccessKind) -> AccessOutcome {
-        let [l1, l2] = &mut self.data[..] else {
-            unreachable!("two_level is set only for two data levels");
-        };
+    fn two_level_miss(&mut self, k: TwoLevel, block: u64, kind: AccessKind) -> LevelResult {
+        // Two levels when `two_level` is set: no need to check `len`.
+        let [l1, l2, ..] = &mut self.data.levels;
         *l1.stats.demand(kind) += 1;
         let (s1, s2) = (&mut l1.stats, &mut l2.stats);
         let set1 = (block & k.l1_mask) as usize;
-        let result = match (l1.cache.store_mut(), l2.cache.store_mut()) {
+        match (l1.cache.store_mut(), l2.cache.store_mut()) {
             (Store::Lru8(a), Store::Lru8(b)) => {
                 two_level_miss_in(a, b, set1, k, block, kind, s1, s2)
             }
@@ -501,8 +581,7 @@ impl Hierarchy {
                 two_level_miss_in(a, b, set1, k, block, kind, s1, s2)
             }
             _ => unreachable!("two_level is set only for packed stores"),
-        };
-        two_level::outcome(kind, result)
+        }
     }
 
     /// Whether [`Self::l1_run`] applies: the L1 fast path is on.
@@ -526,7 +605,7 @@ impl Hierarchy {
         if !self.fast_hits {
             return (0, RunEnd::Declined);
         }
-        let Level { cache, stats, .. } = &mut self.data[0];
+        let Level { cache, stats, .. } = &mut self.data.levels[0];
         let bits = cache.line_bits();
         // One match per run, so the loop is compiled once per store representation.
         let (hits, writes, end) = match cache.store_mut() {
@@ -557,23 +636,6 @@ impl Hierarchy {
         }
     }
 
-    /// [`Self::access_missed`] for a caller that is itself out of line: the two-level miss
-    /// step inlined, everything else a call.
-    #[inline(always)]
-    pub(crate) fn access_missed_inline(
-        &mut self,
-        addr: u64,
-        size: u32,
-        kind: AccessKind,
-    ) -> AccessOutcome {
-        if let Some(k) = self.two_level {
-            if in_one_line(addr, size, k.line_bits) {
-                return self.two_level_miss(k, addr >> k.line_bits, kind);
-            }
-        }
-        self.access_missed(addr, size, kind)
-    }
-
     /// Simulates an access that [`Self::try_l1_hit`] declined, which has changed nothing.
     #[inline(never)]
     pub(crate) fn access_missed(
@@ -586,7 +648,7 @@ impl Hierarchy {
         let block = addr >> bits;
         if in_one_line(addr, size, bits) && self.uniform_lines {
             if let Some(k) = self.two_level {
-                return self.two_level_miss(k, block, kind);
+                return two_level::outcome(kind, self.two_level_miss(k, block, kind));
             }
             if self.fast_hits {
                 // The fast path looked L1 up already and missed.
@@ -955,7 +1017,7 @@ fn two_level_miss_in<const W1: usize, const S1: usize, const W2: usize, const S2
     let (shape1, sets1) = l1.parts();
     two_level::miss(
         (shape1, &mut sets1[set1]),
-        l2.parts(),
+        || l2.parts(),
         k,
         block,
         kind,
@@ -967,7 +1029,6 @@ fn two_level_miss_in<const W1: usize, const S1: usize, const W2: usize, const S2
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{Geometry, Replacement};
     use AccessKind::{Read, Write};
     use LevelResult::{Hit, Miss, NotReached};
 
@@ -987,6 +1048,19 @@ mod tests {
             data: vec![l1, l2],
         })
         .unwrap()
+    }
+
+    #[test]
+    fn l1_miss_event_bits_are_those_of_the_outcome() {
+        for kind in [Read, Write] {
+            for l2 in [Hit, Miss] {
+                assert_eq!(
+                    AccessOutcome::l1_miss_event_bits(kind, l2),
+                    two_level::outcome(kind, l2).event_bits(),
+                    "{kind:?} {l2:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -357,10 +357,19 @@ impl CacheLevel {
     #[inline(always)]
     pub(super) fn probe_hit_masked(&mut self, block: u64, mask: u64, dirty: bool) -> bool {
         let set = (block & mask) as usize;
+        // The 8-way store first, one test of the tag; the others after.
+        if let Store::Lru8(s) = &mut self.store {
+            return s.probe_hit(set, block, dirty);
+        }
+        self.probe_hit_not_lru8(set, block, dirty)
+    }
+
+    #[inline(always)]
+    fn probe_hit_not_lru8(&mut self, set: usize, block: u64, dirty: bool) -> bool {
         match &mut self.store {
-            Store::Lru8(s) => s.probe_hit(set, block, dirty),
             Store::Lru16(s) => s.probe_hit(set, block, dirty),
             Store::Other(s) => s.probe_hit(set, block, dirty),
+            Store::Lru8(s) => s.probe_hit(set, block, dirty),
         }
     }
 
@@ -444,6 +453,14 @@ fn zero_bytes(x: u64) -> u64 {
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 
+/// [`zero_bytes`] of `x` restricted to the bytes whose high bit `highs` has (a subset of the
+/// high bits): the restriction is the test's own mask, one AND fewer.
+#[inline(always)]
+fn zero_bytes_in(x: u64, highs: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    x.wrapping_sub(ONES) & !x & highs
+}
+
 /// `block`'s signature in every byte of a word.
 #[inline(always)]
 fn broadcast_signature(block: u64) -> u64 {
@@ -456,8 +473,9 @@ fn broadcast_signature(block: u64) -> u64 {
 #[repr(C, align(64))]
 pub(super) struct PackedSet<const W: usize, const S: usize> {
     tags: [u64; W],
-    /// Way `w`'s signature is byte `w % 8` of word `w / 8`.
-    signatures: [u64; S],
+    /// Way `w`'s signature. Bytes, so a fill writes one; read eight at a time as a
+    /// little-endian word (byte `w % 8` of word `w / 8`).
+    signatures: [u8; W],
     /// The recency of the ways: with 8 ways an age matrix (see [`PackedLru`]), with 16 the
     /// way numbers in recency order, most recent in the low nibble (nibbles past the last way
     /// hold 0xF, which matches no way of a set narrower than 16).
@@ -562,7 +580,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         if W == 8 {
             // Only a never-used way, or the least recent one, has a zero row; the lowest
             // flagged byte is a real zero.
-            ((zero_bytes(order) & self.valid[0]).trailing_zeros() / 8) as usize & 7
+            (zero_bytes_in(order, self.valid[0]).trailing_zeros() / 8) as usize & 7
         } else {
             // Empty ways are never touched, so they sit at the end of the order.
             ((order >> (4 * (self.assoc - 1))) & 0xF) as usize & (W - 1)
@@ -601,13 +619,13 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     #[inline(always)]
     pub(super) fn find_in(self, state: &PackedSet<W, S>, block: u64) -> Option<usize> {
         let wanted = broadcast_signature(block);
-        let low = zero_bytes(state.signatures[0] ^ wanted) & self.valid[0];
+        let low = zero_bytes_in(state.signature_word(0) ^ wanted, self.valid[0]);
         // The first candidate, or the last way when there is none (the sentinel bit), so the
         // full comparison below needs no branch on whether there was a candidate.
         let (candidates, first) = if S == 1 {
             (low, (low | 1 << 63).trailing_zeros() / 8)
         } else {
-            let high = zero_bytes(state.signatures[S - 1] ^ wanted) & self.valid[S - 1];
+            let high = zero_bytes_in(state.signature_word(S - 1) ^ wanted, self.valid[S - 1]);
             let both = u128::from(high) << 64 | u128::from(low);
             (low | high, (both | 1 << 127).trailing_zeros() / 8)
         };
@@ -632,9 +650,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
     ) -> (Option<Victim>, usize) {
         let way = self.victim(state.order);
         self.filled(state, way);
-        let shift = 8 * (way % 8);
-        let word = &mut state.signatures[way / 8 % S];
-        *word = (*word & !(0xFF << shift)) | (u64::from(signature(block)) << shift);
+        state.signatures[way] = signature(block);
         let was_dirty = std::mem::replace(&mut state.dirty[way], dirty);
         let old = std::mem::replace(&mut state.tags[way], block);
         let victim = (old != INVALID).then_some(Victim {
@@ -661,6 +677,15 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         self.touch(state, way);
         state.dirty[way] |= dirty;
         true
+    }
+}
+
+impl<const W: usize, const S: usize> PackedSet<W, S> {
+    /// Signatures `8 * word .. 8 * word + 8` as one word (`word < S`).
+    #[inline(always)]
+    fn signature_word(&self, word: usize) -> u64 {
+        let bytes = &self.signatures[8 * word..8 * word + 8];
+        u64::from_le_bytes(bytes.try_into().expect("eight signatures to a word"))
     }
 }
 
@@ -710,7 +735,7 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     fn empty_set(assoc: usize) -> PackedSet<W, S> {
         PackedSet {
             tags: [INVALID; W],
-            signatures: [0; S],
+            signatures: [0; W],
             order: if W == 8 { 0 } else { identity_order(assoc) },
             dirty: [false; W],
             mru: 0,

@@ -25,12 +25,13 @@ pub(super) struct TwoLevel {
     pub writebacks: bool,
 }
 
-/// Who watches a run of [`run`]: told of every L1 hit and every L1 miss with its outcome.
+/// Who watches a run of [`run`] (and the per-access miss step): told of every L1 hit and of
+/// every L1 miss with what L2 did, the outcome [`outcome`] builds.
 pub(crate) trait Watch {
     /// Whether [`Self::hit`] wants to be called at all (checked once per run).
     fn wants_hits(&self) -> bool;
     fn hit(&mut self, addr: u64, kind: AccessKind);
-    fn miss(&mut self, addr: u64, outcome: &AccessOutcome);
+    fn miss(&mut self, addr: u64, kind: AccessKind, l2: LevelResult);
 }
 
 /// Watches nothing.
@@ -42,7 +43,7 @@ impl Watch for () {
     #[inline(always)]
     fn hit(&mut self, _: u64, _: AccessKind) {}
     #[inline(always)]
-    fn miss(&mut self, _: u64, _: &AccessOutcome) {}
+    fn miss(&mut self, _: u64, _: AccessKind, _: LevelResult) {}
 }
 
 /// Simulates the accesses at the front of `batch` that lie in one line, telling `watch`
@@ -71,13 +72,11 @@ pub(super) fn run<
 ) -> usize {
     let (shape1, sets1) = l1.parts();
     let (shape2, sets2) = l2.parts();
-    // The masks as `len - 1` of slices known to be a power of two long: the compiler then
+    // The mask as `len - 1` of a slice known to be a power of two long: the compiler then
     // knows every masked index is in bounds, and keeps no length for the bounds check.
     assert!(sets1.len() == (k.l1_mask + 1) as usize && sets1.len().is_power_of_two());
-    assert!(sets2.len() == (k.l2_mask + 1) as usize && sets2.len().is_power_of_two());
     let k = TwoLevel {
         l1_mask: sets1.len() as u64 - 1,
-        l2_mask: sets2.len() as u64 - 1,
         ..k
     };
     let bits = k.line_bits;
@@ -102,14 +101,14 @@ pub(super) fn run<
         }
         let l2_result = miss(
             (shape1, state),
-            (shape2, &mut *sets2),
+            || (shape2, &mut *sets2),
             k,
             block,
             kind,
             l1_stats,
             l2_stats,
         );
-        watch.miss(addr, &outcome(kind, l2_result));
+        watch.miss(addr, kind, l2_result);
     }
     l1_stats.writes += writes;
     l1_stats.reads += done as u64 - writes;
@@ -118,7 +117,7 @@ pub(super) fn run<
 
 /// The outcome of an access that missed L1 and reached L2 with `l2`.
 #[inline(always)]
-pub(super) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
+pub(crate) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
     let mut levels = [LevelResult::NotReached; MAX_LEVELS];
     levels[0] = LevelResult::Miss;
     levels[1] = l2;
@@ -130,9 +129,9 @@ pub(super) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
 /// it there on a miss. Counts the misses, L2's demand access and the write-backs, not L1's
 /// demand access. Returns what L2 did.
 #[inline(always)]
-pub(super) fn miss<const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
+pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
     l1: (PackedShape<W1, S1>, &mut PackedSet<W1, S1>),
-    l2: (PackedShape<W2, S2>, &mut [PackedSet<W2, S2>]),
+    l2: impl FnOnce() -> (PackedShape<W2, S2>, &'a mut [PackedSet<W2, S2>]),
     k: TwoLevel,
     block: u64,
     kind: AccessKind,
@@ -140,9 +139,12 @@ pub(super) fn miss<const W1: usize, const S1: usize, const W2: usize, const S2: 
     l2_stats: &mut LevelStats,
 ) -> LevelResult {
     let write = kind == AccessKind::Write;
-    let (shape2, sets2) = l2;
     let (victim, _) = l1.0.fill(l1.1, block, write);
     *l1_stats.demand_misses(kind) += 1;
+    // L2's constants are asked for only now: a caller that reads them from the store (one
+    // access) would otherwise hold them across the fill, in registers the fill needs; a loop
+    // hands over the copies it keeps.
+    let (shape2, sets2) = l2();
     if let Some(v) = victim.filter(|v| v.dirty && k.writebacks) {
         l1_stats.writebacks += 1;
         write_back(shape2, sets2, k, v.block, l2_stats);

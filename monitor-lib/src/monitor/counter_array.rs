@@ -320,6 +320,50 @@ pub struct CounterArray {
     /// The outcome bits (see [`AccessOutcome::event_bits`]) any binding counts; an access
     /// with none of them is rejected in one AND before any binding is looked at.
     interest: u32,
+    /// The lone histogram's constants, for the inlined miss path.
+    solo: Solo,
+}
+
+/// When a histogram is the array's only binding (the common request), what the inlined miss
+/// path needs of it, copied out of the binding so that a miss reads them at fixed offsets of
+/// the array instead of through the bindings' vectors.
+#[derive(Debug, Clone, Copy, Default)]
+struct Solo {
+    /// The histogram's outcome bits; 0 (matching nothing) when the array is not one histogram
+    /// alone, or its buckets need a division.
+    bits: u32,
+    start: u64,
+    len: u64,
+    /// A bucket is `(offset * mul / 2^64) >> shift`: the reciprocal with shift 0, or a
+    /// power-of-two width `2^s` as `mul = 2^63`, `shift = s - 1`, so one formula serves both
+    /// without a branch.
+    mul: u64,
+    shift: u32,
+}
+
+impl Solo {
+    fn of(statics: &[StaticBinding], histograms: &[HistogramBinding]) -> Self {
+        let ([], [h]) = (statics, histograms) else {
+            return Self::default();
+        };
+        let (mul, shift) = match h.bucket_index {
+            BucketIndex::Shift(s) if s >= 1 => (1 << 63, s - 1),
+            BucketIndex::Reciprocal(r) => (r, 0),
+            _ => return Self::default(),
+        };
+        Self {
+            bits: h.outcome_bits,
+            start: h.range.start,
+            len: h.range.len(),
+            mul,
+            shift,
+        }
+    }
+
+    #[inline(always)]
+    fn bucket(self, offset: u64) -> usize {
+        (((u128::from(offset) * u128::from(self.mul)) >> 64) as u64 >> self.shift) as usize
+    }
 }
 
 impl CounterArray {
@@ -338,6 +382,7 @@ impl CounterArray {
             spills: SpillStats::default(),
             next_id: 0,
             interest: 0,
+            solo: Solo::default(),
         })
     }
 
@@ -530,6 +575,7 @@ impl CounterArray {
             .map(|s| s.event.outcome_bits())
             .chain(self.histograms.iter().map(|h| h.event.outcome_bits()))
             .fold(0, |a, b| a | b);
+        self.solo = Solo::of(&self.statics, &self.histograms);
     }
 
     /// The outcome bits (see [`AccessOutcome::event_bits`]) any binding counts.
@@ -551,11 +597,16 @@ impl CounterArray {
     /// overflow. Anything else (and a counter the access must allocate) goes out of line.
     #[inline(always)]
     pub(crate) fn observe_matching_inline(&mut self, addr: u64, bits: u32) {
-        if let ([], [h]) = (&self.statics[..], &self.histograms[..]) {
-            if bits & h.outcome_bits == 0 || !h.range.contains(addr) {
+        let solo = self.solo;
+        if solo.bits != 0 {
+            let offset = addr.wrapping_sub(solo.start);
+            if bits & solo.bits == 0 || offset >= solo.len {
                 return;
             }
-            let slot = h.counter_of_bucket.get(h.bucket_of(addr)).copied();
+            let slot = self.histograms.first().and_then(|h| {
+                let slot = h.counter_of_bucket.get(solo.bucket(offset))?;
+                Some(*slot)
+            });
             if let Some(counter) = slot.and_then(|slot| self.pool.get_mut(slot as usize)) {
                 if counter.value != self.counter_max {
                     counter.referenced = true;
@@ -657,7 +708,9 @@ impl CounterArray {
     fn clock_victim(&mut self) -> usize {
         loop {
             let hand = self.clock_hand;
-            self.clock_hand = (hand + 1) % self.pool.len();
+            // A wrap, not a modulo: a division costs tens of cycles on every allocation.
+            let next = hand + 1;
+            self.clock_hand = if next == self.pool.len() { 0 } else { next };
             let counter = &mut self.pool[hand];
             if counter.referenced {
                 counter.referenced = false;

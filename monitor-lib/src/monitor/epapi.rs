@@ -10,7 +10,7 @@ use super::counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MonitorError, SpillStats, StaticId,
 };
 use super::{Event, UnknownEvent};
-use crate::cache::{AccessKind, AccessOutcome, Hierarchy, Watch};
+use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelResult, Watch};
 use crate::ranges::AddressRange;
 
 /// Position of a counted event in an [`EventSet`], and of its value in what `read` and `stop` return.
@@ -70,6 +70,9 @@ pub struct EventSet {
     /// The outcome bits (see [`AccessOutcome::event_bits`]) the bindings count while running,
     /// 0 while stopped: one AND rejects an access that counts nowhere, running or not.
     active: u32,
+    /// Whether an L1 hit of each kind (by `AccessKind as usize`) meets `active`: the
+    /// simulator's hit path asks this for every hit, and one byte compare is its cheapest form.
+    counts_hit: [bool; 2],
     line_bytes: u32,
     data_levels: usize,
     events: Vec<StaticId>,
@@ -88,6 +91,7 @@ impl EventSet {
             array: CounterArray::new(config)?,
             running: false,
             active: 0,
+            counts_hit: [false; 2],
             line_bytes,
             data_levels,
             events: Vec::new(),
@@ -177,7 +181,7 @@ impl EventSet {
             return Err(EpapiError::Empty);
         }
         self.running = true;
-        self.active = self.array.interest();
+        self.set_active(self.array.interest());
         Ok(())
     }
 
@@ -187,7 +191,7 @@ impl EventSet {
             return Err(EpapiError::NotRunning { action: "stop" });
         }
         self.running = false;
-        self.active = 0;
+        self.set_active(0);
         self.values()
     }
 
@@ -248,7 +252,14 @@ impl EventSet {
     /// skip building its outcome.
     #[inline(always)]
     pub fn counts_l1_hit(&self, kind: AccessKind) -> bool {
-        AccessOutcome::l1_hit(kind).event_bits() & self.active != 0
+        self.counts_hit[kind as usize]
+    }
+
+    /// Sets `active` and what follows from it.
+    fn set_active(&mut self, active: u32) {
+        self.active = active;
+        self.counts_hit = [AccessKind::Read, AccessKind::Write]
+            .map(|kind| AccessOutcome::l1_hit(kind).event_bits() & active != 0);
     }
 }
 
@@ -265,8 +276,8 @@ impl Watch for EventSet {
     }
 
     #[inline(always)]
-    fn miss(&mut self, addr: u64, outcome: &AccessOutcome) {
-        let bits = outcome.event_bits();
+    fn miss(&mut self, addr: u64, kind: AccessKind, l2: LevelResult) {
+        let bits = AccessOutcome::l1_miss_event_bits(kind, l2);
         if bits & self.active != 0 {
             self.array.observe_matching_inline(addr, bits);
         }
@@ -276,7 +287,7 @@ impl Watch for EventSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{LevelResult, MAX_LEVELS};
+    use crate::cache::MAX_LEVELS;
 
     const BASE: u64 = 0x4000;
 
@@ -420,7 +431,7 @@ mod tests {
                 let l2 = [Hit, Miss][(x >> 41 & 1) as usize];
                 let o = outcome(kind, Miss, l2);
                 general.observe(addr, &o);
-                Watch::miss(&mut inlined, addr, &o);
+                Watch::miss(&mut inlined, addr, kind, l2);
             }
             let h = HistogramIndex(0);
             let (a, b) = (
