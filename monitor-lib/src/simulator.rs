@@ -295,8 +295,20 @@ impl Simulator {
             self.access_observed(addr, size, kind, |_, o| last = *o);
             return last;
         }
-        let outcome = self.hierarchy.access_missed_inline(addr, size, kind);
-        Watch::miss(&mut self.monitor, addr, &outcome);
+        // `try_l1_hit` declined it: when L1 took it (one line, fast path on), it missed there,
+        // which is what the two-level miss step expects.
+        if self.hierarchy.l1_takes(addr, size)
+            && let Some(l2) = self.hierarchy.two_level_missed(addr, kind)
+        {
+            Watch::miss(&mut self.monitor, addr, kind, l2);
+            let outcome = crate::cache::two_level_outcome(kind, l2);
+            if self.analyses.is_some() {
+                self.analyse(addr, size, kind, &outcome);
+            }
+            return outcome;
+        }
+        let outcome = self.hierarchy.access_missed(addr, size, kind);
+        self.monitor.observe(addr, &outcome);
         if self.analyses.is_some() {
             self.analyse(addr, size, kind, &outcome);
         }
