@@ -240,9 +240,11 @@ thread_local! {
         }
     };
     static DEEP_FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
-    /// Direct-mapped cache of code address → region, in front of the registry's lock.
-    static PC_CACHE_SLOTS: RefCell<[(u64, Option<RegionRef>); PC_CACHE]> =
-        const { RefCell::new([(0, None); PC_CACHE]) };
+    /// Direct-mapped cache of code address → region, in front of the registry's lock. Cells of
+    /// a type without drop glue: reached by one thread-pointer offset, no borrow flag, usable
+    /// at any point of the thread's life.
+    static PC_CACHE_SLOTS: [Cell<(u64, Option<RegionRef>)>; PC_CACHE] =
+        const { [const { Cell::new((0, None)) }; PC_CACHE] };
     static WARNED_UNBALANCED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -301,19 +303,13 @@ fn look_again() {
 #[inline]
 fn cached(pc: u64, resolve: impl FnOnce(&mut Registry) -> Option<RegionRef>) -> Option<RegionRef> {
     let slot = ((pc >> 2) ^ (pc >> 11)) as usize % PC_CACHE;
-    PC_CACHE_SLOTS
-        .try_with(|cache| {
-            let Ok(mut cache) = cache.try_borrow_mut() else {
-                return resolve_pc(pc, resolve);
-            };
-            if cache[slot].0 == pc {
-                return cache[slot].1;
-            }
-            let r = resolve_pc(pc, resolve);
-            cache[slot] = (pc, r);
-            r
-        })
-        .unwrap_or(None)
+    let (seen, region) = PC_CACHE_SLOTS.with(|cache| cache[slot].get());
+    if seen == pc {
+        return region;
+    }
+    let region = resolve_pc(pc, resolve);
+    PC_CACHE_SLOTS.with(|cache| cache[slot].set((pc, region)));
+    region
 }
 
 #[cold]
