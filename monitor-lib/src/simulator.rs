@@ -359,6 +359,24 @@ mod tests {
     use crate::monitor::EventSet;
     use crate::ranges::{AddressRange, NamedRange};
 
+    /// Attaches a reuse analysis over `range` (named "a"), which keeps `s` off its fast paths:
+    /// the general walk the fast paths are compared with.
+    fn take_the_general_path(s: &mut Simulator, range: AddressRange) {
+        let mut ranges = RangeSet::new();
+        ranges
+            .insert(NamedRange {
+                name: "a".into(),
+                range,
+                bucket_bytes: 512,
+            })
+            .unwrap();
+        let reuse = AnalysisConfig {
+            reuse: true,
+            ..AnalysisConfig::default()
+        };
+        s.set_analyses(reuse, ranges).unwrap();
+    }
+
     fn sim(spec: &str) -> Simulator {
         Simulator::new(&spec.parse().unwrap(), CounterArrayConfig::default()).unwrap()
     }
@@ -649,19 +667,7 @@ mod tests {
                     m.add_histogram(events[1], range, 2).unwrap();
                     m.start().unwrap();
                     if general {
-                        let mut ranges = RangeSet::new();
-                        ranges
-                            .insert(NamedRange {
-                                name: "a".into(),
-                                range,
-                                bucket_bytes: 512,
-                            })
-                            .unwrap();
-                        let reuse = AnalysisConfig {
-                            reuse: true,
-                            ..AnalysisConfig::default()
-                        };
-                        s.set_analyses(reuse, ranges).unwrap();
+                        take_the_general_path(&mut s, range);
                     }
                     s
                 };
@@ -747,19 +753,7 @@ mod tests {
                     s.monitor_mut().add_histogram(event, range, lines).unwrap();
                     s.monitor_mut().start().unwrap();
                     if general {
-                        let mut ranges = RangeSet::new();
-                        ranges
-                            .insert(NamedRange {
-                                name: "a".into(),
-                                range,
-                                bucket_bytes: 512,
-                            })
-                            .unwrap();
-                        let reuse = AnalysisConfig {
-                            reuse: true,
-                            ..AnalysisConfig::default()
-                        };
-                        s.set_analyses(reuse, ranges).unwrap();
+                        take_the_general_path(&mut s, range);
                     }
                     s
                 };
