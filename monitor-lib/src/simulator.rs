@@ -359,6 +359,34 @@ mod tests {
     use crate::monitor::EventSet;
     use crate::ranges::{AddressRange, NamedRange};
 
+    /// A pseudo-random stream from 0x1000 on: 8-byte steps along lines (mostly hits), and one
+    /// access in `jump_one_in` jumping anywhere in the next `span` bytes (mostly misses); sizes
+    /// drawn from `sizes`, kinds by `kind` of further random bits.
+    fn jumping_walk(
+        seed: u64,
+        len: usize,
+        jump_one_in: u64,
+        span: u64,
+        sizes: &[u32],
+        kind: impl Fn(u64) -> AccessKind,
+    ) -> Vec<(u64, u32, AccessKind)> {
+        let (mut x, mut addr) = (seed, 0x1000u64);
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                addr = if x % jump_one_in == 0 {
+                    0x1000 + (x >> 8) % span
+                } else {
+                    addr + 8
+                };
+                let size = sizes[(x >> 20) as usize % sizes.len()];
+                (addr, size, kind(x >> 30))
+            })
+            .collect()
+    }
+
     /// Attaches a reuse analysis over `range` (named "a"), which keeps `s` off its fast paths:
     /// the general walk the fast paths are compared with.
     fn take_the_general_path(s: &mut Simulator, range: AddressRange) {
@@ -610,27 +638,13 @@ mod tests {
         // one with an analysis on, which records line events and so takes the general walk;
         // with hit events watched and without (the loop's two variants), for every pair of
         // packed stores, in native and Cachegrind mode.
-        let mut x = 5u64;
-        let mut addr = 0x1000u64;
-        let stream: Vec<(u64, u32, AccessKind)> = (0..40_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                addr = if x % 4 == 0 {
-                    0x1000 + (x >> 8) % 10_000
-                } else {
-                    addr + 8
-                };
-                let size = [4, 8, 8, 8, 16, 200][(x >> 20) as usize % 6];
-                let kind = if (x >> 30) % 3 == 0 {
-                    AccessKind::Write
-                } else {
-                    AccessKind::Read
-                };
-                (addr, size, kind)
-            })
-            .collect();
+        let stream = jumping_walk(5, 40_000, 4, 10_000, &[4, 8, 8, 8, 16, 200], |x| {
+            if x % 3 == 0 {
+                AccessKind::Write
+            } else {
+                AccessKind::Read
+            }
+        });
         let range = AddressRange::new(0x1000, 8000);
         for spec in [
             "D1=1K,8,64;L2=4K,16,64",
@@ -703,23 +717,9 @@ mod tests {
         // widths, counters that evict and overflow), against the general walk (an analysis on
         // records line events, which turns both fast paths off), for every pair of packed
         // stores, natively and in Cachegrind mode.
-        let mut x = 11u64;
-        let mut addr = 0x1000u64;
-        let stream: Vec<(u64, u32, AccessKind)> = (0..30_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                addr = if x % 3 == 0 {
-                    0x1000 + (x >> 8) % 12_000
-                } else {
-                    addr + 8
-                };
-                let size = [4, 8, 8, 8, 16, 100][(x >> 20) as usize % 6];
-                let kind = [AccessKind::Read, AccessKind::Write][(x >> 30) as usize % 2];
-                (addr, size, kind)
-            })
-            .collect();
+        let stream = jumping_walk(11, 30_000, 3, 12_000, &[4, 8, 8, 8, 16, 100], |x| {
+            [AccessKind::Read, AccessKind::Write][x as usize % 2]
+        });
         let range = AddressRange::new(0x1400, 9000);
         let (mut evicted, mut overflowed) = (false, false);
         for spec in [

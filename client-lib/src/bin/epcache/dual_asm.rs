@@ -39,9 +39,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// Suffix of the instrumented copy of a function.
-pub(crate) const CAPTURED_SUFFIX: &str = ".captured";
+const CAPTURED_SUFFIX: &str = ".captured";
 /// The runtime's gate: a pointer to a 32-bit word, nonzero while the instrumented copies must run.
-pub(crate) const GATE_SYMBOL: &str = "epcache_capture_gate";
+const GATE_SYMBOL: &str = "epcache_capture_gate";
 /// What assembler-local labels of the instrumented copy start with instead of `.L`.
 const LOCAL_PREFIX: &str = ".Lepcache_";
 /// The runtime entry points of region markers (C macros and the Fortran module call them).
@@ -248,8 +248,6 @@ struct Listing<'a> {
     data: Vec<DataItem<'a>>,
     commons: Vec<&'a str>,
     globals: HashSet<&'a str>,
-    /// The line table's source files: `.file N ...` by N, with the line declaring it.
-    files: HashMap<u32, (&'a str, usize)>,
     /// `.set ALIAS, TARGET` (C++ complete-object constructors and destructors), with its line.
     aliases: HashMap<&'a str, (&'a str, usize)>,
 }
@@ -264,7 +262,6 @@ impl<'a> Listing<'a> {
         let mut function_types = HashSet::new();
         let mut globals = HashSet::new();
         let mut commons = Vec::new();
-        let mut files = HashMap::new();
         let mut aliases = HashMap::new();
         for (i, line) in lines.iter().enumerate() {
             if let Statement::Directive { name, operands } = statement(line) {
@@ -295,11 +292,13 @@ impl<'a> Listing<'a> {
                         let target = operands.split(',').nth(1).unwrap_or("").trim();
                         aliases.insert(symbol, (target, i));
                     }
-                    ".file" => {
-                        let (number, file) = operands.split_once(' ').unwrap_or((operands, ""));
-                        if let Ok(number) = number.parse::<u32>() {
-                            files.insert(number, (file.trim(), i));
-                        }
+                    // The assembler keeps one line table per object, and the two compilations
+                    // number their source files differently: each listing must write its own
+                    // (`-gno-as-loc-support`, as `epcache cc` asks).
+                    ".loc" => {
+                        return Err(declined(
+                            "`.loc` line directives (compile with -gno-as-loc-support)",
+                        ));
                     }
                     _ => {}
                 }
@@ -317,7 +316,6 @@ impl<'a> Listing<'a> {
             data: Vec::new(),
             commons,
             globals,
-            files,
             aliases,
         };
         listing.find_functions(&function_types)?;
@@ -606,21 +604,6 @@ impl<'a> Plan<'a> {
             }
             plan.dropped_lines.insert(line);
             plan.unexported.insert(alias);
-        }
-        // Both copies share one line table: a source file both name is declared once, and a
-        // number cannot name two files.
-        for (number, &(file, line)) in &instrumented.files {
-            match plain.files.get(number) {
-                Some(&(same, _)) if same == file => {
-                    plan.dropped_lines.insert(line);
-                }
-                Some(&(other, _)) => {
-                    return Err(declined(format!(
-                        "source file {number} is {other} in the plain listing and {file} in the instrumented one"
-                    )));
-                }
-                None => {}
-            }
         }
         for (i, line) in instrumented.lines.iter().enumerate() {
             if let Statement::Directive {
@@ -1032,7 +1015,7 @@ A:
     }
 
     #[test]
-    fn named_code_labels_that_are_not_functions_decline() {
+    fn named_code_labels_and_loc_directives_decline() {
         let inline_asm = PLAIN.replace(
             "\tret\n\t.cfi_endproc\n.LFE1:",
             "entry:\n\tret\n\t.cfi_endproc\n.LFE1:",
@@ -1042,6 +1025,13 @@ A:
                 .unwrap_err()
                 .0
                 .contains("`entry`")
+        );
+        let located = PLAIN.replace("\tendbr64\n", "\tendbr64\n\t.loc 1 5 3\n");
+        assert!(
+            merge(&located, INSTRUMENTED, false)
+                .unwrap_err()
+                .0
+                .contains("-gno-as-loc-support")
         );
     }
 
