@@ -47,10 +47,20 @@ pub extern "C" fn epcache_region_begin(name: *const c_char) {
 #[cfg(not(target_arch = "x86_64"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_begin(name: *const c_char) {
-    region_begin_at(name, 0);
+    // No call site to key a cache by: always the general path.
+    region_begin_slow(name, 0);
 }
 
 extern "C" fn region_begin_at(name: *const c_char, return_pc: u64) {
+    // Nothing armed and the site known: a push, with the call below out of line so this
+    // path saves no registers.
+    if !regions::marker_begin_quiet(return_pc) {
+        region_begin_slow(name, return_pc);
+    }
+}
+
+#[inline(never)]
+extern "C" fn region_begin_slow(name: *const c_char, return_pc: u64) {
     state::init_process();
     regions::marker_begin_at(return_pc, || {
         // SAFETY: `name` comes straight from the C caller, which passes a string literal or a

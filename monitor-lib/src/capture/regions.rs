@@ -243,8 +243,10 @@ thread_local! {
     /// Direct-mapped cache of code address → region, in front of the registry's lock. Cells of
     /// a type without drop glue: reached by one thread-pointer offset, no borrow flag, usable
     /// at any point of the thread's life.
-    static PC_CACHE_SLOTS: [Cell<(u64, Option<RegionRef>)>; PC_CACHE] =
-        const { [const { Cell::new((0, None)) }; PC_CACHE] };
+    /// Each slot holds the region as a marker's frame would (`Frame::resolved`, not a
+    /// function), so a quiet marker begin pushes the slot's frame as it finds it.
+    static PC_CACHE_SLOTS: [Cell<(u64, Frame)>; PC_CACHE] =
+        const { [const { Cell::new((0, Frame::UNRESOLVED_MARKER)) }; PC_CACHE] };
     static WARNED_UNBALANCED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -302,14 +304,25 @@ fn look_again() {
 /// made by `resolve` (under the registry's lock, with the thread marked as in the runtime).
 #[inline]
 fn cached(pc: u64, resolve: impl FnOnce(&mut Registry) -> Option<RegionRef>) -> Option<RegionRef> {
-    let slot = ((pc >> 2) ^ (pc >> 11)) as usize % PC_CACHE;
-    let (seen, region) = PC_CACHE_SLOTS.with(|cache| cache[slot].get());
-    if seen == pc {
-        return region;
+    if let Some(frame) = cached_frame(pc) {
+        return frame.region();
     }
     let region = resolve_pc(pc, resolve);
-    PC_CACHE_SLOTS.with(|cache| cache[slot].set((pc, region)));
+    let slot = pc_cache_slot(pc);
+    PC_CACHE_SLOTS.with(|cache| cache[slot].set((pc, Frame::resolved(region, false, false))));
     region
+}
+
+/// The marker frame of code address `pc`'s region, if this thread's cache knows it.
+#[inline(always)]
+fn cached_frame(pc: u64) -> Option<Frame> {
+    let (seen, frame) = PC_CACHE_SLOTS.with(|cache| cache[pc_cache_slot(pc)].get());
+    (seen == pc).then_some(frame)
+}
+
+#[inline(always)]
+fn pc_cache_slot(pc: u64) -> usize {
+    ((pc >> 2) ^ (pc >> 11)) as usize % PC_CACHE
 }
 
 #[cold]
@@ -433,6 +446,30 @@ extern "C" fn function_exit_slow() {
             frame = next;
         }
     }
+}
+
+/// The whole of a marker begin at the call site `return_pc` while nothing is armed and the
+/// site was met before on this thread: its cached frame is pushed. Returns `false`, having
+/// changed nothing, when any of that does not hold; [`marker_begin_at`] then does the rest.
+/// Quiet implies tracking, and the runtime's own code never calls a marker unless a hook
+/// ran it (then it is in the runtime, and the slow path keeps the frames balanced).
+#[inline(always)]
+pub(crate) fn marker_begin_quiet(return_pc: u64) -> bool {
+    if !quiet() || state::in_runtime() {
+        return false;
+    }
+    let Some(frame) = cached_frame(return_pc) else {
+        return false;
+    };
+    FRAMES.with(|f| {
+        let depth = f.depth.get();
+        let Some(slot) = f.shallow.get(depth) else {
+            return false;
+        };
+        slot.set(frame);
+        f.depth.set(depth + 1);
+        true
+    })
 }
 
 /// A marker region begins at the call site `return_pc` (C and Fortran markers); `label` is
