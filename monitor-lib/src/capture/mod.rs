@@ -2,9 +2,10 @@
 //! hooks (the TSan entry points gcc emits, SanitizerCoverage's load/store callbacks) or by the
 //! explicit API below, and the standalone report written at exit.
 //!
-//! Only the `*_abi.rs` modules hold unsafe code (the `extern "C"` entry points, the atomics
-//! they must really perform, the exported gate of dual-compiled code); everything they call is
-//! safe Rust in `state.rs`.
+//! Only the `*_abi.rs` modules and `thread_block.rs` hold unsafe code (the `extern "C"` entry
+//! points, the atomics they must really perform, the exported gate of dual-compiled code, the
+//! region stack's local-exec thread-local block); everything they call is safe Rust in
+//! `state.rs` and `regions.rs`.
 
 mod data;
 mod filter;
@@ -24,6 +25,8 @@ mod c_abi;
 mod gate_abi;
 #[allow(unsafe_code)]
 mod sancov_abi;
+#[allow(unsafe_code)]
+mod thread_block;
 #[allow(unsafe_code)]
 mod tsan_abi;
 

@@ -18,6 +18,7 @@ use crate::shm::target::{HaltOutcome, Mcc};
 use super::mcc;
 use super::program::{self, file_id};
 use super::state;
+use super::thread_block;
 
 /// A region as the runtime knows it.
 #[derive(Debug, Clone)]
@@ -227,26 +228,58 @@ const SHALLOW_FRAMES: usize = 64;
 /// A thread's open regions: the first [`SHALLOW_FRAMES`] in a plain array, so a push or pop on
 /// the fast path is a few loads and stores with no borrow flag, no destructor registration and
 /// no allocation.
-struct Frames {
-    depth: Cell<usize>,
+pub(super) struct Frames {
+    pub(super) depth: Cell<usize>,
     shallow: [Cell<Frame>; SHALLOW_FRAMES],
 }
 
-thread_local! {
-    static FRAMES: Frames = const {
-        Frames {
-            depth: Cell::new(0),
-            shallow: [const { Cell::new(Frame::EMPTY) }; SHALLOW_FRAMES],
-        }
-    };
-    static DEEP_FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
-    /// Direct-mapped cache of code address → region, in front of the registry's lock. Cells of
-    /// a type without drop glue: reached by one thread-pointer offset, no borrow flag, usable
-    /// at any point of the thread's life.
+/// What every region boundary reads, in the thread's block of `thread_block.rs`: the open
+/// regions and a direct-mapped cache of code address → region in front of the registry's lock.
+/// Empty is all zero bytes (the block starts so), and there is no padding.
+pub(super) struct ThreadRegions {
+    pub(super) frames: Frames,
     /// Each slot holds the region as a marker's frame would (`Frame::resolved`, not a
-    /// function), so a quiet marker begin pushes the slot's frame as it finds it.
-    static PC_CACHE_SLOTS: [Cell<(u64, Frame)>; PC_CACHE] =
-        const { [const { Cell::new((0, Frame::UNRESOLVED_MARKER)) }; PC_CACHE] };
+    /// function), so a quiet marker begin pushes the slot's frame as it finds it. Code address
+    /// 0 is never looked up, so the empty slot matches nothing.
+    pc_cache: [Cell<(u64, Frame)>; PC_CACHE],
+}
+
+impl ThreadRegions {
+    /// No open region, nothing cached.
+    #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+    pub(super) const fn empty() -> ThreadRegions {
+        ThreadRegions {
+            frames: Frames {
+                depth: Cell::new(0),
+                // Slots at or above the depth are never read; zero like the rest.
+                shallow: [const { Cell::new(Frame::UNRESOLVED_MARKER) }; SHALLOW_FRAMES],
+            },
+            pc_cache: [const { Cell::new((0, Frame::UNRESOLVED_MARKER)) }; PC_CACHE],
+        }
+    }
+}
+
+// No padding: every byte of the block is some field's, so zero bytes are the empty value.
+const _: () = assert!(
+    std::mem::size_of::<ThreadRegions>()
+        == 8 + SHALLOW_FRAMES * std::mem::size_of::<Frame>() + PC_CACHE * 24
+        && std::mem::size_of::<Frame>() == 16
+);
+
+/// Calls `f` with this thread's open regions.
+#[inline(always)]
+fn with_frames<R>(f: impl FnOnce(&Frames) -> R) -> R {
+    thread_block::with(|b| f(&b.frames))
+}
+
+/// Calls `f` with this thread's code address cache.
+#[inline(always)]
+fn with_pc_cache<R>(f: impl FnOnce(&[Cell<(u64, Frame)>; PC_CACHE]) -> R) -> R {
+    thread_block::with(|b| f(&b.pc_cache))
+}
+
+thread_local! {
+    static DEEP_FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
     static WARNED_UNBALANCED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -309,14 +342,14 @@ fn cached(pc: u64, resolve: impl FnOnce(&mut Registry) -> Option<RegionRef>) -> 
     }
     let region = resolve_pc(pc, resolve);
     let slot = pc_cache_slot(pc);
-    PC_CACHE_SLOTS.with(|cache| cache[slot].set((pc, Frame::resolved(region, false, false))));
+    with_pc_cache(|cache| cache[slot].set((pc, Frame::resolved(region, false, false))));
     region
 }
 
 /// The marker frame of code address `pc`'s region, if this thread's cache knows it.
 #[inline(always)]
 fn cached_frame(pc: u64) -> Option<Frame> {
-    let (seen, frame) = PC_CACHE_SLOTS.with(|cache| cache[pc_cache_slot(pc)].get());
+    let (seen, frame) = with_pc_cache(|cache| cache[pc_cache_slot(pc)].get());
     (seen == pc).then_some(frame)
 }
 
@@ -377,7 +410,7 @@ fn marker_region(reg: &mut Registry, return_pc: u64, label: &str) -> Option<Regi
 #[inline(always)]
 pub(crate) fn function_entry(pc: u64) {
     let pushed = quiet()
-        && FRAMES.with(|f| {
+        && with_frames(|f| {
             let depth = f.depth.get();
             let Some(slot) = f.shallow.get(depth) else {
                 return false;
@@ -414,7 +447,7 @@ extern "C" fn function_entry_slow(pc: u64) {
 /// meanwhile.
 #[inline(always)]
 pub(crate) fn function_exit() {
-    let popped = FRAMES.with(|f| {
+    let popped = with_frames(|f| {
         let depth = f.depth.get();
         if depth == 0 || depth > SHALLOW_FRAMES {
             return false;
@@ -451,17 +484,18 @@ extern "C" fn function_exit_slow() {
 /// The whole of a marker begin at the call site `return_pc` while nothing is armed and the
 /// site was met before on this thread: its cached frame is pushed. Returns `false`, having
 /// changed nothing, when any of that does not hold; [`marker_begin_at`] then does the rest.
-/// Quiet implies tracking, and the runtime's own code never calls a marker unless a hook
-/// ran it (then it is in the runtime, and the slow path keeps the frames balanced).
+/// Quiet implies tracking. Unlike the general path this does not ask whether the thread is in
+/// the runtime (a signal handler's marker, say): it takes no lock, and the frame it pushes is
+/// popped by the matching end whatever the state, so the stack stays balanced.
 #[inline(always)]
 pub(crate) fn marker_begin_quiet(return_pc: u64) -> bool {
-    if !quiet() || state::in_runtime() {
+    if !quiet() {
         return false;
     }
     let Some(frame) = cached_frame(return_pc) else {
         return false;
     };
-    FRAMES.with(|f| {
+    with_frames(|f| {
         let depth = f.depth.get();
         let Some(slot) = f.shallow.get(depth) else {
             return false;
@@ -517,7 +551,7 @@ fn marker_enter(region: Option<RegionRef>) {
 /// plain marker frame on top this is a pop.
 #[inline(always)]
 pub(crate) fn marker_end() {
-    let popped = FRAMES.with(|f| {
+    let popped = with_frames(|f| {
         let depth = f.depth.get();
         if depth == 0 || depth > SHALLOW_FRAMES {
             return false;
@@ -595,7 +629,7 @@ fn halting_point(m: &Mcc, e: ConfigEntry, boundary: Boundary) {
 
 #[inline(always)]
 fn push(frame: Frame) {
-    FRAMES.with(|f| {
+    with_frames(|f| {
         let depth = f.depth.get();
         match f.shallow.get(depth) {
             Some(slot) => slot.set(frame),
@@ -618,7 +652,7 @@ extern "C" fn push_deep(word: u64, id: u32, flags: u32) {
 
 #[inline(always)]
 fn pop() -> Option<Frame> {
-    FRAMES.with(|f| {
+    with_frames(|f| {
         let depth = f.depth.get().checked_sub(1)?;
         f.depth.set(depth);
         Some(match f.shallow.get(depth) {
