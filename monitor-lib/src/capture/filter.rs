@@ -32,8 +32,9 @@ const NONE: u64 = u64::MAX;
 /// one shift of its index away and never straddles a host cache line.
 #[repr(C, align(32))]
 struct Entry {
-    /// `block << 1 | written`, or [`NONE`].
-    tag: Cell<u64>,
+    /// `!(block << 1 | written)`, or `!NONE`: stored inverted so that an empty entry is zero
+    /// bytes, as the thread-local block the hooks read starts (`thread_block.rs`).
+    inverted_tag: Cell<u64>,
     /// Repeat hits not yet counted: reads, writes.
     hits: [Cell<u64>; 2],
     /// The data structure of the block's line (index + 1, 0 for none).
@@ -43,10 +44,21 @@ struct Entry {
 impl Entry {
     const fn empty() -> Entry {
         Entry {
-            tag: Cell::new(NONE),
+            inverted_tag: Cell::new(!NONE),
             hits: [const { Cell::new(0) }; 2],
             structure: Cell::new(0),
         }
+    }
+
+    /// `block << 1 | written`, or [`NONE`].
+    #[inline(always)]
+    fn tag(&self) -> u64 {
+        !self.inverted_tag.get()
+    }
+
+    #[inline(always)]
+    fn set_tag(&self, tag: u64) {
+        self.inverted_tag.set(!tag);
     }
 
     /// Hands the pending hits to `take`.
@@ -81,12 +93,26 @@ impl Filter {
     /// An empty table, off.
     pub(super) const fn new() -> Filter {
         Filter {
-            line_bits: Cell::new(6),
-            line_mask: Cell::new(63),
+            // Zero (as the thread-local block starts) until switched on: with every tag
+            // `NONE` nothing reads them to any effect.
+            line_bits: Cell::new(0),
+            line_mask: Cell::new(0),
             mask: Cell::new(0),
             entries: [const { Entry::empty() }; ENTRIES],
             on: Cell::new(false),
         }
+    }
+
+    /// Whether the table is as [`Self::new`] makes it: off, every entry free.
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        !self.on.get()
+            && self.line_bits.get() == 0
+            && self.line_mask.get() == 0
+            && self.mask.get() == 0
+            && self.entries.iter().all(|e| {
+                e.tag() == NONE && e.hits.iter().all(|h| h.get() == 0) && e.structure.get() == 0
+            })
     }
 
     #[inline(always)]
@@ -102,7 +128,7 @@ impl Filter {
         let block = addr.wrapping_shr(bits);
         let entry = self.entry(block);
         // A read matches a clean or written entry, a write only a written one.
-        let matches = entry.tag.get() | u64::from(!write) == block << 1 | 1;
+        let matches = entry.tag() | u64::from(!write) == block << 1 | 1;
         // Its last byte in the same line (a size of 0 counts as 1).
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
         if !(matches && (last ^ addr).wrapping_shr(bits) == 0) {
@@ -121,10 +147,10 @@ impl Filter {
         let block = addr >> (self.line_bits.get() & 63);
         let entry = self.entry(block);
         let line_mask = self.line_mask.get();
-        if entry.tag.get() != block << 1 || (addr & line_mask) + u64::from(size) > line_mask + 1 {
+        if entry.tag() != block << 1 || (addr & line_mask) + u64::from(size) > line_mask + 1 {
             return None;
         }
-        entry.tag.set(block << 1 | 1);
+        entry.set_tag(block << 1 | 1);
         Some(entry.structure.get())
     }
 
@@ -161,7 +187,7 @@ impl Filter {
         for entry in &self.entries[..used.min(ENTRIES)] {
             entry.drain(&mut take);
             if forget {
-                entry.tag.set(NONE);
+                entry.set_tag(NONE);
             }
         }
     }
@@ -182,7 +208,7 @@ impl Filter {
             return;
         }
         let entry = self.entry(block);
-        let old = entry.tag.get();
+        let old = entry.tag();
         let tag = match structure {
             // The same block keeps its pending hits and its written mark.
             Some(_) if old != NONE && old >> 1 == block => old | u64::from(write),
@@ -196,7 +222,7 @@ impl Filter {
                 NONE
             }
         };
-        entry.tag.set(tag);
+        entry.set_tag(tag);
     }
 
     /// After the simulator ran an access over several lines (or straddling two): their sets'
@@ -214,7 +240,7 @@ impl Filter {
         for block in first..=last {
             let entry = self.entry(block);
             entry.drain(&mut take);
-            entry.tag.set(NONE);
+            entry.set_tag(NONE);
         }
     }
 }

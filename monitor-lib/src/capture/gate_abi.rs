@@ -1,6 +1,8 @@
 //! The gate that functions built by `epcache cc` in dual mode look at on entry: a pointer to a
 //! word that is nonzero while their instrumented copies must run (see `dual_asm.rs` in the
-//! `epcache` binary for the code that reads it).
+//! `epcache` binary for the code that reads it). Also the pointer to the segment's tool
+//! sequence that every quiet region boundary reads, kept the same way: one load and a
+//! dereference, where a `OnceLock` would add a test of its state.
 //!
 //! The pointer starts at a word that stays zero, so a dual-compiled program runs its plain code
 //! until the runtime decides otherwise: at start-up it points the gate at the segment's
@@ -23,6 +25,24 @@ static GATE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).ca
 
 /// Where the gate points when no explicit switch holds it open.
 static RESTING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).cast_mut());
+
+/// Where [`tool_sequence`] points until the segment's word is published: a word no
+/// sequence a boundary compares with ever equals (see `regions::quiet`).
+static NO_SEQUENCE: AtomicU32 = AtomicU32::new(0);
+static SEQUENCE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(NO_SEQUENCE).cast_mut());
+
+/// The segment's tool-sequence word once published, else a word that stays zero.
+#[inline(always)]
+pub(crate) fn tool_sequence() -> &'static AtomicU32 {
+    // SAFETY: SEQUENCE only ever holds the address of `NO_SEQUENCE` or of the segment's word,
+    // which the runtime never detaches; both live as long as the process.
+    unsafe { &*SEQUENCE.load(Ordering::Acquire) }
+}
+
+/// Makes [`tool_sequence`] the segment's word from now on.
+pub(crate) fn publish_tool_sequence(word: &'static AtomicU32) {
+    SEQUENCE.store(std::ptr::from_ref(word).cast_mut(), Ordering::Release);
+}
 
 fn point_at(word: &'static AtomicU32) {
     GATE.store(std::ptr::from_ref(word).cast_mut(), Ordering::SeqCst);

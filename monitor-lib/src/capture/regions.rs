@@ -222,6 +222,7 @@ impl Frame {
 }
 
 const PC_CACHE: usize = 256;
+const _: () = assert!(PC_CACHE.is_power_of_two());
 /// Open regions kept in the thread-local array; deeper ones go to a vector.
 const SHALLOW_FRAMES: usize = 64;
 
@@ -235,7 +236,7 @@ pub(super) struct Frames {
 
 /// What every region boundary reads, in the thread's block of `thread_block.rs`: the open
 /// regions and a direct-mapped cache of code address → region in front of the registry's lock.
-/// Empty is all zero bytes (the block starts so), and there is no padding.
+/// Empty is all zero bytes, as the block starts.
 pub(super) struct ThreadRegions {
     pub(super) frames: Frames,
     /// Each slot holds the region as a marker's frame would (`Frame::resolved`, not a
@@ -246,7 +247,6 @@ pub(super) struct ThreadRegions {
 
 impl ThreadRegions {
     /// No open region, nothing cached.
-    #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
     pub(super) const fn empty() -> ThreadRegions {
         ThreadRegions {
             frames: Frames {
@@ -259,23 +259,28 @@ impl ThreadRegions {
     }
 }
 
-// No padding: every byte of the block is some field's, so zero bytes are the empty value.
-const _: () = assert!(
-    std::mem::size_of::<ThreadRegions>()
-        == 8 + SHALLOW_FRAMES * std::mem::size_of::<Frame>() + PC_CACHE * 24
-        && std::mem::size_of::<Frame>() == 16
-);
+impl ThreadRegions {
+    /// Whether this is what [`Self::empty`] makes.
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.frames.depth.get() == 0
+            && self
+                .pc_cache
+                .iter()
+                .all(|slot| slot.get().0 == 0 && slot.get().1.flags == 0)
+    }
+}
 
 /// Calls `f` with this thread's open regions.
 #[inline(always)]
 fn with_frames<R>(f: impl FnOnce(&Frames) -> R) -> R {
-    thread_block::with(|b| f(&b.frames))
+    thread_block::with(|b| f(&b.regions.frames))
 }
 
 /// Calls `f` with this thread's code address cache.
 #[inline(always)]
 fn with_pc_cache<R>(f: impl FnOnce(&[Cell<(u64, Frame)>; PC_CACHE]) -> R) -> R {
-    thread_block::with(|b| f(&b.pc_cache))
+    thread_block::with(|b| f(&b.regions.pc_cache))
 }
 
 thread_local! {
@@ -295,14 +300,13 @@ const UNKNOWN: u64 = u64::MAX;
 /// Whether nothing is armed: no request waits or is served, no halting point or step is set,
 /// and the standalone report is off. One load of the segment's tool sequence and one of
 /// [`ARMED_AT`]; a tool that changes anything bumps the sequence, so the next boundary of
-/// every thread takes the slow path and [`armed`] looks again. `None` (every boundary slow)
-/// until region tracking started, so a quiet boundary implies tracking.
+/// every thread takes the slow path and [`armed`] looks again. Until region tracking started
+/// the word read is a stand-in and `ARMED_AT` is [`UNKNOWN`], which no 32-bit sequence
+/// equals (every boundary slow), so a quiet boundary implies tracking.
 #[inline(always)]
 fn quiet() -> bool {
-    match mcc::tool_sequence() {
-        Some(seq) => ARMED_AT.load(Ordering::Relaxed) == u64::from(seq.load(Ordering::Relaxed)),
-        None => false,
-    }
+    let seq = super::gate_abi::tool_sequence().load(Ordering::Relaxed);
+    ARMED_AT.load(Ordering::Relaxed) == u64::from(seq)
 }
 
 /// Whether anything is armed, looking at the request slots and the halting point only when the
@@ -355,7 +359,9 @@ fn cached_frame(pc: u64) -> Option<Frame> {
 
 #[inline(always)]
 fn pc_cache_slot(pc: u64) -> usize {
-    ((pc >> 2) ^ (pc >> 11)) as usize % PC_CACHE
+    // Fibonacci hashing: the top byte of the product mixes every bit of the address, in a
+    // multiply and a shift.
+    (pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PC_CACHE.trailing_zeros())) as usize
 }
 
 #[cold]

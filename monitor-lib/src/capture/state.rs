@@ -42,11 +42,10 @@ pub const CACHE_ENV: &str = "EPCACHE_CACHE";
 /// Environment variable naming the JSON report file; setting it switches capture on at start.
 pub const REPORT_ENV: &str = "EPCACHE_REPORT";
 
-/// What the access hooks read, in one thread-local block: rustc compiles thread-local accesses
-/// of the runtime (a position-independent library) as calls to `__tls_get_addr`, which the
-/// linker turns into a load of the thread pointer, but only after registers were allocated
-/// around a call; one block means one such access per hook.
-struct Hot {
+/// What the access hooks read, in one block at the front of the thread's local-exec block
+/// (`thread_block.rs`), so a hook reaches all of it from the thread pointer with no register
+/// saved. Empty is zero bytes, as every thread's block starts.
+pub(super) struct Hot {
     /// The thread's state byte: [`NEEDS_SYNC`], [`OFF`], [`ON`] or [`BUSY`].
     state: Cell<u8>,
     /// The switch epoch this thread last synced to.
@@ -55,14 +54,30 @@ struct Hot {
     filter: Filter,
 }
 
-thread_local! {
-    static HOT: Hot = const {
+impl Hot {
+    /// A thread that has not yet looked at the process-wide switch.
+    pub(super) const fn new() -> Hot {
         Hot {
             state: Cell::new(NEEDS_SYNC),
             seen_epoch: Cell::new(0),
             filter: Filter::new(),
         }
-    };
+    }
+
+    /// Whether this is what [`Self::new`] makes.
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.state.get() == NEEDS_SYNC && self.seen_epoch.get() == 0 && self.filter.is_empty()
+    }
+}
+
+/// Calls `f` with this thread's hook block.
+#[inline(always)]
+fn with_hot<R>(f: impl FnOnce(&Hot) -> R) -> R {
+    super::thread_block::with(|b| f(&b.hot))
+}
+
+thread_local! {
     static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
     /// Monitored region instances open on this thread: while above 0 the thread simulates.
     static MONITORED: Cell<u32> = const { Cell::new(0) };
@@ -73,21 +88,21 @@ thread_local! {
 /// The thread's state byte (the thread-local block outlives every use: it has no destructor).
 #[inline(always)]
 fn state() -> u8 {
-    HOT.with(|h| h.state.get())
+    with_hot(|h| h.state.get())
 }
 
 #[inline(always)]
 fn set_state(state: u8) {
-    HOT.with(|h| h.state.set(state));
+    with_hot(|h| h.state.set(state));
 }
 
 fn replace_state(state: u8) -> u8 {
-    HOT.with(|h| h.state.replace(state))
+    with_hot(|h| h.state.replace(state))
 }
 
 /// The thread's repeat-hit filter.
 fn with_filter<R>(f: impl FnOnce(&Filter) -> R) -> R {
-    HOT.with(|h| f(&h.filter))
+    with_hot(|h| f(&h.filter))
 }
 
 /// Standalone mode (`EPCACHE_REPORT`): every region is monitored, every access attributed.
@@ -478,7 +493,7 @@ extern "C" fn sync() {
     if state == NEEDS_SYNC {
         init_process();
     }
-    HOT.with(|h| h.seen_epoch.set(EPOCH.load(Ordering::Acquire)));
+    with_hot(|h| h.seen_epoch.set(EPOCH.load(Ordering::Acquire)));
     let generation = data::generation();
     if FILTER_GENERATION.replace(generation) != generation && with_filter(Filter::is_on) {
         set_state(BUSY);
@@ -506,7 +521,7 @@ fn report_spec_error_once(why: &str) {
 /// while some thread may capture; region boundaries do not need it on their fast path.
 #[inline(always)]
 pub(super) fn sync_point() {
-    if HOT.with(|h| h.seen_epoch.get()) != EPOCH.load(Ordering::Relaxed) {
+    if with_hot(|h| h.seen_epoch.get()) != EPOCH.load(Ordering::Relaxed) {
         sync();
     }
 }
@@ -559,7 +574,7 @@ pub(super) fn write_sized<const SIZE: u32>(addr: u64) {
 /// live across the thread-local access, so little is saved around it.
 #[inline(never)]
 extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
-    let (synced_on, hit) = HOT.with(|h| {
+    let (synced_on, hit) = with_hot(|h| {
         let synced_on = h.seen_epoch.get() == EPOCH.load(Ordering::Relaxed) && h.state.get() == ON;
         (
             synced_on,
