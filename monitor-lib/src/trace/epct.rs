@@ -625,6 +625,49 @@ mod tests {
         );
     }
 
+    /// Hands out its bytes a few at a time, so records straddle every refill.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.1 = self.1 % 7 + 1;
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn records_of_every_length_decode_across_refills() {
+        // Deltas from none (a lone tag) to ten bytes, literal and varint sizes, both streams,
+        // over more than one buffer's worth of bytes, read whole and a few bytes at a time.
+        let mut records = Vec::new();
+        let (mut i_addr, mut d_addr) = (0x40_0000u64, 0x7ff0_0000u64);
+        for i in 0u64..120_000 {
+            let jump = [0, 40, 5_000, 900_000, 1 << 40, 1 << 60][(i % 6) as usize];
+            i_addr = i_addr.wrapping_add(jump);
+            records.push(rec(TraceKind::Instr, i_addr, 1 + (i % 15) as u32));
+            i_addr = i_addr.wrapping_add(1 + i % 15);
+            let size = [8, 4, 64, 3000][(i % 4) as usize];
+            d_addr = d_addr.wrapping_sub(jump / 2);
+            records.push(rec(any_data_kind(i), d_addr, size));
+            d_addr = d_addr.wrapping_add(u64::from(size));
+        }
+        let bytes = encode(&records);
+        assert!(bytes.len() > EpctReader::<&[u8]>::BUFFER_LEN);
+        assert_eq!(decode(&bytes).unwrap(), records);
+        let trickled: Vec<_> = EpctReader::new(Trickle(&bytes, 0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(trickled, records);
+    }
+
+    fn any_data_kind(i: u64) -> TraceKind {
+        [TraceKind::Load, TraceKind::Store, TraceKind::Modify][(i % 3) as usize]
+    }
+
     #[test]
     fn sequential_records_take_one_byte() {
         let records: Vec<_> = (0..1000)
