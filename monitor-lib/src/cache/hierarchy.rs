@@ -1,6 +1,8 @@
 //! A chain of cache levels: where each access goes, what it hits, what it evicts, and per-level totals.
 
-use super::level::{CacheLevel, FastHit, Probe, RunEnd, Store, Victim, in_one_line};
+use super::level::{
+    CacheLevel, FastHit, PackedIn, PackedLru, Probe, RunEnd, Store, Victim, in_one_line,
+};
 use super::spec::{HierarchySpec, LevelSpec};
 use super::two_level::{self, TwoLevel, Watch};
 use super::{AccessKind, CacheError, Geometry, Replacement, WritePolicy};
@@ -450,12 +452,23 @@ impl Hierarchy {
     /// [`Self::l1_missed`].
     #[inline(always)]
     pub(crate) fn l1_hit(&mut self, addr: u64, kind: AccessKind) -> bool {
+        self.l1_hit_block(self.l1_block(addr), kind)
+    }
+
+    /// The L1 block of `addr` (its line number).
+    #[inline(always)]
+    pub(crate) fn l1_block(&self, addr: u64) -> u64 {
+        addr >> self.l1_bits
+    }
+
+    /// [`Self::l1_hit`] of an address whose [`Self::l1_block`] the caller has.
+    #[inline(always)]
+    pub(crate) fn l1_hit_block(&mut self, block: u64, kind: AccessKind) -> bool {
         let l1 = &mut self.data.levels[0];
-        if l1.cache.probe_hit_masked(
-            addr >> self.l1_bits,
-            self.l1_mask,
-            kind == AccessKind::Write,
-        ) {
+        if l1
+            .cache
+            .probe_hit_masked(block, self.l1_mask, kind == AccessKind::Write)
+        {
             // The counter is picked without a branch: programs interleave reads and writes
             // irregularly.
             *l1.stats.demand(kind) += 1;
@@ -472,6 +485,23 @@ impl Hierarchy {
     pub(crate) fn two_level_missed(&mut self, addr: u64, kind: AccessKind) -> Option<LevelResult> {
         let k = self.two_level?;
         Some(self.two_level_miss(k, addr >> k.line_bits, kind))
+    }
+
+    /// The two-level miss step (see [`MissStep`]) for this hierarchy's pair of stores, told to
+    /// `O`, when the hierarchy is the two-level one now; look it up again after anything that
+    /// changes that ([`Self::set_record_lines`]).
+    pub(crate) fn miss_step<O: Watch>(&self) -> Option<MissStep<O>> {
+        self.two_level?;
+        let [l1, l2] = &self.data[..] else {
+            return None;
+        };
+        Some(match (l1.cache.store(), l2.cache.store()) {
+            (Store::Lru8(_), Store::Lru8(_)) => miss_step::<8, 1, 8, 1, O>,
+            (Store::Lru8(_), Store::Lru16(_)) => miss_step::<8, 1, 16, 2, O>,
+            (Store::Lru16(_), Store::Lru8(_)) => miss_step::<16, 2, 8, 1, O>,
+            (Store::Lru16(_), Store::Lru16(_)) => miss_step::<16, 2, 16, 2, O>,
+            _ => return None,
+        })
     }
 
     /// Simulates every access of `batch` in order, exactly as calling [`Self::access`] on each
@@ -1001,6 +1031,45 @@ impl Hierarchy {
     }
 }
 
+/// The per-access two-level miss step: for a one-line access at `addr`, of L1 block `block`
+/// ([`Hierarchy::l1_block`]), that [`Hierarchy::l1_takes`] and [`Hierarchy::l1_hit`] found
+/// absent (which changed nothing), simulates it as
+/// [`Hierarchy::two_level_missed`] does, tells the watcher of the miss, and returns what L2
+/// did; returns `None`, having changed nothing, when the hierarchy is not the two-level one of
+/// these stores (any more). Monomorphised per pair of stores and watcher, so a caller that
+/// looked it up once ([`Hierarchy::miss_step`]) and calls it through the pointer pays no
+/// dispatch on the stores per miss.
+pub(crate) type MissStep<O> =
+    fn(&mut Hierarchy, &mut O, u64, u64, AccessKind) -> Option<LevelResult>;
+
+fn miss_step<const W1: usize, const S1: usize, const W2: usize, const S2: usize, O: Watch>(
+    h: &mut Hierarchy,
+    watch: &mut O,
+    addr: u64,
+    block: u64,
+    kind: AccessKind,
+) -> Option<LevelResult>
+where
+    PackedLru<W1, S1>: PackedIn,
+    PackedLru<W2, S2>: PackedIn,
+{
+    let (Some(k), [l1, l2, ..]) = (h.two_level, &mut h.data.levels) else {
+        return None;
+    };
+    let (Some(a), Some(b)) = (
+        PackedLru::<W1, S1>::packed_in(l1.cache.store_mut()),
+        PackedLru::<W2, S2>::packed_in(l2.cache.store_mut()),
+    ) else {
+        return None;
+    };
+    // The block is the caller's, by L1's line size, which is L2's too.
+    *l1.stats.demand(kind) += 1;
+    let set1 = (block & k.l1_mask) as usize;
+    let l2_result = two_level_miss_in(a, b, set1, k, block, kind, &mut l1.stats, &mut l2.stats);
+    watch.miss(addr, kind, l2_result);
+    Some(l2_result)
+}
+
 /// [`two_level::miss`] on L1 set `set1`, for one pair of store representations.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -1017,7 +1086,7 @@ fn two_level_miss_in<const W1: usize, const S1: usize, const W2: usize, const S2
     let (shape1, sets1) = l1.parts();
     two_level::miss(
         (shape1, &mut sets1[set1]),
-        || l2.parts(),
+        || l2.parts_ref(),
         k,
         block,
         kind,

@@ -101,7 +101,7 @@ pub(super) fn run<
         }
         let l2_result = miss(
             (shape1, state),
-            || (shape2, &mut *sets2),
+            || (&shape2, &mut *sets2),
             k,
             block,
             kind,
@@ -131,7 +131,7 @@ pub(crate) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
 #[inline(always)]
 pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
     l1: (PackedShape<W1, S1>, &mut PackedSet<W1, S1>),
-    l2: impl FnOnce() -> (PackedShape<W2, S2>, &'a mut [PackedSet<W2, S2>]),
+    l2: impl FnOnce() -> (&'a PackedShape<W2, S2>, &'a mut [PackedSet<W2, S2>]),
     k: TwoLevel,
     block: u64,
     kind: AccessKind,
@@ -141,9 +141,10 @@ pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const 
     let write = kind == AccessKind::Write;
     let (victim, _) = l1.0.fill(l1.1, block, write);
     *l1_stats.demand_misses(kind) += 1;
-    // L2's constants are asked for only now: a caller that reads them from the store (one
-    // access) would otherwise hold them across the fill, in registers the fill needs; a loop
-    // hands over the copies it keeps.
+    // L2's constants are asked for only now, and by reference: a caller that reads them from
+    // the store (one access) would otherwise load them all before the fill and hold them
+    // across it, in registers the fill needs, though each path below uses a few; a loop hands
+    // over the copies it keeps.
     let (shape2, sets2) = l2();
     if let Some(v) = victim.filter(|v| v.dirty && k.writebacks) {
         l1_stats.writebacks += 1;
@@ -168,7 +169,7 @@ pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const 
 /// dirty, as [`super::Hierarchy`]'s write-back does.
 #[inline(always)]
 fn write_back<const W2: usize, const S2: usize>(
-    shape2: PackedShape<W2, S2>,
+    shape2: &PackedShape<W2, S2>,
     sets2: &mut [PackedSet<W2, S2>],
     k: TwoLevel,
     block: u64,

@@ -592,30 +592,46 @@ impl CounterArray {
         }
     }
 
-    /// [`Self::observe_matching`] with its most common case inlined: one histogram and no
-    /// static binding, the access counted by a counter that holds its bucket and will not
-    /// overflow. Anything else (and a counter the access must allocate) goes out of line.
+    /// The outcome bits of the lone histogram the inlined miss path counts
+    /// ([`Self::observe_solo`]), 0 when the array is not one histogram alone (or its buckets
+    /// need a division). Bindings change only while the event set is stopped, so the event set
+    /// reads this once when it starts.
+    pub(crate) fn solo_bits(&self) -> u32 {
+        self.solo.bits
+    }
+
+    /// [`Self::observe_matching`] for an access whose outcome bits meet [`Self::solo_bits`],
+    /// inlined: one histogram and no static binding, the access counted by a counter that
+    /// holds its bucket and will not overflow. A tag miss or an overflow goes straight to its
+    /// interrupt (a column walk tag-misses on a third of its misses).
     #[inline(always)]
-    pub(crate) fn observe_matching_inline(&mut self, addr: u64, bits: u32) {
+    pub(crate) fn observe_solo(&mut self, addr: u64) {
         let solo = self.solo;
-        if solo.bits != 0 {
-            let offset = addr.wrapping_sub(solo.start);
-            if bits & solo.bits == 0 || offset >= solo.len {
-                return;
-            }
-            let slot = self.histograms.first().and_then(|h| {
-                let slot = h.counter_of_bucket.get(solo.bucket(offset))?;
-                Some(*slot)
-            });
-            if let Some(counter) = slot.and_then(|slot| self.pool.get_mut(slot as usize)) {
-                if counter.value != self.counter_max {
-                    counter.referenced = true;
-                    counter.value += 1;
-                    return;
-                }
-            }
+        let offset = addr.wrapping_sub(solo.start);
+        if offset >= solo.len {
+            return;
         }
-        self.observe_matching(addr, bits);
+        let bucket = solo.bucket(offset);
+        // `solo.bits` is nonzero only while the array is one histogram alone, whose buckets
+        // cover `solo.len`: both lookups succeed.
+        let Some(&slot) = self
+            .histograms
+            .first()
+            .and_then(|h| h.counter_of_bucket.get(bucket))
+        else {
+            self.observe_matching(addr, solo.bits);
+            return;
+        };
+        // As in `count_in_histogram`: a bucket without a counter holds NO_COUNTER, past the
+        // end of the pool.
+        match self.pool.get_mut(slot as usize) {
+            Some(counter) if counter.value != self.counter_max => {
+                counter.referenced = true;
+                counter.value += 1;
+            }
+            Some(_) => self.overflow(slot),
+            None => self.allocate(0, bucket),
+        }
     }
 
     /// [`Self::observe`] past its one-AND prefilter; kept out of line, so the prefilter is all
