@@ -694,6 +694,7 @@ mod tests {
             "D1=1K,16,64;L2=2K,8,64",
             "D1=2K,8,64;L2=1K,8,64",
             "D1=1K,16,64;L2=4K,16,64",
+            "D1=512,8,32;L2=2K,16,32",
         ] {
             for (events, cachegrind) in [
                 (&["PAPI_L1_LDM", "PAPI_L2_DCM"][..], false),
@@ -765,6 +766,7 @@ mod tests {
             "D1=1K,16,64;L2=2K,8,64",
             "D1=2K,8,64;L2=1K,8,64",
             "D1=1K,16,64;L2=4K,16,64",
+            "D1=512,8,32;L2=2K,16,32",
         ] {
             for (event, lines, cachegrind) in [
                 ("PAPI_L1_DCM", 2, false),

@@ -1365,11 +1365,14 @@ mod tests {
     #[test]
     fn the_two_level_loop_decides_exactly_as_the_general_walk() {
         // Every pair of packed stores (full and partly used rows), L2 larger and smaller than
-        // L1 (so dirty L1 victims are often absent from L2 and fill it), Cachegrind mode, and
-        // the shapes the loop must leave to the general walk: an inclusive or write-through
-        // L2, a write-through L1, a tree-PLRU level, three levels.
+        // L1 (so dirty L1 victims are often absent from L2 and fill it), 64-byte lines (a loop
+        // of their own) and others, Cachegrind mode, and the shapes the loop must leave to the
+        // general walk: an inclusive or write-through L2, a write-through L1, a tree-PLRU
+        // level, three levels.
         let specs = [
             ("D1=1K,8,64;L2=4K,16,64", true),
+            ("D1=512,8,32;L2=2K,16,32", true),
+            ("D1=2K,16,128;L2=4K,8,128", true),
             ("D1=1K,8,64;L2=2K,8,64", true),
             ("D1=2K,16,64;L2=8K,8,64", true),
             ("D1=2K,16,64;L2=4K,16,64", true),
