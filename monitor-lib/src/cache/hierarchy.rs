@@ -264,6 +264,8 @@ pub struct Hierarchy {
     /// power-of-two number of sets, and an L2 that is write-back and not inclusive (so an L2
     /// eviction never reaches back into L1).
     two_level: Option<TwoLevel>,
+    /// [`Self::miss_step`] watched by nothing, for [`Self::access`]; kept with `two_level`.
+    unwatched_step: Option<MissStep<()>>,
     line_events: Vec<LineEvent>,
     requests: Vec<(u64, u64)>,
     next_requests: Vec<(u64, u64)>,
@@ -297,6 +299,7 @@ impl Hierarchy {
             instr,
             uniform_lines,
             two_level: None,
+            unwatched_step: None,
             data: Levels::new(data),
             refetch_whole_access: false,
             model_writebacks: true,
@@ -311,8 +314,14 @@ impl Hierarchy {
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
         };
-        hierarchy.two_level = hierarchy.two_level_shape();
+        hierarchy.reshape();
         Ok(hierarchy)
+    }
+
+    /// Looks up what depends on the two-level shape again, after anything that changes it.
+    fn reshape(&mut self) {
+        self.two_level = self.two_level_shape();
+        self.unwatched_step = self.miss_step();
     }
 
     /// The constants of [`two_level`]'s loop when it applies to this hierarchy as it is now.
@@ -341,7 +350,7 @@ impl Hierarchy {
     pub fn cachegrind_compatible(mut self) -> Self {
         self.refetch_whole_access = true;
         self.model_writebacks = false;
-        self.two_level = self.two_level_shape();
+        self.reshape();
         self
     }
 
@@ -352,7 +361,7 @@ impl Hierarchy {
             && self.data[0].write == WritePolicy::WriteBack
             && self.data[0].cache.set_mask().is_some();
         self.l1_limit = if self.fast_hits { self.l1_line + 1 } else { 0 };
-        self.two_level = self.two_level_shape();
+        self.reshape();
         self.line_events.clear();
     }
 
@@ -422,8 +431,17 @@ impl Hierarchy {
     /// Simulates a data load or store of `size` bytes at `addr` (any size; a zero size counts as one byte).
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
-        if self.try_l1_hit(addr, size, kind) {
-            return AccessOutcome::l1_hit(kind);
+        if self.l1_takes(addr, size) {
+            let block = self.l1_block(addr);
+            if self.l1_hit_block(block, kind) {
+                return AccessOutcome::l1_hit(kind);
+            }
+            // The two-level miss through its pointer: no dispatch on the stores.
+            if let Some(step) = self.unwatched_step
+                && let Some(l2) = step(self, &mut (), addr, block, kind)
+            {
+                return two_level::outcome(kind, l2);
+            }
         }
         self.access_missed(addr, size, kind)
     }
