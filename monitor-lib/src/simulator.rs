@@ -80,7 +80,8 @@ impl Simulator {
         &self.monitor
     }
 
-    /// The monitor's event set, to configure it.
+    /// The monitor's event set, to configure it in place (an event set assigned over it would
+    /// not know that the analyses watch L1 hits, which the simulator told this one).
     pub fn monitor_mut(&mut self) -> &mut EventSet {
         &mut self.monitor
     }
@@ -133,6 +134,11 @@ impl Simulator {
             self.access_missed(addr, size, kind);
             return;
         }
+        debug_assert_eq!(
+            self.monitor.hits_watched(),
+            self.analyses.is_some(),
+            "the event set was replaced, not configured in place"
+        );
         let block = self.hierarchy.l1_block(addr);
         if self.hierarchy.l1_hit_block(block, kind) {
             if self.monitor.sees_l1_hit(kind) {

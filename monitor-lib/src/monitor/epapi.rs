@@ -279,6 +279,11 @@ impl EventSet {
         self.set_active(self.active);
     }
 
+    /// What [`Self::set_hits_watched`] said last.
+    pub(crate) fn hits_watched(&self) -> bool {
+        self.hits_watched
+    }
+
     /// Sets `active` and what follows from it.
     fn set_active(&mut self, active: u32) {
         self.active = active;
