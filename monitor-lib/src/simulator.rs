@@ -2,7 +2,7 @@
 
 use crate::analysis::{Analyses, AnalysisConfig, AnalysisError, AnalysisReport};
 use crate::cache::{
-    AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, RunEnd, Watch,
+    AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, MissStep, RunEnd, Watch,
 };
 use crate::monitor::{CounterArrayConfig, EpapiError, EventSet};
 use crate::ranges::RangeSet;
@@ -31,6 +31,11 @@ pub struct Simulator {
     /// Boxed: the hot path only tests it for `None`, a compare with zero.
     analyses: Option<Box<Analyses>>,
     l1_line: u64,
+    /// The hierarchy's two-level miss step with the monitor watching, while the hierarchy is
+    /// the two-level one and no analysis runs: an L1 miss is then one call through this
+    /// pointer, with no test of the stores or of the analyses. Refreshed by [`Self::refresh`]
+    /// whenever the hierarchy's shape or the analyses change.
+    miss_step: Option<MissStep<EventSet>>,
 }
 
 impl Simulator {
@@ -38,13 +43,31 @@ impl Simulator {
     pub fn new(spec: &HierarchySpec, counters: CounterArrayConfig) -> Result<Self, SimulatorError> {
         let hierarchy = Hierarchy::new(spec)?;
         let monitor = EventSet::for_hierarchy(counters, &hierarchy)?;
+        Ok(Self::from_parts(hierarchy, monitor))
+    }
+
+    /// A simulator over a hierarchy and event set built elsewhere, with no analyses.
+    fn from_parts(hierarchy: Hierarchy, monitor: EventSet) -> Self {
         let l1_line = u64::from(hierarchy.line_size(0));
-        Ok(Self {
+        let mut sim = Self {
             hierarchy,
             monitor,
             analyses: None,
             l1_line,
-        })
+            miss_step: None,
+        };
+        sim.refresh();
+        sim
+    }
+
+    /// Looks up what depends on the hierarchy's shape and the analyses again.
+    fn refresh(&mut self) {
+        self.monitor.set_hits_watched(self.analyses.is_some());
+        self.miss_step = if self.analyses.is_none() {
+            self.hierarchy.miss_step()
+        } else {
+            None
+        };
     }
 
     /// The hierarchy, for its totals and contents.
@@ -57,7 +80,8 @@ impl Simulator {
         &self.monitor
     }
 
-    /// The monitor's event set, to configure it.
+    /// The monitor's event set, to configure it in place (an event set assigned over it would
+    /// not know that the analyses watch L1 hits, which the simulator told this one).
     pub fn monitor_mut(&mut self) -> &mut EventSet {
         &mut self.monitor
     }
@@ -79,6 +103,7 @@ impl Simulator {
             .as_ref()
             .is_some_and(|a| a.needs_line_events());
         self.hierarchy.set_record_lines(record);
+        self.refresh();
         Ok(())
     }
 
@@ -109,13 +134,19 @@ impl Simulator {
             self.access_missed(addr, size, kind);
             return;
         }
-        if self.hierarchy.l1_hit(addr, kind) {
-            if self.monitor.counts_l1_hit(kind) || self.analyses.is_some() {
+        debug_assert_eq!(
+            self.monitor.hits_watched(),
+            self.analyses.is_some(),
+            "the event set was replaced, not configured in place"
+        );
+        let block = self.hierarchy.l1_block(addr);
+        if self.hierarchy.l1_hit_block(block, kind) {
+            if self.monitor.sees_l1_hit(kind) {
                 self.l1_hit_observed(addr, size, kind);
             }
             return;
         }
-        self.l1_missed(addr, size, kind);
+        self.l1_missed(addr, block, size, kind);
     }
 
     /// Simulates every access of `batch` in order, exactly as calling [`Self::access`] on each
@@ -182,9 +213,21 @@ impl Simulator {
         }
     }
 
-    /// A one-line access the L1 fast path took and found absent (it changed nothing).
+    /// A one-line access the L1 fast path took and found absent (it changed nothing): the
+    /// two-level miss step when there is one, else out of line.
+    #[inline(always)]
+    fn l1_missed(&mut self, addr: u64, block: u64, size: u32, kind: AccessKind) {
+        if let Some(step) = self.miss_step
+            && step(&mut self.hierarchy, &mut self.monitor, addr, block, kind).is_some()
+        {
+            return;
+        }
+        self.l1_missed_general(addr, size, kind);
+    }
+
+    /// [`Self::l1_missed`] without the miss step, or with analyses on.
     #[inline(never)]
-    fn l1_missed(&mut self, addr: u64, size: u32, kind: AccessKind) {
+    fn l1_missed_general(&mut self, addr: u64, size: u32, kind: AccessKind) {
         let outcome = match self.hierarchy.two_level_missed(addr, kind) {
             Some(l2) => {
                 // The monitor's inlined path for a miss, as the batch loop uses it.
@@ -279,7 +322,7 @@ impl Simulator {
     #[inline(always)]
     pub fn access_line(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
         if self.hierarchy.try_l1_hit(addr, size, kind) {
-            if self.monitor.counts_l1_hit(kind) || self.analyses.is_some() {
+            if self.monitor.sees_l1_hit(kind) {
                 self.l1_hit_observed(addr, size, kind);
             }
             return AccessOutcome::l1_hit(kind);
@@ -297,15 +340,21 @@ impl Simulator {
         }
         // `try_l1_hit` declined it: when L1 took it (one line, fast path on), it missed there,
         // which is what the two-level miss step expects.
-        if self.hierarchy.l1_takes(addr, size)
-            && let Some(l2) = self.hierarchy.two_level_missed(addr, kind)
-        {
-            Watch::miss(&mut self.monitor, addr, kind, l2);
-            let outcome = crate::cache::two_level_outcome(kind, l2);
-            if self.analyses.is_some() {
-                self.analyse(addr, size, kind, &outcome);
+        if self.hierarchy.l1_takes(addr, size) {
+            let block = self.hierarchy.l1_block(addr);
+            if let Some(step) = self.miss_step
+                && let Some(l2) = step(&mut self.hierarchy, &mut self.monitor, addr, block, kind)
+            {
+                return crate::cache::two_level_outcome(kind, l2);
             }
-            return outcome;
+            if let Some(l2) = self.hierarchy.two_level_missed(addr, kind) {
+                Watch::miss(&mut self.monitor, addr, kind, l2);
+                let outcome = crate::cache::two_level_outcome(kind, l2);
+                if self.analyses.is_some() {
+                    self.analyse(addr, size, kind, &outcome);
+                }
+                return outcome;
+            }
         }
         let outcome = self.hierarchy.access_missed(addr, size, kind);
         self.monitor.observe(addr, &outcome);
@@ -651,6 +700,7 @@ mod tests {
             "D1=1K,16,64;L2=2K,8,64",
             "D1=2K,8,64;L2=1K,8,64",
             "D1=1K,16,64;L2=4K,16,64",
+            "D1=512,8,32;L2=2K,16,32",
         ] {
             for (events, cachegrind) in [
                 (&["PAPI_L1_LDM", "PAPI_L2_DCM"][..], false),
@@ -667,12 +717,7 @@ mod tests {
                         hierarchy = hierarchy.cachegrind_compatible();
                     }
                     let monitor = EventSet::for_hierarchy(config, &hierarchy).unwrap();
-                    let mut s = Simulator {
-                        hierarchy,
-                        monitor,
-                        analyses: None,
-                        l1_line: 64,
-                    };
+                    let mut s = Simulator::from_parts(hierarchy, monitor);
                     let m = s.monitor_mut();
                     for event in events {
                         m.add_event(event, range).unwrap();
@@ -727,6 +772,7 @@ mod tests {
             "D1=1K,16,64;L2=2K,8,64",
             "D1=2K,8,64;L2=1K,8,64",
             "D1=1K,16,64;L2=4K,16,64",
+            "D1=512,8,32;L2=2K,16,32",
         ] {
             for (event, lines, cachegrind) in [
                 ("PAPI_L1_DCM", 2, false),
@@ -744,12 +790,7 @@ mod tests {
                         hierarchy = hierarchy.cachegrind_compatible();
                     }
                     let monitor = EventSet::for_hierarchy(config, &hierarchy).unwrap();
-                    let mut s = Simulator {
-                        hierarchy,
-                        monitor,
-                        analyses: None,
-                        l1_line: 64,
-                    };
+                    let mut s = Simulator::from_parts(hierarchy, monitor);
                     s.monitor_mut().add_histogram(event, range, lines).unwrap();
                     s.monitor_mut().start().unwrap();
                     if general {
@@ -784,6 +825,65 @@ mod tests {
             evicted && overflowed,
             "counters both evicted and overflowed"
         );
+    }
+
+    #[test]
+    fn the_miss_step_follows_the_analyses_switched_on_and_off() {
+        // One histogram through the per-access miss step (by `access` and `access_line`),
+        // with an analysis switched on (which turns the two-level shape, and so the step, off)
+        // and off again mid-stream, against the general walk throughout; with counters that
+        // evict, then with counters that overflow.
+        let stream = jumping_walk(17, 24_000, 3, 10_000, &[4, 8, 8, 16, 100], |x| {
+            [AccessKind::Read, AccessKind::Write][x as usize % 2]
+        });
+        let range = AddressRange::new(0x1200, 7000);
+        let (mut evicted, mut overflowed) = (false, false);
+        for (counters, lines) in [(2, 3), (4, 40)] {
+            let build = |general: bool| {
+                let config = CounterArrayConfig {
+                    counters,
+                    counter_bits: 8,
+                };
+                let spec = "D1=1K,8,64;L2=4K,16,64".parse().unwrap();
+                let mut s = Simulator::new(&spec, config).unwrap();
+                let m = s.monitor_mut();
+                m.add_histogram("PAPI_L1_LDM", range, lines).unwrap();
+                m.start().unwrap();
+                if general {
+                    take_the_general_path(&mut s, range);
+                }
+                s
+            };
+            let (mut general, mut switched) = (build(true), build(false));
+            for (i, chunk) in stream.chunks(3000).enumerate() {
+                let on = i % 2 == 1;
+                if on {
+                    take_the_general_path(&mut switched, range);
+                } else {
+                    switched
+                        .set_analyses(AnalysisConfig::default(), RangeSet::new())
+                        .unwrap();
+                }
+                assert_eq!(switched.miss_step.is_some(), !on, "chunk {i}");
+                for &(addr, size, kind) in chunk {
+                    general.access(addr, size, kind);
+                    if i % 4 < 2 {
+                        switched.access(addr, size, kind);
+                    } else {
+                        switched.access_line(addr, size, kind);
+                    }
+                }
+            }
+            let h = crate::monitor::HistogramIndex(0);
+            let (a, b) = (switched.monitor(), general.monitor());
+            assert_eq!(a.read_histogram(h).unwrap(), b.read_histogram(h).unwrap());
+            assert_eq!(a.spills(), b.spills());
+            evicted |= a.spills().evictions > 0;
+            overflowed |= a.spills().overflows > 0;
+            let totals = |s: &Simulator| s.hierarchy().stats().map(|(_, t)| *t).collect::<Vec<_>>();
+            assert_eq!(totals(&switched), totals(&general));
+        }
+        assert!(evicted && overflowed);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! A chain of cache levels: where each access goes, what it hits, what it evicts, and per-level totals.
 
-use super::level::{CacheLevel, FastHit, Probe, RunEnd, Store, Victim, in_one_line};
+use super::level::{
+    CacheLevel, FastHit, PackedIn, PackedLru, Probe, RunEnd, Store, Victim, in_one_line,
+};
 use super::spec::{HierarchySpec, LevelSpec};
 use super::two_level::{self, TwoLevel, Watch};
 use super::{AccessKind, CacheError, Geometry, Replacement, WritePolicy};
@@ -262,6 +264,8 @@ pub struct Hierarchy {
     /// power-of-two number of sets, and an L2 that is write-back and not inclusive (so an L2
     /// eviction never reaches back into L1).
     two_level: Option<TwoLevel>,
+    /// [`Self::miss_step`] watched by nothing, for [`Self::access`]; kept with `two_level`.
+    unwatched_step: Option<MissStep<()>>,
     line_events: Vec<LineEvent>,
     requests: Vec<(u64, u64)>,
     next_requests: Vec<(u64, u64)>,
@@ -295,6 +299,7 @@ impl Hierarchy {
             instr,
             uniform_lines,
             two_level: None,
+            unwatched_step: None,
             data: Levels::new(data),
             refetch_whole_access: false,
             model_writebacks: true,
@@ -309,8 +314,14 @@ impl Hierarchy {
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
         };
-        hierarchy.two_level = hierarchy.two_level_shape();
+        hierarchy.reshape();
         Ok(hierarchy)
+    }
+
+    /// Looks up what depends on the two-level shape again, after anything that changes it.
+    fn reshape(&mut self) {
+        self.two_level = self.two_level_shape();
+        self.unwatched_step = self.miss_step();
     }
 
     /// The constants of [`two_level`]'s loop when it applies to this hierarchy as it is now.
@@ -339,7 +350,7 @@ impl Hierarchy {
     pub fn cachegrind_compatible(mut self) -> Self {
         self.refetch_whole_access = true;
         self.model_writebacks = false;
-        self.two_level = self.two_level_shape();
+        self.reshape();
         self
     }
 
@@ -350,7 +361,7 @@ impl Hierarchy {
             && self.data[0].write == WritePolicy::WriteBack
             && self.data[0].cache.set_mask().is_some();
         self.l1_limit = if self.fast_hits { self.l1_line + 1 } else { 0 };
-        self.two_level = self.two_level_shape();
+        self.reshape();
         self.line_events.clear();
     }
 
@@ -420,8 +431,17 @@ impl Hierarchy {
     /// Simulates a data load or store of `size` bytes at `addr` (any size; a zero size counts as one byte).
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
-        if self.try_l1_hit(addr, size, kind) {
-            return AccessOutcome::l1_hit(kind);
+        if self.l1_takes(addr, size) {
+            let block = self.l1_block(addr);
+            if self.l1_hit_block(block, kind) {
+                return AccessOutcome::l1_hit(kind);
+            }
+            // The two-level miss through its pointer: no dispatch on the stores.
+            if let Some(step) = self.unwatched_step
+                && let Some(l2) = step(self, &mut (), addr, block, kind)
+            {
+                return two_level::outcome(kind, l2);
+            }
         }
         self.access_missed(addr, size, kind)
     }
@@ -450,12 +470,23 @@ impl Hierarchy {
     /// [`Self::l1_missed`].
     #[inline(always)]
     pub(crate) fn l1_hit(&mut self, addr: u64, kind: AccessKind) -> bool {
+        self.l1_hit_block(self.l1_block(addr), kind)
+    }
+
+    /// The L1 block of `addr` (its line number).
+    #[inline(always)]
+    pub(crate) fn l1_block(&self, addr: u64) -> u64 {
+        addr >> self.l1_bits
+    }
+
+    /// [`Self::l1_hit`] of an address whose [`Self::l1_block`] the caller has.
+    #[inline(always)]
+    pub(crate) fn l1_hit_block(&mut self, block: u64, kind: AccessKind) -> bool {
         let l1 = &mut self.data.levels[0];
-        if l1.cache.probe_hit_masked(
-            addr >> self.l1_bits,
-            self.l1_mask,
-            kind == AccessKind::Write,
-        ) {
+        if l1
+            .cache
+            .probe_hit_masked(block, self.l1_mask, kind == AccessKind::Write)
+        {
             // The counter is picked without a branch: programs interleave reads and writes
             // irregularly.
             *l1.stats.demand(kind) += 1;
@@ -472,6 +503,23 @@ impl Hierarchy {
     pub(crate) fn two_level_missed(&mut self, addr: u64, kind: AccessKind) -> Option<LevelResult> {
         let k = self.two_level?;
         Some(self.two_level_miss(k, addr >> k.line_bits, kind))
+    }
+
+    /// The two-level miss step (see [`MissStep`]) for this hierarchy's pair of stores, told to
+    /// `O`, when the hierarchy is the two-level one now; look it up again after anything that
+    /// changes that ([`Self::set_record_lines`]).
+    pub(crate) fn miss_step<O: Watch>(&self) -> Option<MissStep<O>> {
+        self.two_level?;
+        let [l1, l2] = &self.data[..] else {
+            return None;
+        };
+        Some(match (l1.cache.store(), l2.cache.store()) {
+            (Store::Lru8(_), Store::Lru8(_)) => miss_step::<8, 1, 8, 1, O>,
+            (Store::Lru8(_), Store::Lru16(_)) => miss_step::<8, 1, 16, 2, O>,
+            (Store::Lru16(_), Store::Lru8(_)) => miss_step::<16, 2, 8, 1, O>,
+            (Store::Lru16(_), Store::Lru16(_)) => miss_step::<16, 2, 16, 2, O>,
+            _ => return None,
+        })
     }
 
     /// Simulates every access of `batch` in order, exactly as calling [`Self::access`] on each
@@ -1001,6 +1049,45 @@ impl Hierarchy {
     }
 }
 
+/// The per-access two-level miss step: for a one-line access at `addr`, of L1 block `block`
+/// ([`Hierarchy::l1_block`]), that [`Hierarchy::l1_takes`] and [`Hierarchy::l1_hit`] found
+/// absent (which changed nothing), simulates it as
+/// [`Hierarchy::two_level_missed`] does, tells the watcher of the miss, and returns what L2
+/// did; returns `None`, having changed nothing, when the hierarchy is not the two-level one of
+/// these stores (any more). Monomorphised per pair of stores and watcher, so a caller that
+/// looked it up once ([`Hierarchy::miss_step`]) and calls it through the pointer pays no
+/// dispatch on the stores per miss.
+pub(crate) type MissStep<O> =
+    fn(&mut Hierarchy, &mut O, u64, u64, AccessKind) -> Option<LevelResult>;
+
+fn miss_step<const W1: usize, const S1: usize, const W2: usize, const S2: usize, O: Watch>(
+    h: &mut Hierarchy,
+    watch: &mut O,
+    addr: u64,
+    block: u64,
+    kind: AccessKind,
+) -> Option<LevelResult>
+where
+    PackedLru<W1, S1>: PackedIn,
+    PackedLru<W2, S2>: PackedIn,
+{
+    let (Some(k), [l1, l2, ..]) = (h.two_level, &mut h.data.levels) else {
+        return None;
+    };
+    let (Some(a), Some(b)) = (
+        PackedLru::<W1, S1>::packed_in(l1.cache.store_mut()),
+        PackedLru::<W2, S2>::packed_in(l2.cache.store_mut()),
+    ) else {
+        return None;
+    };
+    // The block is the caller's, by L1's line size, which is L2's too.
+    *l1.stats.demand(kind) += 1;
+    let set1 = (block & k.l1_mask) as usize;
+    let l2_result = two_level_miss_in(a, b, set1, k, block, kind, &mut l1.stats, &mut l2.stats);
+    watch.miss(addr, kind, l2_result);
+    Some(l2_result)
+}
+
 /// [`two_level::miss`] on L1 set `set1`, for one pair of store representations.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -1017,7 +1104,7 @@ fn two_level_miss_in<const W1: usize, const S1: usize, const W2: usize, const S2
     let (shape1, sets1) = l1.parts();
     two_level::miss(
         (shape1, &mut sets1[set1]),
-        || l2.parts(),
+        || l2.parts_ref(),
         k,
         block,
         kind,
@@ -1296,11 +1383,14 @@ mod tests {
     #[test]
     fn the_two_level_loop_decides_exactly_as_the_general_walk() {
         // Every pair of packed stores (full and partly used rows), L2 larger and smaller than
-        // L1 (so dirty L1 victims are often absent from L2 and fill it), Cachegrind mode, and
-        // the shapes the loop must leave to the general walk: an inclusive or write-through
-        // L2, a write-through L1, a tree-PLRU level, three levels.
+        // L1 (so dirty L1 victims are often absent from L2 and fill it), 64-byte lines (a loop
+        // of their own) and others, Cachegrind mode, and the shapes the loop must leave to the
+        // general walk: an inclusive or write-through L2, a write-through L1, a tree-PLRU
+        // level, three levels.
         let specs = [
             ("D1=1K,8,64;L2=4K,16,64", true),
+            ("D1=512,8,32;L2=2K,16,32", true),
+            ("D1=2K,16,128;L2=4K,8,128", true),
             ("D1=1K,8,64;L2=2K,8,64", true),
             ("D1=2K,16,64;L2=8K,8,64", true),
             ("D1=2K,16,64;L2=4K,16,64", true),

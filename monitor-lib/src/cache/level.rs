@@ -180,6 +180,32 @@ pub(super) trait FastHit {
     ) -> (usize, u64, RunEnd);
 }
 
+/// The packed stores, taken out of a [`Store`] by their shape: code generic over the ways
+/// (the two-level miss step) gets its store with one test of the variant.
+pub(super) trait PackedIn {
+    fn packed_in(store: &mut Store) -> Option<&mut Self>;
+}
+
+impl PackedIn for PackedLru<8, 1> {
+    #[inline(always)]
+    fn packed_in(store: &mut Store) -> Option<&mut Self> {
+        match store {
+            Store::Lru8(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl PackedIn for PackedLru<16, 2> {
+    #[inline(always)]
+    fn packed_in(store: &mut Store) -> Option<&mut Self> {
+        match store {
+            Store::Lru16(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 /// Whether an access of `size` bytes at `addr` lies in one line of `1 << line_bits` bytes (a
 /// zero size counts as one byte); never overflows, whatever the address.
 #[inline(always)]
@@ -540,6 +566,12 @@ pub(super) struct PackedShape<const W: usize, const S: usize> {
     /// Bits of the ways that exist, in every byte: a use of way `w` sets byte `w` of it (its
     /// row of the age matrix).
     rows: u64,
+    /// With 16 ways, where the least recent way's nibble sits (`4 * (assoc - 1)`), the
+    /// nibbles before it and the spare ones after it: a fill's rotation of the order with no
+    /// shift amount computed per fill.
+    last: u32,
+    before_last: u64,
+    spare: u64,
 }
 
 impl<const W: usize, const S: usize> PackedShape<W, S> {
@@ -583,7 +615,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
             (zero_bytes_in(order, self.valid[0]).trailing_zeros() / 8) as usize & 7
         } else {
             // Empty ways are never touched, so they sit at the end of the order.
-            ((order >> (4 * (self.assoc - 1))) & 0xF) as usize & (W - 1)
+            ((order >> self.last) & 0xF) as usize & (W - 1)
         }
     }
 
@@ -595,9 +627,7 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         } else {
             // The last way becomes the first: a rotation of the valid nibbles.
             let order = state.order;
-            let last = 4 * (self.assoc as u32 - 1);
-            let spare = order & !((1u64 << last << 4).wrapping_sub(1));
-            state.order = spare | ((order & ((1u64 << last) - 1)) << 4) | way as u64;
+            state.order = (order & self.spare) | ((order & self.before_last) << 4) | way as u64;
         }
     }
 
@@ -714,12 +744,16 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
                 .filter(|byte| word * 8 + byte < assoc)
                 .fold(0u64, |mask, byte| mask | 0x80 << (8 * byte))
         });
+        let last = 4 * (assoc as u32 - 1);
         Self {
             shape: PackedShape {
                 assoc,
                 valid,
                 // Used with 8 ways only; wraps harmlessly for 16.
                 rows: ((1u64 << assoc) - 1).wrapping_mul(0x0101_0101_0101_0101),
+                last,
+                before_last: (1u64 << last) - 1,
+                spare: !((1u64 << last << 4).wrapping_sub(1)),
             },
             sets: vec![Self::empty_set(assoc); sets],
         }
@@ -730,6 +764,13 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     #[inline(always)]
     pub(super) fn parts(&mut self) -> (PackedShape<W, S>, &mut [PackedSet<W, S>]) {
         (self.shape, self.sets.as_mut_slice())
+    }
+
+    /// [`Self::parts`] with the constants by reference, for a caller that uses a few of them
+    /// once and should load only those.
+    #[inline(always)]
+    pub(super) fn parts_ref(&mut self) -> (&PackedShape<W, S>, &mut [PackedSet<W, S>]) {
+        (&self.shape, self.sets.as_mut_slice())
     }
 
     fn empty_set(assoc: usize) -> PackedSet<W, S> {

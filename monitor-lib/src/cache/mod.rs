@@ -5,6 +5,7 @@ mod level;
 mod spec;
 mod two_level;
 
+pub(crate) use hierarchy::MissStep;
 pub use hierarchy::{
     AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
 };

@@ -70,6 +70,36 @@ pub(super) fn run<
     batch: &[(u64, u32, AccessKind)],
     watch: &mut O,
 ) -> usize {
+    // 64-byte lines, every host's, get a loop of their own: with the line size a constant,
+    // the shift and the one-line test take immediates and leave the count register and two
+    // stack slots free.
+    if k.line_bits == 6 {
+        run_lines::<W1, S1, W2, S2, HITS, 6, O>(l1, l2, k, l1_stats, l2_stats, batch, watch)
+    } else {
+        run_lines::<W1, S1, W2, S2, HITS, 0, O>(l1, l2, k, l1_stats, l2_stats, batch, watch)
+    }
+}
+
+/// [`run`] with lines of `1 << LINE_BITS` bytes, or of `k.line_bits` when `LINE_BITS` is 0.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn run_lines<
+    const W1: usize,
+    const S1: usize,
+    const W2: usize,
+    const S2: usize,
+    const HITS: bool,
+    const LINE_BITS: u32,
+    O: Watch,
+>(
+    l1: &mut PackedLru<W1, S1>,
+    l2: &mut PackedLru<W2, S2>,
+    k: TwoLevel,
+    l1_stats: &mut LevelStats,
+    l2_stats: &mut LevelStats,
+    batch: &[(u64, u32, AccessKind)],
+    watch: &mut O,
+) -> usize {
     let (shape1, sets1) = l1.parts();
     let (shape2, sets2) = l2.parts();
     // The mask as `len - 1` of a slice known to be a power of two long: the compiler then
@@ -79,7 +109,11 @@ pub(super) fn run<
         l1_mask: sets1.len() as u64 - 1,
         ..k
     };
-    let bits = k.line_bits;
+    let bits = if LINE_BITS != 0 {
+        LINE_BITS
+    } else {
+        k.line_bits
+    };
     let mut writes = 0u64;
     let mut done = batch.len();
     for (index, &(addr, size, kind)) in batch.iter().enumerate() {
@@ -101,7 +135,7 @@ pub(super) fn run<
         }
         let l2_result = miss(
             (shape1, state),
-            || (shape2, &mut *sets2),
+            || (&shape2, &mut *sets2),
             k,
             block,
             kind,
@@ -131,7 +165,7 @@ pub(crate) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
 #[inline(always)]
 pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
     l1: (PackedShape<W1, S1>, &mut PackedSet<W1, S1>),
-    l2: impl FnOnce() -> (PackedShape<W2, S2>, &'a mut [PackedSet<W2, S2>]),
+    l2: impl FnOnce() -> (&'a PackedShape<W2, S2>, &'a mut [PackedSet<W2, S2>]),
     k: TwoLevel,
     block: u64,
     kind: AccessKind,
@@ -141,9 +175,10 @@ pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const 
     let write = kind == AccessKind::Write;
     let (victim, _) = l1.0.fill(l1.1, block, write);
     *l1_stats.demand_misses(kind) += 1;
-    // L2's constants are asked for only now: a caller that reads them from the store (one
-    // access) would otherwise hold them across the fill, in registers the fill needs; a loop
-    // hands over the copies it keeps.
+    // L2's constants are asked for only now, and by reference: a caller that reads them from
+    // the store (one access) would otherwise load them all before the fill and hold them
+    // across it, in registers the fill needs, though each path below uses a few; a loop hands
+    // over the copies it keeps.
     let (shape2, sets2) = l2();
     if let Some(v) = victim.filter(|v| v.dirty && k.writebacks) {
         l1_stats.writebacks += 1;
@@ -168,7 +203,7 @@ pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const 
 /// dirty, as [`super::Hierarchy`]'s write-back does.
 #[inline(always)]
 fn write_back<const W2: usize, const S2: usize>(
-    shape2: PackedShape<W2, S2>,
+    shape2: &PackedShape<W2, S2>,
     sets2: &mut [PackedSet<W2, S2>],
     k: TwoLevel,
     block: u64,

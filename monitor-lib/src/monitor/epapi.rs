@@ -73,6 +73,13 @@ pub struct EventSet {
     /// Whether an L1 hit of each kind (by `AccessKind as usize`) meets `active`: the
     /// simulator's hit path asks this for every hit, and one byte compare is its cheapest form.
     counts_hit: [bool; 2],
+    /// `counts_hit`, or hits watched by someone else (the simulator's analyses): what the
+    /// simulator's hit path tests, one byte for both.
+    sees_hit: [bool; 2],
+    hits_watched: bool,
+    /// The lone histogram's outcome bits while running (see [`CounterArray::solo_bits`]), 0
+    /// otherwise: a miss meeting them is counted inline.
+    solo: u32,
     line_bytes: u32,
     data_levels: usize,
     events: Vec<StaticId>,
@@ -92,6 +99,9 @@ impl EventSet {
             running: false,
             active: 0,
             counts_hit: [false; 2],
+            sees_hit: [false; 2],
+            hits_watched: false,
+            solo: 0,
             line_bytes,
             data_levels,
             events: Vec::new(),
@@ -255,11 +265,38 @@ impl EventSet {
         self.counts_hit[kind as usize]
     }
 
+    /// Whether an L1 hit of `kind` counts anywhere now or is watched by whoever called
+    /// [`Self::set_hits_watched`].
+    #[inline(always)]
+    pub(crate) fn sees_l1_hit(&self, kind: AccessKind) -> bool {
+        self.sees_hit[kind as usize]
+    }
+
+    /// Whether something besides the bindings watches L1 hits (the simulator's analyses), so
+    /// that [`Self::sees_l1_hit`] answers for both.
+    pub(crate) fn set_hits_watched(&mut self, on: bool) {
+        self.hits_watched = on;
+        self.set_active(self.active);
+    }
+
+    /// What [`Self::set_hits_watched`] said last.
+    pub(crate) fn hits_watched(&self) -> bool {
+        self.hits_watched
+    }
+
     /// Sets `active` and what follows from it.
     fn set_active(&mut self, active: u32) {
         self.active = active;
         self.counts_hit = [AccessKind::Read, AccessKind::Write]
             .map(|kind| AccessOutcome::l1_hit(kind).event_bits() & active != 0);
+        self.sees_hit = self.counts_hit.map(|counts| counts || self.hits_watched);
+        // Bindings change only while stopped, so the array's solo histogram stays as it is
+        // until the next start.
+        self.solo = if active != 0 {
+            self.array.solo_bits()
+        } else {
+            0
+        };
     }
 }
 
@@ -278,8 +315,12 @@ impl Watch for EventSet {
     #[inline(always)]
     fn miss(&mut self, addr: u64, kind: AccessKind, l2: LevelResult) {
         let bits = AccessOutcome::l1_miss_event_bits(kind, l2);
-        if bits & self.active != 0 {
-            self.array.observe_matching_inline(addr, bits);
+        // With one histogram alone `active` is its bits: a miss that does not meet them
+        // counts nowhere.
+        if bits & self.solo != 0 {
+            self.array.observe_solo(addr);
+        } else if bits & self.active != 0 {
+            self.array.observe_matching(addr, bits);
         }
     }
 }
