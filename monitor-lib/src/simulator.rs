@@ -80,10 +80,15 @@ impl Simulator {
         &self.monitor
     }
 
-    /// The monitor's event set, to configure it in place (an event set assigned over it would
-    /// not know that the analyses watch L1 hits, which the simulator told this one).
-    pub fn monitor_mut(&mut self) -> &mut EventSet {
-        &mut self.monitor
+    /// The monitor's event set, to configure (or replace) through the returned guard. When the
+    /// guard goes, the simulator tells the event set again whether the analyses watch L1 hits,
+    /// which the hit path asks the event set alone, so even an event set assigned over this
+    /// one sees them.
+    pub fn monitor_mut(&mut self) -> MonitorMut<'_> {
+        MonitorMut {
+            hits_watched: self.analyses.is_some(),
+            monitor: &mut self.monitor,
+        }
     }
 
     /// Switches the analyses in `config` on for the data structures in `ranges`, replacing any
@@ -137,7 +142,7 @@ impl Simulator {
         debug_assert_eq!(
             self.monitor.hits_watched(),
             self.analyses.is_some(),
-            "the event set was replaced, not configured in place"
+            "the event set does not know whether the analyses watch L1 hits"
         );
         let block = self.hierarchy.l1_block(addr);
         if self.hierarchy.l1_hit_block(block, kind) {
@@ -402,6 +407,33 @@ impl Simulator {
     }
 }
 
+/// Mutable access to a [`Simulator`]'s event set; see [`Simulator::monitor_mut`].
+#[derive(Debug)]
+pub struct MonitorMut<'a> {
+    monitor: &'a mut EventSet,
+    hits_watched: bool,
+}
+
+impl std::ops::Deref for MonitorMut<'_> {
+    type Target = EventSet;
+
+    fn deref(&self) -> &EventSet {
+        self.monitor
+    }
+}
+
+impl std::ops::DerefMut for MonitorMut<'_> {
+    fn deref_mut(&mut self) -> &mut EventSet {
+        self.monitor
+    }
+}
+
+impl Drop for MonitorMut<'_> {
+    fn drop(&mut self) {
+        self.monitor.set_hits_watched(self.hits_watched);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,12 +529,13 @@ mod tests {
         for spec in ["D1=1K,2,64;L2=4K,4,64", "D1=512,2,32;L2=2K,4,64;L3=8K,4,64"] {
             let (mut line, mut observed) = (sim(spec), sim(spec));
             for s in [&mut line, &mut observed] {
-                let m = s.monitor_mut();
+                let mut m = s.monitor_mut();
                 m.add_event("EPC_L1_LDH", AddressRange::new(0, 1 << 20))
                     .unwrap();
                 m.add_event("PAPI_L2_DCM", AddressRange::new(0, 1 << 20))
                     .unwrap();
                 m.start().unwrap();
+                drop(m);
             }
             let mut x = 7u64;
             let mut misses = 0;
@@ -573,15 +606,43 @@ mod tests {
     }
 
     #[test]
+    fn an_event_set_assigned_over_the_monitor_still_shows_analyses_their_hits() {
+        let mut s = sim("D1=1K,2,32;L2=4K,4,32");
+        let range = AddressRange::new(0x1000, 0x400);
+        let mut ranges = RangeSet::new();
+        ranges
+            .insert(NamedRange {
+                name: "a".into(),
+                range,
+                bucket_bytes: 256,
+            })
+            .unwrap();
+        let reuse = AnalysisConfig {
+            reuse: true,
+            ..AnalysisConfig::default()
+        };
+        s.set_analyses(reuse, ranges).unwrap();
+        assert!(s.monitor().sees_l1_hit(AccessKind::Read));
+        let fresh = EventSet::for_hierarchy(CounterArrayConfig::default(), s.hierarchy()).unwrap();
+        *s.monitor_mut() = fresh;
+        assert!(s.monitor().sees_l1_hit(AccessKind::Read));
+        assert!(s.monitor().sees_l1_hit(AccessKind::Write));
+        s.set_analyses(AnalysisConfig::default(), RangeSet::new())
+            .unwrap();
+        assert!(!s.monitor().sees_l1_hit(AccessKind::Read));
+    }
+
+    #[test]
     fn hit_events_count_the_fast_path_hits_and_miss_events_ignore_them() {
         let mut s = sim("D1=1K,2,32;L2=4K,4,32");
         let range = AddressRange::new(0x1000, 0x400);
-        let monitor = s.monitor_mut();
+        let mut monitor = s.monitor_mut();
         let read_hits = monitor.add_event("EPC_L1_LDH", range).unwrap();
         let write_hits = monitor.add_event("EPC_L1_STH", range).unwrap();
         let l2_hits = monitor.add_event("PAPI_L2_DCH", range).unwrap();
         let read_misses = monitor.add_event("PAPI_L1_LDM", range).unwrap();
         monitor.start().unwrap();
+        drop(monitor);
         // 32 lines, 4 accesses each: a read miss, then a read, a write and a read hit.
         for line in 0..32u64 {
             let a = 0x1000 + line * 32;
@@ -631,13 +692,14 @@ mod tests {
                 let mut s =
                     Simulator::new(&"D1=1K,8,64;L2=4K,16,64".parse().unwrap(), config).unwrap();
                 let range = AddressRange::new(0x1000, 6000);
-                let m = s.monitor_mut();
+                let mut m = s.monitor_mut();
                 for event in ["PAPI_L1_LDM", "EPC_L1_STH", "PAPI_L2_DCA", "PAPI_L1_DCA"] {
                     m.add_event(event, range).unwrap();
                 }
                 m.add_histogram("PAPI_L1_DCH", range, 8).unwrap();
                 m.add_histogram("PAPI_L1_STM", range, 3).unwrap();
                 m.start().unwrap();
+                drop(m);
                 if analyses {
                     let mut ranges = RangeSet::new();
                     ranges
@@ -718,13 +780,14 @@ mod tests {
                     }
                     let monitor = EventSet::for_hierarchy(config, &hierarchy).unwrap();
                     let mut s = Simulator::from_parts(hierarchy, monitor);
-                    let m = s.monitor_mut();
+                    let mut m = s.monitor_mut();
                     for event in events {
                         m.add_event(event, range).unwrap();
                     }
                     m.add_histogram(events[0], range, 5).unwrap();
                     m.add_histogram(events[1], range, 2).unwrap();
                     m.start().unwrap();
+                    drop(m);
                     if general {
                         take_the_general_path(&mut s, range);
                     }
@@ -846,9 +909,10 @@ mod tests {
                 };
                 let spec = "D1=1K,8,64;L2=4K,16,64".parse().unwrap();
                 let mut s = Simulator::new(&spec, config).unwrap();
-                let m = s.monitor_mut();
+                let mut m = s.monitor_mut();
                 m.add_histogram("PAPI_L1_LDM", range, lines).unwrap();
                 m.start().unwrap();
+                drop(m);
                 if general {
                     take_the_general_path(&mut s, range);
                 }

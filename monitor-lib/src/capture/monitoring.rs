@@ -325,7 +325,7 @@ impl Monitoring {
 
     /// Stops the event set and moves every binding's counts into its bank.
     fn bank(&mut self, sim: &mut Simulator) {
-        let monitor = sim.monitor_mut();
+        let mut monitor = sim.monitor_mut();
         let values = if monitor.is_running() {
             monitor.stop().unwrap_or_default()
         } else {
@@ -354,7 +354,7 @@ impl Monitoring {
     /// Binds every counting request to the event set again and starts it.
     fn start(&mut self, sim: &mut Simulator) {
         let line = u64::from(sim.hierarchy().line_size(0));
-        let monitor = sim.monitor_mut();
+        let mut monitor = sim.monitor_mut();
         let mut any = false;
         for b in &mut self.bindings {
             if b.is_analysis() {
