@@ -17,3 +17,6 @@ pub mod shm;
 pub mod simulator;
 pub mod symbols;
 pub mod trace;
+
+#[cfg(test)]
+mod test_rng;

@@ -454,9 +454,7 @@ mod tests {
         let (mut x, mut addr) = (seed, 0x1000u64);
         (0..len)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                crate::test_rng::xorshift(&mut x);
                 addr = if x % jump_one_in == 0 {
                     0x1000 + (x >> 8) % span
                 } else {
@@ -540,9 +538,7 @@ mod tests {
             let mut x = 7u64;
             let mut misses = 0;
             for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                crate::test_rng::xorshift(&mut x);
                 let size = [1, 4, 8, 8, 16, 40, 100][(x >> 20) as usize % 7];
                 let kind = if x >> 40 & 1 == 1 {
                     AccessKind::Write
@@ -671,9 +667,7 @@ mod tests {
         let mut x = 99u64;
         let stream: Vec<(u64, u32, AccessKind)> = (0..30_000)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                crate::test_rng::xorshift(&mut x);
                 let size = [4, 8, 8, 8, 16, 200][(x >> 20) as usize % 6];
                 let kind = if (x >> 30) % 3 == 0 {
                     AccessKind::Write

@@ -74,13 +74,6 @@ fn sum_matrix(run: &mut Run, base: u64, n: u64, row_wise: bool) {
     }
 }
 
-fn xorshift(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
 #[test]
 fn plain_config_needs_nothing_and_bad_requests_are_refused() {
     let h = Hierarchy::new(&"D1=128,2,32".parse().unwrap()).unwrap();
@@ -267,7 +260,7 @@ fn predicted_misses_equal_a_fully_associative_lru_cache_of_that_size() {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let stream: Vec<(u64, u32, AccessKind)> = (0..6000)
         .map(|_| {
-            let r = xorshift(&mut state);
+            let r = crate::test_rng::xorshift(&mut state);
             let addr = (r >> 8) % (100 * 32);
             let size = 1 << (r % 4);
             let kind = if r & 0x10 == 0 { Read } else { Write };

@@ -1297,9 +1297,7 @@ mod tests {
             general.set_record_lines(true);
             let mut x = 7u64;
             for i in 0..50_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                crate::test_rng::xorshift(&mut x);
                 let addr = x % 16_384;
                 let size = [1, 4, 8, 8, 16][(x >> 20) as usize % 5];
                 let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
@@ -1327,9 +1325,7 @@ mod tests {
         let mut x = seed;
         (0..len)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                crate::test_rng::xorshift(&mut x);
                 let size = [1, 4, 8, 8, 8, 16, 0, 100][(x >> 20) as usize % 8];
                 let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
                 (x % span, size, kind)
@@ -1422,9 +1418,7 @@ mod tests {
                 let mut addr = 0u64;
                 let stream: Vec<(u64, u32, AccessKind)> = (0..60_000)
                     .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
+                        crate::test_rng::xorshift(&mut x);
                         addr = if x % 4 == 0 {
                             (x >> 8) % 12_000
                         } else {

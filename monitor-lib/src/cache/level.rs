@@ -1350,9 +1350,7 @@ mod tests {
             check_against_list(
                 assoc,
                 std::iter::repeat_with(|| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
+                    crate::test_rng::xorshift(&mut x);
                     x % range
                 })
                 .take(20_000),
@@ -1375,9 +1373,7 @@ mod tests {
             check_against_list(
                 assoc,
                 std::iter::repeat_with(|| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
+                    crate::test_rng::xorshift(&mut x);
                     twins[(x % (u64::from(assoc) + 3).min(21)) as usize]
                 })
                 .take(5_000),

@@ -908,9 +908,7 @@ mod tests {
             let mut walks = [0x40_0000u64, 0x40_2000, 0x40_3f00, 0x40_5000];
             let mut clean_writes = 0u32;
             for step in 0..200_000u32 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                crate::test_rng::xorshift(&mut x);
                 let (addr, size, kind) = if x % 8 < 6 {
                     let w = (x >> 8) as usize % 4;
                     walks[w] = 0x40_0000 + (walks[w] + 8 - 0x40_0000) % (24 << 10);

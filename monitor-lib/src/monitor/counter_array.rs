@@ -1074,9 +1074,7 @@ mod tests {
         assert_eq!(solo.solo_bits(), Event::L1_DCR.outcome_bits());
         let mut x = 5u64;
         for _ in 0..5000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            crate::test_rng::xorshift(&mut x);
             let addr = BASE - 64 + x % 4300;
             general.observe(addr, &read_hit());
             solo.observe_solo(addr);

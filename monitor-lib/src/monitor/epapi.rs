@@ -463,9 +463,7 @@ mod tests {
             let (mut general, mut inlined) = (build(), build());
             let mut x = 3u64;
             for _ in 0..50_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                crate::test_rng::xorshift(&mut x);
                 // Mostly inside the range, some below and above it.
                 let addr = BASE - 100 + x % 4200;
                 let kind = if x >> 40 & 1 == 0 { Read } else { Write };
