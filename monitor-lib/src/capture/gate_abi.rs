@@ -39,6 +39,12 @@ pub(crate) fn tool_sequence() -> &'static AtomicU32 {
     unsafe { &*SEQUENCE.load(Ordering::Acquire) }
 }
 
+/// The segment's tool-sequence word, once published (region tracking started).
+pub(crate) fn published_tool_sequence() -> Option<&'static AtomicU32> {
+    let word = tool_sequence();
+    (!std::ptr::eq(word, &NO_SEQUENCE)).then_some(word)
+}
+
 /// Makes [`tool_sequence`] the segment's word from now on.
 pub(crate) fn publish_tool_sequence(word: &'static AtomicU32) {
     SEQUENCE.store(std::ptr::from_ref(word).cast_mut(), Ordering::Release);

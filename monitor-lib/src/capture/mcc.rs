@@ -2,7 +2,7 @@
 //! simulated model, finished at exit so a waiting tool learns of it at once.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::shm::target::{Mcc, MccError, MccOptions};
 
@@ -10,19 +10,11 @@ use crate::shm::target::{Mcc, MccError, MccOptions};
 pub const MCC_ENV: &str = "EPCACHE_MCC";
 
 static MCC: OnceLock<Option<Mcc>> = OnceLock::new();
-/// The MCC's tool-sequence word, resolved once: every region boundary loads it.
-static TOOL_SEQUENCE: OnceLock<&'static AtomicU32> = OnceLock::new();
 
 /// The MCC, once [`create`] ran and succeeded.
 #[inline]
 pub(crate) fn get() -> Option<&'static Mcc> {
     MCC.get().and_then(Option::as_ref)
-}
-
-/// The word a tool bumps after every change it makes (see [`Mcc::tool_sequence`]).
-#[inline(always)]
-pub(crate) fn tool_sequence() -> Option<&'static AtomicU32> {
-    TOOL_SEQUENCE.get().copied()
 }
 
 /// Creates the segment and its discovery record, unless switched off; says on stderr why not
@@ -64,13 +56,10 @@ pub(crate) fn create(cache_spec: &str, counters: u32) -> Option<&'static Mcc> {
 }
 
 /// Hands the region boundaries the tool-sequence word (once region tracking starts): until
-/// then [`tool_sequence`] is `None` and every boundary takes the slow path.
+/// then `gate_abi::tool_sequence` is a stand-in and every boundary takes the slow path.
 pub(crate) fn publish_tool_sequence() {
     if let Some(word) = get().and_then(Mcc::tool_sequence) {
-        // The boundaries' pointer first: whoever sees the `OnceLock` set (and may then record a
-        // look in `ARMED_AT`) also sees the pointer the quiet test follows.
         super::gate_abi::publish_tool_sequence(word);
-        let _ = TOOL_SEQUENCE.set(word);
     }
 }
 

@@ -240,8 +240,8 @@ pub(super) struct Frames {
 pub(super) struct ThreadRegions {
     pub(super) frames: Frames,
     /// Each slot holds the region as a marker's frame would (`Frame::resolved`, not a
-    /// function), so a quiet marker begin pushes the slot's frame as it finds it. Code address
-    /// 0 is never looked up, so the empty slot matches nothing.
+    /// function), so a quiet marker begin pushes the slot's frame as it finds it. An empty slot
+    /// reads as code address 0 with no region, which is what the registry answers for 0.
     pc_cache: [Cell<(u64, Frame)>; PC_CACHE],
 }
 
@@ -257,9 +257,7 @@ impl ThreadRegions {
             pc_cache: [const { Cell::new((0, Frame::UNRESOLVED_MARKER)) }; PC_CACHE],
         }
     }
-}
 
-impl ThreadRegions {
     /// Whether this is what [`Self::empty`] makes.
     #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
@@ -316,7 +314,7 @@ fn armed() -> bool {
     if state::standalone() {
         return true;
     }
-    let (Some(m), Some(seq)) = (mcc::get(), mcc::tool_sequence()) else {
+    let (Some(m), Some(seq)) = (mcc::get(), super::gate_abi::published_tool_sequence()) else {
         return true;
     };
     // Acquire: whatever the tool changed before this bump is seen by the look below. A change
@@ -415,16 +413,7 @@ fn marker_region(reg: &mut Registry, return_pc: u64, label: &str) -> Option<Regi
 /// (Nothing is quiet before tracking starts; see [`quiet`].)
 #[inline(always)]
 pub(crate) fn function_entry(pc: u64) {
-    let pushed = quiet()
-        && with_frames(|f| {
-            let depth = f.depth.get();
-            let Some(slot) = f.shallow.get(depth) else {
-                return false;
-            };
-            slot.set(Frame::unresolved_function(pc));
-            f.depth.set(depth + 1);
-            true
-        });
+    let pushed = quiet() && push_shallow(Frame::unresolved_function(pc));
     // No switch-epoch check here: a thread picks up `enable_all` at its next access.
     if !pushed {
         function_entry_slow(pc);
@@ -498,9 +487,13 @@ pub(crate) fn marker_begin_quiet(return_pc: u64) -> bool {
     if !quiet() {
         return false;
     }
-    let Some(frame) = cached_frame(return_pc) else {
-        return false;
-    };
+    cached_frame(return_pc).is_some_and(push_shallow)
+}
+
+/// Pushes `frame` if the thread's fixed array has room (the quiet paths); `false`, having
+/// changed nothing, when it is full.
+#[inline(always)]
+fn push_shallow(frame: Frame) -> bool {
     with_frames(|f| {
         let depth = f.depth.get();
         let Some(slot) = f.shallow.get(depth) else {
