@@ -466,6 +466,36 @@ mod tests {
             .collect()
     }
 
+    /// The two-level shapes the fast paths are checked on against the general walk: 8 and 16
+    /// ways at either level, L2 smaller than L1, and 32-byte lines.
+    const TWO_LEVEL_SPECS: [&str; 5] = [
+        "D1=1K,8,64;L2=4K,16,64",
+        "D1=1K,16,64;L2=2K,8,64",
+        "D1=2K,8,64;L2=1K,8,64",
+        "D1=1K,16,64;L2=4K,16,64",
+        "D1=512,8,32;L2=2K,16,32",
+    ];
+
+    /// A simulator of `spec` (in Cachegrind mode when `cachegrind`) whose counter array has
+    /// `counters` counters of `counter_bits` bits.
+    fn two_level_sim(
+        spec: &str,
+        cachegrind: bool,
+        counters: usize,
+        counter_bits: u32,
+    ) -> Simulator {
+        let mut hierarchy = Hierarchy::new(&spec.parse().unwrap()).unwrap();
+        if cachegrind {
+            hierarchy = hierarchy.cachegrind_compatible();
+        }
+        let config = CounterArrayConfig {
+            counters,
+            counter_bits,
+        };
+        let monitor = EventSet::for_hierarchy(config, &hierarchy).unwrap();
+        Simulator::from_parts(hierarchy, monitor)
+    }
+
     /// Attaches a reuse analysis over `range` (named "a"), which keeps `s` off its fast paths:
     /// the general walk the fast paths are compared with.
     fn take_the_general_path(s: &mut Simulator, range: AddressRange) {
@@ -751,29 +781,14 @@ mod tests {
             }
         });
         let range = AddressRange::new(0x1000, 8000);
-        for spec in [
-            "D1=1K,8,64;L2=4K,16,64",
-            "D1=1K,16,64;L2=2K,8,64",
-            "D1=2K,8,64;L2=1K,8,64",
-            "D1=1K,16,64;L2=4K,16,64",
-            "D1=512,8,32;L2=2K,16,32",
-        ] {
+        for spec in TWO_LEVEL_SPECS {
             for (events, cachegrind) in [
                 (&["PAPI_L1_LDM", "PAPI_L2_DCM"][..], false),
                 (&["PAPI_L1_DCA", "EPC_L1_STH", "PAPI_L2_DCH"][..], false),
                 (&["PAPI_L1_STM", "PAPI_L1_DCH"][..], true),
             ] {
                 let build = |general: bool| {
-                    let config = CounterArrayConfig {
-                        counters: 8,
-                        counter_bits: 12,
-                    };
-                    let mut hierarchy = Hierarchy::new(&spec.parse().unwrap()).unwrap();
-                    if cachegrind {
-                        hierarchy = hierarchy.cachegrind_compatible();
-                    }
-                    let monitor = EventSet::for_hierarchy(config, &hierarchy).unwrap();
-                    let mut s = Simulator::from_parts(hierarchy, monitor);
+                    let mut s = two_level_sim(spec, cachegrind, 8, 12);
                     let mut m = s.monitor_mut();
                     for event in events {
                         m.add_event(event, range).unwrap();
@@ -824,13 +839,7 @@ mod tests {
         });
         let range = AddressRange::new(0x1400, 9000);
         let (mut evicted, mut overflowed) = (false, false);
-        for spec in [
-            "D1=1K,8,64;L2=4K,16,64",
-            "D1=1K,16,64;L2=2K,8,64",
-            "D1=2K,8,64;L2=1K,8,64",
-            "D1=1K,16,64;L2=4K,16,64",
-            "D1=512,8,32;L2=2K,16,32",
-        ] {
+        for spec in TWO_LEVEL_SPECS {
             for (event, lines, cachegrind) in [
                 ("PAPI_L1_DCM", 2, false),
                 ("PAPI_L1_LDM", 64, false),
@@ -838,16 +847,7 @@ mod tests {
                 ("PAPI_L1_STM", 5, true),
             ] {
                 let build = |general: bool| {
-                    let config = CounterArrayConfig {
-                        counters: 6,
-                        counter_bits: 8,
-                    };
-                    let mut hierarchy = Hierarchy::new(&spec.parse().unwrap()).unwrap();
-                    if cachegrind {
-                        hierarchy = hierarchy.cachegrind_compatible();
-                    }
-                    let monitor = EventSet::for_hierarchy(config, &hierarchy).unwrap();
-                    let mut s = Simulator::from_parts(hierarchy, monitor);
+                    let mut s = two_level_sim(spec, cachegrind, 6, 8);
                     s.monitor_mut().add_histogram(event, range, lines).unwrap();
                     s.monitor_mut().start().unwrap();
                     if general {
