@@ -570,8 +570,8 @@ pub(super) fn write_sized<const SIZE: u32>(addr: u64) {
 
 /// A fixed-size access while anything may capture: a repeat hit (see `filter.rs`) of a thread
 /// that captures and has no switch to pick up is counted here, in one thread-local block and
-/// one increment; everything else goes on to [`may_capture`] by a tail call. Only `addr` is
-/// live across the thread-local access, so little is saved around it.
+/// one increment; everything else goes on to [`may_capture`] by a tail call. The block is
+/// reached from the thread pointer (`thread_block.rs`), so no register is saved around it.
 #[inline(never)]
 extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
     let (synced_on, hit) = with_hot(|h| {
