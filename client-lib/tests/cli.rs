@@ -147,6 +147,17 @@ fn errors_name_the_file_the_line_and_the_offset() {
         stderr(&out)
     );
 
+    // A user who keeps RUST_BACKTRACE set gets the message and its causes, not a backtrace.
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["replay", &missing])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    assert!(text.starts_with("epcache: "), "{text}");
+    assert!(!text.contains("backtrace"), "{text}");
+
     let empty = dir.path().join("empty.lackey");
     std::fs::write(&empty, "==1== nothing traced\n").unwrap();
     let out = epcache(&["replay", empty.to_str().unwrap()]);

@@ -58,8 +58,19 @@ async fn termination() {
     }
 }
 
+fn main() {
+    if let Err(error) = run() {
+        // As `epcache` does: the message and its causes, never a backtrace.
+        eprintln!("epcached: {error}");
+        for cause in error.chain().skip(1) {
+            eprintln!("  caused by: {cause}");
+        }
+        std::process::exit(1);
+    }
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),

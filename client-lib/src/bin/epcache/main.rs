@@ -57,8 +57,20 @@ enum Command {
     Histogram(histogram::HistogramArgs),
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+fn main() {
+    if let Err(error) = run(Cli::parse().command) {
+        // The message and its causes, one per line, and nothing else: anyhow's default report
+        // from `main` also prints a backtrace whenever RUST_BACKTRACE is set for other reasons.
+        eprintln!("epcache: {error}");
+        for cause in error.chain().skip(1) {
+            eprintln!("  caused by: {cause}");
+        }
+        std::process::exit(1);
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Replay(args) => replay::run(&args),
         Command::Trace(command) => trace::run(&command),
         // The compiler's own exit code, so make and cmake see its failures as usual.
