@@ -26,8 +26,9 @@ static GATE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).ca
 /// Where the gate points when no explicit switch holds it open.
 static RESTING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).cast_mut());
 
-/// Where [`tool_sequence`] points until the segment's word is published: a word no
-/// sequence a boundary compares with ever equals (see `regions::quiet`).
+/// Where [`tool_sequence`] points until the segment's word is published (and again in a child
+/// of `fork`): a zero word, which the armed state boundaries compare it with equals only in
+/// such a child, where nothing can be armed (see `regions::quiet`).
 static NO_SEQUENCE: AtomicU32 = AtomicU32::new(0);
 static SEQUENCE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(NO_SEQUENCE).cast_mut());
 
@@ -48,6 +49,19 @@ pub(crate) fn published_tool_sequence() -> Option<&'static AtomicU32> {
 /// Makes [`tool_sequence`] the segment's word from now on.
 pub(crate) fn publish_tool_sequence(word: &'static AtomicU32) {
     SEQUENCE.store(std::ptr::from_ref(word).cast_mut(), Ordering::Release);
+}
+
+/// Stops following the segment's words (in a child of `fork`, whose segment is its parent's):
+/// the gate closes unless an explicit switch holds it open, and quiet boundaries compare with
+/// the stand-in sequence word again.
+pub(crate) fn forget_segment() {
+    let closed = std::ptr::addr_of!(CLOSED).cast_mut();
+    let followed = RESTING.swap(closed, Ordering::SeqCst);
+    let _ = GATE.compare_exchange(followed, closed, Ordering::SeqCst, Ordering::SeqCst);
+    SEQUENCE.store(
+        std::ptr::addr_of!(NO_SEQUENCE).cast_mut(),
+        Ordering::Release,
+    );
 }
 
 fn point_at(word: &'static AtomicU32) {

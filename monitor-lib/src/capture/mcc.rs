@@ -10,11 +10,25 @@ use crate::shm::target::{Mcc, MccError, MccOptions};
 pub const MCC_ENV: &str = "EPCACHE_MCC";
 
 static MCC: OnceLock<Option<Mcc>> = OnceLock::new();
+/// Set in a child that `fork` made: the segment it inherited is the parent's.
+static PARENTS: AtomicBool = AtomicBool::new(false);
 
-/// The MCC, once [`create`] ran and succeeded.
+/// The MCC, once [`create`] ran and succeeded, and only in the process that created it.
 #[inline]
 pub(crate) fn get() -> Option<&'static Mcc> {
+    if PARENTS.load(Ordering::Relaxed) {
+        return None;
+    }
     MCC.get().and_then(Option::as_ref)
+}
+
+/// In a child of `fork`: leaves the inherited segment to the parent. The child publishes no
+/// regions or results into it, halts at none of its halting points, and never finishes it;
+/// dual-compiled code and quiet boundaries stop reading its words. The attachment itself stays
+/// until the child execs or exits (the words the gate pointed at must stay mapped).
+pub(crate) fn leave_to_parent() {
+    PARENTS.store(true, Ordering::Relaxed);
+    super::gate_abi::forget_segment();
 }
 
 /// Creates the segment and its discovery record, unless switched off; says on stderr why not

@@ -300,7 +300,8 @@ const UNKNOWN: u64 = u64::MAX;
 /// [`ARMED_AT`]; a tool that changes anything bumps the sequence, so the next boundary of
 /// every thread takes the slow path and [`armed`] looks again. Until region tracking started
 /// the word read is a stand-in and `ARMED_AT` is [`UNKNOWN`], which no 32-bit sequence
-/// equals (every boundary slow), so a quiet boundary implies tracking.
+/// equals (every boundary slow), so a quiet boundary implies tracking. (A child of `fork`
+/// compares the stand-in with zero: tracking, and nothing can be armed.)
 #[inline(always)]
 fn quiet() -> bool {
     let seq = super::gate_abi::tool_sequence().load(Ordering::Relaxed);
@@ -314,8 +315,10 @@ fn armed() -> bool {
     if state::standalone() {
         return true;
     }
+    // No segment of this process's own (switched off, or the parent's after a fork): no tool
+    // can arm anything here, and the standalone report was looked at above.
     let (Some(m), Some(seq)) = (mcc::get(), super::gate_abi::published_tool_sequence()) else {
-        return true;
+        return false;
     };
     // Acquire: whatever the tool changed before this bump is seen by the look below. A change
     // after it bumps the sequence again, so a look that missed it is never taken as current.
@@ -327,6 +330,12 @@ fn armed() -> bool {
     let armed = m.anything_armed();
     ARMED_AT.store(if armed { now | ARMED } else { now }, Ordering::Relaxed);
     armed
+}
+
+/// In a child of `fork`, which has left the segment to its parent and makes no report: nothing
+/// can be armed any more, and the stand-in sequence word (zero) says so to quiet boundaries.
+pub(crate) fn nothing_armed_from_now() {
+    ARMED_AT.store(0, Ordering::Relaxed);
 }
 
 /// The target halted at a boundary (which disarmed the halting point it matched): look again at

@@ -313,6 +313,7 @@ pub(crate) fn init_process() {
             regions::start_tracking();
         }
         super::tsan_abi::register_at_exit(at_exit);
+        super::tsan_abi::register_at_fork_child(after_fork_in_child);
         if let Some(m) = segment {
             m.setup_done();
             m.wait_for_tool_if_asked();
@@ -341,7 +342,8 @@ fn register_globals() {
 
 extern "C" fn at_exit() {
     let previous = replace_state(BUSY);
-    if let Some(Some(path)) = PROCESS_INIT.get()
+    if !FORKED.load(Ordering::Relaxed)
+        && let Some(Some(path)) = PROCESS_INIT.get()
         && let Err(e) = write_report(path)
     {
         eprintln!("{e}");
@@ -350,6 +352,23 @@ extern "C" fn at_exit() {
         m.finish();
     }
     set_state(previous);
+}
+
+/// Set in a child of `fork` (that has not exec'd): the report and the segment are the parent's.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Runs in the child right after `fork`, with only the forking thread alive. The child is not
+/// monitored: it leaves the segment to its parent (which goes on being monitored and stepped),
+/// stops the standalone report's capture and writes no report at exit, which would overwrite
+/// the parent's. A child that execs a program built with epcache starts afresh.
+extern "C" fn after_fork_in_child() {
+    FORKED.store(true, Ordering::Relaxed);
+    mcc::leave_to_parent();
+    if STANDALONE.swap(false, Ordering::Relaxed) {
+        // The only thread picks the switch up at once; no other thread survived the fork.
+        switch_all(false);
+    }
+    regions::nothing_armed_from_now();
 }
 
 /// Whether the process start-up ran and regions are tracked (heap blocks are named only then;

@@ -35,6 +35,18 @@ pub(super) fn register_at_exit(hook: extern "C" fn()) {
     let _ = unsafe { atexit(hook) };
 }
 
+/// Registers `hook` to run in the child after every `fork`.
+pub(super) fn register_at_fork_child(hook: unsafe extern "C" fn()) {
+    // SAFETY: pthread_atfork only stores the pointers; `hook` is a 'static function with the C
+    // ABI, and null prepare/parent handlers are allowed. A failure (ENOMEM) leaves a forked
+    // child writing into its parent's segment, as before, so it is only said.
+    if unsafe { libc::pthread_atfork(None, None, Some(hook)) } != 0 {
+        eprintln!(
+            "epcache: cannot register the fork handler; a forked child may disturb its parent's monitoring"
+        );
+    }
+}
+
 fn address(addr: *const c_void) -> u64 {
     addr.addr() as u64
 }

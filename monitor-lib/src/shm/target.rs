@@ -116,6 +116,9 @@ pub struct Mcc {
     layout: Layout,
     config: ConfigTable,
     program: String,
+    /// The process that created the segment: a child that `fork` copied this value into must
+    /// not finish the parent's segment when it exits.
+    owner_pid: u32,
     record: Mutex<Option<PathBuf>>,
     tables: Mutex<OwnTables>,
 }
@@ -153,6 +156,7 @@ impl Mcc {
             segment,
             layout,
             program: options.program,
+            owner_pid: pid,
             record: Mutex::new(Some(record)),
             tables: Mutex::new(OwnTables::default()),
         };
@@ -619,8 +623,12 @@ impl Mcc {
     /// Says the program has finished: the state becomes `Exited`, a waiting tool is woken at
     /// once (rather than after its liveness check), and the discovery record is removed. The
     /// results stay readable while a tool keeps the segment attached. Idempotent; `Drop` calls it,
-    /// and a runtime whose MCC lives in a static calls it from `atexit`.
+    /// and a runtime whose MCC lives in a static calls it from `atexit`. Called in a process that
+    /// `fork` made from the creator, it does nothing: the program it would finish is the parent.
     pub fn finish(&self) {
+        if std::process::id() != self.owner_pid {
+            return;
+        }
         let Some(record) = self.record.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
         };

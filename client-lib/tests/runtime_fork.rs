@@ -1,0 +1,129 @@
+//! A program that forks without exec: the child must leave the parent's monitoring alone. It
+//! writes no report over the parent's, and its exit neither marks the parent's segment exited
+//! nor removes the parent's discovery record.
+
+mod capture_support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
+use epcache_monitor::shm::discovery;
+use epcache_monitor::shm::layout::TargetState;
+use epcache_monitor::shm::tool::TargetHandle;
+
+const CACHE: &str = "D1=32K,8,64;LL=1M,16,64";
+/// Elements of `A` in the kernel: each sweep reads and writes every one once.
+const N: u64 = 4096;
+
+fn build(dir: &Path) -> Option<PathBuf> {
+    if !available("gcc", "runtime_fork") || !runtime_built("runtime_fork") {
+        return None;
+    }
+    let source = kernel("fork_child.c");
+    epcache_cc(
+        dir,
+        &[
+            "gcc",
+            "-O1",
+            "-g",
+            source.to_str().unwrap(),
+            "-o",
+            "fork_child",
+        ],
+    );
+    Some(dir.join("fork_child"))
+}
+
+#[test]
+fn a_forked_child_that_outlives_its_parent_writes_no_report_over_the_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path()) else {
+        return;
+    };
+    let path = dir.path().join("report.json");
+    // The child keeps the parent's stdout open, so this returns once the child has exited too,
+    // after its exit handlers ran: those used to rewrite the report from the child's copy of
+    // the counts (two sweeps, and no `after_child`).
+    let out = Command::new(&program)
+        .arg("orphan")
+        .env("EPCACHE_REPORT", &path)
+        .env("EPCACHE_CACHE", CACHE)
+        .env("EPCACHE_MCC", "off")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let sweep = structure(region(&report, "sweep"), "A");
+    assert_eq!(
+        sweep["events"]["PAPI_L1_DCR"], N,
+        "the parent's one sweep only"
+    );
+    assert_eq!(sweep["events"]["PAPI_L1_DCW"], N);
+    let after = structure(region(&report, "after_child"), "A");
+    assert_eq!(after["events"]["PAPI_L1_DCR"], N);
+}
+
+#[test]
+fn a_forked_child_that_exits_leaves_the_parents_segment_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path()) else {
+        return;
+    };
+    let runtime_dir = dir.path().join("run");
+    let mut parent = Command::new(&program)
+        .arg("wait")
+        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
+        .env("EPCACHE_CACHE", CACHE)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(parent.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(
+        line, "child exited\n",
+        "the parent did not see its child exit"
+    );
+
+    // The child has exited through exit(); the parent runs on, blocked on its stdin.
+    let started = Instant::now();
+    let record = loop {
+        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
+        if let Some(r) = records.into_iter().find(|r| r.pid == parent.id()) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the parent's discovery record is gone after its child exited"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let tool = TargetHandle::attach_record(&record).unwrap();
+    assert_eq!(
+        tool.state().unwrap(),
+        TargetState::Running,
+        "the child's exit finished the parent's segment"
+    );
+    assert!(
+        tool.regions()
+            .unwrap()
+            .iter()
+            .any(|r| r.name == "after_child"),
+        "the parent's regions are published"
+    );
+
+    drop(parent.stdin.take());
+    let status = parent.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(tool.state().unwrap(), TargetState::Exited);
+}
