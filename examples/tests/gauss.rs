@@ -8,7 +8,14 @@
 
 mod support;
 
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use epcache_monitor::shm::discovery;
+use epcache_monitor::shm::layout::{RegionInfo, RegionKind};
+use epcache_monitor::shm::tool::TargetHandle;
 
 use support::{Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
 
@@ -303,7 +310,12 @@ fn epcache_reproduces_the_gauss_study_in_rust() {
     let captured = support::rustc("gauss.rs", dir.path(), "gauss", true);
     let report = support::run_with_report(&captured, &[], &Shape::GAUSS);
     // Rust has no automatic function regions (SanitizerCoverage gives no entry hook): the
-    // markers are the regions.
+    // markers are the regions, and tools are offered no Rust function it could never serve.
+    let offered = regions_offered_to_tools(&captured, dir.path());
+    assert!(
+        offered.iter().all(|r| r.kind != RegionKind::Function),
+        "Rust functions offered as regions: {offered:#?}"
+    );
     // rustc may reload a value gcc keeps in a register: counts within 0.1% of the hand counts.
     check_report(
         "Rust",
@@ -314,4 +326,36 @@ fn epcache_reproduces_the_gauss_study_in_rust() {
         "gauss::B",
         0.001,
     );
+}
+
+/// The regions a tool finds in `program`'s segment while it waits at start (`EPCACHE_WAIT`).
+fn regions_offered_to_tools(program: &Path, dir: &Path) -> Vec<RegionInfo> {
+    let runtime_dir = dir.join("run");
+    let mut child = Command::new(program)
+        .env("EPCACHE_WAIT", "30")
+        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
+        .env("EPCACHE_CACHE", Shape::GAUSS.epcache_spec())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let record = loop {
+        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
+        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{} never published its record",
+            program.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let tool = TargetHandle::attach_record(&record).unwrap();
+    tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
+    let regions = tool.regions().unwrap();
+    tool.release().unwrap();
+    assert!(child.wait().unwrap().success());
+    regions
 }
