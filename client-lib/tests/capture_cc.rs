@@ -74,6 +74,27 @@ fn c_kernel_counts_equal_the_hand_counts() {
     assert_eq!(count(events, "PAPI_L1_STM"), N * 4 / LINE);
     assert_eq!(report["cache"], SMALL_L1);
     assert_eq!(report["threads"], 1);
+
+    // A cache it cannot simulate is said once at start, even with nothing captured yet (a tool
+    // may come later), and the program runs on.
+    let out = std::process::Command::new(&program)
+        .env("EPCACHE_CACHE", "D1=32K,8,60")
+        .env("EPCACHE_RUNTIME_DIR", dir.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        (N * (N - 1) / 2).to_string()
+    );
+    assert_eq!(
+        stderr
+            .matches("cannot simulate the cache `D1=32K,8,60`")
+            .count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -51,16 +51,25 @@ fn tool_of<T>(request: &Request<T>) -> String {
 
 /// The target's cache hierarchy, when it published one that parses.
 fn hierarchy(entry: &TargetEntry) -> Result<Option<(HierarchySpec, u32)>, DaemonError> {
+    Ok(published_hierarchy(entry)?.and_then(Result::ok))
+}
+
+/// A published cache model: the hierarchy and its counter count, or the text that did not parse.
+type PublishedModel = Result<(HierarchySpec, u32), String>;
+
+/// What the target published as its cache: `None` before it did; `Err` with the text when that
+/// does not parse (the runtime publishes its own complaint about a bad `EPCACHE_CACHE`).
+fn published_hierarchy(entry: &TargetEntry) -> Result<Option<PublishedModel>, DaemonError> {
     let Some((text, counters)) = entry.handle.model()? else {
         return Ok(None);
     };
-    match text.parse::<HierarchySpec>() {
-        Ok(spec) => Ok(Some((spec, counters))),
+    Ok(Some(match text.parse::<HierarchySpec>() {
+        Ok(spec) => Ok((spec, counters)),
         Err(e) => {
             tracing::warn!(pid = entry.pid(), spec = %text, error = %e, "target published a cache spec this daemon cannot parse");
-            Ok(None)
+            Err(text)
         }
-    }
+    }))
 }
 
 /// The halting point `point` asks for, armed on the target.
@@ -155,7 +164,19 @@ impl Mri for MriService {
         }
         let regions = entry.handle.regions().map_err(DaemonError::from)?;
         let structures = entry.handle.data_structures().map_err(DaemonError::from)?;
-        let spec = hierarchy(&entry)?.map(|(s, _)| s);
+        // A target that cannot simulate (a bad EPCACHE_CACHE) would leave requests active and
+        // never answered: refuse them with what the target said.
+        let spec = match published_hierarchy(&entry)? {
+            Some(Ok((spec, _))) => Some(spec),
+            Some(Err(published)) => {
+                return Err(DaemonError::FailedPrecondition(format!(
+                    "target pid {} cannot simulate a cache, so it can serve no request: {published}; restart it with a valid EPCACHE_CACHE (the spec syntax of `epcache replay --help`)",
+                    call.pid
+                ))
+                .into());
+            }
+            None => None,
+        };
         // Resolve everything first: a refused call must leave the target untouched.
         let resolved = call
             .requests

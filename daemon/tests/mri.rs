@@ -578,6 +578,41 @@ async fn bad_requests_get_the_right_status_and_the_target_runs_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_cannot_simulate_refuses_requests_with_its_own_complaint() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    // What the runtime publishes when EPCACHE_CACHE does not parse.
+    let complaint = "epcache: cannot simulate the cache `D1=32K,8,60` (from EPCACHE_CACHE): the line size 60 is not a power of two";
+    let target = spawn_target(
+        dir.path(),
+        &[WAIT, (support::synthetic::MODEL_TEXT, complaint)],
+    );
+    let mut tool = connect(&daemon, "hopeful").await;
+    wait_listed(&mut tool, target.pid).await;
+    let pid = target.pid;
+    let described = tool
+        .describe_target(v1::DescribeTargetRequest { pid })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(described.model.is_none(), "no model to show");
+    assert!(described.regions.iter().any(|r| r.name == "kernel"));
+    let e = tool
+        .add_requests(v1::AddRequestsRequest {
+            pid,
+            requests: vec![static_request("kernel", "A", "PAPI_L1_LDM")],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e}");
+    assert!(
+        e.message().contains("cannot simulate") && e.message().contains("line size 60"),
+        "{e}"
+    );
+    drop(target);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_that_dies_or_exits_while_a_tool_waits_ends_the_wait() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = start_daemon(dir.path()).await;

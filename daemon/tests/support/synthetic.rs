@@ -34,6 +34,9 @@ pub const ITERATIONS: &str = "EPCACHE_SYNTH_ITERATIONS";
 pub const WORK: &str = "EPCACHE_SYNTH_WORK";
 /// Milliseconds to sleep after each `idle`, so a test can act while the program runs.
 pub const PAUSE_MS: &str = "EPCACHE_SYNTH_PAUSE_MS";
+/// Text to publish as the cache model instead of [`SPEC`] (the program still simulates `SPEC`),
+/// as the runtime publishes its complaint about a bad `EPCACHE_CACHE`.
+pub const MODEL_TEXT: &str = "EPCACHE_SYNTH_MODEL_TEXT";
 
 /// The cache the program simulates.
 pub const SPEC: &str = "D1=8K,2,32;LL=1M,8,64";
@@ -253,7 +256,8 @@ pub fn run_target() {
         DataStructureKind::HeapRegistered,
     )
     .unwrap();
-    mcc.publish_model(SPEC, CounterArrayConfig::default().counters as u32)
+    let model = var(MODEL_TEXT).unwrap_or_else(|| SPEC.to_owned());
+    mcc.publish_model(&model, CounterArrayConfig::default().counters as u32)
         .unwrap();
     let spec: HierarchySpec = SPEC.parse().unwrap();
     let mut program = Program {

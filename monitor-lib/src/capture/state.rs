@@ -296,6 +296,10 @@ pub(crate) fn init_process() {
             Ok((text, _)) => text.clone(),
             Err(why) => why.clone(),
         };
+        if let Err(why) = process_spec() {
+            // Said now, not at the first capture: a tool may come later and only learn it then.
+            report_spec_error_once(why);
+        }
         let counters = CounterArrayConfig::default().counters as u32;
         let segment = mcc::create(&spec_text, counters);
         // Dual-compiled functions run their instrumented copies while a tool arms anything.
@@ -531,7 +535,7 @@ extern "C" fn sync() {
 fn report_spec_error_once(why: &str) {
     static SAID: AtomicBool = AtomicBool::new(false);
     if !SAID.swap(true, Ordering::Relaxed) {
-        eprintln!("{why}; nothing is captured");
+        eprintln!("{why}; nothing is captured, and tools' requests are refused");
     }
 }
 
