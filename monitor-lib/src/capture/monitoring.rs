@@ -266,6 +266,12 @@ impl Monitoring {
             }) {
                 continue;
             }
+            // The one thing the segment cannot check for the runtime: whether its own cache
+            // has the event's level. Rejected once, rather than said at every boundary.
+            if request.spec.analyses == 0 && request.spec.event.level() >= sim.hierarchy().depth() {
+                m.reject(request.slot, request.generation);
+                continue;
+            }
             let bucket_bytes = bucket_bytes(&request.spec, request.range, line);
             if request.spec.analyses != 0 {
                 start_analyses(sim, &request);

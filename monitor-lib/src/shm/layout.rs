@@ -982,14 +982,32 @@ impl RequestSpec {
             2 => Aggregation::Summed,
             v => return Err(bad("aggregation", v)),
         };
+        let analyses = (w5 >> 16) as u16;
+        if analyses & !analysis_bits::ALL != 0 {
+            return Err(bad("analysis bits", u64::from(analyses)));
+        }
         Ok(RequestSpec {
             region: RegionIndex(w1 as u32),
             target,
             event,
             mode,
             aggregation,
-            analyses: (w5 >> 16) as u16,
+            analyses,
         })
+    }
+
+    /// How many buckets a histogram over `range` takes (`None` for a static count): with
+    /// explicit bucket bytes the range decides, before the runtime rounds buckets up to whole
+    /// lines (which only makes fewer).
+    pub fn histogram_buckets(&self, range: AddressRange) -> Option<u64> {
+        match self.mode {
+            Mode::Static => None,
+            Mode::Histogram {
+                bucket_bytes: 0,
+                buckets,
+            } => Some(u64::from(buckets)),
+            Mode::Histogram { bucket_bytes, .. } => Some(range.len().div_ceil(bucket_bytes)),
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use super::config_table::{ConfigEntry, ConfigTable, ConfigTableError};
 use super::discovery::{self, DiscoveryError, TargetRecord};
 use super::futex;
 use super::layout::{
-    self, Boundary, Capacities, DataStructureIndex, DataStructureKind, Layout, LayoutError, Mode,
+    self, Boundary, Capacities, DataStructureIndex, DataStructureKind, Layout, LayoutError,
     RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget, SlotState, Table, header,
 };
 use super::process;
@@ -437,12 +437,32 @@ impl Mcc {
         if range.is_empty() {
             return None;
         }
-        if let Mode::Histogram { buckets, .. } = spec.mode
-            && buckets as usize > self.layout.buckets_per_slot()
+        // With explicit bucket bytes the range decides the count: a raw request could ask for
+        // millions of counters per thread, and for results that do not fit the slot.
+        if spec
+            .histogram_buckets(range)
+            .is_some_and(|n| n == 0 || n > self.layout.buckets_per_slot() as u64)
         {
             return None;
         }
         Some((spec, range))
+    }
+
+    /// Marks the active request in `slot` (of `generation`) rejected: the runtime cannot serve
+    /// it (an event at a level its cache does not have). Nothing if the tool changed the slot.
+    pub fn reject(&self, slot: u32, generation: u32) {
+        let view = self.segment.view();
+        if let Ok(words) = self
+            .layout
+            .entry_words(view, Table::RequestSlots, slot as usize)
+        {
+            let _ = words[0].compare_exchange(
+                layout::slot_word(SlotState::Active, generation),
+                layout::slot_word(SlotState::Rejected, generation),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
     }
 
     /// Publishes `result` for the request in `slot`, unless the tool cancelled or replaced it.
@@ -650,7 +670,7 @@ impl Drop for Mcc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shm::layout::{Aggregation, HaltingPoint};
+    use crate::shm::layout::{Aggregation, HaltingPoint, Mode};
     use crate::shm::tool::TargetHandle;
 
     /// What a runtime's region boundaries rely on to skip every check: each tool change bumps
@@ -703,6 +723,89 @@ mod tests {
         assert!(!mcc.anything_armed());
         tool.set_step_point(None, 0).unwrap();
         assert!(mcc.anything_armed(), "a step is armed");
+    }
+
+    /// What the tool-side checks would refuse, written into a slot raw, is rejected by the
+    /// target and never served: histogram bucket bytes that make more buckets than a slot
+    /// holds, unknown analysis bits, and an event at a level the runtime lacks (`reject`).
+    #[test]
+    fn raw_requests_the_target_cannot_serve_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcc = Mcc::create(MccOptions {
+            program: "raw-requests".into(),
+            runtime_dir: Some(dir.path().to_owned()),
+            ..MccOptions::default()
+        })
+        .unwrap();
+        let kernel = mcc
+            .register_region(1, 20, RegionKind::Function, "kernel", "k.c")
+            .unwrap();
+        let tool = TargetHandle::attach(mcc.shm_id()).unwrap();
+        let per_slot = mcc.layout.buckets_per_slot() as u64;
+        let histogram = RequestSpec {
+            region: kernel.region,
+            target: RequestTarget::Range(AddressRange::new(0x10_0000, 64 * per_slot)),
+            event: "PAPI_L1_DCM".parse().unwrap(),
+            mode: Mode::Histogram {
+                buckets: 16,
+                bucket_bytes: 64,
+            },
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        };
+        assert_eq!(
+            histogram.histogram_buckets(AddressRange::new(0, 64 * per_slot)),
+            Some(per_slot)
+        );
+        let state = |slot: u32| {
+            let words = mcc
+                .layout
+                .entry_words(mcc.segment.view(), Table::RequestSlots, slot as usize)
+                .unwrap();
+            SlotState::from_word(words[0].load(Ordering::Acquire)).unwrap()
+        };
+        let overwrite = |slot: u32, word: usize, value: u64| {
+            mcc.layout
+                .entry_words(mcc.segment.view(), Table::RequestSlots, slot as usize)
+                .unwrap()[word]
+                .store(value, Ordering::Relaxed);
+        };
+
+        // Exactly a slot's worth of 64-byte buckets is served.
+        let fits = tool.submit(&histogram).unwrap();
+        let served = mcc.active_requests(kernel);
+        assert_eq!(served.len(), 1);
+        tool.cancel(fits).unwrap();
+
+        // Eight-byte buckets over the same range: eight times too many.
+        let too_fine = tool.submit(&histogram).unwrap();
+        overwrite(too_fine.slot, 6, 8);
+        assert!(mcc.active_requests(kernel).is_empty());
+        assert_eq!(state(too_fine.slot), SlotState::Rejected);
+
+        let unknown_analysis = tool.submit(&histogram).unwrap();
+        let words = mcc
+            .layout
+            .entry_words(
+                mcc.segment.view(),
+                Table::RequestSlots,
+                unknown_analysis.slot as usize,
+            )
+            .unwrap();
+        let w5 = words[5].load(Ordering::Relaxed);
+        overwrite(unknown_analysis.slot, 5, w5 | 1 << (16 + 7));
+        assert!(mcc.active_requests(kernel).is_empty());
+        assert_eq!(state(unknown_analysis.slot), SlotState::Rejected);
+
+        let unservable = tool.submit(&histogram).unwrap();
+        let active = mcc.active_requests(kernel);
+        assert_eq!(active.len(), 1);
+        mcc.reject(active[0].slot, active[0].generation);
+        assert_eq!(state(unservable.slot), SlotState::Rejected);
+        assert!(
+            mcc.active_requests(kernel).is_empty(),
+            "a rejected request stays rejected"
+        );
     }
 
     #[test]

@@ -10,9 +10,9 @@ use super::config_table::{ConfigEntry, ConfigTable};
 use super::discovery::TargetRecord;
 use super::futex;
 use super::layout::{
-    self, Boundary, DataStructureInfo, HaltingPoint, Layout, LayoutError, MAX_REQUEST_SLOTS, Mode,
+    self, Boundary, DataStructureInfo, HaltingPoint, Layout, LayoutError, MAX_REQUEST_SLOTS,
     RegionIndex, RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotState, Table,
-    TargetState, header,
+    TargetState, analysis_bits, header,
 };
 use super::process;
 use super::sysv::{Access, Segment, SegmentError, ViewError};
@@ -342,14 +342,17 @@ impl TargetHandle {
     /// it up at the region's next entry.
     pub fn submit(&self, spec: &RequestSpec) -> Result<RequestHandle, ToolError> {
         let entry = self.config_entry(spec.region)?;
-        match spec.target {
+        let range = match spec.target {
             RequestTarget::DataStructure(d) => {
                 let all = self.data_structures()?;
-                if !all.get(d.0 as usize).is_some_and(|ds| ds.live) {
-                    return Err(ToolError::NoSuchDataStructure {
-                        index: d.0,
-                        count: all.len(),
-                    });
+                match all.get(d.0 as usize) {
+                    Some(ds) if ds.live => ds.range,
+                    _ => {
+                        return Err(ToolError::NoSuchDataStructure {
+                            index: d.0,
+                            count: all.len(),
+                        });
+                    }
                 }
             }
             RequestTarget::Range(r) if r.is_empty() => {
@@ -357,15 +360,27 @@ impl TargetHandle {
                     why: format!("address range [{:#x}, {:#x}) is empty", r.start, r.end),
                 });
             }
-            RequestTarget::Range(_) => {}
-        }
-        if let Mode::Histogram { buckets, .. } = spec.mode
-            && (buckets == 0 || buckets as usize > self.layout.buckets_per_slot())
+            RequestTarget::Range(r) => r,
+        };
+        // The target makes the same checks and rejects what fails them; refused here, the
+        // tool learns why at once.
+        if let Some(buckets) = spec.histogram_buckets(range)
+            && (buckets == 0 || buckets > self.layout.buckets_per_slot() as u64)
         {
             return Err(ToolError::InvalidRequest {
                 why: format!(
-                    "{buckets} histogram buckets; this target's segment holds 1 to {} per request",
+                    "{buckets} histogram buckets over {} bytes; this target's segment holds 1 to {} per request (give fewer buckets or larger ones)",
+                    range.len(),
                     self.layout.buckets_per_slot()
+                ),
+            });
+        }
+        if spec.analyses & !analysis_bits::ALL != 0 {
+            return Err(ToolError::InvalidRequest {
+                why: format!(
+                    "unknown analysis bits {:#x} (known: {:#x})",
+                    spec.analyses,
+                    analysis_bits::ALL
                 ),
             });
         }
@@ -560,6 +575,26 @@ impl TargetHandle {
         release.store(generation, Ordering::Release);
         futex::wake(release, u32::MAX);
         Ok(())
+    }
+
+    /// Where the request stands (pending, active, rejected by the target...); `None` once its
+    /// slot was reused for another request.
+    pub fn request_state(&self, handle: RequestHandle) -> Result<Option<SlotState>, ToolError> {
+        let words = self
+            .layout
+            .entry_words(
+                self.segment.view(),
+                Table::RequestSlots,
+                handle.slot as usize,
+            )
+            .map_err(|e| self.corrupt(e))?;
+        let head = words[0].load(Ordering::Acquire);
+        if (head >> 32) as u32 != handle.generation {
+            return Ok(None);
+        }
+        SlotState::from_word(head)
+            .map(Some)
+            .map_err(|e| self.corrupt(e))
     }
 
     /// The latest result of a request, read consistently; `None` before the target wrote one.

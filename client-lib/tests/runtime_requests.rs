@@ -1,0 +1,104 @@
+//! Requests a real target cannot serve, placed through the segment directly (as a tool without
+//! the daemon's checks would): the runtime rejects them once and runs on, instead of keeping
+//! them active, unanswered, with a complaint at every boundary.
+
+mod capture_support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capture_support::{available, epcache_cc, kernel, runtime_built};
+use epcache_monitor::shm::discovery;
+use epcache_monitor::shm::layout::{
+    Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, SlotState, TargetState,
+};
+use epcache_monitor::shm::tool::TargetHandle;
+
+/// Two data levels: no L3 to count at.
+const TWO_LEVELS: &str = "D1=8K,2,32;LL=1M,8,64";
+
+#[test]
+fn an_event_at_a_level_the_target_lacks_is_rejected_once() {
+    if !available("gcc", "runtime_requests") || !runtime_built("runtime_requests") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("gauss_regions.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            source.to_str().unwrap(),
+            "-o",
+            "gauss_regions",
+        ],
+    );
+    let runtime_dir = dir.path().join("run");
+    let child = Command::new(dir.path().join("gauss_regions"))
+        .env("EPCACHE_WAIT", "30")
+        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
+        .env("EPCACHE_CACHE", TWO_LEVELS)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let record = loop {
+        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
+        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the target never published its record"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let tool = TargetHandle::attach_record(&record).unwrap();
+    tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
+    let regions = tool.regions().unwrap();
+    let original = regions.iter().find(|r| r.name == "original").unwrap();
+    let a = tool
+        .data_structures()
+        .unwrap()
+        .into_iter()
+        .find(|d| d.name == "A")
+        .unwrap();
+    let request = |event: &str| RequestSpec {
+        region: original.index,
+        target: RequestTarget::DataStructure(a.index),
+        event: event.parse().unwrap(),
+        mode: Mode::Static,
+        aggregation: Aggregation::Summed,
+        analyses: 0,
+    };
+    let l3 = tool.submit(&request("PAPI_L3_LDM")).unwrap();
+    let l1 = tool.submit(&request("PAPI_L1_LDM")).unwrap();
+    tool.set_halting_point(Some(HaltingPoint {
+        region: Some(original.index),
+        boundary: Boundary::Exit,
+        skip: 0,
+    }))
+    .unwrap();
+    let generation = tool.halt_generation();
+    tool.release().unwrap();
+    let halt = tool
+        .wait_for_halt(generation, Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(halt.state, TargetState::Halted);
+    assert_eq!(tool.request_state(l3).unwrap(), Some(SlotState::Rejected));
+    assert_eq!(tool.request_state(l1).unwrap(), Some(SlotState::Active));
+    assert!(
+        tool.read_result(l1).unwrap().is_some_and(|r| r.total > 0),
+        "the servable request beside it is served"
+    );
+    assert!(tool.read_result(l3).unwrap().is_none());
+
+    tool.set_halting_point(None).unwrap();
+    tool.release().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("cannot be served"), "{stderr}");
+}
