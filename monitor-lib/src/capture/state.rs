@@ -318,9 +318,20 @@ pub(crate) fn init_process() {
         }
         super::tsan_abi::register_at_exit(at_exit);
         super::tsan_abi::register_at_fork_child(after_fork_in_child);
-        if let Some(m) = segment {
-            m.setup_done();
-            m.wait_for_tool_if_asked();
+        match segment {
+            Some(m) => {
+                m.setup_done();
+                m.wait_for_tool_if_asked();
+            }
+            None => {
+                if let Ok(wait) = std::env::var("EPCACHE_WAIT")
+                    && crate::shm::target::start_wait_from_env(Some(&wait)).is_some()
+                {
+                    eprintln!(
+                        "epcache: EPCACHE_WAIT={wait} is set, but this program has no segment a tool could attach to; it does not wait"
+                    );
+                }
+            }
         }
         report
     });

@@ -43,7 +43,19 @@ const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
 /// Build a C, C++ or Fortran program with capture (use as CC, CXX or FC).
 ///
 /// Example: `make CC="epcache cc -- gcc" FC="epcache cc -- gfortran"`, then run the program with
-/// `EPCACHE_REPORT=report.json EPCACHE_CACHE=host`.
+/// `EPCACHE_REPORT=report.json EPCACHE_CACHE=host`. For cmake, which wants one executable per
+/// compiler, use a two-line wrapper script (`exec epcache cc -- gcc "$@"`).
+///
+/// Each source is compiled twice (plain and with `-fsanitize=thread -g`) and merged, so the
+/// program runs its plain code until a tool or the report asks for capture. Link steps get
+/// epcache's runtime instead of libtsan; `epcache.h` and, for Fortran compilers, the `epcache`
+/// module are put on the include path (cached under `$XDG_CACHE_HOME/epcache`, else
+/// `~/.cache/epcache`).
+///
+/// Environment: `EPCACHE_RUNTIME` names the runtime library to link (default:
+/// `libepcache_monitor.a` beside this binary); `EPCACHE_CC_DUAL=off` builds every function
+/// instrumented only; `EPCACHE_CC_VERBOSE=1` prints each compiler command and what the merge
+/// made of each source.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CcArgs {
     /// The compiler and its arguments, exactly as they would be run (`gcc -O2 -c kernel.c`).

@@ -1,0 +1,139 @@
+//! A target never waits forever, and never silently: `EPCACHE_WAIT` with no tool coming gives
+//! up after its time, with no segment it says it does not wait, and a target halted at a
+//! halting point goes on by itself once its tool has gone (detached, as a killed tool is).
+
+mod capture_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capture_support::{available, epcache_cc, kernel, runtime_built};
+use epcache_monitor::shm::discovery;
+use epcache_monitor::shm::layout::{Boundary, HaltingPoint, TargetState};
+use epcache_monitor::shm::tool::TargetHandle;
+
+fn build(dir: &Path, who: &str) -> Option<PathBuf> {
+    if !available("gcc", who) || !runtime_built(who) {
+        return None;
+    }
+    let source = kernel("gauss_regions.c");
+    epcache_cc(
+        dir,
+        &[
+            "gcc",
+            "-O2",
+            source.to_str().unwrap(),
+            "-o",
+            "gauss_regions",
+        ],
+    );
+    Some(dir.join("gauss_regions"))
+}
+
+#[test]
+fn a_start_wait_with_no_tool_gives_up_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path(), "a_start_wait_with_no_tool_gives_up_and_says_so") else {
+        return;
+    };
+    let started = Instant::now();
+    let out = Command::new(&program)
+        .env("EPCACHE_WAIT", "1")
+        .env("EPCACHE_RUNTIME_DIR", dir.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "it did not wait"
+    );
+    assert!(stderr.contains("waits up to 1 s for a tool"), "{stderr}");
+    assert!(
+        stderr.contains("no tool released the program within 1 s; continuing without a tool"),
+        "{stderr}"
+    );
+
+    // No segment: nothing to wait for, and it says why it does not.
+    let started = Instant::now();
+    let out = Command::new(&program)
+        .env("EPCACHE_WAIT", "60")
+        .env("EPCACHE_MCC", "off")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30), "it waited");
+    assert!(
+        stderr.contains("EPCACHE_WAIT=60 is set, but this program has no segment"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_halted_target_goes_on_when_its_tool_goes_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(
+        dir.path(),
+        "a_halted_target_goes_on_when_its_tool_goes_away",
+    ) else {
+        return;
+    };
+    let runtime_dir = dir.path().join("run");
+    let child = Command::new(&program)
+        .env("EPCACHE_WAIT", "30")
+        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let record = loop {
+        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
+        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the target never published its record"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let tool = TargetHandle::attach_record(&record).unwrap();
+    tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
+    let original = tool
+        .regions()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == "original")
+        .unwrap();
+    tool.set_halting_point(Some(HaltingPoint {
+        region: Some(original.index),
+        boundary: Boundary::Entry,
+        skip: 0,
+    }))
+    .unwrap();
+    let generation = tool.halt_generation();
+    tool.release().unwrap();
+    let halt = tool
+        .wait_for_halt(generation, Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(halt.state, TargetState::Halted);
+
+    // The tool goes away without releasing it: its attachment ends as a killed tool's does.
+    drop(tool);
+    let gone = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        gone.elapsed() < Duration::from_secs(20),
+        "it took {:?} to go on",
+        gone.elapsed()
+    );
+    assert!(
+        stderr.contains("halted, but no tool is attached to segment"),
+        "{stderr}"
+    );
+}
