@@ -52,6 +52,9 @@ const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
 /// module are put on the include path (cached under `$XDG_CACHE_HOME/epcache`, else
 /// `~/.cache/epcache`).
 ///
+/// clang and clang++ are accepted too; their objects are built instrumented only (no plain
+/// copy), so an idle program runs slower than gcc's.
+///
 /// Environment: `EPCACHE_RUNTIME` names the runtime library to link (default:
 /// `libepcache_monitor.a` beside this binary); `EPCACHE_CC_DUAL=off` builds every function
 /// instrumented only; `EPCACHE_CC_VERBOSE=1` prints each compiler command and what the merge
@@ -511,15 +514,24 @@ fn without_output_and_source(args: &[String], source: usize) -> Vec<String> {
 }
 
 /// Whether a source of this kind is built in two copies: C, C++ and Fortran (assembly sources
-/// have no compiler-made code to copy), on x86-64 (the gate is x86-64 code), unless switched off.
-fn dual_wanted(source: &str) -> bool {
+/// have no compiler-made code to copy) by a gcc-family compiler (the merge reads gcc's listings
+/// and needs `-gno-as-loc-support`, which clang lacks), on x86-64 (the gate is x86-64 code),
+/// unless switched off.
+fn dual_wanted(compiler: &str, source: &str) -> bool {
     let off = std::env::var(DUAL_ENV)
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no"));
     let assembly = Path::new(source)
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| matches!(e, "s" | "S" | "sx"));
-    !off && !assembly && cfg!(target_arch = "x86_64")
+    !off && !assembly && !is_clang(compiler) && cfg!(target_arch = "x86_64")
+}
+
+/// Whether `compiler` is clang (or clang++), which takes the TSan flags but not the merge.
+fn is_clang(compiler: &str) -> bool {
+    Path::new(compiler)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("clang"))
 }
 
 /// Dependency-file options: the plain compilation writes the file, the instrumented one must not.
@@ -592,7 +604,7 @@ fn compile_object(
         compile.extend(flags.iter().cloned());
         run(compiler, &compile)
     };
-    if !dual_wanted(source) {
+    if !dual_wanted(compiler, source) {
         return instrumented_only(common);
     }
     let work = tempfile::Builder::new()
