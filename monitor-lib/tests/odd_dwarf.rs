@@ -1,4 +1,4 @@
-//! Hand-written DWARF that gfortran and gcc do not emit but a reader must survive: an array declared `a(5:0)` with its bounds as written, an all-ones unsigned upper bound, a function whose `DW_AT_high_pc` length wraps the address space. Each once panicked (u64 underflow or overflow) inside the runtime's start-up in a debug build; now each is an empty or absent size or range.
+//! Hand-written DWARF that gfortran and gcc do not emit but a reader must survive: an array declared `a(5:0)` with its bounds as written, an all-ones unsigned upper bound, a function whose `DW_AT_high_pc` length wraps the address space (each once panicked, u64 underflow or overflow, inside the runtime's start-up in a debug build; now each is an empty or absent size or range), and locations that are an address plus an offset, a dereference, or an offset past the address space's top.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -6,7 +6,8 @@ use std::process::Command;
 use epcache_monitor::symbols::DebugInfo;
 
 /// A program whose one compilation unit (`odd.f90`, DWARF 4, Fortran 95) declares the odd
-/// arrays `a` and `huge` and the function `main` with a wrapping length. Neither array symbol
+/// arrays `a` and `huge`, the variables `second`, `indirect` and `wraps` by their locations,
+/// and the function `main` with a wrapping length. Neither array symbol
 /// carries an ELF size, so the sizes come from the DWARF types.
 const PROGRAM: &str = r#"	.text
 	.globl	main
@@ -151,6 +152,32 @@ zm_huge:
 	.uleb128 9
 	.byte	0x03
 	.quad	zm_huge
+# second = a + 8: a COMMON member placed as the block's address plus its offset
+	.uleb128 5
+	.string	"second"
+	.long	.Lreal8 - .Lcu
+	.uleb128 11
+	.byte	0x03
+	.quad	zm_a
+	.byte	0x23
+	.uleb128 8
+# a pointer's target, not a fixed address
+	.uleb128 5
+	.string	"indirect"
+	.long	.Lreal8 - .Lcu
+	.uleb128 10
+	.byte	0x03
+	.quad	zm_huge
+	.byte	0x06
+# an offset that carries past the top of the address space
+	.uleb128 5
+	.string	"wraps"
+	.long	.Lreal8 - .Lcu
+	.uleb128 20
+	.byte	0x03
+	.quad	zm_a
+	.byte	0x23
+	.uleb128 0xffffffffffffffff
 	.uleb128 6
 	.string	"main"
 	.quad	main
@@ -180,7 +207,7 @@ fn build(dir: &Path) -> Option<PathBuf> {
 }
 
 #[test]
-fn empty_and_overflowing_bounds_and_ranges_are_read_without_panic() {
+fn odd_bounds_ranges_and_locations_are_read_without_panic() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = build(dir.path()) else { return };
     for (label, info) in [
@@ -194,6 +221,15 @@ fn empty_and_overflowing_bounds_and_ranges_are_read_without_panic() {
         let huge = info.global("huge").expect("huge");
         assert_eq!(huge.size, 0, "{label}: 2^64 reals have no 64-bit size");
         assert_ne!(a.address, huge.address, "{label}");
+        let second = info.global("second").expect("second");
+        assert_eq!(
+            (second.address, second.size),
+            (a.address + 8, 8),
+            "{label}: DW_OP_addr a, DW_OP_plus_uconst 8"
+        );
+        for not_fixed in ["indirect", "wraps"] {
+            assert!(info.global(not_fixed).is_none(), "{label}: {not_fixed}");
+        }
         // A range that wraps is no range: main is no function rather than one ending below
         // its start.
         assert!(

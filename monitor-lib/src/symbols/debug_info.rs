@@ -252,7 +252,7 @@ fn read_unit(
                 scopes.push((depth, name, Scope::Common));
             }
             gimli::DW_TAG_variable => {
-                let (Some(name), Some(address)) = (name, static_address(unit, entry)) else {
+                let (Some(name), Some(address)) = (name, static_address(dwarf, unit, entry)) else {
                     continue;
                 };
                 let common = scopes
@@ -429,8 +429,12 @@ fn entry_name(
     Ok(None)
 }
 
-/// The fixed address of a variable whose location is a single `DW_OP_addr`.
+/// The fixed address of a variable whose location is `DW_OP_addr` (or `DW_OP_addrx`),
+/// optionally followed by `DW_OP_plus_uconst` (how some compilers place a COMMON block's later
+/// members). Any other expression (a dereference, a thread-local offset) is no fixed address,
+/// nor is one whose offset carries past the top of the address space.
 fn static_address(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
     unit: &gimli::Unit<Reader<'_>>,
     entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
 ) -> Option<u64> {
@@ -438,10 +442,21 @@ fn static_address(
         return None;
     };
     let mut ops = expr.operations(unit.encoding());
-    match ops.next().ok()? {
-        Some(gimli::Operation::Address { address }) => Some(address),
-        _ => None,
+    let mut address = match ops.next().ok()?? {
+        gimli::Operation::Address { address } => address,
+        gimli::Operation::AddressIndex { index } => dwarf.address(unit, index).ok()?,
+        _ => return None,
+    };
+    if let Some(op) = ops.next().ok()? {
+        let gimli::Operation::PlusConstant { value } = op else {
+            return None;
+        };
+        address = address.checked_add(value)?;
+        if ops.next().ok()?.is_some() {
+            return None;
+        }
     }
+    Some(address)
 }
 
 /// The code address ranges of a DIE (`DW_AT_low_pc`/`DW_AT_high_pc` or `DW_AT_ranges`), empty
