@@ -16,11 +16,14 @@ type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 pub struct GlobalVariable {
     /// The name as declared, e.g. `a`.
     pub name: String,
-    /// The name with its enclosing scopes, e.g. `gauss_mod::a` or `main::counter`.
+    /// The name with its enclosing scopes, e.g. `gauss_mod::a` or `main::counter`; a COMMON
+    /// member is qualified by its block alone (`blk::x`), not by the procedures declaring it.
     pub qualified_name: String,
     /// Link-time address; add the load bias for the address in a running process.
     pub address: u64,
-    /// Size in bytes (0 when neither the symbol table nor the type says).
+    /// Size in bytes: the symbol table's at this address, else the DWARF type's (a COMMON
+    /// member's always its type's, the block's symbol covering every member); 0 when neither
+    /// says or the array is empty.
     pub size: u64,
     /// Declaring source file, an index into [`DebugInfo::files`].
     pub file: Option<u32>,
