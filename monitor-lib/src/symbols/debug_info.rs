@@ -16,11 +16,14 @@ type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 pub struct GlobalVariable {
     /// The name as declared, e.g. `a`.
     pub name: String,
-    /// The name with its enclosing scopes, e.g. `gauss_mod::a` or `main::counter`.
+    /// The name with its enclosing scopes, e.g. `gauss_mod::a` or `main::counter`; a COMMON
+    /// member is qualified by its block alone (`blk::x`), not by the procedures declaring it.
     pub qualified_name: String,
     /// Link-time address; add the load bias for the address in a running process.
     pub address: u64,
-    /// Size in bytes (0 when neither the symbol table nor the type says).
+    /// Size in bytes: the symbol table's at this address, else the DWARF type's (a COMMON
+    /// member's always its type's, the block's symbol covering every member); 0 when neither
+    /// says or the array is empty.
     pub size: u64,
     /// Declaring source file, an index into [`DebugInfo::files`].
     pub file: Option<u32>,
@@ -204,6 +207,16 @@ impl DebugInfo {
     }
 }
 
+/// What kind of scope encloses the DIEs below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// A namespace, module or function: it qualifies the names declared inside.
+    Named,
+    /// A Fortran COMMON block, declared inside each procedure that uses it: its members are
+    /// named by the block alone.
+    Common,
+}
+
 fn read_unit(
     dwarf: &gimli::Dwarf<Reader<'_>>,
     unit: &gimli::Unit<Reader<'_>>,
@@ -211,40 +224,69 @@ fn read_unit(
     file_ids: &mut HashMap<String, u32>,
     out: &mut DebugInfo,
 ) -> gimli::Result<()> {
-    // Names of the enclosing scopes (namespaces, modules, functions) by depth.
-    let mut scopes: Vec<(isize, String)> = Vec::new();
+    // Names of the enclosing scopes (namespaces, modules, functions, COMMON blocks) by depth.
+    let mut scopes: Vec<(isize, String, Scope)> = Vec::new();
+    // The lower bound of an array dimension that does not give one: 1 in Fortran, 0 in C.
+    let mut lower_default = 0;
     let mut entries = unit.entries();
     while let Some(entry) = entries.next_dfs()? {
         let depth = entry.depth();
-        while scopes.last().is_some_and(|(d, _)| *d >= depth) {
+        while scopes.last().is_some_and(|(d, _, _)| *d >= depth) {
             scopes.pop();
         }
         let tag = entry.tag();
         let name = entry_name(dwarf, unit, entry)?;
         match tag {
-            gimli::DW_TAG_namespace | gimli::DW_TAG_module | gimli::DW_TAG_common_block => {
-                // A COMMON block's members are addressed variables like any other; the block
-                // name qualifies them.
-                if let Some(name) = name.clone() {
-                    scopes.push((depth, name));
+            gimli::DW_TAG_compile_unit | gimli::DW_TAG_partial_unit => {
+                if let Some(AttributeValue::Language(language)) =
+                    entry.attr_value(gimli::DW_AT_language)
+                {
+                    lower_default = default_lower_bound(language);
                 }
             }
+            gimli::DW_TAG_namespace | gimli::DW_TAG_module => {
+                if let Some(name) = name.clone() {
+                    scopes.push((depth, name, Scope::Named));
+                }
+            }
+            gimli::DW_TAG_common_block => {
+                // gfortran names the blank COMMON `__BLNK__`.
+                let name = name.clone().unwrap_or_else(|| "__BLNK__".to_owned());
+                scopes.push((depth, name, Scope::Common));
+            }
             gimli::DW_TAG_variable => {
-                let (Some(name), Some(address)) = (name, static_address(unit, entry)) else {
+                let (Some(name), Some(address)) = (name, static_address(dwarf, unit, entry)) else {
                     continue;
                 };
-                let size = sizes
-                    .get(&address)
-                    .copied()
-                    .or_else(|| type_size(unit, entry, 8))
-                    .unwrap_or(0);
+                let common = scopes
+                    .last()
+                    .filter(|(d, _, scope)| *scope == Scope::Common && d + 1 == depth)
+                    .map(|(_, block, _)| block.as_str());
+                let (size, qualified_name) = match common {
+                    // A COMMON block is one ELF symbol (`blk_`) at its first member's address,
+                    // sized for the whole block: each member is its own type's size, named by
+                    // the block and itself whichever procedure declares it, so that the
+                    // block's declarations in several procedures (and units) are one data
+                    // structure per member.
+                    Some(block) => (
+                        type_size(unit, entry, lower_default, 8).unwrap_or(0),
+                        format!("{block}::{name}"),
+                    ),
+                    None => (
+                        sizes
+                            .get(&address)
+                            .copied()
+                            .or_else(|| type_size(unit, entry, lower_default, 8))
+                            .unwrap_or(0),
+                        scopes
+                            .iter()
+                            .map(|(_, s, _)| s.as_str())
+                            .chain([name.as_str()])
+                            .collect::<Vec<_>>()
+                            .join("::"),
+                    ),
+                };
                 let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
-                let qualified_name = scopes
-                    .iter()
-                    .map(|(_, s)| s.as_str())
-                    .chain([name.as_str()])
-                    .collect::<Vec<_>>()
-                    .join("::");
                 out.globals.push(GlobalVariable {
                     name,
                     qualified_name,
@@ -274,13 +316,23 @@ fn read_unit(
                 }
                 // Function-scope statics are qualified by their function.
                 if let Some(name) = name {
-                    scopes.push((depth, name));
+                    scopes.push((depth, name, Scope::Named));
                 }
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// The lower bound of an array dimension without `DW_AT_lower_bound` in `language` (DWARF 5,
+/// table 7.17): 1 for Fortran, Ada, COBOL, Pascal and the like, 0 otherwise.
+fn default_lower_bound(language: gimli::DwLang) -> i64 {
+    match language {
+        // Newer than gimli's table.
+        gimli::DW_LANG_Fortran18 | gimli::DW_LANG_Ada2005 | gimli::DW_LANG_Ada2012 => 1,
+        _ => language.default_lower_bound().map_or(0, |b| b as i64),
+    }
 }
 
 /// Appends the rows of `unit`'s line program to `rows`, with file ids shared with declarations.
@@ -323,7 +375,7 @@ fn read_lines(
         rows.push(LineRow {
             address: row.address(),
             file,
-            line: line.get() as u32,
+            line: saturate_line(line.get()),
         });
     }
     Ok(())
@@ -380,8 +432,12 @@ fn entry_name(
     Ok(None)
 }
 
-/// The fixed address of a variable whose location is a single `DW_OP_addr`.
+/// The fixed address of a variable whose location is `DW_OP_addr` (or `DW_OP_addrx`),
+/// optionally followed by `DW_OP_plus_uconst` (how some compilers place a COMMON block's later
+/// members). Any other expression (a dereference, a thread-local offset) is no fixed address,
+/// nor is one whose offset carries past the top of the address space.
 fn static_address(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
     unit: &gimli::Unit<Reader<'_>>,
     entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
 ) -> Option<u64> {
@@ -389,25 +445,56 @@ fn static_address(
         return None;
     };
     let mut ops = expr.operations(unit.encoding());
-    match ops.next().ok()? {
-        Some(gimli::Operation::Address { address }) => Some(address),
-        _ => None,
+    let mut address = match ops.next().ok()?? {
+        gimli::Operation::Address { address } => address,
+        gimli::Operation::AddressIndex { index } => dwarf.address(unit, index).ok()?,
+        _ => return None,
+    };
+    if let Some(op) = ops.next().ok()? {
+        let gimli::Operation::PlusConstant { value } = op else {
+            return None;
+        };
+        address = address.checked_add(value)?;
+        if ops.next().ok()?.is_some() {
+            return None;
+        }
     }
+    Some(address)
 }
 
 /// The code address ranges of a DIE (`DW_AT_low_pc`/`DW_AT_high_pc` or `DW_AT_ranges`), empty
-/// ones left out.
+/// ones left out. A `DW_AT_high_pc` offset that would carry past the top of the address space
+/// gives no range: gimli's `die_ranges` adds it unchecked, which panics in a debug build.
 fn code_ranges<'a>(
     dwarf: &gimli::Dwarf<Reader<'a>>,
     unit: &gimli::Unit<Reader<'a>>,
     entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
 ) -> gimli::Result<Vec<(u64, u64)>> {
     let mut ranges = Vec::new();
-    let mut iter = dwarf.die_ranges(unit, entry)?;
-    while let Some(range) = iter.next()? {
-        if range.end > range.begin {
-            ranges.push((range.begin, range.end));
+    if let Some(value) = entry.attr_value(gimli::DW_AT_ranges) {
+        if let Some(mut list) = dwarf.attr_ranges(unit, value)? {
+            while let Some(range) = list.next()? {
+                if range.end > range.begin {
+                    ranges.push((range.begin, range.end));
+                }
+            }
         }
+        return Ok(ranges);
+    }
+    let low = match entry.attr_value(gimli::DW_AT_low_pc) {
+        Some(value) => dwarf.attr_address(unit, value)?,
+        None => None,
+    };
+    let Some(low) = low else {
+        return Ok(ranges);
+    };
+    let high = match entry.attr_value(gimli::DW_AT_high_pc) {
+        Some(AttributeValue::Udata(length)) => low.checked_add(length),
+        Some(value) => dwarf.attr_address(unit, value)?,
+        None => None,
+    };
+    if let Some(high) = high.filter(|&high| high > low) {
+        ranges.push((low, high));
     }
     Ok(ranges)
 }
@@ -448,7 +535,7 @@ fn declaration<'a>(
         line = line.or(decl(&linked, gimli::DW_AT_decl_line));
         index = decl(&linked, gimli::DW_AT_decl_file);
     }
-    let line = line.unwrap_or(0) as u32;
+    let line = line.map_or(0, saturate_line);
     let Some(index) = index else {
         return Ok((None, line));
     };
@@ -465,31 +552,33 @@ fn declaration<'a>(
     Ok((Some(id), line))
 }
 
-/// The byte size of a DIE's type, following typedefs and qualifiers and multiplying out arrays.
+/// A source line as the `u32` the tables keep; a line past it (only in malformed DWARF) is
+/// kept as the largest rather than wrapped to a small one.
+fn saturate_line(line: u64) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// The byte size of a DIE's type, following typedefs and qualifiers and multiplying out arrays
+/// (dimensions without a lower bound start at `lower_default`). None when a bound is not a
+/// constant or the size does not fit in 64 bits.
 fn type_size(
     unit: &gimli::Unit<Reader<'_>>,
     entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
+    lower_default: i64,
     budget: u32,
 ) -> Option<u64> {
-    if budget == 0 {
-        return None;
-    }
+    let budget = budget.checked_sub(1)?;
     let AttributeValue::UnitRef(offset) = entry.attr_value(gimli::DW_AT_type)? else {
         return None;
     };
     let ty = unit.entry(offset).ok()?;
-    if let Some(size) = ty
-        .attr_value(gimli::DW_AT_byte_size)
-        .and_then(|v| v.udata_value())
-    {
-        if ty.tag() != gimli::DW_TAG_array_type {
+    if ty.tag() != gimli::DW_TAG_array_type {
+        if let Some(AttributeValue::Udata(size)) = ty.attr_value(gimli::DW_AT_byte_size) {
             return Some(size);
         }
+        return type_size(unit, &ty, lower_default, budget);
     }
-    if ty.tag() != gimli::DW_TAG_array_type {
-        return type_size(unit, &ty, budget - 1);
-    }
-    let element = type_size(unit, &ty, budget - 1)?;
+    let element = type_size(unit, &ty, lower_default, budget)?;
     let mut count = 1u64;
     let mut tree = unit.entries_tree(Some(offset)).ok()?;
     let root = tree.root().ok()?;
@@ -499,27 +588,142 @@ fn type_size(
         if d.tag() != gimli::DW_TAG_subrange_type {
             continue;
         }
-        let n = if let Some(c) = d
-            .attr_value(gimli::DW_AT_count)
-            .and_then(|v| v.udata_value())
-        {
-            c
-        } else {
-            let upper = d.attr_value(gimli::DW_AT_upper_bound)?.udata_value()?;
-            let lower = d
-                .attr_value(gimli::DW_AT_lower_bound)
-                .and_then(|v| v.udata_value())
-                .unwrap_or(0);
-            upper + 1 - lower
-        };
-        count = count.checked_mul(n)?;
+        count = count.checked_mul(subrange_count(unit, d, lower_default)?)?;
     }
     element.checked_mul(count)
 }
 
+/// The number of elements along one array dimension: `DW_AT_count`, or the bounds' extent.
+/// None when the dimension's size is only known at run time (a bound that is an expression or
+/// a variable) or is missing.
+fn subrange_count<'a>(
+    unit: &gimli::Unit<Reader<'a>>,
+    subrange: &gimli::DebuggingInformationEntry<Reader<'a>>,
+    lower_default: i64,
+) -> Option<u64> {
+    let signed = index_type_is_signed(unit, subrange);
+    if let Some(count) = subrange.attr_value(gimli::DW_AT_count) {
+        return u64::try_from(bound(count, signed)?.max(0)).ok();
+    }
+    let upper = bound(subrange.attr_value(gimli::DW_AT_upper_bound)?, signed)?;
+    let lower = match subrange.attr_value(gimli::DW_AT_lower_bound) {
+        Some(value) => bound(value, signed)?,
+        None => i128::from(lower_default),
+    };
+    extent(lower, upper)
+}
+
+/// The number of elements from `lower` to `upper` inclusive: 0 for an empty range such as
+/// Fortran's `a(5:0)` (which gfortran writes as 5..4, but other producers may write as given),
+/// None when it does not fit in 64 bits. Both bounds come from 64-bit DWARF constants, so the
+/// arithmetic in `i128` cannot overflow.
+fn extent(lower: i128, upper: i128) -> Option<u64> {
+    u64::try_from((upper - lower + 1).max(0)).ok()
+}
+
+/// A constant array bound. `DW_FORM_data*` carry no sign; the dimension's index type says
+/// whether `0xff` is 255 or -1.
+fn bound(value: AttributeValue<Reader<'_>>, signed: bool) -> Option<i128> {
+    match value {
+        AttributeValue::Sdata(v) => Some(i128::from(v)),
+        AttributeValue::Udata(v) => Some(i128::from(v)),
+        AttributeValue::Data1(_)
+        | AttributeValue::Data2(_)
+        | AttributeValue::Data4(_)
+        | AttributeValue::Data8(_) => {
+            if signed {
+                value.sdata_value().map(i128::from)
+            } else {
+                value.udata_value().map(i128::from)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether a subrange's index type (`DW_AT_type`, through typedefs and qualifiers) is a signed
+/// integer. Without one (DWARF leaves the signedness open) bounds read as unsigned, as C's
+/// `sizetype` is.
+fn index_type_is_signed<'a>(
+    unit: &gimli::Unit<Reader<'a>>,
+    subrange: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> bool {
+    let mut entry = subrange.clone();
+    for _ in 0..8 {
+        let Some(AttributeValue::UnitRef(offset)) = entry.attr_value(gimli::DW_AT_type) else {
+            return false;
+        };
+        let Ok(ty) = unit.entry(offset) else {
+            return false;
+        };
+        if let Some(AttributeValue::Encoding(encoding)) = ty.attr_value(gimli::DW_AT_encoding) {
+            return matches!(
+                encoding,
+                gimli::DW_ATE_signed | gimli::DW_ATE_signed_char | gimli::DW_ATE_signed_fixed
+            );
+        }
+        entry = ty;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
-    use super::is_program_unit;
+    use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
+
+    use super::{bound, default_lower_bound, extent, is_program_unit};
+
+    #[test]
+    fn array_extents_never_overflow() {
+        assert_eq!(extent(1, 1000), Some(1000));
+        assert_eq!(extent(-2, 2), Some(5));
+        // gfortran writes `a(5:0)` as 5..4; another producer may write the bounds as declared,
+        // and `upper + 1 - lower` on u64 then underflowed.
+        assert_eq!(extent(5, 4), Some(0));
+        assert_eq!(extent(5, 0), Some(0));
+        assert_eq!(extent(0, -1), Some(0));
+        // An unsigned upper bound of all ones (old gcc's `int a[0]`): `upper + 1` overflowed.
+        assert_eq!(extent(0, i128::from(u64::MAX)), None);
+        assert_eq!(extent(1, i128::from(u64::MAX)), Some(u64::MAX));
+        assert_eq!(extent(i128::from(i64::MIN), i128::from(i64::MAX)), None);
+    }
+
+    #[test]
+    fn unsigned_forms_take_the_index_types_sign() {
+        type Value = AttributeValue<EndianSlice<'static, RunTimeEndian>>;
+        let data1: Value = AttributeValue::Data1(0xff);
+        assert_eq!(bound(data1, true), Some(-1));
+        assert_eq!(bound(data1, false), Some(255));
+        let data8: Value = AttributeValue::Data8(u64::MAX);
+        assert_eq!(bound(data8, false), Some(i128::from(u64::MAX)));
+        assert_eq!(bound(AttributeValue::Sdata(-3) as Value, false), Some(-3));
+        assert_eq!(bound(AttributeValue::Udata(7) as Value, true), Some(7));
+        // A bound known only at run time is no constant.
+        assert_eq!(bound(AttributeValue::Flag(true) as Value, true), None);
+    }
+
+    #[test]
+    fn fortran_arrays_start_at_one_c_and_rust_at_zero() {
+        for fortran in [
+            gimli::DW_LANG_Fortran77,
+            gimli::DW_LANG_Fortran90,
+            gimli::DW_LANG_Fortran95,
+            gimli::DW_LANG_Fortran03,
+            gimli::DW_LANG_Fortran08,
+            gimli::DW_LANG_Fortran18,
+        ] {
+            assert_eq!(default_lower_bound(fortran), 1, "{fortran}");
+        }
+        for zero in [
+            gimli::DW_LANG_C99,
+            gimli::DW_LANG_C11,
+            gimli::DW_LANG_C_plus_plus_14,
+            gimli::DW_LANG_Rust,
+            gimli::DwLang(0x7fff),
+        ] {
+            assert_eq!(default_lower_bound(zero), 0, "{zero}");
+        }
+    }
 
     #[test]
     fn only_the_programs_own_units_count() {
