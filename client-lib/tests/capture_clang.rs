@@ -1,0 +1,88 @@
+//! clang code captured both ways the runtime accepts: `epcache cc -- clang` (the TSan entry
+//! points, with function regions) and SanitizerCoverage's `trace-loads`/`trace-stores` compiled
+//! by hand and linked through `epcache cc`; counts against the kernel's hand counts, and the
+//! global named from clang's DWARF 5.
+
+mod capture_support;
+
+use std::path::Path;
+
+use capture_support::{
+    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
+};
+
+const SMALL_L1: &str = "D1=4K,4,64";
+/// `capture_sum.c`: N stores to `a`, then N loads of it.
+const N: u64 = 4096;
+
+fn events(value: &serde_json::Value) -> (u64, u64) {
+    (
+        value["events"]["PAPI_L1_DCR"].as_u64().unwrap(),
+        value["events"]["PAPI_L1_DCW"].as_u64().unwrap(),
+    )
+}
+
+fn check(report: &serde_json::Value, functions: bool) {
+    let program = region(report, "program");
+    assert_eq!(events(program), (N, N), "{report:#}");
+    assert_eq!(
+        events(structure(program, "a")),
+        (N, N),
+        "a from clang's DWARF"
+    );
+    if functions {
+        assert_eq!(events(region(report, "fill")), (0, N));
+        assert_eq!(events(region(report, "total")), (N, 0));
+        assert_eq!(region(report, "fill")["line"], 6);
+    }
+}
+
+fn ready(who: &str) -> bool {
+    available("clang", who) && runtime_built(who)
+}
+
+#[test]
+fn clang_through_epcache_cc_counts_and_names_like_gcc() {
+    if !ready("clang_through_epcache_cc_counts_and_names_like_gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_sum.c");
+    epcache_cc(
+        dir.path(),
+        &["clang", "-O1", "-o", "sum", source.to_str().unwrap()],
+    );
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join("sum"), SMALL_L1);
+    assert_eq!(stdout.trim(), (N * (N - 1) / 2).to_string());
+    check(&report, true);
+}
+
+#[test]
+fn clang_sanitizer_coverage_objects_link_with_the_runtime() {
+    if !ready("clang_sanitizer_coverage_objects_link_with_the_runtime") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_sum.c");
+    // As README says: clang's own flags for the compile step (`func` is the coverage level
+    // clang wants beside the load and store callbacks), epcache cc for the link.
+    let compiled = std::process::Command::new("clang")
+        .args([
+            "-O1",
+            "-g",
+            "-fsanitize-coverage=func,trace-loads,trace-stores",
+            "-c",
+            source.to_str().unwrap(),
+            "-o",
+        ])
+        .arg(dir.path().join("sum.o"))
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+    epcache_cc(dir.path(), &["clang", "sum.o", "-o", "sum"]);
+    let program = Path::new(dir.path()).join("sum");
+    let (stdout, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    assert_eq!(stdout.trim(), (N * (N - 1) / 2).to_string());
+    // SanitizerCoverage has no function entry hook: the program is the one region.
+    check(&report, false);
+}
