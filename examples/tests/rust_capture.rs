@@ -84,4 +84,35 @@ fn sancov_instrumented_rust_reports_its_kernel() {
     // A 16 KB array in a 4 KB cache: 256 or 257 lines per sweep, plus the handful.
     let read_misses = count(d1, "read_misses");
     assert!((256..256 + 16).contains(&read_misses), "{read_misses}");
+
+    // The standalone report names the registered slice and gives it exactly the kernel's
+    // accesses: the handful of extra ones are to the stack, not to `values`.
+    let report_file = dir.path().join("report.json");
+    let run = Command::new(&program)
+        .env("EPCACHE_CACHE", "D1=4K,4,64")
+        .env("EPCACHE_REPORT", &report_file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_file).unwrap()).unwrap();
+    let program_region = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "program")
+        .expect("the program region");
+    let values = program_region["data_structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "values")
+        .unwrap_or_else(|| panic!("`values` is not named: {program_region:#}"));
+    assert_eq!(values["bytes"], N * 4);
+    assert_eq!(values["events"]["PAPI_L1_DCR"], N);
+    assert_eq!(values["events"]["PAPI_L1_DCW"], N);
 }
