@@ -7,16 +7,14 @@ mod capture_support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use capture_support::{
-    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
+    available, epcache_cc, kernel, region, run_with_report, runtime_built, start_waiting, structure,
 };
-use epcache_monitor::shm::discovery;
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, TargetState,
 };
-use epcache_monitor::shm::tool::TargetHandle;
 
 /// The EP-Cache paper's first-level cache for the Gauss study.
 const PAPER_L1: &str = "D1=8K,2,32;LL=1M,8,64";
@@ -90,32 +88,11 @@ fn a_tool_steps_the_program_and_reads_a_histogram_through_the_segment() {
     let Some(program) = build_gauss(dir.path()) else {
         return;
     };
-    let runtime_dir = dir.path().join("run");
-    let child = Command::new(&program)
-        .env("EPCACHE_WAIT", "30")
-        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
-        .env("EPCACHE_CACHE", PAPER_L1)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Discovery: the record appears once the target has created its segment.
-    let started = Instant::now();
-    let record = loop {
-        if let Ok(records) = discovery::list_targets(&runtime_dir)
-            && let Some(r) = records.into_iter().find(|r| r.pid == child.id())
-        {
-            break r;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the target never published its record"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let tool = TargetHandle::attach_record(&record).unwrap();
-    let start = tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
-    assert_eq!(start.state, TargetState::WaitingForTool);
+    let (child, tool) = start_waiting(
+        &program,
+        &dir.path().join("run"),
+        &[("EPCACHE_CACHE", PAPER_L1)],
+    );
     let (spec, counters) = tool.model().unwrap().expect("the model is published");
     assert_eq!(spec, PAPER_L1);
     assert!(counters > 0);

@@ -4,15 +4,12 @@
 
 mod capture_support;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use capture_support::{available, epcache_cc, kernel, runtime_built};
-use epcache_monitor::shm::discovery;
+use capture_support::{available, epcache_cc, kernel, runtime_built, start_waiting};
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, SlotState, TargetState,
 };
-use epcache_monitor::shm::tool::TargetHandle;
 
 /// Two data levels: no L3 to count at.
 const TWO_LEVELS: &str = "D1=8K,2,32;LL=1M,8,64";
@@ -34,29 +31,11 @@ fn an_event_at_a_level_the_target_lacks_is_rejected_once() {
             "gauss_regions",
         ],
     );
-    let runtime_dir = dir.path().join("run");
-    let child = Command::new(dir.path().join("gauss_regions"))
-        .env("EPCACHE_WAIT", "30")
-        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
-        .env("EPCACHE_CACHE", TWO_LEVELS)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let record = loop {
-        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
-        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
-            break r;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the target never published its record"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let tool = TargetHandle::attach_record(&record).unwrap();
-    tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
+    let (child, tool) = start_waiting(
+        &dir.path().join("gauss_regions"),
+        &dir.path().join("run"),
+        &[("EPCACHE_CACHE", TWO_LEVELS)],
+    );
     let regions = tool.regions().unwrap();
     let original = regions.iter().find(|r| r.name == "original").unwrap();
     let a = tool

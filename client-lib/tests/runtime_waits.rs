@@ -5,13 +5,11 @@
 mod capture_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use capture_support::{available, epcache_cc, kernel, runtime_built};
-use epcache_monitor::shm::discovery;
+use capture_support::{available, epcache_cc, kernel, runtime_built, start_waiting};
 use epcache_monitor::shm::layout::{Boundary, HaltingPoint, TargetState};
-use epcache_monitor::shm::tool::TargetHandle;
 
 fn build(dir: &Path, who: &str) -> Option<PathBuf> {
     if !available("gcc", who) || !runtime_built(who) {
@@ -80,28 +78,7 @@ fn a_halted_target_goes_on_when_its_tool_goes_away() {
     ) else {
         return;
     };
-    let runtime_dir = dir.path().join("run");
-    let child = Command::new(&program)
-        .env("EPCACHE_WAIT", "30")
-        .env("EPCACHE_RUNTIME_DIR", &runtime_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let record = loop {
-        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
-        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
-            break r;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the target never published its record"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let tool = TargetHandle::attach_record(&record).unwrap();
-    tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
+    let (child, tool) = start_waiting(&program, &dir.path().join("run"), &[]);
     let original = tool
         .regions()
         .unwrap()

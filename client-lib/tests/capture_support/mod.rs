@@ -141,3 +141,46 @@ pub(crate) fn structure<'a>(region: &'a serde_json::Value, name: &str) -> &'a se
         .find(|d| d["name"] == name)
         .unwrap_or_else(|| panic!("no data structure {name} in region {}", region["name"]))
 }
+
+/// Starts `program` (with `env`) waiting at start for a tool (`EPCACHE_WAIT=30`), its record
+/// in `runtime_dir`, stdout and stderr piped; returns it with a tool attached once it waits.
+pub(crate) fn start_waiting(
+    program: &Path,
+    runtime_dir: &Path,
+    env: &[(&str, &str)],
+) -> (
+    std::process::Child,
+    epcache_monitor::shm::tool::TargetHandle,
+) {
+    use std::time::{Duration, Instant};
+    let child = Command::new(program)
+        .env("EPCACHE_WAIT", "30")
+        .env("EPCACHE_RUNTIME_DIR", runtime_dir)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
+    // Discovery: the record appears once the target has created its segment.
+    let started = Instant::now();
+    let record = loop {
+        let records =
+            epcache_monitor::shm::discovery::list_targets(runtime_dir).unwrap_or_default();
+        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{} never published its record",
+            program.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let tool = epcache_monitor::shm::tool::TargetHandle::attach_record(&record).unwrap();
+    let start = tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        start.state,
+        epcache_monitor::shm::layout::TargetState::WaitingForTool
+    );
+    (child, tool)
+}
