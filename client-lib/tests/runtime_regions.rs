@@ -10,7 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use capture_support::{
-    available, epcache_cc, kernel, region, run_with_report, runtime_built, start_waiting, structure,
+    available, build_gauss_regions, epcache_cc, kernel, region, run_with_report, runtime_built,
+    start_waiting, structure,
 };
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, TargetState,
@@ -20,21 +21,7 @@ use epcache_monitor::shm::layout::{
 const PAPER_L1: &str = "D1=8K,2,32;LL=1M,8,64";
 
 fn build_gauss(dir: &Path) -> Option<std::path::PathBuf> {
-    if !available("gcc", "runtime_regions") || !runtime_built("runtime_regions") {
-        return None;
-    }
-    let source = kernel("gauss_regions.c");
-    epcache_cc(
-        dir,
-        &[
-            "gcc",
-            "-O2",
-            source.to_str().unwrap(),
-            "-o",
-            "gauss_regions",
-        ],
-    );
-    Some(dir.join("gauss_regions"))
+    build_gauss_regions(dir, "runtime_regions")
 }
 
 #[test]

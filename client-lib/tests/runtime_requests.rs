@@ -6,7 +6,7 @@ mod capture_support;
 
 use std::time::Duration;
 
-use capture_support::{available, epcache_cc, kernel, runtime_built, start_waiting};
+use capture_support::{build_gauss_regions, start_waiting};
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, SlotState, TargetState,
 };
@@ -16,23 +16,12 @@ const TWO_LEVELS: &str = "D1=8K,2,32;LL=1M,8,64";
 
 #[test]
 fn an_event_at_a_level_the_target_lacks_is_rejected_once() {
-    if !available("gcc", "runtime_requests") || !runtime_built("runtime_requests") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("gauss_regions.c");
-    epcache_cc(
-        dir.path(),
-        &[
-            "gcc",
-            "-O2",
-            source.to_str().unwrap(),
-            "-o",
-            "gauss_regions",
-        ],
-    );
+    let Some(program) = build_gauss_regions(dir.path(), "runtime_requests") else {
+        return;
+    };
     let (child, tool) = start_waiting(
-        &dir.path().join("gauss_regions"),
+        &program,
         &dir.path().join("run"),
         &[("EPCACHE_CACHE", TWO_LEVELS)],
     );

@@ -4,35 +4,18 @@
 
 mod capture_support;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use capture_support::{available, epcache_cc, kernel, runtime_built, start_waiting};
+use capture_support::{build_gauss_regions, start_waiting};
 use epcache_monitor::shm::layout::{Boundary, HaltingPoint, TargetState};
-
-fn build(dir: &Path, who: &str) -> Option<PathBuf> {
-    if !available("gcc", who) || !runtime_built(who) {
-        return None;
-    }
-    let source = kernel("gauss_regions.c");
-    epcache_cc(
-        dir,
-        &[
-            "gcc",
-            "-O2",
-            source.to_str().unwrap(),
-            "-o",
-            "gauss_regions",
-        ],
-    );
-    Some(dir.join("gauss_regions"))
-}
 
 #[test]
 fn a_start_wait_with_no_tool_gives_up_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(program) = build(dir.path(), "a_start_wait_with_no_tool_gives_up_and_says_so") else {
+    let Some(program) =
+        build_gauss_regions(dir.path(), "a_start_wait_with_no_tool_gives_up_and_says_so")
+    else {
         return;
     };
     let started = Instant::now();
@@ -72,7 +55,7 @@ fn a_start_wait_with_no_tool_gives_up_and_says_so() {
 #[test]
 fn a_halted_target_goes_on_when_its_tool_goes_away() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(program) = build(
+    let Some(program) = build_gauss_regions(
         dir.path(),
         "a_halted_target_goes_on_when_its_tool_goes_away",
     ) else {

@@ -184,3 +184,23 @@ pub(crate) fn start_waiting(
     );
     (child, tool)
 }
+
+/// `tests/kernels/gauss_regions.c` built with `epcache cc -- gcc -O2` into `dir`; `None`
+/// (SKIPPED, or failed under CI) when gcc or the runtime is missing.
+pub(crate) fn build_gauss_regions(dir: &Path, who: &str) -> Option<PathBuf> {
+    if !available("gcc", who) || !runtime_built(who) {
+        return None;
+    }
+    let source = kernel("gauss_regions.c");
+    epcache_cc(
+        dir,
+        &[
+            "gcc",
+            "-O2",
+            source.to_str().unwrap(),
+            "-o",
+            "gauss_regions",
+        ],
+    );
+    Some(dir.join("gauss_regions"))
+}
