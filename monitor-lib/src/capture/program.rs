@@ -138,4 +138,23 @@ mod tests {
         assert_eq!(file_id("a"), 0xe40c_292c);
         assert_eq!(file_id("foobar"), 0xbf9c_f968);
     }
+
+    #[test]
+    fn standard_and_installed_headers_are_library_sources() {
+        for library in [
+            "/usr/include/c++/12/bits/new_allocator.h",
+            "/usr/lib/gcc/x86_64-linux-gnu/12/include/mm_malloc.h",
+            "/usr/local/include/eigen3/Eigen/src/Core/util/Memory.h",
+            "/opt/gcc-14/include/c++/14/bits/vector.tcc",
+        ] {
+            assert!(is_library_source(library), "{library}");
+        }
+        for own in [
+            "/home/me/solver/main.cpp",
+            "kernel.f90",
+            "/usr/src/app/grid.h",
+        ] {
+            assert!(!is_library_source(own), "{own}");
+        }
+    }
 }
