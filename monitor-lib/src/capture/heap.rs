@@ -3,21 +3,55 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::ranges::AddressRange;
 use crate::shm::layout::DataStructureKind;
 
-use super::{data, program, state};
+use super::{alloc_abi, data, program, state};
+
+/// What a return address says about the blocks allocated from its call.
+#[derive(Debug, Clone)]
+enum Site {
+    /// No line information (the call is not in the program's own code): not tracked.
+    Unknown,
+    /// A line of the program's own sources.
+    Program(String),
+    /// Library code only (an out-of-line template instance such as `std::vector`'s growth):
+    /// its callers decide, this line is the last resort.
+    Library(String),
+}
 
 #[derive(Debug, Default)]
 struct Sites {
-    /// Return address → site name (`None`: no line information, not tracked).
-    names: HashMap<u64, Option<String>>,
+    /// Return address → what its call site is.
+    names: HashMap<u64, Site>,
     /// Live tracked blocks by start address.
     live: HashMap<u64, ()>,
 }
 
 static SITES: Mutex<Option<Sites>> = Mutex::new(None);
+
+/// Live tracked blocks counted by a hash of their start: a zero count proves a block untracked
+/// without the lock, which keeps the many small `operator delete` calls of a C++ program cheap.
+/// Changed only under the `SITES` lock; read without it, where a stale count at worst sends a
+/// delete to the lock.
+static LIVE_BY_HASH: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
+
+fn live_count(start: u64) -> &'static AtomicU32 {
+    // Blocks are at least 16-byte aligned; Fibonacci hashing spreads the rest.
+    let hash = (start >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54;
+    &LIVE_BY_HASH[hash as usize % LIVE_BY_HASH.len()]
+}
+
+/// Whether the block at `start` may be tracked (false: certainly not).
+pub(super) fn maybe_tracked(start: u64) -> bool {
+    live_count(start).load(Ordering::Relaxed) != 0
+}
+
+/// How many frames out from an allocation in library code the program's own caller is looked
+/// for (`push_back` → `_M_realloc_insert` → `allocate` takes two).
+const MAX_CALLER_FRAMES: usize = 16;
 
 /// A block of `bytes` at `start` was allocated from the call returning to `return_pc`.
 pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
@@ -25,29 +59,26 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
         return;
     }
     let previous = state::enter_runtime();
-    let name = {
-        let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
-        let sites = guard.get_or_insert_with(Sites::default);
-        let name = sites
-            .names
-            .entry(return_pc)
-            .or_insert_with(|| {
-                let site = program::program()?.call_site(return_pc)?;
-                let file = site
-                    .file
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or(&site.file)
-                    .to_owned();
-                Some(format!("{file}:{}", site.line))
-            })
-            .clone();
-        if name.is_some() {
-            sites.live.insert(start, ());
-        }
-        name
+    let name = match site(return_pc) {
+        Site::Unknown => None,
+        Site::Program(name) => Some(name),
+        Site::Library(fallback) => Some(caller_site(return_pc).unwrap_or(fallback)),
     };
     if let Some(name) = name {
+        let stale = {
+            let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
+            let sites = guard.get_or_insert_with(Sites::default);
+            // A block freed where no wrap sees it (inside a shared library) is still listed; a
+            // new block at its address replaces it.
+            let stale = sites.live.insert(start, ()).is_some();
+            if !stale {
+                live_count(start).fetch_add(1, Ordering::Relaxed);
+            }
+            stale
+        };
+        if stale {
+            data::unregister(start);
+        }
         data::register(
             &name,
             AddressRange::new(start, bytes),
@@ -55,6 +86,44 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
         );
     }
     state::leave_runtime(previous);
+}
+
+/// What the call returning to `return_pc` is, resolved once per address.
+fn site(return_pc: u64) -> Site {
+    let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    let sites = guard.get_or_insert_with(Sites::default);
+    sites
+        .names
+        .entry(return_pc)
+        .or_insert_with(|| {
+            let Some(program) = program::program() else {
+                return Site::Unknown;
+            };
+            let Some(line) = program.call_site(return_pc) else {
+                return Site::Unknown;
+            };
+            let file = line.file.rsplit('/').next().unwrap_or(&line.file);
+            let name = format!("{file}:{}", line.line);
+            if program.in_library_code(return_pc) {
+                Site::Library(name)
+            } else {
+                Site::Program(name)
+            }
+        })
+        .clone()
+}
+
+/// The program's own call site nearest outside the library code that returns to `return_pc`,
+/// from the stack of this allocation.
+fn caller_site(return_pc: u64) -> Option<String> {
+    let mut frames = [0u64; MAX_CALLER_FRAMES + 8];
+    let count = alloc_abi::return_addresses(&mut frames);
+    let frames = &frames[..count];
+    let from = frames.iter().position(|&pc| pc == return_pc)?;
+    frames[from + 1..].iter().find_map(|&pc| match site(pc) {
+        Site::Program(name) => Some(name),
+        Site::Unknown | Site::Library(_) => None,
+    })
 }
 
 /// The block at `start` is being freed.
@@ -67,7 +136,13 @@ pub(super) fn freed(start: u64) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_mut()
-        .is_some_and(|s| s.live.remove(&start).is_some());
+        .is_some_and(|s| {
+            let removed = s.live.remove(&start).is_some();
+            if removed {
+                live_count(start).fetch_sub(1, Ordering::Relaxed);
+            }
+            removed
+        });
     if tracked {
         data::unregister(start);
     }

@@ -53,13 +53,34 @@ fn load() -> Option<ProgramInfo> {
 
 impl ProgramInfo {
     /// The source line of the call whose return address is `return_pc` (the call instruction
-    /// ends just before it).
+    /// ends just before it): the innermost position in the program's own sources. A call from
+    /// library code inlined into the program (`std::vector`'s allocator, in a system header) is
+    /// named by the program's line that the library code was inlined into; code that is all
+    /// library (an out-of-line template instance) by its innermost position.
     pub(crate) fn call_site(&self, return_pc: u64) -> Option<SourceLine> {
         let pc = return_pc.checked_sub(self.bias)?.checked_sub(1)?;
-        self.info.line_at(pc).map(|(file, line)| SourceLine {
+        let positions = self.info.positions_at(pc);
+        let &(file, line) = positions
+            .iter()
+            .find(|(file, _)| !is_library_source(file))
+            .or_else(|| positions.first())?;
+        Some(SourceLine {
             file: file.to_owned(),
             line,
         })
+    }
+
+    /// Whether the code at return address `return_pc` is all library code (no position of its
+    /// inline chain is in the program's own sources).
+    pub(crate) fn in_library_code(&self, return_pc: u64) -> bool {
+        let Some(pc) = return_pc
+            .checked_sub(self.bias)
+            .and_then(|pc| pc.checked_sub(1))
+        else {
+            return false;
+        };
+        let positions = self.info.positions_at(pc);
+        !positions.is_empty() && positions.iter().all(|(file, _)| is_library_source(file))
     }
 
     /// The function holding run-time address `pc`: its name, declaring file and first line.
@@ -79,6 +100,20 @@ impl ProgramInfo {
             .cloned()
             .unwrap_or_default()
     }
+}
+
+/// Whether `path` is a system or compiler header (the C++ standard library, a library installed
+/// under /usr) rather than the program's own source: its lines are not what a user looks for.
+pub(crate) fn is_library_source(path: &str) -> bool {
+    [
+        "/usr/include/",
+        "/usr/lib/",
+        "/usr/lib64/",
+        "/usr/local/include/",
+    ]
+    .iter()
+    .any(|prefix| path.starts_with(prefix))
+        || path.contains("/include/c++/")
 }
 
 /// The stable 32-bit id of a source path in region keys: FNV-1a of its bytes, so the same file
@@ -102,5 +137,24 @@ mod tests {
         assert_eq!(file_id(""), 0x811c_9dc5);
         assert_eq!(file_id("a"), 0xe40c_292c);
         assert_eq!(file_id("foobar"), 0xbf9c_f968);
+    }
+
+    #[test]
+    fn standard_and_installed_headers_are_library_sources() {
+        for library in [
+            "/usr/include/c++/12/bits/new_allocator.h",
+            "/usr/lib/gcc/x86_64-linux-gnu/12/include/mm_malloc.h",
+            "/usr/local/include/eigen3/Eigen/src/Core/util/Memory.h",
+            "/opt/gcc-14/include/c++/14/bits/vector.tcc",
+        ] {
+            assert!(is_library_source(library), "{library}");
+        }
+        for own in [
+            "/home/me/solver/main.cpp",
+            "kernel.f90",
+            "/usr/src/app/grid.h",
+        ] {
+            assert!(!is_library_source(own), "{own}");
+        }
     }
 }

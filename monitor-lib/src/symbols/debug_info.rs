@@ -54,6 +54,20 @@ pub struct DebugInfo {
     /// Line-table rows (link-time address, file id, line), sorted by address; a row with line 0
     /// ends a sequence. Only read by [`DebugInfo::load_program`].
     pub lines: Vec<LineRow>,
+    /// Inlined calls (`DW_TAG_inlined_subroutine`), each code range once. Only read by
+    /// [`DebugInfo::load_program`].
+    pub inlined: Vec<InlinedCall>,
+}
+
+/// Code inlined from a call: `[low_pc, high_pc)` stands for the call at `file`:`line`, nested
+/// `depth` levels deep in the compilation unit's tree of entries (deeper is further inlined).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct InlinedCall {
+    pub low_pc: u64,
+    pub high_pc: u64,
+    pub file: u32,
+    pub line: u32,
+    pub depth: u32,
 }
 
 /// One row of the line table: code from `address` on belongs to `file`:`line`.
@@ -161,7 +175,7 @@ impl DebugInfo {
                 }
                 read_lines(&dwarf, &unit, &mut file_ids, &mut out.lines).map_err(dwarf_err)?;
             }
-            read_unit(&dwarf, &unit, &sizes, &mut file_ids, &mut out).map_err(dwarf_err)?;
+            read_unit(&dwarf, &unit, &sizes, &mut file_ids, &mut out, units).map_err(dwarf_err)?;
         }
         // A dual-built object (see `epcache cc`) has two units per source, both declaring its
         // globals at the same addresses: one data structure each.
@@ -199,6 +213,26 @@ impl DebugInfo {
         Some((self.files.get(row.file as usize)?.as_str(), row.line))
     }
 
+    /// The source positions of the code at link-time address `pc`, innermost first: its line
+    /// (as [`DebugInfo::line_at`]), then the call of each inlined function that holds it, out to
+    /// the function that was compiled.
+    pub fn positions_at(&self, pc: u64) -> Vec<(&str, u32)> {
+        let Some(first) = self.line_at(pc) else {
+            return Vec::new();
+        };
+        let mut calls: Vec<&InlinedCall> = self
+            .inlined
+            .iter()
+            .filter(|c| c.low_pc <= pc && pc < c.high_pc)
+            .collect();
+        calls.sort_by_key(|c| std::cmp::Reverse(c.depth));
+        let outer = calls.iter().filter_map(|c| {
+            let file = self.files.get(c.file as usize)?;
+            Some((file.as_str(), c.line))
+        });
+        std::iter::once(first).chain(outer).collect()
+    }
+
     /// The function whose code holds link-time address `pc`.
     pub fn function_at(&self, pc: u64) -> Option<&Function> {
         let i = self.functions.partition_point(|f| f.low_pc <= pc);
@@ -223,6 +257,7 @@ fn read_unit(
     sizes: &HashMap<u64, u64>,
     file_ids: &mut HashMap<String, u32>,
     out: &mut DebugInfo,
+    units: Units,
 ) -> gimli::Result<()> {
     // Names of the enclosing scopes (namespaces, modules, functions, COMMON blocks) by depth.
     let mut scopes: Vec<(isize, String, Scope)> = Vec::new();
@@ -319,6 +354,33 @@ fn read_unit(
                     scopes.push((depth, name, Scope::Named));
                 }
             }
+            gimli::DW_TAG_inlined_subroutine if units == Units::Program => {
+                let line = match entry.attr_value(gimli::DW_AT_call_line) {
+                    Some(value) => value.udata_value().unwrap_or(0) as u32,
+                    None => 0,
+                };
+                let file = match entry.attr_value(gimli::DW_AT_call_file) {
+                    Some(AttributeValue::FileIndex(index)) => {
+                        file_id(dwarf, unit, index, file_ids)?
+                    }
+                    Some(value) => match value.udata_value() {
+                        Some(index) => file_id(dwarf, unit, index, file_ids)?,
+                        None => None,
+                    },
+                    None => None,
+                };
+                if let (Some(file), true) = (file, line > 0) {
+                    for (low_pc, high_pc) in code_ranges(dwarf, unit, entry)? {
+                        out.inlined.push(InlinedCall {
+                            low_pc,
+                            high_pc,
+                            file,
+                            line,
+                            depth: depth.max(0) as u32,
+                        });
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -333,6 +395,25 @@ fn default_lower_bound(language: gimli::DwLang) -> i64 {
         gimli::DW_LANG_Fortran18 | gimli::DW_LANG_Ada2005 | gimli::DW_LANG_Ada2012 => 1,
         _ => language.default_lower_bound().map_or(0, |b| b as i64),
     }
+}
+
+/// The file id of the unit's line-program file `index`.
+fn file_id(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
+    unit: &gimli::Unit<Reader<'_>>,
+    index: u64,
+    file_ids: &mut HashMap<String, u32>,
+) -> gimli::Result<Option<u32>> {
+    let Some(program) = &unit.line_program else {
+        return Ok(None);
+    };
+    let header = program.header();
+    let Some(entry) = header.file(index) else {
+        return Ok(None);
+    };
+    let path = file_path(dwarf, unit, header, entry)?;
+    let next = file_ids.len() as u32;
+    Ok(Some(*file_ids.entry(path).or_insert(next)))
 }
 
 /// Appends the rows of `unit`'s line program to `rows`, with file ids shared with declarations.
@@ -539,17 +620,7 @@ fn declaration<'a>(
     let Some(index) = index else {
         return Ok((None, line));
     };
-    let Some(program) = &unit.line_program else {
-        return Ok((None, line));
-    };
-    let header = program.header();
-    let Some(entry) = header.file(index) else {
-        return Ok((None, line));
-    };
-    let path = file_path(dwarf, unit, header, entry)?;
-    let next = file_ids.len() as u32;
-    let id = *file_ids.entry(path).or_insert(next);
-    Ok((Some(id), line))
+    Ok((file_id(dwarf, unit, index, file_ids)?, line))
 }
 
 /// A source line as the `u32` the tables keep; a line past it (only in malformed DWARF) is

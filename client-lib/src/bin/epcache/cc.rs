@@ -204,6 +204,9 @@ fn link_arguments(args: &[String], runtime: &Path, libatomic_found: bool) -> Vec
         // The program's own calls to the allocator go through the runtime, which names heap
         // blocks by their allocation site.
         linked.push(ALLOCATOR_WRAPS.to_owned());
+        if cfg!(target_arch = "x86_64") {
+            linked.push(CXX_ALLOCATOR_WRAPS.to_owned());
+        }
         linked.push(runtime.display().to_string());
         linked.extend(RUNTIME_NATIVE_LIBS.iter().map(|s| (*s).to_owned()));
     }
@@ -301,7 +304,20 @@ fn runtime_library() -> anyhow::Result<PathBuf> {
 }
 
 /// Redirects the program's calls to the C allocator to the runtime's `__wrap_*` functions.
-const ALLOCATOR_WRAPS: &str = "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free";
+const ALLOCATOR_WRAPS: &str = "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,\
+     --wrap=memalign,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=valloc,--wrap=pvalloc";
+
+/// The same for C++'s operator new and delete (every variant libstdc++ exports); the runtime
+/// has these wrappers on x86_64 only.
+const CXX_ALLOCATOR_WRAPS: &str = "-Wl,--wrap=_Znwm,--wrap=_Znam,\
+     --wrap=_ZnwmRKSt9nothrow_t,--wrap=_ZnamRKSt9nothrow_t,\
+     --wrap=_ZnwmSt11align_val_t,--wrap=_ZnamSt11align_val_t,\
+     --wrap=_ZnwmSt11align_val_tRKSt9nothrow_t,--wrap=_ZnamSt11align_val_tRKSt9nothrow_t,\
+     --wrap=_ZdlPv,--wrap=_ZdaPv,--wrap=_ZdlPvm,--wrap=_ZdaPvm,\
+     --wrap=_ZdlPvRKSt9nothrow_t,--wrap=_ZdaPvRKSt9nothrow_t,\
+     --wrap=_ZdlPvSt11align_val_t,--wrap=_ZdaPvSt11align_val_t,\
+     --wrap=_ZdlPvmSt11align_val_t,--wrap=_ZdaPvmSt11align_val_t,\
+     --wrap=_ZdlPvSt11align_val_tRKSt9nothrow_t,--wrap=_ZdaPvSt11align_val_tRKSt9nothrow_t";
 
 /// The C header and Fortran module source, as this build of epcache ships them.
 const HEADER: &str = include_str!("../../../../monitor-lib/include/epcache.h");
