@@ -7,14 +7,13 @@ mod capture_support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use capture_support::{
-    available, build_gauss_regions, epcache_cc, kernel, region, run_with_report, runtime_built,
-    start_waiting, structure,
+    available, build_gauss_regions, epcache_cc, kernel, region, run_to, run_with_report,
+    runtime_built, start_waiting, structure,
 };
 use epcache_monitor::shm::layout::{
-    Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, TargetState,
+    Aggregation, Boundary, Mode, RequestSpec, RequestTarget, TargetState,
 };
 
 /// The EP-Cache paper's first-level cache for the Gauss study.
@@ -117,18 +116,7 @@ fn a_tool_steps_the_program_and_reads_a_histogram_through_the_segment() {
             analyses: 0,
         })
         .unwrap();
-    tool.set_halting_point(Some(HaltingPoint {
-        region: Some(original.index),
-        boundary: Boundary::Exit,
-        skip: 0,
-    }))
-    .unwrap();
-    let generation = tool.halt_generation();
-    tool.release().unwrap();
-    let halt = tool
-        .wait_for_halt(generation, Duration::from_secs(30))
-        .unwrap();
-    assert_eq!(halt.state, TargetState::Halted);
+    run_to(&tool, original.index, Boundary::Exit);
     let h = tool
         .read_result(histogram)
         .unwrap()

@@ -4,11 +4,9 @@
 
 mod capture_support;
 
-use std::time::Duration;
-
-use capture_support::{build_gauss_regions, start_waiting};
+use capture_support::{build_gauss_regions, run_to, start_waiting};
 use epcache_monitor::shm::layout::{
-    Aggregation, Boundary, HaltingPoint, Mode, RequestSpec, RequestTarget, SlotState, TargetState,
+    Aggregation, Boundary, Mode, RequestSpec, RequestTarget, SlotState,
 };
 
 /// Two data levels: no L3 to count at.
@@ -43,18 +41,7 @@ fn an_event_at_a_level_the_target_lacks_is_rejected_once() {
     };
     let l3 = tool.submit(&request("PAPI_L3_LDM")).unwrap();
     let l1 = tool.submit(&request("PAPI_L1_LDM")).unwrap();
-    tool.set_halting_point(Some(HaltingPoint {
-        region: Some(original.index),
-        boundary: Boundary::Exit,
-        skip: 0,
-    }))
-    .unwrap();
-    let generation = tool.halt_generation();
-    tool.release().unwrap();
-    let halt = tool
-        .wait_for_halt(generation, Duration::from_secs(30))
-        .unwrap();
-    assert_eq!(halt.state, TargetState::Halted);
+    run_to(&tool, original.index, Boundary::Exit);
     assert_eq!(tool.request_state(l3).unwrap(), Some(SlotState::Rejected));
     assert_eq!(tool.request_state(l1).unwrap(), Some(SlotState::Active));
     assert!(

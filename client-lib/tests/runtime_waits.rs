@@ -7,8 +7,8 @@ mod capture_support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use capture_support::{build_gauss_regions, start_waiting};
-use epcache_monitor::shm::layout::{Boundary, HaltingPoint, TargetState};
+use capture_support::{build_gauss_regions, run_to, start_waiting};
+use epcache_monitor::shm::layout::Boundary;
 
 #[test]
 fn a_start_wait_with_no_tool_gives_up_and_says_so() {
@@ -68,18 +68,7 @@ fn a_halted_target_goes_on_when_its_tool_goes_away() {
         .into_iter()
         .find(|r| r.name == "original")
         .unwrap();
-    tool.set_halting_point(Some(HaltingPoint {
-        region: Some(original.index),
-        boundary: Boundary::Entry,
-        skip: 0,
-    }))
-    .unwrap();
-    let generation = tool.halt_generation();
-    tool.release().unwrap();
-    let halt = tool
-        .wait_for_halt(generation, Duration::from_secs(30))
-        .unwrap();
-    assert_eq!(halt.state, TargetState::Halted);
+    run_to(&tool, original.index, Boundary::Entry);
 
     // The tool goes away without releasing it: its attachment ends as a killed tool's does.
     drop(tool);

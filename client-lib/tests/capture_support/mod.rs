@@ -204,3 +204,27 @@ pub(crate) fn build_gauss_regions(dir: &Path, who: &str) -> Option<PathBuf> {
     );
     Some(dir.join("gauss_regions"))
 }
+
+/// Releases the target to run until `boundary` of `region` and waits (30 s at most) until it
+/// halts there.
+pub(crate) fn run_to(
+    tool: &epcache_monitor::shm::tool::TargetHandle,
+    region: epcache_monitor::shm::layout::RegionIndex,
+    boundary: epcache_monitor::shm::layout::Boundary,
+) {
+    tool.set_halting_point(Some(epcache_monitor::shm::layout::HaltingPoint {
+        region: Some(region),
+        boundary,
+        skip: 0,
+    }))
+    .unwrap();
+    let generation = tool.halt_generation();
+    tool.release().unwrap();
+    let halt = tool
+        .wait_for_halt(generation, std::time::Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(
+        halt.state,
+        epcache_monitor::shm::layout::TargetState::Halted
+    );
+}
