@@ -673,14 +673,11 @@ mod tests {
     use crate::shm::layout::{Aggregation, HaltingPoint, Mode};
     use crate::shm::tool::TargetHandle;
 
-    /// What a runtime's region boundaries rely on to skip every check: each tool change bumps
-    /// the sequence, and the look after it sees exactly whether anything is armed.
-    #[test]
-    fn every_tool_change_bumps_the_sequence_and_shows_in_the_armed_look() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A segment with one function region `kernel` registered, and a tool attached to it.
+    fn kernel_and_tool(dir: &Path, program: &str) -> (Mcc, ConfigEntry, TargetHandle) {
         let mcc = Mcc::create(MccOptions {
-            program: "armed-look".into(),
-            runtime_dir: Some(dir.path().to_owned()),
+            program: program.into(),
+            runtime_dir: Some(dir.to_owned()),
             ..MccOptions::default()
         })
         .unwrap();
@@ -688,6 +685,15 @@ mod tests {
             .register_region(1, 20, RegionKind::Function, "kernel", "k.c")
             .unwrap();
         let tool = TargetHandle::attach(mcc.shm_id()).unwrap();
+        (mcc, kernel, tool)
+    }
+
+    /// What a runtime's region boundaries rely on to skip every check: each tool change bumps
+    /// the sequence, and the look after it sees exactly whether anything is armed.
+    #[test]
+    fn every_tool_change_bumps_the_sequence_and_shows_in_the_armed_look() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "armed-look");
         let seq = mcc.tool_sequence().unwrap();
         let before = seq.load(Ordering::Acquire);
         assert!(!mcc.anything_armed());
@@ -731,16 +737,7 @@ mod tests {
     #[test]
     fn raw_requests_the_target_cannot_serve_are_rejected() {
         let dir = tempfile::tempdir().unwrap();
-        let mcc = Mcc::create(MccOptions {
-            program: "raw-requests".into(),
-            runtime_dir: Some(dir.path().to_owned()),
-            ..MccOptions::default()
-        })
-        .unwrap();
-        let kernel = mcc
-            .register_region(1, 20, RegionKind::Function, "kernel", "k.c")
-            .unwrap();
-        let tool = TargetHandle::attach(mcc.shm_id()).unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "raw-requests");
         let per_slot = mcc.layout.buckets_per_slot() as u64;
         let histogram = RequestSpec {
             region: kernel.region,
@@ -757,18 +754,15 @@ mod tests {
             histogram.histogram_buckets(AddressRange::new(0, 64 * per_slot)),
             Some(per_slot)
         );
-        let state = |slot: u32| {
-            let words = mcc
-                .layout
-                .entry_words(mcc.segment.view(), Table::RequestSlots, slot as usize)
-                .unwrap();
-            SlotState::from_word(words[0].load(Ordering::Acquire)).unwrap()
-        };
-        let overwrite = |slot: u32, word: usize, value: u64| {
+        let slot_words = |slot: u32| {
             mcc.layout
                 .entry_words(mcc.segment.view(), Table::RequestSlots, slot as usize)
-                .unwrap()[word]
-                .store(value, Ordering::Relaxed);
+                .unwrap()
+        };
+        let state =
+            |slot: u32| SlotState::from_word(slot_words(slot)[0].load(Ordering::Acquire)).unwrap();
+        let overwrite = |slot: u32, word: usize, value: u64| {
+            slot_words(slot)[word].store(value, Ordering::Relaxed);
         };
 
         // Exactly a slot's worth of 64-byte buckets is served.
@@ -784,15 +778,7 @@ mod tests {
         assert_eq!(state(too_fine.slot), SlotState::Rejected);
 
         let unknown_analysis = tool.submit(&histogram).unwrap();
-        let words = mcc
-            .layout
-            .entry_words(
-                mcc.segment.view(),
-                Table::RequestSlots,
-                unknown_analysis.slot as usize,
-            )
-            .unwrap();
-        let w5 = words[5].load(Ordering::Relaxed);
+        let w5 = slot_words(unknown_analysis.slot)[5].load(Ordering::Relaxed);
         overwrite(unknown_analysis.slot, 5, w5 | 1 << (16 + 7));
         assert!(mcc.active_requests(kernel).is_empty());
         assert_eq!(state(unknown_analysis.slot), SlotState::Rejected);
