@@ -29,8 +29,15 @@ fn run(program: &Path, env: &[(&str, &str)]) -> String {
 
 /// Instructions the program executes, by Callgrind (deterministic, unlike time).
 fn instructions(program: &Path, env: &[(&str, &str)]) -> u64 {
+    instructions_in(program, env, None)
+}
+
+/// Instructions the program executes inside `function` (and what it calls) when given, else
+/// in all.
+fn instructions_in(program: &Path, env: &[(&str, &str)], function: Option<&str>) -> u64 {
     let out = Command::new("valgrind")
         .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .args(function.map(|f| format!("--toggle-collect={f}")))
         .arg(program)
         .envs(env.iter().copied())
         .output()
@@ -244,5 +251,90 @@ fn cpp_exceptions_templates_and_virtual_calls_behave_like_plain() {
     assert!(
         main["events"]["PAPI_L1_DCR"].as_u64().unwrap() > 10_000,
         "{main}"
+    );
+}
+
+#[test]
+fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
+    let who = "capture_dual inline";
+    if !available("gcc", who) || !available("valgrind", who) || !runtime_built(who) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("access_sizes.c");
+    let source = source.to_str().unwrap();
+    let plain = dir.path().join("plain");
+    let status = Command::new("gcc")
+        .args(["-O2", source, "-lpthread", "-o"])
+        .arg(&plain)
+        .status()
+        .unwrap();
+    assert!(status.success(), "plain gcc build");
+    let built = epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &["gcc", "-O2", source, "-lpthread", "-o", "inline"],
+    );
+    let notes = String::from_utf8_lossy(&built.stderr);
+    let inlined: usize = notes
+        .lines()
+        .find_map(|line| line.strip_suffix(" access hook calls test for repeat hits inline"))
+        .and_then(|line| line.rsplit("; ").next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no inline count in the notes:\n{notes}"));
+    // Loads and stores of 1, 2, 4, 8 and 16 bytes in `scan` and `lane`.
+    assert!(inlined >= 10, "{notes}");
+    epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_INLINE", "off")],
+        &["gcc", "-O2", source, "-lpthread", "-o", "calls"],
+    );
+    epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_DUAL", "off")],
+        &["gcc", "-O2", source, "-lpthread", "-o", "instrumented"],
+    );
+
+    // A small L1 with 64-byte lines: the packed structure's fields straddle lines, and lines
+    // are evicted (dirty ones too) between rounds.
+    let cache = "D1=32K,8,64;L2=256K,8,64";
+    let expected = run(&plain, &[]);
+    let mut reports = Vec::new();
+    for build in ["inline", "calls", "instrumented"] {
+        let (out, report) = run_with_report(dir.path(), &dir.path().join(build), cache);
+        assert_eq!(out, expected, "{build} prints what the plain build prints");
+        reports.push((build, without_addresses(&report["regions"])));
+    }
+    let (_, inline) = &reports[0];
+    for (build, regions) in &reports[1..] {
+        assert_eq!(
+            inline, regions,
+            "the inline build counts differently from the {build} build"
+        );
+    }
+    let lane = inline
+        .iter()
+        .find(|r| r["name"] == "lane")
+        .expect("region lane");
+    assert_eq!(
+        lane["events"]["PAPI_L1_DCR"], 163_840,
+        "two threads read their 4096-double lane 20 times"
+    );
+
+    // And the inline test does answer the repeat hits: in `lane` (whose thread reads and
+    // writes each 64-byte line 8 times, so 14 of every 16 accesses are repeat hits, 286,720 in
+    // all) Callgrind counts fewer instructions than when every access calls its hook. Had the
+    // test never answered, it would only add instructions.
+    let report = [("EPCACHE_REPORT", "/dev/null"), ("EPCACHE_CACHE", cache)];
+    let kernel = Some("lane.captured");
+    let with_inline = instructions_in(&dir.path().join("inline"), &report, kernel);
+    let with_calls = instructions_in(&dir.path().join("calls"), &report, kernel);
+    let saved_per_hit = (with_calls as f64 - with_inline as f64) / 286_720.0;
+    eprintln!(
+        "instructions in lane, monitored: inline {with_inline}, calls {with_calls} \
+         ({saved_per_hit:.1} fewer per repeat hit)"
+    );
+    assert!(
+        saved_per_hit > 5.0,
+        "inline {with_inline} vs calls {with_calls}"
     );
 }

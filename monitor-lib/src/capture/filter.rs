@@ -71,6 +71,21 @@ impl Entry {
     }
 }
 
+// The inline test `epcache cc` writes into instrumented code (`inline_capture.rs`) steps
+// through the entries by a shift of 5 and reads the tag and the two counts at these offsets.
+const _: () = {
+    assert!(std::mem::size_of::<Entry>() == 1 << INLINE_ENTRY_SHIFT);
+    assert!(std::mem::offset_of!(Entry, inverted_tag) == 0);
+    assert!(std::mem::offset_of!(Entry, hits) == 8);
+    assert!(
+        ENTRIES <= 256,
+        "the inline test reads the entry mask as one byte"
+    );
+};
+
+/// log2 of an entry's size, which the inline repeat-hit test's name promises (`_v1`).
+const INLINE_ENTRY_SHIFT: u32 = 5;
+
 /// Repeat hits handed back to be counted: `(structure index + 1 or 0, reads, writes)`.
 pub(super) type Pending = (u32, u64, u64);
 
@@ -90,6 +105,14 @@ pub(super) struct Filter {
 }
 
 impl Filter {
+    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): L1's line bits (a
+    /// `u32`), the entry mask (its low byte), the first entry, and its read and write counts.
+    pub(super) const LINE_BITS_OFFSET: usize = std::mem::offset_of!(Filter, line_bits);
+    pub(super) const MASK_OFFSET: usize = std::mem::offset_of!(Filter, mask);
+    pub(super) const ENTRIES_OFFSET: usize = std::mem::offset_of!(Filter, entries);
+    pub(super) const READ_HITS_OFFSET: usize = Self::ENTRIES_OFFSET + 8;
+    pub(super) const WRITE_HITS_OFFSET: usize = Self::ENTRIES_OFFSET + 16;
+
     /// An empty table, off.
     pub(super) const fn new() -> Filter {
         Filter {

@@ -50,16 +50,25 @@ pub(super) struct Hot {
     state: Cell<u8>,
     /// The switch epoch this thread last synced to.
     seen_epoch: Cell<u32>,
+    /// `seen_epoch` while the state is [`ON`], else 0, kept so by every write of either: one
+    /// comparison with [`EPOCH`] (odd, so never 0) then tells that the thread captures and has
+    /// no switch to pick up, which is what a repeat hit needs.
+    capturing_epoch: Cell<u32>,
     /// The standalone mode's repeat-hit filter.
     filter: Filter,
 }
 
 impl Hot {
+    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`).
+    pub(super) const CAPTURING_EPOCH_OFFSET: usize = std::mem::offset_of!(Hot, capturing_epoch);
+    pub(super) const FILTER_OFFSET: usize = std::mem::offset_of!(Hot, filter);
+
     /// A thread that has not yet looked at the process-wide switch.
     pub(super) const fn new() -> Hot {
         Hot {
             state: Cell::new(NEEDS_SYNC),
             seen_epoch: Cell::new(0),
+            capturing_epoch: Cell::new(0),
             filter: Filter::new(),
         }
     }
@@ -67,7 +76,27 @@ impl Hot {
     /// Whether this is what [`Self::new`] makes.
     #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
-        self.state.get() == NEEDS_SYNC && self.seen_epoch.get() == 0 && self.filter.is_empty()
+        self.state.get() == NEEDS_SYNC
+            && self.seen_epoch.get() == 0
+            && self.capturing_epoch.get() == 0
+            && self.filter.is_empty()
+    }
+
+    /// Keeps `capturing_epoch` what it stands for after a write of the state or the epoch.
+    #[inline(always)]
+    fn update_capturing_epoch(&self) {
+        let epoch = if self.state.get() == ON {
+            self.seen_epoch.get()
+        } else {
+            0
+        };
+        self.capturing_epoch.set(epoch);
+    }
+
+    /// Whether the thread captures and has no switch to pick up.
+    #[inline(always)]
+    fn synced_on(&self) -> bool {
+        self.capturing_epoch.get() == EPOCH.load(Ordering::Relaxed)
     }
 }
 
@@ -93,11 +122,18 @@ fn state() -> u8 {
 
 #[inline(always)]
 fn set_state(state: u8) {
-    with_hot(|h| h.state.set(state));
+    with_hot(|h| {
+        h.state.set(state);
+        h.update_capturing_epoch();
+    });
 }
 
 fn replace_state(state: u8) -> u8 {
-    with_hot(|h| h.state.replace(state))
+    with_hot(|h| {
+        let previous = h.state.replace(state);
+        h.update_capturing_epoch();
+        previous
+    })
 }
 
 /// The thread's repeat-hit filter.
@@ -116,9 +152,11 @@ static CAPTURE_ON: AtomicBool = AtomicBool::new(false);
 /// instance open on any thread. At 0 no thread captures, and an access hook returns after this
 /// one load, without touching thread-local state.
 static MAY_CAPTURE: AtomicU32 = AtomicU32::new(1);
-/// Bumped by every switch so threads notice it at their next sync point; starts above the
-/// threads' initial seen epoch so a thread's first sync point always syncs.
-static EPOCH: AtomicU32 = AtomicU32::new(1);
+// The switch epoch: bumped by 2 at every switch so threads notice it at their next sync point.
+// It starts at 1, above the threads' initial seen epoch, so a thread's first sync point always
+// syncs, and stays odd, so no thread's `capturing_epoch` of 0 ever equals it. It lives in
+// `thread_block.rs`, where the inline repeat-hit test finds it by name.
+use super::thread_block::SWITCH_EPOCH as EPOCH;
 static SPEC: OnceLock<Result<(String, HierarchySpec), String>> = OnceLock::new();
 static TOTALS: Mutex<CaptureTotals> = Mutex::new(CaptureTotals::empty());
 static PROCESS_INIT: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -483,7 +521,7 @@ fn with_existing_capture(f: impl FnOnce(&mut ThreadCapture)) {
 /// Data structures changed (in any thread): every thread passes its sync point before its next
 /// access, where its repeat-hit filter forgets the lines it attributed under the old ones.
 pub(super) fn data_changed() {
-    EPOCH.fetch_add(1, Ordering::Release);
+    EPOCH.fetch_add(2, Ordering::Release);
 }
 
 /// Switches capture on in every thread: the calling thread at once, the others at their next
@@ -513,7 +551,7 @@ fn set_switch(on: bool) {
         }
     }
     // Release pairs with the Acquire in `sync`: a thread that sees the new epoch sees the switch.
-    EPOCH.fetch_add(1, Ordering::Release);
+    EPOCH.fetch_add(2, Ordering::Release);
 }
 
 /// Makes this thread follow the process-wide switch; leaves a thread inside the runtime alone.
@@ -527,7 +565,10 @@ extern "C" fn sync() {
     if state == NEEDS_SYNC {
         init_process();
     }
-    with_hot(|h| h.seen_epoch.set(EPOCH.load(Ordering::Acquire)));
+    with_hot(|h| {
+        h.seen_epoch.set(EPOCH.load(Ordering::Acquire));
+        h.update_capturing_epoch();
+    });
     let generation = data::generation();
     if FILTER_GENERATION.replace(generation) != generation && with_filter(Filter::is_on) {
         set_state(BUSY);
@@ -609,7 +650,7 @@ pub(super) fn write_sized<const SIZE: u32>(addr: u64) {
 #[inline(never)]
 extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
     let (synced_on, hit) = with_hot(|h| {
-        let synced_on = h.seen_epoch.get() == EPOCH.load(Ordering::Relaxed) && h.state.get() == ON;
+        let synced_on = h.synced_on();
         (
             synced_on,
             synced_on && h.filter.repeat_hit(addr, SIZE, WRITE),

@@ -12,6 +12,9 @@
 //! shared object cannot use the local-exec relocation, and such a link fails saying so.
 
 use super::regions::ThreadRegions;
+use std::sync::atomic::AtomicU32;
+
+use super::filter::Filter;
 use super::state::Hot;
 
 /// Everything in the block: what the access hooks read first, then the region stack. Both
@@ -49,6 +52,49 @@ core::arch::global_asm!(
     ".popsection",
     size = const core::mem::size_of::<ThreadBlock>(),
 );
+
+// The inline capture ABI, version 1: what the repeat-hit test `epcache cc` writes into
+// instrumented code before each call to a fixed-size `__tsan_readN`/`__tsan_writeN` reads and
+// counts (`client-lib/src/bin/epcache/inline_capture.rs` writes the sequence).
+//
+// Thread-local symbols inside the block for the words it reads, reached with the local-exec
+// sequence, and the switch epoch under its own name (below). Their offsets come from this build
+// of the runtime at link time, so the program's code and the runtime cannot disagree on the
+// layout. What `v1` promises beyond it: an entry is 32 bytes with its inverted tag first
+// (asserted in `filter.rs`), the tag encoding of `filter.rs`, and `capturing_epoch` equal to
+// the epoch exactly while the thread captures with nothing to sync (`state.rs`). A program
+// whose runtime lacks the symbols fails to link, naming them.
+#[cfg(target_arch = "x86_64")]
+core::arch::global_asm!(
+    ".irp name, capturing_epoch, line_bits, entry_mask, entries, read_hits, write_hits",
+    ".globl epcache_inline_v1_\\name",
+    ".hidden epcache_inline_v1_\\name",
+    ".type epcache_inline_v1_\\name, @tls_object",
+    ".endr",
+    ".set epcache_inline_v1_capturing_epoch, epcache_monitor_thread_block + {capturing_epoch}",
+    ".set epcache_inline_v1_line_bits, epcache_monitor_thread_block + {line_bits}",
+    ".set epcache_inline_v1_entry_mask, epcache_monitor_thread_block + {entry_mask}",
+    ".set epcache_inline_v1_entries, epcache_monitor_thread_block + {entries}",
+    ".set epcache_inline_v1_read_hits, epcache_monitor_thread_block + {read_hits}",
+    ".set epcache_inline_v1_write_hits, epcache_monitor_thread_block + {write_hits}",
+    capturing_epoch = const HOT + Hot::CAPTURING_EPOCH_OFFSET,
+    line_bits = const FILTER + Filter::LINE_BITS_OFFSET,
+    entry_mask = const FILTER + Filter::MASK_OFFSET,
+    entries = const FILTER + Filter::ENTRIES_OFFSET,
+    read_hits = const FILTER + Filter::READ_HITS_OFFSET,
+    write_hits = const FILTER + Filter::WRITE_HITS_OFFSET,
+);
+
+/// The process-wide switch epoch (`state.rs` says what it counts), under a fixed name so the
+/// inline repeat-hit test can compare a thread's seen epoch with it.
+// SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
+// program can clash with it.
+#[unsafe(export_name = "epcache_inline_v1_epoch")]
+pub(super) static SWITCH_EPOCH: AtomicU32 = AtomicU32::new(1);
+
+/// Where the hook block and its filter start in the thread block.
+const HOT: usize = core::mem::offset_of!(ThreadBlock, hot);
+const FILTER: usize = HOT + Hot::FILTER_OFFSET;
 
 /// Calls `f` with this thread's block.
 #[cfg(target_arch = "x86_64")]

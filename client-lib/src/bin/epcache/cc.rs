@@ -17,7 +17,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
-use crate::dual_asm;
+use crate::{dual_asm, inline_capture};
 
 /// Environment variable that turns dual compilation off (`off`, `0`, `no`): every function is
 /// then built instrumented only.
@@ -57,8 +57,10 @@ const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
 ///
 /// Environment: `EPCACHE_RUNTIME` names the runtime library to link (default:
 /// `libepcache_monitor.a` beside this binary); `EPCACHE_CC_DUAL=off` builds every function
-/// instrumented only; `EPCACHE_CC_VERBOSE=1` prints each compiler command and what the merge
-/// made of each source.
+/// instrumented only; `EPCACHE_CC_INLINE=off` makes every monitored access call its hook
+/// instead of testing for a repeat hit inline first (same counts, slower);
+/// `EPCACHE_CC_VERBOSE=1` prints each compiler command and what the merge made of each
+/// source.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CcArgs {
     /// The compiler and its arguments, exactly as they would be run (`gcc -O2 -c kernel.c`).
@@ -663,6 +665,7 @@ fn compile_object(
         &read(&plain_listing)?,
         &read(&captured_listing)?,
         position_independent,
+        inline_capture::wanted(),
     ) {
         Ok(merged) => merged,
         Err(why) => {
@@ -700,8 +703,9 @@ fn compile_object(
     if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
         eprintln!(
             "epcache cc: {source}: {} functions choose their copy at entry, {} always run \
-             instrumented (they call region markers)",
-            merged.dual, merged.always_captured
+             instrumented (they call region markers); {} access hook calls test for repeat \
+             hits inline",
+            merged.dual, merged.always_captured, merged.inlined
         );
     }
     Ok(0)

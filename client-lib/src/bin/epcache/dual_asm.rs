@@ -38,6 +38,8 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use crate::inline_capture;
+
 /// Suffix of the instrumented copy of a function.
 const CAPTURED_SUFFIX: &str = ".captured";
 /// The runtime's gate: a pointer to a 32-bit word, nonzero while the instrumented copies must run.
@@ -64,14 +66,19 @@ pub(crate) struct Merged {
     pub(crate) dual: usize,
     /// Functions that always run instrumented (they call region markers).
     pub(crate) always_captured: usize,
+    /// Access hook calls given the inline repeat-hit test.
+    pub(crate) inlined: usize,
 }
 
 /// Merges the plain and instrumented listings of one source file. `position_independent` code
-/// (`-fPIC`, for shared libraries) reaches the gate through the GOT.
+/// (`-fPIC`, for shared libraries) reaches the gate through the GOT. With `inline_capture`,
+/// the instrumented copy tests for repeat hits inline before its access hook calls
+/// (`inline_capture.rs`), except in position-independent or Intel-syntax listings.
 pub(crate) fn merge(
     plain: &str,
     instrumented: &str,
     position_independent: bool,
+    inline_capture: bool,
 ) -> Result<Merged, Declined> {
     let plain = Listing::parse(plain).map_err(|Declined(why)| declined(format!("plain: {why}")))?;
     let instrumented = Listing::parse(instrumented)
@@ -80,11 +87,24 @@ pub(crate) fn merge(
     let mut out = String::with_capacity(plain.lines.len() * 24 + instrumented.lines.len() * 28);
     let (dual, always_captured) = write_plain(&plain, &plan, position_independent, &mut out);
     out.push_str("# epcache: the instrumented copy of every function\n");
-    write_instrumented(&instrumented, &plan, &mut out);
+    let inline_capture = inline_capture
+        && !position_independent
+        && !instrumented.lines.iter().any(|l| {
+            matches!(
+                statement(l),
+                Statement::Directive {
+                    name: ".intel_syntax",
+                    ..
+                }
+            )
+        });
+    let mut sites = inline_capture.then(inline_capture::Sites::default);
+    write_instrumented(&instrumented, &plan, sites.as_mut(), &mut out);
     Ok(Merged {
         assembly: out,
         dual,
         always_captured,
+        inlined: sites.map_or(0, |s| s.count()),
     })
 }
 
@@ -713,7 +733,13 @@ fn gate_position(listing: &Listing<'_>, label: usize) -> usize {
 
 /// Writes the instrumented listing as planned: renamed, without shared data definitions, its
 /// functions local.
-fn write_instrumented(instrumented: &Listing<'_>, plan: &Plan<'_>, out: &mut String) {
+fn write_instrumented(
+    instrumented: &Listing<'_>,
+    plan: &Plan<'_>,
+    mut inline_sites: Option<&mut inline_capture::Sites>,
+    out: &mut String,
+) {
+    let mut rendered = String::new();
     for (i, line) in instrumented.lines.iter().enumerate() {
         if plan.dropped_lines.contains(&i) {
             continue;
@@ -744,24 +770,31 @@ fn write_instrumented(instrumented: &Listing<'_>, plan: &Plan<'_>, out: &mut Str
             }
             _ => 0,
         };
-        out.push_str(&line[..head]);
+        rendered.clear();
+        rendered.push_str(&line[..head]);
         for token in tokens(&line[head..]) {
             match token {
                 Token::Symbol(s) if is_local_label(s) => {
-                    out.push_str(LOCAL_PREFIX);
-                    out.push_str(&s[2..]);
+                    rendered.push_str(LOCAL_PREFIX);
+                    rendered.push_str(&s[2..]);
                 }
                 Token::Symbol(s) => {
                     let renamed = plan
                         .renamed_everywhere
                         .get(s)
                         .or_else(|| defines.then(|| plan.renamed_definitions.get(s)).flatten());
-                    out.push_str(renamed.map_or(s, String::as_str));
+                    rendered.push_str(renamed.map_or(s, String::as_str));
                 }
-                Token::Other(o) => out.push_str(o),
+                Token::Other(o) => rendered.push_str(o),
             }
         }
-        out.push('\n');
+        match (&mut inline_sites, inline_capture::hooked_access(&rendered)) {
+            (Some(sites), Some(access)) => sites.write(access, &rendered, out),
+            _ => {
+                out.push_str(&rendered);
+                out.push('\n');
+            }
+        }
     }
 }
 
@@ -869,7 +902,7 @@ A:
 ";
 
     fn merged() -> Merged {
-        merge(PLAIN, INSTRUMENTED, false).expect("merges")
+        merge(PLAIN, INSTRUMENTED, false, false).expect("merges")
     }
 
     fn instrumented_part(m: &Merged) -> &str {
@@ -893,8 +926,45 @@ A:
     }
 
     #[test]
+    fn inline_capture_guards_the_instrumented_copys_hook_calls_only_where_it_can_link() {
+        let plain_copy = |m: &Merged| {
+            m.assembly
+                .split_once("# epcache: the instrumented")
+                .unwrap()
+                .0
+                .to_owned()
+        };
+        let inlined = merge(PLAIN, INSTRUMENTED, false, true).unwrap();
+        assert_eq!(inlined.inlined, 1);
+        let copy = instrumented_part(&inlined);
+        assert!(
+            copy.contains(
+                "\tjmp\t.Lepcache.done.1\n.Lepcache.slow.1:\n\tcall\t__tsan_read8@PLT\n\
+                 .Lepcache.done.1:\n\tmovsd\tA(%rip), %xmm0\n"
+            ),
+            "{copy}"
+        );
+        assert!(copy.contains("%fs:epcache_inline_v1_read_hits@tpoff(%rdx)"));
+        // The function entry hook stays a call, and the plain copy is untouched.
+        assert!(copy.contains("\tcall\t__tsan_func_entry@PLT\n"));
+        assert_eq!(plain_copy(&inlined), plain_copy(&merged()));
+        // Local-exec thread-locals cannot be reached from a shared object, nor AT&T syntax
+        // written into an Intel-syntax listing.
+        assert_eq!(merge(PLAIN, INSTRUMENTED, true, true).unwrap().inlined, 0);
+        let intel = format!("\t.intel_syntax noprefix\n{INSTRUMENTED}");
+        let intel = merge(
+            &format!("\t.intel_syntax noprefix\n{PLAIN}"),
+            &intel,
+            false,
+            true,
+        );
+        assert_eq!(intel.map(|m| m.inlined).unwrap_or(0), 0);
+        assert_eq!(merged().inlined, 0);
+    }
+
+    #[test]
     fn position_independent_code_reaches_the_gate_through_the_got() {
-        let m = merge(PLAIN, INSTRUMENTED, true).unwrap();
+        let m = merge(PLAIN, INSTRUMENTED, true, false).unwrap();
         assert!(
             m.assembly
                 .contains("movq\tepcache_capture_gate@GOTPCREL(%rip), %r11\n\tmovq\t(%r11), %r11")
@@ -936,7 +1006,7 @@ A:
             "\t.local\tcalls",
             "\t.data\n\t.type\textra, @object\nextra:\n\t.long 1\n\t.local\tcalls",
         );
-        let err = merge(PLAIN, &other, false).unwrap_err();
+        let err = merge(PLAIN, &other, false, false).unwrap_err();
         assert!(err.0.contains("different writable data"), "{err}");
     }
 
@@ -947,12 +1017,13 @@ A:
             &format!("{PLAIN}{alias}"),
             &format!("{INSTRUMENTED}{alias}"),
             false,
+            false,
         )
         .unwrap();
         let copy = instrumented_part(&both);
         assert!(!copy.contains(".set") && !copy.contains("mm2"), "{copy}");
         assert_eq!(both.assembly.matches("\t.set\tmm2,mm\n").count(), 1);
-        let err = merge(PLAIN, &format!("{INSTRUMENTED}{alias}"), false).unwrap_err();
+        let err = merge(PLAIN, &format!("{INSTRUMENTED}{alias}"), false, false).unwrap_err();
         assert!(err.0.contains("alias mm2"), "{err}");
     }
 
@@ -963,6 +1034,7 @@ A:
         let m = merge(
             &format!("{PLAIN}{group}{function}"),
             &format!("{INSTRUMENTED}{group}{function}"),
+            false,
             false,
         )
         .unwrap();
@@ -988,6 +1060,7 @@ A:
             &format!("{PLAIN}{cold}{ctor}"),
             &format!("{instrumented}{cold}{ctor}"),
             false,
+            false,
         )
         .unwrap();
         // No gate in the middle of a function: the cold part is jumped to, never called.
@@ -1009,6 +1082,7 @@ A:
             &format!("{PLAIN}{table}"),
             &format!("{INSTRUMENTED}{table}"),
             false,
+            false,
         )
         .unwrap_err();
         assert!(err.0.contains("targets.0` holds code addresses"), "{err}");
@@ -1021,14 +1095,14 @@ A:
             "entry:\n\tret\n\t.cfi_endproc\n.LFE1:",
         );
         assert!(
-            merge(&inline_asm, INSTRUMENTED, false)
+            merge(&inline_asm, INSTRUMENTED, false, false)
                 .unwrap_err()
                 .0
                 .contains("`entry`")
         );
         let located = PLAIN.replace("\tendbr64\n", "\tendbr64\n\t.loc 1 5 3\n");
         assert!(
-            merge(&located, INSTRUMENTED, false)
+            merge(&located, INSTRUMENTED, false, false)
                 .unwrap_err()
                 .0
                 .contains("-gno-as-loc-support")

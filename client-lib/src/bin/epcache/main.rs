@@ -12,6 +12,7 @@ mod demo_plot;
 mod describe;
 mod dual_asm;
 mod histogram;
+mod inline_capture;
 mod numbers;
 mod output;
 mod progress;
