@@ -369,6 +369,15 @@ impl Simulator {
         outcome
     }
 
+    /// Marks L1's line `block` (an address shifted right by L1's line bits) modified, counting
+    /// nothing. For a caller that counted a write hit on the line its set used last itself,
+    /// under [`Self::repeat_hit_shape`], and settles the line's dirty bit before the set is
+    /// used again (so an eviction writes it back). The line must be in L1.
+    pub fn mark_l1_dirty(&mut self, block: u64) {
+        let present = self.hierarchy.mark_l1_dirty(block);
+        debug_assert!(present, "line {block:#x} is not in L1");
+    }
+
     /// Whether an L1 hit of either kind may be left unsimulated by a caller that knows it
     /// changes no cache state (a repeat of the line its set used last): no event counts L1
     /// hits now and no analysis watches the stream. Such a caller must count the hits it

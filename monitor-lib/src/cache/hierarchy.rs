@@ -495,6 +495,12 @@ impl Hierarchy {
         false
     }
 
+    /// Marks L1's line of `block` modified without counting an access (see
+    /// [`crate::simulator::Simulator::mark_l1_dirty`]); whether the line was there.
+    pub(crate) fn mark_l1_dirty(&mut self, block: u64) -> bool {
+        self.data.levels[0].cache.probe_hit(block, true)
+    }
+
     /// For an access that [`Self::l1_takes`] and that [`Self::l1_hit`] found absent (which
     /// changed nothing): simulates it with the two-level miss step and returns what L2 did
     /// (L1 missed; [`two_level::outcome`] is the whole outcome), or returns `None`, having

@@ -5,12 +5,22 @@
 //! block the set's last simulated access touched and whether a write to it was simulated since.
 //! An access within one line whose block is its entry's (and, for a write, whose entry says
 //! written) is a hit on the set's most recent line: under the shapes
-//! [`Simulator::repeat_hit_shape`] admits, simulating it would change nothing but L1's hit
+//! [`crate::simulator::Simulator::repeat_hit_shape`] admits, simulating it would change nothing but L1's hit
 //! count. Such an access only increments the entry's read or write count, which is added to
 //! the thread's counts (and the entry's data structure's) when the entry changes hands and
 //! before anyone reads the counts: at region boundaries, when data structures change, when
 //! the thread's capture is dropped. Every other access goes through the simulator and then
 //! takes over its set's entry.
+//!
+//! `epcache cc` writes the same test inline into instrumented code (`thread_block.rs` names the
+//! words it reads). Inline, a write to a block whose entry is clean is answered too: the entry
+//! is marked written and *dirty pending*, and the write counted as a hit, because simulating
+//! it would only have set the line's dirty bit. The bit matters only when the line is evicted,
+//! which only a simulated access to the same set can do, so the runtime settles a pending
+//! entry (marks the line dirty in the simulator, `Simulator::mark_l1_dirty`) before it
+//! simulates an access whose block maps to that entry (a block's set and its entry share low
+//! bits, so an access that could evict the line always maps to its entry) and before an entry
+//! is emptied.
 //!
 //! The answer depends only on the order of accesses, not on the simulator: if the block is its
 //! entry's, no access has touched its set since the block was last simulated (or it would own
@@ -20,8 +30,6 @@
 //! no event counts L1 hits and no analysis runs; see `ThreadCapture::refresh_filter`.
 
 use std::cell::Cell;
-
-use crate::simulator::Simulator;
 
 /// Entries per thread: covers every L1 of 256 sets or fewer one set per entry.
 const ENTRIES: usize = 256;
@@ -39,6 +47,9 @@ struct Entry {
     hits: [Cell<u64>; 2],
     /// The data structure of the block's line (index + 1, 0 for none).
     structure: Cell<u32>,
+    /// Nonzero when the inline test counted a write to the block while the entry was clean:
+    /// the simulator has yet to mark the line dirty.
+    dirty_pending: Cell<u32>,
 }
 
 impl Entry {
@@ -47,6 +58,7 @@ impl Entry {
             inverted_tag: Cell::new(!NONE),
             hits: [const { Cell::new(0) }; 2],
             structure: Cell::new(0),
+            dirty_pending: Cell::new(0),
         }
     }
 
@@ -59,6 +71,14 @@ impl Entry {
     #[inline(always)]
     fn set_tag(&self, tag: u64) {
         self.inverted_tag.set(!tag);
+    }
+
+    /// Hands a pending dirty mark to `mark`, as the block to mark dirty.
+    #[inline(always)]
+    fn settle(&self, mark: impl FnOnce(u64)) {
+        if self.dirty_pending.replace(0) != 0 {
+            mark(self.tag() >> 1);
+        }
     }
 
     /// Hands the pending hits to `take`.
@@ -77,6 +97,7 @@ const _: () = {
     assert!(std::mem::size_of::<Entry>() == 1 << INLINE_ENTRY_SHIFT);
     assert!(std::mem::offset_of!(Entry, inverted_tag) == 0);
     assert!(std::mem::offset_of!(Entry, hits) == 8);
+    assert!(std::mem::offset_of!(Entry, dirty_pending) == 28);
     assert!(
         ENTRIES <= 256,
         "the inline test reads the entry mask as one byte"
@@ -112,6 +133,7 @@ impl Filter {
     pub(super) const ENTRIES_OFFSET: usize = std::mem::offset_of!(Filter, entries);
     pub(super) const READ_HITS_OFFSET: usize = Self::ENTRIES_OFFSET + 8;
     pub(super) const WRITE_HITS_OFFSET: usize = Self::ENTRIES_OFFSET + 16;
+    pub(super) const DIRTY_PENDING_OFFSET: usize = Self::ENTRIES_OFFSET + 28;
 
     /// An empty table, off.
     pub(super) const fn new() -> Filter {
@@ -134,7 +156,10 @@ impl Filter {
             && self.line_mask.get() == 0
             && self.mask.get() == 0
             && self.entries.iter().all(|e| {
-                e.tag() == NONE && e.hits.iter().all(|h| h.get() == 0) && e.structure.get() == 0
+                e.tag() == NONE
+                    && e.hits.iter().all(|h| h.get() == 0)
+                    && e.structure.get() == 0
+                    && e.dirty_pending.get() == 0
             })
     }
 
@@ -162,6 +187,40 @@ impl Filter {
         true
     }
 
+    /// What the inline test `epcache cc` writes into instrumented code does
+    /// (`inline_capture.rs`), once the thread is known to capture: a repeat hit as
+    /// [`Self::repeat_hit`] counts it, and also a write within one line to a block that owns
+    /// its entry clean, which marks the entry written and dirty pending.
+    #[cfg(test)]
+    pub(super) fn inline_hit(&self, addr: u64, size: u32, write: bool) -> bool {
+        let bits = self.line_bits.get();
+        let block = addr.wrapping_shr(bits);
+        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
+        if (last ^ addr).wrapping_shr(bits) != 0 {
+            return false;
+        }
+        let entry = self.entry(block);
+        let tag = entry.tag();
+        if tag == block << 1 | 1 || tag == block << 1 && !write {
+            // The same test as `repeat_hit`, now known to pass.
+            return self.repeat_hit(addr, size, write);
+        }
+        if tag != block << 1 {
+            return false;
+        }
+        entry.set_tag(block << 1 | 1);
+        entry.dirty_pending.set(1);
+        let count = &entry.hits[1];
+        count.set(count.get() + 1);
+        true
+    }
+
+    /// Whether the entry of `addr`'s block has a dirty mark pending.
+    #[cfg(test)]
+    pub(super) fn dirty_pending(&self, addr: u64) -> bool {
+        self.entry(addr >> self.line_bits.get()).dirty_pending.get() != 0
+    }
+
     /// A write within one line to a block that owns its entry clean: it hits the set's most
     /// recent line, and simulating it only marks that line dirty. The entry is marked written
     /// and its data structure (index + 1, 0 for none) returned; `None` for any other access.
@@ -183,10 +242,16 @@ impl Filter {
     }
 
     /// Switches the table on for `simulator`'s L1 (a no-op when already on), or off when the
-    /// shape does not allow it (or there is no simulator). Off, every pending count is handed
-    /// to `take` first.
-    pub(super) fn switch(&self, simulator: Option<&Simulator>, mut take: impl FnMut(Pending)) {
-        match simulator.and_then(Simulator::repeat_hit_shape) {
+    /// shape does not allow it (`shape` is [`crate::simulator::Simulator::repeat_hit_shape`], `None` also when
+    /// there is no simulator). Off, every pending count is handed to `take` and every pending
+    /// dirty mark to `mark` first.
+    pub(super) fn switch(
+        &self,
+        shape: Option<(u32, u64)>,
+        mut take: impl FnMut(Pending),
+        mut mark: impl FnMut(u64),
+    ) {
+        match shape {
             Some((bits, sets)) => {
                 if self.on.get() {
                     return;
@@ -197,22 +262,62 @@ impl Filter {
                 self.on.set(true);
             }
             None => {
-                self.flush(true, &mut take);
+                self.flush(true, &mut take, &mut mark);
                 self.on.set(false);
             }
         }
     }
 
-    /// Hands every pending count to `take`; with `forget`, also empties the table (after the
-    /// simulator was replaced, or when data structures changed).
-    pub(super) fn flush(&self, forget: bool, mut take: impl FnMut(Pending)) {
+    /// Hands every pending count to `take` and every pending dirty mark to `mark`; with
+    /// `forget`, also empties the table (after the simulator was replaced, or when data
+    /// structures changed).
+    pub(super) fn flush(
+        &self,
+        forget: bool,
+        mut take: impl FnMut(Pending),
+        mut mark: impl FnMut(u64),
+    ) {
         let used = self.mask.get() as usize + 1;
         for entry in &self.entries[..used.min(ENTRIES)] {
+            entry.settle(&mut mark);
             entry.drain(&mut take);
             if forget {
                 entry.set_tag(NONE);
             }
         }
+    }
+
+    /// Before the simulator runs a one-line access to `block`: the pending dirty mark of the
+    /// block's entry, if any, is handed to `mark` (the block to mark dirty).
+    #[inline(always)]
+    pub(super) fn settle(&self, block: u64, mark: impl FnOnce(u64)) {
+        self.entry(block).settle(mark);
+    }
+
+    /// Before the simulator runs an access over several lines (or straddling two): the
+    /// pending dirty marks of their entries are handed to `mark`.
+    pub(super) fn settle_lines(&self, addr: u64, size: u32, mut mark: impl FnMut(u64)) {
+        if !self.on.get() {
+            return;
+        }
+        let (first, last) = self.blocks(addr, size);
+        if last - first >= self.mask.get() {
+            let used = self.mask.get() as usize + 1;
+            for entry in &self.entries[..used.min(ENTRIES)] {
+                entry.settle(&mut mark);
+            }
+            return;
+        }
+        for block in first..=last {
+            self.entry(block).settle(&mut mark);
+        }
+    }
+
+    /// The first and last block an access touches.
+    fn blocks(&self, addr: u64, size: u32) -> (u64, u64) {
+        let first = addr >> self.line_bits.get();
+        let last = addr.saturating_add(u64::from(size.max(1)) - 1) >> self.line_bits.get();
+        (first, last)
     }
 
     /// After the simulator ran a one-line access to `block`: the block owns its set's entry
@@ -248,16 +353,18 @@ impl Filter {
         entry.set_tag(tag);
     }
 
-    /// After the simulator ran an access over several lines (or straddling two): their sets'
-    /// entries are given up, their pending counts handed to `take`.
+    /// After the simulator ran an access over several lines (or straddling two), whose
+    /// entries [`Self::settle_lines`] settled before: their entries are given up, their
+    /// pending counts handed to `take`.
     pub(super) fn forget_lines(&self, addr: u64, size: u32, mut take: impl FnMut(Pending)) {
         if !self.on.get() {
             return;
         }
-        let first = addr >> self.line_bits.get();
-        let last = addr.saturating_add(u64::from(size.max(1)) - 1) >> self.line_bits.get();
+        let (first, last) = self.blocks(addr, size);
         if last - first >= self.mask.get() {
-            self.flush(true, take);
+            self.flush(true, take, |_| {
+                debug_assert!(false, "settled before the access")
+            });
             return;
         }
         for block in first..=last {

@@ -263,17 +263,41 @@ impl ThreadCapture {
     /// Adds the repeat-hit filter's pending counts to the thread's; with `forget`, empties it
     /// too (the simulator goes away, or data structures changed).
     fn flush_filter(&mut self, forget: bool) {
-        let (counting, monitoring) = (&mut self.counting, &mut self.monitoring);
-        with_filter(|f| f.flush(forget, |p| counting.take(monitoring, p)));
+        let (counting, monitoring, simulator) = (
+            &mut self.counting,
+            &mut self.monitoring,
+            &mut self.simulator,
+        );
+        with_filter(|f| {
+            f.flush(
+                forget,
+                |p| counting.take(monitoring, p),
+                |block| simulator.mark_l1_dirty(block),
+            );
+        });
     }
 
     /// Switches the repeat-hit filter on or off for what the thread counts now: on only in
     /// standalone counting with no event on L1 hits and no analysis.
     fn refresh_filter(&mut self) {
         let on = self.monitoring.counting && self.simulator.l1_hits_unobserved();
-        let (counting, monitoring) = (&mut self.counting, &mut self.monitoring);
-        let simulator = on.then_some(&self.simulator);
-        with_filter(|f| f.switch(simulator, |p| counting.take(monitoring, p)));
+        let shape = if on {
+            self.simulator.repeat_hit_shape()
+        } else {
+            None
+        };
+        let (counting, monitoring, simulator) = (
+            &mut self.counting,
+            &mut self.monitoring,
+            &mut self.simulator,
+        );
+        with_filter(|f| {
+            f.switch(
+                shape,
+                |p| counting.take(monitoring, p),
+                |block| simulator.mark_l1_dirty(block),
+            );
+        });
     }
 }
 
@@ -795,6 +819,7 @@ impl Counting {
         let bits = self.line_bits;
         let line = 1u64 << bits;
         if (addr & (line - 1)) + u64::from(size) <= line {
+            with_filter(|f| f.settle(addr >> bits, |block| simulator.mark_l1_dirty(block)));
             let outcome = simulator.access_line(addr, size, kind);
             let (structure, whole_line) = monitoring.structure_of_line(addr, bits);
             monitoring.count_in(structure, &outcome, self.levels);
@@ -820,6 +845,7 @@ impl Counting {
         kind: AccessKind,
     ) {
         let levels = self.levels;
+        with_filter(|f| f.settle_lines(addr, size, |block| simulator.mark_l1_dirty(block)));
         simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
         with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
     }
@@ -975,13 +1001,20 @@ mod tests {
             let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
             let mut counting = Counting::new(&fast_sim);
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
-            with_filter(|f| f.switch(Some(&fast_sim), |_| unreachable!("empty at start")));
+            with_filter(|f| {
+                f.switch(
+                    fast_sim.repeat_hit_shape(),
+                    |_| unreachable!("empty at start"),
+                    |_| unreachable!("empty at start"),
+                );
+            });
             assert_eq!(with_filter(Filter::is_on), filtered, "{spec:?}");
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
             // Four streams walking 8 bytes at a time (a read, a read and a write of one element,
             // as a matrix product does), interleaved with random accesses.
             let mut walks = [0x40_0000u64, 0x40_2000, 0x40_3f00, 0x40_5000];
             let mut clean_writes = 0u32;
+            let mut inline_clean_writes = 0u32;
             for step in 0..200_000u32 {
                 crate::test_rng::xorshift(&mut x);
                 let (addr, size, kind) = if x % 8 < 6 {
@@ -1008,8 +1041,14 @@ mod tests {
                     (0x40_0000 + x % (24 << 10), size, kind)
                 };
                 let write = kind == AccessKind::Write;
-                // What `active` and `simulate_on` do.
-                if !with_filter(|f| f.repeat_hit(addr, size, write)) {
+                // Half the accesses come from sites with the inline test (`epcache cc`), which
+                // also answers writes to clean entries, leaving their dirty bits pending.
+                let inline = x >> 33 & 1 == 1;
+                if inline && with_filter(|f| f.inline_hit(addr, size, write)) {
+                    inline_clean_writes +=
+                        u32::from(write && with_filter(|f| f.dirty_pending(addr)));
+                // What `active` and `simulate_on` do (after the inline test, if any).
+                } else if !with_filter(|f| f.repeat_hit(addr, size, write)) {
                     match write
                         .then(|| with_filter(|f| f.clean_write(addr, size)))
                         .flatten()
@@ -1025,11 +1064,23 @@ mod tests {
                 slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels));
                 if step % 50_000 == 25_000 {
                     let forget = step % 100_000 == 25_000;
-                    with_filter(|f| f.flush(forget, |p| counting.take(&mut fast, p)));
+                    with_filter(|f| {
+                        f.flush(
+                            forget,
+                            |p| counting.take(&mut fast, p),
+                            |block| fast_sim.mark_l1_dirty(block),
+                        );
+                    });
                 }
             }
-            with_filter(|f| f.flush(true, |p| counting.take(&mut fast, p)));
-            with_filter(|f| f.switch(None, |_| unreachable!("flushed")));
+            with_filter(|f| {
+                f.flush(
+                    true,
+                    |p| counting.take(&mut fast, p),
+                    |block| fast_sim.mark_l1_dirty(block),
+                );
+            });
+            with_filter(|f| f.switch(None, |_| unreachable!("flushed"), |_| unreachable!()));
             assert_eq!(fast.totals, slow.totals, "{spec:?}");
             assert_eq!(fast.structures, slow.structures, "{spec:?}");
             assert!(fast.structures.iter().filter(|c| c[0] > 0).count() >= 2);
@@ -1046,9 +1097,9 @@ mod tests {
             );
             assert!(counting.repeat_hits[1] > 0 || !filtered, "write repeats");
             assert_eq!(
-                clean_writes > 1000,
+                clean_writes > 1000 && inline_clean_writes > 1000,
                 filtered,
-                "{spec:?}: {clean_writes} clean writes"
+                "{spec:?}: {clean_writes} clean writes, {inline_clean_writes} inline"
             );
             assert!(
                 slow.totals[1] > 0 && slow.totals[5] > 0,

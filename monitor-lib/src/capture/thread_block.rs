@@ -61,12 +61,12 @@ core::arch::global_asm!(
 // sequence, and the switch epoch under its own name (below). Their offsets come from this build
 // of the runtime at link time, so the program's code and the runtime cannot disagree on the
 // layout. What `v1` promises beyond it: an entry is 32 bytes with its inverted tag first
-// (asserted in `filter.rs`), the tag encoding of `filter.rs`, and `capturing_epoch` equal to
-// the epoch exactly while the thread captures with nothing to sync (`state.rs`). A program
-// whose runtime lacks the symbols fails to link, naming them.
+// (asserted in `filter.rs`), the tag encoding and dirty-pending rule of `filter.rs`, and
+// `capturing_epoch` equal to the epoch exactly while the thread captures with nothing to sync
+// (`state.rs`). A program whose runtime lacks the symbols fails to link, naming them.
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
-    ".irp name, capturing_epoch, line_bits, entry_mask, entries, read_hits, write_hits",
+    ".irp name, capturing_epoch, line_bits, entry_mask, entries, read_hits, write_hits, dirty_pending",
     ".globl epcache_inline_v1_\\name",
     ".hidden epcache_inline_v1_\\name",
     ".type epcache_inline_v1_\\name, @tls_object",
@@ -77,12 +77,14 @@ core::arch::global_asm!(
     ".set epcache_inline_v1_entries, epcache_monitor_thread_block + {entries}",
     ".set epcache_inline_v1_read_hits, epcache_monitor_thread_block + {read_hits}",
     ".set epcache_inline_v1_write_hits, epcache_monitor_thread_block + {write_hits}",
+    ".set epcache_inline_v1_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
     capturing_epoch = const HOT + Hot::CAPTURING_EPOCH_OFFSET,
     line_bits = const FILTER + Filter::LINE_BITS_OFFSET,
     entry_mask = const FILTER + Filter::MASK_OFFSET,
     entries = const FILTER + Filter::ENTRIES_OFFSET,
     read_hits = const FILTER + Filter::READ_HITS_OFFSET,
     write_hits = const FILTER + Filter::WRITE_HITS_OFFSET,
+    dirty_pending = const FILTER + Filter::DIRTY_PENDING_OFFSET,
 );
 
 /// The process-wide switch epoch (`state.rs` says what it counts), under a fixed name so the

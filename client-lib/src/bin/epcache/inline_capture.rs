@@ -102,33 +102,56 @@ impl Sites {
         let _ = writeln!(out, "\tandl\t%eax, %edx");
         let _ = writeln!(out, "\tshll\t${ENTRY_SHIFT}, %edx");
         // The entry holds !(block << 1 | written). x = inverted ^ (block << 1 | 1) is all ones
-        // when the entry is the block written, all ones but bit 0 when clean: a write needs
-        // the first, a read either.
+        // when the entry is the block written, all ones but bit 0 when clean: a read takes
+        // either; a write to a clean entry marks it written and dirty pending (the runtime
+        // marks the line dirty before it next simulates an access to the set, `filter.rs`).
         let _ = writeln!(out, "\tleaq\t1(%rax,%rax), %rsi");
         let _ = writeln!(out, "\txorq\t{}(%rdx), %rsi", tls("entries"));
-        if !access.write {
+        let clean = format!(".Lepcache.clean.{n}");
+        let count = format!(".Lepcache.count.{n}");
+        if access.write {
+            let _ = writeln!(out, "\tincq\t%rsi");
+            let _ = writeln!(out, "\tjne\t{clean}");
+        } else {
             let _ = writeln!(out, "\torq\t$1, %rsi");
-        }
-        let _ = writeln!(out, "\tincq\t%rsi");
-        let _ = writeln!(out, "\tjne\t{slow}");
-        if access.size > 1 {
-            // Its last byte in the same line. (A shift by 0 leaves the flags to the xor, which
-            // set them for the same value.)
-            let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
-            let _ = writeln!(out, "\txorq\t%rdi, %rax");
-            let _ = writeln!(out, "\tshrq\t%cl, %rax");
+            let _ = writeln!(out, "\tincq\t%rsi");
             let _ = writeln!(out, "\tjne\t{slow}");
         }
+        same_line(access, &slow, out);
         let hits = if access.write {
             "write_hits"
         } else {
             "read_hits"
         };
+        if access.write {
+            let _ = writeln!(out, "{count}:");
+        }
         let _ = writeln!(out, "\tincq\t{}(%rdx)", tls(hits));
         let _ = writeln!(out, "\tjmp\t{done}");
+        if access.write {
+            // x + 1 was all ones: the entry is the block, clean.
+            let _ = writeln!(out, "{clean}:");
+            let _ = writeln!(out, "\tincq\t%rsi");
+            let _ = writeln!(out, "\tjne\t{slow}");
+            same_line(access, &slow, out);
+            let _ = writeln!(out, "\txorq\t$1, {}(%rdx)", tls("entries"));
+            let _ = writeln!(out, "\tmovl\t$1, {}(%rdx)", tls("dirty_pending"));
+            let _ = writeln!(out, "\tjmp\t{count}");
+        }
         let _ = writeln!(out, "{slow}:");
         let _ = writeln!(out, "{call}");
         let _ = writeln!(out, "{done}:");
+    }
+}
+
+/// Jumps to `slow` unless the access's last byte is in its first byte's line (`%cl` holds the
+/// line bits). A shift by 0 leaves the flags to the xor, which set them for the same value.
+fn same_line(access: HookedAccess, slow: &str, out: &mut String) {
+    if access.size > 1 {
+        let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
+        let _ = writeln!(out, "\txorq\t%rdi, %rax");
+        let _ = writeln!(out, "\tshrq\t%cl, %rax");
+        let _ = writeln!(out, "\tjne\t{slow}");
     }
 }
 
@@ -192,6 +215,8 @@ mod tests {
             [
                 ".Lepcache.slow.1:",
                 ".Lepcache.done.1:",
+                ".Lepcache.count.2:",
+                ".Lepcache.clean.2:",
                 ".Lepcache.slow.2:",
                 ".Lepcache.done.2:"
             ]
@@ -206,12 +231,18 @@ mod tests {
         let first_site = &out[..out.find(".Lepcache.done.1:").unwrap()];
         assert!(first_site.contains("read_hits") && !first_site.contains("write_hits"));
         assert!(
-            first_site.contains("orq\t$1"),
+            first_site.contains("\torq\t$1"),
             "a read matches a clean entry too"
         );
+        assert!(!first_site.contains("dirty_pending"));
         let second_site = &out[out.find(".Lepcache.done.1:").unwrap()..];
-        assert!(second_site.contains("write_hits") && !second_site.contains("orq\t$1"));
-        // A one-byte access cannot straddle lines: no second test.
-        assert_eq!(second_site.matches("jne").count(), 2);
+        assert!(second_site.contains("write_hits") && !second_site.contains("\torq\t$1"));
+        // A write to a clean entry marks it written and dirty pending, then counts.
+        let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
+        assert!(clean.contains("\txorq\t$1, %fs:epcache_inline_v1_entries@tpoff(%rdx)\n"));
+        assert!(clean.contains("\tmovl\t$1, %fs:epcache_inline_v1_dirty_pending@tpoff(%rdx)\n"));
+        // A one-byte access cannot straddle lines: no same-line test.
+        assert!(!second_site.contains("leaq\t0(%rdi)"));
+        assert_eq!(second_site.matches("jne").count(), 3);
     }
 }
