@@ -3,8 +3,8 @@
 //! `cargo bench -p epcache-client --bench capture_overhead` builds, with the runtime of the
 //! bench's own profile (`target/release` under `cargo bench`):
 //! - a loop calling a tiny instrumented function (a function region) or making a marker pair,
-//!   timed inside the program with `clock_gettime`, run with the segment on (the default) and no
-//!   request, minus the same loop built plainly: nanoseconds per region enter+exit pair;
+//!   timed inside the program in its thread's CPU time, run with the segment on (the default)
+//!   and no request, minus the same loop built plainly: nanoseconds per region enter+exit pair;
 //! - a matrix-multiply kernel built with capture but nothing requested (its plain copies run),
 //!   against the same kernel built plainly with `gcc -O2`, and built instrumented only
 //!   (`EPCACHE_CC_DUAL=off`, hooks that only return: the floor of a monitored run);
@@ -12,15 +12,18 @@
 //!   structure), against `valgrind --tool=cachegrind --cache-sim=yes` with the same caches on
 //!   the plain build.
 //!
-//! This machine is a 2-core VM whose host is shared: the same binary's kernel takes anywhere
-//! from 1x to 2x its best time from one moment to the next, in phases of a fraction of a second
-//! to minutes, with identical code and data, huge pages or not, and whatever our other core does.
-//! So the fast programs run as many short processes, interleaved round by round (the order
-//! reversed every other round) so every phase hits all variants alike. Each figure is given as
-//! min / lower quartile / median / max of its runs, and the goals are judged on the lower
-//! quartiles (the runs the machine disturbed least, which are less luck-dependent than the
-//! minimum); the median and minimum ratios are printed beside them. The simulating variants
-//! take seconds, where this noise matters less, and are compared by their medians.
+//! This machine is a 2-core VM on a shared host. In one process, in its own CPU time, a
+//! vectorised kernel switches between two speeds about 1.5-2x apart (whether its data fits in
+//! L1, L2 or neither), in phases of a fraction of a second to minutes, while a dependent
+//! multiply chain stays within 5%: something on the host shares the core's execution
+//! resources. Huge pages, array placement and pinning change nothing, and a busy other core of
+//! ours adds at most about 20%. Other processes' time slices inflate wall time on top. So the
+//! fast programs run as many short processes, interleaved round by round (the order reversed
+//! every other round) so every phase hits all variants alike, and are timed in CPU time as
+//! well as wall time. Each figure is given as min / lower quartile / median / max of its runs,
+//! and the goals are judged on the lower quartiles (the runs the machine disturbed least, less
+//! luck-dependent than the minimum), with the minimum and median ratios beside them. The
+//! simulating variants take seconds and are compared by their medians, as before.
 //!
 //! `EPCACHE_BENCH_RUNS` sets the number of processes per fast variant (simulating ones get a
 //! fifth, at least 3), `EPCACHE_BENCH_N` the matrix order, `EPCACHE_BENCH_PAIRS` the iterations
