@@ -42,9 +42,10 @@ mod capture_support;
 
 /// The loop whose iterations are region pairs; it times `argv[3]` loops (default 1) of
 /// `argv[2]` iterations each in the thread's CPU time (what other processes' time slices do
-/// not inflate) and prints nanoseconds per iteration for each. `plain_noop` lives in another, never
-/// instrumented, file: gcc gives a function TSan entry and exit hooks only when it has a memory
-/// access or a call, and a call to an uninstrumented function adds no access hook to the pair.
+/// not inflate) and prints nanoseconds per iteration for each. `plain_noop` lives in another,
+/// never instrumented, file: gcc gives a function TSan entry and exit hooks only when it has a
+/// memory access or a call, and a call to an uninstrumented function adds no access hook to the
+/// pair.
 const PAIRS_C: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
