@@ -3,8 +3,8 @@
 //! `cargo bench -p epcache-client --bench capture_overhead` builds, with the runtime of the
 //! bench's own profile (`target/release` under `cargo bench`):
 //! - a loop calling a tiny instrumented function (a function region) or making a marker pair,
-//!   timed inside the program with `clock_gettime`, run with the segment on (the default) and no
-//!   request, minus the same loop built plainly: nanoseconds per region enter+exit pair;
+//!   timed inside the program in its thread's CPU time, run with the segment on (the default)
+//!   and no request, minus the same loop built plainly: nanoseconds per region enter+exit pair;
 //! - a matrix-multiply kernel built with capture but nothing requested (its plain copies run),
 //!   against the same kernel built plainly with `gcc -O2`, and built instrumented only
 //!   (`EPCACHE_CC_DUAL=off`, hooks that only return: the floor of a monitored run);
@@ -12,10 +12,24 @@
 //!   structure), against `valgrind --tool=cachegrind --cache-sim=yes` with the same caches on
 //!   the plain build.
 //!
-//! It prints medians of several runs with the goals beside them. `EPCACHE_BENCH_RUNS` sets the
-//! number of runs of the fast programs (slow ones get half), `EPCACHE_BENCH_N` the matrix order,
-//! `EPCACHE_BENCH_PAIRS` the loop count; `EPCACHE_BENCH_PROFILE=1` adds Callgrind's
-//! instruction counts per region pair and per kernel iteration, with the hottest functions.
+//! This machine is a 2-core VM on a shared host. In one process, in its own CPU time, a
+//! vectorised kernel switches between two speeds about 1.5-2x apart (whether its data fits in
+//! L1, L2 or neither), in phases of a fraction of a second to minutes, while a dependent
+//! multiply chain stays within 5%: something on the host shares the core's execution
+//! resources. Huge pages, array placement and pinning change nothing, and a busy other core of
+//! ours adds at most about 20%. Other processes' time slices inflate wall time on top. So the
+//! fast programs run as many short processes, interleaved round by round (the order reversed
+//! every other round) so every phase hits all variants alike, and are timed in CPU time as
+//! well as wall time. Each figure is given as min / lower quartile / median / max of its runs,
+//! and the goals are judged on the lower quartiles (the runs the machine disturbed least, less
+//! luck-dependent than the minimum), with the minimum and median ratios beside them. The
+//! simulating variants take seconds and are compared by their medians, as before.
+//!
+//! `EPCACHE_BENCH_RUNS` sets the number of processes per fast variant (simulating ones get a
+//! fifth, at least 3), `EPCACHE_BENCH_N` the matrix order, `EPCACHE_BENCH_PAIRS` the iterations
+//! of one timed loop and `EPCACHE_BENCH_LOOPS` the timed loops per pair process;
+//! `EPCACHE_BENCH_PROFILE=1` adds Callgrind's instruction counts per region pair and per kernel
+//! iteration, with the hottest functions.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -26,9 +40,12 @@ use std::time::Instant;
 #[path = "../tests/capture_support/mod.rs"]
 mod capture_support;
 
-/// The loop whose iterations are region pairs. `plain_noop` lives in another, never
-/// instrumented, file: gcc gives a function TSan entry and exit hooks only when it has a memory
-/// access or a call, and a call to an uninstrumented function adds no access hook to the pair.
+/// The loop whose iterations are region pairs; it times `argv[3]` loops (default 1) of
+/// `argv[2]` iterations each in the thread's CPU time (what other processes' time slices do
+/// not inflate) and prints nanoseconds per iteration for each. `plain_noop` lives in another,
+/// never instrumented, file: gcc gives a function TSan entry and exit hooks only when it has a
+/// memory access or a call, and a call to an uninstrumented function adds no access hook to the
+/// pair.
 const PAIRS_C: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,26 +64,30 @@ __attribute__((noinline)) void tiny(long i) { plain_noop(i); }
 
 static double now(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) return 2;
+  if (argc != 3 && argc != 4) return 2;
   long n = atol(argv[2]);
+  int loops = argc == 4 ? atoi(argv[3]) : 1;
   int marker = strcmp(argv[1], "marker") == 0;
-  double t0 = now();
-  if (marker) {
-    for (long i = 0; i < n; i++) {
-      EPCACHE_REGION_BEGIN("pair");
-      plain_noop(i);
-      EPCACHE_REGION_END();
+  for (int l = 0; l < loops; l++) {
+    double t0 = now();
+    if (marker) {
+      for (long i = 0; i < n; i++) {
+        EPCACHE_REGION_BEGIN("pair");
+        plain_noop(i);
+        EPCACHE_REGION_END();
+      }
+    } else {
+      for (long i = 0; i < n; i++) tiny(i);
     }
-  } else {
-    for (long i = 0; i < n; i++) tiny(i);
+    double t1 = now();
+    printf("%.6f ", (t1 - t0) * 1e9 / (double)n);
   }
-  double t1 = now();
-  printf("%.6f\n", (t1 - t0) * 1e9 / (double)n);
+  printf("\n");
   return 0;
 }
 "#;
@@ -75,16 +96,17 @@ const NOOP_C: &str = r#"
 void plain_noop(long i) { __asm__ volatile("" : : "r"(i)); }
 "#;
 
-/// Row-major i-k-j matrix multiply over globals (named A, B, C from DWARF); prints a checksum
-/// and the kernel's own time.
+/// Row-major i-k-j matrix multiply over globals (named A, B, C from DWARF); prints a checksum,
+/// the kernel's own wall and CPU time, and the process's CPU time up to the end of `main`
+/// (with the runtime's start, which runs before `main`).
 const MATMUL_C: &str = r#"
 #include <stdio.h>
 #include <time.h>
 double A[N][N], B[N][N], C[N][N];
 
-static double now(void) {
+static double seconds(clockid_t clock) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(clock, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -107,13 +129,13 @@ void matmul(void) {
 
 int main(void) {
   init();
-  double t0 = now();
+  double w0 = seconds(CLOCK_MONOTONIC), c0 = seconds(CLOCK_THREAD_CPUTIME_ID);
   matmul();
-  double t1 = now();
+  double c1 = seconds(CLOCK_THREAD_CPUTIME_ID), w1 = seconds(CLOCK_MONOTONIC);
   double sum = 0.0;
   for (int i = 0; i < N; i++)
     for (int j = 0; j < N; j++) sum += C[i][j];
-  printf("%.6e %.6f\n", sum, t1 - t0);
+  printf("%.6e %.6f %.6f %.6f\n", sum, w1 - w0, c1 - c0, seconds(CLOCK_PROCESS_CPUTIME_ID));
   return 0;
 }
 "#;
@@ -122,10 +144,12 @@ int main(void) {
 const EPCACHE_CACHE: &str = "D1=32K,8,64;LL=8M,16,64";
 const CACHEGRIND_CACHE: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
 
-const DEFAULT_RUNS: usize = 5;
-/// About half a second plainly here.
+const DEFAULT_RUNS: usize = 15;
+/// About 0.13 s of kernel plainly here, on a quiet host.
 const DEFAULT_N: u32 = 700;
-const DEFAULT_PAIRS: u64 = 50_000_000;
+/// 10 to 40 ms per loop here: short enough that most loops fall inside one quiet phase.
+const DEFAULT_PAIRS: u64 = 5_000_000;
+const DEFAULT_LOOPS: usize = 5;
 
 const GOAL_PAIR_NS: f64 = 5.0;
 const GOAL_IDLE_RATIO: f64 = 1.3;
@@ -176,13 +200,51 @@ fn epcache_cc_with(dir: &Path, runtime: &Path, env: &[(&str, &str)], args: &[&st
     checked(&format!("epcache cc -- gcc {args:?}"), out);
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+/// Order statistics of one figure over many runs. On a shared host the low end is the runs
+/// disturbed least; the spread says how much the machine moved meanwhile.
+#[derive(Clone, Copy)]
+struct Spread {
+    min: f64,
+    q25: f64,
+    median: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(xs: &[f64]) -> Spread {
+        assert!(!xs.is_empty(), "no runs to summarise");
+        let mut s = xs.to_vec();
+        s.sort_by(f64::total_cmp);
+        // Linear interpolation between the closest ranks.
+        let at = |p: f64| {
+            let x = p * (s.len() - 1) as f64;
+            let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+            s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
+        };
+        Spread {
+            min: s[0],
+            q25: at(0.25),
+            median: at(0.5),
+            max: s[s.len() - 1],
+        }
+    }
+
+    /// `min q25 median max`, each `width` wide with `precision` decimals.
+    fn row(&self, width: usize, precision: usize) -> String {
+        [self.min, self.q25, self.median, self.max]
+            .iter()
+            .map(|x| format!("{x:>width$.precision$}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The three comparable statistics of `self` against `base`, combined by `f`.
+    fn against(&self, base: &Spread, f: impl Fn(f64, f64) -> f64) -> [f64; 3] {
+        [
+            f(self.q25, base.q25),
+            f(self.min, base.min),
+            f(self.median, base.median),
+        ]
     }
 }
 
@@ -221,12 +283,18 @@ impl Variant<'_> {
     }
 }
 
-/// Runs every variant `runs` times, interleaved so drift on a shared machine hits all alike;
-/// returns (wall seconds, stdout) per variant per run.
+/// Runs every variant `runs` times, interleaved so drift on a shared machine hits all alike,
+/// every other round in reverse so no variant always follows the same one; returns
+/// (wall seconds, stdout) per variant per run.
 fn interleaved(dir: &Path, variants: &[&Variant<'_>], runs: usize) -> Vec<Vec<(f64, String)>> {
     let mut results = vec![Vec::new(); variants.len()];
     for round in 0..runs {
-        for (v, r) in variants.iter().zip(results.iter_mut()) {
+        let mut order: Vec<usize> = (0..variants.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let (v, r) = (variants[i], &mut results[i]);
             let run = v.run(dir);
             eprintln!(
                 "  run {}/{runs} {:<34} {:>8.3} s  {}",
@@ -246,7 +314,8 @@ fn verdict(met: bool) -> &'static str {
 }
 
 fn region_pairs(dir: &Path, runtime: &Path, runs: usize) {
-    let pairs: u64 = env_or("EPCACHE_BENCH_PAIRS", DEFAULT_PAIRS);
+    let pairs: u64 = env_or("EPCACHE_BENCH_PAIRS", DEFAULT_PAIRS).max(1);
+    let loops: usize = env_or("EPCACHE_BENCH_LOOPS", DEFAULT_LOOPS).max(1);
     std::fs::write(dir.join("pairs.c"), PAIRS_C).unwrap();
     std::fs::write(dir.join("noop.c"), NOOP_C).unwrap();
     gcc(dir, &["-O2", "-c", "noop.c", "-o", "noop.o"]);
@@ -265,7 +334,7 @@ fn region_pairs(dir: &Path, runtime: &Path, runs: usize) {
     let variant = |name, program, kind: &str, env: Vec<(&'static str, String)>| Variant {
         name,
         program,
-        args: vec![kind.to_owned(), pairs.to_string()],
+        args: vec![kind.to_owned(), pairs.to_string(), loops.to_string()],
         env,
         wrapper: Vec::new(),
     };
@@ -288,37 +357,56 @@ fn region_pairs(dir: &Path, runtime: &Path, runs: usize) {
             mcc_off(),
         ),
     ];
-    eprintln!("region pairs: {pairs} iterations per run, {runs} runs");
+    eprintln!(
+        "region pairs: {runs} processes per variant, each timing {loops} loops of {pairs} iterations"
+    );
     let results = interleaved(dir, &variants.iter().collect::<Vec<_>>(), runs);
-    let ns: Vec<f64> = results
+    let ns: Vec<Spread> = results
         .iter()
         .map(|r| {
-            median(
-                r.iter()
-                    .map(|(_, out)| out.trim().parse::<f64>().expect("ns per iteration"))
-                    .collect(),
-            )
+            let loops: Vec<f64> = r
+                .iter()
+                .flat_map(|(_, out)| out.split_whitespace())
+                .map(|x| x.parse::<f64>().expect("ns per iteration"))
+                .collect();
+            Spread::of(&loops)
         })
         .collect();
-    println!("\nregion enter+exit pair, nothing requested ({pairs} per run, median of {runs}):");
     println!(
-        "{:<36} {:>10} {:>12} {:>16}",
-        "", "ns/iter", "ns/pair", "goal <= 5 ns"
+        "\nregion enter+exit pair, nothing requested: {runs} processes per variant, interleaved, \
+         each timing {loops} loops of {pairs} iterations"
+    );
+    println!(
+        "{:<34} {:>27} {:>24} {:>9} {:>16}",
+        "", "ns/iter: min q25 median max", "ns/pair: q25 (min, med)", "plain its", "goal <= 5 ns"
     );
     for (i, v) in variants.iter().enumerate() {
-        let base = if i < 3 { ns[0] } else { ns[3] };
+        let base = if i < 3 { &ns[0] } else { &ns[3] };
         if v.env.is_empty() && v.program == plain.as_path() {
-            println!("{:<36} {:>10.2}", v.name, ns[i]);
+            println!("{:<34} {}", v.name, ns[i].row(6, 2));
             continue;
         }
-        let pair = ns[i] - base;
+        let [pair, pair_min, pair_median] = ns[i].against(base, |a, b| a - b);
         let goal = if v.env.is_empty() {
             verdict(pair <= GOAL_PAIR_NS)
         } else {
             "(segment off)"
         };
-        println!("{:<36} {:>10.2} {:>12.2} {:>16}", v.name, ns[i], pair, goal);
+        println!(
+            "{:<34} {} {:>9.2} ({:>5.2}, {:>5.2}) {:>9.2} {:>16}",
+            v.name,
+            ns[i].row(6, 2),
+            pair,
+            pair_min,
+            pair_median,
+            pair / base.q25,
+            goal
+        );
     }
+    println!(
+        "a pair is the loop's time per iteration minus the plain loop's, judged on the lower \
+         quartiles; `plain its` gives it in plain-loop iterations, which moves less with the host"
+    );
 }
 
 fn matmul(dir: &Path, runtime: &Path, runs: usize) {
@@ -393,16 +481,16 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
         env: vec![],
         wrapper,
     };
-    eprintln!("matmul N={n}: {runs} runs of the fast variants");
+    eprintln!("matmul N={n}: {runs} runs of each fast variant");
     let fast = interleaved(dir, &[&base, &idle, &idle_hooks], runs);
     let with_valgrind = capture_support::available("valgrind", "capture_overhead");
-    let slow_runs = runs.div_ceil(2).max(1);
+    let slow_runs = (runs / 5).max(3);
     let slow: Vec<&Variant<'_>> = if with_valgrind {
         vec![&full, &cachegrind]
     } else {
         vec![&full]
     };
-    eprintln!("matmul N={n}: {slow_runs} runs of the simulating variants");
+    eprintln!("matmul N={n}: {slow_runs} runs of each simulating variant");
     let slow = interleaved(dir, &slow, slow_runs);
 
     // The kernel really ran monitored: the report counts at least its N^3 reads of B.
@@ -421,57 +509,98 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
     assert_eq!(checksum(&fast[0]), checksum(&fast[1]), "different results");
     assert_eq!(checksum(&fast[0]), checksum(&fast[2]), "different results");
 
-    let wall = |r: &[(f64, String)]| median(r.iter().map(|(s, _)| *s).collect());
-    let kernel = |r: &[(f64, String)]| {
-        median(
-            r.iter()
-                .filter_map(|(_, out)| out.split_whitespace().nth(1)?.parse().ok())
-                .collect(),
-        )
+    // Per run: the whole run's wall time (measured here) and, from the program, its kernel's
+    // wall and CPU time and its CPU time up to the end of main.
+    let field = |out: &str, i: usize| -> f64 {
+        out.split_whitespace()
+            .nth(i)
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("field {i} of the kernel's output {out:?}"))
     };
-    let (plain_wall, idle_wall) = (wall(&fast[0]), wall(&fast[1]));
-    let (plain_kernel, idle_kernel) = (kernel(&fast[0]), kernel(&fast[1]));
+    let spread = |r: &[(f64, String)], f: &dyn Fn(f64, &str) -> f64| {
+        Spread::of(&r.iter().map(|(s, out)| f(*s, out)).collect::<Vec<_>>())
+    };
+    let wall = |r: &[(f64, String)]| spread(r, &|s, _| s);
+    let cpu = |r: &[(f64, String)]| spread(r, &|_, out| field(out, 3));
+    let kernel_wall = |r: &[(f64, String)]| spread(r, &|_, out| field(out, 1));
+    let kernel_cpu = |r: &[(f64, String)]| spread(r, &|_, out| field(out, 2));
+    let ratio = |a: &Spread, b: &Spread| a.against(b, |x, y| x / y);
     println!(
         "\nmatmul N={n} (i-k-j over doubles: {} element reads and writes in the source; \
-         the monitored run counted {reads} reads at D1), median wall time:",
+         the monitored run counted {reads} reads at D1)",
         3 * u64::from(n).pow(3)
     );
     println!(
-        "{:<36} {:>9} {:>11} {:>9} {:>24}",
-        "", "wall s", "kernel s", "ratio", "goal"
+        "{runs} runs per variant, interleaved, in seconds: min q25 median max; CPU is the \
+         process's own (up to the end of main) and the kernel thread's, which other processes' \
+         time slices do not inflate"
     );
-    println!("{:<36} {plain_wall:>9.3} {plain_kernel:>11.3}", base.name);
-    let idle_ratio = idle_wall / plain_wall;
     println!(
-        "{:<36} {idle_wall:>9.3} {idle_kernel:>11.3} {idle_ratio:>8.2}x {:>24}",
-        idle.name,
-        format!(
-            "<= {GOAL_IDLE_RATIO}x of plain: {}",
-            verdict(idle_ratio <= GOAL_IDLE_RATIO)
-        )
+        "{:<42} {:<27} {:<27} whole run / plain: q25 (min, med)",
+        "", "whole run", "kernel"
     );
-    let hooks_wall = wall(&fast[2]);
+    let plain_cpu = cpu(&fast[0]);
+    let plain_wall = wall(&fast[0]);
+    let notes = [
+        String::new(),
+        format!("<= {GOAL_IDLE_RATIO}x of plain (CPU q25): "),
+        "(EPCACHE_CC_DUAL=off)".to_owned(),
+    ];
+    for (i, (v, note)) in [&base, &idle, &idle_hooks].iter().zip(notes).enumerate() {
+        for (what, whole, kernel, base) in [
+            ("CPU", cpu(&fast[i]), kernel_cpu(&fast[i]), &plain_cpu),
+            ("wall", wall(&fast[i]), kernel_wall(&fast[i]), &plain_wall),
+        ] {
+            let name = if what == "CPU" { v.name } else { "" };
+            let mut line = format!(
+                "{name:<37} {what:<4} {} {}",
+                whole.row(6, 3),
+                kernel.row(6, 3)
+            );
+            if i > 0 {
+                let [q25, min, median] = ratio(&whole, base);
+                line += &format!(" {q25:>9.2}x ({min:.2}x, {median:.2}x)");
+                if what == "CPU" && i == 1 {
+                    line += &format!("  {note}{}", verdict(q25 <= GOAL_IDLE_RATIO));
+                } else if what == "CPU" {
+                    line += &format!("  {note}");
+                }
+            }
+            println!("{line}");
+        }
+    }
+    let [k_ratio, k_min, k_median] = ratio(&kernel_cpu(&fast[1]), &kernel_cpu(&fast[0]));
+    // Outside the kernel: where the runtime's own start (reading the program's DWARF, creating
+    // the segment) shows, since the idle kernel runs its plain copy.
+    let outside = |r: &[(f64, String)]| spread(r, &|_, out| field(out, 3) - field(out, 2));
     println!(
-        "{:<36} {hooks_wall:>9.3} {:>11.3} {:>8.2}x {:>24}",
-        idle_hooks.name,
-        kernel(&fast[2]),
-        hooks_wall / plain_wall,
-        "(EPCACHE_CC_DUAL=off)"
+        "nothing requested, the kernel alone: {k_ratio:.2}x of plain in CPU time ({k_min:.2}x, \
+         {k_median:.2}x); the rest of the run (start, init), CPU q25: plain {:.1} ms, epcache cc \
+         {:.1} ms",
+        outside(&fast[0]).q25 * 1e3,
+        outside(&fast[1]).q25 * 1e3
     );
-    let full_wall = wall(&slow[0]);
+
+    // The simulating variants take seconds: medians, against the plain build's median.
+    let plain_wall = plain_wall.median;
+    let median_of = |r: &[(f64, String)]| (wall(r).median, kernel_wall(r).median);
+    println!("\nsimulating variants, median of {slow_runs} runs (ratio against the plain median):");
     println!(
-        "{:<36} {full_wall:>9.3} {:>11.3} {:>8.2}x",
+        "{:<37} {:>9} {:>11} {:>9}",
+        "", "wall s", "kernel s", "ratio"
+    );
+    let (full_wall, full_kernel) = median_of(&slow[0]);
+    println!(
+        "{:<37} {full_wall:>9.3} {full_kernel:>11.3} {:>8.2}x",
         full.name,
-        kernel(&slow[0]),
         full_wall / plain_wall
     );
     if with_valgrind {
-        let cg_wall = wall(&slow[1]);
+        let (cg_wall, cg_kernel) = median_of(&slow[1]);
         let speedup = cg_wall / full_wall;
         println!(
-            "{:<36} {cg_wall:>9.3} {:>11.3} {:>8.2}x",
+            "{:<37} {cg_wall:>9.3} {cg_kernel:>11.3} {:>8.2}x",
             cachegrind.name,
-            kernel(&slow[1]),
             cg_wall / plain_wall
         );
         let how = if speedup >= 1.0 {
@@ -487,11 +616,11 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
         // can be no faster than the instrumented copy with hooks that only return.
         println!(
             "floor: the instrumented-only build with nothing requested runs {:.2}x faster than Cachegrind (the call per access alone)",
-            cg_wall / hooks_wall
+            cg_wall / wall(&fast[2]).median
         );
     }
     println!(
-        "caches: epcache {EPCACHE_CACHE}; cachegrind {}; the kernel column is the program's own clock_gettime around matmul()",
+        "caches: epcache {EPCACHE_CACHE}; cachegrind {}",
         CACHEGRIND_CACHE.join(" ")
     );
 }
