@@ -247,3 +247,47 @@ fn cc_without_a_runtime_says_how_to_build_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_link_against_a_runtime_older_than_epcache_says_so() {
+    if !available("gcc", "a_link_against_a_runtime_older_than_epcache_says_so")
+        || !available("ar", "a_link_against_a_runtime_older_than_epcache_says_so")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A "runtime" with a symbol index but none of the runtime's symbols, as an old build of it
+    // lacks the inline capture ABI this epcache's objects name.
+    std::fs::write(dir.path().join("old.c"), "int epcache_old_runtime;\n").unwrap();
+    let run = |program: &str, args: &[&str]| {
+        let status = Command::new(program)
+            .args(args)
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{program} {args:?}");
+    };
+    run("gcc", &["-c", "old.c", "-o", "old.o"]);
+    run("ar", &["rcs", "libold.a", "old.o"]);
+    let source = kernel("capture_sum.c");
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["cc", "--", "gcc", "-O2"])
+        .arg(&source)
+        .args(["-o", "sum"])
+        .env("EPCACHE_RUNTIME", dir.path().join("libold.a"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("undefined reference to `epcache_inline_v1_"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("is older than this epcache")
+            && stderr.contains("cargo build -p epcache-monitor")
+            && stderr.contains("EPCACHE_CC_INLINE=off"),
+        "{stderr}"
+    );
+}

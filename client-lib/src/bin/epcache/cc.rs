@@ -260,7 +260,8 @@ fn split_compile_arguments(args: &[String]) -> Vec<String> {
     kept
 }
 
-/// Where the runtime library is: `EPCACHE_RUNTIME`, else beside the `epcache` binary.
+/// Where the runtime library is: `EPCACHE_RUNTIME`, else the newest of the one beside the
+/// `epcache` binary and those cargo built into its `deps/`.
 fn runtime_library() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os(RUNTIME_ENV) {
         let path = PathBuf::from(path);
@@ -290,19 +291,19 @@ fn runtime_library() -> anyhow::Result<PathBuf> {
             })
             .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
     };
-    if !beside.is_file()
-        && let Some(built) = in_deps()
-    {
-        return Ok(built);
-    }
-    if !beside.is_file() {
-        bail!(
+    // The newest of the two: a runtime left beside the binary by an earlier `cargo build` must
+    // not shadow the one built with this binary.
+    let newest = in_deps()
+        .into_iter()
+        .chain(beside.is_file().then(|| beside.clone()))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    newest.with_context(|| {
+        format!(
             "the epcache runtime {} does not exist: build it with `cargo build -p epcache-monitor` \
              (same profile as epcache), or set {RUNTIME_ENV} to the path of {RUNTIME_FILE}",
             beside.display()
-        );
-    }
-    Ok(beside)
+        )
+    })
 }
 
 /// Redirects the program's calls to the C allocator to the runtime's `__wrap_*` functions.
@@ -406,6 +407,47 @@ fn run(compiler: &str, args: &[String]) -> anyhow::Result<i32> {
     Ok(status.code().unwrap_or(1))
 }
 
+/// Runs a link step; when it fails and the runtime lacks the inline capture ABI that objects
+/// built by this `epcache cc` name, says what to do (the linker's own messages only name the
+/// missing symbols).
+fn link(compiler: &str, args: &[String], runtime: &Path) -> anyhow::Result<i32> {
+    let code = run(compiler, args)?;
+    if code != 0 && archive_lacks_symbol(runtime, inline_capture::ABI_PROBE) == Some(true) {
+        eprintln!(
+            "epcache cc: the runtime {} is older than this epcache (it lacks \
+             {}): rebuild it with `cargo build -p epcache-monitor` (same profile as epcache), \
+             or build with {}=off",
+            runtime.display(),
+            inline_capture::ABI_PROBE,
+            inline_capture::INLINE_ENV
+        );
+    }
+    Ok(code)
+}
+
+/// Whether the static library at `path` lacks `symbol` in its archive symbol index; `None` when
+/// that cannot be told (no GNU index first, unreadable).
+fn archive_lacks_symbol(path: &Path, symbol: &str) -> Option<bool> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut head = [0u8; 8 + 60];
+    file.read_exact(&mut head).ok()?;
+    // `!<arch>\n`, then the first member's header: its name (16 bytes) is `/` for the index,
+    // its size is a decimal at offset 48 of the header.
+    if &head[..8] != b"!<arch>\n" || &head[8..10] != b"/ " {
+        return None;
+    }
+    let size: u64 = std::str::from_utf8(&head[8 + 48..8 + 58])
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let mut index = Vec::new();
+    file.take(size).read_to_end(&mut index).ok()?;
+    let wanted = [symbol.as_bytes(), b"\0"].concat();
+    Some(!index.windows(wanted.len()).any(|w| w == wanted))
+}
+
 /// Runs the compiler command with capture added; returns the exit code to leave with.
 pub(crate) fn run_cc(args: &CcArgs) -> anyhow::Result<i32> {
     let command = args
@@ -442,7 +484,7 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         Step::Link => {
             let runtime = runtime_library()?;
             let linked = link_arguments(&args, &runtime, libatomic_found(&compiler));
-            run(&compiler, &linked)
+            link(&compiler, &linked, &runtime)
         }
         Step::CompileAndLink { sources } => compile_then_link(&compiler, &args, &sources),
     }
@@ -475,7 +517,7 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
         link_args[position] = object.display().to_string();
     }
     let linked = link_arguments(&link_args, &runtime, libatomic_found(compiler));
-    run(compiler, &linked)
+    link(compiler, &linked, &runtime)
 }
 
 /// For a `-c` command with one source and nothing that asks for other output (`-S`, `-E`,
@@ -717,6 +759,27 @@ mod tests {
 
     fn args(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn an_archive_symbol_index_is_searched_for_whole_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = |names: &[u8]| {
+            let mut bytes = b"!<arch>\n".to_vec();
+            bytes.extend(format!("{:<48}{:<10}`\n", "/", names.len()).as_bytes());
+            bytes.extend(names);
+            let path = dir.path().join(format!("lib{}.a", names.len()));
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let probe = inline_capture::ABI_PROBE;
+        let with = archive(format!("\0\0\0\x02....a\0{probe}\0").as_bytes());
+        assert_eq!(archive_lacks_symbol(&with, probe), Some(false));
+        let longer = archive(format!("\0\0\0\x01....{probe}_old\0").as_bytes());
+        assert_eq!(archive_lacks_symbol(&longer, probe), Some(true));
+        let not_an_archive = dir.path().join("x.a");
+        std::fs::write(&not_an_archive, "hello").unwrap();
+        assert_eq!(archive_lacks_symbol(&not_an_archive, probe), None);
     }
 
     #[test]

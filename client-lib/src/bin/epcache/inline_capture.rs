@@ -24,6 +24,9 @@ use std::fmt::Write as _;
 /// calls its hook, as in an instrumented-only build.
 pub(crate) const INLINE_ENV: &str = "EPCACHE_CC_INLINE";
 
+/// A symbol every runtime with this ABI defines: its absence explains a failed link.
+pub(crate) const ABI_PROBE: &str = "epcache_inline_v1_entries";
+
 /// Whether inline capture is wanted (it is unless switched off).
 pub(crate) fn wanted() -> bool {
     !std::env::var(INLINE_ENV)
