@@ -335,6 +335,40 @@ impl Simulator {
         self.access_line_missed(addr, size, kind)
     }
 
+    /// A data access within one L1 line (it does not straddle two), simulated exactly as
+    /// [`Self::access`] does, with its outcome returned as [`AccessOutcome::event_bits`] (never
+    /// 0); `None`, having simulated nothing, for any other access. The L1 hit test is inlined
+    /// and an L1 miss on the two-level shape is one call of the miss step, so the outcome
+    /// comes back in a register: the runtime's standalone counting simulates every access
+    /// this way.
+    #[inline(always)]
+    pub fn access_in_line(&mut self, addr: u64, size: u32, kind: AccessKind) -> Option<u32> {
+        if (addr & (self.l1_line - 1)) + u64::from(size) > self.l1_line {
+            return None;
+        }
+        if self.hierarchy.try_l1_hit(addr, size, kind) {
+            if self.monitor.sees_l1_hit(kind) {
+                self.l1_hit_observed(addr, size, kind);
+            }
+            // `event_bits` of an L1 hit: Hit (1) in level 0's byte, moved by the kind.
+            return Some(1 << (2 * kind as u32));
+        }
+        // With a miss step the fast path is on, so L1 took this one-line access and missed.
+        if let Some(step) = self.miss_step {
+            let block = self.hierarchy.l1_block(addr);
+            if let Some(l2) = step(&mut self.hierarchy, &mut self.monitor, addr, block, kind) {
+                return Some(AccessOutcome::l1_miss_event_bits(kind, l2));
+            }
+        }
+        Some(self.access_in_line_missed(addr, size, kind))
+    }
+
+    /// [`Self::access_in_line`] past the L1 hit test without the miss step.
+    #[inline(never)]
+    fn access_in_line_missed(&mut self, addr: u64, size: u32, kind: AccessKind) -> u32 {
+        self.access_line_missed(addr, size, kind).event_bits()
+    }
+
     /// [`Self::access_line`] past the L1 hit test.
     #[inline(never)]
     fn access_line_missed(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
