@@ -802,13 +802,10 @@ impl Counting {
         size: u32,
         structure: u32,
     ) {
-        let outcome = simulator
-            .access_in_line(addr, size, AccessKind::Write)
-            .unwrap_or_else(|| {
-                simulator
-                    .access_line(addr, size, AccessKind::Write)
-                    .event_bits()
-            });
+        let outcome = match simulator.access_in_line_recent(addr, size, AccessKind::Write) {
+            Some(outcome) => outcome,
+            None => straddling_write(simulator, addr, size),
+        };
         let structure = (structure as usize).checked_sub(1);
         monitoring.count_bits(structure, outcome);
     }
@@ -819,6 +816,16 @@ impl Counting {
         self.repeat_hits[1] += writes;
         monitoring.add_l1_hits(structure, reads, writes);
     }
+}
+
+/// A clean write the filter matched that does not lie in one line, which it never hands over;
+/// simulated as one access all the same.
+#[cold]
+#[inline(never)]
+fn straddling_write(simulator: &mut Simulator, addr: u64, size: u32) -> u32 {
+    simulator
+        .access_line(addr, size, AccessKind::Write)
+        .event_bits()
 }
 
 /// A thread's first simulated access: its capture is created, then the access simulated.
