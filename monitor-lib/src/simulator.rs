@@ -335,6 +335,82 @@ impl Simulator {
         self.access_line_missed(addr, size, kind)
     }
 
+    /// A data access within one L1 line (it does not straddle two), simulated exactly as
+    /// [`Self::access`] does, with its outcome returned as [`AccessOutcome::event_bits`] (never
+    /// 0); `None`, having simulated nothing, for any other access. The L1 hit test and, on the
+    /// two-level shape with no analysis, the miss are inlined, so the outcome comes back in a
+    /// register: the runtime's standalone counting simulates every access this way.
+    #[inline(always)]
+    pub fn access_in_line(&mut self, addr: u64, size: u32, kind: AccessKind) -> Option<u32> {
+        self.in_line::<true>(addr, size, kind)
+    }
+
+    /// [`Self::access_in_line`] of an access its caller expects to hit the line its L1 set
+    /// used last (the runtime's first write to the line a read just brought to the front):
+    /// only that way is compared inline; anything else is simulated out of line.
+    #[inline(always)]
+    pub fn access_in_line_recent(&mut self, addr: u64, size: u32, kind: AccessKind) -> Option<u32> {
+        if self.hierarchy.l1_takes(addr, size) && self.hierarchy.l1_recent_hit(addr, kind) {
+            if self.monitor.sees_l1_hit(kind) {
+                self.l1_hit_observed(addr, size, kind);
+            }
+            return Some(1 << (2 * kind as u32));
+        }
+        self.in_line_not_recent(addr, size, kind)
+    }
+
+    /// [`Self::access_in_line_recent`] past its one-way test, which changed nothing.
+    #[inline(never)]
+    fn in_line_not_recent(&mut self, addr: u64, size: u32, kind: AccessKind) -> Option<u32> {
+        self.in_line::<false>(addr, size, kind)
+    }
+
+    #[inline(always)]
+    fn in_line<const INLINE_MISS: bool>(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) -> Option<u32> {
+        // One test for both: the access lies in one line and the L1 fast path is on.
+        if !self.hierarchy.l1_takes(addr, size) {
+            return self.in_line_declined(addr, size, kind);
+        }
+        if self.hierarchy.l1_hit(addr, kind) {
+            if self.monitor.sees_l1_hit(kind) {
+                self.l1_hit_observed(addr, size, kind);
+            }
+            // `event_bits` of an L1 hit: Hit (1) in level 0's byte, moved by the kind.
+            return Some(1 << (2 * kind as u32));
+        }
+        // L1 took the access and missed, which is what the two-level miss expects; with a
+        // miss step the shape is the two-level one and no analysis runs.
+        if INLINE_MISS
+            && self.miss_step.is_some()
+            && let Some(l2) = self.hierarchy.two_level_missed(addr, kind)
+        {
+            Watch::miss(&mut self.monitor, addr, kind, l2);
+            return Some(AccessOutcome::l1_miss_event_bits(kind, l2));
+        }
+        Some(self.in_line_missed(addr, size, kind))
+    }
+
+    /// [`Self::access_in_line`] of an access L1's fast path declined: not in one line, or the
+    /// fast path is off.
+    #[inline(never)]
+    fn in_line_declined(&mut self, addr: u64, size: u32, kind: AccessKind) -> Option<u32> {
+        if (addr & (self.l1_line - 1)) + u64::from(size) > self.l1_line {
+            return None;
+        }
+        Some(self.access_line_missed(addr, size, kind).event_bits())
+    }
+
+    /// [`Self::access_in_line`] of an L1 miss the inlined path does not simulate.
+    #[inline(never)]
+    fn in_line_missed(&mut self, addr: u64, size: u32, kind: AccessKind) -> u32 {
+        self.access_line_missed(addr, size, kind).event_bits()
+    }
+
     /// [`Self::access_line`] past the L1 hit test.
     #[inline(never)]
     fn access_line_missed(&mut self, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
@@ -564,8 +640,8 @@ mod tests {
         // returned), on the two-level shape and a three-level one, with a hit event bound so
         // the observed-hit path runs too.
         for spec in ["D1=1K,2,64;L2=4K,4,64", "D1=512,2,32;L2=2K,4,64;L3=8K,4,64"] {
-            let (mut line, mut observed) = (sim(spec), sim(spec));
-            for s in [&mut line, &mut observed] {
+            let (mut line, mut observed, mut bits) = (sim(spec), sim(spec), sim(spec));
+            for s in [&mut line, &mut observed, &mut bits] {
                 let mut m = s.monitor_mut();
                 m.add_event("EPC_L1_LDH", AddressRange::new(0, 1 << 20))
                     .unwrap();
@@ -589,13 +665,34 @@ mod tests {
                 let mut want = None;
                 observed.access_observed(addr, size, kind, |_, o| want = Some(*o));
                 assert_eq!(Some(got), want, "{spec} {addr:#x}+{size}");
+                // The event-bits twins, the one-way variant on every other access: the same
+                // outcome for an access within one L1 line, nothing simulated for any other.
+                let l1_line = u64::from(bits.hierarchy().line_size(0));
+                let in_bits = if x >> 41 & 1 == 1 {
+                    bits.access_in_line_recent(addr, size, kind)
+                } else {
+                    bits.access_in_line(addr, size, kind)
+                };
+                assert_eq!(
+                    in_bits.is_some(),
+                    addr % l1_line + u64::from(size) <= l1_line
+                );
+                match in_bits {
+                    Some(b) => assert_eq!(b, got.event_bits(), "{spec} {addr:#x}+{size}"),
+                    None => bits.access_observed(addr, size, kind, |_, _| {}),
+                }
                 misses += usize::from(got.levels[0] == crate::cache::LevelResult::Miss);
             }
             assert!(misses > 1000);
             let stats = |s: &Simulator| s.hierarchy().stats().map(|(_, l)| *l).collect::<Vec<_>>();
             assert_eq!(stats(&line), stats(&observed));
+            assert_eq!(stats(&bits), stats(&observed));
             assert_eq!(
                 line.monitor().read().unwrap(),
+                observed.monitor().read().unwrap()
+            );
+            assert_eq!(
+                bits.monitor().read().unwrap(),
                 observed.monitor().read().unwrap()
             );
             assert!(!line.l1_hits_unobserved(), "a hit event is bound");

@@ -501,6 +501,24 @@ impl Hierarchy {
         self.data.levels[0].cache.probe_hit(block, true)
     }
 
+    /// [`Self::l1_hit`] that looks only at the line `addr`'s set used last: a hit there is
+    /// simulated and counted, and `true` returned; anything else (a miss, or a hit on another
+    /// way) changes nothing and returns `false`. For callers that know which line their set
+    /// used last, so the look-up stays a few instructions.
+    #[inline(always)]
+    pub(crate) fn l1_recent_hit(&mut self, addr: u64, kind: AccessKind) -> bool {
+        let block = self.l1_block(addr);
+        let l1 = &mut self.data.levels[0];
+        if l1
+            .cache
+            .recent_hit_masked(block, self.l1_mask, kind == AccessKind::Write)
+        {
+            *l1.stats.demand(kind) += 1;
+            return true;
+        }
+        false
+    }
+
     /// For an access that [`Self::l1_takes`] and that [`Self::l1_hit`] found absent (which
     /// changed nothing): simulates it with the two-level miss step and returns what L2 did
     /// (L1 missed; [`two_level::outcome`] is the whole outcome), or returns `None`, having

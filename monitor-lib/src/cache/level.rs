@@ -390,6 +390,20 @@ impl CacheLevel {
         self.probe_hit_not_lru8(set, block, dirty)
     }
 
+    /// Whether `block` is the line its set used last (sets a power of two, `block & mask`),
+    /// marked dirty when `dirty`; nothing changes otherwise, even when `block` is elsewhere in
+    /// the set. Only one way is compared (with the general store, the line the level touched
+    /// last).
+    #[inline(always)]
+    pub(super) fn recent_hit_masked(&mut self, block: u64, mask: u64, dirty: bool) -> bool {
+        let set = (block & mask) as usize;
+        match &mut self.store {
+            Store::Lru8(s) => s.recent_hit(set, block, dirty),
+            Store::Lru16(s) => s.recent_hit(set, block, dirty),
+            Store::Other(s) => s.recent_hit(block, dirty),
+        }
+    }
+
     #[inline(always)]
     fn probe_hit_not_lru8(&mut self, set: usize, block: u64, dirty: bool) -> bool {
         match &mut self.store {
@@ -690,6 +704,18 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         (victim, way)
     }
 
+    /// Whether `block` is the line `state` used last, which it then marks dirty when `dirty`
+    /// (its recency stays); nothing changes otherwise.
+    #[inline(always)]
+    fn recent_hit(self, state: &mut PackedSet<W, S>, block: u64, dirty: bool) -> bool {
+        let mru = self.mru(state);
+        if state.tags[mru] == block {
+            state.dirty[mru] |= dirty;
+            return true;
+        }
+        false
+    }
+
     /// Looks `block` up in `state` and, if present, records the use (and marks it dirty when
     /// `dirty`); a miss changes nothing.
     #[inline(always)]
@@ -791,6 +817,11 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     #[inline(always)]
     fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
         self.shape.hit(&mut self.sets[set], block, dirty)
+    }
+
+    #[inline(always)]
+    fn recent_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
+        self.shape.recent_hit(&mut self.sets[set], block, dirty)
     }
 
     #[inline(always)]
@@ -964,10 +995,20 @@ impl General {
         }
     }
 
+    /// Whether `block` is the line the level touched last (then the most recent of its set),
+    /// marked dirty when `dirty`; nothing changes otherwise.
     #[inline(always)]
-    fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
+    fn recent_hit(&mut self, block: u64, dirty: bool) -> bool {
         if block == self.last_block {
             self.dirty[self.last_index] |= dirty;
+            return true;
+        }
+        false
+    }
+
+    #[inline(always)]
+    fn probe_hit(&mut self, set: usize, block: u64, dirty: bool) -> bool {
+        if self.recent_hit(block, dirty) {
             return true;
         }
         let Some(way) = self.find(set, block) else {

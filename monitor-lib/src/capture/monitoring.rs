@@ -115,6 +115,12 @@ pub(crate) struct Monitoring {
     /// none)`, each good for any address in `lo..hi`. Kernels interleave a few structures (a
     /// matrix product touches three in turn), which one remembered answer would miss every time.
     found: [(u64, u64, u32); FOUND_SLOTS],
+    /// The same answers by line, for [`Self::structure_of_line`]: `(first, end, index + 1 or
+    /// 0)`, each good for any line number in `first..end`, whose bytes all lie in one answer's
+    /// range; a line holding bytes of two answers is never remembered. Emptied with `found`.
+    lines_found: [(u64, u64, u32); FOUND_SLOTS],
+    /// The line size (log2) `lines_found` is in; set by the first line lookup.
+    line_bits: Option<u32>,
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
@@ -133,6 +139,8 @@ impl Monitoring {
             lookup_generation: 0,
             lookup: Arc::default(),
             found: [NOT_FOUND; FOUND_SLOTS],
+            lines_found: [NOT_FOUND; FOUND_SLOTS],
+            line_bits: None,
             totals: [0; 4 * MAX_LEVELS],
             structures: Vec::new(),
             stack: Vec::new(),
@@ -168,6 +176,31 @@ impl Monitoring {
             return;
         }
         self.count_levels(structure, outcome, levels);
+    }
+
+    /// [`Self::count_in`] of an access whose outcome is given as its
+    /// [`AccessOutcome::event_bits`]: each level reached has one bit set in its byte, so the
+    /// bit's position names the counter, with no outcome read back from memory.
+    #[inline(always)]
+    pub(crate) fn count_bits(&mut self, structure: Option<usize>, bits: u32) {
+        let mut counts = structure.and_then(|s| self.structures.get_mut(s));
+        // The first level is always reached: its counter without a loop.
+        let first = (bits.trailing_zeros() & 3) as usize;
+        self.totals[first] += 1;
+        if let Some(counts) = counts.as_deref_mut() {
+            counts[first] += 1;
+        }
+        let mut rest = bits & !0xFF;
+        while rest != 0 {
+            let bit = rest.trailing_zeros();
+            // Level `bit / 8`, result `bit % 8` (0 to 3): counter `4 * level + result`.
+            let index = (bit - 4 * (bit / 8)) as usize % (4 * MAX_LEVELS);
+            self.totals[index] += 1;
+            if let Some(counts) = counts.as_deref_mut() {
+                counts[index] += 1;
+            }
+            rest &= rest - 1;
+        }
     }
 
     /// L1 hits counted elsewhere (the repeat-hit filter's), of the structure `structure`
@@ -212,13 +245,39 @@ impl Monitoring {
 
     /// [`Self::structure_of`], and whether every byte of the `1 << line_bits`-byte line holding
     /// `addr` has the same answer (a line may hold the end of one structure and the start of
-    /// the next).
+    /// the next). Every call passes the same `line_bits`.
     #[inline(always)]
     pub(crate) fn structure_of_line(&mut self, addr: u64, line_bits: u32) -> (Option<usize>, bool) {
+        // The common case in two compares: the page's remembered line range holds the line.
+        let line = addr >> line_bits;
+        let (first, end, found) =
+            self.lines_found[(line << line_bits >> 12) as usize % FOUND_SLOTS];
+        if first <= line && line < end && self.lookup_generation == data::generation() {
+            return ((found as usize).checked_sub(1), true);
+        }
+        self.structure_of_line_searched(addr, line_bits)
+    }
+
+    /// [`Self::structure_of_line`] when no remembered line range holds the line; the line's
+    /// range is remembered when the whole line has `addr`'s answer.
+    #[inline(never)]
+    fn structure_of_line_searched(&mut self, addr: u64, line_bits: u32) -> (Option<usize>, bool) {
+        debug_assert!(
+            self.line_bits.is_none_or(|b| b == line_bits),
+            "one line size"
+        );
+        self.line_bits = Some(line_bits);
         let structure = self.structure_of(addr);
-        let (lo, hi, _) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
-        let start = addr >> line_bits << line_bits;
-        let whole = lo <= start && start.saturating_add((1 << line_bits) - 1) < hi;
+        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
+        // Lines wholly inside `lo..hi`: from the first starting at or after `lo` to the last
+        // ending at or before `hi` (exclusive).
+        let (first, end) = (lo.div_ceil(1 << line_bits), hi >> line_bits);
+        let line = addr >> line_bits;
+        let whole = first <= line && line < end;
+        if whole {
+            self.lines_found[(line << line_bits >> 12) as usize % FOUND_SLOTS] =
+                (first, end, found);
+        }
         (structure, whole)
     }
 
@@ -227,6 +286,7 @@ impl Monitoring {
         if self.lookup_generation != data::generation() {
             (self.lookup_generation, self.lookup) = data::snapshot();
             self.found = [NOT_FOUND; FOUND_SLOTS];
+            self.lines_found = [NOT_FOUND; FOUND_SLOTS];
         }
         let (lo, hi, index) = self.lookup.find_with_extent(addr);
         self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));

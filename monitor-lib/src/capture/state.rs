@@ -703,10 +703,7 @@ extern "C" fn simulate_on(addr: u64, size: u32, write: bool) {
     match with_filter(|f| f.clean_write(addr, size)) {
         Some(structure) => {
             set_state(BUSY);
-            with_existing_capture(|c| {
-                c.counting
-                    .clean_write(&mut c.simulator, &mut c.monitoring, addr, size, structure);
-            });
+            with_existing_capture(|c| c.clean_write(addr, size, structure));
             set_state(ON);
         }
         None => simulate(addr, size, AccessKind::Write),
@@ -775,6 +772,18 @@ impl ThreadCapture {
         }
     }
 
+    /// [`Counting::clean_write`], out of line for the same reason as [`Self::access`].
+    #[inline(never)]
+    fn clean_write(&mut self, addr: u64, size: u32, structure: u32) {
+        self.counting.clean_write(
+            &mut self.simulator,
+            &mut self.monitoring,
+            addr,
+            size,
+            structure,
+        );
+    }
+
     /// Out of line, so the standalone path around it keeps a small frame.
     #[inline(never)]
     fn uncounted(&mut self, addr: u64, size: u32, kind: AccessKind) {
@@ -816,21 +825,21 @@ impl Counting {
         size: u32,
         kind: AccessKind,
     ) {
-        let bits = self.line_bits;
-        let line = 1u64 << bits;
-        if (addr & (line - 1)) + u64::from(size) <= line {
-            with_filter(|f| f.settle(addr >> bits, |block| simulator.mark_l1_dirty(block)));
-            let outcome = simulator.access_line(addr, size, kind);
-            let (structure, whole_line) = monitoring.structure_of_line(addr, bits);
-            monitoring.count_in(structure, &outcome, self.levels);
-            let owner = whole_line.then(|| structure.map_or(0, |s| s as u32 + 1));
-            let write = kind == AccessKind::Write;
-            with_filter(|f| {
-                f.take_over(addr >> bits, write, owner, |p| self.take(monitoring, p));
-            });
-        } else {
+        // A write the inline test left dirty pending in this line's entry is settled first:
+        // this access may evict that line.
+        let line = addr >> self.line_bits;
+        with_filter(|f| f.settle(line, |block| simulator.mark_l1_dirty(block)));
+        let Some(outcome) = simulator.access_in_line(addr, size, kind) else {
             self.access_lines(simulator, monitoring, addr, size, kind);
-        }
+            return;
+        };
+        let (structure, whole_line) = monitoring.structure_of_line(addr, self.line_bits);
+        monitoring.count_bits(structure, outcome);
+        let owner = whole_line.then(|| structure.map_or(0, |s| s as u32 + 1));
+        let write = kind == AccessKind::Write;
+        with_filter(|f| {
+            f.take_over(line, write, owner, |p| self.take(monitoring, p));
+        });
     }
 
     /// A wider or straddling access, counted per line; its sets' filter entries are given up.
@@ -853,6 +862,7 @@ impl Counting {
     /// A write the filter found to hit its set's most recent line, clean until now, in the
     /// line of `structure` (index + 1, 0 for none): simulated (it marks the line dirty) and
     /// counted without a lookup; the simulator counts it in L1's totals itself.
+    #[inline(always)]
     fn clean_write(
         &mut self,
         simulator: &mut Simulator,
@@ -861,9 +871,12 @@ impl Counting {
         size: u32,
         structure: u32,
     ) {
-        let outcome = simulator.access_line(addr, size, AccessKind::Write);
+        let outcome = match simulator.access_in_line_recent(addr, size, AccessKind::Write) {
+            Some(outcome) => outcome,
+            None => straddling_write(simulator, addr, size),
+        };
         let structure = (structure as usize).checked_sub(1);
-        monitoring.count_in(structure, &outcome, self.levels);
+        monitoring.count_bits(structure, outcome);
     }
 
     /// Counts repeat hits the filter hands back.
@@ -872,6 +885,16 @@ impl Counting {
         self.repeat_hits[1] += writes;
         monitoring.add_l1_hits(structure, reads, writes);
     }
+}
+
+/// A clean write the filter matched that does not lie in one line, which it never hands over;
+/// simulated as one access all the same.
+#[cold]
+#[inline(never)]
+fn straddling_write(simulator: &mut Simulator, addr: u64, size: u32) -> u32 {
+    simulator
+        .access_line(addr, size, AccessKind::Write)
+        .event_bits()
 }
 
 /// A thread's first simulated access: its capture is created, then the access simulated.
