@@ -449,6 +449,7 @@ impl Simulator {
     /// nothing. For a caller that counted a write hit on the line its set used last itself,
     /// under [`Self::repeat_hit_shape`], and settles the line's dirty bit before the set is
     /// used again (so an eviction writes it back). The line must be in L1.
+    #[inline(always)]
     pub fn mark_l1_dirty(&mut self, block: u64) {
         let present = self.hierarchy.mark_l1_dirty(block);
         debug_assert!(present, "line {block:#x} is not in L1");

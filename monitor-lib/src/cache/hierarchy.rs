@@ -497,7 +497,19 @@ impl Hierarchy {
 
     /// Marks L1's line of `block` modified without counting an access (see
     /// [`crate::simulator::Simulator::mark_l1_dirty`]); whether the line was there.
+    #[inline(always)]
     pub(crate) fn mark_l1_dirty(&mut self, block: u64) -> bool {
+        // The line is its set's most recent (the filter's invariant): one way compared first.
+        (self.fast_hits
+            && self.data.levels[0]
+                .cache
+                .recent_hit_masked(block, self.l1_mask, true))
+            || self.mark_l1_dirty_searched(block)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mark_l1_dirty_searched(&mut self, block: u64) -> bool {
         self.data.levels[0].cache.probe_hit(block, true)
     }
 
