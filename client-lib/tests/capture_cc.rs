@@ -231,17 +231,27 @@ fn fortran_module_array_counts_equal_the_hand_counts() {
     assert_eq!(count(d1, "read_misses"), count(d1, "write_misses"));
 }
 
+/// Runs `epcache cc -- <compiler_line>` in `dir` with the runtime `dir/runtime`, which must
+/// fail; returns its stderr.
+fn cc_failing(dir: &Path, runtime: &str, compiler_line: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["cc", "--"])
+        .args(compiler_line)
+        .env("EPCACHE_RUNTIME", dir.join(runtime))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "epcache cc -- {compiler_line:?} succeeded"
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn cc_without_a_runtime_says_how_to_build_it() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["cc", "--", "gcc", "-o", "x", "x.o"])
-        .env("EPCACHE_RUNTIME", dir.path().join("missing.a"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = cc_failing(dir.path(), "missing.a", &["gcc", "-o", "x", "x.o"]);
     assert!(
         stderr.contains("cargo build -p epcache-monitor"),
         "{stderr}"
@@ -270,16 +280,8 @@ fn a_link_against_a_runtime_older_than_epcache_says_so() {
     run("gcc", &["-c", "old.c", "-o", "old.o"]);
     run("ar", &["rcs", "libold.a", "old.o"]);
     let source = kernel("capture_sum.c");
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["cc", "--", "gcc", "-O2"])
-        .arg(&source)
-        .args(["-o", "sum"])
-        .env("EPCACHE_RUNTIME", dir.path().join("libold.a"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let source = source.to_str().unwrap();
+    let stderr = cc_failing(dir.path(), "libold.a", &["gcc", "-O2", source, "-o", "sum"]);
     assert!(
         stderr.contains("undefined reference to `epcache_inline_v1_"),
         "{stderr}"

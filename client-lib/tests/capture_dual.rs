@@ -61,6 +61,17 @@ fn instructions_in(program: &Path, env: &[(&str, &str)], function: Option<&str>)
         .expect("a count")
 }
 
+/// Builds `program` with `compiler` and `args`, without epcache: the reference build.
+fn build_plainly(compiler: &str, args: &[&str], program: &Path) {
+    let status = Command::new(compiler)
+        .args(args)
+        .arg("-o")
+        .arg(program)
+        .status()
+        .unwrap();
+    assert!(status.success(), "plain {compiler} build of {args:?}");
+}
+
 struct Builds {
     _dir: tempfile::TempDir,
     plain: std::path::PathBuf,
@@ -77,12 +88,7 @@ fn build(who: &str) -> Option<Builds> {
     let source = kernel("dual_mix.c");
     let source = source.to_str().unwrap();
     let plain = dir.path().join("plain");
-    let status = Command::new("gcc")
-        .args(["-O2", "-DPLAIN_BUILD", source, "-o"])
-        .arg(&plain)
-        .status()
-        .unwrap();
-    assert!(status.success(), "plain gcc build");
+    build_plainly("gcc", &["-O2", "-DPLAIN_BUILD", source], &plain);
     // Two steps, as make does: compile with -c, then link.
     let dual_out = epcache_cc_with(
         dir.path(),
@@ -227,12 +233,7 @@ fn cpp_exceptions_templates_and_virtual_calls_behave_like_plain() {
     let source = kernel("dual_exceptions.cpp");
     let source = source.to_str().unwrap();
     let plain = dir.path().join("plain");
-    let status = Command::new("g++")
-        .args(["-O2", source, "-o"])
-        .arg(&plain)
-        .status()
-        .unwrap();
-    assert!(status.success(), "plain g++ build");
+    build_plainly("g++", &["-O2", source], &plain);
     let built = epcache_cc_with(
         dir.path(),
         &[("EPCACHE_CC_VERBOSE", "1")],
@@ -264,12 +265,7 @@ fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
     let source = kernel("access_sizes.c");
     let source = source.to_str().unwrap();
     let plain = dir.path().join("plain");
-    let status = Command::new("gcc")
-        .args(["-O2", source, "-lpthread", "-o"])
-        .arg(&plain)
-        .status()
-        .unwrap();
-    assert!(status.success(), "plain gcc build");
+    build_plainly("gcc", &["-O2", source, "-lpthread"], &plain);
     let built = epcache_cc_with(
         dir.path(),
         &[("EPCACHE_CC_VERBOSE", "1")],
