@@ -7,7 +7,7 @@ mod capture_support;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
 use epcache_monitor::shm::discovery;
@@ -96,18 +96,8 @@ fn a_forked_child_that_exits_leaves_the_parents_segment_running() {
     );
 
     // The child has exited through exit(); the parent runs on, blocked on its stdin.
-    let started = Instant::now();
-    let record = loop {
-        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
-        if let Some(r) = records.into_iter().find(|r| r.pid == parent.id()) {
-            break r;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "the parent's discovery record is gone after its child exited"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let record = discovery::wait_for_record(&runtime_dir, parent.id(), Duration::from_secs(5))
+        .expect("the parent's discovery record is gone after its child exited");
     let tool = TargetHandle::attach_record(&record).unwrap();
     assert_eq!(
         tool.state().unwrap(),

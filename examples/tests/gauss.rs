@@ -11,7 +11,7 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use epcache_monitor::shm::discovery;
 use epcache_monitor::shm::layout::{RegionInfo, RegionKind};
@@ -339,19 +339,8 @@ fn regions_offered_to_tools(program: &Path, dir: &Path) -> Vec<RegionInfo> {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    let record = loop {
-        let records = discovery::list_targets(&runtime_dir).unwrap_or_default();
-        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
-            break r;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "{} never published its record",
-            program.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let record = discovery::wait_for_record(&runtime_dir, child.id(), Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{} never published its record", program.display()));
     let tool = TargetHandle::attach_record(&record).unwrap();
     tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
     let regions = tool.regions().unwrap();

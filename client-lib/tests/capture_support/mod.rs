@@ -152,7 +152,9 @@ pub(crate) fn start_waiting(
     std::process::Child,
     epcache_monitor::shm::tool::TargetHandle,
 ) {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
+
+    use epcache_monitor::shm::discovery;
     let child = Command::new(program)
         .env("EPCACHE_WAIT", "30")
         .env("EPCACHE_RUNTIME_DIR", runtime_dir)
@@ -162,20 +164,8 @@ pub(crate) fn start_waiting(
         .spawn()
         .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
     // Discovery: the record appears once the target has created its segment.
-    let started = Instant::now();
-    let record = loop {
-        let records =
-            epcache_monitor::shm::discovery::list_targets(runtime_dir).unwrap_or_default();
-        if let Some(r) = records.into_iter().find(|r| r.pid == child.id()) {
-            break r;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "{} never published its record",
-            program.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let record = discovery::wait_for_record(runtime_dir, child.id(), Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{} never published its record", program.display()));
     let tool = epcache_monitor::shm::tool::TargetHandle::attach_record(&record).unwrap();
     let start = tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
     assert_eq!(

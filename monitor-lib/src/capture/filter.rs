@@ -73,6 +73,13 @@ impl Entry {
         self.inverted_tag.set(!tag);
     }
 
+    /// Whether the entry owns no block and holds nothing pending.
+    fn is_free(&self) -> bool {
+        self.tag() == NONE
+            && self.hits.iter().all(|h| h.get() == 0)
+            && self.dirty_pending.get() == 0
+    }
+
     /// Hands a pending dirty mark to `mark`, as the block to mark dirty.
     #[inline(always)]
     fn settle(&self, mark: impl FnOnce(u64)) {
@@ -155,12 +162,10 @@ impl Filter {
             && self.line_bits.get() == 0
             && self.line_mask.get() == 0
             && self.mask.get() == 0
-            && self.entries.iter().all(|e| {
-                e.tag() == NONE
-                    && e.hits.iter().all(|h| h.get() == 0)
-                    && e.structure.get() == 0
-                    && e.dirty_pending.get() == 0
-            })
+            && self
+                .entries
+                .iter()
+                .all(|e| e.is_free() && e.structure.get() == 0)
     }
 
     #[inline(always)]
@@ -241,31 +246,26 @@ impl Filter {
         self.on.get()
     }
 
-    /// Switches the table on for `simulator`'s L1 (a no-op when already on), or off when the
-    /// shape does not allow it (`shape` is [`crate::simulator::Simulator::repeat_hit_shape`], `None` also when
-    /// there is no simulator). Off, every pending count is handed to `take` and every pending
-    /// dirty mark to `mark` first.
-    pub(super) fn switch(
-        &self,
-        shape: Option<(u32, u64)>,
-        mut take: impl FnMut(Pending),
-        mut mark: impl FnMut(u64),
-    ) {
-        match shape {
-            Some((bits, sets)) => {
-                if self.on.get() {
-                    return;
-                }
-                self.line_bits.set(bits);
-                self.line_mask.set((1 << bits) - 1);
-                self.mask.set(sets.min(ENTRIES as u64) - 1);
-                self.on.set(true);
-            }
-            None => {
-                self.flush(true, &mut take, &mut mark);
-                self.on.set(false);
-            }
+    /// Switches the table on for an L1 of `1 << line_bits`-byte lines in `sets` sets (what
+    /// [`crate::simulator::Simulator::repeat_hit_shape`] admits); a no-op when already on.
+    pub(super) fn switch_on(&self, line_bits: u32, sets: u64) {
+        if self.on.get() {
+            return;
         }
+        self.line_bits.set(line_bits);
+        self.line_mask.set((1 << line_bits) - 1);
+        self.mask.set(sets.min(ENTRIES as u64) - 1);
+        self.on.set(true);
+    }
+
+    /// Switches the table off. The caller emptied it first (`flush` with `forget`), so no count
+    /// or dirty mark is left behind.
+    pub(super) fn switch_off(&self) {
+        debug_assert!(
+            self.entries.iter().all(Entry::is_free),
+            "switched off unflushed"
+        );
+        self.on.set(false);
     }
 
     /// Hands every pending count to `take` and every pending dirty mark to `mark`; with

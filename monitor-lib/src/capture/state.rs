@@ -260,8 +260,9 @@ struct ThreadCapture {
 }
 
 impl ThreadCapture {
-    /// Adds the repeat-hit filter's pending counts to the thread's; with `forget`, empties it
-    /// too (the simulator goes away, or data structures changed).
+    /// Adds the repeat-hit filter's pending counts to the thread's and settles its pending
+    /// dirty marks; with `forget`, empties it too (the simulator goes away, data structures
+    /// changed, or the table switches off).
     fn flush_filter(&mut self, forget: bool) {
         let (counting, monitoring, simulator) = (
             &mut self.counting,
@@ -281,23 +282,13 @@ impl ThreadCapture {
     /// standalone counting with no event on L1 hits and no analysis.
     fn refresh_filter(&mut self) {
         let on = self.monitoring.counting && self.simulator.l1_hits_unobserved();
-        let shape = if on {
-            self.simulator.repeat_hit_shape()
-        } else {
-            None
-        };
-        let (counting, monitoring, simulator) = (
-            &mut self.counting,
-            &mut self.monitoring,
-            &mut self.simulator,
-        );
-        with_filter(|f| {
-            f.switch(
-                shape,
-                |p| counting.take(monitoring, p),
-                |block| simulator.mark_l1_dirty(block),
-            );
-        });
+        match on.then(|| self.simulator.repeat_hit_shape()).flatten() {
+            Some((line_bits, sets)) => with_filter(|f| f.switch_on(line_bits, sets)),
+            None => {
+                self.flush_filter(true);
+                with_filter(Filter::switch_off);
+            }
+        }
     }
 }
 
@@ -1024,13 +1015,9 @@ mod tests {
             let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
             let mut counting = Counting::new(&fast_sim);
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
-            with_filter(|f| {
-                f.switch(
-                    fast_sim.repeat_hit_shape(),
-                    |_| unreachable!("empty at start"),
-                    |_| unreachable!("empty at start"),
-                );
-            });
+            if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape() {
+                with_filter(|f| f.switch_on(line_bits, sets));
+            }
             assert_eq!(with_filter(Filter::is_on), filtered, "{spec:?}");
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
             // Four streams walking 8 bytes at a time (a read, a read and a write of one element,
@@ -1103,7 +1090,7 @@ mod tests {
                     |block| fast_sim.mark_l1_dirty(block),
                 );
             });
-            with_filter(|f| f.switch(None, |_| unreachable!("flushed"), |_| unreachable!()));
+            with_filter(Filter::switch_off);
             assert_eq!(fast.totals, slow.totals, "{spec:?}");
             assert_eq!(fast.structures, slow.structures, "{spec:?}");
             assert!(fast.structures.iter().filter(|c| c[0] > 0).count() >= 2);

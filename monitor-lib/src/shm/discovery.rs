@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::process;
 use super::sysv::current_uid;
@@ -161,6 +162,22 @@ pub fn list_targets(dir: &Path) -> Result<Vec<TargetRecord>, DiscoveryError> {
     Ok(out)
 }
 
+/// Waits up to `timeout` for process `pid` (a target a tool just started) to publish its
+/// record in `dir`, polling every 20 ms; `None` if it has not by then.
+pub fn wait_for_record(dir: &Path, pid: u32, timeout: Duration) -> Option<TargetRecord> {
+    let started = Instant::now();
+    loop {
+        let records = list_targets(dir).unwrap_or_default();
+        if let Some(r) = records.into_iter().find(|r| r.pid == pid) {
+            return Some(r);
+        }
+        if started.elapsed() >= timeout {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,8 +207,11 @@ mod tests {
         )
         .unwrap();
         std::fs::write(runtime.join("77.json"), "not json").unwrap();
-        assert_eq!(list_targets(&runtime).unwrap(), vec![me]);
+        assert_eq!(list_targets(&runtime).unwrap(), vec![me.clone()]);
         assert!(path.exists() && !ghost_path.exists() && !runtime.join("77.json").exists());
         assert!(list_targets(&dir.path().join("none")).unwrap().is_empty());
+        let short = Duration::from_millis(50);
+        assert_eq!(wait_for_record(&runtime, me.pid, short), Some(me));
+        assert_eq!(wait_for_record(&runtime, 1, short), None);
     }
 }

@@ -104,42 +104,34 @@ impl Sites {
         let _ = writeln!(out, "\tmovzbl\t{}, %edx", tls("entry_mask"));
         let _ = writeln!(out, "\tandl\t%eax, %edx");
         let _ = writeln!(out, "\tshll\t${ENTRY_SHIFT}, %edx");
+        let _ = writeln!(out, "\tleaq\t1(%rax,%rax), %rsi");
+        same_line(access, &slow, out);
         // The entry holds !(block << 1 | written). x = inverted ^ (block << 1 | 1) is all ones
         // when the entry is the block written, all ones but bit 0 when clean: a read takes
         // either; a write to a clean entry marks it written and dirty pending (the runtime
         // marks the line dirty before it next simulates an access to the set, `filter.rs`).
-        let _ = writeln!(out, "\tleaq\t1(%rax,%rax), %rsi");
         let _ = writeln!(out, "\txorq\t{}(%rdx), %rsi", tls("entries"));
-        let clean = format!(".Lepcache.clean.{n}");
-        let count = format!(".Lepcache.count.{n}");
         if access.write {
+            let clean = format!(".Lepcache.clean.{n}");
+            let count = format!(".Lepcache.count.{n}");
             let _ = writeln!(out, "\tincq\t%rsi");
             let _ = writeln!(out, "\tjne\t{clean}");
-        } else {
-            let _ = writeln!(out, "\torq\t$1, %rsi");
-            let _ = writeln!(out, "\tincq\t%rsi");
-            let _ = writeln!(out, "\tjne\t{slow}");
-        }
-        same_line(access, &slow, out);
-        let hits = if access.write {
-            "write_hits"
-        } else {
-            "read_hits"
-        };
-        if access.write {
             let _ = writeln!(out, "{count}:");
-        }
-        let _ = writeln!(out, "\tincq\t{}(%rdx)", tls(hits));
-        let _ = writeln!(out, "\tjmp\t{done}");
-        if access.write {
+            let _ = writeln!(out, "\tincq\t{}(%rdx)", tls("write_hits"));
+            let _ = writeln!(out, "\tjmp\t{done}");
             // x + 1 was all ones: the entry is the block, clean.
             let _ = writeln!(out, "{clean}:");
             let _ = writeln!(out, "\tincq\t%rsi");
             let _ = writeln!(out, "\tjne\t{slow}");
-            same_line(access, &slow, out);
             let _ = writeln!(out, "\txorq\t$1, {}(%rdx)", tls("entries"));
             let _ = writeln!(out, "\tmovl\t$1, {}(%rdx)", tls("dirty_pending"));
             let _ = writeln!(out, "\tjmp\t{count}");
+        } else {
+            let _ = writeln!(out, "\torq\t$1, %rsi");
+            let _ = writeln!(out, "\tincq\t%rsi");
+            let _ = writeln!(out, "\tjne\t{slow}");
+            let _ = writeln!(out, "\tincq\t{}(%rdx)", tls("read_hits"));
+            let _ = writeln!(out, "\tjmp\t{done}");
         }
         let _ = writeln!(out, "{slow}:");
         let _ = writeln!(out, "{call}");
@@ -148,7 +140,8 @@ impl Sites {
 }
 
 /// Jumps to `slow` unless the access's last byte is in its first byte's line (`%cl` holds the
-/// line bits). A shift by 0 leaves the flags to the xor, which set them for the same value.
+/// line bits; `%rax` is free). A shift by 0 leaves the flags to the xor, which set them for
+/// the same value.
 fn same_line(access: HookedAccess, slow: &str, out: &mut String) {
     if access.size > 1 {
         let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
