@@ -1,11 +1,11 @@
 //! The standalone mode's repeat-hit filter: a per-thread table that answers, before the
 //! simulator is reached, most accesses of a kernel that walks its arrays line by line.
 //!
-//! One entry per L1 set (sets beyond the table share entries by their low bits) remembers the
-//! block the set's last simulated access touched and whether a write to it was simulated since.
-//! An access within one line whose block is its entry's (and, for a write, whose entry says
-//! written) is a hit on the set's most recent line: under the shapes
-//! [`crate::simulator::Simulator::repeat_hit_shape`] admits, simulating it would change nothing but L1's hit
+//! One entry per L1 set (sets beyond the table share entries by their low bits) remembers the block its sets' last simulated access touched and whether
+//! a write to it was simulated since. An access within one line whose block is its entry's
+//! (and, for a write, whose entry says written) is a hit on the set's most recent line: under
+//! the shapes [`crate::simulator::Simulator::repeat_hit_shape`] admits, simulating it would
+//! change nothing but L1's hit
 //! count. Such an access only increments the entry's read or write count, which is added to
 //! the thread's counts (and the entry's data structure's) when the entry changes hands and
 //! before anyone reads the counts: at region boundaries, when data structures change, when
@@ -33,124 +33,174 @@ use std::cell::Cell;
 
 /// Entries per thread: covers every L1 of 256 sets or fewer one set per entry.
 const ENTRIES: usize = 256;
-/// A tag that matches no access: blocks are addresses shifted right by at least 3 bits.
-const NONE: u64 = u64::MAX;
-
-/// One entry: a block, its pending hits and its data structure, in 32 bytes so an entry is
-/// one shift of its index away and never straddles a host cache line.
-#[repr(C, align(32))]
-struct Entry {
-    /// `!(block << 1 | written)`, or `!NONE`: stored inverted so that an empty entry is zero
-    /// bytes, as the thread-local block the hooks read starts (`thread_block.rs`).
-    inverted_tag: Cell<u64>,
-    /// Repeat hits not yet counted: reads, writes.
-    hits: [Cell<u64>; 2],
-    /// The data structure of the block's line (index + 1, 0 for none).
-    structure: Cell<u32>,
-    /// Nonzero when the inline test counted a write to the block while the entry was clean:
-    /// the simulator has yet to mark the line dirty.
-    dirty_pending: Cell<u32>,
-}
-
-impl Entry {
-    const fn empty() -> Entry {
-        Entry {
-            inverted_tag: Cell::new(!NONE),
-            hits: [const { Cell::new(0) }; 2],
-            structure: Cell::new(0),
-            dirty_pending: Cell::new(0),
-        }
-    }
-
-    /// `block << 1 | written`, or [`NONE`].
-    #[inline(always)]
-    fn tag(&self) -> u64 {
-        !self.inverted_tag.get()
-    }
-
-    #[inline(always)]
-    fn set_tag(&self, tag: u64) {
-        self.inverted_tag.set(!tag);
-    }
-
-    /// Whether the entry owns no block and holds nothing pending.
-    fn is_free(&self) -> bool {
-        self.tag() == NONE
-            && self.hits.iter().all(|h| h.get() == 0)
-            && self.dirty_pending.get() == 0
-    }
-
-    /// Hands a pending dirty mark to `mark`, as the block to mark dirty.
-    #[inline(always)]
-    fn settle(&self, mark: impl FnOnce(u64)) {
-        if self.dirty_pending.replace(0) != 0 {
-            mark(self.tag() >> 1);
-        }
-    }
-
-    /// Hands the pending hits to `take`.
-    #[inline(always)]
-    fn drain(&self, take: impl FnOnce(Pending)) {
-        let (reads, writes) = (self.hits[0].replace(0), self.hits[1].replace(0));
-        if reads | writes != 0 {
-            take((self.structure.get(), reads, writes));
-        }
-    }
-}
-
-// The inline test `epcache cc` writes into instrumented code (`inline_capture.rs`) steps
-// through the entries by a shift of 5 and reads the tag and the two counts at these offsets.
-const _: () = {
-    assert!(std::mem::size_of::<Entry>() == 1 << INLINE_ENTRY_SHIFT);
-    assert!(std::mem::offset_of!(Entry, inverted_tag) == 0);
-    assert!(std::mem::offset_of!(Entry, hits) == 8);
-    assert!(std::mem::offset_of!(Entry, dirty_pending) == 28);
-    assert!(
-        ENTRIES <= 256,
-        "the inline test reads the entry mask as one byte"
-    );
-};
-
-/// log2 of an entry's size, which the inline repeat-hit test's name promises (`_v1`).
-const INLINE_ENTRY_SHIFT: u32 = 5;
-
-/// Repeat hits handed back to be counted: `(structure index + 1 or 0, reads, writes)`.
-pub(super) type Pending = (u32, u64, u64);
+/// Each per-entry word is 8 bytes, so an entry's index times 8 is its offset in every array.
+const WORD_SHIFT: u32 = 3;
+/// Records the inline miss path appends before the runtime must simulate them.
+const BATCH_RECORDS: usize = 256;
+/// Words per record, see [`Record`].
+const RECORD_WORDS: usize = 4;
+/// The whole-line cache's slots, direct-mapped by 4 KiB page.
+const LINE_SLOTS: usize = 64;
 
 /// One thread's table, kept in the thread-local block the access hooks read (`state.rs`), as
 /// Cells, so a hook reaches it from the one thread-local address it computes, with no borrow
-/// flag.
+/// flag. Its words are arrays by field, so one offset register reaches an entry's tag and
+/// count alike.
+///
+/// A block's *tag* is the address of its line's last byte (`addr | line_low`). An empty entry
+/// holds tag 0, as the thread-local block starts: no access can have it, because a line
+/// ending at address 0 would have to start below it, and Linux never maps page 0.
 pub(super) struct Filter {
+    /// L1's line size less one (0 while off): an address with these bits set is its tag.
+    line_low: Cell<u64>,
     /// log2 of L1's line size.
     line_bits: Cell<u32>,
-    /// L1's line size less one.
-    line_mask: Cell<u64>,
-    /// Entries in use less one (a power of two less one, at most `ENTRIES - 1`).
-    mask: Cell<u64>,
-    entries: [Entry; ENTRIES],
+    /// `line_bits - WORD_SHIFT` (0 while off): `(addr >> offset_shift) & offset_mask` is the
+    /// byte offset of `addr`'s entry in each array.
+    offset_shift: Cell<u32>,
+    /// Entries in use less one, shifted left by [`WORD_SHIFT`].
+    offset_mask: Cell<u32>,
+    /// The tag of the block owning the entry, or 0.
+    read_tags: EntryWords,
+    /// The same tag when the block was written since it took the entry over (a write only
+    /// matches then), else 0.
+    write_tags: EntryWords,
+    /// Repeat hits not yet counted.
+    read_hits: EntryWords,
+    write_hits: EntryWords,
+    /// Nonzero when the inline test counted a write to the block while the entry was clean:
+    /// the simulator has yet to mark the line dirty.
+    dirty_pending: EntryWords,
+    /// The data structure of the owner's line (index + 1, 0 for none), as of the last access
+    /// simulated for the entry (a record the runtime has yet to simulate leaves it stale).
+    structure: [Cell<u32>; ENTRIES],
+    /// Byte offset in `batch` of the next record the inline miss path writes.
+    batch_pos: Cell<u64>,
+    /// Bytes of `batch` the inline miss path may fill: 0 while off, so it never appends then.
+    batch_cap: Cell<u64>,
+    /// Accesses the inline miss path took entries over for, in order, waiting to be simulated.
+    batch: [Cell<u64>; BATCH_RECORDS * RECORD_WORDS],
+    /// Whole lines of one data structure (or of none), by page: addresses in
+    /// `whole_lo[s]..whole_hi[s]` lie in lines whose bytes all have the answer
+    /// `whole_structure[s]` (index + 1, 0 for none), so an access in one of them may own an
+    /// entry. All zero (no address in range) while off.
+    whole_lo: [Cell<u64>; LINE_SLOTS],
+    whole_hi: [Cell<u64>; LINE_SLOTS],
+    whole_structure: [Cell<u32>; LINE_SLOTS],
     /// Whether the table is on.
     on: Cell<bool>,
 }
 
+/// One word per entry, then 64 bytes the arrays are skewed by: arrays a multiple of 4 KiB
+/// apart would put an entry's tag and count at addresses the CPU cannot tell apart from their
+/// low 12 bits (4K aliasing), so each count's store would delay the next hit's tag load.
+#[repr(C)]
+struct EntryWords([Cell<u64>; ENTRIES], [Cell<u64>; 8]);
+
+impl EntryWords {
+    const fn new() -> EntryWords {
+        EntryWords(
+            [const { Cell::new(0) }; ENTRIES],
+            [const { Cell::new(0) }; 8],
+        )
+    }
+}
+
+/// An access the inline miss path took its entry over for, not yet simulated: a one-line
+/// access within a whole line (`Filter::whole_line`) that missed the filter. The previous
+/// owner's hits and dirty mark moved into it, so they are counted and settled in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Record {
+    pub(super) addr: u64,
+    pub(super) size: u32,
+    pub(super) write: bool,
+    /// The previous owner's tag (0 for none) ...
+    pub(super) old_tag: u64,
+    /// ... its line's pending dirty mark ...
+    pub(super) old_dirty: bool,
+    /// ... and its uncounted hits, `(reads, writes)`.
+    pub(super) old_hits: (u64, u64),
+}
+
+impl Record {
+    /// The record's first word holds the address below this bit, the access in its top byte:
+    /// size in bits 0-4, write in bit 5, the old owner's dirty mark in bit 6.
+    const META_SHIFT: u32 = 56;
+
+    /// The meta byte of an access, without the dirty mark (which only the miss path knows).
+    #[cfg(test)]
+    const fn meta(size: u32, write: bool) -> u8 {
+        (size as u8 & 31) | (write as u8) << 5
+    }
+
+    fn decode(words: [u64; RECORD_WORDS]) -> Record {
+        let meta = (words[0] >> Self::META_SHIFT) as u8;
+        Record {
+            addr: words[0] & ((1 << Self::META_SHIFT) - 1),
+            size: u32::from(meta & 31),
+            write: meta >> 5 & 1 == 1,
+            old_tag: words[1],
+            old_dirty: meta >> 6 & 1 == 1,
+            old_hits: (words[2], words[3]),
+        }
+    }
+}
+
+// The inline test `epcache cc` writes into instrumented code (`inline_capture.rs`) computes an
+// entry's offset as `Filter::index` does and reads every array at that offset; its miss path
+// writes 32-byte records with the meta byte as the first word's last byte, and picks a
+// whole-line slot by `addr >> 12 & 63`. `_v2` fixes these.
+const _: () = {
+    assert!(RECORD_WORDS << WORD_SHIFT == 32 && Record::META_SHIFT == 56);
+    assert!(LINE_SLOTS == 64);
+    assert!(std::mem::size_of::<Cell<u64>>() == 1 << WORD_SHIFT);
+    assert!(
+        ENTRIES << WORD_SHIFT <= u32::MAX as usize,
+        "the inline test masks the offset in a 32-bit register"
+    );
+};
+
+/// Repeat hits handed back to be counted: `(structure index + 1 or 0, reads, writes)`.
+pub(super) type Pending = (u32, u64, u64);
+
 impl Filter {
-    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): L1's line bits (a
-    /// `u32`), the entry mask (its low byte), the first entry, and its read and write counts.
-    pub(super) const LINE_BITS_OFFSET: usize = std::mem::offset_of!(Filter, line_bits);
-    pub(super) const MASK_OFFSET: usize = std::mem::offset_of!(Filter, mask);
-    pub(super) const ENTRIES_OFFSET: usize = std::mem::offset_of!(Filter, entries);
-    pub(super) const READ_HITS_OFFSET: usize = Self::ENTRIES_OFFSET + 8;
-    pub(super) const WRITE_HITS_OFFSET: usize = Self::ENTRIES_OFFSET + 16;
-    pub(super) const DIRTY_PENDING_OFFSET: usize = Self::ENTRIES_OFFSET + 28;
+    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): the line's low bits, the
+    /// offset shift and mask (`u32`s), and the first word of each array.
+    pub(super) const LINE_LOW_OFFSET: usize = std::mem::offset_of!(Filter, line_low);
+    pub(super) const OFFSET_SHIFT_OFFSET: usize = std::mem::offset_of!(Filter, offset_shift);
+    pub(super) const OFFSET_MASK_OFFSET: usize = std::mem::offset_of!(Filter, offset_mask);
+    pub(super) const READ_TAGS_OFFSET: usize = std::mem::offset_of!(Filter, read_tags);
+    pub(super) const WRITE_TAGS_OFFSET: usize = std::mem::offset_of!(Filter, write_tags);
+    pub(super) const READ_HITS_OFFSET: usize = std::mem::offset_of!(Filter, read_hits);
+    pub(super) const WRITE_HITS_OFFSET: usize = std::mem::offset_of!(Filter, write_hits);
+    pub(super) const DIRTY_PENDING_OFFSET: usize = std::mem::offset_of!(Filter, dirty_pending);
+    pub(super) const BATCH_POS_OFFSET: usize = std::mem::offset_of!(Filter, batch_pos);
+    pub(super) const BATCH_CAP_OFFSET: usize = std::mem::offset_of!(Filter, batch_cap);
+    pub(super) const BATCH_OFFSET: usize = std::mem::offset_of!(Filter, batch);
+    pub(super) const WHOLE_LO_OFFSET: usize = std::mem::offset_of!(Filter, whole_lo);
+    pub(super) const WHOLE_HI_OFFSET: usize = std::mem::offset_of!(Filter, whole_hi);
 
     /// An empty table, off.
     pub(super) const fn new() -> Filter {
         Filter {
-            // Zero (as the thread-local block starts) until switched on: with every tag
-            // `NONE` nothing reads them to any effect.
+            // Zero (as the thread-local block starts) until switched on: with every tag 0
+            // nothing matches.
+            line_low: Cell::new(0),
             line_bits: Cell::new(0),
-            line_mask: Cell::new(0),
-            mask: Cell::new(0),
-            entries: [const { Entry::empty() }; ENTRIES],
+            offset_shift: Cell::new(0),
+            offset_mask: Cell::new(0),
+            read_tags: EntryWords::new(),
+            write_tags: EntryWords::new(),
+            read_hits: EntryWords::new(),
+            write_hits: EntryWords::new(),
+            dirty_pending: EntryWords::new(),
+            structure: [const { Cell::new(0) }; ENTRIES],
+            batch_pos: Cell::new(0),
+            batch_cap: Cell::new(0),
+            batch: [const { Cell::new(0) }; BATCH_RECORDS * RECORD_WORDS],
+            whole_lo: [const { Cell::new(0) }; LINE_SLOTS],
+            whole_hi: [const { Cell::new(0) }; LINE_SLOTS],
+            whole_structure: [const { Cell::new(0) }; LINE_SLOTS],
             on: Cell::new(false),
         }
     }
@@ -159,35 +209,103 @@ impl Filter {
     #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
         !self.on.get()
+            && self.line_low.get() == 0
             && self.line_bits.get() == 0
-            && self.line_mask.get() == 0
-            && self.mask.get() == 0
-            && self
-                .entries
-                .iter()
-                .all(|e| e.is_free() && e.structure.get() == 0)
+            && self.offset_shift.get() == 0
+            && self.offset_mask.get() == 0
+            && (0..ENTRIES).all(|i| self.is_free(i) && self.structure[i].get() == 0)
+            && self.batch_pos.get() == 0
+            && self.batch_cap.get() == 0
+            && self.batch.iter().all(|w| w.get() == 0)
+            && (0..LINE_SLOTS).all(|s| {
+                self.whole_lo[s].get() == 0
+                    && self.whole_hi[s].get() == 0
+                    && self.whole_structure[s].get() == 0
+            })
     }
 
+    /// Whether entry `i` owns no block and holds nothing pending.
+    fn is_free(&self, i: usize) -> bool {
+        self.read_tags.0[i].get() == 0
+            && self.write_tags.0[i].get() == 0
+            && self.read_hits.0[i].get() == 0
+            && self.write_hits.0[i].get() == 0
+            && self.dirty_pending.0[i].get() == 0
+    }
+
+    /// Entries in use.
+    fn used(&self) -> usize {
+        (self.offset_mask.get() >> WORD_SHIFT) as usize + 1
+    }
+
+    /// The index of `addr`'s entry.
     #[inline(always)]
-    fn entry(&self, block: u64) -> &Entry {
-        &self.entries[(block & self.mask.get()) as usize % ENTRIES]
+    fn index(&self, addr: u64) -> usize {
+        let offset = (addr >> (self.offset_shift.get() & 63)) as u32 & self.offset_mask.get();
+        (offset >> WORD_SHIFT) as usize % ENTRIES
+    }
+
+    /// The first address of `block`.
+    #[inline(always)]
+    fn address(&self, block: u64) -> u64 {
+        block << (self.line_bits.get() & 63)
+    }
+
+    /// The tag of the line holding `addr`.
+    #[inline(always)]
+    fn tag(&self, addr: u64) -> u64 {
+        addr | self.line_low.get()
+    }
+
+    /// Hands entry `i`'s pending dirty mark to `mark`, as the block to mark dirty.
+    #[inline(always)]
+    fn settle_entry(&self, i: usize, mark: impl FnOnce(u64)) {
+        if self.dirty_pending.0[i].replace(0) != 0 {
+            mark(self.read_tags.0[i].get() >> (self.line_bits.get() & 63));
+        }
+    }
+
+    /// Hands entry `i`'s pending hits to `take`.
+    #[inline(always)]
+    fn drain_entry(&self, i: usize, take: impl FnOnce(Pending)) {
+        let (reads, writes) = (
+            self.read_hits.0[i].replace(0),
+            self.write_hits.0[i].replace(0),
+        );
+        if reads | writes != 0 {
+            take((self.structure[i].get(), reads, writes));
+        }
+    }
+
+    /// Empties entry `i`'s tags.
+    #[inline(always)]
+    fn clear_entry(&self, i: usize) {
+        self.read_tags.0[i].set(0);
+        self.write_tags.0[i].set(0);
     }
 
     /// Counts the access as a repeat hit if it is one; `false` means it must be simulated.
     #[inline(always)]
     pub(super) fn repeat_hit(&self, addr: u64, size: u32, write: bool) -> bool {
-        // Wrapping shifts: `bits` is below 64, and x86 masks the count itself.
-        let bits = self.line_bits.get();
-        let block = addr.wrapping_shr(bits);
-        let entry = self.entry(block);
+        let tag = self.tag(addr);
+        let i = self.index(addr);
         // A read matches a clean or written entry, a write only a written one.
-        let matches = entry.tag() | u64::from(!write) == block << 1 | 1;
-        // Its last byte in the same line (a size of 0 counts as 1).
+        let owner = if write {
+            self.write_tags.0[i].get()
+        } else {
+            self.read_tags.0[i].get()
+        };
+        // Its last byte in the same line (a size of 0 counts as 1). The zero check keeps an
+        // explicit access to address 0 from matching an empty entry while the table is off.
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        if !(matches && (last ^ addr).wrapping_shr(bits) == 0) {
+        if owner != tag || self.tag(last) != tag || owner == 0 {
             return false;
         }
-        let count = &entry.hits[usize::from(write)];
+        let count = if write {
+            &self.write_hits.0[i]
+        } else {
+            &self.read_hits.0[i]
+        };
         count.set(count.get() + 1);
         true
     }
@@ -198,47 +316,132 @@ impl Filter {
     /// its entry clean, which marks the entry written and dirty pending.
     #[cfg(test)]
     pub(super) fn inline_hit(&self, addr: u64, size: u32, write: bool) -> bool {
-        let bits = self.line_bits.get();
-        let block = addr.wrapping_shr(bits);
-        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        if (last ^ addr).wrapping_shr(bits) != 0 {
+        let tag = self.tag(addr);
+        if self.tag(addr + u64::from(size.max(1)) - 1) != tag {
             return false;
         }
-        let entry = self.entry(block);
-        let tag = entry.tag();
-        if tag == block << 1 | 1 || tag == block << 1 && !write {
-            // The same test as `repeat_hit`, now known to pass.
-            return self.repeat_hit(addr, size, write);
+        if self.repeat_hit(addr, size, write) {
+            return true;
         }
-        if tag != block << 1 {
+        let i = self.index(addr);
+        if !write || self.read_tags.0[i].get() != tag {
             return false;
         }
-        entry.set_tag(block << 1 | 1);
-        entry.dirty_pending.set(1);
-        let count = &entry.hits[1];
-        count.set(count.get() + 1);
+        self.write_tags.0[i].set(tag);
+        self.dirty_pending.0[i].set(1);
+        self.write_hits.0[i].set(self.write_hits.0[i].get() + 1);
         true
     }
 
     /// Whether the entry of `addr`'s block has a dirty mark pending.
     #[cfg(test)]
     pub(super) fn dirty_pending(&self, addr: u64) -> bool {
-        self.entry(addr >> self.line_bits.get()).dirty_pending.get() != 0
+        self.dirty_pending.0[self.index(addr)].get() != 0
     }
 
     /// A write within one line to a block that owns its entry clean: it hits the set's most
     /// recent line, and simulating it only marks that line dirty. The entry is marked written
-    /// and its data structure (index + 1, 0 for none) returned; `None` for any other access.
+    /// and `true` returned; `false` for any other access.
     #[inline(always)]
-    pub(super) fn clean_write(&self, addr: u64, size: u32) -> Option<u32> {
-        let block = addr >> (self.line_bits.get() & 63);
-        let entry = self.entry(block);
-        let line_mask = self.line_mask.get();
-        if entry.tag() != block << 1 || (addr & line_mask) + u64::from(size) > line_mask + 1 {
-            return None;
+    pub(super) fn clean_write(&self, addr: u64, size: u32) -> bool {
+        let tag = self.tag(addr);
+        let i = self.index(addr);
+        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
+        if self.read_tags.0[i].get() != tag || self.tag(last) != tag || tag == 0 {
+            return false;
         }
-        entry.set_tag(block << 1 | 1);
-        Some(entry.structure.get())
+        self.write_tags.0[i].set(tag);
+        true
+    }
+
+    /// What the inline miss path `epcache cc` writes into instrumented code does, after its
+    /// hit test failed for a one-line access of a thread that captures: if the line is whole
+    /// (`whole_line`) and the batch has room, the entry is taken over for the access (its old
+    /// owner's tag, hits and dirty mark moved into a record appended to the batch) and `true`
+    /// returned; the access is simulated when the runtime drains the batch.
+    #[cfg(test)]
+    pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool) -> bool {
+        let pos = self.batch_pos.get();
+        let tag = self.tag(addr);
+        let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == tag;
+        if !one_line || self.whole_line(addr).is_none() || pos >= self.batch_cap.get() {
+            return false;
+        }
+        let i = self.index(addr);
+        let dirty = self.dirty_pending.0[i].replace(0) != 0;
+        let meta = Record::meta(size, write) | u8::from(dirty) << 6;
+        let words = [
+            addr | u64::from(meta) << Record::META_SHIFT,
+            self.read_tags.0[i].replace(tag),
+            self.read_hits.0[i].replace(0),
+            self.write_hits.0[i].replace(0),
+        ];
+        self.write_tags.0[i].set(if write { tag } else { 0 });
+        let first = (pos >> WORD_SHIFT) as usize;
+        for (k, w) in words.into_iter().enumerate() {
+            self.batch[first + k].set(w);
+        }
+        self.batch_pos
+            .set(pos + (RECORD_WORDS << WORD_SHIFT) as u64);
+        true
+    }
+
+    /// Whether records wait in the batch.
+    #[inline(always)]
+    pub(super) fn batch_waiting(&self) -> bool {
+        self.batch_pos.get() != 0
+    }
+
+    /// Hands every record in the batch to `simulate`, in order, with the table (to update the
+    /// entries' data structures), and empties the batch.
+    pub(super) fn drain_batch(&self, mut simulate: impl FnMut(&Filter, Record)) {
+        let end = (self.batch_pos.get() >> WORD_SHIFT) as usize;
+        for first in (0..end.min(self.batch.len())).step_by(RECORD_WORDS) {
+            let words = std::array::from_fn(|k| self.batch[first + k].get());
+            simulate(self, Record::decode(words));
+        }
+        self.batch_pos.set(0);
+    }
+
+    /// The data structure (index + 1, 0 for none) of the line holding `addr` if the whole-line
+    /// cache knows it to be whole.
+    #[inline(always)]
+    pub(super) fn whole_line(&self, addr: u64) -> Option<u32> {
+        let slot = (addr >> 12) as usize % LINE_SLOTS;
+        (self.whole_lo[slot].get() <= addr && addr < self.whole_hi[slot].get())
+            .then(|| self.whole_structure[slot].get())
+    }
+
+    /// Remembers, in `addr`'s page's slot, that the lines of `lo..hi` (line-aligned) are whole,
+    /// with the answer `structure` (index + 1, 0 for none).
+    pub(super) fn remember_whole_lines(&self, addr: u64, lo: u64, hi: u64, structure: u32) {
+        let slot = (addr >> 12) as usize % LINE_SLOTS;
+        self.whole_lo[slot].set(lo);
+        self.whole_hi[slot].set(hi);
+        self.whole_structure[slot].set(structure);
+    }
+
+    /// Forgets every whole line (data structures changed).
+    pub(super) fn forget_whole_lines(&self) {
+        for slot in 0..LINE_SLOTS {
+            self.remember_whole_lines(slot as u64 * 4096, 0, 0, 0);
+        }
+    }
+
+    /// Entry `i`'s data structure (index + 1, 0 for none), set when the runtime simulates an
+    /// access that took it over.
+    pub(super) fn set_structure(&self, addr: u64, structure: u32) {
+        self.structure[self.index(addr)].set(structure);
+    }
+
+    /// The data structure of `addr`'s entry's owner, before the access that took it over.
+    pub(super) fn structure_of_entry(&self, addr: u64) -> u32 {
+        self.structure[self.index(addr)].get()
+    }
+
+    /// The block of a tag.
+    pub(super) fn block_of(&self, tag: u64) -> u64 {
+        tag >> (self.line_bits.get() & 63)
     }
 
     /// Whether the table is on.
@@ -247,14 +450,20 @@ impl Filter {
     }
 
     /// Switches the table on for an L1 of `1 << line_bits`-byte lines in `sets` sets (what
-    /// [`crate::simulator::Simulator::repeat_hit_shape`] admits); a no-op when already on.
+    /// [`crate::simulator::Simulator::repeat_hit_shape`] admits: `line_bits` is at least
+    /// [`WORD_SHIFT`]); a no-op when already on.
     pub(super) fn switch_on(&self, line_bits: u32, sets: u64) {
         if self.on.get() {
             return;
         }
+        debug_assert!(line_bits >= WORD_SHIFT);
+        let entries = sets.clamp(1, ENTRIES as u64);
         self.line_bits.set(line_bits);
-        self.line_mask.set((1 << line_bits) - 1);
-        self.mask.set(sets.min(ENTRIES as u64) - 1);
+        self.line_low.set((1 << line_bits) - 1);
+        self.offset_shift.set(line_bits.saturating_sub(WORD_SHIFT));
+        self.offset_mask.set(((entries - 1) as u32) << WORD_SHIFT);
+        self.batch_cap
+            .set(((BATCH_RECORDS * RECORD_WORDS) << WORD_SHIFT) as u64);
         self.on.set(true);
     }
 
@@ -262,9 +471,15 @@ impl Filter {
     /// or dirty mark is left behind.
     pub(super) fn switch_off(&self) {
         debug_assert!(
-            self.entries.iter().all(Entry::is_free),
+            (0..ENTRIES).all(|i| self.is_free(i)),
             "switched off unflushed"
         );
+        debug_assert!(!self.batch_waiting(), "switched off undrained");
+        self.line_low.set(0);
+        self.offset_shift.set(0);
+        self.offset_mask.set(0);
+        self.batch_cap.set(0);
+        self.forget_whole_lines();
         self.on.set(false);
     }
 
@@ -277,12 +492,15 @@ impl Filter {
         mut take: impl FnMut(Pending),
         mut mark: impl FnMut(u64),
     ) {
-        let used = self.mask.get() as usize + 1;
-        for entry in &self.entries[..used.min(ENTRIES)] {
-            entry.settle(&mut mark);
-            entry.drain(&mut take);
+        debug_assert!(!self.batch_waiting(), "flushed undrained");
+        if forget {
+            self.forget_whole_lines();
+        }
+        for i in 0..self.used().min(ENTRIES) {
+            self.settle_entry(i, &mut mark);
+            self.drain_entry(i, &mut take);
             if forget {
-                entry.set_tag(NONE);
+                self.clear_entry(i);
             }
         }
     }
@@ -291,7 +509,7 @@ impl Filter {
     /// block's entry, if any, is handed to `mark` (the block to mark dirty).
     #[inline(always)]
     pub(super) fn settle(&self, block: u64, mark: impl FnOnce(u64)) {
-        self.entry(block).settle(mark);
+        self.settle_entry(self.index(self.address(block)), mark);
     }
 
     /// Before the simulator runs an access over several lines (or straddling two): the
@@ -300,24 +518,23 @@ impl Filter {
         if !self.on.get() {
             return;
         }
-        let (first, last) = self.blocks(addr, size);
-        if last - first >= self.mask.get() {
-            let used = self.mask.get() as usize + 1;
-            for entry in &self.entries[..used.min(ENTRIES)] {
-                entry.settle(&mut mark);
-            }
-            return;
-        }
-        for block in first..=last {
-            self.entry(block).settle(&mut mark);
+        for i in self.indices(addr, size) {
+            self.settle_entry(i, &mut mark);
         }
     }
 
-    /// The first and last block an access touches.
-    fn blocks(&self, addr: u64, size: u32) -> (u64, u64) {
-        let first = addr >> self.line_bits.get();
-        let last = addr.saturating_add(u64::from(size.max(1)) - 1) >> self.line_bits.get();
-        (first, last)
+    /// The indices of the entries an access's lines map to, each once.
+    fn indices(&self, addr: u64, size: u32) -> impl Iterator<Item = usize> + use<> {
+        let used = self.used().min(ENTRIES);
+        let bits = self.line_bits.get() & 63;
+        let first = addr >> bits;
+        let last = addr.saturating_add(u64::from(size.max(1)) - 1) >> bits;
+        let (first, count) = if last - first >= used as u64 - 1 {
+            (0, used)
+        } else {
+            (first, (last - first) as usize + 1)
+        };
+        (0..count).map(move |k| (first as usize).wrapping_add(k) % used)
     }
 
     /// After the simulator ran a one-line access to `block`: the block owns its set's entry
@@ -335,22 +552,27 @@ impl Filter {
         if !self.on.get() {
             return;
         }
-        let entry = self.entry(block);
-        let old = entry.tag();
-        let tag = match structure {
+        let addr = self.address(block);
+        let i = self.index(addr);
+        let tag = self.tag(addr);
+        match structure {
             // The same block keeps its pending hits and its written mark.
-            Some(_) if old != NONE && old >> 1 == block => old | u64::from(write),
+            Some(_) if self.read_tags.0[i].get() == tag => {}
             Some(s) => {
-                entry.drain(take);
-                entry.structure.set(s);
-                block << 1 | u64::from(write)
+                self.drain_entry(i, take);
+                self.structure[i].set(s);
+                self.read_tags.0[i].set(tag);
+                self.write_tags.0[i].set(0);
             }
             None => {
-                entry.drain(take);
-                NONE
+                self.drain_entry(i, take);
+                self.clear_entry(i);
+                return;
             }
-        };
-        entry.set_tag(tag);
+        }
+        if write {
+            self.write_tags.0[i].set(tag);
+        }
     }
 
     /// After the simulator ran an access over several lines (or straddling two), whose
@@ -360,17 +582,13 @@ impl Filter {
         if !self.on.get() {
             return;
         }
-        let (first, last) = self.blocks(addr, size);
-        if last - first >= self.mask.get() {
-            self.flush(true, take, |_| {
-                debug_assert!(false, "settled before the access")
-            });
-            return;
-        }
-        for block in first..=last {
-            let entry = self.entry(block);
-            entry.drain(&mut take);
-            entry.set_tag(NONE);
+        for i in self.indices(addr, size) {
+            debug_assert!(
+                self.dirty_pending.0[i].get() == 0,
+                "settled before the access"
+            );
+            self.drain_entry(i, &mut take);
+            self.clear_entry(i);
         }
     }
 }

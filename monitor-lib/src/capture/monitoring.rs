@@ -14,6 +14,7 @@ use crate::shm::target::ActiveRequest;
 use crate::simulator::Simulator;
 
 use super::data::{self, Lookup};
+use super::filter::Filter;
 use super::mcc;
 use super::regions::RegionRef;
 
@@ -115,11 +116,8 @@ pub(crate) struct Monitoring {
     /// none)`, each good for any address in `lo..hi`. Kernels interleave a few structures (a
     /// matrix product touches three in turn), which one remembered answer would miss every time.
     found: [(u64, u64, u32); FOUND_SLOTS],
-    /// The same answers by line, for [`Self::structure_of_line`]: `(first, end, index + 1 or
-    /// 0)`, each good for any line number in `first..end`, whose bytes all lie in one answer's
-    /// range; a line holding bytes of two answers is never remembered. Emptied with `found`.
-    lines_found: [(u64, u64, u32); FOUND_SLOTS],
-    /// The line size (log2) `lines_found` is in; set by the first line lookup.
+    /// The line size (log2) of the whole-line answers [`Self::structure_of_line`] keeps in
+    /// the thread's filter; set by the first line lookup.
     line_bits: Option<u32>,
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
@@ -139,7 +137,6 @@ impl Monitoring {
             lookup_generation: 0,
             lookup: Arc::default(),
             found: [NOT_FOUND; FOUND_SLOTS],
-            lines_found: [NOT_FOUND; FOUND_SLOTS],
             line_bits: None,
             totals: [0; 4 * MAX_LEVELS],
             structures: Vec::new(),
@@ -245,28 +242,42 @@ impl Monitoring {
 
     /// [`Self::structure_of`], and whether every byte of the `1 << line_bits`-byte line holding
     /// `addr` has the same answer (a line may hold the end of one structure and the start of
-    /// the next). Every call passes the same `line_bits`.
+    /// the next). Every call passes the same `line_bits`. Whole lines are remembered in the
+    /// thread's filter (`Filter::whole_line`), where the inline miss path reads them too.
     #[inline(always)]
-    pub(crate) fn structure_of_line(&mut self, addr: u64, line_bits: u32) -> (Option<usize>, bool) {
+    pub(crate) fn structure_of_line(
+        &mut self,
+        addr: u64,
+        line_bits: u32,
+        lines: &Filter,
+    ) -> (Option<usize>, bool) {
         // The common case in two compares: the page's remembered line range holds the line.
-        let line = addr >> line_bits;
-        let (first, end, found) =
-            self.lines_found[(line << line_bits >> 12) as usize % FOUND_SLOTS];
-        if first <= line && line < end && self.lookup_generation == data::generation() {
+        if self.lookup_generation == data::generation()
+            && let Some(found) = lines.whole_line(addr)
+        {
             return ((found as usize).checked_sub(1), true);
         }
-        self.structure_of_line_searched(addr, line_bits)
+        self.structure_of_line_searched(addr, line_bits, lines)
     }
 
     /// [`Self::structure_of_line`] when no remembered line range holds the line; the line's
     /// range is remembered when the whole line has `addr`'s answer.
     #[inline(never)]
-    fn structure_of_line_searched(&mut self, addr: u64, line_bits: u32) -> (Option<usize>, bool) {
+    fn structure_of_line_searched(
+        &mut self,
+        addr: u64,
+        line_bits: u32,
+        lines: &Filter,
+    ) -> (Option<usize>, bool) {
         debug_assert!(
             self.line_bits.is_none_or(|b| b == line_bits),
             "one line size"
         );
         self.line_bits = Some(line_bits);
+        if self.lookup_generation != data::generation() {
+            // `structure_of` is about to take the new structures: forget the old answers.
+            lines.forget_whole_lines();
+        }
         let structure = self.structure_of(addr);
         let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
         // Lines wholly inside `lo..hi`: from the first starting at or after `lo` to the last
@@ -275,8 +286,7 @@ impl Monitoring {
         let line = addr >> line_bits;
         let whole = first <= line && line < end;
         if whole {
-            self.lines_found[(line << line_bits >> 12) as usize % FOUND_SLOTS] =
-                (first, end, found);
+            lines.remember_whole_lines(addr, first << line_bits, end << line_bits, found);
         }
         (structure, whole)
     }
@@ -286,7 +296,6 @@ impl Monitoring {
         if self.lookup_generation != data::generation() {
             (self.lookup_generation, self.lookup) = data::snapshot();
             self.found = [NOT_FOUND; FOUND_SLOTS];
-            self.lines_found = [NOT_FOUND; FOUND_SLOTS];
         }
         let (lo, hi, index) = self.lookup.find_with_extent(addr);
         self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));

@@ -264,18 +264,8 @@ impl ThreadCapture {
     /// dirty marks; with `forget`, empties it too (the simulator goes away, data structures
     /// changed, or the table switches off).
     fn flush_filter(&mut self, forget: bool) {
-        let (counting, monitoring, simulator) = (
-            &mut self.counting,
-            &mut self.monitoring,
-            &mut self.simulator,
-        );
-        with_filter(|f| {
-            f.flush(
-                forget,
-                |p| counting.take(monitoring, p),
-                |block| simulator.mark_l1_dirty(block),
-            );
-        });
+        self.counting
+            .flush(&mut self.simulator, &mut self.monitoring, forget);
     }
 
     /// Switches the repeat-hit filter on or off for what the thread counts now: on only in
@@ -691,13 +681,12 @@ extern "C" fn simulate_on(addr: u64, size: u32, write: bool) {
     }
     // The first write to the line a read just brought to the front of its set (`x += ...`):
     // an L1 hit whose data structure the filter knows, simulated without the rest of the path.
-    match with_filter(|f| f.clean_write(addr, size)) {
-        Some(structure) => {
-            set_state(BUSY);
-            with_existing_capture(|c| c.clean_write(addr, size, structure));
-            set_state(ON);
-        }
-        None => simulate(addr, size, AccessKind::Write),
+    if with_filter(|f| f.clean_write(addr, size)) {
+        set_state(BUSY);
+        with_existing_capture(|c| c.clean_write(addr, size));
+        set_state(ON);
+    } else {
+        simulate(addr, size, AccessKind::Write);
     }
 }
 
@@ -765,14 +754,9 @@ impl ThreadCapture {
 
     /// [`Counting::clean_write`], out of line for the same reason as [`Self::access`].
     #[inline(never)]
-    fn clean_write(&mut self, addr: u64, size: u32, structure: u32) {
-        self.counting.clean_write(
-            &mut self.simulator,
-            &mut self.monitoring,
-            addr,
-            size,
-            structure,
-        );
+    fn clean_write(&mut self, addr: u64, size: u32) {
+        self.counting
+            .clean_write(&mut self.simulator, &mut self.monitoring, addr, size);
     }
 
     /// Out of line, so the standalone path around it keeps a small frame.
@@ -816,6 +800,8 @@ impl Counting {
         size: u32,
         kind: AccessKind,
     ) {
+        // Accesses the inline miss path batched come first.
+        self.drain_batch(simulator, monitoring);
         // A write the inline test left dirty pending in this line's entry is settled first:
         // this access may evict that line.
         let line = addr >> self.line_bits;
@@ -824,12 +810,69 @@ impl Counting {
             self.access_lines(simulator, monitoring, addr, size, kind);
             return;
         };
-        let (structure, whole_line) = monitoring.structure_of_line(addr, self.line_bits);
-        monitoring.count_bits(structure, outcome);
-        let owner = whole_line.then(|| structure.map_or(0, |s| s as u32 + 1));
         let write = kind == AccessKind::Write;
         with_filter(|f| {
+            let (structure, whole_line) = monitoring.structure_of_line(addr, self.line_bits, f);
+            monitoring.count_bits(structure, outcome);
+            let owner = whole_line.then(|| structure.map_or(0, |s| s as u32 + 1));
             f.take_over(line, write, owner, |p| self.take(monitoring, p));
+        });
+    }
+
+    /// Simulates and counts, in order, the accesses the inline miss path took filter entries
+    /// over for (`filter.rs`), as [`Self::access`] would have when each happened: the old
+    /// owner's hits are counted for its data structure, its pending dirty mark settled, the
+    /// access simulated and counted, and its data structure given to the entry. Runs before
+    /// anything else reads the counts or the simulator, or simulates an access itself.
+    #[inline(always)]
+    fn drain_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
+        if with_filter(Filter::batch_waiting) {
+            self.simulate_batch(simulator, monitoring);
+        }
+    }
+
+    #[inline(never)]
+    fn simulate_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
+        let line_bits = self.line_bits;
+        with_filter(|f| {
+            f.drain_batch(|f, r| {
+                let (reads, writes) = r.old_hits;
+                if reads | writes != 0 {
+                    self.take(monitoring, (f.structure_of_entry(r.addr), reads, writes));
+                }
+                if r.old_dirty {
+                    simulator.mark_l1_dirty(f.block_of(r.old_tag));
+                }
+                let kind = if r.write {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Read
+                };
+                // The miss path appends only one-line accesses in lines its whole-line cache
+                // holds. The line can have stopped being whole only if another thread freed a
+                // block meanwhile: the access is then counted for its first byte's structure.
+                let (structure, _) = monitoring.structure_of_line(r.addr, line_bits, f);
+                let outcome = match simulator.access_in_line(r.addr, r.size, kind) {
+                    Some(outcome) => outcome,
+                    None => straddling_access(simulator, r.addr, r.size, kind),
+                };
+                monitoring.count_bits(structure, outcome);
+                f.set_structure(r.addr, structure.map_or(0, |s| s as u32 + 1));
+            });
+        });
+    }
+
+    /// Drains the batch, then hands the filter's pending counts to the counts and its pending
+    /// dirty marks to the simulator; with `forget`, empties it too (see
+    /// [`ThreadCapture::flush_filter`]).
+    fn flush(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring, forget: bool) {
+        self.drain_batch(simulator, monitoring);
+        with_filter(|f| {
+            f.flush(
+                forget,
+                |p| self.take(monitoring, p),
+                |block| simulator.mark_l1_dirty(block),
+            );
         });
     }
 
@@ -850,9 +893,10 @@ impl Counting {
         with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
     }
 
-    /// A write the filter found to hit its set's most recent line, clean until now, in the
-    /// line of `structure` (index + 1, 0 for none): simulated (it marks the line dirty) and
-    /// counted without a lookup; the simulator counts it in L1's totals itself.
+    /// A write the filter found to hit its set's most recent line, clean until now
+    /// (`Filter::clean_write` marked the entry written): simulated after the batch (it marks
+    /// the line dirty) and counted for the entry's data structure without a lookup; the
+    /// simulator counts it in L1's totals itself.
     #[inline(always)]
     fn clean_write(
         &mut self,
@@ -860,13 +904,15 @@ impl Counting {
         monitoring: &mut Monitoring,
         addr: u64,
         size: u32,
-        structure: u32,
     ) {
+        // The batch may hold the access that made this line the entry's owner: after it, the
+        // entry's data structure is the line's.
+        self.drain_batch(simulator, monitoring);
         let outcome = match simulator.access_in_line_recent(addr, size, AccessKind::Write) {
             Some(outcome) => outcome,
-            None => straddling_write(simulator, addr, size),
+            None => straddling_access(simulator, addr, size, AccessKind::Write),
         };
-        let structure = (structure as usize).checked_sub(1);
+        let structure = (with_filter(|f| f.structure_of_entry(addr)) as usize).checked_sub(1);
         monitoring.count_bits(structure, outcome);
     }
 
@@ -878,14 +924,16 @@ impl Counting {
     }
 }
 
-/// A clean write the filter matched that does not lie in one line, which it never hands over;
-/// simulated as one access all the same.
+/// A clean write the filter matched, or a batched access, that does not lie in one line,
+/// which the filter never hands over; simulated as one access all the same.
 #[cold]
 #[inline(never)]
-fn straddling_write(simulator: &mut Simulator, addr: u64, size: u32) -> u32 {
-    simulator
-        .access_line(addr, size, AccessKind::Write)
-        .event_bits()
+fn straddling_access(simulator: &mut Simulator, addr: u64, size: u32, kind: AccessKind) -> u32 {
+    debug_assert!(
+        false,
+        "a straddling access at {addr:#x} owned a filter entry"
+    );
+    simulator.access_line(addr, size, kind).event_bits()
 }
 
 /// A thread's first simulated access: its capture is created, then the access simulated.
@@ -1025,6 +1073,7 @@ mod tests {
             let mut walks = [0x40_0000u64, 0x40_2000, 0x40_3f00, 0x40_5000];
             let mut clean_writes = 0u32;
             let mut inline_clean_writes = 0u32;
+            let mut batched = 0u32;
             for step in 0..200_000u32 {
                 crate::test_rng::xorshift(&mut x);
                 let (addr, size, kind) = if x % 8 < 6 {
@@ -1057,39 +1106,25 @@ mod tests {
                 if inline && with_filter(|f| f.inline_hit(addr, size, write)) {
                     inline_clean_writes +=
                         u32::from(write && with_filter(|f| f.dirty_pending(addr)));
+                } else if inline && with_filter(|f| f.inline_miss(addr, size, write)) {
+                    batched += 1;
                 // What `active` and `simulate_on` do (after the inline test, if any).
                 } else if !with_filter(|f| f.repeat_hit(addr, size, write)) {
-                    match write
-                        .then(|| with_filter(|f| f.clean_write(addr, size)))
-                        .flatten()
-                    {
-                        Some(s) => {
-                            clean_writes += 1;
-                            counting.clean_write(&mut fast_sim, &mut fast, addr, size, s);
-                        }
-                        None => counting.access(&mut fast_sim, &mut fast, addr, size, kind),
+                    if write && with_filter(|f| f.clean_write(addr, size)) {
+                        clean_writes += 1;
+                        counting.clean_write(&mut fast_sim, &mut fast, addr, size);
+                    } else {
+                        counting.access(&mut fast_sim, &mut fast, addr, size, kind);
                     }
                 }
                 let levels = counting.levels;
                 slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels));
                 if step % 50_000 == 25_000 {
                     let forget = step % 100_000 == 25_000;
-                    with_filter(|f| {
-                        f.flush(
-                            forget,
-                            |p| counting.take(&mut fast, p),
-                            |block| fast_sim.mark_l1_dirty(block),
-                        );
-                    });
+                    counting.flush(&mut fast_sim, &mut fast, forget);
                 }
             }
-            with_filter(|f| {
-                f.flush(
-                    true,
-                    |p| counting.take(&mut fast, p),
-                    |block| fast_sim.mark_l1_dirty(block),
-                );
-            });
+            counting.flush(&mut fast_sim, &mut fast, true);
             with_filter(Filter::switch_off);
             assert_eq!(fast.totals, slow.totals, "{spec:?}");
             assert_eq!(fast.structures, slow.structures, "{spec:?}");
@@ -1107,9 +1142,10 @@ mod tests {
             );
             assert!(counting.repeat_hits[1] > 0 || !filtered, "write repeats");
             assert_eq!(
-                clean_writes > 1000 && inline_clean_writes > 1000,
+                clean_writes > 1000 && inline_clean_writes > 1000 && batched > 1000,
                 filtered,
-                "{spec:?}: {clean_writes} clean writes, {inline_clean_writes} inline"
+                "{spec:?}: {clean_writes} clean writes, {inline_clean_writes} inline, \
+                 {batched} batched"
             );
             assert!(
                 slow.totals[1] > 0 && slow.totals[5] > 0,

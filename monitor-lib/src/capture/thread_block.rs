@@ -53,45 +53,63 @@ core::arch::global_asm!(
     size = const core::mem::size_of::<ThreadBlock>(),
 );
 
-// The inline capture ABI, version 1: what the repeat-hit test `epcache cc` writes into
+// The inline capture ABI, version 2: what the repeat-hit test `epcache cc` writes into
 // instrumented code before each call to a fixed-size `__tsan_readN`/`__tsan_writeN` reads and
 // counts (`client-lib/src/bin/epcache/inline_capture.rs` writes the sequence).
 //
 // Thread-local symbols inside the block for the words it reads, reached with the local-exec
 // sequence, and the switch epoch under its own name (below). Their offsets come from this build
 // of the runtime at link time, so the program's code and the runtime cannot disagree on the
-// layout. What `v1` promises beyond it: an entry is 32 bytes with its inverted tag first
-// (asserted in `filter.rs`), the tag encoding and dirty-pending rule of `filter.rs`, and
-// `capturing_epoch` equal to the epoch exactly while the thread captures with nothing to sync
-// (`state.rs`). A program whose runtime lacks the symbols fails to link, naming them.
+// layout. What `v2` promises beyond it: an entry's byte offset in each array is the address
+// shifted right by `offset_shift` and masked with `offset_mask` (`Filter::index`), a tag is the
+// address of the line's last byte (`addr | line_low`), the dirty-pending rule of `filter.rs`,
+// the miss path's records (`filter::Record`: four words, the first the address with the
+// access's meta byte on top) appended at `batch_pos` while below `batch_cap`, the whole-line
+// cache's slots picked by `addr >> 12 & 63`, and `capturing_epoch` equal to the epoch exactly
+// while the thread captures with nothing to sync (`state.rs`). A program whose runtime lacks
+// the symbols fails to link, naming them.
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
-    ".irp name, capturing_epoch, line_bits, entry_mask, entries, read_hits, write_hits, dirty_pending",
-    ".globl epcache_inline_v1_\\name",
-    ".hidden epcache_inline_v1_\\name",
-    ".type epcache_inline_v1_\\name, @tls_object",
+    ".irp name, capturing_epoch, line_low, offset_shift, offset_mask, read_tags, write_tags, read_hits, write_hits, dirty_pending, batch_pos, batch_cap, batch, whole_lo, whole_hi",
+    ".globl epcache_inline_v2_\\name",
+    ".hidden epcache_inline_v2_\\name",
+    ".type epcache_inline_v2_\\name, @tls_object",
     ".endr",
-    ".set epcache_inline_v1_capturing_epoch, epcache_monitor_thread_block + {capturing_epoch}",
-    ".set epcache_inline_v1_line_bits, epcache_monitor_thread_block + {line_bits}",
-    ".set epcache_inline_v1_entry_mask, epcache_monitor_thread_block + {entry_mask}",
-    ".set epcache_inline_v1_entries, epcache_monitor_thread_block + {entries}",
-    ".set epcache_inline_v1_read_hits, epcache_monitor_thread_block + {read_hits}",
-    ".set epcache_inline_v1_write_hits, epcache_monitor_thread_block + {write_hits}",
-    ".set epcache_inline_v1_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
+    ".set epcache_inline_v2_capturing_epoch, epcache_monitor_thread_block + {capturing_epoch}",
+    ".set epcache_inline_v2_line_low, epcache_monitor_thread_block + {line_low}",
+    ".set epcache_inline_v2_offset_shift, epcache_monitor_thread_block + {offset_shift}",
+    ".set epcache_inline_v2_offset_mask, epcache_monitor_thread_block + {offset_mask}",
+    ".set epcache_inline_v2_read_tags, epcache_monitor_thread_block + {read_tags}",
+    ".set epcache_inline_v2_write_tags, epcache_monitor_thread_block + {write_tags}",
+    ".set epcache_inline_v2_read_hits, epcache_monitor_thread_block + {read_hits}",
+    ".set epcache_inline_v2_write_hits, epcache_monitor_thread_block + {write_hits}",
+    ".set epcache_inline_v2_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
+    ".set epcache_inline_v2_batch_pos, epcache_monitor_thread_block + {batch_pos}",
+    ".set epcache_inline_v2_batch_cap, epcache_monitor_thread_block + {batch_cap}",
+    ".set epcache_inline_v2_batch, epcache_monitor_thread_block + {batch}",
+    ".set epcache_inline_v2_whole_lo, epcache_monitor_thread_block + {whole_lo}",
+    ".set epcache_inline_v2_whole_hi, epcache_monitor_thread_block + {whole_hi}",
     capturing_epoch = const HOT + Hot::CAPTURING_EPOCH_OFFSET,
-    line_bits = const FILTER + Filter::LINE_BITS_OFFSET,
-    entry_mask = const FILTER + Filter::MASK_OFFSET,
-    entries = const FILTER + Filter::ENTRIES_OFFSET,
+    line_low = const FILTER + Filter::LINE_LOW_OFFSET,
+    offset_shift = const FILTER + Filter::OFFSET_SHIFT_OFFSET,
+    offset_mask = const FILTER + Filter::OFFSET_MASK_OFFSET,
+    read_tags = const FILTER + Filter::READ_TAGS_OFFSET,
+    write_tags = const FILTER + Filter::WRITE_TAGS_OFFSET,
     read_hits = const FILTER + Filter::READ_HITS_OFFSET,
     write_hits = const FILTER + Filter::WRITE_HITS_OFFSET,
     dirty_pending = const FILTER + Filter::DIRTY_PENDING_OFFSET,
+    batch_pos = const FILTER + Filter::BATCH_POS_OFFSET,
+    batch_cap = const FILTER + Filter::BATCH_CAP_OFFSET,
+    batch = const FILTER + Filter::BATCH_OFFSET,
+    whole_lo = const FILTER + Filter::WHOLE_LO_OFFSET,
+    whole_hi = const FILTER + Filter::WHOLE_HI_OFFSET,
 );
 
 /// The process-wide switch epoch (`state.rs` says what it counts), under a fixed name so the
 /// inline repeat-hit test can compare a thread's seen epoch with it.
 // SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
 // program can clash with it.
-#[unsafe(export_name = "epcache_inline_v1_epoch")]
+#[unsafe(export_name = "epcache_inline_v2_epoch")]
 pub(super) static SWITCH_EPOCH: AtomicU32 = AtomicU32::new(1);
 
 /// Where the hook block and its filter start in the thread block.

@@ -944,7 +944,7 @@ A:
             ),
             "{copy}"
         );
-        assert!(copy.contains("%fs:epcache_inline_v1_read_hits@tpoff(%rdx)"));
+        assert!(copy.contains("%fs:epcache_inline_v2_read_hits@tpoff(%rdx)"));
         // The function entry hook stays a call, and the plain copy is untouched.
         assert!(copy.contains("\tcall\t__tsan_func_entry@PLT\n"));
         assert_eq!(plain_copy(&inlined), plain_copy(&merged()));

@@ -11,9 +11,15 @@
 //! to the original call, so results do not change (tested by building one source with and
 //! without it).
 //!
+//! An access the test does not answer, within one line the runtime knows to hold a single
+//! data structure, takes its filter entry over inline and is appended to the thread's batch,
+//! which the runtime simulates in order when it next runs on the thread (`capture/filter.rs`):
+//! the call is left for accesses that straddle lines, lines of two structures, a full batch
+//! and threads that do not capture.
+//!
 //! The sequence uses only registers the call it guards would clobber (`rax`, `rcx`, `rdx`,
-//! `rsi`, and the flags), leaves `rdi` (the address) for the call, and touches no stack. It
-//! names the runtime's inline capture ABI (`epcache_inline_v1_*`, defined in
+//! `rsi`, `r8`, and the flags), leaves `rdi` (the address) for the call, and touches no stack. It
+//! names the runtime's inline capture ABI (`epcache_inline_v2_*`, defined in
 //! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
 //! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
 //! AT&T-syntax listings (gcc's default).
@@ -25,7 +31,7 @@ use std::fmt::Write as _;
 pub(crate) const INLINE_ENV: &str = "EPCACHE_CC_INLINE";
 
 /// A symbol every runtime with this ABI defines: its absence explains a failed link.
-pub(crate) const ABI_PROBE: &str = "epcache_inline_v1_entries";
+pub(crate) const ABI_PROBE: &str = "epcache_inline_v2_read_tags";
 
 /// Whether inline capture is wanted (it is unless switched off).
 pub(crate) fn wanted() -> bool {
@@ -33,14 +39,15 @@ pub(crate) fn wanted() -> bool {
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no"))
 }
 
-/// log2 of a filter entry's size, which `_v1` fixes (asserted in `capture/filter.rs`).
-const ENTRY_SHIFT: u32 = 5;
-
 /// A fixed-size access a hook call reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HookedAccess {
     pub(crate) size: u8,
     pub(crate) write: bool,
+    /// Whether the hook is an aligned one (`__tsan_readN`, not `__tsan_unaligned_readN`). gcc
+    /// reports packed fields with the aligned hooks too, so this is what the address usually
+    /// is, not a promise.
+    pub(crate) aligned: bool,
 }
 
 /// The access a `call` of a fixed-size read or write hook (aligned or unaligned, through the PLT
@@ -57,7 +64,9 @@ pub(crate) fn hooked_access(line: &str) -> Option<HookedAccess> {
     }
     let name = target.strip_suffix("@PLT").unwrap_or(target);
     let name = name.strip_prefix("__tsan_")?;
-    let name = name.strip_prefix("unaligned_").unwrap_or(name);
+    let unaligned = name.strip_prefix("unaligned_");
+    let aligned = unaligned.is_none();
+    let name = unaligned.unwrap_or(name);
     let (write, size) = if let Some(size) = name.strip_prefix("read") {
         (false, size)
     } else {
@@ -71,7 +80,11 @@ pub(crate) fn hooked_access(line: &str) -> Option<HookedAccess> {
         "16" => 16,
         _ => return None,
     };
-    Some(HookedAccess { size, write })
+    Some(HookedAccess {
+        size,
+        write,
+        aligned,
+    })
 }
 
 /// Numbers the inline sites of one listing, so their labels are unique.
@@ -87,86 +100,158 @@ impl Sites {
 
     /// Writes the test for `access`, then `call` (the original hook call, the path for every
     /// access the test does not answer), then the label both paths meet at.
+    ///
+    /// The common path of an aligned read is 13 instructions: the epoch compare, the
+    /// alignment test, the entry's offset (`addr >> offset_shift & offset_mask`), the tag
+    /// (`addr | line_low`), the tag compare and the count.
     pub(crate) fn write(&mut self, access: HookedAccess, call: &str, out: &mut String) {
         self.count += 1;
         let n = self.count;
         let slow = format!(".Lepcache.slow.{n}");
+        let miss = format!(".Lepcache.miss.{n}");
         let done = format!(".Lepcache.done.{n}");
-        let tls = |name: &str| format!("%fs:epcache_inline_v1_{name}@tpoff");
         // The thread captures and has no switch to pick up (`Hot::synced_on`).
-        let _ = writeln!(out, "\tmovl\tepcache_inline_v1_epoch(%rip), %eax");
+        let _ = writeln!(out, "\tmovl\tepcache_inline_v2_epoch(%rip), %eax");
         let _ = writeln!(out, "\tcmpl\t%eax, {}", tls("capturing_epoch"));
         let _ = writeln!(out, "\tjne\t{slow}");
-        // The block's entry (`Filter::repeat_hit`): block = addr >> line bits.
-        let _ = writeln!(out, "\tmovl\t{}, %ecx", tls("line_bits"));
+        // An aligned access of up to 8 bytes lies in one line (lines are 8 bytes or more,
+        // `Simulator::repeat_hit_shape`); anything else compares its last byte's tag below.
+        let by_alignment = access.aligned && access.size <= 8;
+        if by_alignment && access.size > 1 {
+            let _ = writeln!(out, "\ttestb\t${}, %dil", access.size - 1);
+            let _ = writeln!(out, "\tjne\t{slow}");
+        }
+        // The entry's byte offset in every array of the table (`Filter::index`).
+        let _ = writeln!(out, "\tmovl\t{}, %ecx", tls("offset_shift"));
+        let _ = writeln!(out, "\tmovq\t%rdi, %rdx");
+        let _ = writeln!(out, "\tshrq\t%cl, %rdx");
+        let _ = writeln!(out, "\tandl\t{}, %edx", tls("offset_mask"));
+        // The tag: the address of the line's last byte.
         let _ = writeln!(out, "\tmovq\t%rdi, %rax");
-        let _ = writeln!(out, "\tshrq\t%cl, %rax");
-        let _ = writeln!(out, "\tmovzbl\t{}, %edx", tls("entry_mask"));
-        let _ = writeln!(out, "\tandl\t%eax, %edx");
-        let _ = writeln!(out, "\tshll\t${ENTRY_SHIFT}, %edx");
-        let _ = writeln!(out, "\tleaq\t1(%rax,%rax), %rsi");
-        same_line(access, &slow, out);
-        // The entry holds !(block << 1 | written). x = inverted ^ (block << 1 | 1) is all ones
-        // when the entry is the block written, all ones but bit 0 when clean: a read takes
-        // either; a write to a clean entry marks it written and dirty pending (the runtime
-        // marks the line dirty before it next simulates an access to the set, `filter.rs`).
-        let _ = writeln!(out, "\txorq\t{}(%rdx), %rsi", tls("entries"));
+        let _ = writeln!(out, "\torq\t{}, %rax", tls("line_low"));
+        if !by_alignment {
+            let _ = writeln!(out, "\tleaq\t{}(%rdi), %rcx", access.size - 1);
+            let _ = writeln!(out, "\torq\t{}, %rcx", tls("line_low"));
+            let _ = writeln!(out, "\tcmpq\t%rax, %rcx");
+            let _ = writeln!(out, "\tjne\t{slow}");
+        }
         if access.write {
+            // A write matches a written entry; one that owns its block clean is marked written
+            // and dirty pending (the runtime marks the line dirty before it next simulates an
+            // access to the set, `filter.rs`), then counted.
             let clean = format!(".Lepcache.clean.{n}");
             let count = format!(".Lepcache.count.{n}");
-            let _ = writeln!(out, "\tincq\t%rsi");
+            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry("write_tags"));
             let _ = writeln!(out, "\tjne\t{clean}");
             let _ = writeln!(out, "{count}:");
-            let _ = writeln!(out, "\tincq\t{}(%rdx)", tls("write_hits"));
+            let _ = writeln!(out, "\tincq\t{}", entry("write_hits"));
             let _ = writeln!(out, "\tjmp\t{done}");
-            // x + 1 was all ones: the entry is the block, clean.
             let _ = writeln!(out, "{clean}:");
-            let _ = writeln!(out, "\tincq\t%rsi");
-            let _ = writeln!(out, "\tjne\t{slow}");
-            let _ = writeln!(out, "\txorq\t$1, {}(%rdx)", tls("entries"));
-            let _ = writeln!(out, "\tmovl\t$1, {}(%rdx)", tls("dirty_pending"));
+            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry("read_tags"));
+            let _ = writeln!(out, "\tjne\t{miss}");
+            let _ = writeln!(out, "\tmovq\t%rax, {}", entry("write_tags"));
+            let _ = writeln!(out, "\tmovq\t$1, {}", entry("dirty_pending"));
             let _ = writeln!(out, "\tjmp\t{count}");
         } else {
-            let _ = writeln!(out, "\torq\t$1, %rsi");
-            let _ = writeln!(out, "\tincq\t%rsi");
-            let _ = writeln!(out, "\tjne\t{slow}");
-            let _ = writeln!(out, "\tincq\t{}(%rdx)", tls("read_hits"));
+            // A read matches a clean or a written entry.
+            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry("read_tags"));
+            let _ = writeln!(out, "\tjne\t{miss}");
+            let _ = writeln!(out, "\tincq\t{}", entry("read_hits"));
             let _ = writeln!(out, "\tjmp\t{done}");
         }
+        miss_path(access, &miss, &slow, &done, out);
         let _ = writeln!(out, "{slow}:");
         let _ = writeln!(out, "{call}");
         let _ = writeln!(out, "{done}:");
     }
 }
 
-/// Jumps to `slow` unless the access's last byte is in its first byte's line (`%cl` holds the
-/// line bits; `%rax` is free). A shift by 0 leaves the flags to the xor, which set them for
-/// the same value.
-fn same_line(access: HookedAccess, slow: &str, out: &mut String) {
-    if access.size > 1 {
-        let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
-        let _ = writeln!(out, "\txorq\t%rdi, %rax");
-        let _ = writeln!(out, "\tshrq\t%cl, %rax");
-        let _ = writeln!(out, "\tjne\t{slow}");
+/// A thread-local word of the inline capture ABI.
+fn tls(name: &str) -> String {
+    format!("%fs:epcache_inline_v2_{name}@tpoff")
+}
+
+/// The word `name` of the filter entry whose byte offset is in `%rdx`.
+fn entry(name: &str) -> String {
+    format!("{}(%rdx)", tls(name))
+}
+
+/// The word at byte `offset` of the batch record whose byte offset is in `%rsi`.
+fn record(offset: u8) -> String {
+    format!("%fs:epcache_inline_v2_batch@tpoff+{offset}(%rsi)")
+}
+
+/// The miss path, at `miss`: a one-line access (tag in `%rax`, entry offset in `%rdx`) that
+/// the entry does not answer takes the entry over and is appended to the thread's batch, for
+/// the runtime to simulate later in order (`Filter::inline_miss` is its model): when its line
+/// is known whole (`whole_lo <= addr < whole_hi` in the page's slot) and the batch has room.
+/// The old owner's tag, hits and dirty mark move into the record. Anything else goes to `slow`.
+fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut String) {
+    let meta = (access.size & 31) | u8::from(access.write) << 5;
+    let _ = writeln!(out, "{miss}:");
+    let _ = writeln!(out, "\tmovq\t%rdi, %rcx");
+    let _ = writeln!(out, "\tshrq\t$12, %rcx");
+    let _ = writeln!(out, "\tandl\t$63, %ecx");
+    let _ = writeln!(out, "\tcmpq\t{}(,%rcx,8), %rdi", tls("whole_lo"));
+    let _ = writeln!(out, "\tjb\t{slow}");
+    let _ = writeln!(out, "\tcmpq\t{}(,%rcx,8), %rdi", tls("whole_hi"));
+    let _ = writeln!(out, "\tjae\t{slow}");
+    let _ = writeln!(out, "\tmovq\t{}, %rsi", tls("batch_pos"));
+    let _ = writeln!(out, "\tcmpq\t{}, %rsi", tls("batch_cap"));
+    let _ = writeln!(out, "\tjae\t{slow}");
+    // Word 0: the address, its top byte the meta byte (size, write, the old dirty mark).
+    let _ = writeln!(out, "\tmovq\t%rdi, {}", record(0));
+    let _ = writeln!(out, "\tmovq\t{}, %r8", entry("dirty_pending"));
+    let _ = writeln!(out, "\tshlb\t$6, %r8b");
+    let _ = writeln!(out, "\torb\t${meta}, %r8b");
+    let _ = writeln!(out, "\tmovb\t%r8b, {}", record(7));
+    let _ = writeln!(out, "\tmovq\t$0, {}", entry("dirty_pending"));
+    // Words 1 to 3: the old tag, read hits and write hits; the entry's become the access's.
+    for (offset, word, new) in [
+        (8, "read_tags", "%rax"),
+        (16, "read_hits", "$0"),
+        (24, "write_hits", "$0"),
+    ] {
+        let _ = writeln!(out, "\tmovq\t{}, %r8", entry(word));
+        let _ = writeln!(out, "\tmovq\t%r8, {}", record(offset));
+        let _ = writeln!(out, "\tmovq\t{new}, {}", entry(word));
     }
+    let written = if access.write { "%rax" } else { "$0" };
+    let _ = writeln!(out, "\tmovq\t{written}, {}", entry("write_tags"));
+    let _ = writeln!(out, "\taddq\t$32, %rsi");
+    let _ = writeln!(out, "\tmovq\t%rsi, {}", tls("batch_pos"));
+    let _ = writeln!(out, "\tjmp\t{done}");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn access(size: u8, write: bool, aligned: bool) -> HookedAccess {
+        HookedAccess {
+            size,
+            write,
+            aligned,
+        }
+    }
+
     #[test]
     fn only_fixed_size_read_and_write_hook_calls_are_inlined() {
-        let access = |size, write| Some(HookedAccess { size, write });
-        assert_eq!(hooked_access("\tcall\t__tsan_read8@PLT"), access(8, false));
-        assert_eq!(hooked_access("\tcall\t__tsan_write1"), access(1, true));
+        assert_eq!(
+            hooked_access("\tcall\t__tsan_read8@PLT"),
+            Some(access(8, false, true))
+        );
+        assert_eq!(
+            hooked_access("\tcall\t__tsan_write1"),
+            Some(access(1, true, true))
+        );
         assert_eq!(
             hooked_access("\tcall\t__tsan_unaligned_write16@PLT"),
-            access(16, true)
+            Some(access(16, true, false))
         );
         assert_eq!(
             hooked_access("\tcall\t__tsan_unaligned_read2"),
-            access(2, false)
+            Some(access(2, false, false))
         );
         for other in [
             "\tcall\t__tsan_volatile_read8@PLT",
@@ -183,36 +268,34 @@ mod tests {
         }
     }
 
-    #[test]
-    fn each_site_has_its_own_labels_and_keeps_its_call() {
+    /// The sites a test writes, one after the other.
+    fn written(accesses: &[(HookedAccess, &str)]) -> (Sites, String) {
         let mut sites = Sites::default();
         let mut out = String::new();
-        let call = "\tcall\t__tsan_read8@PLT";
-        sites.write(
-            HookedAccess {
-                size: 8,
-                write: false,
-            },
-            call,
-            &mut out,
-        );
-        sites.write(
-            HookedAccess {
-                size: 1,
-                write: true,
-            },
-            "\tcall\t__tsan_write1",
-            &mut out,
-        );
+        for (access, call) in accesses {
+            sites.write(*access, call, &mut out);
+        }
+        (sites, out)
+    }
+
+    #[test]
+    fn each_site_has_its_own_labels_and_keeps_its_call() {
+        let read = "\tcall\t__tsan_read8@PLT";
+        let (sites, out) = written(&[
+            (access(8, false, true), read),
+            (access(1, true, true), "\tcall\t__tsan_write1"),
+        ]);
         assert_eq!(sites.count(), 2);
         let labels: Vec<&str> = out.lines().filter(|l| l.ends_with(':')).collect();
         assert_eq!(
             labels,
             [
+                ".Lepcache.miss.1:",
                 ".Lepcache.slow.1:",
                 ".Lepcache.done.1:",
                 ".Lepcache.count.2:",
                 ".Lepcache.clean.2:",
+                ".Lepcache.miss.2:",
                 ".Lepcache.slow.2:",
                 ".Lepcache.done.2:"
             ]
@@ -223,22 +306,86 @@ mod tests {
             .iter()
             .position(|l| *l == ".Lepcache.slow.1:")
             .unwrap();
-        assert_eq!(lines[slow + 1], call);
-        let first_site = &out[..out.find(".Lepcache.done.1:").unwrap()];
-        assert!(first_site.contains("read_hits") && !first_site.contains("write_hits"));
-        assert!(
-            first_site.contains("\torq\t$1"),
-            "a read matches a clean entry too"
-        );
-        assert!(!first_site.contains("dirty_pending"));
-        let second_site = &out[out.find(".Lepcache.done.1:").unwrap()..];
-        assert!(second_site.contains("write_hits") && !second_site.contains("\torq\t$1"));
-        // A write to a clean entry marks it written and dirty pending, then counts.
+        assert_eq!(lines[slow + 1], read);
+        let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
+        let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
+        assert!(first_test.contains("read_hits") && !first_test.contains("write_hits"));
+        assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
+        assert!(second_site.contains("write_hits"));
+        // A write matches a written entry first; one owning its block clean is marked written
+        // and dirty pending, then counted.
         let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
-        assert!(clean.contains("\txorq\t$1, %fs:epcache_inline_v1_entries@tpoff(%rdx)\n"));
-        assert!(clean.contains("\tmovl\t$1, %fs:epcache_inline_v1_dirty_pending@tpoff(%rdx)\n"));
-        // A one-byte access cannot straddle lines: no same-line test.
-        assert!(!second_site.contains("leaq\t0(%rdi)"));
-        assert_eq!(second_site.matches("jne").count(), 3);
+        assert!(clean.contains("\tcmpq\t%rax, %fs:epcache_inline_v2_read_tags@tpoff(%rdx)\n"));
+        assert!(clean.contains("\tmovq\t%rax, %fs:epcache_inline_v2_write_tags@tpoff(%rdx)\n"));
+        assert!(clean.contains("\tmovq\t$1, %fs:epcache_inline_v2_dirty_pending@tpoff(%rdx)\n"));
+        // A one-byte access cannot straddle lines: no same-line test of either kind.
+        let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
+        assert!(!second_test.contains("testb") && !second_test.contains("leaq"));
+        assert_eq!(second_test.matches("jne").count(), 3);
+    }
+
+    #[test]
+    fn a_miss_takes_the_entry_over_and_appends_a_record_or_calls() {
+        let (_, read) = written(&[(access(8, false, true), "\tcall\t__tsan_read8")]);
+        let (_, write) = written(&[(access(4, true, true), "\tcall\t__tsan_write4")]);
+        for (out, meta, written) in [(&read, 8, "$0"), (&write, 4 | 1 << 5, "%rax")] {
+            let miss = &out
+                [out.find(".Lepcache.miss.1:").unwrap()..out.find(".Lepcache.slow.1:").unwrap()];
+            // Only whole lines, and only while the batch has room; else the call.
+            assert_eq!(
+                miss.matches("\tjb\t.Lepcache.slow.1\n").count(),
+                1,
+                "{miss}"
+            );
+            assert_eq!(
+                miss.matches("\tjae\t.Lepcache.slow.1\n").count(),
+                2,
+                "{miss}"
+            );
+            // The meta byte over the address's top byte: size, write, the old dirty mark.
+            assert!(miss.contains(&format!("\torb\t${meta}, %r8b\n")), "{miss}");
+            assert!(miss.contains("\tmovb\t%r8b, %fs:epcache_inline_v2_batch@tpoff+7(%rsi)\n"));
+            // The old owner's words move into the record; the entry becomes the access's.
+            for (offset, word, new) in [
+                (8, "read_tags", "%rax"),
+                (16, "read_hits", "$0"),
+                (24, "write_hits", "$0"),
+                (0, "write_tags", written),
+            ] {
+                let entry = format!("%fs:epcache_inline_v2_{word}@tpoff(%rdx)");
+                if offset > 0 {
+                    let record = format!("%fs:epcache_inline_v2_batch@tpoff+{offset}(%rsi)");
+                    assert!(
+                        miss.contains(&format!("\tmovq\t{entry}, %r8\n\tmovq\t%r8, {record}\n"))
+                    );
+                }
+                assert!(
+                    miss.contains(&format!("\tmovq\t{new}, {entry}\n")),
+                    "{word}: {miss}"
+                );
+            }
+            assert!(miss.ends_with("\taddq\t$32, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v2_batch_pos@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+        }
+    }
+
+    #[test]
+    fn aligned_accesses_test_alignment_and_the_rest_compare_their_last_bytes_tag() {
+        let (_, aligned) = written(&[(access(8, false, true), "\tcall\t__tsan_read8")]);
+        assert!(aligned.contains("\ttestb\t$7, %dil\n"));
+        assert!(!aligned.contains("leaq"));
+        // The common path: epoch (3), alignment (2), offset (4), tag (2), compare (2), count
+        // and jump (2), before the slow label.
+        let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
+        assert_eq!(common.lines().count(), 15, "{common}");
+        for (access, call) in [
+            (access(8, true, false), "\tcall\t__tsan_unaligned_write8"),
+            // An aligned 16-byte access may still straddle two 8-byte lines.
+            (access(16, false, true), "\tcall\t__tsan_read16"),
+        ] {
+            let (_, out) = written(&[(access, call)]);
+            assert!(!out.contains("testb"), "{out}");
+            let last = format!("\tleaq\t{}(%rdi), %rcx\n", access.size - 1);
+            assert!(out.contains(&last), "{out}");
+        }
     }
 }
