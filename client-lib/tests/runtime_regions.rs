@@ -296,3 +296,38 @@ fn heap_blocks_of_an_unmodified_program_are_named_by_allocation_site() {
         "a 64-byte block is not tracked"
     );
 }
+
+#[test]
+fn unbalanced_markers_are_said_with_their_line_and_closed_at_the_function_s_return() {
+    let dir = tempfile::tempdir().unwrap();
+    if !available("gcc", "runtime_regions") || !runtime_built("runtime_regions") {
+        return;
+    }
+    let source = kernel("stray_end.c");
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O1", "-g", source.to_str().unwrap(), "-o", "stray"],
+    );
+    let program = dir.path().join("stray");
+    let out = Command::new(&program)
+        .env("EPCACHE_RUNTIME_DIR", dir.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "7");
+    // The stray end in `closes` (line 10 of the kernel), by its source line and function: on
+    // the region stack it meets the function's own frame.
+    assert!(
+        stderr.contains(
+            "epcache: a marker region ended inside a function it did not begin in; the end is \
+             ignored (at "
+        ) && stderr.contains("stray_end.c:10 in closes; said once per thread)"),
+        "{stderr}"
+    );
+    // The region `opens` left open ends with the function: it holds the loop's accesses.
+    let (_, report) = run_with_report(dir.path(), &program, "D1=8K,2,32;LL=1M,8,64");
+    let a = structure(region(&report, "left_open"), "a");
+    assert_eq!(a["events"]["PAPI_L1_DCR"], 1024);
+    assert_eq!(a["events"]["PAPI_L1_DCW"], 1024);
+}

@@ -30,7 +30,7 @@ void epcache_region_begin(const char *name);
 
 /**
  * Ends the innermost marker region begun in the same function; an unmatched end is ignored
- * (said once per thread on stderr).
+ * (said once per thread on stderr, with the end's source line).
  */
 void epcache_region_end(void);
 

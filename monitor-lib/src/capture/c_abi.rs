@@ -71,10 +71,29 @@ extern "C" fn region_begin_slow(name: *const c_char, return_pc: u64) {
 }
 
 /// Ends the innermost marker region begun in the same function; an unmatched end is ignored
-/// (said once per thread on stderr).
+/// (said once per thread on stderr, with the end's source line).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_end() {
-    regions::marker_end();
+    // [rsp] is the return address into the caller: an unmatched end is named by its call site.
+    core::arch::naked_asm!(
+        "mov rdi, qword ptr [rsp]",
+        "jmp {end}",
+        end = sym region_end_at,
+    );
+}
+
+/// Ends the innermost marker region begun in the same function; without the trampoline an
+/// unmatched end is said without its source line.
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_region_end() {
+    regions::marker_end(0);
+}
+
+extern "C" fn region_end_at(return_pc: u64) {
+    regions::marker_end(return_pc);
 }
 
 /// Registers the `bytes` bytes at `addr` as the data structure `name` (a NUL-terminated string,

@@ -487,7 +487,10 @@ extern "C" fn function_exit_slow() {
             if frame.function() {
                 break;
             }
-            warn_unbalanced("a function returned with a marker region still open; closed it");
+            warn_unbalanced(
+                0,
+                "a function returned with a marker region still open; closed it",
+            );
             let Some(next) = pop() else { break };
             frame = next;
         }
@@ -564,10 +567,11 @@ fn marker_enter(region: Option<RegionRef>) {
 }
 
 /// The innermost marker region ends; an end with a function's frame on top is ignored (said
-/// once), since closing the function early would unbalance its exit. With nothing armed and a
-/// plain marker frame on top this is a pop.
+/// once, naming the end by its call's return address `return_pc`, 0 when unknown), since
+/// closing the function early would unbalance its exit. With nothing armed and a plain marker
+/// frame on top this is a pop.
 #[inline(always)]
-pub(crate) fn marker_end() {
+pub(crate) fn marker_end(return_pc: u64) {
     let popped = with_frames(|f| {
         let depth = f.depth.get();
         if depth == 0 || depth > SHALLOW_FRAMES {
@@ -580,12 +584,12 @@ pub(crate) fn marker_end() {
         true
     });
     if !popped {
-        marker_end_slow();
+        marker_end_slow(return_pc);
     }
 }
 
 #[inline(never)]
-extern "C" fn marker_end_slow() {
+extern "C" fn marker_end_slow(return_pc: u64) {
     if !tracking() {
         return;
     }
@@ -597,18 +601,38 @@ extern "C" fn marker_end_slow() {
             }
         }
         Some(_) => warn_unbalanced(
+            return_pc,
             "a marker region ended inside a function it did not begin in; the end is ignored",
         ),
-        None => warn_unbalanced("a marker region ended that never began; the end is ignored"),
+        None => warn_unbalanced(
+            return_pc,
+            "a marker region ended that never began; the end is ignored",
+        ),
     }
 }
 
-fn warn_unbalanced(what: &str) {
-    let _ = WARNED_UNBALANCED.try_with(|w| {
-        if !w.replace(true) {
-            eprintln!("epcache: {what} (said once per thread)");
-        }
-    });
+/// Says `what` once per thread, with the source line and function of the marker call whose
+/// return address is `return_pc` when the line table knows them (0: none), so the user can
+/// find the stray `EPCACHE_REGION_END`.
+#[cold]
+fn warn_unbalanced(return_pc: u64, what: &str) {
+    let first = WARNED_UNBALANCED
+        .try_with(|w| !w.replace(true))
+        .unwrap_or(false);
+    if !first {
+        return;
+    }
+    let previous = state::enter_runtime();
+    let program = program::program().filter(|_| return_pc != 0);
+    let site = program.and_then(|p| p.call_site(return_pc));
+    let function = program.and_then(|p| p.function_at(return_pc - 1));
+    let at = match (site, function) {
+        (Some(site), Some((name, _))) => format!("at {}:{} in {name}; ", site.file, site.line),
+        (Some(site), None) => format!("at {}:{}; ", site.file, site.line),
+        _ => String::new(),
+    };
+    eprintln!("epcache: {what} ({at}said once per thread)");
+    state::leave_runtime(previous);
 }
 
 /// A region entry with something armed: requests are looked up, the region may become
@@ -771,7 +795,8 @@ impl RegionGuard {
 
 impl Drop for RegionGuard {
     fn drop(&mut self) {
-        marker_end();
+        // A guard ends what it began unless guards were dropped out of order; no call site.
+        marker_end(0);
     }
 }
 
