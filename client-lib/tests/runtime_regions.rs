@@ -23,6 +23,25 @@ fn build_gauss(dir: &Path) -> Option<std::path::PathBuf> {
     build_gauss_regions(dir, "runtime_regions")
 }
 
+/// Builds the kernel `source` with `epcache cc -- gcc -O1 <flags>` into `dir/program`; `None`
+/// when gcc or the runtime is missing (which fails under CI).
+fn build_kernel(
+    dir: &Path,
+    source: &str,
+    program: &str,
+    flags: &[&str],
+) -> Option<std::path::PathBuf> {
+    if !available("gcc", "runtime_regions") || !runtime_built("runtime_regions") {
+        return None;
+    }
+    let source = kernel(source);
+    let mut line = vec!["gcc", "-O1"];
+    line.extend_from_slice(flags);
+    line.extend_from_slice(&[source.to_str().unwrap(), "-o", program]);
+    epcache_cc(dir, &line);
+    Some(dir.join(program))
+}
+
 #[test]
 fn standalone_report_names_functions_markers_and_arrays() {
     let dir = tempfile::tempdir().unwrap();
@@ -262,15 +281,10 @@ fn per_function_counts_agree_with_cachegrind() {
 #[test]
 fn heap_blocks_of_an_unmodified_program_are_named_by_allocation_site() {
     let dir = tempfile::tempdir().unwrap();
-    if !available("gcc", "runtime_regions") || !runtime_built("runtime_regions") {
+    let Some(program) = build_kernel(dir.path(), "heap_sites.c", "heap_sites", &[]) else {
         return;
-    }
-    let source = kernel("heap_sites.c");
-    epcache_cc(
-        dir.path(),
-        &["gcc", "-O1", source.to_str().unwrap(), "-o", "heap_sites"],
-    );
-    let (_, report) = run_with_report(dir.path(), &dir.path().join("heap_sites"), PAPER_L1);
+    };
+    let (_, report) = run_with_report(dir.path(), &program, PAPER_L1);
     let sweep = region(&report, "sweep");
     assert_eq!(sweep["instances"], 3);
     // N = 200: x and y hold N*N doubles, the reallocated y twice that; sweep reads and writes
@@ -300,15 +314,9 @@ fn heap_blocks_of_an_unmodified_program_are_named_by_allocation_site() {
 #[test]
 fn unbalanced_markers_are_said_with_their_line_and_closed_at_the_function_s_return() {
     let dir = tempfile::tempdir().unwrap();
-    if !available("gcc", "runtime_regions") || !runtime_built("runtime_regions") {
+    let Some(program) = build_kernel(dir.path(), "stray_end.c", "stray", &["-g"]) else {
         return;
-    }
-    let source = kernel("stray_end.c");
-    epcache_cc(
-        dir.path(),
-        &["gcc", "-O1", "-g", source.to_str().unwrap(), "-o", "stray"],
-    );
-    let program = dir.path().join("stray");
+    };
     let out = Command::new(&program)
         .env("EPCACHE_RUNTIME_DIR", dir.path().join("run"))
         .output()
@@ -326,7 +334,7 @@ fn unbalanced_markers_are_said_with_their_line_and_closed_at_the_function_s_retu
         "{stderr}"
     );
     // The region `opens` left open ends with the function: it holds the loop's accesses.
-    let (_, report) = run_with_report(dir.path(), &program, "D1=8K,2,32;LL=1M,8,64");
+    let (_, report) = run_with_report(dir.path(), &program, PAPER_L1);
     let a = structure(region(&report, "left_open"), "a");
     assert_eq!(a["events"]["PAPI_L1_DCR"], 1024);
     assert_eq!(a["events"]["PAPI_L1_DCW"], 1024);
