@@ -1,16 +1,16 @@
 //! The standalone mode's repeat-hit filter: a per-thread table that answers, before the
 //! simulator is reached, most accesses of a kernel that walks its arrays line by line.
 //!
-//! One entry per L1 set (sets beyond the table share entries by their low bits) remembers the block its sets' last simulated access touched and whether
-//! a write to it was simulated since. An access within one line whose block is its entry's
-//! (and, for a write, whose entry says written) is a hit on the set's most recent line: under
-//! the shapes [`crate::simulator::Simulator::repeat_hit_shape`] admits, simulating it would
-//! change nothing but L1's hit
-//! count. Such an access only increments the entry's read or write count, which is added to
-//! the thread's counts (and the entry's data structure's) when the entry changes hands and
-//! before anyone reads the counts: at region boundaries, when data structures change, when
-//! the thread's capture is dropped. Every other access goes through the simulator and then
-//! takes over its set's entry.
+//! One entry per L1 set (sets beyond the table share entries by their low bits) remembers the
+//! block its set's last simulated access touched and whether a write to it was simulated
+//! since. An access within one line whose block is its entry's (and, for a write, whose entry
+//! says written) is a hit on the set's most recent line: under the shapes
+//! [`crate::simulator::Simulator::repeat_hit_shape`] admits, simulating it would change
+//! nothing but L1's hit count. Such an access only increments the entry's read or write
+//! count, which is added to the thread's counts (and the entry's data structure's) when the
+//! entry changes hands and before anyone reads the counts: at region boundaries, when data
+//! structures change, when the thread's capture is dropped. Every other access goes through
+//! the simulator and then takes over its set's entry.
 //!
 //! `epcache cc` writes the same test inline into instrumented code (`thread_block.rs` names the
 //! words it reads). Inline, a write to a block whose entry is clean is answered too: the entry
@@ -21,6 +21,14 @@
 //! simulates an access whose block maps to that entry (a block's set and its entry share low
 //! bits, so an access that could evict the line always maps to its entry) and before an entry
 //! is emptied.
+//!
+//! Inline too, an access the entry does not answer takes the entry over at once, when its line
+//! is whole (all its bytes in one data structure, by the whole-line cache kept here) and the
+//! thread's batch has room: the old owner's tag, hits and dirty mark go into a [`Record`]
+//! appended to the batch, and the runtime simulates the batch, in order, before it next
+//! touches the simulator or the counts (`state::Counting::drain_batch`). Which block owns an
+//! entry is thus decided ahead of the simulator, as the filter's answer needs only the order
+//! of accesses; the entry's data structure word follows when the record is simulated.
 //!
 //! The answer depends only on the order of accesses, not on the simulator: if the block is its
 //! entry's, no access has touched its set since the block was last simulated (or it would own

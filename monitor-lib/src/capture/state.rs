@@ -831,6 +831,7 @@ impl Counting {
         }
     }
 
+    /// [`Self::drain_batch`]'s work, out of line: the check stays small on every path.
     #[inline(never)]
     fn simulate_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
         let line_bits = self.line_bits;
