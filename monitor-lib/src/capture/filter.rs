@@ -431,13 +431,17 @@ impl Filter {
 
     /// Forgets every whole line (data structures changed).
     pub(super) fn forget_whole_lines(&self) {
-        for slot in 0..LINE_SLOTS {
-            self.remember_whole_lines(slot as u64 * 4096, 0, 0, 0);
+        let words = self.whole_lo.iter().chain(&self.whole_hi);
+        for word in words {
+            word.set(0);
+        }
+        for structure in &self.whole_structure {
+            structure.set(0);
         }
     }
 
-    /// Entry `i`'s data structure (index + 1, 0 for none), set when the runtime simulates an
-    /// access that took it over.
+    /// Sets the data structure (index + 1, 0 for none) of `addr`'s entry, when the runtime
+    /// simulates an access that took it over.
     pub(super) fn set_structure(&self, addr: u64, structure: u32) {
         self.structure[self.index(addr)].set(structure);
     }
