@@ -4,7 +4,7 @@
 //!
 //! Only the `*_abi.rs` modules and `thread_block.rs` hold unsafe code (the `extern "C"` entry
 //! points, the atomics they must really perform, the exported gate of dual-compiled code, the
-//! region stack's local-exec thread-local block); everything they call is safe Rust in
+//! termination signal handler, the region stack's local-exec thread-local block); everything they call is safe Rust in
 //! `state.rs` and `regions.rs`.
 
 mod data;
@@ -25,6 +25,8 @@ mod c_abi;
 mod gate_abi;
 #[allow(unsafe_code)]
 mod sancov_abi;
+#[allow(unsafe_code)]
+mod signal_abi;
 #[allow(unsafe_code)]
 mod thread_block;
 #[allow(unsafe_code)]

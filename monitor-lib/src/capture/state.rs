@@ -26,7 +26,7 @@ use super::filter::{self, Filter};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
-use super::{data, mcc, program};
+use super::{data, mcc, program, signal_abi};
 
 /// The thread has not yet looked at the process-wide switch (every thread starts here).
 const NEEDS_SYNC: u8 = 0;
@@ -379,6 +379,11 @@ pub(crate) fn init_process() {
         report
     });
     set_state(previous);
+    if standalone() {
+        // Once per process: `init_process` returns early above once it ran.
+        static HELD: std::sync::Once = std::sync::Once::new();
+        HELD.call_once(signal_abi::hold_termination_for_report);
+    }
     if !START_UP_COUNTED.swap(true, Ordering::Relaxed) {
         MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
     }
@@ -567,6 +572,9 @@ extern "C" fn sync() {
     if state == BUSY {
         return;
     }
+    if let Some(signal) = signal_abi::pending() {
+        end_for_signal(signal);
+    }
     if state == NEEDS_SYNC {
         init_process();
     }
@@ -587,6 +595,28 @@ extern "C" fn sync() {
         return;
     }
     set_state(if on { ON } else { OFF });
+}
+
+/// Sends every thread's next access to its sync point; async-signal-safe (one atomic add), for
+/// the termination signal handler.
+pub(super) fn wake_all_sync_points() {
+    EPOCH.fetch_add(2, Ordering::Release);
+}
+
+/// The safe point a held termination signal waited for (see `signal_abi.rs`): the report is
+/// written as at exit, then the process ends by the signal. A second thread arriving meanwhile
+/// waits for the end rather than run on past the signal.
+#[cold]
+#[inline(never)]
+fn end_for_signal(signal: std::ffi::c_int) -> ! {
+    static ENDING: AtomicBool = AtomicBool::new(false);
+    if ENDING.swap(true, Ordering::AcqRel) {
+        loop {
+            std::thread::park();
+        }
+    }
+    at_exit();
+    signal_abi::die_of(signal)
 }
 
 fn report_spec_error_once(why: &str) {
@@ -1016,12 +1046,33 @@ pub fn write_report(path: &Path) -> Result<(), CaptureError> {
     let previous = state();
     set_state(BUSY);
     let report = report_from_totals();
-    let result = std::fs::write(path, report.to_json()).map_err(|source| CaptureError::Report {
-        path: path.to_owned(),
-        source,
-    });
+    let result =
+        write_whole(path, report.to_json().as_bytes()).map_err(|source| CaptureError::Report {
+            path: path.to_owned(),
+            source,
+        });
     set_state(previous);
     result
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a rename, so the file is
+/// either the previous one or the whole new one, never a report cut short by the process
+/// ending mid-write. A path that is not a regular file (`/dev/stdout`, a pipe) or whose
+/// directory takes no new file is written directly.
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::write(path, bytes);
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.partial", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    if std::fs::write(&temporary, bytes).is_err() {
+        let _ = std::fs::remove_file(&temporary);
+        return std::fs::write(path, bytes);
+    }
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
 }
 
 #[cfg(test)]
@@ -1153,6 +1204,32 @@ mod tests {
                 "misses at two levels"
             );
         }
+    }
+
+    /// The report replaces the previous file whole, leaves no temporary behind, and still goes
+    /// to a path that is not a regular file.
+    #[test]
+    fn reports_are_written_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(
+            &path,
+            "a longer previous report that must not survive in part",
+        )
+        .unwrap();
+        write_whole(&path, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["report.json"], "a temporary file was left behind");
+        write_whole(Path::new("/dev/null"), b"{}").expect("a device is written directly");
+        let missing = dir.path().join("no such directory").join("report.json");
+        assert!(
+            write_whole(&missing, b"{}").is_err(),
+            "an unwritable path fails"
+        );
     }
 
     // The process-wide switch and totals are shared by every test in this binary, so one test

@@ -1,0 +1,154 @@
+//! A standalone run ended by a signal: SIGINT or SIGTERM to a real program built with
+//! `epcache cc` still leaves the whole report, written at the program's next captured access,
+//! and the program still dies of the signal; a second signal ends a program that makes no
+//! captured access at once, without the report.
+
+mod capture_support;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// Builds `until_signal.c` into `dir/until_signal`; `None` when gcc or the runtime is missing
+/// (which fails under CI).
+fn build(dir: &Path) -> Option<PathBuf> {
+    if !available("gcc", "runtime_signals") || !runtime_built("runtime_signals") {
+        return None;
+    }
+    let source = kernel("until_signal.c");
+    epcache_cc(
+        dir,
+        &["gcc", "-O1", source.to_str().unwrap(), "-o", "until_signal"],
+    );
+    Some(dir.join("until_signal"))
+}
+
+/// Starts `program` in standalone mode and waits for its first sweep ("ready").
+fn start(dir: &Path, program: &Path, args: &[&str]) -> Child {
+    let mut child = Command::new(program)
+        .args(args)
+        .env("EPCACHE_REPORT", dir.join("report.json"))
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the instrumented program");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n", "the program did not start its loop");
+    child
+}
+
+fn send(child: &Child, signal: Signal) {
+    kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+}
+
+/// Waits up to a minute for `child` to end (it is killed and the test fails past that).
+fn wait_ended(child: &mut Child) -> (ExitStatus, String) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            return (status, stderr);
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("the program did not end within a minute of its signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn report(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("report.json"))
+        .expect("the signalled program wrote its report");
+    serde_json::from_str(&text).expect("the report is whole JSON")
+}
+
+/// No temporary report file is left beside the report.
+fn no_partial_files(dir: &Path) {
+    let partial: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".partial"))
+        .collect();
+    assert!(partial.is_empty(), "left behind: {partial:?}");
+}
+
+#[test]
+fn an_interrupted_run_writes_its_report_and_dies_of_the_signal() {
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(program) = build(dir.path()) else {
+            return;
+        };
+        let mut child = start(dir.path(), &program, &[]);
+        send(&child, signal);
+        let (status, stderr) = wait_ended(&mut child);
+        assert_eq!(
+            status.signal(),
+            Some(signal as i32),
+            "{signal}: the program must still die of its signal ({status}); stderr:\n{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("{signal}: the report is written")),
+            "{signal}: the deferral is said on stderr:\n{stderr}"
+        );
+        let report = report(dir.path());
+        // Each sweep reads and writes each of a's 4096 elements once; the signal came after
+        // the first one finished, and the sweep it interrupted is counted up to the access
+        // that took the signal (which is not counted): a read or the write after it.
+        let sweep = region(&report, "sweep");
+        let a = structure(sweep, "a");
+        let reads = a["events"]["PAPI_L1_DCR"].as_u64().unwrap();
+        let writes = a["events"]["PAPI_L1_DCW"].as_u64().unwrap();
+        assert!(reads >= 4096, "{signal}: reads of a: {reads}");
+        assert!(
+            reads == writes || reads == writes + 1,
+            "{signal}: a += 1.0 reads and writes alike: {reads} reads, {writes} writes"
+        );
+        no_partial_files(dir.path());
+    }
+}
+
+#[test]
+fn a_second_signal_ends_a_program_that_makes_no_captured_access() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path()) else {
+        return;
+    };
+    // Blocked reading stdin, the program makes no captured access: the first signal waits.
+    let mut child = start(dir.path(), &program, &["block"]);
+    send(&child, Signal::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first signal must wait for a captured access, not end the blocked program"
+    );
+    send(&child, Signal::SIGTERM);
+    let (status, stderr) = wait_ended(&mut child);
+    assert_eq!(
+        status.signal(),
+        Some(Signal::SIGTERM as i32),
+        "{status}; {stderr}"
+    );
+    assert!(
+        stderr.contains("second signal: ending without the report"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("report.json").exists(),
+        "no report was due: the program never reached a safe point"
+    );
+}
