@@ -138,6 +138,88 @@ fn separate_compile_and_link_steps_and_make_work() {
     assert!(plain.status.success());
 }
 
+/// CMake, through the one-line wrapper scripts the README gives (CMake takes one compiler path,
+/// not a command): its compiler checks pass, and the C and the Fortran kernel it builds count
+/// what they count when built by hand, with the Fortran module array named.
+#[test]
+fn cmake_builds_through_the_readme_wrapper() {
+    let who = "cmake_builds_through_the_readme_wrapper";
+    if !available("gcc", who)
+        || !available("gfortran", who)
+        || !available("cmake", who)
+        || !available("make", who)
+        || !runtime_built(who)
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::copy(kernel("capture_sum.c"), root.join("sum.c")).unwrap();
+    std::fs::copy(kernel("capture_sum.f90"), root.join("fsum.f90")).unwrap();
+    std::fs::write(
+        root.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.13)\nproject(capture_sum C Fortran)\n\
+         add_executable(sum sum.c)\nadd_executable(fsum fsum.f90)\n",
+    )
+    .unwrap();
+    let epcache = env!("CARGO_BIN_EXE_epcache");
+    for (script, compiler) in [("epcc", "gcc"), ("epfc", "gfortran")] {
+        let path = root.join(script);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\nexec {epcache} cc -- {compiler} \"$@\"\n"),
+        )
+        .unwrap();
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&path, permissions).unwrap();
+    }
+    let build = root.join("build");
+    std::fs::create_dir(&build).unwrap();
+    let runtime = runtime_library().expect("checked by runtime_built");
+    let run = |program: &str, args: &[String]| {
+        let out = Command::new(program)
+            .args(args)
+            .env("EPCACHE_RUNTIME", &runtime)
+            .current_dir(&build)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(
+        "cmake",
+        &[
+            format!("-DCMAKE_C_COMPILER={}", root.join("epcc").display()),
+            format!("-DCMAKE_Fortran_COMPILER={}", root.join("epfc").display()),
+            "-DCMAKE_BUILD_TYPE=Release".to_owned(),
+            "..".to_owned(),
+        ],
+    );
+    run("make", &[]);
+    for program in ["sum", "fsum"] {
+        let program = build.join(program);
+        no_libtsan(&program);
+        let (stdout, report) = run_with_report(&build, &program, SMALL_L1);
+        assert_eq!(stdout.trim(), (N * (N - 1) / 2).to_string());
+        let d1 = level(&report, "D1");
+        assert_eq!(count(d1, "reads"), N, "{}", program.display());
+        assert_eq!(count(d1, "writes"), N, "{}", program.display());
+    }
+    let (_, report) = run_with_report(&build, &build.join("fsum"), SMALL_L1);
+    let named = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["data_structures"].as_array().unwrap())
+        .any(|d| d["name"] == "kernel::a" && d["events"]["PAPI_L1_DCR"] == N);
+    assert!(named, "the module array is named kernel::a: {report:#}");
+}
+
 #[test]
 fn threads_and_atomics_stay_correct() {
     if !available("gcc", "threads_and_atomics_stay_correct")
