@@ -116,3 +116,86 @@ fn sancov_instrumented_rust_reports_its_kernel() {
     assert_eq!(values["events"]["PAPI_L1_DCR"], N);
     assert_eq!(values["events"]["PAPI_L1_DCW"], N);
 }
+
+/// README's recipe exactly, in a crate of its own that depends on epcache-monitor by path:
+/// `cargo rustc --release --bin <name> -- <the sancov flags>` instruments the final crate only
+/// (an instrumented epcache-monitor would call its own hooks from inside them), and the program
+/// counts its kernel. Built offline, in a target directory of its own, with this workspace's
+/// lock file so the dependencies are the ones already downloaded.
+#[test]
+fn readme_cargo_rustc_recipe_builds_a_captured_crate() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let krate = dir.path().join("sumkernel");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"sumkernel\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\nepcache-monitor = {{ path = \"{}\" }}\n\n[workspace]\n",
+            repo.join("monitor-lib").display()
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo.join("examples/rust-capture/sum.rs"),
+        krate.join("src/main.rs"),
+    )
+    .unwrap();
+    std::fs::copy(repo.join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args([
+            "rustc",
+            "--offline",
+            "--release",
+            "--bin",
+            "sumkernel",
+            "--",
+        ])
+        .args(SANCOV_FLAGS)
+        .env("CARGO_TARGET_DIR", dir.path().join("target"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .current_dir(&krate)
+        .output()
+        .expect("running cargo rustc");
+    assert!(
+        out.status.success(),
+        "cargo rustc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report_file = dir.path().join("report.json");
+    let run = Command::new(dir.path().join("target/release/sumkernel"))
+        .env("EPCACHE_CACHE", "D1=4K,4,64")
+        .env("EPCACHE_REPORT", &report_file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(
+        stdout.lines().next(),
+        Some((N * (N - 1) / 2).to_string().as_str())
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_file).unwrap()).unwrap();
+    // Only the kernel was captured: its accesses plus the handful of stack ones, as above.
+    let d1 = &report["levels"][0];
+    let (reads, writes) = (count(d1, "reads"), count(d1, "writes"));
+    assert!((N..N + 32).contains(&reads), "reads {reads}");
+    assert!((N..N + 32).contains(&writes), "writes {writes}");
+    let values = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "program")
+        .flat_map(|r| r["data_structures"].as_array().unwrap())
+        .find(|d| d["name"] == "values")
+        .unwrap_or_else(|| panic!("`values` is not named: {report:#}"));
+    assert_eq!(values["events"]["PAPI_L1_DCR"], N);
+    assert_eq!(values["events"]["PAPI_L1_DCW"], N);
+}
