@@ -117,3 +117,72 @@ fn a_forked_child_that_exits_leaves_the_parents_segment_running() {
     assert!(status.success());
     assert_eq!(tool.state().unwrap(), TargetState::Exited);
 }
+
+/// The child of a threaded program, forked while another thread allocates heap blocks (which
+/// the runtime names under its locks), must not hang on a lock that thread held at the fork:
+/// every child allocates, writes and frees a block of its own and exits. 200 forks give the
+/// race many chances; a hang is caught by the timeout.
+#[test]
+fn children_forked_while_another_thread_allocates_do_not_hang() {
+    if !available("gcc", "runtime_fork") || !runtime_built("runtime_fork") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("fork_threads.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O1",
+            "-pthread",
+            source.to_str().unwrap(),
+            "-o",
+            "fork_threads",
+        ],
+    );
+    let path = dir.path().join("report.json");
+    let mut child = Command::new(dir.path().join("fork_threads"))
+        .env("EPCACHE_REPORT", &path)
+        .env("EPCACHE_CACHE", CACHE)
+        .env("EPCACHE_MCC", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            // The children stuck on a lock are orphans now: end them too.
+            let _ = Command::new("pkill")
+                .args([
+                    "-9",
+                    "-f",
+                    &dir.path().join("fork_threads").to_string_lossy(),
+                ])
+                .status();
+            panic!("the program or one of its forked children hung for a minute");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "{status}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "200",
+        "every child exits normally"
+    );
+    // The parent's report is whole and names the churning thread's blocks by their site.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let churn = region(&report, "churn");
+    let shared = structure(churn, "shared");
+    assert!(shared["events"]["PAPI_L1_DCR"].as_u64().unwrap() >= 1024);
+}

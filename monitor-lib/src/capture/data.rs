@@ -77,7 +77,9 @@ fn registry() -> MutexGuard<'static, Registry> {
 
 /// Registers `name` over `range`; an empty range or a zero address is ignored.
 pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind) {
-    if range.is_empty() || range.start == 0 {
+    // A forked child is not monitored, and its copy of the lock may be held by a thread that
+    // did not survive the fork (see `state::forked_child`).
+    if range.is_empty() || range.start == 0 || super::state::forked_child() {
         return;
     }
     let mut reg = registry();
@@ -98,6 +100,9 @@ pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind)
 
 /// Marks the live structure starting at `start` as gone (a freed heap array).
 pub(crate) fn unregister(start: u64) {
+    if super::state::forked_child() {
+        return;
+    }
     let mut reg = registry();
     let Some(entry) = reg
         .entries

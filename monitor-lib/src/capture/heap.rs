@@ -128,7 +128,9 @@ fn caller_site(return_pc: u64) -> Option<String> {
 
 /// The block at `start` is being freed.
 pub(super) fn freed(start: u64) {
-    if state::in_runtime() {
+    // Before tracking started no block was listed; in a forked child the lock may be held by a
+    // thread that is not there.
+    if state::in_runtime() || !state::tracking_started() {
         return;
     }
     let previous = state::enter_runtime();

@@ -385,6 +385,12 @@ fn resolve_pc(
     pc: u64,
     resolve: impl FnOnce(&mut Registry) -> Option<RegionRef>,
 ) -> Option<RegionRef> {
+    // A forked child is not monitored, and its copy of the lock may be held by a thread that
+    // did not survive the fork (see `state::forked_child`): its new code addresses stay
+    // unresolved.
+    if state::forked_child() {
+        return None;
+    }
     let previous = state::enter_runtime();
     let r = {
         let mut reg = registry();

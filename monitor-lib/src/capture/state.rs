@@ -435,9 +435,18 @@ extern "C" fn after_fork_in_child() {
 }
 
 /// Whether the process start-up ran and regions are tracked (heap blocks are named only then;
-/// allocations before it, from the C library's own start-up, are not the program's).
+/// allocations before it, from the C library's own start-up, are not the program's), in the
+/// process that started them: never in a forked child (see [`forked_child`]).
 pub(crate) fn tracking_started() -> bool {
-    PROCESS_INIT.get().is_some() && regions::tracking()
+    PROCESS_INIT.get().is_some() && regions::tracking() && !forked_child()
+}
+
+/// Whether this process is a child of `fork` that has not exec'd. Such a child is not monitored
+/// and must not take the runtime's locks at all: a thread of the parent that held one at the
+/// fork does not exist in the child, so the lock would never be released (the child of a
+/// threaded program would hang at its first heap allocation or data-structure registration).
+pub(crate) fn forked_child() -> bool {
+    FORKED.load(Ordering::Relaxed)
 }
 
 /// Whether the standalone report is being made (every region monitored).
@@ -494,7 +503,9 @@ pub(crate) fn monitored_exit(region: RegionRef) {
 
 /// The state a thread outside the runtime should be in now.
 fn restore_state() {
-    let on = CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0;
+    // A forked child captures nothing, even inside the regions it inherited open: counting
+    // would take locks a vanished parent thread may hold (see `forked_child`).
+    let on = (CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0) && !forked_child();
     set_state(if on && process_spec().is_ok() {
         ON
     } else {
@@ -588,7 +599,9 @@ extern "C" fn sync() {
         with_existing_capture(|c| c.flush_filter(true));
         set_state(state);
     }
-    let on = CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0;
+    // A forked child captures nothing, even inside the regions it inherited open: counting
+    // would take locks a vanished parent thread may hold (see `forked_child`).
+    let on = (CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0) && !forked_child();
     if on && let Err(why) = process_spec() {
         report_spec_error_once(why);
         set_state(OFF);
