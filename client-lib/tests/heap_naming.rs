@@ -160,3 +160,36 @@ fn fortran_allocate_is_named_by_its_source_line() {
         ],
     );
 }
+
+/// A site that allocates and frees over and over is one data structure: its blocks take over
+/// the entry of the ones freed before them, so the MCC's table (4096 entries) does not fill
+/// after 10000 blocks, and the site's counts are all its blocks' accesses.
+#[test]
+fn a_site_that_allocates_and_frees_in_a_loop_stays_one_structure() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "gcc", &["-O1", "-g"], "heap_churn.c", "churn") {
+        return;
+    }
+    let report_path = dir.path().join("report.json");
+    let out = std::process::Command::new(dir.path().join("churn"))
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", CACHE)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("table is full"),
+        "freed blocks' entries must be reused:\n{stderr}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let sweep = region(&report, "sweep");
+    // 5000 rounds of two blocks, each written then read once over its 1024 doubles.
+    let accesses = 5000 * 2 * 1024;
+    let site = structure(sweep, "heap_churn.c:10");
+    assert_eq!(site["kind"], "alloc_site");
+    assert_eq!(site["bytes"], 8192);
+    assert_eq!(site["events"]["PAPI_L1_DCR"], accesses);
+    assert_eq!(site["events"]["PAPI_L1_DCW"], accesses);
+}

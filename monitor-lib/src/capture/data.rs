@@ -2,6 +2,7 @@
 //! each published in the MCC's data-structure table, and a sorted snapshot threads use to
 //! attribute an address to a structure.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -17,6 +18,9 @@ pub(crate) struct DataStructure {
     pub(crate) range: AddressRange,
     pub(crate) kind: DataStructureKind,
     pub(crate) live: bool,
+    /// The size of the largest block the entry stood for: an allocation site's entry is taken
+    /// over by the site's later blocks, whose sizes may differ.
+    pub(crate) largest_bytes: u64,
     /// Its index in the MCC's table, when the MCC has one and it had room.
     mcc_index: Option<DataStructureIndex>,
 }
@@ -26,6 +30,11 @@ struct Registry {
     entries: Vec<DataStructure>,
     /// Live structures sorted by start, rebuilt on change and shared with threads.
     lookup: Option<Arc<Lookup>>,
+    /// Entries of freed heap blocks by allocation site, for the site's next block to take
+    /// over: a loop that allocates and frees then keeps one entry (and one MCC slot) per block
+    /// it holds at once, not one per allocation, so registering stays cheap and the table
+    /// does not fill.
+    freed_by_site: BTreeMap<String, Vec<usize>>,
 }
 
 /// Live data structures sorted by start address: `(start, end, index)`.
@@ -67,6 +76,7 @@ impl Lookup {
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     entries: Vec::new(),
     lookup: None,
+    freed_by_site: BTreeMap::new(),
 });
 /// Bumped on every change, so threads refresh their snapshot of the lookup cheaply.
 static GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -83,6 +93,19 @@ pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind)
         return;
     }
     let mut reg = registry();
+    if kind == DataStructureKind::AllocationSite
+        && let Some(index) = reg.freed_by_site.get_mut(name).and_then(Vec::pop)
+    {
+        let entry = &mut reg.entries[index];
+        entry.range = range;
+        entry.live = true;
+        entry.largest_bytes = entry.largest_bytes.max(range.len());
+        if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
+            m.reuse_data_structure(mcc_index, range);
+        }
+        rebuild(&mut reg);
+        return;
+    }
     let mcc_index = mcc::get().and_then(|m| {
         m.register_data_structure(name, range, kind)
             .map_err(|e| mcc::full_once(&e))
@@ -93,6 +116,7 @@ pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind)
         range,
         kind,
         live: true,
+        largest_bytes: range.len(),
         mcc_index,
     });
     rebuild(&mut reg);
@@ -104,17 +128,21 @@ pub(crate) fn unregister(start: u64) {
         return;
     }
     let mut reg = registry();
-    let Some(entry) = reg
+    let Some(index) = reg
         .entries
-        .iter_mut()
-        .rev()
-        .find(|d| d.live && d.range.start == start)
+        .iter()
+        .rposition(|d| d.live && d.range.start == start)
     else {
         return;
     };
+    let entry = &mut reg.entries[index];
     entry.live = false;
-    if let (Some(m), Some(index)) = (mcc::get(), entry.mcc_index) {
-        m.unregister_data_structure(index);
+    if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
+        m.unregister_data_structure(mcc_index);
+    }
+    if entry.kind == DataStructureKind::AllocationSite {
+        let name = entry.name.clone();
+        reg.freed_by_site.entry(name).or_default().push(index);
     }
     rebuild(&mut reg);
 }

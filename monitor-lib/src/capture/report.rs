@@ -119,7 +119,7 @@ fn structures_of(
         }
         match out.iter_mut().find(|(r, _)| r.name == d.name) {
             Some((r, sum)) => {
-                r.bytes = r.bytes.max(d.range.len());
+                r.bytes = r.bytes.max(d.largest_bytes);
                 for (a, b) in sum.iter_mut().zip(c) {
                     *a += b;
                 }
@@ -129,7 +129,7 @@ fn structures_of(
                     name: d.name.clone(),
                     kind: kind_of_structure(d.kind),
                     start: d.range.start,
-                    bytes: d.range.len(),
+                    bytes: d.largest_bytes,
                     events: BTreeMap::new(),
                 },
                 *c,

@@ -325,6 +325,24 @@ impl Mcc {
         }
     }
 
+    /// Gives a data structure marked gone a new range and marks it live again: a heap block
+    /// that took over its allocation site's entry from a freed one. The range is stored before
+    /// the live bit (Release), so a tool that sees the bit set with Acquire sees the new range.
+    pub fn reuse_data_structure(&self, index: DataStructureIndex, range: AddressRange) {
+        if let Some(ds) = self.tables().data_structures.get_mut(index.0 as usize) {
+            *ds = (range, true);
+            if let Ok(w) = self.layout.entry_words(
+                self.segment.view(),
+                Table::DataStructures,
+                index.0 as usize,
+            ) {
+                w[0].store(range.start, Ordering::Relaxed);
+                w[1].store(range.len(), Ordering::Relaxed);
+                w[3].fetch_or(1 << 32, Ordering::Release);
+            }
+        }
+    }
+
     /// The configuration entry of region (file id, first line), if registered.
     #[inline]
     pub fn lookup(&self, file_id: u32, line: u32) -> Option<ConfigEntry> {
