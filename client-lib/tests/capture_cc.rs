@@ -250,6 +250,95 @@ fn threads_and_atomics_stay_correct() {
     assert!(count(level(&report, "D1"), "writes") >= 4 * 20_000 * 2);
 }
 
+/// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
+/// pool until the process exits), so each hands its counts on when its last open region ends:
+/// the report counts every thread and every iteration of the parallel loop.
+#[test]
+fn openmp_worker_threads_are_in_the_report() {
+    if !available("gcc", "openmp_worker_threads_are_in_the_report")
+        || !runtime_built("openmp_worker_threads_are_in_the_report")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("omp_axpy.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-fopenmp",
+            "-o",
+            "axpy",
+            source.to_str().unwrap(),
+        ],
+    );
+    let program = dir.path().join("axpy");
+    let report_path = dir.path().join("report.json");
+    let out = Command::new(&program)
+        .env("OMP_NUM_THREADS", "4")
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let n: u64 = 1_000_000;
+    // The sum of a[i] = i + 2 over i < n.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        (n * (n - 1) / 2 + 2 * n).to_string()
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(report["threads"], 4, "the main thread and three workers");
+    // Every thread runs the outlined loop once: a[i] += s * b[i] for its share of i. gcc's
+    // outlined bodies declare no source line: each is keyed by the line its code starts at
+    // (the pragma's), so the two loops are two regions.
+    let outlined = capture_support::region(&report, "axpy._omp_fn.0");
+    assert_eq!(outlined["instances"], 4);
+    assert!(outlined["file"].as_str().unwrap().ends_with("omp_axpy.c"));
+    assert!(
+        (13..=14).contains(&outlined["line"].as_u64().unwrap()),
+        "{outlined}"
+    );
+    let a = capture_support::structure(outlined, "a");
+    let b = capture_support::structure(outlined, "b");
+    assert_eq!(a["events"]["PAPI_L1_DCR"], n, "{outlined:#}");
+    assert_eq!(a["events"]["PAPI_L1_DCW"], n);
+    assert_eq!(b["events"]["PAPI_L1_DCR"], n);
+    // A worker's simulated caches outlive its hand-over: the second pass over `small` (16 KiB,
+    // in a 32 KiB L1) misses nowhere, so its 2048 doubles miss once per 64-byte line in all.
+    let twice = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| {
+            r["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("touch_small._omp_fn")
+        })
+        .expect("touch_small's outlined loop is a region");
+    assert_eq!(twice["instances"], 8, "two passes of four threads");
+    assert!(
+        (18..=19).contains(&twice["line"].as_u64().unwrap()),
+        "{twice}"
+    );
+    let small = capture_support::structure(twice, "small");
+    assert_eq!(small["events"]["PAPI_L1_DCR"], 2 * 2048);
+    assert_eq!(small["events"]["PAPI_L1_LDM"], 2048 / 8, "{twice:#}");
+    // The whole run: init writes both arrays, the loop reads both and writes a, the sum reads
+    // a, and each pass over `small` reads and writes it.
+    let (reads, writes) = (3 * n + 2 * 2048, 3 * n + 2 * 2048);
+    let d1 = level(&report, "D1");
+    assert!((reads..reads + 64).contains(&count(d1, "reads")), "{d1}");
+    assert!((writes..writes + 64).contains(&count(d1, "writes")), "{d1}");
+}
+
 #[test]
 fn cpp_threads_atomics_and_virtual_calls_stay_correct() {
     if !available("g++", "cpp_threads_atomics_and_virtual_calls_stay_correct")

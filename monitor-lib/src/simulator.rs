@@ -75,6 +75,12 @@ impl Simulator {
         &self.hierarchy
     }
 
+    /// Zeroes every level's totals and keeps the cache contents: for a caller that has handed
+    /// the totals so far on and goes on simulating the same caches.
+    pub fn reset_level_stats(&mut self) {
+        self.hierarchy.reset_stats();
+    }
+
     /// The monitor's event set: add events and histograms, start, stop, read.
     pub fn monitor(&self) -> &EventSet {
         &self.monitor

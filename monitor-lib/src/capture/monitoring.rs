@@ -145,6 +145,22 @@ impl Monitoring {
         }
     }
 
+    /// Hands over this thread's region and per-structure counts gathered since the last hand-
+    /// over and starts them again from zero, or `None` while a monitored region is open here
+    /// (its entry snapshot refers to the running counts).
+    pub(crate) fn take_counts(&mut self) -> Option<(HashMap<u32, RegionCounts>, Vec<Counts>)> {
+        if !self.stack.is_empty() {
+            return None;
+        }
+        self.totals = [0; 4 * MAX_LEVELS];
+        // Counting indexes the vector without growing it: it keeps its length.
+        let zeroed = vec![[0; 4 * MAX_LEVELS]; self.structures.len()];
+        Some((
+            std::mem::take(&mut self.regions),
+            std::mem::replace(&mut self.structures, zeroed),
+        ))
+    }
+
     /// Standalone counting of one per-line access. An L1 hit (nearly every access) adds two
     /// counters: the thread's and its structure's, both picked by the outcome's bits without a
     /// loop; an access that reached a deeper level goes through every level out of line.

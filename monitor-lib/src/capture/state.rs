@@ -11,6 +11,7 @@
 //! the sum over independent per-thread hierarchies.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -112,6 +113,9 @@ thread_local! {
     static MONITORED: Cell<u32> = const { Cell::new(0) };
     /// The data-structure generation the repeat-hit filter's attributions belong to.
     static FILTER_GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// Set on the thread that ran the process start-up (the main thread, from the program's
+    /// initialisers, unless another thread captured first).
+    static STARTED_PROCESS: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The thread's state byte (the thread-local block outlives every use: it has no destructor).
@@ -193,8 +197,9 @@ impl CaptureTotals {
         }
     }
 
-    /// Adds a thread's simulator's totals, and the L1 read and write hits counted without it.
-    fn merge(&mut self, simulator: &Simulator, repeat_hits: [u64; 2]) {
+    /// Adds a thread's simulator's totals, and the L1 read and write hits counted without it;
+    /// `new_thread` when this thread's totals were never merged before.
+    fn merge(&mut self, simulator: &Simulator, repeat_hits: [u64; 2], new_thread: bool) {
         let l1 = simulator.hierarchy().level_stats(0);
         for (name, stats) in simulator.hierarchy().stats() {
             let slot = match self.levels.iter().position(|(n, _)| n == name) {
@@ -219,7 +224,7 @@ impl CaptureTotals {
             slot.writebacks += stats.writebacks;
             slot.back_invalidations += stats.back_invalidations;
         }
-        self.threads += 1;
+        self.threads += u32::from(new_thread);
     }
 }
 
@@ -238,14 +243,14 @@ impl StandaloneTotals {
         }
     }
 
-    fn merge(&mut self, monitoring: &Monitoring) {
-        for (&id, counts) in &monitoring.regions {
+    fn merge(&mut self, regions: &HashMap<u32, RegionCounts>, structures: &[Counts]) {
+        for (&id, counts) in regions {
             match self.regions.iter_mut().find(|(r, _)| *r == id) {
                 Some((_, acc)) => acc.merge(counts),
                 None => self.regions.push((id, counts.clone())),
             }
         }
-        merge_structures(&mut self.structures, &monitoring.structures);
+        merge_structures(&mut self.structures, structures);
     }
 }
 
@@ -257,6 +262,8 @@ struct ThreadCapture {
     /// Order in which threads started capturing: the simulated core a later step assigns.
     #[allow(dead_code)]
     thread_index: u32,
+    /// Whether the process totals already count this thread (it published before).
+    published: bool,
 }
 
 impl ThreadCapture {
@@ -282,21 +289,43 @@ impl ThreadCapture {
     }
 }
 
-impl Drop for ThreadCapture {
-    fn drop(&mut self) {
-        self.flush_filter(true);
-        merge_into_totals(&self.simulator, self.counting.repeat_hits);
+impl ThreadCapture {
+    /// Hands the counts gathered since the last time on to the process totals and starts them
+    /// again from zero, keeping the simulated caches: at the end of a worker thread's last open
+    /// region. A thread pool's workers (OpenMP's) outlive the report, written at exit, so the
+    /// counts a thread keeps until it ends would never reach it. Nothing happens while a
+    /// monitored region is open on the thread.
+    fn publish(&mut self) {
+        self.flush_filter(false);
+        let Some((regions, structures)) = self.monitoring.take_counts() else {
+            return;
+        };
+        merge_into_totals(&self.simulator, self.counting.repeat_hits, !self.published);
+        self.published = true;
+        self.simulator.reset_level_stats();
+        self.counting.repeat_hits = [0; 2];
         STANDALONE_TOTALS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .merge(&self.monitoring);
+            .merge(&regions, &structures);
     }
 }
 
-fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2]) {
+impl Drop for ThreadCapture {
+    fn drop(&mut self) {
+        self.flush_filter(true);
+        merge_into_totals(&self.simulator, self.counting.repeat_hits, !self.published);
+        STANDALONE_TOTALS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .merge(&self.monitoring.regions, &self.monitoring.structures);
+    }
+}
+
+fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2], new_thread: bool) {
     // A poisoned lock only means another thread panicked mid-merge; its numbers are still sums.
     let mut totals = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
-    totals.merge(simulator, repeat_hits);
+    totals.merge(simulator, repeat_hits, new_thread);
 }
 
 /// The cache every thread simulates, resolved once: `EPCACHE_CACHE`, else `host`, else
@@ -334,6 +363,7 @@ pub(crate) fn init_process() {
     }
     let previous = replace_state(BUSY);
     PROCESS_INIT.get_or_init(|| {
+        let _ = STARTED_PROCESS.try_with(|s| s.set(true));
         let report = std::env::var_os(REPORT_ENV).map(PathBuf::from);
         let spec_text = match process_spec() {
             Ok((text, _)) => text.clone(),
@@ -498,7 +528,17 @@ pub(crate) fn monitored_exit(region: RegionRef) {
         MONITORED.set(open - 1);
         MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
     }
+    // The main thread is left out: it writes the report itself (at exit, after closing its
+    // regions), and a program whose main thread opens and closes top-level regions in a loop
+    // (Rust markers) would pay the hand-over at each.
+    if open == 1 && !on_main_thread() {
+        with_existing_capture(ThreadCapture::publish);
+    }
     restore_state();
+}
+
+fn on_main_thread() -> bool {
+    STARTED_PROCESS.try_with(Cell::get).unwrap_or(false)
 }
 
 /// The state a thread outside the runtime should be in now.
@@ -1004,6 +1044,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         simulator,
         monitoring: Monitoring::new(standalone()),
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
+        published: false,
     })
 }
 

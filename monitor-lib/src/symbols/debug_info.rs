@@ -184,6 +184,7 @@ impl DebugInfo {
             .retain(|g| seen.insert((g.qualified_name.clone(), g.address, g.size)));
         out.functions.sort_by_key(|f| f.low_pc);
         out.lines.sort_by_key(|row| (row.address, row.line != 0));
+        place_undeclared_functions(&mut out.functions, &out.lines);
         out.files = {
             let mut files = vec![String::new(); file_ids.len()];
             for (name, id) in file_ids {
@@ -623,6 +624,23 @@ fn declaration<'a>(
     Ok((file_id(dwarf, unit, index, file_ids)?, line))
 }
 
+/// Gives a function that declares no source position (one the compiler made: gcc's OpenMP
+/// outlined bodies `f._omp_fn.N` are `DW_AT_artificial` with no `DW_AT_decl_*`) the file and
+/// line of the line-table row its code starts in, so each has a region key of its own rather
+/// than all sharing (none, 0). `lines` is sorted by address; without line tables nothing changes.
+fn place_undeclared_functions(functions: &mut [Function], lines: &[LineRow]) {
+    for f in functions.iter_mut().filter(|f| f.file.is_none()) {
+        let starts_in = lines
+            .partition_point(|row| row.address <= f.low_pc)
+            .checked_sub(1)
+            .map(|i| lines[i]);
+        if let Some(row) = starts_in.filter(|row| row.line != 0) {
+            f.file = Some(row.file);
+            f.line = row.line;
+        }
+    }
+}
+
 /// A source line as the `u32` the tables keep; a line past it (only in malformed DWARF) is
 /// kept as the largest rather than wrapped to a small one.
 fn saturate_line(line: u64) -> u32 {
@@ -742,7 +760,47 @@ fn index_type_is_signed<'a>(
 mod tests {
     use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
 
-    use super::{bound, default_lower_bound, extent, is_program_unit};
+    use super::{
+        Function, LineRow, bound, default_lower_bound, extent, is_program_unit,
+        place_undeclared_functions,
+    };
+
+    /// Functions that declare no position take their first code row's; declared ones keep
+    /// theirs, and code in a gap of the line table (after an end of sequence) stays unplaced.
+    #[test]
+    fn undeclared_functions_are_placed_by_their_first_line_row() {
+        let function = |name: &str, low_pc, file, line| Function {
+            name: name.to_owned(),
+            low_pc,
+            high_pc: low_pc + 0x40,
+            file,
+            line,
+        };
+        let mut functions = vec![
+            function("axpy", 0x1000, Some(0), 11),
+            function("axpy._omp_fn.0", 0x1100, None, 0),
+            function("touch._omp_fn.0", 0x1208, None, 0),
+            function("in_a_gap", 0x2000, None, 0),
+        ];
+        let row = |address, file, line| LineRow {
+            address,
+            file,
+            line,
+        };
+        let lines = [
+            row(0x1000, 0, 11),
+            row(0x1100, 0, 13),
+            row(0x1110, 0, 14),
+            row(0x1200, 1, 18),
+            row(0x1300, 0, 0),
+        ];
+        place_undeclared_functions(&mut functions, &lines);
+        let placed: Vec<_> = functions.iter().map(|f| (f.file, f.line)).collect();
+        assert_eq!(
+            placed,
+            [(Some(0), 11), (Some(0), 13), (Some(1), 18), (None, 0)]
+        );
+    }
 
     #[test]
     fn array_extents_never_overflow() {
