@@ -97,6 +97,29 @@ fn c_kernel_counts_equal_the_hand_counts() {
     );
 }
 
+/// `-flto` would make the code at link time, uninstrumented, and the program would write no
+/// report: it is dropped with a note, and the program counts what it counts without it.
+#[test]
+fn link_time_optimisation_is_dropped_with_a_note() {
+    if !available("gcc", "link_time_optimisation_is_dropped_with_a_note")
+        || !runtime_built("link_time_optimisation_is_dropped_with_a_note")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_sum.c");
+    let out = epcache_cc(
+        dir.path(),
+        &["gcc", "-O2", "-flto", "-o", "sum", source.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("-flto dropped"), "{stderr}");
+    let (_, report) = run_with_report(dir.path(), &dir.path().join("sum"), SMALL_L1);
+    let d1 = level(&report, "D1");
+    assert_eq!(count(d1, "reads"), N);
+    assert_eq!(count(d1, "writes"), N);
+}
+
 #[test]
 fn separate_compile_and_link_steps_and_make_work() {
     if !available("gcc", "separate_compile_and_link_steps_and_make_work")

@@ -468,6 +468,11 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         bail!("no compiler command given: epcache cc -- gcc -O2 -c kernel.c");
     };
     let (compiler, args) = (compiler.clone(), args.to_vec());
+    // Classified again without LTO: a compile-and-link step holds its sources' positions.
+    let args = match classify(&args) {
+        Step::Query => args,
+        _ => without_lto(args),
+    };
     match classify(&args) {
         Step::Query => run(&compiler, &args),
         Step::CompileOnly => match single_object(&args) {
@@ -488,6 +493,34 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         }
         Step::CompileAndLink { sources } => compile_then_link(&compiler, &args, &sources),
     }
+}
+
+/// `args` without link-time optimisation, said on stderr when there was any: with `-flto` the
+/// compiler only streams its intermediate form into the object and generates the code at link
+/// time, where neither the TSan instrumentation nor the dual copies are made, so the program
+/// would silently run uninstrumented and write no report.
+fn without_lto(args: Vec<String>) -> Vec<String> {
+    let is_lto = |a: &str| {
+        a == "-flto"
+            || a.starts_with("-flto=")
+            || a.starts_with("-flto-")
+            || a == "-ffat-lto-objects"
+            || a == "-fno-fat-lto-objects"
+    };
+    let dropped: Vec<&String> = args.iter().filter(|a| is_lto(a)).collect();
+    if dropped.is_empty() {
+        return args;
+    }
+    eprintln!(
+        "epcache cc: {} dropped: with link-time optimisation the code is made at link time, where \
+         it cannot be instrumented; this step is built without it",
+        dropped
+            .iter()
+            .map(|a| a.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    args.into_iter().filter(|a| !is_lto(a)).collect()
 }
 
 fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyhow::Result<i32> {
@@ -756,6 +789,22 @@ fn compile_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_time_optimisation_is_dropped_and_nothing_else() {
+        assert_eq!(
+            without_lto(args(
+                "-O2 -flto=auto -ffat-lto-objects -flto-partition=one -fno-lto-x -c k.c"
+            )),
+            args("-O2 -fno-lto-x -c k.c")
+        );
+        assert_eq!(
+            without_lto(args("-O2 -flto k.o -o k")),
+            args("-O2 k.o -o k")
+        );
+        let untouched = args("-O3 -fopenmp -c k.c");
+        assert_eq!(without_lto(untouched.clone()), untouched);
+    }
 
     fn args(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_owned).collect()
