@@ -120,6 +120,44 @@ fn link_time_optimisation_is_dropped_with_a_note() {
     assert_eq!(count(d1, "writes"), N);
 }
 
+/// A fully static, stripped link (`-static -s`, as some HPC sites build): the runtime's unwinder
+/// comes from libgcc_eh (there is no static libgcc_s), the strip is dropped with a note so the
+/// program still names its functions and arrays, and it counts what the dynamic build counts.
+#[test]
+fn static_stripped_links_still_count_and_name() {
+    if !available("gcc", "static_stripped_links_still_count_and_name")
+        || !runtime_built("static_stripped_links_still_count_and_name")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("capture_sum.c");
+    let out = epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O1",
+            "-static",
+            "-s",
+            "-o",
+            "sum",
+            source.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("-s dropped"), "{stderr}");
+    let program = dir.path().join("sum");
+    let (_, report) = run_with_report(dir.path(), &program, SMALL_L1);
+    let d1 = level(&report, "D1");
+    assert_eq!(count(d1, "reads"), N);
+    assert_eq!(count(d1, "writes"), N);
+    let fill = capture_support::region(&report, "fill");
+    assert_eq!(
+        capture_support::structure(fill, "a")["events"]["PAPI_L1_DCW"],
+        N
+    );
+}
+
 #[test]
 fn separate_compile_and_link_steps_and_make_work() {
     if !available("gcc", "separate_compile_and_link_steps_and_make_work")

@@ -210,7 +210,12 @@ fn link_arguments(args: &[String], runtime: &Path, libatomic_found: bool) -> Vec
             linked.push(CXX_ALLOCATOR_WRAPS.to_owned());
         }
         linked.push(runtime.display().to_string());
-        linked.extend(RUNTIME_NATIVE_LIBS.iter().map(|s| (*s).to_owned()));
+        // A static link has no libgcc_s: the runtime's unwinder then comes from libgcc_eh.
+        let static_link = is_static_link(args);
+        linked.extend(RUNTIME_NATIVE_LIBS.iter().map(|&lib| match lib {
+            "-lgcc_s" if static_link => "-lgcc_eh".to_owned(),
+            lib => lib.to_owned(),
+        }));
     }
     if libatomic_found {
         linked.extend(
@@ -225,10 +230,21 @@ fn link_arguments(args: &[String], runtime: &Path, libatomic_found: bool) -> Vec
     linked
 }
 
-/// Whether `compiler` can link libatomic (`-print-file-name` answers a path only when it can).
-fn libatomic_found(compiler: &str) -> bool {
+/// Whether a link step makes a fully static program.
+fn is_static_link(args: &[String]) -> bool {
+    args.iter().any(|a| a == "-static" || a == "-static-pie")
+}
+
+/// Whether `compiler` can link libatomic the way `args` link (`-print-file-name` answers a
+/// path only when it can): the archive for a static link, the shared library otherwise.
+fn libatomic_found(compiler: &str, args: &[String]) -> bool {
+    let library = if is_static_link(args) {
+        "libatomic.a"
+    } else {
+        "libatomic.so"
+    };
     Command::new(compiler)
-        .arg("-print-file-name=libatomic.so")
+        .arg(format!("-print-file-name={library}"))
         .output()
         .ok()
         .filter(|out| out.status.success())
@@ -468,10 +484,14 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         bail!("no compiler command given: epcache cc -- gcc -O2 -c kernel.c");
     };
     let (compiler, args) = (compiler.clone(), args.to_vec());
-    // Classified again without LTO: a compile-and-link step holds its sources' positions.
+    // Classified again without the dropped flags: a compile-and-link step holds its sources'
+    // positions.
     let args = match classify(&args) {
         Step::Query => args,
-        _ => without_lto(args),
+        _ => {
+            refuse_other_sanitizers(&args)?;
+            without_stripping(without_lto(args))
+        }
     };
     match classify(&args) {
         Step::Query => run(&compiler, &args),
@@ -488,7 +508,7 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         },
         Step::Link => {
             let runtime = runtime_library()?;
-            let linked = link_arguments(&args, &runtime, libatomic_found(&compiler));
+            let linked = link_arguments(&args, &runtime, libatomic_found(&compiler, &args));
             link(&compiler, &linked, &runtime)
         }
         Step::CompileAndLink { sources } => compile_then_link(&compiler, &args, &sources),
@@ -523,6 +543,52 @@ fn without_lto(args: Vec<String>) -> Vec<String> {
     args.into_iter().filter(|a| !is_lto(a)).collect()
 }
 
+/// `args` without the link options that strip the program's symbols and debug information,
+/// said on stderr when there were any: the runtime reads the program's own DWARF to name its
+/// regions and data structures, and a stripped program reports only `program`.
+fn without_stripping(args: Vec<String>) -> Vec<String> {
+    let strips = |a: &str| {
+        matches!(a, "-s" | "--strip-all" | "--strip-debug")
+            || (a.starts_with("-Wl,")
+                && a[4..]
+                    .split(',')
+                    .all(|o| matches!(o, "-s" | "-S" | "--strip-all" | "--strip-debug")))
+    };
+    let dropped: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| strips(a))
+        .collect();
+    if dropped.is_empty() {
+        return args;
+    }
+    eprintln!(
+        "epcache cc: {} dropped: the runtime names regions and data structures from the \
+         program's own debug information, which stripping removes",
+        dropped.join(" ")
+    );
+    args.into_iter().filter(|a| !strips(a)).collect()
+}
+
+/// Fails on a sanitizer gcc cannot combine with ThreadSanitizer's instrumentation, which is how
+/// `epcache cc` captures accesses, with what to do instead of gcc's bare incompatibility error.
+fn refuse_other_sanitizers(args: &[String]) -> anyhow::Result<()> {
+    const EXCLUSIVE: &[&str] = &["address", "kernel-address", "hwaddress", "leak", "memory"];
+    let clash = args
+        .iter()
+        .filter_map(|a| a.strip_prefix("-fsanitize="))
+        .flat_map(|list| list.split(','))
+        .find(|s| EXCLUSIVE.contains(s));
+    if let Some(sanitizer) = clash {
+        bail!(
+            "-fsanitize={sanitizer} cannot be combined with the ThreadSanitizer instrumentation \
+             epcache cc captures accesses through; build the epcache copy without it (keep a \
+             separate build for {sanitizer} checking)"
+        );
+    }
+    Ok(())
+}
+
 fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyhow::Result<i32> {
     if args.iter().any(|a| a == "-x" || a.starts_with("-x")) {
         bail!(
@@ -549,7 +615,7 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
         }
         link_args[position] = object.display().to_string();
     }
-    let linked = link_arguments(&link_args, &runtime, libatomic_found(compiler));
+    let linked = link_arguments(&link_args, &runtime, libatomic_found(compiler, &link_args));
     link(compiler, &linked, &runtime)
 }
 
@@ -789,6 +855,35 @@ fn compile_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stripping_is_dropped_and_other_sanitizers_are_refused() {
+        assert_eq!(
+            without_stripping(args("-O2 -s k.o -Wl,--strip-all -Wl,-O1,-s -o k")),
+            args("-O2 k.o -Wl,-O1,-s -o k"),
+            "a -Wl list with other options is left whole"
+        );
+        let untouched = args("-O2 -shared -fsanitize=undefined -o k.so k.o");
+        assert_eq!(without_stripping(untouched.clone()), untouched);
+        assert!(refuse_other_sanitizers(&untouched).is_ok());
+        let refused = refuse_other_sanitizers(&args("-O2 -fsanitize=undefined,address -c k.c"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.starts_with("-fsanitize=address cannot"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn static_links_take_the_static_unwinder() {
+        let runtime = Path::new("/rt/libepcache_monitor.a");
+        let dynamic = link_arguments(&args("k.o -o k"), runtime, false);
+        assert!(dynamic.contains(&"-lgcc_s".to_owned()));
+        let fully_static = link_arguments(&args("-static k.o -o k"), runtime, false);
+        assert!(fully_static.contains(&"-lgcc_eh".to_owned()));
+        assert!(!fully_static.contains(&"-lgcc_s".to_owned()));
+    }
 
     #[test]
     fn link_time_optimisation_is_dropped_and_nothing_else() {
