@@ -34,9 +34,10 @@ fn load() -> Option<ProgramInfo> {
     let info = match DebugInfo::load_program(&exe) {
         Ok(info) => info,
         Err(e) => {
+            // The error names the file and says to build with -g; what it costs is added here.
             eprintln!(
-                "epcache: {e}; functions and globals of {} have no names (build with -g, as `epcache cc` does)",
-                exe.display()
+                "epcache: {e} (and do not strip it); until then its functions are no regions \
+                 and its globals no data structures"
             );
             return None;
         }
