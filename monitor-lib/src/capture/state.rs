@@ -294,8 +294,13 @@ impl ThreadCapture {
     /// again from zero, keeping the simulated caches: at the end of a worker thread's last open
     /// region. A thread pool's workers (OpenMP's) outlive the report, written at exit, so the
     /// counts a thread keeps until it ends would never reach it. Nothing happens while a
-    /// monitored region is open on the thread.
+    /// monitored region is open on the thread, or outside standalone counting.
     fn publish(&mut self) {
+        // Only the standalone report gathers counts at exit; a tool's requests publish their
+        // results at each region's end already.
+        if !self.monitoring.counting {
+            return;
+        }
         self.flush_filter(false);
         let Some((regions, structures)) = self.monitoring.take_counts() else {
             return;
