@@ -85,10 +85,15 @@ fn sancov_instrumented_rust_reports_its_kernel() {
     let read_misses = count(d1, "read_misses");
     assert!((256..256 + 16).contains(&read_misses), "{read_misses}");
 
-    // The standalone report names the registered slice and gives it exactly the kernel's
-    // accesses: the handful of extra ones are to the stack, not to `values`.
-    let report_file = dir.path().join("report.json");
-    let run = Command::new(&program)
+    report_gives_the_kernel_its_accesses(&program, dir.path());
+}
+
+/// Runs `sum` with `EPCACHE_REPORT` (in `dir`) and checks the standalone report: the sum
+/// printed, the kernel's accesses plus the handful of stack ones at D1, and the registered
+/// slice named with exactly the kernel's accesses (the extra ones are not to `values`).
+fn report_gives_the_kernel_its_accesses(program: &Path, dir: &Path) {
+    let report_file = dir.join("report.json");
+    let run = Command::new(program)
         .env("EPCACHE_CACHE", "D1=4K,4,64")
         .env("EPCACHE_REPORT", &report_file)
         .output()
@@ -98,8 +103,17 @@ fn sancov_instrumented_rust_reports_its_kernel() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(
+        stdout.lines().next(),
+        Some((N * (N - 1) / 2).to_string().as_str())
+    );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report_file).unwrap()).unwrap();
+    let d1 = &report["levels"][0];
+    let (reads, writes) = (count(d1, "reads"), count(d1, "writes"));
+    assert!((N..N + 32).contains(&reads), "reads {reads}");
+    assert!((N..N + 32).contains(&writes), "writes {writes}");
     let program_region = report["regions"]
         .as_array()
         .unwrap()
@@ -165,37 +179,5 @@ fn readme_cargo_rustc_recipe_builds_a_captured_crate() {
         "cargo rustc failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report_file = dir.path().join("report.json");
-    let run = Command::new(dir.path().join("target/release/sumkernel"))
-        .env("EPCACHE_CACHE", "D1=4K,4,64")
-        .env("EPCACHE_REPORT", &report_file)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
-    assert_eq!(
-        stdout.lines().next(),
-        Some((N * (N - 1) / 2).to_string().as_str())
-    );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_file).unwrap()).unwrap();
-    // Only the kernel was captured: its accesses plus the handful of stack ones, as above.
-    let d1 = &report["levels"][0];
-    let (reads, writes) = (count(d1, "reads"), count(d1, "writes"));
-    assert!((N..N + 32).contains(&reads), "reads {reads}");
-    assert!((N..N + 32).contains(&writes), "writes {writes}");
-    let values = report["regions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["name"] == "program")
-        .flat_map(|r| r["data_structures"].as_array().unwrap())
-        .find(|d| d["name"] == "values")
-        .unwrap_or_else(|| panic!("`values` is not named: {report:#}"));
-    assert_eq!(values["events"]["PAPI_L1_DCR"], N);
-    assert_eq!(values["events"]["PAPI_L1_DCW"], N);
+    report_gives_the_kernel_its_accesses(&dir.path().join("target/release/sumkernel"), dir.path());
 }
