@@ -65,11 +65,17 @@ extern "C" fn on_held_signal(signal: c_int) {
         say(b"epcache: second signal: ending without the report\n");
         die_of(signal);
     }
+    // In pieces: formatting allocates, which a handler must not.
+    say(b"epcache: ");
     say(match signal {
-        libc::SIGINT => b"epcache: SIGINT: the report is written at the program's next captured access, then the program ends (send it again to end at once, without the report)\n".as_slice(),
-        libc::SIGTERM => b"epcache: SIGTERM: the report is written at the program's next captured access, then the program ends (send it again to end at once, without the report)\n".as_slice(),
-        _ => b"epcache: SIGHUP: the report is written at the program's next captured access, then the program ends (send it again to end at once, without the report)\n".as_slice(),
+        libc::SIGINT => b"SIGINT",
+        libc::SIGTERM => b"SIGTERM",
+        _ => b"SIGHUP",
     });
+    say(
+        b": the report is written at the program's next captured access, then the program \
+          ends (send it again to end at once, without the report)\n",
+    );
     state::wake_all_sync_points();
 }
 
