@@ -546,11 +546,16 @@ fn on_main_thread() -> bool {
     STARTED_PROCESS.try_with(Cell::get).unwrap_or(false)
 }
 
+/// Whether this thread should capture: the process-wide switch is on or a monitored region is
+/// open here. A forked child captures nothing, even inside the regions it inherited open:
+/// counting would take locks a vanished parent thread may hold (see [`forked_child`]).
+fn captures_now() -> bool {
+    (CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0) && !forked_child()
+}
+
 /// The state a thread outside the runtime should be in now.
 fn restore_state() {
-    // A forked child captures nothing, even inside the regions it inherited open: counting
-    // would take locks a vanished parent thread may hold (see `forked_child`).
-    let on = (CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0) && !forked_child();
+    let on = captures_now();
     set_state(if on && process_spec().is_ok() {
         ON
     } else {
@@ -644,9 +649,7 @@ extern "C" fn sync() {
         with_existing_capture(|c| c.flush_filter(true));
         set_state(state);
     }
-    // A forked child captures nothing, even inside the regions it inherited open: counting
-    // would take locks a vanished parent thread may hold (see `forked_child`).
-    let on = (CAPTURE_ON.load(Ordering::Relaxed) || MONITORED.get() > 0) && !forked_child();
+    let on = captures_now();
     if on && let Err(why) = process_spec() {
         report_spec_error_once(why);
         set_state(OFF);
