@@ -55,6 +55,10 @@ const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
 /// clang and clang++ are accepted too; their objects are built instrumented only (no plain
 /// copy), so an idle program runs slower than gcc's.
 ///
+/// Link-time optimisation (`-flto`) and stripping (`-s`, `-Wl,--strip-all`) are dropped with a
+/// note: the first would leave the program uninstrumented, the second without names.
+/// `-fsanitize=address` (and leak, memory) cannot be combined with capture and is refused.
+///
 /// Environment: `EPCACHE_RUNTIME` names the runtime library to link (default:
 /// `libepcache_monitor.a` beside this binary); `EPCACHE_CC_DUAL=off` builds every function
 /// instrumented only; `EPCACHE_CC_INLINE=off` makes every monitored access call its hook
@@ -520,54 +524,44 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
 /// time, where neither the TSan instrumentation nor the dual copies are made, so the program
 /// would silently run uninstrumented and write no report.
 fn without_lto(args: Vec<String>) -> Vec<String> {
-    let is_lto = |a: &str| {
-        a == "-flto"
-            || a.starts_with("-flto=")
-            || a.starts_with("-flto-")
-            || a == "-ffat-lto-objects"
-            || a == "-fno-fat-lto-objects"
-    };
-    let dropped: Vec<&String> = args.iter().filter(|a| is_lto(a)).collect();
-    if dropped.is_empty() {
-        return args;
-    }
-    eprintln!(
-        "epcache cc: {} dropped: with link-time optimisation the code is made at link time, where \
-         it cannot be instrumented; this step is built without it",
-        dropped
-            .iter()
-            .map(|a| a.as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    args.into_iter().filter(|a| !is_lto(a)).collect()
+    without_noted(
+        args,
+        |a| {
+            a == "-flto"
+                || a.starts_with("-flto=")
+                || a.starts_with("-flto-")
+                || a == "-ffat-lto-objects"
+                || a == "-fno-fat-lto-objects"
+        },
+        "with link-time optimisation the code is made at link time, where it cannot be \
+         instrumented; this step is built without it",
+    )
 }
 
 /// `args` without the link options that strip the program's symbols and debug information,
 /// said on stderr when there were any: the runtime reads the program's own DWARF to name its
 /// regions and data structures, and a stripped program reports only `program`.
 fn without_stripping(args: Vec<String>) -> Vec<String> {
-    let strips = |a: &str| {
-        matches!(a, "-s" | "--strip-all" | "--strip-debug")
-            || (a.starts_with("-Wl,")
-                && a[4..]
-                    .split(',')
-                    .all(|o| matches!(o, "-s" | "-S" | "--strip-all" | "--strip-debug")))
-    };
-    let dropped: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|a| strips(a))
-        .collect();
-    if dropped.is_empty() {
-        return args;
+    let strip = |o: &str| matches!(o, "-s" | "-S" | "--strip-all" | "--strip-debug");
+    without_noted(
+        args,
+        |a| {
+            matches!(a, "-s" | "--strip-all" | "--strip-debug")
+                || a.strip_prefix("-Wl,")
+                    .is_some_and(|list| list.split(',').all(strip))
+        },
+        "the runtime names regions and data structures from the program's own debug \
+         information, which stripping removes",
+    )
+}
+
+/// `args` without those `dropped` selects, said on stderr with `why` when there were any.
+fn without_noted(args: Vec<String>, dropped: impl Fn(&str) -> bool, why: &str) -> Vec<String> {
+    let (gone, kept): (Vec<String>, Vec<String>) = args.into_iter().partition(|a| dropped(a));
+    if !gone.is_empty() {
+        eprintln!("epcache cc: {} dropped: {why}", gone.join(" "));
     }
-    eprintln!(
-        "epcache cc: {} dropped: the runtime names regions and data structures from the \
-         program's own debug information, which stripping removes",
-        dropped.join(" ")
-    );
-    args.into_iter().filter(|a| !strips(a)).collect()
+    kept
 }
 
 /// Fails on a sanitizer gcc cannot combine with ThreadSanitizer's instrumentation, which is how
