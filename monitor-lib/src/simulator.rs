@@ -477,13 +477,18 @@ impl Simulator {
     /// nothing but L1's hit count. That holds when L1 is write-back with a power-of-two number
     /// of sets (a repeated hit on the most recent way is idempotent under LRU, tree-PLRU and
     /// random replacement, and only an access to the set changes it) and no level below is
-    /// inclusive (whose evictions would reach back into other L1 sets). `None` otherwise.
+    /// inclusive (whose evictions would reach back into other L1 sets); the shape also needs
+    /// two sets at least (see below). `None` otherwise.
     pub fn repeat_hit_shape(&self) -> Option<(u32, u64)> {
         let spec = self.hierarchy.spec();
         let l1 = spec.data.first()?;
         let sets = l1.geometry.sets();
+        // Two sets at least: `epcache cc`'s inline test tells an access that straddles two
+        // lines by its last byte's tag not matching its first byte's entry, which holds only
+        // when consecutive lines have different entries.
         let fits = l1.write == crate::cache::WritePolicy::WriteBack
             && sets.is_power_of_two()
+            && sets >= 2
             && l1.geometry.line_bits() >= 3
             && spec.data.iter().skip(1).all(|l| !l.inclusive);
         fits.then(|| (l1.geometry.line_bits(), sets))

@@ -1169,6 +1169,8 @@ mod tests {
             ("D1=64K,2,64;LL=256K,4,64", true),
             ("D1=2K,4,64;LL=4K,2,64,inclusive", false),
             ("D1=1K,2,64,write-through;LL=8K,4,64", false),
+            // One set: the inline test needs consecutive lines in different entries.
+            ("D1=512,8,64;LL=8K,4,64", false),
         ] {
             let Ok(spec) = HierarchySpec::parse(spec) else {
                 panic!("spec {spec}");

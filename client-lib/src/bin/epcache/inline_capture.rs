@@ -44,10 +44,6 @@ pub(crate) fn wanted() -> bool {
 pub(crate) struct HookedAccess {
     pub(crate) size: u8,
     pub(crate) write: bool,
-    /// Whether the hook is an aligned one (`__tsan_readN`, not `__tsan_unaligned_readN`). gcc
-    /// reports packed fields with the aligned hooks too, so this is what the address usually
-    /// is, not a promise.
-    pub(crate) aligned: bool,
 }
 
 /// The access a `call` of a fixed-size read or write hook (aligned or unaligned, through the PLT
@@ -64,9 +60,9 @@ pub(crate) fn hooked_access(line: &str) -> Option<HookedAccess> {
     }
     let name = target.strip_suffix("@PLT").unwrap_or(target);
     let name = name.strip_prefix("__tsan_")?;
-    let unaligned = name.strip_prefix("unaligned_");
-    let aligned = unaligned.is_none();
-    let name = unaligned.unwrap_or(name);
+    // Aligned and unaligned hooks get the same test: gcc reports packed fields with the aligned
+    // ones too, so alignment is what the address usually is, not a promise.
+    let name = name.strip_prefix("unaligned_").unwrap_or(name);
     let (write, size) = if let Some(size) = name.strip_prefix("read") {
         (false, size)
     } else {
@@ -80,11 +76,7 @@ pub(crate) fn hooked_access(line: &str) -> Option<HookedAccess> {
         "16" => 16,
         _ => return None,
     };
-    Some(HookedAccess {
-        size,
-        write,
-        aligned,
-    })
+    Some(HookedAccess { size, write })
 }
 
 /// Numbers the inline sites of one listing, so their labels are unique.
@@ -101,9 +93,16 @@ impl Sites {
     /// Writes the test for `access`, then `call` (the original hook call, the path for every
     /// access the test does not answer), then the label both paths meet at.
     ///
-    /// The common path of an aligned read is 15 instructions, its three untaken branches and
-    /// the jump past the call included: the epoch compare, the alignment test, the entry's offset (`addr >> offset_shift & offset_mask`), the tag
-    /// (`addr | line_low`), the tag compare and the count.
+    /// The common path of a read is 13 instructions, its two untaken branches and the jump
+    /// past the call included: the epoch compare, the entry's offset (`addr >> offset_shift &
+    /// offset_mask`, from the first byte), the tag of the last byte (`addr + size - 1 |
+    /// line_low`), the tag compare and the count.
+    ///
+    /// One compare also tells that the access lies in one line: an entry holds only tags of
+    /// lines whose offset is its own, and consecutive lines have different offsets (the runtime
+    /// keeps at least two entries, `Simulator::repeat_hit_shape`), so the last byte's tag
+    /// matches the first byte's entry only when both bytes are in its line. The miss path, which
+    /// takes the entry over, tests that before it does.
     pub(crate) fn write(&mut self, access: HookedAccess, call: &str, out: &mut String) {
         self.count += 1;
         let n = self.count;
@@ -114,27 +113,20 @@ impl Sites {
         let _ = writeln!(out, "\tmovl\tepcache_inline_v2_epoch(%rip), %eax");
         let _ = writeln!(out, "\tcmpl\t%eax, {}", tls("capturing_epoch"));
         let _ = writeln!(out, "\tjne\t{slow}");
-        // An aligned access of up to 8 bytes lies in one line (lines are 8 bytes or more,
-        // `Simulator::repeat_hit_shape`); anything else compares its last byte's tag below.
-        let by_alignment = access.aligned && access.size <= 8;
-        if by_alignment && access.size > 1 {
-            let _ = writeln!(out, "\ttestb\t${}, %dil", access.size - 1);
-            let _ = writeln!(out, "\tjne\t{slow}");
-        }
-        // The entry's byte offset in every array of the table (`Filter::index`).
+        // The entry's byte offset in every array of the table (`Filter::index`), from the
+        // first byte.
         let _ = writeln!(out, "\tmovl\t{}, %ecx", tls("offset_shift"));
         let _ = writeln!(out, "\tmovq\t%rdi, %rdx");
         let _ = writeln!(out, "\tshrq\t%cl, %rdx");
         let _ = writeln!(out, "\tandl\t{}, %edx", tls("offset_mask"));
-        // The tag: the address of the line's last byte.
-        let _ = writeln!(out, "\tmovq\t%rdi, %rax");
-        let _ = writeln!(out, "\torq\t{}, %rax", tls("line_low"));
-        if !by_alignment {
-            let _ = writeln!(out, "\tleaq\t{}(%rdi), %rcx", access.size - 1);
-            let _ = writeln!(out, "\torq\t{}, %rcx", tls("line_low"));
-            let _ = writeln!(out, "\tcmpq\t%rax, %rcx");
-            let _ = writeln!(out, "\tjne\t{slow}");
+        // The tag: the address of the last line's last byte, which is the entry's only when the
+        // access lies in the entry's line (see above).
+        if access.size > 1 {
+            let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
+        } else {
+            let _ = writeln!(out, "\tmovq\t%rdi, %rax");
         }
+        let _ = writeln!(out, "\torq\t{}, %rax", tls("line_low"));
         if access.write {
             // A write matches a written entry; one that owns its block clean is marked written
             // and dirty pending (the runtime marks the line dirty before it next simulates an
@@ -181,14 +173,21 @@ fn record(offset: u8) -> String {
     format!("%fs:epcache_inline_v2_batch@tpoff+{offset}(%rsi)")
 }
 
-/// The miss path, at `miss`: a one-line access (tag in `%rax`, entry offset in `%rdx`) that
-/// the entry does not answer takes the entry over and is appended to the thread's batch, for
+/// The miss path, at `miss`: an access (last byte's tag in `%rax`, entry offset in `%rdx`)
+/// that the entry does not answer and that lies in one line takes the entry over and is appended to the thread's batch, for
 /// the runtime to simulate later in order (`Filter::inline_miss` is its model): when its line
 /// is known whole (`whole_lo <= addr < whole_hi` in the page's slot) and the batch has room.
 /// The old owner's tag, hits and dirty mark move into the record. Anything else goes to `slow`.
 fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut String) {
     let meta = (access.size & 31) | u8::from(access.write) << 5;
     let _ = writeln!(out, "{miss}:");
+    if access.size > 1 {
+        // One line only: the first byte's tag is the last byte's (in `%rax`).
+        let _ = writeln!(out, "\tmovq\t%rdi, %rcx");
+        let _ = writeln!(out, "\torq\t{}, %rcx", tls("line_low"));
+        let _ = writeln!(out, "\tcmpq\t%rax, %rcx");
+        let _ = writeln!(out, "\tjne\t{slow}");
+    }
     let _ = writeln!(out, "\tmovq\t%rdi, %rcx");
     let _ = writeln!(out, "\tshrq\t$12, %rcx");
     let _ = writeln!(out, "\tandl\t$63, %ecx");
@@ -227,27 +226,19 @@ fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut
 mod tests {
     use super::*;
 
-    fn access(size: u8, write: bool, aligned: bool) -> HookedAccess {
-        HookedAccess {
-            size,
-            write,
-            aligned,
-        }
+    fn access(size: u8, write: bool) -> HookedAccess {
+        HookedAccess { size, write }
     }
 
     #[test]
     fn only_fixed_size_read_and_write_hook_calls_are_inlined() {
-        for (line, size, write, aligned) in [
-            ("\tcall\t__tsan_read8@PLT", 8, false, true),
-            ("\tcall\t__tsan_write1", 1, true, true),
-            ("\tcall\t__tsan_unaligned_write16@PLT", 16, true, false),
-            ("\tcall\t__tsan_unaligned_read2", 2, false, false),
+        for (line, size, write) in [
+            ("\tcall\t__tsan_read8@PLT", 8, false),
+            ("\tcall\t__tsan_write1", 1, true),
+            ("\tcall\t__tsan_unaligned_write16@PLT", 16, true),
+            ("\tcall\t__tsan_unaligned_read2", 2, false),
         ] {
-            assert_eq!(
-                hooked_access(line),
-                Some(access(size, write, aligned)),
-                "{line}"
-            );
+            assert_eq!(hooked_access(line), Some(access(size, write)), "{line}");
         }
         for other in [
             "\tcall\t__tsan_volatile_read8@PLT",
@@ -278,8 +269,8 @@ mod tests {
     fn each_site_has_its_own_labels_and_keeps_its_call() {
         let read = "\tcall\t__tsan_read8@PLT";
         let (sites, out) = written(&[
-            (access(8, false, true), read),
-            (access(1, true, true), "\tcall\t__tsan_write1"),
+            (access(8, false), read),
+            (access(1, true), "\tcall\t__tsan_write1"),
         ]);
         assert_eq!(sites.count(), 2);
         let labels: Vec<&str> = out.lines().filter(|l| l.ends_with(':')).collect();
@@ -314,20 +305,27 @@ mod tests {
         assert!(clean.contains("\tcmpq\t%rax, %fs:epcache_inline_v2_read_tags@tpoff(%rdx)\n"));
         assert!(clean.contains("\tmovq\t%rax, %fs:epcache_inline_v2_write_tags@tpoff(%rdx)\n"));
         assert!(clean.contains("\tmovq\t$1, %fs:epcache_inline_v2_dirty_pending@tpoff(%rdx)\n"));
-        // A one-byte access cannot straddle lines: no same-line test of either kind.
+        // A one-byte access cannot straddle lines: its tag is its own address's.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
-        assert!(!second_test.contains("testb") && !second_test.contains("leaq"));
+        assert!(!second_test.contains("leaq"));
+        assert!(second_test.contains("\tmovq\t%rdi, %rax\n"));
         assert_eq!(second_test.matches("jne").count(), 3);
     }
 
     #[test]
     fn a_miss_takes_the_entry_over_and_appends_a_record_or_calls() {
-        let (_, read) = written(&[(access(8, false, true), "\tcall\t__tsan_read8")]);
-        let (_, write) = written(&[(access(4, true, true), "\tcall\t__tsan_write4")]);
+        let (_, read) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
+        let (_, write) = written(&[(access(4, true), "\tcall\t__tsan_write4")]);
         for (out, meta, written) in [(&read, 8, "$0"), (&write, 4 | 1 << 5, "%rax")] {
             let miss = &out
                 [out.find(".Lepcache.miss.1:").unwrap()..out.find(".Lepcache.slow.1:").unwrap()];
-            // Only whole lines, and only while the batch has room; else the call.
+            // Only one-line accesses, in whole lines, while the batch has room; else the call.
+            assert!(
+                miss.starts_with(
+                    ".Lepcache.miss.1:\n\tmovq\t%rdi, %rcx\n\torq\t%fs:epcache_inline_v2_line_low@tpoff, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                ),
+                "{miss}"
+            );
             assert_eq!(
                 miss.matches("\tjb\t.Lepcache.slow.1\n").count(),
                 1,
@@ -365,23 +363,28 @@ mod tests {
     }
 
     #[test]
-    fn aligned_accesses_test_alignment_and_the_rest_compare_their_last_bytes_tag() {
-        let (_, aligned) = written(&[(access(8, false, true), "\tcall\t__tsan_read8")]);
-        assert!(aligned.contains("\ttestb\t$7, %dil\n"));
-        assert!(!aligned.contains("leaq"));
-        // The common path: epoch (3), alignment (2), offset (4), tag (2), compare (2), count
-        // and jump (2), before the slow label.
+    fn every_access_compares_its_last_bytes_tag_with_its_first_bytes_entry() {
+        let (_, aligned) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
+        // The common path: epoch (3), offset (4), tag (2), compare (2), count and jump (2),
+        // before the miss label; no alignment test.
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
-        assert_eq!(common.lines().count(), 15, "{common}");
+        assert_eq!(common.lines().count(), 13, "{common}");
+        assert!(!aligned.contains("testb"), "{aligned}");
+        // Aligned or not, and 16 bytes that may straddle two 8-byte lines: the same test.
         for (access, call) in [
-            (access(8, true, false), "\tcall\t__tsan_unaligned_write8"),
-            // An aligned 16-byte access may still straddle two 8-byte lines.
-            (access(16, false, true), "\tcall\t__tsan_read16"),
+            (access(8, false), "\tcall\t__tsan_read8"),
+            (access(8, true), "\tcall\t__tsan_unaligned_write8"),
+            (access(16, false), "\tcall\t__tsan_read16"),
         ] {
             let (_, out) = written(&[(access, call)]);
-            assert!(!out.contains("testb"), "{out}");
-            let last = format!("\tleaq\t{}(%rdi), %rcx\n", access.size - 1);
-            assert!(out.contains(&last), "{out}");
+            let test = &out[..out.find(".Lepcache.miss.1:").unwrap()];
+            let offset = test.find("shrq").unwrap();
+            let tag = format!(
+                "\tleaq\t{}(%rdi), %rax\n\torq\t%fs:epcache_inline_v2_line_low@tpoff, %rax\n",
+                access.size - 1
+            );
+            let tag_at = test.find(&tag).unwrap_or_else(|| panic!("{out}"));
+            assert!(offset < tag_at, "the offset is the first byte's: {out}");
         }
     }
 }
