@@ -1,7 +1,8 @@
 //! A standalone run ended by a signal: SIGINT or SIGTERM to a real program built with
 //! `epcache cc` still leaves the whole report, written at the program's next captured access,
 //! and the program still dies of the signal; a second signal ends a program that makes no
-//! captured access at once, without the report.
+//! captured access at once, without the report; a signal the program inherited ignored stays
+//! ignored.
 
 mod capture_support;
 
@@ -31,8 +32,12 @@ fn build(dir: &Path) -> Option<PathBuf> {
 
 /// Starts `program` in standalone mode and waits for its first sweep ("ready").
 fn start(dir: &Path, program: &Path, args: &[&str]) -> Child {
-    let mut child = Command::new(program)
-        .args(args)
+    start_command(dir, Command::new(program).args(args))
+}
+
+/// [`start`] for a prepared command.
+fn start_command(dir: &Path, command: &mut Command) -> Child {
+    let mut child = command
         .env("EPCACHE_REPORT", dir.join("report.json"))
         .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
         .current_dir(dir)
@@ -151,4 +156,36 @@ fn a_second_signal_ends_a_program_that_makes_no_captured_access() {
         !dir.path().join("report.json").exists(),
         "no report was due: the program never reached a safe point"
     );
+}
+
+/// A signal the program was started with ignored (`trap '' INT`, `nohup`) stays ignored: the
+/// runtime holds only signals whose action is still the default. The others are still held.
+#[test]
+fn an_inherited_ignore_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path()) else {
+        return;
+    };
+    let mut child = start_command(
+        dir.path(),
+        Command::new("sh")
+            .arg("-c")
+            .arg("trap '' INT; exec \"$0\"")
+            .arg(&program),
+    );
+    send(&child, Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "an ignored SIGINT must not end the program"
+    );
+    send(&child, Signal::SIGTERM);
+    let (status, stderr) = wait_ended(&mut child);
+    assert_eq!(
+        status.signal(),
+        Some(Signal::SIGTERM as i32),
+        "{status}; {stderr}"
+    );
+    assert!(!stderr.contains("SIGINT"), "SIGINT was ignored: {stderr}");
+    report(dir.path());
 }
