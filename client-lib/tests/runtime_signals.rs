@@ -136,18 +136,11 @@ fn a_second_signal_ends_a_program_that_makes_no_captured_access() {
     // Blocked reading stdin, the program makes no captured access: the first signal waits.
     let mut child = start(dir.path(), &program, &["block"]);
     send(&child, Signal::SIGTERM);
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the first signal must wait for a captured access, not end the blocked program"
+    still_running(
+        &mut child,
+        "the first signal must wait for a captured access, not end the blocked program",
     );
-    send(&child, Signal::SIGTERM);
-    let (status, stderr) = wait_ended(&mut child);
-    assert_eq!(
-        status.signal(),
-        Some(Signal::SIGTERM as i32),
-        "{status}; {stderr}"
-    );
+    let stderr = ended_by_sigterm(&mut child);
     assert!(
         stderr.contains("second signal: ending without the report"),
         "{stderr}"
@@ -174,18 +167,26 @@ fn an_inherited_ignore_is_left_alone() {
             .arg(&program),
     );
     send(&child, Signal::SIGINT);
+    still_running(&mut child, "an ignored SIGINT must not end the program");
+    let stderr = ended_by_sigterm(&mut child);
+    assert!(!stderr.contains("SIGINT"), "SIGINT was ignored: {stderr}");
+    report(dir.path());
+}
+
+/// `child` has not ended 300 ms after a signal that must not end it.
+fn still_running(child: &mut Child, why: &str) {
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "an ignored SIGINT must not end the program"
-    );
-    send(&child, Signal::SIGTERM);
-    let (status, stderr) = wait_ended(&mut child);
+    assert!(child.try_wait().unwrap().is_none(), "{why}");
+}
+
+/// Sends SIGTERM, which the program must die of; returns its stderr.
+fn ended_by_sigterm(child: &mut Child) -> String {
+    send(child, Signal::SIGTERM);
+    let (status, stderr) = wait_ended(child);
     assert_eq!(
         status.signal(),
         Some(Signal::SIGTERM as i32),
         "{status}; {stderr}"
     );
-    assert!(!stderr.contains("SIGINT"), "SIGINT was ignored: {stderr}");
-    report(dir.path());
+    stderr
 }
