@@ -19,15 +19,27 @@ use nix::unistd::Pid;
 /// Builds `until_signal.c` into `dir/until_signal`; `None` when gcc or the runtime is missing
 /// (which fails under CI).
 fn build(dir: &Path) -> Option<PathBuf> {
+    build_kernel(dir, "until_signal")
+}
+
+/// Builds `kernels/NAME.c` with `-pthread` into `dir/NAME`; `None` as for [`build`].
+fn build_kernel(dir: &Path, name: &str) -> Option<PathBuf> {
     if !available("gcc", "runtime_signals") || !runtime_built("runtime_signals") {
         return None;
     }
-    let source = kernel("until_signal.c");
+    let source = kernel(&format!("{name}.c"));
     epcache_cc(
         dir,
-        &["gcc", "-O1", source.to_str().unwrap(), "-o", "until_signal"],
+        &[
+            "gcc",
+            "-O1",
+            "-pthread",
+            source.to_str().unwrap(),
+            "-o",
+            name,
+        ],
     );
-    Some(dir.join("until_signal"))
+    Some(dir.join(name))
 }
 
 /// Starts `program` in standalone mode and waits for its first sweep ("ready").
@@ -189,4 +201,27 @@ fn ended_by_sigterm(child: &mut Child) -> String {
         "{status}; {stderr}"
     );
     stderr
+}
+
+/// A signal that a worker thread takes while the main thread is blocked joining it: the worker
+/// writes the report, which still has what the main thread counted before it blocked (handed
+/// on in `pthread_join`) and its regions, as well as the worker's own.
+#[test]
+fn a_report_written_by_a_worker_has_the_blocked_main_threads_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(dir.path(), "join_signal") else {
+        return;
+    };
+    let mut child = start(dir.path(), &program, &[]);
+    let stderr = ended_by_sigterm(&mut child);
+    let report = report(dir.path());
+    assert_eq!(report["threads"], 2, "{stderr}");
+    let x = structure(region(&report, "sweep_x"), "X");
+    assert_eq!(x["events"]["PAPI_L1_DCR"], 4096, "the main thread's sweep");
+    assert_eq!(x["events"]["PAPI_L1_DCW"], 4096);
+    // `main` is still open (blocked in the join): what it counted so far, X's sweep, is there.
+    let main_x = structure(region(&report, "main"), "X");
+    assert_eq!(main_x["events"]["PAPI_L1_DCR"], 4096);
+    let y = structure(region(&report, "sweep_y"), "Y");
+    assert!(y["events"]["PAPI_L1_DCR"].as_u64().unwrap() >= 4096);
 }

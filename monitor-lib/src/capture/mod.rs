@@ -4,8 +4,8 @@
 //!
 //! Only the `*_abi.rs` modules and `thread_block.rs` hold unsafe code (the `extern "C"` entry
 //! points, the atomics they must really perform, the exported gate of dual-compiled code, the
-//! termination signal handler, the region stack's local-exec thread-local block); everything
-//! they call is safe Rust in `state.rs` and `regions.rs`.
+//! termination signal handler, the `pthread_join` wrap, the region stack's local-exec
+//! thread-local block); everything they call is safe Rust in `state.rs` and `regions.rs`.
 
 mod data;
 mod filter;
@@ -27,6 +27,8 @@ mod gate_abi;
 mod sancov_abi;
 #[allow(unsafe_code)]
 mod signal_abi;
+#[allow(unsafe_code)]
+mod thread_abi;
 #[allow(unsafe_code)]
 mod thread_block;
 #[allow(unsafe_code)]

@@ -48,6 +48,27 @@ pub(crate) fn merge_structures(into: &mut Vec<Counts>, from: &[Counts]) {
     }
 }
 
+/// Adds to `acc` what a thread counted since `snapshot` (its running `totals` and
+/// `structures` now, less the snapshot's; a structure the snapshot lacks had counted nothing).
+fn add_since(acc: &mut RegionCounts, totals: &Counts, structures: &[Counts], snapshot: &Snapshot) {
+    for (a, (now, then)) in acc
+        .levels
+        .iter_mut()
+        .zip(totals.iter().zip(&snapshot.levels))
+    {
+        *a += now - then;
+    }
+    if acc.structures.len() < structures.len() {
+        acc.structures.resize(structures.len(), [0; 4 * MAX_LEVELS]);
+    }
+    for (i, now) in structures.iter().enumerate() {
+        let then = snapshot.structures.get(i);
+        for (k, a) in acc.structures[i].iter_mut().enumerate() {
+            *a += now[k] - then.map_or(0, |t| t[k]);
+        }
+    }
+}
+
 fn add(a: &mut Counts, b: &Counts) {
     for (x, y) in a.iter_mut().zip(b) {
         *x += y;
@@ -146,19 +167,23 @@ impl Monitoring {
     }
 
     /// Hands over this thread's region and per-structure counts gathered since the last hand-
-    /// over and starts them again from zero, or `None` while a monitored region is open here
-    /// (its entry snapshot refers to the running counts).
-    pub(crate) fn take_counts(&mut self) -> Option<(HashMap<u32, RegionCounts>, Vec<Counts>)> {
-        if !self.stack.is_empty() {
-            return None;
+    /// over and starts them again from zero. A region still open here is checkpointed: what it
+    /// counted so far goes with the hand-over (its instance is counted when it ends) and its
+    /// entry snapshot starts again from zero, so its exit adds only the rest.
+    pub(crate) fn take_counts(&mut self) -> (HashMap<u32, RegionCounts>, Vec<Counts>) {
+        for snapshot in &mut self.stack {
+            let acc = self.regions.entry(snapshot.region).or_default();
+            add_since(acc, &self.totals, &self.structures, snapshot);
+            snapshot.levels = [0; 4 * MAX_LEVELS];
+            snapshot.structures.clear();
         }
         self.totals = [0; 4 * MAX_LEVELS];
         // Counting indexes the vector without growing it: it keeps its length.
         let zeroed = vec![[0; 4 * MAX_LEVELS]; self.structures.len()];
-        Some((
+        (
             std::mem::take(&mut self.regions),
             std::mem::replace(&mut self.structures, zeroed),
-        ))
+        )
     }
 
     /// Standalone counting of one per-line access. An L1 hit (nearly every access) adds two
@@ -393,23 +418,7 @@ impl Monitoring {
             debug_assert_eq!(snapshot.region, region.id);
             let acc = self.regions.entry(snapshot.region).or_default();
             acc.instances += 1;
-            for (a, (now, then)) in acc
-                .levels
-                .iter_mut()
-                .zip(self.totals.iter().zip(&snapshot.levels))
-            {
-                *a += now - then;
-            }
-            if acc.structures.len() < self.structures.len() {
-                acc.structures
-                    .resize(self.structures.len(), [0; 4 * MAX_LEVELS]);
-            }
-            for (i, now) in self.structures.iter().enumerate() {
-                let then = snapshot.structures.get(i);
-                for (k, a) in acc.structures[i].iter_mut().enumerate() {
-                    *a += now[k] - then.map_or(0, |t| t[k]);
-                }
-            }
+            add_since(acc, &self.totals, &self.structures, &snapshot);
         }
         self.depth = self.depth.saturating_sub(1);
     }

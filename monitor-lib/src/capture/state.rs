@@ -291,10 +291,12 @@ impl ThreadCapture {
 
 impl ThreadCapture {
     /// Hands the counts gathered since the last time on to the process totals and starts them
-    /// again from zero, keeping the simulated caches: at the end of a worker thread's last open
-    /// region. A thread pool's workers (OpenMP's) outlive the report, written at exit, so the
-    /// counts a thread keeps until it ends would never reach it. Nothing happens while a
-    /// monitored region is open on the thread, or outside standalone counting.
+    /// again from zero, keeping the simulated caches (regions still open are checkpointed,
+    /// `Monitoring::take_counts`): at the end of a worker thread's last open region, and before
+    /// a thread blocks in `pthread_join`. A thread pool's workers (OpenMP's) outlive the report,
+    /// written at exit, and a main thread blocked joining its workers cannot hand anything on
+    /// when one of them writes the report on a signal. Nothing happens outside standalone
+    /// counting.
     fn publish(&mut self) {
         // Only the standalone report gathers counts at exit; a tool's requests publish their
         // results at each region's end already.
@@ -302,9 +304,7 @@ impl ThreadCapture {
             return;
         }
         self.flush_filter(false);
-        let Some((regions, structures)) = self.monitoring.take_counts() else {
-            return;
-        };
+        let (regions, structures) = self.monitoring.take_counts();
         merge_into_totals(&self.simulator, self.counting.repeat_hits, !self.published);
         self.published = true;
         self.simulator.reset_level_stats();
@@ -542,6 +542,18 @@ pub(crate) fn monitored_exit(region: RegionRef) {
     restore_state();
 }
 
+/// The calling thread is about to block in `pthread_join` (`thread_abi.rs`): in standalone
+/// counting it hands its counts on, so that a report another thread writes meanwhile (on a
+/// signal, `end_for_signal`) has them.
+pub(crate) fn hand_over_before_blocking() {
+    if !standalone() || in_runtime() {
+        return;
+    }
+    let previous = replace_state(BUSY);
+    with_existing_capture(ThreadCapture::publish);
+    set_state(previous);
+}
+
 fn on_main_thread() -> bool {
     STARTED_PROCESS.try_with(Cell::get).unwrap_or(false)
 }
@@ -664,18 +676,26 @@ pub(super) fn wake_all_sync_points() {
     EPOCH.fetch_add(2, Ordering::Release);
 }
 
-/// The safe point a held termination signal waited for (see `signal_abi.rs`): the report is
-/// written as at exit, then the process ends by the signal. A second thread arriving meanwhile
-/// waits for the end rather than run on past the signal.
+/// The safe point a held termination signal waited for (see `signal_abi.rs`). Every thread
+/// that reaches one closes its open regions and hands its counts on, as a thread does when it
+/// ends; the first writes the report as at exit, after a short grace in which threads still
+/// running reach theirs, then ends the process by the signal. The others wait for the end
+/// rather than run on past the signal. A thread blocked meanwhile is in the report with what it
+/// handed on last (at its last region's end, or before it blocked in `pthread_join`).
 #[cold]
 #[inline(never)]
 fn end_for_signal(signal: std::ffi::c_int) -> ! {
     static ENDING: AtomicBool = AtomicBool::new(false);
+    regions::close_all_open();
+    flush_current_thread();
     if ENDING.swap(true, Ordering::AcqRel) {
         loop {
             std::thread::park();
         }
     }
+    // A running thread reaches its next captured access within microseconds; 50 ms is nothing
+    // to a program that is ending.
+    std::thread::sleep(std::time::Duration::from_millis(50));
     at_exit();
     signal_abi::die_of(signal)
 }

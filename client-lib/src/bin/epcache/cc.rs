@@ -210,6 +210,8 @@ fn link_arguments(args: &[String], runtime: &Path, libatomic_found: bool) -> Vec
         // The program's own calls to the allocator go through the runtime, which names heap
         // blocks by their allocation site.
         linked.push(ALLOCATOR_WRAPS.to_owned());
+        // A thread hands its counts on before it blocks joining another (`thread_abi.rs`).
+        linked.push("-Wl,--wrap=pthread_join".to_owned());
         if cfg!(target_arch = "x86_64") {
             linked.push(CXX_ALLOCATOR_WRAPS.to_owned());
         }
