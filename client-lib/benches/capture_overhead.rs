@@ -365,6 +365,16 @@ fn interleaved(dir: &Path, variants: &[&Variant<'_>], runs: usize) -> Vec<Vec<(f
     results
 }
 
+/// `valgrind --tool=cachegrind` simulating the bench's caches, its output file `out_file`.
+fn cachegrind_wrapper(out_file: &str) -> Vec<String> {
+    ["valgrind", "--tool=cachegrind", "--cache-sim=yes"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([format!("--cachegrind-out-file={out_file}")])
+        .chain(CACHEGRIND_CACHE.iter().map(|s| (*s).to_owned()))
+        .collect()
+}
+
 fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "MISSED" }
 }
@@ -533,22 +543,12 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
         program: &calls,
         ..full.clone()
     };
-    let mut wrapper = vec![
-        "valgrind".to_owned(),
-        "--tool=cachegrind".to_owned(),
-        "--cache-sim=yes".to_owned(),
-        format!(
-            "--cachegrind-out-file={}",
-            dir.join("cachegrind.out").display()
-        ),
-    ];
-    wrapper.extend(CACHEGRIND_CACHE.iter().map(|s| (*s).to_owned()));
     let cachegrind = Variant {
         name: "cachegrind --cache-sim=yes, plain",
         program: &plain,
         args: vec![],
         env: vec![],
-        wrapper,
+        wrapper: cachegrind_wrapper(&dir.join("cachegrind.out").display().to_string()),
     };
     eprintln!("matmul N={n}: {runs} runs of each fast variant");
     let fast = interleaved(dir, &[&base, &idle, &idle_hooks], runs);
@@ -724,19 +724,12 @@ fn gather(dir: &Path, runtime: &Path, runs: usize) {
         ],
         wrapper: vec![],
     };
-    let mut wrapper = vec![
-        "valgrind".to_owned(),
-        "--tool=cachegrind".to_owned(),
-        "--cache-sim=yes".to_owned(),
-        "--cachegrind-out-file=/dev/null".to_owned(),
-    ];
-    wrapper.extend(CACHEGRIND_CACHE.iter().map(|s| (*s).to_owned()));
     let cachegrind = Variant {
         name: "spmv: cachegrind --cache-sim=yes, plain",
         program: &plain,
         args: vec![],
         env: vec![],
-        wrapper,
+        wrapper: cachegrind_wrapper("/dev/null"),
     };
     let slow_runs = (runs / 5).max(3);
     eprintln!("spmv: {slow_runs} runs of each simulating variant");
