@@ -281,6 +281,57 @@ fn cmake_builds_through_the_readme_wrapper() {
     assert!(named, "the module array is named kernel::a: {report:#}");
 }
 
+/// A kernel in a shared library built with `epcache cc -- gcc -fPIC -shared`, called from a
+/// program built with `epcache cc`: the library's function is a region and its global a data
+/// structure, named from the library's own debug information at its own load address.
+#[test]
+fn a_shared_librarys_functions_and_globals_are_named() {
+    if !available("gcc", "a_shared_librarys_functions_and_globals_are_named")
+        || !runtime_built("a_shared_librarys_functions_and_globals_are_named")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, app) = (kernel("shared_lib.c"), kernel("shared_app.c"));
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-fPIC",
+            "-shared",
+            lib.to_str().unwrap(),
+            "-o",
+            "libkernel.so",
+        ],
+    );
+    let rpath = format!("-Wl,-rpath,{}", dir.path().display());
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            app.to_str().unwrap(),
+            "-L.",
+            "-lkernel",
+            &rpath,
+            "-o",
+            "app",
+        ],
+    );
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join("app"), SMALL_L1);
+    assert_eq!(stdout.trim(), "ok");
+    let sweep = capture_support::region(&report, "lib_sweep");
+    assert!(sweep["file"].as_str().unwrap().ends_with("shared_lib.c"));
+    assert_eq!(sweep["instances"], 2);
+    let l = capture_support::structure(sweep, "L");
+    assert_eq!(l["bytes"], 8192 * 8);
+    assert_eq!(l["events"]["PAPI_L1_DCR"], 2 * 8192);
+    assert_eq!(l["events"]["PAPI_L1_DCW"], 2 * 8192);
+    let a = capture_support::structure(capture_support::region(&report, "main"), "A");
+    assert_eq!(a["events"]["PAPI_L1_DCW"], 4096);
+}
+
 #[test]
 fn threads_and_atomics_stay_correct() {
     if !available("gcc", "threads_and_atomics_stay_correct")

@@ -96,7 +96,7 @@ fn site(return_pc: u64) -> Site {
         .names
         .entry(return_pc)
         .or_insert_with(|| {
-            let Some(program) = program::program() else {
+            let Some(program) = program::object_at(return_pc.wrapping_sub(1)) else {
                 return Site::Unknown;
             };
             let Some(line) = program.call_site(return_pc) else {

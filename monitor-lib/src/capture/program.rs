@@ -1,7 +1,10 @@
 //! What the running program's own debug information says, read once: its functions (the
 //! automatic regions), its globals (the named data structures) and the source line of any code
-//! address (marker and allocation call sites), all at run-time addresses.
+//! address (marker and allocation call sites), all at run-time addresses; for the executable
+//! and for each shared library loaded at start that has debug information of its own.
 
+use std::collections::HashSet;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::symbols::{DebugInfo, load_bias};
@@ -22,6 +25,71 @@ pub(crate) struct SourceLine {
 }
 
 static PROGRAM: OnceLock<Option<ProgramInfo>> = OnceLock::new();
+static LIBRARIES: OnceLock<Vec<ProgramInfo>> = OnceLock::new();
+
+/// The shared libraries loaded at start that carry debug information of their own (a library
+/// built with `epcache cc -- gcc -fPIC -shared`): their functions are regions and their globals
+/// data structures, as the executable's are. System libraries (under `/lib` and `/usr/lib`) are
+/// not read, since none is built with capture; a library opened later with `dlopen` is not seen.
+pub(crate) fn libraries() -> &'static [ProgramInfo] {
+    LIBRARIES.get_or_init(load_libraries)
+}
+
+/// Every object with debug information: the executable first, then the libraries.
+pub(crate) fn objects() -> impl Iterator<Item = &'static ProgramInfo> {
+    program().into_iter().chain(libraries())
+}
+
+/// The object whose functions hold run-time address `pc`, else the executable (whose line
+/// table may still know an address outside every function).
+pub(crate) fn object_at(pc: u64) -> Option<&'static ProgramInfo> {
+    objects()
+        .find(|o| {
+            pc.checked_sub(o.bias)
+                .is_some_and(|a| o.info.function_at(a).is_some())
+        })
+        .or_else(program)
+}
+
+fn load_libraries() -> Vec<ProgramInfo> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return Vec::new();
+    };
+    let exe = std::fs::read_link("/proc/self/exe").ok();
+    let mut seen = HashSet::new();
+    let mut libraries = Vec::new();
+    for line in maps.lines() {
+        // start-end perms offset dev inode path (a path with spaces is not read)
+        let Some(path) = line.split_whitespace().nth(5) else {
+            continue;
+        };
+        let system = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+            .iter()
+            .any(|prefix| path.starts_with(prefix));
+        // `/SYSV...` is a System V segment (the MCC's own), `/dev/...` a device.
+        let not_a_file = path.starts_with("/SYSV") || path.starts_with("/dev/");
+        if !path.starts_with('/')
+            || not_a_file
+            || system
+            || exe.as_deref() == Some(Path::new(path))
+            || !seen.insert(path)
+        {
+            continue;
+        }
+        // A library without debug information is passed over in silence: most are not the
+        // program's.
+        let Ok(info) = DebugInfo::load_program(Path::new(path)) else {
+            continue;
+        };
+        if info.functions.is_empty() && info.globals.is_empty() {
+            continue;
+        }
+        if let Ok(bias) = load_bias(None, Path::new(path), info.first_load_vaddr) {
+            libraries.push(ProgramInfo { info, bias });
+        }
+    }
+    libraries
+}
 
 /// The program's debug information, read at the first call; `None` (said once on stderr) when
 /// the executable has none, so regions and data structures then go without source names.

@@ -110,14 +110,15 @@ fn register_locked(
 /// them no entry or exit hook, so a region for one would accept requests and never serve them
 /// (Rust code marks its regions with `region!`).
 pub(crate) fn register_functions() {
-    let Some(p) = program::program() else { return };
     let mut reg = registry();
-    for f in &p.info.functions {
-        let file = p.file_name(f.file);
-        if is_rust_source(&file) {
-            continue;
+    for p in program::objects() {
+        for f in &p.info.functions {
+            let file = p.file_name(f.file);
+            if is_rust_source(&file) {
+                continue;
+            }
+            register_locked(&mut reg, &file, f.line, RegionKind::Function, &f.name);
         }
-        register_locked(&mut reg, &file, f.line, RegionKind::Function, &f.name);
     }
 }
 
@@ -409,7 +410,7 @@ fn resolve_pc(
 
 /// The function holding `pc`, from the program's debug information.
 fn function_region(reg: &mut Registry, pc: u64) -> Option<RegionRef> {
-    let p = program::program()?;
+    let p = program::object_at(pc)?;
     let (name, at) = p.function_at(pc)?;
     Some(register_locked(
         reg,
@@ -422,7 +423,7 @@ fn function_region(reg: &mut Registry, pc: u64) -> Option<RegionRef> {
 
 /// A marker call site, through the line table; the label names the region.
 fn marker_region(reg: &mut Registry, return_pc: u64, label: &str) -> Option<RegionRef> {
-    let site = program::program().and_then(|p| p.call_site(return_pc));
+    let site = program::object_at(return_pc.wrapping_sub(1)).and_then(|p| p.call_site(return_pc));
     let (file, line) = match site {
         Some(s) => (s.file, s.line),
         // No line table: the label alone keys the region.
@@ -629,7 +630,7 @@ fn warn_unbalanced(return_pc: u64, what: &str) {
         return;
     }
     let previous = state::enter_runtime();
-    let program = program::program().filter(|_| return_pc != 0);
+    let program = program::object_at(return_pc.wrapping_sub(1)).filter(|_| return_pc != 0);
     let site = program.and_then(|p| p.call_site(return_pc));
     let function = program.and_then(|p| p.function_at(return_pc - 1));
     let at = match (site, function) {

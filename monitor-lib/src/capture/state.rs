@@ -428,13 +428,14 @@ pub(crate) fn init_process() {
 static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 
 fn register_globals() {
-    let Some(p) = program::program() else { return };
-    for g in p.info.globals.iter().filter(|g| g.size > 0) {
-        data::register(
-            &g.qualified_name,
-            AddressRange::new(g.address.wrapping_add(p.bias), g.size),
-            DataStructureKind::Global,
-        );
+    for p in program::objects() {
+        for g in p.info.globals.iter().filter(|g| g.size > 0) {
+            data::register(
+                &g.qualified_name,
+                AddressRange::new(g.address.wrapping_add(p.bias), g.size),
+                DataStructureKind::Global,
+            );
+        }
     }
 }
 
