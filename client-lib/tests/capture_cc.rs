@@ -283,7 +283,8 @@ fn cmake_builds_through_the_readme_wrapper() {
 
 /// A kernel in a shared library built with `epcache cc -- gcc -fPIC -shared`, called from a
 /// program built with `epcache cc`: the library's function is a region and its global a data
-/// structure, named from the library's own debug information at its own load address.
+/// structure, named from the library's own debug information at its own load address. A
+/// library built plainly with -g beside it is not read.
 #[test]
 fn a_shared_librarys_functions_and_globals_are_named() {
     if !available("gcc", "a_shared_librarys_functions_and_globals_are_named")
@@ -305,6 +306,15 @@ fn a_shared_librarys_functions_and_globals_are_named() {
             "libkernel.so",
         ],
     );
+    let plain = kernel("shared_plain.c");
+    let out = Command::new("gcc")
+        .args(["-O2", "-g", "-fPIC", "-shared"])
+        .arg(&plain)
+        .args(["-o", "libplain.so"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
     let rpath = format!("-Wl,-rpath,{}", dir.path().display());
     epcache_cc(
         dir.path(),
@@ -314,6 +324,7 @@ fn a_shared_librarys_functions_and_globals_are_named() {
             app.to_str().unwrap(),
             "-L.",
             "-lkernel",
+            "-lplain",
             &rpath,
             "-o",
             "app",
@@ -330,6 +341,12 @@ fn a_shared_librarys_functions_and_globals_are_named() {
     assert_eq!(l["events"]["PAPI_L1_DCW"], 2 * 8192);
     let a = capture_support::structure(capture_support::region(&report, "main"), "A");
     assert_eq!(a["events"]["PAPI_L1_DCW"], 4096);
+    // The library built without capture is not read: no region, no data structure.
+    let text = report.to_string();
+    assert!(
+        !text.contains("plain_touch") && !text.contains("\"P\""),
+        "{report:#}"
+    );
 }
 
 #[test]

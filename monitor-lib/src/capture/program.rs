@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use crate::symbols::{DebugInfo, load_bias};
+use crate::symbols::{DebugInfo, calls_capture_hooks, load_bias};
 
 /// The program's debug information and where it is loaded.
 #[derive(Debug)]
@@ -27,10 +27,10 @@ pub(crate) struct SourceLine {
 static PROGRAM: OnceLock<Option<ProgramInfo>> = OnceLock::new();
 static LIBRARIES: OnceLock<Vec<ProgramInfo>> = OnceLock::new();
 
-/// The shared libraries loaded at start that carry debug information of their own (a library
-/// built with `epcache cc -- gcc -fPIC -shared`): their functions are regions and their globals
-/// data structures, as the executable's are. System libraries (under `/lib` and `/usr/lib`) are
-/// not read, since none is built with capture; a library opened later with `dlopen` is not seen.
+/// The shared libraries loaded at start that were built with capture (`epcache cc -- gcc -fPIC
+/// -shared`) and carry debug information: their functions are regions and their globals data
+/// structures, as the executable's are. System libraries (under `/lib` and `/usr/lib`) are not
+/// looked at; a library opened later with `dlopen` is not seen.
 pub(crate) fn libraries() -> &'static [ProgramInfo] {
     LIBRARIES.get_or_init(load_libraries)
 }
@@ -76,8 +76,12 @@ fn load_libraries() -> Vec<ProgramInfo> {
         {
             continue;
         }
-        // A library without debug information is passed over in silence: most are not the
-        // program's.
+        // Only a library built with capture is read (a debug build of some other library may
+        // hold thousands of functions no hook ever enters); one without debug information is
+        // passed over in silence.
+        if !calls_capture_hooks(Path::new(path)) {
+            continue;
+        }
         let Ok(info) = DebugInfo::load_program(Path::new(path)) else {
             continue;
         };

@@ -1,8 +1,10 @@
 //! Names for addresses: globals and statics by the names the programmer wrote, and functions with their file and line, from ELF and DWARF.
 
+mod capture_hooks;
 mod debug_info;
 mod load_bias;
 
+pub use capture_hooks::calls_capture_hooks;
 pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
 pub use load_bias::load_bias;
 
