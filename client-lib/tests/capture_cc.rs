@@ -349,6 +349,42 @@ fn a_shared_librarys_functions_and_globals_are_named() {
     );
 }
 
+/// A library built with capture that the program opens with `dlopen` (a plugin, which the
+/// linker never saw) loads: the program exports the runtime's entry points, and the plugin's
+/// accesses are counted.
+#[test]
+fn a_dlopened_captured_library_loads_and_counts() {
+    if !available("gcc", "a_dlopened_captured_library_loads_and_counts")
+        || !runtime_built("a_dlopened_captured_library_loads_and_counts")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, app) = (kernel("shared_lib.c"), kernel("dlopen_app.c"));
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-fPIC",
+            "-shared",
+            lib.to_str().unwrap(),
+            "-o",
+            "libplugin.so",
+        ],
+    );
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O2", app.to_str().unwrap(), "-ldl", "-o", "app"],
+    );
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join("app"), SMALL_L1);
+    assert_eq!(stdout.trim(), "ok");
+    // The plugin's two sweeps over its 8192 doubles, read and written.
+    let d1 = level(&report, "D1");
+    assert!(count(d1, "reads") >= 2 * 8192, "{d1}");
+    assert!(count(d1, "writes") >= 2 * 8192, "{d1}");
+}
+
 #[test]
 fn threads_and_atomics_stay_correct() {
     if !available("gcc", "threads_and_atomics_stay_correct")

@@ -200,7 +200,12 @@ fn classify(args: &[String]) -> Step {
 /// `libatomic_found`: the compiler has libatomic, which the plain copies of dual-built code call
 /// for atomics the CPU has no instruction for (16-byte ones); the instrumented copies call the
 /// runtime's `__tsan_atomic*` instead, so it is linked only as needed.
-fn link_arguments(args: &[String], runtime: &Path, libatomic_found: bool) -> Vec<String> {
+fn link_arguments(
+    args: &[String],
+    runtime: &Path,
+    exports: &Path,
+    libatomic_found: bool,
+) -> Vec<String> {
     let mut linked: Vec<String> = args
         .iter()
         .filter(|a| a.as_str() != "-fsanitize=thread")
@@ -212,6 +217,12 @@ fn link_arguments(args: &[String], runtime: &Path, libatomic_found: bool) -> Vec
         linked.push(ALLOCATOR_WRAPS.to_owned());
         // A thread hands its counts on before it blocks joining another (`thread_abi.rs`).
         linked.push("-Wl,--wrap=pthread_join".to_owned());
+        // The runtime's entry points are exported, so a library built with capture that the
+        // program opens with `dlopen` finds them (one linked at start makes the linker export
+        // what it uses anyway; a plugin is not seen at link time).
+        if !is_static_link(args) {
+            linked.push(format!("-Wl,--dynamic-list={}", exports.display()));
+        }
         if cfg!(target_arch = "x86_64") {
             linked.push(CXX_ALLOCATOR_WRAPS.to_owned());
         }
@@ -367,9 +378,21 @@ fn write_if_changed(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The directory `epcache cc` puts on the include path: `epcache.h`, and for a Fortran compiler
-/// the `epcache` module compiled by that compiler (module files are compiler-specific).
-fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
+/// The linker's dynamic list of the runtime's entry points (`--dynamic-list`), written once
+/// into epcache's cache directory beside the headers.
+fn export_list() -> anyhow::Result<PathBuf> {
+    let dir = cache_dir()?;
+    let path = dir.join("exports.list");
+    write_if_changed(
+        &path,
+        "{\n  __tsan_*;\n  __sanitizer_cov_*;\n  epcache_*;\n};\n",
+    )?;
+    Ok(path)
+}
+
+/// `$XDG_CACHE_HOME/epcache/include-<version>` (else under `~/.cache`, else the temporary
+/// directory), created if missing.
+fn cache_dir() -> anyhow::Result<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
@@ -379,6 +402,13 @@ fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
         .join(format!("include-{}", env!("CARGO_PKG_VERSION")));
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating the include directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The directory `epcache cc` puts on the include path: `epcache.h`, and for a Fortran compiler
+/// the `epcache` module compiled by that compiler (module files are compiler-specific).
+fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
+    let dir = cache_dir()?;
     write_if_changed(&dir.join("epcache.h"), HEADER)?;
     if is_fortran(compiler) {
         let source = dir.join("epcache.f90");
@@ -514,7 +544,12 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         },
         Step::Link => {
             let runtime = runtime_library()?;
-            let linked = link_arguments(&args, &runtime, libatomic_found(&compiler, &args));
+            let linked = link_arguments(
+                &args,
+                &runtime,
+                &export_list()?,
+                libatomic_found(&compiler, &args),
+            );
             link(&compiler, &linked, &runtime)
         }
         Step::CompileAndLink { sources } => compile_then_link(&compiler, &args, &sources),
@@ -611,7 +646,12 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
         }
         link_args[position] = object.display().to_string();
     }
-    let linked = link_arguments(&link_args, &runtime, libatomic_found(compiler, &link_args));
+    let linked = link_arguments(
+        &link_args,
+        &runtime,
+        &export_list()?,
+        libatomic_found(compiler, &link_args),
+    );
     link(compiler, &linked, &runtime)
 }
 
@@ -874,9 +914,10 @@ mod tests {
     #[test]
     fn static_links_take_the_static_unwinder() {
         let runtime = Path::new("/rt/libepcache_monitor.a");
-        let dynamic = link_arguments(&args("k.o -o k"), runtime, false);
+        let exports = Path::new("/c/exports.list");
+        let dynamic = link_arguments(&args("k.o -o k"), runtime, exports, false);
         assert!(dynamic.contains(&"-lgcc_s".to_owned()));
-        let fully_static = link_arguments(&args("-static k.o -o k"), runtime, false);
+        let fully_static = link_arguments(&args("-static k.o -o k"), runtime, exports, false);
         assert!(fully_static.contains(&"-lgcc_eh".to_owned()));
         assert!(!fully_static.contains(&"-lgcc_s".to_owned()));
     }
@@ -984,15 +1025,19 @@ mod tests {
     #[test]
     fn links_never_get_libtsan_and_shared_libraries_get_no_runtime() {
         let runtime = Path::new("/r/libepcache_monitor.a");
-        let linked = link_arguments(&args("-fsanitize=thread -o p a.o"), runtime, true);
+        let exports = Path::new("/c/exports.list");
+        let linked = link_arguments(&args("-fsanitize=thread -o p a.o"), runtime, exports, true);
         assert!(!linked.contains(&"-fsanitize=thread".to_owned()));
         assert!(linked.contains(&"/r/libepcache_monitor.a".to_owned()));
-        let shared = link_arguments(&args("-shared -o libx.so a.o"), runtime, false);
+        let shared = link_arguments(&args("-shared -o libx.so a.o"), runtime, exports, false);
         assert!(!shared.iter().any(|a| a.ends_with(".a")));
         // libatomic only where the compiler has it, and only as needed.
         assert!(linked.ends_with(&args(
             "-Wl,--push-state,--as-needed -latomic -Wl,--pop-state"
         )));
         assert!(!shared.contains(&"-latomic".to_owned()));
+        // The entry points are exported from programs, for libraries they `dlopen`.
+        assert!(linked.contains(&"-Wl,--dynamic-list=/c/exports.list".to_owned()));
+        assert!(!shared.iter().any(|a| a.contains("dynamic-list")));
     }
 }
