@@ -4,7 +4,7 @@
 //!
 //! Only the `*_abi.rs` modules and `thread_block.rs` hold unsafe code (the `extern "C"` entry
 //! points, the atomics they must really perform, the exported gate of dual-compiled code, the
-//! termination signal handler, the `pthread_join` wrap, the region stack's local-exec
+//! termination signal handler, the `pthread_join` and `dlopen` wraps, the region stack's local-exec
 //! thread-local block); everything they call is safe Rust in `state.rs` and `regions.rs`.
 
 mod data;
@@ -28,11 +28,11 @@ mod sancov_abi;
 #[allow(unsafe_code)]
 mod signal_abi;
 #[allow(unsafe_code)]
-mod thread_abi;
-#[allow(unsafe_code)]
 mod thread_block;
 #[allow(unsafe_code)]
 mod tsan_abi;
+#[allow(unsafe_code)]
+mod wrap_abi;
 
 pub use mcc::MCC_ENV;
 pub use regions::{MarkerSite, RegionGuard};

@@ -4,8 +4,8 @@
 //! and for each shared library loaded at start that has debug information of its own.
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Once, OnceLock, RwLock};
 
 use crate::symbols::{DebugInfo, calls_capture_hooks, load_bias};
 
@@ -15,6 +15,8 @@ pub(crate) struct ProgramInfo {
     pub(crate) info: DebugInfo,
     /// Added to a link-time address to get the run-time one.
     pub(crate) bias: u64,
+    /// The file of a shared library (`None` for the executable).
+    pub(crate) path: Option<PathBuf>,
 }
 
 /// A source position.
@@ -25,25 +27,30 @@ pub(crate) struct SourceLine {
 }
 
 static PROGRAM: OnceLock<Option<ProgramInfo>> = OnceLock::new();
-static LIBRARIES: OnceLock<Vec<ProgramInfo>> = OnceLock::new();
+/// The libraries read so far (see [`read_new_libraries`]), each kept for the process's life.
+static LIBRARIES: RwLock<Vec<&'static ProgramInfo>> = RwLock::new(Vec::new());
+static STARTED: Once = Once::new();
 
-/// The shared libraries loaded at start that were built with capture (`epcache cc -- gcc -fPIC
-/// -shared`) and carry debug information: their functions are regions and their globals data
-/// structures, as the executable's are. System libraries (under `/lib` and `/usr/lib`) are not
-/// looked at; a library opened later with `dlopen` is not seen.
-pub(crate) fn libraries() -> &'static [ProgramInfo] {
-    LIBRARIES.get_or_init(load_libraries)
-}
-
-/// Every object with debug information: the executable first, then the libraries.
-pub(crate) fn objects() -> impl Iterator<Item = &'static ProgramInfo> {
-    program().into_iter().chain(libraries())
+/// Every object with debug information: the executable first, then the shared libraries built
+/// with capture (`epcache cc -- gcc -fPIC -shared`) that carry debug information, whose
+/// functions are regions and globals data structures as the executable's are: those mapped
+/// at start, read at the first call, and those [`read_new_libraries`] found since.
+pub(crate) fn objects() -> Vec<&'static ProgramInfo> {
+    STARTED.call_once(|| {
+        read_new_libraries();
+    });
+    let libraries = LIBRARIES.read().unwrap_or_else(|e| e.into_inner());
+    program()
+        .into_iter()
+        .chain(libraries.iter().copied())
+        .collect()
 }
 
 /// The object whose functions hold run-time address `pc`, else the executable (whose line
 /// table may still know an address outside every function).
 pub(crate) fn object_at(pc: u64) -> Option<&'static ProgramInfo> {
     objects()
+        .into_iter()
         .find(|o| {
             pc.checked_sub(o.bias)
                 .is_some_and(|a| o.info.function_at(a).is_some())
@@ -51,13 +58,17 @@ pub(crate) fn object_at(pc: u64) -> Option<&'static ProgramInfo> {
         .or_else(program)
 }
 
-fn load_libraries() -> Vec<ProgramInfo> {
+/// Reads the libraries built with capture that are mapped now and were not read before (at
+/// start, and after each `dlopen`); returns them. System libraries (under `/lib` and
+/// `/usr/lib`) are not looked at.
+pub(crate) fn read_new_libraries() -> Vec<&'static ProgramInfo> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return Vec::new();
     };
     let exe = std::fs::read_link("/proc/self/exe").ok();
-    let mut seen = HashSet::new();
-    let mut libraries = Vec::new();
+    let mut libraries = LIBRARIES.write().unwrap_or_else(|e| e.into_inner());
+    let mut seen: HashSet<&Path> = libraries.iter().filter_map(|l| l.path.as_deref()).collect();
+    let mut new = Vec::new();
     for line in maps.lines() {
         // start-end perms offset dev inode path (a path with spaces is not read)
         let Some(path) = line.split_whitespace().nth(5) else {
@@ -68,10 +79,11 @@ fn load_libraries() -> Vec<ProgramInfo> {
             .any(|prefix| path.starts_with(prefix));
         // `/SYSV...` is a System V segment (the MCC's own), `/dev/...` a device.
         let not_a_file = path.starts_with("/SYSV") || path.starts_with("/dev/");
-        if !path.starts_with('/')
+        let path = Path::new(path);
+        if !path.starts_with("/")
             || not_a_file
             || system
-            || exe.as_deref() == Some(Path::new(path))
+            || exe.as_deref() == Some(path)
             || !seen.insert(path)
         {
             continue;
@@ -79,20 +91,25 @@ fn load_libraries() -> Vec<ProgramInfo> {
         // Only a library built with capture is read (a debug build of some other library may
         // hold thousands of functions no hook ever enters); one without debug information is
         // passed over in silence.
-        if !calls_capture_hooks(Path::new(path)) {
+        if !calls_capture_hooks(path) {
             continue;
         }
-        let Ok(info) = DebugInfo::load_program(Path::new(path)) else {
+        let Ok(info) = DebugInfo::load_program(path) else {
             continue;
         };
         if info.functions.is_empty() && info.globals.is_empty() {
             continue;
         }
-        if let Ok(bias) = load_bias(None, Path::new(path), info.first_load_vaddr) {
-            libraries.push(ProgramInfo { info, bias });
+        if let Ok(bias) = load_bias(None, path, info.first_load_vaddr) {
+            new.push(&*Box::leak(Box::new(ProgramInfo {
+                info,
+                bias,
+                path: Some(path.to_owned()),
+            })));
         }
     }
-    libraries
+    libraries.extend(&new);
+    new
 }
 
 /// The program's debug information, read at the first call; `None` (said once on stderr) when
@@ -121,7 +138,11 @@ fn load() -> Option<ProgramInfo> {
             return None;
         }
     };
-    Some(ProgramInfo { info, bias })
+    Some(ProgramInfo {
+        info,
+        bias,
+        path: None,
+    })
 }
 
 impl ProgramInfo {

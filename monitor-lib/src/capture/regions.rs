@@ -109,9 +109,9 @@ fn register_locked(
 /// can request one before it first runs. Rust functions are left out: SanitizerCoverage gives
 /// them no entry or exit hook, so a region for one would accept requests and never serve them
 /// (Rust code marks its regions with `region!`).
-pub(crate) fn register_functions() {
+pub(crate) fn register_functions(objects: &[&program::ProgramInfo]) {
     let mut reg = registry();
-    for p in program::objects() {
+    for p in objects {
         for f in &p.info.functions {
             let file = p.file_name(f.file);
             if is_rust_source(&file) {

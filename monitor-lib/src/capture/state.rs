@@ -390,8 +390,9 @@ pub(crate) fn init_process() {
             set_switch(true);
         }
         if segment.is_some() || report.is_some() {
-            regions::register_functions();
-            register_globals();
+            let objects = program::objects();
+            regions::register_functions(&objects);
+            register_globals(&objects);
             regions::start_tracking();
         }
         super::tsan_abi::register_at_exit(at_exit);
@@ -427,8 +428,8 @@ pub(crate) fn init_process() {
 /// Whether start-up's reason in [`MAY_CAPTURE`] was taken back.
 static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 
-fn register_globals() {
-    for p in program::objects() {
+fn register_globals(objects: &[&program::ProgramInfo]) {
+    for p in objects {
         for g in p.info.globals.iter().filter(|g| g.size > 0) {
             data::register(
                 &g.qualified_name,
@@ -543,7 +544,24 @@ pub(crate) fn monitored_exit(region: RegionRef) {
     restore_state();
 }
 
-/// The calling thread is about to block in `pthread_join` (`thread_abi.rs`): in standalone
+/// The program opened a library with `dlopen` (`wrap_abi.rs`): one built with capture is read
+/// for names, its functions registered as regions and its globals as data structures, as for
+/// the libraries loaded at start. Nothing is read before start-up's tracking, which reads every
+/// library mapped then, nor in a forked child.
+pub(crate) fn library_opened() {
+    if !tracking_started() || in_runtime() {
+        return;
+    }
+    let previous = replace_state(BUSY);
+    let new = program::read_new_libraries();
+    if !new.is_empty() {
+        regions::register_functions(&new);
+        register_globals(&new);
+    }
+    set_state(previous);
+}
+
+/// The calling thread is about to block in `pthread_join` (`wrap_abi.rs`): in standalone
 /// counting it hands its counts on, so that a report another thread writes meanwhile (on a
 /// signal, `end_for_signal`) has them.
 pub(crate) fn hand_over_before_blocking() {

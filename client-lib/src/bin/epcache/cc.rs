@@ -215,8 +215,9 @@ fn link_arguments(
         // The program's own calls to the allocator go through the runtime, which names heap
         // blocks by their allocation site.
         linked.push(ALLOCATOR_WRAPS.to_owned());
-        // A thread hands its counts on before it blocks joining another (`thread_abi.rs`).
-        linked.push("-Wl,--wrap=pthread_join".to_owned());
+        // A thread hands its counts on before it blocks joining another, and a library opened
+        // at run time is read for names (`wrap_abi.rs`).
+        linked.push("-Wl,--wrap=pthread_join,--wrap=dlopen".to_owned());
         // The runtime's entry points are exported, so a library built with capture that the
         // program opens with `dlopen` finds them (one linked at start makes the linker export
         // what it uses anyway; a plugin is not seen at link time).

@@ -1,0 +1,82 @@
+//! The program's calls to `pthread_join` and `dlopen`, through the linker's `--wrap` (`epcache
+//! cc` links programs with `--wrap=pthread_join,--wrap=dlopen`): a thread hands its counts on
+//! before it blocks in a join, and a library opened at run time is read for names like one
+//! loaded at start.
+//!
+//! Why the join: a main thread that starts workers and joins them blocks with its counts in its
+//! own thread-local state, where a report written by another thread cannot reach them. The
+//! report is written by another thread when a held signal finds a worker first
+//! (`signal_abi.rs`), and the main thread's counts up to the join would be lost.
+//!
+//! The real functions are reached through the linker's `__real_` names, weak references (as for
+//! C++'s operators in `alloc_abi.rs`): a program linked without the wraps still links, and then
+//! never calls the wrappers. `pthread_join` is a cancellation point, so its wrapper is
+//! `C-unwind`: a cancelled join unwinds through it as through the program's own frames.
+
+// The entry points are reached by symbol name from the linker's wrapping, not by Rust path.
+#![allow(unreachable_pub)]
+
+use std::ffi::{c_char, c_int, c_void};
+
+use super::state;
+
+/// `pthread_join`, as reached through its `__real_` name.
+type RealJoin = unsafe extern "C-unwind" fn(libc::pthread_t, *mut *mut c_void) -> c_int;
+
+/// The wrapper: the real function's address goes in the register after the two arguments, and
+/// [`join_at`] is reached by a tail jump.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn __wrap_pthread_join() -> c_int {
+    core::arch::naked_asm!(
+        ".weak __real_pthread_join",
+        "mov rdx, qword ptr [rip + __real_pthread_join@GOTPCREL]",
+        "jmp {0}",
+        sym join_at,
+    );
+}
+
+/// Hands the thread's counts on, then joins through `real`.
+#[cfg(target_arch = "x86_64")]
+extern "C-unwind" fn join_at(
+    thread: libc::pthread_t,
+    result: *mut *mut c_void,
+    real: RealJoin,
+) -> c_int {
+    state::hand_over_before_blocking();
+    // SAFETY: `real` is the C library's `pthread_join` (the wrap only redirects calls to this
+    // wrapper when the program was linked with it, and then `__real_pthread_join` resolves to
+    // the library's function); the arguments are the program's own, passed on unchanged.
+    unsafe { real(thread, result) }
+}
+
+/// `dlopen`, as reached through its `__real_` name.
+type RealDlopen = unsafe extern "C" fn(*const c_char, c_int) -> *mut c_void;
+
+/// The wrapper: the real function's address goes in the register after the two arguments, and
+/// [`dlopen_at`] is reached by a tail jump.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __wrap_dlopen() -> *mut c_void {
+    core::arch::naked_asm!(
+        ".weak __real_dlopen",
+        "mov rdx, qword ptr [rip + __real_dlopen@GOTPCREL]",
+        "jmp {0}",
+        sym dlopen_at,
+    );
+}
+
+/// Opens through `real`, then has the runtime read a library built with capture that the call
+/// loaded.
+#[cfg(target_arch = "x86_64")]
+extern "C" fn dlopen_at(file: *const c_char, flags: c_int, real: RealDlopen) -> *mut c_void {
+    // SAFETY: `real` is the C library's `dlopen` (see `join_at`); the arguments are the
+    // program's own, passed on unchanged.
+    let handle = unsafe { real(file, flags) };
+    if !handle.is_null() && !file.is_null() {
+        state::library_opened();
+    }
+    handle
+}
