@@ -339,3 +339,45 @@ fn unbalanced_markers_are_said_with_their_line_and_closed_at_the_function_s_retu
     assert_eq!(a["events"]["PAPI_L1_DCR"], 1024);
     assert_eq!(a["events"]["PAPI_L1_DCW"], 1024);
 }
+
+/// A relative `EPCACHE_REPORT` is taken from the directory the program started in, even if it
+/// changes directory before it ends; a report directory that does not exist is said at start.
+#[test]
+fn a_relative_report_path_survives_a_change_of_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(dir.path(), "chdir_exit.c", "chdir_exit", &[]) else {
+        return;
+    };
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let out = Command::new(&program)
+        .arg(&elsewhere)
+        .env("EPCACHE_REPORT", "report.json")
+        .env("EPCACHE_CACHE", PAPER_L1)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !elsewhere.join("report.json").exists(),
+        "written after the chdir"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        structure(region(&report, "sweep"), "a")["events"]["PAPI_L1_DCR"],
+        4096
+    );
+    let out = Command::new(&program)
+        .env("EPCACHE_REPORT", "missing/report.json")
+        .env("EPCACHE_CACHE", PAPER_L1)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("names a directory that does not exist"),
+        "{stderr}"
+    );
+}

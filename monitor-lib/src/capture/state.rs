@@ -369,7 +369,7 @@ pub(crate) fn init_process() {
     let previous = replace_state(BUSY);
     PROCESS_INIT.get_or_init(|| {
         let _ = STARTED_PROCESS.try_with(|s| s.set(true));
-        let report = std::env::var_os(REPORT_ENV).map(PathBuf::from);
+        let report = std::env::var_os(REPORT_ENV).map(|path| report_path(PathBuf::from(path)));
         let spec_text = match process_spec() {
             Ok((text, _)) => text.clone(),
             Err(why) => why.clone(),
@@ -423,6 +423,24 @@ pub(crate) fn init_process() {
     if !START_UP_COUNTED.swap(true, Ordering::Relaxed) {
         MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// The report's path as `EPCACHE_REPORT` gives it, made absolute now, so a program that
+/// changes its working directory still writes the report where it was asked for; a directory
+/// that does not exist is said at once, not after the run.
+fn report_path(path: PathBuf) -> PathBuf {
+    let path = std::path::absolute(&path).unwrap_or(path);
+    if let Some(dir) = path.parent()
+        && !dir.is_dir()
+    {
+        eprintln!(
+            "epcache: {REPORT_ENV}={} names a directory that does not exist; create {} before \
+             the program ends, or the report is lost",
+            path.display(),
+            dir.display()
+        );
+    }
+    path
 }
 
 /// Whether start-up's reason in [`MAY_CAPTURE`] was taken back.
