@@ -127,7 +127,9 @@ fn link_time_optimisation_is_dropped_with_a_note() {
 /// program still names its functions and arrays, and it counts what the dynamic build counts.
 #[test]
 fn static_stripped_links_still_count_and_name() {
-    if !ready("gcc", "static_stripped_links_still_count_and_name") {
+    if !ready("gcc", "static_stripped_links_still_count_and_name")
+        || !capture_support::static_libc_available("static_stripped_links_still_count_and_name")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

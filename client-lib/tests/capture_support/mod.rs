@@ -34,6 +34,28 @@ pub(crate) fn available(tool: &str, who: &str) -> bool {
     false
 }
 
+/// Whether gcc can link fully static programs here (the C library's archive, `libc.a`, is
+/// installed: glibc's static part is a separate package on some distributions). Missing, it
+/// fails under CI and skips loudly elsewhere, as [`available`] does.
+pub(crate) fn static_libc_available(who: &str) -> bool {
+    let found = Command::new("gcc")
+        .arg("-print-file-name=libc.a")
+        .output()
+        .ok()
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .is_some_and(|path| path.is_absolute() && path.exists());
+    if found {
+        return true;
+    }
+    let message = format!("{who}: gcc has no libc.a (install glibc's static library)");
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "FAILED under CI: {message}"
+    );
+    eprintln!("\n*** SKIPPED *** {message}\n");
+    false
+}
+
 /// The runtime library `epcache cc` links, as cargo built it for this run.
 ///
 /// `cargo test` builds epcache-monitor's staticlib into `target/<profile>/deps` under a hashed
