@@ -1,14 +1,16 @@
 //! clang code captured both ways the runtime accepts: `epcache cc -- clang` (the TSan entry
-//! points, with function regions) and SanitizerCoverage's `trace-loads`/`trace-stores` compiled
-//! by hand and linked through `epcache cc`; counts against the kernel's hand counts, and the
-//! global named from clang's DWARF 5.
+//! points, with function regions and the inline repeat-hit test) and SanitizerCoverage's
+//! `trace-loads`/`trace-stores` compiled by hand and linked through `epcache cc`; counts against
+//! the kernel's hand counts and against the same build calling its hooks, and the global named
+//! from clang's DWARF 5.
 
 mod capture_support;
 
 use std::path::Path;
 
 use capture_support::{
-    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
+    available, epcache_cc, epcache_cc_with, kernel, region, run_with_report, runtime_built,
+    structure,
 };
 
 const SMALL_L1: &str = "D1=4K,4,64";
@@ -85,4 +87,57 @@ fn clang_sanitizer_coverage_objects_link_with_the_runtime() {
     assert_eq!(stdout.trim(), (N * (N - 1) / 2).to_string());
     // SanitizerCoverage has no function entry hook: the program is the one region.
     check(&report, false);
+}
+
+/// clang's listing gets the inline repeat-hit test in front of its hook calls (`callq`, 1 to 16
+/// bytes, aligned or not, some straddling lines, two threads) and counts exactly what the same
+/// build calling every hook counts, region by region.
+#[test]
+fn clang_inline_tests_count_exactly_what_the_hook_calls_count() {
+    if !ready("clang_inline_tests_count_exactly_what_the_hook_calls_count") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("access_sizes.c");
+    let source = source.to_str().unwrap();
+    let built = epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &["clang", "-O2", source, "-lpthread", "-o", "inline"],
+    );
+    let notes = String::from_utf8_lossy(&built.stderr);
+    let inlined: usize = notes
+        .lines()
+        .find_map(|line| line.strip_suffix(" access hook calls test for repeat hits inline"))
+        .and_then(|line| line.rsplit("; ").next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no inline count in the notes:\n{notes}"));
+    assert!(inlined >= 10, "{notes}");
+    epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_INLINE", "off")],
+        &["clang", "-O2", source, "-lpthread", "-o", "calls"],
+    );
+    let cache = "D1=32K,8,64;L2=256K,8,64";
+    let (inline_out, inline) = run_with_report(dir.path(), &dir.path().join("inline"), cache);
+    let (calls_out, calls) = run_with_report(dir.path(), &dir.path().join("calls"), cache);
+    assert_eq!(inline_out, calls_out);
+    assert_eq!(inline["levels"], calls["levels"]);
+    let by_name = |report: &serde_json::Value| -> Vec<(String, serde_json::Value)> {
+        let mut regions: Vec<_> = report["regions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["name"].as_str().unwrap().to_owned(), r["events"].clone()))
+            .collect();
+        regions.sort_by(|a, b| a.0.cmp(&b.0));
+        regions
+    };
+    assert_eq!(by_name(&inline), by_name(&calls));
+    // Two threads read their 4096-double lane 20 times: 163,840 doubles, in 81,920 16-byte
+    // loads where clang vectorises the loop (as clang 14 does at -O2).
+    let lane_reads = region(&inline, "lane")["events"]["PAPI_L1_DCR"].clone();
+    assert!(
+        lane_reads == 81_920 || lane_reads == 163_840,
+        "lane reads {lane_reads}"
+    );
 }

@@ -53,7 +53,9 @@ const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
 /// `~/.cache/epcache`).
 ///
 /// clang and clang++ are accepted too; their objects are built instrumented only (no plain
-/// copy), so an idle program runs slower than gcc's.
+/// copy), so an idle program runs slower than gcc's, with the same inline repeat-hit test in
+/// front of their hook calls (clang instruments after vectorising, so its loops keep their
+/// wide accesses).
 ///
 /// Link-time optimisation (`-flto`) and stripping (`-s`, `-Wl,--strip-all`) are dropped with a
 /// note: the first would leave the program uninstrumented, the second without names.
@@ -716,11 +718,81 @@ fn without_output_and_source(args: &[String], source: usize) -> Vec<String> {
 fn dual_wanted(compiler: &str, source: &str) -> bool {
     let off = std::env::var(DUAL_ENV)
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no"));
-    let assembly = Path::new(source)
+    !off && !is_assembly(source) && !is_clang(compiler) && cfg!(target_arch = "x86_64")
+}
+
+/// Whether `source` is assembly, which has no compiler-made code to copy or test inline.
+fn is_assembly(source: &str) -> bool {
+    Path::new(source)
         .extension()
         .and_then(|e| e.to_str())
-        .is_some_and(|e| matches!(e, "s" | "S" | "sx"));
-    !off && !assembly && !is_clang(compiler) && cfg!(target_arch = "x86_64")
+        .is_some_and(|e| matches!(e, "s" | "S" | "sx"))
+}
+
+/// clang's instrumented-only object, with the inline repeat-hit test in front of each access
+/// hook call: clang instruments after vectorising (its loops keep their 16-byte accesses), but
+/// has no plain copy to merge, so its listing is rewritten whole (`inline_capture::
+/// rewrite_listing`) and assembled. Where that fails the object is built as before, calling its
+/// hooks, with a note.
+fn compile_with_inline_tests(
+    compiler: &str,
+    common: &[String],
+    source: &str,
+    object: &str,
+    flags: &[String],
+) -> anyhow::Result<i32> {
+    let work = tempfile::Builder::new()
+        .prefix("epcache-cc-inline-")
+        .tempdir()
+        .context("creating a directory for the listing")?;
+    let listing = work.path().join("captured.s");
+    let mut compile = without_dependency_options(common);
+    compile.extend(dependency_options_for(common, object));
+    compile.extend(flags.iter().cloned());
+    compile.extend(["-S".to_owned(), source.to_owned()]);
+    compile.extend(["-o".to_owned(), listing.display().to_string()]);
+    let code = run(compiler, &compile)?;
+    if code != 0 {
+        return Ok(code);
+    }
+    let text = std::fs::read_to_string(&listing)
+        .with_context(|| format!("reading the compiler's listing {}", listing.display()))?;
+    let (rewritten, inlined) = inline_capture::rewrite_listing(&text);
+    let inline_listing = work.path().join("inline.s");
+    std::fs::write(&inline_listing, rewritten)
+        .with_context(|| format!("writing {}", inline_listing.display()))?;
+    let mut assemble: Vec<String> = common
+        .iter()
+        .filter(|a| a.starts_with("-m") || a.starts_with("-Wa,"))
+        .cloned()
+        .collect();
+    assemble.extend(["-c".to_owned(), inline_listing.display().to_string()]);
+    assemble.extend(["-o".to_owned(), object.to_owned()]);
+    let assembled = Command::new(compiler)
+        .args(&assemble)
+        .output()
+        .with_context(|| format!("running the compiler `{compiler}` on the listing"))?;
+    if !assembled.status.success() {
+        let stderr = String::from_utf8_lossy(&assembled.stderr);
+        let first = stderr.lines().take(3).collect::<Vec<_>>().join(" | ");
+        eprintln!(
+            "epcache cc: {source}: the listing with inline tests did not assemble ({first}); \
+             built calling its hooks. Please report this with the source; \
+             EPCACHE_CC_INLINE=off silences it"
+        );
+        let mut plain = without_dependency_options(common);
+        plain.extend(["-c".to_owned(), source.to_owned(), "-o".to_owned()]);
+        plain.push(object.to_owned());
+        plain.extend(flags.iter().cloned());
+        return run(compiler, &plain);
+    }
+    if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
+        eprintln!(
+            "epcache cc: {source}: built instrumented only (clang); {inlined} access hook calls \
+             test for repeat hits inline"
+        );
+    }
+    Ok(0)
 }
 
 /// Whether `compiler` is clang (or clang++), which takes the TSan flags but not the merge.
@@ -800,7 +872,18 @@ fn compile_object(
         compile.extend(flags.iter().cloned());
         run(compiler, &compile)
     };
+    let position_independent = common
+        .iter()
+        .any(|a| matches!(a.as_str(), "-fPIC" | "-fpic" | "-shared"));
     if !dual_wanted(compiler, source) {
+        if is_clang(compiler)
+            && inline_capture::wanted()
+            && !position_independent
+            && !is_assembly(source)
+            && cfg!(target_arch = "x86_64")
+        {
+            return compile_with_inline_tests(compiler, common, source, object, &flags);
+        }
         return instrumented_only(common);
     }
     let work = tempfile::Builder::new()
@@ -836,9 +919,6 @@ fn compile_object(
         std::fs::read_to_string(path)
             .with_context(|| format!("reading the compiler's listing {}", path.display()))
     };
-    let position_independent = common
-        .iter()
-        .any(|a| matches!(a.as_str(), "-fPIC" | "-fpic" | "-shared"));
     let merged = match dual_asm::merge(
         &read(&plain_listing)?,
         &read(&captured_listing)?,

@@ -22,7 +22,7 @@
 //! names the runtime's inline capture ABI (`epcache_inline_v2_*`, defined in
 //! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
 //! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
-//! AT&T-syntax listings (gcc's default).
+//! AT&T-syntax listings (gcc's and clang's default).
 
 use std::fmt::Write as _;
 
@@ -51,7 +51,8 @@ pub(crate) struct HookedAccess {
 /// variants, which stay calls.
 pub(crate) fn hooked_access(line: &str) -> Option<HookedAccess> {
     let mut words = line.split_whitespace();
-    if words.next()? != "call" {
+    // gcc writes `call`, clang `callq`.
+    if !matches!(words.next()?, "call" | "callq") {
         return None;
     }
     let target = words.next()?;
@@ -77,6 +78,26 @@ pub(crate) fn hooked_access(line: &str) -> Option<HookedAccess> {
         _ => return None,
     };
     Some(HookedAccess { size, write })
+}
+
+/// `listing` (a whole compiler listing, AT&T syntax) with every fixed-size hook call preceded
+/// by the inline test, and how many calls got one: for clang's instrumented-only objects, whose
+/// every function is the captured copy (gcc's go through `dual_asm.rs`, which does the same to
+/// the captured copies it merges). The test is safe in front of any such call: it uses only
+/// registers the call clobbers anyway and leaves the call's argument as it was.
+pub(crate) fn rewrite_listing(listing: &str) -> (String, usize) {
+    let mut sites = Sites::default();
+    let mut out = String::with_capacity(listing.len() * 2);
+    for line in listing.lines() {
+        match hooked_access(line) {
+            Some(access) => sites.write(access, line, &mut out),
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    (out, sites.count())
 }
 
 /// Numbers the inline sites of one listing, so their labels are unique.
@@ -240,6 +261,11 @@ mod tests {
         ] {
             assert_eq!(hooked_access(line), Some(access(size, write)), "{line}");
         }
+        assert_eq!(
+            hooked_access("\tcallq\t__tsan_read16@PLT"),
+            Some(access(16, false)),
+            "clang's spelling"
+        );
         for other in [
             "\tcall\t__tsan_volatile_read8@PLT",
             "\tcall\t__tsan_read8_pc@PLT",
