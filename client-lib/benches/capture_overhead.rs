@@ -15,7 +15,8 @@
 //!   build;
 //! - for information, a sparse matrix-vector product (loads through an index array, which gcc
 //!   does not vectorise, so Cachegrind sees as many accesses as the instrumented copy makes)
-//!   monitored against Cachegrind.
+//!   and the matrix multiply built by clang (which instruments after vectorising), each
+//!   monitored against Cachegrind on its plain build.
 //!
 //! This machine is a 2-core VM on a shared host. In one process, in its own CPU time, a
 //! vectorised kernel switches between two speeds about 1.5-2x apart (whether its data fits in
@@ -701,38 +702,95 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
     );
 }
 
-/// The gather kernel ([`SPMV_C`]) monitored against Cachegrind, medians of a few interleaved
-/// runs; for information, the goal is judged on the matrix multiply.
-fn gather(dir: &Path, runtime: &Path, runs: usize) {
+/// For information beside the goal, judged on gcc's matrix multiply: the gather kernel
+/// ([`SPMV_C`], gcc), and the matrix multiply built by clang, which instruments after
+/// vectorising (so its capture sees the wide accesses Cachegrind sees), each monitored against
+/// Cachegrind on its plain build.
+fn for_information(dir: &Path, runtime: &Path, runs: usize) {
     if !capture_support::available("valgrind", "capture_overhead") {
         return;
     }
     std::fs::write(dir.join("spmv.c"), SPMV_C).unwrap();
-    gcc(dir, &["-O2", "-g", "spmv.c", "-o", "spmv_plain"]);
-    epcache_cc(dir, runtime, &["-O2", "spmv.c", "-o", "spmv_epcache"]);
-    let (plain, captured) = (dir.join("spmv_plain"), dir.join("spmv_epcache"));
+    let n: u32 = env_or("EPCACHE_BENCH_N", DEFAULT_N);
+    let define = format!("-DN={n}");
+    versus_cachegrind(
+        dir,
+        runtime,
+        runs,
+        "gcc",
+        &["-O2", "spmv.c"],
+        "a gather kernel gcc does not vectorise (sparse matrix-vector product, 200000 rows of \
+         27, 20 times)",
+    );
+    if capture_support::available("clang", "capture_overhead") {
+        versus_cachegrind(
+            dir,
+            runtime,
+            runs,
+            "clang",
+            &["-O2", &define, "matmul.c"],
+            &format!("the matrix multiply (N={n}) built by clang -O2"),
+        );
+    }
+}
+
+/// Builds `source_args` with `compiler` plainly and with `epcache cc`, and prints the monitored
+/// run (`EPCACHE_REPORT`) against Cachegrind on the plain build, medians of a few interleaved
+/// runs; both must print the same checksum.
+fn versus_cachegrind(
+    dir: &Path,
+    runtime: &Path,
+    runs: usize,
+    compiler: &str,
+    source_args: &[&str],
+    what: &str,
+) {
+    let (plain, captured) = (dir.join("info_plain"), dir.join("info_epcache"));
+    let mut plain_build = vec!["-g"];
+    plain_build.extend_from_slice(source_args);
+    plain_build.extend(["-o", "info_plain"]);
+    checked(
+        &format!("{compiler} {plain_build:?}"),
+        Command::new(compiler)
+            .args(&plain_build)
+            .current_dir(dir)
+            .output()
+            .expect("running the compiler"),
+    );
+    let mut captured_build = vec![compiler];
+    captured_build.extend_from_slice(source_args);
+    captured_build.extend(["-o", "info_epcache"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .env("EPCACHE_RUNTIME", runtime)
+        .arg("cc")
+        .arg("--")
+        .args(&captured_build)
+        .current_dir(dir)
+        .output()
+        .expect("running epcache cc");
+    checked(&format!("epcache cc -- {captured_build:?}"), out);
     let monitored = Variant {
-        name: "spmv: epcache cc, EPCACHE_REPORT (all)",
+        name: "epcache cc, EPCACHE_REPORT (all)",
         program: &captured,
         args: vec![],
         env: vec![
             (
                 "EPCACHE_REPORT",
-                dir.join("spmv.json").display().to_string(),
+                dir.join("info.json").display().to_string(),
             ),
             ("EPCACHE_CACHE", EPCACHE_CACHE.to_owned()),
         ],
         wrapper: vec![],
     };
     let cachegrind = Variant {
-        name: "spmv: cachegrind --cache-sim=yes, plain",
+        name: "cachegrind --cache-sim=yes, plain",
         program: &plain,
         args: vec![],
         env: vec![],
         wrapper: cachegrind_wrapper("/dev/null"),
     };
     let slow_runs = (runs / 5).max(3);
-    eprintln!("spmv: {slow_runs} runs of each simulating variant");
+    eprintln!("{what}: {slow_runs} runs of each simulating variant");
     let results = interleaved(dir, &[&monitored, &cachegrind], slow_runs);
     let checksum = |r: &[(f64, String)]| r[0].1.split_whitespace().next().map(str::to_owned);
     assert_eq!(
@@ -744,8 +802,7 @@ fn gather(dir: &Path, runtime: &Path, runs: usize) {
         |r: &[(f64, String)]| Spread::of(&r.iter().map(|(s, _)| *s).collect::<Vec<_>>()).median;
     let (ep, cg) = (median(&results[0]), median(&results[1]));
     println!(
-        "\nfor information, a gather kernel gcc does not vectorise (sparse matrix-vector product, \
-         200000 rows of 27, 20 times): epcache {ep:.3} s, Cachegrind {cg:.3} s (medians of \
+        "\nfor information, {what}: epcache {ep:.3} s, Cachegrind {cg:.3} s (medians of \
          {slow_runs} runs, wall): {:.2}x faster",
         cg / ep
     );
@@ -764,7 +821,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     region_pairs(dir.path(), &runtime, runs);
     matmul(dir.path(), &runtime, runs);
-    gather(dir.path(), &runtime, runs);
+    for_information(dir.path(), &runtime, runs);
     if std::env::var_os("EPCACHE_BENCH_PROFILE").is_some()
         && capture_support::available("valgrind", "capture_overhead")
     {
