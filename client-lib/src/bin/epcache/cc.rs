@@ -721,6 +721,35 @@ fn dual_wanted(compiler: &str, source: &str) -> bool {
     !off && !is_assembly(source) && !is_clang(compiler) && cfg!(target_arch = "x86_64")
 }
 
+/// Writes `text` to `listing` and assembles it into `object` with the target options of
+/// `common` (`-m...`, `-Wa,...`); `Err` carries the first lines of the assembler's complaint,
+/// for a note before the caller falls back to a plain instrumented build.
+fn assemble(
+    compiler: &str,
+    common: &[String],
+    listing: &Path,
+    text: &str,
+    object: &str,
+) -> anyhow::Result<Result<(), String>> {
+    std::fs::write(listing, text).with_context(|| format!("writing {}", listing.display()))?;
+    let mut args: Vec<String> = common
+        .iter()
+        .filter(|a| a.starts_with("-m") || a.starts_with("-Wa,"))
+        .cloned()
+        .collect();
+    args.extend(["-c".to_owned(), listing.display().to_string()]);
+    args.extend(["-o".to_owned(), object.to_owned()]);
+    let assembled = Command::new(compiler)
+        .args(&args)
+        .output()
+        .with_context(|| format!("running the compiler `{compiler}` on {}", listing.display()))?;
+    if assembled.status.success() {
+        return Ok(Ok(()));
+    }
+    let stderr = String::from_utf8_lossy(&assembled.stderr);
+    Ok(Err(stderr.lines().take(3).collect::<Vec<_>>().join(" | ")))
+}
+
 /// Whether `source` is assembly, which has no compiler-made code to copy or test inline.
 fn is_assembly(source: &str) -> bool {
     Path::new(source)
@@ -758,23 +787,8 @@ fn compile_with_inline_tests(
     let text = std::fs::read_to_string(&listing)
         .with_context(|| format!("reading the compiler's listing {}", listing.display()))?;
     let (rewritten, inlined) = inline_capture::rewrite_listing(&text);
-    let inline_listing = work.path().join("inline.s");
-    std::fs::write(&inline_listing, rewritten)
-        .with_context(|| format!("writing {}", inline_listing.display()))?;
-    let mut assemble: Vec<String> = common
-        .iter()
-        .filter(|a| a.starts_with("-m") || a.starts_with("-Wa,"))
-        .cloned()
-        .collect();
-    assemble.extend(["-c".to_owned(), inline_listing.display().to_string()]);
-    assemble.extend(["-o".to_owned(), object.to_owned()]);
-    let assembled = Command::new(compiler)
-        .args(&assemble)
-        .output()
-        .with_context(|| format!("running the compiler `{compiler}` on the listing"))?;
-    if !assembled.status.success() {
-        let stderr = String::from_utf8_lossy(&assembled.stderr);
-        let first = stderr.lines().take(3).collect::<Vec<_>>().join(" | ");
+    let listing = work.path().join("inline.s");
+    if let Err(first) = assemble(compiler, common, &listing, &rewritten, object)? {
         eprintln!(
             "epcache cc: {source}: the listing with inline tests did not assemble ({first}); \
              built calling its hooks. Please report this with the source; \
@@ -934,23 +948,8 @@ fn compile_object(
             return instrumented_only(&without_dependency_options(common));
         }
     };
-    let dual_listing = work.path().join("dual.s");
-    std::fs::write(&dual_listing, &merged.assembly)
-        .with_context(|| format!("writing {}", dual_listing.display()))?;
-    let mut assemble: Vec<String> = common
-        .iter()
-        .filter(|a| a.starts_with("-m") || a.starts_with("-Wa,"))
-        .cloned()
-        .collect();
-    assemble.extend(["-c".to_owned(), dual_listing.display().to_string()]);
-    assemble.extend(["-o".to_owned(), object.to_owned()]);
-    let assembled = Command::new(compiler)
-        .args(&assemble)
-        .output()
-        .with_context(|| format!("running the compiler `{compiler}` on the merged listing"))?;
-    if !assembled.status.success() {
-        let stderr = String::from_utf8_lossy(&assembled.stderr);
-        let first = stderr.lines().take(3).collect::<Vec<_>>().join(" | ");
+    let listing = work.path().join("dual.s");
+    if let Err(first) = assemble(compiler, common, &listing, &merged.assembly, object)? {
         eprintln!(
             "epcache cc: {source}: the merged listing did not assemble ({first}); built \
              instrumented only. Please report this with the source; EPCACHE_CC_DUAL=off \
