@@ -106,11 +106,7 @@ fn clang_inline_tests_count_exactly_what_the_hook_calls_count() {
         &["clang", "-O2", source, "-lpthread", "-o", "inline"],
     );
     let notes = String::from_utf8_lossy(&built.stderr);
-    let inlined: usize = notes
-        .lines()
-        .find_map(|line| line.strip_suffix(" access hook calls test for repeat hits inline"))
-        .and_then(|line| line.rsplit("; ").next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no inline count in the notes:\n{notes}"));
+    let inlined = capture_support::inlined_sites(&notes);
     assert!(inlined >= 10, "{notes}");
     epcache_cc_with(
         dir.path(),

@@ -272,11 +272,7 @@ fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
         &["gcc", "-O2", source, "-lpthread", "-o", "inline"],
     );
     let notes = String::from_utf8_lossy(&built.stderr);
-    let inlined: usize = notes
-        .lines()
-        .find_map(|line| line.strip_suffix(" access hook calls test for repeat hits inline"))
-        .and_then(|line| line.rsplit("; ").next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no inline count in the notes:\n{notes}"));
+    let inlined = capture_support::inlined_sites(&notes);
     // Loads and stores of 1, 2, 4, 8 and 16 bytes in `scan` and `lane`.
     assert!(inlined >= 10, "{notes}");
     epcache_cc_with(

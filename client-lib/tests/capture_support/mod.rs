@@ -56,6 +56,16 @@ pub(crate) fn static_libc_available(who: &str) -> bool {
     false
 }
 
+/// How many access hook calls got the inline repeat-hit test, from `epcache cc`'s verbose
+/// notes (`EPCACHE_CC_VERBOSE=1`) on one source.
+pub(crate) fn inlined_sites(notes: &str) -> usize {
+    notes
+        .lines()
+        .find_map(|line| line.strip_suffix(" access hook calls test for repeat hits inline"))
+        .and_then(|line| line.rsplit("; ").next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no inline count in the notes:\n{notes}"))
+}
+
 /// The runtime library `epcache cc` links, as cargo built it for this run.
 ///
 /// `cargo test` builds epcache-monitor's staticlib into `target/<profile>/deps` under a hashed
