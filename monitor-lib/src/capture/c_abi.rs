@@ -54,7 +54,9 @@ pub extern "C" fn epcache_region_begin(name: *const c_char) {
 extern "C" fn region_begin_at(name: *const c_char, return_pc: u64) {
     // Nothing armed and the site known: a push, with the call below out of line so this
     // path saves no registers.
-    if !regions::marker_begin_quiet(return_pc) {
+    // Past the quiet test only: a process that never tracks (`EPCACHE_MCC=off`, no report)
+    // skips the call, and the tracking one pays nothing for the check.
+    if !regions::marker_begin_quiet(return_pc) && !state::never_tracking() {
         region_begin_slow(name, return_pc);
     }
 }

@@ -590,7 +590,7 @@ pub(crate) fn marker_end(return_pc: u64) {
         f.depth.set(depth - 1);
         true
     });
-    if !popped {
+    if !popped && !state::never_tracking() {
         marker_end_slow(return_pc);
     }
 }

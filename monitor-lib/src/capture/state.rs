@@ -496,6 +496,12 @@ pub(crate) fn tracking_started() -> bool {
     PROCESS_INIT.get().is_some() && regions::tracking() && !forked_child()
 }
 
+/// Whether the process start-up ran without starting region tracking (no segment, no report):
+/// no region can ever be monitored, so marker boundaries have nothing to do at all.
+pub(crate) fn never_tracking() -> bool {
+    PROCESS_INIT.get().is_some() && !regions::tracking()
+}
+
 /// Whether this process is a child of `fork` that has not exec'd. Such a child is not monitored
 /// and must not take the runtime's locks at all: a thread of the parent that held one at the
 /// fork does not exist in the child, so the lock would never be released (the child of a
