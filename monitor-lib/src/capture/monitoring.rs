@@ -166,24 +166,26 @@ impl Monitoring {
         }
     }
 
-    /// Hands over this thread's region and per-structure counts gathered since the last hand-
-    /// over and starts them again from zero. A region still open here is checkpointed: what it
-    /// counted so far goes with the hand-over (its instance is counted when it ends) and its
-    /// entry snapshot starts again from zero, so its exit adds only the rest.
-    pub(crate) fn take_counts(&mut self) -> (HashMap<u32, RegionCounts>, Vec<Counts>) {
+    /// Hands this thread's region and per-structure counts gathered since the last hand-over to
+    /// `hand_over`, then starts them again from zero, in place (no allocation: a thread pool's
+    /// worker hands over at the end of each task). A region still open here is checkpointed:
+    /// what it counted so far goes with the hand-over (its instance is counted when it ends)
+    /// and its entry snapshot starts again from zero, so its exit adds only the rest.
+    pub(crate) fn hand_over_counts(
+        &mut self,
+        hand_over: impl FnOnce(&HashMap<u32, RegionCounts>, &[Counts]),
+    ) {
         for snapshot in &mut self.stack {
             let acc = self.regions.entry(snapshot.region).or_default();
             add_since(acc, &self.totals, &self.structures, snapshot);
             snapshot.levels = [0; 4 * MAX_LEVELS];
             snapshot.structures.clear();
         }
+        hand_over(&self.regions, &self.structures);
         self.totals = [0; 4 * MAX_LEVELS];
+        self.regions.clear();
         // Counting indexes the vector without growing it: it keeps its length.
-        let zeroed = vec![[0; 4 * MAX_LEVELS]; self.structures.len()];
-        (
-            std::mem::take(&mut self.regions),
-            std::mem::replace(&mut self.structures, zeroed),
-        )
+        self.structures.fill([0; 4 * MAX_LEVELS]);
     }
 
     /// Standalone counting of one per-line access. An L1 hit (nearly every access) adds two

@@ -292,8 +292,8 @@ impl ThreadCapture {
 impl ThreadCapture {
     /// Hands the counts gathered since the last time on to the process totals and starts them
     /// again from zero, keeping the simulated caches (regions still open are checkpointed,
-    /// `Monitoring::take_counts`): at the end of a worker thread's last open region, and before
-    /// a thread blocks in `pthread_join`. A thread pool's workers (OpenMP's) outlive the report,
+    /// `Monitoring::hand_over_counts`): at the end of a worker thread's last open region, and
+    /// before a thread blocks in `pthread_join`. A thread pool's workers (OpenMP's) outlive the report,
     /// written at exit, and a main thread blocked joining its workers cannot hand anything on
     /// when one of them writes the report on a signal. Nothing happens outside standalone
     /// counting.
@@ -304,15 +304,16 @@ impl ThreadCapture {
             return;
         }
         self.flush_filter(false);
-        let (regions, structures) = self.monitoring.take_counts();
         merge_into_totals(&self.simulator, self.counting.repeat_hits, !self.published);
         self.published = true;
         self.simulator.reset_level_stats();
         self.counting.repeat_hits = [0; 2];
-        STANDALONE_TOTALS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .merge(&regions, &structures);
+        self.monitoring.hand_over_counts(|regions, structures| {
+            STANDALONE_TOTALS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .merge(regions, structures);
+        });
     }
 }
 
