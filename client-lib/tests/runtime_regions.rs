@@ -381,3 +381,31 @@ fn a_relative_report_path_survives_a_change_of_directory() {
         "{stderr}"
     );
 }
+
+/// A program that calls `exit` from inside a function (as C code does on an error path and
+/// Fortran's `STOP` does): the regions still open, `work` and `main`, are in the report with
+/// their counts, ended as at a return.
+#[test]
+fn regions_open_at_exit_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(dir.path(), "exit_nested.c", "exit_nested", &[]) else {
+        return;
+    };
+    let out = Command::new(&program)
+        .env("EPCACHE_REPORT", "report.json")
+        .env("EPCACHE_CACHE", PAPER_L1)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    for name in ["work", "main"] {
+        let open = region(&report, name);
+        assert_eq!(open["instances"], 1, "{name}");
+        let v = structure(open, "v");
+        assert_eq!(v["events"]["PAPI_L1_DCR"], 4096, "{name}");
+        assert_eq!(v["events"]["PAPI_L1_DCW"], 4096, "{name}");
+    }
+}

@@ -188,6 +188,18 @@ impl Monitoring {
         self.structures.fill([0; 4 * MAX_LEVELS]);
     }
 
+    /// Ends every region still open on this thread as if it exited now, so its counts are not
+    /// lost when the thread's capture goes away inside it: `exit` (C's, Fortran's `STOP`) runs
+    /// the thread-local destructors before the report's exit handler could close them, and a
+    /// thread may end inside a region.
+    pub(crate) fn close_open_regions(&mut self) {
+        while let Some(snapshot) = self.stack.pop() {
+            let acc = self.regions.entry(snapshot.region).or_default();
+            acc.instances += 1;
+            add_since(acc, &self.totals, &self.structures, &snapshot);
+        }
+    }
+
     /// Standalone counting of one per-line access. An L1 hit (nearly every access) adds two
     /// counters: the thread's and its structure's, both picked by the outcome's bits without a
     /// loop; an access that reached a deeper level goes through every level out of line.

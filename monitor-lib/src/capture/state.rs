@@ -320,6 +320,7 @@ impl ThreadCapture {
 impl Drop for ThreadCapture {
     fn drop(&mut self) {
         self.flush_filter(true);
+        self.monitoring.close_open_regions();
         merge_into_totals(&self.simulator, self.counting.repeat_hits, !self.published);
         STANDALONE_TOTALS
             .lock()
