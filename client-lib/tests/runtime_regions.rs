@@ -341,7 +341,8 @@ fn unbalanced_markers_are_said_with_their_line_and_closed_at_the_function_s_retu
 }
 
 /// A relative `EPCACHE_REPORT` is taken from the directory the program started in, even if it
-/// changes directory before it ends; a report directory that does not exist is said at start.
+/// changes directory before it ends; `%p` in it is the process id; a report directory that
+/// does not exist is said at start.
 #[test]
 fn a_relative_report_path_survives_a_change_of_directory() {
     let dir = tempfile::tempdir().unwrap();
@@ -369,6 +370,17 @@ fn a_relative_report_path_survives_a_change_of_directory() {
         structure(region(&report, "sweep"), "a")["events"]["PAPI_L1_DCR"],
         4096
     );
+    // `%p` is the process id: a program that starts others passes one name to all.
+    let child = Command::new(&program)
+        .arg(&elsewhere)
+        .env("EPCACHE_REPORT", "report.%p.json")
+        .env("EPCACHE_CACHE", PAPER_L1)
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(child.wait_with_output().unwrap().status.success());
+    assert!(dir.path().join(format!("report.{pid}.json")).is_file());
     let out = Command::new(&program)
         .env("EPCACHE_REPORT", "missing/report.json")
         .env("EPCACHE_CACHE", PAPER_L1)

@@ -40,7 +40,8 @@ const BUSY: u8 = 3;
 
 /// Environment variable naming the cache to simulate (the `epcache replay --cache` syntax).
 pub const CACHE_ENV: &str = "EPCACHE_CACHE";
-/// Environment variable naming the JSON report file; setting it switches capture on at start.
+/// Environment variable naming the JSON report file (`%p` stands for the process id); setting
+/// it switches capture on at start.
 pub const REPORT_ENV: &str = "EPCACHE_REPORT";
 
 /// What the access hooks read, in one block at the front of the thread's local-exec block
@@ -427,10 +428,18 @@ pub(crate) fn init_process() {
     }
 }
 
-/// The report's path as `EPCACHE_REPORT` gives it, made absolute now, so a program that
-/// changes its working directory still writes the report where it was asked for; a directory
-/// that does not exist is said at once, not after the run.
+/// The report's path as `EPCACHE_REPORT` gives it, with `%p` replaced by the process id (as
+/// Valgrind's `--log-file` has it: a program that starts others built with epcache passes the
+/// variable on, and each would otherwise overwrite the others' report), made absolute now, so
+/// a program that changes its working directory still writes the report where it was asked
+/// for; a directory that does not exist is said at once, not after the run.
 fn report_path(path: PathBuf) -> PathBuf {
+    let path = match path.to_str() {
+        Some(text) if text.contains("%p") => {
+            PathBuf::from(text.replace("%p", &std::process::id().to_string()))
+        }
+        _ => path,
+    };
     let path = std::path::absolute(&path).unwrap_or(path);
     if let Some(dir) = path.parent()
         && !dir.is_dir()
