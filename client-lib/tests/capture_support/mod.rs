@@ -22,10 +22,15 @@ pub(crate) fn available(tool: &str, who: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if found {
-        return true;
-    }
-    let message = format!("{who}: {tool} not found (apt-get install -y {tool})");
+    found
+        || skipped(&format!(
+            "{who}: {tool} not found (apt-get install -y {tool})"
+        ))
+}
+
+/// Says `message` loudly and answers `false` (skip the test), or fails it under CI
+/// (`CI=true`), where everything the tests need is installed.
+fn skipped(message: &str) -> bool {
     assert!(
         !std::env::var("CI").is_ok_and(|v| v == "true"),
         "FAILED under CI: {message}"
@@ -44,16 +49,10 @@ pub(crate) fn static_libc_available(who: &str) -> bool {
         .ok()
         .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
         .is_some_and(|path| path.is_absolute() && path.exists());
-    if found {
-        return true;
-    }
-    let message = format!("{who}: gcc has no libc.a (install glibc's static library)");
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "FAILED under CI: {message}"
-    );
-    eprintln!("\n*** SKIPPED *** {message}\n");
-    false
+    found
+        || skipped(&format!(
+            "{who}: gcc has no libc.a (install glibc's static library)"
+        ))
 }
 
 /// How many access hook calls got the inline repeat-hit test, from `epcache cc`'s verbose
@@ -88,19 +87,11 @@ pub(crate) fn runtime_library() -> Option<PathBuf> {
 
 /// Whether the runtime was built; missing, it fails under CI and is reported as SKIPPED elsewhere.
 pub(crate) fn runtime_built(who: &str) -> bool {
-    if runtime_library().is_some() {
-        return true;
-    }
-    let message = format!(
-        "{who}: no libepcache_monitor.a under {}; run `cargo test --workspace` or `cargo build -p epcache-monitor`",
-        Path::new(env!("CARGO_BIN_EXE_epcache")).display()
-    );
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "FAILED under CI: {message}"
-    );
-    eprintln!("\n*** SKIPPED *** {message}\n");
-    false
+    runtime_library().is_some()
+        || skipped(&format!(
+            "{who}: no libepcache_monitor.a under {}; run `cargo test --workspace` or `cargo build -p epcache-monitor`",
+            Path::new(env!("CARGO_BIN_EXE_epcache")).display()
+        ))
 }
 
 pub(crate) fn epcache_cc(dir: &Path, compiler_line: &[&str]) -> Output {
