@@ -9,8 +9,7 @@ mod capture_support;
 use std::path::Path;
 
 use capture_support::{
-    available, epcache_cc, epcache_cc_with, kernel, region, run_with_report, runtime_built,
-    structure,
+    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
 };
 
 const SMALL_L1: &str = "D1=4K,4,64";
@@ -100,19 +99,7 @@ fn clang_inline_tests_count_exactly_what_the_hook_calls_count() {
     let dir = tempfile::tempdir().unwrap();
     let source = kernel("access_sizes.c");
     let source = source.to_str().unwrap();
-    let built = epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_VERBOSE", "1")],
-        &["clang", "-O2", source, "-lpthread", "-o", "inline"],
-    );
-    let notes = String::from_utf8_lossy(&built.stderr);
-    let inlined = capture_support::inlined_sites(&notes);
-    assert!(inlined >= 10, "{notes}");
-    epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_INLINE", "off")],
-        &["clang", "-O2", source, "-lpthread", "-o", "calls"],
-    );
+    capture_support::build_inline_and_calls(dir.path(), "clang", source, 10);
     let cache = "D1=32K,8,64;L2=256K,8,64";
     let (inline_out, inline) = run_with_report(dir.path(), &dir.path().join("inline"), cache);
     let (calls_out, calls) = run_with_report(dir.path(), &dir.path().join("calls"), cache);

@@ -266,20 +266,8 @@ fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
     let source = source.to_str().unwrap();
     let plain = dir.path().join("plain");
     build_plainly("gcc", &["-O2", source, "-lpthread"], &plain);
-    let built = epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_VERBOSE", "1")],
-        &["gcc", "-O2", source, "-lpthread", "-o", "inline"],
-    );
-    let notes = String::from_utf8_lossy(&built.stderr);
-    let inlined = capture_support::inlined_sites(&notes);
-    // Loads and stores of 1, 2, 4, 8 and 16 bytes in `scan` and `lane`.
-    assert!(inlined >= 10, "{notes}");
-    epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_INLINE", "off")],
-        &["gcc", "-O2", source, "-lpthread", "-o", "calls"],
-    );
+    // Loads and stores of 1, 2, 4, 8 and 16 bytes in `scan` and `lane`: 10 inline sites at least.
+    capture_support::build_inline_and_calls(dir.path(), "gcc", source, 10);
     epcache_cc_with(
         dir.path(),
         &[("EPCACHE_CC_DUAL", "off")],

@@ -55,9 +55,27 @@ pub(crate) fn static_libc_available(who: &str) -> bool {
         ))
 }
 
+/// Builds `source` with `epcache cc -- COMPILER -O2 ... -lpthread` twice in `dir`: `inline`
+/// (checking from the verbose notes that at least `min_sites` hook calls got the inline test)
+/// and `calls` (`EPCACHE_CC_INLINE=off`, every access calling its hook).
+pub(crate) fn build_inline_and_calls(dir: &Path, compiler: &str, source: &str, min_sites: usize) {
+    let built = epcache_cc_with(
+        dir,
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &[compiler, "-O2", source, "-lpthread", "-o", "inline"],
+    );
+    let notes = String::from_utf8_lossy(&built.stderr);
+    assert!(inlined_sites(&notes) >= min_sites, "{notes}");
+    epcache_cc_with(
+        dir,
+        &[("EPCACHE_CC_INLINE", "off")],
+        &[compiler, "-O2", source, "-lpthread", "-o", "calls"],
+    );
+}
+
 /// How many access hook calls got the inline repeat-hit test, from `epcache cc`'s verbose
 /// notes (`EPCACHE_CC_VERBOSE=1`) on one source.
-pub(crate) fn inlined_sites(notes: &str) -> usize {
+fn inlined_sites(notes: &str) -> usize {
     notes
         .lines()
         .find_map(|line| line.strip_suffix(" access hook calls test for repeat hits inline"))
