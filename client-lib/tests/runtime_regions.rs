@@ -421,3 +421,52 @@ fn regions_open_at_exit_are_reported() {
         assert_eq!(v["events"]["PAPI_L1_DCW"], 4096, "{name}");
     }
 }
+
+/// A `longjmp` skips the exit hooks of the functions it leaves (and the end of the marker one
+/// of them opened): each is closed at the next region boundary below its frame, as at a return,
+/// so instances and counts stay those of the source, and nothing piles up round after round.
+#[test]
+fn regions_a_longjmp_leaves_are_closed() {
+    const ROUNDS: u64 = 200_000;
+    for opt in ["-O0", "-O2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(program) = build_kernel(dir.path(), "longjmp_loop.c", "longjmp_loop", &[opt])
+        else {
+            return;
+        };
+        let out = Command::new(&program)
+            .arg(ROUNDS.to_string())
+            .env("EPCACHE_REPORT", "report.json")
+            .env("EPCACHE_CACHE", PAPER_L1)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{opt}: {out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            ROUNDS.to_string()
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("still open"), "{opt}: {stderr}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+                .unwrap();
+        // (region, instances, reads and writes of `v` each): `inner` and `middle` each add one
+        // to an element per round, `guarded` holds `inner`, `sweep` halves all 4096 once.
+        let expected = [
+            ("inner", ROUNDS, ROUNDS),
+            ("guarded", ROUNDS, ROUNDS),
+            ("middle", ROUNDS, 2 * ROUNDS),
+            ("attempt", ROUNDS, 2 * ROUNDS),
+            ("sweep", 1, 4096),
+            ("main", 1, 2 * ROUNDS + 4096),
+        ];
+        for (name, instances, accesses) in expected {
+            let r = region(&report, name);
+            assert_eq!(r["instances"], instances, "{opt}: {name}");
+            let v = structure(r, "v");
+            assert_eq!(v["events"]["PAPI_L1_DCR"], accesses, "{opt}: {name}");
+            assert_eq!(v["events"]["PAPI_L1_DCW"], accesses, "{opt}: {name}");
+        }
+    }
+}

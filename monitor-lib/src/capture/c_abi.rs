@@ -35,9 +35,11 @@ unsafe fn label<'a>(name: *const c_char) -> Option<std::borrow::Cow<'a, str>> {
 #[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_begin(name: *const c_char) {
-    // [rsp] is the return address into the caller: its call site keys the region.
+    // [rsp] is the return address into the caller: its call site keys the region. rdx is the
+    // caller's stack pointer at the call, just above it.
     core::arch::naked_asm!(
         "mov rsi, qword ptr [rsp]",
+        "lea rdx, [rsp + 8]",
         "jmp {begin}",
         begin = sym region_begin_at,
     );
@@ -48,23 +50,23 @@ pub extern "C" fn epcache_region_begin(name: *const c_char) {
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_begin(name: *const c_char) {
     // No call site to key a cache by: always the general path.
-    region_begin_slow(name, 0);
+    region_begin_slow(name, 0, regions::NO_STACK);
 }
 
-extern "C" fn region_begin_at(name: *const c_char, return_pc: u64) {
+extern "C" fn region_begin_at(name: *const c_char, return_pc: u64, sp: u64) {
     // Nothing armed and the site known: a push, with the call below out of line so this
     // path saves no registers.
     // Past the quiet test only: a process that never tracks (`EPCACHE_MCC=off`, no report)
     // skips the call, and the tracking one pays nothing for the check.
-    if !regions::marker_begin_quiet(return_pc) && !state::never_tracking() {
-        region_begin_slow(name, return_pc);
+    if !regions::marker_begin_quiet(return_pc, sp) && !state::never_tracking() {
+        region_begin_slow(name, return_pc, sp);
     }
 }
 
 #[inline(never)]
-extern "C" fn region_begin_slow(name: *const c_char, return_pc: u64) {
+extern "C" fn region_begin_slow(name: *const c_char, return_pc: u64, sp: u64) {
     state::init_process();
-    regions::marker_begin_at(return_pc, || {
+    regions::marker_begin_at(return_pc, sp, || {
         // SAFETY: `name` comes straight from the C caller, which passes a string literal or a
         // NUL-terminated buffer (the header's contract), or null; it is read during this call.
         let name = unsafe { label(name) };
@@ -79,8 +81,10 @@ extern "C" fn region_begin_slow(name: *const c_char, return_pc: u64) {
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_end() {
     // [rsp] is the return address into the caller: an unmatched end is named by its call site.
+    // rsi is the caller's stack pointer at the call, just above it.
     core::arch::naked_asm!(
         "mov rdi, qword ptr [rsp]",
+        "lea rsi, [rsp + 8]",
         "jmp {end}",
         end = sym region_end_at,
     );
@@ -91,11 +95,11 @@ pub extern "C" fn epcache_region_end() {
 #[cfg(not(target_arch = "x86_64"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_end() {
-    regions::marker_end(0);
+    regions::marker_end(0, regions::UNKNOWN_STACK);
 }
 
-extern "C" fn region_end_at(return_pc: u64) {
-    regions::marker_end(return_pc);
+extern "C" fn region_end_at(return_pc: u64, sp: u64) {
+    regions::marker_end(return_pc, sp);
 }
 
 /// Registers the `bytes` bytes at `addr` as the data structure `name` (a NUL-terminated string,

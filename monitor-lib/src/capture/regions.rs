@@ -236,12 +236,22 @@ const _: () = assert!(PC_CACHE.is_power_of_two());
 /// Open regions kept in the thread-local array; deeper ones go to a vector.
 const SHALLOW_FRAMES: usize = 64;
 
+/// The stack pointer of a frame pushed without one (Rust markers, frames pushed while the
+/// runtime runs on the thread, other architectures): such a frame is never taken for one a
+/// `longjmp` left behind.
+pub(crate) const NO_STACK: u64 = u64::MAX;
+/// The stack pointer a boundary passes when it does not know its own: it closes nothing.
+pub(crate) const UNKNOWN_STACK: u64 = 0;
+
 /// A thread's open regions: the first [`SHALLOW_FRAMES`] in a plain array, so a push or pop on
 /// the fast path is a few loads and stores with no borrow flag, no destructor registration and
 /// no allocation.
 pub(super) struct Frames {
     pub(super) depth: Cell<usize>,
     shallow: [Cell<Frame>; SHALLOW_FRAMES],
+    /// Beside each shallow frame, the stack pointer of the call that opened it: the caller's
+    /// `rsp` at its call to the entry hook or the marker begin (see [`close_abandoned`]).
+    stack: [Cell<u64>; SHALLOW_FRAMES],
 }
 
 /// What every region boundary reads, in the thread's block of `thread_block.rs`: the open
@@ -263,6 +273,7 @@ impl ThreadRegions {
                 depth: Cell::new(0),
                 // Slots at or above the depth are never read; zero like the rest.
                 shallow: [const { Cell::new(Frame::UNRESOLVED_MARKER) }; SHALLOW_FRAMES],
+                stack: [const { Cell::new(0) }; SHALLOW_FRAMES],
             },
             pc_cache: [const { Cell::new((0, Frame::UNRESOLVED_MARKER)) }; PC_CACHE],
         }
@@ -292,7 +303,8 @@ fn with_pc_cache<R>(f: impl FnOnce(&[Cell<(u64, Frame)>; PC_CACHE]) -> R) -> R {
 }
 
 thread_local! {
-    static DEEP_FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    /// Frames past the shallow ones, each with its stack pointer.
+    static DEEP_FRAMES: RefCell<Vec<(Frame, u64)>> = const { RefCell::new(Vec::new()) };
     static WARNED_UNBALANCED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -435,28 +447,33 @@ fn marker_region(reg: &mut Registry, return_pc: u64, label: &str) -> Option<Regi
 /// An instrumented function was entered; `pc` is an address inside it. With nothing armed
 /// only the address is pushed: the function regions were registered at start from DWARF, so
 /// tools already know them, and a request attached later binds at the next entry, which looks.
-/// (Nothing is quiet before tracking starts; see [`quiet`].)
+/// (Nothing is quiet before tracking starts; see [`quiet`].) `sp` is the function's stack
+/// pointer at its call to the hook: any open frame at or below it was left by a `longjmp`.
 #[inline(always)]
-pub(crate) fn function_entry(pc: u64) {
-    let pushed = quiet() && push_shallow(Frame::unresolved_function(pc));
+pub(crate) fn function_entry(pc: u64, sp: u64) {
+    let pushed = quiet() && push_shallow(Frame::unresolved_function(pc), sp, sp.saturating_add(1));
     // No switch-epoch check here: a thread picks up `enable_all` at its next access.
     if !pushed {
-        function_entry_slow(pc);
+        function_entry_slow(pc, sp);
     }
 }
 
 /// `extern "C"` (as every slow path the hooks call) only so that it cannot unwind: the hook then
 /// needs no landing pad and no frame of its own around the call.
 #[inline(never)]
-extern "C" fn function_entry_slow(pc: u64) {
+extern "C" fn function_entry_slow(pc: u64, sp: u64) {
     if tracking() {
+        if !state::in_runtime() {
+            // A live caller's frame always lies above the callee's stack pointer.
+            close_abandoned(sp.saturating_add(1));
+        }
         if state::in_runtime() || quiet() {
             // In the runtime: kept balanced with the exit, which pops whatever it finds. Quiet:
             // the frame goes below the shallow ones.
-            push(Frame::unresolved_function(pc));
+            push(Frame::unresolved_function(pc), sp);
         } else {
             let region = cached(pc, |reg| function_region(reg, pc));
-            enter(region, true);
+            enter(region, true, sp);
         }
     }
 }
@@ -464,27 +481,32 @@ extern "C" fn function_entry_slow(pc: u64) {
 /// The innermost instrumented function returns: closes markers it left open, then itself.
 /// Only a plain function frame with nothing armed is popped here; a monitored frame always
 /// takes the slow path, so its results are published even when the tool withdrew everything
-/// meanwhile.
+/// meanwhile. `sp` is the function's stack pointer at its call to the hook: frames below it
+/// were left by a `longjmp` and are closed first.
 #[inline(always)]
-pub(crate) fn function_exit() {
+pub(crate) fn function_exit(sp: u64) {
     let popped = with_frames(|f| {
         let depth = f.depth.get();
         if depth == 0 || depth > SHALLOW_FRAMES {
             return false;
         }
-        if !f.shallow[depth - 1].get().plain_function() || !quiet() {
+        let top = depth - 1;
+        if !f.shallow[top].get().plain_function() || f.stack[top].get() < sp || !quiet() {
             return false;
         }
-        f.depth.set(depth - 1);
+        f.depth.set(top);
         true
     });
     if !popped {
-        function_exit_slow();
+        function_exit_slow(sp);
     }
 }
 
 #[inline(never)]
-extern "C" fn function_exit_slow() {
+extern "C" fn function_exit_slow(sp: u64) {
+    if tracking() && !state::in_runtime() {
+        close_abandoned(sp);
+    }
     if tracking()
         && let Some(mut frame) = pop()
         && !state::in_runtime()
@@ -511,23 +533,30 @@ extern "C" fn function_exit_slow() {
 /// the runtime (a signal handler's marker, say): it takes no lock, and the frame it pushes is
 /// popped by the matching end whatever the state, so the stack stays balanced.
 #[inline(always)]
-pub(crate) fn marker_begin_quiet(return_pc: u64) -> bool {
+pub(crate) fn marker_begin_quiet(return_pc: u64, sp: u64) -> bool {
     if !quiet() {
         return false;
     }
-    cached_frame(return_pc).is_some_and(push_shallow)
+    cached_frame(return_pc).is_some_and(|frame| push_shallow(frame, sp, sp))
 }
 
-/// Pushes `frame` if the thread's fixed array has room (the quiet paths); `false`, having
-/// changed nothing, when it is full.
+/// Pushes `frame`, opened at stack pointer `sp`, if the thread's fixed array has room and the
+/// innermost open frame's stack pointer is not below `live_from` (the quiet paths); `false`,
+/// having changed nothing, otherwise: the slow path then closes what a `longjmp` left.
 #[inline(always)]
-fn push_shallow(frame: Frame) -> bool {
+fn push_shallow(frame: Frame, sp: u64, live_from: u64) -> bool {
     with_frames(|f| {
         let depth = f.depth.get();
-        let Some(slot) = f.shallow.get(depth) else {
+        if let Some(top) = depth.checked_sub(1)
+            && f.stack.get(top).is_none_or(|s| s.get() < live_from)
+        {
+            return false;
+        }
+        let (Some(slot), Some(stack)) = (f.shallow.get(depth), f.stack.get(depth)) else {
             return false;
         };
         slot.set(frame);
+        stack.set(sp);
         f.depth.set(depth + 1);
         true
     })
@@ -535,16 +564,18 @@ fn push_shallow(frame: Frame) -> bool {
 
 /// A marker region begins at the call site `return_pc` (C and Fortran markers); `label` is
 /// read only the first time the site is met. The site is resolved even with nothing armed, so
-/// tools see a marker region from its first use.
-pub(crate) fn marker_begin_at(return_pc: u64, label: impl FnOnce() -> String) {
+/// tools see a marker region from its first use. `sp` is the caller's stack pointer at the
+/// call.
+pub(crate) fn marker_begin_at(return_pc: u64, sp: u64, label: impl FnOnce() -> String) {
     if !tracking() {
         return;
     }
     if state::in_runtime() {
-        return push(Frame::UNRESOLVED_MARKER);
+        return push(Frame::UNRESOLVED_MARKER, NO_STACK);
     }
+    close_abandoned(sp);
     let region = cached(return_pc, |reg| marker_region(reg, return_pc, &label()));
-    marker_enter(region);
+    marker_enter(region, sp);
 }
 
 /// A marker region begins at a Rust call site (the `region!` macro).
@@ -553,7 +584,7 @@ pub(crate) fn marker_begin_site(site: &MarkerSite) {
         return;
     }
     if state::in_runtime() {
-        return push(Frame::UNRESOLVED_MARKER);
+        return push(Frame::UNRESOLVED_MARKER, NO_STACK);
     }
     let region = *site.region.get_or_init(|| {
         let previous = state::enter_runtime();
@@ -561,44 +592,54 @@ pub(crate) fn marker_begin_site(site: &MarkerSite) {
         state::leave_runtime(previous);
         r
     });
-    marker_enter(Some(region));
+    // A Rust guard's stack pointer would be the runtime's own frame, not its caller's.
+    marker_enter(Some(region), NO_STACK);
 }
 
 #[inline]
-fn marker_enter(region: Option<RegionRef>) {
+fn marker_enter(region: Option<RegionRef>, sp: u64) {
     if quiet() {
-        push(Frame::resolved(region, false, false));
+        push(Frame::resolved(region, false, false), sp);
     } else {
-        enter(region, false);
+        enter(region, false, sp);
     }
 }
 
 /// The innermost marker region ends; an end with a function's frame on top is ignored (said
 /// once, naming the end by its call's return address `return_pc`, 0 when unknown), since
 /// closing the function early would unbalance its exit. With nothing armed and a plain marker
-/// frame on top this is a pop.
+/// frame on top this is a pop. `sp` is the caller's stack pointer at the call
+/// ([`UNKNOWN_STACK`] when unknown): frames below it were left by a `longjmp` and are closed
+/// first.
 #[inline(always)]
-pub(crate) fn marker_end(return_pc: u64) {
+pub(crate) fn marker_end(return_pc: u64, sp: u64) {
     let popped = with_frames(|f| {
         let depth = f.depth.get();
         if depth == 0 || depth > SHALLOW_FRAMES {
             return false;
         }
-        if f.shallow[depth - 1].get().flags & (FUNCTION | MONITORED) != 0 || !quiet() {
+        let top = depth - 1;
+        if f.shallow[top].get().flags & (FUNCTION | MONITORED) != 0
+            || f.stack[top].get() < sp
+            || !quiet()
+        {
             return false;
         }
-        f.depth.set(depth - 1);
+        f.depth.set(top);
         true
     });
     if !popped && !state::never_tracking() {
-        marker_end_slow(return_pc);
+        marker_end_slow(return_pc, sp);
     }
 }
 
 #[inline(never)]
-extern "C" fn marker_end_slow(return_pc: u64) {
+extern "C" fn marker_end_slow(return_pc: u64, sp: u64) {
     if !tracking() {
         return;
+    }
+    if !state::in_runtime() {
+        close_abandoned(sp);
     }
     match top() {
         Some(frame) if !frame.function() => {
@@ -643,8 +684,9 @@ fn warn_unbalanced(return_pc: u64, what: &str) {
 }
 
 /// A region entry with something armed: requests are looked up, the region may become
-/// monitored, and the halting point is checked.
-fn enter(region: Option<RegionRef>, function: bool) {
+/// monitored, and the halting point is checked; `sp` is the stack pointer the frame is opened
+/// at.
+fn enter(region: Option<RegionRef>, function: bool, sp: u64) {
     state::sync_point();
     let m = mcc::get();
     // Halt before looking up requests: what a tool places while the program waits at this
@@ -661,7 +703,7 @@ fn enter(region: Option<RegionRef>, function: bool) {
             _ => false,
         };
     let monitored = region.is_some() && (requested || state::standalone());
-    push(Frame::resolved(region, function, monitored));
+    push(Frame::resolved(region, function, monitored), sp);
     if let Some(r) = region
         && monitored
     {
@@ -676,54 +718,89 @@ fn halting_point(m: &Mcc, e: ConfigEntry, boundary: Boundary) {
 }
 
 #[inline(always)]
-fn push(frame: Frame) {
+fn push(frame: Frame, sp: u64) {
     with_frames(|f| {
         let depth = f.depth.get();
-        match f.shallow.get(depth) {
-            Some(slot) => slot.set(frame),
-            None => push_deep(frame.word, frame.id, frame.flags),
+        match (f.shallow.get(depth), f.stack.get(depth)) {
+            (Some(slot), Some(stack)) => {
+                slot.set(frame);
+                stack.set(sp);
+            }
+            _ => push_deep(frame, sp),
         }
         f.depth.set(depth + 1);
     });
 }
 
 #[cold]
-extern "C" fn push_deep(word: u64, id: u32, flags: u32) {
-    let frame = Frame { word, id, flags };
+#[inline(never)]
+fn push_deep(frame: Frame, sp: u64) {
     // Fails only while the thread's destructors run; `pop_deep` then answers a plain frame.
     let _ = DEEP_FRAMES.try_with(|f| {
         if let Ok(mut f) = f.try_borrow_mut() {
-            f.push(frame);
+            f.push((frame, sp));
         }
     });
 }
 
 #[inline(always)]
 fn pop() -> Option<Frame> {
+    pop_with_stack().map(|(frame, _)| frame)
+}
+
+/// [`pop`], with the frame's stack pointer.
+#[inline(always)]
+fn pop_with_stack() -> Option<(Frame, u64)> {
     with_frames(|f| {
         let depth = f.depth.get().checked_sub(1)?;
         f.depth.set(depth);
-        Some(match f.shallow.get(depth) {
-            Some(slot) => slot.get(),
-            None => pop_deep(),
+        Some(match (f.shallow.get(depth), f.stack.get(depth)) {
+            (Some(slot), Some(stack)) => (slot.get(), stack.get()),
+            _ => pop_deep(),
         })
     })
 }
 
 #[cold]
-extern "C" fn pop_deep() -> Frame {
+#[inline(never)]
+fn pop_deep() -> (Frame, u64) {
     DEEP_FRAMES
         .try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()))
         .ok()
         .flatten()
-        .unwrap_or(Frame::EMPTY)
+        .unwrap_or((Frame::EMPTY, NO_STACK))
 }
 
 /// The innermost open region, left open.
 fn top() -> Option<Frame> {
-    let frame = pop()?;
-    push(frame);
+    let (frame, sp) = pop_with_stack()?;
+    push(frame, sp);
     Some(frame)
+}
+
+/// The stack pointer the innermost open region was opened at.
+fn top_stack() -> Option<u64> {
+    let (frame, sp) = pop_with_stack()?;
+    push(frame, sp);
+    Some(sp)
+}
+
+/// Closes, as at a return, the open regions a non-local exit (`longjmp`, `siglongjmp`) left
+/// behind: every innermost frame opened at a stack pointer below `live_from`. The exit hooks of
+/// the functions a `longjmp` leaves never run; TSan's own runtime keeps each shadow frame's
+/// stack pointer for the same reason. The stack grows down, so a live frame's caller always
+/// lies at a higher stack pointer: a function's entry at `sp` finds every live frame above
+/// `sp` and a dead one at or below it (a call from the same frame reuses the address), and an
+/// exit or a marker in a frame at `sp` finds the frames of its callees below it. What the left
+/// functions counted after the jump, until this boundary, stays in their counts (the jump
+/// returns into code that has not yet reached a boundary).
+#[cold]
+#[inline(never)]
+fn close_abandoned(live_from: u64) {
+    while top_stack().is_some_and(|sp| sp < live_from) {
+        let Some(frame) = pop() else { break };
+        leave(frame);
+    }
 }
 
 /// A region exit off the fast path: a monitored instance publishes its results, and with
@@ -803,7 +880,7 @@ impl RegionGuard {
 impl Drop for RegionGuard {
     fn drop(&mut self) {
         // A guard ends what it began unless guards were dropped out of order; no call site.
-        marker_end(0);
+        marker_end(0, UNKNOWN_STACK);
     }
 }
 

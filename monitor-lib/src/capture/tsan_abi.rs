@@ -64,9 +64,11 @@ pub extern "C" fn __tsan_init() {
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
     // The return address is at [rsp] on entry; the tail jump keeps it for the callee to return
-    // through, with rdi (caller_pc) untouched and rsi holding it.
+    // through, with rdi (caller_pc) untouched, rsi holding it and rdx the function's stack
+    // pointer at the call (just above the return address).
     core::arch::naked_asm!(
         "mov rsi, qword ptr [rsp]",
+        "lea rdx, [rsp + 8]",
         "jmp {entry}",
         entry = sym func_entry_at,
     );
@@ -80,13 +82,60 @@ pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
 }
 
 #[cfg(target_arch = "x86_64")]
-extern "C" fn func_entry_at(_caller_pc: *const c_void, own_pc: u64) {
-    regions::function_entry(own_pc);
+extern "C" fn func_entry_at(_caller_pc: *const c_void, own_pc: u64, sp: u64) {
+    regions::function_entry(own_pc, sp);
 }
 
+/// Function exit. A naked trampoline passes the function's stack pointer at the call, which
+/// tells the frames a `longjmp` left behind (below it) from the function's own, and the return
+/// address, which tells whether that is the function's stack pointer at all.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_exit() {
-    regions::function_exit();
+    core::arch::naked_asm!(
+        "lea rdi, [rsp + 8]",
+        "mov rsi, qword ptr [rsp]",
+        "jmp {exit}",
+        exit = sym func_exit_at,
+    );
+}
+
+#[cfg(target_arch = "x86_64")]
+extern "C" fn func_exit_at(sp: u64, return_pc: u64) {
+    // gcc often ends a function with its epilogue and then `jmp __tsan_func_exit`: the stack
+    // pointer is then the caller's, above the function's own frame, and tells nothing.
+    let sp = if called_directly(return_pc) {
+        sp
+    } else {
+        regions::UNKNOWN_STACK
+    };
+    regions::function_exit(sp);
+}
+
+/// Whether the instruction that returns to `return_pc` is a direct `call __tsan_func_exit` (the
+/// only call to it an executable's own code makes), rather than a tail jump to it from a
+/// function whose epilogue already ran (`return_pc` is then its caller's) or a call through a
+/// shared library's PLT, which this does not recognise and treats alike.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn called_directly(return_pc: u64) -> bool {
+    const CALL_REL32: u8 = 0xE8;
+    let at = return_pc.wrapping_sub(5) as *const u8;
+    // SAFETY: `return_pc` is the return address the hook was entered with, in the code of the
+    // executable or of a library that called (or tail-jumped to) it; the five bytes before a
+    // return address are the call instruction or the end of the code before it, in the same
+    // mapped text segment, which starts with headers or `.init` well before any call.
+    let (opcode, offset) = unsafe { (at.read(), at.add(1).cast::<i32>().read_unaligned()) };
+    let exit: extern "C" fn() = __tsan_func_exit;
+    opcode == CALL_REL32 && return_pc.wrapping_add_signed(i64::from(offset)) == exit as usize as u64
+}
+
+/// Function exit; functions are not regions here (see `__tsan_func_entry`).
+#[cfg(not(target_arch = "x86_64"))]
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_func_exit() {
+    regions::function_exit(regions::UNKNOWN_STACK);
 }
 
 macro_rules! access_hooks {
