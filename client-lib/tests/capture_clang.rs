@@ -124,3 +124,43 @@ fn clang_inline_tests_count_exactly_what_the_hook_calls_count() {
         "lane reads {lane_reads}"
     );
 }
+
+/// clang's TSan pass leaves out the load of a read-modify-write (`v[i] += 1.0`), which
+/// `epcache cc` asks it to keep: every compound assignment is a read and a write, as gcc counts
+/// it. The kernel also leaves functions by `longjmp`, whose regions must still close exactly.
+#[test]
+fn clang_counts_the_read_of_a_read_modify_write() {
+    if !ready("clang_counts_the_read_of_a_read_modify_write") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("longjmp_loop.c");
+    epcache_cc(
+        dir.path(),
+        &["clang", "-O1", "-o", "jumps", source.to_str().unwrap()],
+    );
+    let out = std::process::Command::new(dir.path().join("jumps"))
+        .arg("1000")
+        .env("EPCACHE_REPORT", "report.json")
+        .env("EPCACHE_CACHE", SMALL_L1)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    for (name, instances, accesses) in [
+        ("inner", 1000, 1000),
+        ("middle", 1000, 2000),
+        ("sweep", 1, 4096),
+    ] {
+        let r = region(&report, name);
+        assert_eq!(r["instances"], instances, "{name}");
+        assert_eq!(
+            events(structure(r, "v")),
+            (accesses, accesses),
+            "{name}: {report:#}"
+        );
+    }
+}
