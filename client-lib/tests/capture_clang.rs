@@ -139,20 +139,10 @@ fn clang_counts_the_read_of_a_read_modify_write() {
         dir.path(),
         &["clang", "-O1", "-o", "jumps", source.to_str().unwrap()],
     );
-    let out = std::process::Command::new(dir.path().join("jumps"))
-        .arg("1000")
-        .env("EPCACHE_REPORT", "report.json")
-        .env("EPCACHE_CACHE", SMALL_L1)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
-            .unwrap();
+    let (_, report) = run_with_report(dir.path(), &dir.path().join("jumps"), SMALL_L1);
     for (name, instances, accesses) in [
-        ("inner", 1000, 1000),
-        ("middle", 1000, 2000),
+        ("inner", 100_000, 100_000),
+        ("middle", 100_000, 200_000),
         ("sweep", 1, 4096),
     ] {
         let r = region(&report, name);

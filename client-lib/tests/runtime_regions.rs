@@ -427,30 +427,16 @@ fn regions_open_at_exit_are_reported() {
 /// so instances and counts stay those of the source, and nothing piles up round after round.
 #[test]
 fn regions_a_longjmp_leaves_are_closed() {
-    const ROUNDS: u64 = 200_000;
+    // The kernel's default number of rounds.
+    const ROUNDS: u64 = 100_000;
     for opt in ["-O0", "-O2"] {
         let dir = tempfile::tempdir().unwrap();
         let Some(program) = build_kernel(dir.path(), "longjmp_loop.c", "longjmp_loop", &[opt])
         else {
             return;
         };
-        let out = Command::new(&program)
-            .arg(ROUNDS.to_string())
-            .env("EPCACHE_REPORT", "report.json")
-            .env("EPCACHE_CACHE", PAPER_L1)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{opt}: {out:?}");
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            ROUNDS.to_string()
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("still open"), "{opt}: {stderr}");
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
-                .unwrap();
+        let (stdout, report) = run_with_report(dir.path(), &program, PAPER_L1);
+        assert_eq!(stdout.trim(), ROUNDS.to_string());
         // (region, instances, reads and writes of `v` each): `inner` and `middle` each add one
         // to an element per round, `guarded` holds `inner`, `sweep` halves all 4096 once.
         let expected = [
