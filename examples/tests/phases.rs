@@ -5,7 +5,9 @@
 //! The hand counts behind the assertions (see the program's comment for the phases):
 //! - stream, 16 intervals: X's 256 KB chunk misses once per 8-double line (16 x 4096), Y's 16 KB
 //!   window stays in the L1 but is loaded again each time stream follows another phase (4 x 256
-//!   lines at most);
+//!   lines at most), plus a few misses per call where the call's stack line shares a set with X
+//!   and Y (where the stack lies moves with the environment's size: Cachegrind counted 16, 28
+//!   or 40 such misses over the 16 calls as the environment grew by 512-byte steps);
 //! - stride, 8 intervals: one read per line over 256 KB of Y, 4 passes: every read misses;
 //! - chase, 8 intervals: 4 passes over 4096 nodes of 64 B (a 256 KB block): one miss per node
 //!   visit (a node's `next` and `value` share a line).
@@ -25,6 +27,9 @@ const STREAM_CALLS: u64 = 16;
 const CHUNK_DOUBLES: u64 = 1 << 15;
 const STREAM_MISSES: u64 = STREAM_CALLS * CHUNK_DOUBLES / 8;
 const Y_WINDOW_LINES: u64 = 256;
+/// At most four misses per stream call from its stack line evicting, and being evicted by, a
+/// line of X or Y in a shared set.
+const STACK_MISSES: u64 = 4 * STREAM_CALLS;
 const STRIDE_READS: u64 = 8 * 4 * (1 << 15) / 8;
 const CHASE_VISITS: u64 = 8 * 4 * 4096;
 
@@ -54,7 +59,7 @@ fn check_phases(tool: &str, stream: (u64, u64), stride: (u64, u64), chase: (u64,
         0.01,
     );
     assert!(
-        (STREAM_MISSES..=STREAM_MISSES + 4 * Y_WINDOW_LINES + 32).contains(&stream.1),
+        (STREAM_MISSES..=STREAM_MISSES + 4 * Y_WINDOW_LINES + STACK_MISSES).contains(&stream.1),
         "{tool} phase_stream: {} read misses, expected X's {STREAM_MISSES} plus at most Y's \
          reloads",
         stream.1
