@@ -28,10 +28,16 @@ pub(crate) fn spawn_target(runtime_dir: &Path, iterations: u32) -> Target {
     )
 }
 
-/// Waits until the daemon lists `pid`.
+/// Waits until the daemon lists `pid` past its setup.
 pub(crate) async fn wait_listed(client: &mut epcache_client::Client, pid: u32) {
     let started = Instant::now();
-    while !client.targets().await.unwrap().iter().any(|t| t.pid == pid) {
+    // Past its setup (state `Starting`), as a tool waits before describing it.
+    let listed = |targets: Vec<epcache_client::Target>| {
+        targets
+            .iter()
+            .any(|t| t.pid == pid && t.state != epcache_client::TargetState::Starting)
+    };
+    while !listed(client.targets().await.unwrap()) {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "pid {pid} never listed"

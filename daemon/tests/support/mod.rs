@@ -42,7 +42,8 @@ pub async fn connect(daemon: &DaemonHandle, tool: &str) -> Client {
     MriClient::with_interceptor(channel, Tool(tool.into()))
 }
 
-/// Waits until the daemon lists `pid`.
+/// The target `pid` once the daemon lists it past its setup (state `Starting`), as a tool waits
+/// before describing it.
 pub async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
     let started = Instant::now();
     loop {
@@ -52,7 +53,9 @@ pub async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
             .unwrap()
             .into_inner()
             .targets;
-        if let Some(t) = targets.into_iter().find(|t| t.pid == pid) {
+        if let Some(t) = targets.into_iter().find(|t| t.pid == pid)
+            && t.state() != v1::TargetState::Starting
+        {
             return t;
         }
         assert!(

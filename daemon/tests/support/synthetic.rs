@@ -269,7 +269,7 @@ pub fn run_target() {
     };
     println!("SYNTHETIC READY {}", std::process::id());
     let _ = std::io::stdout().flush();
-    program.mcc.wait_for_tool_if_asked();
+    program.mcc.ready();
 
     let [main, init, kernel, idle] = [entries[0], entries[1], entries[2], entries[3]];
     program.region(main, |p| {

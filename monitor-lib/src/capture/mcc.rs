@@ -50,9 +50,8 @@ pub(crate) fn create(cache_spec: &str, counters: u32) -> Option<&'static Mcc> {
         };
         match Mcc::create(options) {
             Ok(mcc) => {
-                // Tools wait while the state says `Starting`; the caller ends it once regions
-                // and data structures are registered.
-                mcc.setup_begins();
+                // Tools wait while the state says `Starting`, as `Mcc::create` leaves it; the
+                // caller ends it (`Mcc::ready`) once regions and data structures are registered.
                 if let Err(e) = mcc.publish_model(cache_spec, counters) {
                     eprintln!("epcache: cannot publish the cache model to tools: {e}");
                 }

@@ -402,8 +402,7 @@ pub(crate) fn init_process() {
         super::tsan_abi::register_at_fork_child(after_fork_in_child);
         match segment {
             Some(m) => {
-                m.setup_done();
-                m.wait_for_tool_if_asked();
+                m.ready();
             }
             None => {
                 if let Ok(wait) = std::env::var("EPCACHE_WAIT")

@@ -134,7 +134,8 @@ struct OwnTables {
 
 impl Mcc {
     /// Creates the segment (mode 0600, already marked for removal so it cannot leak), writes the
-    /// header and the discovery record.
+    /// header and the discovery record. The target is `Starting` until [`Mcc::ready`]: a tool
+    /// that sees the record waits while it registers its regions and data structures.
     pub fn create(options: MccOptions) -> Result<Mcc, MccError> {
         let layout = Layout::plan(&options.capacities)?;
         let segment = Segment::create(layout.total)?;
@@ -160,7 +161,7 @@ impl Mcc {
             record: Mutex::new(Some(record)),
             tables: Mutex::new(OwnTables::default()),
         };
-        mcc.set_state(layout::TargetState::Running);
+        mcc.set_state(layout::TargetState::Starting);
         Ok(mcc)
     }
 
@@ -169,16 +170,14 @@ impl Mcc {
         self.segment.id()
     }
 
-    /// Marks the target as still setting up (state `Starting`): a runtime calls it right after
-    /// [`Mcc::create`] while it registers its regions and data structures, so a tool that sees
-    /// the record does not describe or request before the tables are complete.
-    pub fn setup_begins(&self) {
-        self.set_state(layout::TargetState::Starting);
-    }
-
-    /// Ends [`Mcc::setup_begins`]: the target runs (state `Running`).
-    pub fn setup_done(&self) {
+    /// Ends the setup [`Mcc::create`] began: the target waits for a tool first when
+    /// `EPCACHE_WAIT` asks (see [`Mcc::wait_for_tool_if_asked`]), then runs (state `Running`).
+    /// From `Starting` it goes straight to `WaitingForTool`, so a tool never sees it `Running`
+    /// before the start wait.
+    pub fn ready(&self) -> HaltOutcome {
+        let outcome = self.wait_for_tool_if_asked();
         self.set_state(layout::TargetState::Running);
+        outcome
     }
 
     /// Words of histogram buckets (or packed text) one result block holds.
