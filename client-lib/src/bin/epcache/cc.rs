@@ -64,7 +64,8 @@ const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-befor
 ///
 /// Link-time optimisation (`-flto`) and stripping (`-s`, `-Wl,--strip-all`) are dropped with a
 /// note: the first would leave the program uninstrumented, the second without names.
-/// `-fsanitize=address` (and leak, memory) cannot be combined with capture and is refused.
+/// `-fsanitize=address` (and leak, memory) cannot be combined with capture and is refused, as
+/// are 32-bit builds (`-m32`, `-mx32`).
 ///
 /// Environment: `EPCACHE_RUNTIME` names the runtime library to link (default:
 /// `libepcache_monitor.a` beside this binary); `EPCACHE_CC_DUAL=off` builds every function
@@ -546,6 +547,7 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         Step::Query => args,
         _ => {
             refuse_other_sanitizers(&args)?;
+            refuse_other_data_models(&args)?;
             without_stripping(without_lto(args))
         }
     };
@@ -635,6 +637,20 @@ fn refuse_other_sanitizers(args: &[String]) -> anyhow::Result<()> {
             "-fsanitize={sanitizer} cannot be combined with the ThreadSanitizer instrumentation \
              epcache cc captures accesses through; build the epcache copy without it (keep a \
              separate build for {sanitizer} checking)"
+        );
+    }
+    Ok(())
+}
+
+/// Fails on a 32-bit data model (`-m32`, `-mx32`): the runtime is built for the host's 64-bit
+/// model and its inline capture ABI names 64-bit registers, so such a build would fail in the
+/// assembler and then at the link with messages that do not say why.
+fn refuse_other_data_models(args: &[String]) -> anyhow::Result<()> {
+    if let Some(flag) = args.iter().find(|a| matches!(a.as_str(), "-m32" | "-mx32")) {
+        bail!(
+            "{flag} cannot be captured: epcache's runtime is built for {} (64-bit); build the \
+             epcache copy of the program without {flag}",
+            std::env::consts::ARCH
         );
     }
     Ok(())
@@ -1006,6 +1022,11 @@ mod tests {
             refused.starts_with("-fsanitize=address cannot"),
             "{refused}"
         );
+        assert!(refuse_other_data_models(&args("-O2 -m64 -c k.c")).is_ok());
+        let refused = refuse_other_data_models(&args("-O2 -m32 -c k.c"))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.starts_with("-m32 cannot be captured"), "{refused}");
     }
 
     #[test]
