@@ -50,7 +50,7 @@ pub extern "C" fn epcache_region_begin(name: *const c_char) {
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_begin(name: *const c_char) {
     // No call site to key a cache by: always the general path.
-    region_begin_slow(name, 0, regions::NO_STACK);
+    region_begin_slow(name, 0, regions::UNKNOWN_STACK);
 }
 
 extern "C" fn region_begin_at(name: *const c_char, return_pc: u64, sp: u64) {

@@ -239,7 +239,7 @@ const SHALLOW_FRAMES: usize = 64;
 /// The stack pointer of a frame pushed without one (Rust markers, frames pushed while the
 /// runtime runs on the thread, other architectures): such a frame is never taken for one a
 /// `longjmp` left behind.
-pub(crate) const NO_STACK: u64 = u64::MAX;
+const NO_STACK: u64 = u64::MAX;
 /// The stack pointer a boundary passes when it does not know its own: it closes nothing.
 pub(crate) const UNKNOWN_STACK: u64 = 0;
 
@@ -565,7 +565,7 @@ fn push_shallow(frame: Frame, sp: u64, live_from: u64) -> bool {
 /// A marker region begins at the call site `return_pc` (C and Fortran markers); `label` is
 /// read only the first time the site is met. The site is resolved even with nothing armed, so
 /// tools see a marker region from its first use. `sp` is the caller's stack pointer at the
-/// call.
+/// call ([`UNKNOWN_STACK`] when unknown).
 pub(crate) fn marker_begin_at(return_pc: u64, sp: u64, label: impl FnOnce() -> String) {
     if !tracking() {
         return;
@@ -575,7 +575,9 @@ pub(crate) fn marker_begin_at(return_pc: u64, sp: u64, label: impl FnOnce() -> S
     }
     close_abandoned(sp);
     let region = cached(return_pc, |reg| marker_region(reg, return_pc, &label()));
-    marker_enter(region, sp);
+    // A begin that does not know its stack pointer opens a frame nothing closes early.
+    let opened_at = if sp == UNKNOWN_STACK { NO_STACK } else { sp };
+    marker_enter(region, opened_at);
 }
 
 /// A marker region begins at a Rust call site (the `region!` macro).
