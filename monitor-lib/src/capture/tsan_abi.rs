@@ -592,3 +592,43 @@ pub extern "C" fn __tsan_atomic128_compare_exchange_weak(
 ) -> c_int {
     __tsan_atomic128_compare_exchange_strong(a, expected, desired, mo, failure_mo)
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Code-like bytes in the test binary's data, within a `rel32` of its code.
+    static CODE: Mutex<[u8; 16]> = Mutex::new([0x90; 16]);
+
+    /// Whether `called_directly` takes `bytes`, placed to end at byte 10 of [`CODE`], for the
+    /// instruction before a return address there.
+    fn seen_as_direct_call(bytes: [u8; 5]) -> bool {
+        let mut code = CODE.lock().unwrap();
+        code[5..10].copy_from_slice(&bytes);
+        called_directly(code.as_ptr() as u64 + 10)
+    }
+
+    /// `call rel32` ending at byte 10 of [`CODE`], to `target`.
+    fn call_to(target: u64) -> [u8; 5] {
+        let end = CODE.lock().unwrap().as_ptr() as u64 + 10;
+        let offset = i32::try_from(target.wrapping_sub(end) as i64).expect("within a rel32");
+        let mut bytes = [0xE8, 0, 0, 0, 0];
+        bytes[1..].copy_from_slice(&offset.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn only_a_direct_call_to_the_exit_hook_is_taken_for_one() {
+        let exit: extern "C" fn() = __tsan_func_exit;
+        let exit = exit as usize as u64;
+        assert!(seen_as_direct_call(call_to(exit)));
+        // A call to anything else: the tail-jumped exit's return address follows the caller's
+        // call of the function that jumped.
+        assert!(!seen_as_direct_call(call_to(exit + 16)));
+        // The last five bytes of `call *disp32(%rip)` (`ff 15 disp32`, -fno-plt): not taken.
+        let mut indirect = call_to(exit);
+        indirect[0] = 0x15;
+        assert!(!seen_as_direct_call(indirect));
+    }
+}
