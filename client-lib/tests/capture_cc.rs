@@ -626,3 +626,38 @@ fn a_link_against_a_runtime_older_than_epcache_says_so() {
         "{stderr}"
     );
 }
+
+/// The memory intrinsics newer clang releases call under `-fsanitize=thread`
+/// (`__tsan_memcpy`, `__tsan_memmove`, `__tsan_memset`) link, do their work (an overlapping
+/// move included) and count one access per line of each range.
+#[test]
+fn tsan_memory_intrinsics_copy_and_count_their_ranges() {
+    if !ready("gcc", "tsan_memory_intrinsics_copy_and_count_their_ranges") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("mem_intrinsics.c");
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O1", "-o", "mem", source.to_str().unwrap()],
+    );
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join("mem"), SMALL_L1);
+    assert_eq!(stdout.trim(), "1 7 7");
+    let lines = 8192 / LINE;
+    // (region, array, reads, writes)
+    let expected = [
+        ("fill", "src", 0, lines),
+        ("copy", "src", lines, 0),
+        ("copy", "dst", 0, lines),
+        ("shift", "dst", lines - 1, lines - 1),
+    ];
+    for (region, array, reads, writes) in expected {
+        let events =
+            &capture_support::structure(capture_support::region(&report, region), array)["events"];
+        assert_eq!(
+            (count(events, "PAPI_L1_DCR"), count(events, "PAPI_L1_DCW")),
+            (reads, writes),
+            "{array} in {region}"
+        );
+    }
+}

@@ -229,6 +229,37 @@ pub extern "C" fn __tsan_write_range_pc(addr: *const c_void, size: usize, _pc: *
     range(addr, size, true);
 }
 
+/// The memory intrinsics as newer clang releases call them: their TSan pass turns `memcpy`,
+/// `memmove` and `memset` (a struct copy, an explicit call) into calls to these, which
+/// compiler-rt's runtime defines (clang 14 called the C library's, which TSan intercepts, and
+/// which epcache does not see). Each does the operation, counted as a read of the source range
+/// and a write of the destination range; without them such a program did not even link.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_memcpy(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void {
+    range(src, size, false);
+    range(dst, size, true);
+    // SAFETY: the arguments are those of the program's own `memcpy`, whose contract (valid,
+    // non-overlapping ranges of `size` bytes) the caller keeps.
+    unsafe { libc::memcpy(dst, src, size) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_memmove(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void {
+    range(src, size, false);
+    range(dst, size, true);
+    // SAFETY: the arguments are those of the program's own `memmove` (valid ranges of `size`
+    // bytes, which may overlap).
+    unsafe { libc::memmove(dst, src, size) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tsan_memset(dst: *mut c_void, byte: c_int, size: usize) -> *mut c_void {
+    range(dst, size, true);
+    // SAFETY: the arguments are those of the program's own `memset` (a valid range of `size`
+    // bytes).
+    unsafe { libc::memset(dst, byte, size) }
+}
+
 /// A C++ object's vtable pointer being set: a pointer-sized store.
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_vptr_update(vptr: *const c_void, _new_value: *const c_void) {
