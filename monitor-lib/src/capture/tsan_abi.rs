@@ -172,6 +172,31 @@ access_hooks! {
     __tsan_unaligned_volatile_read16, __tsan_unaligned_volatile_write16, 16;
 }
 
+macro_rules! compound_hooks {
+    ($($name:ident, $size:expr;)*) => {$(
+        /// A read-modify-write of one location, as clang reports it with
+        /// `-mllvm -tsan-compound-read-before-write`: a read, then a write.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(addr: *const c_void) {
+            let addr = address(addr);
+            state::read_sized::<$size>(addr);
+            state::write_sized::<$size>(addr);
+        }
+    )*};
+}
+
+compound_hooks! {
+    __tsan_read_write1, 1;
+    __tsan_read_write2, 2;
+    __tsan_read_write4, 4;
+    __tsan_read_write8, 8;
+    __tsan_read_write16, 16;
+    __tsan_unaligned_read_write2, 2;
+    __tsan_unaligned_read_write4, 4;
+    __tsan_unaligned_read_write8, 8;
+    __tsan_unaligned_read_write16, 16;
+}
+
 macro_rules! access_hooks_with_pc {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
