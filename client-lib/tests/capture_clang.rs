@@ -177,3 +177,38 @@ fn clang_counts_the_read_of_a_read_modify_write() {
         }
     }
 }
+
+/// clang under a name that does not say so (`cc`, as some systems install it) is asked for its
+/// version and built as clang: before, the dual build gave it gcc's `-gno-as-loc-support` and
+/// nothing was built.
+#[test]
+fn clang_named_cc_is_built_as_clang() {
+    if !ready("clang_named_cc_is_built_as_clang") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let clang = std::process::Command::new("sh")
+        .args(["-c", "command -v clang"])
+        .output()
+        .unwrap();
+    let clang = String::from_utf8_lossy(&clang.stdout).trim().to_owned();
+    let cc = dir.path().join("cc");
+    std::os::unix::fs::symlink(&clang, &cc).unwrap();
+    let source = kernel("longjmp_loop.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            cc.to_str().unwrap(),
+            "-O1",
+            "-o",
+            "jumps",
+            source.to_str().unwrap(),
+        ],
+    );
+    let (_, report) = run_with_report(dir.path(), &dir.path().join("jumps"), SMALL_L1);
+    // The reads of `v[i] += 1.0` are there: clang's own flags were given.
+    assert_eq!(
+        events(structure(region(&report, "inner"), "v")),
+        (100_000, 100_000)
+    );
+}

@@ -56,7 +56,9 @@ const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-befor
 /// module are put on the include path (cached under `$XDG_CACHE_HOME/epcache`, else
 /// `~/.cache/epcache`).
 ///
-/// clang and clang++ are accepted too; their objects are built instrumented only (no plain
+/// clang and clang++ are accepted too (also under a name that does not say which compiler it
+/// is, such as `cc`: such a compiler is asked for its `--version`); their objects are built
+/// instrumented only (no plain
 /// copy), so an idle program runs slower than gcc's, with the same inline repeat-hit test in
 /// front of their hook calls (clang instruments after vectorising, so its loops keep their
 /// wide accesses). clang also gets `-mllvm -tsan-instrument-read-before-write`, without which
@@ -844,9 +846,36 @@ fn compile_with_inline_tests(
 
 /// Whether `compiler` is clang (or clang++), which takes the TSan flags but not the merge.
 fn is_clang(compiler: &str) -> bool {
-    Path::new(compiler)
+    let name = Path::new(compiler)
         .file_name()
-        .is_some_and(|n| n.to_string_lossy().contains("clang"))
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.contains("clang") {
+        return true;
+    }
+    if ["gcc", "g++", "gfortran"].iter().any(|g| name.contains(g)) {
+        return false;
+    }
+    // A name that does not say (`cc`, `c++`, an MPI wrapper): clang under another name takes
+    // neither the merge's `-gno-as-loc-support` nor its listings, so ask it once.
+    // One command line has one compiler: the answer is kept for it.
+    static ANSWER: std::sync::OnceLock<(String, bool)> = std::sync::OnceLock::new();
+    let (asked, answer) = ANSWER.get_or_init(|| (compiler.to_owned(), says_it_is_clang(compiler)));
+    if asked == compiler {
+        *answer
+    } else {
+        says_it_is_clang(compiler)
+    }
+}
+
+/// Whether `compiler --version` names clang.
+fn says_it_is_clang(compiler: &str) -> bool {
+    Command::new(compiler)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("clang"))
 }
 
 /// Dependency-file options: the plain compilation writes the file, the instrumented one must not.
