@@ -661,3 +661,29 @@ fn tsan_memory_intrinsics_copy_and_count_their_ranges() {
         );
     }
 }
+
+/// gcc reports a struct copy as a read range and a write range (one access per line); its
+/// calls to the C library's `memcpy` of a size known only at run time go uncounted (README).
+#[test]
+fn gcc_counts_a_struct_copy_as_ranges() {
+    if !ready("gcc", "gcc_counts_a_struct_copy_as_ranges") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("copies.c");
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O2", "-o", "copies", source.to_str().unwrap()],
+    );
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join("copies"), SMALL_L1);
+    assert_eq!(stdout.trim(), "7 7 7");
+    let assign = capture_support::region(&report, "assign");
+    for (array, counts) in [("src", (64, 0)), ("dst", (0, 64))] {
+        let events = &capture_support::structure(assign, array)["events"];
+        assert_eq!(
+            (count(events, "PAPI_L1_DCR"), count(events, "PAPI_L1_DCW")),
+            counts,
+            "{array}"
+        );
+    }
+}

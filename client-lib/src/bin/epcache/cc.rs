@@ -62,7 +62,8 @@ const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-befor
 /// copy), so an idle program runs slower than gcc's, with the same inline repeat-hit test in
 /// front of their hook calls (clang instruments after vectorising, so its loops keep their
 /// wide accesses). clang also gets `-mllvm -tsan-instrument-read-before-write`, without which
-/// it leaves out the read of every `x += y`.
+/// it leaves out the read of every `x += y`, and its objects' `memcpy`, `memmove` and `memset`
+/// calls are renamed (with `objcopy`) to the runtime's versions, which count the copies.
 ///
 /// Link-time optimisation (`-flto`) and stripping (`-s`, `-Wl,--strip-all`) are dropped with a
 /// note: the first would leave the program uninstrumented, the second without names.
@@ -928,6 +929,39 @@ fn dependency_options_for(common: &[String], object: &str) -> Vec<String> {
     extra
 }
 
+/// The C library's memory functions and the runtime's counting versions of them.
+const MEMORY_CALLS: [(&str, &str); 3] = [
+    ("memcpy", "__tsan_memcpy"),
+    ("memmove", "__tsan_memmove"),
+    ("memset", "__tsan_memset"),
+];
+
+/// Has a clang object call the runtime's `__tsan_memcpy`, `__tsan_memmove` and `__tsan_memset`
+/// instead of the C library's functions. clang 14's TSan pass turns the memory intrinsics
+/// (struct copies, explicit calls) into calls to the library's, which TSan's own runtime
+/// intercepts and epcache's cannot see; newer clang calls the `__tsan_` ones itself. Renamed
+/// with `objcopy`, so every clang counts its copies alike; gcc objects are left alone (gcc
+/// reports a copy of known size as ranges already, and calls the library for the rest).
+/// Without `objcopy` the object is kept as it is, with a note.
+fn redirect_memory_calls(source: &str, object: &str) {
+    let mut rename = Vec::new();
+    for (library, counted) in MEMORY_CALLS {
+        rename.push("--redefine-sym".to_owned());
+        rename.push(format!("{library}={counted}"));
+    }
+    let done = Command::new("objcopy")
+        .args(&rename)
+        .arg(object)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !done {
+        eprintln!(
+            "epcache cc: {source}: objcopy could not rename the object's memcpy, memmove and \
+             memset calls; its copies are not counted (install binutils)"
+        );
+    }
+}
+
 /// Has the compiler write each listing's line table itself instead of through `.loc`
 /// directives: the two compilations number source files differently, and the assembler keeps
 /// one numbering per object, while each debug unit's own table may number as it likes.
@@ -952,15 +986,20 @@ fn compile_object(
         .iter()
         .any(|a| matches!(a.as_str(), "-fPIC" | "-fpic" | "-shared"));
     if !dual_wanted(compiler, source) {
-        if is_clang(compiler)
+        let code = if is_clang(compiler)
             && inline_capture::wanted()
             && !position_independent
             && !is_assembly(source)
             && cfg!(target_arch = "x86_64")
         {
-            return compile_with_inline_tests(compiler, common, source, object, &flags);
+            compile_with_inline_tests(compiler, common, source, object, &flags)?
+        } else {
+            instrumented_only(common)?
+        };
+        if code == 0 && is_clang(compiler) && !is_assembly(source) {
+            redirect_memory_calls(source, object);
         }
-        return instrumented_only(common);
+        return Ok(code);
     }
     let work = tempfile::Builder::new()
         .prefix("epcache-cc-dual-")
