@@ -259,3 +259,25 @@ pub(crate) fn run_to(
         epcache_monitor::shm::layout::TargetState::Halted
     );
 }
+
+/// The counts `tests/kernels/copies.c` must report whatever the compiler: its library calls
+/// (`memset`, `memcpy`, an overlapping `memmove`, of run-time sizes) and its 4096-byte struct
+/// copy each count one access per 64-byte line of each range, once.
+pub(crate) fn check_copies(report: &serde_json::Value) {
+    let lines = 8192 / 64;
+    for (region_name, array, counts) in [
+        ("fill", "src", (0, lines)),
+        ("copy", "src", (lines, 0)),
+        ("copy", "dst", (0, lines)),
+        ("shift", "dst", (lines - 1, lines - 1)),
+        ("assign", "src", (lines / 2, 0)),
+        ("assign", "dst", (0, lines / 2)),
+    ] {
+        let events = &structure(region(report, region_name), array)["events"];
+        let found = (
+            events["PAPI_L1_DCR"].as_u64().unwrap(),
+            events["PAPI_L1_DCW"].as_u64().unwrap(),
+        );
+        assert_eq!(found, counts, "{array} in {region_name}");
+    }
+}

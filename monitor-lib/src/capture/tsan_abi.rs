@@ -17,6 +17,7 @@
 // The entry points are reached by symbol name from instrumented code, not by Rust path.
 #![allow(unreachable_pub)]
 
+use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{
@@ -234,24 +235,57 @@ fn range(addr: *const c_void, size: usize, write: bool) {
     }
 }
 
+/// A range access the compiler reported: `(first byte, bytes, write)`.
+type ReportedRange = (u64, usize, bool);
+
+thread_local! {
+    /// The last two ranges the compiler reported on this thread, the latest last. gcc reports
+    /// a copy of known size as a write range of the destination and a read range of the source
+    /// and then may still call the C library's `memcpy` (or `memset`, after a write range) for
+    /// it, which `epcache cc` renames to the counting `__tsan_memcpy`: a call that matches them
+    /// exactly is that same copy, already counted.
+    static REPORTED: Cell<[ReportedRange; 2]> = const { Cell::new([(0, 0, false); 2]) };
+}
+
+/// A range access the compiler reported, counted and remembered.
+fn reported_range(addr: *const c_void, size: usize, write: bool) {
+    let _ = REPORTED.try_with(|r| r.set([r.get()[1], (address(addr), size, write)]));
+    range(addr, size, write);
+}
+
+/// Whether the compiler reported exactly `ranges` last (oldest first); they are then
+/// forgotten, so a second call with the same arguments counts.
+fn just_reported(ranges: &[ReportedRange]) -> bool {
+    REPORTED
+        .try_with(|r| {
+            let last = r.get();
+            let matches = ranges.len() <= 2 && last[2 - ranges.len()..] == *ranges;
+            if matches {
+                r.set([(0, 0, false); 2]);
+            }
+            matches
+        })
+        .unwrap_or(false)
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_read_range(addr: *const c_void, size: usize) {
-    range(addr, size, false);
+    reported_range(addr, size, false);
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_write_range(addr: *const c_void, size: usize) {
-    range(addr, size, true);
+    reported_range(addr, size, true);
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_read_range_pc(addr: *const c_void, size: usize, _pc: *const c_void) {
-    range(addr, size, false);
+    reported_range(addr, size, false);
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_write_range_pc(addr: *const c_void, size: usize, _pc: *const c_void) {
-    range(addr, size, true);
+    reported_range(addr, size, true);
 }
 
 /// The memory intrinsics as newer clang releases call them: their TSan pass turns `memcpy`,
@@ -259,10 +293,11 @@ pub extern "C" fn __tsan_write_range_pc(addr: *const c_void, size: usize, _pc: *
 /// compiler-rt's runtime defines (clang 14 called the C library's, which TSan intercepts, and
 /// which epcache does not see). Each does the operation, counted as a read of the source range
 /// and a write of the destination range; without them such a program did not even link.
+/// `epcache cc` also renames every object's calls to the library's functions to these, so a
+/// copy the compiler reported as ranges just before is not counted twice ([`just_reported`]).
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_memcpy(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void {
-    range(src, size, false);
-    range(dst, size, true);
+    count_copy(dst, src, size);
     // SAFETY: the arguments are those of the program's own `memcpy`, whose contract (valid,
     // non-overlapping ranges of `size` bytes) the caller keeps.
     unsafe { libc::memcpy(dst, src, size) }
@@ -270,8 +305,7 @@ pub extern "C" fn __tsan_memcpy(dst: *mut c_void, src: *const c_void, size: usiz
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_memmove(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void {
-    range(src, size, false);
-    range(dst, size, true);
+    count_copy(dst, src, size);
     // SAFETY: the arguments are those of the program's own `memmove` (valid ranges of `size`
     // bytes, which may overlap).
     unsafe { libc::memmove(dst, src, size) }
@@ -279,10 +313,21 @@ pub extern "C" fn __tsan_memmove(dst: *mut c_void, src: *const c_void, size: usi
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_memset(dst: *mut c_void, byte: c_int, size: usize) -> *mut c_void {
-    range(dst, size, true);
+    if !just_reported(&[(address(dst), size, true)]) {
+        range(dst, size, true);
+    }
     // SAFETY: the arguments are those of the program's own `memset` (a valid range of `size`
     // bytes).
     unsafe { libc::memset(dst, byte, size) }
+}
+
+/// A copy of `size` bytes from `src` to `dst`: a read of the source and a write of the
+/// destination, unless the compiler reported exactly those ranges just before.
+fn count_copy(dst: *const c_void, src: *const c_void, size: usize) {
+    if !just_reported(&[(address(dst), size, true), (address(src), size, false)]) {
+        range(src, size, false);
+        range(dst, size, true);
+    }
 }
 
 /// A C++ object's vtable pointer being set: a pointer-sized store.

@@ -62,8 +62,10 @@ const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-befor
 /// copy), so an idle program runs slower than gcc's, with the same inline repeat-hit test in
 /// front of their hook calls (clang instruments after vectorising, so its loops keep their
 /// wide accesses). clang also gets `-mllvm -tsan-instrument-read-before-write`, without which
-/// it leaves out the read of every `x += y`, and its objects' `memcpy`, `memmove` and `memset`
-/// calls are renamed (with `objcopy`) to the runtime's versions, which count the copies.
+/// it leaves out the read of every `x += y`.
+///
+/// Every object's calls to `memcpy`, `memmove` and `memset` are renamed (with `objcopy`) to the
+/// runtime's versions, which count the copies.
 ///
 /// Link-time optimisation (`-flto`) and stripping (`-s`, `-Wl,--strip-all`) are dropped with a
 /// note: the first would leave the program uninstrumented, the second without names.
@@ -936,28 +938,50 @@ const MEMORY_CALLS: [(&str, &str); 3] = [
     ("memset", "__tsan_memset"),
 ];
 
-/// Has a clang object call the runtime's `__tsan_memcpy`, `__tsan_memmove` and `__tsan_memset`
-/// instead of the C library's functions. clang 14's TSan pass turns the memory intrinsics
-/// (struct copies, explicit calls) into calls to the library's, which TSan's own runtime
-/// intercepts and epcache's cannot see; newer clang calls the `__tsan_` ones itself. Renamed
-/// with `objcopy`, so every clang counts its copies alike; gcc objects are left alone (gcc
-/// reports a copy of known size as ranges already, and calls the library for the rest).
-/// Without `objcopy` the object is kept as it is, with a note.
+/// Has an object call the runtime's `__tsan_memcpy`, `__tsan_memmove` and `__tsan_memset`
+/// instead of the C library's functions, which only TSan's own runtime could see (it intercepts
+/// them): a copy the program asks the library for (an explicit call; a struct copy, which
+/// clang 14 also makes a `memcpy` call; a large one gcc makes a call too) is counted as a read
+/// of its source and a write of its destination. gcc also reports a copy of known size as
+/// ranges before its call; the runtime does not count such a call again. Newer clang calls the
+/// `__tsan_` ones itself. Renamed with `objcopy`, the object's own definitions of these names
+/// (a freestanding program's `memcpy`) excepted; without `objcopy` and `nm` the object is kept
+/// as it is, with a note.
 fn redirect_memory_calls(source: &str, object: &str) {
+    let defined = Command::new("nm")
+        .args(["--defined-only", "-P", object])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+                .collect::<Vec<_>>()
+        });
     let mut rename = Vec::new();
     for (library, counted) in MEMORY_CALLS {
+        if defined
+            .as_ref()
+            .is_some_and(|d| d.iter().any(|n| n == library))
+        {
+            continue;
+        }
         rename.push("--redefine-sym".to_owned());
         rename.push(format!("{library}={counted}"));
     }
-    let done = Command::new("objcopy")
-        .args(&rename)
-        .arg(object)
-        .status()
-        .is_ok_and(|s| s.success());
+    let done = defined.is_some()
+        && (rename.is_empty()
+            || Command::new("objcopy")
+                .args(&rename)
+                .arg(object)
+                .status()
+                .is_ok_and(|s| s.success()));
     if !done {
         eprintln!(
-            "epcache cc: {source}: objcopy could not rename the object's memcpy, memmove and \
-             memset calls; its copies are not counted (install binutils)"
+            "epcache cc: {source}: nm or objcopy could not rename the object's memcpy, memmove \
+             and memset calls; its library copies are not counted (install binutils)"
         );
     }
 }
@@ -967,8 +991,23 @@ fn redirect_memory_calls(source: &str, object: &str) {
 /// one numbering per object, while each debug unit's own table may number as it likes.
 const SEPARATE_LINE_TABLES: &str = "-gno-as-loc-support";
 
-/// Compiles `source` into `object`: both copies merged when possible, else instrumented only.
+/// Compiles `source` into `object` ([`compile_copies`]), then has the object's calls to the
+/// C library's memory functions counted ([`redirect_memory_calls`]).
 fn compile_object(
+    compiler: &str,
+    common: &[String],
+    source: &str,
+    object: &str,
+) -> anyhow::Result<i32> {
+    let code = compile_copies(compiler, common, source, object)?;
+    if code == 0 && !is_assembly(source) {
+        redirect_memory_calls(source, object);
+    }
+    Ok(code)
+}
+
+/// Compiles `source` into `object`: both copies merged when possible, else instrumented only.
+fn compile_copies(
     compiler: &str,
     common: &[String],
     source: &str,
@@ -986,20 +1025,15 @@ fn compile_object(
         .iter()
         .any(|a| matches!(a.as_str(), "-fPIC" | "-fpic" | "-shared"));
     if !dual_wanted(compiler, source) {
-        let code = if is_clang(compiler)
+        if is_clang(compiler)
             && inline_capture::wanted()
             && !position_independent
             && !is_assembly(source)
             && cfg!(target_arch = "x86_64")
         {
-            compile_with_inline_tests(compiler, common, source, object, &flags)?
-        } else {
-            instrumented_only(common)?
-        };
-        if code == 0 && is_clang(compiler) && !is_assembly(source) {
-            redirect_memory_calls(source, object);
+            return compile_with_inline_tests(compiler, common, source, object, &flags);
         }
-        return Ok(code);
+        return instrumented_only(common);
     }
     let work = tempfile::Builder::new()
         .prefix("epcache-cc-dual-")
