@@ -665,7 +665,8 @@ fn tsan_memory_intrinsics_copy_and_count_their_ranges() {
 /// gcc reports a struct copy as a read range and a write range, and calls the C library for
 /// copies of run-time size, which `epcache cc` renames to the runtime's counting versions: each
 /// copy counts once (`capture_support::check_copies`). A copy of known size that gcc reports
-/// as ranges and still calls `memcpy` for counts once too (`memcpy` of a whole array, twice).
+/// as ranges and still calls `memcpy` for counts once too (`memcpy` of a whole array, twice),
+/// and `_FORTIFY_SOURCE`'s checked calls count alike.
 #[test]
 fn gcc_counts_struct_and_library_copies_once() {
     if !ready("gcc", "gcc_counts_struct_and_library_copies_once") {
@@ -680,6 +681,35 @@ fn gcc_counts_struct_and_library_copies_once() {
     let (stdout, report) = run_with_report(dir.path(), &dir.path().join("copies"), SMALL_L1);
     assert_eq!(stdout.trim(), "7 7 7");
     capture_support::check_copies(&report);
+
+    // `_FORTIFY_SOURCE` makes the calls `__memcpy_chk` and kin: counted alike, and an overflow
+    // still ends the program.
+    let fortify = ["gcc", "-O2", "-D_FORTIFY_SOURCE=2"];
+    let source = source.to_str().unwrap();
+    let listed = epcache_cc(
+        dir.path(),
+        &[&fortify[..], &["-S", "-o", "fortified.s", source]].concat(),
+    );
+    assert!(listed.status.success());
+    let listing = std::fs::read_to_string(dir.path().join("fortified.s")).unwrap();
+    assert!(
+        listing.contains("__memcpy_chk"),
+        "not fortified:\n{listing}"
+    );
+    epcache_cc(
+        dir.path(),
+        &[&fortify[..], &["-o", "fortified", source]].concat(),
+    );
+    let fortified = dir.path().join("fortified");
+    let (stdout, report) = run_with_report(dir.path(), &fortified, SMALL_L1);
+    assert_eq!(stdout.trim(), "7 7 7");
+    capture_support::check_copies(&report);
+    let overflow = Command::new(&fortified).arg("9000").output().unwrap();
+    assert!(!overflow.status.success(), "{overflow:?}");
+    assert!(
+        String::from_utf8_lossy(&overflow.stderr).contains("buffer overflow detected"),
+        "{overflow:?}"
+    );
 
     std::fs::write(
         dir.path().join("fixed.c"),

@@ -321,6 +321,66 @@ pub extern "C" fn __tsan_memset(dst: *mut c_void, byte: c_int, size: usize) -> *
     unsafe { libc::memset(dst, byte, size) }
 }
 
+unsafe extern "C" {
+    fn __memcpy_chk(
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        dst_len: usize,
+    ) -> *mut c_void;
+    fn __memmove_chk(
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+        dst_len: usize,
+    ) -> *mut c_void;
+    fn __memset_chk(dst: *mut c_void, byte: c_int, size: usize, dst_len: usize) -> *mut c_void;
+}
+
+/// `_FORTIFY_SOURCE`'s checked `memcpy`, which gcc calls when it knows the destination's size
+/// but not the copy's (Ubuntu's gcc fortifies by default at -O2), renamed to this by
+/// `epcache cc` like the plain one: counted, then the C library's checked function, which still
+/// ends the program on an overflow.
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_memcpy_chk(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    dst_len: usize,
+) -> *mut c_void {
+    count_copy(dst, src, size);
+    // SAFETY: the arguments are those of the program's own `__memcpy_chk` call, passed on.
+    unsafe { __memcpy_chk(dst, src, size, dst_len) }
+}
+
+/// `_FORTIFY_SOURCE`'s checked `memmove` (see [`epcache_memcpy_chk`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_memmove_chk(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    dst_len: usize,
+) -> *mut c_void {
+    count_copy(dst, src, size);
+    // SAFETY: the arguments are those of the program's own `__memmove_chk` call, passed on.
+    unsafe { __memmove_chk(dst, src, size, dst_len) }
+}
+
+/// `_FORTIFY_SOURCE`'s checked `memset` (see [`epcache_memcpy_chk`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn epcache_memset_chk(
+    dst: *mut c_void,
+    byte: c_int,
+    size: usize,
+    dst_len: usize,
+) -> *mut c_void {
+    if !just_reported(&[(address(dst), size, true)]) {
+        range(dst, size, true);
+    }
+    // SAFETY: the arguments are those of the program's own `__memset_chk` call, passed on.
+    unsafe { __memset_chk(dst, byte, size, dst_len) }
+}
+
 /// A copy of `size` bytes from `src` to `dst`: a read of the source and a write of the
 /// destination, unless the compiler reported exactly those ranges just before.
 fn count_copy(dst: *const c_void, src: *const c_void, size: usize) {

@@ -931,11 +931,15 @@ fn dependency_options_for(common: &[String], object: &str) -> Vec<String> {
     extra
 }
 
-/// The C library's memory functions and the runtime's counting versions of them.
-const MEMORY_CALLS: [(&str, &str); 3] = [
+/// The C library's memory functions, `_FORTIFY_SOURCE`'s checked ones included, and the
+/// runtime's counting versions of them.
+const MEMORY_CALLS: [(&str, &str); 6] = [
     ("memcpy", "__tsan_memcpy"),
     ("memmove", "__tsan_memmove"),
     ("memset", "__tsan_memset"),
+    ("__memcpy_chk", "epcache_memcpy_chk"),
+    ("__memmove_chk", "epcache_memmove_chk"),
+    ("__memset_chk", "epcache_memset_chk"),
 ];
 
 /// Has an object call the runtime's `__tsan_memcpy`, `__tsan_memmove` and `__tsan_memset`
