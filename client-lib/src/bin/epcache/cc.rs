@@ -948,7 +948,8 @@ const MEMORY_CALLS: [(&str, &str); 6] = [
 /// clang 14 also makes a `memcpy` call; a large one gcc makes a call too) is counted as a read
 /// of its source and a write of its destination. gcc also reports a copy of known size as
 /// ranges before its call; the runtime does not count such a call again. Newer clang calls the
-/// `__tsan_` ones itself. Renamed with `objcopy`, the object's own definitions of these names
+/// `__tsan_` ones itself. `_FORTIFY_SOURCE`'s checked ones go to `epcache_memcpy_chk` and kin,
+/// which count and then check. Renamed with `objcopy`, the object's own definitions of these names
 /// (a freestanding program's `memcpy`) excepted; without `objcopy` and `nm` the object is kept
 /// as it is, with a note.
 fn redirect_memory_calls(source: &str, object: &str) {
