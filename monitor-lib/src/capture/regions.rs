@@ -481,24 +481,29 @@ extern "C" fn function_entry_slow(pc: u64, sp: u64) {
 /// The innermost instrumented function returns: closes markers it left open, then itself.
 /// Only a plain function frame with nothing armed is popped here; a monitored frame always
 /// takes the slow path, so its results are published even when the tool withdrew everything
-/// meanwhile. `sp` is the function's stack pointer at its call to the hook: frames below it
-/// were left by a `longjmp` and are closed first.
+/// meanwhile. `sp` is the stack pointer above the hook's return address: the function's own
+/// when `called_directly` says the hook was called rather than tail-jumped to, and then frames
+/// below it were left by a `longjmp` and are closed first. `called_directly` is asked only when
+/// the innermost frame lies below `sp`, which a direct call's own frame never does.
 #[inline(always)]
-pub(crate) fn function_exit(sp: u64) {
+pub(crate) fn function_exit(sp: u64, called_directly: impl Fn() -> bool) {
     let popped = with_frames(|f| {
         let depth = f.depth.get();
         if depth == 0 || depth > SHALLOW_FRAMES {
             return false;
         }
         let top = depth - 1;
-        if !f.shallow[top].get().plain_function() || f.stack[top].get() < sp || !quiet() {
+        if !f.shallow[top].get().plain_function()
+            || (f.stack[top].get() < sp && called_directly())
+            || !quiet()
+        {
             return false;
         }
         f.depth.set(top);
         true
     });
     if !popped {
-        function_exit_slow(sp);
+        function_exit_slow(if called_directly() { sp } else { UNKNOWN_STACK });
     }
 }
 

@@ -106,12 +106,7 @@ pub extern "C" fn __tsan_func_exit() {
 extern "C" fn func_exit_at(sp: u64, return_pc: u64) {
     // gcc often ends a function with its epilogue and then `jmp __tsan_func_exit`: the stack
     // pointer is then the caller's, above the function's own frame, and tells nothing.
-    let sp = if called_directly(return_pc) {
-        sp
-    } else {
-        regions::UNKNOWN_STACK
-    };
-    regions::function_exit(sp);
+    regions::function_exit(sp, || called_directly(return_pc));
 }
 
 /// Whether the instruction that returns to `return_pc` is a direct `call __tsan_func_exit` (the
@@ -136,7 +131,7 @@ fn called_directly(return_pc: u64) -> bool {
 #[cfg(not(target_arch = "x86_64"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_exit() {
-    regions::function_exit(regions::UNKNOWN_STACK);
+    regions::function_exit(regions::UNKNOWN_STACK, || false);
 }
 
 macro_rules! access_hooks {
