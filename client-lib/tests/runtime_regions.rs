@@ -422,6 +422,66 @@ fn regions_open_at_exit_are_reported() {
     }
 }
 
+/// A program that ends with threads it never joined, still inside their regions: the one
+/// still running hands its counts on at its next captured access, so its sweeps are in the
+/// report; the one blocked in the C library cannot, and the report and stderr say that one
+/// thread's counts are missing. Before, both were silently left out.
+#[test]
+fn threads_still_in_regions_at_exit_hand_their_counts_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(
+        dir.path(),
+        "exit_with_threads.c",
+        "exit_with_threads",
+        &["-pthread"],
+    ) else {
+        return;
+    };
+    let out = Command::new(&program)
+        .env("EPCACHE_REPORT", "report.json")
+        .env("EPCACHE_CACHE", PAPER_L1)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    let seen: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    // At least the sweeps main saw finish, and what the running one got through.
+    let sweeps = region(&report, "sweep_x");
+    let instances = sweeps["instances"].as_u64().unwrap();
+    assert!(instances >= seen, "{instances} sweeps, main saw {seen}");
+    let writes = structure(sweeps, "X")["events"]["PAPI_L1_DCW"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (instances * 4096..(instances + 1) * 4096).contains(&writes),
+        "{writes} writes of X in {instances} sweeps"
+    );
+    // `runner` is still open: its count so far is there, its instance is not.
+    let runner = region(&report, "runner");
+    assert_eq!(runner["instances"], 0);
+    assert_eq!(structure(runner, "X")["events"]["PAPI_L1_DCW"], writes);
+    // The blocked thread's sweep of Y is missing, and said to be.
+    assert_eq!(report["threads_unreported"], 1, "{stderr}");
+    assert!(
+        stderr.contains("1 thread was still inside a region when the program ended"),
+        "{stderr}"
+    );
+    let y_writes = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "sweep_y_then_block")
+        .flat_map(|r| r["data_structures"].as_array().unwrap())
+        .filter(|d| d["name"] == "Y")
+        .map(|d| d["events"]["PAPI_L1_DCW"].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(y_writes, 0);
+}
+
 /// A `longjmp` skips the exit hooks of the functions it leaves (and the end of the marker one
 /// of them opened): each is closed at the next region boundary below its frame, as at a return,
 /// so instances and counts stay those of the source, and nothing piles up round after round.

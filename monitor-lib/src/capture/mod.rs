@@ -9,6 +9,7 @@
 
 mod data;
 mod filter;
+mod hand_over;
 mod heap;
 mod mcc;
 mod monitoring;

@@ -22,6 +22,10 @@ pub struct CaptureReport {
     pub spec: Option<HierarchySpec>,
     /// How many threads' simulators the totals sum.
     pub threads: u32,
+    /// Threads still inside a region when the program ended that did not hand their counts on
+    /// in time (blocked, or running code built without capture): the report lacks what they
+    /// counted in those regions. 0 when it has everything.
+    pub threads_unreported: u32,
     /// Totals per level, instruction cache first when there is one.
     pub levels: Vec<LevelTotals>,
     /// `program` (the whole run) first, then every region that ran, in registration order.
@@ -216,6 +220,7 @@ impl CaptureReport {
             cache,
             spec,
             threads: totals.threads,
+            threads_unreported: 0,
             levels,
             regions: report_regions,
         }

@@ -27,7 +27,7 @@ use super::filter::{self, Filter};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
-use super::{data, mcc, program, signal_abi};
+use super::{data, hand_over, mcc, program, signal_abi};
 
 /// The thread has not yet looked at the process-wide switch (every thread starts here).
 const NEEDS_SYNC: u8 = 0;
@@ -265,6 +265,8 @@ struct ThreadCapture {
     thread_index: u32,
     /// Whether the process totals already count this thread (it published before).
     published: bool,
+    /// Whether it holds standalone counts the totals lack, as `hand_over.rs` tracks.
+    holding: bool,
 }
 
 impl ThreadCapture {
@@ -315,6 +317,20 @@ impl ThreadCapture {
                 .unwrap_or_else(|e| e.into_inner())
                 .merge(regions, structures);
         });
+        self.let_go();
+    }
+
+    /// The thread holds standalone counts again (a region begins after a hand-over).
+    fn hold(&mut self) {
+        if self.monitoring.counting && !self.holding {
+            self.holding = hand_over::start_holding();
+        }
+    }
+
+    fn let_go(&mut self) {
+        if std::mem::take(&mut self.holding) {
+            hand_over::let_go();
+        }
     }
 }
 
@@ -327,6 +343,7 @@ impl Drop for ThreadCapture {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .merge(&self.monitoring.regions, &self.monitoring.structures);
+        self.let_go();
     }
 }
 
@@ -472,9 +489,14 @@ extern "C" fn at_exit() {
     let previous = replace_state(BUSY);
     if !FORKED.load(Ordering::Relaxed)
         && let Some(Some(path)) = PROCESS_INIT.get()
-        && let Err(e) = write_report(path)
     {
-        eprintln!("{e}");
+        // This thread's counts first, then every other thread still holding some.
+        regions::close_all_open();
+        flush_current_thread();
+        hand_over::collect(wake_all_sync_points);
+        if let Err(e) = write_report(path) {
+            eprintln!("{e}");
+        }
     }
     if let Some(m) = mcc::get() {
         m.finish();
@@ -550,6 +572,7 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
         c.flush_filter(false);
         c.monitoring.enter(&mut c.simulator, region, requested);
         c.refresh_filter();
+        c.hold();
     });
     MONITORED.set(MONITORED.get() + 1);
     MAY_CAPTURE.fetch_add(1, Ordering::Relaxed);
@@ -604,6 +627,17 @@ pub(crate) fn hand_over_before_blocking() {
     }
     let previous = replace_state(BUSY);
     with_existing_capture(ThreadCapture::publish);
+    set_state(previous);
+}
+
+/// The calling thread returns from `pthread_join` into the regions it is in, and counts again:
+/// the exit handler waits for its counts from now on (`hand_over.rs`).
+pub(crate) fn hold_after_blocking() {
+    if !standalone() || in_runtime() {
+        return;
+    }
+    let previous = replace_state(BUSY);
+    with_existing_capture(ThreadCapture::hold);
     set_state(previous);
 }
 
@@ -708,6 +742,17 @@ extern "C" fn sync() {
         h.seen_epoch.set(EPOCH.load(Ordering::Acquire));
         h.update_capturing_epoch();
     });
+    if hand_over::report_due() {
+        // The program is ending and the report waits for this thread's counts; the regions
+        // it is in stay open (it runs on), checkpointed as at any hand-over.
+        set_state(BUSY);
+        with_existing_capture(|c| {
+            if c.holding {
+                c.publish();
+            }
+        });
+        set_state(state);
+    }
     let generation = data::generation();
     if FILTER_GENERATION.replace(generation) != generation && with_filter(Filter::is_on) {
         set_state(BUSY);
@@ -746,9 +791,7 @@ fn end_for_signal(signal: std::ffi::c_int) -> ! {
             std::thread::park();
         }
     }
-    // A running thread reaches its next captured access within microseconds; 50 ms is nothing
-    // to a program that is ending.
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    // The report waits for the threads still running to reach theirs (`hand_over.rs`).
     at_exit();
     signal_abi::die_of(signal)
 }
@@ -1126,6 +1169,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         monitoring: Monitoring::new(standalone()),
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
         published: false,
+        holding: standalone() && hand_over::start_holding(),
     })
 }
 
@@ -1166,14 +1210,16 @@ pub fn report_from_totals() -> CaptureReport {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
-    CaptureReport::new(
+    let mut report = CaptureReport::new(
         cache,
         spec,
         &totals(),
         &standalone,
         &regions::all(),
         &data::all(),
-    )
+    );
+    report.threads_unreported = hand_over::unreported();
+    report
 }
 
 /// Writes the run's report as JSON to `path` (what `EPCACHE_REPORT` does at exit).

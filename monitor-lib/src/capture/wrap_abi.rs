@@ -37,7 +37,7 @@ pub extern "C-unwind" fn __wrap_pthread_join() -> c_int {
     );
 }
 
-/// Hands the thread's counts on, then joins through `real`.
+/// Hands the thread's counts on, then joins through `real`; the thread counts again after.
 #[cfg(target_arch = "x86_64")]
 extern "C-unwind" fn join_at(
     thread: libc::pthread_t,
@@ -48,7 +48,9 @@ extern "C-unwind" fn join_at(
     // SAFETY: `real` is the C library's `pthread_join` (the wrap only redirects calls to this
     // wrapper when the program was linked with it, and then `__real_pthread_join` resolves to
     // the library's function); the arguments are the program's own, passed on unchanged.
-    unsafe { real(thread, result) }
+    let joined = unsafe { real(thread, result) };
+    state::hold_after_blocking();
+    joined
 }
 
 /// `dlopen`, as reached through its `__real_` name.
