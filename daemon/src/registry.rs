@@ -457,6 +457,22 @@ fn publish_results(entry: &TargetEntry, seen: &mut Seen, events: &broadcast::Sen
 }
 
 /// The watcher of one target, run as a blocking task until the target ends or the daemon stops.
+/// A target attached while `Starting` that then runs without a start wait goes to `Running`
+/// with no halt to tell the watcher: each slice re-reads its state until it leaves `Starting`,
+/// so listings do not show it starting forever (a tool waiting past `Starting`, as tools do,
+/// waited in vain whenever the scan caught the target registering).
+fn notice_start(entry: &TargetEntry) {
+    if entry.status().state == TargetState::Starting
+        && entry.handle.state().ok() == Some(TargetState::Running)
+    {
+        entry.status.send_modify(|s| {
+            if s.state == TargetState::Starting {
+                s.state = TargetState::Running;
+            }
+        });
+    }
+}
+
 fn watch_target(entry: &TargetEntry, events: &broadcast::Sender<v1::Event>) {
     let mut seen = Seen::new();
     let mut after = entry.status().generation;
@@ -488,7 +504,10 @@ fn watch_target(entry: &TargetEntry, events: &broadcast::Sender<v1::Event>) {
                 });
                 continue;
             }
-            Err(ToolError::Timeout { .. }) => continue,
+            Err(ToolError::Timeout { .. }) => {
+                notice_start(entry);
+                continue;
+            }
             Err(ToolError::TargetExited { .. }) => End {
                 died: false,
                 reason: "the program finished".into(),

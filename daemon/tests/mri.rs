@@ -263,6 +263,41 @@ async fn requests_added_mid_run_are_served_from_the_next_instance() {
     daemon.shutdown().await;
 }
 
+/// A target the daemon finds while it registers (`Starting`) and that then runs on its own
+/// leaves `Starting` in the listing too, with no halt to announce it: tools wait past
+/// `Starting`, and waited forever whenever the scan caught a target registering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_found_while_starting_is_listed_running_once_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let target = spawn_target(
+        dir.path(),
+        &[
+            (support::synthetic::SETUP_MS, "2000"),
+            ("EPCACHE_SYNTH_ITERATIONS", "0"),
+            ("EPCACHE_SYNTH_PAUSE_MS", "2"),
+        ],
+    );
+    let mut tool = connect(&daemon, "early").await;
+    // Found during the setup: listed `Starting` first.
+    let first = loop {
+        let targets = tool
+            .list_targets(v1::ListTargetsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .targets;
+        if let Some(t) = targets.into_iter().find(|t| t.pid == target.pid) {
+            break t;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(first.state(), v1::TargetState::Starting);
+    let listed = wait_listed(&mut tool, target.pid).await;
+    assert_eq!(listed.state(), v1::TargetState::Running);
+    daemon.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_tools_and_targets_at_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -53,6 +53,7 @@ pub async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
             .unwrap()
             .into_inner()
             .targets;
+        let listed = format!("{targets:?}");
         if let Some(t) = targets.into_iter().find(|t| t.pid == pid)
             && t.state() != v1::TargetState::Starting
         {
@@ -60,7 +61,7 @@ pub async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
         }
         assert!(
             started.elapsed() < Duration::from_secs(10),
-            "the daemon never discovered pid {pid}"
+            "the daemon never listed pid {pid} past Starting: {listed}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -34,6 +34,9 @@ pub const ITERATIONS: &str = "EPCACHE_SYNTH_ITERATIONS";
 pub const WORK: &str = "EPCACHE_SYNTH_WORK";
 /// Milliseconds to sleep after each `idle`, so a test can act while the program runs.
 pub const PAUSE_MS: &str = "EPCACHE_SYNTH_PAUSE_MS";
+/// Milliseconds to stay `Starting` after registering, as a program reading a large debug
+/// build's DWARF does, before running on its own (no start wait unless `EPCACHE_WAIT`).
+pub const SETUP_MS: &str = "EPCACHE_SYNTH_SETUP_MS";
 /// Text to publish as the cache model instead of [`SPEC`] (the program still simulates `SPEC`),
 /// as the runtime publishes its complaint about a bad `EPCACHE_CACHE`.
 pub const MODEL_TEXT: &str = "EPCACHE_SYNTH_MODEL_TEXT";
@@ -269,6 +272,9 @@ pub fn run_target() {
     };
     println!("SYNTHETIC READY {}", std::process::id());
     let _ = std::io::stdout().flush();
+    if let Some(ms) = var(SETUP_MS).and_then(|v| v.parse().ok()) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
     program.mcc.ready();
 
     let [main, init, kernel, idle] = [entries[0], entries[1], entries[2], entries[3]];
