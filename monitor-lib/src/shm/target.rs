@@ -811,6 +811,130 @@ mod tests {
         );
     }
 
+    /// Any words at all in a pending request slot of a region (a tool with a bug, or another
+    /// process of the same user writing the segment): the target reads them without panicking,
+    /// and serves only what the tool side's own checks accept, for that region, with a
+    /// histogram that fits the slot's result space; a served request binds to a simulator's
+    /// counter array without panicking (an error there is said and the request skipped, as
+    /// `Monitoring::start` does).
+    #[test]
+    fn random_slot_words_are_served_only_when_a_tool_could_have_sent_them() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "random-slots");
+        let other = mcc
+            .register_region(1, 40, RegionKind::Marker, "other", "k.c")
+            .unwrap();
+        let a = mcc
+            .register_data_structure(
+                "a",
+                // Large, so explicit bucket widths can ask for more buckets than a slot holds.
+                AddressRange::new(0x10_0000, 1 << 30),
+                DataStructureKind::HeapRegistered,
+            )
+            .unwrap();
+        let per_slot = mcc.layout.buckets_per_slot();
+        let template = RequestSpec {
+            region: kernel.region,
+            target: RequestTarget::DataStructure(a),
+            event: "PAPI_L1_DCM".parse().unwrap(),
+            mode: Mode::Static,
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        };
+        let spec: crate::cache::HierarchySpec = "D1=8K,2,32;LL=1M,8,64".parse().unwrap();
+        // The runner's closure is `Fn`: what it changes sits in cells.
+        let sim = std::cell::RefCell::new(
+            crate::simulator::Simulator::new(&spec, crate::monitor::CounterArrayConfig::default())
+                .unwrap(),
+        );
+        // Words 1 to 7 random, or one of them random and the rest a valid request's (a static
+        // count or a histogram): wholly
+        // random words are almost never valid, one bad field at a time reaches every check.
+        let histogram = RequestSpec {
+            mode: Mode::Histogram {
+                buckets: 16,
+                bucket_bytes: 0,
+            },
+            ..template
+        };
+        let words = (
+            prop::collection::vec(any::<u64>(), layout::SLOT_WORDS - 1),
+            prop::option::of(0..layout::SLOT_WORDS - 1),
+            any::<bool>(),
+            any::<bool>(),
+        );
+        let served = std::cell::Cell::new(0u32);
+        let mut runner = TestRunner::new(Config::with_cases(2000));
+        runner
+            .run(&words, |(random, only, near_valid, as_histogram)| {
+                let sent = if as_histogram { &histogram } else { &template };
+                let handle = tool.submit(sent).unwrap();
+                let slot = mcc
+                    .layout
+                    .entry_words(
+                        mcc.segment.view(),
+                        Table::RequestSlots,
+                        handle.slot as usize,
+                    )
+                    .unwrap();
+                let valid: Vec<u64> = slot[1..]
+                    .iter()
+                    .map(|w| w.load(Ordering::Relaxed))
+                    .collect();
+                for (i, word) in slot[1..].iter().enumerate() {
+                    let value = match only {
+                        Some(j) if j != i => valid[i],
+                        // Small values hit the enums' and counts' edges more often.
+                        _ if near_valid => random[i] % 1024,
+                        _ => random[i],
+                    };
+                    word.store(value, Ordering::Relaxed);
+                }
+                for entry in [kernel, other] {
+                    for request in mcc.active_requests(entry) {
+                        served.set(served.get() + 1);
+                        prop_assert_eq!(request.spec.region, entry.region);
+                        prop_assert!(!request.range.is_empty());
+                        if let Some(n) = request.spec.histogram_buckets(request.range) {
+                            prop_assert!((1..=per_slot as u64).contains(&n), "{} buckets", n);
+                        }
+                        // The tool side accepts it too (in a slot of its own).
+                        let resent = tool.submit(&request.spec);
+                        prop_assert!(resent.is_ok(), "{:?}: {:?}", request.spec, resent);
+                        tool.cancel(resent.unwrap()).unwrap();
+                        let event = request.spec.event.to_string();
+                        let mut sim = sim.borrow_mut();
+                        let mut monitor = sim.monitor_mut();
+                        let _ = match request.spec.histogram_buckets(request.range) {
+                            None => monitor.add_event(&event, request.range).map(drop),
+                            Some(n) => {
+                                let lines = request.range.len().div_ceil(n).div_ceil(32);
+                                monitor
+                                    .add_histogram(&event, request.range, lines.max(1))
+                                    .map(drop)
+                            }
+                        };
+                        let _ = monitor.cleanup();
+                    }
+                }
+                // Back to the valid words, so the cancel finds the slot's region and clears
+                // its flag.
+                for (word, value) in slot[1..].iter().zip(&valid) {
+                    word.store(*value, Ordering::Relaxed);
+                }
+                let _ = tool.cancel(handle);
+                Ok(())
+            })
+            .unwrap();
+        assert!(
+            served.get() > 0,
+            "no random request was valid: the test checks nothing served"
+        );
+    }
+
     #[test]
     fn epcache_wait_values() {
         assert_eq!(start_wait_from_env(None), None);
