@@ -2,7 +2,9 @@
 //! `epcache cc` still leaves the whole report, written at the program's next captured access,
 //! and the program still dies of the signal; a second signal ends a program that makes no
 //! captured access at once, without the report; a signal the program inherited ignored stays
-//! ignored.
+//! ignored. A crash (SIGSEGV, a failed `assert`, glibc's abort on a corrupted heap) leaves the
+//! report too, and the program still dies of its signal, even when the report cannot be
+//! written (a watchdog ends it).
 
 mod capture_support;
 
@@ -224,4 +226,74 @@ fn a_report_written_by_a_worker_has_the_blocked_main_threads_counts() {
     assert_eq!(main_x["events"]["PAPI_L1_DCR"], 4096);
     let y = structure(region(&report, "sweep_y"), "Y");
     assert!(y["events"]["PAPI_L1_DCR"].as_u64().unwrap() >= 4096);
+}
+
+/// Runs the crash kernel with `how` (its report going to `report`), to its end.
+fn crash(dir: &Path, program: &Path, how: &str, report: &Path) -> (ExitStatus, String) {
+    let mut child = Command::new(program)
+        .arg(how)
+        .env("EPCACHE_REPORT", report)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .current_dir(dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the instrumented program");
+    wait_ended(&mut child)
+}
+
+#[test]
+fn a_crashing_program_leaves_its_report_and_dies_of_its_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(dir.path(), "crash") else {
+        return;
+    };
+    for (how, signal) in [
+        ("segv", Signal::SIGSEGV),
+        ("assert", Signal::SIGABRT),
+        ("double_free", Signal::SIGABRT),
+    ] {
+        let _ = std::fs::remove_file(dir.path().join("report.json"));
+        let (status, stderr) = crash(dir.path(), &program, how, &dir.path().join("report.json"));
+        assert_eq!(
+            status.signal(),
+            Some(signal as i32),
+            "{how}: {status}\n{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("epcache: {signal}: writing the report")),
+            "{how}: {stderr}"
+        );
+        let report = report(dir.path());
+        let x = structure(region(&report, "sweep"), "X");
+        assert_eq!(x["events"]["PAPI_L1_DCW"], 4096, "{how}");
+        // The crashing function's region is in it, ended where it crashed.
+        assert_eq!(region(&report, "crash")["instances"], 1, "{how}");
+        no_partial_files(dir.path());
+    }
+}
+
+/// A report that cannot be written (its path is a FIFO nobody reads, so the write blocks, as a
+/// report waiting for an allocator lock the crash left held would) does not keep a crashed
+/// program alive: the watchdog ends it by its own signal.
+#[test]
+fn a_crash_whose_report_blocks_still_ends_by_its_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(dir.path(), "crash") else {
+        return;
+    };
+    let fifo = dir.path().join("report.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let started = Instant::now();
+    let (status, stderr) = crash(dir.path(), &program, "segv", &fifo);
+    assert_eq!(
+        status.signal(),
+        Some(Signal::SIGSEGV as i32),
+        "{status}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("the report was not written in time"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
 }

@@ -4,7 +4,7 @@
 //!
 //! Only the `*_abi.rs` modules and `thread_block.rs` hold unsafe code (the `extern "C"` entry
 //! points, the atomics they must really perform, the exported gate of dual-compiled code, the
-//! termination signal handler, the `pthread_join` and `dlopen` wraps, the region stack's local-exec
+//! termination and crash signal handlers, the `pthread_join` and `dlopen` wraps, the region stack's local-exec
 //! thread-local block); everything they call is safe Rust in `state.rs` and `regions.rs`.
 
 mod data;
@@ -22,6 +22,8 @@ mod state;
 mod alloc_abi;
 #[allow(unsafe_code)]
 mod c_abi;
+#[allow(unsafe_code)]
+mod crash_abi;
 #[allow(unsafe_code)]
 mod gate_abi;
 #[allow(unsafe_code)]

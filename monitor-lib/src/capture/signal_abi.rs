@@ -106,7 +106,8 @@ pub(super) fn die_of(signal: c_int) -> ! {
     }
 }
 
-fn say(message: &[u8]) {
+/// Writes `message` to stderr, async-signal-safely.
+pub(super) fn say(message: &[u8]) {
     // SAFETY: write(2) is async-signal-safe; the buffer is valid for its length. A failure
     // (stderr closed) loses only the message.
     let _ = unsafe { libc::write(libc::STDERR_FILENO, message.as_ptr().cast(), message.len()) };

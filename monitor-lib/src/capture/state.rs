@@ -27,7 +27,7 @@ use super::filter::{self, Filter};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
-use super::{data, hand_over, mcc, program, signal_abi};
+use super::{crash_abi, data, hand_over, mcc, program, signal_abi};
 
 /// The thread has not yet looked at the process-wide switch (every thread starts here).
 const NEEDS_SYNC: u8 = 0;
@@ -437,7 +437,10 @@ pub(crate) fn init_process() {
     if standalone() {
         // Once per process: `init_process` returns early above once it ran.
         static HELD: std::sync::Once = std::sync::Once::new();
-        HELD.call_once(signal_abi::hold_termination_for_report);
+        HELD.call_once(|| {
+            signal_abi::hold_termination_for_report();
+            crash_abi::report_on_crash();
+        });
     }
     if !START_UP_COUNTED.swap(true, Ordering::Relaxed) {
         MAY_CAPTURE.fetch_sub(1, Ordering::Relaxed);
@@ -502,6 +505,18 @@ extern "C" fn at_exit() {
         m.finish();
     }
     set_state(previous);
+}
+
+/// Whether a crash handler (`crash_abi.rs`) may write the report: the thread crashed in the
+/// program's code, not inside the runtime (whose state it may have left half-changed), and not
+/// in a forked child (whose report is its parent's).
+pub(super) fn may_report_on_crash() -> bool {
+    !in_runtime() && !FORKED.load(Ordering::Relaxed)
+}
+
+/// The report, from a crash handler: everything `at_exit` does, under the handler's watchdog.
+pub(super) fn report_at_crash() {
+    at_exit();
 }
 
 /// Set in a child of `fork` (that has not exec'd): the report and the segment are the parent's.
