@@ -743,3 +743,113 @@ fn gcc_counts_struct_and_library_copies_once() {
         );
     }
 }
+
+/// `epcache cc` with what it failed on before: response files (a `-c` compile read from one
+/// was taken for a link and left uninstrumented), `-oFILE` written joined (two outputs), a
+/// partial link (`-r`, which got the runtime archive and failed on `-lgcc_s`), `-x` on a
+/// compile-and-link command (the runtime archive compiled as C source, for minutes) and an
+/// output directory that does not exist (blamed on the listing merge).
+#[test]
+fn response_files_joined_outputs_partial_links_and_bad_commands() {
+    if !ready(
+        "gcc",
+        "response_files_joined_outputs_partial_links_and_bad_commands",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(kernel("capture_sum.c"), dir.path().join("sum.c")).unwrap();
+    std::fs::write(dir.path().join("compile.rsp"), "-O1 -c sum.c -osum.o\n").unwrap();
+    epcache_cc(dir.path(), &["gcc", "@compile.rsp"]);
+    epcache_cc(dir.path(), &["gcc", "-r", "sum.o", "-o", "part.o"]);
+    let symbols = Command::new("nm")
+        .arg(dir.path().join("part.o"))
+        .output()
+        .unwrap();
+    let symbols = String::from_utf8_lossy(&symbols.stdout);
+    assert!(
+        symbols.contains("__tsan_func_entry"),
+        "instrumented:\n{symbols}"
+    );
+    assert!(
+        !symbols.contains(" T __tsan_func_entry"),
+        "the runtime belongs to the final link, not the partial one"
+    );
+    std::fs::write(dir.path().join("link.rsp"), "part.o -o 'sum prog'\n").unwrap();
+    epcache_cc(dir.path(), &["gcc", "@link.rsp"]);
+    let (_, report) = run_with_report(dir.path(), &dir.path().join("sum prog"), SMALL_L1);
+    assert_eq!(count(level(&report, "D1"), "writes"), N);
+
+    let runtime = runtime_library().expect("checked by ready");
+    let refused = |line: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["cc", "--"])
+            .args(line)
+            .env("EPCACHE_RUNTIME", &runtime)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{line:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    std::fs::copy(dir.path().join("sum.c"), dir.path().join("sum.txt")).unwrap();
+    let stderr = refused(&["gcc", "-O1", "-x", "c", "sum.txt", "-o", "px"]);
+    assert!(
+        stderr.contains("uses -x; compile with -c first"),
+        "{stderr}"
+    );
+    let stderr = refused(&["gcc", "-O1", "-c", "sum.c", "-o", "nowhere/sum.o"]);
+    assert!(
+        stderr.contains("the directory nowhere does not exist"),
+        "{stderr}"
+    );
+}
+
+/// Several compilers started at once (`make -j`) that all find the epcache Fortran module
+/// missing each compile it: before, they shared gfortran's temporary module file and all but
+/// one could fail ("Cannot rename module file"), 2 runs of 4 on this machine.
+#[test]
+fn parallel_fortran_compiles_each_find_the_epcache_module() {
+    if !ready(
+        "gfortran",
+        "parallel_fortran_compiles_each_find_the_epcache_module",
+    ) {
+        return;
+    }
+    let runtime = runtime_library().expect("checked by ready");
+    for round in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let compiles: Vec<_> = (0..4)
+            .map(|n| {
+                let source = dir.path().join(format!("part{n}.f90"));
+                std::fs::write(
+                    &source,
+                    format!(
+                        "subroutine part{n}\n  use epcache\n  use iso_c_binding\n  call \
+                         epcache_region_begin(\"part{n}\"//c_null_char)\n  call \
+                         epcache_region_end()\nend subroutine\n"
+                    ),
+                )
+                .unwrap();
+                Command::new(env!("CARGO_BIN_EXE_epcache"))
+                    .args(["cc", "--", "gfortran", "-O1", "-c"])
+                    .arg(&source)
+                    .env("EPCACHE_RUNTIME", &runtime)
+                    .env("XDG_CACHE_HOME", &cache)
+                    .current_dir(dir.path())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for (n, compile) in compiles.into_iter().enumerate() {
+            let out = compile.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}, part{n}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

@@ -17,7 +17,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
-use crate::{dual_asm, inline_capture};
+use crate::{cc_command_line, dual_asm, inline_capture};
 
 /// Environment variable that turns dual compilation off (`off`, `0`, `no`): every function is
 /// then built instrumented only.
@@ -67,8 +67,12 @@ const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-befor
 /// Every object's calls to `memcpy`, `memmove` and `memset` are renamed (with `objcopy`) to the
 /// runtime's versions, which count the copies.
 ///
-/// Link-time optimisation (`-flto`) and stripping (`-s`, `-Wl,--strip-all`) are dropped with a
-/// note: the first would leave the program uninstrumented, the second without names.
+/// Link-time optimisation (`-flto`), stripping (`-s`, `-Wl,--strip-all`) and `-gsplit-dwarf`
+/// are dropped with a note: the first would leave the program uninstrumented, the others without
+/// names. Response files (`@args`) are read; a partial link (`-r`) gets no runtime; `-x LANG`
+/// on a command that also links is refused (compile with `-c` first). gcc's counts are those of
+/// the code before vectorisation (its TSan pass runs first): at -O2 and -O3 a vectorised loop
+/// counts one access per element, where Cachegrind sees one per vector.
 /// `-fsanitize=address` (and leak, memory) cannot be combined with capture and is refused, as
 /// are 32-bit builds (`-m32`, `-mx32`).
 ///
@@ -197,15 +201,46 @@ fn classify(args: &[String]) -> Step {
     if inputs.is_empty() {
         return Step::Query;
     }
-    let sources: Vec<usize> = inputs
-        .into_iter()
-        .filter(|&i| is_source(&args[i]))
-        .collect();
+    let sources = source_positions(args, &inputs);
     if sources.is_empty() {
         Step::Link
     } else {
         Step::CompileAndLink { sources }
     }
+}
+
+/// The inputs the compiler compiles: those with a source file's extension, and every input
+/// after `-x LANGUAGE` until `-x none` (`-x c notes.txt`, `-x c -` for standard input), which a
+/// link step must not take for objects (it would append the runtime archive as C source).
+fn source_positions(args: &[String], inputs: &[usize]) -> Vec<usize> {
+    let mut language = false;
+    let mut sources = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        if arg == "-x" {
+            language = args.get(i + 1).is_some_and(|l| l != "none");
+            i += 2;
+            continue;
+        }
+        if let Some(l) = arg.strip_prefix("-x") {
+            language = l != "none";
+        } else if inputs.contains(&i) && (language || is_source(arg)) {
+            sources.push(i);
+        }
+        i += 1;
+    }
+    sources
+}
+
+/// Whether a link step makes a relocatable object (`-r`), which a later link takes in: the
+/// runtime and the wraps belong to that final link, not into the object.
+fn is_partial_link(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        matches!(a.as_str(), "-r" | "-relocatable")
+            || a.strip_prefix("-Wl,")
+                .is_some_and(|list| list.split(',').any(|o| matches!(o, "-r" | "--relocatable")))
+    })
 }
 
 /// The arguments of a link step: the user's, minus any `-fsanitize=thread` (it would link
@@ -224,6 +259,9 @@ fn link_arguments(
         .filter(|a| a.as_str() != "-fsanitize=thread")
         .cloned()
         .collect();
+    if is_partial_link(args) {
+        return linked;
+    }
     if !args.iter().any(|a| a == "-shared") {
         // The program's own calls to the allocator go through the runtime, which names heap
         // blocks by their allocation site.
@@ -242,6 +280,10 @@ fn link_arguments(
         }
         if cfg!(target_arch = "x86_64") {
             linked.push(CXX_ALLOCATOR_WRAPS.to_owned());
+        }
+        // A language still chosen with `-x` would make the compiler read the archive as source.
+        if args.iter().any(|a| a.starts_with("-x")) {
+            linked.extend(["-x".to_owned(), "none".to_owned()]);
         }
         linked.push(runtime.display().to_string());
         // A static link has no libgcc_s: the runtime's unwinder then comes from libgcc_eh.
@@ -437,10 +479,17 @@ fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
             .zip(std::fs::metadata(&source).and_then(|m| m.modified()).ok())
             .is_some_and(|(m, s)| m >= s);
         if !fresh {
+            // Into a directory of its own, then renamed into place: `make -j` runs several
+            // compilers that all find the module missing, and gfortran's own temporary module
+            // file in a shared directory made all but one of them fail.
+            let scratch = tempfile::Builder::new()
+                .prefix("module-")
+                .tempdir_in(&dir)
+                .with_context(|| format!("creating a directory in {}", dir.display()))?;
             let status = Command::new(compiler)
                 .arg("-fsyntax-only")
                 .arg("-J")
-                .arg(&dir)
+                .arg(scratch.path())
                 .arg(&source)
                 .status()
                 .with_context(|| {
@@ -452,6 +501,8 @@ fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
                     source.display()
                 );
             }
+            std::fs::rename(scratch.path().join("epcache.mod"), &module)
+                .with_context(|| format!("moving the compiled module to {}", module.display()))?;
         }
     }
     Ok(dir)
@@ -545,7 +596,7 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
     let Some((compiler, args)) = command.split_first() else {
         bail!("no compiler command given: epcache cc -- gcc -O2 -c kernel.c");
     };
-    let (compiler, args) = (compiler.clone(), args.to_vec());
+    let (compiler, args) = (compiler.clone(), cc_command_line::normalised(args)?);
     // Classified again without the dropped flags: a compile-and-link step holds its sources'
     // positions.
     let args = match classify(&args) {
@@ -553,7 +604,7 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
         _ => {
             refuse_other_sanitizers(&args)?;
             refuse_other_data_models(&args)?;
-            without_stripping(without_lto(args))
+            without_split_dwarf(without_stripping(without_lto(args)))
         }
     };
     match classify(&args) {
@@ -564,6 +615,12 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
                 compile_object(&compiler, &common, &args[source], &object)
             }
             None => {
+                if let Some(why) = why_instrumented_only(&compiler, &args) {
+                    eprintln!(
+                        "epcache cc: built instrumented only (no plain copy, so the code runs \
+                         slower even where nothing is monitored): {why}"
+                    );
+                }
                 let mut instrumented = args;
                 instrumented.extend(instrument_flags(&compiler)?);
                 run(&compiler, &instrumented)
@@ -616,6 +673,17 @@ fn without_stripping(args: Vec<String>) -> Vec<String> {
         },
         "the runtime names regions and data structures from the program's own debug \
          information, which stripping removes",
+    )
+}
+
+/// `args` without `-gsplit-dwarf`, said on stderr when it was there: it moves the debug
+/// information the runtime names regions and data structures from into `.dwo` files, which the
+/// runtime does not read, so the program would report only `program`.
+fn without_split_dwarf(args: Vec<String>) -> Vec<String> {
+    without_noted(
+        args,
+        |a| a == "-gsplit-dwarf" || a.starts_with("-gsplit-dwarf="),
+        "the runtime names regions and data structures from debug information in the program          itself, which split DWARF moves to .dwo files",
     )
 }
 
@@ -730,6 +798,36 @@ fn single_object(args: &[String]) -> Option<(usize, String)> {
             format!("{stem}.o")
         });
     Some((*source, object))
+}
+
+/// Why a `-c` command that [`single_object`] declined compiles sources that would otherwise get
+/// a plain copy; `None` for commands that make no object (`-E`, `-S`, `-M`) or none of whose
+/// inputs would get one anyway.
+fn why_instrumented_only(compiler: &str, args: &[String]) -> Option<&'static str> {
+    let no_object = args
+        .iter()
+        .any(|a| matches!(a.as_str(), "-S" | "-E" | "-M" | "-MM" | "-fsyntax-only"));
+    let inputs = input_positions(args);
+    let dual = source_positions(args, &inputs)
+        .iter()
+        .any(|&i| dual_wanted(compiler, &args[i]));
+    if !args.iter().any(|a| a == "-c") || no_object || !dual {
+        return None;
+    }
+    Some(
+        if args
+            .iter()
+            .any(|a| a == "-x" || (a.starts_with("-x") && a.len() > 2))
+        {
+            "-x names the language (compile files with a source extension to get both copies)"
+        } else if args.iter().any(|a| a.starts_with("-save-temps")) {
+            "-save-temps keeps intermediate files the two copies would overwrite"
+        } else if inputs.len() > 1 {
+            "several sources in one command (compile one source per command to get both copies)"
+        } else {
+            "the command's input is not a source file by its name"
+        },
+    )
 }
 
 /// The arguments of a `-c` command minus `-c`, `-o FILE` and the source.
@@ -1004,6 +1102,16 @@ fn compile_object(
     source: &str,
     object: &str,
 ) -> anyhow::Result<i32> {
+    // The merged listing's assembly would fail with a message blaming the merge.
+    if let Some(dir) = Path::new(object)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        bail!(
+            "cannot write {object}: the directory {} does not exist",
+            dir.display()
+        );
+    }
     let code = compile_copies(compiler, common, source, object)?;
     if code == 0 && !is_assembly(source) {
         redirect_memory_calls(source, object);
@@ -1203,6 +1311,59 @@ mod tests {
         );
         // An option's value is not an input, even when it looks like a source.
         assert_eq!(classify(&args("-include pre.c -o p.o x.o")), Step::Link);
+        // `-x` makes any input a source until `-x none`: not a link of objects.
+        assert_eq!(
+            classify(&args("-O2 -x c k.txt -o px")),
+            Step::CompileAndLink { sources: vec![3] }
+        );
+        assert_eq!(
+            classify(&args("-xc - -x none a.o -o p")),
+            Step::CompileAndLink { sources: vec![1] }
+        );
+    }
+
+    #[test]
+    fn partial_links_get_neither_the_runtime_nor_the_wraps() {
+        let runtime = Path::new("/r/libepcache_monitor.a");
+        let exports = Path::new("/c/exports.list");
+        for line in [
+            "-r a.o b.o -o ab.o",
+            "-Wl,-r a.o -o ab.o",
+            "-nostdlib -Wl,--relocatable a.o",
+        ] {
+            let linked = link_arguments(&args(line), runtime, exports, true);
+            assert_eq!(linked, args(line), "{line}");
+        }
+        // A language left chosen by `-x` is reset before the runtime archive.
+        let linked = link_arguments(&args("a.o -x none -o p"), runtime, exports, false);
+        let archive = linked.iter().position(|a| a.ends_with(".a")).unwrap();
+        assert_eq!(linked[archive - 2..archive], args("-x none"));
+    }
+
+    #[test]
+    fn split_dwarf_is_dropped_and_fallbacks_say_why() {
+        assert_eq!(
+            without_split_dwarf(args("-O2 -g -gsplit-dwarf -c k.c")),
+            args("-O2 -g -c k.c")
+        );
+        assert!(
+            why_instrumented_only("gcc", &args("-O2 -c a.c b.c"))
+                .unwrap()
+                .contains("several sources")
+        );
+        assert!(
+            why_instrumented_only("gcc", &args("-c -x c k.txt"))
+                .unwrap()
+                .contains("-x")
+        );
+        assert!(
+            why_instrumented_only("gcc", &args("-c -save-temps k.c"))
+                .unwrap()
+                .contains("-save-temps")
+        );
+        // Nothing to say where no object is made, or no plain copy was due.
+        assert_eq!(why_instrumented_only("gcc", &args("-E a.c b.c")), None);
+        assert_eq!(why_instrumented_only("gcc", &args("-c a.s b.s")), None);
     }
 
     #[test]

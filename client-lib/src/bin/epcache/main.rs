@@ -6,6 +6,7 @@
 
 mod cancel;
 mod cc;
+mod cc_command_line;
 mod connection;
 mod demo;
 mod demo_plot;
