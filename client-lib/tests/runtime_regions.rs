@@ -482,6 +482,28 @@ fn threads_still_in_regions_at_exit_hand_their_counts_on() {
     assert_eq!(y_writes, 0);
 }
 
+/// A recursive function's region counts every call as an instance and every access once, as a
+/// counter read at the outermost call's entry and exit would: before, each level added its
+/// whole subtree again (here 5050 writes of X for the program's 100).
+#[test]
+fn a_recursive_region_counts_its_accesses_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(dir.path(), "recursion.c", "recursion", &[]) else {
+        return;
+    };
+    let (_, report) = run_with_report(dir.path(), &program, PAPER_L1);
+    let descend = region(&report, "descend");
+    assert_eq!(descend["instances"], 101);
+    for array in ["X", "Y"] {
+        let writes = &structure(descend, array)["events"]["PAPI_L1_DCW"];
+        assert_eq!(*writes, 100, "{array}");
+        assert_eq!(
+            *writes,
+            structure(region(&report, "program"), array)["events"]["PAPI_L1_DCW"]
+        );
+    }
+}
+
 /// A `longjmp` skips the exit hooks of the functions it leaves (and the end of the marker one
 /// of them opened): each is closed at the next region boundary below its frame, as at a return,
 /// so instances and counts stay those of the source, and nothing piles up round after round.

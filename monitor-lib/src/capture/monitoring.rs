@@ -117,6 +117,12 @@ struct Snapshot {
     region: u32,
     levels: Counts,
     structures: Vec<Counts>,
+    /// An instance of a region already open on this thread (recursion): it counts as an
+    /// instance, and its accesses only once, in the outermost instance, so a recursive
+    /// function's counts stay within the program's (each level adding its subtree again made
+    /// a mergesort's eight times the run's, and a recursion of depth n quadratic in n). It
+    /// keeps no counts of its own, so it costs no copy.
+    nested: bool,
 }
 
 const FOUND_SLOTS: usize = 64;
@@ -144,6 +150,8 @@ pub(crate) struct Monitoring {
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
     stack: Vec<Snapshot>,
+    /// Instances of each region (by id) open in `stack`.
+    open: Vec<u32>,
     pub(crate) regions: HashMap<u32, RegionCounts>,
 }
 
@@ -162,6 +170,7 @@ impl Monitoring {
             totals: [0; 4 * MAX_LEVELS],
             structures: Vec::new(),
             stack: Vec::new(),
+            open: Vec::new(),
             regions: HashMap::new(),
         }
     }
@@ -175,7 +184,7 @@ impl Monitoring {
         &mut self,
         hand_over: impl FnOnce(&HashMap<u32, RegionCounts>, &[Counts]),
     ) {
-        for snapshot in &mut self.stack {
+        for snapshot in self.stack.iter_mut().filter(|s| !s.nested) {
             let acc = self.regions.entry(snapshot.region).or_default();
             add_since(acc, &self.totals, &self.structures, snapshot);
             snapshot.levels = [0; 4 * MAX_LEVELS];
@@ -194,8 +203,19 @@ impl Monitoring {
     /// thread may end inside a region.
     pub(crate) fn close_open_regions(&mut self) {
         while let Some(snapshot) = self.stack.pop() {
-            let acc = self.regions.entry(snapshot.region).or_default();
-            acc.instances += 1;
+            self.close(snapshot);
+        }
+    }
+
+    /// A region instance opened at `snapshot` ends: one instance more, and unless it is nested
+    /// in another instance of its region, what was counted since.
+    fn close(&mut self, snapshot: Snapshot) {
+        if let Some(open) = self.open.get_mut(snapshot.region as usize) {
+            *open = open.saturating_sub(1);
+        }
+        let acc = self.regions.entry(snapshot.region).or_default();
+        acc.instances += 1;
+        if !snapshot.nested {
             add_since(acc, &self.totals, &self.structures, &snapshot);
         }
     }
@@ -365,10 +385,26 @@ impl Monitoring {
     pub(crate) fn enter(&mut self, sim: &mut Simulator, region: RegionRef, requested: bool) {
         self.depth += 1;
         if self.counting {
-            self.stack.push(Snapshot {
-                region: region.id,
-                levels: self.totals,
-                structures: self.structures.clone(),
+            let id = region.id as usize;
+            if self.open.len() <= id {
+                self.open.resize(id + 1, 0);
+            }
+            let nested = self.open[id] > 0;
+            self.open[id] += 1;
+            self.stack.push(if nested {
+                Snapshot {
+                    region: region.id,
+                    levels: [0; 4 * MAX_LEVELS],
+                    structures: Vec::new(),
+                    nested,
+                }
+            } else {
+                Snapshot {
+                    region: region.id,
+                    levels: self.totals,
+                    structures: self.structures.clone(),
+                    nested,
+                }
             });
         }
         if !requested {
@@ -430,9 +466,7 @@ impl Monitoring {
             && let Some(snapshot) = self.stack.pop()
         {
             debug_assert_eq!(snapshot.region, region.id);
-            let acc = self.regions.entry(snapshot.region).or_default();
-            acc.instances += 1;
-            add_since(acc, &self.totals, &self.structures, &snapshot);
+            self.close(snapshot);
         }
         self.depth = self.depth.saturating_sub(1);
     }
