@@ -504,6 +504,37 @@ fn a_recursive_region_counts_its_accesses_once() {
     }
 }
 
+/// Two files' statics of one name are two data structures, named apart by their files
+/// (`buf@a.c`, `buf@b.c`) with their own sizes and counts; before, regions holding both showed
+/// one `buf` with one's start, the other's size and both's counts.
+#[test]
+fn same_named_statics_of_two_files_stay_apart() {
+    if !available("gcc", "runtime_regions") || !runtime_built("runtime_regions") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // `used`: gcc keeps the stores to arrays nothing reads.
+    std::fs::write(
+        dir.path().join("a.c"),
+        "static double buf[1000] __attribute__((used));\nvoid fa(void) { for (int i = 0; i < 1000; i++) buf[i] = i; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("b.c"),
+        "static double buf[4000] __attribute__((used));\nvoid fb(void) { for (int i = 0; i < 4000; i++) buf[i] = i; }\n\
+         void fa(void);\nint main(void) { fa(); fb(); return 0; }\n",
+    )
+    .unwrap();
+    epcache_cc(dir.path(), &["gcc", "-O1", "a.c", "b.c", "-o", "statics"]);
+    let (_, report) = run_with_report(dir.path(), &dir.path().join("statics"), PAPER_L1);
+    let main = region(&report, "main");
+    for (name, elements) in [("buf@a.c", 1000), ("buf@b.c", 4000)] {
+        let buf = structure(main, name);
+        assert_eq!(buf["bytes"], elements * 8, "{name}");
+        assert_eq!(buf["events"]["PAPI_L1_DCW"], elements, "{name}");
+    }
+}
+
 /// A `longjmp` skips the exit hooks of the functions it leaves (and the end of the marker one
 /// of them opened): each is closed at the next region boundary below its frame, as at a return,
 /// so instances and counts stay those of the source, and nothing piles up round after round.

@@ -477,15 +477,48 @@ fn report_path(path: PathBuf) -> PathBuf {
 static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 
 fn register_globals(objects: &[&program::ProgramInfo]) {
-    for p in objects {
-        for g in p.info.globals.iter().filter(|g| g.size > 0) {
-            data::register(
-                &g.qualified_name,
-                AddressRange::new(g.address.wrapping_add(p.bias), g.size),
-                DataStructureKind::Global,
-            );
+    let globals = objects.iter().flat_map(|p| {
+        p.info.globals.iter().filter(|g| g.size > 0).map(|g| {
+            let file = g
+                .file
+                .and_then(|f| p.info.files.get(f as usize))
+                .and_then(|f| Path::new(f).file_name())
+                .map(|f| f.to_string_lossy().into_owned());
+            let range = AddressRange::new(g.address.wrapping_add(p.bias), g.size);
+            (g.qualified_name.clone(), file, range)
+        })
+    });
+    for (name, range) in distinct_names(globals.collect()) {
+        data::register(&name, range, DataStructureKind::Global);
+    }
+}
+
+/// Globals named apart where their names collide: `static double buf[1000]` in `a.c` and
+/// another `buf` in `b.c` become `buf@a.c` and `buf@b.c`. The report sums the entries of one
+/// name (a name's heap blocks, an array registered again), so two unrelated arrays under one
+/// name showed as one, with one's start, the other's size and both's counts.
+fn distinct_names(
+    globals: Vec<(String, Option<String>, AddressRange)>,
+) -> Vec<(String, AddressRange)> {
+    let mut seen: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (name, _, range) in &globals {
+        let starts = seen.entry(name).or_default();
+        if !starts.contains(&range.start) {
+            starts.push(range.start);
         }
     }
+    let collides: std::collections::HashSet<String> = seen
+        .into_iter()
+        .filter(|(_, starts)| starts.len() > 1)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    globals
+        .into_iter()
+        .map(|(name, file, range)| match file {
+            Some(file) if collides.contains(&name) => (format!("{name}@{file}"), range),
+            _ => (name, range),
+        })
+        .collect()
 }
 
 extern "C" fn at_exit() {
@@ -1274,6 +1307,42 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn colliding_global_names_are_told_apart_by_file() {
+        let global = |name: &str, file: Option<&str>, start: u64| {
+            (
+                name.to_owned(),
+                file.map(str::to_owned),
+                AddressRange::new(start, 8),
+            )
+        };
+        let named = distinct_names(vec![
+            global("buf", Some("a.c"), 0x1000),
+            global("buf", Some("b.c"), 0x2000),
+            global("alpha::table", Some("a.c"), 0x3000),
+            global("table", Some("b.c"), 0x4000),
+            // One variable seen twice (two units declaring it) is not a collision.
+            global("shared", Some("a.c"), 0x5000),
+            global("shared", Some("b.c"), 0x5000),
+            global("anon", None, 0x6000),
+            global("anon", None, 0x7000),
+        ]);
+        let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "buf@a.c",
+                "buf@b.c",
+                "alpha::table",
+                "table",
+                "shared",
+                "shared",
+                "anon",
+                "anon"
+            ]
+        );
+    }
 
     /// Standalone counting as the hooks do it (the repeat-hit filter first, then the
     /// simulator's one-line path and the filter's take-over) must count exactly what counting
