@@ -132,7 +132,7 @@ pub(crate) fn region<'r>(
                         .map(|r| describe_region(r))
                         .collect::<Vec<_>>()
                         .join("; "),
-                    hint: "name it by key (file id and line) or index",
+                    hint: "name it by one of the keys listed (FILE_ID:LINE: `--region-key` of `epcache request`, `--region` of `epcache run`) or by index",
                 }),
             }
         }

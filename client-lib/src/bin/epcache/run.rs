@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_client::{Client, ConnectOptions, Event, Request, RequestResult, TargetState};
+use epcache_client::{
+    Client, ConnectOptions, Event, RegionRef, Request, RequestResult, TargetState,
+};
 use tokio_stream::StreamExt;
 
 use crate::connection::{json, table};
@@ -40,8 +42,9 @@ pub(crate) struct RunArgs {
     /// EPCACHE_REPORT) and print the report when the program ends.
     #[arg(long)]
     all_regions: bool,
-    /// A region of a request (repeatable, one per request).
-    #[arg(long, value_name = "NAME")]
+    /// A region of a request (repeatable, one per request): its name, or its key FILE_ID:LINE
+    /// when the name is ambiguous (the refusal lists the candidates' keys).
+    #[arg(long, value_name = "NAME|FILE_ID:LINE")]
     region: Vec<String>,
     /// The array (data structure) of a request (repeatable, one per request).
     #[arg(long, value_name = "NAME")]
@@ -77,7 +80,7 @@ impl RunArgs {
         Ok((0..n)
             .map(|i| {
                 let (region, array, event) = (
-                    self.region[i].as_str(),
+                    region_ref(&self.region[i]),
                     self.array[i].as_str(),
                     self.event[i].as_str(),
                 );
@@ -87,6 +90,18 @@ impl RunArgs {
                 }
             })
             .collect())
+    }
+}
+
+/// A `--region` value: a key `FILE_ID:LINE` (two numbers; no function or marker name has that
+/// form), else a name.
+fn region_ref(text: &str) -> RegionRef {
+    match text
+        .split_once(':')
+        .and_then(|(f, l)| Some((f.parse().ok()?, l.parse().ok()?)))
+    {
+        Some((file_id, line)) => RegionRef::Key { file_id, line },
+        None => RegionRef::Name(text.to_owned()),
     }
 }
 
@@ -294,4 +309,23 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         return Ok(2);
     }
     Ok(exit_code(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_is_named_or_given_by_key() {
+        assert_eq!(
+            region_ref("440472694:2"),
+            RegionRef::Key {
+                file_id: 440_472_694,
+                line: 2
+            }
+        );
+        for name in ["init", "alpha::A::init", "main.c:42", "f:x:1"] {
+            assert_eq!(region_ref(name), RegionRef::Name(name.to_owned()), "{name}");
+        }
+    }
 }
