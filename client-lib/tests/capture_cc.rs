@@ -744,7 +744,8 @@ fn gcc_counts_struct_and_library_copies_once() {
     }
 }
 
-/// `epcache cc` with what it failed on before: response files (a `-c` compile read from one
+/// `epcache cc` with what it failed on before (and a program path with a space, which lost
+/// every name): response files (a `-c` compile read from one
 /// was taken for a link and left uninstrumented), `-oFILE` written joined (two outputs), a
 /// partial link (`-r`, which got the runtime archive and failed on `-lgcc_s`), `-x` on a
 /// compile-and-link command (the runtime archive compiled as C source, for minutes) and an
@@ -779,6 +780,12 @@ fn response_files_joined_outputs_partial_links_and_bad_commands() {
     epcache_cc(dir.path(), &["gcc", "@link.rsp"]);
     let (_, report) = run_with_report(dir.path(), &dir.path().join("sum prog"), SMALL_L1);
     assert_eq!(count(level(&report, "D1"), "writes"), N);
+    // Named, though its path has a space (`/proc/self/maps` read whole).
+    let fill = capture_support::region(&report, "fill");
+    assert_eq!(
+        capture_support::structure(fill, "a")["events"]["PAPI_L1_DCW"],
+        N
+    );
 
     let runtime = runtime_library().expect("checked by ready");
     let refused = |line: &[&str]| {

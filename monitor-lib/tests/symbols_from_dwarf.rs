@@ -162,8 +162,29 @@ fn line_tables_agree_with_addr2line() {
 fn load_bias_maps_link_addresses_to_the_running_program() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = build(dir.path()) else { return };
-    let info = DebugInfo::load(&exe).unwrap();
-    let mut child = Command::new(&exe)
+    bias_agrees_with_the_printed_addresses(&exe);
+}
+
+/// `/proc/PID/maps` pads its fields with spaces, so a path field split on whitespace lost the
+/// executable (and every library) under a directory with a space in its name.
+#[test]
+fn load_bias_finds_a_program_whose_path_has_spaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(built) = build(dir.path()) else {
+        return;
+    };
+    let spaced = dir.path().join("sp dir");
+    std::fs::create_dir(&spaced).unwrap();
+    let exe = spaced.join("my  prog");
+    std::fs::copy(&built, &exe).unwrap();
+    bias_agrees_with_the_printed_addresses(&exe);
+}
+
+/// Runs `exe` (the test program, which prints where three of its globals are) and checks that
+/// the load bias puts the DWARF addresses there.
+fn bias_agrees_with_the_printed_addresses(exe: &Path) {
+    let info = DebugInfo::load(exe).unwrap();
+    let mut child = Command::new(exe)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -176,14 +197,118 @@ fn load_bias_maps_link_addresses_to_the_running_program() {
         .split_whitespace()
         .map(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).unwrap())
         .collect();
-    let bias = load_bias(Some(child.id()), &exe, info.first_load_vaddr).unwrap();
+    let bias = load_bias(Some(child.id()), exe, info.first_load_vaddr);
     child.stdin.take().unwrap().write_all(b"\n").unwrap();
     assert!(child.wait().unwrap().success());
+    let bias = bias.unwrap();
     // A PIE under ASLR loads at a non-zero base.
     assert_ne!(bias, 0);
+    assert_eq!(printed.len(), 3, "{line}");
     for (name, runtime) in ["A", "counts", "points"].into_iter().zip(printed) {
         assert_eq!(info.global(name).unwrap().address + bias, runtime, "{name}");
     }
+}
+
+const CPP_PROGRAM: &str = r#"#include <stdio.h>
+namespace alpha { double table[2000]; }
+namespace beta { double table[3000]; }
+struct S { static double table[700]; };
+double S::table[700];
+static double table[500];
+namespace alpha {
+struct T { static int count; int f(); };
+int T::count;
+int T::f() { static long calls; return (int)++calls + count; }
+}
+
+int main() {
+    alpha::table[1] = 1;
+    beta::table[2] = 2;
+    S::table[3] = 3;
+    table[4] = 4;
+    alpha::T t;
+    // Printing the addresses keeps every array (the file static too) in the program.
+    printf("%p %p %p %p\n", (void *)alpha::table, (void *)beta::table, (void *)S::table,
+           (void *)table);
+    return t.f() - 1;
+}
+"#;
+
+/// g++ defines a namespace's or class's variables at the unit's top level, pointing back to the
+/// declaration inside the namespace or class (`DW_AT_specification`): the names come from
+/// there, as they do from clang++'s nested definitions.
+#[test]
+fn cpp_globals_are_qualified_by_their_namespace_or_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("ns2.cpp");
+    std::fs::write(&src, CPP_PROGRAM).unwrap();
+    let mut compared = 0;
+    for compiler in ["g++", "clang++"] {
+        let exe = dir.path().join(format!("ns2-{compiler}"));
+        let status = Command::new(compiler)
+            .args(["-O1", "-g", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status();
+        if !status.as_ref().is_ok_and(|s| s.success()) {
+            let message = format!("{compiler} is needed to build the C++ symbol test: {status:?}");
+            // clang++ is a second opinion; g++ is the compiler the bug is about.
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            assert!(!(ci && compiler == "g++"), "FAILED under CI: {message}");
+            eprintln!("\n*** SKIPPED *** {message}\n");
+            continue;
+        }
+        let info = DebugInfo::load(&exe).unwrap();
+        // `nm -C` demangles the symbol table's names: an account independent of DWARF.
+        let out = Command::new("nm")
+            .args(["-S", "-C"])
+            .arg(&exe)
+            .output()
+            .expect("nm runs");
+        let symbols = String::from_utf8_lossy(&out.stdout).into_owned();
+        let nm_of = |name: &str| -> (u64, u64) {
+            let found = symbols.lines().find_map(|l| {
+                let mut f = l.splitn(4, ' ');
+                let (address, size, _kind, symbol) = (f.next()?, f.next()?, f.next()?, f.next()?);
+                (symbol == name).then(|| {
+                    (
+                        u64::from_str_radix(address, 16).unwrap(),
+                        u64::from_str_radix(size, 16).unwrap(),
+                    )
+                })
+            });
+            found.unwrap_or_else(|| panic!("{compiler}: nm -C does not list {name}"))
+        };
+        for (name, size) in [
+            ("alpha::table", 2000 * 8),
+            ("beta::table", 3000 * 8),
+            ("S::table", 700 * 8),
+            ("table", 500 * 8),
+            ("alpha::T::count", 4),
+        ] {
+            let g = info
+                .globals
+                .iter()
+                .find(|g| g.qualified_name == name)
+                .unwrap_or_else(|| panic!("{compiler}: no global {name}: {:#?}", info.globals));
+            assert_eq!(g.name, name.rsplit("::").next().unwrap(), "{compiler}");
+            assert_eq!(g.size, size, "{compiler}: {name}");
+            assert_eq!(
+                (g.address, g.size),
+                nm_of(name),
+                "{compiler}: {name} against nm"
+            );
+        }
+        // A member function's static is named by the function, and it by its class.
+        let calls = info
+            .globals
+            .iter()
+            .find(|g| g.qualified_name == "alpha::T::f::calls")
+            .unwrap_or_else(|| panic!("{compiler}: no alpha::T::f::calls: {:#?}", info.globals));
+        assert_eq!(calls.size, 8, "{compiler}");
+        compared += 1;
+    }
+    eprintln!("compared the names of {compared} C++ compiler(s)");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Once, OnceLock, RwLock};
 
-use crate::symbols::{DebugInfo, calls_capture_hooks, load_bias};
+use crate::symbols::{DebugInfo, calls_capture_hooks, load_bias, parse_maps_line};
 
 /// The program's debug information and where it is loaded.
 #[derive(Debug)]
@@ -70,10 +70,14 @@ pub(crate) fn read_new_libraries() -> Vec<&'static ProgramInfo> {
     let mut seen: HashSet<&Path> = libraries.iter().filter_map(|l| l.path.as_deref()).collect();
     let mut new = Vec::new();
     for line in maps.lines() {
-        // start-end perms offset dev inode path (a path with spaces is not read)
-        let Some(path) = line.split_whitespace().nth(5) else {
+        let Some(mapping) = parse_maps_line(line) else {
             continue;
         };
+        // A deleted or replaced file's path no longer names what is mapped.
+        if mapping.deleted {
+            continue;
+        }
+        let path = mapping.path;
         let system = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
             .iter()
             .any(|prefix| path.starts_with(prefix));

@@ -16,8 +16,10 @@ type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 pub struct GlobalVariable {
     /// The name as declared, e.g. `a`.
     pub name: String,
-    /// The name with its enclosing scopes, e.g. `gauss_mod::a` or `main::counter`; a COMMON
-    /// member is qualified by its block alone (`blk::x`), not by the procedures declaring it.
+    /// The name with its enclosing scopes, e.g. `gauss_mod::a` or `main::counter`; a C++
+    /// namespace or class member by the scopes that declare it (`alpha::table`, `S::table`),
+    /// wherever the compiler put its definition; a COMMON member is qualified by its block
+    /// alone (`blk::x`), not by the procedures declaring it.
     pub qualified_name: String,
     /// Link-time address; add the load bias for the address in a running process.
     pub address: u64,
@@ -245,8 +247,10 @@ impl DebugInfo {
 /// What kind of scope encloses the DIEs below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
-    /// A namespace, module or function: it qualifies the names declared inside.
+    /// A namespace or module: it qualifies the names declared inside.
     Named,
+    /// A function: it qualifies its statics, which no declaration elsewhere names.
+    Function,
     /// A Fortran COMMON block, declared inside each procedure that uses it: its members are
     /// named by the block alone.
     Common,
@@ -260,8 +264,10 @@ fn read_unit(
     out: &mut DebugInfo,
     units: Units,
 ) -> gimli::Result<()> {
-    // Names of the enclosing scopes (namespaces, modules, functions, COMMON blocks) by depth.
+    // The enclosing scopes (namespaces, modules, functions, COMMON blocks) by depth, each with
+    // its qualified name (a COMMON block with its own name alone).
     let mut scopes: Vec<(isize, String, Scope)> = Vec::new();
+    let mut declarations = UnitDeclarations::default();
     // The lower bound of an array dimension that does not give one: 1 in Fortran, 0 in C.
     let mut lower_default = 0;
     let mut entries = unit.entries();
@@ -270,8 +276,10 @@ fn read_unit(
         while scopes.last().is_some_and(|(d, _, _)| *d >= depth) {
             scopes.pop();
         }
+        declarations.seen.visit(dwarf, unit, entry)?;
         let tag = entry.tag();
         let name = entry_name(dwarf, unit, entry)?;
+        let in_function = scopes.iter().any(|(_, _, scope)| *scope == Scope::Function);
         match tag {
             gimli::DW_TAG_compile_unit | gimli::DW_TAG_partial_unit => {
                 if let Some(AttributeValue::Language(language)) =
@@ -281,8 +289,9 @@ fn read_unit(
                 }
             }
             gimli::DW_TAG_namespace | gimli::DW_TAG_module => {
-                if let Some(name) = name.clone() {
-                    scopes.push((depth, name, Scope::Named));
+                if let Some(name) = &name {
+                    let path = qualify(scopes.last().map(|(_, path, _)| path.as_str()), name);
+                    scopes.push((depth, path, Scope::Named));
                 }
             }
             gimli::DW_TAG_common_block => {
@@ -314,12 +323,18 @@ fn read_unit(
                             .copied()
                             .or_else(|| type_size(unit, entry, lower_default, 8))
                             .unwrap_or(0),
-                        scopes
-                            .iter()
-                            .map(|(_, s, _)| s.as_str())
-                            .chain([name.as_str()])
-                            .collect::<Vec<_>>()
-                            .join("::"),
+                        qualify(
+                            outer_scope(
+                                dwarf,
+                                unit,
+                                entry,
+                                &scopes,
+                                in_function,
+                                &mut declarations,
+                            )?
+                            .as_deref(),
+                            &name,
+                        ),
                     ),
                 };
                 let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
@@ -350,9 +365,12 @@ fn read_unit(
                         });
                     }
                 }
-                // Function-scope statics are qualified by their function.
+                // Function-scope statics are qualified by their function, and it by the
+                // namespaces and classes that declare it.
                 if let Some(name) = name {
-                    scopes.push((depth, name, Scope::Named));
+                    let outer =
+                        outer_scope(dwarf, unit, entry, &scopes, in_function, &mut declarations)?;
+                    scopes.push((depth, qualify(outer.as_deref(), &name), Scope::Function));
                 }
             }
             gimli::DW_TAG_inlined_subroutine if units == Units::Program => {
@@ -484,34 +502,215 @@ fn file_path(
 }
 
 /// The DIE's name, or that of the declaration it completes (C++ and Rust statics, out-of-line
-/// definitions) or of the abstract instance it concretises.
-fn entry_name(
-    dwarf: &gimli::Dwarf<Reader<'_>>,
-    unit: &gimli::Unit<Reader<'_>>,
-    entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
+/// definitions) or of the abstract instance it concretises, following at most [`MAX_LINKS`]
+/// links (clang's out-of-line copy of an inlined member function names its abstract instance,
+/// which names the declaration in the class).
+fn entry_name<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
 ) -> gimli::Result<Option<String>> {
+    let name = |value| -> gimli::Result<String> {
+        Ok(dwarf
+            .attr_string(unit, value)?
+            .to_string_lossy()
+            .into_owned())
+    };
     if let Some(value) = entry.attr_value(gimli::DW_AT_name) {
-        return Ok(Some(
-            dwarf
-                .attr_string(unit, value)?
-                .to_string_lossy()
-                .into_owned(),
-        ));
+        return name(value).map(Some);
     }
-    for link in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
-        if let Some(AttributeValue::UnitRef(offset)) = entry.attr_value(link) {
-            let target = unit.entry(offset)?;
-            if let Some(value) = target.attr_value(gimli::DW_AT_name) {
-                return Ok(Some(
-                    dwarf
-                        .attr_string(unit, value)?
-                        .to_string_lossy()
-                        .into_owned(),
-                ));
-            }
+    let mut next = link(entry);
+    for _ in 0..MAX_LINKS {
+        let Some(offset) = next else {
+            break;
+        };
+        let target = unit.entry(offset)?;
+        if let Some(value) = target.attr_value(gimli::DW_AT_name) {
+            return name(value).map(Some);
         }
+        next = link(&target);
     }
     Ok(None)
+}
+
+/// How many `DW_AT_specification` or `DW_AT_abstract_origin` links are followed from a DIE:
+/// enough for a concrete instance of an inlined definition of a declaration, few enough that
+/// a cycle in malformed DWARF ends.
+const MAX_LINKS: usize = 4;
+
+/// The DIE in the same unit that `entry` completes or concretises, if it names one.
+fn link<'a>(entry: &gimli::DebuggingInformationEntry<Reader<'a>>) -> Option<gimli::UnitOffset> {
+    [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
+        .into_iter()
+        .find_map(|attr| match entry.attr_value(attr) {
+            Some(AttributeValue::UnitRef(offset)) => Some(offset),
+            _ => None,
+        })
+}
+
+/// The declaration at the end of `entry`'s links, if it has any.
+fn final_declaration<'a>(
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> gimli::Result<Option<gimli::UnitOffset>> {
+    let Some(mut target) = link(entry) else {
+        return Ok(None);
+    };
+    for _ in 1..MAX_LINKS {
+        match link(&unit.entry(target)?) {
+            Some(next) => target = next,
+            None => break,
+        }
+    }
+    Ok(Some(target))
+}
+
+/// `name` inside the scope called `outer`.
+fn qualify(outer: Option<&str>, name: &str) -> String {
+    match outer {
+        Some(outer) => format!("{outer}::{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// The qualified name of the scope that a variable or function `entry` belongs to. Where it is
+/// defined says so (clang++ nests `alpha::table`'s definition in the namespace, and a
+/// function's statics are its own) unless it completes a declaration made directly in a
+/// namespace or class: g++ defines `alpha::table` and `S::table` at the unit's top level, with
+/// `DW_AT_specification` pointing into `alpha` and `S`, and an out-of-line member function
+/// likewise.
+fn outer_scope<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+    scopes: &[(isize, String, Scope)],
+    in_function: bool,
+    declarations: &mut UnitDeclarations,
+) -> gimli::Result<Option<String>> {
+    let here = scopes.last().map(|(_, path, _)| path.clone());
+    if in_function {
+        return Ok(here);
+    }
+    let Some(target) = final_declaration(unit, entry)? else {
+        return Ok(here);
+    };
+    Ok(declarations
+        .scope_of(dwarf, unit, target, entry.offset())?
+        .or(here))
+}
+
+/// Which namespace or class each declaration of a unit is made in, for the definitions that
+/// are placed elsewhere and point back to it.
+#[derive(Debug, Default)]
+struct UnitDeclarations {
+    /// The declarations before the DIE being read, gathered as it goes.
+    seen: Declarations,
+    /// All of the unit's, read on the first link forwards (clang++ emits a class after the
+    /// definitions of its static members).
+    whole: Option<Declarations>,
+}
+
+impl UnitDeclarations {
+    /// The qualified name of the namespace or class directly holding the DIE at `target`, seen
+    /// from the DIE at `here`; `None` when it is declared anywhere else.
+    fn scope_of<'a>(
+        &mut self,
+        dwarf: &gimli::Dwarf<Reader<'a>>,
+        unit: &gimli::Unit<Reader<'a>>,
+        target: gimli::UnitOffset,
+        here: gimli::UnitOffset,
+    ) -> gimli::Result<Option<String>> {
+        if let Some(path) = self.seen.scope_of(target) {
+            return Ok(Some(path.to_owned()));
+        }
+        if target <= here {
+            return Ok(None);
+        }
+        if self.whole.is_none() {
+            let mut whole = Declarations::default();
+            let mut entries = unit.entries();
+            while let Some(entry) = entries.next_dfs()? {
+                whole.visit(dwarf, unit, entry)?;
+            }
+            self.whole = Some(whole);
+        }
+        Ok(self
+            .whole
+            .as_ref()
+            .and_then(|whole| whole.scope_of(target))
+            .map(str::to_owned))
+    }
+}
+
+/// Namespaces and classes with the DIEs declared directly inside them, read in unit order.
+#[derive(Debug, Default)]
+struct Declarations {
+    /// Qualified names of namespaces and classes, e.g. `alpha::T`.
+    paths: Vec<String>,
+    /// The index in `paths` of the namespace or class directly holding each declaration.
+    inside: HashMap<gimli::UnitOffset, usize>,
+    /// The namespaces and classes open at the current DIE: depth, index in `paths`.
+    open: Vec<(isize, usize)>,
+}
+
+impl Declarations {
+    fn scope_of(&self, target: gimli::UnitOffset) -> Option<&str> {
+        let index = *self.inside.get(&target)?;
+        self.paths.get(index).map(String::as_str)
+    }
+
+    /// Takes in the next DIE in depth-first order.
+    fn visit<'a>(
+        &mut self,
+        dwarf: &gimli::Dwarf<Reader<'a>>,
+        unit: &gimli::Unit<Reader<'a>>,
+        entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+    ) -> gimli::Result<()> {
+        let depth = entry.depth();
+        while self.open.last().is_some_and(|(d, _)| *d >= depth) {
+            self.open.pop();
+        }
+        let tag = entry.tag();
+        let names_a_scope = matches!(
+            tag,
+            gimli::DW_TAG_namespace
+                | gimli::DW_TAG_module
+                | gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_class_type
+                | gimli::DW_TAG_union_type
+                | gimli::DW_TAG_interface_type
+        );
+        let declares = names_a_scope
+            || matches!(
+                tag,
+                gimli::DW_TAG_variable | gimli::DW_TAG_member | gimli::DW_TAG_subprogram
+            );
+        let parent = self
+            .open
+            .last()
+            .filter(|(d, _)| d + 1 == depth)
+            .map(|(_, index)| *index);
+        if let (Some(parent), true) = (parent, declares) {
+            self.inside.insert(entry.offset(), parent);
+        }
+        if !names_a_scope {
+            return Ok(());
+        }
+        let Some(name) = entry_name(dwarf, unit, entry)? else {
+            return Ok(());
+        };
+        // g++ defines a nested class declared `struct Inner;` inside `Outer` outside it, with a
+        // link back to the declaration.
+        let declared_in = match final_declaration(unit, entry)? {
+            Some(target) => self.inside.get(&target).copied(),
+            None => None,
+        };
+        let outer = declared_in.or(parent).and_then(|i| self.paths.get(i));
+        let path = qualify(outer.map(String::as_str), &name);
+        self.paths.push(path);
+        self.open.push((depth, self.paths.len() - 1));
+        Ok(())
+    }
 }
 
 /// The fixed address of a variable whose location is `DW_OP_addr` (or `DW_OP_addrx`),

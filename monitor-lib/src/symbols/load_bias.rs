@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::SymbolError;
+use super::maps::parse_maps_line;
 
 /// How far the running copy of `exe` in process `pid` (`None`: this process) is shifted from its
 /// link-time addresses: add it to a [`DebugInfo`](super::DebugInfo) address.
@@ -17,25 +18,20 @@ pub fn load_bias(pid: Option<u32>, exe: &Path, first_load_vaddr: u64) -> Result<
     })?;
     let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
     let exe_text = exe.to_string_lossy();
-    for line in text.lines() {
-        // start-end perms offset dev inode path
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(_), Some(offset)) = (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        let path = fields.nth(2).unwrap_or("");
-        if path != exe_text || u64::from_str_radix(offset, 16) != Ok(0) {
+    // `/proc/PID/exe` of a program whose file was removed reads "... (deleted)", as its
+    // mappings do; a live path must not match a deleted file's mapping, whose DWARF may differ.
+    let (wanted, wanted_deleted) = match exe_text.strip_suffix(" (deleted)") {
+        Some(path) => (path, true),
+        None => (&*exe_text, false),
+    };
+    // The kernel writes a newline in a mapped path as `\012`.
+    let wanted = wanted.replace('\n', "\\012");
+    for mapping in text.lines().filter_map(parse_maps_line) {
+        if mapping.path != wanted || mapping.deleted != wanted_deleted || mapping.offset != 0 {
             continue;
         }
-        let start = range
-            .split('-')
-            .next()
-            .and_then(|s| u64::from_str_radix(s, 16).ok());
-        if let Some(start) = start {
-            // The mapping at file offset 0 holds the first loadable segment, page-aligned.
-            return Ok(start.wrapping_sub(first_load_vaddr & !0xfff));
-        }
+        // The mapping at file offset 0 holds the first loadable segment, page-aligned.
+        return Ok(mapping.start.wrapping_sub(first_load_vaddr & !0xfff));
     }
     Err(SymbolError::NotMapped {
         exe: exe_text.into_owned(),

@@ -3,10 +3,12 @@
 mod capture_hooks;
 mod debug_info;
 mod load_bias;
+mod maps;
 
 pub use capture_hooks::calls_capture_hooks;
 pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
 pub use load_bias::load_bias;
+pub use maps::{Mapping, parse_maps_line};
 
 /// Why symbols could not be read.
 #[derive(Debug, thiserror::Error)]
