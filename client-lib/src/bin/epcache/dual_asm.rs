@@ -441,10 +441,20 @@ impl<'a> Listing<'a> {
     fn writable_data(&self) -> Vec<&'a str> {
         self.data
             .iter()
-            .filter(|d| d.kind != SectionKind::ReadOnly)
+            .filter(|d| d.kind != SectionKind::ReadOnly && !is_personality_ref(d.name))
             .map(|d| d.name)
             .collect()
     }
+}
+
+/// gcc's word holding the address of C++'s personality routine (`DW.ref.__gxx_personality_v0`),
+/// weak, hidden and in a COMDAT group of its own, so every object that has one has the same.
+/// The instrumented copy of a function with no exception handling of its own still has cleanups
+/// (the exit hook runs when an exception passes), hence exception tables and this word, which
+/// the plain listing lacks: it is kept as it is, and the two listings' writable data compared
+/// without it (such C++ files were built instrumented only).
+fn is_personality_ref(name: &str) -> bool {
+    name.starts_with("DW.ref.")
 }
 
 /// The symbol-like tokens of `text` outside quoted strings and comments, skipping register
@@ -591,6 +601,9 @@ impl<'a> Plan<'a> {
             if private_table {
                 plan.renamed_everywhere
                     .insert(item.name, format!("{}{CAPTURED_SUFFIX}", item.name));
+                continue;
+            }
+            if !plain_data.contains(item.name) && is_personality_ref(item.name) {
                 continue;
             }
             if !plain_data.contains(item.name) {
@@ -1008,6 +1021,20 @@ A:
         );
         let err = merge(PLAIN, &other, false, false).unwrap_err();
         assert!(err.0.contains("different writable data"), "{err}");
+    }
+
+    #[test]
+    fn a_personality_reference_only_the_instrumented_copy_has_is_kept() {
+        let personality = "\t.hidden\tDW.ref.__gxx_personality_v0\n\t.weak\tDW.ref.__gxx_personality_v0\n\t.section\t.data.rel.local.DW.ref.__gxx_personality_v0,\"awG\",@progbits,DW.ref.__gxx_personality_v0,comdat\n\t.align 8\n\t.type\tDW.ref.__gxx_personality_v0, @object\n\t.size\tDW.ref.__gxx_personality_v0, 8\nDW.ref.__gxx_personality_v0:\n\t.quad\t__gxx_personality_v0\n";
+        let merged = merge(PLAIN, &format!("{INSTRUMENTED}{personality}"), false, false).unwrap();
+        let copy = instrumented_part(&merged);
+        assert!(
+            copy.contains("DW.ref.__gxx_personality_v0:\n\t.quad\t__gxx_personality_v0"),
+            "kept, unrenamed: {copy}"
+        );
+        // Any other writable data only one copy has still declines.
+        let other = format!("{INSTRUMENTED}\t.data\n\t.type\textra, @object\nextra:\n\t.long 1\n");
+        assert!(merge(PLAIN, &other, false, false).is_err());
     }
 
     #[test]
