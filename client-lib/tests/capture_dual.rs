@@ -255,6 +255,43 @@ fn cpp_exceptions_templates_and_virtual_calls_behave_like_plain() {
     );
 }
 
+/// C++ whose plain compilation has no exception tables is merged too (it was declined over
+/// the personality word only the instrumented copy has, and ran instrumented even when idle),
+/// and counts what its instrumented-only build counts.
+#[test]
+fn cpp_without_exception_handling_is_merged() {
+    let who = "capture_dual C++ without exceptions";
+    if !available("g++", who) || !runtime_built(who) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("dual_no_exceptions.cpp");
+    let source = source.to_str().unwrap();
+    let built = epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &["g++", "-O2", source, "-o", "dual"],
+    );
+    let notes = String::from_utf8_lossy(&built.stderr);
+    assert!(notes.contains("choose their copy at entry"), "{notes}");
+    assert!(!notes.contains("instrumented only"), "{notes}");
+    epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_DUAL", "off")],
+        &["g++", "-O2", source, "-o", "instrumented"],
+    );
+    let dual = dir.path().join("dual");
+    assert_eq!(run(&dual, &[]).trim(), "7960000", "idle");
+    let (_, merged) = run_with_report(dir.path(), &dual, CACHE);
+    let (_, alone) = run_with_report(dir.path(), &dir.path().join("instrumented"), CACHE);
+    assert_eq!(
+        without_addresses(&merged["regions"]),
+        without_addresses(&alone["regions"])
+    );
+    let main = capture_support::region(&merged, "main");
+    assert_eq!(main["events"]["PAPI_L1_DCR"], 40_000, "{main}");
+}
+
 #[test]
 fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
     let who = "capture_dual inline";
