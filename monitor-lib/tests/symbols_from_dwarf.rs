@@ -236,7 +236,7 @@ int main() {
 
 /// g++ defines a namespace's or class's variables at the unit's top level, pointing back to the
 /// declaration inside the namespace or class (`DW_AT_specification`): the names come from
-/// there, as they do from clang++'s nested definitions.
+/// there, as they do from clang++'s nested definitions; member functions are named alike.
 #[test]
 fn cpp_globals_are_qualified_by_their_namespace_or_class() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,6 +306,14 @@ fn cpp_globals_are_qualified_by_their_namespace_or_class() {
             .find(|g| g.qualified_name == "alpha::T::f::calls")
             .unwrap_or_else(|| panic!("{compiler}: no alpha::T::f::calls: {:#?}", info.globals));
         assert_eq!(calls.size, 8, "{compiler}");
+        // C++ functions are named with their scopes too, as profilers show them.
+        let functions: Vec<&str> = info.functions.iter().map(|f| f.name.as_str()).collect();
+        for name in ["alpha::T::f", "main"] {
+            assert!(
+                functions.contains(&name),
+                "{compiler}: no {name} in {functions:?}"
+            );
+        }
         compared += 1;
     }
     eprintln!("compared the names of {compared} C++ compiler(s)");

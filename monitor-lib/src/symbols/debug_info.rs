@@ -270,6 +270,9 @@ fn read_unit(
     let mut declarations = UnitDeclarations::default();
     // The lower bound of an array dimension that does not give one: 1 in Fortran, 0 in C.
     let mut lower_default = 0;
+    // C++ functions are named with their namespaces and classes (`alpha::A::init`), as
+    // profilers show them: two classes' `init` were one ambiguous region name.
+    let mut cpp = false;
     let mut entries = unit.entries();
     while let Some(entry) = entries.next_dfs()? {
         let depth = entry.depth();
@@ -286,6 +289,13 @@ fn read_unit(
                     entry.attr_value(gimli::DW_AT_language)
                 {
                     lower_default = default_lower_bound(language);
+                    cpp = matches!(
+                        language,
+                        gimli::DW_LANG_C_plus_plus
+                            | gimli::DW_LANG_C_plus_plus_03
+                            | gimli::DW_LANG_C_plus_plus_11
+                            | gimli::DW_LANG_C_plus_plus_14
+                    );
                 }
             }
             gimli::DW_TAG_namespace | gimli::DW_TAG_module => {
@@ -353,8 +363,26 @@ fn read_unit(
                     Some(_) => code_ranges(dwarf, unit, entry)?,
                     None => Vec::new(),
                 };
-                if let (Some(name), false) = (&name, ranges.is_empty()) {
+                // Function-scope statics are qualified by their function, and it by the
+                // namespaces and classes that declare it.
+                let qualified = match &name {
+                    Some(name) => {
+                        let outer = outer_scope(
+                            dwarf,
+                            unit,
+                            entry,
+                            &scopes,
+                            in_function,
+                            &mut declarations,
+                        )?;
+                        Some(qualify(outer.as_deref(), name))
+                    }
+                    None => None,
+                };
+                if let (Some(name), Some(qualified), false) = (&name, &qualified, ranges.is_empty())
+                {
                     let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
+                    let name = if cpp { qualified } else { name };
                     for (low_pc, high_pc) in ranges {
                         out.functions.push(Function {
                             name: name.clone(),
@@ -365,12 +393,8 @@ fn read_unit(
                         });
                     }
                 }
-                // Function-scope statics are qualified by their function, and it by the
-                // namespaces and classes that declare it.
-                if let Some(name) = name {
-                    let outer =
-                        outer_scope(dwarf, unit, entry, &scopes, in_function, &mut declarations)?;
-                    scopes.push((depth, qualify(outer.as_deref(), &name), Scope::Function));
+                if let Some(qualified) = qualified {
+                    scopes.push((depth, qualified, Scope::Function));
                 }
             }
             gimli::DW_TAG_inlined_subroutine if units == Units::Program => {
