@@ -21,7 +21,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::signal_abi::{die_of, say};
+use super::signal_abi::{action_is_default, die_of, say};
 use super::state;
 
 /// The crash signals: the ones the kernel or `abort` sends to a program that went wrong.
@@ -41,17 +41,9 @@ static CRASHED: AtomicI32 = AtomicI32::new(0);
 
 /// Installs the report-writing handler for every crash signal whose action is the default.
 pub(super) fn report_on_crash() {
-    for signal in CRASHES {
-        // SAFETY: sigaction with a null new action only reads the current one into `current`,
-        // a zeroed `sigaction` (a valid bit pattern for this plain C struct).
-        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0
-            || current.sa_sigaction != libc::SIG_DFL
-        {
-            continue;
-        }
-        // SAFETY: as above; the handler is a 'static `extern "C"` function. A failure keeps the
-        // default action, which only loses the report.
+    for signal in CRASHES.into_iter().filter(|&s| action_is_default(s)) {
+        // SAFETY: the handler is a 'static `extern "C"` function fit to run as one. A failure
+        // keeps the default action, which only loses the report.
         unsafe { install(signal, on_crash) };
     }
 }

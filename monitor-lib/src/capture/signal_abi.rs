@@ -30,12 +30,7 @@ static PENDING: AtomicI32 = AtomicI32::new(0);
 /// Installs the deferring handler for every held signal whose action is still the default.
 pub(super) fn hold_termination_for_report() {
     for signal in HELD {
-        // SAFETY: sigaction with a null new action only reads the current one into `current`,
-        // a zeroed `sigaction` (a valid bit pattern for this plain C struct).
-        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0
-            || current.sa_sigaction != libc::SIG_DFL
-        {
+        if !action_is_default(signal) {
             continue;
         }
         // SAFETY: as above for the zeroed struct; sigemptyset writes only into it.
@@ -53,6 +48,16 @@ pub(super) fn hold_termination_for_report() {
             );
         }
     }
+}
+
+/// Whether `signal` still has its default action: epcache installs a handler only then, never
+/// over the program's own handler or an inherited ignore.
+pub(super) fn action_is_default(signal: c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one into `current`, a
+    // zeroed `sigaction` (a valid bit pattern for this plain C struct).
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    (unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) }) == 0
+        && current.sa_sigaction == libc::SIG_DFL
 }
 
 /// The handler: remembers the first signal and wakes every thread's sync point; a second one
