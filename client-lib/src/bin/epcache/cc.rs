@@ -541,6 +541,13 @@ fn run(compiler: &str, args: &[String]) -> anyhow::Result<i32> {
 /// missing symbols).
 fn link(compiler: &str, args: &[String], runtime: &Path) -> anyhow::Result<i32> {
     let code = run(compiler, args)?;
+    if code == 0 && is_static_link(args) && !is_partial_link(args) {
+        eprintln!(
+            "epcache cc: the linker's warnings above about getpwuid_r, getaddrinfo and dlopen \
+             in a static program come from epcache's runtime (Rust's standard library and the \
+             dlopen wrap); a monitored program does not reach them unless it calls dlopen itself"
+        );
+    }
     if code != 0 && archive_lacks_symbol(runtime, inline_capture::ABI_PROBE) == Some(true) {
         eprintln!(
             "epcache cc: the runtime {} is older than this epcache (it lacks \
