@@ -2,8 +2,9 @@
 //! counter array at a region's entry and publishing their results at its exit, and, in standalone
 //! mode, counting every event per region and per data structure.
 
+use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::analysis::AnalysisConfig;
 use crate::cache::{AccessOutcome, MAX_LEVELS};
@@ -102,7 +103,10 @@ impl Binding {
     }
 }
 
-/// A request's results across region instances on this thread.
+/// A request's results across region instances, on every thread: each thread publishes its
+/// instances' counts into the same totals, under [`SLOT_TOTALS`]'s lock, and writes the sum. Per
+/// thread, the last thread to end an instance overwrote the others': a request on an OpenMP loop
+/// counted one thread's half of the array, a different half from run to run.
 #[derive(Debug, Default)]
 struct SlotTotals {
     generation: u32,
@@ -134,7 +138,6 @@ const NOT_FOUND: (u64, u64, u32) = (1, 0, 0);
 pub(crate) struct Monitoring {
     depth: u32,
     bindings: Vec<Binding>,
-    slots: HashMap<u32, SlotTotals>,
     /// Standalone mode: every access is attributed to a data structure.
     pub(crate) counting: bool,
     lookup_generation: u64,
@@ -161,7 +164,6 @@ impl Monitoring {
         Monitoring {
             depth: 0,
             bindings: Vec::new(),
-            slots: HashMap::new(),
             counting,
             lookup_generation: 0,
             lookup: Arc::default(),
@@ -537,7 +539,9 @@ impl Monitoring {
     fn publish(&mut self, sim: &mut Simulator, binding: Binding) {
         let Some(m) = mcc::get() else { return };
         let request = binding.request;
-        let totals = self.slots.entry(request.slot).or_default();
+        // A poisoned lock only means another thread panicked mid-publish; the sums stand.
+        let mut slots = SLOT_TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+        let totals = slots.entry(request.slot).or_default();
         if totals.generation != request.generation {
             *totals = SlotTotals {
                 generation: request.generation,
@@ -566,7 +570,8 @@ impl Monitoring {
                     totals.total = total;
                     totals.buckets = buckets;
                 }
-                // One thread is one result today; threads become cores in a later step.
+                // Every thread's instances add to one result today (threads become cores, with
+                // a result each, in a later step).
                 Aggregation::Summed | Aggregation::PerThread => {
                     totals.total += total;
                     if totals.buckets.len() < buckets.len() {
@@ -587,6 +592,9 @@ impl Monitoring {
         let _ = m.write_result(request.slot, &result);
     }
 }
+
+/// Every request's results so far, by slot (see [`SlotTotals`]).
+static SLOT_TOTALS: Mutex<BTreeMap<u32, SlotTotals>> = Mutex::new(BTreeMap::new());
 
 /// Bytes per bucket: the width asked for, or the range split into the number asked for, rounded
 /// up to whole lines (the counter array counts lines).
