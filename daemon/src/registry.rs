@@ -457,17 +457,22 @@ fn publish_results(entry: &TargetEntry, seen: &mut Seen, events: &broadcast::Sen
 }
 
 /// The watcher of one target, run as a blocking task until the target ends or the daemon stops.
-/// A target attached while `Starting` that then runs without a start wait goes to `Running`
-/// with no halt to tell the watcher: each slice re-reads its state until it leaves `Starting`,
-/// so listings do not show it starting forever (a tool waiting past `Starting`, as tools do,
-/// waited in vain whenever the scan caught the target registering).
-fn notice_start(entry: &TargetEntry) {
-    if entry.status().state == TargetState::Starting
+/// A target that runs on without halting leaves the state the watcher last saw with no halt to
+/// tell it: one found while `Starting` that needs no start wait, and one released from a halt
+/// (by `Continue`, a step's release, or its own patience running out). Each slice re-reads the
+/// state word while the cached state is not `Running`, so listings do not show the target
+/// starting or halted while it runs (a tool waiting past `Starting` waited in vain, and after
+/// `continue` the target was listed halted at its last boundary for the rest of its run).
+fn notice_running(entry: &TargetEntry) {
+    let cached = entry.status().state;
+    if cached != TargetState::Running
+        && cached != TargetState::Exited
         && entry.handle.state().ok() == Some(TargetState::Running)
     {
         entry.status.send_modify(|s| {
-            if s.state == TargetState::Starting {
+            if s.state == cached {
                 s.state = TargetState::Running;
+                s.position = None;
             }
         });
     }
@@ -505,7 +510,7 @@ fn watch_target(entry: &TargetEntry, events: &broadcast::Sender<v1::Event>) {
                 continue;
             }
             Err(ToolError::Timeout { .. }) => {
-                notice_start(entry);
+                notice_running(entry);
                 continue;
             }
             Err(ToolError::TargetExited { .. }) => End {

@@ -298,6 +298,53 @@ async fn a_target_found_while_starting_is_listed_running_once_it_runs() {
     daemon.shutdown().await;
 }
 
+/// A target released from its start wait runs on, and is listed so: no halt announces it, and
+/// the daemon kept listing the last halt (here the start wait) for the rest of the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_target_is_listed_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let target = spawn_target(
+        dir.path(),
+        &[
+            WAIT,
+            ("EPCACHE_SYNTH_ITERATIONS", "0"),
+            ("EPCACHE_SYNTH_PAUSE_MS", "2"),
+        ],
+    );
+    let mut tool = connect(&daemon, "releaser").await;
+    let waiting = wait_listed(&mut tool, target.pid).await;
+    assert_eq!(waiting.state(), v1::TargetState::WaitingForTool);
+    tool.r#continue(v1::ContinueRequest {
+        pid: target.pid,
+        clear_halting_point: false,
+    })
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let listed = tool
+            .list_targets(v1::ListTargetsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .targets
+            .into_iter()
+            .find(|t| t.pid == target.pid)
+            .unwrap();
+        if listed.state() == v1::TargetState::Running {
+            assert_eq!(listed.halted_at, None, "{listed:?}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still listed {listed:?} after its release"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    daemon.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_tools_and_targets_at_once() {
     let dir = tempfile::tempdir().unwrap();
