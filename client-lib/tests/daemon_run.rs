@@ -200,3 +200,90 @@ fn forget_addresses(value: &mut serde_json::Value) {
         _ => {}
     }
 }
+
+/// Ctrl-C while `epcache run --all-regions` runs a program: the terminal signals the whole
+/// foreground process group, the program writes its report and dies of the signal, and
+/// `epcache run` prints the report, ends with the program's status (130) and removes its
+/// runtime directory. Before, it died at once: no report printed, the directory left behind.
+#[test]
+fn ctrl_c_during_run_still_prints_the_report() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::unix::process::CommandExt;
+
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+
+    let gcc = Command::new("gcc")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !gcc {
+        return skip("run and Ctrl-C: gcc not found (apt-get install -y gcc)");
+    }
+    let Some(runtime) = runtime_library() else {
+        return skip(
+            "run and Ctrl-C: no libepcache_monitor.a; run `cargo build -p epcache-monitor`",
+        );
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/until_signal.c");
+    let built = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .env("EPCACHE_RUNTIME", runtime)
+        .args(["cc", "--", "gcc", "-O1", "-o"])
+        .arg(dir.path().join("until_signal"))
+        .arg(source)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let temporary = dir.path().join("tmp");
+    std::fs::create_dir(&temporary).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args([
+            "run",
+            "--cache",
+            "D1=8K,2,32;LL=256K,8,64",
+            "--all-regions",
+            "--",
+        ])
+        .arg(dir.path().join("until_signal"))
+        .env("TMPDIR", &temporary)
+        // A process group of its own, as a shell gives a foreground job.
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(run.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n", "the program did not start its loop");
+    let group = Pid::from_raw(i32::try_from(run.id()).unwrap());
+    killpg(group, Signal::SIGINT).unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = run.wait().unwrap();
+    let mut stderr = String::new();
+    run.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("epcache run: SIGINT: waiting"), "{stderr}");
+    let start = rest.find('{').expect("the report is printed");
+    let report: serde_json::Value = serde_json::from_str(&rest[start..]).unwrap();
+    let sweep = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "sweep")
+        .expect("a sweep region");
+    assert!(sweep["instances"].as_u64().unwrap() >= 1, "{sweep}");
+    let left: Vec<_> = std::fs::read_dir(&temporary).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

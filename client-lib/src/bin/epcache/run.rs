@@ -144,6 +144,53 @@ async fn wait_child(child: &mut std::process::Child) -> anyhow::Result<ExitStatu
     }
 }
 
+/// SIGINT and SIGTERM while the program runs. Ctrl-C reaches the whole foreground process
+/// group, and a batch system's SIGTERM the whole job, so the program gets the same signal and
+/// ends (a standalone run after writing its report, a monitored one with the results of the
+/// instances it finished): epcache run stays to print them, then ends with the program's
+/// status. Before, it died at once, and the results, the report in its runtime directory and
+/// the directory itself were left behind or lost. A further signal is passed on to the
+/// program, which then ends at once, so one sent to epcache run alone still stops it.
+struct Interrupts {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    fn watch() -> anyhow::Result<Interrupts> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Interrupts {
+            interrupt: signal(SignalKind::interrupt()).context("watching for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("watching for SIGTERM")?,
+        })
+    }
+
+    /// Says what happens at the first signal and passes the later ones on to `pid`.
+    fn pass_on_to(mut self, pid: u32) -> tokio::task::JoinHandle<()> {
+        use nix::sys::signal::{Signal, kill};
+        tokio::spawn(async move {
+            let mut first = true;
+            loop {
+                let signal = tokio::select! {
+                    Some(()) = self.interrupt.recv() => Signal::SIGINT,
+                    Some(()) = self.terminate.recv() => Signal::SIGTERM,
+                    else => return,
+                };
+                if first {
+                    first = false;
+                    eprintln!(
+                        "\nepcache run: {signal}: waiting for the program to end with its results \
+                         (send it again to end the program at once)"
+                    );
+                    continue;
+                }
+                let Ok(pid) = i32::try_from(pid) else { return };
+                let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
+            }
+        })
+    }
+}
+
 fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status
@@ -188,6 +235,8 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         eprintln!("epcache: daemon for this run at {address}");
     }
 
+    // Before the program starts, so no Ctrl-C can end epcache run without its results.
+    let interrupts = Interrupts::watch()?;
     let (program, program_args) = args.command.split_first().expect("clap requires a program");
     let mut command = Command::new(program);
     command.args(program_args);
@@ -207,6 +256,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         .spawn()
         .with_context(|| format!("starting {}", program.to_string_lossy()))?;
     let pid = child.id();
+    let interrupts = interrupts.pass_on_to(pid);
 
     let mut refused = false;
     let mut results = Vec::new();
@@ -286,6 +336,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         }
     }
     let status = wait_child(&mut child).await?;
+    interrupts.abort();
     if let Some(d) = embedded {
         d.shutdown().await;
     }
