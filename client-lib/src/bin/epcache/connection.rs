@@ -22,7 +22,8 @@ pub(crate) struct DaemonArgs {
     /// $EPCACHE_CA_CERT]; needs a build with the `tls` feature.
     #[arg(long, value_name = "FILE")]
     ca_cert: Option<PathBuf>,
-    /// The tool name requests are placed under (`cancel` and `detach` act on its requests).
+    /// The tool name requests are placed under (`epcache cancel` and the MRI's Detach act on one
+    /// tool's requests).
     #[arg(long, value_name = "NAME", default_value = "epcache-cli")]
     tool: String,
 }
