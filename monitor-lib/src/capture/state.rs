@@ -522,9 +522,12 @@ fn distinct_names(
 }
 
 extern "C" fn at_exit() {
+    // Once: a crash handler (`crash_abi.rs`) may run this while the exit handler does.
+    static REPORTED: AtomicBool = AtomicBool::new(false);
     let previous = replace_state(BUSY);
     if !FORKED.load(Ordering::Relaxed)
         && let Some(Some(path)) = PROCESS_INIT.get()
+        && !REPORTED.swap(true, Ordering::AcqRel)
     {
         // This thread's counts first, then every other thread still holding some.
         regions::close_all_open();
