@@ -122,27 +122,31 @@ fn runtime_library() -> Option<PathBuf> {
         .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
 }
 
-#[test]
-fn run_all_regions_prints_the_standalone_report() {
+/// Builds `tests/kernels/KERNEL.c` with `epcache cc -- gcc -O1` into `dir/program`; `false`
+/// (SKIPPED, or failed under CI) when gcc or the runtime is missing.
+fn build_kernel(dir: &Path, kernel: &str, program: &str, who: &str) -> bool {
     let gcc = Command::new("gcc")
         .arg("--version")
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if !gcc {
-        return skip("run --all-regions: gcc not found (apt-get install -y gcc)");
+        skip(&format!("{who}: gcc not found (apt-get install -y gcc)"));
+        return false;
     }
     let Some(runtime) = runtime_library() else {
-        return skip(
-            "run --all-regions: no libepcache_monitor.a; run `cargo build -p epcache-monitor`",
-        );
+        skip(&format!(
+            "{who}: no libepcache_monitor.a; run `cargo build -p epcache-monitor`"
+        ));
+        return false;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/capture_sum.c");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kernels")
+        .join(format!("{kernel}.c"));
     let built = Command::new(env!("CARGO_BIN_EXE_epcache"))
         .env("EPCACHE_RUNTIME", runtime)
         .args(["cc", "--", "gcc", "-O1", "-o"])
-        .arg(dir.path().join("sum"))
+        .arg(dir.join(program))
         .arg(source)
         .output()
         .unwrap();
@@ -151,6 +155,15 @@ fn run_all_regions_prints_the_standalone_report() {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
+    true
+}
+
+#[test]
+fn run_all_regions_prints_the_standalone_report() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build_kernel(dir.path(), "capture_sum", "sum", "run --all-regions") {
+        return;
+    }
     let spec = "D1=8K,2,32;LL=256K,8,64";
 
     let standalone = dir.path().join("standalone.json");
@@ -213,33 +226,10 @@ fn ctrl_c_during_run_still_prints_the_report() {
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
 
-    let gcc = Command::new("gcc")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !gcc {
-        return skip("run and Ctrl-C: gcc not found (apt-get install -y gcc)");
-    }
-    let Some(runtime) = runtime_library() else {
-        return skip(
-            "run and Ctrl-C: no libepcache_monitor.a; run `cargo build -p epcache-monitor`",
-        );
-    };
     let dir = tempfile::tempdir().unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/until_signal.c");
-    let built = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .env("EPCACHE_RUNTIME", runtime)
-        .args(["cc", "--", "gcc", "-O1", "-o"])
-        .arg(dir.path().join("until_signal"))
-        .arg(source)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    if !build_kernel(dir.path(), "until_signal", "until_signal", "run and Ctrl-C") {
+        return;
+    }
     let temporary = dir.path().join("tmp");
     std::fs::create_dir(&temporary).unwrap();
     let mut run = Command::new(env!("CARGO_BIN_EXE_epcache"))
