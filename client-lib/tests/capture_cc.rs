@@ -751,7 +751,8 @@ fn gcc_counts_struct_and_library_copies_once() {
 /// `epcache cc` with what it failed on before (and a program path with a space, which lost
 /// every name): response files (a `-c` compile read from one
 /// was taken for a link and left uninstrumented), `-oFILE` written joined (two outputs), a
-/// partial link (`-r`, which got the runtime archive and failed on `-lgcc_s`), `-x` on a
+/// partial link (`-r`, which got the runtime archive and failed on `-lgcc_s`), `-MD` on a
+/// compile-and-link (its dependency file went to a temporary directory), `-x` on a
 /// compile-and-link command (the runtime archive compiled as C source, for minutes) and an
 /// output directory that does not exist (blamed on the listing merge).
 #[test]
@@ -790,6 +791,12 @@ fn response_files_joined_outputs_partial_links_and_bad_commands() {
         capture_support::structure(fill, "a")["events"]["PAPI_L1_DCW"],
         N
     );
+
+    // -MD on a compile-and-link: the dependency file gcc would write, not one in a temporary
+    // directory.
+    epcache_cc(dir.path(), &["gcc", "-O1", "-MD", "-o", "dep.x", "sum.c"]);
+    let dependencies = std::fs::read_to_string(dir.path().join("dep.d")).unwrap();
+    assert!(dependencies.starts_with("dep.x: sum.c"), "{dependencies}");
 
     let runtime = runtime_library().expect("checked by ready");
     let refused = |line: &[&str]| {

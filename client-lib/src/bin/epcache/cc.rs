@@ -756,7 +756,9 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
             .file_stem()
             .map_or_else(|| "source".into(), |s| s.to_string_lossy());
         let object = objects_dir.path().join(format!("{n}-{stem}.o"));
-        let code = compile_object(compiler, &shared, source, &object.display().to_string())?;
+        let mut common = shared.clone();
+        common.extend(link_dependency_options(args, source));
+        let code = compile_object(compiler, &common, source, &object.display().to_string())?;
         if code != 0 {
             return Ok(code);
         }
@@ -1011,6 +1013,40 @@ fn without_dependency_options(common: &[String]) -> Vec<String> {
         i += 1;
     }
     kept
+}
+
+/// The dependency file and target gcc gives `source` in a compile-and-link command with `-MD`
+/// or `-MMD` and no `-MF`, as options for its split compile (which would otherwise write the file
+/// beside its temporary object, where it is lost): the output without its extension plus `.d`,
+/// targeting the output (`-o out/prog.exe` gives `out/prog.d: out/prog.exe`; with several
+/// sources each writes it in turn, as gcc does), else `a-STEM.d` targeting `STEM.o`.
+fn link_dependency_options(args: &[String], source: &str) -> Vec<String> {
+    if !args.iter().any(|a| a == "-MD" || a == "-MMD") || args.iter().any(|a| a.starts_with("-MF"))
+    {
+        return Vec::new();
+    }
+    let stem = Path::new(source)
+        .file_stem()
+        .map_or_else(|| "a".into(), |s| s.to_string_lossy());
+    let (file, target) = match args
+        .iter()
+        .position(|a| a == "-o")
+        .and_then(|i| args.get(i + 1))
+    {
+        Some(output) => (
+            Path::new(output).with_extension("d").display().to_string(),
+            output.clone(),
+        ),
+        None => (format!("a-{stem}.d"), format!("{stem}.o")),
+    };
+    let mut options = vec!["-MF".to_owned(), file];
+    if !args
+        .iter()
+        .any(|a| a.starts_with("-MT") || a.starts_with("-MQ"))
+    {
+        options.extend(["-MT".to_owned(), target]);
+    }
+    options
 }
 
 /// The dependency options of the plain compilation: as given, plus the file name and target a
@@ -1407,6 +1443,24 @@ mod tests {
             without_dependency_options(&args("-O2 -MD -MF x.d -MTt -MP -DX")),
             args("-O2 -DX")
         );
+    }
+
+    #[test]
+    fn a_compile_and_link_writes_the_dependency_file_gcc_would() {
+        assert_eq!(
+            link_dependency_options(&args("-O2 -MD -o out/prog.exe k.c"), "k.c"),
+            args("-MF out/prog.d -MT out/prog.exe")
+        );
+        assert_eq!(
+            link_dependency_options(&args("-MMD src/k.c j.c"), "src/k.c"),
+            args("-MF a-k.d -MT k.o")
+        );
+        assert_eq!(
+            link_dependency_options(&args("-MD -MT t -o p k.c"), "k.c"),
+            args("-MF p.d")
+        );
+        assert!(link_dependency_options(&args("-MD -MF x.d -o p k.c"), "k.c").is_empty());
+        assert!(link_dependency_options(&args("-O2 -o p k.c"), "k.c").is_empty());
     }
 
     #[test]
