@@ -201,6 +201,28 @@ fn run_all_regions_prints_the_standalone_report() {
     assert_eq!(report["levels"], expected["levels"]);
     assert_eq!(report["regions"], expected["regions"]);
     assert!(report["levels"][0]["read_misses"].as_u64().unwrap() > 0);
+
+    // Without --json, a table: `fill` writes each of a's 4096 ints once.
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", spec, "--all-regions", "--"])
+        .arg(dir.path().join("sum"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("REGION"), "{stdout}");
+    let words = |line: &str| {
+        line.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let lines: Vec<&str> = stdout.lines().collect();
+    let fill = lines
+        .iter()
+        .position(|l| l.starts_with("fill "))
+        .unwrap_or_else(|| panic!("no fill row: {stdout}"));
+    assert_eq!(words(lines[fill])[1], "1", "one instance: {stdout}");
+    let a = words(lines[fill + 1]);
+    assert_eq!((a[0].as_str(), a[2].as_str()), ("a", "4096"), "{stdout}");
 }
 
 fn forget_addresses(value: &mut serde_json::Value) {
@@ -238,6 +260,7 @@ fn ctrl_c_during_run_still_prints_the_report() {
             "--cache",
             "D1=8K,2,32;LL=256K,8,64",
             "--all-regions",
+            "--json",
             "--",
         ])
         .arg(dir.path().join("until_signal"))

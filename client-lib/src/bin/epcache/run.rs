@@ -39,7 +39,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "SPEC")]
     cache: Option<String>,
     /// Monitor every region with static counts of every event (the standalone report,
-    /// EPCACHE_REPORT) and print the report when the program ends.
+    /// EPCACHE_REPORT) and print it when the program ends: a table of each region and the data
+    /// structures it touched, or with --json the whole report.
     #[arg(long)]
     all_regions: bool,
     /// A region of a request (repeatable, one per request): its name, or its key FILE_ID:LINE
@@ -103,6 +104,60 @@ fn region_ref(text: &str) -> RegionRef {
         Some((file_id, line)) => RegionRef::Key { file_id, line },
         None => RegionRef::Name(text.to_owned()),
     }
+}
+
+/// The standalone report as a table: each region, then each data structure it touched, with
+/// its reads, writes and misses at L1 and at the last level.
+fn standalone_table(report: &serde_json::Value) -> String {
+    let levels = report["levels"].as_array().map_or(0, Vec::len);
+    let count = |events: &serde_json::Value, name: &str| {
+        events[name]
+            .as_u64()
+            .map_or_else(String::new, |n| n.to_string())
+    };
+    let last = format!("PAPI_L{}_DCM", levels.max(1));
+    let row = |region: &str, data: &str, instances: String, events: &serde_json::Value| {
+        vec![
+            region.to_owned(),
+            data.to_owned(),
+            instances,
+            count(events, "PAPI_L1_DCR"),
+            count(events, "PAPI_L1_DCW"),
+            count(events, "PAPI_L1_DCM"),
+            count(events, &last),
+        ]
+    };
+    let mut rows = Vec::new();
+    for region in report["regions"].as_array().into_iter().flatten() {
+        let name = region["name"].as_str().unwrap_or("?");
+        let instances = region["instances"]
+            .as_u64()
+            .map_or_else(String::new, |n| n.to_string());
+        rows.push(row(name, "", instances, &region["events"]));
+        for data in region["data_structures"].as_array().into_iter().flatten() {
+            let data_name = data["name"].as_str().unwrap_or("?");
+            rows.push(row("", data_name, String::new(), &data["events"]));
+        }
+    }
+    let last_header = format!(">L{} MISSES", levels.max(1));
+    let mut out = table(
+        &[
+            "REGION",
+            "DATA",
+            ">INSTANCES",
+            ">READS",
+            ">WRITES",
+            ">L1 MISSES",
+            &last_header,
+        ],
+        &rows,
+    );
+    if let Some(n) = report["threads_unreported"].as_u64().filter(|&n| n > 0) {
+        out.push_str(&format!(
+            "{n} thread(s) ended inside a region without handing their counts on: missing above\n"
+        ));
+    }
+    out
 }
 
 fn results_table(results: &[RequestResult]) -> String {
@@ -350,7 +405,10 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
     if args.all_regions {
         match std::fs::read_to_string(&report) {
-            Ok(text) => print_stdout(&(text.trim_end().to_owned() + "\n"))?,
+            Ok(text) if args.json => print_stdout(&(text.trim_end().to_owned() + "\n"))?,
+            Ok(text) => print_stdout(&standalone_table(
+                &serde_json::from_str(&text).context("reading the program's report")?,
+            ))?,
             Err(e) => eprintln!(
                 "epcache: the program wrote no report ({e}); was it built with `epcache cc`?"
             ),
@@ -378,5 +436,35 @@ mod tests {
         for name in ["init", "alpha::A::init", "main.c:42", "f:x:1"] {
             assert_eq!(region_ref(name), RegionRef::Name(name.to_owned()), "{name}");
         }
+    }
+
+    #[test]
+    fn the_standalone_table_has_a_row_per_region_and_structure() {
+        let report = serde_json::json!({
+            "levels": [{"name": "D1"}, {"name": "LL"}],
+            "threads_unreported": 1,
+            "regions": [{
+                "name": "sweep", "instances": 3,
+                "events": {"PAPI_L1_DCR": 12, "PAPI_L1_DCW": 12, "PAPI_L1_DCM": 4, "PAPI_L2_DCM": 2},
+                "data_structures": [{"name": "a", "events": {"PAPI_L1_DCR": 12, "PAPI_L1_DCW": 12, "PAPI_L1_DCM": 4, "PAPI_L2_DCM": 2}}]
+            }]
+        });
+        let text = standalone_table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("REGION") && lines[0].ends_with("L2 MISSES"),
+            "{text}"
+        );
+        let words = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(words(lines[1]), ["sweep", "3", "12", "12", "4", "2"]);
+        assert_eq!(words(lines[2]), ["a", "12", "12", "4", "2"]);
+        assert!(
+            lines[3].starts_with("1 thread(s) ended inside a region"),
+            "{text}"
+        );
     }
 }
