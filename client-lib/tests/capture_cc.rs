@@ -871,3 +871,44 @@ fn parallel_fortran_compiles_each_find_the_epcache_module() {
         }
     }
 }
+
+/// A program that calls the runtime (a region marker) but was built without capture (a plain
+/// compile; for Rust, a plain `cargo build` over an instrumented one) writes an all-zero report,
+/// which is easy to take for a result: it says so on stderr. An instrumented one does not.
+#[test]
+fn a_program_that_captured_nothing_says_so() {
+    if !ready("gcc", "a_program_that_captured_nothing_says_so") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("marked.c"),
+        "#include <epcache.h>\ndouble a[4096];\nint main(void) {\n  EPCACHE_REGION_BEGIN(\"fill\");\n  \
+         for (int i = 0; i < 4096; i++) a[i] = i;\n  EPCACHE_REGION_END();\n  return a[7] != 7;\n}\n",
+    )
+    .unwrap();
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../monitor-lib/include");
+    let plain = Command::new("gcc")
+        .args(["-O1", "-g", "-c", "marked.c", "-o", "plain.o", "-I"])
+        .arg(&include)
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(plain.success());
+    epcache_cc(dir.path(), &["gcc", "plain.o", "-o", "plain"]);
+    epcache_cc(dir.path(), &["gcc", "-O1", "marked.c", "-o", "captured"]);
+    for (program, silent) in [("plain", false), ("captured", true)] {
+        let out = Command::new(dir.path().join(program))
+            .env("EPCACHE_REPORT", dir.path().join(format!("{program}.json")))
+            .env("EPCACHE_CACHE", SMALL_L1)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{program}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            !stderr.contains("no load or store of this run was captured"),
+            silent,
+            "{program}: {stderr}"
+        );
+    }
+}

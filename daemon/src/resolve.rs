@@ -117,6 +117,16 @@ pub(crate) fn region<'r>(
             let found: Vec<&RegionInfo> = regions.iter().filter(|r| &r.name == name).collect();
             match found.as_slice() {
                 [one] => Ok(one),
+                [] if regions.is_empty() => Err(DaemonError::NotFound {
+                    what: "region",
+                    name: name.clone(),
+                    pid,
+                    nearest: vec![
+                        "(none: the target has registered no region yet; markers, Rust's \
+                         included, are registered when the program first reaches them)"
+                            .to_owned(),
+                    ],
+                }),
                 [] => Err(DaemonError::NotFound {
                     what: "region",
                     name: name.clone(),
@@ -444,6 +454,13 @@ mod tests {
             region(1, None, &r),
             Err(DaemonError::InvalidArgument(_))
         ));
+        // A target with no region yet (a Rust program before its first marker) says why.
+        let err = region(1, Some(&by_name("sum_v")), &[]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("registered when the program first reaches them"),
+            "{err}"
+        );
     }
 
     #[test]

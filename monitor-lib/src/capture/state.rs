@@ -536,6 +536,18 @@ extern "C" fn at_exit() {
         if let Err(e) = write_report(path) {
             eprintln!("{e}");
         }
+        let captured = totals().levels.iter().any(|(_, l)| l.reads + l.writes > 0);
+        if !captured {
+            // An all-zero report is easy to take for a result: a later plain build of the same
+            // program (`cargo build --release` after `cargo rustc` with the flags) links the
+            // runtime without calling it.
+            eprintln!(
+                "epcache: no load or store of this run was captured: is {} built with capture \
+                 (`epcache cc`, or for Rust `cargo rustc` with the SanitizerCoverage flags)?",
+                std::env::current_exe()
+                    .map_or_else(|_| "the program".into(), |p| p.display().to_string())
+            );
+        }
     }
     if let Some(m) = mcc::get() {
         m.finish();

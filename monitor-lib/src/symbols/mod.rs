@@ -22,7 +22,7 @@ pub enum SymbolError {
     #[error("{path} is not an ELF file epcache can read: {why}")]
     Object { path: String, why: String },
     #[error(
-        "{path} has no DWARF debug information; build it with -g to name its data structures and regions"
+        "{path} has no DWARF debug information; build it with -g to name its data structures and regions (a Rust crate with `-g -Cstrip=none`, or `debug = true` in its release profile: cargo strips release builds)"
     )]
     NoDebugInfo { path: String },
     #[error("malformed DWARF in {path}: {why}")]
