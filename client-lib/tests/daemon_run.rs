@@ -242,14 +242,42 @@ fn forget_addresses(value: &mut serde_json::Value) {
 /// runtime directory. Before, it died at once: no report printed, the directory left behind.
 #[test]
 fn ctrl_c_during_run_still_prints_the_report() {
+    interrupted_run(
+        nix::sys::signal::Signal::SIGINT,
+        true,
+        "waiting for the program",
+    );
+}
+
+/// SIGTERM to `epcache run` alone (`kill PID`, a container stop): the program did not get it,
+/// so after a grace it is passed on, and the report is printed as for Ctrl-C.
+#[test]
+fn a_signal_to_run_alone_is_passed_on_to_the_program() {
+    interrupted_run(
+        nix::sys::signal::Signal::SIGTERM,
+        false,
+        "passing SIGTERM on",
+    );
+}
+
+/// Runs `epcache run --all-regions --json` over `until_signal` in a process group of its own,
+/// sends `signal` to the group or to `epcache run` alone once the program runs, and checks
+/// that the report is printed, the status is the program's death by `signal`, stderr says
+/// `said`, and the runtime directory is gone.
+fn interrupted_run(signal: nix::sys::signal::Signal, to_group: bool, said: &str) {
     use std::io::{BufRead, BufReader, Read};
     use std::os::unix::process::CommandExt;
 
-    use nix::sys::signal::{Signal, killpg};
+    use nix::sys::signal::{kill, killpg};
     use nix::unistd::Pid;
 
     let dir = tempfile::tempdir().unwrap();
-    if !build_kernel(dir.path(), "until_signal", "until_signal", "run and Ctrl-C") {
+    if !build_kernel(
+        dir.path(),
+        "until_signal",
+        "until_signal",
+        "run and signals",
+    ) {
         return;
     }
     let temporary = dir.path().join("tmp");
@@ -275,8 +303,12 @@ fn ctrl_c_during_run_still_prints_the_report() {
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     assert_eq!(line, "ready\n", "the program did not start its loop");
-    let group = Pid::from_raw(i32::try_from(run.id()).unwrap());
-    killpg(group, Signal::SIGINT).unwrap();
+    let pid = Pid::from_raw(i32::try_from(run.id()).unwrap());
+    if to_group {
+        killpg(pid, signal).unwrap();
+    } else {
+        kill(pid, signal).unwrap();
+    }
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).unwrap();
     let status = run.wait().unwrap();
@@ -286,8 +318,8 @@ fn ctrl_c_during_run_still_prints_the_report() {
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    assert_eq!(status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("epcache run: SIGINT: waiting"), "{stderr}");
+    assert_eq!(status.code(), Some(128 + signal as i32), "{stderr}");
+    assert!(stderr.contains(said), "{stderr}");
     let start = rest.find('{').expect("the report is printed");
     let report: serde_json::Value = serde_json::from_str(&rest[start..]).unwrap();
     let sweep = report["regions"]

@@ -19,7 +19,7 @@
 //! signal stack) and still ends without the report.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
 use super::signal_abi::{action_is_default, die_of, say};
 use super::state;
@@ -38,6 +38,11 @@ const WATCHDOG_SECONDS: u32 = 10;
 
 /// The first crash signal, 0 before one.
 static CRASHED: AtomicI32 = AtomicI32::new(0);
+/// The thread writing the report after a crash (its kernel thread id), 0 before one.
+static REPORTER: AtomicI32 = AtomicI32::new(0);
+/// When the watchdog may end the program, in `CLOCK_MONOTONIC` seconds: an earlier SIGALRM is
+/// the program's own (a timer of its own, or one sent by another process).
+static DEADLINE: AtomicI64 = AtomicI64::new(i64::MAX);
 
 /// Installs the report-writing handler for every crash signal whose action is the default.
 pub(super) fn report_on_crash() {
@@ -69,18 +74,27 @@ unsafe fn install(signal: c_int, handler: extern "C" fn(c_int)) {
 
 /// The handler: writes the report under the watchdog, then dies of `signal`.
 extern "C" fn on_crash(signal: c_int) {
+    // SAFETY: gettid is async-signal-safe and has no precondition.
+    let thread = unsafe { libc::gettid() };
     if CRASHED
         .compare_exchange(0, signal, Ordering::Relaxed, Ordering::Relaxed)
         .is_err()
     {
+        // The report itself crashed: `abort` unblocks SIGABRT, so this handler runs again on
+        // the reporting thread (a fault there ends the process by default, the signals being
+        // blocked here).
+        if REPORTER.load(Ordering::Relaxed) == thread {
+            say(b"epcache: the report crashed; the program dies without it\n");
+            die_of(CRASHED.load(Ordering::Relaxed));
+        }
         // Another thread crashed first and is writing the report: let it finish or its
-        // watchdog end the process. A crash of this thread during its own report (the signals
-        // are blocked here) ends the process by default.
+        // watchdog end the process.
         loop {
             // SAFETY: pause is async-signal-safe and only waits.
             unsafe { libc::pause() };
         }
     }
+    REPORTER.store(thread, Ordering::Relaxed);
     say(b"epcache: ");
     say(name(signal));
     if !state::may_report_on_crash() {
@@ -88,19 +102,41 @@ extern "C" fn on_crash(signal: c_int) {
         die_of(signal);
     }
     say(b": writing the report before the program dies (at most 10 s)\n");
-    // SAFETY: `on_watchdog` only does async-signal-safe work; alarm is async-signal-safe.
+    DEADLINE.store(
+        monotonic_seconds() + i64::from(WATCHDOG_SECONDS),
+        Ordering::Relaxed,
+    );
+    // SAFETY: `on_watchdog` only does async-signal-safe work; sigemptyset, sigaddset,
+    // pthread_sigmask and alarm are async-signal-safe and given an initialised set. SIGALRM is
+    // unblocked on this thread, where the program may have blocked it to read it otherwise.
     unsafe {
         install(libc::SIGALRM, on_watchdog);
+        let mut alarm: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut alarm);
+        libc::sigaddset(&mut alarm, libc::SIGALRM);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
         libc::alarm(WATCHDOG_SECONDS);
     }
     state::report_at_crash();
     die_of(signal)
 }
 
-/// The report took too long (likely waiting for a lock the crash left held).
+/// The report took too long (likely waiting for a lock the crash left held). An alarm before
+/// the deadline is not the watchdog's: it is ignored, and the watchdog's own still comes.
 extern "C" fn on_watchdog(_: c_int) {
+    if monotonic_seconds() < DEADLINE.load(Ordering::Relaxed) {
+        return;
+    }
     say(b"epcache: the report was not written in time; the program dies without it\n");
     die_of(CRASHED.load(Ordering::Relaxed))
+}
+
+/// `CLOCK_MONOTONIC` in whole seconds (async-signal-safe).
+fn monotonic_seconds() -> i64 {
+    // SAFETY: clock_gettime is async-signal-safe and writes only the zeroed timespec given.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec
 }
 
 fn name(signal: c_int) -> &'static [u8] {

@@ -542,6 +542,11 @@ impl Monitoring {
         // A poisoned lock only means another thread panicked mid-publish; the sums stand.
         let mut slots = SLOT_TOTALS.lock().unwrap_or_else(|e| e.into_inner());
         let totals = slots.entry(request.slot).or_default();
+        // An instance bound before the tool replaced the request ends after another thread
+        // began summing the new one: it must not reset those sums (its result is stale anyway).
+        if (request.generation.wrapping_sub(totals.generation) as i32) < 0 {
+            return;
+        }
         if totals.generation != request.generation {
             *totals = SlotTotals {
                 generation: request.generation,

@@ -522,15 +522,24 @@ fn distinct_names(
 }
 
 extern "C" fn at_exit() {
-    // Once: a crash handler (`crash_abi.rs`) may run this while the exit handler does.
+    // Once: a crash handler (`crash_abi.rs`) or a held signal's safe point may run this while
+    // the exit handler does. The one that comes second waits for the report rather than end
+    // the process under the first one's feet (a rename not yet made loses the report).
+    static REPORTING: AtomicBool = AtomicBool::new(false);
     static REPORTED: AtomicBool = AtomicBool::new(false);
     let previous = replace_state(BUSY);
-    if !FORKED.load(Ordering::Relaxed)
-        && let Some(Some(path)) = PROCESS_INIT.get()
-        && !REPORTED.swap(true, Ordering::AcqRel)
-    {
+    let writes = !FORKED.load(Ordering::Relaxed) && matches!(PROCESS_INIT.get(), Some(Some(_)));
+    if writes && REPORTING.swap(true, Ordering::AcqRel) {
+        // Bounded: a crash's watchdog ends a report that cannot finish.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while !REPORTED.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    } else if writes && let Some(Some(path)) = PROCESS_INIT.get() {
         // This thread's counts first, then every other thread still holding some.
         regions::close_all_open();
+        // Closing the regions ends them as at a return, which leaves the runtime's state.
+        set_state(BUSY);
         flush_current_thread();
         hand_over::collect(wake_all_sync_points);
         if let Err(e) = write_report(path) {
@@ -548,6 +557,7 @@ extern "C" fn at_exit() {
                     .map_or_else(|_| "the program".into(), |p| p.display().to_string())
             );
         }
+        REPORTED.store(true, Ordering::Release);
     }
     if let Some(m) = mcc::get() {
         m.finish();

@@ -135,6 +135,8 @@ const OPTIONS_WITH_VALUE: &[&str] = &[
     "-e",
     "-z",
     "-Xlinker",
+    "-Xclang",
+    "-mllvm",
     "-Xassembler",
     "-Xpreprocessor",
     "-aux-info",
@@ -220,6 +222,11 @@ fn source_positions(args: &[String], inputs: &[usize]) -> Vec<usize> {
         let arg = args[i].as_str();
         if arg == "-x" {
             language = args.get(i + 1).is_some_and(|l| l != "none");
+            i += 2;
+            continue;
+        }
+        // An option's value (`-Xlinker -x`) is neither a language choice nor an input.
+        if OPTIONS_WITH_VALUE.contains(&arg) {
             i += 2;
             continue;
         }
@@ -690,7 +697,8 @@ fn without_split_dwarf(args: Vec<String>) -> Vec<String> {
     without_noted(
         args,
         |a| a == "-gsplit-dwarf" || a.starts_with("-gsplit-dwarf="),
-        "the runtime names regions and data structures from debug information in the program          itself, which split DWARF moves to .dwo files",
+        "the runtime names regions and data structures from debug information in the program \
+         itself, which split DWARF moves to .dwo files",
     )
 }
 
@@ -1044,7 +1052,8 @@ fn link_dependency_options(args: &[String], source: &str) -> Vec<String> {
         .iter()
         .any(|a| a.starts_with("-MT") || a.starts_with("-MQ"))
     {
-        options.extend(["-MT".to_owned(), target]);
+        // Quoted for make, as gcc's own target is (`$` in a path).
+        options.extend(["-MQ".to_owned(), target]);
     }
     options
 }
@@ -1363,6 +1372,8 @@ mod tests {
             classify(&args("-xc - -x none a.o -o p")),
             Step::CompileAndLink { sources: vec![1] }
         );
+        // ld's own `-x` passed with -Xlinker is no language.
+        assert_eq!(classify(&args("-Xlinker -x a.o b.o -o p")), Step::Link);
     }
 
     #[test]
@@ -1449,11 +1460,11 @@ mod tests {
     fn a_compile_and_link_writes_the_dependency_file_gcc_would() {
         assert_eq!(
             link_dependency_options(&args("-O2 -MD -o out/prog.exe k.c"), "k.c"),
-            args("-MF out/prog.d -MT out/prog.exe")
+            args("-MF out/prog.d -MQ out/prog.exe")
         );
         assert_eq!(
             link_dependency_options(&args("-MMD src/k.c j.c"), "src/k.c"),
-            args("-MF a-k.d -MT k.o")
+            args("-MF a-k.d -MQ k.o")
         );
         assert_eq!(
             link_dependency_options(&args("-MD -MT t -o p k.c"), "k.c"),

@@ -21,13 +21,29 @@ const MAX_NESTING: usize = 32;
 /// readable file stays as it is, as gcc keeps it.
 pub(crate) fn normalised(args: &[String]) -> anyhow::Result<Vec<String>> {
     let expanded = expand(args, 0)?;
-    Ok(expanded
-        .into_iter()
-        .flat_map(|arg| match arg.strip_prefix("-o") {
-            Some(file) if !file.is_empty() => vec!["-o".to_owned(), file.to_owned()],
-            _ => vec![arg],
-        })
-        .collect())
+    let mut out = Vec::with_capacity(expanded.len());
+    let mut is_value = false;
+    for arg in expanded {
+        // The value of an option that takes the next argument (`-mllvm -opt-bisect-limit=5`,
+        // `-Xlinker -o...`) is passed on as it is.
+        let value = std::mem::replace(&mut is_value, takes_a_value(&arg));
+        match arg.strip_prefix("-o") {
+            Some(file) if !file.is_empty() && !value => {
+                out.push("-o".to_owned());
+                out.push(file.to_owned());
+            }
+            _ => out.push(arg),
+        }
+    }
+    Ok(out)
+}
+
+/// Options whose value is the next argument and may itself start with `-o`.
+fn takes_a_value(arg: &str) -> bool {
+    matches!(
+        arg,
+        "-mllvm" | "-Xclang" | "-Xlinker" | "-Xassembler" | "-Xpreprocessor" | "-o"
+    )
 }
 
 fn expand(args: &[String], depth: usize) -> anyhow::Result<Vec<String>> {
@@ -127,6 +143,17 @@ mod tests {
         assert_eq!(
             normalised(&line).unwrap(),
             strings(&["-g", "-O2", "-DINNER", "-c", "k.c", "-o", "k.o"])
+        );
+        // An option's value is not split.
+        assert_eq!(
+            normalised(&strings(&[
+                "-mllvm",
+                "-opt-bisect-limit=5",
+                "-Xlinker",
+                "-oX"
+            ]))
+            .unwrap(),
+            strings(&["-mllvm", "-opt-bisect-limit=5", "-Xlinker", "-oX"])
         );
         // Not a file: left for the compiler, which treats it the same way.
         let missing = strings(&["@no-such.rsp", "-o", "p"]);

@@ -220,30 +220,50 @@ impl Interrupts {
         })
     }
 
-    /// Says what happens at the first signal and passes the later ones on to `pid`.
+    /// Says what happens at the first signal and passes the later ones on to `pid`. The first
+    /// is passed on too if the program still runs [`Self::GRACE`] later: it was sent to
+    /// epcache run alone (`kill PID`, a container stop), not to the whole group.
     fn pass_on_to(mut self, pid: u32) -> tokio::task::JoinHandle<()> {
         use nix::sys::signal::{Signal, kill};
+        let pass_on = move |signal: Signal| {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
+            }
+        };
         tokio::spawn(async move {
-            let mut first = true;
+            let first = tokio::select! {
+                Some(()) = self.interrupt.recv() => Signal::SIGINT,
+                Some(()) = self.terminate.recv() => Signal::SIGTERM,
+                else => return,
+            };
+            eprintln!(
+                "\nepcache run: {first}: waiting for the program to end with its results \
+                 (send it again to end the program at once)"
+            );
+            let again = tokio::select! {
+                Some(()) = self.interrupt.recv() => Signal::SIGINT,
+                Some(()) = self.terminate.recv() => Signal::SIGTERM,
+                () = tokio::time::sleep(Self::GRACE) => {
+                    eprintln!("epcache run: the program still runs; passing {first} on to it");
+                    first
+                }
+            };
+            pass_on(again);
             loop {
                 let signal = tokio::select! {
                     Some(()) = self.interrupt.recv() => Signal::SIGINT,
                     Some(()) = self.terminate.recv() => Signal::SIGTERM,
                     else => return,
                 };
-                if first {
-                    first = false;
-                    eprintln!(
-                        "\nepcache run: {signal}: waiting for the program to end with its results \
-                         (send it again to end the program at once)"
-                    );
-                    continue;
-                }
-                let Ok(pid) = i32::try_from(pid) else { return };
-                let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
+                pass_on(signal);
             }
         })
     }
+
+    /// How long the program may take to end on a signal it got with epcache run before that
+    /// signal is passed on to it (it writes its report at its next captured access, within
+    /// milliseconds while it computes).
+    const GRACE: Duration = Duration::from_secs(3);
 }
 
 fn exit_code(status: ExitStatus) -> i32 {
