@@ -295,6 +295,8 @@ fn read_unit(
                             | gimli::DW_LANG_C_plus_plus_03
                             | gimli::DW_LANG_C_plus_plus_11
                             | gimli::DW_LANG_C_plus_plus_14
+                            | gimli::DW_LANG_C_plus_plus_17
+                            | gimli::DW_LANG_C_plus_plus_20
                     );
                 }
             }
