@@ -479,11 +479,7 @@ static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 fn register_globals(objects: &[&program::ProgramInfo]) {
     let globals = objects.iter().flat_map(|p| {
         p.info.globals.iter().filter(|g| g.size > 0).map(|g| {
-            let file = g
-                .file
-                .and_then(|f| p.info.files.get(f as usize))
-                .and_then(|f| Path::new(f).file_name())
-                .map(|f| f.to_string_lossy().into_owned());
+            let file = g.file.and_then(|f| p.info.files.get(f as usize)).cloned();
             let range = AddressRange::new(g.address.wrapping_add(p.bias), g.size);
             (g.qualified_name.clone(), file, range)
         })
@@ -494,29 +490,50 @@ fn register_globals(objects: &[&program::ProgramInfo]) {
 }
 
 /// Globals named apart where their names collide: `static double buf[1000]` in `a.c` and
-/// another `buf` in `b.c` become `buf@a.c` and `buf@b.c`. The report sums the entries of one
-/// name (a name's heap blocks, an array registered again), so two unrelated arrays under one
-/// name showed as one, with one's start, the other's size and both's counts.
+/// another `buf` in `b.c` become `buf@a.c` and `buf@b.c` (by the declaring file's name, or its
+/// whole path where two of them share a name: `src/a/util.c`, `src/b/util.c`). The report sums
+/// the entries of one name (a name's heap blocks, an array registered again), so two unrelated
+/// arrays under one name showed as one, with one's start, the other's size and both's counts.
 fn distinct_names(
     globals: Vec<(String, Option<String>, AddressRange)>,
 ) -> Vec<(String, AddressRange)> {
-    let mut seen: HashMap<&str, Vec<u64>> = HashMap::new();
-    for (name, _, range) in &globals {
-        let starts = seen.entry(name).or_default();
-        if !starts.contains(&range.start) {
-            starts.push(range.start);
+    // Each name's distinct definitions: start and declaring file.
+    let mut seen: HashMap<&str, Vec<(u64, Option<&str>)>> = HashMap::new();
+    for (name, file, range) in &globals {
+        let definitions = seen.entry(name).or_default();
+        if !definitions.iter().any(|(start, _)| *start == range.start) {
+            definitions.push((range.start, file.as_deref()));
         }
     }
-    let collides: std::collections::HashSet<String> = seen
+    let base = |path: &str| {
+        Path::new(path)
+            .file_name()
+            .map_or_else(|| path.to_owned(), |f| f.to_string_lossy().into_owned())
+    };
+    // For each colliding name, whether its files' base names tell its definitions apart.
+    let collides: HashMap<String, bool> = seen
         .into_iter()
-        .filter(|(_, starts)| starts.len() > 1)
-        .map(|(name, _)| name.to_owned())
+        .filter(|(_, definitions)| definitions.len() > 1)
+        .map(|(name, definitions)| {
+            let bases: Vec<String> = definitions
+                .iter()
+                .filter_map(|(_, file)| file.map(base))
+                .collect();
+            let distinct = bases
+                .iter()
+                .enumerate()
+                .all(|(i, b)| !bases[..i].contains(b));
+            (name.to_owned(), distinct)
+        })
         .collect();
     globals
         .into_iter()
-        .map(|(name, file, range)| match file {
-            Some(file) if collides.contains(&name) => (format!("{name}@{file}"), range),
-            _ => (name, range),
+        .map(|(name, file, range)| match (file, collides.get(&name)) {
+            (Some(file), Some(&by_base)) => {
+                let file = if by_base { base(&file) } else { file };
+                (format!("{name}@{file}"), range)
+            }
+            (_, _) => (name, range),
         })
         .collect()
 }
@@ -1343,8 +1360,10 @@ mod tests {
             )
         };
         let named = distinct_names(vec![
-            global("buf", Some("a.c"), 0x1000),
-            global("buf", Some("b.c"), 0x2000),
+            global("buf", Some("/src/a.c"), 0x1000),
+            global("buf", Some("/src/b.c"), 0x2000),
+            global("util", Some("src/a/util.c"), 0x8000),
+            global("util", Some("src/b/util.c"), 0x9000),
             global("alpha::table", Some("a.c"), 0x3000),
             global("table", Some("b.c"), 0x4000),
             // One variable seen twice (two units declaring it) is not a collision.
@@ -1359,6 +1378,8 @@ mod tests {
             [
                 "buf@a.c",
                 "buf@b.c",
+                "util@src/a/util.c",
+                "util@src/b/util.c",
                 "alpha::table",
                 "table",
                 "shared",
