@@ -335,18 +335,15 @@ fn read_unit(
                             .copied()
                             .or_else(|| type_size(unit, entry, lower_default, 8))
                             .unwrap_or(0),
-                        qualify(
-                            outer_scope(
-                                dwarf,
-                                unit,
-                                entry,
-                                &scopes,
-                                in_function,
-                                &mut declarations,
-                            )?
-                            .as_deref(),
+                        qualified_name(
+                            dwarf,
+                            unit,
+                            entry,
+                            &scopes,
+                            in_function,
+                            &mut declarations,
                             &name,
-                        ),
+                        )?,
                     ),
                 };
                 let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
@@ -360,42 +357,33 @@ fn read_unit(
                 });
             }
             gimli::DW_TAG_subprogram => {
-                // A function gcc split into hot and cold parts has one range per part.
-                let ranges = match &name {
-                    Some(_) => code_ranges(dwarf, unit, entry)?,
-                    None => Vec::new(),
-                };
-                // Function-scope statics are qualified by their function, and it by the
-                // namespaces and classes that declare it.
-                let qualified = match &name {
-                    Some(name) => {
-                        let outer = outer_scope(
-                            dwarf,
-                            unit,
-                            entry,
-                            &scopes,
-                            in_function,
-                            &mut declarations,
-                        )?;
-                        Some(qualify(outer.as_deref(), name))
+                if let Some(name) = name {
+                    // A function gcc split into hot and cold parts has one range per part.
+                    let ranges = code_ranges(dwarf, unit, entry)?;
+                    // Function-scope statics are qualified by their function, and it by the
+                    // namespaces and classes that declare it.
+                    let qualified = qualified_name(
+                        dwarf,
+                        unit,
+                        entry,
+                        &scopes,
+                        in_function,
+                        &mut declarations,
+                        &name,
+                    )?;
+                    if !ranges.is_empty() {
+                        let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
+                        let shown = if cpp { &qualified } else { &name };
+                        for (low_pc, high_pc) in ranges {
+                            out.functions.push(Function {
+                                name: shown.clone(),
+                                low_pc,
+                                high_pc,
+                                file,
+                                line,
+                            });
+                        }
                     }
-                    None => None,
-                };
-                if let (Some(name), Some(qualified), false) = (&name, &qualified, ranges.is_empty())
-                {
-                    let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
-                    let name = if cpp { qualified } else { name };
-                    for (low_pc, high_pc) in ranges {
-                        out.functions.push(Function {
-                            name: name.clone(),
-                            low_pc,
-                            high_pc,
-                            file,
-                            line,
-                        });
-                    }
-                }
-                if let Some(qualified) = qualified {
                     scopes.push((depth, qualified, Scope::Function));
                 }
             }
@@ -623,6 +611,20 @@ fn outer_scope<'a>(
     Ok(declarations
         .scope_of(dwarf, unit, target, entry.offset())?
         .or(here))
+}
+
+/// `name` qualified by the scope [`outer_scope`] finds for `entry`.
+fn qualified_name<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+    scopes: &[(isize, String, Scope)],
+    in_function: bool,
+    declarations: &mut UnitDeclarations,
+    name: &str,
+) -> gimli::Result<String> {
+    let outer = outer_scope(dwarf, unit, entry, scopes, in_function, declarations)?;
+    Ok(qualify(outer.as_deref(), name))
 }
 
 /// Which namespace or class each declaration of a unit is made in, for the definitions that
