@@ -10,7 +10,9 @@
 //!   (`EPCACHE_CC_DUAL=off`, hooks that only return: the floor of a run whose every access
 //!   calls its hook);
 //! - the same kernel with everything monitored (`EPCACHE_REPORT`: every region and data
-//!   structure), also built with `EPCACHE_CC_INLINE=off` (every access calls its hook),
+//!   structure; simulated on a second core while the program runs on), also run with
+//!   `EPCACHE_PIPELINE=off` (simulated on the program's thread) and built with
+//!   `EPCACHE_CC_INLINE=off` (every access calls its hook),
 //!   against `valgrind --tool=cachegrind --cache-sim=yes` with the same caches on the plain
 //!   build;
 //! - for information, a sparse matrix-vector product (loads through an index array, which gcc
@@ -544,6 +546,13 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
         program: &calls,
         ..full.clone()
     };
+    let mut one_core_env = full.env.clone();
+    one_core_env.push(("EPCACHE_PIPELINE", "off".to_owned()));
+    let full_one_core = Variant {
+        name: "  the same, EPCACHE_PIPELINE=off",
+        env: one_core_env,
+        ..full.clone()
+    };
     let cachegrind = Variant {
         name: "cachegrind --cache-sim=yes, plain",
         program: &plain,
@@ -556,9 +565,9 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
     let with_valgrind = capture_support::available("valgrind", "capture_overhead");
     let slow_runs = (runs / 5).max(3);
     let slow: Vec<&Variant<'_>> = if with_valgrind {
-        vec![&full, &full_calls, &cachegrind]
+        vec![&full, &full_calls, &full_one_core, &cachegrind]
     } else {
-        vec![&full, &full_calls]
+        vec![&full, &full_calls, &full_one_core]
     };
     eprintln!("matmul N={n}: {slow_runs} runs of each simulating variant");
     let slow = interleaved(dir, &slow, slow_runs);
@@ -671,8 +680,21 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
         full_calls.name,
         calls_wall / plain_wall
     );
+    let (one_core_wall, one_core_kernel) = median_of(&slow[2]);
+    println!(
+        "{:<37} {one_core_wall:>9.3} {one_core_kernel:>11.3} {:>8.2}x",
+        full_one_core.name,
+        one_core_wall / plain_wall
+    );
+    // The monitored run simulates on a second core: its CPU time is the program's and the
+    // simulation thread's together.
+    println!(
+        "CPU time (process, median): everything monitored {:.3} s, on the program's thread only {:.3} s",
+        cpu(&slow[0]).median,
+        cpu(&slow[2]).median
+    );
     if with_valgrind {
-        let (cg_wall, cg_kernel) = median_of(&slow[2]);
+        let (cg_wall, cg_kernel) = median_of(&slow[3]);
         let speedup = cg_wall / full_wall;
         println!(
             "{:<37} {cg_wall:>9.3} {cg_kernel:>11.3} {:>8.2}x",

@@ -30,7 +30,7 @@ pub(crate) fn available(tool: &str, who: &str) -> bool {
 
 /// Says `message` loudly and answers `false` (skip the test), or fails it under CI
 /// (`CI=true`), where everything the tests need is installed.
-fn skipped(message: &str) -> bool {
+pub(crate) fn skipped(message: &str) -> bool {
     assert!(
         !std::env::var("CI").is_ok_and(|v| v == "true"),
         "FAILED under CI: {message}"

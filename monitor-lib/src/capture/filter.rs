@@ -26,9 +26,11 @@
 //! is whole (all its bytes in one data structure, by the whole-line cache kept here) and the
 //! thread's batch has room: the old owner's tag, hits and dirty mark go into a [`Record`]
 //! appended to the batch, and the runtime simulates the batch, in order, before it next
-//! touches the simulator or the counts (`state::Counting::drain_batch`). Which block owns an
-//! entry is thus decided ahead of the simulator, as the filter's answer needs only the order
-//! of accesses; the entry's data structure word follows when the record is simulated.
+//! touches the simulator or the counts (`state::Counting::drain_batch`), or hands it to the
+//! simulation worker to simulate meanwhile (`worker.rs`). Which block owns an entry is thus
+//! decided ahead of the simulator, as the filter's answer needs only the order of accesses;
+//! the entry's data structure, which the simulating side keeps (`state::Counting`), follows
+//! when the record is simulated.
 //!
 //! The answer depends only on the order of accesses, not on the simulator: if the block is its
 //! entry's, no access has touched its set since the block was last simulated (or it would own
@@ -40,7 +42,7 @@
 use std::cell::Cell;
 
 /// Entries per thread: covers every L1 of 256 sets or fewer one set per entry.
-const ENTRIES: usize = 256;
+pub(super) const ENTRIES: usize = 256;
 /// Each per-entry word is 8 bytes, so an entry's index times 8 is its offset in every array.
 const WORD_SHIFT: u32 = 3;
 /// Records the inline miss path appends before the runtime must simulate them.
@@ -49,6 +51,9 @@ const BATCH_RECORDS: usize = 256;
 const RECORD_WORDS: usize = 4;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
 const LINE_SLOTS: usize = 64;
+
+/// A [`Record`] as the miss path writes it.
+pub(super) type RecordWords = [u64; RECORD_WORDS];
 
 /// One thread's table, kept in the thread-local block the access hooks read (`state.rs`), as
 /// Cells, so a hook reaches it from the one thread-local address it computes, with no borrow
@@ -79,9 +84,6 @@ pub(super) struct Filter {
     /// Nonzero when the inline test counted a write to the block while the entry was clean:
     /// the simulator has yet to mark the line dirty.
     dirty_pending: EntryWords,
-    /// The data structure of the owner's line (index + 1, 0 for none), as of the last access
-    /// simulated for the entry (a record the runtime has yet to simulate leaves it stale).
-    structure: [Cell<u32>; ENTRIES],
     /// Byte offset in `batch` of the next record the inline miss path writes.
     batch_pos: Cell<u64>,
     /// Bytes of `batch` the inline miss path may fill: 0 while off, so it never appends then.
@@ -136,12 +138,11 @@ impl Record {
     const META_SHIFT: u32 = 56;
 
     /// The meta byte of an access, without the dirty mark (which only the miss path knows).
-    #[cfg(test)]
     const fn meta(size: u32, write: bool) -> u8 {
         (size as u8 & 31) | (write as u8) << 5
     }
 
-    fn decode(words: [u64; RECORD_WORDS]) -> Record {
+    pub(super) fn decode(words: RecordWords) -> Record {
         let meta = (words[0] >> Self::META_SHIFT) as u8;
         Record {
             addr: words[0] & ((1 << Self::META_SHIFT) - 1),
@@ -168,7 +169,9 @@ const _: () = {
     );
 };
 
-/// Repeat hits handed back to be counted: `(structure index + 1 or 0, reads, writes)`.
+/// Repeat hits handed back to be counted: `(entry index, reads, writes)`; the simulating side
+/// keeps each entry's data structure (`state::Counting`), since it is known only once the
+/// access that took the entry over is simulated.
 pub(super) type Pending = (u32, u64, u64);
 
 impl Filter {
@@ -202,7 +205,6 @@ impl Filter {
             read_hits: EntryWords::new(),
             write_hits: EntryWords::new(),
             dirty_pending: EntryWords::new(),
-            structure: [const { Cell::new(0) }; ENTRIES],
             batch_pos: Cell::new(0),
             batch_cap: Cell::new(0),
             batch: [const { Cell::new(0) }; BATCH_RECORDS * RECORD_WORDS],
@@ -221,7 +223,7 @@ impl Filter {
             && self.line_bits.get() == 0
             && self.offset_shift.get() == 0
             && self.offset_mask.get() == 0
-            && (0..ENTRIES).all(|i| self.is_free(i) && self.structure[i].get() == 0)
+            && (0..ENTRIES).all(|i| self.is_free(i))
             && self.batch_pos.get() == 0
             && self.batch_cap.get() == 0
             && self.batch.iter().all(|w| w.get() == 0)
@@ -281,7 +283,7 @@ impl Filter {
             self.write_hits.0[i].replace(0),
         );
         if reads | writes != 0 {
-            take((self.structure[i].get(), reads, writes));
+            take((i as u32, reads, writes));
         }
     }
 
@@ -366,8 +368,9 @@ impl Filter {
     /// hit test failed for a one-line access of a thread that captures: if the line is whole
     /// (`whole_line`) and the batch has room, the entry is taken over for the access (its old
     /// owner's tag, hits and dirty mark moved into a record appended to the batch) and `true`
-    /// returned; the access is simulated when the runtime drains the batch.
-    #[cfg(test)]
+    /// returned; the access is simulated when the runtime drains the batch. The runtime does the
+    /// same for an access that reaches it while its thread simulates on a second core
+    /// (`state::ThreadCapture::defer`).
     pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool) -> bool {
         let pos = self.batch_pos.get();
         let tag = self.tag(addr);
@@ -400,14 +403,26 @@ impl Filter {
         self.batch_pos.get() != 0
     }
 
-    /// Hands every record in the batch to `simulate`, in order, with the table (to update the
-    /// entries' data structures), and empties the batch.
-    pub(super) fn drain_batch(&self, mut simulate: impl FnMut(&Filter, Record)) {
+    /// Hands every record in the batch to `simulate`, in order, and empties the batch.
+    pub(super) fn drain_batch(&self, mut simulate: impl FnMut(Record)) {
         let end = (self.batch_pos.get() >> WORD_SHIFT) as usize;
         for first in (0..end.min(self.batch.len())).step_by(RECORD_WORDS) {
             let words = std::array::from_fn(|k| self.batch[first + k].get());
-            simulate(self, Record::decode(words));
+            simulate(Record::decode(words));
         }
+        self.batch_pos.set(0);
+    }
+
+    /// Appends the batch's records, undecoded, to `staged`, and empties the batch: a copy, so
+    /// the thread can hand them to another (`worker.rs`) while the table goes on.
+    pub(super) fn take_batch(&self, staged: &mut Vec<RecordWords>) {
+        let end = (self.batch_pos.get() >> WORD_SHIFT) as usize;
+        let words = &self.batch[..end.min(self.batch.len())];
+        staged.extend(
+            words
+                .chunks_exact(RECORD_WORDS)
+                .map(|r| std::array::from_fn(|k| r[k].get())),
+        );
         self.batch_pos.set(0);
     }
 
@@ -438,22 +453,6 @@ impl Filter {
         for structure in &self.whole_structure {
             structure.set(0);
         }
-    }
-
-    /// Sets the data structure (index + 1, 0 for none) of `addr`'s entry, when the runtime
-    /// simulates an access that took it over.
-    pub(super) fn set_structure(&self, addr: u64, structure: u32) {
-        self.structure[self.index(addr)].set(structure);
-    }
-
-    /// The data structure of `addr`'s entry's owner, before the access that took it over.
-    pub(super) fn structure_of_entry(&self, addr: u64) -> u32 {
-        self.structure[self.index(addr)].get()
-    }
-
-    /// The block of a tag.
-    pub(super) fn block_of(&self, tag: u64) -> u64 {
-        tag >> (self.line_bits.get() & 63)
     }
 
     /// Whether the table is on.
@@ -550,15 +549,14 @@ impl Filter {
     }
 
     /// After the simulator ran a one-line access to `block`: the block owns its set's entry
-    /// now, attributed to `structure` (index + 1, 0 for none), or to nothing filterable when
-    /// `None` (its line holds bytes of more than one structure). The previous owner's pending
-    /// counts are handed to `take`.
+    /// now if its line is `whole` (all its bytes in one data structure, or in none), else the
+    /// entry is emptied. The previous owner's pending counts are handed to `take`.
     #[inline(always)]
     pub(super) fn take_over(
         &self,
         block: u64,
         write: bool,
-        structure: Option<u32>,
+        whole: bool,
         take: impl FnOnce(Pending),
     ) {
         if !self.on.get() {
@@ -567,16 +565,15 @@ impl Filter {
         let addr = self.address(block);
         let i = self.index(addr);
         let tag = self.tag(addr);
-        match structure {
+        match whole {
             // The same block keeps its pending hits and its written mark.
-            Some(_) if self.read_tags.0[i].get() == tag => {}
-            Some(s) => {
+            true if self.read_tags.0[i].get() == tag => {}
+            true => {
                 self.drain_entry(i, take);
-                self.structure[i].set(s);
                 self.read_tags.0[i].set(tag);
                 self.write_tags.0[i].set(0);
             }
-            None => {
+            false => {
                 self.drain_entry(i, take);
                 self.clear_entry(i);
                 return;

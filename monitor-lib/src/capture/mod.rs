@@ -17,6 +17,8 @@ mod program;
 mod regions;
 mod report;
 mod state;
+mod structure_finder;
+mod worker;
 
 #[allow(unsafe_code)]
 mod alloc_abi;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::analysis::AnalysisConfig;
 use crate::cache::{AccessOutcome, MAX_LEVELS};
@@ -14,10 +14,11 @@ use crate::shm::layout::{self, Aggregation, Mode, RequestResult, RequestSpec, an
 use crate::shm::target::ActiveRequest;
 use crate::simulator::Simulator;
 
-use super::data::{self, Lookup};
+use super::data;
 use super::filter::Filter;
 use super::mcc;
 use super::regions::RegionRef;
+use super::structure_finder::StructureFinder;
 
 /// Read hit, read miss, write hit, write miss per data level (the order of
 /// `AccessOutcome::bits_at`'s bits).
@@ -68,6 +69,24 @@ fn add_since(acc: &mut RegionCounts, totals: &Counts, structures: &[Counts], sna
             *a += now[k] - then.map_or(0, |t| t[k]);
         }
     }
+}
+
+/// A data structure's counts, grown into existence at its first count: the structure was found
+/// by whichever finder attributed the access (`structure_finder.rs`), which may not be this
+/// monitoring's own.
+#[inline(always)]
+fn counts_of(structures: &mut Vec<Counts>, structure: Option<usize>) -> Option<&mut Counts> {
+    let s = structure?;
+    if s >= structures.len() {
+        grow(structures, s);
+    }
+    structures.get_mut(s)
+}
+
+#[cold]
+#[inline(never)]
+fn grow(structures: &mut Vec<Counts>, s: usize) {
+    structures.resize(s + 1, [0; 4 * MAX_LEVELS]);
 }
 
 fn add(a: &mut Counts, b: &Counts) {
@@ -129,10 +148,6 @@ struct Snapshot {
     nested: bool,
 }
 
-const FOUND_SLOTS: usize = 64;
-/// A slot that holds no answer (its range is empty).
-const NOT_FOUND: (u64, u64, u32) = (1, 0, 0);
-
 /// A thread's monitoring state.
 #[derive(Debug)]
 pub(crate) struct Monitoring {
@@ -140,15 +155,8 @@ pub(crate) struct Monitoring {
     bindings: Vec<Binding>,
     /// Standalone mode: every access is attributed to a data structure.
     pub(crate) counting: bool,
-    lookup_generation: u64,
-    lookup: Arc<Lookup>,
-    /// Direct-mapped by 4 KiB page: the answers found last, `(lo, hi, index + 1 or 0 for
-    /// none)`, each good for any address in `lo..hi`. Kernels interleave a few structures (a
-    /// matrix product touches three in turn), which one remembered answer would miss every time.
-    found: [(u64, u64, u32); FOUND_SLOTS],
-    /// The line size (log2) of the whole-line answers [`Self::structure_of_line`] keeps in
-    /// the thread's filter; set by the first line lookup.
-    line_bits: Option<u32>,
+    /// Which data structure an access belongs to.
+    finder: StructureFinder,
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
@@ -165,10 +173,7 @@ impl Monitoring {
             depth: 0,
             bindings: Vec::new(),
             counting,
-            lookup_generation: 0,
-            lookup: Arc::default(),
-            found: [NOT_FOUND; FOUND_SLOTS],
-            line_bits: None,
+            finder: StructureFinder::default(),
             totals: [0; 4 * MAX_LEVELS],
             structures: Vec::new(),
             stack: Vec::new(),
@@ -227,7 +232,7 @@ impl Monitoring {
     /// loop; an access that reached a deeper level goes through every level out of line.
     #[inline(always)]
     pub(crate) fn count(&mut self, addr: u64, outcome: &AccessOutcome, levels: usize) {
-        let structure = self.structure_of(addr);
+        let structure = self.finder.structure_of(addr);
         self.count_in(structure, outcome, levels);
     }
 
@@ -244,7 +249,7 @@ impl Monitoring {
         if bits > 0 && bits < 0x100 {
             let index = bits.trailing_zeros() as usize & 3;
             self.totals[index] += 1;
-            if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+            if let Some(counts) = counts_of(&mut self.structures, structure) {
                 counts[index] += 1;
             }
             return;
@@ -257,7 +262,7 @@ impl Monitoring {
     /// bit's position names the counter, with no outcome read back from memory.
     #[inline(always)]
     pub(crate) fn count_bits(&mut self, structure: Option<usize>, bits: u32) {
-        let mut counts = structure.and_then(|s| self.structures.get_mut(s));
+        let mut counts = counts_of(&mut self.structures, structure);
         // The first level is always reached: its counter without a loop.
         let first = (bits.trailing_zeros() & 3) as usize;
         self.totals[first] += 1;
@@ -282,10 +287,7 @@ impl Monitoring {
     pub(crate) fn add_l1_hits(&mut self, structure: u32, reads: u64, writes: u64) {
         self.totals[0] += reads;
         self.totals[2] += writes;
-        if let Some(counts) = (structure as usize)
-            .checked_sub(1)
-            .and_then(|s| self.structures.get_mut(s))
-        {
+        if let Some(counts) = counts_of(&mut self.structures, (structure as usize).checked_sub(1)) {
             counts[0] += reads;
             counts[2] += writes;
         }
@@ -300,27 +302,19 @@ impl Monitoring {
             }
             let index = level * 4 + bits.trailing_zeros() as usize;
             self.totals[index] += 1;
-            if let Some(counts) = structure.and_then(|s| self.structures.get_mut(s)) {
+            if let Some(counts) = counts_of(&mut self.structures, structure) {
                 counts[index] += 1;
             }
         }
     }
 
-    /// The index of the data structure holding `addr`, if any: from the page's remembered
-    /// answer when `addr` lies in its range, else a search. Its counts exist once returned.
+    /// [`StructureFinder::structure_of`] of the thread's monitoring.
     #[inline(always)]
-    fn structure_of(&mut self, addr: u64) -> Option<usize> {
-        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
-        if lo <= addr && addr < hi && self.lookup_generation == data::generation() {
-            return (found as usize).checked_sub(1);
-        }
-        self.find_structure(addr)
+    pub(crate) fn structure_of(&mut self, addr: u64) -> Option<usize> {
+        self.finder.structure_of(addr)
     }
 
-    /// [`Self::structure_of`], and whether every byte of the `1 << line_bits`-byte line holding
-    /// `addr` has the same answer (a line may hold the end of one structure and the start of
-    /// the next). Every call passes the same `line_bits`. Whole lines are remembered in the
-    /// thread's filter (`Filter::whole_line`), where the inline miss path reads them too.
+    /// [`StructureFinder::structure_of_line`] of the thread's monitoring.
     #[inline(always)]
     pub(crate) fn structure_of_line(
         &mut self,
@@ -328,59 +322,7 @@ impl Monitoring {
         line_bits: u32,
         lines: &Filter,
     ) -> (Option<usize>, bool) {
-        // The common case in two compares: the page's remembered line range holds the line.
-        if self.lookup_generation == data::generation()
-            && let Some(found) = lines.whole_line(addr)
-        {
-            return ((found as usize).checked_sub(1), true);
-        }
-        self.structure_of_line_searched(addr, line_bits, lines)
-    }
-
-    /// [`Self::structure_of_line`] when no remembered line range holds the line; the line's
-    /// range is remembered when the whole line has `addr`'s answer.
-    #[inline(never)]
-    fn structure_of_line_searched(
-        &mut self,
-        addr: u64,
-        line_bits: u32,
-        lines: &Filter,
-    ) -> (Option<usize>, bool) {
-        debug_assert!(
-            self.line_bits.is_none_or(|b| b == line_bits),
-            "one line size"
-        );
-        self.line_bits = Some(line_bits);
-        if self.lookup_generation != data::generation() {
-            // `structure_of` is about to take the new structures: forget the old answers.
-            lines.forget_whole_lines();
-        }
-        let structure = self.structure_of(addr);
-        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
-        // Lines wholly inside `lo..hi`: from the first starting at or after `lo` to the last
-        // ending at or before `hi` (exclusive).
-        let (first, end) = (lo.div_ceil(1 << line_bits), hi >> line_bits);
-        let line = addr >> line_bits;
-        let whole = first <= line && line < end;
-        if whole {
-            lines.remember_whole_lines(addr, first << line_bits, end << line_bits, found);
-        }
-        (structure, whole)
-    }
-
-    #[inline(never)]
-    fn find_structure(&mut self, addr: u64) -> Option<usize> {
-        if self.lookup_generation != data::generation() {
-            (self.lookup_generation, self.lookup) = data::snapshot();
-            self.found = [NOT_FOUND; FOUND_SLOTS];
-        }
-        let (lo, hi, index) = self.lookup.find_with_extent(addr);
-        self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));
-        let s = index? as usize;
-        if s >= self.structures.len() {
-            self.structures.resize(s + 1, [0; 4 * MAX_LEVELS]);
-        }
-        Some(s)
+        self.finder.structure_of_line(addr, line_bits, lines)
     }
 
     /// A monitored region instance begins.

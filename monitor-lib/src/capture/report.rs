@@ -26,6 +26,9 @@ pub struct CaptureReport {
     /// in time (blocked, or running code built without capture): the report lacks what they
     /// counted in those regions. 0 when it has everything.
     pub threads_unreported: u32,
+    /// Line visits the simulation thread simulated while the program ran on (`worker.rs`,
+    /// `EPCACHE_PIPELINE`); 0 when every access was simulated on the program's own threads.
+    pub simulated_on_second_core: u64,
     /// Totals per level, instruction cache first when there is one.
     pub levels: Vec<LevelTotals>,
     /// `program` (the whole run) first, then every region that ran, in registration order.
@@ -221,6 +224,7 @@ impl CaptureReport {
             spec,
             threads: totals.threads,
             threads_unreported: 0,
+            simulated_on_second_core: 0,
             levels,
             regions: report_regions,
         }

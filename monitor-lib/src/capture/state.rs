@@ -14,7 +14,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats};
 use crate::monitor::CounterArrayConfig;
@@ -23,11 +24,12 @@ use crate::shm::layout::DataStructureKind;
 use crate::shm::target::Mcc;
 use crate::simulator::{Simulator, SimulatorError};
 
-use super::filter::{self, Filter};
+use super::filter::{self, Filter, Record, RecordWords};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
-use super::{crash_abi, data, hand_over, mcc, program, signal_abi};
+use super::structure_finder::StructureFinder;
+use super::{crash_abi, data, hand_over, mcc, program, signal_abi, worker};
 
 /// The thread has not yet looked at the process-wide switch (every thread starts here).
 const NEEDS_SYNC: u8 = 0;
@@ -257,9 +259,33 @@ impl StandaloneTotals {
 
 /// One thread's simulator; its totals join the process totals when the thread ends.
 struct ThreadCapture {
-    simulator: Simulator,
-    monitoring: Monitoring,
-    counting: Counting,
+    /// The simulator and what counts its outcomes: here, or `None` while it is in `shared`
+    /// for the simulation worker (`worker.rs`), to be taken back (`Self::core`) before
+    /// anything else uses it.
+    core: Option<Box<Core>>,
+    /// Where the core is while the worker simulates for this thread: the jobs lock it one at
+    /// a time; the thread takes it back only once none is left. Made at the first hand-off.
+    shared: Option<Arc<Mutex<Option<Box<Core>>>>>,
+    /// Batches handed to the worker and not yet back.
+    in_flight: usize,
+    /// The channel the worker sends each batch's emptied vector back on, which also tells
+    /// that the batch is done; made at the first hand-off.
+    spares: Option<(Sender<Batch>, Receiver<Batch>)>,
+    /// Whether this thread counts for the standalone report (its monitoring's `counting`).
+    counts: bool,
+    /// Whether this thread hands its batches to the worker: standalone counting in a process
+    /// where the worker is enabled.
+    ships: bool,
+    /// Records the inline miss path batched, in order, taken from the filter and not yet
+    /// simulated.
+    staged: Batch,
+    /// Vectors the worker emptied, for the next hand-offs.
+    free: Vec<Batch>,
+    /// Finds whole lines for the filter while the core is away (the core's monitoring has its
+    /// own finder).
+    finder: StructureFinder,
+    /// log2 of L1's line size.
+    line_bits: u32,
     /// Order in which threads started capturing: the simulated core a later step assigns.
     #[allow(dead_code)]
     thread_index: u32,
@@ -269,7 +295,26 @@ struct ThreadCapture {
     holding: bool,
 }
 
-impl ThreadCapture {
+/// Records of the inline miss path, in order, as staged and handed to the worker.
+type Batch = Vec<RecordWords>;
+
+/// Staged records handed to the worker at once: enough that a hand-off's cost (a message each
+/// way, a wake-up at worst) is small beside simulating them (about 15 ns each).
+const SHIP_AT: usize = 8192;
+
+/// Batches a thread may have with the worker: two, so the worker finds the next one waiting
+/// when it finishes one, while the thread runs on; a thread that gets further ahead waits.
+const MOST_IN_FLIGHT: usize = 2;
+
+/// The part of a thread's capture that simulates and counts, which can run on the simulation
+/// worker while the thread runs on.
+struct Core {
+    simulator: Simulator,
+    monitoring: Monitoring,
+    counting: Counting,
+}
+
+impl Core {
     /// Adds the repeat-hit filter's pending counts to the thread's and settles its pending
     /// dirty marks; with `forget`, empties it too (the simulator goes away, data structures
     /// changed, or the table switches off).
@@ -283,16 +328,151 @@ impl ThreadCapture {
     fn refresh_filter(&mut self) {
         let on = self.monitoring.counting && self.simulator.l1_hits_unobserved();
         match on.then(|| self.simulator.repeat_hit_shape()).flatten() {
-            Some((line_bits, sets)) => with_filter(|f| f.switch_on(line_bits, sets)),
+            Some((line_bits, sets)) => {
+                with_filter(|f| f.switch_on(line_bits, sets));
+                self.counting.filter_switched_on(sets);
+            }
             None => {
                 self.flush_filter(true);
                 with_filter(Filter::switch_off);
             }
         }
     }
+
+    /// Simulates and counts staged records in order; runs on the worker or on the thread.
+    fn simulate_staged(&mut self, staged: &[RecordWords]) {
+        for &words in staged {
+            self.counting.simulate_record(
+                &mut self.simulator,
+                &mut self.monitoring,
+                Record::decode(words),
+            );
+        }
+    }
 }
 
 impl ThreadCapture {
+    /// The core, back on this thread: taken back from the worker if it has it (waiting for it
+    /// to finish), with the accesses staged since simulated. `None` in a forked child, which
+    /// is not monitored and must not simulate (attributing an access may take the data
+    /// structures' lock, which a parent thread may have held at the fork; and the worker did
+    /// not survive it), and if the worker is gone.
+    fn core(&mut self) -> Option<&mut Core> {
+        if forked_child() {
+            return None;
+        }
+        self.reclaim();
+        let core = self.core.as_deref_mut()?;
+        if !self.staged.is_empty() {
+            core.simulate_staged(&self.staged);
+            self.staged.clear();
+        }
+        Some(core)
+    }
+
+    /// Waits for the core to come back from the worker, if it is there.
+    fn reclaim(&mut self) {
+        if self.core.is_some() || forked_child() {
+            return;
+        }
+        self.wait_in_flight(0);
+        let Some(shared) = &self.shared else {
+            return;
+        };
+        // No job holds the lock now: every batch came back.
+        self.core = shared.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if self.core.is_none() {
+            report_worker_lost_once();
+        }
+    }
+
+    /// Waits until at most `most` batches are with the worker.
+    fn wait_in_flight(&mut self, most: usize) {
+        let Some((_, back)) = &self.spares else {
+            return;
+        };
+        while self.in_flight > most {
+            let Some(emptied) = worker::receive(back) else {
+                report_worker_lost_once();
+                self.in_flight = 0;
+                return;
+            };
+            self.in_flight -= 1;
+            self.free.push(emptied);
+        }
+    }
+
+    /// Standalone counting on a second core (`worker.rs`): the records the inline miss path
+    /// batched are staged here, handed to the worker by the thousand, and this
+    /// access joins the batch as the inline miss path would have let it, when it can: the
+    /// thread then runs on without its simulator. `false` when the access needs the simulator
+    /// now (it straddles lines, or its line holds more than one data structure).
+    fn defer(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
+        if !with_filter(Filter::is_on) {
+            return false;
+        }
+        self.stage_batch();
+        if self.staged.len() >= SHIP_AT {
+            self.ship();
+        }
+        let write = kind == AccessKind::Write;
+        if with_filter(|f| f.inline_miss(addr, size, write)) {
+            return true;
+        }
+        // The line may be whole without the whole-line cache knowing it yet.
+        let (finder, line_bits) = (&mut self.finder, self.line_bits);
+        with_filter(|f| {
+            finder.structure_of_line(addr, line_bits, f).1 && f.inline_miss(addr, size, write)
+        })
+    }
+
+    /// Moves the filter's batch to the staged records.
+    fn stage_batch(&mut self) {
+        if with_filter(Filter::batch_waiting) {
+            with_filter(|f| f.take_batch(&mut self.staged));
+        }
+    }
+
+    /// Hands the staged records to the worker, and the core with the first of them; simulates
+    /// them here instead when no core is spare (or in a forked child, where the worker does
+    /// not exist).
+    fn ship(&mut self) {
+        if forked_child() || !worker::core_spare() {
+            // `core` simulates what is staged.
+            let _ = self.core();
+            return;
+        }
+        if let Some(core) = self.core.take() {
+            let shared = self.shared.get_or_insert_with(Arc::default);
+            *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
+        }
+        let Some(shared) = self.shared.as_ref().map(Arc::clone) else {
+            self.staged.clear();
+            return;
+        };
+        self.wait_in_flight(MOST_IN_FLIGHT - 1);
+        let mut next = self.free.pop().unwrap_or_default();
+        next.reserve(SHIP_AT);
+        let mut batch = std::mem::replace(&mut self.staged, next);
+        let back = self.spares.get_or_insert_with(mpsc::channel).0.clone();
+        self.in_flight += 1;
+        worker::run(Box::new(move || {
+            let mut core = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let simulated = match core.as_deref_mut() {
+                Some(core) => {
+                    core.simulate_staged(&batch);
+                    batch.len()
+                }
+                None => 0,
+            };
+            drop(core);
+            batch.clear();
+            // The thread waits for it; if it is gone, so is the need.
+            let _ = back.send(batch);
+            simulated
+        }));
+    }
+
     /// Hands the counts gathered since the last time on to the process totals and starts them
     /// again from zero, keeping the simulated caches (regions still open are checkpointed,
     /// `Monitoring::hand_over_counts`): at the end of a worker thread's last open region, and
@@ -301,28 +481,32 @@ impl ThreadCapture {
     /// when one of them writes the report on a signal. Nothing happens outside standalone
     /// counting.
     fn publish(&mut self) {
+        let new_thread = !self.published;
+        let Some(core) = self.core() else {
+            return;
+        };
         // Only the standalone report gathers counts at exit; a tool's requests publish their
         // results at each region's end already.
-        if !self.monitoring.counting {
+        if !core.monitoring.counting {
             return;
         }
-        self.flush_filter(false);
-        merge_into_totals(&self.simulator, self.counting.repeat_hits, !self.published);
-        self.published = true;
-        self.simulator.reset_level_stats();
-        self.counting.repeat_hits = [0; 2];
-        self.monitoring.hand_over_counts(|regions, structures| {
+        core.flush_filter(false);
+        merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
+        core.simulator.reset_level_stats();
+        core.counting.repeat_hits = [0; 2];
+        core.monitoring.hand_over_counts(|regions, structures| {
             STANDALONE_TOTALS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .merge(regions, structures);
         });
+        self.published = true;
         self.let_go();
     }
 
     /// The thread holds standalone counts again (a region begins after a hand-over).
     fn hold(&mut self) {
-        if self.monitoring.counting && !self.holding {
+        if self.counts && !self.holding {
             self.holding = hand_over::start_holding();
         }
     }
@@ -336,14 +520,28 @@ impl ThreadCapture {
 
 impl Drop for ThreadCapture {
     fn drop(&mut self) {
-        self.flush_filter(true);
-        self.monitoring.close_open_regions();
-        merge_into_totals(&self.simulator, self.counting.repeat_hits, !self.published);
-        STANDALONE_TOTALS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .merge(&self.monitoring.regions, &self.monitoring.structures);
+        let new_thread = !self.published;
+        if let Some(core) = self.core() {
+            core.flush_filter(true);
+            core.monitoring.close_open_regions();
+            merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
+            STANDALONE_TOTALS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .merge(&core.monitoring.regions, &core.monitoring.structures);
+        }
+        worker::thread_ended();
         self.let_go();
+    }
+}
+
+fn report_worker_lost_once() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "epcache: the simulation thread is gone; a thread's counts since its last hand-off are lost (run with {}=off to simulate on the program's threads)",
+            worker::PIPELINE_ENV
+        );
     }
 }
 
@@ -659,9 +857,12 @@ pub(crate) fn leave_runtime(previous: u8) {
 pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
     set_state(BUSY);
     with_capture(|c| {
-        c.flush_filter(false);
-        c.monitoring.enter(&mut c.simulator, region, requested);
-        c.refresh_filter();
+        if let Some(core) = c.core() {
+            core.flush_filter(false);
+            core.monitoring
+                .enter(&mut core.simulator, region, requested);
+            core.refresh_filter();
+        }
         c.hold();
     });
     MONITORED.set(MONITORED.get() + 1);
@@ -673,9 +874,11 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
 pub(crate) fn monitored_exit(region: RegionRef) {
     set_state(BUSY);
     with_capture(|c| {
-        c.flush_filter(false);
-        c.monitoring.exit(&mut c.simulator, region);
-        c.refresh_filter();
+        if let Some(core) = c.core() {
+            core.flush_filter(false);
+            core.monitoring.exit(&mut core.simulator, region);
+            core.refresh_filter();
+        }
     });
     let open = MONITORED.get();
     if open > 0 {
@@ -778,6 +981,22 @@ fn with_existing_capture(f: impl FnOnce(&mut ThreadCapture)) {
     });
 }
 
+/// Data structures are about to change on this thread (a heap array registered or freed):
+/// what it has batched or staged is simulated first, while its lines still belong to the
+/// structures they were accessed in. Another thread's batch meets the change as its next
+/// access finds it (`filter.rs`).
+pub(super) fn before_data_change() {
+    // A thread already inside its capture (the borrow below fails) has nothing to add.
+    let previous = replace_state(BUSY);
+    with_existing_capture(|c| {
+        if let Some(core) = c.core() {
+            core.counting
+                .drain_batch(&mut core.simulator, &mut core.monitoring);
+        }
+    });
+    set_state(previous);
+}
+
 /// Data structures changed (in any thread): every thread passes its sync point before its next
 /// access, where its repeat-hit filter forgets the lines it attributed under the old ones.
 pub(super) fn data_changed() {
@@ -846,7 +1065,11 @@ extern "C" fn sync() {
     let generation = data::generation();
     if FILTER_GENERATION.replace(generation) != generation && with_filter(Filter::is_on) {
         set_state(BUSY);
-        with_existing_capture(|c| c.flush_filter(true));
+        with_existing_capture(|c| {
+            if let Some(core) = c.core() {
+                core.flush_filter(true);
+            }
+        });
         set_state(state);
     }
     let on = captures_now();
@@ -1041,19 +1264,32 @@ impl ThreadCapture {
     /// Kept out of line, so the thread-local access around it stays small enough to inline.
     #[inline(never)]
     fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
-        if self.monitoring.counting {
-            self.counting
-                .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
-        } else {
-            self.uncounted(addr, size, kind);
+        if self.ships && self.defer(addr, size, kind) {
+            return;
+        }
+        if let Some(core) = self.core() {
+            core.access(addr, size, kind);
         }
     }
 
     /// [`Counting::clean_write`], out of line for the same reason as [`Self::access`].
     #[inline(never)]
     fn clean_write(&mut self, addr: u64, size: u32) {
-        self.counting
-            .clean_write(&mut self.simulator, &mut self.monitoring, addr, size);
+        if let Some(core) = self.core() {
+            core.counting
+                .clean_write(&mut core.simulator, &mut core.monitoring, addr, size);
+        }
+    }
+}
+
+impl Core {
+    fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        if self.monitoring.counting {
+            self.counting
+                .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
+        } else {
+            self.uncounted(addr, size, kind);
+        }
     }
 
     /// Out of line, so the standalone path around it keeps a small frame.
@@ -1073,6 +1309,13 @@ struct Counting {
     /// L1 read and write hits the repeat-hit filter counted, which the simulator's L1 totals
     /// lack.
     repeat_hits: [u64; 2],
+    /// The filter's entries in use less one: `(addr >> line_bits) & entry_mask` is an
+    /// address's entry, as `Filter::index` computes it.
+    entry_mask: usize,
+    /// The data structure (index + 1, 0 for none) of each filter entry's owner, as of the last
+    /// access simulated for it; a record not yet simulated leaves it behind the filter, which
+    /// is why it lives here rather than in the filter.
+    entry_structures: [u32; filter::ENTRIES],
 }
 
 impl Counting {
@@ -1081,7 +1324,20 @@ impl Counting {
             levels: simulator.hierarchy().depth(),
             line_bits: simulator.hierarchy().line_size(0).trailing_zeros(),
             repeat_hits: [0; 2],
+            entry_mask: 0,
+            entry_structures: [0; filter::ENTRIES],
         }
+    }
+
+    /// The filter switched on with `entries` entries in use (`Filter::switch_on`).
+    fn filter_switched_on(&mut self, sets: u64) {
+        self.entry_mask = sets.clamp(1, filter::ENTRIES as u64) as usize - 1;
+    }
+
+    /// The filter entry of `addr`'s line.
+    #[inline(always)]
+    fn entry_of(&self, addr: u64) -> usize {
+        (addr >> self.line_bits) as usize & self.entry_mask
     }
 
     /// Simulates an access and counts it per level and data structure. A one-line access's
@@ -1111,8 +1367,10 @@ impl Counting {
         with_filter(|f| {
             let (structure, whole_line) = monitoring.structure_of_line(addr, self.line_bits, f);
             monitoring.count_bits(structure, outcome);
-            let owner = whole_line.then(|| structure.map_or(0, |s| s as u32 + 1));
-            f.take_over(line, write, owner, |p| self.take(monitoring, p));
+            f.take_over(line, write, whole_line, |p| self.take(monitoring, p));
+            if whole_line {
+                self.entry_structures[self.entry_of(addr)] = structure.map_or(0, |s| s as u32 + 1);
+            }
         });
     }
 
@@ -1131,33 +1389,45 @@ impl Counting {
     /// [`Self::drain_batch`]'s work, out of line: the check stays small on every path.
     #[inline(never)]
     fn simulate_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
-        let line_bits = self.line_bits;
-        with_filter(|f| {
-            f.drain_batch(|f, r| {
-                let (reads, writes) = r.old_hits;
-                if reads | writes != 0 {
-                    self.take(monitoring, (f.structure_of_entry(r.addr), reads, writes));
-                }
-                if r.old_dirty {
-                    simulator.mark_l1_dirty(f.block_of(r.old_tag));
-                }
-                let kind = if r.write {
-                    AccessKind::Write
-                } else {
-                    AccessKind::Read
-                };
-                // The miss path appends only one-line accesses in lines its whole-line cache
-                // holds. The line can have stopped being whole only if another thread freed a
-                // block meanwhile: the access is then counted for its first byte's structure.
-                let (structure, _) = monitoring.structure_of_line(r.addr, line_bits, f);
-                let outcome = match simulator.access_in_line(r.addr, r.size, kind) {
-                    Some(outcome) => outcome,
-                    None => straddling_access(simulator, r.addr, r.size, kind),
-                };
-                monitoring.count_bits(structure, outcome);
-                f.set_structure(r.addr, structure.map_or(0, |s| s as u32 + 1));
-            });
-        });
+        with_filter(|f| f.drain_batch(|r| self.simulate_record(simulator, monitoring, r)));
+    }
+
+    /// Simulates and counts a record of the inline miss path (`filter.rs`) as [`Self::access`]
+    /// would have when it happened: the old owner's hits are counted for its data structure,
+    /// its pending dirty mark settled, the access simulated and counted, and its data
+    /// structure given to the entry. Needs nothing from the filter, so it runs on the
+    /// simulation worker too.
+    #[inline(always)]
+    fn simulate_record(
+        &mut self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        r: Record,
+    ) {
+        let entry = self.entry_of(r.addr);
+        let (reads, writes) = r.old_hits;
+        if reads | writes != 0 {
+            self.take(monitoring, (entry as u32, reads, writes));
+        }
+        if r.old_dirty {
+            simulator.mark_l1_dirty(r.old_tag >> self.line_bits);
+        }
+        let kind = if r.write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        // The miss path appends only one-line accesses in lines its whole-line cache holds,
+        // so the first byte's data structure is the line's. The line can have stopped being
+        // whole only if a block was freed meanwhile: the access is then counted for its first
+        // byte's structure.
+        let structure = monitoring.structure_of(r.addr);
+        let outcome = match simulator.access_in_line(r.addr, r.size, kind) {
+            Some(outcome) => outcome,
+            None => straddling_access(simulator, r.addr, r.size, kind),
+        };
+        monitoring.count_bits(structure, outcome);
+        self.entry_structures[entry] = structure.map_or(0, |s| s as u32 + 1);
     }
 
     /// Drains the batch, then hands the filter's pending counts to the counts and its pending
@@ -1210,12 +1480,13 @@ impl Counting {
             Some(outcome) => outcome,
             None => straddling_access(simulator, addr, size, AccessKind::Write),
         };
-        let structure = (with_filter(|f| f.structure_of_entry(addr)) as usize).checked_sub(1);
+        let structure = (self.entry_structures[self.entry_of(addr)] as usize).checked_sub(1);
         monitoring.count_bits(structure, outcome);
     }
 
     /// Counts repeat hits the filter hands back.
-    fn take(&mut self, monitoring: &mut Monitoring, (structure, reads, writes): filter::Pending) {
+    fn take(&mut self, monitoring: &mut Monitoring, (entry, reads, writes): filter::Pending) {
+        let structure = self.entry_structures[entry as usize % filter::ENTRIES];
         self.repeat_hits[0] += reads;
         self.repeat_hits[1] += writes;
         monitoring.add_l1_hits(structure, reads, writes);
@@ -1239,7 +1510,9 @@ fn straddling_access(simulator: &mut Simulator, addr: u64, size: u32, kind: Acce
 fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: AccessKind) {
     *slot = new_thread_capture();
     if let Some(capture) = slot.as_mut() {
-        capture.refresh_filter();
+        if let Some(core) = capture.core() {
+            core.refresh_filter();
+        }
         capture.access(addr, size, kind);
     }
 }
@@ -1253,10 +1526,23 @@ fn new_thread_capture() -> Option<ThreadCapture> {
             return None;
         }
     };
+    let counting = Counting::new(&simulator);
+    worker::thread_started();
     Some(ThreadCapture {
-        counting: Counting::new(&simulator),
-        simulator,
-        monitoring: Monitoring::new(standalone()),
+        core: Some(Box::new(Core {
+            counting,
+            simulator,
+            monitoring: Monitoring::new(standalone()),
+        })),
+        shared: None,
+        in_flight: 0,
+        spares: None,
+        counts: standalone(),
+        ships: standalone() && worker::enabled(),
+        staged: Vec::new(),
+        free: Vec::new(),
+        finder: StructureFinder::default(),
+        line_bits: counting.line_bits,
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
         published: false,
         holding: standalone() && hand_over::start_holding(),
@@ -1309,6 +1595,7 @@ pub fn report_from_totals() -> CaptureReport {
         &data::all(),
     );
     report.threads_unreported = hand_over::unreported();
+    report.simulated_on_second_core = worker::simulated();
     report
 }
 
@@ -1430,6 +1717,7 @@ mod tests {
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
             if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape() {
                 with_filter(|f| f.switch_on(line_bits, sets));
+                counting.filter_switched_on(sets);
             }
             assert_eq!(with_filter(Filter::is_on), filtered, "{spec:?}");
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -1,0 +1,130 @@
+//! Simulation on a second core (`monitor-lib/src/capture/worker.rs`): a program whose batched
+//! line visits are handed to the simulation thread reports exactly what it reports when its
+//! own thread simulates them (`EPCACHE_PIPELINE=off`), with a heap array freed while its last
+//! visits are still staged, regions entered between hand-offs and a child forked while visits
+//! are with the worker.
+
+mod capture_support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capture_support::{available, epcache_cc, kernel, region, runtime_built, skipped, structure};
+
+/// L1 and LL both indexed by address bits below 4 KiB, so placement by the allocator (which the
+/// runtime's own allocations shift) cannot change a miss.
+const CACHE: &str = "D1=32K,8,64;LL=256K,64,64";
+/// `pipeline.c`'s order and rounds: every sweep touches each of N*N elements once.
+const ELEMENTS: u64 = 512 * 512;
+const ROUNDS: u64 = 3;
+
+/// Runs `program fork` with the report, the pipeline as `pipeline`, and a deadline: a child or
+/// a thread waiting for a simulator that never comes back would hang it.
+fn run(dir: &Path, program: &Path, pipeline: &str) -> serde_json::Value {
+    let report = dir.join(format!("report-{pipeline}.json"));
+    let mut child = Command::new(program)
+        .arg("fork")
+        .env("EPCACHE_REPORT", &report)
+        .env("EPCACHE_CACHE", CACHE)
+        .env("EPCACHE_PIPELINE", pipeline)
+        .env("EPCACHE_MCC", "off")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("EPCACHE_PIPELINE={pipeline}: the program did not end within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "EPCACHE_PIPELINE={pipeline}: {status}");
+    serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
+}
+
+/// The report without what may differ between two runs of one program: where the allocator
+/// put the heap array, and how much the second core simulated.
+fn comparable(mut report: serde_json::Value) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                map.remove("start");
+                map.remove("simulated_on_second_core");
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut report);
+    report
+}
+
+#[test]
+fn the_second_core_reports_exactly_what_the_programs_thread_would() {
+    if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2
+        && !skipped(&format!(
+            "capture_pipeline: {cores} CPU here; the simulation thread needs two"
+        ))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("pipeline.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            source.to_str().unwrap(),
+            "-o",
+            "pipeline",
+        ],
+    );
+    let program = dir.path().join("pipeline");
+    // The heap array is named after the line that allocates it.
+    let text = std::fs::read_to_string(&source).unwrap();
+    let line = 1 + text.lines().position(|l| l.contains("malloc(")).unwrap();
+    let heap_site = format!("pipeline.c:{line}");
+    let on = run(dir.path(), &program, "on");
+    let off = run(dir.path(), &program, "off");
+
+    // The default handed visits off (thousands per batch), and `off` kept them all.
+    let handed = on["simulated_on_second_core"].as_u64().unwrap();
+    assert!(
+        handed > ELEMENTS,
+        "the simulation thread simulated {handed} line visits"
+    );
+    assert_eq!(off["simulated_on_second_core"], 0);
+
+    // Hand counts: the parent's three rounds only (the forked child's sweep is not reported),
+    // and every batched or staged visit of the heap array counted for it although it was freed
+    // at once (its last 196 lines went uncounted, even on the program's thread, before the
+    // runtime simulated a thread's batch ahead of a change of data structures).
+    for report in [&on, &off] {
+        let transpose = region(report, "transpose_add");
+        assert_eq!(transpose["instances"], ROUNDS);
+        let a = structure(transpose, "A");
+        assert_eq!(a["events"]["PAPI_L1_DCR"], ROUNDS * ELEMENTS);
+        assert_eq!(a["events"]["PAPI_L1_DCW"], ROUNDS * ELEMENTS);
+        let b = structure(transpose, "B");
+        assert_eq!(b["events"]["PAPI_L1_DCR"], ROUNDS * ELEMENTS);
+        // The column walk misses L1 at every read of B.
+        assert_eq!(b["events"]["PAPI_L1_LDM"], ROUNDS * ELEMENTS);
+        let heap = structure(region(report, "heap_round"), &heap_site);
+        assert_eq!(heap["events"]["PAPI_L1_DCR"], ELEMENTS);
+        assert_eq!(heap["events"]["PAPI_L1_DCW"], ELEMENTS);
+    }
+    // And everything else, misses at every level included, is the same.
+    assert_eq!(comparable(on), comparable(off));
+}

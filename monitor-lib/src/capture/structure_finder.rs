@@ -1,0 +1,116 @@
+//! Which data structure holds an address: a thread's cache of recent answers in front of the
+//! process-wide sorted lookup (`data.rs`), and the whole-line answers it keeps in the
+//! thread's repeat-hit filter for the inline miss path.
+//!
+//! A thread that simulates on a second core has two: one in its monitoring, which travels with
+//! the simulator, and one that stays on the thread to attribute the accesses it ships
+//! (`state::ThreadCapture::stage_batch`). Both give the same answers, from the same snapshot.
+
+use std::sync::Arc;
+
+use super::data::{self, Lookup};
+use super::filter::Filter;
+
+const FOUND_SLOTS: usize = 64;
+/// A slot that holds no answer (its range is empty).
+const NOT_FOUND: (u64, u64, u32) = (1, 0, 0);
+
+/// One thread's answers, good until the data structures change (`data::generation`).
+#[derive(Debug)]
+pub(crate) struct StructureFinder {
+    lookup_generation: u64,
+    lookup: Arc<Lookup>,
+    /// Direct-mapped by 4 KiB page: the answers found last, `(lo, hi, index + 1 or 0 for
+    /// none)`, each good for any address in `lo..hi`. Kernels interleave a few structures (a
+    /// matrix product touches three in turn), which one remembered answer would miss every time.
+    found: [(u64, u64, u32); FOUND_SLOTS],
+    /// The line size (log2) of the whole-line answers [`Self::structure_of_line`] keeps in
+    /// the thread's filter; set by the first line lookup.
+    line_bits: Option<u32>,
+}
+
+impl Default for StructureFinder {
+    fn default() -> Self {
+        StructureFinder {
+            lookup_generation: 0,
+            lookup: Arc::default(),
+            found: [NOT_FOUND; FOUND_SLOTS],
+            line_bits: None,
+        }
+    }
+}
+
+impl StructureFinder {
+    /// The index of the data structure holding `addr`, if any: from the page's remembered
+    /// answer when `addr` lies in its range, else a search.
+    #[inline(always)]
+    pub(crate) fn structure_of(&mut self, addr: u64) -> Option<usize> {
+        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
+        if lo <= addr && addr < hi && self.lookup_generation == data::generation() {
+            return (found as usize).checked_sub(1);
+        }
+        self.find(addr)
+    }
+
+    /// [`Self::structure_of`], and whether every byte of the `1 << line_bits`-byte line holding
+    /// `addr` has the same answer (a line may hold the end of one structure and the start of
+    /// the next). Every call passes the same `line_bits`. Whole lines are remembered in the
+    /// thread's filter (`Filter::whole_line`), where the inline miss path reads them too.
+    #[inline(always)]
+    pub(crate) fn structure_of_line(
+        &mut self,
+        addr: u64,
+        line_bits: u32,
+        lines: &Filter,
+    ) -> (Option<usize>, bool) {
+        // The common case in two compares: the page's remembered line range holds the line.
+        if self.lookup_generation == data::generation()
+            && let Some(found) = lines.whole_line(addr)
+        {
+            return ((found as usize).checked_sub(1), true);
+        }
+        self.structure_of_line_searched(addr, line_bits, lines)
+    }
+
+    /// [`Self::structure_of_line`] when no remembered line range holds the line; the line's
+    /// range is remembered when the whole line has `addr`'s answer.
+    #[inline(never)]
+    fn structure_of_line_searched(
+        &mut self,
+        addr: u64,
+        line_bits: u32,
+        lines: &Filter,
+    ) -> (Option<usize>, bool) {
+        debug_assert!(
+            self.line_bits.is_none_or(|b| b == line_bits),
+            "one line size"
+        );
+        self.line_bits = Some(line_bits);
+        if self.lookup_generation != data::generation() {
+            // `structure_of` is about to take the new structures: forget the old answers.
+            lines.forget_whole_lines();
+        }
+        let structure = self.structure_of(addr);
+        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
+        // Lines wholly inside `lo..hi`: from the first starting at or after `lo` to the last
+        // ending at or before `hi` (exclusive).
+        let (first, end) = (lo.div_ceil(1 << line_bits), hi >> line_bits);
+        let line = addr >> line_bits;
+        let whole = first <= line && line < end;
+        if whole {
+            lines.remember_whole_lines(addr, first << line_bits, end << line_bits, found);
+        }
+        (structure, whole)
+    }
+
+    #[inline(never)]
+    fn find(&mut self, addr: u64) -> Option<usize> {
+        if self.lookup_generation != data::generation() {
+            (self.lookup_generation, self.lookup) = data::snapshot();
+            self.found = [NOT_FOUND; FOUND_SLOTS];
+        }
+        let (lo, hi, index) = self.lookup.find_with_extent(addr);
+        self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));
+        Some(index? as usize)
+    }
+}
