@@ -1,8 +1,9 @@
 //! Simulation on a second core (`monitor-lib/src/capture/worker.rs`): a program whose batched
 //! line visits are handed to the simulation thread reports exactly what it reports when its
 //! own thread simulates them (`EPCACHE_PIPELINE=off`), with a heap array freed while its last
-//! visits are still staged, regions entered between hand-offs and a child forked while visits
-//! are with the worker.
+//! visits are still staged, regions entered between hand-offs and a child forked in the middle
+//! of a sweep; and a heap array another thread frees keeps the writes made before the free,
+//! however late they are simulated.
 
 mod capture_support;
 
@@ -19,12 +20,12 @@ const CACHE: &str = "D1=32K,8,64;LL=256K,64,64";
 const ELEMENTS: u64 = 512 * 512;
 const ROUNDS: u64 = 3;
 
-/// Runs `program fork` with the report, the pipeline as `pipeline`, and a deadline: a child or
+/// Runs `program args` with the report, the pipeline as `pipeline`, and a deadline: a child or
 /// a thread waiting for a simulator that never comes back would hang it.
-fn run(dir: &Path, program: &Path, pipeline: &str) -> serde_json::Value {
+fn run(dir: &Path, program: &Path, args: &[&str], pipeline: &str) -> serde_json::Value {
     let report = dir.join(format!("report-{pipeline}.json"));
     let mut child = Command::new(program)
-        .arg("fork")
+        .args(args)
         .env("EPCACHE_REPORT", &report)
         .env("EPCACHE_CACHE", CACHE)
         .env("EPCACHE_PIPELINE", pipeline)
@@ -65,6 +66,13 @@ fn comparable(mut report: serde_json::Value) -> serde_json::Value {
     report
 }
 
+/// The name of the heap array `source` allocates on the line holding `call`.
+fn site_of(source: &Path, call: &str) -> String {
+    let text = std::fs::read_to_string(source).unwrap();
+    let line = 1 + text.lines().position(|l| l.contains(call)).unwrap();
+    format!("{}:{line}", source.file_name().unwrap().to_string_lossy())
+}
+
 #[test]
 fn the_second_core_reports_exactly_what_the_programs_thread_would() {
     if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
@@ -92,12 +100,9 @@ fn the_second_core_reports_exactly_what_the_programs_thread_would() {
         ],
     );
     let program = dir.path().join("pipeline");
-    // The heap array is named after the line that allocates it.
-    let text = std::fs::read_to_string(&source).unwrap();
-    let line = 1 + text.lines().position(|l| l.contains("malloc(")).unwrap();
-    let heap_site = format!("pipeline.c:{line}");
-    let on = run(dir.path(), &program, "on");
-    let off = run(dir.path(), &program, "off");
+    let heap_site = site_of(&source, "malloc(");
+    let on = run(dir.path(), &program, &["fork"], "on");
+    let off = run(dir.path(), &program, &["fork"], "off");
 
     // The default handed visits off (thousands per batch), and `off` kept them all.
     let handed = on["simulated_on_second_core"].as_u64().unwrap();
@@ -127,4 +132,82 @@ fn the_second_core_reports_exactly_what_the_programs_thread_would() {
     }
     // And everything else, misses at every level included, is the same.
     assert_eq!(comparable(on), comparable(off));
+}
+
+#[test]
+fn a_heap_array_freed_by_another_thread_keeps_the_writes_made_before() {
+    if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("pipeline_free.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            source.to_str().unwrap(),
+            "-o",
+            "pipeline_free",
+            "-lpthread",
+        ],
+    );
+    let program = dir.path().join("pipeline_free");
+    let site = site_of(&source, "aligned_alloc(");
+    for pipeline in ["on", "off"] {
+        let report = run(dir.path(), &program, &[], pipeline);
+        let x = structure(region(&report, "fill"), &site);
+        assert_eq!(
+            x["events"]["PAPI_L1_DCW"],
+            8000 * 8,
+            "EPCACHE_PIPELINE={pipeline}: the writes before the free"
+        );
+        assert_eq!(x["events"]["PAPI_L1_DCR"], 0);
+    }
+}
+
+#[test]
+fn the_simulation_thread_takes_no_signal_and_keeps_no_process_alive() {
+    if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2
+        && !skipped(&format!(
+            "capture_pipeline: {cores} CPU here; the simulation thread needs two"
+        ))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("pipeline_ends.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            source.to_str().unwrap(),
+            "-o",
+            "pipeline_ends",
+            "-lpthread",
+        ],
+    );
+    let program = dir.path().join("pipeline_ends");
+    // `run` fails on a program that dies of the signal, and on one that does not end; the
+    // report proves the simulation thread ran before the ending.
+    for ending in ["sigwait", "pthread_exit"] {
+        let report = run(dir.path(), &program, &[ending], "on");
+        assert!(
+            report["simulated_on_second_core"].as_u64().unwrap() > 0,
+            "{ending}: the sweep was simulated on the program's thread"
+        );
+        let sweep = structure(region(&report, "sweep"), "B");
+        assert_eq!(sweep["events"]["PAPI_L1_DCR"], ELEMENTS, "{ending}");
+        // `main` ends as `pthread_exit` unwinds it, and its thread's counts are handed on
+        // there: its thread-local destructors do not run while the simulation thread lives.
+        assert_eq!(region(&report, "main")["instances"], 1, "{ending}");
+        assert_eq!(report["threads_unreported"], 0, "{ending}");
+    }
 }

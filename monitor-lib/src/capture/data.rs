@@ -92,7 +92,6 @@ pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind)
     if range.is_empty() || range.start == 0 || super::state::forked_child() {
         return;
     }
-    super::state::before_data_change();
     let mut reg = registry();
     if kind == DataStructureKind::AllocationSite
         && let Some(index) = reg.freed_by_site.get_mut(name).and_then(Vec::pop)
@@ -128,7 +127,6 @@ pub(crate) fn unregister(start: u64) {
     if super::state::forked_child() {
         return;
     }
-    super::state::before_data_change();
     let mut reg = registry();
     let Some(index) = reg
         .entries

@@ -308,6 +308,12 @@ impl Monitoring {
         }
     }
 
+    /// The data structures changed: answers from the current ones from here on
+    /// ([`StructureFinder::refresh`]).
+    pub(crate) fn refresh_structures(&mut self) {
+        self.finder.refresh();
+    }
+
     /// [`StructureFinder::structure_of`] of the thread's monitoring.
     #[inline(always)]
     pub(crate) fn structure_of(&mut self, addr: u64) -> Option<usize> {

@@ -117,3 +117,25 @@ pub(super) fn say(message: &[u8]) {
     // (stderr closed) loses only the message.
     let _ = unsafe { libc::write(libc::STDERR_FILENO, message.as_ptr().cast(), message.len()) };
 }
+
+/// Runs `f` with every signal blocked on the calling thread, then restores its mask: a thread
+/// `f` starts inherits the full mask, so the program's process-directed signals are never
+/// delivered to it (the simulation thread, `worker.rs`).
+pub(super) fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: both sets are plain C structs for which all zeroes is a valid value, written
+    // through `sigfillset` before use.
+    let (mut all, mut previous): (libc::sigset_t, libc::sigset_t) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: `all` is a valid, exclusively borrowed set; `pthread_sigmask` only reads `all`
+    // and writes the old mask into `previous`, both live for the call.
+    let blocked = unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut previous) == 0
+    };
+    let result = f();
+    if blocked {
+        // SAFETY: `previous` holds the mask `pthread_sigmask` returned above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut()) };
+    }
+    result
+}

@@ -408,7 +408,8 @@ impl ThreadCapture {
     /// thread then runs on without its simulator. `false` when the access needs the simulator
     /// now (it straddles lines, or its line holds more than one data structure).
     fn defer(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
-        if !with_filter(Filter::is_on) {
+        // With no core spare, staging would only delay the simulation.
+        if !with_filter(Filter::is_on) || (self.core.is_some() && !worker::core_spare()) {
             return false;
         }
         self.stage_batch();
@@ -459,18 +460,44 @@ impl ThreadCapture {
         worker::run(Box::new(move || {
             let mut core = shared.lock().unwrap_or_else(|e| e.into_inner());
             let simulated = match core.as_deref_mut() {
-                Some(core) => {
-                    core.simulate_staged(&batch);
+                Some(simulating) => {
+                    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        simulating.simulate_staged(&batch);
+                    }));
+                    if done.is_err() {
+                        // A bug in the simulator: the core is no longer trusted, and the thread
+                        // learns it is lost when it takes it back (`reclaim`).
+                        *core = None;
+                    }
                     batch.len()
                 }
                 None => 0,
             };
             drop(core);
             batch.clear();
-            // The thread waits for it; if it is gone, so is the need.
+            // Always sent, so the thread never waits for a batch in vain; if the thread is
+            // gone, so is the need.
             let _ = back.send(batch);
             simulated
         }));
+    }
+
+    /// The data structures changed since this thread's last sync point: everything it captured
+    /// before is simulated and attributed under the old ones (staged records, the filter's batch
+    /// and its pending hits; the filter forgets its entries and whole lines), then its finders
+    /// take the new ones.
+    fn data_changed(&mut self) {
+        // A forked child attributes nothing, and must not take the data structures' lock.
+        if forked_child() {
+            return;
+        }
+        if let Some(core) = self.core() {
+            if with_filter(Filter::is_on) {
+                core.flush_filter(true);
+            }
+            core.monitoring.refresh_structures();
+        }
+        self.finder.refresh();
     }
 
     /// Hands the counts gathered since the last time on to the process totals and starts them
@@ -520,6 +547,12 @@ impl ThreadCapture {
 
 impl Drop for ThreadCapture {
     fn drop(&mut self) {
+        if forked_child() {
+            // The simulation thread did not survive the fork, and may have been in the middle
+            // of a channel operation or holding the core's lock: their copies are left alone.
+            std::mem::forget(self.spares.take());
+            std::mem::forget(self.shared.take());
+        }
         let new_thread = !self.published;
         if let Some(core) = self.core() {
             core.flush_filter(true);
@@ -911,6 +944,18 @@ pub(crate) fn library_opened() {
     set_state(previous);
 }
 
+/// The calling thread is about to end by `pthread_exit` (`wrap_abi.rs`): the regions it is in
+/// end as the call unwinds them, as they would at a return, and in standalone counting it hands
+/// its counts on, since the main thread's thread-local destructors, where a thread does so
+/// otherwise, do not run while another thread lives.
+pub(crate) fn hand_over_before_exit() {
+    if in_runtime() || !tracking_started() {
+        return;
+    }
+    regions::close_all_open();
+    hand_over_before_blocking();
+}
+
 /// The calling thread is about to block in `pthread_join` (`wrap_abi.rs`): in standalone
 /// counting it hands its counts on, so that a report another thread writes meanwhile (on a
 /// signal, `end_for_signal`) has them.
@@ -981,24 +1026,9 @@ fn with_existing_capture(f: impl FnOnce(&mut ThreadCapture)) {
     });
 }
 
-/// Data structures are about to change on this thread (a heap array registered or freed):
-/// what it has batched or staged is simulated first, while its lines still belong to the
-/// structures they were accessed in. Another thread's batch meets the change as its next
-/// access finds it (`filter.rs`).
-pub(super) fn before_data_change() {
-    // A thread already inside its capture (the borrow below fails) has nothing to add.
-    let previous = replace_state(BUSY);
-    with_existing_capture(|c| {
-        if let Some(core) = c.core() {
-            core.counting
-                .drain_batch(&mut core.simulator, &mut core.monitoring);
-        }
-    });
-    set_state(previous);
-}
-
 /// Data structures changed (in any thread): every thread passes its sync point before its next
-/// access, where its repeat-hit filter forgets the lines it attributed under the old ones.
+/// access, where what it captured before is simulated under the old ones and its finders and
+/// repeat-hit filter take the new (`ThreadCapture::data_changed`).
 pub(super) fn data_changed() {
     EPOCH.fetch_add(2, Ordering::Release);
 }
@@ -1063,13 +1093,9 @@ extern "C" fn sync() {
         set_state(state);
     }
     let generation = data::generation();
-    if FILTER_GENERATION.replace(generation) != generation && with_filter(Filter::is_on) {
+    if FILTER_GENERATION.replace(generation) != generation {
         set_state(BUSY);
-        with_existing_capture(|c| {
-            if let Some(core) = c.core() {
-                core.flush_filter(true);
-            }
-        });
+        with_existing_capture(ThreadCapture::data_changed);
         set_state(state);
     }
     let on = captures_now();

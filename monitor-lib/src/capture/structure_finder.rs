@@ -2,9 +2,17 @@
 //! process-wide sorted lookup (`data.rs`), and the whole-line answers it keeps in the
 //! thread's repeat-hit filter for the inline miss path.
 //!
+//! A finder answers from the snapshot of the data structures it took last, until it is told
+//! to take the current one (`refresh`): a thread refreshes its finders at its sync point after
+//! the structures changed, once everything it captured before has been simulated under the old
+//! ones. So an access is attributed with the data structures as they were at the thread's last
+//! sync point before it, however late it is simulated: a heap array freed by another thread
+//! after its writes keeps them, where attributing at simulation time lost the writes still
+//! batched (all of them once visits were staged for a second core).
+//!
 //! A thread that simulates on a second core has two: one in its monitoring, which travels with
-//! the simulator, and one that stays on the thread to attribute the accesses it ships
-//! (`state::ThreadCapture::stage_batch`). Both give the same answers, from the same snapshot.
+//! the simulator, and one that stays on the thread to find whole lines for the inline miss path
+//! while the simulator is away (`state::ThreadCapture::defer`). Both are refreshed together.
 
 use std::sync::Arc;
 
@@ -15,11 +23,11 @@ const FOUND_SLOTS: usize = 64;
 /// A slot that holds no answer (its range is empty).
 const NOT_FOUND: (u64, u64, u32) = (1, 0, 0);
 
-/// One thread's answers, good until the data structures change (`data::generation`).
+/// One thread's answers from one snapshot of the data structures.
 #[derive(Debug)]
 pub(crate) struct StructureFinder {
-    lookup_generation: u64,
-    lookup: Arc<Lookup>,
+    /// The snapshot, taken at the first search after a refresh.
+    lookup: Option<Arc<Lookup>>,
     /// Direct-mapped by 4 KiB page: the answers found last, `(lo, hi, index + 1 or 0 for
     /// none)`, each good for any address in `lo..hi`. Kernels interleave a few structures (a
     /// matrix product touches three in turn), which one remembered answer would miss every time.
@@ -32,8 +40,7 @@ pub(crate) struct StructureFinder {
 impl Default for StructureFinder {
     fn default() -> Self {
         StructureFinder {
-            lookup_generation: 0,
-            lookup: Arc::default(),
+            lookup: None,
             found: [NOT_FOUND; FOUND_SLOTS],
             line_bits: None,
         }
@@ -46,10 +53,17 @@ impl StructureFinder {
     #[inline(always)]
     pub(crate) fn structure_of(&mut self, addr: u64) -> Option<usize> {
         let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
-        if lo <= addr && addr < hi && self.lookup_generation == data::generation() {
+        if lo <= addr && addr < hi {
             return (found as usize).checked_sub(1);
         }
         self.find(addr)
+    }
+
+    /// Answers from the data structures as they are now from here on. The whole lines the
+    /// thread's filter remembers must be forgotten with it (`Filter::forget_whole_lines`).
+    pub(crate) fn refresh(&mut self) {
+        self.lookup = Some(data::snapshot().1);
+        self.found = [NOT_FOUND; FOUND_SLOTS];
     }
 
     /// [`Self::structure_of`], and whether every byte of the `1 << line_bits`-byte line holding
@@ -64,9 +78,7 @@ impl StructureFinder {
         lines: &Filter,
     ) -> (Option<usize>, bool) {
         // The common case in two compares: the page's remembered line range holds the line.
-        if self.lookup_generation == data::generation()
-            && let Some(found) = lines.whole_line(addr)
-        {
+        if let Some(found) = lines.whole_line(addr) {
             return ((found as usize).checked_sub(1), true);
         }
         self.structure_of_line_searched(addr, line_bits, lines)
@@ -86,10 +98,6 @@ impl StructureFinder {
             "one line size"
         );
         self.line_bits = Some(line_bits);
-        if self.lookup_generation != data::generation() {
-            // `structure_of` is about to take the new structures: forget the old answers.
-            lines.forget_whole_lines();
-        }
         let structure = self.structure_of(addr);
         let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
         // Lines wholly inside `lo..hi`: from the first starting at or after `lo` to the last
@@ -105,11 +113,8 @@ impl StructureFinder {
 
     #[inline(never)]
     fn find(&mut self, addr: u64) -> Option<usize> {
-        if self.lookup_generation != data::generation() {
-            (self.lookup_generation, self.lookup) = data::snapshot();
-            self.found = [NOT_FOUND; FOUND_SLOTS];
-        }
-        let (lo, hi, index) = self.lookup.find_with_extent(addr);
+        let lookup = self.lookup.get_or_insert_with(|| data::snapshot().1);
+        let (lo, hi, index) = lookup.find_with_extent(addr);
         self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));
         Some(index? as usize)
     }

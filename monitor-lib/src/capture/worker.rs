@@ -5,19 +5,24 @@
 //! program's time plus the simulation's. In standalone counting most accesses are answered
 //! inline (`filter.rs`) and the rest reach the runtime as batches of line visits, which need
 //! nothing from the thread but their order: a thread hands its simulator and a few thousand
-//! attributed visits to this worker and goes on running while they are simulated
-//! (`state::ThreadCapture::ship`), taking the simulator back before the next hand-off or
-//! before anything else reads it. The run then takes about the longer of the two halves
+//! line visits to this worker and goes on running while they are simulated
+//! (`state::ThreadCapture::ship`), taking the simulator back only before anything else reads
+//! it. The run then takes about the longer of the two halves
 //! instead of their sum.
 //!
 //! It is used only while the process's capturing threads leave a core spare (a program's own
 //! threads on every core would only be slowed by it), and `EPCACHE_PIPELINE=off` turns it off.
 //! The worker runs nothing but the jobs it is given, in order; it is marked as inside the
-//! runtime, so the allocator wraps and hooks leave its allocations alone.
+//! runtime, so the allocator wraps and hooks leave its allocations alone, and it starts with
+//! every signal blocked, so none of the program's process-directed signals (a `sigwait`ed
+//! SIGUSR1, a Ctrl-C its handler holds for the report) is delivered to it. It leaves once idle
+//! for a while and starts again at the next hand-off: a process ends when its last thread does,
+//! and a worker waiting for jobs forever kept a program whose main thread ended with
+//! `pthread_exit` from ever ending.
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Environment variable that turns the worker off (`off`).
@@ -26,8 +31,15 @@ pub(super) const PIPELINE_ENV: &str = "EPCACHE_PIPELINE";
 /// A thread's hand-off: simulate, send the batch back, and say how many records it simulated.
 pub(super) type Job = Box<dyn FnOnce() -> usize + Send>;
 
-/// The worker's queue, once started; `None` when it could not be.
-static QUEUE: OnceLock<Option<Sender<Job>>> = OnceLock::new();
+/// The running worker's queue; `None` while no worker runs. Jobs are sent under its lock, so a
+/// worker that takes it and finds its queue empty can leave without stranding one.
+static QUEUE: Mutex<Option<Sender<Job>>> = Mutex::new(None);
+
+/// Set once a worker could not be started: jobs run on their own threads from then on.
+static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// How long an idle worker waits for a job before it leaves.
+const IDLE: Duration = Duration::from_millis(20);
 
 /// Records simulated by jobs so far.
 static SIMULATED: AtomicU64 = AtomicU64::new(0);
@@ -68,8 +80,13 @@ fn switch_value(value: &str) -> Option<bool> {
     }
 }
 
+/// The cores this process may run on, read once (each read is system calls).
 fn cores() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+    static CORES: OnceLock<u32> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+    })
 }
 
 /// Whether a hand-off now would find a core spare: the worker's own, beside one per
@@ -93,39 +110,85 @@ pub(super) fn thread_ended() {
     CAPTURING_THREADS.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Runs `job` on the worker, starting it first if need be; on the calling thread when the
-/// worker cannot be started (the job's result comes back the same way).
+/// Runs `job` on the worker, starting it first if need be; on the calling thread when no
+/// worker can be started (the job's result comes back the same way).
 pub(super) fn run(job: Job) {
-    let queue = QUEUE.get_or_init(start);
-    let job = match queue {
+    let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+    if queue.is_none() && !UNAVAILABLE.load(Ordering::Relaxed) {
+        *queue = start();
+    }
+    let job = match queue.as_ref() {
         Some(sender) => match sender.send(job) {
             Ok(()) => return,
-            Err(mpsc::SendError(job)) => job,
+            // The worker is gone without leaving (it cannot, as jobs catch their panics).
+            Err(mpsc::SendError(job)) => {
+                *queue = None;
+                job
+            }
         },
         None => job,
     };
+    drop(queue);
     let _ = job();
 }
 
+/// Starts a worker; `None` (said once) when the system refuses a thread.
 fn start() -> Option<Sender<Job>> {
     let (sender, jobs) = mpsc::channel::<Job>();
-    let spawned = std::thread::Builder::new()
-        .name("epcache-sim".into())
-        .spawn(move || {
-            // Nothing this thread does is the program's.
-            super::state::enter_runtime();
-            while let Some(job) = receive(&jobs) {
-                let records = job();
-                SIMULATED.fetch_add(records as u64, Ordering::Relaxed);
-            }
-        });
+    let builder = std::thread::Builder::new().name("epcache-sim".into());
+    // The new thread inherits the signal mask of the one that starts it.
+    let spawned = super::signal_abi::with_signals_blocked(|| builder.spawn(move || work(&jobs)));
     match spawned {
         Ok(_) => Some(sender),
         Err(e) => {
+            UNAVAILABLE.store(true, Ordering::Relaxed);
             eprintln!(
                 "epcache: cannot start the simulation thread ({e}); simulating on the program's threads"
             );
             None
+        }
+    }
+}
+
+/// The worker's life: jobs in order until it has been idle for [`IDLE`].
+fn work(jobs: &Receiver<Job>) {
+    // Nothing this thread does is the program's.
+    super::state::enter_runtime();
+    loop {
+        let job = match receive_within(jobs, IDLE) {
+            Some(job) => job,
+            None => {
+                let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+                // A job sent since the wait gave up runs first; with none, the queue goes
+                // with the worker and the next hand-off starts another.
+                match jobs.try_recv() {
+                    Ok(job) => job,
+                    Err(_) => {
+                        *queue = None;
+                        return;
+                    }
+                }
+            }
+        };
+        let records = job();
+        SIMULATED.fetch_add(records as u64, Ordering::Relaxed);
+    }
+}
+
+/// The next message on `channel` within `limit`, spinning a little ([`SPIN`]) first; `None`
+/// when none came.
+fn receive_within<T>(channel: &Receiver<T>, limit: Duration) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        match channel.try_recv() {
+            Ok(message) => return Some(message),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) if start.elapsed() < SPIN => std::hint::spin_loop(),
+            Err(mpsc::TryRecvError::Empty) => {
+                return channel
+                    .recv_timeout(limit.saturating_sub(start.elapsed()))
+                    .ok();
+            }
         }
     }
 }

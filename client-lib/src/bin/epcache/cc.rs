@@ -273,11 +273,11 @@ fn link_arguments(
         // The program's own calls to the allocator go through the runtime, which names heap
         // blocks by their allocation site.
         linked.push(ALLOCATOR_WRAPS.to_owned());
-        // A thread hands its counts on before it blocks joining another, and a library opened
-        // at run time is read for names (`wrap_abi.rs`, whose naked wrappers are x86_64's only,
-        // like the C++ operators').
+        // A thread hands its counts on before it blocks joining another or ends by
+        // `pthread_exit`, and a library opened at run time is read for names (`wrap_abi.rs`,
+        // whose naked wrappers are x86_64's only, like the C++ operators').
         if cfg!(target_arch = "x86_64") {
-            linked.push("-Wl,--wrap=pthread_join,--wrap=dlopen".to_owned());
+            linked.push("-Wl,--wrap=pthread_join,--wrap=pthread_exit,--wrap=dlopen".to_owned());
         }
         // The runtime's entry points are exported, so a library built with capture that the
         // program opens with `dlopen` finds them (one linked at start makes the linker export

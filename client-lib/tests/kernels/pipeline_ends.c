@@ -1,0 +1,35 @@
+/* A sweep whose visits the simulation thread simulates, then one of two endings a thread of the
+ * runtime must not change. `sigwait`: the only program thread blocks SIGUSR1, sends it to the
+ * process and waits for it (the simulation thread, started with the program's mask, took the
+ * signal and the program died of it). `pthread_exit`: the main thread ends with pthread_exit,
+ * and the process must end with it (the simulation thread waiting for work kept it alive). */
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N 512
+
+double A[N][N], B[N][N];
+
+__attribute__((noinline)) void sweep(void) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) A[i][j] += B[j][i];
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) return 2;
+  sweep();
+  if (strcmp(argv[1], "sigwait") == 0) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    kill(getpid(), SIGUSR1);
+    struct timespec limit = {10, 0};
+    return sigtimedwait(&set, NULL, &limit) == SIGUSR1 ? 0 : 3;
+  }
+  if (strcmp(argv[1], "pthread_exit") == 0) pthread_exit(NULL);
+  return 4;
+}
