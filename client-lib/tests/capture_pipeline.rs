@@ -7,7 +7,7 @@
 
 mod capture_support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,38 @@ fn comparable(mut report: serde_json::Value) -> serde_json::Value {
     report
 }
 
+/// Whether the tools are here, and, with `second_core`, two CPUs (missing, a test fails under
+/// CI and skips loudly elsewhere).
+fn ready(second_core: bool) -> bool {
+    if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
+        return false;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    !second_core
+        || cores >= 2
+        || skipped(&format!(
+            "capture_pipeline: {cores} CPU here; the simulation thread needs two"
+        ))
+}
+
+/// Builds the kernel `name` (`name.c`) with `epcache cc -- gcc -O2 -g ... -lpthread` in `dir`.
+fn build(dir: &Path, name: &str) -> PathBuf {
+    let source = kernel(&format!("{name}.c"));
+    epcache_cc(
+        dir,
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            source.to_str().unwrap(),
+            "-o",
+            name,
+            "-lpthread",
+        ],
+    );
+    dir.join(name)
+}
+
 /// The name of the heap array `source` allocates on the line holding `call`.
 fn site_of(source: &Path, call: &str) -> String {
     let text = std::fs::read_to_string(source).unwrap();
@@ -75,32 +107,12 @@ fn site_of(source: &Path, call: &str) -> String {
 
 #[test]
 fn the_second_core_reports_exactly_what_the_programs_thread_would() {
-    if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
-        return;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2
-        && !skipped(&format!(
-            "capture_pipeline: {cores} CPU here; the simulation thread needs two"
-        ))
-    {
+    if !ready(true) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("pipeline.c");
-    epcache_cc(
-        dir.path(),
-        &[
-            "gcc",
-            "-O2",
-            "-g",
-            source.to_str().unwrap(),
-            "-o",
-            "pipeline",
-        ],
-    );
-    let program = dir.path().join("pipeline");
-    let heap_site = site_of(&source, "malloc(");
+    let program = build(dir.path(), "pipeline");
+    let heap_site = site_of(&kernel("pipeline.c"), "malloc(");
     let on = run(dir.path(), &program, &["fork"], "on");
     let off = run(dir.path(), &program, &["fork"], "off");
 
@@ -136,25 +148,12 @@ fn the_second_core_reports_exactly_what_the_programs_thread_would() {
 
 #[test]
 fn a_heap_array_freed_by_another_thread_keeps_the_writes_made_before() {
-    if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
+    if !ready(false) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("pipeline_free.c");
-    epcache_cc(
-        dir.path(),
-        &[
-            "gcc",
-            "-O2",
-            "-g",
-            source.to_str().unwrap(),
-            "-o",
-            "pipeline_free",
-            "-lpthread",
-        ],
-    );
-    let program = dir.path().join("pipeline_free");
-    let site = site_of(&source, "aligned_alloc(");
+    let program = build(dir.path(), "pipeline_free");
+    let site = site_of(&kernel("pipeline_free.c"), "aligned_alloc(");
     for pipeline in ["on", "off"] {
         let report = run(dir.path(), &program, &[], pipeline);
         let x = structure(region(&report, "fill"), &site);
@@ -169,32 +168,11 @@ fn a_heap_array_freed_by_another_thread_keeps_the_writes_made_before() {
 
 #[test]
 fn the_simulation_thread_takes_no_signal_and_keeps_no_process_alive() {
-    if !available("gcc", "capture_pipeline") || !runtime_built("capture_pipeline") {
-        return;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2
-        && !skipped(&format!(
-            "capture_pipeline: {cores} CPU here; the simulation thread needs two"
-        ))
-    {
+    if !ready(true) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("pipeline_ends.c");
-    epcache_cc(
-        dir.path(),
-        &[
-            "gcc",
-            "-O2",
-            "-g",
-            source.to_str().unwrap(),
-            "-o",
-            "pipeline_ends",
-            "-lpthread",
-        ],
-    );
-    let program = dir.path().join("pipeline_ends");
+    let program = build(dir.path(), "pipeline_ends");
     // `run` fails on a program that dies of the signal, and on one that does not end; the
     // report proves the simulation thread ran before the ending.
     for ending in ["sigwait", "pthread_exit"] {

@@ -15,7 +15,6 @@ use crate::shm::target::ActiveRequest;
 use crate::simulator::Simulator;
 
 use super::data;
-use super::filter::Filter;
 use super::mcc;
 use super::regions::RegionRef;
 use super::structure_finder::StructureFinder;
@@ -155,8 +154,9 @@ pub(crate) struct Monitoring {
     bindings: Vec<Binding>,
     /// Standalone mode: every access is attributed to a data structure.
     pub(crate) counting: bool,
-    /// Which data structure an access belongs to.
-    finder: StructureFinder,
+    /// Which data structure an access belongs to (refreshed by the thread at its sync point
+    /// after the data structures changed, `state::ThreadCapture::data_changed`).
+    pub(crate) finder: StructureFinder,
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,
     pub(crate) structures: Vec<Counts>,
@@ -306,29 +306,6 @@ impl Monitoring {
                 counts[index] += 1;
             }
         }
-    }
-
-    /// The data structures changed: answers from the current ones from here on
-    /// ([`StructureFinder::refresh`]).
-    pub(crate) fn refresh_structures(&mut self) {
-        self.finder.refresh();
-    }
-
-    /// [`StructureFinder::structure_of`] of the thread's monitoring.
-    #[inline(always)]
-    pub(crate) fn structure_of(&mut self, addr: u64) -> Option<usize> {
-        self.finder.structure_of(addr)
-    }
-
-    /// [`StructureFinder::structure_of_line`] of the thread's monitoring.
-    #[inline(always)]
-    pub(crate) fn structure_of_line(
-        &mut self,
-        addr: u64,
-        line_bits: u32,
-        lines: &Filter,
-    ) -> (Option<usize>, bool) {
-        self.finder.structure_of_line(addr, line_bits, lines)
     }
 
     /// A monitored region instance begins.

@@ -495,7 +495,7 @@ impl ThreadCapture {
             if with_filter(Filter::is_on) {
                 core.flush_filter(true);
             }
-            core.monitoring.refresh_structures();
+            core.monitoring.finder.refresh();
         }
         self.finder.refresh();
     }
@@ -1391,7 +1391,8 @@ impl Counting {
         };
         let write = kind == AccessKind::Write;
         with_filter(|f| {
-            let (structure, whole_line) = monitoring.structure_of_line(addr, self.line_bits, f);
+            let (structure, whole_line) =
+                monitoring.finder.structure_of_line(addr, self.line_bits, f);
             monitoring.count_bits(structure, outcome);
             f.take_over(line, write, whole_line, |p| self.take(monitoring, p));
             if whole_line {
@@ -1447,7 +1448,7 @@ impl Counting {
         // so the first byte's data structure is the line's. The line can have stopped being
         // whole only if a block was freed meanwhile: the access is then counted for its first
         // byte's structure.
-        let structure = monitoring.structure_of(r.addr);
+        let structure = monitoring.finder.structure_of(r.addr);
         let outcome = match simulator.access_in_line(r.addr, r.size, kind) {
             Some(outcome) => outcome,
             None => straddling_access(simulator, r.addr, r.size, kind),

@@ -178,6 +178,17 @@ fn work(jobs: &Receiver<Job>) {
 /// The next message on `channel` within `limit`, spinning a little ([`SPIN`]) first; `None`
 /// when none came.
 fn receive_within<T>(channel: &Receiver<T>, limit: Duration) -> Option<T> {
+    receive_until(channel, Some(limit))
+}
+
+/// The next message on `channel`, spinning a little ([`SPIN`]) before sleeping; `None` once
+/// no sender is left.
+pub(super) fn receive<T>(channel: &Receiver<T>) -> Option<T> {
+    receive_until(channel, None)
+}
+
+/// [`receive_within`] for `Some(limit)`, [`receive`] for `None`.
+fn receive_until<T>(channel: &Receiver<T>, limit: Option<Duration>) -> Option<T> {
     let start = Instant::now();
     loop {
         match channel.try_recv() {
@@ -185,24 +196,13 @@ fn receive_within<T>(channel: &Receiver<T>, limit: Duration) -> Option<T> {
             Err(mpsc::TryRecvError::Disconnected) => return None,
             Err(mpsc::TryRecvError::Empty) if start.elapsed() < SPIN => std::hint::spin_loop(),
             Err(mpsc::TryRecvError::Empty) => {
-                return channel
-                    .recv_timeout(limit.saturating_sub(start.elapsed()))
-                    .ok();
+                return match limit {
+                    Some(limit) => channel
+                        .recv_timeout(limit.saturating_sub(start.elapsed()))
+                        .ok(),
+                    None => channel.recv().ok(),
+                };
             }
-        }
-    }
-}
-
-/// The next message on `channel`, spinning a little ([`SPIN`]) before sleeping; `None` once
-/// no sender is left.
-pub(super) fn receive<T>(channel: &Receiver<T>) -> Option<T> {
-    let start = Instant::now();
-    loop {
-        match channel.try_recv() {
-            Ok(message) => return Some(message),
-            Err(mpsc::TryRecvError::Disconnected) => return None,
-            Err(mpsc::TryRecvError::Empty) if start.elapsed() < SPIN => std::hint::spin_loop(),
-            Err(mpsc::TryRecvError::Empty) => return channel.recv().ok(),
         }
     }
 }
