@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use capture_support::{available, epcache_cc, kernel, region, runtime_built, skipped, structure};
+use capture_support::{
+    available, epcache_cc, kernel, region, runtime_built, skipped, static_libc_available, structure,
+};
 
 /// L1 and LL both indexed by address bits below 4 KiB, so placement by the allocator (which the
 /// runtime's own allocations shift) cannot change a miss.
@@ -23,11 +25,22 @@ const ROUNDS: u64 = 3;
 /// Runs `program args` with the report, the pipeline as `pipeline`, and a deadline: a child or
 /// a thread waiting for a simulator that never comes back would hang it.
 fn run(dir: &Path, program: &Path, args: &[&str], pipeline: &str) -> serde_json::Value {
+    run_cached(dir, program, args, pipeline, CACHE)
+}
+
+/// [`run`] with the cache `cache`.
+fn run_cached(
+    dir: &Path,
+    program: &Path,
+    args: &[&str],
+    pipeline: &str,
+    cache: &str,
+) -> serde_json::Value {
     let report = dir.join(format!("report-{pipeline}.json"));
     let mut child = Command::new(program)
         .args(args)
         .env("EPCACHE_REPORT", &report)
-        .env("EPCACHE_CACHE", CACHE)
+        .env("EPCACHE_CACHE", cache)
         .env("EPCACHE_PIPELINE", pipeline)
         .env("EPCACHE_MCC", "off")
         .stdout(Stdio::null())
@@ -82,19 +95,16 @@ fn ready(second_core: bool) -> bool {
 
 /// Builds the kernel `name` (`name.c`) with `epcache cc -- gcc -O2 -g ... -lpthread` in `dir`.
 fn build(dir: &Path, name: &str) -> PathBuf {
+    build_with(dir, name, &[])
+}
+
+/// [`build`] with more options.
+fn build_with(dir: &Path, name: &str, options: &[&str]) -> PathBuf {
     let source = kernel(&format!("{name}.c"));
-    epcache_cc(
-        dir,
-        &[
-            "gcc",
-            "-O2",
-            "-g",
-            source.to_str().unwrap(),
-            "-o",
-            name,
-            "-lpthread",
-        ],
-    );
+    let mut line = vec!["gcc", "-O2", "-g", source.to_str().unwrap(), "-o", name];
+    line.extend_from_slice(options);
+    line.push("-lpthread");
+    epcache_cc(dir, &line);
     dir.join(name)
 }
 
@@ -175,7 +185,7 @@ fn the_simulation_thread_takes_no_signal_and_keeps_no_process_alive() {
     let program = build(dir.path(), "pipeline_ends");
     // `run` fails on a program that dies of the signal, and on one that does not end; the
     // report proves the simulation thread ran before the ending.
-    for ending in ["sigwait", "pthread_exit"] {
+    for ending in ["sigwait", "pthread_exit", "cleanup"] {
         let report = run(dir.path(), &program, &[ending], "on");
         assert!(
             report["simulated_on_second_core"].as_u64().unwrap() > 0,
@@ -187,5 +197,106 @@ fn the_simulation_thread_takes_no_signal_and_keeps_no_process_alive() {
         // there: its thread-local destructors do not run while the simulation thread lives.
         assert_eq!(region(&report, "main")["instances"], 1, "{ending}");
         assert_eq!(report["threads_unreported"], 0, "{ending}");
+    }
+    // What the cleanup handler wrote as `pthread_exit` unwound main is main's (the hand-over
+    // used to come before the unwind, and the exit handler waited 250 ms for main in vain).
+    let report = run(dir.path(), &program, &["cleanup"], "on");
+    let h = structure(region(&report, "main"), "H");
+    assert_eq!(h["events"]["PAPI_L1_DCW"], 512);
+}
+
+/// Static links: `pthread_join`'s wrapper reached the C library's function through a weak
+/// reference, which took nothing from `libc.a` (a threaded static program died joining), and a
+/// main thread ending by `pthread_exit` hands its counts on there too.
+#[test]
+fn static_programs_join_their_threads_and_end_by_pthread_exit() {
+    if !ready(true) || !static_libc_available("capture_pipeline") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let joining = build_with(dir.path(), "pipeline_free", &["-static"]);
+    let site = site_of(&kernel("pipeline_free.c"), "aligned_alloc(");
+    let report = run(dir.path(), &joining, &[], "on");
+    let x = structure(region(&report, "fill"), &site);
+    assert_eq!(x["events"]["PAPI_L1_DCW"], 8000 * 8);
+    let ending = build_with(dir.path(), "pipeline_ends", &["-static"]);
+    let report = run(dir.path(), &ending, &["pthread_exit"], "on");
+    assert_eq!(region(&report, "main")["instances"], 1);
+    assert_eq!(report["threads_unreported"], 0);
+    let sweep = structure(region(&report, "sweep"), "B");
+    assert_eq!(sweep["events"]["PAPI_L1_DCR"], ELEMENTS);
+}
+
+/// Whole-line ranges the runtime remembers while the repeat-hit filter is off (an inclusive LL
+/// turns it off) are forgotten when the data structures change: a second heap array at a freed
+/// one's address got its writes counted for the first.
+#[test]
+fn a_reused_address_counts_for_the_new_array_with_the_filter_off() {
+    if !ready(false) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "pipeline_reuse");
+    let source = kernel("pipeline_reuse.c");
+    let (first, second) = (
+        site_of(&source, "first(void)"),
+        site_of(&source, "second(void)"),
+    );
+    for cache in [CACHE, "D1=32K,8,64;LL=1M,16,64,inclusive"] {
+        let report = run_cached(dir.path(), &program, &[], "on", cache);
+        let fill = region(&report, "fill");
+        for site in [&first, &second] {
+            assert_eq!(
+                structure(fill, site)["events"]["PAPI_L1_DCW"],
+                8192,
+                "{cache}: {site}"
+            );
+        }
+    }
+}
+
+/// A thread that is the process's only capturing one (its main thread built without capture):
+/// its first batches go to the simulation thread, whose finder took its snapshot of the data
+/// structures at its first search, after main had freed the array the thread wrote.
+#[test]
+fn a_new_threads_first_batches_count_for_the_structures_of_their_time() {
+    if !ready(true) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (main, worker) = (
+        kernel("pipeline_lazy_main.c"),
+        kernel("pipeline_lazy_worker.c"),
+    );
+    let plain = Command::new("gcc")
+        .args(["-O2", "-g", "-c", main.to_str().unwrap(), "-o", "main.o"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(plain.success());
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            "-c",
+            worker.to_str().unwrap(),
+            "-o",
+            "worker.o",
+        ],
+    );
+    epcache_cc(
+        dir.path(),
+        &["gcc", "main.o", "worker.o", "-o", "lazy", "-lpthread"],
+    );
+    let site = site_of(&main, "aligned_alloc(");
+    for pipeline in ["on", "off"] {
+        let report = run(dir.path(), &dir.path().join("lazy"), &[], pipeline);
+        let a = structure(region(&report, "worker"), &site);
+        assert_eq!(
+            a["events"]["PAPI_L1_DCW"], 8192,
+            "EPCACHE_PIPELINE={pipeline}"
+        );
     }
 }

@@ -1,8 +1,10 @@
-/* A sweep whose visits the simulation thread simulates, then one of two endings a thread of the
+/* A sweep whose visits the simulation thread simulates, then one of three endings a thread of the
  * runtime must not change. `sigwait`: the only program thread blocks SIGUSR1, sends it to the
  * process and waits for it (the simulation thread, started with the program's mask, took the
  * signal and the program died of it). `pthread_exit`: the main thread ends with pthread_exit,
- * and the process must end with it (the simulation thread waiting for work kept it alive). */
+ * and the process must end with it (the simulation thread waiting for work kept it alive).
+ * `cleanup`: the same with a cleanup handler writing H as pthread_exit unwinds main (counted
+ * for `main`, which had handed its counts on before the unwind and was then waited for). */
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -11,7 +13,12 @@
 
 #define N 512
 
-double A[N][N], B[N][N];
+double A[N][N], B[N][N], H[N];
+
+static void write_h(void *arg) {
+  (void)arg;
+  for (int i = 0; i < N; i++) H[i] = i;
+}
 
 __attribute__((noinline)) void sweep(void) {
   for (int i = 0; i < N; i++)
@@ -31,5 +38,10 @@ int main(int argc, char **argv) {
     return sigtimedwait(&set, NULL, &limit) == SIGUSR1 ? 0 : 3;
   }
   if (strcmp(argv[1], "pthread_exit") == 0) pthread_exit(NULL);
+  if (strcmp(argv[1], "cleanup") == 0) {
+    pthread_cleanup_push(write_h, NULL);
+    pthread_exit(NULL);
+    pthread_cleanup_pop(0);
+  }
   return 4;
 }

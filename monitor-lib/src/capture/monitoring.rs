@@ -173,7 +173,7 @@ impl Monitoring {
             depth: 0,
             bindings: Vec::new(),
             counting,
-            finder: StructureFinder::default(),
+            finder: StructureFinder::now(),
             totals: [0; 4 * MAX_LEVELS],
             structures: Vec::new(),
             stack: Vec::new(),

@@ -497,6 +497,8 @@ impl ThreadCapture {
             }
             core.monitoring.finder.refresh();
         }
+        // Counting remembers whole lines with the filter off too.
+        with_filter(Filter::forget_whole_lines);
         self.finder.refresh();
     }
 
@@ -944,16 +946,23 @@ pub(crate) fn library_opened() {
     set_state(previous);
 }
 
-/// The calling thread is about to end by `pthread_exit` (`wrap_abi.rs`): the regions it is in
-/// end as the call unwinds them, as they would at a return, and in standalone counting it hands
-/// its counts on, since the main thread's thread-local destructors, where a thread does so
-/// otherwise, do not run while another thread lives.
-pub(crate) fn hand_over_before_exit() {
-    if in_runtime() || !tracking_started() {
+/// The calling thread ends without its thread-local destructors: the main thread ending by
+/// `pthread_exit` while another thread lives (one of the program's, or the simulation thread,
+/// `worker.rs`), where the C library runs only the thread-specific data's destructors
+/// (`thread_block::call_at_thread_end`). The regions still open end, as the unwinding
+/// `pthread_exit` did ended their functions, and the thread's capture goes away as at any
+/// thread's end, handing its counts on. Any other thread has gone through its thread-local
+/// destructors already, and nothing is left to do.
+pub(super) fn thread_ends_without_destructors() {
+    if forked_child() || !tracking_started() {
         return;
     }
+    let previous = replace_state(BUSY);
     regions::close_all_open();
-    hand_over_before_blocking();
+    // Closing the regions ends them as at a return, which leaves the runtime's state.
+    set_state(BUSY);
+    flush_current_thread();
+    set_state(previous);
 }
 
 /// The calling thread is about to block in `pthread_join` (`wrap_abi.rs`): in standalone
@@ -1555,11 +1564,17 @@ fn new_thread_capture() -> Option<ThreadCapture> {
     };
     let counting = Counting::new(&simulator);
     worker::thread_started();
+    super::thread_block::call_at_thread_end(thread_ends_without_destructors);
+    let monitoring = Monitoring::new(standalone());
+    // The thread attributes from these data structures until its next sync point after a
+    // change (`ThreadCapture::data_changed`).
+    let _ = FILTER_GENERATION.try_with(|g| g.set(monitoring.finder.generation()));
+    let finder = monitoring.finder.clone();
     Some(ThreadCapture {
         core: Some(Box::new(Core {
             counting,
             simulator,
-            monitoring: Monitoring::new(standalone()),
+            monitoring,
         })),
         shared: None,
         in_flight: 0,
@@ -1568,7 +1583,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         ships: standalone() && worker::enabled(),
         staged: Vec::new(),
         free: Vec::new(),
-        finder: StructureFinder::default(),
+        finder,
         line_bits: counting.line_bits,
         thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
         published: false,

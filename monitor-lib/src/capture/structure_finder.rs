@@ -24,10 +24,14 @@ const FOUND_SLOTS: usize = 64;
 const NOT_FOUND: (u64, u64, u32) = (1, 0, 0);
 
 /// One thread's answers from one snapshot of the data structures.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct StructureFinder {
-    /// The snapshot, taken at the first search after a refresh.
-    lookup: Option<Arc<Lookup>>,
+    /// The snapshot, taken when the finder was made or last refreshed (never later: a finder
+    /// that took it at its first search answered the first batches a worker simulated with
+    /// the data structures of that moment, a heap array freed meanwhile not among them).
+    lookup: Arc<Lookup>,
+    /// Its generation (`data::generation`).
+    generation: u64,
     /// Direct-mapped by 4 KiB page: the answers found last, `(lo, hi, index + 1 or 0 for
     /// none)`, each good for any address in `lo..hi`. Kernels interleave a few structures (a
     /// matrix product touches three in turn), which one remembered answer would miss every time.
@@ -37,17 +41,23 @@ pub(crate) struct StructureFinder {
     line_bits: Option<u32>,
 }
 
-impl Default for StructureFinder {
-    fn default() -> Self {
+impl StructureFinder {
+    /// A finder answering from the data structures as they are now.
+    pub(crate) fn now() -> Self {
+        let (generation, lookup) = data::snapshot();
         StructureFinder {
-            lookup: None,
+            lookup,
+            generation,
             found: [NOT_FOUND; FOUND_SLOTS],
             line_bits: None,
         }
     }
-}
 
-impl StructureFinder {
+    /// The generation of the data structures it answers from.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The index of the data structure holding `addr`, if any: from the page's remembered
     /// answer when `addr` lies in its range, else a search.
     #[inline(always)]
@@ -62,7 +72,7 @@ impl StructureFinder {
     /// Answers from the data structures as they are now from here on. The whole lines the
     /// thread's filter remembers must be forgotten with it (`Filter::forget_whole_lines`).
     pub(crate) fn refresh(&mut self) {
-        self.lookup = Some(data::snapshot().1);
+        (self.generation, self.lookup) = data::snapshot();
         self.found = [NOT_FOUND; FOUND_SLOTS];
     }
 
@@ -113,8 +123,7 @@ impl StructureFinder {
 
     #[inline(never)]
     fn find(&mut self, addr: u64) -> Option<usize> {
-        let lookup = self.lookup.get_or_insert_with(|| data::snapshot().1);
-        let (lo, hi, index) = lookup.find_with_extent(addr);
+        let (lo, hi, index) = self.lookup.find_with_extent(addr);
         self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));
         Some(index? as usize)
     }

@@ -146,6 +146,37 @@ thread_local! {
     static BLOCK: ThreadBlock = const { ThreadBlock::empty() };
 }
 
+/// Has `at_end` called when the calling thread ends, after its thread-local destructors if
+/// they run: through a thread-specific data key, whose destructors the C library runs for
+/// every thread that ends, also for the main thread ending by `pthread_exit` while another
+/// thread lives, which runs no thread-local destructors (so the runtime's per-thread capture,
+/// a Rust thread-local, would never hand its counts on). Once per thread; a failure only
+/// leaves that case as it was.
+pub(super) fn call_at_thread_end(at_end: fn()) {
+    use std::sync::OnceLock;
+    /// The key, and what its destructor calls.
+    type EndKey = Option<(libc::pthread_key_t, fn())>;
+    static KEY: OnceLock<EndKey> = OnceLock::new();
+    extern "C" fn ended(_: *mut libc::c_void) {
+        if let Some(Some((_, at_end))) = KEY.get() {
+            at_end();
+        }
+    }
+    let key = KEY.get_or_init(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is a valid place for the new key; `ended` is a function that may run
+        // at any thread's end (it only reads `KEY`, set before any value is stored).
+        (unsafe { libc::pthread_key_create(&mut key, Some(ended)) } == 0).then_some((key, at_end))
+    });
+    if let Some((key, _)) = key {
+        // SAFETY: `key` was created above; the value is a non-null marker never dereferenced,
+        // which the C library requires for the destructor to run.
+        unsafe {
+            libc::pthread_setspecific(*key, std::ptr::NonNull::<u8>::dangling().as_ptr().cast())
+        };
+    }
+}
+
 /// Calls `f` with this thread's block.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]

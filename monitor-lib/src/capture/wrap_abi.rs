@@ -1,13 +1,7 @@
-//! The program's calls to `pthread_join`, `pthread_exit` and `dlopen`, through the linker's
-//! `--wrap` (`epcache cc` links programs with `--wrap=pthread_join,--wrap=pthread_exit,
-//! --wrap=dlopen`): a thread hands its counts on before it blocks in a join and before it ends
-//! by `pthread_exit`, and a library opened at run time is read for names like one loaded at
-//! start.
-//!
-//! Why the exit: a main thread that ends by `pthread_exit` while another thread lives (one of
-//! the program's, or the runtime's simulation thread, `worker.rs`) does not run its
-//! thread-local destructors, where every other thread hands its counts on; a single-threaded
-//! program ending so lost all its counts once the simulation thread had started.
+//! The program's calls to `pthread_join` and `dlopen`, through the linker's `--wrap` (`epcache
+//! cc` links programs with `--wrap=pthread_join,--wrap=dlopen`): a thread hands its counts on
+//! before it blocks in a join, and a library opened at run time is read for names like one
+//! loaded at start.
 //!
 //! Why the join: a main thread that starts workers and joins them blocks with its counts in its
 //! own thread-local state, where a report written by another thread cannot reach them. The
@@ -57,33 +51,6 @@ extern "C-unwind" fn join_at(
     let joined = unsafe { real(thread, result) };
     state::hold_after_blocking();
     joined
-}
-
-/// `pthread_exit`, as reached through its `__real_` name.
-type RealExit = unsafe extern "C-unwind" fn(*mut c_void) -> !;
-
-/// The wrapper: the real function's address goes in the register after the argument, and
-/// [`exit_at`] is reached by a tail jump.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub extern "C-unwind" fn __wrap_pthread_exit() -> ! {
-    core::arch::naked_asm!(
-        ".weak __real_pthread_exit",
-        "mov rsi, qword ptr [rip + __real_pthread_exit@GOTPCREL]",
-        "jmp {0}",
-        sym exit_at,
-    );
-}
-
-/// Hands the thread's counts on, then ends it through `real` (which unwinds the thread's
-/// frames, so the wrapper is `C-unwind`).
-#[cfg(target_arch = "x86_64")]
-extern "C-unwind" fn exit_at(value: *mut c_void, real: RealExit) -> ! {
-    state::hand_over_before_exit();
-    // SAFETY: `real` is the C library's `pthread_exit` (see `join_at`); the argument is the
-    // program's own, passed on unchanged.
-    unsafe { real(value) }
 }
 
 /// `dlopen`, as reached through its `__real_` name.

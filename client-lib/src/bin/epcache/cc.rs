@@ -273,11 +273,17 @@ fn link_arguments(
         // The program's own calls to the allocator go through the runtime, which names heap
         // blocks by their allocation site.
         linked.push(ALLOCATOR_WRAPS.to_owned());
-        // A thread hands its counts on before it blocks joining another or ends by
-        // `pthread_exit`, and a library opened at run time is read for names (`wrap_abi.rs`,
-        // whose naked wrappers are x86_64's only, like the C++ operators').
+        // A thread hands its counts on before it blocks joining another, and a library opened
+        // at run time is read for names (`wrap_abi.rs`, whose naked wrappers are x86_64's only,
+        // like the C++ operators').
         if cfg!(target_arch = "x86_64") {
-            linked.push("-Wl,--wrap=pthread_join,--wrap=pthread_exit,--wrap=dlopen".to_owned());
+            linked.push("-Wl,--wrap=pthread_join,--wrap=dlopen".to_owned());
+            // The wrappers reach the real functions through weak `__real_` references, which
+            // do not take a member out of a static C library: a static program calling
+            // `pthread_join` jumped to address 0. Asking for the symbols takes them.
+            if is_static_link(args) {
+                linked.push("-Wl,-u,pthread_join,-u,dlopen".to_owned());
+            }
         }
         // The runtime's entry points are exported, so a library built with capture that the
         // program opens with `dlopen` finds them (one linked at start makes the linker export
