@@ -136,8 +136,8 @@ fn the_second_core_reports_exactly_what_the_programs_thread_would() {
 
     // Hand counts: the parent's three rounds only (the forked child's sweep is not reported),
     // and every batched or staged visit of the heap array counted for it although it was freed
-    // at once (its last 196 lines went uncounted, even on the program's thread, before the
-    // runtime simulated a thread's batch ahead of a change of data structures).
+    // at once (its last lines went uncounted, even on the program's thread, while visits were
+    // attributed when simulated rather than by the thread's last sync point).
     for report in [&on, &off] {
         let transpose = region(report, "transpose_add");
         assert_eq!(transpose["instances"], ROUNDS);
