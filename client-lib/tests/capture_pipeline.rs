@@ -185,7 +185,7 @@ fn the_simulation_thread_takes_no_signal_and_keeps_no_process_alive() {
     let program = build(dir.path(), "pipeline_ends");
     // `run` fails on a program that dies of the signal, and on one that does not end; the
     // report proves the simulation thread ran before the ending.
-    for ending in ["sigwait", "pthread_exit", "cleanup"] {
+    for ending in ["sigwait", "pthread_exit", "cleanup", "key"] {
         let report = run(dir.path(), &program, &[ending], "on");
         assert!(
             report["simulated_on_second_core"].as_u64().unwrap() > 0,
@@ -197,6 +197,8 @@ fn the_simulation_thread_takes_no_signal_and_keeps_no_process_alive() {
         // there: its thread-local destructors do not run while the simulation thread lives.
         assert_eq!(region(&report, "main")["instances"], 1, "{ending}");
         assert_eq!(report["threads_unreported"], 0, "{ending}");
+        // One capture for the one program thread: none made after it ended (`key`).
+        assert_eq!(report["threads"], 1, "{ending}");
     }
     // What the cleanup handler wrote as `pthread_exit` unwound main is main's (the hand-over
     // used to come before the unwind, and the exit handler waited 250 ms for main in vain).

@@ -4,7 +4,11 @@
  * signal and the program died of it). `pthread_exit`: the main thread ends with pthread_exit,
  * and the process must end with it (the simulation thread waiting for work kept it alive).
  * `cleanup`: the same with a cleanup handler writing H as pthread_exit unwinds main (counted
- * for `main`, which had handed its counts on before the unwind and was then waited for). */
+ * for `main`, which had handed its counts on before the unwind and was then waited for).
+ * `key`: the same with a thread-specific data key of the program's whose destructor writes H
+ * and sets its value again twice: it ran after the runtime's and made new captures of the
+ * ended thread, the last of which nothing handed on (reported as a thread still in a region,
+ * after a 250 ms wait). */
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -18,6 +22,14 @@ double A[N][N], B[N][N], H[N];
 static void write_h(void *arg) {
   (void)arg;
   for (int i = 0; i < N; i++) H[i] = i;
+}
+
+static pthread_key_t key;
+static int rounds;
+
+static void key_ended(void *value) {
+  write_h(value);
+  if (++rounds < 3) pthread_setspecific(key, &rounds);
 }
 
 __attribute__((noinline)) void sweep(void) {
@@ -38,6 +50,11 @@ int main(int argc, char **argv) {
     return sigtimedwait(&set, NULL, &limit) == SIGUSR1 ? 0 : 3;
   }
   if (strcmp(argv[1], "pthread_exit") == 0) pthread_exit(NULL);
+  if (strcmp(argv[1], "key") == 0) {
+    pthread_key_create(&key, key_ended);
+    pthread_setspecific(key, &rounds);
+    pthread_exit(NULL);
+  }
   if (strcmp(argv[1], "cleanup") == 0) {
     pthread_cleanup_push(write_h, NULL);
     pthread_exit(NULL);

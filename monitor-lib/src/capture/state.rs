@@ -952,17 +952,21 @@ pub(crate) fn library_opened() {
 /// (`thread_block::call_at_thread_end`). The regions still open end, as the unwinding
 /// `pthread_exit` did ended their functions, and the thread's capture goes away as at any
 /// thread's end, handing its counts on. Any other thread has gone through its thread-local
-/// destructors already, and nothing is left to do.
+/// destructors already, and nothing is left to do; so has the main thread of a static program,
+/// whose Rust thread-locals are destroyed through a key of their own, created before this one.
+/// The thread captures nothing from here on: a key destructor of the program that ran later and
+/// entered instrumented code made a new capture that nothing handed on (its writes were lost,
+/// and the exit handler waited for it in vain).
 pub(super) fn thread_ends_without_destructors() {
     if forked_child() || !tracking_started() {
         return;
     }
-    let previous = replace_state(BUSY);
+    set_state(BUSY);
     regions::close_all_open();
     // Closing the regions ends them as at a return, which leaves the runtime's state.
     set_state(BUSY);
+    // It restores the state it found: the thread stays inside the runtime.
     flush_current_thread();
-    set_state(previous);
 }
 
 /// The calling thread is about to block in `pthread_join` (`wrap_abi.rs`): in standalone
