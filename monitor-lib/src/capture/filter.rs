@@ -32,6 +32,9 @@
 //! the entry's data structure, which the simulating side keeps (`state::Counting`), follows
 //! when the record is simulated.
 //!
+//! A tag carries the process-wide key of `tag_key.rs` in its top byte, so that a switch (a
+//! new key) makes every entry stop matching until its thread syncs.
+//!
 //! The answer depends only on the order of accesses, not on the simulator: if the block is its
 //! entry's, no access has touched its set since the block was last simulated (or it would own
 //! the entry). A shared entry only sees fewer repeats.
@@ -41,14 +44,23 @@
 
 use std::cell::Cell;
 
-/// Entries per thread: covers every L1 of 256 sets or fewer one set per entry.
+use super::tag_key;
+
+/// Words per array: covers every L1 of 256 sets or fewer, with 32-byte lines, one set per
+/// entry; longer lines space the entries out (see [`Filter::word`]), so fewer fit.
 pub(super) const ENTRIES: usize = 256;
+/// log2 of the shortest L1 line the table takes: the inline test finds an entry's byte offset
+/// as `addr >> 2` masked, which is `(addr >> line_bits) << (line_bits - 2)` only for lines of
+/// at least `1 << (WORD_SHIFT + 2)` bytes.
+pub(super) const SHORTEST_LINE_BITS: u32 = WORD_SHIFT + 2;
+/// The right shift of the inline test's offset computation.
+const OFFSET_SHIFT: u32 = WORD_SHIFT - 1;
 /// Each per-entry word is 8 bytes, so an entry's index times 8 is its offset in every array.
 const WORD_SHIFT: u32 = 3;
 /// Records the inline miss path appends before the runtime must simulate them.
 const BATCH_RECORDS: usize = 256;
 /// Words per record, see [`Record`].
-const RECORD_WORDS: usize = 4;
+const RECORD_WORDS: usize = 5;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
 const LINE_SLOTS: usize = 64;
 
@@ -60,19 +72,24 @@ pub(super) type RecordWords = [u64; RECORD_WORDS];
 /// flag. Its words are arrays by field, so one offset register reaches an entry's tag and
 /// count alike.
 ///
-/// A block's *tag* is the address of its line's last byte (`addr | line_low`). An empty entry
-/// holds tag 0, as the thread-local block starts: no access can have it, because a line
-/// ending at address 0 would have to start below it, and Linux never maps page 0.
+/// A block's *tag* is the address of its line's last byte with the thread's key on top
+/// (`addr | tag_bits`, see `tag_key.rs`). An empty entry holds tag 0, as the thread-local
+/// block starts: no access can have it, as no key is 0.
 pub(super) struct Filter {
-    /// L1's line size less one (0 while off): an address with these bits set is its tag.
-    line_low: Cell<u64>,
+    /// L1's line size less one, with the key the thread holds on top (0 while off): an
+    /// address with these bits set is its tag.
+    tag_bits: Cell<u64>,
     /// log2 of L1's line size.
     line_bits: Cell<u32>,
-    /// `line_bits - WORD_SHIFT` (0 while off): `(addr >> offset_shift) & offset_mask` is the
-    /// byte offset of `addr`'s entry in each array.
-    offset_shift: Cell<u32>,
-    /// Entries in use less one, shifted left by [`WORD_SHIFT`].
+    /// `line_bits - SHORTEST_LINE_BITS`: entry `e`'s words are at index `e << spread`.
+    spread: Cell<u32>,
+    /// Entries in use less one (a power of two less one).
+    entry_mask: Cell<u32>,
+    /// `entry_mask << (line_bits - 2)` (0 while off): `(addr >> 2) & offset_mask` is the byte
+    /// offset of `addr`'s entry in each array.
     offset_mask: Cell<u32>,
+    /// The `tag_key` slot holding this thread's key, plus one (0 while off).
+    key_slot: Cell<u8>,
     /// The tag of the block owning the entry, or 0.
     read_tags: EntryWords,
     /// The same tag when the block was written since it took the entry over (a write only
@@ -124,12 +141,16 @@ pub(super) struct Record {
     pub(super) addr: u64,
     pub(super) size: u32,
     pub(super) write: bool,
-    /// The previous owner's tag (0 for none) ...
+    /// The previous owner's tag, without its key (0 for none) ...
     pub(super) old_tag: u64,
     /// ... its line's pending dirty mark ...
     pub(super) old_dirty: bool,
     /// ... and its uncounted hits, `(reads, writes)`.
     pub(super) old_hits: (u64, u64),
+    /// The access's line's data structure (index + 1, 0 for none), from the whole-line
+    /// cache: the answer of the data structures the thread attributes with until its next
+    /// sync point, which the simulating side's finder holds too.
+    pub(super) structure: u32,
 }
 
 impl Record {
@@ -148,19 +169,21 @@ impl Record {
             addr: words[0] & ((1 << Self::META_SHIFT) - 1),
             size: u32::from(meta & 31),
             write: meta >> 5 & 1 == 1,
-            old_tag: words[1],
+            old_tag: words[1] & tag_key::ADDRESS_MASK,
             old_dirty: meta >> 6 & 1 == 1,
             old_hits: (words[2], words[3]),
+            structure: words[4] as u32,
         }
     }
 }
 
 // The inline test `epcache cc` writes into instrumented code (`inline_capture.rs`) computes an
-// entry's offset as `Filter::index` does and reads every array at that offset; its miss path
-// writes 32-byte records with the meta byte as the first word's last byte, and picks a
-// whole-line slot by `addr >> 12 & 63`. `_v2` fixes these.
+// entry's offset as `Filter::offset` does and reads every array at that offset; its miss path
+// writes 40-byte records with the meta byte as the first word's last byte, and picks a
+// whole-line slot by `addr >> 12 & 63`. `_v3` fixes these.
 const _: () = {
-    assert!(RECORD_WORDS << WORD_SHIFT == 32 && Record::META_SHIFT == 56);
+    assert!(RECORD_WORDS << WORD_SHIFT == 40 && Record::META_SHIFT == 56);
+    assert!(OFFSET_SHIFT == 2);
     assert!(LINE_SLOTS == 64);
     assert!(std::mem::size_of::<Cell<u64>>() == 1 << WORD_SHIFT);
     assert!(
@@ -175,10 +198,8 @@ const _: () = {
 pub(super) type Pending = (u32, u64, u64);
 
 impl Filter {
-    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): the line's low bits, the
-    /// offset shift and mask (`u32`s), and the first word of each array.
-    pub(super) const LINE_LOW_OFFSET: usize = std::mem::offset_of!(Filter, line_low);
-    pub(super) const OFFSET_SHIFT_OFFSET: usize = std::mem::offset_of!(Filter, offset_shift);
+    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): the offset mask (a
+    /// `u32`), and the first word of each array.
     pub(super) const OFFSET_MASK_OFFSET: usize = std::mem::offset_of!(Filter, offset_mask);
     pub(super) const READ_TAGS_OFFSET: usize = std::mem::offset_of!(Filter, read_tags);
     pub(super) const WRITE_TAGS_OFFSET: usize = std::mem::offset_of!(Filter, write_tags);
@@ -190,16 +211,19 @@ impl Filter {
     pub(super) const BATCH_OFFSET: usize = std::mem::offset_of!(Filter, batch);
     pub(super) const WHOLE_LO_OFFSET: usize = std::mem::offset_of!(Filter, whole_lo);
     pub(super) const WHOLE_HI_OFFSET: usize = std::mem::offset_of!(Filter, whole_hi);
+    pub(super) const WHOLE_STRUCTURE_OFFSET: usize = std::mem::offset_of!(Filter, whole_structure);
 
     /// An empty table, off.
     pub(super) const fn new() -> Filter {
         Filter {
             // Zero (as the thread-local block starts) until switched on: with every tag 0
             // nothing matches.
-            line_low: Cell::new(0),
+            tag_bits: Cell::new(0),
             line_bits: Cell::new(0),
-            offset_shift: Cell::new(0),
+            spread: Cell::new(0),
+            entry_mask: Cell::new(0),
             offset_mask: Cell::new(0),
+            key_slot: Cell::new(0),
             read_tags: EntryWords::new(),
             write_tags: EntryWords::new(),
             read_hits: EntryWords::new(),
@@ -219,11 +243,13 @@ impl Filter {
     #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
         !self.on.get()
-            && self.line_low.get() == 0
+            && self.tag_bits.get() == 0
             && self.line_bits.get() == 0
-            && self.offset_shift.get() == 0
+            && self.spread.get() == 0
+            && self.entry_mask.get() == 0
             && self.offset_mask.get() == 0
-            && (0..ENTRIES).all(|i| self.is_free(i))
+            && self.key_slot.get() == 0
+            && (0..ENTRIES).all(|w| self.is_free_word(w))
             && self.batch_pos.get() == 0
             && self.batch_cap.get() == 0
             && self.batch.iter().all(|w| w.get() == 0)
@@ -234,25 +260,36 @@ impl Filter {
             })
     }
 
-    /// Whether entry `i` owns no block and holds nothing pending.
-    fn is_free(&self, i: usize) -> bool {
-        self.read_tags.0[i].get() == 0
-            && self.write_tags.0[i].get() == 0
-            && self.read_hits.0[i].get() == 0
-            && self.write_hits.0[i].get() == 0
-            && self.dirty_pending.0[i].get() == 0
+    /// Whether the words at index `w` own no block and hold nothing pending.
+    fn is_free_word(&self, w: usize) -> bool {
+        self.read_tags.0[w].get() == 0
+            && self.write_tags.0[w].get() == 0
+            && self.read_hits.0[w].get() == 0
+            && self.write_hits.0[w].get() == 0
+            && self.dirty_pending.0[w].get() == 0
     }
 
     /// Entries in use.
     fn used(&self) -> usize {
-        (self.offset_mask.get() >> WORD_SHIFT) as usize + 1
+        self.entry_mask.get() as usize + 1
     }
 
     /// The index of `addr`'s entry.
     #[inline(always)]
     fn index(&self, addr: u64) -> usize {
-        let offset = (addr >> (self.offset_shift.get() & 63)) as u32 & self.offset_mask.get();
-        (offset >> WORD_SHIFT) as usize % ENTRIES
+        (addr >> (self.line_bits.get() & 63)) as usize & self.entry_mask.get() as usize
+    }
+
+    /// The index of entry `e`'s words in each array.
+    #[inline(always)]
+    fn word(&self, e: usize) -> usize {
+        (e << (self.spread.get() & 31)) % ENTRIES
+    }
+
+    /// The byte offset of `addr`'s entry in each array, as the inline test computes it.
+    #[cfg(test)]
+    fn offset(&self, addr: u64) -> usize {
+        ((addr >> OFFSET_SHIFT) as u32 & self.offset_mask.get()) as usize
     }
 
     /// The first address of `block`.
@@ -264,23 +301,27 @@ impl Filter {
     /// The tag of the line holding `addr`.
     #[inline(always)]
     fn tag(&self, addr: u64) -> u64 {
-        addr | self.line_low.get()
+        addr | self.tag_bits.get()
     }
 
     /// Hands entry `i`'s pending dirty mark to `mark`, as the block to mark dirty.
     #[inline(always)]
     fn settle_entry(&self, i: usize, mark: impl FnOnce(u64)) {
-        if self.dirty_pending.0[i].replace(0) != 0 {
-            mark(self.read_tags.0[i].get() >> (self.line_bits.get() & 63));
+        let w = self.word(i);
+        if self.dirty_pending.0[w].replace(0) != 0 {
+            mark(
+                (self.read_tags.0[w].get() & tag_key::ADDRESS_MASK) >> (self.line_bits.get() & 63),
+            );
         }
     }
 
     /// Hands entry `i`'s pending hits to `take`.
     #[inline(always)]
     fn drain_entry(&self, i: usize, take: impl FnOnce(Pending)) {
+        let w = self.word(i);
         let (reads, writes) = (
-            self.read_hits.0[i].replace(0),
-            self.write_hits.0[i].replace(0),
+            self.read_hits.0[w].replace(0),
+            self.write_hits.0[w].replace(0),
         );
         if reads | writes != 0 {
             take((i as u32, reads, writes));
@@ -290,15 +331,16 @@ impl Filter {
     /// Empties entry `i`'s tags.
     #[inline(always)]
     fn clear_entry(&self, i: usize) {
-        self.read_tags.0[i].set(0);
-        self.write_tags.0[i].set(0);
+        let w = self.word(i);
+        self.read_tags.0[w].set(0);
+        self.write_tags.0[w].set(0);
     }
 
     /// Counts the access as a repeat hit if it is one; `false` means it must be simulated.
     #[inline(always)]
     pub(super) fn repeat_hit(&self, addr: u64, size: u32, write: bool) -> bool {
         let tag = self.tag(addr);
-        let i = self.index(addr);
+        let i = self.word(self.index(addr));
         // A read matches a clean or written entry, a write only a written one.
         let owner = if write {
             self.write_tags.0[i].get()
@@ -333,7 +375,7 @@ impl Filter {
         if self.repeat_hit(addr, size, write) {
             return true;
         }
-        let i = self.index(addr);
+        let i = self.word(self.index(addr));
         if !write || self.read_tags.0[i].get() != tag {
             return false;
         }
@@ -346,7 +388,7 @@ impl Filter {
     /// Whether the entry of `addr`'s block has a dirty mark pending.
     #[cfg(test)]
     pub(super) fn dirty_pending(&self, addr: u64) -> bool {
-        self.dirty_pending.0[self.index(addr)].get() != 0
+        self.dirty_pending.0[self.word(self.index(addr))].get() != 0
     }
 
     /// A write within one line to a block that owns its entry clean: it hits the set's most
@@ -355,7 +397,7 @@ impl Filter {
     #[inline(always)]
     pub(super) fn clean_write(&self, addr: u64, size: u32) -> bool {
         let tag = self.tag(addr);
-        let i = self.index(addr);
+        let i = self.word(self.index(addr));
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
         if self.read_tags.0[i].get() != tag || self.tag(last) != tag || tag == 0 {
             return false;
@@ -375,10 +417,13 @@ impl Filter {
         let pos = self.batch_pos.get();
         let tag = self.tag(addr);
         let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == tag;
-        if !one_line || self.whole_line(addr).is_none() || pos >= self.batch_cap.get() {
+        let Some(structure) = self.whole_line(addr).filter(|_| one_line) else {
+            return false;
+        };
+        if pos >= self.batch_cap.get() {
             return false;
         }
-        let i = self.index(addr);
+        let i = self.word(self.index(addr));
         let dirty = self.dirty_pending.0[i].replace(0) != 0;
         let meta = Record::meta(size, write) | u8::from(dirty) << 6;
         let words = [
@@ -386,6 +431,7 @@ impl Filter {
             self.read_tags.0[i].replace(tag),
             self.read_hits.0[i].replace(0),
             self.write_hits.0[i].replace(0),
+            u64::from(structure),
         ];
         self.write_tags.0[i].set(if write { tag } else { 0 });
         let first = (pos >> WORD_SHIFT) as usize;
@@ -460,38 +506,118 @@ impl Filter {
         self.on.get()
     }
 
+    /// Entries the table uses for an L1 of `1 << line_bits`-byte lines in `sets` sets (a power
+    /// of two): one per set, as many as fit; `None` if fewer than two fit (an access straddling
+    /// two lines must map them to different entries, see `inline_capture.rs`) or the lines are
+    /// too short for the inline test's offset.
+    pub(super) fn entries_for(line_bits: u32, sets: u64) -> Option<usize> {
+        let spread = line_bits.checked_sub(SHORTEST_LINE_BITS)?;
+        let fit = ENTRIES.checked_shr(spread).unwrap_or(0) as u64;
+        let entries = sets.min(fit);
+        (entries >= 2 && entries.is_power_of_two()).then_some(entries as usize)
+    }
+
     /// Switches the table on for an L1 of `1 << line_bits`-byte lines in `sets` sets (what
-    /// [`crate::simulator::Simulator::repeat_hit_shape`] admits: `line_bits` is at least
-    /// [`WORD_SHIFT`]); a no-op when already on.
-    pub(super) fn switch_on(&self, line_bits: u32, sets: u64) {
+    /// [`crate::simulator::Simulator::repeat_hit_shape`] admits), keyed with the tag word
+    /// `word` the thread last synced to; a no-op when already on. It stays off (and `false` is
+    /// returned) when [`Self::entries_for`] declines the shape, when every `tag_key` slot is
+    /// taken, or when another thread's filter set other line bits in the tag word.
+    pub(super) fn switch_on(&self, line_bits: u32, sets: u64, word: u64) -> bool {
         if self.on.get() {
-            return;
+            return true;
         }
-        debug_assert!(line_bits >= WORD_SHIFT);
-        let entries = sets.clamp(1, ENTRIES as u64);
-        self.line_bits.set(line_bits);
-        self.line_low.set((1 << line_bits) - 1);
-        self.offset_shift.set(line_bits.saturating_sub(WORD_SHIFT));
-        self.offset_mask.set(((entries - 1) as u32) << WORD_SHIFT);
+        let Some(entries) = Self::entries_for(line_bits, sets) else {
+            return false;
+        };
+        let line_low = (1u64 << line_bits) - 1;
+        if !tag_key::set_line_low(line_low) {
+            return false;
+        }
+        let Some(slot) = tag_key::acquire(word) else {
+            return false;
+        };
+        debug_assert!((0..ENTRIES).all(|w| self.is_free_word(w)));
+        self.key_slot.set(slot + 1);
+        self.tag_bits.set(tag_key::tag_bits(word, line_low));
+        self.set_shape(line_bits, entries);
         self.batch_cap
             .set(((BATCH_RECORDS * RECORD_WORDS) << WORD_SHIFT) as u64);
         self.on.set(true);
+        true
+    }
+
+    /// Where each entry's words sit for `entries` entries of `1 << line_bits`-byte lines (as
+    /// [`Self::entries_for`] gives them).
+    fn set_shape(&self, line_bits: u32, entries: usize) {
+        self.line_bits.set(line_bits);
+        self.spread.set(line_bits - SHORTEST_LINE_BITS);
+        self.entry_mask.set(entries as u32 - 1);
+        self.offset_mask
+            .set(((entries - 1) as u32) << (line_bits - OFFSET_SHIFT));
+    }
+
+    /// The thread synced to the tag word `word`: its slot holds the word's key from now on, and
+    /// every tag is made over with it (the caller checks the word again after this, see
+    /// `tag_key.rs`).
+    pub(super) fn rekey(&self, word: u64) {
+        let Some(slot) = self.key_slot.get().checked_sub(1) else {
+            return;
+        };
+        tag_key::hold(slot, word);
+        let bits = self.tag_bits.get();
+        if tag_key::key_of(bits) == tag_key::key_of(word) {
+            return;
+        }
+        for e in 0..self.used() {
+            let w = self.word(e);
+            for tags in [&self.read_tags, &self.write_tags] {
+                let tag = tags.0[w].get();
+                if tag != 0 {
+                    tags.0[w].set(tag_key::rekeyed(tag, word));
+                }
+            }
+        }
+        self.tag_bits
+            .set(tag_key::tag_bits(word, bits & tag_key::ADDRESS_MASK));
     }
 
     /// Switches the table off. The caller emptied it first (`flush` with `forget`), so no count
     /// or dirty mark is left behind.
     pub(super) fn switch_off(&self) {
         debug_assert!(
-            (0..ENTRIES).all(|i| self.is_free(i)),
+            (0..ENTRIES).all(|w| self.is_free_word(w)),
             "switched off unflushed"
         );
         debug_assert!(!self.batch_waiting(), "switched off undrained");
-        self.line_low.set(0);
-        self.offset_shift.set(0);
+        if let Some(slot) = self.key_slot.replace(0).checked_sub(1) {
+            tag_key::release(slot);
+        }
+        self.tag_bits.set(0);
+        self.line_bits.set(0);
+        self.spread.set(0);
+        self.entry_mask.set(0);
         self.offset_mask.set(0);
         self.batch_cap.set(0);
         self.forget_whole_lines();
         self.on.set(false);
+    }
+
+    /// Empties the table and switches it off, dropping what it held: for a thread whose
+    /// counts cannot be taken any more.
+    pub(super) fn abandon(&self) {
+        for w in 0..ENTRIES {
+            for words in [
+                &self.read_tags,
+                &self.write_tags,
+                &self.read_hits,
+                &self.write_hits,
+                &self.dirty_pending,
+            ] {
+                words.0[w].set(0);
+            }
+        }
+        self.batch_pos.set(0);
+        self.switch_off();
     }
 
     /// Hands every pending count to `take` and every pending dirty mark to `mark`; with
@@ -563,24 +689,25 @@ impl Filter {
             return;
         }
         let addr = self.address(block);
-        let i = self.index(addr);
+        let e = self.index(addr);
+        let w = self.word(e);
         let tag = self.tag(addr);
         match whole {
             // The same block keeps its pending hits and its written mark.
-            true if self.read_tags.0[i].get() == tag => {}
+            true if self.read_tags.0[w].get() == tag => {}
             true => {
-                self.drain_entry(i, take);
-                self.read_tags.0[i].set(tag);
-                self.write_tags.0[i].set(0);
+                self.drain_entry(e, take);
+                self.read_tags.0[w].set(tag);
+                self.write_tags.0[w].set(0);
             }
             false => {
-                self.drain_entry(i, take);
-                self.clear_entry(i);
+                self.drain_entry(e, take);
+                self.clear_entry(e);
                 return;
             }
         }
         if write {
-            self.write_tags.0[i].set(tag);
+            self.write_tags.0[w].set(tag);
         }
     }
 
@@ -593,11 +720,56 @@ impl Filter {
         }
         for i in self.indices(addr, size) {
             debug_assert!(
-                self.dirty_pending.0[i].get() == 0,
+                self.dirty_pending.0[self.word(i)].get() == 0,
                 "settled before the access"
             );
             self.drain_entry(i, &mut take);
             self.clear_entry(i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inline_offset_finds_each_entrys_words_for_every_line_size() {
+        // (line bits, L1 sets, entries expected): one entry per set while they fit, longer
+        // lines spreading the entries over the same words.
+        for (line_bits, sets, expected) in [
+            (5, 512, Some(256)),
+            (5, 8, Some(8)),
+            (6, 64, Some(64)),
+            (6, 512, Some(128)),
+            (7, 64, Some(64)),
+            (8, 1024, Some(32)),
+            (12, 64, Some(2)),
+            (13, 64, None),
+            (4, 64, None),
+            (6, 1, None),
+        ] {
+            assert_eq!(
+                Filter::entries_for(line_bits, sets),
+                expected,
+                "{line_bits} {sets}"
+            );
+            let Some(entries) = expected else { continue };
+            let f = Filter::new();
+            f.set_shape(line_bits, entries);
+            let line = 1u64 << line_bits;
+            let mut seen = std::collections::HashSet::new();
+            for k in 0..(3 * entries as u64) {
+                let addr = 0x7f00_0000_0000 + k * line + (k * 7) % line;
+                let e = f.index(addr);
+                assert_eq!(f.offset(addr), f.word(e) * 8, "{line_bits} {addr:#x}");
+                assert!(f.word(e) < ENTRIES);
+                // Every byte of a line has the line's offset; consecutive lines differ.
+                assert_eq!(f.offset(addr | (line - 1)), f.offset(addr & !(line - 1)));
+                assert_ne!(f.offset(addr), f.offset(addr + line));
+                seen.insert(e);
+            }
+            assert_eq!(seen.len(), entries, "every entry used");
         }
     }
 }

@@ -18,6 +18,7 @@ mod regions;
 mod report;
 mod state;
 mod structure_finder;
+mod tag_key;
 mod worker;
 
 #[allow(unsafe_code)]

@@ -29,7 +29,7 @@ use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
 use super::structure_finder::StructureFinder;
-use super::{crash_abi, data, hand_over, mcc, program, signal_abi, worker};
+use super::{crash_abi, data, hand_over, mcc, program, signal_abi, tag_key, worker};
 
 /// The thread has not yet looked at the process-wide switch (every thread starts here).
 const NEEDS_SYNC: u8 = 0;
@@ -58,13 +58,18 @@ pub(super) struct Hot {
     /// comparison with [`EPOCH`] (odd, so never 0) then tells that the thread captures and has
     /// no switch to pick up, which is what a repeat hit needs.
     capturing_epoch: Cell<u32>,
+    /// The tag word (`tag_key.rs`) this thread last synced to.
+    seen_word: Cell<u64>,
+    /// `seen_word` while the state is [`ON`], else 0 (no tag word is 0: its key never is),
+    /// kept so with `capturing_epoch`: what the inline miss path compares with the tag word.
+    synced_word: Cell<u64>,
     /// The standalone mode's repeat-hit filter.
     filter: Filter,
 }
 
 impl Hot {
     /// Offsets the inline repeat-hit test reads (`inline_capture.rs`).
-    pub(super) const CAPTURING_EPOCH_OFFSET: usize = std::mem::offset_of!(Hot, capturing_epoch);
+    pub(super) const SYNCED_WORD_OFFSET: usize = std::mem::offset_of!(Hot, synced_word);
     pub(super) const FILTER_OFFSET: usize = std::mem::offset_of!(Hot, filter);
 
     /// A thread that has not yet looked at the process-wide switch.
@@ -73,6 +78,8 @@ impl Hot {
             state: Cell::new(NEEDS_SYNC),
             seen_epoch: Cell::new(0),
             capturing_epoch: Cell::new(0),
+            seen_word: Cell::new(0),
+            synced_word: Cell::new(0),
             filter: Filter::new(),
         }
     }
@@ -83,24 +90,39 @@ impl Hot {
         self.state.get() == NEEDS_SYNC
             && self.seen_epoch.get() == 0
             && self.capturing_epoch.get() == 0
+            && self.seen_word.get() == 0
+            && self.synced_word.get() == 0
             && self.filter.is_empty()
     }
 
-    /// Keeps `capturing_epoch` what it stands for after a write of the state or the epoch.
+    /// Keeps `capturing_epoch` and `synced_word` what they stand for after a write of the
+    /// state, the epoch or the word.
     #[inline(always)]
     fn update_capturing_epoch(&self) {
-        let epoch = if self.state.get() == ON {
-            self.seen_epoch.get()
+        let (epoch, word) = if self.state.get() == ON {
+            (self.seen_epoch.get(), self.seen_word.get())
         } else {
-            0
+            (0, 0)
         };
         self.capturing_epoch.set(epoch);
+        self.synced_word.set(word);
     }
 
-    /// Whether the thread captures and has no switch to pick up.
+    /// Whether the thread captures and has no switch to pick up: neither the epoch nor the
+    /// tag word changed since it synced (the word only, where the inline miss path checks,
+    /// while the filter's slot holds its key, which cannot come back meanwhile; the epoch
+    /// never comes back).
     #[inline(always)]
     fn synced_on(&self) -> bool {
         self.capturing_epoch.get() == EPOCH.load(Ordering::Relaxed)
+            && self.synced_word.get() == TAG_WORD.load(Ordering::Relaxed)
+    }
+
+    /// Whether the thread has a switch to pick up.
+    #[inline(always)]
+    fn stale(&self) -> bool {
+        self.seen_epoch.get() != EPOCH.load(Ordering::Relaxed)
+            || self.seen_word.get() != TAG_WORD.load(Ordering::Relaxed)
     }
 }
 
@@ -148,6 +170,26 @@ fn with_filter<R>(f: impl FnOnce(&Filter) -> R) -> R {
     with_hot(|h| f(&h.filter))
 }
 
+/// Switches the thread's filter on, keyed with the tag word the thread synced to, and says
+/// whether it is on. If the word or the epoch changed since the sync, a rekey may have picked
+/// the key before the filter's slot held it: the thread is then sent to sync again before its
+/// next access (`tag_key.rs`).
+fn switch_filter_on(line_bits: u32, sets: u64) -> impl FnOnce(&Hot) -> bool {
+    move |h| {
+        let word = h.seen_word.get();
+        if !h.filter.switch_on(line_bits, sets, word) {
+            return false;
+        }
+        if TAG_WORD.load(Ordering::SeqCst) != word
+            || EPOCH.load(Ordering::SeqCst) != h.seen_epoch.get()
+        {
+            h.seen_word.set(0);
+            h.update_capturing_epoch();
+        }
+        true
+    }
+}
+
 /// Standalone mode (`EPCACHE_REPORT`): every region is monitored, every access attributed.
 static STANDALONE: AtomicBool = AtomicBool::new(false);
 /// Standalone counts of threads that ended (or were flushed).
@@ -159,11 +201,20 @@ static CAPTURE_ON: AtomicBool = AtomicBool::new(false);
 /// instance open on any thread. At 0 no thread captures, and an access hook returns after this
 /// one load, without touching thread-local state.
 static MAY_CAPTURE: AtomicU32 = AtomicU32::new(1);
-// The switch epoch: bumped by 2 at every switch so threads notice it at their next sync point.
-// It starts at 1, above the threads' initial seen epoch, so a thread's first sync point always
-// syncs, and stays odd, so no thread's `capturing_epoch` of 0 ever equals it. It lives in
-// `thread_block.rs`, where the inline repeat-hit test finds it by name.
-use super::thread_block::SWITCH_EPOCH as EPOCH;
+/// The switch epoch: bumped by 2 at every switch so threads notice it at their next sync point.
+/// It starts at 1, above the threads' initial seen epoch, so a thread's first sync point always
+/// syncs, and stays odd, so no thread's `capturing_epoch` of 0 ever equals it. Every bump also
+/// gives the tag word a new key (`tag_key.rs`), which is how the inline test notices.
+static EPOCH: AtomicU32 = AtomicU32::new(1);
+use super::tag_key::TAG_WORD;
+
+/// Sends every thread to its sync point before its next access: the epoch first, then the
+/// tag word's key, so a thread that read the new key reads the new epoch too. Atomics only,
+/// so a signal handler may call it.
+fn bump_epoch() {
+    EPOCH.fetch_add(2, Ordering::SeqCst);
+    tag_key::rekey();
+}
 static SPEC: OnceLock<Result<(String, HierarchySpec), String>> = OnceLock::new();
 static TOTALS: Mutex<CaptureTotals> = Mutex::new(CaptureTotals::empty());
 static PROCESS_INIT: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -327,15 +378,14 @@ impl Core {
     /// standalone counting with no event on L1 hits and no analysis.
     fn refresh_filter(&mut self) {
         let on = self.monitoring.counting && self.simulator.l1_hits_unobserved();
-        match on.then(|| self.simulator.repeat_hit_shape()).flatten() {
-            Some((line_bits, sets)) => {
-                with_filter(|f| f.switch_on(line_bits, sets));
-                self.counting.filter_switched_on(sets);
-            }
-            None => {
-                self.flush_filter(true);
-                with_filter(Filter::switch_off);
-            }
+        let shape = on.then(|| self.simulator.repeat_hit_shape()).flatten();
+        if let Some((line_bits, sets)) = shape
+            && with_hot(switch_filter_on(line_bits, sets))
+        {
+            self.counting.filter_switched_on(line_bits, sets);
+        } else {
+            self.flush_filter(true);
+            with_filter(Filter::switch_off);
         }
     }
 
@@ -558,12 +608,17 @@ impl Drop for ThreadCapture {
         let new_thread = !self.published;
         if let Some(core) = self.core() {
             core.flush_filter(true);
+            with_filter(Filter::switch_off);
             core.monitoring.close_open_regions();
             merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
             STANDALONE_TOTALS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .merge(&core.monitoring.regions, &core.monitoring.structures);
+        } else {
+            // Nothing can be counted (a forked child, or the worker is gone): the filter's
+            // slot and contents go.
+            with_filter(Filter::abandon);
         }
         worker::thread_ended();
         self.let_go();
@@ -1043,7 +1098,7 @@ fn with_existing_capture(f: impl FnOnce(&mut ThreadCapture)) {
 /// access, where what it captured before is simulated under the old ones and its finders and
 /// repeat-hit filter take the new (`ThreadCapture::data_changed`).
 pub(super) fn data_changed() {
-    EPOCH.fetch_add(2, Ordering::Release);
+    bump_epoch();
 }
 
 /// Switches capture on in every thread: the calling thread at once, the others at their next
@@ -1072,8 +1127,8 @@ fn set_switch(on: bool) {
             super::gate_abi::release();
         }
     }
-    // Release pairs with the Acquire in `sync`: a thread that sees the new epoch sees the switch.
-    EPOCH.fetch_add(2, Ordering::Release);
+    // Pairs with the loads in `sync`: a thread that sees the new epoch sees the switch.
+    bump_epoch();
 }
 
 /// Makes this thread follow the process-wide switch; leaves a thread inside the runtime alone.
@@ -1091,7 +1146,19 @@ extern "C" fn sync() {
         init_process();
     }
     with_hot(|h| {
-        h.seen_epoch.set(EPOCH.load(Ordering::Acquire));
+        // The filter's slot holds the word's key before the word is taken for synced: a rekey
+        // that read the slots before the store may have picked the key, and then the word or
+        // the epoch has changed by the check (`tag_key.rs`).
+        loop {
+            let epoch = EPOCH.load(Ordering::SeqCst);
+            let word = TAG_WORD.load(Ordering::SeqCst);
+            h.filter.rekey(word);
+            h.seen_epoch.set(epoch);
+            h.seen_word.set(word);
+            if EPOCH.load(Ordering::SeqCst) == epoch && TAG_WORD.load(Ordering::SeqCst) == word {
+                break;
+            }
+        }
         h.update_capturing_epoch();
     });
     if hand_over::report_due() {
@@ -1123,7 +1190,7 @@ extern "C" fn sync() {
 /// Sends every thread's next access to its sync point; async-signal-safe (one atomic add), for
 /// the termination signal handler.
 pub(super) fn wake_all_sync_points() {
-    EPOCH.fetch_add(2, Ordering::Release);
+    bump_epoch();
 }
 
 /// The safe point a held termination signal waited for (see `signal_abi.rs`). Every thread
@@ -1160,7 +1227,7 @@ fn report_spec_error_once(why: &str) {
 /// while some thread may capture; region boundaries do not need it on their fast path.
 #[inline(always)]
 pub(super) fn sync_point() {
-    if with_hot(|h| h.seen_epoch.get()) != EPOCH.load(Ordering::Relaxed) {
+    if with_hot(Hot::stale) {
         sync();
     }
 }
@@ -1368,9 +1435,9 @@ impl Counting {
         }
     }
 
-    /// The filter switched on with `entries` entries in use (`Filter::switch_on`).
-    fn filter_switched_on(&mut self, sets: u64) {
-        self.entry_mask = sets.clamp(1, filter::ENTRIES as u64) as usize - 1;
+    /// The filter switched on for L1's shape (`Filter::switch_on`).
+    fn filter_switched_on(&mut self, line_bits: u32, sets: u64) {
+        self.entry_mask = Filter::entries_for(line_bits, sets).unwrap_or(1) - 1;
     }
 
     /// The filter entry of `addr`'s line.
@@ -1458,10 +1525,11 @@ impl Counting {
             AccessKind::Read
         };
         // The miss path appends only one-line accesses in lines its whole-line cache holds,
-        // so the first byte's data structure is the line's. The line can have stopped being
-        // whole only if a block was freed meanwhile: the access is then counted for its first
-        // byte's structure.
-        let structure = monitoring.finder.structure_of(r.addr);
+        // and the record carries the line's data structure from it: the answer of the data
+        // structures this thread attributes with until its next sync point, which is also
+        // what the simulating side's finder would answer.
+        let structure = (r.structure as usize).checked_sub(1);
+        debug_assert_eq!(structure, monitoring.finder.structure_of(r.addr));
         let outcome = match simulator.access_in_line(r.addr, r.size, kind) {
             Some(outcome) => outcome,
             None => straddling_access(simulator, r.addr, r.size, kind),
@@ -1761,9 +1829,10 @@ mod tests {
             let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
             let mut counting = Counting::new(&fast_sim);
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
-            if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape() {
-                with_filter(|f| f.switch_on(line_bits, sets));
-                counting.filter_switched_on(sets);
+            if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape()
+                && with_filter(|f| f.switch_on(line_bits, sets, TAG_WORD.load(Ordering::SeqCst)))
+            {
+                counting.filter_switched_on(line_bits, sets);
             }
             assert_eq!(with_filter(Filter::is_on), filtered, "{spec:?}");
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -12,7 +12,7 @@
 //! shared object cannot use the local-exec relocation, and such a link fails saying so.
 
 use super::regions::ThreadRegions;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::AtomicU64;
 
 use super::filter::Filter;
 use super::state::Hot;
@@ -53,45 +53,43 @@ core::arch::global_asm!(
     size = const core::mem::size_of::<ThreadBlock>(),
 );
 
-// The inline capture ABI, version 2: what the repeat-hit test `epcache cc` writes into
+// The inline capture ABI, version 3: what the repeat-hit test `epcache cc` writes into
 // instrumented code before each call to a fixed-size `__tsan_readN`/`__tsan_writeN` reads and
 // counts (`client-lib/src/bin/epcache/inline_capture.rs` writes the sequence).
 //
 // Thread-local symbols inside the block for the words it reads, reached with the local-exec
-// sequence, and the switch epoch under its own name (below). Their offsets come from this build
-// of the runtime at link time, so the program's code and the runtime cannot disagree on the
-// layout. What `v2` promises beyond it: an entry's byte offset in each array is the address
-// shifted right by `offset_shift` and masked with `offset_mask` (`Filter::index`), a tag is the
-// address of the line's last byte (`addr | line_low`), the dirty-pending rule of `filter.rs`,
-// the miss path's records (`filter::Record`: four words, the first the address with the
-// access's meta byte on top) appended at `batch_pos` while below `batch_cap`, the whole-line
-// cache's slots picked by `addr >> 12 & 63`, and `capturing_epoch` equal to the epoch exactly
-// while the thread captures with nothing to sync (`state.rs`). A program whose runtime lacks
-// the symbols fails to link, naming them.
+// sequence, and the process-wide tag word under its own name (below). Their offsets come from
+// this build of the runtime at link time, so the program's code and the runtime cannot
+// disagree on the layout. What `v3` promises beyond it: an entry's byte offset in each array is
+// the address shifted right by 2 and masked with `offset_mask` (`Filter::index`), a tag is the
+// address of the line's last byte ORed with the tag word (`tag_key.rs`: L1's line size less
+// one, and the key in the top byte), the dirty-pending rule of `filter.rs`, the miss path's
+// records (`filter::Record`: five words, the first the address with the access's meta byte on
+// top, the last the line's data structure from the whole-line cache) appended at `batch_pos` while below `batch_cap`, the whole-line cache's slots picked by
+// `addr >> 12 & 63`, and `synced_word` equal to the tag word exactly while the thread captures
+// with nothing to sync (`state.rs`). A program whose runtime lacks the symbols fails to link,
+// naming them.
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
-    ".irp name, capturing_epoch, line_low, offset_shift, offset_mask, read_tags, write_tags, read_hits, write_hits, dirty_pending, batch_pos, batch_cap, batch, whole_lo, whole_hi",
-    ".globl epcache_inline_v2_\\name",
-    ".hidden epcache_inline_v2_\\name",
-    ".type epcache_inline_v2_\\name, @tls_object",
+    ".irp name, synced_word, offset_mask, read_tags, write_tags, read_hits, write_hits, dirty_pending, batch_pos, batch_cap, batch, whole_lo, whole_hi, whole_structure",
+    ".globl epcache_inline_v3_\\name",
+    ".hidden epcache_inline_v3_\\name",
+    ".type epcache_inline_v3_\\name, @tls_object",
     ".endr",
-    ".set epcache_inline_v2_capturing_epoch, epcache_monitor_thread_block + {capturing_epoch}",
-    ".set epcache_inline_v2_line_low, epcache_monitor_thread_block + {line_low}",
-    ".set epcache_inline_v2_offset_shift, epcache_monitor_thread_block + {offset_shift}",
-    ".set epcache_inline_v2_offset_mask, epcache_monitor_thread_block + {offset_mask}",
-    ".set epcache_inline_v2_read_tags, epcache_monitor_thread_block + {read_tags}",
-    ".set epcache_inline_v2_write_tags, epcache_monitor_thread_block + {write_tags}",
-    ".set epcache_inline_v2_read_hits, epcache_monitor_thread_block + {read_hits}",
-    ".set epcache_inline_v2_write_hits, epcache_monitor_thread_block + {write_hits}",
-    ".set epcache_inline_v2_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
-    ".set epcache_inline_v2_batch_pos, epcache_monitor_thread_block + {batch_pos}",
-    ".set epcache_inline_v2_batch_cap, epcache_monitor_thread_block + {batch_cap}",
-    ".set epcache_inline_v2_batch, epcache_monitor_thread_block + {batch}",
-    ".set epcache_inline_v2_whole_lo, epcache_monitor_thread_block + {whole_lo}",
-    ".set epcache_inline_v2_whole_hi, epcache_monitor_thread_block + {whole_hi}",
-    capturing_epoch = const HOT + Hot::CAPTURING_EPOCH_OFFSET,
-    line_low = const FILTER + Filter::LINE_LOW_OFFSET,
-    offset_shift = const FILTER + Filter::OFFSET_SHIFT_OFFSET,
+    ".set epcache_inline_v3_synced_word, epcache_monitor_thread_block + {synced_word}",
+    ".set epcache_inline_v3_offset_mask, epcache_monitor_thread_block + {offset_mask}",
+    ".set epcache_inline_v3_read_tags, epcache_monitor_thread_block + {read_tags}",
+    ".set epcache_inline_v3_write_tags, epcache_monitor_thread_block + {write_tags}",
+    ".set epcache_inline_v3_read_hits, epcache_monitor_thread_block + {read_hits}",
+    ".set epcache_inline_v3_write_hits, epcache_monitor_thread_block + {write_hits}",
+    ".set epcache_inline_v3_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
+    ".set epcache_inline_v3_batch_pos, epcache_monitor_thread_block + {batch_pos}",
+    ".set epcache_inline_v3_batch_cap, epcache_monitor_thread_block + {batch_cap}",
+    ".set epcache_inline_v3_batch, epcache_monitor_thread_block + {batch}",
+    ".set epcache_inline_v3_whole_lo, epcache_monitor_thread_block + {whole_lo}",
+    ".set epcache_inline_v3_whole_hi, epcache_monitor_thread_block + {whole_hi}",
+    ".set epcache_inline_v3_whole_structure, epcache_monitor_thread_block + {whole_structure}",
+    synced_word = const HOT + Hot::SYNCED_WORD_OFFSET,
     offset_mask = const FILTER + Filter::OFFSET_MASK_OFFSET,
     read_tags = const FILTER + Filter::READ_TAGS_OFFSET,
     write_tags = const FILTER + Filter::WRITE_TAGS_OFFSET,
@@ -103,14 +101,16 @@ core::arch::global_asm!(
     batch = const FILTER + Filter::BATCH_OFFSET,
     whole_lo = const FILTER + Filter::WHOLE_LO_OFFSET,
     whole_hi = const FILTER + Filter::WHOLE_HI_OFFSET,
+    whole_structure = const FILTER + Filter::WHOLE_STRUCTURE_OFFSET,
 );
 
-/// The process-wide switch epoch (`state.rs` says what it counts), under a fixed name so the
-/// inline repeat-hit test can compare a thread's seen epoch with it.
+/// The process-wide tag word (`tag_key.rs` says what it holds), under a fixed name so the
+/// inline repeat-hit test ORs it into every tag it computes. It starts with key 1 and no line
+/// bits (the first filter to switch on sets them).
 // SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
 // program can clash with it.
-#[unsafe(export_name = "epcache_inline_v2_epoch")]
-pub(super) static SWITCH_EPOCH: AtomicU32 = AtomicU32::new(1);
+#[unsafe(export_name = "epcache_inline_v3_tag_word")]
+pub(super) static TAG_WORD: AtomicU64 = AtomicU64::new(1 << 56);
 
 /// Where the hook block and its filter start in the thread block.
 const HOT: usize = core::mem::offset_of!(ThreadBlock, hot);

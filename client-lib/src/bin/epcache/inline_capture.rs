@@ -19,7 +19,7 @@
 //!
 //! The sequence uses only registers the call it guards would clobber (`rax`, `rcx`, `rdx`,
 //! `rsi`, `r8`, and the flags), leaves `rdi` (the address) for the call, and touches no stack. It
-//! names the runtime's inline capture ABI (`epcache_inline_v2_*`, defined in
+//! names the runtime's inline capture ABI (`epcache_inline_v3_*`, defined in
 //! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
 //! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
 //! AT&T-syntax listings (gcc's and clang's default).
@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 pub(crate) const INLINE_ENV: &str = "EPCACHE_CC_INLINE";
 
 /// A symbol every runtime with this ABI defines: its absence explains a failed link.
-pub(crate) const ABI_PROBE: &str = "epcache_inline_v2_read_tags";
+pub(crate) const ABI_PROBE: &str = "epcache_inline_v3_read_tags";
 
 /// Whether inline capture is wanted (it is unless switched off).
 pub(crate) fn wanted() -> bool {
@@ -112,76 +112,79 @@ impl Sites {
     }
 
     /// Writes the test for `access`, then `call` (the original hook call, the path for every
-    /// access the test does not answer), then the label both paths meet at.
+    /// access the test does not answer), then the count of a hit, and the label every path
+    /// meets at.
     ///
-    /// The common path of a read is 13 instructions, its two untaken branches and the jump
-    /// past the call included: the epoch compare, the entry's offset (`addr >> offset_shift &
-    /// offset_mask`, from the first byte), the tag of the last byte (`addr + size - 1 |
-    /// line_low`), the tag compare and the count.
+    /// The common path of a read is 8 instructions, its taken branch to the count included:
+    /// the entry's offset (`addr >> 2 & offset_mask`, from the first byte), the tag of the last
+    /// byte (`addr + size - 1 | tag_word`), the tag compare and the count. The tag word holds
+    /// L1's line bits and a key (`tag_key.rs` in the runtime) that changes at every switch the
+    /// thread must sync for, so a thread with a switch to pick up matches nothing and goes to
+    /// the miss path, which checks.
     ///
     /// One compare also tells that the access lies in one line: an entry holds only tags of
     /// lines whose offset is its own, and consecutive lines have different offsets (the runtime
-    /// keeps at least two entries, `Simulator::repeat_hit_shape`), so the last byte's tag
-    /// matches the first byte's entry only when both bytes are in its line. The miss path, which
-    /// takes the entry over, tests that before it does.
+    /// keeps at least two entries, `Filter::entries_for`), so the last byte's tag matches the
+    /// first byte's entry only when both bytes are in its line. The miss path, which takes the
+    /// entry over, tests that before it does.
     pub(crate) fn write(&mut self, access: HookedAccess, call: &str, out: &mut String) {
         self.count += 1;
         let n = self.count;
         let slow = format!(".Lepcache.slow.{n}");
         let miss = format!(".Lepcache.miss.{n}");
+        let hit = format!(".Lepcache.hit.{n}");
         let done = format!(".Lepcache.done.{n}");
-        // The thread captures and has no switch to pick up (`Hot::synced_on`).
-        let _ = writeln!(out, "\tmovl\tepcache_inline_v2_epoch(%rip), %eax");
-        let _ = writeln!(out, "\tcmpl\t%eax, {}", tls("capturing_epoch"));
-        let _ = writeln!(out, "\tjne\t{slow}");
-        // The entry's byte offset in every array of the table (`Filter::index`), from the
+        // The entry's byte offset in every array of the table (`Filter::offset`), from the
         // first byte.
-        let _ = writeln!(out, "\tmovl\t{}, %ecx", tls("offset_shift"));
         let _ = writeln!(out, "\tmovq\t%rdi, %rdx");
-        let _ = writeln!(out, "\tshrq\t%cl, %rdx");
+        let _ = writeln!(out, "\tshrq\t$2, %rdx");
         let _ = writeln!(out, "\tandl\t{}, %edx", tls("offset_mask"));
-        // The tag: the address of the last line's last byte, which is the entry's only when the
-        // access lies in the entry's line (see above).
+        // The tag: the address of the last line's last byte with the key on top, which is the
+        // entry's only when the access lies in the entry's line (see above) and the thread
+        // has no switch to pick up.
         if access.size > 1 {
             let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
         } else {
             let _ = writeln!(out, "\tmovq\t%rdi, %rax");
         }
-        let _ = writeln!(out, "\torq\t{}, %rax", tls("line_low"));
-        if access.write {
+        let _ = writeln!(out, "\torq\t{TAG_WORD}(%rip), %rax");
+        let count = if access.write {
             // A write matches a written entry; one that owns its block clean is marked written
             // and dirty pending (the runtime marks the line dirty before it next simulates an
             // access to the set, `filter.rs`), then counted.
             let clean = format!(".Lepcache.clean.{n}");
-            let count = format!(".Lepcache.count.{n}");
             let _ = writeln!(out, "\tcmpq\t%rax, {}", entry("write_tags"));
-            let _ = writeln!(out, "\tjne\t{clean}");
-            let _ = writeln!(out, "{count}:");
-            let _ = writeln!(out, "\tincq\t{}", entry("write_hits"));
-            let _ = writeln!(out, "\tjmp\t{done}");
-            let _ = writeln!(out, "{clean}:");
+            let _ = writeln!(out, "\tje\t{hit}");
             let _ = writeln!(out, "\tcmpq\t%rax, {}", entry("read_tags"));
-            let _ = writeln!(out, "\tjne\t{miss}");
+            let _ = writeln!(out, "\tje\t{clean}");
+            miss_path(access, &miss, &slow, &done, out);
+            let _ = writeln!(out, "{clean}:");
             let _ = writeln!(out, "\tmovq\t%rax, {}", entry("write_tags"));
             let _ = writeln!(out, "\tmovq\t$1, {}", entry("dirty_pending"));
-            let _ = writeln!(out, "\tjmp\t{count}");
+            let _ = writeln!(out, "\tjmp\t{hit}");
+            "write_hits"
         } else {
             // A read matches a clean or a written entry.
             let _ = writeln!(out, "\tcmpq\t%rax, {}", entry("read_tags"));
-            let _ = writeln!(out, "\tjne\t{miss}");
-            let _ = writeln!(out, "\tincq\t{}", entry("read_hits"));
-            let _ = writeln!(out, "\tjmp\t{done}");
-        }
-        miss_path(access, &miss, &slow, &done, out);
+            let _ = writeln!(out, "\tje\t{hit}");
+            miss_path(access, &miss, &slow, &done, out);
+            "read_hits"
+        };
         let _ = writeln!(out, "{slow}:");
         let _ = writeln!(out, "{call}");
+        let _ = writeln!(out, "\tjmp\t{done}");
+        let _ = writeln!(out, "{hit}:");
+        let _ = writeln!(out, "\tincq\t{}", entry(count));
         let _ = writeln!(out, "{done}:");
     }
 }
 
+/// The process-wide tag word of the inline capture ABI (not thread-local).
+const TAG_WORD: &str = "epcache_inline_v3_tag_word";
+
 /// A thread-local word of the inline capture ABI.
 fn tls(name: &str) -> String {
-    format!("%fs:epcache_inline_v2_{name}@tpoff")
+    format!("%fs:epcache_inline_v3_{name}@tpoff")
 }
 
 /// The word `name` of the filter entry whose byte offset is in `%rdx`.
@@ -191,21 +194,27 @@ fn entry(name: &str) -> String {
 
 /// The word at byte `offset` of the batch record whose byte offset is in `%rsi`.
 fn record(offset: u8) -> String {
-    format!("%fs:epcache_inline_v2_batch@tpoff+{offset}(%rsi)")
+    format!("%fs:epcache_inline_v3_batch@tpoff+{offset}(%rsi)")
 }
 
 /// The miss path, at `miss`: an access (last byte's tag in `%rax`, entry offset in `%rdx`)
-/// that the entry does not answer and that lies in one line takes the entry over and is appended to the thread's batch, for
-/// the runtime to simulate later in order (`Filter::inline_miss` is its model): when its line
-/// is known whole (`whole_lo <= addr < whole_hi` in the page's slot) and the batch has room.
-/// The old owner's tag, hits and dirty mark move into the record. Anything else goes to `slow`.
+/// that the entry does not answer, of a thread with nothing to sync (its synced word is the
+/// tag word), that lies in one line takes the entry over and is appended to the thread's
+/// batch, for the runtime to simulate later in order (`Filter::inline_miss` is its model): when
+/// its line is known whole (`whole_lo <= addr < whole_hi` in the page's slot) and the batch has
+/// room. The old owner's tag, hits and dirty mark move into the record, with the line's data
+/// structure from the slot. Anything else goes to
+/// `slow`; the path ends with a jump to `done`.
 fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut String) {
     let meta = (access.size & 31) | u8::from(access.write) << 5;
     let _ = writeln!(out, "{miss}:");
+    // The thread captures and has no switch to pick up (`Hot::synced_word`).
+    let _ = writeln!(out, "\tmovq\t{TAG_WORD}(%rip), %rcx");
+    let _ = writeln!(out, "\tcmpq\t%rcx, {}", tls("synced_word"));
+    let _ = writeln!(out, "\tjne\t{slow}");
     if access.size > 1 {
         // One line only: the first byte's tag is the last byte's (in `%rax`).
-        let _ = writeln!(out, "\tmovq\t%rdi, %rcx");
-        let _ = writeln!(out, "\torq\t{}, %rcx", tls("line_low"));
+        let _ = writeln!(out, "\torq\t%rdi, %rcx");
         let _ = writeln!(out, "\tcmpq\t%rax, %rcx");
         let _ = writeln!(out, "\tjne\t{slow}");
     }
@@ -216,6 +225,7 @@ fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut
     let _ = writeln!(out, "\tjb\t{slow}");
     let _ = writeln!(out, "\tcmpq\t{}(,%rcx,8), %rdi", tls("whole_hi"));
     let _ = writeln!(out, "\tjae\t{slow}");
+    let _ = writeln!(out, "\tmovl\t{}(,%rcx,4), %ecx", tls("whole_structure"));
     let _ = writeln!(out, "\tmovq\t{}, %rsi", tls("batch_pos"));
     let _ = writeln!(out, "\tcmpq\t{}, %rsi", tls("batch_cap"));
     let _ = writeln!(out, "\tjae\t{slow}");
@@ -238,7 +248,9 @@ fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut
     }
     let written = if access.write { "%rax" } else { "$0" };
     let _ = writeln!(out, "\tmovq\t{written}, {}", entry("write_tags"));
-    let _ = writeln!(out, "\taddq\t$32, %rsi");
+    // Word 4: the line's data structure, from the whole-line cache.
+    let _ = writeln!(out, "\tmovq\t%rcx, {}", record(32));
+    let _ = writeln!(out, "\taddq\t$40, %rsi");
     let _ = writeln!(out, "\tmovq\t%rsi, {}", tls("batch_pos"));
     let _ = writeln!(out, "\tjmp\t{done}");
 }
@@ -305,37 +317,46 @@ mod tests {
             [
                 ".Lepcache.miss.1:",
                 ".Lepcache.slow.1:",
+                ".Lepcache.hit.1:",
                 ".Lepcache.done.1:",
-                ".Lepcache.count.2:",
-                ".Lepcache.clean.2:",
                 ".Lepcache.miss.2:",
+                ".Lepcache.clean.2:",
                 ".Lepcache.slow.2:",
+                ".Lepcache.hit.2:",
                 ".Lepcache.done.2:"
             ]
         );
-        // The call follows its slow label; the read counts reads, the write writes.
+        // The call follows its slow label and then skips the count; the read counts reads, the
+        // write writes.
         let lines: Vec<&str> = out.lines().collect();
         let slow = lines
             .iter()
             .position(|l| *l == ".Lepcache.slow.1:")
             .unwrap();
         assert_eq!(lines[slow + 1], read);
+        assert_eq!(lines[slow + 2], "\tjmp\t.Lepcache.done.1");
+        assert_eq!(
+            lines[slow + 4],
+            "\tincq\t%fs:epcache_inline_v3_read_hits@tpoff(%rdx)"
+        );
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
         let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
-        assert!(first_test.contains("read_hits") && !first_test.contains("write_hits"));
         assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
-        assert!(second_site.contains("write_hits"));
+        assert!(!first_site.contains("incq\t%fs:epcache_inline_v3_write_hits"));
+        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v3_write_hits@tpoff(%rdx)\n"));
         // A write matches a written entry first; one owning its block clean is marked written
         // and dirty pending, then counted.
-        let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
-        assert!(clean.contains("\tcmpq\t%rax, %fs:epcache_inline_v2_read_tags@tpoff(%rdx)\n"));
-        assert!(clean.contains("\tmovq\t%rax, %fs:epcache_inline_v2_write_tags@tpoff(%rdx)\n"));
-        assert!(clean.contains("\tmovq\t$1, %fs:epcache_inline_v2_dirty_pending@tpoff(%rdx)\n"));
-        // A one-byte access cannot straddle lines: its tag is its own address's.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
+        assert!(second_test.contains(
+            "\tcmpq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v3_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.clean.2\n"
+        ));
+        let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
+        assert!(clean.starts_with(
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff(%rdx)\n\tmovq\t$1, %fs:epcache_inline_v3_dirty_pending@tpoff(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
+        ));
+        // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
         assert!(second_test.contains("\tmovq\t%rdi, %rax\n"));
-        assert_eq!(second_test.matches("jne").count(), 3);
     }
 
     #[test]
@@ -345,10 +366,12 @@ mod tests {
         for (out, meta, written) in [(&read, 8, "$0"), (&write, 4 | 1 << 5, "%rax")] {
             let miss = &out
                 [out.find(".Lepcache.miss.1:").unwrap()..out.find(".Lepcache.slow.1:").unwrap()];
-            // Only one-line accesses, in whole lines, while the batch has room; else the call.
+            let miss = &miss[..miss.find(".Lepcache.clean.1:").unwrap_or(miss.len())];
+            // Only for a thread with nothing to sync, one-line accesses, in whole lines, while
+            // the batch has room; else the call.
             assert!(
                 miss.starts_with(
-                    ".Lepcache.miss.1:\n\tmovq\t%rdi, %rcx\n\torq\t%fs:epcache_inline_v2_line_low@tpoff, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v3_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v3_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
                 ),
                 "{miss}"
             );
@@ -364,7 +387,7 @@ mod tests {
             );
             // The meta byte over the address's top byte: size, write, the old dirty mark.
             assert!(miss.contains(&format!("\torb\t${meta}, %r8b\n")), "{miss}");
-            assert!(miss.contains("\tmovb\t%r8b, %fs:epcache_inline_v2_batch@tpoff+7(%rsi)\n"));
+            assert!(miss.contains("\tmovb\t%r8b, %fs:epcache_inline_v3_batch@tpoff+7(%rsi)\n"));
             // The old owner's words move into the record; the entry becomes the access's.
             for (offset, word, new) in [
                 (8, "read_tags", "%rax"),
@@ -372,9 +395,9 @@ mod tests {
                 (24, "write_hits", "$0"),
                 (0, "write_tags", written),
             ] {
-                let entry = format!("%fs:epcache_inline_v2_{word}@tpoff(%rdx)");
+                let entry = format!("%fs:epcache_inline_v3_{word}@tpoff(%rdx)");
                 if offset > 0 {
-                    let record = format!("%fs:epcache_inline_v2_batch@tpoff+{offset}(%rsi)");
+                    let record = format!("%fs:epcache_inline_v3_batch@tpoff+{offset}(%rsi)");
                     assert!(
                         miss.contains(&format!("\tmovq\t{entry}, %r8\n\tmovq\t%r8, {record}\n"))
                     );
@@ -384,17 +407,28 @@ mod tests {
                     "{word}: {miss}"
                 );
             }
-            assert!(miss.ends_with("\taddq\t$32, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v2_batch_pos@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+            assert!(
+                miss.contains(
+                    "\tmovl\t%fs:epcache_inline_v3_whole_structure@tpoff(,%rcx,4), %ecx\n"
+                )
+            );
+            assert!(miss.ends_with("\tmovq\t%rcx, %fs:epcache_inline_v3_batch@tpoff+32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v3_batch_pos@tpoff\n\tjmp\t.Lepcache.done.1\n"));
         }
     }
 
     #[test]
     fn every_access_compares_its_last_bytes_tag_with_its_first_bytes_entry() {
         let (_, aligned) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
-        // The common path: epoch (3), offset (4), tag (2), compare (2), count and jump (2),
-        // before the miss label; no alignment test.
+        // The common path: offset (3), tag (2), compare (2) before the miss label, then the
+        // count; no epoch compare and no alignment test.
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
-        assert_eq!(common.lines().count(), 13, "{common}");
+        assert_eq!(common.lines().count(), 7, "{common}");
+        assert!(
+            common.starts_with(
+                "\tmovq\t%rdi, %rdx\n\tshrq\t$2, %rdx\n\tandl\t%fs:epcache_inline_v3_offset_mask@tpoff, %edx\n"
+            ),
+            "{common}"
+        );
         assert!(!aligned.contains("testb"), "{aligned}");
         // Aligned or not, and 16 bytes that may straddle two 8-byte lines: the same test.
         for (access, call) in [
@@ -406,7 +440,7 @@ mod tests {
             let test = &out[..out.find(".Lepcache.miss.1:").unwrap()];
             let offset = test.find("shrq").unwrap();
             let tag = format!(
-                "\tleaq\t{}(%rdi), %rax\n\torq\t%fs:epcache_inline_v2_line_low@tpoff, %rax\n",
+                "\tleaq\t{}(%rdi), %rax\n\torq\tepcache_inline_v3_tag_word(%rip), %rax\n",
                 access.size - 1
             );
             let tag_at = test.find(&tag).unwrap_or_else(|| panic!("{out}"));

@@ -1,0 +1,151 @@
+//! The key in the top byte of every repeat-hit filter tag: how the inline test learns that
+//! its thread must sync without reading the switch epoch.
+//!
+//! The inline hit test (`inline_capture.rs` in the client) computes an access's tag as the
+//! address of its line's last byte ORed with the process-wide word [`TAG_WORD`]: L1's line
+//! size less one in the low bits and a *key* in the top byte. A thread's filter holds tags
+//! made with the key of the word it last synced to, so while the word is unchanged its repeat
+//! hits match, and once the word's key changes none does: the access falls to the miss path,
+//! which compares the word with the thread's synced copy and sends it to the runtime to sync.
+//! Every switch of the epoch changes the key (`rekey`, after the epoch, so a thread that read
+//! the new key has the new epoch too), which is how one OR replaced the epoch compare in front
+//! of every access (three instructions and two loads).
+//!
+//! Keys are 8 bits (user addresses stay below 2^56 on x86_64, even with five-level paging), so
+//! they repeat. A key must never come back while a thread still holds tags made with it: each
+//! thread whose filter is on holds its key in one of [`SLOTS`] slots (`hold`, re-checked
+//! against the word and the epoch after the store, so a rekey that missed the slot is seen),
+//! and `rekey` picks the next key that no slot holds and that is not the current one. A
+//! thread that finds no free slot keeps its filter off (its accesses are simulated one by one,
+//! counts unchanged).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+pub(super) use super::thread_block::TAG_WORD;
+
+/// Threads that can keep their filter on at once.
+pub(super) const SLOTS: usize = 128;
+
+/// The key's place in a tag: the top byte.
+const KEY_SHIFT: u32 = 56;
+
+/// The address bits of a tag (below the key).
+pub(super) const ADDRESS_MASK: u64 = (1 << KEY_SHIFT) - 1;
+
+/// The key each slot holds; 0 for a free slot (no key is 0).
+static HELD: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
+
+/// The key of `word`.
+pub(super) const fn key_of(word: u64) -> u8 {
+    (word >> KEY_SHIFT) as u8
+}
+
+/// `tag`'s address bits with `word`'s key on top.
+pub(super) const fn rekeyed(tag: u64, word: u64) -> u64 {
+    tag & ADDRESS_MASK | word & !ADDRESS_MASK
+}
+
+/// The word's key bits with the line's low bits: what a thread's tags are ORed with.
+pub(super) const fn tag_bits(word: u64, line_low: u64) -> u64 {
+    word & !ADDRESS_MASK | line_low
+}
+
+/// Sets the word's line bits to `line_low` unless a filter keyed with other line bits is on,
+/// and says whether they are `line_low` now. Every thread of a program simulates the same L1,
+/// so they differ only between the simulators of one test process, one after the other.
+pub(super) fn set_line_low(line_low: u64) -> bool {
+    debug_assert!(line_low < 1 << 12);
+    let mut word = TAG_WORD.load(Ordering::SeqCst);
+    loop {
+        let bits = word & ADDRESS_MASK;
+        if bits == line_low {
+            return true;
+        }
+        if bits != 0 && HELD.iter().any(|k| k.load(Ordering::SeqCst) != 0) {
+            return false;
+        }
+        match TAG_WORD.compare_exchange(
+            word,
+            word & !ADDRESS_MASK | line_low,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            Ok(_) => return true,
+            Err(now) => word = now,
+        }
+    }
+}
+
+/// Takes a free slot, holding `word`'s key; `None` when every slot is taken.
+pub(super) fn acquire(word: u64) -> Option<u8> {
+    let key = key_of(word);
+    (0..SLOTS).find_map(|slot| {
+        HELD[slot]
+            .compare_exchange(0, key, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+            .then_some(slot as u8)
+    })
+}
+
+/// Makes `slot` hold `word`'s key.
+pub(super) fn hold(slot: u8, word: u64) {
+    HELD[usize::from(slot) % SLOTS].store(key_of(word), Ordering::SeqCst);
+}
+
+/// Gives `slot` up.
+pub(super) fn release(slot: u8) {
+    HELD[usize::from(slot) % SLOTS].store(0, Ordering::SeqCst);
+}
+
+/// Gives the word a new key: the next after the current one that no slot holds. Called after
+/// every bump of the switch epoch, on any thread, in a signal handler too (atomics only).
+pub(super) fn rekey() {
+    loop {
+        let word = TAG_WORD.load(Ordering::SeqCst);
+        let mut held = [0u64; 4];
+        for slot in &HELD {
+            let key = slot.load(Ordering::SeqCst);
+            held[usize::from(key / 64)] |= 1 << (key % 64);
+        }
+        let current = key_of(word);
+        // At most SLOTS keys are held, so one of the 255 is free.
+        let next = (1..=255u16)
+            .map(|step| ((u16::from(current) + step - 1) % 255 + 1) as u8)
+            .find(|&k| k != current && held[usize::from(k / 64)] & 1 << (k % 64) == 0)
+            .unwrap_or(current);
+        let new = word & ADDRESS_MASK | u64::from(next) << KEY_SHIFT;
+        if TAG_WORD
+            .compare_exchange(word, new, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rekey_never_picks_a_held_key_nor_the_current_one() {
+        // Unit tests share the process-wide word: only relations that hold whatever other
+        // tests do are asserted.
+        let word = TAG_WORD.load(Ordering::SeqCst);
+        let next = (key_of(word) % 255) + 1;
+        let slot = acquire(u64::from(next) << KEY_SHIFT).expect("a free slot");
+        rekey();
+        let after = TAG_WORD.load(Ordering::SeqCst);
+        assert_ne!(key_of(after), next, "held key picked");
+        assert_ne!(key_of(after), 0);
+        release(slot);
+    }
+
+    #[test]
+    fn keys_sit_above_every_user_address() {
+        let tag = 0x00ff_ffff_ffff_ffff_u64;
+        assert_eq!(rekeyed(tag, 0x7f << KEY_SHIFT), 0x7fff_ffff_ffff_ffff);
+        assert_eq!(rekeyed(tag, 0x7f << KEY_SHIFT) & ADDRESS_MASK, tag);
+        assert_eq!(tag_bits(0x12 << KEY_SHIFT | 63, 63), 0x12 << KEY_SHIFT | 63);
+    }
+}
