@@ -302,3 +302,28 @@ fn a_new_threads_first_batches_count_for_the_structures_of_their_time() {
         );
     }
 }
+
+#[test]
+fn accesses_to_a_line_two_arrays_share_are_staged_with_the_rest() {
+    if !ready(true) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "pipeline_shared");
+    let on = run(dir.path(), &program, &[], "on");
+    let off = run(dir.path(), &program, &[], "off");
+    assert!(on["simulated_on_second_core"].as_u64().unwrap() > 0);
+    // Hand counts: each round reads every element of X once and of Y twice, and writes each
+    // once, the shared line's accesses included, counted for the array of their own bytes.
+    const N: u64 = 1001;
+    const ROUNDS: u64 = 400;
+    for report in [&on, &off] {
+        let sweep = region(report, "sweep");
+        for (name, reads) in [("X", 1), ("Y", 2)] {
+            let array = structure(sweep, name);
+            assert_eq!(array["events"]["PAPI_L1_DCR"], reads * ROUNDS * N, "{name}");
+            assert_eq!(array["events"]["PAPI_L1_DCW"], ROUNDS * N, "{name}");
+        }
+    }
+    assert_eq!(comparable(on), comparable(off));
+}

@@ -64,6 +64,10 @@ const RECORD_WORDS: usize = 5;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
 const LINE_SLOTS: usize = 64;
 
+/// A record's structure word for an access to a line that is not whole (no structure index
+/// + 1 is this large).
+const NOT_WHOLE: u64 = u64::MAX;
+
 /// A [`Record`] as the miss path writes it.
 pub(super) type RecordWords = [u64; RECORD_WORDS];
 
@@ -149,8 +153,10 @@ pub(super) struct Record {
     pub(super) old_hits: (u64, u64),
     /// The access's line's data structure (index + 1, 0 for none), from the whole-line
     /// cache: the answer of the data structures the thread attributes with until its next
-    /// sync point, which the simulating side's finder holds too.
-    pub(super) structure: u32,
+    /// sync point, which the simulating side's finder holds too. `None` for an access to a
+    /// line that is not whole (`Filter::stage_unowned`), which leaves its entry empty and is
+    /// counted for its first byte's structure.
+    pub(super) structure: Option<u32>,
 }
 
 impl Record {
@@ -172,7 +178,7 @@ impl Record {
             old_tag: words[1] & tag_key::ADDRESS_MASK,
             old_dirty: meta >> 6 & 1 == 1,
             old_hits: (words[2], words[3]),
-            structure: words[4] as u32,
+            structure: u32::try_from(words[4]).ok(),
         }
     }
 }
@@ -434,6 +440,39 @@ impl Filter {
             u64::from(structure),
         ];
         self.write_tags.0[i].set(if write { tag } else { 0 });
+        let first = (pos >> WORD_SHIFT) as usize;
+        for (k, w) in words.into_iter().enumerate() {
+            self.batch[first + k].set(w);
+        }
+        self.batch_pos
+            .set(pos + (RECORD_WORDS << WORD_SHIFT) as u64);
+        true
+    }
+
+    /// What the runtime does, while its thread simulates on a second core, with a one-line
+    /// access whose line is not whole (it holds bytes of two data structures), which the
+    /// inline miss path leaves to it: as the simulator would have after simulating it, the
+    /// entry is emptied, and its old owner's tag, hits and dirty mark go into a record
+    /// appended to the batch (with [`NOT_WHOLE`] for the structure). `false` when the access
+    /// straddles lines or the batch is full.
+    pub(super) fn stage_unowned(&self, addr: u64, size: u32, write: bool) -> bool {
+        let pos = self.batch_pos.get();
+        let tag = self.tag(addr);
+        let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == tag;
+        if !one_line || !self.on.get() || pos >= self.batch_cap.get() {
+            return false;
+        }
+        let i = self.word(self.index(addr));
+        let dirty = self.dirty_pending.0[i].replace(0) != 0;
+        let meta = Record::meta(size, write) | u8::from(dirty) << 6;
+        let words = [
+            addr | u64::from(meta) << Record::META_SHIFT,
+            self.read_tags.0[i].replace(0),
+            self.read_hits.0[i].replace(0),
+            self.write_hits.0[i].replace(0),
+            NOT_WHOLE,
+        ];
+        self.write_tags.0[i].set(0);
         let first = (pos >> WORD_SHIFT) as usize;
         for (k, w) in words.into_iter().enumerate() {
             self.batch[first + k].set(w);

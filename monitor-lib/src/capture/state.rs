@@ -470,10 +470,16 @@ impl ThreadCapture {
         if with_filter(|f| f.inline_miss(addr, size, write)) {
             return true;
         }
-        // The line may be whole without the whole-line cache knowing it yet.
+        // The line may be whole without the whole-line cache knowing it yet; if it is not,
+        // the access is staged all the same, leaving its entry empty (taking the core back for
+        // it stalled the pipeline at every line two arrays share).
         let (finder, line_bits) = (&mut self.finder, self.line_bits);
         with_filter(|f| {
-            finder.structure_of_line(addr, line_bits, f).1 && f.inline_miss(addr, size, write)
+            if finder.structure_of_line(addr, line_bits, f).1 {
+                f.inline_miss(addr, size, write)
+            } else {
+                f.stage_unowned(addr, size, write)
+            }
         })
     }
 
@@ -1528,14 +1534,24 @@ impl Counting {
         // and the record carries the line's data structure from it: the answer of the data
         // structures this thread attributes with until its next sync point, which is also
         // what the simulating side's finder would answer.
-        let structure = (r.structure as usize).checked_sub(1);
-        debug_assert_eq!(structure, monitoring.finder.structure_of(r.addr));
+        let structure = match r.structure {
+            Some(s) => {
+                let structure = (s as usize).checked_sub(1);
+                debug_assert_eq!(structure, monitoring.finder.structure_of(r.addr));
+                structure
+            }
+            None => monitoring.finder.structure_of(r.addr),
+        };
         let outcome = match simulator.access_in_line(r.addr, r.size, kind) {
             Some(outcome) => outcome,
             None => straddling_access(simulator, r.addr, r.size, kind),
         };
         monitoring.count_bits(structure, outcome);
-        self.entry_structures[entry] = structure.map_or(0, |s| s as u32 + 1);
+        // An access to a line that is not whole left its entry empty.
+        self.entry_structures[entry] = match r.structure {
+            Some(_) => structure.map_or(0, |s| s as u32 + 1),
+            None => 0,
+        };
     }
 
     /// Drains the batch, then hands the filter's pending counts to the counts and its pending
