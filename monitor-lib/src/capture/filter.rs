@@ -420,33 +420,11 @@ impl Filter {
     /// same for an access that reaches it while its thread simulates on a second core
     /// (`state::ThreadCapture::defer`).
     pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool) -> bool {
-        let pos = self.batch_pos.get();
-        let tag = self.tag(addr);
-        let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == tag;
-        let Some(structure) = self.whole_line(addr).filter(|_| one_line) else {
-            return false;
-        };
-        if pos >= self.batch_cap.get() {
-            return false;
+        let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == self.tag(addr);
+        match self.whole_line(addr).filter(|_| one_line) {
+            Some(structure) => self.append_record(addr, size, write, Some(structure)),
+            None => false,
         }
-        let i = self.word(self.index(addr));
-        let dirty = self.dirty_pending.0[i].replace(0) != 0;
-        let meta = Record::meta(size, write) | u8::from(dirty) << 6;
-        let words = [
-            addr | u64::from(meta) << Record::META_SHIFT,
-            self.read_tags.0[i].replace(tag),
-            self.read_hits.0[i].replace(0),
-            self.write_hits.0[i].replace(0),
-            u64::from(structure),
-        ];
-        self.write_tags.0[i].set(if write { tag } else { 0 });
-        let first = (pos >> WORD_SHIFT) as usize;
-        for (k, w) in words.into_iter().enumerate() {
-            self.batch[first + k].set(w);
-        }
-        self.batch_pos
-            .set(pos + (RECORD_WORDS << WORD_SHIFT) as u64);
-        true
     }
 
     /// What the runtime does, while its thread simulates on a second core, with a one-line
@@ -456,23 +434,32 @@ impl Filter {
     /// appended to the batch (with [`NOT_WHOLE`] for the structure). `false` when the access
     /// straddles lines or the batch is full.
     pub(super) fn stage_unowned(&self, addr: u64, size: u32, write: bool) -> bool {
+        let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == self.tag(addr);
+        one_line && self.on.get() && self.append_record(addr, size, write, None)
+    }
+
+    /// Appends the record of a one-line access to the batch if it has room, moving the old
+    /// owner's tag, hits and dirty mark into it: the access's block then owns the entry when
+    /// its line is whole (`structure` is its data structure, index + 1), and nothing does
+    /// when it is not (`None`).
+    fn append_record(&self, addr: u64, size: u32, write: bool, structure: Option<u32>) -> bool {
         let pos = self.batch_pos.get();
-        let tag = self.tag(addr);
-        let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == tag;
-        if !one_line || !self.on.get() || pos >= self.batch_cap.get() {
+        if pos >= self.batch_cap.get() {
             return false;
         }
+        let tag = self.tag(addr);
+        let owner = if structure.is_some() { tag } else { 0 };
         let i = self.word(self.index(addr));
         let dirty = self.dirty_pending.0[i].replace(0) != 0;
         let meta = Record::meta(size, write) | u8::from(dirty) << 6;
         let words = [
             addr | u64::from(meta) << Record::META_SHIFT,
-            self.read_tags.0[i].replace(0),
+            self.read_tags.0[i].replace(owner),
             self.read_hits.0[i].replace(0),
             self.write_hits.0[i].replace(0),
-            NOT_WHOLE,
+            structure.map_or(NOT_WHOLE, u64::from),
         ];
-        self.write_tags.0[i].set(0);
+        self.write_tags.0[i].set(if write { owner } else { 0 });
         let first = (pos >> WORD_SHIFT) as usize;
         for (k, w) in words.into_iter().enumerate() {
             self.batch[first + k].set(w);
