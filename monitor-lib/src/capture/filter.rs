@@ -89,8 +89,13 @@ pub(super) struct Filter {
     spread: Cell<u32>,
     /// Entries in use less one (a power of two less one).
     entry_mask: Cell<u32>,
-    /// `entry_mask << (line_bits - 2)` (0 while off): `(addr >> 2) & offset_mask` is the byte
-    /// offset of `addr`'s entry in each array.
+    /// `entry_mask << (line_bits - 2)` (0 while off): `(addr >> 2) & entry_offset_mask` is the
+    /// byte offset of `addr`'s entry in each array, less the unused word 0.
+    entry_offset_mask: Cell<u32>,
+    /// What the inline test masks with: `entry_offset_mask` while the thread captures, else 0,
+    /// which points every access at the unused word 0, so nothing matches (the test reads no
+    /// state of its own: a program's signal handler running while the runtime works on its
+    /// thread, or a thread that switched capture off, would count hits otherwise).
     offset_mask: Cell<u32>,
     /// The `tag_key` slot holding this thread's key, plus one (0 while off).
     key_slot: Cell<u8>,
@@ -122,20 +127,25 @@ pub(super) struct Filter {
     on: Cell<bool>,
 }
 
-/// One word per entry, then 64 bytes the arrays are skewed by: arrays a multiple of 4 KiB
+/// A word no entry uses (word 0, always 0, so no tag matches it: where the inline test of a
+/// thread that does not capture looks, see [`Filter::set_capturing`]), one word per entry
+/// after it, then the rest of 64 bytes the arrays are skewed by: arrays a multiple of 4 KiB
 /// apart would put an entry's tag and count at addresses the CPU cannot tell apart from their
 /// low 12 bits (4K aliasing), so each count's store would delay the next hit's tag load.
 #[repr(C)]
-struct EntryWords([Cell<u64>; ENTRIES], [Cell<u64>; 8]);
+struct EntryWords([Cell<u64>; 1 + ENTRIES], [Cell<u64>; 7]);
 
 impl EntryWords {
     const fn new() -> EntryWords {
         EntryWords(
-            [const { Cell::new(0) }; ENTRIES],
-            [const { Cell::new(0) }; 8],
+            [const { Cell::new(0) }; 1 + ENTRIES],
+            [const { Cell::new(0) }; 7],
         )
     }
 }
+
+/// The words of the entries and the unused word 0.
+const WORDS: usize = 1 + ENTRIES;
 
 /// An access the inline miss path took its entry over for, not yet simulated: a one-line
 /// access within a whole line (`Filter::whole_line`) that missed the filter. The previous
@@ -228,6 +238,7 @@ impl Filter {
             line_bits: Cell::new(0),
             spread: Cell::new(0),
             entry_mask: Cell::new(0),
+            entry_offset_mask: Cell::new(0),
             offset_mask: Cell::new(0),
             key_slot: Cell::new(0),
             read_tags: EntryWords::new(),
@@ -253,9 +264,10 @@ impl Filter {
             && self.line_bits.get() == 0
             && self.spread.get() == 0
             && self.entry_mask.get() == 0
+            && self.entry_offset_mask.get() == 0
             && self.offset_mask.get() == 0
             && self.key_slot.get() == 0
-            && (0..ENTRIES).all(|w| self.is_free_word(w))
+            && (0..WORDS).all(|w| self.is_free_word(w))
             && self.batch_pos.get() == 0
             && self.batch_cap.get() == 0
             && self.batch.iter().all(|w| w.get() == 0)
@@ -286,16 +298,29 @@ impl Filter {
         (addr >> (self.line_bits.get() & 63)) as usize & self.entry_mask.get() as usize
     }
 
-    /// The index of entry `e`'s words in each array.
+    /// The index of entry `e`'s words in each array (after the unused word 0).
     #[inline(always)]
     fn word(&self, e: usize) -> usize {
-        (e << (self.spread.get() & 31)) % ENTRIES
+        (e << (self.spread.get() & 31)) % ENTRIES + 1
     }
 
-    /// The byte offset of `addr`'s entry in each array, as the inline test computes it.
+    /// The byte offset of `addr`'s entry in each array, as the inline test computes it (from
+    /// the first entry word, so word 0 is at -8).
     #[cfg(test)]
     fn offset(&self, addr: u64) -> usize {
         ((addr >> OFFSET_SHIFT) as u32 & self.offset_mask.get()) as usize
+    }
+
+    /// Lets the inline test find the entries while the thread captures (`true`), or points it
+    /// at the unused word 0.
+    #[inline(always)]
+    pub(super) fn set_capturing(&self, capturing: bool) {
+        let mask = if capturing {
+            self.entry_offset_mask.get()
+        } else {
+            0
+        };
+        self.offset_mask.set(mask);
     }
 
     /// The first address of `block`.
@@ -562,7 +587,7 @@ impl Filter {
         let Some(slot) = tag_key::acquire(word) else {
             return false;
         };
-        debug_assert!((0..ENTRIES).all(|w| self.is_free_word(w)));
+        debug_assert!((0..WORDS).all(|w| self.is_free_word(w)));
         self.key_slot.set(slot + 1);
         self.tag_bits.set(tag_key::tag_bits(word, line_low));
         self.set_shape(line_bits, entries);
@@ -578,7 +603,7 @@ impl Filter {
         self.line_bits.set(line_bits);
         self.spread.set(line_bits - SHORTEST_LINE_BITS);
         self.entry_mask.set(entries as u32 - 1);
-        self.offset_mask
+        self.entry_offset_mask
             .set(((entries - 1) as u32) << (line_bits - OFFSET_SHIFT));
     }
 
@@ -611,7 +636,7 @@ impl Filter {
     /// or dirty mark is left behind.
     pub(super) fn switch_off(&self) {
         debug_assert!(
-            (0..ENTRIES).all(|w| self.is_free_word(w)),
+            (0..WORDS).all(|w| self.is_free_word(w)),
             "switched off unflushed"
         );
         debug_assert!(!self.batch_waiting(), "switched off undrained");
@@ -622,6 +647,7 @@ impl Filter {
         self.line_bits.set(0);
         self.spread.set(0);
         self.entry_mask.set(0);
+        self.entry_offset_mask.set(0);
         self.offset_mask.set(0);
         self.batch_cap.set(0);
         self.forget_whole_lines();
@@ -631,7 +657,7 @@ impl Filter {
     /// Empties the table and switches it off, dropping what it held: for a thread whose
     /// counts cannot be taken any more.
     pub(super) fn abandon(&self) {
-        for w in 0..ENTRIES {
+        for w in 0..WORDS {
             for words in [
                 &self.read_tags,
                 &self.write_tags,
@@ -783,19 +809,62 @@ mod tests {
             let Some(entries) = expected else { continue };
             let f = Filter::new();
             f.set_shape(line_bits, entries);
+            f.set_capturing(true);
             let line = 1u64 << line_bits;
             let mut seen = std::collections::HashSet::new();
             for k in 0..(3 * entries as u64) {
                 let addr = 0x7f00_0000_0000 + k * line + (k * 7) % line;
                 let e = f.index(addr);
-                assert_eq!(f.offset(addr), f.word(e) * 8, "{line_bits} {addr:#x}");
-                assert!(f.word(e) < ENTRIES);
+                assert_eq!(f.offset(addr) + 8, f.word(e) * 8, "{line_bits} {addr:#x}");
+                assert!((1..WORDS).contains(&f.word(e)));
                 // Every byte of a line has the line's offset; consecutive lines differ.
                 assert_eq!(f.offset(addr | (line - 1)), f.offset(addr & !(line - 1)));
                 assert_ne!(f.offset(addr), f.offset(addr + line));
                 seen.insert(e);
             }
             assert_eq!(seen.len(), entries, "every entry used");
+            // A thread that does not capture looks at word 0 only.
+            f.set_capturing(false);
+            assert_eq!(f.offset(0x7f00_1234_5678), 0);
         }
+    }
+
+    /// The inline test's read path as `inline_capture.rs` writes it: the offset from the
+    /// first byte and the mask, the entry's words after word 0, the tag from the last byte.
+    fn inline_read(f: &Filter, addr: u64, size: u64) -> bool {
+        let w = 1 + f.offset(addr) / 8;
+        let tag = (addr + size - 1) | f.tag_bits.get();
+        let hit = f.read_tags.0[w].get() == tag;
+        if hit {
+            f.read_hits.0[w].set(f.read_hits.0[w].get() + 1);
+        }
+        hit
+    }
+
+    #[test]
+    fn the_inline_test_of_a_thread_that_does_not_capture_matches_nothing() {
+        let f = Filter::new();
+        // On as `switch_on` leaves it, without taking a key slot (the key is made up).
+        f.on.set(true);
+        f.tag_bits.set(0x5a << 56 | 63);
+        f.set_shape(6, 64);
+        f.set_capturing(true);
+        let addr = 0x7f00_0000_1040;
+        f.take_over(addr >> 6, false, true, |_| {});
+        assert!(inline_read(&f, addr, 8));
+        assert!(inline_read(&f, addr + 56, 8));
+        assert!(
+            !inline_read(&f, addr + 60, 8),
+            "straddles into the next line"
+        );
+        // The runtime works on the thread (or capture is off): a signal handler's read of the
+        // same line is not counted inline.
+        f.set_capturing(false);
+        assert!(!inline_read(&f, addr, 8));
+        f.set_capturing(true);
+        assert!(inline_read(&f, addr, 8));
+        let mut pending = Vec::new();
+        f.flush(true, |p| pending.push(p), |_| {});
+        assert_eq!(pending, [(((addr >> 6) & 63) as u32, 3, 0)]);
     }
 }

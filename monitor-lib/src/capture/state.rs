@@ -95,17 +95,19 @@ impl Hot {
             && self.filter.is_empty()
     }
 
-    /// Keeps `capturing_epoch` and `synced_word` what they stand for after a write of the
-    /// state, the epoch or the word.
+    /// Keeps `capturing_epoch`, `synced_word` and the filter's inline offset mask what they
+    /// stand for after a write of the state, the epoch or the word.
     #[inline(always)]
     fn update_capturing_epoch(&self) {
-        let (epoch, word) = if self.state.get() == ON {
+        let on = self.state.get() == ON;
+        let (epoch, word) = if on {
             (self.seen_epoch.get(), self.seen_word.get())
         } else {
             (0, 0)
         };
         self.capturing_epoch.set(epoch);
         self.synced_word.set(word);
+        self.filter.set_capturing(on);
     }
 
     /// Whether the thread captures and has no switch to pick up: neither the epoch nor the

@@ -15,11 +15,12 @@
 //! they repeat. A key must never come back while a thread still holds tags made with it: each
 //! thread whose filter is on holds its key in one of [`SLOTS`] slots (`hold`, re-checked
 //! against the word and the epoch after the store, so a rekey that missed the slot is seen),
-//! and `rekey` picks the next key that no slot holds and that is not the current one. A
+//! and `rekey` picks the next key that no slot holds and that is not the current one, one
+//! caller at a time (a scan overtaken by other moves could pick a key held meanwhile). A
 //! thread that finds no free slot keeps its filter off (its accesses are simulated one by one,
 //! counts unchanged).
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 pub(super) use super::thread_block::TAG_WORD;
 
@@ -34,6 +35,11 @@ pub(super) const ADDRESS_MASK: u64 = (1 << KEY_SHIFT) - 1;
 
 /// The key each slot holds; 0 for a free slot (no key is 0).
 static HELD: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
+/// Set while one caller of [`rekey`] scans the slots and moves the key, so no other does.
+static REKEYING: AtomicBool = AtomicBool::new(false);
+/// Set by every caller of [`rekey`]; the one rekeying moves the key once more for each time it
+/// finds it set.
+static REKEY_WANTED: AtomicBool = AtomicBool::new(false);
 
 /// The key of `word`.
 pub(super) const fn key_of(word: u64) -> u8 {
@@ -76,9 +82,13 @@ pub(super) fn set_line_low(line_low: u64) -> bool {
     }
 }
 
-/// Takes a free slot, holding `word`'s key; `None` when every slot is taken.
+/// Takes a free slot, holding `word`'s key; `None` when every slot is taken, or for a word
+/// with no key (a thread sent to sync again has 0 for its word, see `state::switch_filter_on`).
 pub(super) fn acquire(word: u64) -> Option<u8> {
     let key = key_of(word);
+    if key == 0 {
+        return None;
+    }
     (0..SLOTS).find_map(|slot| {
         HELD[slot]
             .compare_exchange(0, key, Ordering::SeqCst, Ordering::Relaxed)
@@ -98,8 +108,30 @@ pub(super) fn release(slot: u8) {
 }
 
 /// Gives the word a new key: the next after the current one that no slot holds. Called after
-/// every bump of the switch epoch, on any thread, in a signal handler too (atomics only).
+/// every bump of the switch epoch, on any thread, in a signal handler too (atomics only, no
+/// wait). One caller at a time scans and moves the key: a scan that another move overtook
+/// could otherwise pick a key a thread took hold of meanwhile, once the keys came round to
+/// the word it read. A caller that finds another at it leaves the move to it, which moves the
+/// key again when it sees the request, so a key change still follows every call.
 pub(super) fn rekey() {
+    REKEY_WANTED.store(true, Ordering::SeqCst);
+    loop {
+        if REKEYING.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        while REKEY_WANTED.swap(false, Ordering::SeqCst) {
+            move_key();
+        }
+        REKEYING.store(false, Ordering::SeqCst);
+        // A request made after the last check and before the release found the flag set.
+        if !REKEY_WANTED.load(Ordering::SeqCst) {
+            return;
+        }
+    }
+}
+
+/// [`rekey`]'s move, by its one caller at a time.
+fn move_key() {
     loop {
         let word = TAG_WORD.load(Ordering::SeqCst);
         let mut held = [0u64; 4];
@@ -114,6 +146,7 @@ pub(super) fn rekey() {
             .find(|&k| k != current && held[usize::from(k / 64)] & 1 << (k % 64) == 0)
             .unwrap_or(current);
         let new = word & ADDRESS_MASK | u64::from(next) << KEY_SHIFT;
+        // Only the line bits can change meanwhile (`set_line_low`).
         if TAG_WORD
             .compare_exchange(word, new, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
@@ -135,6 +168,7 @@ mod tests {
         let next = (key_of(word) % 255) + 1;
         let slot = acquire(u64::from(next) << KEY_SHIFT).expect("a free slot");
         rekey();
+        assert_eq!(acquire(0), None, "no slot for a word without a key");
         let after = TAG_WORD.load(Ordering::SeqCst);
         assert_ne!(key_of(after), next, "held key picked");
         assert_ne!(key_of(after), 0);

@@ -61,13 +61,15 @@ core::arch::global_asm!(
 // sequence, and the process-wide tag word under its own name (below). Their offsets come from
 // this build of the runtime at link time, so the program's code and the runtime cannot
 // disagree on the layout. What `v3` promises beyond it: an entry's byte offset in each array is
-// the address shifted right by 2 and masked with `offset_mask` (`Filter::index`), a tag is the
+// the address shifted right by 2 and masked with `offset_mask`, plus 8 (`Filter::word`: word 0
+// of each array is never an entry, and a thread that does not capture has a mask of 0), a tag is the
 // address of the line's last byte ORed with the tag word (`tag_key.rs`: L1's line size less
 // one, and the key in the top byte), the dirty-pending rule of `filter.rs`, the miss path's
 // records (`filter::Record`: five words, the first the address with the access's meta byte on
 // top, the last the line's data structure from the whole-line cache) appended at `batch_pos` while below `batch_cap`, the whole-line cache's slots picked by
-// `addr >> 12 & 63`, and `synced_word` equal to the tag word exactly while the thread captures
-// with nothing to sync (`state.rs`). A program whose runtime lacks the symbols fails to link,
+// `addr >> 12 & 63`, and `synced_word` different from the tag word whenever the thread must not
+// batch: it does not capture, or has a switch to pick up (`state.rs`; a thread whose filter
+// holds no key may see them equal after the keys came round, but its batch then has no room). A program whose runtime lacks the symbols fails to link,
 // naming them.
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(

@@ -187,9 +187,10 @@ fn tls(name: &str) -> String {
     format!("%fs:epcache_inline_v3_{name}@tpoff")
 }
 
-/// The word `name` of the filter entry whose byte offset is in `%rdx`.
+/// The word `name` of the filter entry whose byte offset is in `%rdx` (after each array's
+/// unused word 0, where a thread that does not capture looks: its offset mask is 0).
 fn entry(name: &str) -> String {
-    format!("{}(%rdx)", tls(name))
+    format!("{}+8(%rdx)", tls(name))
 }
 
 /// The word at byte `offset` of the batch record whose byte offset is in `%rsi`.
@@ -337,22 +338,22 @@ mod tests {
         assert_eq!(lines[slow + 2], "\tjmp\t.Lepcache.done.1");
         assert_eq!(
             lines[slow + 4],
-            "\tincq\t%fs:epcache_inline_v3_read_hits@tpoff(%rdx)"
+            "\tincq\t%fs:epcache_inline_v3_read_hits@tpoff+8(%rdx)"
         );
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
         let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
         assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
         assert!(!first_site.contains("incq\t%fs:epcache_inline_v3_write_hits"));
-        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v3_write_hits@tpoff(%rdx)\n"));
+        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v3_write_hits@tpoff+8(%rdx)\n"));
         // A write matches a written entry first; one owning its block clean is marked written
         // and dirty pending, then counted.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
         assert!(second_test.contains(
-            "\tcmpq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v3_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.clean.2\n"
+            "\tcmpq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff+8(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v3_read_tags@tpoff+8(%rdx)\n\tje\t.Lepcache.clean.2\n"
         ));
         let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
         assert!(clean.starts_with(
-            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff(%rdx)\n\tmovq\t$1, %fs:epcache_inline_v3_dirty_pending@tpoff(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff+8(%rdx)\n\tmovq\t$1, %fs:epcache_inline_v3_dirty_pending@tpoff+8(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
         ));
         // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
@@ -395,7 +396,7 @@ mod tests {
                 (24, "write_hits", "$0"),
                 (0, "write_tags", written),
             ] {
-                let entry = format!("%fs:epcache_inline_v3_{word}@tpoff(%rdx)");
+                let entry = format!("%fs:epcache_inline_v3_{word}@tpoff+8(%rdx)");
                 if offset > 0 {
                     let record = format!("%fs:epcache_inline_v3_batch@tpoff+{offset}(%rsi)");
                     assert!(
