@@ -1195,8 +1195,8 @@ extern "C" fn sync() {
     set_state(if on { ON } else { OFF });
 }
 
-/// Sends every thread's next access to its sync point; async-signal-safe (one atomic add), for
-/// the termination signal handler.
+/// Sends every thread's next access to its sync point; async-signal-safe (atomics only, no
+/// wait: `tag_key::rekey`), for the termination signal handler.
 pub(super) fn wake_all_sync_points() {
     bump_epoch();
 }
