@@ -186,3 +186,42 @@ fn children_forked_while_another_thread_allocates_do_not_hang() {
     let shared = structure(churn, "shared");
     assert!(shared["events"]["PAPI_L1_DCR"].as_u64().unwrap() >= 1024);
 }
+
+#[test]
+fn a_program_that_ends_by_exit_without_handlers_still_leaves_its_report() {
+    if !available("gcc", "runtime_fork") || !runtime_built("runtime_fork") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("exit_immediately.c");
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O1", "-g", source.to_str().unwrap(), "-o", "exits"],
+    );
+    for (how, arg) in [("_exit", "x"), ("_Exit", "E")] {
+        let path = dir.path().join(format!("report{how}.json"));
+        let out = Command::new(dir.path().join("exits"))
+            .arg(arg)
+            .env("EPCACHE_REPORT", &path)
+            .env("EPCACHE_CACHE", CACHE)
+            .env("EPCACHE_MCC", "off")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "{how}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Before, no report at all: the exit handler that writes it never ran. The children's
+        // _exit wrote none over it (the fork child's would have counted three sweeps).
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{how}: no report at {}: {e}", path.display()));
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let sweep = region(&report, "sweep");
+        assert_eq!(sweep["instances"], 2, "{how}");
+        let a = structure(sweep, "A");
+        assert_eq!(a["events"]["PAPI_L1_DCR"], 2 * N, "{how}");
+        assert_eq!(a["events"]["PAPI_L1_DCW"], 2 * N, "{how}");
+    }
+}

@@ -95,8 +95,8 @@ pub(super) fn pending() -> Option<c_int> {
 /// Ends the process by `signal` with its default action, as it would have ended without epcache
 /// (no `atexit` handlers, no stdio flush, the shell sees the signal).
 pub(super) fn die_of(signal: c_int) -> ! {
-    // SAFETY: signal, pthread_sigmask, raise and _exit are async-signal-safe; the set is
-    // initialised by sigemptyset and sigaddset before use.
+    // SAFETY: signal, pthread_sigmask, raise and the exit_group system call are
+    // async-signal-safe; the set is initialised by sigemptyset and sigaddset before use.
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -107,7 +107,10 @@ pub(super) fn die_of(signal: c_int) -> ! {
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::raise(signal);
         // Not reached with the default action of a held signal; the shell's convention if it is.
-        libc::_exit(128 + signal)
+        // The system call, not `_exit`, which `epcache cc` wraps to write the report (written
+        // already).
+        libc::syscall(libc::SYS_exit_group, 128 + signal);
+        unreachable!("exit_group returned")
     }
 }
 

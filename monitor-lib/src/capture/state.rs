@@ -713,6 +713,7 @@ pub(crate) fn init_process() {
         }
         super::tsan_abi::register_at_exit(at_exit);
         super::tsan_abi::register_at_fork_child(after_fork_in_child);
+        STARTED_PID.store(std::process::id(), Ordering::Relaxed);
         match segment {
             Some(m) => {
                 m.ready();
@@ -876,6 +877,21 @@ extern "C" fn at_exit() {
         m.finish();
     }
     set_state(previous);
+}
+
+/// The process that ran the start-up (0 before it): a child made by `fork` or `vfork` is
+/// another, whatever state it inherited.
+static STARTED_PID: AtomicU32 = AtomicU32::new(0);
+
+/// The program ends by `_exit` or `_Exit` (`wrap_abi.rs`), which run no exit handlers: the
+/// report is written and the segment finished as at `exit`, unless the caller is a child of
+/// `fork` or `vfork` (the commonest caller, after a failed `exec`, whose report and segment
+/// are its parent's; a `vfork` child shares its parent's memory and runs no fork handlers, so
+/// only its process id tells).
+pub(super) fn before_immediate_exit() {
+    if STARTED_PID.load(Ordering::Relaxed) == std::process::id() {
+        at_exit();
+    }
 }
 
 /// Whether a crash handler (`crash_abi.rs`) may write the report: the thread crashed in the

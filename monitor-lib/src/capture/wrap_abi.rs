@@ -1,7 +1,8 @@
-//! The program's calls to `pthread_join` and `dlopen`, through the linker's `--wrap` (`epcache
-//! cc` links programs with `--wrap=pthread_join,--wrap=dlopen`): a thread hands its counts on
-//! before it blocks in a join, and a library opened at run time is read for names like one
-//! loaded at start.
+//! The program's calls to `pthread_join`, `dlopen`, `_exit` and `_Exit`, through the linker's
+//! `--wrap` (`epcache cc` links programs with `--wrap=pthread_join,--wrap=dlopen,...`): a thread
+//! hands its counts on before it blocks in a join, a library opened at run time is read for
+//! names like one loaded at start, and a program that ends by `_exit` (which runs no exit
+//! handlers, where the report is written) still leaves its report.
 //!
 //! Why the join: a main thread that starts workers and joins them blocks with its counts in its
 //! own thread-local state, where a report written by another thread cannot reach them. The
@@ -81,4 +82,44 @@ extern "C" fn dlopen_at(file: *const c_char, flags: c_int, real: RealDlopen) -> 
         state::library_opened();
     }
     handle
+}
+
+/// `_exit` and `_Exit`, as reached through their `__real_` names.
+type RealExit = unsafe extern "C" fn(c_int) -> !;
+
+/// The wrapper of `_exit`: the real function's address goes in the register after the
+/// argument, and [`exit_at`] is reached by a tail jump.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __wrap__exit() -> ! {
+    core::arch::naked_asm!(
+        ".weak __real__exit",
+        "mov rsi, qword ptr [rip + __real__exit@GOTPCREL]",
+        "jmp {0}",
+        sym exit_at,
+    );
+}
+
+/// The wrapper of `_Exit`, as [`__wrap__exit`].
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __wrap__Exit() -> ! {
+    core::arch::naked_asm!(
+        ".weak __real__Exit",
+        "mov rsi, qword ptr [rip + __real__Exit@GOTPCREL]",
+        "jmp {0}",
+        sym exit_at,
+    );
+}
+
+/// Writes the report as the exit handler would (not in a child of `fork` or `vfork`), then
+/// ends the process through `real`.
+#[cfg(target_arch = "x86_64")]
+extern "C" fn exit_at(status: c_int, real: RealExit) -> ! {
+    state::before_immediate_exit();
+    // SAFETY: `real` is the C library's `_exit` or `_Exit` (see `join_at`); the status is the
+    // program's own.
+    unsafe { real(status) }
 }

@@ -277,12 +277,14 @@ fn link_arguments(
         // at run time is read for names (`wrap_abi.rs`, whose naked wrappers are x86_64's only,
         // like the C++ operators').
         if cfg!(target_arch = "x86_64") {
-            linked.push("-Wl,--wrap=pthread_join,--wrap=dlopen".to_owned());
+            // A program that ends by `_exit` or `_Exit` still leaves its report.
+            linked
+                .push("-Wl,--wrap=pthread_join,--wrap=dlopen,--wrap=_exit,--wrap=_Exit".to_owned());
             // The wrappers reach the real functions through weak `__real_` references, which
             // do not take a member out of a static C library: a static program calling
             // `pthread_join` jumped to address 0. Asking for the symbols takes them.
             if is_static_link(args) {
-                linked.push("-Wl,-u,pthread_join,-u,dlopen".to_owned());
+                linked.push("-Wl,-u,pthread_join,-u,dlopen,-u,_exit,-u,_Exit".to_owned());
             }
         }
         // The runtime's entry points are exported, so a library built with capture that the
