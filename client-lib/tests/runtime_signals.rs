@@ -272,6 +272,61 @@ fn a_crashing_program_leaves_its_report_and_dies_of_its_signal() {
     }
 }
 
+/// A stack overflow leaves no stack to run a handler on: the crash handler runs on the
+/// alternate stack the runtime gave the main thread, and writes the report (before, the program
+/// died of the SIGSEGV without one). The recursion is in code built without capture; in
+/// instrumented code the overflow most often faults inside the runtime's region entry, where
+/// the handler declines to write (said on stderr).
+#[test]
+fn a_stack_overflow_leaves_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    if !available("gcc", "runtime_signals") || !runtime_built("runtime_signals") {
+        return;
+    }
+    let plain = kernel("stack_overflow_plain.c");
+    let status = Command::new("gcc")
+        .args(["-O1", "-c", plain.to_str().unwrap(), "-o", "deeper.o"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let source = kernel("stack_overflow.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O1",
+            source.to_str().unwrap(),
+            "deeper.o",
+            "-o",
+            "overflow",
+        ],
+    );
+    let path = dir.path().join("report.json");
+    let mut child = Command::new(dir.path().join("overflow"))
+        .env("EPCACHE_REPORT", &path)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, stderr) = wait_ended(&mut child);
+    assert_eq!(
+        status.signal(),
+        Some(Signal::SIGSEGV as i32),
+        "{status}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("epcache: SIGSEGV: writing the report"),
+        "{stderr}"
+    );
+    let report = report(dir.path());
+    let sweep = region(&report, "sweep");
+    assert_eq!(sweep["instances"], 2);
+    assert_eq!(structure(sweep, "X")["events"]["PAPI_L1_DCW"], 2 * 4096);
+    no_partial_files(dir.path());
+}
+
 /// A report that cannot be written (its path is a FIFO nobody reads, so the write blocks, as a
 /// report waiting for an allocator lock the crash left held would) does not keep a crashed
 /// program alive: the watchdog ends it by its own signal.
