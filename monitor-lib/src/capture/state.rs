@@ -883,15 +883,21 @@ extern "C" fn at_exit() {
 /// another, whatever state it inherited.
 static STARTED_PID: AtomicU32 = AtomicU32::new(0);
 
-/// The program ends by `_exit` or `_Exit` (`wrap_abi.rs`), which run no exit handlers: the
-/// report is written and the segment finished as at `exit`, unless the caller is a child of
-/// `fork` or `vfork` (the commonest caller, after a failed `exec`, whose report and segment
-/// are its parent's; a `vfork` child shares its parent's memory and runs no fork handlers, so
-/// only its process id tells).
+/// Whether a program ending by `_exit` or `_Exit` (`wrap_abi.rs`, which run no exit handlers)
+/// should have its report written first: not by a child of `fork` or `vfork` (the commonest
+/// caller, after a failed `exec`, whose report and segment are its parent's; a `vfork` child
+/// shares its parent's memory and runs no fork handlers, so only its process id tells), and
+/// not from a signal handler that interrupted the runtime (whose locks and thread state it
+/// may hold: the report waited for them forever, or came out empty). A handler interrupting
+/// the C library's allocator is caught by the caller's watchdog instead.
+pub(super) fn may_report_at_immediate_exit() -> bool {
+    STARTED_PID.load(Ordering::Relaxed) == std::process::id() && !in_runtime()
+}
+
+/// The report of a program ending by `_exit`, as at `exit` (see
+/// [`may_report_at_immediate_exit`]).
 pub(super) fn before_immediate_exit() {
-    if STARTED_PID.load(Ordering::Relaxed) == std::process::id() {
-        at_exit();
-    }
+    at_exit();
 }
 
 /// Whether a crash handler (`crash_abi.rs`) may write the report: the thread crashed in the

@@ -114,12 +114,53 @@ pub extern "C" fn __wrap__Exit() -> ! {
     );
 }
 
-/// Writes the report as the exit handler would (not in a child of `fork` or `vfork`), then
-/// ends the process through `real`.
+/// How long the report at `_exit` may take before the process ends without it: `_exit` is
+/// what a signal handler calls to end a program, and one that interrupted the C library's
+/// allocator holds the lock the report needs.
+const EXIT_WATCHDOG_SECONDS: u32 = 10;
+
+/// The status of the `_exit` in progress, for the watchdog.
+static EXITING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Writes the report as the exit handler would (not in a child of `fork` or `vfork`, nor from
+/// inside the runtime), under a watchdog, then ends the process through `real`.
 #[cfg(target_arch = "x86_64")]
 extern "C" fn exit_at(status: c_int, real: RealExit) -> ! {
-    state::before_immediate_exit();
+    use std::sync::atomic::Ordering;
+    if state::may_report_at_immediate_exit() {
+        EXITING.store(u64::from(status as u32), Ordering::Relaxed);
+        let watchdog: extern "C" fn(c_int) = on_exit_watchdog;
+        // SAFETY: the zeroed struct and set are valid and initialised by sigemptyset and
+        // sigaddset before use; `on_exit_watchdog` is fit to run as a handler (it only calls
+        // async-signal-safe functions); sigaction, pthread_sigmask and alarm are given
+        // initialised pointers. SIGALRM is unblocked here, where the program may be running
+        // its own SIGALRM handler.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            libc::sigemptyset(&mut action.sa_mask);
+            action.sa_sigaction = watchdog as libc::sighandler_t;
+            libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
+            let mut alarm: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut alarm);
+            libc::sigaddset(&mut alarm, libc::SIGALRM);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
+            libc::alarm(EXIT_WATCHDOG_SECONDS);
+        }
+        state::before_immediate_exit();
+    }
     // SAFETY: `real` is the C library's `_exit` or `_Exit` (see `join_at`); the status is the
     // program's own.
     unsafe { real(status) }
+}
+
+/// The report at `_exit` took too long: the process ends with the program's status, without
+/// it.
+extern "C" fn on_exit_watchdog(_: c_int) {
+    use std::sync::atomic::Ordering;
+    super::signal_abi::say(
+        b"epcache: the report was not written in time; the program ends without it\n",
+    );
+    let status = EXITING.load(Ordering::Relaxed) as c_int;
+    // SAFETY: the exit_group system call is async-signal-safe and ends the process.
+    unsafe { libc::syscall(libc::SYS_exit_group, status) };
 }
