@@ -23,7 +23,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
-use super::signal_abi::{action_is_default, die_of, say};
+use super::signal_abi::{action_is_default, arm_watchdog, die_of, say};
 use super::state;
 
 /// The crash signals: the ones the kernel or `abort` sends to a program that went wrong.
@@ -152,17 +152,7 @@ extern "C" fn on_crash(signal: c_int) {
         monotonic_seconds() + i64::from(WATCHDOG_SECONDS),
         Ordering::Relaxed,
     );
-    // SAFETY: `on_watchdog` only does async-signal-safe work; sigemptyset, sigaddset,
-    // pthread_sigmask and alarm are async-signal-safe and given an initialised set. SIGALRM is
-    // unblocked on this thread, where the program may have blocked it to read it otherwise.
-    unsafe {
-        install(libc::SIGALRM, on_watchdog);
-        let mut alarm: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut alarm);
-        libc::sigaddset(&mut alarm, libc::SIGALRM);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
-        libc::alarm(WATCHDOG_SECONDS);
-    }
+    arm_watchdog(on_watchdog, WATCHDOG_SECONDS);
     state::report_at_crash();
     die_of(signal)
 }

@@ -114,6 +114,28 @@ pub(super) fn die_of(signal: c_int) -> ! {
     }
 }
 
+/// Has SIGALRM, with `handler` for it, arrive in `seconds`, unblocked on the calling thread
+/// (where the program may have blocked it, or be running its own SIGALRM handler): the
+/// watchdog of a report written where a lock the program holds may stop it. Async-signal-safe.
+pub(super) fn arm_watchdog(handler: extern "C" fn(c_int), seconds: u32) {
+    // SAFETY: the zeroed struct and set are valid and initialised by sigemptyset and sigaddset
+    // before use; the caller's handler is an `extern "C"` function that only does
+    // async-signal-safe work; sigaction, pthread_sigmask and alarm are async-signal-safe and
+    // given initialised pointers.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        libc::sigemptyset(&mut action.sa_mask);
+        action.sa_sigaction = handler as libc::sighandler_t;
+        action.sa_flags = libc::SA_ONSTACK;
+        libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
+        let mut alarm: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut alarm);
+        libc::sigaddset(&mut alarm, libc::SIGALRM);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
+        libc::alarm(seconds);
+    }
+}
+
 /// Writes `message` to stderr, async-signal-safely.
 pub(super) fn say(message: &[u8]) {
     // SAFETY: write(2) is async-signal-safe; the buffer is valid for its length. A failure

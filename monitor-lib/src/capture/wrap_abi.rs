@@ -129,23 +129,7 @@ extern "C" fn exit_at(status: c_int, real: RealExit) -> ! {
     use std::sync::atomic::Ordering;
     if state::may_report_at_immediate_exit() {
         EXITING.store(u64::from(status as u32), Ordering::Relaxed);
-        let watchdog: extern "C" fn(c_int) = on_exit_watchdog;
-        // SAFETY: the zeroed struct and set are valid and initialised by sigemptyset and
-        // sigaddset before use; `on_exit_watchdog` is fit to run as a handler (it only calls
-        // async-signal-safe functions); sigaction, pthread_sigmask and alarm are given
-        // initialised pointers. SIGALRM is unblocked here, where the program may be running
-        // its own SIGALRM handler.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            libc::sigemptyset(&mut action.sa_mask);
-            action.sa_sigaction = watchdog as libc::sighandler_t;
-            libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
-            let mut alarm: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut alarm);
-            libc::sigaddset(&mut alarm, libc::SIGALRM);
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
-            libc::alarm(EXIT_WATCHDOG_SECONDS);
-        }
+        super::signal_abi::arm_watchdog(on_exit_watchdog, EXIT_WATCHDOG_SECONDS);
         state::before_immediate_exit();
     }
     // SAFETY: `real` is the C library's `_exit` or `_Exit` (see `join_at`); the status is the
