@@ -193,3 +193,29 @@ fn a_site_that_allocates_and_frees_in_a_loop_stays_one_structure() {
     assert_eq!(site["events"]["PAPI_L1_DCR"], accesses);
     assert_eq!(site["events"]["PAPI_L1_DCW"], accesses);
 }
+
+/// A C++ program that uses nothing of libstdc++ but `operator new` and `delete`: the wrappers'
+/// weak references to the real operators did not keep the library needed under the compiler's
+/// `--as-needed`, and the program died at its first allocation (SIGSEGV at address 0).
+#[test]
+fn a_cpp_program_using_only_operator_new_runs_and_names_its_vector() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "g++", &["-O1"], "heap_new_only.cpp", "new_only") {
+        return;
+    }
+    let (_, report) = run_with_report(dir.path(), &dir.path().join("new_only"), CACHE);
+    let sweep = region(&report, "sweep");
+    assert_eq!(sweep["instances"], 1);
+    let reads: u64 = sweep["data_structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "alloc_site")
+        .map(|d| d["events"]["PAPI_L1_DCR"].as_u64().unwrap_or(0))
+        .sum();
+    // `heap_new_only.cpp`'s N.
+    assert_eq!(
+        reads, 4096,
+        "the vector's reads, counted for its allocation site"
+    );
+}

@@ -254,12 +254,14 @@ fn is_partial_link(args: &[String]) -> bool {
 /// libtsan), plus the runtime. A shared library gets no runtime: the executable provides it.
 /// `libatomic_found`: the compiler has libatomic, which the plain copies of dual-built code call
 /// for atomics the CPU has no instruction for (16-byte ones); the instrumented copies call the
-/// runtime's `__tsan_atomic*` instead, so it is linked only as needed.
+/// runtime's `__tsan_atomic*` instead, so it is linked only as needed. `cxx`: the link is a
+/// C++ program's (see [`links_cxx`]).
 fn link_arguments(
     args: &[String],
     runtime: &Path,
     exports: &Path,
     libatomic_found: bool,
+    cxx: bool,
 ) -> Vec<String> {
     let mut linked: Vec<String> = args
         .iter()
@@ -295,6 +297,20 @@ fn link_arguments(
         }
         if cfg!(target_arch = "x86_64") {
             linked.push(CXX_ALLOCATOR_WRAPS.to_owned());
+            // The wrapped operators reach the real ones through weak references, which do not
+            // make libstdc++ needed: where the compiler links with `--as-needed` (Debian's
+            // gcc does), a program whose only use of it is `operator new` lost the library
+            // and called address 0 at its first allocation.
+            if cxx && !is_static_link(args) {
+                linked.extend(
+                    [
+                        "-Wl,--push-state,--no-as-needed",
+                        "-lstdc++",
+                        "-Wl,--pop-state",
+                    ]
+                    .map(str::to_owned),
+                );
+            }
         }
         // A language still chosen with `-x` would make the compiler read the archive as source.
         if args.iter().any(|a| a.starts_with("-x")) {
@@ -319,6 +335,15 @@ fn link_arguments(
         );
     }
     linked
+}
+
+/// Whether a link is a C++ program's: by a C++ driver (`g++`, `clang++`, `c++`), or naming
+/// libstdc++ itself.
+fn links_cxx(compiler: &str, args: &[String]) -> bool {
+    let name = Path::new(compiler)
+        .file_name()
+        .map_or_else(|| compiler.into(), |n| n.to_string_lossy());
+    name.contains("++") || args.iter().any(|a| a == "-lstdc++")
 }
 
 /// Whether a link step makes a fully static program.
@@ -655,6 +680,7 @@ pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
                 &runtime,
                 &export_list()?,
                 libatomic_found(&compiler, &args),
+                links_cxx(&compiler, &args),
             );
             link(&compiler, &linked, &runtime)
         }
@@ -785,6 +811,7 @@ fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyh
         &runtime,
         &export_list()?,
         libatomic_found(compiler, &link_args),
+        links_cxx(compiler, &link_args),
     );
     link(compiler, &linked, &runtime)
 }
@@ -1308,9 +1335,10 @@ mod tests {
     fn static_links_take_the_static_unwinder() {
         let runtime = Path::new("/rt/libepcache_monitor.a");
         let exports = Path::new("/c/exports.list");
-        let dynamic = link_arguments(&args("k.o -o k"), runtime, exports, false);
+        let dynamic = link_arguments(&args("k.o -o k"), runtime, exports, false, false);
         assert!(dynamic.contains(&"-lgcc_s".to_owned()));
-        let fully_static = link_arguments(&args("-static k.o -o k"), runtime, exports, false);
+        let fully_static =
+            link_arguments(&args("-static k.o -o k"), runtime, exports, false, false);
         assert!(fully_static.contains(&"-lgcc_eh".to_owned()));
         assert!(!fully_static.contains(&"-lgcc_s".to_owned()));
     }
@@ -1393,11 +1421,11 @@ mod tests {
             "-Wl,-r a.o -o ab.o",
             "-nostdlib -Wl,--relocatable a.o",
         ] {
-            let linked = link_arguments(&args(line), runtime, exports, true);
+            let linked = link_arguments(&args(line), runtime, exports, true, false);
             assert_eq!(linked, args(line), "{line}");
         }
         // A language left chosen by `-x` is reset before the runtime archive.
-        let linked = link_arguments(&args("a.o -x none -o p"), runtime, exports, false);
+        let linked = link_arguments(&args("a.o -x none -o p"), runtime, exports, false, false);
         let archive = linked.iter().position(|a| a.ends_with(".a")).unwrap();
         assert_eq!(linked[archive - 2..archive], args("-x none"));
     }
@@ -1492,10 +1520,22 @@ mod tests {
     fn links_never_get_libtsan_and_shared_libraries_get_no_runtime() {
         let runtime = Path::new("/r/libepcache_monitor.a");
         let exports = Path::new("/c/exports.list");
-        let linked = link_arguments(&args("-fsanitize=thread -o p a.o"), runtime, exports, true);
+        let linked = link_arguments(
+            &args("-fsanitize=thread -o p a.o"),
+            runtime,
+            exports,
+            true,
+            false,
+        );
         assert!(!linked.contains(&"-fsanitize=thread".to_owned()));
         assert!(linked.contains(&"/r/libepcache_monitor.a".to_owned()));
-        let shared = link_arguments(&args("-shared -o libx.so a.o"), runtime, exports, false);
+        let shared = link_arguments(
+            &args("-shared -o libx.so a.o"),
+            runtime,
+            exports,
+            false,
+            false,
+        );
         assert!(!shared.iter().any(|a| a.ends_with(".a")));
         // libatomic only where the compiler has it, and only as needed.
         assert!(linked.ends_with(&args(
