@@ -9,10 +9,11 @@ mod capture_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use capture_support::{
-    available, epcache_cc, kernel, region, runtime_built, skipped, static_libc_available, structure,
+    available, epcache_cc, kernel, region, runtime_built, skipped, static_libc_available,
+    structure, wait_within,
 };
 
 /// L1 and LL both indexed by address bits below 4 KiB, so placement by the allocator (which the
@@ -46,16 +47,8 @@ fn run_cached(
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("EPCACHE_PIPELINE={pipeline}: the program did not end within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = wait_within(&mut child, Duration::from_secs(120)) else {
+        panic!("EPCACHE_PIPELINE={pipeline}: the program did not end within 120 s");
     };
     assert!(status.success(), "EPCACHE_PIPELINE={pipeline}: {status}");
     serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
+use capture_support::{
+    available, epcache_cc, kernel, region, runtime_built, structure, wait_within,
+};
 use epcache_monitor::shm::discovery;
 use epcache_monitor::shm::layout::TargetState;
 use epcache_monitor::shm::tool::TargetHandle;
@@ -149,24 +151,16 @@ fn children_forked_while_another_thread_allocates_do_not_hang() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().unwrap();
-            // The children stuck on a lock are orphans now: end them too.
-            let _ = Command::new("pkill")
-                .args([
-                    "-9",
-                    "-f",
-                    &dir.path().join("fork_threads").to_string_lossy(),
-                ])
-                .status();
-            panic!("the program or one of its forked children hung for a minute");
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let Some(status) = wait_within(&mut child, Duration::from_secs(60)) else {
+        // The children stuck on a lock are orphans now: end them too.
+        let _ = Command::new("pkill")
+            .args([
+                "-9",
+                "-f",
+                &dir.path().join("fork_threads").to_string_lossy(),
+            ])
+            .status();
+        panic!("the program or one of its forked children hung for a minute");
     };
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -260,16 +254,8 @@ fn exit_from_a_signal_handler_ends_at_once_with_a_whole_report_or_none() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let start = std::time::Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if start.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                panic!("run {run}: still running after 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let Some(status) = wait_within(&mut child, Duration::from_secs(30)) else {
+            panic!("run {run}: still running after 30 s");
         };
         assert_eq!(status.code(), Some(7), "run {run}");
         if let Ok(text) = std::fs::read_to_string(&path) {

@@ -5,7 +5,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub(crate) fn kernel(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -279,5 +280,21 @@ pub(crate) fn check_copies(report: &serde_json::Value) {
             events["PAPI_L1_DCW"].as_u64().unwrap(),
         );
         assert_eq!(found, counts, "{array} in {region_name}");
+    }
+}
+
+/// Waits for `child` to end, up to `limit`: its status, or `None` once it was killed for
+/// running longer (a hang the caller reports).
+pub(crate) fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
