@@ -2,7 +2,8 @@
 
 use crate::analysis::{Analyses, AnalysisConfig, AnalysisError, AnalysisReport};
 use crate::cache::{
-    AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, MissStep, RunEnd, Watch,
+    AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, MissStep, RunEnd, Step, Steps,
+    Watch,
 };
 use crate::monitor::{CounterArrayConfig, EpapiError, EventSet};
 use crate::ranges::RangeSet;
@@ -197,6 +198,45 @@ impl Simulator {
             }
             rest = &rest[hits + 1..];
         }
+    }
+
+    /// Simulates the accesses `steps` gives, in order, exactly as [`Self::access_line`] would
+    /// each (after marking its `dirty_first` line modified, as [`Self::mark_l1_dirty`]), and
+    /// tells `steps` each one's outcome. On the two-level shape with no analysis they go
+    /// through the hierarchy's step loop, with its stores' constants in registers; otherwise
+    /// one at a time.
+    pub(crate) fn simulate_steps<T: Steps>(&mut self, steps: &mut T) {
+        if self.analyses.is_some() || !self.hierarchy.two_level() {
+            while let Some((step, context)) = steps.next_step() {
+                if let Some(block) = step.dirty_first {
+                    self.mark_l1_dirty(block);
+                }
+                let bits = match self.access_in_line(step.addr, step.size, step.kind) {
+                    Some(bits) => bits,
+                    None => self.access_line_out_of_loop(step),
+                };
+                steps.outcome(context, bits);
+            }
+            return;
+        }
+        loop {
+            match self.hierarchy.two_level_steps(steps, &mut self.monitor) {
+                // A straddling or wider access: the general walk, then on.
+                Some(Some((step, context))) => {
+                    steps.outcome(context, self.access_line_out_of_loop(step));
+                }
+                Some(None) => return,
+                None => unreachable!("the hierarchy was checked to be the two-level one"),
+            }
+        }
+    }
+
+    /// [`Self::access_line`] of a step the fast paths left, out of line so the loops stay small.
+    #[cold]
+    #[inline(never)]
+    fn access_line_out_of_loop(&mut self, step: Step) -> u32 {
+        self.access_line(step.addr, step.size, step.kind)
+            .event_bits()
     }
 
     /// [`Self::access_batch`] through the hierarchy's two-level loop, which hands every L1
@@ -941,6 +981,98 @@ mod tests {
                 let totals =
                     |s: &Simulator| s.hierarchy().stats().map(|(_, t)| *t).collect::<Vec<_>>();
                 assert_eq!(totals(&batched), totals(&general), "{spec}");
+            }
+        }
+    }
+
+    /// Steps from a list, keeping each outcome: the step loop's source in tests.
+    struct ListedSteps {
+        steps: std::vec::IntoIter<(Step, usize)>,
+        outcomes: Vec<(usize, u32)>,
+    }
+
+    impl Steps for ListedSteps {
+        type Context = usize;
+        fn next_step(&mut self) -> Option<(Step, usize)> {
+            self.steps.next()
+        }
+        fn outcome(&mut self, index: usize, bits: u32) {
+            self.outcomes.push((index, bits));
+        }
+    }
+
+    #[test]
+    fn the_step_loop_counts_as_the_general_walk() {
+        // Steps, some marking the line of the access before them dirty first (as the runtime's
+        // staged records do) and some wider than a line or straddling two (which leave the
+        // loop), against the same marks and accesses one by one on the general walk: the same
+        // outcome for every step, in order, the same counters and the same totals, for every
+        // pair of packed stores, in native and Cachegrind mode.
+        let stream = jumping_walk(9, 30_000, 5, 12_000, &[4, 8, 8, 8, 16, 200], |x| {
+            if x % 3 == 0 {
+                AccessKind::Write
+            } else {
+                AccessKind::Read
+            }
+        });
+        let range = AddressRange::new(0x1000, 8000);
+        for spec in TWO_LEVEL_SPECS {
+            for cachegrind in [false, true] {
+                let build = |general: bool| {
+                    let mut s = two_level_sim(spec, cachegrind, 8, 12);
+                    let mut m = s.monitor_mut();
+                    m.add_event("PAPI_L1_DCM", range).unwrap();
+                    m.add_event("PAPI_L2_DCH", range).unwrap();
+                    m.start().unwrap();
+                    drop(m);
+                    if general {
+                        take_the_general_path(&mut s, range);
+                    }
+                    s
+                };
+                let (mut general, mut stepped) = (build(true), build(false));
+                let line = u64::from(general.hierarchy().line_size(0));
+                let bits = line.trailing_zeros();
+                let one_line = |(addr, size): (u64, u32)| addr % line + u64::from(size) <= line;
+                let steps: Vec<(Step, usize)> = stream
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(addr, size, kind))| {
+                        let before = i.checked_sub(1).map(|p| (stream[p].0, stream[p].1));
+                        let dirty_first = before
+                            .filter(|&b| i % 3 == 0 && one_line(b))
+                            .map(|(a, _)| a >> bits);
+                        let step = Step {
+                            addr,
+                            size,
+                            kind,
+                            dirty_first,
+                        };
+                        (step, i)
+                    })
+                    .collect();
+                let expected: Vec<(usize, u32)> = steps
+                    .iter()
+                    .map(|&(step, i)| {
+                        if let Some(block) = step.dirty_first {
+                            general.mark_l1_dirty(block);
+                        }
+                        let outcome = general.access_line(step.addr, step.size, step.kind);
+                        (i, outcome.event_bits())
+                    })
+                    .collect();
+                let mut listed = ListedSteps {
+                    steps: steps.into_iter(),
+                    outcomes: Vec::new(),
+                };
+                stepped.simulate_steps(&mut listed);
+                assert_eq!(listed.outcomes, expected, "{spec} cachegrind {cachegrind}");
+                let (a, b) = (stepped.monitor(), general.monitor());
+                assert_eq!(a.read().unwrap(), b.read().unwrap(), "{spec}");
+                assert!(a.read().unwrap()[0] > 0, "{spec}: no L1 miss in the range");
+                let totals =
+                    |s: &Simulator| s.hierarchy().stats().map(|(_, t)| *t).collect::<Vec<_>>();
+                assert_eq!(totals(&stepped), totals(&general), "{spec}");
             }
         }
     }

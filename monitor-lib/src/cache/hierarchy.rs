@@ -4,7 +4,7 @@ use super::level::{
     CacheLevel, FastHit, PackedIn, PackedLru, Probe, RunEnd, Store, Victim, in_one_line,
 };
 use super::spec::{HierarchySpec, LevelSpec};
-use super::two_level::{self, TwoLevel, Watch};
+use super::two_level::{self, Step, Steps, TwoLevel, Watch};
 use super::{AccessKind, CacheError, Geometry, Replacement, WritePolicy};
 
 /// Most data levels a hierarchy may have; outcomes are fixed-size arrays so the hot path never allocates.
@@ -641,6 +641,51 @@ impl Hierarchy {
             }
             _ => 0,
         }
+    }
+
+    /// Simulates the accesses `steps` gives in [`two_level`]'s step loop (see
+    /// [`two_level::run_steps`]), telling `watch` as [`Self::two_level_run`] does. `None`,
+    /// having taken no step, when the hierarchy is not the two-level one; else the step the
+    /// loop stopped at, which does not lie in one line (for [`Self::access`]), or `Some(None)`
+    /// once `steps` has no more.
+    pub(crate) fn two_level_steps<T: Steps, O: Watch>(
+        &mut self,
+        steps: &mut T,
+        watch: &mut O,
+    ) -> Option<Option<(Step, T::Context)>> {
+        if watch.wants_hits() {
+            self.two_level_step_loop::<true, T, O>(steps, watch)
+        } else {
+            self.two_level_step_loop::<false, T, O>(steps, watch)
+        }
+    }
+
+    #[inline(always)]
+    fn two_level_step_loop<const HITS: bool, T: Steps, O: Watch>(
+        &mut self,
+        steps: &mut T,
+        watch: &mut O,
+    ) -> Option<Option<(Step, T::Context)>> {
+        let (Some(k), [l1, l2, ..]) = (self.two_level, &mut self.data.levels) else {
+            return None;
+        };
+        let (s1, s2) = (&mut l1.stats, &mut l2.stats);
+        // One match per run, so the loop is compiled once per pair of store representations.
+        Some(match (l1.cache.store_mut(), l2.cache.store_mut()) {
+            (Store::Lru8(a), Store::Lru8(b)) => {
+                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+            }
+            (Store::Lru8(a), Store::Lru16(b)) => {
+                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+            }
+            (Store::Lru16(a), Store::Lru8(b)) => {
+                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+            }
+            (Store::Lru16(a), Store::Lru16(b)) => {
+                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+            }
+            _ => return None,
+        })
     }
 
     /// [`two_level::miss`] for one access that [`Self::try_l1_hit`] found absent from L1.

@@ -149,6 +149,142 @@ fn run_lines<
     done
 }
 
+/// One access of a run of [`run_steps`], with a line of L1 to mark modified before it: a
+/// write another layer counted as a hit on its set's most recent line and left for the
+/// simulator to settle (the runtime's repeat-hit filter does).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Step {
+    pub addr: u64,
+    pub size: u32,
+    pub kind: AccessKind,
+    /// The block (address >> line bits) to mark dirty in L1 first, if any.
+    pub dirty_first: Option<u64>,
+}
+
+/// Where a run of [`run_steps`] takes its accesses one at a time, and whom it tells each
+/// one's outcome: a source that keeps its own per-access state (the runtime's staged records)
+/// and so cannot be a slice. That state travels by value with the access, so it stays in
+/// registers across the simulation rather than in the source.
+pub(crate) trait Steps {
+    /// What [`Self::outcome`] needs to know of an access besides its outcome.
+    type Context: Copy;
+    /// The next access, or `None` at the end.
+    fn next_step(&mut self) -> Option<(Step, Self::Context)>;
+    /// The outcome of an access [`Self::next_step`] gave, as [`AccessOutcome::event_bits`].
+    fn outcome(&mut self, context: Self::Context, bits: u32);
+}
+
+/// Simulates the accesses `steps` gives, in order, until it has no more (`None`) or gives one
+/// that does not lie in one line, which is returned with its context, its dirty mark applied
+/// and the access itself not simulated nor told (for the general walk). Counts as [`run`] does; L1 hits are
+/// told to `watch` when `HITS`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn run_steps<
+    const W1: usize,
+    const S1: usize,
+    const W2: usize,
+    const S2: usize,
+    const HITS: bool,
+    T: Steps,
+    O: Watch,
+>(
+    l1: &mut PackedLru<W1, S1>,
+    l2: &mut PackedLru<W2, S2>,
+    k: TwoLevel,
+    l1_stats: &mut LevelStats,
+    l2_stats: &mut LevelStats,
+    steps: &mut T,
+    watch: &mut O,
+) -> Option<(Step, T::Context)> {
+    // As in `run`: a loop of its own for 64-byte lines.
+    if k.line_bits == 6 {
+        run_step_lines::<W1, S1, W2, S2, HITS, 6, T, O>(l1, l2, k, l1_stats, l2_stats, steps, watch)
+    } else {
+        run_step_lines::<W1, S1, W2, S2, HITS, 0, T, O>(l1, l2, k, l1_stats, l2_stats, steps, watch)
+    }
+}
+
+/// [`run_steps`] with lines of `1 << LINE_BITS` bytes, or of `k.line_bits` when `LINE_BITS` is 0.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn run_step_lines<
+    const W1: usize,
+    const S1: usize,
+    const W2: usize,
+    const S2: usize,
+    const HITS: bool,
+    const LINE_BITS: u32,
+    T: Steps,
+    O: Watch,
+>(
+    l1: &mut PackedLru<W1, S1>,
+    l2: &mut PackedLru<W2, S2>,
+    k: TwoLevel,
+    l1_stats: &mut LevelStats,
+    l2_stats: &mut LevelStats,
+    steps: &mut T,
+    watch: &mut O,
+) -> Option<(Step, T::Context)> {
+    let (shape1, sets1) = l1.parts();
+    let (shape2, sets2) = l2.parts();
+    assert!(sets1.len() == (k.l1_mask + 1) as usize && sets1.len().is_power_of_two());
+    let k = TwoLevel {
+        l1_mask: sets1.len() as u64 - 1,
+        ..k
+    };
+    let bits = if LINE_BITS != 0 {
+        LINE_BITS
+    } else {
+        k.line_bits
+    };
+    let (mut reads, mut writes) = (0u64, 0u64);
+    let mut stopped = None;
+    while let Some((step, context)) = steps.next_step() {
+        if let Some(dirty) = step.dirty_first
+            && let Some(state) = sets1.get_mut((dirty & k.l1_mask) as usize)
+        {
+            // As `Hierarchy::mark_l1_dirty`: the line is its set's most recent, which `hit`
+            // tries first; a line found elsewhere is also made the most recent.
+            shape1.hit(state, dirty, true);
+        }
+        let (addr, kind) = (step.addr, step.kind);
+        let block = addr >> bits;
+        let state = match sets1.get_mut((block & k.l1_mask) as usize) {
+            Some(state) if in_one_line(addr, step.size, bits) => state,
+            _ => {
+                stopped = Some((step, context));
+                break;
+            }
+        };
+        let write = kind == AccessKind::Write;
+        writes += u64::from(write);
+        reads += u64::from(!write);
+        if shape1.hit(state, block, write) {
+            if HITS {
+                watch.hit(addr, kind);
+            }
+            // `event_bits` of an L1 hit: Hit (1) in level 0's byte, moved by the kind.
+            steps.outcome(context, 1 << (2 * kind as u32));
+            continue;
+        }
+        let l2_result = miss(
+            (shape1, state),
+            || (&shape2, &mut *sets2),
+            k,
+            block,
+            kind,
+            l1_stats,
+            l2_stats,
+        );
+        watch.miss(addr, kind, l2_result);
+        steps.outcome(context, AccessOutcome::l1_miss_event_bits(kind, l2_result));
+    }
+    l1_stats.writes += writes;
+    l1_stats.reads += reads;
+    stopped
+}
+
 /// The outcome of an access that missed L1 and reached L2 with `l2`.
 #[inline(always)]
 pub(crate) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {

@@ -500,27 +500,23 @@ impl Filter {
         self.batch_pos.get() != 0
     }
 
-    /// Hands every record in the batch to `simulate`, in order, and empties the batch.
-    pub(super) fn drain_batch(&self, mut simulate: impl FnMut(Record)) {
+    /// The records in the batch, in order, undecoded; [`Self::clear_batch`] empties it.
+    pub(super) fn batch_records(&self) -> impl Iterator<Item = RecordWords> + '_ {
         let end = (self.batch_pos.get() >> WORD_SHIFT) as usize;
-        for first in (0..end.min(self.batch.len())).step_by(RECORD_WORDS) {
-            let words = std::array::from_fn(|k| self.batch[first + k].get());
-            simulate(Record::decode(words));
-        }
+        self.batch[..end.min(self.batch.len())]
+            .chunks_exact(RECORD_WORDS)
+            .map(|r| std::array::from_fn(|k| r[k].get()))
+    }
+
+    pub(super) fn clear_batch(&self) {
         self.batch_pos.set(0);
     }
 
     /// Appends the batch's records, undecoded, to `staged`, and empties the batch: a copy, so
     /// the thread can hand them to another (`worker.rs`) while the table goes on.
     pub(super) fn take_batch(&self, staged: &mut Vec<RecordWords>) {
-        let end = (self.batch_pos.get() >> WORD_SHIFT) as usize;
-        let words = &self.batch[..end.min(self.batch.len())];
-        staged.extend(
-            words
-                .chunks_exact(RECORD_WORDS)
-                .map(|r| std::array::from_fn(|k| r[k].get())),
-        );
-        self.batch_pos.set(0);
+        staged.extend(self.batch_records());
+        self.clear_batch();
     }
 
     /// The data structure (index + 1, 0 for none) of the line holding `addr` if the whole-line

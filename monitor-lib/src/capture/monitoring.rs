@@ -285,8 +285,19 @@ impl Monitoring {
     /// L1 hits counted elsewhere (the repeat-hit filter's), of the structure `structure`
     /// (index + 1, 0 for none).
     pub(crate) fn add_l1_hits(&mut self, structure: u32, reads: u64, writes: u64) {
+        self.add_l1_hits_to_totals(reads, writes);
+        self.add_l1_hits_to_structure(structure, reads, writes);
+    }
+
+    /// [`Self::add_l1_hits`]'s part in the totals, for a caller that sums many first.
+    pub(crate) fn add_l1_hits_to_totals(&mut self, reads: u64, writes: u64) {
         self.totals[0] += reads;
         self.totals[2] += writes;
+    }
+
+    /// [`Self::add_l1_hits`]'s part in the data structure's counts.
+    #[inline(always)]
+    pub(crate) fn add_l1_hits_to_structure(&mut self, structure: u32, reads: u64, writes: u64) {
         if let Some(counts) = counts_of(&mut self.structures, (structure as usize).checked_sub(1)) {
             counts[0] += reads;
             counts[2] += writes;

@@ -393,13 +393,134 @@ impl Core {
 
     /// Simulates and counts staged records in order; runs on the worker or on the thread.
     fn simulate_staged(&mut self, staged: &[RecordWords]) {
-        for &words in staged {
-            self.counting.simulate_record(
-                &mut self.simulator,
-                &mut self.monitoring,
-                Record::decode(words),
-            );
+        simulate_records(
+            &mut self.simulator,
+            &mut self.counting,
+            &mut self.monitoring,
+            staged.iter().copied(),
+        );
+    }
+}
+
+/// Simulates and counts records of the inline miss path (`filter.rs`) in order, each as
+/// [`Counting::access`] would have when it happened: the old owner's hits are counted for its
+/// data structure, its pending dirty mark settled, the access simulated and counted, and its
+/// data structure given to the entry. Needs nothing from the filter, so it runs on the
+/// simulation worker too.
+fn simulate_records(
+    simulator: &mut Simulator,
+    counting: &mut Counting,
+    monitoring: &mut Monitoring,
+    records: impl Iterator<Item = RecordWords>,
+) {
+    let mut records = StagedRecords::new(records, counting, monitoring);
+    simulator.simulate_steps(&mut records);
+    records.finish();
+}
+
+/// Records as the simulator's steps (`Simulator::simulate_steps`): before the access, the old
+/// owner's hits are counted and its dirty mark handed to the simulator; after it, the outcome
+/// is counted and the entry given the access's data structure. The old owners' hits are
+/// summed here and added to the totals once, at [`Self::finish`].
+struct StagedRecords<'a, I> {
+    records: I,
+    counting: &'a mut Counting,
+    monitoring: &'a mut Monitoring,
+    /// `counting`'s constants, copied so the loop keeps them in registers.
+    line_bits: u32,
+    entry_mask: usize,
+    /// The old owners' hits, `(reads, writes)`, not yet in the totals.
+    hits: (u64, u64),
+}
+
+/// What counting a record's outcome needs: its filter entry and data structure, and whether
+/// its line is whole (else its entry is left empty).
+#[derive(Debug, Clone, Copy)]
+struct RecordContext {
+    entry: usize,
+    structure: Option<usize>,
+    whole: bool,
+}
+
+impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
+    fn new(records: I, counting: &'a mut Counting, monitoring: &'a mut Monitoring) -> Self {
+        StagedRecords {
+            records,
+            line_bits: counting.line_bits,
+            entry_mask: counting.entry_mask,
+            counting,
+            monitoring,
+            hits: (0, 0),
         }
+    }
+
+    /// Adds the old owners' hits to the totals.
+    fn finish(self) {
+        let (reads, writes) = self.hits;
+        self.counting.repeat_hits[0] += reads;
+        self.counting.repeat_hits[1] += writes;
+        self.monitoring.add_l1_hits_to_totals(reads, writes);
+    }
+}
+
+impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, I> {
+    type Context = RecordContext;
+
+    #[inline(always)]
+    fn next_step(&mut self) -> Option<(crate::cache::Step, RecordContext)> {
+        let r = Record::decode(self.records.next()?);
+        let entry = (r.addr >> self.line_bits) as usize & self.entry_mask;
+        let (reads, writes) = r.old_hits;
+        if reads | writes != 0 {
+            self.hits.0 += reads;
+            self.hits.1 += writes;
+            let structure = self.counting.entry_structures[entry % filter::ENTRIES];
+            self.monitoring
+                .add_l1_hits_to_structure(structure, reads, writes);
+        }
+        let context = RecordContext {
+            entry,
+            structure: record_structure(self.monitoring, &r),
+            whole: r.structure.is_some(),
+        };
+        let step = crate::cache::Step {
+            addr: r.addr,
+            size: r.size,
+            kind: if r.write {
+                AccessKind::Write
+            } else {
+                AccessKind::Read
+            },
+            dirty_first: r.old_dirty.then_some(r.old_tag >> self.line_bits),
+        };
+        Some((step, context))
+    }
+
+    #[inline(always)]
+    fn outcome(&mut self, context: RecordContext, bits: u32) {
+        self.monitoring.count_bits(context.structure, bits);
+        // An access to a line that is not whole left its entry empty.
+        self.counting.entry_structures[context.entry % filter::ENTRIES] = match context.structure {
+            Some(s) if context.whole => s as u32 + 1,
+            _ => 0,
+        };
+    }
+}
+
+/// The data structure a record is counted for. The miss path appends only one-line accesses
+/// in lines its whole-line cache holds, and the record carries the line's data structure from
+/// it: the answer of the data structures this thread attributes with until its next sync
+/// point, which is also what the simulating side's finder would answer. A record of a line
+/// that is not whole (`Filter::stage_unowned`) is counted for its first byte's.
+#[inline(always)]
+fn record_structure(monitoring: &mut Monitoring, r: &Record) -> Option<usize> {
+    match r.structure {
+        Some(s) => {
+            let structure = (s as usize).checked_sub(1);
+            debug_assert_eq!(structure, monitoring.finder.structure_of(r.addr));
+            structure
+        }
+        None => monitoring.finder.structure_of(r.addr),
     }
 }
 
@@ -1526,56 +1647,10 @@ impl Counting {
     /// [`Self::drain_batch`]'s work, out of line: the check stays small on every path.
     #[inline(never)]
     fn simulate_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
-        with_filter(|f| f.drain_batch(|r| self.simulate_record(simulator, monitoring, r)));
-    }
-
-    /// Simulates and counts a record of the inline miss path (`filter.rs`) as [`Self::access`]
-    /// would have when it happened: the old owner's hits are counted for its data structure,
-    /// its pending dirty mark settled, the access simulated and counted, and its data
-    /// structure given to the entry. Needs nothing from the filter, so it runs on the
-    /// simulation worker too.
-    #[inline(always)]
-    fn simulate_record(
-        &mut self,
-        simulator: &mut Simulator,
-        monitoring: &mut Monitoring,
-        r: Record,
-    ) {
-        let entry = self.entry_of(r.addr);
-        let (reads, writes) = r.old_hits;
-        if reads | writes != 0 {
-            self.take(monitoring, (entry as u32, reads, writes));
-        }
-        if r.old_dirty {
-            simulator.mark_l1_dirty(r.old_tag >> self.line_bits);
-        }
-        let kind = if r.write {
-            AccessKind::Write
-        } else {
-            AccessKind::Read
-        };
-        // The miss path appends only one-line accesses in lines its whole-line cache holds,
-        // and the record carries the line's data structure from it: the answer of the data
-        // structures this thread attributes with until its next sync point, which is also
-        // what the simulating side's finder would answer.
-        let structure = match r.structure {
-            Some(s) => {
-                let structure = (s as usize).checked_sub(1);
-                debug_assert_eq!(structure, monitoring.finder.structure_of(r.addr));
-                structure
-            }
-            None => monitoring.finder.structure_of(r.addr),
-        };
-        let outcome = match simulator.access_in_line(r.addr, r.size, kind) {
-            Some(outcome) => outcome,
-            None => straddling_access(simulator, r.addr, r.size, kind),
-        };
-        monitoring.count_bits(structure, outcome);
-        // An access to a line that is not whole left its entry empty.
-        self.entry_structures[entry] = match r.structure {
-            Some(_) => structure.map_or(0, |s| s as u32 + 1),
-            None => 0,
-        };
+        with_filter(|f| {
+            simulate_records(simulator, self, monitoring, f.batch_records());
+            f.clear_batch();
+        });
     }
 
     /// Drains the batch, then hands the filter's pending counts to the counts and its pending
