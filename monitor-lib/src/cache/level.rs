@@ -731,7 +731,9 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
             return false;
         };
         self.touch(state, way);
-        state.dirty[way] |= dirty;
+        // Masked: a way found past a signature collision is not known to the compiler to be
+        // in range.
+        state.dirty[way & (W - 1)] |= dirty;
         true
     }
 }

@@ -433,13 +433,14 @@ struct StagedRecords<'a, I> {
     hits: (u64, u64),
 }
 
-/// What counting a record's outcome needs: its filter entry and data structure, and whether
-/// its line is whole (else its entry is left empty).
+/// What counting a record's outcome needs: its filter entry, its data structure, and the
+/// word the entry's structure becomes (the structure's, or 0 for a line that is not whole,
+/// whose entry the miss path left empty).
 #[derive(Debug, Clone, Copy)]
 struct RecordContext {
     entry: usize,
     structure: Option<usize>,
-    whole: bool,
+    entry_structure: u32,
 }
 
 impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
@@ -478,10 +479,11 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
             self.monitoring
                 .add_l1_hits_to_structure(structure, reads, writes);
         }
+        let structure = record_structure(self.monitoring, &r);
         let context = RecordContext {
             entry,
-            structure: record_structure(self.monitoring, &r),
-            whole: r.structure.is_some(),
+            structure,
+            entry_structure: r.structure.unwrap_or(0),
         };
         let step = crate::cache::Step {
             addr: r.addr,
@@ -499,11 +501,7 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
     #[inline(always)]
     fn outcome(&mut self, context: RecordContext, bits: u32) {
         self.monitoring.count_bits(context.structure, bits);
-        // An access to a line that is not whole left its entry empty.
-        self.counting.entry_structures[context.entry % filter::ENTRIES] = match context.structure {
-            Some(s) if context.whole => s as u32 + 1,
-            _ => 0,
-        };
+        self.counting.entry_structures[context.entry % filter::ENTRIES] = context.entry_structure;
     }
 }
 

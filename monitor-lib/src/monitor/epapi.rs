@@ -258,6 +258,12 @@ impl EventSet {
         }
     }
 
+    /// Whether no access would count anywhere now (stopped, or nothing bound).
+    #[inline(always)]
+    pub(crate) fn counts_nothing(&self) -> bool {
+        self.active | self.solo == 0
+    }
+
     /// Whether an L1 hit of `kind` would count anywhere now, so the simulator's fast path can
     /// skip building its outcome.
     #[inline(always)]
