@@ -1031,6 +1031,8 @@ mod tests {
                         let mut m = s.monitor_mut();
                         m.add_event("PAPI_L1_DCM", range).unwrap();
                         m.add_event("PAPI_L2_DCH", range).unwrap();
+                        // An L1 hit event: the loop's variant that tells the monitor of hits.
+                        m.add_event("EPC_L1_STH", range).unwrap();
                         m.start().unwrap();
                     }
                     if general {

@@ -246,7 +246,8 @@ fn run_step_lines<
         {
             // As `Hierarchy::mark_l1_dirty`: the line is its set's most recent, which `hit`
             // tries first; a line found elsewhere is also made the most recent.
-            shape1.hit(state, dirty, true);
+            let present = shape1.hit(state, dirty, true);
+            debug_assert!(present, "line {dirty:#x} to mark dirty is not in L1");
         }
         let (addr, kind) = (step.addr, step.kind);
         let block = addr >> bits;

@@ -470,6 +470,11 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
     #[inline(always)]
     fn next_step(&mut self) -> Option<(crate::cache::Step, RecordContext)> {
         let r = Record::decode(self.records.next()?);
+        debug_assert!(
+            (r.addr & ((1 << self.line_bits) - 1)) + u64::from(r.size) <= 1 << self.line_bits,
+            "a record at {:#x} straddles lines",
+            r.addr
+        );
         let entry = (r.addr >> self.line_bits) as usize & self.entry_mask;
         let (reads, writes) = r.old_hits;
         if reads | writes != 0 {
