@@ -124,7 +124,7 @@ pub(crate) fn program() -> Option<&'static ProgramInfo> {
 
 fn load() -> Option<ProgramInfo> {
     let exe = std::fs::read_link("/proc/self/exe").ok()?;
-    let info = match DebugInfo::load_program(&exe) {
+    let info = match DebugInfo::load_running_program(&exe) {
         Ok(info) => info,
         Err(e) => {
             // The error names the file and says to build with -g; what it costs is added here.

@@ -7,6 +7,7 @@ use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use super::SymbolError;
+use super::running_executable::RunningExecutable;
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 
@@ -120,13 +121,26 @@ impl DebugInfo {
         Self::load_units(path, Units::Program)
     }
 
+    /// [`Self::load_program`] of the executable this process runs (`path` names it in
+    /// errors): mapped rather than read, which is most of what reading it costs at start-up.
+    pub fn load_running_program(path: &Path) -> Result<Self, SymbolError> {
+        match RunningExecutable::map() {
+            Some(mapped) => Self::parse_units(path, mapped.bytes(), Units::Program),
+            None => Self::load_program(path),
+        }
+    }
+
     fn load_units(path: &Path, units: Units) -> Result<Self, SymbolError> {
-        let shown = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: shown.clone(),
+            path: path.display().to_string(),
             source,
         })?;
-        let file = object::File::parse(&*bytes).map_err(|e| SymbolError::Object {
+        Self::parse_units(path, &bytes, units)
+    }
+
+    fn parse_units(path: &Path, bytes: &[u8], units: Units) -> Result<Self, SymbolError> {
+        let shown = path.display().to_string();
+        let file = object::File::parse(bytes).map_err(|e| SymbolError::Object {
             path: shown.clone(),
             why: e.to_string(),
         })?;

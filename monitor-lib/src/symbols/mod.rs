@@ -4,6 +4,8 @@ mod capture_hooks;
 mod debug_info;
 mod load_bias;
 mod maps;
+#[allow(unsafe_code)]
+mod running_executable;
 
 pub use capture_hooks::calls_capture_hooks;
 pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
