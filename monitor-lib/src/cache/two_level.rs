@@ -25,6 +25,27 @@ pub(super) struct TwoLevel {
     pub writebacks: bool,
 }
 
+impl TwoLevel {
+    /// The constants as a loop over L1's `sets` keeps them, and the log2 of the line size: a
+    /// constant when `LINE_BITS` is not 0. The mask becomes `len - 1` of a slice checked to be
+    /// a power of two long, so the compiler knows every masked index is in bounds and keeps no
+    /// length for the bounds check.
+    #[inline(always)]
+    fn for_loop<T, const LINE_BITS: u32>(self, sets: &[T]) -> (TwoLevel, u32) {
+        assert!(sets.len() == (self.l1_mask + 1) as usize && sets.len().is_power_of_two());
+        let k = TwoLevel {
+            l1_mask: sets.len() as u64 - 1,
+            ..self
+        };
+        let bits = if LINE_BITS != 0 {
+            LINE_BITS
+        } else {
+            self.line_bits
+        };
+        (k, bits)
+    }
+}
+
 /// Who watches a run of [`run`] (and the per-access miss step): told of every L1 hit and of
 /// every L1 miss with what L2 did, the outcome [`outcome`] builds.
 pub(crate) trait Watch {
@@ -102,18 +123,7 @@ fn run_lines<
 ) -> usize {
     let (shape1, sets1) = l1.parts();
     let (shape2, sets2) = l2.parts();
-    // The mask as `len - 1` of a slice known to be a power of two long: the compiler then
-    // knows every masked index is in bounds, and keeps no length for the bounds check.
-    assert!(sets1.len() == (k.l1_mask + 1) as usize && sets1.len().is_power_of_two());
-    let k = TwoLevel {
-        l1_mask: sets1.len() as u64 - 1,
-        ..k
-    };
-    let bits = if LINE_BITS != 0 {
-        LINE_BITS
-    } else {
-        k.line_bits
-    };
+    let (k, bits) = k.for_loop::<_, LINE_BITS>(sets1);
     let mut writes = 0u64;
     let mut done = batch.len();
     for (index, &(addr, size, kind)) in batch.iter().enumerate() {
@@ -228,16 +238,7 @@ fn run_step_lines<
 ) -> Option<(Step, T::Context)> {
     let (shape1, sets1) = l1.parts();
     let (shape2, sets2) = l2.parts();
-    assert!(sets1.len() == (k.l1_mask + 1) as usize && sets1.len().is_power_of_two());
-    let k = TwoLevel {
-        l1_mask: sets1.len() as u64 - 1,
-        ..k
-    };
-    let bits = if LINE_BITS != 0 {
-        LINE_BITS
-    } else {
-        k.line_bits
-    };
+    let (k, bits) = k.for_loop::<_, LINE_BITS>(sets1);
     let (mut reads, mut writes) = (0u64, 0u64);
     let mut stopped = None;
     while let Some((step, context)) = steps.next_step() {
