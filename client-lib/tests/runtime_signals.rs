@@ -228,6 +228,37 @@ fn a_report_written_by_a_worker_has_the_blocked_main_threads_counts() {
     assert!(y["events"]["PAPI_L1_DCR"].as_u64().unwrap() >= 4096);
 }
 
+/// A held SIGTERM whose safe point is a function's return (the program raises it as that
+/// function's last act): the thread ends there, and every region, the returning one included,
+/// is closed with its own counts. The exit's sync point used to run after its frame was popped,
+/// so the outer regions closed the wrong snapshots (a debug assertion aborted the program).
+#[test]
+fn a_signal_held_until_a_return_closes_every_region_with_its_own_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build_kernel(dir.path(), "signal_at_return") else {
+        return;
+    };
+    let report_path = dir.path().join("report.json");
+    let (status, stderr) = crash(dir.path(), &program, "", &report_path);
+    assert_eq!(
+        status.signal(),
+        Some(Signal::SIGTERM as i32),
+        "{status}; {stderr}"
+    );
+    let report = report(dir.path());
+    // Two sweeps ran before the return (one in main, one in sweep_then_stop); the third never.
+    for (name, sweeps) in [("sweep", 2), ("sweep_then_stop", 1), ("main", 2)] {
+        let a = structure(region(&report, name), "A");
+        for event in ["PAPI_L1_DCR", "PAPI_L1_DCW"] {
+            assert_eq!(
+                a["events"][event].as_u64(),
+                Some(4096 * sweeps),
+                "{name}: {event} of A; stderr:\n{stderr}"
+            );
+        }
+    }
+}
+
 /// Runs the crash kernel with `how` (its report going to `report`), to its end.
 fn crash(dir: &Path, program: &Path, how: &str, report: &Path) -> (ExitStatus, String) {
     let mut child = Command::new(program)

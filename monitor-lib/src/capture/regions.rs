@@ -510,6 +510,7 @@ pub(crate) fn function_exit(sp: u64, called_directly: impl Fn() -> bool) {
 #[inline(never)]
 extern "C" fn function_exit_slow(sp: u64) {
     if tracking() && !state::in_runtime() {
+        sync_before_leaving();
         close_abandoned(sp);
     }
     if tracking()
@@ -646,6 +647,7 @@ extern "C" fn marker_end_slow(return_pc: u64, sp: u64) {
         return;
     }
     if !state::in_runtime() {
+        sync_before_leaving();
         close_abandoned(sp);
     }
     match top() {
@@ -810,10 +812,19 @@ fn close_abandoned(live_from: u64) {
     }
 }
 
+/// The sync point of a region exit, taken before any frame is popped: a held termination
+/// signal ends the thread there (`state::end_for_signal`), closing every open region, and a
+/// frame already popped but not yet left would be missing from them while its counts' snapshot
+/// was still open, so the outer regions closed the wrong snapshots (found in CI: a debug
+/// assertion aborted `runtime_signals.rs`'s worker-signal test).
+fn sync_before_leaving() {
+    state::sync_point();
+}
+
 /// A region exit off the fast path: a monitored instance publishes its results, and with
 /// something armed the halting point is checked (a function pushed unresolved is resolved now).
+/// The caller took the exit's sync point before popping `frame` ([`sync_before_leaving`]).
 fn leave(frame: Frame) {
-    state::sync_point();
     let armed = armed();
     let region = if frame.is_resolved() {
         frame.region()
