@@ -220,6 +220,40 @@ fn a_program_that_ends_by_exit_without_handlers_still_leaves_its_report() {
     }
 }
 
+/// `quick_exit` runs only the handlers registered with `at_quick_exit`, then the C library's
+/// own `_exit`: the runtime registers its report there too, first, so it runs after the
+/// program's handler and has its sweep. Before, no report.
+#[test]
+fn a_program_that_ends_by_quick_exit_leaves_its_report_after_its_handlers() {
+    if !available("gcc", "runtime_fork") || !runtime_built("runtime_fork") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("quick_exit.c");
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O1", "-g", source.to_str().unwrap(), "-o", "quick"],
+    );
+    let path = dir.path().join("report.json");
+    let out = Command::new(dir.path().join("quick"))
+        .env("EPCACHE_REPORT", &path)
+        .env("EPCACHE_CACHE", CACHE)
+        .env("EPCACHE_MCC", "off")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no report at {}: {e}; {stderr}", path.display()));
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sweep = region(&report, "sweep");
+    // Two in main, the third in the program's at_quick_exit handler.
+    assert_eq!(sweep["instances"], 3, "{stderr}");
+    let a = structure(sweep, "A");
+    assert_eq!(a["events"]["PAPI_L1_DCR"], 3 * N);
+    assert_eq!(a["events"]["PAPI_L1_DCW"], 3 * N);
+}
+
 /// `_exit` from the program's own signal handler, which may interrupt the runtime (holding its
 /// locks) or the C library's allocator: the report is skipped inside the runtime and bounded
 /// by a watchdog elsewhere, so the program ends with its status at once, with a whole report or

@@ -836,6 +836,9 @@ pub(crate) fn init_process() {
             regions::start_tracking();
         }
         super::tsan_abi::register_at_exit(at_exit);
+        // `quick_exit` runs no exit handlers, only its own, and ends by the C library's
+        // internal `_exit`, which the `_exit` wrap does not see.
+        super::tsan_abi::register_at_quick_exit(at_exit);
         super::tsan_abi::register_at_fork_child(after_fork_in_child);
         STARTED_PID.store(std::process::id(), Ordering::Relaxed);
         match segment {

@@ -36,6 +36,17 @@ pub(super) fn register_at_exit(hook: extern "C" fn()) {
     let _ = unsafe { atexit(hook) };
 }
 
+/// Registers `hook` to run at `quick_exit`, after the handlers the program registers later
+/// with `at_quick_exit` (they run last registered first), as [`register_at_exit`] for `exit`.
+pub(super) fn register_at_quick_exit(hook: extern "C" fn()) {
+    unsafe extern "C" {
+        fn at_quick_exit(hook: extern "C" fn()) -> c_int;
+    }
+    // SAFETY: as `register_at_exit`: at_quick_exit only stores the pointer of a 'static
+    // function with the C ABI it expects, and a failure only loses the report.
+    let _ = unsafe { at_quick_exit(hook) };
+}
+
 /// Registers `hook` to run in the child after every `fork`.
 pub(super) fn register_at_fork_child(hook: unsafe extern "C" fn()) {
     // SAFETY: pthread_atfork only stores the pointers; `hook` is a 'static function with the C
