@@ -199,23 +199,30 @@ fn a_site_that_allocates_and_frees_in_a_loop_stays_one_structure() {
 /// `--as-needed`, and the program died at its first allocation (SIGSEGV at address 0).
 #[test]
 fn a_cpp_program_using_only_operator_new_runs_and_names_its_vector() {
-    let dir = tempfile::tempdir().unwrap();
-    if !build(dir.path(), "g++", &["-O1"], "heap_new_only.cpp", "new_only") {
-        return;
+    // Linked dynamically, and statically (where the operators' members must be asked for:
+    // the program died at address 0 at its first allocation).
+    for (flags, name) in [
+        (&["-O1"][..], "new_only"),
+        (&["-O1", "-static"], "new_only_static"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        if !build(dir.path(), "g++", flags, "heap_new_only.cpp", name) {
+            return;
+        }
+        let (_, report) = run_with_report(dir.path(), &dir.path().join(name), CACHE);
+        let sweep = region(&report, "sweep");
+        assert_eq!(sweep["instances"], 1, "{name}");
+        let reads: u64 = sweep["data_structures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"] == "alloc_site")
+            .map(|d| d["events"]["PAPI_L1_DCR"].as_u64().unwrap_or(0))
+            .sum();
+        // `heap_new_only.cpp`'s N.
+        assert_eq!(
+            reads, 4096,
+            "{name}: the vector's reads, counted for its allocation site"
+        );
     }
-    let (_, report) = run_with_report(dir.path(), &dir.path().join("new_only"), CACHE);
-    let sweep = region(&report, "sweep");
-    assert_eq!(sweep["instances"], 1);
-    let reads: u64 = sweep["data_structures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["kind"] == "alloc_site")
-        .map(|d| d["events"]["PAPI_L1_DCR"].as_u64().unwrap_or(0))
-        .sum();
-    // `heap_new_only.cpp`'s N.
-    assert_eq!(
-        reads, 4096,
-        "the vector's reads, counted for its allocation site"
-    );
 }

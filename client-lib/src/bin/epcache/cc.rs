@@ -311,6 +311,11 @@ fn link_arguments(
                     .map(str::to_owned),
                 );
             }
+            // In a static link they do not take the operators' members out of libstdc++.a
+            // either (the same program died at address 0): asking for them does.
+            if cxx && is_static_link(args) {
+                linked.push(cxx_operator_requests());
+            }
         }
         // A language still chosen with `-x` would make the compiler read the archive as source.
         if args.iter().any(|a| a.starts_with("-x")) {
@@ -453,6 +458,18 @@ const CXX_ALLOCATOR_WRAPS: &str = "-Wl,--wrap=_Znwm,--wrap=_Znam,\
      --wrap=_ZdlPvSt11align_val_t,--wrap=_ZdaPvSt11align_val_t,\
      --wrap=_ZdlPvmSt11align_val_t,--wrap=_ZdaPvmSt11align_val_t,\
      --wrap=_ZdlPvSt11align_val_tRKSt9nothrow_t,--wrap=_ZdaPvSt11align_val_tRKSt9nothrow_t";
+
+/// `-Wl,-u,...` for every operator [`CXX_ALLOCATOR_WRAPS`] wraps, so a static link takes the
+/// real ones from libstdc++.a.
+fn cxx_operator_requests() -> String {
+    let symbols: Vec<String> = CXX_ALLOCATOR_WRAPS
+        .trim_start_matches("-Wl,")
+        .split(',')
+        .filter_map(|w| w.trim().strip_prefix("--wrap="))
+        .map(|symbol| format!("-u,{symbol}"))
+        .collect();
+    format!("-Wl,{}", symbols.join(","))
+}
 
 /// The C header and Fortran module source, as this build of epcache ships them.
 const HEADER: &str = include_str!("../../../../monitor-lib/include/epcache.h");
@@ -1341,6 +1358,28 @@ mod tests {
             link_arguments(&args("-static k.o -o k"), runtime, exports, false, false);
         assert!(fully_static.contains(&"-lgcc_eh".to_owned()));
         assert!(!fully_static.contains(&"-lgcc_s".to_owned()));
+    }
+
+    #[test]
+    fn static_cxx_links_ask_for_every_wrapped_operator() {
+        let runtime = Path::new("/rt/libepcache_monitor.a");
+        let exports = Path::new("/c/exports.list");
+        let requests = cxx_operator_requests();
+        let wraps = CXX_ALLOCATOR_WRAPS.matches("--wrap=").count();
+        assert_eq!(requests.matches("-u,").count(), wraps, "{requests}");
+        assert!(requests.starts_with("-Wl,-u,_Znwm,"), "{requests}");
+        assert!(requests.ends_with(",-u,_ZdaPvSt11align_val_tRKSt9nothrow_t"));
+        let linked =
+            |line: &str, cxx: bool| link_arguments(&args(line), runtime, exports, false, cxx);
+        assert!(linked("-static k.o -o k", true).contains(&requests));
+        assert!(
+            !linked("k.o -o k", true).contains(&requests),
+            "dynamic: -lstdc++ kept needed"
+        );
+        assert!(
+            !linked("-static k.o -o k", false).contains(&requests),
+            "C: no libstdc++"
+        );
     }
 
     #[test]
