@@ -259,6 +259,51 @@ fn a_signal_held_until_a_return_closes_every_region_with_its_own_counts() {
     }
 }
 
+/// A Fortran crash: gfortran's backtrace handler, installed at the main program's start,
+/// took the crash signals, and the report was lost. The crash handler now goes back in front
+/// of it (the `_gfortran_set_options` wrap) and hands the crash on: the report is written,
+/// gfortran still prints its backtrace, and the program dies of the signal.
+#[test]
+fn a_fortran_crash_leaves_its_report_and_gfortrans_backtrace() {
+    if !available("gfortran", "runtime_signals") || !runtime_built("runtime_signals") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("fortran_crash.f90");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gfortran",
+            "-O1",
+            "-g",
+            source.to_str().unwrap(),
+            "-o",
+            "fortran_crash",
+        ],
+    );
+    let report_path = dir.path().join("report.json");
+    let (status, stderr) = crash(
+        dir.path(),
+        &dir.path().join("fortran_crash"),
+        "",
+        &report_path,
+    );
+    assert_eq!(
+        status.signal(),
+        Some(Signal::SIGSEGV as i32),
+        "{status}; {stderr}"
+    );
+    assert!(stderr.contains("writing the report"), "{stderr}");
+    assert!(
+        stderr.contains("Program received signal SIGSEGV"),
+        "gfortran's backtrace handler still runs: {stderr}"
+    );
+    let report = report(dir.path());
+    let a = structure(region(&report, "sweep"), "kernel::a");
+    assert_eq!(a["events"]["PAPI_L1_DCR"], 4096, "{stderr}");
+    assert_eq!(a["events"]["PAPI_L1_DCW"], 4096);
+}
+
 /// Runs the crash kernel with `how` (its report going to `report`), to its end.
 fn crash(dir: &Path, program: &Path, how: &str, report: &Path) -> (ExitStatus, String) {
     let mut child = Command::new(program)

@@ -14,14 +14,18 @@
 //!
 //! Either way the program dies of the signal it got, with its default action (a core dump where
 //! the system makes one). Handlers are installed only over the default action: a program's own
-//! handler (gfortran's backtrace handler, installed at the start of the main program, replaces
-//! this one) is never displaced. A stack overflow leaves no stack for a handler, so the thread
+//! handler is never displaced. The one exception is gfortran's backtrace handler, which the
+//! Fortran main program installs over this one at its start (`_gfortran_set_options`, wrapped
+//! in `wrap_abi.rs`): this handler goes back in front of it and hands the crash on to it once
+//! the report is written, so a Fortran crash leaves the report and still prints gfortran's
+//! backtrace. A stack overflow leaves no stack for a handler, so the thread
 //! that installs them (the one that started the process, the main thread as a rule) gets an
 //! alternate signal stack of [`ALTERNATE_STACK_BYTES`] to run it on, unless the program gave it
 //! one; a stack overflow in another thread still ends without the report.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 
 use super::signal_abi::{action_is_default, arm_watchdog, die_of, say};
 use super::state;
@@ -51,6 +55,14 @@ static REPORTER: AtomicI32 = AtomicI32::new(0);
 /// the program's own (a timer of its own, or one sent by another process).
 static DEADLINE: AtomicI64 = AtomicI64::new(i64::MAX);
 
+/// Whether [`report_on_crash`] installed the handlers.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// The actions the handler took the place of after the program installed them (gfortran's),
+/// by the signal's index in [`CRASHES`]: the crash is handed on to them after the report. Set
+/// once, before the handler is put back in front; read in the handler (an atomic load).
+static PASSED_ON_TO: OnceLock<[Option<libc::sigaction>; CRASHES.len()]> = OnceLock::new();
+
 /// Installs the report-writing handler for every crash signal whose action is the default, and
 /// gives the calling thread an alternate signal stack to run it on.
 pub(super) fn report_on_crash() {
@@ -59,6 +71,54 @@ pub(super) fn report_on_crash() {
         // SAFETY: the handler is a 'static `extern "C"` function fit to run as one. A failure
         // keeps the default action, which only loses the report.
         unsafe { install(signal, on_crash) };
+    }
+    INSTALLED.store(true, Ordering::Relaxed);
+}
+
+/// Puts the handler back in front of the handlers the program installed over it since
+/// [`report_on_crash`] (gfortran's backtrace handler, at the Fortran main program's start),
+/// which it then hands each crash on to after the report. Nothing if the handlers were never
+/// installed (no report wanted) or this already ran.
+pub(super) fn report_before_program_handlers() {
+    if !INSTALLED.load(Ordering::Relaxed) || PASSED_ON_TO.get().is_some() {
+        return;
+    }
+    let previous = CRASHES.map(|signal| {
+        // SAFETY: sigaction with a null new action only reads the current one into a zeroed
+        // `sigaction`, a valid bit pattern for this plain C struct.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        let read = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } == 0;
+        let theirs = current.sa_sigaction != libc::SIG_DFL
+            && current.sa_sigaction != libc::SIG_IGN
+            && current.sa_sigaction != on_crash as *const () as libc::sighandler_t;
+        (read && theirs).then_some(current)
+    });
+    if PASSED_ON_TO.set(previous).is_err() {
+        return;
+    }
+    for (signal, _) in CRASHES
+        .into_iter()
+        .zip(previous)
+        .filter(|(_, p)| p.is_some())
+    {
+        // SAFETY: as in `report_on_crash`; a failure leaves the program's handler alone.
+        unsafe { install(signal, on_crash) };
+    }
+}
+
+/// Ends the crash of `signal` after the report: through the program's own handler when this
+/// one took its place (it is put back and the signal raised again, to arrive when this handler
+/// returns; a fault's instruction would fault again anyway), else by the default action.
+fn pass_on_or_die(signal: c_int) {
+    let index = CRASHES.iter().position(|&s| s == signal);
+    let theirs = index.and_then(|i| PASSED_ON_TO.get().and_then(|p| p[i]));
+    let Some(action) = theirs else { die_of(signal) };
+    // SAFETY: sigaction and raise are async-signal-safe; `action` is the program's handler as
+    // sigaction returned it. The signal is blocked while this handler runs, so the raise is
+    // delivered to that handler once this one returns.
+    unsafe {
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+        libc::raise(signal);
     }
 }
 
@@ -145,7 +205,7 @@ extern "C" fn on_crash(signal: c_int) {
     say(name(signal));
     if !state::may_report_on_crash() {
         say(b" inside epcache's runtime or a forked child: no report\n");
-        die_of(signal);
+        return pass_on_or_die(signal);
     }
     say(b": writing the report before the program dies (at most 10 s)\n");
     DEADLINE.store(
@@ -154,7 +214,7 @@ extern "C" fn on_crash(signal: c_int) {
     );
     arm_watchdog(on_watchdog, WATCHDOG_SECONDS);
     state::report_at_crash();
-    die_of(signal)
+    pass_on_or_die(signal);
 }
 
 /// The report took too long (likely waiting for a lock the crash left held). An alarm before

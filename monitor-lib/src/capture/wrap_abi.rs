@@ -1,8 +1,10 @@
-//! The program's calls to `pthread_join`, `dlopen`, `_exit` and `_Exit`, through the linker's
-//! `--wrap` (`epcache cc` links programs with `--wrap=pthread_join,--wrap=dlopen,...`): a thread
-//! hands its counts on before it blocks in a join, a library opened at run time is read for
-//! names like one loaded at start, and a program that ends by `_exit` (which runs no exit
-//! handlers, where the report is written) still leaves its report.
+//! The program's calls to `pthread_join`, `dlopen`, `_exit` and `_Exit` (and a Fortran main
+//! program's to `_gfortran_set_options`), through the linker's `--wrap` (`epcache cc` links
+//! programs with `--wrap=pthread_join,--wrap=dlopen,...`): a thread hands its counts on before
+//! it blocks in a join, a library opened at run time is read for names like one loaded at
+//! start, a program that ends by `_exit` (which runs no exit handlers, where the report is
+//! written) still leaves its report, and a Fortran crash leaves it too (gfortran's backtrace
+//! handler, installed at the main program's start, took the crash signals before).
 //!
 //! Why the join: a main thread that starts workers and joins them blocks with its counts in its
 //! own thread-local state, where a report written by another thread cannot reach them. The
@@ -82,6 +84,39 @@ extern "C" fn dlopen_at(file: *const c_char, flags: c_int, real: RealDlopen) -> 
         state::library_opened();
     }
     handle
+}
+
+/// `_gfortran_set_options`, as reached through its `__real_` name.
+type RealSetOptions = unsafe extern "C" fn(c_int, *const c_int);
+
+/// The wrapper of `_gfortran_set_options`, which a Fortran main program calls at its start
+/// and which installs gfortran's backtrace handler over the crash handler: the real function's
+/// address goes in the register after the two arguments, and [`set_options_at`] is reached by
+/// a tail jump.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub extern "C" fn __wrap__gfortran_set_options() {
+    core::arch::naked_asm!(
+        ".weak __real__gfortran_set_options",
+        "mov rdx, qword ptr [rip + __real__gfortran_set_options@GOTPCREL]",
+        "jmp {0}",
+        sym set_options_at,
+    );
+}
+
+/// Sets gfortran's options through `real`, then puts the crash handler back in front of the
+/// handlers that installed (`crash_abi.rs`), so a Fortran crash leaves the report and still
+/// prints gfortran's backtrace.
+#[cfg(target_arch = "x86_64")]
+extern "C" fn set_options_at(count: c_int, options: *const c_int, real: Option<RealSetOptions>) {
+    // A program linked with the wrap always has the real function (the Fortran run-time
+    // library defines it), but a weak reference may be null: then there is nothing to set.
+    let Some(real) = real else { return };
+    // SAFETY: `real` is libgfortran's `_gfortran_set_options` (see `join_at`); the arguments
+    // are the program's own, passed on unchanged.
+    unsafe { real(count, options) };
+    super::crash_abi::report_before_program_handlers();
 }
 
 /// `_exit` and `_Exit`, as reached through their `__real_` names.

@@ -287,6 +287,12 @@ fn link_arguments(
             // `pthread_join` jumped to address 0. Asking for the symbols takes them.
             if is_static_link(args) {
                 linked.push("-Wl,-u,pthread_join,-u,dlopen,-u,_exit,-u,_Exit".to_owned());
+            } else {
+                // A Fortran main program's start puts the crash handler back in front of
+                // gfortran's backtrace handler. Not in a static link: asking for the symbol
+                // there fails a C program's link, and without asking, a Fortran program's
+                // own options would be lost with the member.
+                linked.push("-Wl,--wrap=_gfortran_set_options".to_owned());
             }
         }
         // The runtime's entry points are exported, so a library built with capture that the
