@@ -304,6 +304,62 @@ fn a_fortran_crash_leaves_its_report_and_gfortrans_backtrace() {
     assert_eq!(a["events"]["PAPI_L1_DCW"], 4096);
 }
 
+/// A Fortran program built with `-fno-backtrace` (gfortran installs no handler) whose C part
+/// handles its own SIGSEGV, installed before main: the crash handler must not take that one's
+/// place after gfortran's start-up. It did (found by review): the first, handled fault wrote a
+/// crash report with one sweep and the program's handler got a raised signal.
+#[test]
+fn a_handler_the_fortran_program_installed_itself_is_left_alone() {
+    if !available("gfortran", "runtime_signals") || !runtime_built("runtime_signals") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (c, fortran) = (kernel("guard_handler.c"), kernel("guard_main.f90"));
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O1",
+            "-g",
+            "-c",
+            c.to_str().unwrap(),
+            "-o",
+            "guard_handler.o",
+        ],
+    );
+    epcache_cc(
+        dir.path(),
+        &[
+            "gfortran",
+            "-O1",
+            "-g",
+            "-fno-backtrace",
+            fortran.to_str().unwrap(),
+            "guard_handler.o",
+            "-o",
+            "guard",
+        ],
+    );
+    let report_path = dir.path().join("report.json");
+    let out = Command::new(dir.path().join("guard"))
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "end",
+        "{stderr}"
+    );
+    assert!(!stderr.contains("epcache: SIGSEGV"), "{stderr}");
+    let report = report(dir.path());
+    let a = structure(region(&report, "sweep"), "guarded::a");
+    assert_eq!(a["events"]["PAPI_L1_DCW"], 11 * 4096, "{stderr}");
+}
+
 /// Runs the crash kernel with `how` (its report going to `report`), to its end.
 fn crash(dir: &Path, program: &Path, how: &str, report: &Path) -> (ExitStatus, String) {
     let mut child = Command::new(program)

@@ -16,9 +16,9 @@
 //! the system makes one). Handlers are installed only over the default action: a program's own
 //! handler is never displaced. The one exception is gfortran's backtrace handler, which the
 //! Fortran main program installs over this one at its start (`_gfortran_set_options`, wrapped
-//! in `wrap_abi.rs`): this handler goes back in front of it and hands the crash on to it once
-//! the report is written, so a Fortran crash leaves the report and still prints gfortran's
-//! backtrace. A stack overflow leaves no stack for a handler, so the thread
+//! in `wrap_abi.rs`): where that call replaced this handler, it goes back in front and hands
+//! the crash on to gfortran's once the report is written, so a Fortran crash leaves the report
+//! and still prints gfortran's backtrace. A stack overflow leaves no stack for a handler, so the thread
 //! that installs them (the one that started the process, the main thread as a rule) gets an
 //! alternate signal stack of [`ALTERNATE_STACK_BYTES`] to run it on, unless the program gave it
 //! one; a stack overflow in another thread still ends without the report.
@@ -75,33 +75,47 @@ pub(super) fn report_on_crash() {
     INSTALLED.store(true, Ordering::Relaxed);
 }
 
-/// Puts the handler back in front of the handlers the program installed over it since
-/// [`report_on_crash`] (gfortran's backtrace handler, at the Fortran main program's start),
-/// which it then hands each crash on to after the report. Nothing if the handlers were never
-/// installed (no report wanted) or this already ran.
-pub(super) fn report_before_program_handlers() {
-    if !INSTALLED.load(Ordering::Relaxed) || PASSED_ON_TO.get().is_some() {
-        return;
-    }
-    let previous = CRASHES.map(|signal| {
+/// The crash signals' actions now, to tell afterwards which ones a call changed.
+pub(super) type CrashActions = [Option<libc::sigaction>; CRASHES.len()];
+
+/// The current action of every crash signal (`None` where it cannot be read).
+pub(super) fn crash_actions() -> CrashActions {
+    CRASHES.map(|signal| {
         // SAFETY: sigaction with a null new action only reads the current one into a zeroed
         // `sigaction`, a valid bit pattern for this plain C struct.
         let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-        let read = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } == 0;
-        let theirs = current.sa_sigaction != libc::SIG_DFL
-            && current.sa_sigaction != libc::SIG_IGN
-            && current.sa_sigaction != on_crash as *const () as libc::sighandler_t;
-        (read && theirs).then_some(current)
-    });
-    if PASSED_ON_TO.set(previous).is_err() {
+        (unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } == 0).then_some(current)
+    })
+}
+
+/// Puts the handler back in front of the handlers gfortran's start-up installed over it
+/// (`_gfortran_set_options`, whose call `before` was read just before): only where the call
+/// replaced this handler, so a handler the program installed itself stays alone (with
+/// `-fno-backtrace` gfortran installs none). The handler then hands each crash on to gfortran's
+/// after the report. Nothing if the handlers were never installed (no report wanted) or this
+/// already ran.
+pub(super) fn report_before_program_handlers(before: &CrashActions) {
+    if !INSTALLED.load(Ordering::Relaxed) || PASSED_ON_TO.get().is_some() {
         return;
     }
-    for (signal, _) in CRASHES
-        .into_iter()
-        .zip(previous)
-        .filter(|(_, p)| p.is_some())
-    {
-        // SAFETY: as in `report_on_crash`; a failure leaves the program's handler alone.
+    let ours = on_crash as *const () as libc::sighandler_t;
+    let now = crash_actions();
+    let mut taken = [None; CRASHES.len()];
+    for (i, (was, is)) in before.iter().zip(now).enumerate() {
+        if let (Some(was), Some(is)) = (was, is)
+            && was.sa_sigaction == ours
+            && is.sa_sigaction != ours
+            && is.sa_sigaction != libc::SIG_DFL
+            && is.sa_sigaction != libc::SIG_IGN
+        {
+            taken[i] = Some(is);
+        }
+    }
+    if PASSED_ON_TO.set(taken).is_err() {
+        return;
+    }
+    for (signal, _) in CRASHES.into_iter().zip(taken).filter(|(_, t)| t.is_some()) {
+        // SAFETY: as in `report_on_crash`; a failure leaves gfortran's handler in place.
         unsafe { install(signal, on_crash) };
     }
 }
@@ -113,10 +127,14 @@ fn pass_on_or_die(signal: c_int) {
     let index = CRASHES.iter().position(|&s| s == signal);
     let theirs = index.and_then(|i| PASSED_ON_TO.get().and_then(|p| p[i]));
     let Some(action) = theirs else { die_of(signal) };
-    // SAFETY: sigaction and raise are async-signal-safe; `action` is the program's handler as
-    // sigaction returned it. The signal is blocked while this handler runs, so the raise is
-    // delivered to that handler once this one returns.
+    // SAFETY: alarm, signal, sigaction and raise are async-signal-safe; `action` is
+    // gfortran's handler as sigaction returned it. The watchdog is no longer needed (the report
+    // is written) and must not end the program while that handler prints its backtrace. The
+    // signal is blocked while this handler runs, so the raise is delivered to that handler once
+    // this one returns.
     unsafe {
+        libc::alarm(0);
+        libc::signal(libc::SIGALRM, libc::SIG_DFL);
         libc::sigaction(signal, &action, std::ptr::null_mut());
         libc::raise(signal);
     }

@@ -113,10 +113,11 @@ extern "C" fn set_options_at(count: c_int, options: *const c_int, real: Option<R
     // A program linked with the wrap always has the real function (the Fortran run-time
     // library defines it), but a weak reference may be null: then there is nothing to set.
     let Some(real) = real else { return };
+    let before = super::crash_abi::crash_actions();
     // SAFETY: `real` is libgfortran's `_gfortran_set_options` (see `join_at`); the arguments
     // are the program's own, passed on unchanged.
     unsafe { real(count, options) };
-    super::crash_abi::report_before_program_handlers();
+    super::crash_abi::report_before_program_handlers(&before);
 }
 
 /// `_exit` and `_Exit`, as reached through their `__real_` names.
