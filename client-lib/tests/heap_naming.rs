@@ -199,11 +199,12 @@ fn a_site_that_allocates_and_frees_in_a_loop_stays_one_structure() {
 /// `--as-needed`, and the program died at its first allocation (SIGSEGV at address 0).
 #[test]
 fn a_cpp_program_using_only_operator_new_runs_and_names_its_vector() {
-    // Linked dynamically, and statically (where the operators' members must be asked for:
-    // the program died at address 0 at its first allocation).
+    // Linked dynamically, statically and with libstdc++.a alone (where the operators' members
+    // must be asked for: the static program died at address 0 at its first allocation).
     for (flags, name) in [
         (&["-O1"][..], "new_only"),
         (&["-O1", "-static"], "new_only_static"),
+        (&["-O1", "-static-libstdc++"], "new_only_static_libstdcxx"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         if !build(dir.path(), "g++", flags, "heap_new_only.cpp", name) {

@@ -21,7 +21,7 @@ impl RunningExecutable {
     pub(super) fn map() -> Option<RunningExecutable> {
         let file = File::open("/proc/self/exe").ok()?;
         let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
-        if len == 0 {
+        if len == 0 || !on_local_filesystem(&file) {
             return None;
         }
         // SAFETY: a fresh mapping (address chosen by the kernel) of `len` bytes of an open
@@ -47,11 +47,33 @@ impl RunningExecutable {
 
     pub(super) fn bytes(&self) -> &[u8] {
         // SAFETY: `start..start + len` is mapped readable until `drop`, which needs `&mut
-        // self`. Its bytes cannot change under the slice: the kernel refuses to open a file
-        // for writing while a process executes it (ETXTBSY), so the file is neither written
-        // nor truncated (which would fault a read past its new end) while this process runs.
+        // self`. Its bytes cannot change under the slice: the file is on a local filesystem
+        // (`map` checks), where the kernel refuses to open a file for writing while a process
+        // executes it (ETXTBSY), so it is neither written nor truncated (which would fault a
+        // read past its new end) while this process runs.
         unsafe { std::slice::from_raw_parts(self.start, self.len) }
     }
+}
+
+/// Whether `file` is on a filesystem whose files no other machine can change: not a network
+/// or user-space one (NFS, SMB, 9p, FUSE and virtiofs, Ceph), where a server may truncate a
+/// file another host executes, which would fault a read of the mapping.
+fn on_local_filesystem(file: &File) -> bool {
+    const REMOTE: [i64; 7] = [
+        0x6969,      // NFS
+        0xFF53_4D42, // CIFS
+        0xFE53_4D42, // SMB2
+        0x517B,      // SMB
+        0x0102_1997, // 9p
+        0x6573_5546, // FUSE, virtiofs
+        0x00C3_6400, // Ceph
+    ];
+    // SAFETY: fstatfs writes only into the zeroed struct given, for an open descriptor.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut info) } != 0 {
+        return false;
+    }
+    !REMOTE.contains(&(info.f_type as i64))
 }
 
 impl Drop for RunningExecutable {

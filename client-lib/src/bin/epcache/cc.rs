@@ -307,7 +307,10 @@ fn link_arguments(
             // make libstdc++ needed: where the compiler links with `--as-needed` (Debian's
             // gcc does), a program whose only use of it is `operator new` lost the library
             // and called address 0 at its first allocation.
-            if cxx && !is_static_link(args) {
+            // `-static-libstdc++` links libstdc++.a into a dynamic program: as a static link.
+            let static_libstdcxx =
+                is_static_link(args) || args.iter().any(|a| a == "-static-libstdc++");
+            if cxx && !static_libstdcxx {
                 linked.extend(
                     [
                         "-Wl,--push-state,--no-as-needed",
@@ -319,7 +322,7 @@ fn link_arguments(
             }
             // In a static link they do not take the operators' members out of libstdc++.a
             // either (the same program died at address 0): asking for them does.
-            if cxx && is_static_link(args) {
+            if cxx && static_libstdcxx {
                 linked.push(cxx_operator_requests());
             }
         }
@@ -1385,6 +1388,13 @@ mod tests {
         assert!(
             !linked("-static k.o -o k", false).contains(&requests),
             "C: no libstdc++"
+        );
+        // libstdc++.a in a dynamic program: the operators asked for, no shared libstdc++.
+        let static_libstdcxx = linked("-static-libstdc++ k.o -o k", true);
+        assert!(static_libstdcxx.contains(&requests));
+        assert!(
+            !static_libstdcxx.contains(&"-lstdc++".to_owned()),
+            "{static_libstdcxx:?}"
         );
     }
 
