@@ -39,6 +39,17 @@ fn build(dir: &Path) -> Option<PathBuf> {
     Some(dir.join("fork_child"))
 }
 
+/// `program` set to run standalone, reporting to `report` with the tests' caches, and with no
+/// segment for a tool (`EPCACHE_MCC=off`).
+fn standalone(program: impl AsRef<std::ffi::OsStr>, report: &Path) -> Command {
+    let mut command = Command::new(program);
+    command
+        .env("EPCACHE_REPORT", report)
+        .env("EPCACHE_CACHE", CACHE)
+        .env("EPCACHE_MCC", "off");
+    command
+}
+
 #[test]
 fn a_forked_child_that_outlives_its_parent_writes_no_report_over_the_parents() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,13 +60,7 @@ fn a_forked_child_that_outlives_its_parent_writes_no_report_over_the_parents() {
     // The child keeps the parent's stdout open, so this returns once the child has exited too,
     // after its exit handlers ran: those used to rewrite the report from the child's copy of
     // the counts (two sweeps, and no `after_child`).
-    let out = Command::new(&program)
-        .arg("orphan")
-        .env("EPCACHE_REPORT", &path)
-        .env("EPCACHE_CACHE", CACHE)
-        .env("EPCACHE_MCC", "off")
-        .output()
-        .unwrap();
+    let out = standalone(&program, &path).arg("orphan").output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -143,10 +148,7 @@ fn children_forked_while_another_thread_allocates_do_not_hang() {
         ],
     );
     let path = dir.path().join("report.json");
-    let mut child = Command::new(dir.path().join("fork_threads"))
-        .env("EPCACHE_REPORT", &path)
-        .env("EPCACHE_CACHE", CACHE)
-        .env("EPCACHE_MCC", "off")
+    let mut child = standalone(dir.path().join("fork_threads"), &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -194,11 +196,8 @@ fn a_program_that_ends_by_exit_without_handlers_still_leaves_its_report() {
     );
     for (how, arg) in [("_exit", "x"), ("_Exit", "E")] {
         let path = dir.path().join(format!("report{how}.json"));
-        let out = Command::new(dir.path().join("exits"))
+        let out = standalone(dir.path().join("exits"), &path)
             .arg(arg)
-            .env("EPCACHE_REPORT", &path)
-            .env("EPCACHE_CACHE", CACHE)
-            .env("EPCACHE_MCC", "off")
             .output()
             .unwrap();
         assert_eq!(
@@ -235,10 +234,7 @@ fn a_program_that_ends_by_quick_exit_leaves_its_report_after_its_handlers() {
         &["gcc", "-O1", "-g", source.to_str().unwrap(), "-o", "quick"],
     );
     let path = dir.path().join("report.json");
-    let out = Command::new(dir.path().join("quick"))
-        .env("EPCACHE_REPORT", &path)
-        .env("EPCACHE_CACHE", CACHE)
-        .env("EPCACHE_MCC", "off")
+    let out = standalone(dir.path().join("quick"), &path)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -279,11 +275,8 @@ fn exit_from_a_signal_handler_ends_at_once_with_a_whole_report_or_none() {
     );
     for run in 0..8u32 {
         let path = dir.path().join(format!("report{run}.json"));
-        let mut child = Command::new(dir.path().join("handler_exit"))
+        let mut child = standalone(dir.path().join("handler_exit"), &path)
             .arg((5000 + run * 1373).to_string())
-            .env("EPCACHE_REPORT", &path)
-            .env("EPCACHE_CACHE", CACHE)
-            .env("EPCACHE_MCC", "off")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
