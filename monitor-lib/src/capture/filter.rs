@@ -57,10 +57,14 @@ pub(super) const SHORTEST_LINE_BITS: u32 = WORD_SHIFT + 2;
 const OFFSET_SHIFT: u32 = WORD_SHIFT - 1;
 /// Each per-entry word is 8 bytes, so an entry's index times 8 is its offset in every array.
 const WORD_SHIFT: u32 = 3;
-/// Records the inline miss path appends before the runtime must simulate them.
+/// Records a batch holds when the filter switches on: a thread that simulates its own batch
+/// does so this often, while the records are still in L1. A thread that hands its batches to
+/// the simulation worker installs larger ones (`state.rs`).
 const BATCH_RECORDS: usize = 256;
 /// Words per record, see [`Record`].
-const RECORD_WORDS: usize = 5;
+pub(super) const RECORD_WORDS: usize = 5;
+/// Bytes per record.
+const RECORD_BYTES: u64 = (RECORD_WORDS << WORD_SHIFT) as u64;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
 const LINE_SLOTS: usize = 64;
 
@@ -70,6 +74,23 @@ const NOT_WHOLE: u64 = u64::MAX;
 
 /// A [`Record`] as the miss path writes it.
 pub(super) type RecordWords = [u64; RECORD_WORDS];
+
+/// A batch's memory: records of [`RECORD_WORDS`] words each, written by the inline miss path
+/// through its address (`Filter::batch_pos`), and by the runtime through the Cells. It moves
+/// whole to the simulation worker when full, so the records are never copied.
+pub(super) type BatchWords = Box<[Cell<u64>]>;
+
+/// An empty batch with room for `records` records.
+pub(super) fn new_batch(records: usize) -> BatchWords {
+    (0..records * RECORD_WORDS).map(|_| Cell::new(0)).collect()
+}
+
+/// The first `filled` records of `batch`, in order, undecoded.
+pub(super) fn records_of(batch: &[Cell<u64>], filled: usize) -> impl Iterator<Item = RecordWords> {
+    batch[..(filled * RECORD_WORDS).min(batch.len())]
+        .chunks_exact(RECORD_WORDS)
+        .map(|r| std::array::from_fn(|k| r[k].get()))
+}
 
 /// One thread's table, kept in the thread-local block the access hooks read (`state.rs`), as
 /// Cells, so a hook reaches it from the one thread-local address it computes, with no borrow
@@ -110,12 +131,24 @@ pub(super) struct Filter {
     /// Nonzero when the inline test counted a write to the block while the entry was clean:
     /// the simulator has yet to mark the line dirty.
     dirty_pending: EntryWords,
-    /// Byte offset in `batch` of the next record the inline miss path writes.
+    /// The address where the inline miss path writes its next record, in `batch`.
     batch_pos: Cell<u64>,
-    /// Bytes of `batch` the inline miss path may fill: 0 while off, so it never appends then.
-    batch_cap: Cell<u64>,
-    /// Accesses the inline miss path took entries over for, in order, waiting to be simulated.
-    batch: [Cell<u64>; BATCH_RECORDS * RECORD_WORDS],
+    /// The address of the end of `batch`'s room: 0 while off (and `batch_pos` too), so the
+    /// miss path never appends then.
+    batch_end: Cell<u64>,
+    /// The address of `batch`'s first record (0 while off).
+    batch_start: Cell<u64>,
+    /// Accesses the inline miss path took entries over for, in order, waiting to be simulated
+    /// (`None` while off). `batch_pos` and `batch_end` point into it whenever the thread may
+    /// run instrumented code with the miss path open (its synced word is the tag word):
+    /// anything that replaces or drops it runs inside the runtime, where the path is closed.
+    batch: Cell<Option<BatchWords>>,
+    /// Miss paths of this thread between loading `batch_pos` and storing it back: above 0
+    /// only in a signal handler that interrupted one. That path then still writes its record
+    /// at the address it loaded, so the batch it points into must stay allocated and must not
+    /// move to the worker: [`Self::replace_batch`] declines, and a batch switched away is
+    /// leaked rather than freed. (A count, not a flag: the handler's own miss paths nest.)
+    in_miss: Cell<u8>,
     /// Whole lines of one data structure (or of none), by page: addresses in
     /// `whole_lo[s]..whole_hi[s]` lie in lines whose bytes all have the answer
     /// `whole_structure[s]` (index + 1, 0 for none), so an access in one of them may own an
@@ -195,8 +228,9 @@ impl Record {
 
 // The inline test `epcache cc` writes into instrumented code (`inline_capture.rs`) computes an
 // entry's offset as `Filter::offset` does and reads every array at that offset; its miss path
-// writes 40-byte records with the meta byte as the first word's last byte, and picks a
-// whole-line slot by `addr >> 12 & 63`. `_v3` fixes these.
+// writes 40-byte records, with the meta byte as the first word's last byte, at the address
+// `batch_pos` holds while below `batch_end`, and picks a whole-line slot by `addr >> 12 & 63`.
+// `_v4` fixes these.
 const _: () = {
     assert!(RECORD_WORDS << WORD_SHIFT == 40 && Record::META_SHIFT == 56);
     assert!(OFFSET_SHIFT == 2);
@@ -223,8 +257,8 @@ impl Filter {
     pub(super) const WRITE_HITS_OFFSET: usize = std::mem::offset_of!(Filter, write_hits);
     pub(super) const DIRTY_PENDING_OFFSET: usize = std::mem::offset_of!(Filter, dirty_pending);
     pub(super) const BATCH_POS_OFFSET: usize = std::mem::offset_of!(Filter, batch_pos);
-    pub(super) const BATCH_CAP_OFFSET: usize = std::mem::offset_of!(Filter, batch_cap);
-    pub(super) const BATCH_OFFSET: usize = std::mem::offset_of!(Filter, batch);
+    pub(super) const BATCH_END_OFFSET: usize = std::mem::offset_of!(Filter, batch_end);
+    pub(super) const IN_MISS_OFFSET: usize = std::mem::offset_of!(Filter, in_miss);
     pub(super) const WHOLE_LO_OFFSET: usize = std::mem::offset_of!(Filter, whole_lo);
     pub(super) const WHOLE_HI_OFFSET: usize = std::mem::offset_of!(Filter, whole_hi);
     pub(super) const WHOLE_STRUCTURE_OFFSET: usize = std::mem::offset_of!(Filter, whole_structure);
@@ -247,8 +281,10 @@ impl Filter {
             write_hits: EntryWords::new(),
             dirty_pending: EntryWords::new(),
             batch_pos: Cell::new(0),
-            batch_cap: Cell::new(0),
-            batch: [const { Cell::new(0) }; BATCH_RECORDS * RECORD_WORDS],
+            batch_end: Cell::new(0),
+            batch_start: Cell::new(0),
+            batch: Cell::new(None),
+            in_miss: Cell::new(0),
             whole_lo: [const { Cell::new(0) }; LINE_SLOTS],
             whole_hi: [const { Cell::new(0) }; LINE_SLOTS],
             whole_structure: [const { Cell::new(0) }; LINE_SLOTS],
@@ -269,8 +305,10 @@ impl Filter {
             && self.key_slot.get() == 0
             && (0..WORDS).all(|w| self.is_free_word(w))
             && self.batch_pos.get() == 0
-            && self.batch_cap.get() == 0
-            && self.batch.iter().all(|w| w.get() == 0)
+            && self.batch_end.get() == 0
+            && self.batch_start.get() == 0
+            && !self.has_batch()
+            && self.in_miss.get() == 0
             && (0..LINE_SLOTS).all(|s| {
                 self.whole_lo[s].get() == 0
                     && self.whole_hi[s].get() == 0
@@ -469,9 +507,12 @@ impl Filter {
     /// when it is not (`None`).
     fn append_record(&self, addr: u64, size: u32, write: bool, structure: Option<u32>) -> bool {
         let pos = self.batch_pos.get();
-        if pos >= self.batch_cap.get() {
+        if pos >= self.batch_end.get() {
             return false;
         }
+        let Some(batch) = self.batch.take() else {
+            return false;
+        };
         let tag = self.tag(addr);
         let owner = if structure.is_some() { tag } else { 0 };
         let i = self.word(self.index(addr));
@@ -485,38 +526,91 @@ impl Filter {
             structure.map_or(NOT_WHOLE, u64::from),
         ];
         self.write_tags.0[i].set(if write { owner } else { 0 });
-        let first = (pos >> WORD_SHIFT) as usize;
+        let first = self.filled() * RECORD_WORDS;
         for (k, w) in words.into_iter().enumerate() {
-            self.batch[first + k].set(w);
+            batch[first + k].set(w);
         }
-        self.batch_pos
-            .set(pos + (RECORD_WORDS << WORD_SHIFT) as u64);
+        self.batch.set(Some(batch));
+        self.batch_pos.set(pos + RECORD_BYTES);
         true
+    }
+
+    /// Records in the batch.
+    #[inline(always)]
+    fn filled(&self) -> usize {
+        ((self.batch_pos.get() - self.batch_start.get()) / RECORD_BYTES) as usize
     }
 
     /// Whether records wait in the batch.
     #[inline(always)]
     pub(super) fn batch_waiting(&self) -> bool {
-        self.batch_pos.get() != 0
+        self.batch_pos.get() != self.batch_start.get()
     }
 
-    /// The records in the batch, in order, undecoded; [`Self::clear_batch`] empties it.
-    pub(super) fn batch_records(&self) -> impl Iterator<Item = RecordWords> + '_ {
-        let end = (self.batch_pos.get() >> WORD_SHIFT) as usize;
-        self.batch[..end.min(self.batch.len())]
-            .chunks_exact(RECORD_WORDS)
-            .map(|r| std::array::from_fn(|k| r[k].get()))
+    /// Whether the batch has no room for another record (a table that is off has none).
+    pub(super) fn batch_full(&self) -> bool {
+        self.batch_pos.get() >= self.batch_end.get()
     }
 
-    pub(super) fn clear_batch(&self) {
-        self.batch_pos.set(0);
+    /// Whether the table holds a batch (it does while on).
+    #[cfg(test)]
+    fn has_batch(&self) -> bool {
+        let batch = self.batch.take();
+        let has = batch.is_some();
+        self.batch.set(batch);
+        has
     }
 
-    /// Appends the batch's records, undecoded, to `staged`, and empties the batch: a copy, so
-    /// the thread can hand them to another (`worker.rs`) while the table goes on.
-    pub(super) fn take_batch(&self, staged: &mut Vec<RecordWords>) {
-        staged.extend(self.batch_records());
-        self.clear_batch();
+    /// Runs `simulate` on the records in the batch, in order, undecoded, then empties it.
+    pub(super) fn drain_batch_with<R>(
+        &self,
+        simulate: impl FnOnce(&mut dyn Iterator<Item = RecordWords>) -> R,
+    ) -> R {
+        let batch = self.batch.take();
+        let filled = self.filled();
+        let done = simulate(&mut records_of(
+            batch.as_deref().unwrap_or_default(),
+            filled,
+        ));
+        self.batch.set(batch);
+        self.batch_pos.set(self.batch_start.get());
+        done
+    }
+
+    /// Installs `next` as the batch (a table that is off keeps none, and drops it) and
+    /// returns the one it replaces with its record count: the records move whole, so the
+    /// thread can hand them to another (`worker.rs`) while the table goes on.
+    pub(super) fn replace_batch(&self, next: BatchWords) -> Option<(BatchWords, usize)> {
+        if !self.on.get() || self.in_miss_path() {
+            return None;
+        }
+        let filled = self.filled();
+        let old = self.batch.take();
+        self.install_batch(Some(next));
+        old.map(|b| (b, filled))
+    }
+
+    /// Whether a miss path of this thread was interrupted (by a signal handler now running)
+    /// between loading `batch_pos` and storing it back.
+    pub(super) fn in_miss_path(&self) -> bool {
+        self.in_miss.get() != 0
+    }
+
+    /// Makes `batch` the table's, empty, with the miss path's addresses pointing into it (or
+    /// at nothing, for `None`).
+    fn install_batch(&self, batch: Option<BatchWords>) {
+        let (start, end) = batch.as_deref().map_or((0, 0), |b| {
+            let range = b.as_ptr_range();
+            (range.start as u64, range.end as u64)
+        });
+        self.batch_start.set(start);
+        self.batch_pos.set(start);
+        self.batch_end.set(end);
+        let old = self.batch.replace(batch);
+        if self.in_miss_path() {
+            // The interrupted miss path writes into it when the handler returns.
+            std::mem::forget(old);
+        }
     }
 
     /// The data structure (index + 1, 0 for none) of the line holding `addr` if the whole-line
@@ -587,8 +681,7 @@ impl Filter {
         self.key_slot.set(slot + 1);
         self.tag_bits.set(tag_key::tag_bits(word, line_low));
         self.set_shape(line_bits, entries);
-        self.batch_cap
-            .set(((BATCH_RECORDS * RECORD_WORDS) << WORD_SHIFT) as u64);
+        self.install_batch(Some(new_batch(BATCH_RECORDS)));
         self.on.set(true);
         true
     }
@@ -645,7 +738,7 @@ impl Filter {
         self.entry_mask.set(0);
         self.entry_offset_mask.set(0);
         self.offset_mask.set(0);
-        self.batch_cap.set(0);
+        self.install_batch(None);
         self.forget_whole_lines();
         self.on.set(false);
     }
@@ -664,7 +757,7 @@ impl Filter {
                 words.0[w].set(0);
             }
         }
-        self.batch_pos.set(0);
+        self.batch_pos.set(self.batch_start.get());
         self.switch_off();
     }
 
@@ -835,6 +928,86 @@ mod tests {
             f.read_hits.0[w].set(f.read_hits.0[w].get() + 1);
         }
         hit
+    }
+
+    /// A table switched on as `switch_on` leaves it, without taking a key slot (the key is
+    /// made up), with a batch of `records` records and the page at `page` known whole.
+    fn table_with_batch(records: usize, page: u64) -> Filter {
+        let f = Filter::new();
+        f.on.set(true);
+        f.tag_bits.set(0x5a << 56 | 63);
+        f.set_shape(6, 64);
+        f.set_capturing(true);
+        f.install_batch(Some(new_batch(records)));
+        f.remember_whole_lines(page, page, page + 4096, 3);
+        f
+    }
+
+    #[test]
+    fn a_batch_moves_whole_with_its_records_and_the_miss_path_writes_into_the_next() {
+        let page = 0x7f00_0000_1000;
+        let f = table_with_batch(2, page);
+        assert!(!f.batch_waiting() && !f.batch_full());
+        assert!(f.inline_miss(page + 8, 8, false));
+        assert!(f.inline_miss(page + 64, 4, true));
+        assert!(f.batch_full());
+        assert!(!f.inline_miss(page + 128, 8, false), "no room");
+        let (old, filled) = f.replace_batch(new_batch(4)).unwrap();
+        assert_eq!(filled, 2);
+        let records: Vec<Record> = records_of(&old, filled).map(Record::decode).collect();
+        assert_eq!(
+            (
+                records[0].addr,
+                records[0].size,
+                records[0].write,
+                records[0].structure
+            ),
+            (page + 8, 8, false, Some(3))
+        );
+        assert_eq!(
+            (
+                records[1].addr,
+                records[1].size,
+                records[1].write,
+                records[1].structure
+            ),
+            (page + 64, 4, true, Some(3))
+        );
+        // The miss path's addresses are the new batch's, empty.
+        let range = f.batch.take().unwrap();
+        let (start, end) = (range.as_ptr() as u64, range.as_ptr_range().end as u64);
+        f.batch.set(Some(range));
+        assert_eq!((f.batch_pos.get(), f.batch_end.get()), (start, end));
+        assert!(!f.batch_waiting());
+        assert!(f.inline_miss(page + 128, 8, false));
+        let mut drained = Vec::new();
+        f.drain_batch_with(|records| drained.extend(records.map(Record::decode)));
+        assert_eq!(drained.len(), 1);
+        assert_eq!(drained[0].addr, page + 128);
+        assert!(!f.batch_waiting());
+        // Off, the table holds no batch and the miss path finds no room.
+        f.drain_batch_with(|_| ());
+        f.flush(true, |_| {}, |_| {});
+        f.switch_off();
+        assert_eq!((f.batch_pos.get(), f.batch_end.get()), (0, 0));
+        assert!(f.batch_full() && !f.has_batch());
+        assert!(f.replace_batch(new_batch(2)).is_none());
+    }
+
+    #[test]
+    fn a_batch_an_interrupted_miss_path_still_writes_into_stays_where_it_is() {
+        let page = 0x7f00_0000_1000;
+        let f = table_with_batch(2, page);
+        assert!(f.inline_miss(page, 8, false));
+        // A signal handler interrupted a miss path after it loaded the position.
+        f.in_miss.set(1);
+        let loaded = f.batch_pos.get();
+        assert!(f.replace_batch(new_batch(4)).is_none(), "must not move");
+        assert_eq!(f.batch_pos.get(), loaded);
+        // The path went on (the count is back to 0): the batch may move again.
+        f.in_miss.set(0);
+        let (old, filled) = f.replace_batch(new_batch(4)).unwrap();
+        assert_eq!((filled, old.as_ptr() as u64 + 40), (1, loaded));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::shm::layout::DataStructureKind;
 use crate::shm::target::Mcc;
 use crate::simulator::{Simulator, SimulatorError};
 
-use super::filter::{self, Filter, Record, RecordWords};
+use super::filter::{self, BatchWords, Filter, Record, RecordWords};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
@@ -321,19 +321,16 @@ struct ThreadCapture {
     shared: Option<Arc<Mutex<Option<Box<Core>>>>>,
     /// Batches handed to the worker and not yet back.
     in_flight: usize,
-    /// The channel the worker sends each batch's emptied vector back on, which also tells
-    /// that the batch is done; made at the first hand-off.
-    spares: Option<(Sender<Batch>, Receiver<Batch>)>,
+    /// The channel the worker sends each batch back on once simulated, which also tells that
+    /// the batch is done; made at the first hand-off.
+    spares: Option<(Sender<BatchWords>, Receiver<BatchWords>)>,
     /// Whether this thread counts for the standalone report (its monitoring's `counting`).
     counts: bool,
     /// Whether this thread hands its batches to the worker: standalone counting in a process
     /// where the worker is enabled.
     ships: bool,
-    /// Records the inline miss path batched, in order, taken from the filter and not yet
-    /// simulated.
-    staged: Batch,
-    /// Vectors the worker emptied, for the next hand-offs.
-    free: Vec<Batch>,
+    /// Batches the worker simulated, for the filter to fill next.
+    free: Vec<BatchWords>,
     /// Finds whole lines for the filter while the core is away (the core's monitoring has its
     /// own finder).
     finder: StructureFinder,
@@ -348,11 +345,8 @@ struct ThreadCapture {
     holding: bool,
 }
 
-/// Records of the inline miss path, in order, as staged and handed to the worker.
-type Batch = Vec<RecordWords>;
-
-/// Staged records handed to the worker at once: enough that a hand-off's cost (a message each
-/// way, a wake-up at worst) is small beside simulating them (about 15 ns each).
+/// Records of a batch handed to the worker: enough that a hand-off's cost (a message each
+/// way, a wake-up at worst) is small beside simulating them (about 8 ns each).
 const SHIP_AT: usize = 8192;
 
 /// Batches a thread may have with the worker: two, so the worker finds the next one waiting
@@ -391,14 +385,21 @@ impl Core {
         }
     }
 
-    /// Simulates and counts staged records in order; runs on the worker or on the thread.
-    fn simulate_staged(&mut self, staged: &[RecordWords]) {
+    /// Simulates and counts the first `filled` records of a batch the thread handed over, in
+    /// order; runs on the worker.
+    fn simulate_shipped(&mut self, batch: &[Cell<u64>], filled: usize) {
         simulate_records(
             &mut self.simulator,
             &mut self.counting,
             &mut self.monitoring,
-            staged.iter().copied(),
+            filter::records_of(batch, filled),
         );
+    }
+
+    /// Simulates and counts the records waiting in the filter's batch.
+    fn drain_batch(&mut self) {
+        self.counting
+            .drain_batch(&mut self.simulator, &mut self.monitoring);
     }
 }
 
@@ -529,7 +530,7 @@ fn record_structure(monitoring: &mut Monitoring, r: &Record) -> Option<usize> {
 
 impl ThreadCapture {
     /// The core, back on this thread: taken back from the worker if it has it (waiting for it
-    /// to finish), with the accesses staged since simulated. `None` in a forked child, which
+    /// to finish), with the accesses batched since simulated. `None` in a forked child, which
     /// is not monitored and must not simulate (attributing an access may take the data
     /// structures' lock, which a parent thread may have held at the fork; and the worker did
     /// not survive it), and if the worker is gone.
@@ -539,10 +540,7 @@ impl ThreadCapture {
         }
         self.reclaim();
         let core = self.core.as_deref_mut()?;
-        if !self.staged.is_empty() {
-            core.simulate_staged(&self.staged);
-            self.staged.clear();
-        }
+        core.drain_batch();
         Some(core)
     }
 
@@ -574,7 +572,10 @@ impl ThreadCapture {
                 return;
             };
             self.in_flight -= 1;
-            self.free.push(emptied);
+            // The filter's first batch is smaller than those it fills while shipping.
+            if emptied.len() == SHIP_AT * filter::RECORD_WORDS {
+                self.free.push(emptied);
+            }
         }
     }
 
@@ -588,8 +589,7 @@ impl ThreadCapture {
         if !with_filter(Filter::is_on) || (self.core.is_some() && !worker::core_spare()) {
             return false;
         }
-        self.stage_batch();
-        if self.staged.len() >= SHIP_AT {
+        if with_filter(Filter::batch_full) {
             self.ship();
         }
         let write = kind == AccessKind::Write;
@@ -609,19 +609,13 @@ impl ThreadCapture {
         })
     }
 
-    /// Moves the filter's batch to the staged records.
-    fn stage_batch(&mut self) {
-        if with_filter(Filter::batch_waiting) {
-            with_filter(|f| f.take_batch(&mut self.staged));
-        }
-    }
-
-    /// Hands the staged records to the worker, and the core with the first of them; simulates
-    /// them here instead when no core is spare (or in a forked child, where the worker does
-    /// not exist).
+    /// Hands the filter's batch to the worker, and the core with the first one, giving the
+    /// filter an empty batch to fill meanwhile; simulates the records here instead when no
+    /// core is spare (or in a forked child, where the worker does not exist).
     fn ship(&mut self) {
-        if forked_child() || !worker::core_spare() {
-            // `core` simulates what is staged.
+        // A signal handler that interrupted a miss path: the batch stays (`Filter::in_miss`).
+        if forked_child() || !worker::core_spare() || with_filter(Filter::in_miss_path) {
+            // `core` simulates what is batched.
             let _ = self.core();
             return;
         }
@@ -630,13 +624,18 @@ impl ThreadCapture {
             *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
         }
         let Some(shared) = self.shared.as_ref().map(Arc::clone) else {
-            self.staged.clear();
+            // No core to count them with.
+            with_filter(|f| f.drain_batch_with(|_| ()));
             return;
         };
         self.wait_in_flight(MOST_IN_FLIGHT - 1);
-        let mut next = self.free.pop().unwrap_or_default();
-        next.reserve(SHIP_AT);
-        let mut batch = std::mem::replace(&mut self.staged, next);
+        let next = self
+            .free
+            .pop()
+            .unwrap_or_else(|| filter::new_batch(SHIP_AT));
+        let Some((batch, filled)) = with_filter(|f| f.replace_batch(next)) else {
+            return;
+        };
         let back = self.spares.get_or_insert_with(mpsc::channel).0.clone();
         self.in_flight += 1;
         worker::run(Box::new(move || {
@@ -644,19 +643,18 @@ impl ThreadCapture {
             let simulated = match core.as_deref_mut() {
                 Some(simulating) => {
                     let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        simulating.simulate_staged(&batch);
+                        simulating.simulate_shipped(&batch, filled);
                     }));
                     if done.is_err() {
                         // A bug in the simulator: the core is no longer trusted, and the thread
                         // learns it is lost when it takes it back (`reclaim`).
                         *core = None;
                     }
-                    batch.len()
+                    filled
                 }
                 None => 0,
             };
             drop(core);
-            batch.clear();
             // Always sent, so the thread never waits for a batch in vain; if the thread is
             // gone, so is the need.
             let _ = back.send(batch);
@@ -665,8 +663,8 @@ impl ThreadCapture {
     }
 
     /// The data structures changed since this thread's last sync point: everything it captured
-    /// before is simulated and attributed under the old ones (staged records, the filter's batch
-    /// and its pending hits; the filter forgets its entries and whole lines), then its finders
+    /// before is simulated and attributed under the old ones (batches with the worker, the
+    /// filter's batch and its pending hits; the filter forgets its entries and whole lines), then its finders
     /// take the new ones.
     fn data_changed(&mut self) {
         // A forked child attributes nothing, and must not take the data structures' lock.
@@ -1654,8 +1652,7 @@ impl Counting {
     #[inline(never)]
     fn simulate_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
         with_filter(|f| {
-            simulate_records(simulator, self, monitoring, f.batch_records());
-            f.clear_batch();
+            f.drain_batch_with(|records| simulate_records(simulator, self, monitoring, records));
         });
     }
 
@@ -1774,7 +1771,6 @@ fn new_thread_capture() -> Option<ThreadCapture> {
         spares: None,
         counts: standalone(),
         ships: standalone() && worker::enabled(),
-        staged: Vec::new(),
         free: Vec::new(),
         finder,
         line_bits: counting.line_bits,

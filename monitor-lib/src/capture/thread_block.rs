@@ -53,44 +53,47 @@ core::arch::global_asm!(
     size = const core::mem::size_of::<ThreadBlock>(),
 );
 
-// The inline capture ABI, version 3: what the repeat-hit test `epcache cc` writes into
+// The inline capture ABI, version 4: what the repeat-hit test `epcache cc` writes into
 // instrumented code before each call to a fixed-size `__tsan_readN`/`__tsan_writeN` reads and
 // counts (`client-lib/src/bin/epcache/inline_capture.rs` writes the sequence).
 //
 // Thread-local symbols inside the block for the words it reads, reached with the local-exec
 // sequence, and the process-wide tag word under its own name (below). Their offsets come from
 // this build of the runtime at link time, so the program's code and the runtime cannot
-// disagree on the layout. What `v3` promises beyond it: an entry's byte offset in each array is
+// disagree on the layout. What `v4` promises beyond it: an entry's byte offset in each array is
 // the address shifted right by 2 and masked with `offset_mask`, plus 8 (`Filter::word`: word 0
 // of each array is never an entry, and a thread that does not capture has a mask of 0), a tag is the
 // address of the line's last byte ORed with the tag word (`tag_key.rs`: L1's line size less
 // one, and the key in the top byte), the dirty-pending rule of `filter.rs`, the miss path's
 // records (`filter::Record`: five words, the first the address with the access's meta byte on
-// top, the last the line's data structure from the whole-line cache) appended at `batch_pos` while below `batch_cap`, the whole-line cache's slots picked by
+// top, the last the line's data structure from the whole-line cache) written at the address
+// `batch_pos` holds while it is below the address `batch_end` holds (both 0 while the thread
+// has no batch), with the byte `in_miss` incremented before `batch_pos` is loaded and
+// decremented after it is stored (on every way out), the whole-line cache's slots picked by
 // `addr >> 12 & 63`, and `synced_word` different from the tag word whenever the thread must not
 // batch: it does not capture, or has a switch to pick up (`state.rs`; a thread whose filter
 // holds no key may see them equal after the keys came round, but its batch then has no room). A program whose runtime lacks the symbols fails to link,
 // naming them.
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
-    ".irp name, synced_word, offset_mask, read_tags, write_tags, read_hits, write_hits, dirty_pending, batch_pos, batch_cap, batch, whole_lo, whole_hi, whole_structure",
-    ".globl epcache_inline_v3_\\name",
-    ".hidden epcache_inline_v3_\\name",
-    ".type epcache_inline_v3_\\name, @tls_object",
+    ".irp name, synced_word, offset_mask, read_tags, write_tags, read_hits, write_hits, dirty_pending, batch_pos, batch_end, in_miss, whole_lo, whole_hi, whole_structure",
+    ".globl epcache_inline_v4_\\name",
+    ".hidden epcache_inline_v4_\\name",
+    ".type epcache_inline_v4_\\name, @tls_object",
     ".endr",
-    ".set epcache_inline_v3_synced_word, epcache_monitor_thread_block + {synced_word}",
-    ".set epcache_inline_v3_offset_mask, epcache_monitor_thread_block + {offset_mask}",
-    ".set epcache_inline_v3_read_tags, epcache_monitor_thread_block + {read_tags}",
-    ".set epcache_inline_v3_write_tags, epcache_monitor_thread_block + {write_tags}",
-    ".set epcache_inline_v3_read_hits, epcache_monitor_thread_block + {read_hits}",
-    ".set epcache_inline_v3_write_hits, epcache_monitor_thread_block + {write_hits}",
-    ".set epcache_inline_v3_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
-    ".set epcache_inline_v3_batch_pos, epcache_monitor_thread_block + {batch_pos}",
-    ".set epcache_inline_v3_batch_cap, epcache_monitor_thread_block + {batch_cap}",
-    ".set epcache_inline_v3_batch, epcache_monitor_thread_block + {batch}",
-    ".set epcache_inline_v3_whole_lo, epcache_monitor_thread_block + {whole_lo}",
-    ".set epcache_inline_v3_whole_hi, epcache_monitor_thread_block + {whole_hi}",
-    ".set epcache_inline_v3_whole_structure, epcache_monitor_thread_block + {whole_structure}",
+    ".set epcache_inline_v4_synced_word, epcache_monitor_thread_block + {synced_word}",
+    ".set epcache_inline_v4_offset_mask, epcache_monitor_thread_block + {offset_mask}",
+    ".set epcache_inline_v4_read_tags, epcache_monitor_thread_block + {read_tags}",
+    ".set epcache_inline_v4_write_tags, epcache_monitor_thread_block + {write_tags}",
+    ".set epcache_inline_v4_read_hits, epcache_monitor_thread_block + {read_hits}",
+    ".set epcache_inline_v4_write_hits, epcache_monitor_thread_block + {write_hits}",
+    ".set epcache_inline_v4_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
+    ".set epcache_inline_v4_batch_pos, epcache_monitor_thread_block + {batch_pos}",
+    ".set epcache_inline_v4_batch_end, epcache_monitor_thread_block + {batch_end}",
+    ".set epcache_inline_v4_in_miss, epcache_monitor_thread_block + {in_miss}",
+    ".set epcache_inline_v4_whole_lo, epcache_monitor_thread_block + {whole_lo}",
+    ".set epcache_inline_v4_whole_hi, epcache_monitor_thread_block + {whole_hi}",
+    ".set epcache_inline_v4_whole_structure, epcache_monitor_thread_block + {whole_structure}",
     synced_word = const HOT + Hot::SYNCED_WORD_OFFSET,
     offset_mask = const FILTER + Filter::OFFSET_MASK_OFFSET,
     read_tags = const FILTER + Filter::READ_TAGS_OFFSET,
@@ -99,8 +102,8 @@ core::arch::global_asm!(
     write_hits = const FILTER + Filter::WRITE_HITS_OFFSET,
     dirty_pending = const FILTER + Filter::DIRTY_PENDING_OFFSET,
     batch_pos = const FILTER + Filter::BATCH_POS_OFFSET,
-    batch_cap = const FILTER + Filter::BATCH_CAP_OFFSET,
-    batch = const FILTER + Filter::BATCH_OFFSET,
+    batch_end = const FILTER + Filter::BATCH_END_OFFSET,
+    in_miss = const FILTER + Filter::IN_MISS_OFFSET,
     whole_lo = const FILTER + Filter::WHOLE_LO_OFFSET,
     whole_hi = const FILTER + Filter::WHOLE_HI_OFFSET,
     whole_structure = const FILTER + Filter::WHOLE_STRUCTURE_OFFSET,
@@ -111,7 +114,7 @@ core::arch::global_asm!(
 /// bits (the first filter to switch on sets them).
 // SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
 // program can clash with it.
-#[unsafe(export_name = "epcache_inline_v3_tag_word")]
+#[unsafe(export_name = "epcache_inline_v4_tag_word")]
 pub(super) static TAG_WORD: AtomicU64 = AtomicU64::new(1 << 56);
 
 /// Where the hook block and its filter start in the thread block.

@@ -19,7 +19,7 @@
 //!
 //! The sequence uses only registers the call it guards would clobber (`rax`, `rcx`, `rdx`,
 //! `rsi`, `r8`, and the flags), leaves `rdi` (the address) for the call, and touches no stack. It
-//! names the runtime's inline capture ABI (`epcache_inline_v3_*`, defined in
+//! names the runtime's inline capture ABI (`epcache_inline_v4_*`, defined in
 //! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
 //! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
 //! AT&T-syntax listings (gcc's and clang's default).
@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 pub(crate) const INLINE_ENV: &str = "EPCACHE_CC_INLINE";
 
 /// A symbol every runtime with this ABI defines: its absence explains a failed link.
-pub(crate) const ABI_PROBE: &str = "epcache_inline_v3_read_tags";
+pub(crate) const ABI_PROBE: &str = "epcache_inline_v4_read_tags";
 
 /// Whether inline capture is wanted (it is unless switched off).
 pub(crate) fn wanted() -> bool {
@@ -180,11 +180,11 @@ impl Sites {
 }
 
 /// The process-wide tag word of the inline capture ABI (not thread-local).
-const TAG_WORD: &str = "epcache_inline_v3_tag_word";
+const TAG_WORD: &str = "epcache_inline_v4_tag_word";
 
 /// A thread-local word of the inline capture ABI.
 fn tls(name: &str) -> String {
-    format!("%fs:epcache_inline_v3_{name}@tpoff")
+    format!("%fs:epcache_inline_v4_{name}@tpoff")
 }
 
 /// The word `name` of the filter entry whose byte offset is in `%rdx` (after each array's
@@ -193,9 +193,9 @@ fn entry(name: &str) -> String {
     format!("{}+8(%rdx)", tls(name))
 }
 
-/// The word at byte `offset` of the batch record whose byte offset is in `%rsi`.
+/// The word at byte `offset` of the batch record whose address is in `%rsi`.
 fn record(offset: u8) -> String {
-    format!("%fs:epcache_inline_v3_batch@tpoff+{offset}(%rsi)")
+    format!("{offset}(%rsi)")
 }
 
 /// The miss path, at `miss`: an access (last byte's tag in `%rax`, entry offset in `%rdx`)
@@ -227,9 +227,14 @@ fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut
     let _ = writeln!(out, "\tcmpq\t{}(,%rcx,8), %rdi", tls("whole_hi"));
     let _ = writeln!(out, "\tjae\t{slow}");
     let _ = writeln!(out, "\tmovl\t{}(,%rcx,4), %ecx", tls("whole_structure"));
+    // From loading the batch position to storing it back, `in_miss` tells a signal handler
+    // that interrupts here that this path will still write where it loaded: the runtime then
+    // keeps the batch where it is (`Filter::in_miss`).
+    let full = format!(".Lepcache.full.{}", &miss[".Lepcache.miss.".len()..]);
+    let _ = writeln!(out, "\tincb\t{}", tls("in_miss"));
     let _ = writeln!(out, "\tmovq\t{}, %rsi", tls("batch_pos"));
-    let _ = writeln!(out, "\tcmpq\t{}, %rsi", tls("batch_cap"));
-    let _ = writeln!(out, "\tjae\t{slow}");
+    let _ = writeln!(out, "\tcmpq\t{}, %rsi", tls("batch_end"));
+    let _ = writeln!(out, "\tjae\t{full}");
     // Word 0: the address, its top byte the meta byte (size, write, the old dirty mark).
     let _ = writeln!(out, "\tmovq\t%rdi, {}", record(0));
     let _ = writeln!(out, "\tmovq\t{}, %r8", entry("dirty_pending"));
@@ -253,7 +258,11 @@ fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut
     let _ = writeln!(out, "\tmovq\t%rcx, {}", record(32));
     let _ = writeln!(out, "\taddq\t$40, %rsi");
     let _ = writeln!(out, "\tmovq\t%rsi, {}", tls("batch_pos"));
+    let _ = writeln!(out, "\tdecb\t{}", tls("in_miss"));
     let _ = writeln!(out, "\tjmp\t{done}");
+    let _ = writeln!(out, "{full}:");
+    let _ = writeln!(out, "\tdecb\t{}", tls("in_miss"));
+    let _ = writeln!(out, "\tjmp\t{slow}");
 }
 
 #[cfg(test)]
@@ -317,10 +326,12 @@ mod tests {
             labels,
             [
                 ".Lepcache.miss.1:",
+                ".Lepcache.full.1:",
                 ".Lepcache.slow.1:",
                 ".Lepcache.hit.1:",
                 ".Lepcache.done.1:",
                 ".Lepcache.miss.2:",
+                ".Lepcache.full.2:",
                 ".Lepcache.clean.2:",
                 ".Lepcache.slow.2:",
                 ".Lepcache.hit.2:",
@@ -338,22 +349,22 @@ mod tests {
         assert_eq!(lines[slow + 2], "\tjmp\t.Lepcache.done.1");
         assert_eq!(
             lines[slow + 4],
-            "\tincq\t%fs:epcache_inline_v3_read_hits@tpoff+8(%rdx)"
+            "\tincq\t%fs:epcache_inline_v4_read_hits@tpoff+8(%rdx)"
         );
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
         let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
         assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
-        assert!(!first_site.contains("incq\t%fs:epcache_inline_v3_write_hits"));
-        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v3_write_hits@tpoff+8(%rdx)\n"));
+        assert!(!first_site.contains("incq\t%fs:epcache_inline_v4_write_hits"));
+        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v4_write_hits@tpoff+8(%rdx)\n"));
         // A write matches a written entry first; one owning its block clean is marked written
         // and dirty pending, then counted.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
         assert!(second_test.contains(
-            "\tcmpq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff+8(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v3_read_tags@tpoff+8(%rdx)\n\tje\t.Lepcache.clean.2\n"
+            "\tcmpq\t%rax, %fs:epcache_inline_v4_write_tags@tpoff+8(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v4_read_tags@tpoff+8(%rdx)\n\tje\t.Lepcache.clean.2\n"
         ));
         let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
         assert!(clean.starts_with(
-            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v3_write_tags@tpoff+8(%rdx)\n\tmovq\t$1, %fs:epcache_inline_v3_dirty_pending@tpoff+8(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v4_write_tags@tpoff+8(%rdx)\n\tmovq\t$1, %fs:epcache_inline_v4_dirty_pending@tpoff+8(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
         ));
         // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
@@ -372,7 +383,7 @@ mod tests {
             // the batch has room; else the call.
             assert!(
                 miss.starts_with(
-                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v3_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v3_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v4_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v4_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
                 ),
                 "{miss}"
             );
@@ -383,12 +394,15 @@ mod tests {
             );
             assert_eq!(
                 miss.matches("\tjae\t.Lepcache.slow.1\n").count(),
-                2,
+                1,
                 "{miss}"
             );
+            // The batch position is loaded and stored back inside `in_miss`, on both ways out.
+            assert!(miss.contains("\tincb\t%fs:epcache_inline_v4_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v4_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v4_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
+            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v4_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
             // The meta byte over the address's top byte: size, write, the old dirty mark.
             assert!(miss.contains(&format!("\torb\t${meta}, %r8b\n")), "{miss}");
-            assert!(miss.contains("\tmovb\t%r8b, %fs:epcache_inline_v3_batch@tpoff+7(%rsi)\n"));
+            assert!(miss.contains("\tmovb\t%r8b, 7(%rsi)\n"));
             // The old owner's words move into the record; the entry becomes the access's.
             for (offset, word, new) in [
                 (8, "read_tags", "%rax"),
@@ -396,9 +410,9 @@ mod tests {
                 (24, "write_hits", "$0"),
                 (0, "write_tags", written),
             ] {
-                let entry = format!("%fs:epcache_inline_v3_{word}@tpoff+8(%rdx)");
+                let entry = format!("%fs:epcache_inline_v4_{word}@tpoff+8(%rdx)");
                 if offset > 0 {
-                    let record = format!("%fs:epcache_inline_v3_batch@tpoff+{offset}(%rsi)");
+                    let record = format!("{offset}(%rsi)");
                     assert!(
                         miss.contains(&format!("\tmovq\t{entry}, %r8\n\tmovq\t%r8, {record}\n"))
                     );
@@ -410,10 +424,10 @@ mod tests {
             }
             assert!(
                 miss.contains(
-                    "\tmovl\t%fs:epcache_inline_v3_whole_structure@tpoff(,%rcx,4), %ecx\n"
+                    "\tmovl\t%fs:epcache_inline_v4_whole_structure@tpoff(,%rcx,4), %ecx\n"
                 )
             );
-            assert!(miss.ends_with("\tmovq\t%rcx, %fs:epcache_inline_v3_batch@tpoff+32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v3_batch_pos@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v4_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v4_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
         }
     }
 
@@ -426,7 +440,7 @@ mod tests {
         assert_eq!(common.lines().count(), 7, "{common}");
         assert!(
             common.starts_with(
-                "\tmovq\t%rdi, %rdx\n\tshrq\t$2, %rdx\n\tandl\t%fs:epcache_inline_v3_offset_mask@tpoff, %edx\n"
+                "\tmovq\t%rdi, %rdx\n\tshrq\t$2, %rdx\n\tandl\t%fs:epcache_inline_v4_offset_mask@tpoff, %edx\n"
             ),
             "{common}"
         );
@@ -441,7 +455,7 @@ mod tests {
             let test = &out[..out.find(".Lepcache.miss.1:").unwrap()];
             let offset = test.find("shrq").unwrap();
             let tag = format!(
-                "\tleaq\t{}(%rdi), %rax\n\torq\tepcache_inline_v3_tag_word(%rip), %rax\n",
+                "\tleaq\t{}(%rdi), %rax\n\torq\tepcache_inline_v4_tag_word(%rip), %rax\n",
                 access.size - 1
             );
             let tag_at = test.find(&tag).unwrap_or_else(|| panic!("{out}"));
