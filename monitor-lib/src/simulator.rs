@@ -207,7 +207,7 @@ impl Simulator {
     /// one at a time.
     pub(crate) fn simulate_steps<T: Steps>(&mut self, steps: &mut T) {
         if self.analyses.is_some() || !self.hierarchy.two_level() {
-            while let Some((step, context)) = steps.next_step() {
+            while let Some((step, context)) = steps.next_step::<0>() {
                 if let Some(block) = step.dirty_first {
                     self.mark_l1_dirty(block);
                 }
@@ -999,7 +999,7 @@ mod tests {
 
     impl Steps for ListedSteps {
         type Context = usize;
-        fn next_step(&mut self) -> Option<(Step, usize)> {
+        fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(Step, usize)> {
             self.steps.next()
         }
         fn outcome(&mut self, index: usize, bits: u32) {

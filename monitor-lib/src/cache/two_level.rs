@@ -178,8 +178,10 @@ pub(crate) struct Step {
 pub(crate) trait Steps {
     /// What [`Self::outcome`] needs to know of an access besides its outcome.
     type Context: Copy;
-    /// The next access, or `None` at the end.
-    fn next_step(&mut self) -> Option<(Step, Self::Context)>;
+    /// The next access, or `None` at the end. `LINE_BITS` is log2 of the line size when the
+    /// caller knows it at compile time (0 when it does not), so a source that shifts by it
+    /// can take an immediate.
+    fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(Step, Self::Context)>;
     /// The outcome of an access [`Self::next_step`] gave, as [`AccessOutcome::event_bits`].
     fn outcome(&mut self, context: Self::Context, bits: u32);
 }
@@ -241,7 +243,7 @@ fn run_step_lines<
     let (k, bits) = k.for_loop::<_, LINE_BITS>(sets1);
     let (mut reads, mut writes) = (0u64, 0u64);
     let mut stopped = None;
-    while let Some((step, context)) = steps.next_step() {
+    while let Some((step, context)) = steps.next_step::<LINE_BITS>() {
         if let Some(dirty) = step.dirty_first
             && let Some(state) = sets1.get_mut((dirty & k.l1_mask) as usize)
         {

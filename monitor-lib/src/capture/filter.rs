@@ -87,9 +87,11 @@ pub(super) fn new_batch(records: usize) -> BatchWords {
 
 /// The first `filled` records of `batch`, in order, undecoded.
 pub(super) fn records_of(batch: &[Cell<u64>], filled: usize) -> impl Iterator<Item = RecordWords> {
-    batch[..(filled * RECORD_WORDS).min(batch.len())]
-        .chunks_exact(RECORD_WORDS)
-        .map(|r| std::array::from_fn(|k| r[k].get()))
+    let (records, _) = batch.as_chunks::<RECORD_WORDS>();
+    // Whole records as arrays: no per-word bounds check or loop.
+    records[..filled.min(records.len())]
+        .iter()
+        .map(|[a, b, c, d, e]| [a.get(), b.get(), c.get(), d.get(), e.get()])
 }
 
 /// One thread's table, kept in the thread-local block the access hooks read (`state.rs`), as

@@ -469,14 +469,20 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
     type Context = RecordContext;
 
     #[inline(always)]
-    fn next_step(&mut self) -> Option<(crate::cache::Step, RecordContext)> {
+    fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(crate::cache::Step, RecordContext)> {
         let r = Record::decode(self.records.next()?);
+        let line_bits = if LINE_BITS != 0 {
+            debug_assert_eq!(LINE_BITS, self.line_bits);
+            LINE_BITS
+        } else {
+            self.line_bits
+        };
         debug_assert!(
-            (r.addr & ((1 << self.line_bits) - 1)) + u64::from(r.size) <= 1 << self.line_bits,
+            (r.addr & ((1 << line_bits) - 1)) + u64::from(r.size) <= 1 << line_bits,
             "a record at {:#x} straddles lines",
             r.addr
         );
-        let entry = (r.addr >> self.line_bits) as usize & self.entry_mask;
+        let entry = (r.addr >> line_bits) as usize & self.entry_mask;
         let (reads, writes) = r.old_hits;
         if reads | writes != 0 {
             self.hits.0 += reads;
@@ -499,7 +505,7 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
             } else {
                 AccessKind::Read
             },
-            dirty_first: r.old_dirty.then_some(r.old_tag >> self.line_bits),
+            dirty_first: r.old_dirty.then_some(r.old_tag >> line_bits),
         };
         Some((step, context))
     }
