@@ -62,7 +62,7 @@ const WORD_SHIFT: u32 = 3;
 /// the simulation worker installs larger ones (`state.rs`).
 const BATCH_RECORDS: usize = 256;
 /// Words per record, see [`Record`].
-pub(super) const RECORD_WORDS: usize = 5;
+const RECORD_WORDS: usize = 5;
 /// Bytes per record.
 const RECORD_BYTES: u64 = (RECORD_WORDS << WORD_SHIFT) as u64;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
@@ -77,19 +77,27 @@ pub(super) type RecordWords = [u64; RECORD_WORDS];
 
 /// A batch's memory: records of [`RECORD_WORDS`] words each, written by the inline miss path
 /// through its address (`Filter::batch_pos`), and by the runtime through the Cells. It moves
-/// whole to the simulation worker when full, so the records are never copied.
-pub(super) type BatchWords = Box<[Cell<u64>]>;
+/// whole to the simulation worker when full, so the records are never copied. Whole records
+/// as arrays, so reading one needs no per-word bounds check (as chunks of a flat slice, about
+/// 14 instructions more per record on the worker).
+pub(super) type BatchWords = Box<[RecordCells]>;
+
+/// One record's words in a batch.
+pub(super) type RecordCells = [Cell<u64>; RECORD_WORDS];
 
 /// An empty batch with room for `records` records.
 pub(super) fn new_batch(records: usize) -> BatchWords {
-    (0..records * RECORD_WORDS).map(|_| Cell::new(0)).collect()
+    (0..records)
+        .map(|_| std::array::from_fn(|_| Cell::new(0)))
+        .collect()
 }
 
 /// The first `filled` records of `batch`, in order, undecoded.
-pub(super) fn records_of(batch: &[Cell<u64>], filled: usize) -> impl Iterator<Item = RecordWords> {
-    let (records, _) = batch.as_chunks::<RECORD_WORDS>();
-    // Whole records as arrays: no per-word bounds check or loop.
-    records[..filled.min(records.len())]
+pub(super) fn records_of(
+    batch: &[RecordCells],
+    filled: usize,
+) -> impl Iterator<Item = RecordWords> {
+    batch[..filled.min(batch.len())]
         .iter()
         .map(|[a, b, c, d, e]| [a.get(), b.get(), c.get(), d.get(), e.get()])
 }
@@ -528,9 +536,8 @@ impl Filter {
             structure.map_or(NOT_WHOLE, u64::from),
         ];
         self.write_tags.0[i].set(if write { owner } else { 0 });
-        let first = self.filled() * RECORD_WORDS;
-        for (k, w) in words.into_iter().enumerate() {
-            batch[first + k].set(w);
+        for (cell, w) in batch[self.filled()].iter().zip(words) {
+            cell.set(w);
         }
         self.batch.set(Some(batch));
         self.batch_pos.set(pos + RECORD_BYTES);

@@ -24,7 +24,7 @@ use crate::shm::layout::DataStructureKind;
 use crate::shm::target::Mcc;
 use crate::simulator::{Simulator, SimulatorError};
 
-use super::filter::{self, BatchWords, Filter, Record, RecordWords};
+use super::filter::{self, BatchWords, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
@@ -387,7 +387,7 @@ impl Core {
 
     /// Simulates and counts the first `filled` records of a batch the thread handed over, in
     /// order; runs on the worker.
-    fn simulate_shipped(&mut self, batch: &[Cell<u64>], filled: usize) {
+    fn simulate_shipped(&mut self, batch: &[RecordCells], filled: usize) {
         simulate_records(
             &mut self.simulator,
             &mut self.counting,
@@ -579,7 +579,7 @@ impl ThreadCapture {
             };
             self.in_flight -= 1;
             // The filter's first batch is smaller than those it fills while shipping.
-            if emptied.len() == SHIP_AT * filter::RECORD_WORDS {
+            if emptied.len() == SHIP_AT {
                 self.free.push(emptied);
             }
         }
