@@ -434,14 +434,10 @@ struct StagedRecords<'a, I> {
     hits: (u64, u64),
 }
 
-/// What counting a record's outcome needs: its filter entry, its data structure, and the
-/// word the entry's structure becomes (the structure's, or 0 for a line that is not whole,
-/// whose entry the miss path left empty).
+/// What counting a record's outcome needs: its data structure.
 #[derive(Debug, Clone, Copy)]
 struct RecordContext {
-    entry: usize,
     structure: Option<usize>,
-    entry_structure: u32,
 }
 
 impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
@@ -483,19 +479,22 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
             r.addr
         );
         let entry = (r.addr >> line_bits) as usize & self.entry_mask;
+        // The entry's structure becomes the access's (0 for a line that is not whole, whose
+        // entry the miss path left empty) now rather than after the access is simulated, which
+        // reads no entry's structure: one lookup of the entry per record.
+        let old_owner = std::mem::replace(
+            &mut self.counting.entry_structures[entry % filter::ENTRIES],
+            r.structure.unwrap_or(0),
+        );
         let (reads, writes) = r.old_hits;
         if reads | writes != 0 {
             self.hits.0 += reads;
             self.hits.1 += writes;
-            let structure = self.counting.entry_structures[entry % filter::ENTRIES];
             self.monitoring
-                .add_l1_hits_to_structure(structure, reads, writes);
+                .add_l1_hits_to_structure(old_owner, reads, writes);
         }
-        let structure = record_structure(self.monitoring, &r);
         let context = RecordContext {
-            entry,
-            structure,
-            entry_structure: r.structure.unwrap_or(0),
+            structure: record_structure(self.monitoring, &r),
         };
         let step = crate::cache::Step {
             addr: r.addr,
@@ -513,7 +512,6 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
     #[inline(always)]
     fn outcome(&mut self, context: RecordContext, bits: u32) {
         self.monitoring.count_bits(context.structure, bits);
-        self.counting.entry_structures[context.entry % filter::ENTRIES] = context.entry_structure;
     }
 }
 
