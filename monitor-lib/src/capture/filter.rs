@@ -43,6 +43,7 @@
 //! no event counts L1 hits and no analysis runs; see `ThreadCapture::refresh_filter`.
 
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 
 use super::tag_key;
 
@@ -151,13 +152,20 @@ pub(super) struct Filter {
     /// Accesses the inline miss path took entries over for, in order, waiting to be simulated
     /// (`None` while off). `batch_pos` and `batch_end` point into it whenever the thread may
     /// run instrumented code with the miss path open (its synced word is the tag word):
-    /// anything that replaces or drops it runs inside the runtime, where the path is closed.
-    batch: Cell<Option<BatchWords>>,
+    /// anything that replaces or drops it runs inside the runtime, where the path is closed,
+    /// except for a miss path a signal handler interrupted, which `in_miss` covers. Freed by
+    /// [`Self::switch_off`], never by a destructor: the thread block has none (a
+    /// `thread_local!` block, off x86_64, would otherwise be destroyed before the runtime's
+    /// own thread-end handler runs).
+    batch: Cell<ManuallyDrop<Option<BatchWords>>>,
     /// Miss paths of this thread between loading `batch_pos` and storing it back: above 0
     /// only in a signal handler that interrupted one. That path then still writes its record
-    /// at the address it loaded, so the batch it points into must stay allocated and must not
-    /// move to the worker: [`Self::replace_batch`] declines, and a batch switched away is
-    /// leaked rather than freed. (A count, not a flag: the handler's own miss paths nest.)
+    /// at the address it loaded and stores that address plus one record as `batch_pos`, so
+    /// while it is above 0 the batch stays the table's, allocated, where it is:
+    /// [`Self::replace_batch`] declines to hand it to the worker, and switching the table off
+    /// only takes its room away (`install_batch`). (A count, not a flag, so the handler's own
+    /// miss paths leave it as they found it. The records themselves may then be miscounted:
+    /// a drain in the handler empties the batch the resumed path appends after.)
     in_miss: Cell<u8>,
     /// Whole lines of one data structure (or of none), by page: addresses in
     /// `whole_lo[s]..whole_hi[s]` lie in lines whose bytes all have the answer
@@ -293,7 +301,7 @@ impl Filter {
             batch_pos: Cell::new(0),
             batch_end: Cell::new(0),
             batch_start: Cell::new(0),
-            batch: Cell::new(None),
+            batch: Cell::new(ManuallyDrop::new(None)),
             in_miss: Cell::new(0),
             whole_lo: [const { Cell::new(0) }; LINE_SLOTS],
             whole_hi: [const { Cell::new(0) }; LINE_SLOTS],
@@ -520,7 +528,12 @@ impl Filter {
         if pos >= self.batch_end.get() {
             return false;
         }
-        let Some(batch) = self.batch.take() else {
+        let filled = self.filled();
+        let Some(batch) = self.take_batch_box() else {
+            return false;
+        };
+        let Some(record) = batch.get(filled) else {
+            self.put_batch_box(Some(batch));
             return false;
         };
         let tag = self.tag(addr);
@@ -536,18 +549,29 @@ impl Filter {
             structure.map_or(NOT_WHOLE, u64::from),
         ];
         self.write_tags.0[i].set(if write { owner } else { 0 });
-        for (cell, w) in batch[self.filled()].iter().zip(words) {
+        for (cell, w) in record.iter().zip(words) {
             cell.set(w);
         }
-        self.batch.set(Some(batch));
+        self.put_batch_box(Some(batch));
         self.batch_pos.set(pos + RECORD_BYTES);
         true
+    }
+
+    /// The batch, taken out of its cell (which holds `None` until [`Self::put_batch_box`]).
+    fn take_batch_box(&self) -> Option<BatchWords> {
+        ManuallyDrop::into_inner(self.batch.replace(ManuallyDrop::new(None)))
+    }
+
+    /// Puts `batch` in the cell [`Self::take_batch_box`] emptied.
+    fn put_batch_box(&self, batch: Option<BatchWords>) {
+        let previous = self.batch.replace(ManuallyDrop::new(batch));
+        debug_assert!(previous.is_none(), "a batch put over another");
     }
 
     /// Records in the batch.
     #[inline(always)]
     fn filled(&self) -> usize {
-        ((self.batch_pos.get() - self.batch_start.get()) / RECORD_BYTES) as usize
+        (self.batch_pos.get().saturating_sub(self.batch_start.get()) / RECORD_BYTES) as usize
     }
 
     /// Whether records wait in the batch.
@@ -564,9 +588,9 @@ impl Filter {
     /// Whether the table holds a batch (it does while on).
     #[cfg(test)]
     fn has_batch(&self) -> bool {
-        let batch = self.batch.take();
+        let batch = self.take_batch_box();
         let has = batch.is_some();
-        self.batch.set(batch);
+        self.put_batch_box(batch);
         has
     }
 
@@ -575,13 +599,13 @@ impl Filter {
         &self,
         simulate: impl FnOnce(&mut dyn Iterator<Item = RecordWords>) -> R,
     ) -> R {
-        let batch = self.batch.take();
         let filled = self.filled();
+        let batch = self.take_batch_box();
         let done = simulate(&mut records_of(
             batch.as_deref().unwrap_or_default(),
             filled,
         ));
-        self.batch.set(batch);
+        self.put_batch_box(batch);
         self.batch_pos.set(self.batch_start.get());
         done
     }
@@ -594,7 +618,7 @@ impl Filter {
             return None;
         }
         let filled = self.filled();
-        let old = self.batch.take();
+        let old = self.take_batch_box();
         self.install_batch(Some(next));
         old.map(|b| (b, filled))
     }
@@ -606,8 +630,24 @@ impl Filter {
     }
 
     /// Makes `batch` the table's, empty, with the miss path's addresses pointing into it (or
-    /// at nothing, for `None`).
+    /// at nothing, for `None`), and frees the one it held. Not while a miss path is
+    /// interrupted (`in_miss`): the table's batch then stays, emptied, with its room for
+    /// `Some` and none for `None`, and `batch` is dropped, as nothing points into it.
     fn install_batch(&self, batch: Option<BatchWords>) {
+        let old = self.take_batch_box();
+        if self.in_miss_path()
+            && let Some(kept) = old
+        {
+            let end = kept.as_ptr_range().end as u64;
+            self.batch_pos.set(self.batch_start.get());
+            self.batch_end.set(if batch.is_some() {
+                end
+            } else {
+                self.batch_start.get()
+            });
+            self.put_batch_box(Some(kept));
+            return;
+        }
         let (start, end) = batch.as_deref().map_or((0, 0), |b| {
             let range = b.as_ptr_range();
             (range.start as u64, range.end as u64)
@@ -615,11 +655,8 @@ impl Filter {
         self.batch_start.set(start);
         self.batch_pos.set(start);
         self.batch_end.set(end);
-        let old = self.batch.replace(batch);
-        if self.in_miss_path() {
-            // The interrupted miss path writes into it when the handler returns.
-            std::mem::forget(old);
-        }
+        self.put_batch_box(batch);
+        drop(old);
     }
 
     /// The data structure (index + 1, 0 for none) of the line holding `addr` if the whole-line
@@ -983,9 +1020,9 @@ mod tests {
             (page + 64, 4, true, Some(3))
         );
         // The miss path's addresses are the new batch's, empty.
-        let range = f.batch.take().unwrap();
+        let range = f.take_batch_box().unwrap();
         let (start, end) = (range.as_ptr() as u64, range.as_ptr_range().end as u64);
-        f.batch.set(Some(range));
+        f.put_batch_box(Some(range));
         assert_eq!((f.batch_pos.get(), f.batch_end.get()), (start, end));
         assert!(!f.batch_waiting());
         assert!(f.inline_miss(page + 128, 8, false));
@@ -1017,6 +1054,49 @@ mod tests {
         f.in_miss.set(0);
         let (old, filled) = f.replace_batch(new_batch(4)).unwrap();
         assert_eq!((filled, old.as_ptr() as u64 + 40), (1, loaded));
+    }
+
+    #[test]
+    fn a_table_switched_off_and_on_under_an_interrupted_miss_path_keeps_its_batch() {
+        // Found by review: a handler's region boundaries switched the table off and on, the
+        // interrupted path stored its old position back, and the miss path then wrote from a
+        // freed batch's address up to the new batch's end, through other memory.
+        let page = 0x7f00_0000_1000;
+        let f = table_with_batch(BATCH_RECORDS, page);
+        assert!(f.inline_miss(page, 8, false));
+        let in_range = |f: &Filter, pos: u64| {
+            let batch = f.take_batch_box().expect("a batch");
+            let range = batch.as_ptr_range();
+            f.put_batch_box(Some(batch));
+            (range.start as u64..=range.end as u64).contains(&pos)
+                && f.batch_start.get() == range.start as u64
+                && f.batch_end.get() <= range.end as u64
+        };
+        // `incb in_miss`, `movq batch_pos, %rsi`.
+        f.in_miss.set(1);
+        let loaded = f.batch_pos.get();
+        // The handler: flushed and off (a region boundary), then on again.
+        f.drain_batch_with(|_| ());
+        f.flush(true, |_| {}, |_| {});
+        f.switch_off();
+        assert!(f.batch_full(), "no room while off");
+        assert!(in_range(&f, loaded), "kept while the path is interrupted");
+        f.tag_bits.set(0x5a << 56 | 63);
+        f.set_shape(6, 64);
+        f.install_batch(Some(new_batch(BATCH_RECORDS)));
+        f.on.set(true);
+        // The path resumes: `movq %rsi+40, batch_pos`, `decb in_miss`.
+        f.batch_pos.set(loaded + RECORD_BYTES);
+        f.in_miss.set(0);
+        assert!(
+            in_range(&f, f.batch_pos.get()),
+            "the position is the batch's"
+        );
+        // Off with no path interrupted: the batch goes.
+        f.drain_batch_with(|_| ());
+        f.flush(true, |_| {}, |_| {});
+        f.switch_off();
+        assert!(!f.has_batch());
     }
 
     #[test]

@@ -583,8 +583,8 @@ impl ThreadCapture {
         }
     }
 
-    /// Standalone counting on a second core (`worker.rs`): the records the inline miss path
-    /// batched are staged here, handed to the worker by the thousand, and this
+    /// Standalone counting on a second core (`worker.rs`): a full batch of the inline miss
+    /// path's records is handed to the worker (8192 at a time), and this
     /// access joins the batch as the inline miss path would have let it, when it can: the
     /// thread then runs on without its simulator. `false` when the access needs the simulator
     /// now (it straddles lines, or its line holds more than one data structure).

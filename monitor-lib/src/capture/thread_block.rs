@@ -194,9 +194,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_block_has_no_destructor() {
+        // Off x86_64 the block is a `thread_local!`, which would register a destructor and
+        // panic when the runtime's thread-end handler, run after thread-local destructors,
+        // reaches it (found by review when the filter's batch became a `Box`).
+        assert!(!core::mem::needs_drop::<ThreadBlock>());
+    }
+
+    #[test]
     fn zero_bytes_are_the_empty_block_as_the_loader_gives_it() {
-        // SAFETY: every field of the block is an integer or a bool in a `Cell`, possibly in
-        // arrays and plain structs, for all of which zero bytes are a valid value.
+        // SAFETY: every field of the block is an integer, a bool or an `Option<Box<_>>`
+        // (`None` is the null pointer) in a `Cell`, possibly in arrays, `ManuallyDrop` and
+        // plain structs, for all of which zero bytes are a valid value.
         let zeroed: ThreadBlock = unsafe { core::mem::MaybeUninit::zeroed().assume_init() };
         assert!(zeroed.hot.is_empty());
         assert!(zeroed.regions.is_empty());
