@@ -69,6 +69,10 @@ const RECORD_BYTES: u64 = (RECORD_WORDS << WORD_SHIFT) as u64;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
 const LINE_SLOTS: usize = 64;
 
+/// What the inline test writes as an entry's pending dirty mark: the meta byte's dirty bit
+/// ([`Record`]), which the miss path ORs into the record's meta byte as it is.
+const DIRTY_MARK: u64 = 1 << 6;
+
 /// A record's structure word for an access to a line that is not whole (no structure index
 /// + 1 is this large).
 const NOT_WHOLE: u64 = u64::MAX;
@@ -251,6 +255,10 @@ impl Record {
 // `_v4` fixes these.
 const _: () = {
     assert!(RECORD_WORDS << WORD_SHIFT == 40 && Record::META_SHIFT == 56);
+    assert!(
+        DIRTY_MARK == 1 << 6,
+        "the meta byte's dirty bit, see `Record::META_SHIFT`"
+    );
     assert!(OFFSET_SHIFT == 2);
     assert!(LINE_SLOTS == 64);
     assert!(std::mem::size_of::<Cell<u64>>() == 1 << WORD_SHIFT);
@@ -467,7 +475,7 @@ impl Filter {
             return false;
         }
         self.write_tags.0[i].set(tag);
-        self.dirty_pending.0[i].set(1);
+        self.dirty_pending.0[i].set(DIRTY_MARK);
         self.write_hits.0[i].set(self.write_hits.0[i].get() + 1);
         true
     }

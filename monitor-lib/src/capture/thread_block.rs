@@ -64,7 +64,7 @@ core::arch::global_asm!(
 // the address shifted right by 2 and masked with `offset_mask`, plus 8 (`Filter::word`: word 0
 // of each array is never an entry, and a thread that does not capture has a mask of 0), a tag is the
 // address of the line's last byte ORed with the tag word (`tag_key.rs`: L1's line size less
-// one, and the key in the top byte), the dirty-pending rule of `filter.rs`, the miss path's
+// one, and the key in the top byte), the dirty-pending rule of `filter.rs` (a pending mark is the word 64, the record's dirty bit), the miss path's
 // records (`filter::Record`: five words, the first the address with the access's meta byte on
 // top, the last the line's data structure from the whole-line cache) written at the address
 // `batch_pos` holds while it is below the address `batch_end` holds (both 0 while the thread

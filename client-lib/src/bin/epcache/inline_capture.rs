@@ -160,7 +160,9 @@ impl Sites {
             miss_path(access, &miss, &slow, &done, out);
             let _ = writeln!(out, "{clean}:");
             let _ = writeln!(out, "\tmovq\t%rax, {}", entry("write_tags"));
-            let _ = writeln!(out, "\tmovq\t$1, {}", entry("dirty_pending"));
+            // The mark is the record's dirty bit (`DIRTY_MARK`), so the miss path ORs it
+            // into the meta byte as it is.
+            let _ = writeln!(out, "\tmovq\t$64, {}", entry("dirty_pending"));
             let _ = writeln!(out, "\tjmp\t{hit}");
             "write_hits"
         } else {
@@ -238,7 +240,6 @@ fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut
     // Word 0: the address, its top byte the meta byte (size, write, the old dirty mark).
     let _ = writeln!(out, "\tmovq\t%rdi, {}", record(0));
     let _ = writeln!(out, "\tmovq\t{}, %r8", entry("dirty_pending"));
-    let _ = writeln!(out, "\tshlb\t$6, %r8b");
     let _ = writeln!(out, "\torb\t${meta}, %r8b");
     let _ = writeln!(out, "\tmovb\t%r8b, {}", record(7));
     let _ = writeln!(out, "\tmovq\t$0, {}", entry("dirty_pending"));
@@ -364,7 +365,7 @@ mod tests {
         ));
         let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
         assert!(clean.starts_with(
-            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v4_write_tags@tpoff+8(%rdx)\n\tmovq\t$1, %fs:epcache_inline_v4_dirty_pending@tpoff+8(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v4_write_tags@tpoff+8(%rdx)\n\tmovq\t$64, %fs:epcache_inline_v4_dirty_pending@tpoff+8(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
         ));
         // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
