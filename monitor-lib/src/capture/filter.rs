@@ -129,9 +129,12 @@ pub(super) struct Filter {
     /// byte offset of `addr`'s entry in each array, less the unused word 0.
     entry_offset_mask: Cell<u32>,
     /// What the inline test masks with: `entry_offset_mask` while the thread captures, else 0,
-    /// which points every access at the unused word 0, so nothing matches (the test reads no
-    /// state of its own: a program's signal handler running while the runtime works on its
-    /// thread, or a thread that switched capture off, would count hits otherwise).
+    /// which points every access at entry 0's words (the test reads no state of its own: a
+    /// program's signal handler running while the runtime works on its thread, or a thread
+    /// that switched capture off, would count hits otherwise). Only the line owning entry 0
+    /// can still match then: offset 0 is entry 0's, so no mask reaches the unused word 0. A
+    /// handler's access to that line while the runtime is interrupted is counted as a hit
+    /// (found this session; capture switched off changes the key, so no stale tag matches).
     offset_mask: Cell<u32>,
     /// The `tag_key` slot holding this thread's key, plus one (0 while off).
     key_slot: Cell<u8>,
@@ -376,7 +379,7 @@ impl Filter {
     }
 
     /// Lets the inline test find the entries while the thread captures (`true`), or points it
-    /// at the unused word 0.
+    /// at entry 0 only (see `offset_mask`).
     #[inline(always)]
     pub(super) fn set_capturing(&self, capturing: bool) {
         let mask = if capturing {
@@ -966,7 +969,7 @@ mod tests {
                 seen.insert(e);
             }
             assert_eq!(seen.len(), entries, "every entry used");
-            // A thread that does not capture looks at word 0 only.
+            // A thread that does not capture looks at entry 0 only.
             f.set_capturing(false);
             assert_eq!(f.offset(0x7f00_1234_5678), 0);
         }

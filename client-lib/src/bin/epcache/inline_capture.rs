@@ -190,7 +190,8 @@ fn tls(name: &str) -> String {
 }
 
 /// The word `name` of the filter entry whose byte offset is in `%rdx` (after each array's
-/// unused word 0, where a thread that does not capture looks: its offset mask is 0).
+/// unused word 0; a thread that does not capture has an offset mask of 0, so it looks at
+/// entry 0 only, `Filter::offset_mask`).
 fn entry(name: &str) -> String {
     format!("{}+8(%rdx)", tls(name))
 }
