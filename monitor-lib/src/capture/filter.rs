@@ -47,16 +47,16 @@ use std::mem::ManuallyDrop;
 
 use super::tag_key;
 
-/// Words per array: covers every L1 of 256 sets or fewer, with 32-byte lines, one set per
-/// entry; longer lines space the entries out (see [`Filter::word`]), so fewer fit.
+/// Entry slots: covers every L1 of 256 sets or fewer, with 64-byte lines, one set per entry;
+/// longer lines space the entries out (see [`Filter::word`]), so fewer fit.
 pub(super) const ENTRIES: usize = 256;
-/// log2 of the shortest L1 line the table takes: the inline test finds an entry's byte offset
-/// as `addr >> 2` masked, which is `(addr >> line_bits) << (line_bits - 2)` only for lines of
-/// at least `1 << (WORD_SHIFT + 2)` bytes.
-pub(super) const SHORTEST_LINE_BITS: u32 = WORD_SHIFT + 2;
-/// The right shift of the inline test's offset computation.
-const OFFSET_SHIFT: u32 = WORD_SHIFT - 1;
-/// Each per-entry word is 8 bytes, so an entry's index times 8 is its offset in every array.
+/// log2 of an entry's size ([`Entry`]), which is also the shortest L1 line the table takes:
+/// the inline test finds an entry's byte offset as the address itself masked, which is
+/// `(addr >> line_bits) << line_bits`, a whole entry per line, only for lines at least as
+/// long as an entry.
+pub(super) const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT;
+const ENTRY_SHIFT: u32 = 6;
+/// Each record word is 8 bytes.
 const WORD_SHIFT: u32 = 3;
 /// Records a batch holds when the filter switches on: a thread that simulates its own batch
 /// does so this often, while the records are still in L1. A thread that hands its batches to
@@ -125,8 +125,8 @@ pub(super) struct Filter {
     spread: Cell<u32>,
     /// Entries in use less one (a power of two less one).
     entry_mask: Cell<u32>,
-    /// `entry_mask << (line_bits - 2)` (0 while off): `(addr >> 2) & entry_offset_mask` is the
-    /// byte offset of `addr`'s entry in each array, less the unused word 0.
+    /// `entry_mask << line_bits` (0 while off): `addr & entry_offset_mask` is the byte offset
+    /// of `addr`'s entry in the table.
     entry_offset_mask: Cell<u32>,
     /// What the inline test masks with: `entry_offset_mask` while the thread captures, else 0,
     /// which points every access at entry 0's words (the test reads no state of its own: a
@@ -138,17 +138,8 @@ pub(super) struct Filter {
     offset_mask: Cell<u32>,
     /// The `tag_key` slot holding this thread's key, plus one (0 while off).
     key_slot: Cell<u8>,
-    /// The tag of the block owning the entry, or 0.
-    read_tags: EntryWords,
-    /// The same tag when the block was written since it took the entry over (a write only
-    /// matches then), else 0.
-    write_tags: EntryWords,
-    /// Repeat hits not yet counted.
-    read_hits: EntryWords,
-    write_hits: EntryWords,
-    /// Nonzero when the inline test counted a write to the block while the entry was clean:
-    /// the simulator has yet to mark the line dirty.
-    dirty_pending: EntryWords,
+    /// The entries, one per slot (see [`Filter::word`]).
+    entries: [Entry; ENTRIES],
     /// The address where the inline miss path writes its next record, in `batch`.
     batch_pos: Cell<u64>,
     /// The address of the end of `batch`'s room: 0 while off (and `batch_pos` too), so the
@@ -185,25 +176,61 @@ pub(super) struct Filter {
     on: Cell<bool>,
 }
 
-/// A word no entry uses (word 0, always 0, so no tag matches it: where the inline test of a
-/// thread that does not capture looks, see [`Filter::set_capturing`]), one word per entry
-/// after it, then the rest of 64 bytes the arrays are skewed by: arrays a multiple of 4 KiB
-/// apart would put an entry's tag and count at addresses the CPU cannot tell apart from their
-/// low 12 bits (4K aliasing), so each count's store would delay the next hit's tag load.
-#[repr(C)]
-struct EntryWords([Cell<u64>; 1 + ENTRIES], [Cell<u64>; 7]);
+/// One entry of the table, a host cache line of its own: the inline test's tag and count are
+/// in the same line (one line per hit), and the entry's offset is the address masked, with no
+/// shift (an entry per 64-byte line). Its words were arrays by field before ABI v5: every
+/// offset then needed the address shifted, an instruction per access.
+#[repr(C, align(64))]
+struct Entry {
+    /// The tag of the block owning the entry, or 0.
+    read_tag: Cell<u64>,
+    /// The same tag when the block was written since it took the entry over (a write only
+    /// matches then), else 0.
+    write_tag: Cell<u64>,
+    /// Repeat hits not yet counted.
+    read_hits: Cell<u64>,
+    write_hits: Cell<u64>,
+    /// [`DIRTY_MARK`] when the inline test counted a write to the block while the entry was
+    /// clean: the simulator has yet to mark the line dirty.
+    dirty_pending: Cell<u64>,
+}
 
-impl EntryWords {
-    const fn new() -> EntryWords {
-        EntryWords(
-            [const { Cell::new(0) }; 1 + ENTRIES],
-            [const { Cell::new(0) }; 7],
-        )
+impl Entry {
+    const fn new() -> Entry {
+        Entry {
+            read_tag: Cell::new(0),
+            write_tag: Cell::new(0),
+            read_hits: Cell::new(0),
+            write_hits: Cell::new(0),
+            dirty_pending: Cell::new(0),
+        }
+    }
+
+    /// Whether the entry owns no block and holds nothing pending.
+    fn is_free(&self) -> bool {
+        self.read_tag.get() == 0
+            && self.write_tag.get() == 0
+            && self.read_hits.get() == 0
+            && self.write_hits.get() == 0
+            && self.dirty_pending.get() == 0
+    }
+
+    /// Empties everything, counts and mark included.
+    fn clear_all(&self) {
+        for word in [
+            &self.read_tag,
+            &self.write_tag,
+            &self.read_hits,
+            &self.write_hits,
+            &self.dirty_pending,
+        ] {
+            word.set(0);
+        }
     }
 }
 
-/// The words of the entries and the unused word 0.
-const WORDS: usize = 1 + ENTRIES;
+/// Bytes per entry.
+const ENTRY_BYTES: usize = 1 << ENTRY_SHIFT;
 
 /// An access the inline miss path took its entry over for, not yet simulated: a one-line
 /// access within a whole line (`Filter::whole_line`) that missed the filter. The previous
@@ -252,21 +279,21 @@ impl Record {
 }
 
 // The inline test `epcache cc` writes into instrumented code (`inline_capture.rs`) computes an
-// entry's offset as `Filter::offset` does and reads every array at that offset; its miss path
+// entry's offset as `Filter::offset` does and reads the entry's words at that offset; its miss path
 // writes 40-byte records, with the meta byte as the first word's last byte, at the address
 // `batch_pos` holds while below `batch_end`, and picks a whole-line slot by `addr >> 12 & 63`.
-// `_v4` fixes these.
+// `_v5` fixes these.
 const _: () = {
     assert!(RECORD_WORDS << WORD_SHIFT == 40 && Record::META_SHIFT == 56);
     assert!(
         DIRTY_MARK == 1 << 6,
         "the meta byte's dirty bit, see `Record::META_SHIFT`"
     );
-    assert!(OFFSET_SHIFT == 2);
+    assert!(std::mem::size_of::<Entry>() == ENTRY_BYTES);
     assert!(LINE_SLOTS == 64);
     assert!(std::mem::size_of::<Cell<u64>>() == 1 << WORD_SHIFT);
     assert!(
-        ENTRIES << WORD_SHIFT <= u32::MAX as usize,
+        ENTRIES << ENTRY_SHIFT <= u32::MAX as usize,
         "the inline test masks the offset in a 32-bit register"
     );
 };
@@ -280,11 +307,17 @@ impl Filter {
     /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): the offset mask (a
     /// `u32`), and the first word of each array.
     pub(super) const OFFSET_MASK_OFFSET: usize = std::mem::offset_of!(Filter, offset_mask);
-    pub(super) const READ_TAGS_OFFSET: usize = std::mem::offset_of!(Filter, read_tags);
-    pub(super) const WRITE_TAGS_OFFSET: usize = std::mem::offset_of!(Filter, write_tags);
-    pub(super) const READ_HITS_OFFSET: usize = std::mem::offset_of!(Filter, read_hits);
-    pub(super) const WRITE_HITS_OFFSET: usize = std::mem::offset_of!(Filter, write_hits);
-    pub(super) const DIRTY_PENDING_OFFSET: usize = std::mem::offset_of!(Filter, dirty_pending);
+    pub(super) const READ_TAGS_OFFSET: usize =
+        Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, read_tag);
+    pub(super) const WRITE_TAGS_OFFSET: usize =
+        Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, write_tag);
+    pub(super) const READ_HITS_OFFSET: usize =
+        Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, read_hits);
+    pub(super) const WRITE_HITS_OFFSET: usize =
+        Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, write_hits);
+    pub(super) const DIRTY_PENDING_OFFSET: usize =
+        Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, dirty_pending);
+    const ENTRIES_OFFSET: usize = std::mem::offset_of!(Filter, entries);
     pub(super) const BATCH_POS_OFFSET: usize = std::mem::offset_of!(Filter, batch_pos);
     pub(super) const BATCH_END_OFFSET: usize = std::mem::offset_of!(Filter, batch_end);
     pub(super) const IN_MISS_OFFSET: usize = std::mem::offset_of!(Filter, in_miss);
@@ -304,11 +337,7 @@ impl Filter {
             entry_offset_mask: Cell::new(0),
             offset_mask: Cell::new(0),
             key_slot: Cell::new(0),
-            read_tags: EntryWords::new(),
-            write_tags: EntryWords::new(),
-            read_hits: EntryWords::new(),
-            write_hits: EntryWords::new(),
-            dirty_pending: EntryWords::new(),
+            entries: [const { Entry::new() }; ENTRIES],
             batch_pos: Cell::new(0),
             batch_end: Cell::new(0),
             batch_start: Cell::new(0),
@@ -332,7 +361,7 @@ impl Filter {
             && self.entry_offset_mask.get() == 0
             && self.offset_mask.get() == 0
             && self.key_slot.get() == 0
-            && (0..WORDS).all(|w| self.is_free_word(w))
+            && self.entries.iter().all(Entry::is_free)
             && self.batch_pos.get() == 0
             && self.batch_end.get() == 0
             && self.batch_start.get() == 0
@@ -343,15 +372,6 @@ impl Filter {
                     && self.whole_hi[s].get() == 0
                     && self.whole_structure[s].get() == 0
             })
-    }
-
-    /// Whether the words at index `w` own no block and hold nothing pending.
-    fn is_free_word(&self, w: usize) -> bool {
-        self.read_tags.0[w].get() == 0
-            && self.write_tags.0[w].get() == 0
-            && self.read_hits.0[w].get() == 0
-            && self.write_hits.0[w].get() == 0
-            && self.dirty_pending.0[w].get() == 0
     }
 
     /// Entries in use.
@@ -365,17 +385,17 @@ impl Filter {
         (addr >> (self.line_bits.get() & 63)) as usize & self.entry_mask.get() as usize
     }
 
-    /// The index of entry `e`'s words in each array (after the unused word 0).
+    /// The slot of entry `e`: entries of lines longer than an entry are spread out, one per
+    /// `line / ENTRY_BYTES` slots.
     #[inline(always)]
     fn word(&self, e: usize) -> usize {
-        (e << (self.spread.get() & 31)) % ENTRIES + 1
+        (e << (self.spread.get() & 31)) % ENTRIES
     }
 
-    /// The byte offset of `addr`'s entry in each array, as the inline test computes it (from
-    /// the first entry word, so word 0 is at -8).
+    /// The byte offset of `addr`'s entry in the table, as the inline test computes it.
     #[cfg(test)]
     fn offset(&self, addr: u64) -> usize {
-        ((addr >> OFFSET_SHIFT) as u32 & self.offset_mask.get()) as usize
+        (addr as u32 & self.offset_mask.get()) as usize
     }
 
     /// Lets the inline test find the entries while the thread captures (`true`), or points it
@@ -406,9 +426,10 @@ impl Filter {
     #[inline(always)]
     fn settle_entry(&self, i: usize, mark: impl FnOnce(u64)) {
         let w = self.word(i);
-        if self.dirty_pending.0[w].replace(0) != 0 {
+        if self.entries[w].dirty_pending.replace(0) != 0 {
             mark(
-                (self.read_tags.0[w].get() & tag_key::ADDRESS_MASK) >> (self.line_bits.get() & 63),
+                (self.entries[w].read_tag.get() & tag_key::ADDRESS_MASK)
+                    >> (self.line_bits.get() & 63),
             );
         }
     }
@@ -418,8 +439,8 @@ impl Filter {
     fn drain_entry(&self, i: usize, take: impl FnOnce(Pending)) {
         let w = self.word(i);
         let (reads, writes) = (
-            self.read_hits.0[w].replace(0),
-            self.write_hits.0[w].replace(0),
+            self.entries[w].read_hits.replace(0),
+            self.entries[w].write_hits.replace(0),
         );
         if reads | writes != 0 {
             take((i as u32, reads, writes));
@@ -430,8 +451,8 @@ impl Filter {
     #[inline(always)]
     fn clear_entry(&self, i: usize) {
         let w = self.word(i);
-        self.read_tags.0[w].set(0);
-        self.write_tags.0[w].set(0);
+        self.entries[w].read_tag.set(0);
+        self.entries[w].write_tag.set(0);
     }
 
     /// Counts the access as a repeat hit if it is one; `false` means it must be simulated.
@@ -441,9 +462,9 @@ impl Filter {
         let i = self.word(self.index(addr));
         // A read matches a clean or written entry, a write only a written one.
         let owner = if write {
-            self.write_tags.0[i].get()
+            self.entries[i].write_tag.get()
         } else {
-            self.read_tags.0[i].get()
+            self.entries[i].read_tag.get()
         };
         // Its last byte in the same line (a size of 0 counts as 1). The zero check keeps an
         // explicit access to address 0 from matching an empty entry while the table is off.
@@ -452,9 +473,9 @@ impl Filter {
             return false;
         }
         let count = if write {
-            &self.write_hits.0[i]
+            &self.entries[i].write_hits
         } else {
-            &self.read_hits.0[i]
+            &self.entries[i].read_hits
         };
         count.set(count.get() + 1);
         true
@@ -474,19 +495,24 @@ impl Filter {
             return true;
         }
         let i = self.word(self.index(addr));
-        if !write || self.read_tags.0[i].get() != tag {
+        if !write || self.entries[i].read_tag.get() != tag {
             return false;
         }
-        self.write_tags.0[i].set(tag);
-        self.dirty_pending.0[i].set(DIRTY_MARK);
-        self.write_hits.0[i].set(self.write_hits.0[i].get() + 1);
+        self.entries[i].write_tag.set(tag);
+        self.entries[i].dirty_pending.set(DIRTY_MARK);
+        self.entries[i]
+            .write_hits
+            .set(self.entries[i].write_hits.get() + 1);
         true
     }
 
     /// Whether the entry of `addr`'s block has a dirty mark pending.
     #[cfg(test)]
     pub(super) fn dirty_pending(&self, addr: u64) -> bool {
-        self.dirty_pending.0[self.word(self.index(addr))].get() != 0
+        self.entries[self.word(self.index(addr))]
+            .dirty_pending
+            .get()
+            != 0
     }
 
     /// A write within one line to a block that owns its entry clean: it hits the set's most
@@ -497,10 +523,10 @@ impl Filter {
         let tag = self.tag(addr);
         let i = self.word(self.index(addr));
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        if self.read_tags.0[i].get() != tag || self.tag(last) != tag || tag == 0 {
+        if self.entries[i].read_tag.get() != tag || self.tag(last) != tag || tag == 0 {
             return false;
         }
-        self.write_tags.0[i].set(tag);
+        self.entries[i].write_tag.set(tag);
         true
     }
 
@@ -550,16 +576,16 @@ impl Filter {
         let tag = self.tag(addr);
         let owner = if structure.is_some() { tag } else { 0 };
         let i = self.word(self.index(addr));
-        let dirty = self.dirty_pending.0[i].replace(0) != 0;
+        let dirty = self.entries[i].dirty_pending.replace(0) != 0;
         let meta = Record::meta(size, write) | u8::from(dirty) << 6;
         let words = [
             addr | u64::from(meta) << Record::META_SHIFT,
-            self.read_tags.0[i].replace(owner),
-            self.read_hits.0[i].replace(0),
-            self.write_hits.0[i].replace(0),
+            self.entries[i].read_tag.replace(owner),
+            self.entries[i].read_hits.replace(0),
+            self.entries[i].write_hits.replace(0),
             structure.map_or(NOT_WHOLE, u64::from),
         ];
-        self.write_tags.0[i].set(if write { owner } else { 0 });
+        self.entries[i].write_tag.set(if write { owner } else { 0 });
         for (cell, w) in record.iter().zip(words) {
             cell.set(w);
         }
@@ -734,7 +760,7 @@ impl Filter {
         let Some(slot) = tag_key::acquire(word) else {
             return false;
         };
-        debug_assert!((0..WORDS).all(|w| self.is_free_word(w)));
+        debug_assert!(self.entries.iter().all(Entry::is_free));
         self.key_slot.set(slot + 1);
         self.tag_bits.set(tag_key::tag_bits(word, line_low));
         self.set_shape(line_bits, entries);
@@ -750,7 +776,7 @@ impl Filter {
         self.spread.set(line_bits - SHORTEST_LINE_BITS);
         self.entry_mask.set(entries as u32 - 1);
         self.entry_offset_mask
-            .set(((entries - 1) as u32) << (line_bits - OFFSET_SHIFT));
+            .set(((entries - 1) as u32) << line_bits);
     }
 
     /// The thread synced to the tag word `word`: its slot holds the word's key from now on, and
@@ -766,11 +792,10 @@ impl Filter {
             return;
         }
         for e in 0..self.used() {
-            let w = self.word(e);
-            for tags in [&self.read_tags, &self.write_tags] {
-                let tag = tags.0[w].get();
-                if tag != 0 {
-                    tags.0[w].set(tag_key::rekeyed(tag, word));
+            let entry = &self.entries[self.word(e)];
+            for tag in [&entry.read_tag, &entry.write_tag] {
+                if tag.get() != 0 {
+                    tag.set(tag_key::rekeyed(tag.get(), word));
                 }
             }
         }
@@ -782,7 +807,7 @@ impl Filter {
     /// or dirty mark is left behind.
     pub(super) fn switch_off(&self) {
         debug_assert!(
-            (0..WORDS).all(|w| self.is_free_word(w)),
+            self.entries.iter().all(Entry::is_free),
             "switched off unflushed"
         );
         debug_assert!(!self.batch_waiting(), "switched off undrained");
@@ -803,16 +828,8 @@ impl Filter {
     /// Empties the table and switches it off, dropping what it held: for a thread whose
     /// counts cannot be taken any more.
     pub(super) fn abandon(&self) {
-        for w in 0..WORDS {
-            for words in [
-                &self.read_tags,
-                &self.write_tags,
-                &self.read_hits,
-                &self.write_hits,
-                &self.dirty_pending,
-            ] {
-                words.0[w].set(0);
-            }
+        for entry in &self.entries {
+            entry.clear_all();
         }
         self.batch_pos.set(self.batch_start.get());
         self.switch_off();
@@ -892,11 +909,11 @@ impl Filter {
         let tag = self.tag(addr);
         match whole {
             // The same block keeps its pending hits and its written mark.
-            true if self.read_tags.0[w].get() == tag => {}
+            true if self.entries[w].read_tag.get() == tag => {}
             true => {
                 self.drain_entry(e, take);
-                self.read_tags.0[w].set(tag);
-                self.write_tags.0[w].set(0);
+                self.entries[w].read_tag.set(tag);
+                self.entries[w].write_tag.set(0);
             }
             false => {
                 self.drain_entry(e, take);
@@ -905,7 +922,7 @@ impl Filter {
             }
         }
         if write {
-            self.write_tags.0[w].set(tag);
+            self.entries[w].write_tag.set(tag);
         }
     }
 
@@ -918,7 +935,7 @@ impl Filter {
         }
         for i in self.indices(addr, size) {
             debug_assert!(
-                self.dirty_pending.0[self.word(i)].get() == 0,
+                self.entries[self.word(i)].dirty_pending.get() == 0,
                 "settled before the access"
             );
             self.drain_entry(i, &mut take);
@@ -934,16 +951,18 @@ mod tests {
     #[test]
     fn the_inline_offset_finds_each_entrys_words_for_every_line_size() {
         // (line bits, L1 sets, entries expected): one entry per set while they fit, longer
-        // lines spreading the entries over the same words.
+        // lines spreading the entries over the same slots; lines shorter than an entry get
+        // no table.
         for (line_bits, sets, expected) in [
-            (5, 512, Some(256)),
-            (5, 8, Some(8)),
             (6, 64, Some(64)),
-            (6, 512, Some(128)),
+            (6, 512, Some(256)),
+            (6, 8, Some(8)),
             (7, 64, Some(64)),
-            (8, 1024, Some(32)),
-            (12, 64, Some(2)),
-            (13, 64, None),
+            (7, 512, Some(128)),
+            (8, 1024, Some(64)),
+            (13, 64, Some(2)),
+            (14, 64, None),
+            (5, 512, None),
             (4, 64, None),
             (6, 1, None),
         ] {
@@ -961,8 +980,12 @@ mod tests {
             for k in 0..(3 * entries as u64) {
                 let addr = 0x7f00_0000_0000 + k * line + (k * 7) % line;
                 let e = f.index(addr);
-                assert_eq!(f.offset(addr) + 8, f.word(e) * 8, "{line_bits} {addr:#x}");
-                assert!((1..WORDS).contains(&f.word(e)));
+                assert_eq!(
+                    f.offset(addr),
+                    f.word(e) * ENTRY_BYTES,
+                    "{line_bits} {addr:#x}"
+                );
+                assert!((0..ENTRIES).contains(&f.word(e)));
                 // Every byte of a line has the line's offset; consecutive lines differ.
                 assert_eq!(f.offset(addr | (line - 1)), f.offset(addr & !(line - 1)));
                 assert_ne!(f.offset(addr), f.offset(addr + line));
@@ -976,13 +999,13 @@ mod tests {
     }
 
     /// The inline test's read path as `inline_capture.rs` writes it: the offset from the
-    /// first byte and the mask, the entry's words after word 0, the tag from the last byte.
+    /// first byte and the mask, the entry at that offset, the tag from the last byte.
     fn inline_read(f: &Filter, addr: u64, size: u64) -> bool {
-        let w = 1 + f.offset(addr) / 8;
+        let w = f.offset(addr) / ENTRY_BYTES;
         let tag = (addr + size - 1) | f.tag_bits.get();
-        let hit = f.read_tags.0[w].get() == tag;
+        let hit = f.entries[w].read_tag.get() == tag;
         if hit {
-            f.read_hits.0[w].set(f.read_hits.0[w].get() + 1);
+            f.entries[w].read_hits.set(f.entries[w].read_hits.get() + 1);
         }
         hit
     }

@@ -1935,7 +1935,9 @@ mod tests {
             ("D1=2K,8,64;LL=16K,16,64", true),
             ("D1=4K,16,64;L2=16K,8,64", true),
             ("D1=4K,32,64;LL=16K,4,64", true),
-            ("D1=1K,4,32,plru;L2=2K,4,64;L3=16K,4,64", true),
+            ("D1=1K,4,64,plru;L2=2K,4,64;L3=16K,4,64", true),
+            // Lines shorter than a filter entry: no filter (`filter::SHORTEST_LINE_BITS`).
+            ("D1=1K,4,32,plru;L2=2K,4,64;L3=16K,4,64", false),
             ("D1=1K,4,64,random;LL=8K,4,64", true),
             ("D1=64K,2,64;LL=256K,4,64", true),
             ("D1=2K,4,64;LL=4K,2,64,inclusive", false),

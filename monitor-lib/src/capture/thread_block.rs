@@ -53,16 +53,17 @@ core::arch::global_asm!(
     size = const core::mem::size_of::<ThreadBlock>(),
 );
 
-// The inline capture ABI, version 4: what the repeat-hit test `epcache cc` writes into
+// The inline capture ABI, version 5: what the repeat-hit test `epcache cc` writes into
 // instrumented code before each call to a fixed-size `__tsan_readN`/`__tsan_writeN` reads and
 // counts (`client-lib/src/bin/epcache/inline_capture.rs` writes the sequence).
 //
 // Thread-local symbols inside the block for the words it reads, reached with the local-exec
 // sequence, and the process-wide tag word under its own name (below). Their offsets come from
 // this build of the runtime at link time, so the program's code and the runtime cannot
-// disagree on the layout. What `v4` promises beyond it: an entry's byte offset in each array is
-// the address shifted right by 2 and masked with `offset_mask`, plus 8 (`Filter::word`: word 0
-// of each array is never an entry, and a thread that does not capture has a mask of 0), a tag is the
+// disagree on the layout. What `v5` promises beyond it: the entry words (`read_tags` to
+// `dirty_pending`) name entry 0's, and an entry's byte offset from them is the address masked
+// with `offset_mask` (entries are 64 bytes, one per line of 64 bytes or more, `filter::Entry`;
+// a thread that does not capture has a mask of 0, so it looks at entry 0 only), a tag is the
 // address of the line's last byte ORed with the tag word (`tag_key.rs`: L1's line size less
 // one, and the key in the top byte), the dirty-pending rule of `filter.rs` (a pending mark is the word 64, the record's dirty bit), the miss path's
 // records (`filter::Record`: five words, the first the address with the access's meta byte on
@@ -77,23 +78,23 @@ core::arch::global_asm!(
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
     ".irp name, synced_word, offset_mask, read_tags, write_tags, read_hits, write_hits, dirty_pending, batch_pos, batch_end, in_miss, whole_lo, whole_hi, whole_structure",
-    ".globl epcache_inline_v4_\\name",
-    ".hidden epcache_inline_v4_\\name",
-    ".type epcache_inline_v4_\\name, @tls_object",
+    ".globl epcache_inline_v5_\\name",
+    ".hidden epcache_inline_v5_\\name",
+    ".type epcache_inline_v5_\\name, @tls_object",
     ".endr",
-    ".set epcache_inline_v4_synced_word, epcache_monitor_thread_block + {synced_word}",
-    ".set epcache_inline_v4_offset_mask, epcache_monitor_thread_block + {offset_mask}",
-    ".set epcache_inline_v4_read_tags, epcache_monitor_thread_block + {read_tags}",
-    ".set epcache_inline_v4_write_tags, epcache_monitor_thread_block + {write_tags}",
-    ".set epcache_inline_v4_read_hits, epcache_monitor_thread_block + {read_hits}",
-    ".set epcache_inline_v4_write_hits, epcache_monitor_thread_block + {write_hits}",
-    ".set epcache_inline_v4_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
-    ".set epcache_inline_v4_batch_pos, epcache_monitor_thread_block + {batch_pos}",
-    ".set epcache_inline_v4_batch_end, epcache_monitor_thread_block + {batch_end}",
-    ".set epcache_inline_v4_in_miss, epcache_monitor_thread_block + {in_miss}",
-    ".set epcache_inline_v4_whole_lo, epcache_monitor_thread_block + {whole_lo}",
-    ".set epcache_inline_v4_whole_hi, epcache_monitor_thread_block + {whole_hi}",
-    ".set epcache_inline_v4_whole_structure, epcache_monitor_thread_block + {whole_structure}",
+    ".set epcache_inline_v5_synced_word, epcache_monitor_thread_block + {synced_word}",
+    ".set epcache_inline_v5_offset_mask, epcache_monitor_thread_block + {offset_mask}",
+    ".set epcache_inline_v5_read_tags, epcache_monitor_thread_block + {read_tags}",
+    ".set epcache_inline_v5_write_tags, epcache_monitor_thread_block + {write_tags}",
+    ".set epcache_inline_v5_read_hits, epcache_monitor_thread_block + {read_hits}",
+    ".set epcache_inline_v5_write_hits, epcache_monitor_thread_block + {write_hits}",
+    ".set epcache_inline_v5_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
+    ".set epcache_inline_v5_batch_pos, epcache_monitor_thread_block + {batch_pos}",
+    ".set epcache_inline_v5_batch_end, epcache_monitor_thread_block + {batch_end}",
+    ".set epcache_inline_v5_in_miss, epcache_monitor_thread_block + {in_miss}",
+    ".set epcache_inline_v5_whole_lo, epcache_monitor_thread_block + {whole_lo}",
+    ".set epcache_inline_v5_whole_hi, epcache_monitor_thread_block + {whole_hi}",
+    ".set epcache_inline_v5_whole_structure, epcache_monitor_thread_block + {whole_structure}",
     synced_word = const HOT + Hot::SYNCED_WORD_OFFSET,
     offset_mask = const FILTER + Filter::OFFSET_MASK_OFFSET,
     read_tags = const FILTER + Filter::READ_TAGS_OFFSET,
@@ -114,7 +115,7 @@ core::arch::global_asm!(
 /// bits (the first filter to switch on sets them).
 // SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
 // program can clash with it.
-#[unsafe(export_name = "epcache_inline_v4_tag_word")]
+#[unsafe(export_name = "epcache_inline_v5_tag_word")]
 pub(super) static TAG_WORD: AtomicU64 = AtomicU64::new(1 << 56);
 
 /// Where the hook block and its filter start in the thread block.
