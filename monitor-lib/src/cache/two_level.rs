@@ -179,6 +179,9 @@ pub(crate) struct Step {
 pub(crate) trait Steps {
     /// What [`Self::outcome`] needs to know of an access besides its outcome.
     type Context: Copy;
+    /// Whether every access lies in one line, so the loop need not check (a source that
+    /// says so and gives one that straddles has it simulated in its first line only).
+    const ONE_LINE: bool = false;
     /// The next access, or `None` at the end. `LINE_BITS` is log2 of the line size when the
     /// caller knows it at compile time (0 when it does not), so a source that shifts by it
     /// can take an immediate.
@@ -256,7 +259,7 @@ fn run_step_lines<
         let (addr, kind) = (step.addr, step.kind);
         let block = addr >> bits;
         let state = match sets1.get_mut((block & k.l1_mask) as usize) {
-            Some(state) if in_one_line(addr, step.size, bits) => state,
+            Some(state) if T::ONE_LINE || in_one_line(addr, step.size, bits) => state,
             _ => {
                 stopped = Some((step, context));
                 break;

@@ -463,6 +463,8 @@ impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
 
 impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, I> {
     type Context = RecordContext;
+    /// The miss path and `Filter::append_record` record only accesses within one line.
+    const ONE_LINE: bool = true;
 
     #[inline(always)]
     fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(crate::cache::Step, RecordContext)> {
