@@ -15,7 +15,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::heap;
+use super::{heap, state};
 
 /// Smaller blocks are not tracked: they are rarely the arrays a user asks about, and every one
 /// would be a table entry.
@@ -71,6 +71,19 @@ call_site_entry!(
 call_site_entry!(__wrap_valloc(size: usize) -> *mut c_void, "rsi", valloc_at);
 call_site_entry!(__wrap_pvalloc(size: usize) -> *mut c_void, "rsi", pvalloc_at);
 
+/// Runs a call into the C library's allocator as part of the runtime. A signal handler that
+/// interrupts the allocator, which then holds its lock, finds the thread inside the runtime:
+/// neither the handler's own instrumented code (a function entry is a sync point, which frees
+/// what the data structures' refresh replaced) nor its `_exit` (the report) reaches into the
+/// runtime, whose allocations would wait for that lock forever.
+#[inline(always)]
+fn in_allocator<R>(call: impl FnOnce() -> R) -> R {
+    let previous = state::enter_runtime();
+    let result = call();
+    state::leave_runtime(previous);
+    result
+}
+
 /// Tells the runtime about a new block big enough to track.
 fn track(block: *mut c_void, bytes: usize, return_pc: u64) {
     if bytes >= MIN_TRACKED_BYTES && !block.is_null() {
@@ -80,14 +93,14 @@ fn track(block: *mut c_void, bytes: usize, return_pc: u64) {
 
 extern "C" fn malloc_at(size: usize, return_pc: u64) -> *mut c_void {
     // SAFETY: glibc's allocator entry point, called with the caller's own argument.
-    let block = unsafe { __libc_malloc(size) };
+    let block = in_allocator(|| unsafe { __libc_malloc(size) });
     track(block, size, return_pc);
     block
 }
 
 extern "C" fn calloc_at(count: usize, size: usize, return_pc: u64) -> *mut c_void {
     // SAFETY: as for `malloc_at`; calloc checks the product for overflow itself.
-    let block = unsafe { __libc_calloc(count, size) };
+    let block = in_allocator(|| unsafe { __libc_calloc(count, size) });
     track(block, count.saturating_mul(size), return_pc);
     block
 }
@@ -96,7 +109,7 @@ extern "C" fn realloc_at(ptr: *mut c_void, size: usize, return_pc: u64) -> *mut 
     forget(ptr);
     // SAFETY: `ptr` is null or a live block of this allocator, as the caller's contract with
     // realloc requires; it is passed on unchanged.
-    let block = unsafe { __libc_realloc(ptr, size) };
+    let block = in_allocator(|| unsafe { __libc_realloc(ptr, size) });
     track(block, size, return_pc);
     block
 }
@@ -107,7 +120,7 @@ extern "C" fn realloc_at(ptr: *mut c_void, size: usize, return_pc: u64) -> *mut 
 extern "C" fn memalign_at(align: usize, size: usize, return_pc: u64) -> *mut c_void {
     // SAFETY: glibc's allocator entry point, called with the caller's own arguments; it rounds
     // an unusual alignment up itself.
-    let block = unsafe { __libc_memalign(align, size) };
+    let block = in_allocator(|| unsafe { __libc_memalign(align, size) });
     track(block, size, return_pc);
     block
 }
@@ -124,7 +137,7 @@ extern "C" fn posix_memalign_at(
         return libc::EINVAL;
     }
     // SAFETY: as for `memalign_at`, with an alignment posix_memalign accepts.
-    let block = unsafe { __libc_memalign(align, size) };
+    let block = in_allocator(|| unsafe { __libc_memalign(align, size) });
     if block.is_null() {
         return libc::ENOMEM;
     }
@@ -137,14 +150,14 @@ extern "C" fn posix_memalign_at(
 
 extern "C" fn valloc_at(size: usize, return_pc: u64) -> *mut c_void {
     // SAFETY: glibc's allocator entry point, called with the caller's own argument.
-    let block = unsafe { __libc_valloc(size) };
+    let block = in_allocator(|| unsafe { __libc_valloc(size) });
     track(block, size, return_pc);
     block
 }
 
 extern "C" fn pvalloc_at(size: usize, return_pc: u64) -> *mut c_void {
     // SAFETY: as for `valloc_at`.
-    let block = unsafe { __libc_pvalloc(size) };
+    let block = in_allocator(|| unsafe { __libc_pvalloc(size) });
     track(block, size, return_pc);
     block
 }
@@ -166,7 +179,7 @@ fn forget(ptr: *mut c_void) {
 pub extern "C" fn __wrap_free(ptr: *mut c_void) {
     forget(ptr);
     // SAFETY: the program frees a block it got from this allocator, as free requires.
-    unsafe { __libc_free(ptr) }
+    in_allocator(|| unsafe { __libc_free(ptr) });
 }
 
 // C++ `operator new` and `operator delete`, x86_64 only (`epcache cc` wraps them only there).

@@ -981,6 +981,7 @@ extern "C" fn at_exit() {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
     } else if writes && let Some(Some(path)) = PROCESS_INIT.get() {
+        worker::start_no_more();
         // This thread's counts first, then every other thread still holding some.
         regions::close_all_open();
         // Closing the regions ends them as at a return, which leaves the runtime's state.

@@ -35,8 +35,17 @@ pub(super) type Job = Box<dyn FnOnce() -> usize + Send>;
 /// worker that takes it and finds its queue empty can leave without stranding one.
 static QUEUE: Mutex<Option<Sender<Job>>> = Mutex::new(None);
 
-/// Set once a worker could not be started: jobs run on their own threads from then on.
+/// Set once a worker could not be started, or must not be ([`start_no_more`]): jobs run on
+/// their own threads from then on.
 static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// The report is being written: no worker starts from now on (a running one still takes
+/// jobs). A thread is started with every signal blocked, and starting it allocates: a report
+/// written by a signal handler that interrupted the C library's allocator outside the wraps
+/// would wait there for the allocator's lock with its watchdog's signal blocked, forever.
+pub(super) fn start_no_more() {
+    UNAVAILABLE.store(true, Ordering::Relaxed);
+}
 
 /// How long an idle worker waits for a job before it leaves.
 const IDLE: Duration = Duration::from_millis(20);
