@@ -1915,6 +1915,23 @@ mod tests {
         );
     }
 
+    /// Switches this thread's filter on, waiting a while for other tests' threads whose filters
+    /// hold the tag word's line bits for another line size (one process simulates one L1, so
+    /// only tests meet this).
+    fn switch_on_when_line_bits_free(line_bits: u32, sets: u64) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let word = TAG_WORD.load(Ordering::SeqCst);
+            if with_filter(|f| f.switch_on(line_bits, sets, word))
+                || Filter::entries_for(line_bits, sets).is_none()
+                || std::time::Instant::now() > deadline
+            {
+                return with_filter(Filter::is_on);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Standalone counting as the hooks do it (the repeat-hit filter first, then the
     /// simulator's one-line path and the filter's take-over) must count exactly what counting
     /// every access's outcome through the general path counts, for every shape of hierarchy:
@@ -1943,6 +1960,11 @@ mod tests {
             ("D1=1K,4,32,plru;L2=2K,4,64;L3=16K,4,64", false),
             ("D1=1K,4,64,random;LL=8K,4,64", true),
             ("D1=64K,2,64;LL=256K,4,64", true),
+            // Longer lines: the entries are spaced out, down to two at 8 KiB.
+            ("D1=4K,4,128;LL=16K,4,128", true),
+            ("D1=16K,2,1024;LL=64K,4,1024", true),
+            ("D1=32K,2,4096;LL=128K,4,4096", true),
+            ("D1=64K,2,8192;LL=256K,4,8192", true),
             ("D1=2K,4,64;LL=4K,2,64,inclusive", false),
             ("D1=1K,2,64,write-through;LL=8K,4,64", false),
             // One set: the inline test needs consecutive lines in different entries.
@@ -1956,7 +1978,7 @@ mod tests {
             let mut counting = Counting::new(&fast_sim);
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
             if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape()
-                && with_filter(|f| f.switch_on(line_bits, sets, TAG_WORD.load(Ordering::SeqCst)))
+                && switch_on_when_line_bits_free(line_bits, sets)
             {
                 counting.filter_switched_on(line_bits, sets);
             }

@@ -60,7 +60,9 @@ pub(super) const fn tag_bits(word: u64, line_low: u64) -> u64 {
 /// and says whether they are `line_low` now. Every thread of a program simulates the same L1,
 /// so they differ only between the simulators of one test process, one after the other.
 pub(super) fn set_line_low(line_low: u64) -> bool {
-    debug_assert!(line_low < 1 << 12);
+    // Line bits from the filter's shortest line to its longest (8 KiB: two entries of 128
+    // slots' spacing), below the key's byte.
+    debug_assert!((line_low + 1).is_power_of_two() && line_low & !ADDRESS_MASK == 0);
     let mut word = TAG_WORD.load(Ordering::SeqCst);
     loop {
         let bits = word & ADDRESS_MASK;
