@@ -71,14 +71,15 @@ call_site_entry!(
 call_site_entry!(__wrap_valloc(size: usize) -> *mut c_void, "rsi", valloc_at);
 call_site_entry!(__wrap_pvalloc(size: usize) -> *mut c_void, "rsi", pvalloc_at);
 
-/// Runs a call into the C library's allocator as part of the runtime. A signal handler that
-/// interrupts the allocator, which then holds its lock, finds the thread inside the runtime:
-/// neither the handler's own instrumented code (a function entry is a sync point, which frees
-/// what the data structures' refresh replaced) nor its `_exit` (the report) reaches into the
-/// runtime, whose allocations would wait for that lock forever.
+/// Runs a call into the C library's allocator as if inside the runtime. A signal handler that
+/// interrupts the allocator, which then holds its lock, finds the thread so: neither the
+/// handler's own instrumented code (a function entry is a sync point, which frees what the
+/// data structures' refresh replaced) nor its `_exit` (the report) reaches into the runtime,
+/// whose allocations would wait for that lock forever. A crash in the allocator (glibc's abort
+/// on a corrupted heap) is still the program's and writes the report (`state::ALLOCATING`).
 #[inline(always)]
 fn in_allocator<R>(call: impl FnOnce() -> R) -> R {
-    let previous = state::enter_runtime();
+    let previous = state::enter_allocator();
     let result = call();
     state::leave_runtime(previous);
     result

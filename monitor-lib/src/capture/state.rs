@@ -39,6 +39,11 @@ const OFF: u8 = 1;
 const ON: u8 = 2;
 /// The runtime itself is running on this thread: hooks must not re-enter it.
 const BUSY: u8 = 3;
+/// The program's own call into the C library's allocator is running (`alloc_abi.rs`): as
+/// [`BUSY`] for the hooks and for a signal handler's `_exit` (the allocator may hold its lock,
+/// which the runtime's bookkeeping and report need), but a crash in it (glibc's abort on a
+/// corrupted heap) is the program's, and writes the report under the crash watchdog.
+const ALLOCATING: u8 = 4;
 
 /// Environment variable naming the cache to simulate (the `epcache replay --cache` syntax).
 pub const CACHE_ENV: &str = "EPCACHE_CACHE";
@@ -50,7 +55,7 @@ pub const REPORT_ENV: &str = "EPCACHE_REPORT";
 /// (`thread_block.rs`), so a hook reaches all of it from the thread pointer with no register
 /// saved. Empty is zero bytes, as every thread's block starts.
 pub(super) struct Hot {
-    /// The thread's state byte: [`NEEDS_SYNC`], [`OFF`], [`ON`] or [`BUSY`].
+    /// The thread's state byte: [`NEEDS_SYNC`], [`OFF`], [`ON`], [`BUSY`] or [`ALLOCATING`].
     state: Cell<u8>,
     /// The switch epoch this thread last synced to.
     seen_epoch: Cell<u32>,
@@ -1036,7 +1041,7 @@ pub(super) fn before_immediate_exit() {
 /// program's code, not inside the runtime (whose state it may have left half-changed), and not
 /// in a forked child (whose report is its parent's).
 pub(super) fn may_report_on_crash() -> bool {
-    !in_runtime() && !FORKED.load(Ordering::Relaxed)
+    state() != BUSY && !FORKED.load(Ordering::Relaxed)
 }
 
 /// The report, from a crash handler: everything `at_exit` does, under the handler's watchdog.
@@ -1088,10 +1093,21 @@ pub(crate) fn standalone() -> bool {
     STANDALONE.load(Ordering::Relaxed)
 }
 
-/// Whether the runtime itself is running on this thread (hooks must return).
+/// Whether the runtime itself, or the program's call into the allocator, is running on this
+/// thread (hooks must return).
 #[inline]
 pub(crate) fn in_runtime() -> bool {
-    state() == BUSY
+    matches!(state(), BUSY | ALLOCATING)
+}
+
+/// Marks this thread as inside the program's call to the C library's allocator (unless the
+/// call is the runtime's own); returns the state to restore with [`leave_runtime`].
+pub(crate) fn enter_allocator() -> u8 {
+    let previous = state();
+    if previous != BUSY {
+        set_state(ALLOCATING);
+    }
+    previous
 }
 
 /// Marks this thread as running the runtime; returns the state to restore.
@@ -1298,7 +1314,7 @@ fn set_switch(on: bool) {
 #[inline(never)]
 extern "C" fn sync() {
     let state = state();
-    if state == BUSY {
+    if matches!(state, BUSY | ALLOCATING) {
         return;
     }
     if let Some(signal) = signal_abi::pending() {
