@@ -3,7 +3,9 @@
 //! Every hook first reads one thread-local byte: when the thread does not capture, that load and
 //! a branch are all a hook costs. The byte also serves as the re-entrancy guard: while the
 //! runtime itself runs on a thread (simulating, allocating, writing the report) it reads `BUSY`,
-//! so instrumented code the runtime happens to call never recurses into the simulator.
+//! so instrumented code the runtime happens to call never recurses into the simulator; while the
+//! program's own call into the C library's allocator runs it reads `ALLOCATING`, so a signal
+//! handler interrupting it (holding the allocator's lock) does not reach into the runtime.
 //!
 //! Each thread simulates on its own [`Simulator`], created on its first captured access from the
 //! process-wide cache spec, and merged into the process totals when the thread exits. A later
