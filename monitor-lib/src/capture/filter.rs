@@ -32,8 +32,14 @@
 //! the entry's data structure, which the simulating side keeps (`state::Counting`), follows
 //! when the record is simulated.
 //!
-//! A tag carries the process-wide key of `tag_key.rs` in its top byte, so that a switch (a
-//! new key) makes every entry stop matching until its thread syncs.
+//! A tag carries the process-wide key of `tag_key.rs` (and the table's offset mask, the same
+//! for every thread), so that a switch (a new key) makes every entry stop matching until its
+//! thread syncs. The inline test reads nothing of its thread's own but the table: a table
+//! holds tags with the current key only while its thread captures (capture switched off is a
+//! switch, and a table switched off is emptied first). While the runtime works on its thread,
+//! a signal handler's accesses to lines the table owns are counted inline too; the runtime
+//! empties an entry's tags before its counts, so a handler's hit is never left behind in an
+//! entry being emptied (at worst it is counted for the entry's next owner).
 //!
 //! The answer depends only on the order of accesses, not on the simulator: if the block is its
 //! entry's, no access has touched its set since the block was last simulated (or it would own
@@ -128,14 +134,6 @@ pub(super) struct Filter {
     /// `entry_mask << line_bits` (0 while off): `addr & entry_offset_mask` is the byte offset
     /// of `addr`'s entry in the table.
     entry_offset_mask: Cell<u32>,
-    /// What the inline test masks with: `entry_offset_mask` while the thread captures, else 0,
-    /// which points every access at entry 0's words (the test reads no state of its own: a
-    /// program's signal handler running while the runtime works on its thread, or a thread
-    /// that switched capture off, would count hits otherwise). Only the line owning entry 0
-    /// can still match then, as offset 0 is entry 0's own: a handler's access to that line
-    /// while the runtime is interrupted is counted as a hit, and its write may leave entry 0
-    /// dirty pending (capture switched off changes the key, so no stale tag matches then).
-    offset_mask: Cell<u32>,
     /// The `tag_key` slot holding this thread's key, plus one (0 while off).
     key_slot: Cell<u8>,
     /// The entries, one per slot (see [`Filter::word`]).
@@ -282,7 +280,7 @@ impl Record {
 // entry's offset as `Filter::offset` does and reads the entry's words at that offset; its miss path
 // writes 40-byte records, with the meta byte as the first word's last byte, at the address
 // `batch_pos` holds while below `batch_end`, and picks a whole-line slot by `addr >> 12 & 63`.
-// `_v5` fixes these.
+// `_v6` fixes these.
 const _: () = {
     assert!(RECORD_WORDS << WORD_SHIFT == 40 && Record::META_SHIFT == 56);
     assert!(
@@ -304,9 +302,8 @@ const _: () = {
 pub(super) type Pending = (u32, u64, u64);
 
 impl Filter {
-    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): the offset mask (a
-    /// `u32`), and each field of entry 0.
-    pub(super) const OFFSET_MASK_OFFSET: usize = std::mem::offset_of!(Filter, offset_mask);
+    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): each field of entry 0
+    /// (the offset mask is in the tag word, `tag_key.rs`).
     pub(super) const READ_TAGS_OFFSET: usize =
         Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, read_tag);
     pub(super) const WRITE_TAGS_OFFSET: usize =
@@ -335,7 +332,6 @@ impl Filter {
             spread: Cell::new(0),
             entry_mask: Cell::new(0),
             entry_offset_mask: Cell::new(0),
-            offset_mask: Cell::new(0),
             key_slot: Cell::new(0),
             entries: [const { Entry::new() }; ENTRIES],
             batch_pos: Cell::new(0),
@@ -359,7 +355,6 @@ impl Filter {
             && self.spread.get() == 0
             && self.entry_mask.get() == 0
             && self.entry_offset_mask.get() == 0
-            && self.offset_mask.get() == 0
             && self.key_slot.get() == 0
             && self.entries.iter().all(Entry::is_free)
             && self.batch_pos.get() == 0
@@ -392,22 +387,11 @@ impl Filter {
         (e << (self.spread.get() & 31)) % ENTRIES
     }
 
-    /// The byte offset of `addr`'s entry in the table, as the inline test computes it.
+    /// The byte offset of `addr`'s entry in the table, as the inline test computes it from
+    /// the tag word (whose key and mask the thread's `tag_bits` hold).
     #[cfg(test)]
     fn offset(&self, addr: u64) -> usize {
-        (addr as u32 & self.offset_mask.get()) as usize
-    }
-
-    /// Lets the inline test find the entries while the thread captures (`true`), or points it
-    /// at entry 0 only (see `offset_mask`).
-    #[inline(always)]
-    pub(super) fn set_capturing(&self, capturing: bool) {
-        let mask = if capturing {
-            self.entry_offset_mask.get()
-        } else {
-            0
-        };
-        self.offset_mask.set(mask);
+        (addr as u32 & tag_key::offset_mask_of(self.tag_bits.get())) as usize
     }
 
     /// The first address of `block`.
@@ -426,11 +410,15 @@ impl Filter {
     #[inline(always)]
     fn settle_entry(&self, i: usize, mark: impl FnOnce(u64)) {
         let w = self.word(i);
+        self.settle_owner(w, self.entries[w].read_tag.get(), mark);
+    }
+
+    /// Hands the pending dirty mark of the entry in slot `w`, whose owner's tag is `owner`,
+    /// to `mark`.
+    #[inline(always)]
+    fn settle_owner(&self, w: usize, owner: u64, mark: impl FnOnce(u64)) {
         if self.entries[w].dirty_pending.replace(0) != 0 {
-            mark(
-                (self.entries[w].read_tag.get() & tag_key::ADDRESS_MASK)
-                    >> (self.line_bits.get() & 63),
-            );
+            mark((owner & tag_key::ADDRESS_MASK) >> (self.line_bits.get() & 63));
         }
     }
 
@@ -745,7 +733,7 @@ impl Filter {
     /// [`crate::simulator::Simulator::repeat_hit_shape`] admits), keyed with the tag word
     /// `word` the thread last synced to; a no-op when already on. It stays off (and `false` is
     /// returned) when [`Self::entries_for`] declines the shape, when every `tag_key` slot is
-    /// taken, or when another thread's filter set other line bits in the tag word.
+    /// taken, or when another thread's filter set another shape in the tag word.
     pub(super) fn switch_on(&self, line_bits: u32, sets: u64, word: u64) -> bool {
         if self.on.get() {
             return true;
@@ -754,15 +742,31 @@ impl Filter {
             return false;
         };
         let line_low = (1u64 << line_bits) - 1;
-        if !tag_key::set_line_low(line_low) {
+        let offset_mask = ((entries - 1) as u32) << line_bits;
+        if !tag_key::set_shape(line_low, offset_mask) {
             return false;
         }
         let Some(slot) = tag_key::acquire(word) else {
             return false;
         };
+        // Another shape may have been set between the two. Only a process whose simulators
+        // differ in L1 (tests) meets this, and a setter that checked the slots just before
+        // this one was taken can still get in after the check (as with line bits before
+        // v6), and the table's inline and runtime offsets then disagree. No program meets
+        // it: one process simulates one L1.
+        if !tag_key::set_shape(line_low, offset_mask) {
+            tag_key::release(slot);
+            return false;
+        }
         debug_assert!(self.entries.iter().all(Entry::is_free));
         self.key_slot.set(slot + 1);
-        self.tag_bits.set(tag_key::tag_bits(word, line_low));
+        // The shape just set (`word`, read at the thread's sync, may predate it: the thread
+        // then syncs again, see `state::switch_filter_on`).
+        self.tag_bits.set(tag_key::word_of(
+            tag_key::key_of(word),
+            line_low,
+            offset_mask,
+        ));
         self.set_shape(line_bits, entries);
         self.install_batch(Some(new_batch(BATCH_RECORDS)));
         self.on.set(true);
@@ -819,7 +823,6 @@ impl Filter {
         self.spread.set(0);
         self.entry_mask.set(0);
         self.entry_offset_mask.set(0);
-        self.offset_mask.set(0);
         self.install_batch(None);
         self.forget_whole_lines();
         self.on.set(false);
@@ -849,11 +852,17 @@ impl Filter {
             self.forget_whole_lines();
         }
         for i in 0..self.used().min(ENTRIES) {
-            self.settle_entry(i, &mut mark);
-            self.drain_entry(i, &mut take);
             if forget {
-                self.clear_entry(i);
+                // The tags go first: from then on a signal handler's inline test cannot count
+                // into the entry being emptied, which switching off requires empty.
+                let w = self.word(i);
+                let owner = self.entries[w].read_tag.replace(0);
+                self.entries[w].write_tag.set(0);
+                self.settle_owner(w, owner, &mut mark);
+            } else {
+                self.settle_entry(i, &mut mark);
             }
+            self.drain_entry(i, &mut take);
         }
     }
 
@@ -973,8 +982,7 @@ mod tests {
             );
             let Some(entries) = expected else { continue };
             let f = Filter::new();
-            f.set_shape(line_bits, entries);
-            f.set_capturing(true);
+            shape_keyed(&f, line_bits, entries, 0x5a);
             let line = 1u64 << line_bits;
             let mut seen = std::collections::HashSet::new();
             for k in 0..(3 * entries as u64) {
@@ -992,10 +1000,23 @@ mod tests {
                 seen.insert(e);
             }
             assert_eq!(seen.len(), entries, "every entry used");
-            // A thread that does not capture looks at entry 0 only.
-            f.set_capturing(false);
-            assert_eq!(f.offset(0x7f00_1234_5678), 0);
+            // The tag word carries the mask the table was shaped with.
+            assert_eq!(
+                tag_key::offset_mask_of(f.tag_bits.get()),
+                f.entry_offset_mask.get()
+            );
         }
+    }
+
+    /// Shapes `f` for `entries` entries of `1 << line_bits`-byte lines with the made-up key
+    /// `key`, as `switch_on` does without taking a key slot or touching the tag word.
+    fn shape_keyed(f: &Filter, line_bits: u32, entries: usize, key: u8) {
+        f.set_shape(line_bits, entries);
+        f.tag_bits.set(tag_key::word_of(
+            key,
+            (1 << line_bits) - 1,
+            f.entry_offset_mask.get(),
+        ));
     }
 
     /// The inline test's read path as `inline_capture.rs` writes it: the offset from the
@@ -1015,9 +1036,7 @@ mod tests {
     fn table_with_batch(records: usize, page: u64) -> Filter {
         let f = Filter::new();
         f.on.set(true);
-        f.tag_bits.set(0x5a << 56 | 63);
-        f.set_shape(6, 64);
-        f.set_capturing(true);
+        shape_keyed(&f, 6, 64, 0x5a);
         f.install_batch(Some(new_batch(records)));
         f.remember_whole_lines(page, page, page + 4096, 3);
         f
@@ -1115,8 +1134,7 @@ mod tests {
         f.switch_off();
         assert!(f.batch_full(), "no room while off");
         assert!(in_range(&f, loaded), "kept while the path is interrupted");
-        f.tag_bits.set(0x5a << 56 | 63);
-        f.set_shape(6, 64);
+        shape_keyed(&f, 6, 64, 0x5a);
         f.install_batch(Some(new_batch(BATCH_RECORDS)));
         f.on.set(true);
         // The path resumes: `movq %rsi+40, batch_pos`, `decb in_miss`.
@@ -1134,13 +1152,11 @@ mod tests {
     }
 
     #[test]
-    fn the_inline_test_of_a_thread_that_does_not_capture_matches_only_entry_zeros_line() {
+    fn the_inline_test_matches_only_lines_the_table_owns_under_its_key() {
         let f = Filter::new();
         // On as `switch_on` leaves it, without taking a key slot (the key is made up).
         f.on.set(true);
-        f.tag_bits.set(0x5a << 56 | 63);
-        f.set_shape(6, 64);
-        f.set_capturing(true);
+        shape_keyed(&f, 6, 64, 0x5a);
         let addr = 0x7f00_0000_1040;
         f.take_over(addr >> 6, false, true, |_| {});
         assert!(inline_read(&f, addr, 8));
@@ -1149,25 +1165,24 @@ mod tests {
             !inline_read(&f, addr + 60, 8),
             "straddles into the next line"
         );
-        // The runtime works on the thread (or capture is off): a signal handler's read of the
-        // same line is not counted inline (it is not entry 0's).
-        f.set_capturing(false);
-        assert!(!inline_read(&f, addr, 8));
-        f.set_capturing(true);
-        assert!(inline_read(&f, addr, 8));
+        assert!(!inline_read(&f, addr + 64, 8), "the next line owns nothing");
+        assert!(
+            !inline_read(&f, addr + 64 * 64, 8),
+            "another line of the set"
+        );
+        // A switch: the word's key moves on, and the table's tags match nothing until the
+        // thread syncs (the inline test ORs the word it loads, as `inline_read` ORs the
+        // thread's bits; here the bits stand for the new word).
+        let old = f.tag_bits.get();
+        f.tag_bits
+            .set(tag_key::word_of(0x5b, 63, tag_key::offset_mask_of(old)));
+        assert!(!inline_read(&f, addr, 8), "stale key");
+        f.tag_bits.set(old);
         let mut pending = Vec::new();
         f.flush(true, |p| pending.push(p), |_| {});
-        assert_eq!(pending, [(((addr >> 6) & 63) as u32, 3, 0)]);
-        // The accepted gap (ARCHITECTURE.md): the mask 0 points at entry 0, so the one line
-        // owning entry 0 still matches while the thread does not capture.
-        let zero = 0x7f00_0000_1000;
-        f.take_over(zero >> 6, false, true, |_| {});
-        f.set_capturing(false);
-        assert!(inline_read(&f, zero, 8), "entry 0's own line");
-        assert!(!inline_read(&f, zero + 64, 8), "any other line");
-        f.set_capturing(true);
-        pending.clear();
-        f.flush(true, |p| pending.push(p), |_| {});
-        assert_eq!(pending, [(0, 1, 0)]);
+        assert_eq!(pending, [(((addr >> 6) & 63) as u32, 2, 0)]);
+        // Emptied (capture switched off empties it first): nothing matches, whatever the key.
+        assert!(!inline_read(&f, addr, 8));
+        f.switch_off();
     }
 }

@@ -102,8 +102,8 @@ impl Hot {
             && self.filter.is_empty()
     }
 
-    /// Keeps `capturing_epoch`, `synced_word` and the filter's inline offset mask what they
-    /// stand for after a write of the state, the epoch or the word.
+    /// Keeps `capturing_epoch` and `synced_word` what they stand for after a write of the
+    /// state, the epoch or the word.
     #[inline(always)]
     fn update_capturing_epoch(&self) {
         let on = self.state.get() == ON;
@@ -114,7 +114,6 @@ impl Hot {
         };
         self.capturing_epoch.set(epoch);
         self.synced_word.set(word);
-        self.filter.set_capturing(on);
     }
 
     /// Whether the thread captures and has no switch to pick up: neither the epoch nor the
@@ -1934,9 +1933,9 @@ mod tests {
     }
 
     /// Switches this thread's filter on, waiting a while for other tests' threads whose filters
-    /// hold the tag word's line bits for another line size (one process simulates one L1, so
+    /// hold the tag word's shape for another L1 (one process simulates one L1, so
     /// only tests meet this).
-    fn switch_on_when_line_bits_free(line_bits: u32, sets: u64) -> bool {
+    fn switch_on_when_shape_free(line_bits: u32, sets: u64) -> bool {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
             let word = TAG_WORD.load(Ordering::SeqCst);
@@ -1996,7 +1995,7 @@ mod tests {
             let mut counting = Counting::new(&fast_sim);
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
             if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape()
-                && switch_on_when_line_bits_free(line_bits, sets)
+                && switch_on_when_shape_free(line_bits, sets)
             {
                 counting.filter_switched_on(line_bits, sets);
             }

@@ -1,24 +1,34 @@
-//! The key in the top byte of every repeat-hit filter tag: how the inline test learns that
-//! its thread must sync without reading the switch epoch.
+//! The process-wide tag word every repeat-hit filter tag is made with: how the inline test
+//! learns that its thread must sync without reading the switch epoch, and where it finds the
+//! table's offset mask with the same load.
 //!
-//! The inline hit test (`inline_capture.rs` in the client) computes an access's tag as the
-//! address of its line's last byte ORed with the process-wide word [`TAG_WORD`]: L1's line
-//! size less one in the low bits and a *key* in the top byte. A thread's filter holds tags
-//! made with the key of the word it last synced to, so while the word is unchanged its repeat
-//! hits match, and once the word's key changes none does: the access falls to the miss path,
-//! which compares the word with the thread's synced copy and sends it to the runtime to sync.
-//! Every switch of the epoch changes the key (`rekey`, after the epoch, so a thread that read
-//! the new key has the new epoch too), which is how one OR replaced the epoch compare in front
-//! of every access (three instructions and two loads).
+//! The inline hit test (`inline_capture.rs` in the client) loads the word [`TAG_WORD`] once
+//! per access and takes two things from it. The access's tag is the address of its line's
+//! last byte ORed with the word: L1's line size less one in the low bits, a *key* in bits 48
+//! to 55 and the table's offset mask (bits 56 to 63, the mask shifted right by 6, see
+//! `offset_mask_of`), which every tag carries alike. The entry's byte offset is the first
+//! byte's address ANDed with that mask. A thread's filter holds tags made with the key of the
+//! word it last synced to, so while the word is unchanged its repeat hits match, and once the
+//! word's key changes none does: the access falls to the miss path, which compares the word
+//! with the thread's synced copy and sends it to the runtime to sync. Every switch of the
+//! epoch changes the key (`rekey`, after the epoch, so a thread that read the new key has the
+//! new epoch too), which is how one OR replaced the epoch compare in front of every access.
+//! Until ABI v6 the offset mask was a thread-local word of its own, a second load per access:
+//! the matmul bench's monitored run, which is bound by its loads, took about 6% longer.
 //!
-//! Keys are 8 bits (user addresses stay below 2^56 on x86_64, even with five-level paging), so
-//! they repeat. A key must never come back while a thread still holds tags made with it: each
-//! thread whose filter is on holds its key in one of [`SLOTS`] slots (`hold`, re-checked
-//! against the word and the epoch after the store, so a rekey that missed the slot is seen),
-//! and `rekey` picks the next key that no slot holds and that is not the current one, one
-//! caller at a time (a scan overtaken by other moves could pick a key held meanwhile). A
-//! thread that finds no free slot keeps its filter off (its accesses are simulated one by one,
-//! counts unchanged).
+//! Tags keep 48 address bits: user addresses on x86_64 Linux stay below 2^47 unless a program
+//! maps memory above it on purpose (five-level paging with an `mmap` hint), which the inline
+//! test does not support (ARCHITECTURE.md). Every thread of a program simulates the same L1,
+//! so the shape (line bits and mask) is process-wide; threads differ only in whether their
+//! table holds anything.
+//!
+//! Keys are 8 bits, so they repeat. A key must never come back while a thread still holds
+//! tags made with it: each thread whose filter is on holds its key in one of [`SLOTS`] slots
+//! (`hold`, re-checked against the word and the epoch after the store, so a rekey that missed
+//! the slot is seen), and `rekey` picks the next key that no slot holds and that is not the
+//! current one, one caller at a time (a scan overtaken by other moves could pick a key held
+//! meanwhile). A thread that finds no free slot keeps its filter off (its accesses are
+//! simulated one by one, counts unchanged).
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -27,8 +37,14 @@ pub(super) use super::thread_block::TAG_WORD;
 /// Threads that can keep their filter on at once.
 pub(super) const SLOTS: usize = 128;
 
-/// The key's place in a tag: the top byte.
-const KEY_SHIFT: u32 = 56;
+/// The key's place in a tag: bits 48 to 55.
+const KEY_SHIFT: u32 = 48;
+/// The key's bits in the word.
+const KEY_BITS: u64 = 0xff << KEY_SHIFT;
+/// The offset mask's place: the top byte holds the mask shifted right by [`MASK_UNIT_BITS`].
+const MASK_SHIFT: u32 = 56;
+/// The offset mask's unit: entries are 64 bytes, so its low 6 bits are always 0.
+const MASK_UNIT_BITS: u32 = 6;
 
 /// The address bits of a tag (below the key).
 pub(super) const ADDRESS_MASK: u64 = (1 << KEY_SHIFT) - 1;
@@ -46,27 +62,43 @@ pub(super) const fn key_of(word: u64) -> u8 {
     (word >> KEY_SHIFT) as u8
 }
 
+/// The table offset mask `word` holds: what the inline test ANDs the first byte's address
+/// with (`shrq $56`, `shll $6`, `andl`); the runtime keeps the mask it set in its table.
+#[cfg(test)]
+pub(super) const fn offset_mask_of(word: u64) -> u32 {
+    ((word >> MASK_SHIFT) as u32) << MASK_UNIT_BITS
+}
+
+/// A word with `key`, L1's line size less one and the table's offset mask (a multiple of 64
+/// below 2^14, see [`set_shape`]).
+pub(super) const fn word_of(key: u8, line_low: u64, offset_mask: u32) -> u64 {
+    (offset_mask as u64 >> MASK_UNIT_BITS) << MASK_SHIFT | (key as u64) << KEY_SHIFT | line_low
+}
+
 /// `tag`'s address bits with `word`'s key on top.
 pub(super) const fn rekeyed(tag: u64, word: u64) -> u64 {
     tag & ADDRESS_MASK | word & !ADDRESS_MASK
 }
 
-/// The word's key bits with the line's low bits: what a thread's tags are ORed with.
+/// The word's key and mask with the line's low bits: what a thread's tags are ORed with.
 pub(super) const fn tag_bits(word: u64, line_low: u64) -> u64 {
     word & !ADDRESS_MASK | line_low
 }
 
-/// Sets the word's line bits to `line_low` unless a filter keyed with other line bits is on,
-/// and says whether they are `line_low` now. Every thread of a program simulates the same L1,
-/// so they differ only between the simulators of one test process, one after the other.
-pub(super) fn set_line_low(line_low: u64) -> bool {
+/// Sets the word's shape (line bits `line_low` and the table's offset mask) unless a filter
+/// keyed with another shape is on, and says whether it is the shape now. Every thread of a
+/// program simulates the same L1, so shapes differ only between the simulators of one test
+/// process, one after the other.
+pub(super) fn set_shape(line_low: u64, offset_mask: u32) -> bool {
     // Line bits from the filter's shortest line to its longest (8 KiB: two entries of 128
-    // slots' spacing), below the key's byte.
+    // slots' spacing), below the key; a mask of whole entries within the table's 16 KiB.
     debug_assert!((line_low + 1).is_power_of_two() && line_low & !ADDRESS_MASK == 0);
+    debug_assert!(offset_mask & ((1 << MASK_UNIT_BITS) - 1) == 0 && offset_mask < 1 << 14);
+    let shape = word_of(0, line_low, offset_mask);
     let mut word = TAG_WORD.load(Ordering::SeqCst);
     loop {
-        let bits = word & ADDRESS_MASK;
-        if bits == line_low {
+        let bits = word & !KEY_BITS;
+        if bits == shape {
             return true;
         }
         if bits != 0 && HELD.iter().any(|k| k.load(Ordering::SeqCst) != 0) {
@@ -74,7 +106,7 @@ pub(super) fn set_line_low(line_low: u64) -> bool {
         }
         match TAG_WORD.compare_exchange(
             word,
-            word & !ADDRESS_MASK | line_low,
+            word & KEY_BITS | shape,
             Ordering::SeqCst,
             Ordering::SeqCst,
         ) {
@@ -147,8 +179,8 @@ fn move_key() {
             .map(|step| ((u16::from(current) + step - 1) % 255 + 1) as u8)
             .find(|&k| k != current && held[usize::from(k / 64)] & 1 << (k % 64) == 0)
             .unwrap_or(current);
-        let new = word & ADDRESS_MASK | u64::from(next) << KEY_SHIFT;
-        // Only the line bits can change meanwhile (`set_line_low`).
+        let new = word & !KEY_BITS | u64::from(next) << KEY_SHIFT;
+        // Only the shape can change meanwhile (`set_shape`).
         if TAG_WORD
             .compare_exchange(word, new, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
@@ -168,7 +200,7 @@ mod tests {
         // tests do are asserted.
         let word = TAG_WORD.load(Ordering::SeqCst);
         let next = (key_of(word) % 255) + 1;
-        let slot = acquire(u64::from(next) << KEY_SHIFT).expect("a free slot");
+        let slot = acquire(word_of(next, 0, 0)).expect("a free slot");
         rekey();
         assert_eq!(acquire(0), None, "no slot for a word without a key");
         let after = TAG_WORD.load(Ordering::SeqCst);
@@ -178,10 +210,18 @@ mod tests {
     }
 
     #[test]
-    fn keys_sit_above_every_user_address() {
-        let tag = 0x00ff_ffff_ffff_ffff_u64;
-        assert_eq!(rekeyed(tag, 0x7f << KEY_SHIFT), 0x7fff_ffff_ffff_ffff);
-        assert_eq!(rekeyed(tag, 0x7f << KEY_SHIFT) & ADDRESS_MASK, tag);
-        assert_eq!(tag_bits(0x12 << KEY_SHIFT | 63, 63), 0x12 << KEY_SHIFT | 63);
+    fn keys_and_the_mask_sit_above_every_user_address() {
+        let tag = 0x0000_ffff_ffff_ffff_u64;
+        let word = word_of(0x7f, 63, 0x3fc0);
+        assert_eq!(word, 0xff7f_0000_0000_003f);
+        assert_eq!(rekeyed(tag, word), 0xff7f_ffff_ffff_ffff);
+        assert_eq!(rekeyed(tag, word) & ADDRESS_MASK, tag);
+        assert_eq!(tag_bits(word, 63), word);
+        assert_eq!(key_of(word), 0x7f);
+        // What the inline test computes: `shrq $56`, `shll $6`, then the AND.
+        assert_eq!(offset_mask_of(word), 0x3fc0);
+        assert_eq!(((word >> 56) as u32) << 6, 0x3fc0);
+        assert_eq!(offset_mask_of(word_of(1, 8191, 1 << 13)), 1 << 13);
+        assert_eq!(offset_mask_of(word_of(9, 63, 0)), 0);
     }
 }

@@ -954,12 +954,12 @@ A:
             copy.contains(
                 "\tjmp\t.Lepcache.slow.1\n.Lepcache.slow.1:\n\tcall\t__tsan_read8@PLT\n\
                  \tjmp\t.Lepcache.done.1\n.Lepcache.hit.1:\n\
-                 \tincq\t%fs:epcache_inline_v5_read_hits@tpoff(%rdx)\n\
+                 \tincq\t%fs:epcache_inline_v6_read_hits@tpoff(%rdx)\n\
                  .Lepcache.done.1:\n\tmovsd\tA(%rip), %xmm0\n"
             ),
             "{copy}"
         );
-        assert!(copy.contains("%fs:epcache_inline_v5_read_hits@tpoff(%rdx)"));
+        assert!(copy.contains("%fs:epcache_inline_v6_read_hits@tpoff(%rdx)"));
         // The function entry hook stays a call, and the plain copy is untouched.
         assert!(copy.contains("\tcall\t__tsan_func_entry@PLT\n"));
         assert_eq!(plain_copy(&inlined), plain_copy(&merged()));

@@ -19,7 +19,7 @@
 //!
 //! The sequence uses only registers the call it guards would clobber (`rax`, `rcx`, `rdx`,
 //! `rsi`, `r8`, and the flags), leaves `rdi` (the address) for the call, and touches no stack. It
-//! names the runtime's inline capture ABI (`epcache_inline_v5_*`, defined in
+//! names the runtime's inline capture ABI (`epcache_inline_v6_*`, defined in
 //! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
 //! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
 //! AT&T-syntax listings (gcc's and clang's default).
@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 pub(crate) const INLINE_ENV: &str = "EPCACHE_CC_INLINE";
 
 /// A symbol every runtime with this ABI defines: its absence explains a failed link.
-pub(crate) const ABI_PROBE: &str = "epcache_inline_v5_read_tags";
+pub(crate) const ABI_PROBE: &str = "epcache_inline_v6_read_tags";
 
 /// Whether inline capture is wanted (it is unless switched off).
 pub(crate) fn wanted() -> bool {
@@ -115,13 +115,16 @@ impl Sites {
     /// access the test does not answer), then the count of a hit, and the label every path
     /// meets at.
     ///
-    /// The common path of a read is 7 instructions, its taken branch to the count included:
-    /// the entry's offset (`addr & offset_mask`, from the first byte: entries are 64 bytes,
-    /// one per line, so no shift, which v4's arrays by field needed), the tag of the last
-    /// byte (`addr + size - 1 | tag_word`), the tag compare and the count. The tag word holds
-    /// L1's line bits and a key (`tag_key.rs` in the runtime) that changes at every switch the
-    /// thread must sync for, so a thread with a switch to pick up matches nothing and goes to
-    /// the miss path, which checks.
+    /// The common path of a read is 9 instructions, its taken branch to the count included,
+    /// and three loads: the tag word, the tag compared, the count. The tag word holds L1's
+    /// line bits, a key (`tag_key.rs` in the runtime) that changes at every switch the thread
+    /// must sync for, and the table's offset mask in its top byte. The tag of the last byte is
+    /// `addr + size - 1 | tag_word`, so a thread with a switch to pick up matches nothing and
+    /// goes to the miss path, which checks; the entry's offset is `addr & mask`, from the first
+    /// byte (entries are 64 bytes, one per line, so the address needs no shift). The monitored
+    /// matmul bench is bound by its loads, not its instructions: ABI v5 read the mask from a
+    /// thread-local word, one load more with two instructions fewer, and its run took about
+    /// 6% longer.
     ///
     /// One compare also tells that the access lies in one line: an entry holds only tags of
     /// lines whose offset is its own, and consecutive lines have different offsets (the runtime
@@ -135,9 +138,7 @@ impl Sites {
         let miss = format!(".Lepcache.miss.{n}");
         let hit = format!(".Lepcache.hit.{n}");
         let done = format!(".Lepcache.done.{n}");
-        // The entry's byte offset in the table (`Filter::offset`), from the first byte.
-        let _ = writeln!(out, "\tmovq\t%rdi, %rdx");
-        let _ = writeln!(out, "\tandl\t{}, %edx", tls("offset_mask"));
+        let _ = writeln!(out, "\tmovq\t{TAG_WORD}(%rip), %rdx");
         // The tag: the address of the last line's last byte with the key on top, which is the
         // entry's only when the access lies in the entry's line (see above) and the thread
         // has no switch to pick up.
@@ -146,7 +147,12 @@ impl Sites {
         } else {
             let _ = writeln!(out, "\tmovq\t%rdi, %rax");
         }
-        let _ = writeln!(out, "\torq\t{TAG_WORD}(%rip), %rax");
+        let _ = writeln!(out, "\torq\t%rdx, %rax");
+        // The entry's byte offset in the table (`Filter::offset`): the first byte's address
+        // ANDed with the mask, kept in the word's top byte in units of 64 (`tag_key.rs`).
+        let _ = writeln!(out, "\tshrq\t$56, %rdx");
+        let _ = writeln!(out, "\tshll\t$6, %edx");
+        let _ = writeln!(out, "\tandl\t%edi, %edx");
         let count = if access.write {
             // A write matches a written entry; one that owns its block clean is marked written
             // and dirty pending (the runtime marks the line dirty before it next simulates an
@@ -181,15 +187,14 @@ impl Sites {
 }
 
 /// The process-wide tag word of the inline capture ABI (not thread-local).
-const TAG_WORD: &str = "epcache_inline_v5_tag_word";
+const TAG_WORD: &str = "epcache_inline_v6_tag_word";
 
 /// A thread-local word of the inline capture ABI.
 fn tls(name: &str) -> String {
-    format!("%fs:epcache_inline_v5_{name}@tpoff")
+    format!("%fs:epcache_inline_v6_{name}@tpoff")
 }
 
-/// The word `name` of the filter entry whose byte offset is in `%rdx` (a thread that does
-/// not capture has an offset mask of 0, so it looks at entry 0 only, `Filter::offset_mask`).
+/// The word `name` of the filter entry whose byte offset is in `%rdx`.
 fn entry(name: &str) -> String {
     format!("{}(%rdx)", tls(name))
 }
@@ -349,22 +354,22 @@ mod tests {
         assert_eq!(lines[slow + 2], "\tjmp\t.Lepcache.done.1");
         assert_eq!(
             lines[slow + 4],
-            "\tincq\t%fs:epcache_inline_v5_read_hits@tpoff(%rdx)"
+            "\tincq\t%fs:epcache_inline_v6_read_hits@tpoff(%rdx)"
         );
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
         let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
         assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
-        assert!(!first_site.contains("incq\t%fs:epcache_inline_v5_write_hits"));
-        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v5_write_hits@tpoff(%rdx)\n"));
+        assert!(!first_site.contains("incq\t%fs:epcache_inline_v6_write_hits"));
+        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v6_write_hits@tpoff(%rdx)\n"));
         // A write matches a written entry first; one owning its block clean is marked written
         // and dirty pending, then counted.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
         assert!(second_test.contains(
-            "\tcmpq\t%rax, %fs:epcache_inline_v5_write_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v5_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.clean.2\n"
+            "\tcmpq\t%rax, %fs:epcache_inline_v6_write_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v6_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.clean.2\n"
         ));
         let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
         assert!(clean.starts_with(
-            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v5_write_tags@tpoff(%rdx)\n\tmovq\t$64, %fs:epcache_inline_v5_dirty_pending@tpoff(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v6_write_tags@tpoff(%rdx)\n\tmovq\t$64, %fs:epcache_inline_v6_dirty_pending@tpoff(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
         ));
         // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
@@ -383,7 +388,7 @@ mod tests {
             // the batch has room; else the call.
             assert!(
                 miss.starts_with(
-                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v5_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v5_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v6_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v6_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
                 ),
                 "{miss}"
             );
@@ -398,8 +403,8 @@ mod tests {
                 "{miss}"
             );
             // The batch position is loaded and stored back inside `in_miss`, on both ways out.
-            assert!(miss.contains("\tincb\t%fs:epcache_inline_v5_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v5_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v5_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
-            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v5_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
+            assert!(miss.contains("\tincb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v6_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v6_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
+            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
             // The meta byte over the address's top byte: size, write, the old dirty mark.
             assert!(miss.contains(&format!("\torb\t${meta}, %r8b\n")), "{miss}");
             assert!(miss.contains("\tmovb\t%r8b, 7(%rsi)\n"));
@@ -410,7 +415,7 @@ mod tests {
                 (24, "write_hits", "$0"),
                 (0, "write_tags", written),
             ] {
-                let entry = format!("%fs:epcache_inline_v5_{word}@tpoff(%rdx)");
+                let entry = format!("%fs:epcache_inline_v6_{word}@tpoff(%rdx)");
                 if offset > 0 {
                     let record = format!("{offset}(%rsi)");
                     assert!(
@@ -424,27 +429,28 @@ mod tests {
             }
             assert!(
                 miss.contains(
-                    "\tmovl\t%fs:epcache_inline_v5_whole_structure@tpoff(,%rcx,4), %ecx\n"
+                    "\tmovl\t%fs:epcache_inline_v6_whole_structure@tpoff(,%rcx,4), %ecx\n"
                 )
             );
-            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v5_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v5_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v6_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
         }
     }
 
     #[test]
     fn every_access_compares_its_last_bytes_tag_with_its_first_bytes_entry() {
         let (_, aligned) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
-        // The common path: offset (2, no shift), tag (2), compare (2) before the miss label,
-        // then the count; no epoch compare and no alignment test.
+        // The common path: the tag word (one load), the tag (2), the offset from the word's
+        // top byte and the first byte (3), the compare (2) before the miss label, then the
+        // count; no epoch compare, no alignment test, no thread-local mask.
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
-        assert_eq!(common.lines().count(), 6, "{common}");
-        assert!(
-            common.starts_with(
-                "\tmovq\t%rdi, %rdx\n\tandl\t%fs:epcache_inline_v5_offset_mask@tpoff, %edx\n"
-            ),
-            "{common}"
+        assert_eq!(
+            common,
+            "\tmovq\tepcache_inline_v6_tag_word(%rip), %rdx\n\tleaq\t7(%rdi), %rax\n\
+             \torq\t%rdx, %rax\n\tshrq\t$56, %rdx\n\tshll\t$6, %edx\n\tandl\t%edi, %edx\n\
+             \tcmpq\t%rax, %fs:epcache_inline_v6_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.1\n"
         );
         assert!(!aligned.contains("testb"), "{aligned}");
+        assert!(!aligned.contains("offset_mask"), "{aligned}");
         // Aligned or not, and 16 bytes that may straddle two 8-byte lines: the same test.
         for (access, call) in [
             (access(8, false), "\tcall\t__tsan_read8"),
@@ -453,15 +459,18 @@ mod tests {
         ] {
             let (_, out) = written(&[(access, call)]);
             let test = &out[..out.find(".Lepcache.miss.1:").unwrap()];
-            let offset = test
-                .find("\tandl\t%fs:epcache_inline_v5_offset_mask")
-                .unwrap();
             let tag = format!(
-                "\tleaq\t{}(%rdi), %rax\n\torq\tepcache_inline_v5_tag_word(%rip), %rax\n",
+                "\tleaq\t{}(%rdi), %rax\n\torq\t%rdx, %rax\n",
                 access.size - 1
             );
             let tag_at = test.find(&tag).unwrap_or_else(|| panic!("{out}"));
-            assert!(offset < tag_at, "the offset is the first byte's: {out}");
+            // The offset is the first byte's (`%edi`), after the tag took the whole word.
+            let offset = test.find("\tandl\t%edi, %edx\n").unwrap();
+            assert!(tag_at < offset, "{out}");
         }
+        let (_, byte) = written(&[(access(1, true), "\tcall\t__tsan_write1")]);
+        assert!(byte.starts_with(
+            "\tmovq\tepcache_inline_v6_tag_word(%rip), %rdx\n\tmovq\t%rdi, %rax\n\torq\t%rdx, %rax\n"
+        ));
     }
 }
