@@ -288,6 +288,12 @@ const _: () = {
         "the meta byte's dirty bit, see `Record::META_SHIFT`"
     );
     assert!(std::mem::size_of::<Entry>() == ENTRY_BYTES);
+    // The miss path moves and clears each pair in one 16-byte access.
+    assert!(
+        std::mem::offset_of!(Entry, write_tag) == std::mem::offset_of!(Entry, read_tag) + 8
+            && std::mem::offset_of!(Entry, write_hits)
+                == std::mem::offset_of!(Entry, read_hits) + 8
+    );
     assert!(LINE_SLOTS == 64);
     assert!(std::mem::size_of::<Cell<u64>>() == 1 << WORD_SHIFT);
     assert!(

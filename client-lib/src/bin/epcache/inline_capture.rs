@@ -241,24 +241,31 @@ fn miss_path(access: HookedAccess, miss: &str, slow: &str, done: &str, out: &mut
     let _ = writeln!(out, "\tmovq\t{}, %rsi", tls("batch_pos"));
     let _ = writeln!(out, "\tcmpq\t{}, %rsi", tls("batch_end"));
     let _ = writeln!(out, "\tjae\t{full}");
-    // Word 0: the address, its top byte the meta byte (size, write, the old dirty mark).
-    let _ = writeln!(out, "\tmovq\t%rdi, {}", record(0));
+    // Word 0: the address, its top byte the meta byte (size, write, the old dirty mark),
+    // made in a register and stored once.
     let _ = writeln!(out, "\tmovq\t{}, %r8", entry("dirty_pending"));
-    let _ = writeln!(out, "\torb\t${meta}, %r8b");
-    let _ = writeln!(out, "\tmovb\t%r8b, {}", record(7));
+    let _ = writeln!(out, "\torq\t${meta}, %r8");
+    let _ = writeln!(out, "\tshlq\t$56, %r8");
+    let _ = writeln!(out, "\torq\t%rdi, %r8");
+    let _ = writeln!(out, "\tmovq\t%r8, {}", record(0));
     let _ = writeln!(out, "\tmovq\t$0, {}", entry("dirty_pending"));
-    // Words 1 to 3: the old tag, read hits and write hits; the entry's become the access's.
-    for (offset, word, new) in [
-        (8, "read_tags", "%rax"),
-        (16, "read_hits", "$0"),
-        (24, "write_hits", "$0"),
-    ] {
-        let _ = writeln!(out, "\tmovq\t{}, %r8", entry(word));
-        let _ = writeln!(out, "\tmovq\t%r8, {}", record(offset));
-        let _ = writeln!(out, "\tmovq\t{new}, {}", entry(word));
+    // Word 1: the old tag.
+    let _ = writeln!(out, "\tmovq\t{}, %r8", entry("read_tags"));
+    let _ = writeln!(out, "\tmovq\t%r8, {}", record(8));
+    // Words 2 and 3: the old read and write hits, adjacent in the entry as in the record,
+    // moved and cleared 16 bytes at a time. The call clobbers every `xmm` register, so the
+    // program keeps nothing in them across the site (and the compiler clears the upper
+    // halves before the call, so legacy SSE costs no AVX transition).
+    let _ = writeln!(out, "\tmovdqu\t{}, %xmm0", entry("read_hits"));
+    let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", record(16));
+    let _ = writeln!(out, "\tpxor\t%xmm0, %xmm0");
+    let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", entry("read_hits"));
+    // The entry becomes the access's: its tag as read tag, and as write tag for a write.
+    let _ = writeln!(out, "\tmovq\t%rax, %xmm0");
+    if access.write {
+        let _ = writeln!(out, "\tpunpcklqdq\t%xmm0, %xmm0");
     }
-    let written = if access.write { "%rax" } else { "$0" };
-    let _ = writeln!(out, "\tmovq\t{written}, {}", entry("write_tags"));
+    let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", entry("read_tags"));
     // Word 4: the line's data structure, from the whole-line cache.
     let _ = writeln!(out, "\tmovq\t%rcx, {}", record(32));
     let _ = writeln!(out, "\taddq\t$40, %rsi");
@@ -406,27 +413,40 @@ mod tests {
             assert!(miss.contains("\tincb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v6_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v6_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
             assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
             // The meta byte over the address's top byte: size, write, the old dirty mark.
-            assert!(miss.contains(&format!("\torb\t${meta}, %r8b\n")), "{miss}");
-            assert!(miss.contains("\tmovb\t%r8b, 7(%rsi)\n"));
-            // The old owner's words move into the record; the entry becomes the access's.
-            for (offset, word, new) in [
-                (8, "read_tags", "%rax"),
-                (16, "read_hits", "$0"),
-                (24, "write_hits", "$0"),
-                (0, "write_tags", written),
-            ] {
-                let entry = format!("%fs:epcache_inline_v6_{word}@tpoff(%rdx)");
-                if offset > 0 {
-                    let record = format!("{offset}(%rsi)");
-                    assert!(
-                        miss.contains(&format!("\tmovq\t{entry}, %r8\n\tmovq\t%r8, {record}\n"))
-                    );
-                }
-                assert!(
-                    miss.contains(&format!("\tmovq\t{new}, {entry}\n")),
-                    "{word}: {miss}"
-                );
-            }
+            let entry = |word: &str| format!("%fs:epcache_inline_v6_{word}@tpoff(%rdx)");
+            // Word 0, stored once: the meta byte (size, write, the old dirty mark) over the
+            // address's top byte; the mark is cleared.
+            let dirty = entry("dirty_pending");
+            assert!(
+                miss.contains(&format!(
+                    "\tmovq\t{dirty}, %r8\n\torq\t${meta}, %r8\n\tshlq\t$56, %r8\n\
+                     \torq\t%rdi, %r8\n\tmovq\t%r8, 0(%rsi)\n\tmovq\t$0, {dirty}\n"
+                )),
+                "{miss}"
+            );
+            // The old owner's tag and its two hit counts (16 bytes at once) move into the
+            // record; the counts start again at 0 and the tags become the access's, the
+            // write tag only for a write.
+            let tags = entry("read_tags");
+            let hits = entry("read_hits");
+            assert!(miss.contains(&format!("\tmovq\t{tags}, %r8\n\tmovq\t%r8, 8(%rsi)\n")));
+            assert!(miss.contains(&format!(
+                "\tmovdqu\t{hits}, %xmm0\n\tmovdqu\t%xmm0, 16(%rsi)\n\
+                 \tpxor\t%xmm0, %xmm0\n\tmovdqu\t%xmm0, {hits}\n"
+            )));
+            let both = if written == "%rax" {
+                "\tpunpcklqdq\t%xmm0, %xmm0\n"
+            } else {
+                ""
+            };
+            assert!(
+                miss.contains(&format!(
+                    "\tmovq\t%rax, %xmm0\n{both}\tmovdqu\t%xmm0, {tags}\n"
+                )),
+                "{miss}"
+            );
+            assert_eq!(miss.matches("write_tags").count(), 0, "{miss}");
+            assert_eq!(miss.matches("write_hits").count(), 0, "{miss}");
             assert!(
                 miss.contains(
                     "\tmovl\t%fs:epcache_inline_v6_whole_structure@tpoff(,%rcx,4), %ecx\n"
