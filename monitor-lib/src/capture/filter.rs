@@ -36,10 +36,11 @@
 //! for every thread), so that a switch (a new key) makes every entry stop matching until its
 //! thread syncs. The inline test reads nothing of its thread's own but the table: a table
 //! holds tags with the current key only while its thread captures (capture switched off is a
-//! switch, and a table switched off is emptied first). While the runtime works on its thread,
-//! a signal handler's accesses to lines the table owns are counted inline too; the runtime
-//! empties an entry's tags before its counts, so a handler's hit is never left behind in an
-//! entry being emptied (at worst it is counted for the entry's next owner).
+//! switch, and a table switched off is emptied first), except a forked child's copy, which
+//! may count hits nothing reads (the child is not monitored). While the runtime works on its
+//! thread, a signal handler's accesses to lines the table owns are counted inline too; the
+//! runtime empties an entry's tags before its counts, so a handler's hit is never left behind
+//! in an entry being emptied (at worst it is counted for the entry's next owner).
 //!
 //! The answer depends only on the order of accesses, not on the simulator: if the block is its
 //! entry's, no access has touched its set since the block was last simulated (or it would own
