@@ -132,9 +132,6 @@ pub(super) struct Filter {
     spread: Cell<u32>,
     /// Entries in use less one (a power of two less one).
     entry_mask: Cell<u32>,
-    /// `entry_mask << line_bits` (0 while off): `addr & entry_offset_mask` is the byte offset
-    /// of `addr`'s entry in the table.
-    entry_offset_mask: Cell<u32>,
     /// The `tag_key` slot holding this thread's key, plus one (0 while off).
     key_slot: Cell<u8>,
     /// The entries, one per slot (see [`Filter::word`]).
@@ -338,7 +335,6 @@ impl Filter {
             line_bits: Cell::new(0),
             spread: Cell::new(0),
             entry_mask: Cell::new(0),
-            entry_offset_mask: Cell::new(0),
             key_slot: Cell::new(0),
             entries: [const { Entry::new() }; ENTRIES],
             batch_pos: Cell::new(0),
@@ -361,7 +357,6 @@ impl Filter {
             && self.line_bits.get() == 0
             && self.spread.get() == 0
             && self.entry_mask.get() == 0
-            && self.entry_offset_mask.get() == 0
             && self.key_slot.get() == 0
             && self.entries.iter().all(Entry::is_free)
             && self.batch_pos.get() == 0
@@ -786,8 +781,13 @@ impl Filter {
         self.line_bits.set(line_bits);
         self.spread.set(line_bits - SHORTEST_LINE_BITS);
         self.entry_mask.set(entries as u32 - 1);
-        self.entry_offset_mask
-            .set(((entries - 1) as u32) << line_bits);
+    }
+
+    /// `entry_mask << line_bits`: `addr & mask` is the byte offset of `addr`'s entry in the
+    /// table, as the tag word tells the inline test (`tag_key::word_of`, set by `switch_on`).
+    #[cfg(test)]
+    fn offset_mask(&self) -> u32 {
+        self.entry_mask.get() << (self.line_bits.get() & 31)
     }
 
     /// The thread synced to the tag word `word`: its slot holds the word's key from now on, and
@@ -829,7 +829,6 @@ impl Filter {
         self.line_bits.set(0);
         self.spread.set(0);
         self.entry_mask.set(0);
-        self.entry_offset_mask.set(0);
         self.install_batch(None);
         self.forget_whole_lines();
         self.on.set(false);
@@ -1008,10 +1007,7 @@ mod tests {
             }
             assert_eq!(seen.len(), entries, "every entry used");
             // The tag word carries the mask the table was shaped with.
-            assert_eq!(
-                tag_key::offset_mask_of(f.tag_bits.get()),
-                f.entry_offset_mask.get()
-            );
+            assert_eq!(tag_key::offset_mask_of(f.tag_bits.get()), f.offset_mask());
         }
     }
 
@@ -1019,11 +1015,8 @@ mod tests {
     /// `key`, as `switch_on` does without taking a key slot or touching the tag word.
     fn shape_keyed(f: &Filter, line_bits: u32, entries: usize, key: u8) {
         f.set_shape(line_bits, entries);
-        f.tag_bits.set(tag_key::word_of(
-            key,
-            (1 << line_bits) - 1,
-            f.entry_offset_mask.get(),
-        ));
+        f.tag_bits
+            .set(tag_key::word_of(key, (1 << line_bits) - 1, f.offset_mask()));
     }
 
     /// The inline test's read path as `inline_capture.rs` writes it: the offset from the
