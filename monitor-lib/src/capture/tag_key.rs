@@ -75,7 +75,7 @@ pub(super) const fn word_of(key: u8, line_low: u64, offset_mask: u32) -> u64 {
     (offset_mask as u64 >> MASK_UNIT_BITS) << MASK_SHIFT | (key as u64) << KEY_SHIFT | line_low
 }
 
-/// `tag`'s address bits with `word`'s key on top.
+/// `tag`'s address bits with `word`'s key and mask on top.
 pub(super) const fn rekeyed(tag: u64, word: u64) -> u64 {
     tag & ADDRESS_MASK | word & !ADDRESS_MASK
 }

@@ -61,10 +61,10 @@ core::arch::global_asm!(
 // sequence, and the process-wide tag word under its own name (below). Their offsets come from
 // this build of the runtime at link time, so the program's code and the runtime cannot
 // disagree on the layout. What `v6` promises beyond it: the entry words (`read_tags` to
-// `dirty_pending`) name entry 0's (each tag pair and each hit pair adjacent, moved as 16 bytes),
-// and an entry's byte offset from them is the first byte's
-// address ANDed with the offset mask the tag word holds (`tag_key.rs`: its top byte shifted
-// left by 6; entries are 64 bytes, one per line of 64 bytes or more, `filter::Entry`), a tag
+// `dirty_pending`) name entry 0's (each tag pair and each hit pair adjacent, moved as 16
+// bytes), and an entry's byte offset from them is the first byte's address ANDed with the
+// offset mask the tag word holds (`tag_key.rs`: its top byte shifted left by 6; entries are
+// 64 bytes, one per line of 64 bytes or more, `filter::Entry`), a tag
 // is the address of the line's last byte ORed with the whole tag word (L1's line size less
 // one, the key in bits 48 to 55, the mask), the dirty-pending rule of `filter.rs` (a pending
 // mark is the word 64, the record's dirty bit), the miss path's records (`filter::Record`:

@@ -18,8 +18,8 @@
 //! and threads that do not capture.
 //!
 //! The sequence uses only registers the call it guards would clobber (`rax`, `rcx`, `rdx`,
-//! `rsi`, `r8`, and the flags), leaves `rdi` (the address) for the call, and touches no stack. It
-//! names the runtime's inline capture ABI (`epcache_inline_v6_*`, defined in
+//! `rsi`, `r8`, `xmm0` and the flags), leaves `rdi` (the address) for the call, and touches no
+//! stack. It names the runtime's inline capture ABI (`epcache_inline_v6_*`, defined in
 //! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
 //! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
 //! AT&T-syntax listings (gcc's and clang's default).
