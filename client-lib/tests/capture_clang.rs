@@ -99,7 +99,8 @@ fn clang_inline_tests_count_exactly_what_the_hook_calls_count() {
     let dir = tempfile::tempdir().unwrap();
     let source = kernel("access_sizes.c");
     let source = source.to_str().unwrap();
-    capture_support::build_inline_and_calls(dir.path(), "clang", source, 10);
+    // Most sites take the mask from the site before them (clang 14: 37 of 45).
+    capture_support::build_inline_and_calls(dir.path(), "clang", source, 10, 20);
     let cache = "D1=32K,8,64;L2=256K,8,64";
     let (inline_out, inline) = run_with_report(dir.path(), &dir.path().join("inline"), cache);
     let (calls_out, calls) = run_with_report(dir.path(), &dir.path().join("calls"), cache);

@@ -59,7 +59,13 @@ pub(crate) fn static_libc_available(who: &str) -> bool {
 /// Builds `source` with `epcache cc -- COMPILER -O2 ... -lpthread` twice in `dir`: `inline`
 /// (checking from the verbose notes that at least `min_sites` hook calls got the inline test)
 /// and `calls` (`EPCACHE_CC_INLINE=off`, every access calling its hook).
-pub(crate) fn build_inline_and_calls(dir: &Path, compiler: &str, source: &str, min_sites: usize) {
+pub(crate) fn build_inline_and_calls(
+    dir: &Path,
+    compiler: &str,
+    source: &str,
+    min_sites: usize,
+    min_carried: usize,
+) {
     let built = epcache_cc_with(
         dir,
         &[("EPCACHE_CC_VERBOSE", "1")],
@@ -67,6 +73,7 @@ pub(crate) fn build_inline_and_calls(dir: &Path, compiler: &str, source: &str, m
     );
     let notes = String::from_utf8_lossy(&built.stderr);
     assert!(inlined_sites(&notes) >= min_sites, "{notes}");
+    assert!(carried_sites(&notes) >= min_carried, "{notes}");
     epcache_cc_with(
         dir,
         &[("EPCACHE_CC_INLINE", "off")],
@@ -82,6 +89,19 @@ fn inlined_sites(notes: &str) -> usize {
         .find_map(|line| line.strip_suffix(" access hook calls test for repeat hits inline"))
         .and_then(|line| line.rsplit("; ").next()?.parse().ok())
         .unwrap_or_else(|| panic!("no inline count in the notes:\n{notes}"))
+}
+
+/// How many inline tests took the tag word's mask from an earlier one, from the same notes.
+fn carried_sites(notes: &str) -> usize {
+    notes
+        .lines()
+        .find_map(|line| {
+            line.strip_suffix(
+                " inline tests find the tag word's mask in a register left by an earlier test",
+            )
+        })
+        .and_then(|line| line.rsplit(": ").next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no count of carried masks in the notes:\n{notes}"))
 }
 
 /// The runtime library `epcache cc` links, as cargo built it for this run.

@@ -1000,7 +1000,7 @@ fn compile_with_inline_tests(
     }
     let text = std::fs::read_to_string(&listing)
         .with_context(|| format!("reading the compiler's listing {}", listing.display()))?;
-    let (rewritten, inlined) = inline_capture::rewrite_listing(&text);
+    let (rewritten, sites) = inline_capture::rewrite_listing(&text);
     let listing = work.path().join("inline.s");
     if let Err(first) = assemble(compiler, common, &listing, &rewritten, object)? {
         eprintln!(
@@ -1016,9 +1016,11 @@ fn compile_with_inline_tests(
     }
     if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
         eprintln!(
-            "epcache cc: {source}: built instrumented only (clang); {inlined} access hook calls \
-             test for repeat hits inline"
+            "epcache cc: {source}: built instrumented only (clang); {} access hook calls \
+             test for repeat hits inline",
+            sites.count()
         );
+        note_carried(source, sites.carried());
     }
     Ok(0)
 }
@@ -1325,8 +1327,18 @@ fn compile_copies(
              hits inline",
             merged.dual, merged.always_captured, merged.inlined
         );
+        note_carried(source, merged.carried);
     }
     Ok(0)
+}
+
+/// The verbose note on how many inline tests take the tag word's mask from the test before
+/// them (`carried_registers.rs`).
+fn note_carried(source: &str, carried: usize) {
+    eprintln!(
+        "epcache cc: {source}: {carried} inline tests find the tag word's mask in a register \
+         left by an earlier test"
+    );
 }
 
 #[cfg(test)]

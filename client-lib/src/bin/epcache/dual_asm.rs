@@ -38,7 +38,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use crate::inline_capture;
+use crate::{carried_registers, inline_capture};
 
 /// Suffix of the instrumented copy of a function.
 const CAPTURED_SUFFIX: &str = ".captured";
@@ -68,6 +68,8 @@ pub(crate) struct Merged {
     pub(crate) always_captured: usize,
     /// Access hook calls given the inline repeat-hit test.
     pub(crate) inlined: usize,
+    /// Those of them that find the tag word's mask left in a register by an earlier one.
+    pub(crate) carried: usize,
 }
 
 /// Merges the plain and instrumented listings of one source file. `position_independent` code
@@ -104,7 +106,8 @@ pub(crate) fn merge(
         assembly: out,
         dual,
         always_captured,
-        inlined: sites.map_or(0, |s| s.count()),
+        inlined: sites.as_ref().map_or(0, |s| s.count()),
+        carried: sites.as_ref().map_or(0, |s| s.carried()),
     })
 }
 
@@ -753,6 +756,14 @@ fn write_instrumented(
     out: &mut String,
 ) {
     let mut rendered = String::new();
+    // What each hook call's site finds in the registers, from the listing as the compiler
+    // wrote it: renaming keeps every label distinct, and the lines left out are data.
+    let carried = match inline_sites {
+        Some(_) => carried_registers::carried(&instrumented.lines, |l| {
+            inline_capture::hooked_access(l).is_some()
+        }),
+        None => Vec::new(),
+    };
     for (i, line) in instrumented.lines.iter().enumerate() {
         if plan.dropped_lines.contains(&i) {
             continue;
@@ -802,7 +813,7 @@ fn write_instrumented(
             }
         }
         match (&mut inline_sites, inline_capture::hooked_access(&rendered)) {
-            (Some(sites), Some(access)) => sites.write(access, &rendered, out),
+            (Some(sites), Some(access)) => sites.write(access, carried[i], &rendered, out),
             _ => {
                 out.push_str(&rendered);
                 out.push('\n');
@@ -953,6 +964,8 @@ A:
         assert!(
             copy.contains(
                 "\tjmp\t.Lepcache.slow.1\n.Lepcache.slow.1:\n\tcall\t__tsan_read8@PLT\n\
+                 \tmovq\tepcache_inline_v6_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
+                 \tshrq\t$56, %r10\n\tshll\t$6, %r10d\n\
                  \tjmp\t.Lepcache.done.1\n.Lepcache.hit.1:\n\
                  \tincq\t%fs:epcache_inline_v6_read_hits@tpoff(%rdx)\n\
                  .Lepcache.done.1:\n\tmovsd\tA(%rip), %xmm0\n"

@@ -18,13 +18,17 @@
 //! and threads that do not capture.
 //!
 //! The sequence uses only registers the call it guards would clobber (`rax`, `rcx`, `rdx`,
-//! `rsi`, `r8`, `xmm0` and the flags), leaves `rdi` (the address) for the call, and touches no
-//! stack. It names the runtime's inline capture ABI (`epcache_inline_v6_*`, defined in
+//! `rsi`, `r8`, `r10`, `r11`, `xmm0` and the flags), leaves `rdi` (the address) for the call,
+//! and touches no stack. It leaves the tag word in `r11` and the table's offset mask in `r10`,
+//! where a later site finds them when nothing in between can have written them
+//! (`carried_registers.rs`). It names the runtime's inline capture ABI (`epcache_inline_v6_*`, defined in
 //! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
 //! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
 //! AT&T-syntax listings (gcc's and clang's default).
 
 use std::fmt::Write as _;
+
+use crate::carried_registers::{self, Carried};
 
 /// Environment variable that turns inline capture off (`off`, `0`, `no`): every access then
 /// calls its hook, as in an instrumented-only build.
@@ -85,25 +89,28 @@ pub(crate) fn hooked_access(line: &str) -> Option<HookedAccess> {
 /// every function is the captured copy (gcc's go through `dual_asm.rs`, which does the same to
 /// the captured copies it merges). The test is safe in front of any such call: it uses only
 /// registers the call clobbers anyway and leaves the call's argument as it was.
-pub(crate) fn rewrite_listing(listing: &str) -> (String, usize) {
+pub(crate) fn rewrite_listing(listing: &str) -> (String, Sites) {
     let mut sites = Sites::default();
     let mut out = String::with_capacity(listing.len() * 2);
-    for line in listing.lines() {
+    let lines: Vec<&str> = listing.lines().collect();
+    let carried = carried_registers::carried(&lines, |l| hooked_access(l).is_some());
+    for (line, carried) in lines.iter().zip(carried) {
         match hooked_access(line) {
-            Some(access) => sites.write(access, line, &mut out),
+            Some(access) => sites.write(access, carried, line, &mut out),
             None => {
                 out.push_str(line);
                 out.push('\n');
             }
         }
     }
-    (out, sites.count())
+    (out, sites)
 }
 
 /// Numbers the inline sites of one listing, so their labels are unique.
 #[derive(Debug, Default)]
 pub(crate) struct Sites {
     count: usize,
+    carried: usize,
 }
 
 impl Sites {
@@ -111,34 +118,52 @@ impl Sites {
         self.count
     }
 
+    /// Sites that found the mask, or the mask and the word, left by an earlier site.
+    pub(crate) fn carried(&self) -> usize {
+        self.carried
+    }
+
     /// Writes the test for `access`, then `call` (the original hook call, the path for every
     /// access the test does not answer), then the count of a hit, and the label every path
-    /// meets at.
+    /// meets at. `carried` is what the registers hold from an earlier site
+    /// (`carried_registers.rs`); every path leaves `%r11` holding the tag word and `%r10` the
+    /// table's offset mask for the next.
     ///
-    /// The common path of a read is 9 instructions, its taken branch to the count included,
-    /// and three loads: the tag word, the tag compared, the count. The tag word holds L1's
-    /// line bits, a key (`tag_key.rs` in the runtime) that changes at every switch the thread
-    /// must sync for, and the table's offset mask in its top byte. The tag of the last byte is
-    /// `addr + size - 1 | tag_word`, so a thread with a switch to pick up matches nothing and
-    /// goes to the miss path, which checks; the entry's offset is `addr & mask`, from the first
-    /// byte (entries are 64 bytes, one per line, so the address needs no shift). The monitored
-    /// matmul bench is bound by its loads, not its instructions: ABI v5 read the mask from a
-    /// thread-local word, one load more with two instructions fewer, and its run took about
-    /// 6% longer.
+    /// The common path of a read whose site finds both is 7 instructions, its taken branch to
+    /// the count included, and two loads: the tag compared and the count. The tag word holds
+    /// L1's line bits, a key (`tag_key.rs` in the runtime) that changes at every switch the
+    /// thread must sync for, and the table's offset mask in its top byte. The tag of the last
+    /// byte is `addr + size - 1 | tag_word`, so a thread with a switch to pick up matches
+    /// nothing and goes to the miss path, which checks; the entry's offset is `addr & mask`,
+    /// from the first byte (entries are 64 bytes, one per line, so the address needs no shift).
+    /// The monitored matmul bench is bound by its loads and instructions: carrying the word and
+    /// mask from site to site took its run about 4% shorter than loading and decoding them at
+    /// every site.
     ///
     /// One compare also tells that the access lies in one line: an entry holds only tags of
     /// lines whose offset is its own, and consecutive lines have different offsets (the runtime
     /// keeps at least two entries, `Filter::entries_for`), so the last byte's tag matches the
     /// first byte's entry only when both bytes are in its line. The miss path, which takes the
     /// entry over, tests that before it does.
-    pub(crate) fn write(&mut self, access: HookedAccess, call: &str, out: &mut String) {
+    pub(crate) fn write(
+        &mut self,
+        access: HookedAccess,
+        carried: Carried,
+        call: &str,
+        out: &mut String,
+    ) {
         self.count += 1;
+        self.carried += usize::from(carried != Carried::Nothing);
         let n = self.count;
         let slow = format!(".Lepcache.slow.{n}");
         let miss = format!(".Lepcache.miss.{n}");
         let hit = format!(".Lepcache.hit.{n}");
         let done = format!(".Lepcache.done.{n}");
-        let _ = writeln!(out, "\tmovq\t{TAG_WORD}(%rip), %rdx");
+        match carried {
+            Carried::Nothing => load_word_and_mask(out),
+            Carried::Mask => load_word(out),
+            Carried::MaskAndWord => {}
+        }
         // The tag: the address of the last line's last byte with the key on top, which is the
         // entry's only when the access lies in the entry's line (see above) and the thread
         // has no switch to pick up.
@@ -147,12 +172,11 @@ impl Sites {
         } else {
             let _ = writeln!(out, "\tmovq\t%rdi, %rax");
         }
-        let _ = writeln!(out, "\torq\t%rdx, %rax");
+        let _ = writeln!(out, "\torq\t%r11, %rax");
         // The entry's byte offset in the table (`Filter::offset`): the first byte's address
-        // ANDed with the mask, kept in the word's top byte in units of 64 (`tag_key.rs`).
-        let _ = writeln!(out, "\tshrq\t$56, %rdx");
-        let _ = writeln!(out, "\tshll\t$6, %edx");
-        let _ = writeln!(out, "\tandl\t%edi, %edx");
+        // ANDed with the mask.
+        let _ = writeln!(out, "\tmovl\t%edi, %edx");
+        let _ = writeln!(out, "\tandl\t%r10d, %edx");
         let count = if access.write {
             // A write matches a written entry; one that owns its block clean is marked written
             // and dirty pending (the runtime marks the line dirty before it next simulates an
@@ -179,6 +203,8 @@ impl Sites {
         };
         let _ = writeln!(out, "{slow}:");
         let _ = writeln!(out, "{call}");
+        // The call may have switched the thread, and clobbered both registers.
+        load_word_and_mask(out);
         let _ = writeln!(out, "\tjmp\t{done}");
         let _ = writeln!(out, "{hit}:");
         let _ = writeln!(out, "\tincq\t{}", entry(count));
@@ -188,6 +214,20 @@ impl Sites {
 
 /// The process-wide tag word of the inline capture ABI (not thread-local).
 const TAG_WORD: &str = "epcache_inline_v6_tag_word";
+
+/// Loads the tag word into `%r11`.
+fn load_word(out: &mut String) {
+    let _ = writeln!(out, "\tmovq\t{TAG_WORD}(%rip), %r11");
+}
+
+/// Loads the tag word into `%r11` and the table's offset mask, kept in the word's top byte in
+/// units of 64 (`tag_key.rs`), into `%r10`.
+fn load_word_and_mask(out: &mut String) {
+    load_word(out);
+    let _ = writeln!(out, "\tmovq\t%r11, %r10");
+    let _ = writeln!(out, "\tshrq\t$56, %r10");
+    let _ = writeln!(out, "\tshll\t$6, %r10d");
+}
 
 /// A thread-local word of the inline capture ABI.
 fn tls(name: &str) -> String {
@@ -320,7 +360,7 @@ mod tests {
         let mut sites = Sites::default();
         let mut out = String::new();
         for (access, call) in accesses {
-            sites.write(*access, call, &mut out);
+            sites.write(*access, Carried::Nothing, call, &mut out);
         }
         (sites, out)
     }
@@ -350,17 +390,26 @@ mod tests {
                 ".Lepcache.done.2:"
             ]
         );
-        // The call follows its slow label and then skips the count; the read counts reads, the
-        // write writes.
+        // The call follows its slow label, reloads the registers the next site may take and
+        // skips the count; the read counts reads, the write writes.
         let lines: Vec<&str> = out.lines().collect();
         let slow = lines
             .iter()
             .position(|l| *l == ".Lepcache.slow.1:")
             .unwrap();
         assert_eq!(lines[slow + 1], read);
-        assert_eq!(lines[slow + 2], "\tjmp\t.Lepcache.done.1");
         assert_eq!(
-            lines[slow + 4],
+            lines[slow + 2..slow + 7],
+            [
+                "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11",
+                "\tmovq\t%r11, %r10",
+                "\tshrq\t$56, %r10",
+                "\tshll\t$6, %r10d",
+                "\tjmp\t.Lepcache.done.1"
+            ]
+        );
+        assert_eq!(
+            lines[slow + 8],
             "\tincq\t%fs:epcache_inline_v6_read_hits@tpoff(%rdx)"
         );
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
@@ -459,16 +508,33 @@ mod tests {
     #[test]
     fn every_access_compares_its_last_bytes_tag_with_its_first_bytes_entry() {
         let (_, aligned) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
-        // The common path: the tag word (one load), the tag (2), the offset from the word's
-        // top byte and the first byte (3), the compare (2) before the miss label, then the
-        // count; no epoch compare, no alignment test, no thread-local mask.
+        // The common path: the tag word (one load) and the mask from its top byte (3), the tag
+        // (2), the offset from the first byte (2), the compare (2) before the miss label, then
+        // the count; no epoch compare, no alignment test, no thread-local mask.
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
         assert_eq!(
             common,
-            "\tmovq\tepcache_inline_v6_tag_word(%rip), %rdx\n\tleaq\t7(%rdi), %rax\n\
-             \torq\t%rdx, %rax\n\tshrq\t$56, %rdx\n\tshll\t$6, %edx\n\tandl\t%edi, %edx\n\
+            "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
+             \tshrq\t$56, %r10\n\tshll\t$6, %r10d\n\tleaq\t7(%rdi), %rax\n\
+             \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n\
              \tcmpq\t%rax, %fs:epcache_inline_v6_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.1\n"
         );
+        // A site that finds the mask loads the word only; one that finds both loads nothing.
+        let tail = "\tleaq\t7(%rdi), %rax\n";
+        for (carried, head) in [
+            (
+                Carried::Mask,
+                "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11\n",
+            ),
+            (Carried::MaskAndWord, ""),
+        ] {
+            let mut out = String::new();
+            Sites::default().write(access(8, false), carried, "\tcall\t__tsan_read8", &mut out);
+            assert!(
+                out.starts_with(&format!("{head}{tail}")),
+                "{carried:?}: {out}"
+            );
+        }
         assert!(!aligned.contains("testb"), "{aligned}");
         assert!(!aligned.contains("offset_mask"), "{aligned}");
         // Aligned or not, and 16 bytes that may straddle two 8-byte lines: the same test.
@@ -480,17 +546,20 @@ mod tests {
             let (_, out) = written(&[(access, call)]);
             let test = &out[..out.find(".Lepcache.miss.1:").unwrap()];
             let tag = format!(
-                "\tleaq\t{}(%rdi), %rax\n\torq\t%rdx, %rax\n",
+                "\tleaq\t{}(%rdi), %rax\n\torq\t%r11, %rax\n",
                 access.size - 1
             );
-            let tag_at = test.find(&tag).unwrap_or_else(|| panic!("{out}"));
-            // The offset is the first byte's (`%edi`), after the tag took the whole word.
-            let offset = test.find("\tandl\t%edi, %edx\n").unwrap();
-            assert!(tag_at < offset, "{out}");
+            assert!(test.contains(&tag), "{out}");
+            // The offset is the first byte's (`%edi`).
+            assert!(
+                test.contains("\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n"),
+                "{out}"
+            );
         }
         let (_, byte) = written(&[(access(1, true), "\tcall\t__tsan_write1")]);
-        assert!(byte.starts_with(
-            "\tmovq\tepcache_inline_v6_tag_word(%rip), %rdx\n\tmovq\t%rdi, %rax\n\torq\t%rdx, %rax\n"
-        ));
+        assert!(
+            byte.contains("\tshll\t$6, %r10d\n\tmovq\t%rdi, %rax\n\torq\t%r11, %rax\n"),
+            "{byte}"
+        );
     }
 }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+mod carried_registers;
 mod cc;
 mod cc_command_line;
 mod connection;
