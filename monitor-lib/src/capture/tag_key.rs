@@ -2,11 +2,13 @@
 //! learns that its thread must sync without reading the switch epoch, and where it finds the
 //! table's offset mask with the same load.
 //!
-//! The inline hit test (`inline_capture.rs` in the client) loads the word [`TAG_WORD`] once
-//! per access and takes two things from it. The access's tag is the address of its line's
-//! last byte ORed with the word: L1's line size less one in the low bits, a *key* in bits 48
-//! to 55 and the table's offset mask (bits 56 to 63, the mask shifted right by 6, see
-//! `offset_mask_of`), which every tag carries alike. The entry's byte offset is the first
+//! The inline hit test (`inline_capture.rs` in the client) loads the word [`TAG_WORD`] and
+//! takes two things from it; a site that follows another with nothing in between that could
+//! change them reuses both from registers (`carried_registers.rs` in the client), and a loop
+//! reloads the word at its head, so a thread sees a new key within one iteration. The
+//! access's tag is the address of its line's last byte ORed with the word: L1's line size less
+//! one in the low bits, a *key* in bits 48 to 55 and the table's offset mask (bits 56 to 63,
+//! the mask shifted right by 6, see `offset_mask_of`), which every tag carries alike. The entry's byte offset is the first
 //! byte's address ANDed with that mask. A thread's filter holds tags made with the key of the
 //! word it last synced to, so while the word is unchanged its repeat hits match, and once the
 //! word's key changes none does: the access falls to the miss path, which compares the word
