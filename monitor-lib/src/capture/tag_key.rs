@@ -8,13 +8,14 @@
 //! reloads the word at its head, so a thread sees a new key within one iteration. The
 //! access's tag is the address of its line's last byte ORed with the word: L1's line size less
 //! one in the low bits, a *key* in bits 48 to 55 and the table's offset mask (bits 56 to 63,
-//! the mask shifted right by 6, see `offset_mask_of`), which every tag carries alike. The entry's byte offset is the first
-//! byte's address ANDed with that mask. A thread's filter holds tags made with the key of the
-//! word it last synced to, so while the word is unchanged its repeat hits match, and once the
-//! word's key changes none does: the access falls to the miss path, which compares the word
-//! with the thread's synced copy and sends it to the runtime to sync. Every switch of the
-//! epoch changes the key (`rekey`, after the epoch, so a thread that read the new key has the
-//! new epoch too), which is how one OR replaced the epoch compare in front of every access.
+//! the mask shifted right by 6, see `offset_mask_of`), which every tag carries alike. The
+//! entry's byte offset is the first byte's address ANDed with that mask. A thread's filter
+//! holds tags made with the key of the word it last synced to, so while the word is unchanged
+//! its repeat hits match, and once the word's key changes none does: the access falls to the
+//! miss path, which compares the word with the thread's synced copy and sends it to the
+//! runtime to sync. Every switch of the epoch changes the key (`rekey`, after the epoch, so a
+//! thread that read the new key has the new epoch too), which is how one OR replaced the epoch
+//! compare in front of every access.
 //! Until ABI v6 the offset mask was a thread-local word of its own, a second load per access:
 //! the matmul bench's monitored run, which is bound by its loads, took about 6% longer.
 //!

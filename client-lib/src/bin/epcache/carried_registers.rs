@@ -1,8 +1,8 @@
 //! Which inline capture sites of a listing find the tag word and the table's offset mask still
 //! in `%r11` and `%r10`, left there by an earlier site, so they need not load and decode them.
 //!
-//! Why: the monitored matmul kernel runs three sites per inner iteration and is bound by its
-//! loads and instructions. Each site used to load the tag word and take the mask out of its top
+//! Why: the monitored matmul kernel runs three sites per inner iteration, which are most of
+//! what its thread does. Each site used to load the tag word and take the mask out of its top
 //! byte (one load, three instructions). Every site leaves both registers set on all its paths
 //! (`inline_capture.rs`); a later site may use them when no instruction in between can have
 //! written them.

@@ -21,10 +21,10 @@
 //! `rsi`, `r8`, `r10`, `r11`, `xmm0` and the flags), leaves `rdi` (the address) for the call,
 //! and touches no stack. It leaves the tag word in `r11` and the table's offset mask in `r10`,
 //! where a later site finds them when nothing in between can have written them
-//! (`carried_registers.rs`). It names the runtime's inline capture ABI (`epcache_inline_v6_*`, defined in
-//! `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the local-exec
-//! model, so it is written only for code linked into an executable (not `-fPIC`), and only into
-//! AT&T-syntax listings (gcc's and clang's default).
+//! (`carried_registers.rs`). It names the runtime's inline capture ABI (`epcache_inline_v6_*`,
+//! defined in `monitor-lib/src/capture/thread_block.rs`): thread-local symbols reached with the
+//! local-exec model, so it is written only for code linked into an executable (not `-fPIC`),
+//! and only into AT&T-syntax listings (gcc's and clang's default).
 
 use std::fmt::Write as _;
 
@@ -136,9 +136,8 @@ impl Sites {
     /// byte is `addr + size - 1 | tag_word`, so a thread with a switch to pick up matches
     /// nothing and goes to the miss path, which checks; the entry's offset is `addr & mask`,
     /// from the first byte (entries are 64 bytes, one per line, so the address needs no shift).
-    /// The monitored matmul bench is bound by its loads and instructions: carrying the word and
-    /// mask from site to site took its run about 4% shorter than loading and decoding them at
-    /// every site.
+    /// Carrying the word and mask from site to site took the monitored matmul bench's run
+    /// about 4% shorter than loading and decoding them at every site.
     ///
     /// One compare also tells that the access lies in one line: an entry holds only tags of
     /// lines whose offset is its own, and consecutive lines have different offsets (the runtime
