@@ -29,8 +29,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::dual_asm::{is_symbol_char, symbols};
+
 /// What a site finds in the registers when it starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Carried {
     /// It loads the word into `%r11` and decodes the mask into `%r10`.
     Nothing,
@@ -57,7 +59,8 @@ enum Effect<'a> {
     /// May write `%r10` or `%r11`, or is a way in or out we do not follow.
     Clobber,
     Site,
-    /// A label definition; `None` for one nothing survives (see [`Analysis::pinned`]).
+    /// A label definition; `None` for one nothing survives (a label referenced other than by
+    /// a direct jump, see [`Analysis::new`]).
     Label(Option<&'a str>),
     /// A jump; `target` is the local label of a direct one.
     Jump {
@@ -163,7 +166,7 @@ impl<'a> Analysis<'a> {
                     Effect::Label(Some(name)) => Some(name),
                     _ => None,
                 };
-                for label in local_labels(trimmed) {
+                for label in symbols(trimmed).filter(|s| s.starts_with(".L")) {
                     if Some(label) != target && Some(label) != defined {
                         pinned.insert(label);
                     }
@@ -257,7 +260,7 @@ fn instruction_effect(instruction: &str) -> Effect<'_> {
         return Effect::Neutral;
     };
     let operand = words.next();
-    let target = operand.filter(|o| o.starts_with(".L") && o.chars().all(is_label_char));
+    let target = operand.filter(|o| o.starts_with(".L") && o.chars().all(is_symbol_char));
     match mnemonic {
         "jmp" | "jmpq" => Effect::Jump {
             target,
@@ -280,31 +283,6 @@ fn instruction_effect(instruction: &str) -> Effect<'_> {
         }
         _ => Effect::Neutral,
     }
-}
-
-fn is_label_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$')
-}
-
-/// Every `.L` symbol `text` names (also inside strings and comments, which only pins more).
-fn local_labels(text: &str) -> impl Iterator<Item = &str> {
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while let Some(found) = text[at..].find(".L") {
-            let start = at + found;
-            let mut end = start + 2;
-            while end < bytes.len() && is_label_char(bytes[end] as char) {
-                end += 1;
-            }
-            at = end;
-            let glued = start > 0 && is_label_char(bytes[start - 1] as char);
-            if !glued {
-                return Some(&text[start..end]);
-            }
-        }
-        None
-    })
 }
 
 #[cfg(test)]
@@ -439,6 +417,15 @@ mod tests {
             listing("S; .L6:; S; jne .L6")
         );
         assert_eq!(sites(&text), [Nothing, Mask]);
+        // A label's name inside another symbol is no reference to it.
+        let text = format!(
+            "{}
+	.section	.rodata
+	.quad	x.L6
+",
+            listing("S; .L6:; S; jne .L6")
+        );
+        assert_eq!(sites(&text), [Nothing, Mask]);
         // Named and numeric labels are ways in we cannot follow.
         assert_eq!(
             sites(&listing("S; f:; S; S; 1:; S")),
@@ -456,11 +443,5 @@ mod tests {
             sites(&listing("S; S; .pushsection .data; .popsection")),
             [Nothing, Nothing]
         );
-    }
-
-    #[test]
-    fn local_labels_are_found_whole_and_not_inside_other_symbols() {
-        let labels: Vec<&str> = local_labels("\t.long\t.L6-.L4, x.Lfoo, .LC0+8").collect();
-        assert_eq!(labels, [".L6", ".L4", ".LC0"]);
     }
 }

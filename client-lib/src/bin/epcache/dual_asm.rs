@@ -134,7 +134,7 @@ fn is_symbol_start(c: char) -> bool {
     c.is_ascii_alphabetic() || matches!(c, '_' | '.' | '$')
 }
 
-fn is_symbol_char(c: char) -> bool {
+pub(crate) fn is_symbol_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$')
 }
 
@@ -462,7 +462,7 @@ fn is_personality_ref(name: &str) -> bool {
 
 /// The symbol-like tokens of `text` outside quoted strings and comments, skipping register
 /// names (`%rax`).
-fn symbols(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn symbols(text: &str) -> impl Iterator<Item = &str> {
     tokens(text).filter_map(|t| match t {
         Token::Symbol(s) => Some(s),
         Token::Other(_) => None,
