@@ -99,6 +99,20 @@ fn c_kernel_counts_equal_the_hand_counts() {
         1,
         "{stderr}"
     );
+    // The report says what was given and, apart, why nothing was simulated.
+    let report_path = dir.path().join("bad-cache.json");
+    let out = std::process::Command::new(&program)
+        .env("EPCACHE_CACHE", "D1=32K,8,60")
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_RUNTIME_DIR", dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(report["cache"], "D1=32K,8,60");
+    let error = report["error"].as_str().unwrap_or_default();
+    assert!(error.contains("cannot simulate the cache"), "{report}");
 }
 
 /// `-flto` would make the code at link time, uninstrumented, and the program would write no

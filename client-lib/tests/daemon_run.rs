@@ -220,9 +220,162 @@ fn run_all_regions_prints_the_standalone_report() {
         .iter()
         .position(|l| l.starts_with("fill "))
         .unwrap_or_else(|| panic!("no fill row: {stdout}"));
-    assert_eq!(words(lines[fill])[1], "1", "one instance: {stdout}");
+    // Each region with where it is defined, so two of one name are told apart.
+    assert_eq!(words(lines[fill])[1], "capture_sum.c:6", "{stdout}");
+    assert_eq!(words(lines[fill])[2], "1", "one instance: {stdout}");
     let a = words(lines[fill + 1]);
     assert_eq!((a[0].as_str(), a[2].as_str()), ("a", "4096"), "{stdout}");
+}
+
+/// `epcache run` with `args`, then `--` and `program`.
+fn epcache_run(args: &[&str], program: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .arg("run")
+        .args(args)
+        .arg("--")
+        .args(program)
+        .output()
+        .unwrap()
+}
+
+/// A bad cache, an event at a level the cache lacks and a histogram past the bucket cap are
+/// refused before the program starts: its side effect (a file it creates) never happens.
+#[test]
+fn bad_input_is_refused_before_the_program_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let touch = [std::ffi::OsStr::new("touch"), marker.as_os_str()];
+    let refused = |out: &Output, why: &str| {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("nothing was started"), "{stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+        assert!(!marker.exists(), "the program ran: {stderr}");
+    };
+    refused(
+        &epcache_run(&["--cache", "foo", "--all-regions"], &touch),
+        "not a preset",
+    );
+    let from_env = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .env("EPCACHE_CACHE", "D1=32K,8,60")
+        .args(["run", "--all-regions", "--"])
+        .args(touch)
+        .output()
+        .unwrap();
+    refused(&from_env, "$EPCACHE_CACHE");
+    let request = |event: &str, buckets: &str| {
+        epcache_run(
+            &[
+                "--cache",
+                "D1=32K,8,64",
+                "--region",
+                "r",
+                "--array",
+                "a",
+                "--event",
+                event,
+                "--buckets",
+                buckets,
+            ],
+            &touch,
+        )
+    };
+    refused(&request("PAPI_L2_DCM", "0"), "cache level 2");
+    refused(&request("PAPI_L1_XYZ", "0"), "unknown event");
+    refused(&request("PAPI_L1_LDM", "1025"), "at most 1024 buckets");
+}
+
+/// A program built without capture is refused before it starts when its symbols show it, and a
+/// run that left no report (a script, which cannot be told beforehand) exits non-zero.
+#[test]
+fn a_program_without_capture_cannot_pass_for_monitored() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let source = dir.path().join("plain.c");
+    std::fs::write(
+        &source,
+        format!(
+            "#include <stdio.h>\nint main(void) {{ fclose(fopen(\"{}\", \"w\")); return 0; }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let plain = dir.path().join("plain");
+    match Command::new("gcc")
+        .arg("-o")
+        .arg(&plain)
+        .arg(&source)
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        _ => return skip("a_program_without_capture_cannot_pass_for_monitored: gcc not found"),
+    }
+    let out = epcache_run(&["--all-regions"], &[plain.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("was not built with capture"), "{stderr}");
+    assert!(!marker.exists(), "the program ran: {stderr}");
+
+    let script = dir.path().join("plain.sh");
+    std::fs::write(&script, format!("#!/bin/sh\n{} \"$@\"\n", plain.display())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = epcache_run(&["--all-regions"], &[script.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(marker.exists(), "the script did not run: {stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("left no report"), "{stderr}");
+}
+
+/// `--output FILE --json` puts the report in the file, whole, and leaves stdout to the program.
+#[test]
+fn the_report_goes_to_the_output_file_and_the_program_keeps_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build_kernel(dir.path(), "capture_sum", "sum", "run --output") {
+        return;
+    }
+    let file = dir.path().join("report.json");
+    let out = epcache_run(
+        &[
+            "--cache",
+            "D1=8K,2,32",
+            "--all-regions",
+            "--json",
+            "--output",
+            file.to_str().unwrap(),
+        ],
+        &[dir.path().join("sum").as_os_str()],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains('{'), "the report went to stdout: {stdout}");
+    assert!(!stdout.trim().is_empty(), "the program's output is missing");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    // One data level: the report lists D1 alone, and the table has one miss column.
+    assert_eq!(report["levels"].as_array().unwrap().len(), 1);
+    assert_eq!(report["levels"][0]["name"], "D1");
+    let table = dir.path().join("report.txt");
+    let out = epcache_run(
+        &[
+            "--cache",
+            "D1=8K,2,32",
+            "--all-regions",
+            "--output",
+            table.to_str().unwrap(),
+        ],
+        &[dir.path().join("sum").as_os_str()],
+    );
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&table).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap().matches("MISSES").count(),
+        1,
+        "{text}"
+    );
 }
 
 fn forget_addresses(value: &mut serde_json::Value) {

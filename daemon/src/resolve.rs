@@ -248,19 +248,8 @@ pub(crate) fn data(
 
 /// The event `name`, checked against the levels the target simulates.
 pub(crate) fn event(pid: u32, name: &str, model: &HierarchySpec) -> Result<Event, DaemonError> {
-    let event: Event = name
-        .parse()
-        .map_err(|e: epcache_monitor::monitor::UnknownEvent| {
-            DaemonError::InvalidArgument(e.to_string())
-        })?;
-    if event.level() >= model.data.len() {
-        return Err(DaemonError::InvalidArgument(format!(
-            "event {event} counts at cache level {}, but target pid {pid} simulates {} data level(s) ({model})",
-            event.level() + 1,
-            model.data.len()
-        )));
-    }
-    Ok(event)
+    Event::for_hierarchy(name, model)
+        .map_err(|e| DaemonError::InvalidArgument(format!("target pid {pid}: {e}")))
 }
 
 /// The histogram's bucket width in bytes and its bucket count. A count cuts the range into
@@ -538,7 +527,7 @@ mod tests {
         assert_eq!(r.spec.region, RegionIndex(1));
         req.event = "PAPI_L3_LDM".into();
         let err = request(5, &req, &regions(), &structures(), Some(&model)).unwrap_err();
-        assert!(err.to_string().contains("simulates 2 data level"), "{err}");
+        assert!(err.to_string().contains("has 2 data level"), "{err}");
         req.event = "PAPI_L1_XYZ".into();
         assert!(matches!(
             request(5, &req, &regions(), &structures(), Some(&model)),

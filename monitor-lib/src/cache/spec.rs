@@ -79,6 +79,29 @@ impl HierarchySpec {
     pub fn levels(&self) -> impl Iterator<Item = &LevelSpec> {
         self.instr.iter().chain(&self.data)
     }
+
+    /// What is legal but most likely a typo: a data level smaller than, or with shorter lines
+    /// than, the level above it (`D1=32K,8,64;L2=16K,8,64`). The simulation runs as given; tools
+    /// print these before the program starts.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for pair in self.data.windows(2) {
+            let (upper, lower) = (&pair[0], &pair[1]);
+            if lower.geometry.size < upper.geometry.size {
+                out.push(format!(
+                    "{} ({} bytes) is smaller than {} above it ({} bytes); did you mean a larger {}?",
+                    lower.name, lower.geometry.size, upper.name, upper.geometry.size, lower.name
+                ));
+            }
+            if lower.geometry.line_size < upper.geometry.line_size {
+                out.push(format!(
+                    "{} has {}-byte lines, shorter than {}'s {}-byte lines; lower levels usually have lines at least as long",
+                    lower.name, lower.geometry.line_size, upper.name, upper.geometry.line_size
+                ));
+            }
+        }
+        out
+    }
 }
 
 fn cachegrind_round_sets(g: Geometry) -> Geometry {
@@ -399,5 +422,23 @@ mod tests {
     fn missing_sysfs_suggests_an_explicit_spec() {
         let e = host_spec_from_sysfs(Path::new("/nonexistent/cache")).unwrap_err();
         assert!(e.to_string().contains("--cache"));
+    }
+
+    #[test]
+    fn a_lower_level_smaller_than_the_one_above_is_warned_about() {
+        let spec = HierarchySpec::parse("D1=32K,8,64;L2=16K,8,32;L3=1M,16,64").unwrap();
+        let warnings = spec.warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("L2 (16384 bytes) is smaller than D1"),
+            "{warnings:?}"
+        );
+        assert!(warnings[1].contains("32-byte lines"), "{warnings:?}");
+        assert!(
+            HierarchySpec::parse("D1=32K,8,64;L2=1M,16,64")
+                .unwrap()
+                .warnings()
+                .is_empty()
+        );
     }
 }

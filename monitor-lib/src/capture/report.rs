@@ -20,6 +20,10 @@ pub struct CaptureReport {
     pub cache: String,
     /// The hierarchy that spec resolved to, when it resolved.
     pub spec: Option<HierarchySpec>,
+    /// Why nothing could be simulated (a `cache` that does not resolve); absent when the run
+    /// was monitored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// How many threads' simulators the totals sum.
     pub threads: u32,
     /// Threads still inside a region when the program ended that did not hand their counts on
@@ -29,7 +33,8 @@ pub struct CaptureReport {
     /// Line visits the simulation thread simulated while the program ran on (`worker.rs`,
     /// `EPCACHE_PIPELINE`); 0 when every access was simulated on the program's own threads.
     pub simulated_on_second_core: u64,
-    /// Totals per level, instruction cache first when there is one.
+    /// Totals per data level, L1 first. Live capture simulates no instruction fetches, so an
+    /// instruction cache in the spec is not listed.
     pub levels: Vec<LevelTotals>,
     /// `program` (the whole run) first, then every region that ran, in registration order.
     pub regions: Vec<ReportRegion>,
@@ -157,14 +162,18 @@ impl CaptureReport {
     pub(crate) fn new(
         cache: String,
         spec: Option<HierarchySpec>,
+        error: Option<String>,
         totals: &CaptureTotals,
         standalone: &StandaloneTotals,
         regions: &[RegionMeta],
         structures: &[DataStructure],
     ) -> Self {
-        let levels: Vec<LevelTotals> = totals
-            .levels
+        let data_level_names: Vec<&str> = spec.as_ref().map_or_else(Vec::new, |spec| {
+            spec.data.iter().map(|l| l.name.as_str()).collect()
+        });
+        let levels: Vec<LevelTotals> = data_level_names
             .iter()
+            .filter_map(|name| totals.levels.iter().find(|(n, _)| n == name))
             .map(|(name, s)| LevelTotals {
                 name: name.clone(),
                 reads: s.reads,
@@ -174,14 +183,8 @@ impl CaptureReport {
                 writebacks: s.writebacks,
             })
             .collect();
-        let data_level_names: Vec<&str> = spec.as_ref().map_or_else(Vec::new, |spec| {
-            spec.data.iter().map(|l| l.name.as_str()).collect()
-        });
         let mut events = BTreeMap::new();
-        for (index, name) in data_level_names.iter().enumerate() {
-            let Some(level) = levels.iter().find(|l| l.name == *name) else {
-                continue;
-            };
+        for (index, level) in levels.iter().enumerate() {
             let papi = |suffix: &str| format!("PAPI_L{}_{suffix}", index + 1);
             events.insert(papi("DCR"), level.reads);
             events.insert(papi("DCW"), level.writes);
@@ -222,6 +225,7 @@ impl CaptureReport {
         Self {
             cache,
             spec,
+            error,
             threads: totals.threads,
             threads_unreported: 0,
             simulated_on_second_core: 0,
@@ -244,7 +248,7 @@ mod tests {
 
     #[test]
     fn data_levels_get_papi_names_by_depth() {
-        let spec = HierarchySpec::parse("D1=1K,2,32;L2=4K,4,64").unwrap();
+        let spec = HierarchySpec::parse("I1=1K,2,32;D1=1K,2,32;L2=4K,4,64").unwrap();
         let d1 = LevelStats {
             reads: 10,
             read_misses: 3,
@@ -258,12 +262,17 @@ mod tests {
             ..LevelStats::default()
         };
         let totals = CaptureTotals {
-            levels: vec![("D1".into(), d1), ("L2".into(), l2)],
+            levels: vec![
+                ("I1".into(), LevelStats::default()),
+                ("D1".into(), d1),
+                ("L2".into(), l2),
+            ],
             threads: 2,
         };
         let report = CaptureReport::new(
             "x".into(),
             Some(spec),
+            None,
             &totals,
             &StandaloneTotals {
                 regions: Vec::new(),
@@ -280,6 +289,9 @@ mod tests {
         assert_eq!(events["PAPI_L2_DCR"], 4);
         assert_eq!(events["PAPI_L2_LDM"], 2);
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        // Live capture simulates no instruction fetches: I1 is no level of the report.
+        let names: Vec<&str> = report.levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["D1", "L2"]);
         assert_eq!(json["levels"][0]["name"], "D1");
         assert_eq!(json["threads"], 2);
     }

@@ -824,9 +824,14 @@ pub(crate) fn init_process() {
             Ok((text, _)) => text.clone(),
             Err(why) => why.clone(),
         };
-        if let Err(why) = process_spec() {
+        match process_spec() {
             // Said now, not at the first capture: a tool may come later and only learn it then.
-            report_spec_error_once(why);
+            Err(why) => report_spec_error_once(why),
+            Ok((text, spec)) => {
+                for warning in spec.warnings() {
+                    eprintln!("epcache: warning: the cache `{text}`: {warning}");
+                }
+            }
         }
         let counters = CounterArrayConfig::default().counters as u32;
         let segment = mcc::create(&spec_text, counters);
@@ -1832,11 +1837,14 @@ pub fn totals() -> CaptureTotals {
 pub fn report_from_totals() -> CaptureReport {
     regions::close_all_open();
     flush_current_thread();
-    let cache = match process_spec() {
-        Ok((text, _)) => text.clone(),
-        Err(why) => why.clone(),
+    let (cache, spec, error) = match process_spec() {
+        Ok((text, spec)) => (text.clone(), Some(spec.clone()), None),
+        Err(why) => (
+            std::env::var(CACHE_ENV).unwrap_or_default(),
+            None,
+            Some(why.clone()),
+        ),
     };
-    let spec = process_spec().as_ref().ok().map(|(_, spec)| spec.clone());
     let standalone = STANDALONE_TOTALS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -1844,6 +1852,7 @@ pub fn report_from_totals() -> CaptureReport {
     let mut report = CaptureReport::new(
         cache,
         spec,
+        error,
         &totals(),
         &standalone,
         &regions::all(),

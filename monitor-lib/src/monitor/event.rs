@@ -131,6 +131,46 @@ impl Event {
     }
 }
 
+/// An event that a given hierarchy cannot count: unknown, or at a level it does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// Not an event name at all.
+    #[error(transparent)]
+    Unknown(#[from] UnknownEvent),
+    /// A level the hierarchy lacks.
+    #[error(
+        "event {event} counts at cache level {}, but the cache `{spec}` has {levels} data level(s); use an event of levels 1 to {levels}, or a cache with more levels",
+        event.level() + 1
+    )]
+    NoSuchLevel {
+        /// The event.
+        event: Event,
+        /// Data levels the hierarchy has.
+        levels: usize,
+        /// The hierarchy, as its spec text.
+        spec: String,
+    },
+}
+
+impl Event {
+    /// The event `name`, checked against the data levels of `spec`: what a request must pass
+    /// before it is placed, and what `epcache run` checks before the program starts.
+    pub fn for_hierarchy(
+        name: &str,
+        spec: &crate::cache::HierarchySpec,
+    ) -> Result<Event, EventError> {
+        let event: Event = name.parse()?;
+        if event.level() >= spec.data.len() {
+            return Err(EventError::NoSuchLevel {
+                event,
+                levels: spec.data.len(),
+                spec: spec.to_string(),
+            });
+        }
+        Ok(event)
+    }
+}
+
 /// An event name that is not one of ours.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -242,5 +282,23 @@ mod tests {
         assert!(e.contains("did you mean EPC_L<n>_LDH"), "{e}");
         let e = "PAPI_L9_LDM".parse::<Event>().unwrap_err().to_string();
         assert!(e.contains("levels 1 to 4"), "{e}");
+    }
+
+    #[test]
+    fn an_event_is_checked_against_the_levels_of_a_hierarchy() {
+        let spec = crate::cache::HierarchySpec::parse("D1=32K,8,64;L2=1M,16,64").unwrap();
+        assert_eq!(
+            Event::for_hierarchy("PAPI_L1_LDM", &spec),
+            Ok(Event::L1_LDM)
+        );
+        assert!(Event::for_hierarchy("PAPI_L2_DCM", &spec).is_ok());
+        let deep = Event::for_hierarchy("PAPI_L3_DCM", &spec).unwrap_err();
+        assert!(
+            matches!(deep, EventError::NoSuchLevel { levels: 2, .. }),
+            "{deep}"
+        );
+        assert!(deep.to_string().contains("cache level 3"), "{deep}");
+        let unknown = Event::for_hierarchy("PAPI_L1_XYZ", &spec).unwrap_err();
+        assert!(matches!(unknown, EventError::Unknown(_)), "{unknown}");
     }
 }

@@ -9,4 +9,4 @@ pub use counter_array::{
     SpillStats, StaticId,
 };
 pub use epapi::{EpapiError, EventIndex, EventSet, HistogramIndex};
-pub use event::{Event, UnknownEvent};
+pub use event::{Event, EventError, UnknownEvent};

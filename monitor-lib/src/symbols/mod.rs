@@ -7,7 +7,7 @@ mod maps;
 #[allow(unsafe_code)]
 mod running_executable;
 
-pub use capture_hooks::calls_capture_hooks;
+pub use capture_hooks::{calls_capture_hooks, defines_capture_runtime};
 pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
 pub use load_bias::load_bias;
 pub use maps::{Mapping, parse_maps_line};

@@ -4,18 +4,22 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
 use epcache_client::{
-    Client, ConnectOptions, Event, RegionRef, Request, RequestResult, TargetState,
+    Client, ConnectOptions, Event, Mode, RegionRef, Request, RequestInfo, RequestResult,
+    TargetState,
 };
 use tokio_stream::StreamExt;
 
 use crate::connection::{json, table};
 use crate::output::print_stdout;
+use crate::preflight;
+use crate::report_table::{self, SortKey};
 
 /// How long the program waits at start for its requests (EPCACHE_WAIT).
 const START_WAIT_SECS: u32 = 60;
@@ -24,23 +28,33 @@ const START_WAIT_SECS: u32 = 60;
 /// epcache-monitor) and report what it measured.
 ///
 /// Requests are given as groups: `--region NAME --array NAME --event EVENT [--buckets N]`,
-/// repeatable; `--buckets` is given once for all, or once per request (0 for a static count), or
-/// not at all (static counts). The program waits at start until they are placed; an unknown region or array is
-/// refused by name (with the nearest names), the program then runs to its end unmonitored, and
-/// `epcache run` exits non-zero. Without `--daemon`, a daemon runs inside this process for the
-/// program's lifetime; its address is printed on stderr, so other tools can join.
+/// repeatable. The program waits at start until they are placed; an unknown region or array is
+/// refused by name (with the nearest names), and the program then runs to its end unmonitored.
+/// The cache, the events and the bucket counts are checked before the program starts. Without
+/// `--daemon`, a daemon runs inside this process for the program's lifetime; its address is
+/// printed on stderr, so other tools can join.
+///
+/// Output: the program's own output stays on stdout and stderr; the results (or, with
+/// --all-regions, the report) follow it on stdout, or go to --output FILE. Progress and notes go
+/// to stderr.
+///
+/// Exit status: the program's own; 2 when epcache could not monitor as asked (a request was
+/// refused, or the program left no report: it was not built with capture, or its cache did not
+/// resolve); 1 when epcache itself failed (nothing was started when the command line is wrong).
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// Use this daemon instead of an embedded one (the program must announce itself in the
     /// runtime directory it watches).
     #[arg(long, value_name = "ADDR")]
     daemon: Option<String>,
-    /// The simulated cache (EPCACHE_CACHE): a preset or a spec like `D1=32K,8,64;L2=1M,16,64`.
+    /// The simulated cache (EPCACHE_CACHE): a preset or a spec like `D1=32K,8,64;L2=1M,16,64`
+    /// [default: $EPCACHE_CACHE, else `host`, else `cachegrind`].
     #[arg(long, value_name = "SPEC")]
     cache: Option<String>,
     /// Monitor every region with static counts of every event (the standalone report,
     /// EPCACHE_REPORT) and print it when the program ends: a table of each region and the data
-    /// structures it touched, or with --json the whole report.
+    /// structures it touched (counts are inclusive of called regions), or with --json the whole
+    /// report.
     #[arg(long)]
     all_regions: bool,
     /// A region of a request (repeatable, one per request): its name, or its key FILE_ID:LINE
@@ -53,12 +67,23 @@ pub(crate) struct RunArgs {
     /// The event of a request (repeatable, one per request), e.g. PAPI_L1_LDM.
     #[arg(long, value_name = "EVENT")]
     event: Vec<String>,
-    /// Histogram buckets: once for every request, or once per request (0: a static count).
+    /// Histogram buckets: once for every request, or once per request; 0 (or no --buckets) asks
+    /// for a static count. At most 1024 per histogram; buckets are whole L1 lines, so a short
+    /// array gets fewer than asked (a note says so).
     #[arg(long, value_name = "N")]
     buckets: Vec<u32>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Write the results (or the report) to FILE instead of stdout, in the format asked.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// With --all-regions: the order of regions and of the data structures within each.
+    #[arg(long, value_enum, default_value_t = SortKey::Program, value_name = "KEY")]
+    sort: SortKey,
+    /// With --all-regions: show at most N regions (after sorting), and N data structures in each.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
     command: Vec<OsString>,
@@ -104,60 +129,6 @@ fn region_ref(text: &str) -> RegionRef {
         Some((file_id, line)) => RegionRef::Key { file_id, line },
         None => RegionRef::Name(text.to_owned()),
     }
-}
-
-/// The standalone report as a table: each region, then each data structure it touched, with
-/// its reads, writes and misses at L1 and at the last level.
-fn standalone_table(report: &serde_json::Value) -> String {
-    let levels = report["levels"].as_array().map_or(0, Vec::len);
-    let count = |events: &serde_json::Value, name: &str| {
-        events[name]
-            .as_u64()
-            .map_or_else(String::new, |n| n.to_string())
-    };
-    let last = format!("PAPI_L{}_DCM", levels.max(1));
-    let row = |region: &str, data: &str, instances: String, events: &serde_json::Value| {
-        vec![
-            region.to_owned(),
-            data.to_owned(),
-            instances,
-            count(events, "PAPI_L1_DCR"),
-            count(events, "PAPI_L1_DCW"),
-            count(events, "PAPI_L1_DCM"),
-            count(events, &last),
-        ]
-    };
-    let mut rows = Vec::new();
-    for region in report["regions"].as_array().into_iter().flatten() {
-        let name = region["name"].as_str().unwrap_or("?");
-        let instances = region["instances"]
-            .as_u64()
-            .map_or_else(String::new, |n| n.to_string());
-        rows.push(row(name, "", instances, &region["events"]));
-        for data in region["data_structures"].as_array().into_iter().flatten() {
-            let data_name = data["name"].as_str().unwrap_or("?");
-            rows.push(row("", data_name, String::new(), &data["events"]));
-        }
-    }
-    let last_header = format!(">L{} MISSES", levels.max(1));
-    let mut out = table(
-        &[
-            "REGION",
-            "DATA",
-            ">INSTANCES",
-            ">READS",
-            ">WRITES",
-            ">L1 MISSES",
-            &last_header,
-        ],
-        &rows,
-    );
-    if let Some(n) = report["threads_unreported"].as_u64().filter(|&n| n > 0) {
-        out.push_str(&format!(
-            "{n} thread(s) ended inside a region without handing their counts on: missing above\n"
-        ));
-    }
-    out
 }
 
 fn results_table(results: &[RequestResult]) -> String {
@@ -273,14 +244,52 @@ fn exit_code(status: ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
+/// Exit status when epcache could not monitor as asked, though the program ran.
+const NOT_MONITORED: i32 = 2;
+
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let requests = args.requests()?;
+    // Everything that can be checked is checked before the program starts.
+    let (_, spec) = preflight::cache(args.cache.as_deref())?;
+    preflight::events(&args.event, &spec)?;
+    preflight::buckets(&args.buckets)?;
+    if args.all_regions || !requests.is_empty() {
+        preflight::built_with_capture(&args.command[0])?;
+    }
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?
         .block_on(run_async(args, requests))
+}
+
+/// Says on stderr when a histogram got fewer buckets than asked: buckets are whole L1 lines.
+fn note_fewer_buckets(asked: &[Request], placed: &[RequestInfo]) {
+    for (request, info) in asked.iter().zip(placed) {
+        let Mode::Buckets(wanted) = request.mode else {
+            continue;
+        };
+        if info.buckets < wanted {
+            eprintln!(
+                "epcache: request {} over {}: {} bucket(s) of {} bytes, not the {wanted} asked: its {} bytes hold only that many whole L1 lines",
+                info.id,
+                info.data_name(),
+                info.buckets,
+                info.bucket_bytes,
+                info.range.end - info.range.start
+            );
+        }
+    }
+}
+
+/// Where the results go: stdout, or the file of --output.
+fn emit(args: &RunArgs, text: &str) -> anyhow::Result<()> {
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("writing the results to {}", path.display())),
+        None => print_stdout(text),
+    }
 }
 
 async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32> {
@@ -309,6 +318,16 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     if embedded.is_some() {
         eprintln!("epcache: daemon for this run at {address}");
     }
+    let connect = || {
+        Client::connect_with(ConnectOptions {
+            address: address.clone(),
+            token: std::env::var("EPCACHE_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+            tool: format!("epcache-run-{}", std::process::id()),
+            ..ConnectOptions::default()
+        })
+    };
 
     // Before the program starts, so no Ctrl-C can end epcache run without its results.
     let interrupts = Interrupts::watch()?;
@@ -335,16 +354,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
 
     let mut refused = false;
     let mut results = Vec::new();
+    let progress = std::io::stderr().is_terminal();
     if !requests.is_empty() {
-        let mut client = Client::connect_with(ConnectOptions {
-            address: address.clone(),
-            token: std::env::var("EPCACHE_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
-            tool: format!("epcache-run-{}", std::process::id()),
-            ..ConnectOptions::default()
-        })
-        .await?;
+        let mut client = connect().await?;
         let started = Instant::now();
         loop {
             // The target blocks at start (EPCACHE_WAIT) only once its regions and data structures are
@@ -384,8 +396,8 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
                 Vec::new()
             }
         };
+        note_fewer_buckets(&requests, &placed);
         client.resume(pid, true).await?;
-        let progress = std::io::stderr().is_terminal();
         while let Some(event) = events.next().await {
             match event? {
                 Event::ResultUpdated { result, .. } if progress => {
@@ -410,34 +422,101 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
             results = client.results(pid, &ids).await?;
         }
     }
-    let status = wait_child(&mut child).await?;
+    let status = if progress && requests.is_empty() && embedded.is_some() {
+        let mut client = connect().await?;
+        wait_child_showing_progress(&mut child, &mut client).await?
+    } else {
+        wait_child(&mut child).await?
+    };
     interrupts.abort();
     if let Some(d) = embedded {
         d.shutdown().await;
     }
 
     if !results.is_empty() {
-        print_stdout(&if args.json {
-            json(&results)?
-        } else {
-            results_table(&results)
-        })?;
+        emit(
+            args,
+            &if args.json {
+                json(&results)?
+            } else {
+                results_table(&results)
+            },
+        )?;
     }
     if args.all_regions {
-        match std::fs::read_to_string(&report) {
-            Ok(text) if args.json => print_stdout(&(text.trim_end().to_owned() + "\n"))?,
-            Ok(text) => print_stdout(&standalone_table(
-                &serde_json::from_str(&text).context("reading the program's report")?,
-            ))?,
-            Err(e) => eprintln!(
-                "epcache: the program wrote no report ({e}); was it built with `epcache cc`?"
-            ),
+        let text = match std::fs::read_to_string(&report) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!(
+                    "epcache: {} left no report ({e}): it was not built with capture (`epcache cc`), or it ended before its exit handlers ran",
+                    program.to_string_lossy()
+                );
+                return Ok(NOT_MONITORED);
+            }
+        };
+        let parsed: report_table::Report =
+            serde_json::from_str(&text).context("reading the program's report")?;
+        if let Some(error) = &parsed.error {
+            eprintln!("epcache: the run was not monitored: {error}");
+            return Ok(NOT_MONITORED);
         }
+        emit(
+            args,
+            &if args.json {
+                text.trim_end().to_owned() + "\n"
+            } else {
+                report_table::render(
+                    &parsed,
+                    report_table::Layout {
+                        sort: args.sort,
+                        top: args.top,
+                    },
+                )
+            },
+        )?;
     }
     if refused {
-        return Ok(2);
+        return Ok(NOT_MONITORED);
     }
     Ok(exit_code(status))
+}
+
+/// Waits for the child with a once-a-second line on stderr (a terminal): how long it has run
+/// and how many regions and data structures the daemon sees in it.
+async fn wait_child_showing_progress(
+    child: &mut std::process::Child,
+    client: &mut Client,
+) -> anyhow::Result<ExitStatus> {
+    let pid = child.id();
+    let started = Instant::now();
+    let mut shown = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let elapsed = started.elapsed();
+        if elapsed >= Duration::from_secs(1) {
+            let seen = client.targets().await.ok().and_then(|targets| {
+                targets.into_iter().find(|t| t.pid == pid).map(|t| {
+                    format!(
+                        ", {} regions, {} data structures",
+                        t.regions, t.data_structures
+                    )
+                })
+            });
+            eprint!(
+                "\repcache run: pid {pid} has run {} s{}   ",
+                elapsed.as_secs(),
+                seen.unwrap_or_default()
+            );
+            shown = true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    if shown {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(status)
 }
 
 #[cfg(test)]
@@ -456,35 +535,5 @@ mod tests {
         for name in ["init", "alpha::A::init", "main.c:42", "f:x:1"] {
             assert_eq!(region_ref(name), RegionRef::Name(name.to_owned()), "{name}");
         }
-    }
-
-    #[test]
-    fn the_standalone_table_has_a_row_per_region_and_structure() {
-        let report = serde_json::json!({
-            "levels": [{"name": "D1"}, {"name": "LL"}],
-            "threads_unreported": 1,
-            "regions": [{
-                "name": "sweep", "instances": 3,
-                "events": {"PAPI_L1_DCR": 12, "PAPI_L1_DCW": 12, "PAPI_L1_DCM": 4, "PAPI_L2_DCM": 2},
-                "data_structures": [{"name": "a", "events": {"PAPI_L1_DCR": 12, "PAPI_L1_DCW": 12, "PAPI_L1_DCM": 4, "PAPI_L2_DCM": 2}}]
-            }]
-        });
-        let text = standalone_table(&report);
-        let lines: Vec<&str> = text.lines().collect();
-        assert!(
-            lines[0].starts_with("REGION") && lines[0].ends_with("L2 MISSES"),
-            "{text}"
-        );
-        let words = |line: &str| {
-            line.split_whitespace()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(words(lines[1]), ["sweep", "3", "12", "12", "4", "2"]);
-        assert_eq!(words(lines[2]), ["a", "12", "12", "4", "2"]);
-        assert!(
-            lines[3].starts_with("1 thread(s) ended inside a region"),
-            "{text}"
-        );
     }
 }

@@ -1,0 +1,319 @@
+//! The standalone report (`EPCACHE_REPORT`, `epcache run --all-regions`) as a table: each
+//! region with its source location, then the data structures it touched, with reads, writes and
+//! misses at L1 and at the last data level, sorted and cut as the user asks.
+//!
+//! The report is read into a typed view of the fields the table shows, so a report that lacks
+//! one says which instead of printing empty cells.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use clap::ValueEnum;
+use serde::Deserialize;
+
+use crate::connection::table;
+
+/// The fields of the report the table shows.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Report {
+    /// Why the run was not monitored (a cache that does not resolve).
+    #[serde(default)]
+    pub(crate) error: Option<String>,
+    /// The data levels, L1 first.
+    levels: Vec<Level>,
+    #[serde(default)]
+    threads_unreported: u64,
+    regions: Vec<Region>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Level {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Region {
+    name: String,
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    line: Option<u32>,
+    instances: u64,
+    events: BTreeMap<String, u64>,
+    #[serde(default)]
+    data_structures: Vec<Structure>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Structure {
+    name: String,
+    events: BTreeMap<String, u64>,
+}
+
+/// How the table orders regions, and the data structures within each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum SortKey {
+    /// As the program ran them (registration order); structures by name.
+    #[default]
+    Program,
+    /// Most L1 misses first.
+    L1Misses,
+    /// Most misses at the last data level first.
+    LlMisses,
+    /// Most reads first.
+    Reads,
+    /// Most writes first.
+    Writes,
+    /// By name.
+    Name,
+}
+
+/// What the table shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Layout {
+    /// The order.
+    pub(crate) sort: SortKey,
+    /// At most this many regions (besides `program`) and structures per region.
+    pub(crate) top: Option<usize>,
+}
+
+/// The counts one row shows, by the report's event names.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    reads: u64,
+    writes: u64,
+    l1_misses: u64,
+    last_misses: Option<u64>,
+}
+
+impl Counts {
+    fn of(events: &BTreeMap<String, u64>, levels: usize) -> Counts {
+        let get = |name: &str| events.get(name).copied().unwrap_or(0);
+        Counts {
+            reads: get("PAPI_L1_DCR"),
+            writes: get("PAPI_L1_DCW"),
+            l1_misses: get("PAPI_L1_DCM"),
+            last_misses: (levels > 1).then(|| get(&format!("PAPI_L{levels}_DCM"))),
+        }
+    }
+
+    /// The value `key` sorts by, largest first (`None` for the keys that are not counts).
+    fn key(&self, key: SortKey) -> Option<u64> {
+        match key {
+            SortKey::L1Misses => Some(self.l1_misses),
+            SortKey::LlMisses => Some(self.last_misses.unwrap_or(self.l1_misses)),
+            SortKey::Reads => Some(self.reads),
+            SortKey::Writes => Some(self.writes),
+            SortKey::Program | SortKey::Name => None,
+        }
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let mut cells = vec![
+            self.reads.to_string(),
+            self.writes.to_string(),
+            self.l1_misses.to_string(),
+        ];
+        cells.extend(self.last_misses.map(|n| n.to_string()));
+        cells
+    }
+}
+
+/// `prog.c:12` for a region defined at line 12 of `/src/prog.c`.
+fn source(file: Option<&str>, line: Option<u32>) -> String {
+    let Some(file) = file.filter(|f| !f.is_empty()) else {
+        return String::new();
+    };
+    let name = Path::new(file)
+        .file_name()
+        .map_or_else(|| file.to_owned(), |n| n.to_string_lossy().into_owned());
+    match line {
+        Some(line) => format!("{name}:{line}"),
+        None => name,
+    }
+}
+
+/// Sorts `items` by `key` (stable, so ties keep the report's order) and keeps the first `top`.
+fn order<T>(
+    items: &mut Vec<T>,
+    layout: Layout,
+    counts: impl Fn(&T) -> Counts,
+    name: impl Fn(&T) -> &str,
+) {
+    match layout.sort {
+        SortKey::Program => {}
+        SortKey::Name => items.sort_by(|a, b| name(a).cmp(name(b))),
+        key => items.sort_by_key(|item| std::cmp::Reverse(counts(item).key(key))),
+    }
+    if let Some(top) = layout.top {
+        items.truncate(top);
+    }
+}
+
+/// The report as a table, with a line on what the counts mean.
+pub(crate) fn render(report: &Report, layout: Layout) -> String {
+    let levels = report.levels.len();
+    let mut header = vec![
+        "REGION",
+        "SOURCE",
+        "DATA",
+        ">INSTANCES",
+        ">READS",
+        ">WRITES",
+        ">L1 MISSES",
+    ];
+    let last_header = report
+        .levels
+        .last()
+        .filter(|_| levels > 1)
+        .map(|l| format!(">{} MISSES", l.name));
+    if let Some(h) = &last_header {
+        header.push(h);
+    }
+    let (program, regions) = match report.regions.split_first() {
+        Some((first, rest)) if first.name == "program" && first.file.is_none() => {
+            (Some(first), rest)
+        }
+        _ => (None, &report.regions[..]),
+    };
+    let mut regions: Vec<&Region> = regions.iter().collect();
+    order(
+        &mut regions,
+        layout,
+        |r| Counts::of(&r.events, levels),
+        |r| &r.name,
+    );
+    let mut rows = Vec::new();
+    for region in program.into_iter().chain(regions) {
+        let mut row = vec![
+            region.name.clone(),
+            source(region.file.as_deref(), region.line),
+            String::new(),
+            region.instances.to_string(),
+        ];
+        row.extend(Counts::of(&region.events, levels).cells());
+        rows.push(row);
+        let mut structures: Vec<&Structure> = region.data_structures.iter().collect();
+        let by_name = Layout {
+            sort: match layout.sort {
+                SortKey::Program => SortKey::Name,
+                key => key,
+            },
+            ..layout
+        };
+        order(
+            &mut structures,
+            by_name,
+            |d| Counts::of(&d.events, levels),
+            |d| &d.name,
+        );
+        for data in structures {
+            let mut row = vec![
+                String::new(),
+                String::new(),
+                data.name.clone(),
+                String::new(),
+            ];
+            row.extend(Counts::of(&data.events, levels).cells());
+            rows.push(row);
+        }
+    }
+    let mut out = table(&header, &rows);
+    out.push_str(
+        "Counts are inclusive: a region's include those of the regions it calls; `program` is the whole run.\n",
+    );
+    if report.threads_unreported > 0 {
+        out.push_str(&format!(
+            "{} thread(s) ended inside a region without handing their counts on: missing above\n",
+            report.threads_unreported
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(levels: &[&str]) -> Report {
+        let events = |l1: u64, l2: u64| serde_json::json!({"PAPI_L1_DCR": 12, "PAPI_L1_DCW": 12, "PAPI_L1_DCM": l1, "PAPI_L2_DCM": l2, "PAPI_L3_DCM": l2 + 1});
+        serde_json::from_value(serde_json::json!({
+            "levels": levels.iter().map(|n| serde_json::json!({"name": n})).collect::<Vec<_>>(),
+            "threads_unreported": 1,
+            "regions": [
+                {"name": "program", "instances": 1, "events": events(9, 4), "data_structures": []},
+                {"name": "helper", "file": "/src/a.c", "line": 3, "instances": 3, "events": events(4, 2),
+                 "data_structures": [{"name": "b", "events": events(1, 1)}, {"name": "a", "events": events(3, 1)}]},
+                {"name": "helper", "file": "/src/b.c", "line": 7, "instances": 1, "events": events(5, 2),
+                 "data_structures": []}
+            ]
+        }))
+        .unwrap()
+    }
+
+    fn words(line: &str) -> Vec<&str> {
+        line.split_whitespace().collect()
+    }
+
+    #[test]
+    fn the_last_column_is_the_last_data_level() {
+        let text = render(&report(&["D1", "L2", "L3"]), Layout::default());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("L1 MISSES  L3 MISSES"), "{text}");
+        // program: reads, writes, L1 misses, L3 misses.
+        assert_eq!(words(lines[1]), ["program", "1", "12", "12", "9", "5"]);
+        let cg = render(&report(&["D1", "LL"]), Layout::default());
+        assert!(
+            cg.lines().next().unwrap().ends_with("L1 MISSES  LL MISSES"),
+            "{cg}"
+        );
+        assert!(cg.lines().nth(1).unwrap().ends_with(" 9  4"), "{cg}");
+    }
+
+    #[test]
+    fn one_data_level_gets_one_miss_column() {
+        let text = render(&report(&["D1"]), Layout::default());
+        assert_eq!(text.matches("MISSES").count(), 1, "{text}");
+        assert_eq!(
+            words(text.lines().nth(1).unwrap()),
+            ["program", "1", "12", "12", "9"]
+        );
+    }
+
+    #[test]
+    fn regions_of_one_name_are_told_apart_by_their_source() {
+        let text = render(&report(&["D1", "L2"]), Layout::default());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(words(lines[2])[..3], ["helper", "a.c:3", "3"]);
+        // Structures by name under the program order.
+        assert_eq!(words(lines[3])[0], "a");
+        assert_eq!(words(lines[4])[0], "b");
+        assert_eq!(words(lines[5])[..2], ["helper", "b.c:7"]);
+        assert!(text.contains("Counts are inclusive"), "{text}");
+        assert!(text.contains("1 thread(s) ended inside a region"), "{text}");
+    }
+
+    #[test]
+    fn sorting_and_top_keep_program_first() {
+        let layout = Layout {
+            sort: SortKey::L1Misses,
+            top: Some(1),
+        };
+        let text = render(&report(&["D1", "L2"]), layout);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(words(lines[1])[0], "program");
+        // b.c's helper has 5 L1 misses, a.c's 4: only b.c's is kept.
+        assert_eq!(words(lines[2])[..2], ["helper", "b.c:7"]);
+        assert!(lines[3].starts_with("Counts are inclusive"), "{text}");
+        let layout = Layout {
+            sort: SortKey::L1Misses,
+            top: None,
+        };
+        let text = render(&report(&["D1", "L2"]), layout);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(words(lines[3])[..2], ["helper", "a.c:3"]);
+        // a (3 misses) before b (1).
+        assert_eq!(words(lines[4])[0], "a");
+        assert_eq!(words(lines[5])[0], "b");
+    }
+}
