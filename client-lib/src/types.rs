@@ -263,8 +263,11 @@ pub struct EventInfo {
 }
 
 /// How the instances of a region combine in a result.
+///
+/// Spelled `per-instance`, `per-thread` and `summed` everywhere: in JSON, in tables and in the
+/// command line's flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Aggregation {
     /// Each instance replaces the last.
     PerInstance,
@@ -273,6 +276,16 @@ pub enum Aggregation {
     /// All instances summed (the default).
     #[default]
     Summed,
+}
+
+impl std::fmt::Display for Aggregation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Aggregation::PerInstance => "per-instance",
+            Aggregation::PerThread => "per-thread",
+            Aggregation::Summed => "summed",
+        })
+    }
 }
 
 impl Aggregation {

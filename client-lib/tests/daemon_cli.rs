@@ -211,3 +211,71 @@ async fn cli_refuses_an_unknown_region_and_the_target_runs_on() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot reach epcached"), "{err}");
 }
+
+/// The subcommands agree with each other: `--buckets 0` is a static count for `request` as for
+/// `run`, `step --count 0` is refused rather than taken as 1, `continue --json` prints JSON, a
+/// failure under `--json` is JSON on stdout with the daemon's code, and aggregations are
+/// spelled as their flags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subcommands_agree_on_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let addr = daemon.endpoint();
+    let mut target = spawn_target(dir.path(), 1);
+    let mut client = epcache_client::Client::connect(&addr).await.unwrap();
+    wait_listed(&mut client, target.pid).await;
+    let pid = target.pid.to_string();
+
+    let placed: serde_json::Value = serde_json::from_str(&ok(&epcache(
+        &addr,
+        &[
+            "request",
+            &pid,
+            "--region",
+            "kernel",
+            "--array",
+            "A",
+            "--event",
+            "PAPI_L1_LDM",
+            "--buckets",
+            "0",
+            "--aggregation",
+            "per-thread",
+            "--json",
+        ],
+    )
+    .await))
+    .unwrap();
+    assert_eq!(placed["buckets"], 0, "a static count: {placed}");
+    assert_eq!(placed["aggregation"], "per-thread");
+    let text = ok(&epcache(&addr, &["describe", &pid]).await);
+    assert!(
+        text.contains("per-thread") && !text.contains("perthread"),
+        "{text}"
+    );
+
+    let out = epcache(&addr, &["step", &pid, "--count", "0"]).await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--count"), "{err}");
+
+    let out = epcache(&addr, &["cancel", &pid, "987654", "--json"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let failure: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(failure["code"], "NotFound", "{failure}");
+    assert!(
+        failure["error"].as_str().unwrap().contains("987654"),
+        "{failure}"
+    );
+
+    let resumed: serde_json::Value = serde_json::from_str(&ok(&epcache(
+        &addr,
+        &["continue", &pid, "--to-end", "--json"],
+    )
+    .await))
+    .unwrap();
+    assert_eq!(resumed["pid"], target.pid);
+    assert!(target.wait_for_exit(Duration::from_secs(10)).success());
+    daemon.shutdown().await;
+}

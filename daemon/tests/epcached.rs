@@ -107,4 +107,9 @@ async fn sigterm_releases_a_halted_target_and_exits_cleanly() {
         .unwrap();
     assert!(log.contains("SIGTERM"), "{log}");
     assert!(log.contains("let target go"), "{log}");
+    // Written to a pipe, not a terminal: plain text, no colour escapes.
+    assert!(
+        !log.contains('\x1b'),
+        "ANSI escapes in a log that is no terminal: {log:?}"
+    );
 }

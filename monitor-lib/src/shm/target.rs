@@ -616,9 +616,14 @@ impl Mcc {
             }
             if last_notice.elapsed() >= WAIT_NOTICE_INTERVAL {
                 last_notice = Instant::now();
+                let tools = self
+                    .segment
+                    .stat()
+                    .map_or(0, |s| s.attach_count.saturating_sub(1));
                 eprintln!(
-                    "epcache: pid {} still waiting for a tool to release it ({} s so far; segment id {})",
+                    "epcache: pid {} {} ({} s so far; segment id {})",
                     std::process::id(),
+                    wait_notice(state, tools),
                     waited.as_secs(),
                     self.shm_id()
                 );
@@ -630,6 +635,21 @@ impl Mcc {
         };
         self.set_state(layout::TargetState::Running);
         outcome
+    }
+}
+
+/// What a waiting target says every [`WAIT_NOTICE_INTERVAL`]: whether any tool is attached to
+/// its segment (`tools`, the attachments besides its own), and what it waits for.
+fn wait_notice(state: layout::TargetState, tools: u64) -> String {
+    let at = if state == layout::TargetState::WaitingForTool {
+        "waits at start"
+    } else {
+        "is halted"
+    };
+    match tools {
+        0 => format!("{at}; no tool is attached yet"),
+        1 => format!("{at}; a tool is attached and has not released it yet"),
+        n => format!("{at}; {n} tools are attached and none has released it yet"),
     }
 }
 
@@ -946,5 +966,19 @@ mod tests {
             Some(Duration::from_millis(2500))
         );
         assert_eq!(start_wait_from_env(Some("soon")), Some(DEFAULT_START_WAIT));
+    }
+
+    #[test]
+    fn a_waiting_target_says_whether_a_tool_is_attached() {
+        use layout::TargetState::{Halted, WaitingForTool};
+        assert_eq!(
+            wait_notice(WaitingForTool, 0),
+            "waits at start; no tool is attached yet"
+        );
+        assert_eq!(
+            wait_notice(WaitingForTool, 1),
+            "waits at start; a tool is attached and has not released it yet"
+        );
+        assert!(wait_notice(Halted, 2).starts_with("is halted; 2 tools are attached"));
     }
 }

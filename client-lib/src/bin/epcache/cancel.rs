@@ -14,9 +14,9 @@ pub(crate) struct CancelArgs {
     ids: Vec<u64>,
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print JSON.
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: &CancelArgs) -> anyhow::Result<()> {

@@ -12,9 +12,9 @@ pub(crate) struct DescribeArgs {
     pid: u32,
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print JSON.
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {

@@ -27,9 +27,9 @@ pub(crate) struct HistogramArgs {
     width: usize,
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print JSON.
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 fn title(r: &RequestResult) -> String {

@@ -62,8 +62,48 @@ enum Command {
     Histogram(histogram::HistogramArgs),
 }
 
+impl Command {
+    /// Whether the command was asked for JSON, so that a failure comes as JSON too.
+    fn json(&self) -> bool {
+        match self {
+            Command::Replay(a) => a.json,
+            Command::Run(a) => a.json,
+            Command::Targets(a) => a.json,
+            Command::Describe(a) => a.json,
+            Command::Request(a) => a.json,
+            Command::Cancel(a) => a.json,
+            Command::Step(a) => a.json,
+            Command::Continue(a) => a.json,
+            Command::Watch(a) => a.json,
+            Command::Results(a) => a.json,
+            Command::Histogram(a) => a.json,
+            Command::Demo(_) | Command::Cc(_) | Command::Trace(_) => false,
+        }
+    }
+}
+
+/// A failure as the JSON a `--json` caller parses: the message, its causes, and the daemon's
+/// gRPC code when the daemon refused.
+fn error_json(error: &anyhow::Error) -> serde_json::Value {
+    let code = error
+        .chain()
+        .find_map(|e| e.downcast_ref::<epcache_client::ClientError>())
+        .and_then(epcache_client::ClientError::code)
+        .map(|c| format!("{c:?}"));
+    serde_json::json!({
+        "error": error.to_string(),
+        "causes": error.chain().skip(1).map(ToString::to_string).collect::<Vec<_>>(),
+        "code": code,
+    })
+}
+
 fn main() {
-    if let Err(error) = run(Cli::parse().command) {
+    let command = Cli::parse().command;
+    let json = command.json();
+    if let Err(error) = run(command) {
+        if json {
+            println!("{}", error_json(&error));
+        }
         // The message and its causes, one per line, and nothing else: anyhow's default report
         // from `main` also prints a backtrace whenever RUST_BACKTRACE is set for other reasons.
         eprintln!("epcache: {error}");

@@ -53,9 +53,10 @@ pub(crate) struct ReplayArgs {
     cachegrind_compat: bool,
 
     /// Print a JSON object (`levels.<NAME>.reads`, `read_misses`, `writes`, `write_misses`, the
-    /// instruction and data split, and in Cachegrind mode `cachegrind.Ir` ... `DLmw`).
+    /// instruction and data split, and in Cachegrind mode `cachegrind.Ir` ... `DLmw`); a failure
+    /// too, as {"error": ...} on stdout.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 
     /// The trace file, or `-` for standard input.
     #[arg(value_name = "TRACE")]

@@ -43,7 +43,8 @@ pub(crate) struct RequestArgs {
     /// The event, e.g. PAPI_L1_LDM (see `epcache describe`).
     #[arg(long)]
     event: String,
-    /// A histogram of this many equal buckets (whole L1 lines each).
+    /// A histogram of this many equal buckets (whole L1 lines each; a short range gets fewer),
+    /// at most 1024 (one result block); 0 asks for a static count, as no --buckets does.
     #[arg(long, conflicts_with = "bucket_lines")]
     buckets: Option<u32>,
     /// A histogram with buckets this many L1 lines wide.
@@ -57,9 +58,9 @@ pub(crate) struct RequestArgs {
     analysis: Vec<AnalysisArg>,
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print JSON.
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 fn number(text: &str) -> anyhow::Result<u64> {
@@ -99,7 +100,8 @@ impl RequestArgs {
             }
             (None, None) => bail!("give --array NAME or --range START:END"),
         };
-        let mut request = match (self.buckets, self.bucket_lines) {
+        // 0 buckets asks for a static count, as in `epcache run`.
+        let mut request = match (self.buckets.filter(|&n| n > 0), self.bucket_lines) {
             (Some(n), _) => Request::histogram(region, data, &self.event, n),
             (None, Some(lines)) => Request::count(region, data, &self.event).bucket_lines(lines),
             (None, None) => Request::count(region, data, &self.event),
@@ -136,7 +138,7 @@ pub(crate) fn requests_table(requests: &[RequestInfo]) -> String {
                 } else {
                     format!("{} x {} B", r.buckets, r.bucket_bytes)
                 },
-                format!("{:?}", r.aggregation).to_lowercase(),
+                r.aggregation.to_string(),
                 r.owner.clone(),
             ]
         })
@@ -169,4 +171,54 @@ pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
         return print_stdout(&json(&placed)?);
     }
     print_stdout(&requests_table(std::slice::from_ref(&placed)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use epcache_client::Mode;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RequestArgs,
+    }
+
+    fn parse(extra: &[&str]) -> RequestArgs {
+        let base = [
+            "request",
+            "1",
+            "--region",
+            "r",
+            "--array",
+            "a",
+            "--event",
+            "PAPI_L1_LDM",
+        ];
+        Cli::parse_from(base.iter().chain(extra)).args
+    }
+
+    #[test]
+    fn zero_buckets_ask_for_a_static_count_as_in_run() {
+        assert_eq!(
+            parse(&["--buckets", "0"]).request().unwrap().mode,
+            Mode::Static
+        );
+        assert_eq!(parse(&[]).request().unwrap().mode, Mode::Static);
+        assert_eq!(
+            parse(&["--buckets", "8"]).request().unwrap().mode,
+            Mode::Buckets(8)
+        );
+    }
+
+    #[test]
+    fn aggregations_are_spelled_as_their_flags() {
+        for arg in AggregationArg::value_variants() {
+            let flag = arg.to_possible_value().unwrap().get_name().to_owned();
+            let request = parse(&["--aggregation", &flag]).request().unwrap();
+            assert_eq!(request.aggregation.to_string(), flag);
+        }
+    }
 }

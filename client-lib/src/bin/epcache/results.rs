@@ -15,9 +15,10 @@ pub(crate) struct ResultsArgs {
     ids: Vec<u64>,
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print JSON (every bucket with its address range, analysis reports included).
+    /// Print JSON (every bucket with its address range, analysis reports included; a failure
+    /// too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: &ResultsArgs) -> anyhow::Result<()> {

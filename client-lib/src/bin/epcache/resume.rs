@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::connection::{DaemonArgs, block_on};
+use crate::connection::{DaemonArgs, block_on, json};
 use crate::output::print_stdout;
 
 /// Let a halted (or start-waiting) target run on, to its halting point if one is armed.
@@ -15,6 +15,9 @@ pub(crate) struct ContinueArgs {
     to_end: bool,
     #[command(flatten)]
     daemon: DaemonArgs,
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: &ContinueArgs) -> anyhow::Result<()> {
@@ -26,5 +29,12 @@ pub(crate) fn run(args: &ContinueArgs) -> anyhow::Result<()> {
             .resume(args.pid, args.to_end)
             .await?)
     })?;
+    if args.json {
+        return print_stdout(&json(&serde_json::json!({
+            "pid": args.pid,
+            "runs_on": true,
+            "halting_point_cleared": args.to_end,
+        }))?);
+    }
     print_stdout(&format!("pid {} runs on\n", args.pid))
 }

@@ -72,9 +72,9 @@ pub(crate) struct RunArgs {
     /// array gets fewer than asked (a note says so).
     #[arg(long, value_name = "N")]
     buckets: Vec<u32>,
-    /// Print JSON.
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Write the results (or the report) to FILE instead of stdout, in the format asked.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,

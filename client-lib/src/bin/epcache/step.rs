@@ -20,17 +20,17 @@ pub(crate) struct StepArgs {
     /// Stop at the start of this region (its next entry).
     #[arg(long, value_name = "REGION")]
     to_entry: Option<String>,
-    /// Go this many matching boundaries on.
-    #[arg(long, default_value_t = 1)]
+    /// Go this many matching boundaries on (1 or more).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     count: u32,
     /// Give up waiting after this many seconds (the target keeps running to the point).
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<f64>,
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print JSON.
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: &StepArgs) -> anyhow::Result<()> {

@@ -10,9 +10,9 @@ use crate::output::print_stdout;
 pub(crate) struct TargetsArgs {
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print JSON.
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: &TargetsArgs) -> anyhow::Result<()> {

@@ -16,9 +16,9 @@ pub(crate) struct WatchArgs {
     pid: Option<u32>,
     #[command(flatten)]
     daemon: DaemonArgs,
-    /// Print one JSON object per line.
+    /// Print one JSON object per line (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 fn line(event: &Event) -> String {
