@@ -254,6 +254,47 @@ async fn the_subcommands_agree_on_their_flags() {
         "{text}"
     );
 
+    // A histogram over two L1 lines cannot have four buckets of whole lines: it gets two, and
+    // says so.
+    let described: serde_json::Value =
+        serde_json::from_str(&ok(&epcache(&addr, &["describe", &pid, "--json"]).await)).unwrap();
+    let a = described["data_structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "A")
+        .unwrap();
+    let start = a["range"]["start"].as_u64().unwrap();
+    // The L1 line size, the third field of the first data level of the spec.
+    let spec = described["cache_spec"].as_str().unwrap();
+    let l1 = spec.split(';').find(|l| !l.starts_with("I1")).unwrap();
+    let line: u64 = l1.rsplit(',').next().unwrap().parse().unwrap();
+    let range = format!("{start}:{}", start + 2 * line);
+    let out = epcache(
+        &addr,
+        &[
+            "request",
+            &pid,
+            "--region",
+            "kernel",
+            "--range",
+            &range,
+            "--event",
+            "PAPI_L1_LDM",
+            "--buckets",
+            "4",
+            "--json",
+        ],
+    )
+    .await;
+    let placed: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(placed["buckets"], 2, "{placed}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("2 bucket(s)") && err.contains("not the 4 asked"),
+        "{err}"
+    );
+
     let out = epcache(&addr, &["step", &pid, "--count", "0"]).await;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::demo::{EVENTS, VersionResults};
-use crate::histogram::svg_axes;
+use crate::histogram::{count_ticks, svg_axes};
 
 /// Bars of `width` characters at most, the two versions in adjacent columns per bucket.
 pub(crate) fn side_by_side(results: &[VersionResults], width: usize) -> String {
@@ -85,12 +85,14 @@ pub(crate) fn figure(results: &[VersionResults], cache: &str) -> String {
         let px = left + (e % 2) as f64 * (panel_w + gap);
         let py = top + (e / 2) as f64 * (panel_h + 60.0) + 20.0;
         let series: Vec<_> = results.iter().filter_map(|v| v.histograms.get(e)).collect();
-        let max = series
-            .iter()
-            .flat_map(|r| r.buckets.iter().map(|b| b.count))
-            .max()
-            .unwrap_or(0)
-            .max(1) as f64;
+        let ticks = count_ticks(
+            series
+                .iter()
+                .flat_map(|r| r.buckets.iter().map(|b| b.count))
+                .max()
+                .unwrap_or(0),
+        );
+        let max = *ticks.last().expect("ticks start at 0") as f64;
         let n = series
             .iter()
             .map(|r| r.buckets.len())
@@ -124,7 +126,7 @@ pub(crate) fn figure(results: &[VersionResults], cache: &str) -> String {
                 );
             }
         }
-        svg_axes(&mut out, (px, py, panel_w, panel_h), max);
+        svg_axes(&mut out, (px, py, panel_w, panel_h), &ticks);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle">portion of A (1 to {})</text>"#,

@@ -79,23 +79,45 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Draws the two axes of a plot area `(x, y, width, height)` and its count scale in quarters of
-/// `max`.
-pub(crate) fn svg_axes(out: &mut String, (x, y, w, h): (f64, f64, f64, f64), max: f64) {
+/// Round values for a count axis from 0 to at least `max`: 1, 2 or 5 times a power of ten
+/// apart, at most five steps (an axis with nothing on it reads 0 and 1).
+pub(crate) fn count_ticks(max: u64) -> Vec<u64> {
+    let mut step = 1u64;
+    'search: loop {
+        for m in [1, 2, 5] {
+            let candidate = step.saturating_mul(m);
+            if candidate.saturating_mul(5) >= max {
+                step = candidate;
+                break 'search;
+            }
+        }
+        step = step.saturating_mul(10);
+    }
+    let mut ticks = vec![0];
+    while *ticks.last().expect("starts with 0") < max.max(1) {
+        let next = ticks.last().expect("starts with 0").saturating_add(step);
+        ticks.push(next);
+    }
+    ticks
+}
+
+/// Draws the two axes of a plot area `(x, y, width, height)` and its count scale at `ticks`
+/// ([`count_ticks`]); the area's top is the last tick.
+pub(crate) fn svg_axes(out: &mut String, (x, y, w, h): (f64, f64, f64, f64), ticks: &[u64]) {
     let _ = writeln!(
         out,
         r#"<path d="M{x} {y} V{} H{}" stroke="black" fill="none"/>"#,
         y + h,
         x + w
     );
-    for q in 0..=4 {
-        let tick = y + h - h * f64::from(q) / 4.0;
+    let top = ticks.last().copied().unwrap_or(1).max(1) as f64;
+    for &tick in ticks {
+        let at = y + h - h * tick as f64 / top;
         let _ = writeln!(
             out,
-            r#"<text x="{}" y="{:.2}" text-anchor="end">{}</text>"#,
+            r#"<text x="{}" y="{:.2}" text-anchor="end">{tick}</text>"#,
             x - 6.0,
-            tick + 4.0,
-            (max * f64::from(q) / 4.0).round()
+            at + 4.0,
         );
     }
 }
@@ -106,7 +128,8 @@ pub(crate) fn svg(r: &RequestResult) -> String {
     let (left, right, top, bottom) = (70.0, 20.0, 40.0, 60.0);
     let plot_w = w - left - right;
     let plot_h = h - top - bottom;
-    let max = r.buckets.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
+    let ticks = count_ticks(r.buckets.iter().map(|b| b.count).max().unwrap_or(0));
+    let max = *ticks.last().expect("ticks start at 0") as f64;
     let n = r.buckets.len().max(1) as f64;
     let slot = plot_w / n;
     let mut out = String::new();
@@ -137,7 +160,7 @@ pub(crate) fn svg(r: &RequestResult) -> String {
         );
     }
     // Axes and the count scale, then byte offsets under the first, middle and last bars.
-    svg_axes(&mut out, (left, top, plot_w, plot_h), max);
+    svg_axes(&mut out, (left, top, plot_w, plot_h), &ticks);
     let base = r.request.range.start;
     let last = r.buckets.len().saturating_sub(1);
     for i in [0, last / 2, last] {
@@ -258,5 +281,27 @@ mod tests {
         let svg = svg(&r);
         assert_eq!(svg.matches("fill=\"#4269d0\"").count(), 2);
         assert!(svg.contains("&lt;&amp;&gt;") && !svg.contains("<&>"));
+    }
+
+    #[test]
+    fn count_axes_get_round_ticks() {
+        assert_eq!(count_ticks(0), [0, 1]);
+        assert_eq!(count_ticks(1), [0, 1]);
+        assert_eq!(count_ticks(4), [0, 1, 2, 3, 4]);
+        assert_eq!(count_ticks(7), [0, 2, 4, 6, 8]);
+        assert_eq!(count_ticks(10), [0, 2, 4, 6, 8, 10]);
+        assert_eq!(count_ticks(188_060), [0, 50_000, 100_000, 150_000, 200_000]);
+        assert_eq!(count_ticks(u64::MAX).len(), 5);
+    }
+
+    #[test]
+    fn an_all_zero_histogram_reads_zero_and_one() {
+        let svg = svg(&result(&[0, 0, 0]));
+        let labels: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains(r#"text-anchor="end""#))
+            .map(|l| l.trim_end_matches("</text>").rsplit('>').next().unwrap())
+            .collect();
+        assert_eq!(labels, ["0", "1"], "{svg}");
     }
 }

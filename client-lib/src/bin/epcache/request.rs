@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use epcache_client::{Aggregation, Analysis, DataRef, RegionRef, Request, RequestInfo};
+use epcache_client::{Aggregation, Analysis, DataRef, Mode, RegionRef, Request, RequestInfo};
 
 use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
@@ -157,6 +157,24 @@ pub(crate) fn requests_table(requests: &[RequestInfo]) -> String {
     )
 }
 
+/// What to tell the user when a histogram got fewer buckets than `asked` wanted: buckets are
+/// whole L1 lines, so a short range holds fewer.
+pub(crate) fn fewer_buckets_note(asked: &Request, placed: &RequestInfo) -> Option<String> {
+    let Mode::Buckets(wanted) = asked.mode else {
+        return None;
+    };
+    (placed.buckets < wanted).then(|| {
+        format!(
+            "request {} over {}: {} bucket(s) of {} bytes, not the {wanted} asked: its {} bytes hold only that many whole L1 lines",
+            placed.id,
+            placed.data_name(),
+            placed.buckets,
+            placed.bucket_bytes,
+            placed.range.end - placed.range.start
+        )
+    })
+}
+
 pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
     let request = args.request()?;
     let placed = block_on(async {
@@ -164,9 +182,12 @@ pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
             .daemon
             .connect()
             .await?
-            .request(args.pid, request)
+            .request(args.pid, request.clone())
             .await?)
     })?;
+    if let Some(note) = fewer_buckets_note(&request, &placed) {
+        eprintln!("epcache: {note}");
+    }
     if args.json {
         return print_stdout(&json(&placed)?);
     }
@@ -176,7 +197,6 @@ pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
-    use epcache_client::Mode;
 
     use super::*;
 

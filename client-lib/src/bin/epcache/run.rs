@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use epcache_client::{
-    Client, ConnectOptions, Event, Mode, RegionRef, Request, RequestInfo, RequestResult,
-    TargetState,
+    Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult, TargetState,
 };
 use tokio_stream::StreamExt;
 
@@ -20,6 +19,7 @@ use crate::connection::{json, table};
 use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
+use crate::request::fewer_buckets_note;
 
 /// How long the program waits at start for its requests (EPCACHE_WAIT).
 const START_WAIT_SECS: u32 = 60;
@@ -264,22 +264,14 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
         .block_on(run_async(args, requests))
 }
 
-/// Says on stderr when a histogram got fewer buckets than asked: buckets are whole L1 lines.
+/// Says on stderr when a histogram got fewer buckets than asked.
 fn note_fewer_buckets(asked: &[Request], placed: &[RequestInfo]) {
-    for (request, info) in asked.iter().zip(placed) {
-        let Mode::Buckets(wanted) = request.mode else {
-            continue;
-        };
-        if info.buckets < wanted {
-            eprintln!(
-                "epcache: request {} over {}: {} bucket(s) of {} bytes, not the {wanted} asked: its {} bytes hold only that many whole L1 lines",
-                info.id,
-                info.data_name(),
-                info.buckets,
-                info.bucket_bytes,
-                info.range.end - info.range.start
-            );
-        }
+    for note in asked
+        .iter()
+        .zip(placed)
+        .filter_map(|(request, info)| fewer_buckets_note(request, info))
+    {
+        eprintln!("epcache: {note}");
     }
 }
 
