@@ -8,8 +8,11 @@ use epcache_client::RequestResult;
 use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
 
-/// Show the latest results of requests (all of the target's, or those named), with totals; use
-/// `epcache histogram` to see a histogram's buckets.
+/// Show the latest results of requests (all of the target's, or those named), with totals: one
+/// row per request, or per thread for a per-thread request (THREAD gives its OS thread id; a
+/// last row `N others` sums the threads the target had no room to keep apart). Analysis
+/// requests say what their report holds; `--json` prints it. Use `epcache histogram` to see a
+/// histogram's buckets.
 #[derive(Debug, Args)]
 pub(crate) struct ResultsArgs {
     /// The target's pid.
