@@ -37,13 +37,19 @@ pub mod local;
 mod types;
 
 pub use client::{Client, ConnectOptions};
+/// The analysis report an analysis request's result carries ([`RequestResult::analysis`]): the
+/// runtime's own types, with their methods (predictions from reuse distances, evictor look-ups).
+pub use epcache_monitor::analysis::{
+    AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassBuckets, MissClassCounts,
+    MissClassReport, RangeAnalysis, ReuseBuckets, ReuseReport,
+};
 pub use epcache_proto::v1 as mri;
 pub use local::{Launch, LocalError, LocalTarget};
 pub use types::{
     Aggregation, Analysis, Boundary, Bucket, DataRef, DataStructure, DataStructureKind,
     Description, Detached, Event, EventInfo, Halt, HaltingPoint, Mode, Position, Region,
     RegionKind, RegionRef, Request, RequestInfo, RequestResult, StepOutcome, StepTo, Target,
-    TargetExit, TargetState,
+    TargetExit, TargetState, ThreadResult, UnknownAggregation,
 };
 
 /// Where `epcached` listens by default.

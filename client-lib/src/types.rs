@@ -4,6 +4,10 @@
 
 use std::ops::Range;
 
+use epcache_monitor::analysis::{
+    AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassBuckets, MissClassCounts,
+    MissClassReport, RangeAnalysis, ReuseBuckets, ReuseReport,
+};
 use epcache_proto::v1;
 use serde::Serialize;
 
@@ -262,12 +266,10 @@ pub struct EventInfo {
     pub description: String,
 }
 
-/// How the instances of a region combine in a result.
-///
-/// Spelled `per-instance`, `per-thread` and `summed` everywhere: in JSON, in tables and in the
-/// command line's flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// How the instances of a region combine in a result. Its names (`per-instance`, `per-thread`,
+/// `summed`) are the command line's, its tables' and its JSON's: [`Aggregation::name`] is the
+/// one place they are spelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Aggregation {
     /// Each instance replaces the last.
     PerInstance,
@@ -278,17 +280,28 @@ pub enum Aggregation {
     Summed,
 }
 
-impl std::fmt::Display for Aggregation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+/// A name that is no [`Aggregation`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not an aggregation; use per-instance, per-thread or summed")]
+pub struct UnknownAggregation(pub String);
+
+impl Aggregation {
+    /// Every aggregation, in the order help texts list them.
+    pub const ALL: [Aggregation; 3] = [
+        Aggregation::PerInstance,
+        Aggregation::PerThread,
+        Aggregation::Summed,
+    ];
+
+    /// Its name: `per-instance`, `per-thread` or `summed`.
+    pub fn name(self) -> &'static str {
+        match self {
             Aggregation::PerInstance => "per-instance",
             Aggregation::PerThread => "per-thread",
             Aggregation::Summed => "summed",
-        })
+        }
     }
-}
 
-impl Aggregation {
     fn to_mri(self) -> v1::Aggregation {
         match self {
             Aggregation::PerInstance => v1::Aggregation::PerInstance,
@@ -303,6 +316,28 @@ impl Aggregation {
             v1::Aggregation::PerThread => Aggregation::PerThread,
             v1::Aggregation::Summed | v1::Aggregation::Unspecified => Aggregation::Summed,
         }
+    }
+}
+
+impl std::fmt::Display for Aggregation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Aggregation {
+    type Err = UnknownAggregation;
+    fn from_str(s: &str) -> Result<Self, UnknownAggregation> {
+        Aggregation::ALL
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| UnknownAggregation(s.to_owned()))
+    }
+}
+
+impl Serialize for Aggregation {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -601,21 +636,81 @@ pub struct Bucket {
     pub count: u64,
 }
 
-/// The latest result of a request.
+fn buckets(list: Vec<v1::Bucket>) -> Result<Vec<Bucket>, ClientError> {
+    list.into_iter()
+        .map(|b| {
+            Ok(Bucket {
+                range: range(b.range, "a bucket's range")?,
+                count: b.count,
+            })
+        })
+        .collect()
+}
+
+/// The counts of one thread in a per-thread request's result, or of the threads that did not
+/// get a row of their own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadResult {
+    /// The thread's OS id; `None` for the row that sums the threads past the target's room for
+    /// rows (always the last).
+    pub thread_id: Option<u32>,
+    /// Threads the row covers: 1, or how many the row of other threads sums.
+    pub threads: u32,
+    /// Region instances the thread(s) ran.
+    pub instances: u64,
+    /// Occurrences of the event on the thread(s).
+    pub total: u64,
+    /// Histogram buckets on the thread(s), lowest addresses first.
+    pub buckets: Vec<Bucket>,
+}
+
+impl ThreadResult {
+    /// Who the row is, in words: `thread 4242`, or `3 other threads`.
+    pub fn label(&self) -> String {
+        match self.thread_id {
+            Some(tid) => format!("thread {tid}"),
+            None => format!(
+                "{} other thread{}",
+                self.threads,
+                if self.threads == 1 { "" } else { "s" }
+            ),
+        }
+    }
+}
+
+impl TryFrom<v1::ThreadResult> for ThreadResult {
+    type Error = ClientError;
+    fn try_from(t: v1::ThreadResult) -> Result<Self, ClientError> {
+        Ok(ThreadResult {
+            thread_id: (!t.other_threads).then_some(t.thread_id),
+            threads: t.threads,
+            instances: t.instances,
+            total: t.total,
+            buckets: buckets(t.buckets)?,
+        })
+    }
+}
+
+/// The latest result of a request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RequestResult {
     /// The request.
     pub request: RequestInfo,
     /// False until the target wrote a result.
     pub available: bool,
-    /// Region instances covered.
+    /// Region instances covered (over every thread).
     pub instances: u64,
-    /// Occurrences in the whole range (the buckets' sum for a histogram).
+    /// Occurrences in the whole range (the buckets' sum for a histogram; over every thread).
     pub total: u64,
-    /// Histogram buckets, lowest addresses first.
+    /// Histogram buckets, lowest addresses first (over every thread).
     pub buckets: Vec<Bucket>,
-    /// The analysis report as JSON, for an analysis request.
-    pub analysis_json: Option<String>,
+    /// For a per-thread request, one row per thread, in the order they first ended an instance.
+    pub threads: Vec<ThreadResult>,
+    /// For an analysis request, the report of the region's latest instance.
+    pub analysis: Option<AnalysisReport>,
+    /// For an analysis request without a report, why (it did not fit the target's result
+    /// block, or the analyses could not run).
+    pub analysis_missing: Option<String>,
 }
 
 impl TryFrom<v1::RequestResult> for RequestResult {
@@ -629,19 +724,138 @@ impl TryFrom<v1::RequestResult> for RequestResult {
             available: r.available,
             instances: r.instances,
             total: r.total,
-            buckets: r
-                .buckets
+            buckets: buckets(r.buckets)?,
+            threads: r
+                .threads
                 .into_iter()
-                .map(|b| {
-                    Ok(Bucket {
-                        range: range(b.range, "a bucket's range")?,
-                        count: b.count,
-                    })
-                })
-                .collect::<Result<_, ClientError>>()?,
-            analysis_json: Some(r.analysis_json).filter(|j| !j.is_empty()),
+                .map(ThreadResult::try_from)
+                .collect::<Result<_, _>>()?,
+            analysis: r.analysis.map(analysis_report).transpose()?,
+            analysis_missing: Some(r.analysis_missing).filter(|m| !m.is_empty()),
         })
     }
+}
+
+fn malformed(what: &str) -> ClientError {
+    ClientError::Protocol(format!("the daemon's analysis report is malformed: {what}"))
+}
+
+/// `counts / per` where `per` is nonzero: the ratios the report's counts give.
+fn ratio(counts: u64, per: f64) -> Option<f64> {
+    (per > 0.0).then(|| counts as f64 / per)
+}
+
+fn reuse_report(r: v1::ReuseReport, line_size: u32) -> Result<ReuseReport, ClientError> {
+    let n = r.bucket_residencies.len();
+    if r.bucket_accesses.len() != n || r.bucket_bytes_used.len() != n {
+        return Err(malformed("reuse buckets of different lengths"));
+    }
+    let line = f64::from(line_size);
+    let buckets = ReuseBuckets {
+        temporal_reuse: (0..n)
+            .map(|i| ratio(r.bucket_accesses[i], r.bucket_residencies[i] as f64))
+            .collect(),
+        spatial_use: (0..n)
+            .map(|i| {
+                ratio(
+                    r.bucket_bytes_used[i],
+                    r.bucket_residencies[i] as f64 * line,
+                )
+            })
+            .collect(),
+        residencies: r.bucket_residencies,
+        accesses: r.bucket_accesses,
+        bytes_used: r.bucket_bytes_used,
+    };
+    let some = r.residencies > 0;
+    Ok(ReuseReport {
+        residencies: r.residencies,
+        accesses: r.accesses,
+        bytes_used: r.bytes_used,
+        temporal_reuse: some.then_some(r.temporal_reuse),
+        spatial_use: some.then_some(r.spatial_use),
+        buckets,
+    })
+}
+
+fn miss_class_counts(c: v1::MissClassCounts) -> MissClassCounts {
+    MissClassCounts {
+        compulsory: c.compulsory,
+        capacity: c.capacity,
+        conflict: c.conflict,
+    }
+}
+
+fn miss_class_report(m: v1::MissClassReport) -> Result<MissClassReport, ClientError> {
+    let n = m.bucket_compulsory.len();
+    if m.bucket_capacity.len() != n || m.bucket_conflict.len() != n {
+        return Err(malformed("miss-class buckets of different lengths"));
+    }
+    Ok(MissClassReport {
+        total: miss_class_counts(m.total.unwrap_or_default()),
+        buckets: MissClassBuckets {
+            compulsory: m.bucket_compulsory,
+            capacity: m.bucket_capacity,
+            conflict: m.bucket_conflict,
+        },
+    })
+}
+
+fn distance_histogram(d: v1::DistanceHistogram) -> DistanceHistogram {
+    DistanceHistogram {
+        accesses: d.accesses,
+        cold: d.cold,
+        log2: d.log2,
+        fine: d.fine,
+    }
+}
+
+fn evictor_matrix(e: v1::EvictorMatrix) -> Result<EvictorMatrix, ClientError> {
+    let n = e.names.len();
+    if e.rows.len() != n || e.rows.iter().any(|r| r.victims.len() != n) {
+        return Err(malformed(
+            "the evictor matrix is not one row and column per range",
+        ));
+    }
+    Ok(EvictorMatrix {
+        names: e.names,
+        counts: e.rows.into_iter().map(|r| r.victims).collect(),
+    })
+}
+
+fn analysis_report(a: v1::AnalysisReport) -> Result<AnalysisReport, ClientError> {
+    let line_size = a.line_size;
+    let ranges = a
+        .ranges
+        .into_iter()
+        .map(|r| {
+            let range = range(r.range, "an analysed range's bytes")?;
+            Ok(RangeAnalysis {
+                name: r.name,
+                start: range.start,
+                end: range.end,
+                bucket_bytes: r.bucket_bytes,
+                reuse: r.reuse.map(|x| reuse_report(x, line_size)).transpose()?,
+                miss_classes: r.miss_classes.map(miss_class_report).transpose()?,
+                reuse_distance: r.reuse_distance.map(distance_histogram),
+            })
+        })
+        .collect::<Result<_, ClientError>>()?;
+    let miss_classes = a.miss_classes.map(miss_class_counts);
+    let reuse_distance = a.reuse_distance.map(distance_histogram);
+    // A shadow cache runs for the miss classes and the reuse distances, and only then.
+    let shadow = miss_classes.is_some() || reuse_distance.is_some();
+    Ok(AnalysisReport {
+        level: a.level as usize,
+        level_name: a.level_name,
+        line_size,
+        lines: a.lines,
+        ranges,
+        miss_classes,
+        evictors: a.evictors.map(evictor_matrix).transpose()?,
+        reuse_distance,
+        distinct_lines: shadow.then_some(a.distinct_lines),
+    })
 }
 
 /// A halt.
@@ -745,7 +959,7 @@ impl StepTo {
 }
 
 /// Something that happened to a target, from [`crate::Client::watch`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// The target as it is when the watch began or when it appeared.

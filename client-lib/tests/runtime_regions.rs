@@ -139,8 +139,13 @@ fn a_tool_steps_the_program_and_reads_a_histogram_through_the_segment() {
     let h = tool
         .read_result(histogram)
         .unwrap()
-        .expect("histogram result");
-    let t = tool.read_result(total).unwrap().expect("static result");
+        .expect("histogram result")
+        .sum();
+    let t = tool
+        .read_result(total)
+        .unwrap()
+        .expect("static result")
+        .sum();
     assert_eq!(
         h.buckets.len(),
         25,

@@ -46,7 +46,7 @@ fn an_event_at_a_level_the_target_lacks_is_rejected_once() {
     assert_eq!(tool.request_state(l3).unwrap(), Some(SlotState::Rejected));
     assert_eq!(tool.request_state(l1).unwrap(), Some(SlotState::Active));
     assert!(
-        tool.read_result(l1).unwrap().is_some_and(|r| r.total > 0),
+        tool.read_result(l1).unwrap().is_some_and(|r| r.total() > 0),
         "the servable request beside it is served"
     );
     assert!(tool.read_result(l3).unwrap().is_none());
@@ -123,10 +123,10 @@ fn a_request_on_a_parallel_loop_counts_every_thread() {
     );
     // N = 1000000 elements of b, each read once, by one thread or the other.
     let n = 1_000_000;
-    let count = tool.read_result(count).unwrap().unwrap();
+    let count = tool.read_result(count).unwrap().unwrap().sum();
     assert_eq!(count.instances, 2, "one instance per thread");
     assert_eq!(count.total, n);
-    let histogram = tool.read_result(histogram).unwrap().unwrap();
+    let histogram = tool.read_result(histogram).unwrap().unwrap().sum();
     assert_eq!(histogram.total, n);
     // A static schedule: each thread reads its half, so every quarter is there.
     assert_eq!(histogram.buckets.len(), 4);

@@ -1,12 +1,17 @@
 //! Conversion between the monitor's types and MRI messages (the only place it happens): the cache
-//! description, regions, data structures, states, halts, request options and histogram buckets.
+//! description, regions, data structures, states, halts, request options, histogram buckets,
+//! per-thread rows and analysis reports.
 
+use epcache_monitor::analysis::{
+    AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassCounts, MissClassReport,
+    RangeAnalysis, ReuseReport,
+};
 use epcache_monitor::cache::{HierarchySpec, LevelSpec, Replacement, WritePolicy};
 use epcache_monitor::monitor::Event;
 use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, DataStructureInfo, DataStructureKind, RegionInfo, RegionKind,
-    TargetState, analysis_bits,
+    RequestSpec, ResultRow, RowThreads, TargetState, analysis_bits,
 };
 use epcache_proto::v1;
 
@@ -184,6 +189,134 @@ pub fn buckets(range: AddressRange, bucket_bytes: u64, counts: &[u64]) -> Vec<v1
             Some(bucket)
         })
         .collect()
+}
+
+/// How the MRI describes a request: its region, data structure (when it names one), the bytes
+/// it counts, and a histogram's `buckets` of `bucket_bytes` (0 and 0 for a static count). The
+/// id and owner are the caller's.
+pub fn request_info(
+    pid: u32,
+    spec: &RequestSpec,
+    region: &RegionInfo,
+    data: Option<&DataStructureInfo>,
+    counted: AddressRange,
+    (buckets, bucket_bytes): (u32, u64),
+) -> v1::RequestInfo {
+    v1::RequestInfo {
+        id: 0,
+        pid,
+        region: Some(self::region(region)),
+        data_structure: data.map(data_structure),
+        range: Some(range(counted)),
+        event: spec.event.to_string(),
+        buckets,
+        bucket_bytes,
+        aggregation: aggregation_to_mri(spec.aggregation) as i32,
+        analyses: analyses_from_bits(spec.analyses),
+        owner: String::new(),
+    }
+}
+
+/// A per-thread row of a result, with its buckets' bytes as [`buckets`] gives them.
+pub fn thread_result(
+    row: &ResultRow,
+    counted: AddressRange,
+    bucket_bytes: u64,
+) -> v1::ThreadResult {
+    let (thread_id, other_threads) = match row.threads {
+        RowThreads::Thread(tid) => (tid, false),
+        RowThreads::Others(_) => (0, true),
+        RowThreads::All => (0, false),
+    };
+    v1::ThreadResult {
+        thread_id,
+        other_threads,
+        threads: row.threads.threads(),
+        instances: row.instances,
+        total: row.total,
+        buckets: buckets(counted, bucket_bytes, &row.buckets),
+    }
+}
+
+fn miss_class_counts(c: &MissClassCounts) -> v1::MissClassCounts {
+    v1::MissClassCounts {
+        compulsory: c.compulsory,
+        capacity: c.capacity,
+        conflict: c.conflict,
+    }
+}
+
+fn miss_class_report(m: &MissClassReport) -> v1::MissClassReport {
+    v1::MissClassReport {
+        total: Some(miss_class_counts(&m.total)),
+        bucket_compulsory: m.buckets.compulsory.clone(),
+        bucket_capacity: m.buckets.capacity.clone(),
+        bucket_conflict: m.buckets.conflict.clone(),
+    }
+}
+
+fn reuse_report(r: &ReuseReport) -> v1::ReuseReport {
+    v1::ReuseReport {
+        residencies: r.residencies,
+        accesses: r.accesses,
+        bytes_used: r.bytes_used,
+        temporal_reuse: r.temporal_reuse.unwrap_or(0.0),
+        spatial_use: r.spatial_use.unwrap_or(0.0),
+        bucket_residencies: r.buckets.residencies.clone(),
+        bucket_accesses: r.buckets.accesses.clone(),
+        bucket_bytes_used: r.buckets.bytes_used.clone(),
+    }
+}
+
+fn distance_histogram(d: &DistanceHistogram) -> v1::DistanceHistogram {
+    v1::DistanceHistogram {
+        accesses: d.accesses,
+        cold: d.cold,
+        log2: d.log2.clone(),
+        fine: d.fine.clone(),
+    }
+}
+
+fn evictor_matrix(e: &EvictorMatrix) -> v1::EvictorMatrix {
+    v1::EvictorMatrix {
+        names: e.names.clone(),
+        rows: e
+            .counts
+            .iter()
+            .map(|row| v1::EvictorRow {
+                victims: row.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn range_analysis(r: &RangeAnalysis) -> v1::RangeAnalysis {
+    v1::RangeAnalysis {
+        name: r.name.clone(),
+        range: Some(v1::AddressRange {
+            start: r.start,
+            end: r.end,
+        }),
+        bucket_bytes: r.bucket_bytes,
+        reuse: r.reuse.as_ref().map(reuse_report),
+        miss_classes: r.miss_classes.as_ref().map(miss_class_report),
+        reuse_distance: r.reuse_distance.as_ref().map(distance_histogram),
+    }
+}
+
+/// An analysis report as the MRI carries it.
+pub fn analysis_report(a: &AnalysisReport) -> v1::AnalysisReport {
+    v1::AnalysisReport {
+        level: a.level as u32,
+        level_name: a.level_name.clone(),
+        line_size: a.line_size,
+        lines: a.lines,
+        ranges: a.ranges.iter().map(range_analysis).collect(),
+        miss_classes: a.miss_classes.as_ref().map(miss_class_counts),
+        evictors: a.evictors.as_ref().map(evictor_matrix),
+        reuse_distance: a.reuse_distance.as_ref().map(distance_histogram),
+        distinct_lines: a.distinct_lines.unwrap_or(0),
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,13 @@
 //! its exit. The end of a target (normal exit, or death noticed from /proc) is broadcast once and
 //! ends the watcher; the attachment stays for [`crate::Config::exited_retention`] so the last
 //! results can be read, then the target is forgotten and the segment detached.
+//!
+//! Requests placed by a tool process that died (a daemon killed or crashed) would keep their
+//! slots for the target's life. When the daemon attaches to a target, and every
+//! [`RECLAIM_EVERY`] slices after, it takes those slots back (`TargetHandle::reclaim_abandoned`:
+//! only slots whose owner, by pid and start time, is gone) and adopts the requests into its
+//! registry, owned by `epcached pid N (gone)`, with the last result each had: final, listed and
+//! readable like its own, never cancelled in the segment again (their slots are free).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -18,10 +25,13 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use epcache_monitor::analysis::AnalysisReport;
+use epcache_monitor::cache::HierarchySpec;
 use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::shm::discovery::{self, TargetRecord};
-use epcache_monitor::shm::layout::{self, Boundary, RegionIndex, RequestResult, TargetState};
-use epcache_monitor::shm::tool::{RequestHandle, TargetHandle, ToolError};
+use epcache_monitor::shm::layout::{
+    Aggregation, Boundary, Mode, RegionIndex, RequestResult, RequestTarget, ResultText, TargetState,
+};
+use epcache_monitor::shm::tool::{Abandoned, RequestHandle, TargetHandle, ToolError};
 use epcache_proto::v1;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
@@ -34,6 +44,12 @@ pub(crate) const WATCH_SLICE: Duration = Duration::from_millis(100);
 
 /// Events kept for slow watch streams before they must resynchronise.
 const EVENT_BACKLOG: usize = 4096;
+
+/// Watch slices between two looks for requests whose tool died (about a second).
+pub(crate) const RECLAIM_EVERY: u32 = 10;
+
+/// Longest explanation of a missing analysis report passed on to tools.
+const MAX_NOTE_BYTES: usize = 4096;
 
 /// How a target ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,13 +86,56 @@ impl Status {
     }
 }
 
-/// A request placed through this daemon.
+/// Where a request's results come from.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// Placed through this daemon: read from its slot.
+    Placed,
+    /// Adopted from a tool process that died: the last result it had (none when the target had
+    /// written none), final, since its slot was freed.
+    Adopted(Option<Arc<RequestResult>>),
+}
+
+/// A request placed through this daemon, or adopted from a tool that died.
 #[derive(Debug, Clone)]
 pub(crate) struct Placed {
     /// How the MRI describes it.
     pub(crate) info: v1::RequestInfo,
     /// Its slot and generation.
     pub(crate) handle: RequestHandle,
+    /// Where its results come from.
+    pub(crate) origin: Origin,
+}
+
+impl Placed {
+    /// A request this daemon placed in `handle`'s slot.
+    pub(crate) fn new(info: v1::RequestInfo, handle: RequestHandle) -> Placed {
+        Placed {
+            info,
+            handle,
+            origin: Origin::Placed,
+        }
+    }
+
+    /// Withdraws it from the target, when its slot is still its own (an adopted request's is
+    /// not); a request the target already dropped is gone either way.
+    pub(crate) fn cancel(&self, handle: &TargetHandle) -> Result<(), ToolError> {
+        match self.origin {
+            Origin::Placed => match handle.cancel(self.handle) {
+                Ok(()) | Err(ToolError::StaleRequest { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Origin::Adopted(_) => Ok(()),
+        }
+    }
+
+    /// Its latest result: from the segment, or the one it was adopted with.
+    pub(crate) fn read(&self, handle: &TargetHandle) -> Result<Option<RequestResult>, ToolError> {
+        match &self.origin {
+            Origin::Placed => handle.read_result(self.handle),
+            Origin::Adopted(result) => Ok(result.as_deref().cloned()),
+        }
+    }
 }
 
 /// One attached target.
@@ -189,12 +248,76 @@ impl TargetEntry {
 
     /// The latest result of `placed`, read from the segment and checked.
     pub(crate) fn result(&self, placed: &Placed) -> Result<v1::RequestResult, DaemonError> {
-        let raw = self.handle.read_result(placed.handle)?;
+        let raw = placed.read(&self.handle)?;
         Ok(result_message(placed, raw.as_ref()))
+    }
+
+    /// The MRI description of a request a dead tool left, as far as the target's tables still
+    /// tell it; `None` when its region is gone from them (a corrupt slot).
+    fn adopted_info(&self, abandoned: &Abandoned) -> Option<v1::RequestInfo> {
+        let spec = abandoned.spec?;
+        let region = self
+            .handle
+            .regions()
+            .ok()?
+            .into_iter()
+            .nth(spec.region.0 as usize)?;
+        let (data, counted) = match spec.target {
+            RequestTarget::Range(r) => (None, r),
+            RequestTarget::DataStructure(d) => {
+                let ds = self
+                    .handle
+                    .data_structures()
+                    .ok()?
+                    .into_iter()
+                    .nth(d.0 as usize)?;
+                let range = ds.range;
+                (Some(ds), range)
+            }
+        };
+        let histogram = match spec.mode {
+            Mode::Static => (0, 0),
+            Mode::Histogram {
+                buckets,
+                bucket_bytes: 0,
+            } => {
+                // As the runtime cuts it: whole L1 lines.
+                let line = self
+                    .handle
+                    .model()
+                    .ok()
+                    .flatten()
+                    .and_then(|(text, _)| text.parse::<HierarchySpec>().ok())
+                    .and_then(|h| h.data.first().map(|l| u64::from(l.geometry.line_size)))
+                    .unwrap_or(1);
+                let width = counted
+                    .len()
+                    .div_ceil(u64::from(buckets.max(1)))
+                    .div_ceil(line)
+                    .max(1)
+                    .saturating_mul(line);
+                (counted.len().div_ceil(width) as u32, width)
+            }
+            Mode::Histogram { bucket_bytes, .. } => {
+                (counted.len().div_ceil(bucket_bytes) as u32, bucket_bytes)
+            }
+        };
+        let mut info = model::request_info(
+            self.pid(),
+            &spec,
+            &region,
+            data.as_ref(),
+            counted,
+            histogram,
+        );
+        info.owner = format!("epcached pid {} (gone)", abandoned.owner.pid);
+        Some(info)
     }
 }
 
-/// The MRI form of a request's result: buckets with their bytes, or the analysis report.
+/// The MRI form of a request's result: the counts (summed over threads), the buckets with their
+/// bytes, one row per thread for a per-thread request, and the analysis report, parsed and
+/// checked before it is passed on.
 pub(crate) fn result_message(placed: &Placed, raw: Option<&RequestResult>) -> v1::RequestResult {
     let info = &placed.info;
     let mut out = v1::RequestResult {
@@ -205,30 +328,40 @@ pub(crate) fn result_message(placed: &Placed, raw: Option<&RequestResult>) -> v1
         return out;
     };
     out.available = true;
-    out.instances = r.instances;
-    if !info.analyses.is_empty() {
-        // Never trusted: the text must unpack and parse as a report before it is passed on.
-        match layout::unpack_text(&r.buckets, r.total)
-            .map_err(|e| e.to_string())
-            .and_then(|text| {
-                serde_json::from_str::<AnalysisReport>(&text).map_err(|e| e.to_string())
-            })
-            .and_then(|report| serde_json::to_string(&report).map_err(|e| e.to_string()))
-        {
-            Ok(json) => out.analysis_json = json,
+    let counted = info.range.map_or(AddressRange::new(0, 0), |r| {
+        AddressRange::new(r.start, r.end.saturating_sub(r.start))
+    });
+    let sum = r.sum();
+    out.instances = sum.instances;
+    out.total = sum.total;
+    if info.buckets > 0 {
+        out.buckets = model::buckets(counted, info.bucket_bytes, &sum.buckets);
+    }
+    if model::aggregation(info.aggregation()) == Aggregation::PerThread {
+        out.threads = r
+            .rows
+            .iter()
+            .map(|row| model::thread_result(row, counted, info.bucket_bytes))
+            .collect();
+    }
+    match &r.text {
+        ResultText::None => {}
+        // Never trusted: the text must parse as a report before it is passed on.
+        ResultText::Report(json) => match serde_json::from_str::<AnalysisReport>(json) {
+            Ok(report) => out.analysis = Some(model::analysis_report(&report)),
             Err(e) => {
                 tracing::warn!(pid = info.pid, request = info.id, error = %e, "target wrote an unreadable analysis report");
-                out.available = false;
+                out.analysis_missing =
+                    format!("the target wrote an unreadable analysis report: {e}");
             }
+        },
+        ResultText::Missing(why) => {
+            let mut end = why.len().min(MAX_NOTE_BYTES);
+            while !why.is_char_boundary(end) {
+                end -= 1;
+            }
+            out.analysis_missing = why[..end].to_owned();
         }
-        return out;
-    }
-    out.total = r.total;
-    if info.buckets > 0 {
-        let range = info.range.map_or(AddressRange::new(0, 0), |r| {
-            AddressRange::new(r.start, r.end.saturating_sub(r.start))
-        });
-        out.buckets = model::buckets(range, info.bucket_bytes, &r.buckets);
     }
     out
 }
@@ -377,16 +510,56 @@ impl Registry {
             stop: AtomicBool::new(false),
         });
         tracing::info!(pid = entry.pid(), program = %entry.record.program, shm_id = entry.record.shm_id, "attached to target");
+        self.adopt_abandoned(&entry);
         self.targets.insert(entry.pid(), entry.clone());
         let _ = self.events.send(v1::Event {
             pid: entry.pid(),
             kind: Some(v1::event::Kind::Target(entry.describe())),
         });
-        let events = self.events.clone();
-        let watcher = tokio::task::spawn_blocking(move || watch_target(&entry, &events));
+        let registry = self.clone();
+        let watcher = tokio::task::spawn_blocking(move || watch_target(&registry, &entry));
         let mut watchers = lock(&self.watchers);
         watchers.retain(|w| !w.is_finished());
         watchers.push(watcher);
+    }
+
+    /// Takes back the slots of requests whose tool process died and adopts the requests, with
+    /// their last results, as final ones owned by `epcached pid N (gone)`.
+    fn adopt_abandoned(&self, entry: &TargetEntry) {
+        let abandoned = match entry.handle.reclaim_abandoned() {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!(pid = entry.pid(), error = %e, "cannot look for abandoned requests");
+                return;
+            }
+        };
+        if abandoned.is_empty() {
+            return;
+        }
+        let mut owners: Vec<u32> = abandoned.iter().map(|a| a.owner.pid).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        let mut adopted = 0;
+        for a in &abandoned {
+            let Some(mut info) = entry.adopted_info(a) else {
+                continue;
+            };
+            info.id = self.request_id();
+            let placed = Placed {
+                info,
+                handle: a.handle,
+                origin: Origin::Adopted(a.result.clone().map(Arc::new)),
+            };
+            lock(&entry.requests).insert(placed.info.id, placed);
+            adopted += 1;
+        }
+        tracing::info!(
+            pid = entry.pid(),
+            freed = abandoned.len(),
+            adopted,
+            owners = ?owners,
+            "took back the request slots of tools that died; their results stay readable here"
+        );
     }
 
     /// Stops every watcher within one slice, without letting targets go (a dropped daemon).
@@ -408,7 +581,7 @@ impl Registry {
                     .into_values()
                     .collect();
                 for p in &placed {
-                    let _ = entry.handle.cancel(p.handle);
+                    let _ = p.cancel(&entry.handle);
                 }
                 let _ = entry.handle.set_halting_point(None);
                 let released = entry.handle.release().is_ok();
@@ -436,7 +609,7 @@ fn publish_results(entry: &TargetEntry, seen: &mut Seen, events: &broadcast::Sen
     let placed: Vec<Placed> = lock(&entry.requests).values().cloned().collect();
     seen.retain(|id, _| placed.iter().any(|p| p.info.id == *id));
     for p in placed {
-        let raw = match entry.handle.read_result(p.handle) {
+        let raw = match p.read(&entry.handle) {
             Ok(Some(r)) => r,
             Ok(None) => continue,
             Err(e) => {
@@ -478,12 +651,18 @@ fn notice_running(entry: &TargetEntry) {
     }
 }
 
-fn watch_target(entry: &TargetEntry, events: &broadcast::Sender<v1::Event>) {
+fn watch_target(registry: &Registry, entry: &TargetEntry) {
+    let events = &registry.events;
     let mut seen = Seen::new();
     let mut after = entry.status().generation;
+    let mut slices = 0u32;
     loop {
         if entry.stop.load(Ordering::Acquire) {
             return;
+        }
+        slices = slices.wrapping_add(1);
+        if slices % RECLAIM_EVERY == 0 {
+            registry.adopt_abandoned(entry);
         }
         let outcome = entry.handle.wait_for_halt(after, WATCH_SLICE);
         publish_results(entry, &mut seen, events);

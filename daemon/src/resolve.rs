@@ -340,20 +340,15 @@ pub(crate) fn request(
         analyses,
     };
     Ok(Resolved {
-        spec,
-        info: v1::RequestInfo {
-            id: 0,
+        info: model::request_info(
             pid,
-            region: Some(model::region(region)),
-            data_structure: data.as_ref().map(model::data_structure),
-            range: Some(model::range(range)),
-            event: event.to_string(),
-            buckets,
-            bucket_bytes,
-            aggregation: model::aggregation_to_mri(aggregation) as i32,
-            analyses: model::analyses_from_bits(analyses),
-            owner: String::new(),
-        },
+            &spec,
+            region,
+            data.as_ref(),
+            range,
+            (buckets, bucket_bytes),
+        ),
+        spec,
     })
 }
 

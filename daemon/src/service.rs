@@ -198,11 +198,11 @@ impl Mri for MriService {
                     let mut info = r.info;
                     info.id = self.registry.request_id();
                     info.owner = tool.clone();
-                    placed.push(Placed { info, handle });
+                    placed.push(Placed::new(info, handle));
                 }
                 Err(e) => {
                     for p in &placed {
-                        let _ = entry.handle.cancel(p.handle);
+                        let _ = p.cancel(&entry.handle);
                     }
                     return Err(DaemonError::InRequest {
                         index,
@@ -251,12 +251,10 @@ impl Mri for MriService {
             call.ids.clone()
         };
         for id in &ids {
-            if let Some(p) = requests.remove(id) {
-                // Stale means the target already dropped it (rejected, or it ended): gone either way.
-                match entry.handle.cancel(p.handle) {
-                    Ok(()) | Err(ToolError::StaleRequest { .. }) => {}
-                    Err(e) => tracing::debug!(pid = call.pid, request = id, error = %e, "cancel"),
-                }
+            if let Some(p) = requests.remove(id)
+                && let Err(e) = p.cancel(&entry.handle)
+            {
+                tracing::debug!(pid = call.pid, request = id, error = %e, "cancel");
             }
         }
         Ok(Response::new(v1::CancelRequestsResponse { cancelled: ids }))
@@ -512,7 +510,7 @@ impl Mri for MriService {
         let live = entry.status().end.is_none();
         if live {
             for p in &mine {
-                let _ = entry.handle.cancel(p.handle);
+                let _ = p.cancel(&entry.handle);
             }
         }
         let owned = {

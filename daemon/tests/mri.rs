@@ -935,8 +935,7 @@ async fn an_analysis_request_returns_its_report() {
         .results
         .remove(0);
     assert!(r.available, "{r:?}");
-    let report: epcache_monitor::analysis::AnalysisReport =
-        serde_json::from_str(&r.analysis_json).unwrap();
+    let report = r.analysis.expect("a typed analysis report");
     assert_eq!(report.level_name, "D1");
     let classes = report.miss_classes.expect("miss classes were asked for");
     // The classes split the level's misses since the analyses started at the kernel's entry:
@@ -947,6 +946,92 @@ async fn an_analysis_request_returns_its_report() {
     );
     assert_eq!(classes.compulsory, A_LINES);
     assert_eq!(report.ranges.len(), 1);
+    tool.detach(v1::DetachRequest { pid: target.pid })
+        .await
+        .unwrap();
+    assert!(target.wait_for_exit(Duration::from_secs(10)).success());
+    daemon.shutdown().await;
+}
+
+/// A histogram with analyses keeps its histogram: the buckets sum to its total and to the
+/// static count of the same range and event, and the report comes beside them, typed. (Before,
+/// the report was packed as text into the bucket words: 0 buckets, total 0, and the report a
+/// JSON string inside the message.) A per-thread request of the one-thread program gives one
+/// row, with the thread's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_histogram_with_analyses_returns_its_buckets_and_a_typed_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let mut target = spawn_target(dir.path(), &[WAIT, ("EPCACHE_SYNTH_ITERATIONS", "1")]);
+    let mut tool = connect(&daemon, "analyst").await;
+    wait_listed(&mut tool, target.pid).await;
+    let mut histogram = histogram_request("kernel", "A", "PAPI_L1_LDM", 25);
+    histogram.analyses = vec![
+        v1::Analysis::Reuse as i32,
+        v1::Analysis::Evictors as i32,
+        v1::Analysis::MissClasses as i32,
+        v1::Analysis::ReuseDistance as i32,
+    ];
+    let mut per_thread = static_request("kernel", "A", "PAPI_L1_LDM");
+    per_thread.aggregation = v1::Aggregation::PerThread as i32;
+    let ids: Vec<u64> = tool
+        .add_requests(v1::AddRequestsRequest {
+            pid: target.pid,
+            requests: vec![
+                histogram,
+                static_request("kernel", "A", "PAPI_L1_LDM"),
+                per_thread,
+            ],
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .requests
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    step_to_exit(&mut tool, target.pid, "kernel").await;
+    let results = tool
+        .read_results(v1::ReadResultsRequest {
+            pid: target.pid,
+            ids: ids.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .results;
+    let (h, s, t) = (&results[0], &results[1], &results[2]);
+    assert!(h.available && s.available && t.available, "{results:?}");
+    assert_eq!(s.total, A_LINES);
+    assert_eq!(h.buckets.len(), 25, "{h:?}");
+    assert_eq!(h.buckets.iter().map(|b| b.count).sum::<u64>(), h.total);
+    assert_eq!(h.total, s.total);
+    assert!(h.buckets.iter().all(|b| b.count == A_LINES / 25));
+    assert!(h.analysis_missing.is_empty(), "{}", h.analysis_missing);
+
+    let report = h.analysis.as_ref().expect("a typed analysis report");
+    assert_eq!((report.level_name.as_str(), report.line_size), ("D1", 32));
+    let data = &report.ranges[0];
+    // Every line of A is filled once in the kernel and each of its 4-byte elements read once.
+    let reuse = data.reuse.as_ref().expect("reuse was asked for");
+    assert_eq!((reuse.residencies, reuse.accesses), (A_LINES, A_ELEMENTS));
+    assert_eq!((reuse.temporal_reuse, reuse.spatial_use), (8.0, 1.0));
+    assert_eq!(reuse.bucket_residencies.len(), A_LINES as usize);
+    let classes = report.miss_classes.expect("miss classes were asked for");
+    assert_eq!(classes.compulsory, A_LINES);
+    let distances = report.reuse_distance.as_ref().expect("reuse distance");
+    assert_eq!((distances.accesses, distances.cold), (A_ELEMENTS, A_LINES));
+    let evictors = report.evictors.as_ref().expect("evictors");
+    assert_eq!(evictors.names, ["data", "(other)"]);
+    assert_eq!(evictors.rows.len(), 2);
+    assert_eq!(report.distinct_lines, A_LINES);
+
+    assert!(s.threads.is_empty(), "a summed request has no thread rows");
+    assert_eq!(t.threads.len(), 1, "{t:?}");
+    let row = &t.threads[0];
+    assert!(row.thread_id != 0 && !row.other_threads, "{row:?}");
+    assert_eq!((row.threads, row.instances), (1, 1));
+    assert_eq!((row.total, t.total), (A_LINES, A_LINES));
     tool.detach(v1::DetachRequest { pid: target.pid })
         .await
         .unwrap();

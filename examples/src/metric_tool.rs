@@ -10,7 +10,6 @@ use epcache_client::{
     Analysis, ClientError, DataRef, DataStructure, Launch, LocalError, LocalTarget, Region,
     RegionKind, RegionRef, Request, RequestInfo, RequestResult,
 };
-use epcache_monitor::analysis::AnalysisReport;
 
 use crate::metric_table::{Counts, RegionTable};
 
@@ -254,9 +253,17 @@ async fn table(
         .analyses
         .and_then(|id| results.iter().find(|r| r.request.id == id))
         .filter(|r| r.available);
-    let analyses = match carrier.and_then(|r| r.analysis_json.as_deref()) {
+    let analyses = match carrier {
         None => None,
-        Some(text) => Some(parse_analyses(&region.name, text)?),
+        Some(r) => Some(r.analysis.clone().ok_or_else(|| {
+            MetricError::Analysis {
+                region: region.name.clone(),
+                message: r
+                    .analysis_missing
+                    .clone()
+                    .unwrap_or_else(|| "the target wrote counts but no report".into()),
+            }
+        })?),
     };
     let file = region.file.rsplit('/').next().unwrap_or(&region.file);
     Ok(RegionTable::assemble(
@@ -272,18 +279,4 @@ async fn table(
         analyses.as_ref(),
         level,
     ))
-}
-
-/// The analysis report, or the target's explanation of why there is none.
-fn parse_analyses(region: &str, text: &str) -> Result<AnalysisReport, MetricError> {
-    let fail = |message: String| MetricError::Analysis {
-        region: region.to_owned(),
-        message,
-    };
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| fail(format!("unreadable report: {e}")))?;
-    if let Some(message) = value.get("error").and_then(|m| m.as_str()) {
-        return Err(fail(message.to_owned()));
-    }
-    serde_json::from_value(value).map_err(|e| fail(format!("unreadable report: {e}")))
 }

@@ -214,8 +214,7 @@ fn a_tool_may_analyse_the_whole_address_space() {
     .unwrap();
     assert!(status.success(), "the target ended with {status}");
     assert!(result.available, "{result:?}");
-    let report: epcache_monitor::analysis::AnalysisReport =
-        serde_json::from_str(result.analysis_json.as_deref().expect("a report")).unwrap();
+    let report = result.analysis.as_ref().expect("a report");
     let classes = report.miss_classes.expect("miss classes were asked for");
     assert_eq!(classes.total(), misses, "{classes:?}");
     assert_eq!(classes.compulsory, misses, "{classes:?}");

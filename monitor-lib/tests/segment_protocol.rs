@@ -77,12 +77,7 @@ fn run_target() {
     assert!(
         mcc.write_result(
             request.slot,
-            &RequestResult {
-                generation: request.generation,
-                instances: now_nanos(),
-                total: 10,
-                buckets: vec![1, 2, 3, 4],
-            },
+            &RequestResult::summed(request.generation, now_nanos(), 10, vec![1, 2, 3, 4]),
         )
         .unwrap()
     );
@@ -183,7 +178,7 @@ fn a_tool_drives_a_target_in_another_process() {
     let woke = now_nanos();
     assert_eq!(halt.state, TargetState::Halted);
     assert_eq!(halt.position, Some((RegionIndex(1), Boundary::Exit)));
-    let result = tool.read_result(request).unwrap().unwrap();
+    let result = tool.read_result(request).unwrap().unwrap().sum();
     assert_eq!(result.buckets, [1, 2, 3, 4]);
     assert_eq!(result.total, 10);
     println!(

@@ -22,7 +22,8 @@ use epcache_monitor::monitor::{CounterArrayConfig, EventSet, HistogramIndex};
 use epcache_monitor::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_monitor::shm::config_table::ConfigEntry;
 use epcache_monitor::shm::layout::{
-    self, Aggregation, Boundary, DataStructureKind, Mode, RegionKind, RequestResult, analysis_bits,
+    Aggregation, Boundary, DataStructureKind, Mode, RegionKind, RequestResult, ResultRow,
+    ResultText, RowThreads, analysis_bits,
 };
 use epcache_monitor::shm::target::{ActiveRequest, Mcc, MccOptions};
 
@@ -152,46 +153,51 @@ impl Program {
 
     fn finish(&mut self, mut m: Measure) {
         let r = m.request;
-        let result = if let Some(a) = &mut m.analyses {
-            a.finish();
-            let text = serde_json::to_string(&a.report()).unwrap();
-            RequestResult {
-                generation: r.generation,
-                instances: 1,
-                total: text.len() as u64,
-                buckets: layout::pack_text(&text),
+        // An analysis request's counts come with the report of this instance.
+        let text = match &mut m.analyses {
+            Some(a) => {
+                a.finish();
+                ResultText::Report(serde_json::to_string(&a.report()).unwrap())
             }
-        } else {
-            let total = m.set.stop().unwrap()[0];
-            let buckets = m
-                .histogram
-                .map(|h| m.set.read_histogram(h).unwrap().buckets)
-                .unwrap_or_default();
-            let sum = self.sums.entry((r.slot, r.generation)).or_default();
-            match r.spec.aggregation {
-                Aggregation::PerInstance => {
-                    *sum = Accumulated {
-                        instances: sum.instances + 1,
-                        total,
-                        buckets,
-                    };
-                }
-                // One thread: per thread is the sum over its instances.
-                Aggregation::Summed | Aggregation::PerThread => {
-                    sum.instances += 1;
-                    sum.total += total;
-                    sum.buckets.resize(buckets.len(), 0);
-                    for (s, b) in sum.buckets.iter_mut().zip(buckets) {
-                        *s += b;
-                    }
+            None => ResultText::None,
+        };
+        let total = m.set.stop().unwrap()[0];
+        let buckets = m
+            .histogram
+            .map(|h| m.set.read_histogram(h).unwrap().buckets)
+            .unwrap_or_default();
+        let sum = self.sums.entry((r.slot, r.generation)).or_default();
+        match r.spec.aggregation {
+            Aggregation::PerInstance => {
+                *sum = Accumulated {
+                    instances: sum.instances + 1,
+                    total,
+                    buckets,
+                };
+            }
+            // One thread: its row sums its instances.
+            Aggregation::Summed | Aggregation::PerThread => {
+                sum.instances += 1;
+                sum.total += total;
+                sum.buckets.resize(buckets.len(), 0);
+                for (s, b) in sum.buckets.iter_mut().zip(buckets) {
+                    *s += b;
                 }
             }
-            RequestResult {
-                generation: r.generation,
+        }
+        let threads = match r.spec.aggregation {
+            Aggregation::PerThread => RowThreads::Thread(thread_id()),
+            Aggregation::Summed | Aggregation::PerInstance => RowThreads::All,
+        };
+        let result = RequestResult {
+            generation: r.generation,
+            rows: vec![ResultRow {
+                threads,
                 instances: sum.instances,
                 total: sum.total,
                 buckets: sum.buckets.clone(),
-            }
+            }],
+            text,
         };
         let _ = self.mcc.write_result(r.slot, &result);
     }
@@ -218,6 +224,14 @@ impl Program {
         }
         self.mcc.boundary(entry.region, Boundary::Exit);
     }
+}
+
+/// The OS id of the thread running the program.
+pub fn thread_id() -> u32 {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Runs the program; returns when it is done (the MCC's drop tells tools it exited).

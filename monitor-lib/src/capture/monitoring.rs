@@ -10,7 +10,10 @@ use crate::analysis::AnalysisConfig;
 use crate::cache::{AccessOutcome, MAX_LEVELS};
 use crate::monitor::{EventIndex, HistogramIndex};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};
-use crate::shm::layout::{self, Aggregation, Mode, RequestResult, RequestSpec, analysis_bits};
+use crate::shm::layout::{
+    self, Aggregation, Mode, RequestResult, RequestSpec, ResultRow, ResultText, RowThreads,
+    analysis_bits,
+};
 use crate::shm::target::ActiveRequest;
 use crate::simulator::Simulator;
 
@@ -122,15 +125,16 @@ impl Binding {
 }
 
 /// A request's results across region instances, on every thread: each thread publishes its
-/// instances' counts into the same totals, under [`SLOT_TOTALS`]'s lock, and writes the sum. Per
-/// thread, the last thread to end an instance overwrote the others': a request on an OpenMP loop
-/// counted one thread's half of the array, a different half from run to run.
+/// instances' counts into the same rows, under [`SLOT_TOTALS`]'s lock, and writes them all.
+/// (Each thread writing only its own, the last thread to end an instance overwrote the others':
+/// a request on an OpenMP loop counted one thread's half of the array.) A summed or per-instance
+/// request has one row for all threads; a per-thread request one row per thread, in the order
+/// the threads first ended an instance (the result block sums the threads past its room into a
+/// last row, `layout::write_result`).
 #[derive(Debug, Default)]
 struct SlotTotals {
     generation: u32,
-    instances: u64,
-    total: u64,
-    buckets: Vec<u64>,
+    rows: Vec<ResultRow>,
 }
 
 /// Snapshot taken at a standalone region's entry.
@@ -164,6 +168,8 @@ pub(crate) struct Monitoring {
     /// Instances of each region (by id) open in `stack`.
     open: Vec<u32>,
     pub(crate) regions: HashMap<u32, RegionCounts>,
+    /// The thread's OS id, read at its first per-thread result ([`os_thread_id`]).
+    thread_id: Option<u32>,
 }
 
 impl Monitoring {
@@ -179,6 +185,7 @@ impl Monitoring {
             stack: Vec::new(),
             open: Vec::new(),
             regions: HashMap::new(),
+            thread_id: None,
         }
     }
 
@@ -381,7 +388,7 @@ impl Monitoring {
             }
             // The one thing the segment cannot check for the runtime: whether its own cache
             // has the event's level. Rejected once, rather than said at every boundary.
-            if request.spec.analyses == 0 && request.spec.event.level() >= sim.hierarchy().depth() {
+            if request.spec.event.level() >= sim.hierarchy().depth() {
                 m.reject(request.slot, request.generation);
                 continue;
             }
@@ -458,9 +465,6 @@ impl Monitoring {
         let mut monitor = sim.monitor_mut();
         let mut any = false;
         for b in &mut self.bindings {
-            if b.is_analysis() {
-                continue;
-            }
             let event = b.request.spec.event.to_string();
             let bound = match b.request.spec.mode {
                 Mode::Static => monitor
@@ -490,6 +494,30 @@ impl Monitoring {
     fn publish(&mut self, sim: &mut Simulator, binding: Binding) {
         let Some(m) = mcc::get() else { return };
         let request = binding.request;
+        // An analysis request's counts come with the report of this instance.
+        let text = if binding.is_analysis() {
+            let text = analysis_text(sim);
+            let _ = sim.set_analyses(AnalysisConfig::default(), RangeSet::new());
+            text
+        } else {
+            ResultText::None
+        };
+        let (total, buckets) = match request.spec.mode {
+            Mode::Static => (binding.banked_total, Vec::new()),
+            Mode::Histogram { .. } => (binding.banked_buckets.iter().sum(), binding.banked_buckets),
+        };
+        let threads = match request.spec.aggregation {
+            Aggregation::PerThread => {
+                RowThreads::Thread(*self.thread_id.get_or_insert_with(os_thread_id))
+            }
+            Aggregation::PerInstance | Aggregation::Summed => RowThreads::All,
+        };
+        let instance = ResultRow {
+            threads,
+            instances: 1,
+            total,
+            buckets,
+        };
         // A poisoned lock only means another thread panicked mid-publish; the sums stand.
         let mut slots = SLOT_TOTALS.lock().unwrap_or_else(|e| e.into_inner());
         let totals = slots.entry(request.slot).or_default();
@@ -504,49 +532,42 @@ impl Monitoring {
                 ..SlotTotals::default()
             };
         }
-        totals.instances += 1;
-        let result = if binding.is_analysis() {
-            let text = analysis_text(sim, m.result_capacity());
-            let _ = sim.set_analyses(AnalysisConfig::default(), RangeSet::new());
-            RequestResult {
-                generation: request.generation,
-                instances: totals.instances,
-                total: text.len() as u64,
-                buckets: layout::pack_text(&text),
+        match totals.rows.iter_mut().find(|r| r.threads == threads) {
+            None => totals.rows.push(instance),
+            // The latest instance's counts, after as many instances as there were.
+            Some(row) if request.spec.aggregation == Aggregation::PerInstance => {
+                *row = ResultRow {
+                    instances: row.instances + 1,
+                    ..instance
+                };
             }
-        } else {
-            let (total, buckets) = match request.spec.mode {
-                Mode::Static => (binding.banked_total, Vec::new()),
-                Mode::Histogram { .. } => {
-                    (binding.banked_buckets.iter().sum(), binding.banked_buckets)
+            Some(row) => {
+                row.instances += 1;
+                row.total += instance.total;
+                if row.buckets.len() < instance.buckets.len() {
+                    row.buckets.resize(instance.buckets.len(), 0);
                 }
-            };
-            match request.spec.aggregation {
-                Aggregation::PerInstance => {
-                    totals.total = total;
-                    totals.buckets = buckets;
-                }
-                // Every thread's instances add to one result today (threads become cores, with
-                // a result each, in a later step).
-                Aggregation::Summed | Aggregation::PerThread => {
-                    totals.total += total;
-                    if totals.buckets.len() < buckets.len() {
-                        totals.buckets.resize(buckets.len(), 0);
-                    }
-                    for (a, b) in totals.buckets.iter_mut().zip(&buckets) {
-                        *a += b;
-                    }
+                for (a, b) in row.buckets.iter_mut().zip(&instance.buckets) {
+                    *a += b;
                 }
             }
-            RequestResult {
-                generation: request.generation,
-                instances: totals.instances,
-                total: totals.total,
-                buckets: totals.buckets.clone(),
-            }
+        }
+        let result = RequestResult {
+            generation: request.generation,
+            rows: totals.rows.clone(),
+            text,
         };
         let _ = m.write_result(request.slot, &result);
     }
+}
+
+/// This thread's OS id (what `gettid` answers and `/proc/PID/task` lists), from
+/// `/proc/thread-self`; 0 where /proc does not say.
+fn os_thread_id() -> u32 {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Every request's results so far, by slot (see [`SlotTotals`]).
@@ -607,19 +628,16 @@ fn start_analyses(sim: &mut Simulator, request: &ActiveRequest) {
     }
 }
 
-/// The analysis report as JSON, or a JSON error naming the size when it does not fit the result
-/// block (`capacity` words).
-fn analysis_text(sim: &Simulator, capacity: usize) -> String {
-    let Some(report) = sim.analysis_report() else {
-        return r#"{"error":"the analyses could not run in this target; see its stderr"}"#.into();
-    };
-    let text = serde_json::to_string(&report).unwrap_or_default();
-    if text.len() <= capacity * 8 {
-        return text;
+/// The analysis report as JSON, or why there is none (the result block says when it does not
+/// fit, `layout::write_result`).
+fn analysis_text(sim: &Simulator) -> ResultText {
+    match sim.analysis_report().map(|r| serde_json::to_string(&r)) {
+        Some(Ok(json)) => ResultText::Report(json),
+        Some(Err(e)) => {
+            ResultText::Missing(format!("the analysis report could not be written: {e}"))
+        }
+        None => {
+            ResultText::Missing("the analyses could not run in this target; see its stderr".into())
+        }
     }
-    format!(
-        r#"{{"error":"the analysis report has {} bytes, the result block {}; request fewer analyses (reuse distance is the largest) or give the target more buckets per slot"}}"#,
-        text.len(),
-        capacity * 8
-    )
 }

@@ -14,15 +14,20 @@ use crate::ranges::AddressRange;
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
 /// Bumped whenever the meaning of any byte changes; readers refuse other versions.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Bytes before the first table.
 pub const HEADER_BYTES: usize = 256;
 /// Request slots are bits of one 64-bit flag word per region, so at most 64.
 pub const MAX_REQUEST_SLOTS: u32 = 64;
-/// Words before a slot's buckets in the result space: sequence, generation+status, instances, total.
+/// Words before a result block's rows: sequence, generation and row count, buckets per row,
+/// text length and kind (see [`write_result`]).
 pub const RESULT_HEADER_WORDS: usize = 4;
-/// Upper bound on buckets per slot, so a hostile header cannot make a reader allocate gigabytes.
+/// Words before a row's buckets: whose row it is, instances, total.
+pub const ROW_HEADER_WORDS: usize = 3;
+/// Upper bound on buckets per request, so a hostile header cannot make a reader allocate gigabytes.
 pub const MAX_BUCKETS_PER_SLOT: u32 = 1 << 20;
+/// Upper bound on a result block's words (32 MiB), for the same reason.
+pub const MAX_RESULT_WORDS: u32 = 1 << 22;
 
 /// Byte offsets of the header fields.
 pub mod header {
@@ -69,6 +74,9 @@ pub mod header {
     /// request, a halting point, a step). The target's dual-compiled functions run their
     /// instrumented copies while it is nonzero; only a hint, every armed check is made again.
     pub const CAPTURE_HINT: usize = 112;
+    /// u32 histogram buckets one request may ask for (at most one row of them fits a result
+    /// block, see [`super::write_result`]).
+    pub const MAX_BUCKETS: usize = 116;
     /// Table descriptors: per [`super::Table`], u64 offset, u32 capacity, u32 entry bytes.
     pub const TABLES: usize = 128;
 }
@@ -137,8 +145,9 @@ pub const CONFIG_ENTRY_WORDS: usize = 3;
 pub const REGION_ENTRY_WORDS: usize = 4;
 /// Words per data-structure entry: start, length, name, kind | live << 32.
 pub const DATA_STRUCTURE_ENTRY_WORDS: usize = 4;
-/// Words per request slot; see [`SlotState`] and [`RequestSpec`] for their meaning.
-pub const SLOT_WORDS: usize = 8;
+/// Words per request slot: word 0 is the [`SlotState`] and generation, words 1 to 6 the
+/// [`RequestSpec`], word 7 is reserved (zero), words 8 and 9 the [`SlotOwner`].
+pub const SLOT_WORDS: usize = 10;
 
 /// How big each table is; fixed when the segment is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,8 +158,12 @@ pub struct Capacities {
     pub data_structures: u32,
     /// Requests that can be attached at once (at most [`MAX_REQUEST_SLOTS`]).
     pub request_slots: u32,
-    /// Histogram buckets each request's result block holds.
+    /// Histogram buckets one request may ask for.
     pub buckets_per_slot: u32,
+    /// Words of each request's result block: its header, one row per thread (or one for all
+    /// threads) of [`ROW_HEADER_WORDS`] plus the buckets, then the analysis report's text. At
+    /// least one row of `buckets_per_slot` buckets must fit.
+    pub result_words: u32,
     /// Bytes for region and data-structure names.
     pub string_bytes: u32,
 }
@@ -162,6 +175,9 @@ impl Default for Capacities {
             data_structures: 4096,
             request_slots: 64,
             buckets_per_slot: 1024,
+            // 64 KiB a slot, 4 MiB for 64 slots, touched only as results are written: 7 rows
+            // of the largest histogram, 2,000 rows of a static count, or 60 KB of report.
+            result_words: 8192,
             string_bytes: 256 * 1024,
         }
     }
@@ -302,6 +318,7 @@ pub struct Layout {
     /// Bytes the layout uses.
     pub total: usize,
     spans: [TableSpan; 6],
+    max_buckets: u32,
 }
 
 impl Layout {
@@ -320,6 +337,13 @@ impl Layout {
                 caps.buckets_per_slot
             )));
         }
+        let one_row = RESULT_HEADER_WORDS + ROW_HEADER_WORDS + caps.buckets_per_slot as usize;
+        if (caps.result_words as usize) < one_row || caps.result_words > MAX_RESULT_WORDS {
+            return Err(bad(format!(
+                "{} words per result block; use {one_row} (one row of {} buckets) to {MAX_RESULT_WORDS}",
+                caps.result_words, caps.buckets_per_slot
+            )));
+        }
         if caps.regions == 0 || caps.regions > 1 << 24 {
             return Err(bad(format!("{} regions; use 1 to 2^24", caps.regions)));
         }
@@ -332,7 +356,7 @@ impl Layout {
             caps.request_slots as usize,
             caps.request_slots as usize,
         ];
-        let result_bytes = (RESULT_HEADER_WORDS + caps.buckets_per_slot as usize) * 8;
+        let result_bytes = caps.result_words as usize * 8;
         let mut offset = HEADER_BYTES;
         let mut spans = [TableSpan {
             offset: 0,
@@ -351,6 +375,7 @@ impl Layout {
         Ok(Layout {
             total: offset,
             spans,
+            max_buckets: caps.buckets_per_slot,
         })
     }
 
@@ -380,9 +405,14 @@ impl Layout {
         self.spans[table as usize]
     }
 
-    /// Histogram buckets per result block.
+    /// Histogram buckets one request may ask for.
     pub fn buckets_per_slot(&self) -> usize {
-        self.span(Table::Results).entry_bytes / 8 - RESULT_HEADER_WORDS
+        self.max_buckets as usize
+    }
+
+    /// Words of one result block.
+    pub fn result_words(&self) -> usize {
+        self.span(Table::Results).entry_bytes / 8
     }
 
     /// Writes the header of a freshly created (zeroed) segment. The magic goes last, with
@@ -398,6 +428,8 @@ impl Layout {
             .store(pid, Ordering::Relaxed);
         view.u64_at(header::TARGET_START_TIME)?
             .store(start_time, Ordering::Relaxed);
+        view.u32_at(header::MAX_BUCKETS)?
+            .store(self.max_buckets, Ordering::Relaxed);
         for table in Table::ALL {
             let span = self.span(table);
             let d = table.descriptor();
@@ -473,11 +505,11 @@ impl Layout {
                     return Err(bad("entry size differs from this layout version's"));
                 }
             } else if entry_bytes % 8 != 0
-                || (entry_bytes as usize) < (RESULT_HEADER_WORDS + 1) * 8
-                || entry_bytes as usize > (RESULT_HEADER_WORDS + MAX_BUCKETS_PER_SLOT as usize) * 8
+                || (entry_bytes as usize) < (RESULT_HEADER_WORDS + ROW_HEADER_WORDS + 1) * 8
+                || entry_bytes as usize > MAX_RESULT_WORDS as usize * 8
             {
                 return Err(bad(
-                    "result blocks must be 4 header words plus 1 to 2^20 buckets",
+                    "result blocks must hold their header and one row of at least one bucket, in at most 2^22 words",
                 ));
             }
             if offset % 8 != 0 {
@@ -546,7 +578,23 @@ impl Layout {
                 }
             }
         }
-        Ok(Layout { total, spans })
+        let max_buckets = view.load_u32(header::MAX_BUCKETS, Ordering::Relaxed)?;
+        let block_words = spans[Table::Results as usize].entry_bytes / 8;
+        if max_buckets == 0
+            || max_buckets > MAX_BUCKETS_PER_SLOT
+            || RESULT_HEADER_WORDS + ROW_HEADER_WORDS + max_buckets as usize > block_words
+        {
+            return Err(LayoutError::BadHeaderField {
+                field: "buckets per request",
+                value: max_buckets.into(),
+                why: "must be 1 to 2^20, and one row of them must fit a result block",
+            });
+        }
+        Ok(Layout {
+            total,
+            spans,
+            max_buckets,
+        })
     }
 
     /// `count` checked against `table`'s capacity.
@@ -870,6 +918,47 @@ pub fn slot_word(state: SlotState, generation: u32) -> u64 {
     state as u64 | u64::from(generation) << 32
 }
 
+/// The tool process that placed the request in a slot: words 8 (pid, and the slot generation
+/// it claimed, so a reader tells its own claim's owner from a former request's) and 9 (start
+/// time, so a later process with the same pid is not taken for it). A tool writes them after
+/// claiming the slot and before storing it `Pending` (Release); whoever finds the owner dead may
+/// take the slot back ([`super::tool::TargetHandle::reclaim_abandoned`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotOwner {
+    /// Its process id.
+    pub pid: u32,
+    /// Its start time (clock ticks after boot, /proc/PID/stat field 22).
+    pub start_time: u64,
+}
+
+impl SlotOwner {
+    /// Writes the owner of the request of `generation` into slot words 8 and 9: the start time
+    /// first, then the pid word with Release, so a reader that sees this generation's pid word
+    /// (Acquire) sees its start time.
+    pub fn store(&self, words: &[AtomicU64], generation: u32) {
+        if let (Some(pid), Some(start)) = (words.get(8), words.get(9)) {
+            start.store(self.start_time, Ordering::Relaxed);
+            pid.store(
+                u64::from(self.pid) | u64::from(generation) << 32,
+                Ordering::Release,
+            );
+        }
+    }
+
+    /// The owner of the request of `generation`; `None` while the words still name a former
+    /// request's owner (a claim not yet filled in).
+    pub fn load(words: &[AtomicU64], generation: u32) -> Option<SlotOwner> {
+        let pid = words.get(8)?.load(Ordering::Acquire);
+        if (pid >> 32) as u32 != generation || pid as u32 == 0 {
+            return None;
+        }
+        Some(SlotOwner {
+            pid: pid as u32,
+            start_time: words.get(9)?.load(Ordering::Relaxed),
+        })
+    }
+}
+
 /// What a request counts in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestTarget {
@@ -898,7 +987,7 @@ pub enum Mode {
 pub enum Aggregation {
     /// Each instance's result replaces the previous one.
     PerInstance = 0,
-    /// One result per thread (one thread today).
+    /// One result per thread (a row per thread in the result block).
     PerThread = 1,
     /// All instances summed.
     Summed = 2,
@@ -1011,8 +1100,8 @@ impl RequestSpec {
     }
 }
 
-/// Bits of [`RequestSpec::analyses`]. A request with any of them set is an analysis request: its
-/// result carries the analysis report as JSON text (see [`pack_text`]) instead of counts.
+/// Bits of [`RequestSpec::analyses`]. A request with any of them set also carries the analysis
+/// report in its result block, after its counts (see [`write_result`]).
 pub mod analysis_bits {
     /// Temporal reuse and spatial use per data structure.
     pub const REUSE: u16 = 1;
@@ -1026,9 +1115,185 @@ pub mod analysis_bits {
     pub const ALL: u16 = 15;
 }
 
-/// Packs UTF-8 text into result words, 8 bytes per word, little-endian; the byte length goes
-/// into [`RequestResult::total`].
-pub fn pack_text(text: &str) -> Vec<u64> {
+/// Whose counts a result row holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowThreads {
+    /// Every thread's: the one row of a summed or per-instance result.
+    All,
+    /// One thread's, by its OS thread id.
+    Thread(u32),
+    /// The threads that did not get a row of their own, summed: the last row of a per-thread
+    /// result with more threads than rows fit. Holds how many threads it sums.
+    Others(u32),
+}
+
+impl RowThreads {
+    fn to_word(self) -> u64 {
+        match self {
+            RowThreads::All => 0,
+            RowThreads::Thread(tid) => u64::from(tid) | 1 << 32,
+            RowThreads::Others(n) => 2 << 32 | u64::from(n.min(0xff_ffff)) << 40,
+        }
+    }
+
+    fn from_word(word: u64) -> Result<Self, LayoutError> {
+        match word >> 32 & 0xff {
+            0 => Ok(RowThreads::All),
+            1 => Ok(RowThreads::Thread(word as u32)),
+            2 => Ok(RowThreads::Others((word >> 40) as u32)),
+            value => Err(LayoutError::BadEnum {
+                what: "result row kind",
+                value,
+            }),
+        }
+    }
+
+    /// Threads the row covers (0 for [`RowThreads::All`], which does not count them).
+    pub fn threads(self) -> u32 {
+        match self {
+            RowThreads::All => 0,
+            RowThreads::Thread(_) => 1,
+            RowThreads::Others(n) => n,
+        }
+    }
+}
+
+/// One row of a result: counts of some thread(s) over the region's instances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultRow {
+    /// Whose counts.
+    pub threads: RowThreads,
+    /// Region instances it covers.
+    pub instances: u64,
+    /// Total count of the event in the range.
+    pub total: u64,
+    /// Per-bucket counts (empty for static requests).
+    pub buckets: Vec<u64>,
+}
+
+impl ResultRow {
+    fn add(&mut self, other: &ResultRow) {
+        self.instances += other.instances;
+        self.total += other.total;
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+    }
+}
+
+/// Text a result carries after its rows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ResultText {
+    /// None: not an analysis request.
+    #[default]
+    None,
+    /// The analysis report, as the JSON of `crate::analysis::AnalysisReport`.
+    Report(String),
+    /// Why an analysis request carries no report (it did not fit, the analyses could not run).
+    Missing(String),
+}
+
+impl ResultText {
+    fn kind(&self) -> u64 {
+        match self {
+            ResultText::None => 0,
+            ResultText::Report(_) => 1,
+            ResultText::Missing(_) => 2,
+        }
+    }
+
+    fn text(&self) -> &str {
+        match self {
+            ResultText::None => "",
+            ResultText::Report(t) | ResultText::Missing(t) => t,
+        }
+    }
+}
+
+/// A request's latest result, read consistently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestResult {
+    /// Generation of the request it belongs to.
+    pub generation: u32,
+    /// Its counts: one [`RowThreads::All`] row, or one row per thread for a per-thread request.
+    pub rows: Vec<ResultRow>,
+    /// The analysis report of an analysis request.
+    pub text: ResultText,
+}
+
+impl RequestResult {
+    /// A result of one row for all threads, without text.
+    pub fn summed(generation: u32, instances: u64, total: u64, buckets: Vec<u64>) -> Self {
+        RequestResult {
+            generation,
+            rows: vec![ResultRow {
+                threads: RowThreads::All,
+                instances,
+                total,
+                buckets,
+            }],
+            text: ResultText::None,
+        }
+    }
+
+    /// The rows summed: every instance, count and bucket of every thread.
+    pub fn sum(&self) -> ResultRow {
+        let mut sum = ResultRow {
+            threads: RowThreads::All,
+            instances: 0,
+            total: 0,
+            buckets: Vec::new(),
+        };
+        for row in &self.rows {
+            sum.add(row);
+        }
+        sum
+    }
+
+    /// Region instances over all rows.
+    pub fn instances(&self) -> u64 {
+        self.rows.iter().map(|r| r.instances).sum()
+    }
+
+    /// The event's count over all rows.
+    pub fn total(&self) -> u64 {
+        self.rows.iter().map(|r| r.total).sum()
+    }
+}
+
+/// At most `max_rows` rows, nothing lost: when there are more, the first `max_rows - 1` stay and
+/// the rest are summed into a last [`RowThreads::Others`] row that says how many threads it
+/// sums. Per-thread rows are kept in the order threads first published, so a thread keeps its
+/// row while more threads come.
+pub fn fold_rows(rows: &[ResultRow], max_rows: usize) -> Vec<ResultRow> {
+    if rows.len() <= max_rows {
+        return rows.to_vec();
+    }
+    let keep = max_rows.saturating_sub(1);
+    let mut kept = rows[..keep].to_vec();
+    let mut others = ResultRow {
+        threads: RowThreads::Others(0),
+        instances: 0,
+        total: 0,
+        buckets: Vec::new(),
+    };
+    let mut threads = 0u32;
+    for row in &rows[keep..] {
+        threads = threads.saturating_add(row.threads.threads());
+        others.add(row);
+    }
+    others.threads = RowThreads::Others(threads);
+    if max_rows > 0 {
+        kept.push(others);
+    }
+    kept
+}
+
+/// Packs UTF-8 text into words, 8 bytes per word, little-endian.
+fn pack_text(text: &str) -> Vec<u64> {
     text.as_bytes()
         .chunks(8)
         .map(|chunk| {
@@ -1039,68 +1304,158 @@ pub fn pack_text(text: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Unpacks text that [`pack_text`] wrote: `len` bytes from `words`, checked to fit and to be
-/// UTF-8.
-pub fn unpack_text(words: &[u64], len: u64) -> Result<String, LayoutError> {
-    let room = words.len() as u64 * 8;
-    if len > room {
-        return Err(LayoutError::BadIndex {
-            table: Table::Results,
-            what: "text length",
-            value: len,
-            limit: room + 1,
-        });
+/// The longest prefix of `text` of at most `bytes` bytes that ends on a character boundary.
+fn cut(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-    let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    bytes.truncate(len as usize);
-    String::from_utf8(bytes).map_err(|_| LayoutError::BadString {
-        offset: 0,
-        len: len as u32,
-        why: "not UTF-8",
-    })
+    &text[..end]
 }
 
-/// A request's latest result, read consistently.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestResult {
-    /// Generation of the request it belongs to.
-    pub generation: u32,
-    /// Region instances it covers.
-    pub instances: u64,
-    /// Total count of the event in the range.
-    pub total: u64,
-    /// Per-bucket counts (empty for static requests).
-    pub buckets: Vec<u64>,
-}
-
-/// Writes a result block as a seqlock writer: odd sequence while writing, even when done.
+/// Writes a result block as a seqlock writer (odd sequence while writing, even when done):
+///
+/// - word 1: generation (bits 0..32), rows (bits 32..64);
+/// - word 2: buckets per row;
+/// - word 3: text bytes (bits 0..32), text kind (bits 32..40: 0 none, 1 report, 2 why missing);
+/// - then each row: whose ([`RowThreads`]: thread id in bits 0..32, kind 0 all / 1 one thread /
+///   2 the others in bits 32..40, how many others in bits 40..64), instances, total, buckets;
+/// - then the text, 8 bytes per word, little-endian.
+///
+/// Nothing is lost for want of room: rows that do not fit are summed into a last "other
+/// threads" row ([`fold_rows`]), and a report that does not fit after the rows is replaced by a
+/// note that says its size and the room (cut to the room if even that does not fit). Every row
+/// has as many buckets as the longest.
 pub fn write_result(words: &[AtomicU64], result: &RequestResult) {
+    let Some(room) = words.len().checked_sub(RESULT_HEADER_WORDS) else {
+        return;
+    };
+    let buckets = result
+        .rows
+        .iter()
+        .map(|r| r.buckets.len())
+        .max()
+        .unwrap_or(0)
+        .min(room.saturating_sub(ROW_HEADER_WORDS));
+    let row_words = ROW_HEADER_WORDS + buckets;
+    let rows = fold_rows(&result.rows, room / row_words);
+    let text_room = (room - rows.len() * row_words) * 8;
+    let text = match &result.text {
+        t if t.text().len() <= text_room => t.clone(),
+        t => ResultText::Missing(
+            cut(
+                &format!(
+                    "the analysis report has {} bytes, but the target's result block has room for {text_room} after the counts; ask for fewer analyses (reuse distance is the largest), a smaller histogram, or run the target with larger result blocks",
+                    t.text().len()
+                ),
+                text_room,
+            )
+            .to_owned(),
+        ),
+    };
     let seq = words[0].load(Ordering::Relaxed);
     let writing = seq | 1;
     words[0].store(writing, Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::Release);
-    let n = result.buckets.len().min(words.len() - RESULT_HEADER_WORDS);
     words[1].store(
-        u64::from(result.generation) | (n as u64) << 32,
+        u64::from(result.generation) | (rows.len() as u64) << 32,
         Ordering::Relaxed,
     );
-    words[2].store(result.instances, Ordering::Relaxed);
-    words[3].store(result.total, Ordering::Relaxed);
-    for (w, &b) in words[RESULT_HEADER_WORDS..]
-        .iter()
-        .zip(&result.buckets[..n])
-    {
-        w.store(b, Ordering::Relaxed);
+    words[2].store(buckets as u64, Ordering::Relaxed);
+    words[3].store(
+        text.text().len() as u64 | text.kind() << 32,
+        Ordering::Relaxed,
+    );
+    let mut at = RESULT_HEADER_WORDS;
+    for row in &rows {
+        words[at].store(row.threads.to_word(), Ordering::Relaxed);
+        words[at + 1].store(row.instances, Ordering::Relaxed);
+        words[at + 2].store(row.total, Ordering::Relaxed);
+        for (i, w) in words[at + ROW_HEADER_WORDS..at + row_words]
+            .iter()
+            .enumerate()
+        {
+            w.store(row.buckets.get(i).copied().unwrap_or(0), Ordering::Relaxed);
+        }
+        at += row_words;
+    }
+    for (w, v) in words[at..].iter().zip(pack_text(text.text())) {
+        w.store(v, Ordering::Relaxed);
     }
     words[0].store(writing.wrapping_add(1), Ordering::Release);
 }
 
+/// Decodes a settled copy of the used words of a result block of `block_words` words, checking
+/// that rows and text fit the block (then the copy holds them all).
+fn decode_result(words: &[u64], block_words: usize) -> Result<RequestResult, LayoutError> {
+    let room = block_words - RESULT_HEADER_WORDS;
+    let bad = |what, value: u64, limit: usize| LayoutError::BadIndex {
+        table: Table::Results,
+        what,
+        value,
+        limit: limit as u64 + 1,
+    };
+    let rows = (words[1] >> 32) as usize;
+    let buckets = words[2];
+    if buckets > room as u64 {
+        return Err(bad("buckets per row", buckets, room));
+    }
+    let row_words = ROW_HEADER_WORDS + buckets as usize;
+    if rows > room / row_words {
+        return Err(bad("row count", rows as u64, room / row_words));
+    }
+    let text_room = (room - rows * row_words) * 8;
+    let text_len = words[3] & 0xffff_ffff;
+    if text_len > text_room as u64 {
+        return Err(bad("text length", text_len, text_room));
+    }
+    let mut out = Vec::with_capacity(rows);
+    let mut at = RESULT_HEADER_WORDS;
+    for _ in 0..rows {
+        out.push(ResultRow {
+            threads: RowThreads::from_word(words[at])?,
+            instances: words[at + 1],
+            total: words[at + 2],
+            buckets: words[at + ROW_HEADER_WORDS..at + row_words].to_vec(),
+        });
+        at += row_words;
+    }
+    let mut bytes: Vec<u8> = words[at..at + (text_len as usize).div_ceil(8)]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    bytes.truncate(text_len as usize);
+    let text = String::from_utf8(bytes).map_err(|_| LayoutError::BadString {
+        offset: 0,
+        len: text_len as u32,
+        why: "result text is not UTF-8",
+    })?;
+    let text = match words[3] >> 32 & 0xff {
+        0 if text.is_empty() => ResultText::None,
+        1 => ResultText::Report(text),
+        2 => ResultText::Missing(text),
+        value => {
+            return Err(LayoutError::BadEnum {
+                what: "result text kind",
+                value,
+            });
+        }
+    };
+    Ok(RequestResult {
+        generation: words[1] as u32,
+        rows: out,
+        text,
+    })
+}
+
 /// Reads a result block as a seqlock reader; `None` if it never settled in `attempts` tries or
-/// holds nothing yet. The bucket count is checked against the block.
+/// holds nothing yet. Only the words the header says are used are copied, and every count in
+/// it is checked against the block.
 pub fn read_result(
     words: &[AtomicU64],
     attempts: usize,
 ) -> Result<Option<RequestResult>, LayoutError> {
+    let room = words.len().saturating_sub(RESULT_HEADER_WORDS);
     for _ in 0..attempts {
         let before = words[0].load(Ordering::Acquire);
         if before & 1 == 1 {
@@ -1110,29 +1465,24 @@ pub fn read_result(
         if before == 0 {
             return Ok(None);
         }
-        let w1 = words[1].load(Ordering::Relaxed);
-        let n = (w1 >> 32) as usize;
-        let room = words.len() - RESULT_HEADER_WORDS;
-        let result = (n <= room).then(|| RequestResult {
-            generation: w1 as u32,
-            instances: words[2].load(Ordering::Relaxed),
-            total: words[3].load(Ordering::Relaxed),
-            buckets: words[RESULT_HEADER_WORDS..RESULT_HEADER_WORDS + n]
-                .iter()
-                .map(|w| w.load(Ordering::Relaxed))
-                .collect(),
-        });
+        let header: Vec<u64> = words[..RESULT_HEADER_WORDS]
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect();
+        // What the header says is used, bounded by the block: a torn or hostile header copies
+        // at most the block, and decoding says what is wrong.
+        let rows = (header[1] >> 32).min(room as u64) as usize;
+        let row_words = ROW_HEADER_WORDS as u64 + header[2].min(room as u64);
+        let text_words = (header[3] & 0xffff_ffff).div_ceil(8) as usize;
+        let used = (rows as u64 * row_words).min(room as u64) as usize;
+        let end = RESULT_HEADER_WORDS + (used + text_words).min(room);
+        let copy: Vec<u64> = words[..end]
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect();
         std::sync::atomic::fence(Ordering::Acquire);
         if words[0].load(Ordering::Relaxed) == before {
-            return match result {
-                Some(r) => Ok(Some(r)),
-                None => Err(LayoutError::BadIndex {
-                    table: Table::Results,
-                    what: "bucket count",
-                    value: n as u64,
-                    limit: room as u64 + 1,
-                }),
-            };
+            return decode_result(&copy, words.len()).map(Some);
         }
     }
     Ok(None)

@@ -180,11 +180,6 @@ impl Mcc {
         outcome
     }
 
-    /// Words of histogram buckets (or packed text) one result block holds.
-    pub fn result_capacity(&self) -> usize {
-        self.layout.buckets_per_slot()
-    }
-
     /// The discovery record file, while it exists.
     pub fn record_path(&self) -> Option<PathBuf> {
         self.record
@@ -483,6 +478,8 @@ impl Mcc {
     }
 
     /// Publishes `result` for the request in `slot`, unless the tool cancelled or replaced it.
+    /// Rows or a report that do not fit the block are folded or replaced by a note, never
+    /// dropped silently (see [`layout::write_result`]).
     pub fn write_result(&self, slot: u32, result: &RequestResult) -> Result<bool, MccError> {
         let view = self.segment.view();
         let head = self
@@ -953,6 +950,116 @@ mod tests {
             served.get() > 0,
             "no random request was valid: the test checks nothing served"
         );
+    }
+
+    /// A daemon killed with requests placed leaves them taken for the target's life: the next
+    /// tool takes back those whose owner is gone, by pid and start time, keeping their last
+    /// results, and leaves a live tool's alone (its own, another live process's).
+    #[test]
+    fn slots_of_dead_tools_are_taken_back_with_their_results_and_live_ones_are_not() {
+        use crate::shm::layout::SlotOwner;
+
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "reclaim");
+        let spec = RequestSpec {
+            region: kernel.region,
+            target: RequestTarget::Range(AddressRange::new(0x1000, 4096)),
+            event: "PAPI_L1_DCM".parse().unwrap(),
+            mode: Mode::Static,
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        };
+        let mut reaped = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = reaped.id();
+        reaped.wait().unwrap();
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let process::Liveness::Alive {
+            start_time: sleeper_start,
+        } = process::liveness(sleeper.id())
+        else {
+            panic!("the sleeper is not running");
+        };
+        let me = process::own_start_time();
+        let owners = [
+            // Gone.
+            SlotOwner {
+                pid: dead_pid,
+                start_time: 1,
+            },
+            // This pid, but another start time: a process that had the pid before.
+            SlotOwner {
+                pid: std::process::id(),
+                start_time: me + 1,
+            },
+            // Another live tool process.
+            SlotOwner {
+                pid: sleeper.id(),
+                start_time: sleeper_start,
+            },
+        ];
+        let mut handles = Vec::new();
+        for owner in owners {
+            let handle = tool.submit(&spec).unwrap();
+            let words = mcc
+                .layout
+                .entry_words(
+                    mcc.segment.view(),
+                    Table::RequestSlots,
+                    handle.slot as usize,
+                )
+                .unwrap();
+            owner.store(words, handle.generation);
+            handles.push(handle);
+        }
+        let mine = tool.submit(&spec).unwrap();
+        let served = mcc.active_requests(kernel);
+        assert_eq!(served.len(), 4);
+        for (i, r) in served.iter().enumerate() {
+            let result = RequestResult::summed(r.generation, 1, 10 + i as u64, Vec::new());
+            assert!(mcc.write_result(r.slot, &result).unwrap());
+        }
+
+        // Another tool (here the same process, as a second daemon would attach).
+        let other = TargetHandle::attach(mcc.shm_id()).unwrap();
+        let taken = other.reclaim_abandoned().unwrap();
+        let taken_slots: Vec<u32> = taken.iter().map(|a| a.handle.slot).collect();
+        assert_eq!(taken_slots, [handles[0].slot, handles[1].slot]);
+        for (a, owner) in taken.iter().zip(owners) {
+            assert_eq!(a.owner, owner);
+            assert_eq!(a.spec, Some(spec));
+            let result = a.result.as_ref().expect("its published result is kept");
+            assert_eq!(result.generation, a.handle.generation);
+            assert!((10..14).contains(&result.total()), "{result:?}");
+            assert_eq!(
+                tool.request_state(a.handle).unwrap(),
+                Some(SlotState::Cancelled)
+            );
+        }
+        for live in [handles[2], mine] {
+            assert_eq!(tool.request_state(live).unwrap(), Some(SlotState::Active));
+            assert!(tool.read_result(live).unwrap().is_some());
+        }
+        assert_eq!(
+            mcc.active_requests(kernel).len(),
+            2,
+            "the flags are cleared"
+        );
+        assert!(other.reclaim_abandoned().unwrap().is_empty(), "taken once");
+        // The taken slots are free again: all but the two live requests can be placed.
+        let capacity = tool.request_slots() as usize;
+        let placed: Vec<_> = (0..capacity - 2)
+            .map(|_| tool.submit(&spec).unwrap())
+            .collect();
+        assert!(matches!(
+            tool.submit(&spec),
+            Err(crate::shm::tool::ToolError::NoFreeSlot { .. })
+        ));
+        assert_eq!(placed.len(), capacity - 2);
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
     }
 
     #[test]

@@ -11,8 +11,8 @@ use super::discovery::TargetRecord;
 use super::futex;
 use super::layout::{
     self, Boundary, DataStructureInfo, HaltingPoint, Layout, LayoutError, MAX_REQUEST_SLOTS,
-    RegionIndex, RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotState, Table,
-    TargetState, analysis_bits, header,
+    RegionIndex, RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotOwner, SlotState,
+    Table, TargetState, analysis_bits, header,
 };
 use super::process;
 use super::sysv::{Access, Segment, SegmentError, ViewError};
@@ -136,6 +136,20 @@ pub struct RequestHandle {
     pub generation: u32,
 }
 
+/// A request whose tool died, taken back from its slot by
+/// [`TargetHandle::reclaim_abandoned`]: what it asked for and what it had measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Abandoned {
+    /// The slot and generation it had.
+    pub handle: RequestHandle,
+    /// The tool process that placed it, now gone.
+    pub owner: SlotOwner,
+    /// The request, when its words still read as one.
+    pub spec: Option<RequestSpec>,
+    /// Its last result, read after the slot was taken back (so none is written after it).
+    pub result: Option<RequestResult>,
+}
+
 /// A halt of the target, as the tool sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Halt {
@@ -155,6 +169,8 @@ pub struct TargetHandle {
     config: ConfigTable,
     pid: u32,
     start_time: u64,
+    /// This tool process, as the owner of the requests it places.
+    me: SlotOwner,
 }
 
 impl TargetHandle {
@@ -175,6 +191,10 @@ impl TargetHandle {
             layout,
             pid,
             start_time,
+            me: SlotOwner {
+                pid: std::process::id(),
+                start_time: process::own_start_time(),
+            },
         })
     }
 
@@ -409,8 +429,10 @@ impl TargetHandle {
             {
                 continue;
             }
+            self.me.store(words, generation);
             spec.store(words);
-            // Release: the target that sees Pending (Acquire) sees the fields stored above.
+            // Release: the target that sees Pending (Acquire) sees the fields stored above, and
+            // so does a tool that looks for requests whose owner died.
             words[0].store(
                 layout::slot_word(SlotState::Pending, generation),
                 Ordering::Release,
@@ -459,6 +481,73 @@ impl TargetHandle {
         }
         self.bump_tool_sequence();
         Ok(())
+    }
+
+    /// Takes back the slots of requests whose tool process died (a daemon killed or crashed):
+    /// they would otherwise stay taken, and be served, for the target's life. A slot is taken
+    /// back only when its owner, by pid and start time, is not alive: a live tool's requests,
+    /// this one's or another daemon's, are never touched, nor is a pid reused by another
+    /// process taken for the owner. Each slot is withdrawn as [`TargetHandle::cancel`] does,
+    /// then its last result is read, for the caller to keep: the slot is free for reuse once
+    /// this returns. A slot still being claimed (its owner not yet written) is left alone.
+    pub fn reclaim_abandoned(&self) -> Result<Vec<Abandoned>, ToolError> {
+        let view = self.segment.view();
+        let mut taken = Vec::new();
+        for slot in 0..self.layout.span(Table::RequestSlots).capacity {
+            let words = self
+                .layout
+                .entry_words(view, Table::RequestSlots, slot)
+                .map_err(|e| self.corrupt(e))?;
+            let head = words[0].load(Ordering::Acquire);
+            let generation = (head >> 32) as u32;
+            let state = SlotState::from_word(head);
+            if !matches!(
+                state,
+                Ok(SlotState::Claimed | SlotState::Pending | SlotState::Active)
+            ) {
+                continue;
+            }
+            let Some(owner) = SlotOwner::load(words, generation) else {
+                continue;
+            };
+            if owner == self.me || process::is_same_process_alive(owner.pid, owner.start_time) {
+                continue;
+            }
+            // A claim never filled in holds no request.
+            let spec = (state != Ok(SlotState::Claimed))
+                .then(|| RequestSpec::load(words, self.layout.buckets_per_slot()).ok())
+                .flatten();
+            if words[0]
+                .compare_exchange(
+                    head,
+                    layout::slot_word(SlotState::Cancelled, generation),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                // Someone else changed it first (another tool reclaiming it, the target
+                // rejecting it): not ours to take.
+                continue;
+            }
+            if let Some(entry) = spec.and_then(|s| self.config_entry(s.region).ok()) {
+                self.config.clear_flag(view, entry, slot as u32);
+            }
+            let handle = RequestHandle {
+                slot: slot as u32,
+                generation,
+            };
+            taken.push(Abandoned {
+                handle,
+                owner,
+                spec,
+                result: self.read_result(handle)?,
+            });
+        }
+        if !taken.is_empty() {
+            self.bump_tool_sequence();
+        }
+        Ok(taken)
     }
 
     /// Sets (or with `None` clears) where the target stops next.

@@ -6,13 +6,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_client::RequestResult;
+use epcache_client::{Bucket, RequestResult};
 
 use crate::connection::{DaemonArgs, block_on, json};
 use crate::output::print_stdout;
 
 /// Show a histogram request's buckets as a bar chart, one bar per bucket with the bytes it
-/// covers (offsets from the start of the data structure or range).
+/// covers (offsets from the start of the data structure or range); a per-thread request's as
+/// one chart per thread, on one scale.
 #[derive(Debug, Args)]
 pub(crate) struct HistogramArgs {
     /// The target's pid.
@@ -46,28 +47,65 @@ fn title(r: &RequestResult) -> String {
     )
 }
 
-/// The bars, eighths of a column for precision.
+/// The charts of a result: its buckets, or one chart per thread for a per-thread request, each
+/// under its own heading.
+fn panels(r: &RequestResult) -> Vec<(Option<String>, &[Bucket])> {
+    if r.threads.is_empty() {
+        return vec![(None, &r.buckets)];
+    }
+    r.threads
+        .iter()
+        .map(|t| {
+            (
+                Some(format!(
+                    "{}: {} instance(s), total {}",
+                    t.label(),
+                    t.instances,
+                    t.total
+                )),
+                t.buckets.as_slice(),
+            )
+        })
+        .collect()
+}
+
+/// The bars, eighths of a column for precision; every chart of a result on the scale of its
+/// largest bucket.
 pub(crate) fn bars(r: &RequestResult, width: usize) -> String {
     const EIGHTHS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
-    let max = r.buckets.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let panels = panels(r);
+    let max = panels
+        .iter()
+        .flat_map(|(_, b)| b.iter().map(|b| b.count))
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let base = r.request.range.start;
-    let label =
-        |b: &epcache_client::Bucket| format!("+{}..+{}", b.range.start - base, b.range.end - base);
-    let label_width = r.buckets.iter().map(|b| label(b).len()).max().unwrap_or(0);
+    let label = |b: &Bucket| format!("+{}..+{}", b.range.start - base, b.range.end - base);
+    let label_width = panels
+        .iter()
+        .flat_map(|(_, b)| b.iter().map(|b| label(b).len()))
+        .max()
+        .unwrap_or(0);
     let count_width = max.to_string().len();
     let mut out = title(r) + "\n";
-    for b in &r.buckets {
-        let eighths = (b.count as u128 * width as u128 * 8 / max as u128) as usize;
-        let mut bar = "█".repeat(eighths / 8);
-        if eighths % 8 != 0 {
-            bar.push(EIGHTHS[eighths % 8]);
+    for (heading, buckets) in panels {
+        if let Some(heading) = heading {
+            let _ = writeln!(out, "{heading}");
         }
-        let _ = writeln!(
-            out,
-            "{:>label_width$} {:>count_width$} {bar}",
-            label(b),
-            b.count
-        );
+        for b in buckets {
+            let eighths = (b.count as u128 * width as u128 * 8 / max as u128) as usize;
+            let mut bar = "█".repeat(eighths / 8);
+            if eighths % 8 != 0 {
+                bar.push(EIGHTHS[eighths % 8]);
+            }
+            let _ = writeln!(
+                out,
+                "{:>label_width$} {:>count_width$} {bar}",
+                label(b),
+                b.count
+            );
+        }
     }
     out
 }
@@ -122,16 +160,24 @@ pub(crate) fn svg_axes(out: &mut String, (x, y, w, h): (f64, f64, f64, f64), tic
     }
 }
 
-/// A bar chart as a standalone SVG document.
+/// A bar chart as a standalone SVG document: one panel, or one per thread of a per-thread
+/// request, stacked, on one count scale.
 pub(crate) fn svg(r: &RequestResult) -> String {
-    let (w, h) = (900.0_f64, 420.0_f64);
+    let panels = panels(r);
+    let w = 900.0_f64;
     let (left, right, top, bottom) = (70.0, 20.0, 40.0, 60.0);
+    let panel_h = if panels.len() == 1 { 320.0 } else { 220.0 };
+    let h = top + panels.len() as f64 * (panel_h + bottom);
     let plot_w = w - left - right;
-    let plot_h = h - top - bottom;
-    let ticks = count_ticks(r.buckets.iter().map(|b| b.count).max().unwrap_or(0));
+    let plot_h = panel_h - if panels.len() == 1 { 0.0 } else { 20.0 };
+    let ticks = count_ticks(
+        panels
+            .iter()
+            .flat_map(|(_, b)| b.iter().map(|b| b.count))
+            .max()
+            .unwrap_or(0),
+    );
     let max = *ticks.last().expect("ticks start at 0") as f64;
-    let n = r.buckets.len().max(1) as f64;
-    let slot = plot_w / n;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -144,43 +190,57 @@ pub(crate) fn svg(r: &RequestResult) -> String {
         w / 2.0,
         escape(&title(r))
     );
-    for (i, b) in r.buckets.iter().enumerate() {
-        let bh = b.count as f64 / max * plot_h;
-        let x = left + i as f64 * slot;
-        let _ = writeln!(
-            out,
-            r##"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#4269d0"><title>[{:#x}, {:#x}): {}</title></rect>"##,
-            x + slot * 0.1,
-            top + plot_h - bh,
-            slot * 0.8,
-            bh,
-            b.range.start,
-            b.range.end,
-            b.count
-        );
-    }
-    // Axes and the count scale, then byte offsets under the first, middle and last bars.
-    svg_axes(&mut out, (left, top, plot_w, plot_h), &ticks);
-    let base = r.request.range.start;
-    let last = r.buckets.len().saturating_sub(1);
-    for i in [0, last / 2, last] {
-        if let Some(b) = r.buckets.get(i) {
+    for (p, (heading, buckets)) in panels.iter().enumerate() {
+        let panel_top = top + p as f64 * (panel_h + bottom);
+        let plot_top = panel_top + (panel_h - plot_h);
+        if let Some(heading) = heading {
             let _ = writeln!(
                 out,
-                r#"<text x="{:.2}" y="{}" text-anchor="middle">+{}</text>"#,
-                left + (i as f64 + 0.5) * slot,
-                top + plot_h + 18.0,
-                b.range.start - base
+                r#"<text x="{left}" y="{:.2}">{}</text>"#,
+                panel_top + 12.0,
+                escape(heading)
             );
         }
+        let n = buckets.len().max(1) as f64;
+        let slot = plot_w / n;
+        for (i, b) in buckets.iter().enumerate() {
+            let bh = b.count as f64 / max * plot_h;
+            let x = left + i as f64 * slot;
+            let _ = writeln!(
+                out,
+                r##"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#4269d0"><title>[{:#x}, {:#x}): {}</title></rect>"##,
+                x + slot * 0.1,
+                plot_top + plot_h - bh,
+                slot * 0.8,
+                bh,
+                b.range.start,
+                b.range.end,
+                b.count
+            );
+        }
+        // Axes and the count scale, then byte offsets under the first, middle and last bars.
+        svg_axes(&mut out, (left, plot_top, plot_w, plot_h), &ticks);
+        let base = r.request.range.start;
+        let last = buckets.len().saturating_sub(1);
+        for i in [0, last / 2, last] {
+            if let Some(b) = buckets.get(i) {
+                let _ = writeln!(
+                    out,
+                    r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">+{}</text>"#,
+                    left + (i as f64 + 0.5) * slot,
+                    plot_top + plot_h + 18.0,
+                    b.range.start - base
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">byte offset in {}</text>"#,
+            left + plot_w / 2.0,
+            plot_top + plot_h + 40.0,
+            escape(&r.request.data_name())
+        );
     }
-    let _ = writeln!(
-        out,
-        r#"<text x="{}" y="{}" text-anchor="middle">byte offset in {}</text>"#,
-        left + plot_w / 2.0,
-        h - 18.0,
-        escape(&r.request.data_name())
-    );
     out.push_str("</svg>\n");
     out
 }
@@ -222,7 +282,7 @@ pub(crate) fn run(args: &HistogramArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use epcache_client::{Aggregation, Bucket, Region, RegionKind, RequestInfo, RequestResult};
+    use epcache_client::{Aggregation, Region, RegionKind, RequestInfo, ThreadResult};
 
     use super::*;
 
@@ -259,7 +319,9 @@ mod tests {
                     count,
                 })
                 .collect(),
-            analysis_json: None,
+            threads: Vec::new(),
+            analysis: None,
+            analysis_missing: None,
         }
     }
 
@@ -272,6 +334,52 @@ mod tests {
         // 1/16 of two columns is one eighth of a column.
         assert_eq!(lines[3], "+128..+192  1 ▏");
         assert_eq!(lines[4], "+192..+256  0 ");
+    }
+
+    /// A per-thread request: one chart per thread, each under its thread's heading, on the
+    /// scale of the largest bucket of any thread; the SVG has a panel per thread.
+    #[test]
+    fn a_per_thread_histogram_has_one_chart_per_thread() {
+        let mut r = result(&[16, 8]);
+        r.request.aggregation = Aggregation::PerThread;
+        let rows = |counts: &[u64]| -> Vec<Bucket> {
+            counts
+                .iter()
+                .enumerate()
+                .map(|(i, &count)| Bucket {
+                    range: 0x1000 + 64 * i as u64..0x1000 + 64 * (i as u64 + 1),
+                    count,
+                })
+                .collect()
+        };
+        r.threads = vec![
+            ThreadResult {
+                thread_id: Some(4242),
+                threads: 1,
+                instances: 1,
+                total: 16,
+                buckets: rows(&[16, 0]),
+            },
+            ThreadResult {
+                thread_id: None,
+                threads: 3,
+                instances: 3,
+                total: 8,
+                buckets: rows(&[0, 8]),
+            },
+        ];
+        let text = bars(&r, 2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "thread 4242: 1 instance(s), total 16");
+        assert_eq!(lines[2], "  +0..+64 16 ██");
+        assert_eq!(lines[4], "3 other threads: 3 instance(s), total 8");
+        assert_eq!(lines[6], "+64..+128  8 █");
+        let svg = svg(&r);
+        assert_eq!(svg.matches("fill=\"#4269d0\"").count(), 4);
+        assert!(
+            svg.contains(">thread 4242: 1 instance(s), total 16<"),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -8,13 +8,6 @@ use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum AggregationArg {
-    PerInstance,
-    PerThread,
-    Summed,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
 enum AnalysisArg {
     Reuse,
     Evictors,
@@ -50,9 +43,10 @@ pub(crate) struct RequestArgs {
     /// A histogram with buckets this many L1 lines wide.
     #[arg(long)]
     bucket_lines: Option<u32>,
-    /// How region instances combine.
-    #[arg(long, value_enum, default_value = "summed")]
-    aggregation: AggregationArg,
+    /// How region instances combine: summed, per-instance (the latest instance's counts), or
+    /// per-thread (one result per thread, with its thread id).
+    #[arg(long, default_value_t = Aggregation::Summed, value_parser = aggregation)]
+    aggregation: Aggregation,
     /// Seed-paper analyses to run (repeatable, or comma-separated).
     #[arg(long, value_enum, value_delimiter = ',')]
     analysis: Vec<AnalysisArg>,
@@ -61,6 +55,12 @@ pub(crate) struct RequestArgs {
     /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// Parses `--aggregation` with the names [`Aggregation::name`] gives, which tables and JSON show.
+fn aggregation(text: &str) -> Result<Aggregation, String> {
+    text.parse()
+        .map_err(|e: epcache_client::UnknownAggregation| e.to_string())
 }
 
 fn number(text: &str) -> anyhow::Result<u64> {
@@ -106,11 +106,7 @@ impl RequestArgs {
             (None, Some(lines)) => Request::count(region, data, &self.event).bucket_lines(lines),
             (None, None) => Request::count(region, data, &self.event),
         }
-        .aggregation(match self.aggregation {
-            AggregationArg::PerInstance => Aggregation::PerInstance,
-            AggregationArg::PerThread => Aggregation::PerThread,
-            AggregationArg::Summed => Aggregation::Summed,
-        });
+        .aggregation(self.aggregation);
         for a in &self.analysis {
             request = request.analysis(match a {
                 AnalysisArg::Reuse => Analysis::Reuse,
@@ -138,7 +134,7 @@ pub(crate) fn requests_table(requests: &[RequestInfo]) -> String {
                 } else {
                     format!("{} x {} B", r.buckets, r.bucket_bytes)
                 },
-                r.aggregation.to_string(),
+                r.aggregation.name().to_owned(),
                 r.owner.clone(),
             ]
         })
@@ -235,10 +231,11 @@ mod tests {
 
     #[test]
     fn aggregations_are_spelled_as_their_flags() {
-        for arg in AggregationArg::value_variants() {
-            let flag = arg.to_possible_value().unwrap().get_name().to_owned();
-            let request = parse(&["--aggregation", &flag]).request().unwrap();
-            assert_eq!(request.aggregation.to_string(), flag);
+        for aggregation in Aggregation::ALL {
+            let request = parse(&["--aggregation", aggregation.name()])
+                .request()
+                .unwrap();
+            assert_eq!(request.aggregation, aggregation);
         }
     }
 }

@@ -1,12 +1,18 @@
 //! `epcache results`: the latest results of requests, as a table.
 
+use std::fmt::Write as _;
+
 use clap::Args;
+use epcache_client::RequestResult;
 
 use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
 
-/// Show the latest results of requests (all of the target's, or those named), with totals; use
-/// `epcache histogram` to see a histogram's buckets.
+/// Show the latest results of requests (all of the target's, or those named), with totals: one
+/// row per request, or per thread for a per-thread request (THREAD gives its OS thread id; a
+/// last row `N others` sums the threads the target had no room to keep apart). Analysis
+/// requests say what their report holds; `--json` prints it. Use `epcache histogram` to see a
+/// histogram's buckets.
 #[derive(Debug, Args)]
 pub(crate) struct ResultsArgs {
     /// The target's pid.
@@ -36,17 +42,16 @@ pub(crate) fn run(args: &ResultsArgs) -> anyhow::Result<()> {
     if results.is_empty() {
         return print_stdout("no requests on this target; place one with `epcache request`\n");
     }
-    let rows: Vec<Vec<String>> = results
-        .iter()
-        .map(|r| {
-            let q = &r.request;
-            let value = if !r.available {
-                "(none yet)".to_owned()
-            } else if r.analysis_json.is_some() {
-                "analysis report (--json)".to_owned()
-            } else {
-                r.total.to_string()
-            };
+    print_stdout(&results_text(&results))
+}
+
+/// The table: one row per request, or for a per-thread request one per thread (THREAD says
+/// which), then a line per analysis request saying what its report holds.
+pub(crate) fn results_text(results: &[RequestResult]) -> String {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for r in results {
+        let q = &r.request;
+        let row = |thread: String, instances: u64, value: String| {
             vec![
                 q.id.to_string(),
                 q.region.name.clone(),
@@ -57,21 +62,50 @@ pub(crate) fn run(args: &ResultsArgs) -> anyhow::Result<()> {
                 } else {
                     format!("{} buckets", q.buckets)
                 },
-                r.instances.to_string(),
+                thread,
+                instances.to_string(),
                 value,
             ]
-        })
-        .collect();
-    print_stdout(&table(
+        };
+        if !r.available {
+            rows.push(row(String::new(), 0, "(none yet)".into()));
+        } else if r.threads.is_empty() {
+            rows.push(row("all".into(), r.instances, r.total.to_string()));
+        } else {
+            for t in &r.threads {
+                let who = match t.thread_id {
+                    Some(tid) => tid.to_string(),
+                    None => format!("{} others", t.threads),
+                };
+                rows.push(row(who, t.instances, t.total.to_string()));
+            }
+        }
+    }
+    let mut out = table(
         &[
             ">ID",
             "REGION",
             "DATA",
             "EVENT",
             "MODE",
+            "THREAD",
             ">INSTANCES",
             ">TOTAL",
         ],
         &rows,
-    ))
+    );
+    for r in results.iter().filter(|r| !r.request.analyses.is_empty()) {
+        let id = r.request.id;
+        let _ = match (&r.analysis, &r.analysis_missing) {
+            (Some(a), _) => writeln!(
+                out,
+                "request {id}: analysis report at {} over {} range(s); `--json` shows it",
+                a.level_name,
+                a.ranges.len()
+            ),
+            (None, Some(why)) => writeln!(out, "request {id}: no analysis report: {why}"),
+            (None, None) => Ok(()),
+        };
+    }
+    out
 }

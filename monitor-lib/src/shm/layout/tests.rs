@@ -12,6 +12,7 @@ fn small() -> Capacities {
         data_structures: 8,
         request_slots: 4,
         buckets_per_slot: 8,
+        result_words: 32,
         string_bytes: 64,
     }
 }
@@ -28,7 +29,32 @@ fn a_fresh_header_validates_to_the_planned_layout() {
     let (image, layout) = formatted();
     assert_eq!(Layout::validate(image.view()).unwrap(), layout);
     assert_eq!(layout.buckets_per_slot(), 8);
+    assert_eq!(layout.result_words(), 32);
     assert_eq!(layout.span(Table::Config).capacity, 16);
+}
+
+#[test]
+fn capacities_must_leave_room_for_one_row_of_the_largest_histogram() {
+    let too_small = Capacities {
+        result_words: (RESULT_HEADER_WORDS + ROW_HEADER_WORDS + 7) as u32,
+        ..small()
+    };
+    let e = Layout::plan(&too_small).unwrap_err();
+    assert!(e.to_string().contains("one row of 8 buckets"), "{e}");
+    // A header whose bucket limit does not fit its blocks is refused too.
+    let (image, _) = formatted();
+    image
+        .view()
+        .u32_at(header::MAX_BUCKETS)
+        .unwrap()
+        .store(26, Ordering::Relaxed);
+    assert!(matches!(
+        Layout::validate(image.view()),
+        Err(LayoutError::BadHeaderField {
+            field: "buckets per request",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -196,18 +222,130 @@ fn requests_round_trip_and_results_are_seqlocked() {
     assert!(RequestSpec::load(slot, 4).is_err(), "too many buckets");
     let block = layout.entry_words(v, Table::Results, 1).unwrap();
     assert_eq!(read_result(block, 10).unwrap(), None);
-    let result = RequestResult {
-        generation: 2,
-        instances: 3,
-        total: 40,
-        buckets: vec![5; 8],
-    };
+    let result = RequestResult::summed(2, 3, 40, vec![5; 8]);
     write_result(block, &result);
     assert_eq!(read_result(block, 10).unwrap(), Some(result));
     block[1].store(2 | 99 << 32, Ordering::Relaxed);
+    assert!(read_result(block, 10).is_err(), "row count past the block");
+    block[1].store(2 | 1 << 32, Ordering::Relaxed);
+    block[2].store(99, Ordering::Relaxed);
     assert!(
         read_result(block, 10).is_err(),
         "bucket count past the block"
+    );
+}
+
+fn thread_row(tid: u32, total: u64, buckets: Vec<u64>) -> ResultRow {
+    ResultRow {
+        threads: RowThreads::Thread(tid),
+        instances: 1,
+        total,
+        buckets,
+    }
+}
+
+#[test]
+fn per_thread_rows_round_trip_and_threads_past_the_room_are_summed_into_one_row() {
+    let (image, layout) = formatted();
+    let block = layout.entry_words(image.view(), Table::Results, 0).unwrap();
+    // 28 words after the header: two rows of 8 buckets (11 words each).
+    let two = RequestResult {
+        generation: 1,
+        rows: vec![
+            thread_row(101, 8, vec![1; 8]),
+            thread_row(102, 16, vec![2; 8]),
+        ],
+        text: ResultText::None,
+    };
+    write_result(block, &two);
+    assert_eq!(read_result(block, 10).unwrap().as_ref(), Some(&two));
+
+    let five = RequestResult {
+        generation: 1,
+        rows: (0..5)
+            .map(|i| thread_row(200 + i, 8 * u64::from(i + 1), vec![u64::from(i + 1); 8]))
+            .collect(),
+        text: ResultText::None,
+    };
+    write_result(block, &five);
+    let read = read_result(block, 10).unwrap().unwrap();
+    assert_eq!(read.rows.len(), 2);
+    assert_eq!(read.rows[0], five.rows[0], "the first thread keeps its row");
+    assert_eq!(read.rows[1].threads, RowThreads::Others(4));
+    assert_eq!(read.rows[1].instances, 4);
+    assert_eq!(read.rows[1].buckets, vec![2 + 3 + 4 + 5; 8]);
+    assert_eq!(read.sum(), five.sum(), "nothing is lost");
+    assert_eq!(read.total(), 8 * 15);
+
+    // Static rows are 3 words: nine fit.
+    let many = RequestResult {
+        generation: 1,
+        rows: (0..9).map(|i| thread_row(i + 1, 1, Vec::new())).collect(),
+        text: ResultText::None,
+    };
+    write_result(block, &many);
+    assert_eq!(read_result(block, 10).unwrap().unwrap(), many);
+}
+
+#[test]
+fn the_report_follows_the_counts_and_one_that_does_not_fit_is_replaced_by_a_note() {
+    let (image, layout) = formatted();
+    let block = layout.entry_words(image.view(), Table::Results, 0).unwrap();
+    let text = "{\"ranges\":[\"A\",\"ünïcode\"]}";
+    let with_report = RequestResult {
+        text: ResultText::Report(text.into()),
+        ..RequestResult::summed(4, 1, 36, vec![4, 5, 6, 7, 8, 6, 0, 0])
+    };
+    write_result(block, &with_report);
+    assert_eq!(read_result(block, 10).unwrap().unwrap(), with_report);
+
+    // 17 words of room after one row of 8 buckets: 136 bytes.
+    let big = RequestResult {
+        text: ResultText::Report("x".repeat(137)),
+        ..with_report.clone()
+    };
+    write_result(block, &big);
+    let read = read_result(block, 10).unwrap().unwrap();
+    assert_eq!(read.rows, with_report.rows, "the counts stay");
+    let ResultText::Missing(note) = &read.text else {
+        panic!("{:?}", read.text);
+    };
+    assert!(
+        note.starts_with("the analysis report has 137 bytes"),
+        "{note}"
+    );
+
+    // A text length past the block, and bytes that are not UTF-8, are refused.
+    write_result(block, &with_report);
+    let text_word = block[3].load(Ordering::Relaxed);
+    block[3].store(text_word & !0xffff_ffff | 137, Ordering::Relaxed);
+    assert!(read_result(block, 10).is_err());
+    block[3].store(text_word, Ordering::Relaxed);
+    let first_text_word = RESULT_HEADER_WORDS + ROW_HEADER_WORDS + 8;
+    block[first_text_word].store(u64::MAX, Ordering::Relaxed);
+    assert!(matches!(
+        read_result(block, 10),
+        Err(LayoutError::BadString { .. })
+    ));
+}
+
+#[test]
+fn a_slot_owner_belongs_to_the_generation_that_wrote_it() {
+    let (image, layout) = formatted();
+    let slot = layout
+        .entry_words(image.view(), Table::RequestSlots, 2)
+        .unwrap();
+    let owner = SlotOwner {
+        pid: 4321,
+        start_time: 777,
+    };
+    assert_eq!(SlotOwner::load(slot, 1), None, "nobody wrote one");
+    owner.store(slot, 1);
+    assert_eq!(SlotOwner::load(slot, 1), Some(owner));
+    assert_eq!(
+        SlotOwner::load(slot, 2),
+        None,
+        "a claim whose owner is not written yet names no owner"
     );
 }
 
@@ -247,16 +385,4 @@ proptest! {
             }
         }
     }
-}
-
-#[test]
-fn text_round_trips_through_result_words_and_bad_lengths_are_refused() {
-    let text = "{\"ranges\":[\"A\",\"ünïcode\"]}";
-    let words = pack_text(text);
-    assert_eq!(words.len(), text.len().div_ceil(8));
-    assert_eq!(unpack_text(&words, text.len() as u64).unwrap(), text);
-    assert!(unpack_text(&words, words.len() as u64 * 8 + 1).is_err());
-    // Cutting inside a multi-byte character is not UTF-8.
-    let cut = text.find('ü').unwrap() as u64 + 1;
-    assert!(unpack_text(&words, cut).is_err());
 }
