@@ -42,12 +42,13 @@ pub(crate) fn run(args: &ResultsArgs) -> anyhow::Result<()> {
     if results.is_empty() {
         return print_stdout("no requests on this target; place one with `epcache request`\n");
     }
-    print_stdout(&results_text(&results))
+    print_stdout(&results_text(&results, false))
 }
 
 /// The table: one row per request, or for a per-thread request one per thread (THREAD says
-/// which), then a line per analysis request saying what its report holds.
-pub(crate) fn results_text(results: &[RequestResult]) -> String {
+/// which), then a line per analysis request saying what its report holds. Once the target
+/// `ended`, a request without a result never ran, rather than has none yet.
+pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     for r in results {
         let q = &r.request;
@@ -68,7 +69,8 @@ pub(crate) fn results_text(results: &[RequestResult]) -> String {
             ]
         };
         if !r.available {
-            rows.push(row(String::new(), 0, "(none yet)".into()));
+            let none = if ended { "(never ran)" } else { "(none yet)" };
+            rows.push(row(String::new(), 0, none.into()));
         } else if r.threads.is_empty() {
             rows.push(row("all".into(), r.instances, r.total.to_string()));
         } else {

@@ -15,7 +15,7 @@ use epcache_client::{
 };
 use tokio_stream::StreamExt;
 
-use crate::connection::{json, table};
+use crate::connection::json;
 use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
@@ -131,28 +131,10 @@ fn region_ref(text: &str) -> RegionRef {
     }
 }
 
+/// The results once the program ended: the table `epcache results` prints, then each
+/// histogram's bars.
 fn results_table(results: &[RequestResult]) -> String {
-    let mut out = String::new();
-    let rows: Vec<Vec<String>> = results
-        .iter()
-        .map(|r| {
-            vec![
-                r.request.region.name.clone(),
-                r.request.data_name(),
-                r.request.event.clone(),
-                r.instances.to_string(),
-                if r.available {
-                    r.total.to_string()
-                } else {
-                    "(never ran)".into()
-                },
-            ]
-        })
-        .collect();
-    out.push_str(&table(
-        &["REGION", "DATA", "EVENT", ">INSTANCES", ">TOTAL"],
-        &rows,
-    ));
+    let mut out = crate::results::results_text(results, true);
     for r in results.iter().filter(|r| !r.buckets.is_empty()) {
         out.push('\n');
         out.push_str(&crate::histogram::bars(r, 40));
