@@ -173,6 +173,8 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
             addr: config.listen.to_string(),
         });
     }
+    // Targets announce themselves there: another user who may write into it could plant records.
+    epcache_monitor::shm::discovery::ensure_runtime_dir(&config.runtime_dir)?;
     if !config.listen.is_local() && config.tls.is_none() {
         tracing::warn!(addr = %config.listen, "listening beyond this machine without TLS: the bearer token travels in clear text");
     }

@@ -243,6 +243,7 @@ pub(crate) struct Registry {
     retention: Duration,
     watchers: Mutex<Vec<JoinHandle<()>>>,
     refused: Mutex<HashSet<(u32, u64)>>,
+    dir_refused: AtomicBool,
     shutting_down: AtomicBool,
 }
 
@@ -257,6 +258,7 @@ impl Registry {
             retention,
             watchers: Mutex::new(Vec::new()),
             refused: Mutex::new(HashSet::new()),
+            dir_refused: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
         }
     }
@@ -315,11 +317,17 @@ impl Registry {
         }
         match discovery::list_targets(&self.runtime_dir) {
             Ok(records) => {
+                self.dir_refused.store(false, Ordering::Relaxed);
                 for record in records {
                     self.consider(record);
                 }
             }
-            Err(e) => tracing::debug!(error = %e, "cannot list targets"),
+            // Checked at start; someone changed it since. Said once, until it is right again.
+            Err(e) => {
+                if !self.dir_refused.swap(true, Ordering::Relaxed) {
+                    tracing::error!(error = %e, "cannot list targets; no new target is attached until this is fixed");
+                }
+            }
         }
         let now = Instant::now();
         self.targets.retain(|_, entry| {

@@ -28,6 +28,26 @@ fn off_loopback_without_a_token_is_refused() {
     assert!(err.contains("bearer token"), "{err}");
 }
 
+#[test]
+fn a_runtime_directory_others_may_write_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcached"))
+        .arg("--runtime-dir")
+        .arg(&open)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&open.display().to_string()) && err.contains("chmod 700"),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_a_halted_target_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
