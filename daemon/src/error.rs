@@ -137,9 +137,8 @@ impl DaemonError {
 
 fn tool_code(e: &ToolError) -> Code {
     match e {
-        ToolError::Segment(SegmentError::NotOwner { .. } | SegmentError::TooOpen { .. }) => {
-            Code::PermissionDenied
-        }
+        ToolError::Segment(SegmentError::NotOwner { .. } | SegmentError::TooOpen { .. })
+        | ToolError::ForeignSegment { .. } => Code::PermissionDenied,
         // The segment vanished under us: its target is gone.
         ToolError::Segment(_) | ToolError::StaleRecord { .. } => Code::FailedPrecondition,
         ToolError::Layout { .. } => Code::DataLoss,

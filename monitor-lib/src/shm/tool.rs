@@ -46,6 +46,19 @@ pub enum ToolError {
         /// The pid in the segment.
         header_pid: u32,
     },
+    /// A discovery record names a segment the process it names did not create: a copied or
+    /// forged segment, which must not make a tool act on (signal, halt) that process.
+    #[error(
+        "the record of pid {record_pid} names segment {shm_id}, which was created by pid {creator_pid}, not by that process; the segment is a copy or a forgery and is ignored"
+    )]
+    ForeignSegment {
+        /// The segment id.
+        shm_id: i32,
+        /// The pid in the record (and in the segment's header).
+        record_pid: u32,
+        /// The pid that created the segment (`shm_cpid`).
+        creator_pid: i32,
+    },
     /// A request names a region that does not exist.
     #[error(
         "region {index} does not exist (the target has {count} regions); list the regions first"
@@ -178,10 +191,28 @@ impl TargetHandle {
         })
     }
 
-    /// Attaches to the segment a discovery record names, checking it belongs to that process.
+    /// Attaches to the segment a discovery record names, checking it belongs to that process:
+    /// the header names the same pid and start time, the kernel says that pid created the
+    /// segment, and the process with that pid is the one that started at that time. Only then
+    /// may a tool act on the pid (halt it, signal it).
     pub fn attach_record(record: &TargetRecord) -> Result<TargetHandle, ToolError> {
         let handle = Self::attach(record.shm_id)?;
         if handle.pid != record.pid || handle.start_time != record.start_time {
+            return Err(ToolError::StaleRecord {
+                shm_id: record.shm_id,
+                record_pid: record.pid,
+                header_pid: handle.pid,
+            });
+        }
+        let creator_pid = handle.segment.stat()?.creator_pid;
+        if u32::try_from(creator_pid).ok() != Some(record.pid) {
+            return Err(ToolError::ForeignSegment {
+                shm_id: record.shm_id,
+                record_pid: record.pid,
+                creator_pid,
+            });
+        }
+        if !process::is_same_process_alive(record.pid, record.start_time) {
             return Err(ToolError::StaleRecord {
                 shm_id: record.shm_id,
                 record_pid: record.pid,
