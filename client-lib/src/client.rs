@@ -15,12 +15,13 @@ use crate::types::{
     Description, Detached, Event, HaltingPoint, Request, RequestInfo, RequestResult, StepOutcome,
     StepTo, Target,
 };
-use crate::{ClientError, DEFAULT_ADDRESS};
+use crate::{ClientError, default_address};
 
 /// How to reach a daemon and who is calling.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
-    /// `HOST:PORT`, `http://HOST:PORT`, a port alone (on 127.0.0.1), or `unix:PATH`.
+    /// `unix:PATH`, `HOST:PORT`, `http://HOST:PORT` or a port alone (on 127.0.0.1); the default
+    /// is [`crate::default_address`].
     pub address: String,
     /// The bearer token the daemon requires, if any.
     pub token: Option<String>,
@@ -36,7 +37,7 @@ pub struct ConnectOptions {
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
-            address: DEFAULT_ADDRESS.into(),
+            address: default_address(),
             token: None,
             tool: format!("epcache-client-{}", std::process::id()),
             connect_timeout: Duration::from_secs(5),
@@ -69,7 +70,7 @@ impl Interceptor for CallMetadata {
 /// use epcache_client::{Client, Request, StepOutcome, StepTo};
 ///
 /// # async fn demo() -> Result<(), epcache_client::ClientError> {
-/// let mut client = Client::connect("127.0.0.1:50551").await?;
+/// let mut client = Client::connect(&epcache_client::default_address()).await?;
 /// let target = client.targets().await?.into_iter().next().expect("a monitored program runs");
 /// let placed = client
 ///     .request(target.pid, Request::histogram("gauss_original", "A", "PAPI_L1_LDM", 25))

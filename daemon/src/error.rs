@@ -177,13 +177,23 @@ pub enum ServeError {
         /// What failed.
         source: std::io::Error,
     },
-    /// A non-loopback address without a token.
+    /// A TCP address without a token.
     #[error(
-        "listening on {addr} would let other machines drive your programs; give a bearer token (--token-file or EPCACHED_TOKEN), or listen on loopback or a Unix socket"
+        "listening on TCP {addr} without a bearer token would let anyone who reaches the port (on loopback: every local user) drive your programs; give a token of at least {min} characters (--token-file or EPCACHED_TOKEN), or use the default Unix socket",
+        min = crate::config::MIN_TOKEN_CHARS
     )]
     NeedsToken {
         /// The address.
         addr: String,
+    },
+    /// A token too short to be a secret.
+    #[error(
+        "the bearer token has {chars} characters; use at least {min} (e.g. `head -c 32 /dev/urandom | base64 > token`)",
+        min = crate::config::MIN_TOKEN_CHARS
+    )]
+    WeakToken {
+        /// How many it has.
+        chars: usize,
     },
     /// TLS was asked for a Unix socket, or without the feature.
     #[error("{0}")]

@@ -397,6 +397,11 @@ impl Registry {
         watchers.push(watcher);
     }
 
+    /// Lets go of what connection `id` owned, now that it closed.
+    pub(crate) fn connection_closed(&self, id: u64) {
+        tracing::trace!(connection = id, "nothing owned by connection");
+    }
+
     /// Stops every watcher within one slice, without letting targets go (a dropped daemon).
     pub(crate) fn stop_watchers(&self) {
         self.shutting_down.store(true, Ordering::Release);

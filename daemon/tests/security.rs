@@ -4,6 +4,11 @@
 
 mod support;
 
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use epcache_monitor::shm::discovery::{self, TargetRecord};
@@ -19,7 +24,262 @@ fn child_role() {
     support::child_role();
 }
 
+/// Set to a daemon endpoint to make this test binary play a process of another user that tries
+/// to reach it.
+const INTRUDER: &str = "EPCACHE_TEST_INTRUDER";
+/// The uid of that other user.
+const NOBODY: u32 = 65534;
+
 const WAIT: (&str, &str) = ("EPCACHE_WAIT", "20");
+
+/// Plays the other user's process when asked: connects to the socket, then tries to list the
+/// targets, and says on stdout how far it got.
+#[test]
+fn intruder_role() {
+    let Ok(endpoint) = std::env::var(INTRUDER) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let path = endpoint.strip_prefix("unix:").unwrap();
+        match tokio::net::UnixStream::connect(path).await {
+            Ok(_) => println!("INTRUDER CONNECTED"),
+            Err(e) => println!("INTRUDER CANNOT CONNECT: {e}"),
+        }
+        let listed = tokio::time::timeout(Duration::from_secs(10), async {
+            let channel = support::channel(&endpoint)
+                .await
+                .map_err(|e| e.to_string())?;
+            epcache_proto::v1::mri_client::MriClient::new(channel)
+                .list_targets(v1::ListTargetsRequest {})
+                .await
+                .map(|r| r.into_inner().targets.len())
+                .map_err(|e| e.to_string())
+        })
+        .await;
+        match listed {
+            Ok(Ok(n)) => println!("INTRUDER LISTED {n}"),
+            Ok(Err(e)) => println!("INTRUDER REFUSED: {e}"),
+            Err(_) => println!("INTRUDER REFUSED: timed out"),
+        }
+    });
+}
+
+/// Whether this process may run others as uid [`NOBODY`]; says why not (and fails under CI).
+fn can_switch_users() -> bool {
+    if epcache_monitor::shm::current_uid() == 0 {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "FAILED under CI: the second-uid tests need root to run a process as uid {NOBODY}"
+    );
+    println!("SKIPPED: the second-uid tests need root to run a process as uid {NOBODY}");
+    false
+}
+
+/// Runs the intruder as uid [`NOBODY`] against `endpoint` and returns what it printed.
+fn intrude(endpoint: &str) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "intruder_role",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(INTRUDER, endpoint)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("INTRUDER LISTED") || text.contains("INTRUDER REFUSED"),
+        "the intruder did not report: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// `epcached` with `args`, its first stdout line read (so it listens); returns the endpoint.
+fn start_epcached(command: &mut Command) -> (Child, String) {
+    let mut daemon = command
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(daemon.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let endpoint = line
+        .trim()
+        .strip_prefix("epcached listening on ")
+        .unwrap_or_else(|| {
+            let _ = daemon.kill();
+            let mut err = String::new();
+            let _ = daemon.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("epcached did not start: {line:?}\n{err}")
+        })
+        .to_owned();
+    (daemon, endpoint)
+}
+
+/// Stops `daemon` and returns its log, without colour escapes.
+fn stop_epcached(mut daemon: Child) -> String {
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let mut log = String::new();
+    daemon
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    let mut plain = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters final-letter
+            for e in chars.by_ref() {
+                if e.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_user_cannot_reach_the_default_socket() {
+    if !can_switch_users() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let target = spawn_target(dir.path(), &[WAIT, ("EPCACHE_SYNTH_ITERATIONS", "1")]);
+    let mut owner = connect(&daemon, "owner").await;
+    wait_listed(&mut owner, target.pid).await;
+    assert_eq!(
+        daemon.endpoint(),
+        format!("unix:{}", dir.path().join("epcached.sock").display())
+    );
+    let endpoint = daemon.endpoint();
+    let seen = tokio::task::spawn_blocking(move || intrude(&endpoint))
+        .await
+        .unwrap();
+    assert!(
+        seen.contains("INTRUDER CANNOT CONNECT") && seen.contains("INTRUDER REFUSED"),
+        "{seen}"
+    );
+    // The owner still can.
+    let targets = owner
+        .list_targets(v1::ListTargetsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .targets;
+    assert!(targets.iter().any(|t| t.pid == target.pid));
+    daemon.shutdown().await;
+}
+
+#[test]
+fn peer_credentials_refuse_another_user_on_an_opened_socket() {
+    if !can_switch_users() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("rt");
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    let socket = open.join("epcached.sock");
+    let (daemon, endpoint) = start_epcached(
+        Command::new(env!("CARGO_BIN_EXE_epcached"))
+            .arg("--runtime-dir")
+            .arg(&runtime)
+            .arg("--listen")
+            .arg(format!("unix:{}", socket.display())),
+    );
+    let target = spawn_target(&runtime, &[WAIT, ("EPCACHE_SYNTH_ITERATIONS", "1")]);
+    // Everything on the way deliberately opened to everyone.
+    chmod(dir.path(), 0o755);
+    chmod(&open, 0o777);
+    chmod(&socket, 0o777);
+    let seen = intrude(&endpoint);
+    let log = stop_epcached(daemon);
+    drop(target);
+    assert!(
+        seen.contains("INTRUDER CONNECTED") && seen.contains("INTRUDER REFUSED"),
+        "{seen}"
+    );
+    assert!(
+        log.contains("refused a connection from another user") && log.contains("uid=65534"),
+        "{log}"
+    );
+}
+
+#[test]
+fn root_is_served_only_when_allowed() {
+    if !can_switch_users() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    chmod(dir.path(), 0o711);
+    let runtime = dir.path().join("rt");
+    std::fs::create_dir(&runtime).unwrap();
+    chmod(&runtime, 0o700);
+    std::os::unix::fs::chown(&runtime, Some(NOBODY), Some(NOBODY)).unwrap();
+    let list_as_root = |endpoint: String| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                let channel = support::channel(&endpoint)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                epcache_proto::v1::mri_client::MriClient::new(channel)
+                    .list_targets(v1::ListTargetsRequest {})
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+    };
+    for allow_root in [false, true] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_epcached"));
+        command
+            .arg("--runtime-dir")
+            .arg(&runtime)
+            .uid(NOBODY)
+            .gid(NOBODY);
+        if allow_root {
+            command.arg("--allow-root");
+        }
+        let (daemon, endpoint) = start_epcached(&mut command);
+        let listed = list_as_root(endpoint);
+        let log = stop_epcached(daemon);
+        if allow_root {
+            assert!(listed.is_ok(), "{listed:?}\n{log}");
+        } else {
+            assert!(listed.is_err(), "root was served without --allow-root");
+            assert!(
+                log.contains("uid=0") && log.contains("--allow-root"),
+                "{log}"
+            );
+        }
+    }
+}
 
 /// A segment that copies `target`'s, with its header claiming `pid` (started at `start_time`):
 /// what a process of this user could make to point the daemon at someone else's process.
@@ -30,7 +290,10 @@ fn forge_segment(original_shm_id: i32, pid: u32, start_time: u64) -> Segment {
     original.view().copy_out(0, &mut bytes).unwrap();
     let forged = Segment::create(len).unwrap();
     forged.view().copy_in(0, &bytes).unwrap();
-    forged.view().copy_in(header::TARGET_PID, &pid.to_ne_bytes()).unwrap();
+    forged
+        .view()
+        .copy_in(header::TARGET_PID, &pid.to_ne_bytes())
+        .unwrap();
     forged
         .view()
         .copy_in(header::TARGET_START_TIME, &start_time.to_ne_bytes())
@@ -92,5 +355,67 @@ async fn a_forged_segment_cannot_point_the_daemon_at_another_process() {
     );
     let _ = bystander.kill();
     let _ = bystander.wait();
+    daemon.shutdown().await;
+}
+
+/// Reads `stream` until the daemon closes it; how long that took, or `None` within `limit`.
+async fn closed_within(stream: &mut tokio::net::UnixStream, limit: Duration) -> Option<Duration> {
+    use tokio::io::AsyncReadExt;
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(started + limit),
+            stream.read(&mut buf),
+        )
+        .await
+        {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            // The server's SETTINGS and PINGs, never answered.
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_and_idle_connections_are_closed() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = epcache_daemon::serve(epcache_daemon::Config {
+        handshake_timeout: Duration::from_millis(300),
+        keepalive_interval: Duration::from_millis(300),
+        keepalive_timeout: Duration::from_millis(300),
+        ..epcache_daemon::Config::private(dir.path())
+    })
+    .await
+    .unwrap();
+    let socket = dir.path().join("epcached.sock");
+
+    // Connects and says nothing: closed at the handshake bound.
+    let mut mute = tokio::net::UnixStream::connect(&socket).await.unwrap();
+    let took = closed_within(&mut mute, Duration::from_secs(5)).await;
+    assert!(
+        took.is_some_and(|t| t >= Duration::from_millis(250)),
+        "a connection that never sent the HTTP/2 preface stayed open: {took:?}"
+    );
+
+    // Completes the handshake, then never answers a ping: closed by the keepalive.
+    let mut deaf = tokio::net::UnixStream::connect(&socket).await.unwrap();
+    deaf.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // An empty SETTINGS frame: length 0, type 4, flags 0, stream 0.
+    deaf.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+    let took = closed_within(&mut deaf, Duration::from_secs(5)).await;
+    assert!(
+        took.is_some_and(|t| t >= Duration::from_millis(250)),
+        "a connection that never answered a keepalive ping stayed open: {took:?}"
+    );
+
+    // A live client answers pings and keeps its connection across idle time.
+    let mut live = connect(&daemon, "idle").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    live.list_targets(v1::ListTargetsRequest {}).await.unwrap();
     daemon.shutdown().await;
 }

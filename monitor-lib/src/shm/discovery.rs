@@ -142,6 +142,14 @@ pub fn ensure_runtime_dir(dir: &Path) -> Result<(), DiscoveryError> {
     check_runtime_dir(dir)
 }
 
+/// The file name of the daemon's socket in a runtime directory.
+pub const DAEMON_SOCKET: &str = "epcached.sock";
+
+/// Where the daemon serving runtime directory `dir` listens by default: `DIR/epcached.sock`.
+pub fn daemon_socket(dir: &Path) -> PathBuf {
+    dir.join(DAEMON_SOCKET)
+}
+
 /// The record file of `pid` in `dir`.
 pub fn record_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("{pid}.json"))
@@ -323,7 +331,10 @@ mod tests {
         std::fs::write(&elsewhere, &json).unwrap();
         std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
         assert!(list_within_seconds(&runtime).unwrap().is_empty());
-        assert!(std::fs::symlink_metadata(&path).is_err(), "the link is removed");
+        assert!(
+            std::fs::symlink_metadata(&path).is_err(),
+            "the link is removed"
+        );
         assert!(elsewhere.exists(), "what it pointed at is left alone");
 
         // Nor is one to a device that never ends.
@@ -343,7 +354,10 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         assert!(made.is_ok_and(|s| s.success()), "mkfifo failed");
         assert!(list_within_seconds(&runtime).unwrap().is_empty());
-        assert!(std::fs::symlink_metadata(&fifo).is_err(), "the FIFO is removed");
+        assert!(
+            std::fs::symlink_metadata(&fifo).is_err(),
+            "the FIFO is removed"
+        );
 
         // The real thing still works.
         write_record(&runtime, &me).unwrap();
@@ -358,7 +372,10 @@ mod tests {
         for mode in [0o777, 0o1777, 0o720, 0o702] {
             std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(mode)).unwrap();
             let err = list_targets(&runtime).unwrap_err();
-            assert!(matches!(err, DiscoveryError::TooOpen { .. }), "{mode:o}: {err}");
+            assert!(
+                matches!(err, DiscoveryError::TooOpen { .. }),
+                "{mode:o}: {err}"
+            );
             let text = err.to_string();
             assert!(
                 text.contains(&runtime.display().to_string()) && text.contains("chmod 700"),
