@@ -9,6 +9,13 @@
 //! its exit. The end of a target (normal exit, or death noticed from /proc) is broadcast once and
 //! ends the watcher; the attachment stays for [`crate::Config::exited_retention`] so the last
 //! results can be read, then the target is forgotten and the segment detached.
+//!
+//! A halting point belongs to the session that armed it ([`Session`]): a `Step` call, or the
+//! connection a `SetHaltingPoint` came on. When that session ends without the halt having been
+//! delivered (the call was dropped or timed out, the connection closed), [`TargetEntry::abandon`]
+//! takes the point back if the target has not reached it, and releases the target if it halted
+//! there with nobody to receive the halt: no program stays halted for a tool that is gone. A halt
+//! a `Step` returned stays, so a tool can read results and step again from another process.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -21,7 +28,7 @@ use epcache_monitor::analysis::AnalysisReport;
 use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::shm::discovery::{self, TargetRecord};
 use epcache_monitor::shm::layout::{self, Boundary, RegionIndex, RequestResult, TargetState};
-use epcache_monitor::shm::tool::{RequestHandle, TargetHandle, ToolError};
+use epcache_monitor::shm::tool::{ArmedPoint, RequestHandle, TargetHandle, ToolError};
 use epcache_proto::v1;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
@@ -34,6 +41,36 @@ pub(crate) const WATCH_SLICE: Duration = Duration::from_millis(100);
 
 /// Events kept for slow watch streams before they must resynchronise.
 const EVENT_BACKLOG: usize = 4096;
+
+/// How long an abandoned point's halt may take to show after the target took the point (the
+/// target clears the point, then publishes the halt: microseconds apart).
+const HALT_IN_FLIGHT: Duration = Duration::from_millis(500);
+
+/// Who a halting point belongs to: its halt is theirs to receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Session {
+    /// One `Step` call, by a daemon-wide call number.
+    Step(u64),
+    /// The connection a `SetHaltingPoint` came on.
+    Connection(u64),
+    /// A call that came on no known connection (an in-process server without the daemon's
+    /// listeners); nothing takes it back but `Detach`, `Continue` and shutdown.
+    Unowned,
+    /// A step delivered the halt at the point: the halt stays until its tool (or another)
+    /// continues, steps or detaches.
+    Delivered,
+}
+
+/// The halting point armed through this daemon, and whose it is.
+#[derive(Debug, Clone)]
+pub(crate) struct HaltOwner {
+    /// The tool's name (`Detach` clears the point of its own tool).
+    pub(crate) tool: String,
+    /// The session whose end takes the point back.
+    pub(crate) session: Session,
+    /// What was armed.
+    pub(crate) armed: ArmedPoint,
+}
 
 /// How a target ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +126,10 @@ pub(crate) struct TargetEntry {
     status: watch::Sender<Status>,
     /// Requests placed through this daemon, by id.
     pub(crate) requests: Mutex<BTreeMap<u64, Placed>>,
-    /// The tool that armed the halting point last.
-    pub(crate) halt_owner: Mutex<Option<String>>,
+    /// The halting point armed through this daemon last, while it is someone's.
+    pub(crate) halt_owner: Mutex<Option<HaltOwner>>,
+    /// The last halt generation a `Step` returned to its tool.
+    delivered: Mutex<Option<u32>>,
     region_names: Mutex<Vec<String>>,
     stop: AtomicBool,
 }
@@ -187,6 +226,83 @@ impl TargetEntry {
         }
     }
 
+    /// Records that `session` armed `armed` for `tool`, replacing any earlier owner.
+    pub(crate) fn own_point(&self, tool: &str, session: Session, armed: ArmedPoint) {
+        *lock(&self.halt_owner) = Some(HaltOwner {
+            tool: tool.to_owned(),
+            session,
+            armed,
+        });
+    }
+
+    /// Forgets who owns the point (it was cleared through the daemon).
+    pub(crate) fn disown_point(&self) {
+        *lock(&self.halt_owner) = None;
+    }
+
+    /// Records that `session` delivered the halt of `generation` to its tool: the halt stays,
+    /// still the tool's for `Detach`, but no session's end lets it go any more.
+    pub(crate) fn delivered(&self, session: Session, generation: u32) {
+        *lock(&self.delivered) = Some(generation);
+        if let Some(owner) = lock(&self.halt_owner)
+            .as_mut()
+            .filter(|o| o.session == session)
+        {
+            owner.session = Session::Delivered;
+        }
+    }
+
+    /// `session` ended without its halt delivered: takes back the point it armed if the target
+    /// has not reached it (and nobody armed another since), or, if the target halted there and
+    /// no `Step` received that halt, releases it. May wait up to [`HALT_IN_FLIGHT`] for a halt
+    /// the target is publishing, so call it where blocking is allowed.
+    pub(crate) fn abandon(&self, session: Session) {
+        let owner = {
+            let mut owner = lock(&self.halt_owner);
+            match owner.as_ref() {
+                Some(o) if o.session == session => owner.take(),
+                _ => None,
+            }
+        };
+        let Some(owner) = owner else {
+            return;
+        };
+        if self.status().end.is_some() {
+            return;
+        }
+        match self.handle.disarm(&owner.armed) {
+            Ok(true) => {
+                tracing::info!(pid = self.pid(), tool = %owner.tool, ?session, "took back the halting point of a tool that went");
+                return;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(pid = self.pid(), error = %e, "cannot take back an abandoned halting point");
+                return;
+            }
+        }
+        // The target took the point (or another tool replaced it outside this daemon). Its halt
+        // there is the first one after arming; if that is where the target still is and no
+        // step received it, it is the abandoned one.
+        let ours = owner.armed.after.wrapping_add(1);
+        let halt = match self.handle.wait_for_halt(owner.armed.after, HALT_IN_FLIGHT) {
+            Ok(h) if h.state == TargetState::Halted && h.generation == ours => h,
+            _ => return,
+        };
+        if *lock(&self.delivered) == Some(halt.generation) {
+            return;
+        }
+        match self.handle.release_halt(halt.generation) {
+            Ok(true) => {
+                tracing::info!(pid = self.pid(), tool = %owner.tool, ?session, generation = halt.generation, "released a halt nobody received");
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(pid = self.pid(), error = %e, "cannot release an abandoned halt");
+            }
+        }
+    }
+
     /// The latest result of `placed`, read from the segment and checked.
     pub(crate) fn result(&self, placed: &Placed) -> Result<v1::RequestResult, DaemonError> {
         let raw = self.handle.read_result(placed.handle)?;
@@ -239,6 +355,7 @@ pub(crate) struct Registry {
     targets: DashMap<u32, Arc<TargetEntry>>,
     events: broadcast::Sender<v1::Event>,
     next_request: AtomicU64,
+    next_step: AtomicU64,
     runtime_dir: PathBuf,
     retention: Duration,
     watchers: Mutex<Vec<JoinHandle<()>>>,
@@ -254,6 +371,7 @@ impl Registry {
             targets: DashMap::new(),
             events: broadcast::channel(EVENT_BACKLOG).0,
             next_request: AtomicU64::new(1),
+            next_step: AtomicU64::new(1),
             runtime_dir,
             retention,
             watchers: Mutex::new(Vec::new()),
@@ -381,6 +499,7 @@ impl Registry {
             .0,
             requests: Mutex::new(BTreeMap::new()),
             halt_owner: Mutex::new(None),
+            delivered: Mutex::new(None),
             region_names: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -397,9 +516,17 @@ impl Registry {
         watchers.push(watcher);
     }
 
-    /// Lets go of what connection `id` owned, now that it closed.
+    /// Lets go of what connection `id` owned, now that it closed: the halting points it set
+    /// ([`TargetEntry::abandon`]). Blocks briefly; call it where blocking is allowed.
     pub(crate) fn connection_closed(&self, id: u64) {
-        tracing::trace!(connection = id, "nothing owned by connection");
+        for entry in self.all() {
+            entry.abandon(Session::Connection(id));
+        }
+    }
+
+    /// A fresh `Step` call number.
+    pub(crate) fn step_session(&self) -> Session {
+        Session::Step(self.next_step.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Stops every watcher within one slice, without letting targets go (a dropped daemon).

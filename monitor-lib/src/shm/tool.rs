@@ -149,6 +149,17 @@ pub struct RequestHandle {
     pub generation: u32,
 }
 
+/// A halting point as a tool armed it: the word it stored and the halt generation just before,
+/// so the tool can later take back exactly that point ([`TargetHandle::disarm`]) and tell a
+/// halt at it from earlier ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArmedPoint {
+    /// The halting-point word stored (0 when the point was cleared).
+    pub word: u64,
+    /// The halt generation when it was armed: a halt at the point has a later one.
+    pub after: u32,
+}
+
 /// A halt of the target, as the tool sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Halt {
@@ -493,7 +504,7 @@ impl TargetHandle {
     }
 
     /// Sets (or with `None` clears) where the target stops next.
-    pub fn set_halting_point(&self, point: Option<HaltingPoint>) -> Result<(), ToolError> {
+    pub fn set_halting_point(&self, point: Option<HaltingPoint>) -> Result<ArmedPoint, ToolError> {
         self.arm(
             point.and_then(|p| p.region),
             point.map_or(0, |p| p.to_word()),
@@ -503,15 +514,25 @@ impl TargetHandle {
 
     /// Sets the halting point to the next boundary, entry or exit, of `region` (or of any
     /// region), after letting `skip` such boundaries pass: a step.
-    pub fn set_step_point(&self, region: Option<RegionIndex>, skip: u32) -> Result<(), ToolError> {
+    pub fn set_step_point(
+        &self,
+        region: Option<RegionIndex>,
+        skip: u32,
+    ) -> Result<ArmedPoint, ToolError> {
         self.arm(region, HaltingPoint::step_word(region), skip)
     }
 
-    fn arm(&self, region: Option<RegionIndex>, word: u64, skip: u32) -> Result<(), ToolError> {
+    fn arm(
+        &self,
+        region: Option<RegionIndex>,
+        word: u64,
+        skip: u32,
+    ) -> Result<ArmedPoint, ToolError> {
         let view = self.segment.view();
         if let Some(r) = region {
             self.config_entry(r)?;
         }
+        let after = self.halt_generation();
         view.u32_at(header::HALT_SKIP)
             .map_err(|e| self.view_err(e))?
             .store(skip, Ordering::Relaxed);
@@ -520,7 +541,26 @@ impl TargetHandle {
             .map_err(|e| self.view_err(e))?
             .store(word, Ordering::Release);
         self.bump_tool_sequence();
-        Ok(())
+        Ok(ArmedPoint { word, after })
+    }
+
+    /// Clears the halting point if it is still `armed` (the target did not reach it, and nobody
+    /// set another since); whether it was.
+    pub fn disarm(&self, armed: &ArmedPoint) -> Result<bool, ToolError> {
+        if armed.word == 0 {
+            return Ok(false);
+        }
+        let cleared = self
+            .segment
+            .view()
+            .u64_at(header::HALTING_POINT)
+            .map_err(|e| self.view_err(e))?
+            .compare_exchange(armed.word, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if cleared {
+            self.bump_tool_sequence();
+        }
+        Ok(cleared)
     }
 
     /// The current halt generation: what to pass to [`TargetHandle::wait_for_halt`] to wait for
@@ -606,6 +646,42 @@ impl TargetHandle {
         release.store(generation, Ordering::Release);
         futex::wake(release, u32::MAX);
         Ok(())
+    }
+
+    /// Releases the halt of generation `generation` if the target is still in it (halted, or
+    /// waiting at start); whether it was. A later halt is left alone.
+    pub fn release_halt(&self, generation: u32) -> Result<bool, ToolError> {
+        if self.halt_generation() != generation
+            || !matches!(
+                self.state()?,
+                TargetState::Halted | TargetState::WaitingForTool
+            )
+        {
+            return Ok(false);
+        }
+        let release = self
+            .segment
+            .view()
+            .u32_at(header::RELEASE_GENERATION)
+            .map_err(|e| self.view_err(e))?;
+        release.store(generation, Ordering::Release);
+        futex::wake(release, u32::MAX);
+        Ok(true)
+    }
+
+    /// Lets the target run on whatever its state word says (a corrupted one included): writes
+    /// the current halt generation as released and wakes it. Harmless to a running target,
+    /// whose next halt has a later generation. Returns the generation released.
+    pub fn force_release(&self) -> Result<u32, ToolError> {
+        let generation = self.halt_generation();
+        let release = self
+            .segment
+            .view()
+            .u32_at(header::RELEASE_GENERATION)
+            .map_err(|e| self.view_err(e))?;
+        release.store(generation, Ordering::Release);
+        futex::wake(release, u32::MAX);
+        Ok(generation)
     }
 
     /// Where the request stands (pending, active, rejected by the target...); `None` once its
