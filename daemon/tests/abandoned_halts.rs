@@ -92,6 +92,31 @@ async fn a_step_that_times_out_leaves_no_point_behind() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_past_its_grpc_deadline_leaves_no_point_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let mut target = slow_target(dir.path());
+    let mut tool = connect(&daemon, "deadline").await;
+    wait_listed(&mut tool, target.pid).await;
+    // The gRPC deadline (grpc-timeout), not the step's own timeout_ms.
+    let mut call = tonic::Request::new(far_step(target.pid, 0));
+    call.set_timeout(Duration::from_millis(100));
+    let e = tool.step(call).await.unwrap_err();
+    assert!(
+        matches!(
+            e.code(),
+            tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+        ),
+        "{e}"
+    );
+    assert!(
+        runs_to_its_end(&mut target, Duration::from_secs(10)),
+        "the target halted at the point of a step past its deadline and stayed halted"
+    );
+    daemon.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_halt_at_the_point_of_a_closed_connection_is_released() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = start_daemon(dir.path()).await;
