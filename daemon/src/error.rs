@@ -40,7 +40,11 @@ pub enum DaemonError {
         action: &'static str,
     },
     /// A name that matches nothing.
-    #[error("no {what} `{name}` in target pid {pid}{}", nearest_text(nearest))]
+    #[error(
+        "no {what} `{}` in target pid {pid}{}",
+        echo(name),
+        nearest_text(nearest)
+    )]
     NotFound {
         /// "region", "data structure", "request"...
         what: &'static str,
@@ -52,7 +56,10 @@ pub enum DaemonError {
         nearest: Vec<String>,
     },
     /// A name that matches several things.
-    #[error("{what} `{name}` is ambiguous in target pid {pid}: {candidates}; {hint}")]
+    #[error(
+        "{what} `{}` is ambiguous in target pid {pid}: {candidates}; {hint}",
+        echo(name)
+    )]
     Ambiguous {
         /// "region" or "data structure".
         what: &'static str,
@@ -111,6 +118,24 @@ fn nearest_text(nearest: &[String]) -> String {
     }
 }
 
+/// How many characters of a name from a request (or a target) a message repeats.
+pub(crate) const ECHO_CHARS: usize = 120;
+
+/// The longest status message sent; what is beyond is cut (names are cut before, by [`echo`]).
+const MAX_MESSAGE_CHARS: usize = 2048;
+
+/// `text` as a message repeats it: whole up to [`ECHO_CHARS`], else its start, "..." and its
+/// length, so a 12 KB name does not come back whole.
+pub(crate) fn echo(text: &str) -> String {
+    let chars = text.chars().count();
+    if chars <= ECHO_CHARS {
+        text.to_owned()
+    } else {
+        let start: String = text.chars().take(ECHO_CHARS).collect();
+        format!("{start}... ({chars} characters)")
+    }
+}
+
 impl DaemonError {
     /// The gRPC code this error maps to.
     pub fn code(&self) -> Code {
@@ -162,7 +187,13 @@ impl From<DaemonError> for Status {
         } else {
             tracing::debug!(error = %e, ?code, "call refused");
         }
-        Status::new(code, e.to_string())
+        let mut message = e.to_string();
+        let chars = message.chars().count();
+        if chars > MAX_MESSAGE_CHARS {
+            message = message.chars().take(MAX_MESSAGE_CHARS).collect();
+            message.push_str(&format!("... (message of {chars} characters cut)"));
+        }
+        Status::new(code, message)
     }
 }
 
@@ -224,6 +255,28 @@ mod tests {
             s.message(),
             "no region `kernal` in target pid 7; nearest: kernel, init"
         );
+    }
+
+    #[test]
+    fn echoed_names_and_whole_messages_are_capped() {
+        let long = "r".repeat(12_000);
+        let s = Status::from(DaemonError::NotFound {
+            what: "region",
+            name: long.clone(),
+            pid: 7,
+            nearest: vec!["kernel".into()],
+        });
+        assert!(s.message().len() < 600, "{}", s.message().len());
+        assert!(
+            s.message().contains("... (12000 characters)"),
+            "{}",
+            s.message()
+        );
+        assert!(s.message().ends_with("kernel"), "{}", s.message());
+        let s = Status::from(DaemonError::InvalidArgument(long));
+        assert!(s.message().len() < 2200, "{}", s.message().len());
+        assert!(s.message().ends_with("(message of 12000 characters cut)"));
+        assert_eq!(echo("short"), "short");
     }
 
     #[test]

@@ -80,6 +80,14 @@ fn arm(
     tool: &str,
     session: Session,
 ) -> Result<(), DaemonError> {
+    // Checked before anything else, like every enum of a request: an unknown value from a newer
+    // MRI must not silently become a step to any boundary.
+    let boundary = v1::Boundary::try_from(point.boundary).map_err(|_| {
+        DaemonError::InvalidArgument(format!(
+            "halting point boundary value {} is not one of ENTRY, EXIT (unset means either, the next boundary)",
+            point.boundary
+        ))
+    })?;
     let region = match &point.region {
         Some(selector) if selector.by.is_some() => {
             let regions = entry.handle.regions()?;
@@ -87,7 +95,7 @@ fn arm(
         }
         _ => None,
     };
-    let armed = match point.boundary() {
+    let armed = match boundary {
         v1::Boundary::Unspecified => entry.handle.set_step_point(region, point.skip)?,
         b => entry.handle.set_halting_point(Some(HaltingPoint {
             region,

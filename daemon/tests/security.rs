@@ -419,3 +419,281 @@ async fn silent_and_idle_connections_are_closed() {
     live.list_targets(v1::ListTargetsRequest {}).await.unwrap();
     daemon.shutdown().await;
 }
+
+/// Runs `command` to its end, or kills it after 10 s (a daemon that started serving) and fails.
+fn refused_at_start(command: &mut Command) -> String {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("epcached started serving instead of refusing");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
+#[test]
+fn a_token_shorter_than_16_characters_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "abcde\n").unwrap();
+    let err = refused_at_start(
+        Command::new(env!("CARGO_BIN_EXE_epcached"))
+            .args(["--listen", "127.0.0.1:0", "--runtime-dir"])
+            .arg(dir.path().join("rt"))
+            .arg("--token-file")
+            .arg(&file),
+    );
+    assert!(
+        err.contains("5 characters") && err.contains("at least 16"),
+        "{err}"
+    );
+    let err = refused_at_start(
+        Command::new(env!("CARGO_BIN_EXE_epcached"))
+            .args(["--listen", "127.0.0.1:0", "--runtime-dir"])
+            .arg(dir.path().join("rt"))
+            .env("EPCACHED_TOKEN", "abcde"),
+    );
+    assert!(
+        err.contains("EPCACHED_TOKEN") && err.contains("at least 16"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_refuses_a_short_token_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = epcache_daemon::serve(epcache_daemon::Config {
+        token: Some("   short   ".into()),
+        ..epcache_daemon::Config::private(dir.path())
+    })
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("5 characters"), "{err}");
+}
+
+#[test]
+fn failed_authentications_are_logged_with_the_peer_and_without_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "the-right-token-of-enough-length\n").unwrap();
+    let (daemon, endpoint) = start_epcached(
+        Command::new(env!("CARGO_BIN_EXE_epcached"))
+            .args(["--listen", "127.0.0.1:0", "--runtime-dir"])
+            .arg(dir.path().join("rt"))
+            .arg("--token-file")
+            .arg(&file),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let channel = support::channel(&endpoint).await.unwrap();
+        let anonymous = epcache_proto::v1::mri_client::MriClient::new(channel.clone())
+            .list_targets(v1::ListTargetsRequest {})
+            .await
+            .unwrap_err();
+        assert_eq!(anonymous.code(), Code::Unauthenticated);
+        let wrong = epcache_proto::v1::mri_client::MriClient::with_interceptor(
+            channel,
+            |mut r: tonic::Request<()>| {
+                r.metadata_mut().insert(
+                    "authorization",
+                    "Bearer guessed-wrong-secret-value".parse().unwrap(),
+                );
+                Ok(r)
+            },
+        )
+        .list_targets(v1::ListTargetsRequest {})
+        .await
+        .unwrap_err();
+        assert_eq!(wrong.code(), Code::Unauthenticated);
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let log = stop_epcached(daemon);
+    assert!(
+        log.contains("authentication failed: no bearer token")
+            && log.contains("authentication failed: wrong bearer token")
+            && log.contains("peer=127.0.0.1:"),
+        "{log}"
+    );
+    assert!(!log.contains("guessed-wrong-secret-value"), "{log}");
+    assert!(!log.contains("the-right-token"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_enum_values_are_refused_and_long_names_not_echoed_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let mut target = spawn_target(dir.path(), &[WAIT, ("EPCACHE_SYNTH_ITERATIONS", "1")]);
+    let mut tool = connect(&daemon, "fuzzer").await;
+    wait_listed(&mut tool, target.pid).await;
+
+    let mut request = static_request("kernel", "A", "PAPI_L1_LDM");
+    request.aggregation = 99;
+    let e = tool
+        .add_requests(v1::AddRequestsRequest {
+            pid: target.pid,
+            requests: vec![request],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(e.message().contains("aggregation value 99"), "{e}");
+
+    let bad_point = v1::HaltingPoint {
+        region: Some(region("kernel")),
+        boundary: 7,
+        skip: 0,
+    };
+    let e = tool
+        .set_halting_point(v1::SetHaltingPointRequest {
+            pid: target.pid,
+            point: Some(bad_point.clone()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(e.message().contains("boundary value 7"), "{e}");
+    let e = tool
+        .step(v1::StepRequest {
+            pid: target.pid,
+            until: Some(v1::step_request::Until::Point(bad_point)),
+            count: 1,
+            timeout_ms: 1000,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+
+    let long = "k".repeat(12_000);
+    for request in [
+        static_request(&long, "A", "PAPI_L1_LDM"),
+        static_request("kernel", &long, "PAPI_L1_LDM"),
+        static_request("kernel", "A", &long),
+    ] {
+        let e = tool
+            .add_requests(v1::AddRequestsRequest {
+                pid: target.pid,
+                requests: vec![request],
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            e.message().len() < 1000 && e.message().contains("12000 characters"),
+            "{} characters: {}",
+            e.message().len(),
+            &e.message()[..200.min(e.message().len())]
+        );
+    }
+
+    // Nothing of it reached the target, which runs to its end.
+    let d = tool
+        .describe_target(v1::DescribeTargetRequest { pid: target.pid })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(d.requests.is_empty());
+    tool.r#continue(v1::ContinueRequest {
+        pid: target.pid,
+        clear_halting_point: true,
+    })
+    .await
+    .unwrap();
+    assert!(target.wait_for_exit(Duration::from_secs(10)).success());
+    daemon.shutdown().await;
+}
+
+/// Sends and receives raw bytes, to put a malformed message on the wire.
+#[derive(Debug, Clone, Default)]
+struct RawCodec;
+
+#[derive(Debug, Clone, Default)]
+struct RawBytes;
+
+impl tonic::codec::Encoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        buf: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        prost::bytes::BufMut::put_slice(buf, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        buf: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Vec<u8>>, tonic::Status> {
+        use prost::bytes::Buf;
+        Ok(Some(buf.copy_to_bytes(buf.remaining()).to_vec()))
+    }
+}
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawBytes;
+    type Decoder = RawBytes;
+
+    fn encoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+
+    fn decoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_message_is_invalid_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let channel = support::channel(&daemon.endpoint()).await.unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    // Field 1 (pid) as a varint whose continuation bit promises bytes that never come.
+    for (method, bytes) in [
+        ("DescribeTarget", vec![0x08, 0xff]),
+        ("Step", vec![0x0f]),
+        ("AddRequests", vec![0x12, 0x40, 0x01]),
+    ] {
+        grpc.ready().await.unwrap();
+        let path = format!("/epcache.mri.v1.Mri/{method}");
+        let e = grpc
+            .unary::<_, Vec<u8>, _>(
+                tonic::Request::new(bytes),
+                tonic::codegen::http::uri::PathAndQuery::try_from(path).unwrap(),
+                RawCodec,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{method}: {e}");
+        assert!(e.message().contains("not valid protobuf"), "{method}: {e}");
+    }
+    daemon.shutdown().await;
+}
