@@ -31,7 +31,8 @@ pub(crate) struct StepArgs {
     /// Go this many matching boundaries on.
     #[arg(long, default_value_t = 1)]
     count: u32,
-    /// Give up waiting after this many seconds (the target keeps running to the point).
+    /// Give up waiting after this many seconds (the point is taken back and the target runs on;
+    /// exit status 1).
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<f64>,
     #[command(flatten)]
