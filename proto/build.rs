@@ -19,6 +19,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The generated `connect` helpers need tonic's transport; the client crate builds its own
         // channel (TCP or Unix socket), so the proto crate stays free of it.
         .build_transport(false)
+        // A request that does not decode is INVALID_ARGUMENT, not tonic-prost's INTERNAL.
+        .codec_path("crate::codec::MriCodec")
         .compile_fds(fds)?;
     Ok(())
 }

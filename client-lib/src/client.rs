@@ -15,12 +15,13 @@ use crate::types::{
     Description, Detached, Event, HaltingPoint, Request, RequestInfo, RequestResult, StepOutcome,
     StepTo, Target,
 };
-use crate::{ClientError, DEFAULT_ADDRESS};
+use crate::{ClientError, default_address};
 
 /// How to reach a daemon and who is calling.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
-    /// `HOST:PORT`, `http://HOST:PORT`, a port alone (on 127.0.0.1), or `unix:PATH`.
+    /// `unix:PATH`, `HOST:PORT`, `http://HOST:PORT` or a port alone (on 127.0.0.1); the default
+    /// is [`crate::default_address`].
     pub address: String,
     /// The bearer token the daemon requires, if any.
     pub token: Option<String>,
@@ -36,7 +37,7 @@ pub struct ConnectOptions {
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
-            address: DEFAULT_ADDRESS.into(),
+            address: default_address(),
             token: None,
             tool: format!("epcache-client-{}", std::process::id()),
             connect_timeout: Duration::from_secs(5),
@@ -69,7 +70,7 @@ impl Interceptor for CallMetadata {
 /// use epcache_client::{Client, Request, StepOutcome, StepTo};
 ///
 /// # async fn demo() -> Result<(), epcache_client::ClientError> {
-/// let mut client = Client::connect("127.0.0.1:50551").await?;
+/// let mut client = Client::connect(&epcache_client::default_address()).await?;
 /// let target = client.targets().await?.into_iter().next().expect("a monitored program runs");
 /// let placed = client
 ///     .request(target.pid, Request::histogram("gauss_original", "A", "PAPI_L1_LDM", 25))
@@ -275,7 +276,9 @@ impl Client {
             .cancelled)
     }
 
-    /// Arms (or with `None` clears) the target's halting point.
+    /// Arms (or with `None` clears) the target's halting point. It belongs to this client's
+    /// connection: when the connection closes (the client is dropped, the process ends), the
+    /// daemon takes it back, and lets the target go if it halted there with no step to receive it.
     pub async fn set_halting_point(
         &mut self,
         pid: u32,
@@ -291,7 +294,8 @@ impl Client {
     }
 
     /// Lets a halted target run on (the MRI's Continue), to its halting point if one is armed,
-    /// or to its end with `clear_halting_point`.
+    /// or to its end with `clear_halting_point` (which also succeeds on a running target). The
+    /// release is forced when the target's state word cannot be read.
     pub async fn resume(&mut self, pid: u32, clear_halting_point: bool) -> Result<(), ClientError> {
         self.inner
             .r#continue(v1::ContinueRequest {
@@ -302,13 +306,17 @@ impl Client {
         Ok(())
     }
 
-    /// Runs the target to `to` and waits for the halt there, or its end.
+    /// Runs the target to `to` and waits for the halt there, or its end. The halting point
+    /// belongs to this call: if it ends without the halt (the future is dropped, a timeout), the
+    /// daemon takes the point back and the target runs on; a halt returned stays until the next
+    /// step, continue or detach.
     pub async fn step(&mut self, pid: u32, to: StepTo) -> Result<StepOutcome, ClientError> {
         self.step_by(pid, to, 1, None).await
     }
 
     /// Like [`Client::step`], `count` matching boundaries on, waiting at most `timeout`
-    /// (a timeout is [`ClientError::Rpc`] with `DeadlineExceeded`; the target runs on).
+    /// (a timeout is [`ClientError::Rpc`] with `DeadlineExceeded`; the point is taken back and
+    /// the target runs on).
     pub async fn step_by(
         &mut self,
         pid: u32,

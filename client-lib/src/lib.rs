@@ -11,7 +11,7 @@
 //! use epcache_client::{Client, Request, StepOutcome, StepTo};
 //!
 //! # async fn demo() -> Result<(), epcache_client::ClientError> {
-//! let mut client = Client::connect("127.0.0.1:50551").await?;
+//! let mut client = Client::connect(&epcache_client::default_address()).await?;
 //! let pid = client.targets().await?[0].pid;
 //! let misses = client.request(pid, Request::histogram("kernel", "A", "PAPI_L1_LDM", 25)).await?;
 //! let total = client.request(pid, Request::count("kernel", "A", "PAPI_L1_LDM")).await?;
@@ -52,15 +52,23 @@ pub use types::{
     TargetExit, TargetState, ThreadResult, UnknownAggregation,
 };
 
-/// Where `epcached` listens by default.
-pub const DEFAULT_ADDRESS: &str = "127.0.0.1:50551";
+/// Where `epcached` listens by default: `unix:RUNTIME_DIR/epcached.sock`, the runtime directory
+/// being `$EPCACHE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/epcache`, else `/tmp/epcache-UID` (as the
+/// daemon and the targets resolve it).
+pub fn default_address() -> String {
+    let dir = epcache_monitor::shm::discovery::runtime_dir();
+    format!(
+        "unix:{}",
+        epcache_monitor::shm::discovery::daemon_socket(&dir).display()
+    )
+}
 
 /// Something a call to the daemon could not do.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The address is not one a daemon can have.
     #[error(
-        "`{address}` is not a daemon address; use HOST:PORT (default {DEFAULT_ADDRESS}), a port alone, or unix:/path/to/socket"
+        "`{address}` is not a daemon address; use unix:/path/to/socket (the default is the daemon's socket in your runtime directory), HOST:PORT or a port alone"
     )]
     Address {
         /// What was given.

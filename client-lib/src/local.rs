@@ -138,10 +138,10 @@ impl LocalTarget {
             .prefix("epcache-local-")
             .tempdir()
             .map_err(LocalError::RuntimeDir)?;
+        // On the socket in the private runtime directory: only this user can reach it.
         let daemon = epcache_daemon::serve(epcache_daemon::Config {
-            runtime_dir: runtime_dir.path().to_owned(),
             discovery_interval: Duration::from_millis(50),
-            ..epcache_daemon::Config::loopback(0)
+            ..epcache_daemon::Config::private(runtime_dir.path())
         })
         .await?;
         let mut command = Command::new(&launch.program);

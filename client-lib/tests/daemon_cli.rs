@@ -1,4 +1,4 @@
-//! The `epcache` daemon subcommands end to end: an embedded daemon on 127.0.0.1:0, a real target
+//! The `epcache` daemon subcommands end to end: an embedded daemon on a Unix socket, a real target
 //! process, and the real binary for targets, describe, request, step, results, histogram (bars and
 //! SVG), continue, watch, and a bad request refused while the target runs on.
 

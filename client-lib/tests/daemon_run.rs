@@ -61,9 +61,15 @@ fn run_places_command_line_requests_and_prints_their_results() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}\n{stdout}");
+    // The embedded daemon listens on the socket in the run's private runtime directory.
+    let at = stderr
+        .lines()
+        .find_map(|l| l.split_once("daemon for this run at unix:"))
+        .map(|(_, path)| path.trim().to_owned())
+        .unwrap_or_else(|| panic!("no daemon address in: {stderr}"));
     assert!(
-        stderr.contains("daemon for this run at http://127.0.0.1:"),
-        "{stderr}"
+        at.contains("epcache-run-") && at.ends_with("/epcached.sock"),
+        "{at}"
     );
     let results = trailing_json(&stdout);
     assert_eq!(results[0]["instances"], 2);

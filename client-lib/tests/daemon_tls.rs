@@ -82,8 +82,8 @@ async fn a_tls_daemon_serves_a_client_that_trusts_its_certificate() {
             cert: cert.into(),
             key: key.into(),
         }),
-        runtime_dir: dir.path().join("rt"),
-        ..epcache_daemon::Config::loopback(0)
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..epcache_daemon::Config::private(dir.path().join("rt"))
     })
     .await
     .unwrap();

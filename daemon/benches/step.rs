@@ -16,6 +16,8 @@ use epcache_daemon::Config;
 use epcache_proto::v1;
 use epcache_proto::v1::mri_client::MriClient;
 
+const BENCH_TOKEN: &str = "bench-token-of-enough-characters";
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -52,10 +54,12 @@ fn main() {
         .unwrap();
     runtime.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
+        // Loopback TCP, which needs a token, as a remote tool would connect.
         let daemon = epcache_daemon::serve(Config {
-            runtime_dir: dir.path().to_owned(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token: Some(BENCH_TOKEN.into()),
             discovery_interval: Duration::from_millis(20),
-            ..Config::loopback(0)
+            ..Config::private(dir.path())
         })
         .await
         .unwrap();
@@ -79,7 +83,13 @@ fn main() {
             .await
             .unwrap();
         let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
-        let mut client = MriClient::new(channel);
+        let mut client = MriClient::with_interceptor(channel, |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert(
+                "authorization",
+                format!("Bearer {BENCH_TOKEN}").parse().unwrap(),
+            );
+            Ok(r)
+        });
         let started = Instant::now();
         while !client
             .list_targets(v1::ListTargetsRequest {})

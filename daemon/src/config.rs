@@ -1,30 +1,39 @@
-//! What an epcached instance is told: where to listen, the bearer token, TLS files, where targets
-//! announce themselves and how long ended targets stay readable.
+//! What an epcached instance is told: where to listen, the bearer token, TLS files, who may
+//! connect, where targets announce themselves, how long ended targets stay readable, and the
+//! bounds on idle and silent connections.
+//!
+//! The default is the safe one: a Unix socket, `epcached.sock` in the user's runtime directory
+//! (mode 0700, this user's), created mode 0600, and every connection's peer credentials checked
+//! (this user only). TCP is served only with a bearer token, loopback included: any local user
+//! can reach a loopback port.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// The port epcached listens on when none is given.
+pub use epcache_monitor::shm::discovery::DAEMON_SOCKET;
+
+/// The port of the examples of a TCP listener (`--listen 127.0.0.1:50551`, with a token).
 pub const DEFAULT_PORT: u16 = 50551;
+
+/// The shortest bearer token accepted.
+pub const MIN_TOKEN_CHARS: usize = 16;
 
 /// Where the daemon listens, or where a tool finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListenAddr {
-    /// A TCP address; loopback unless a bearer token is configured.
+    /// A TCP address; served only with a bearer token.
     Tcp(SocketAddr),
-    /// A Unix socket at this path (created mode 0600: the file system is the access control).
+    /// A Unix socket at this path (created mode 0600; each peer's uid is checked too).
     Unix(PathBuf),
 }
 
 impl Default for ListenAddr {
+    /// `epcached.sock` in the default runtime directory.
     fn default() -> Self {
-        ListenAddr::Tcp(SocketAddr::new(
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-            DEFAULT_PORT,
-        ))
+        ListenAddr::in_runtime_dir(&epcache_monitor::shm::discovery::runtime_dir())
     }
 }
 
@@ -88,6 +97,11 @@ impl fmt::Display for ListenAddr {
 }
 
 impl ListenAddr {
+    /// The daemon socket of runtime directory `dir`: `unix:DIR/epcached.sock`.
+    pub fn in_runtime_dir(dir: &Path) -> ListenAddr {
+        ListenAddr::Unix(epcache_monitor::shm::discovery::daemon_socket(dir))
+    }
+
     /// Whether only this machine can reach it (loopback TCP or a Unix socket).
     pub fn is_local(&self) -> bool {
         match self {
@@ -109,11 +123,15 @@ pub struct TlsFiles {
 /// How to run a daemon.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Where to listen; port 0 picks a free port (see [`crate::DaemonHandle::addr`]).
+    /// Where to listen; port 0 picks a free port (see [`crate::DaemonHandle::addr`]). The default
+    /// is the socket of the default runtime directory: with another `runtime_dir`, use
+    /// [`Config::private`] to put the socket there too.
     pub listen: ListenAddr,
-    /// The bearer token tools must send (`authorization: Bearer TOKEN`); required for a
-    /// non-loopback TCP address.
+    /// The bearer token tools must send (`authorization: Bearer TOKEN`), at least
+    /// [`MIN_TOKEN_CHARS`] characters; required for TCP.
     pub token: Option<String>,
+    /// Whether root may connect on the Unix socket besides the daemon's own user.
+    pub allow_root: bool,
     /// TLS for a TCP listener (needs the `tls` feature).
     pub tls: Option<TlsFiles>,
     /// Where targets write their discovery records.
@@ -122,6 +140,12 @@ pub struct Config {
     pub discovery_interval: Duration,
     /// How long an ended target stays listed, so tools can read its last results.
     pub exited_retention: Duration,
+    /// How long a new connection may take to send the HTTP/2 preface before it is closed.
+    pub handshake_timeout: Duration,
+    /// How long a connection may stay quiet before the daemon pings it (HTTP/2 keepalive).
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is closed.
+    pub keepalive_timeout: Duration,
 }
 
 impl Default for Config {
@@ -129,19 +153,27 @@ impl Default for Config {
         Config {
             listen: ListenAddr::default(),
             token: None,
+            allow_root: false,
             tls: None,
             runtime_dir: epcache_monitor::shm::discovery::runtime_dir(),
             discovery_interval: Duration::from_millis(150),
             exited_retention: Duration::from_secs(60),
+            handshake_timeout: Duration::from_secs(10),
+            keepalive_interval: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(10),
         }
     }
 }
 
 impl Config {
-    /// The default configuration on 127.0.0.1:`port` (0 for any free port).
-    pub fn loopback(port: u16) -> Config {
+    /// The default configuration for targets announcing themselves in `runtime_dir`, listening
+    /// on the socket there (`DIR/epcached.sock`): what an embedded daemon (`epcache run`, a
+    /// test) uses with a private directory of its own.
+    pub fn private(runtime_dir: impl Into<PathBuf>) -> Config {
+        let runtime_dir = runtime_dir.into();
         Config {
-            listen: ListenAddr::Tcp(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
+            listen: ListenAddr::in_runtime_dir(&runtime_dir),
+            runtime_dir,
             ..Config::default()
         }
     }
@@ -171,5 +203,16 @@ mod tests {
         assert!(err.to_string().contains("unix:/path"), "{err}");
         assert!("unix:".parse::<ListenAddr>().is_err());
         assert_eq!(local(5).to_string(), "127.0.0.1:5");
+    }
+
+    #[test]
+    fn the_default_is_the_socket_in_the_runtime_directory() {
+        let private = Config::private("/run/x");
+        assert_eq!(
+            private.listen,
+            ListenAddr::Unix("/run/x/epcached.sock".into())
+        );
+        assert_eq!(private.runtime_dir, PathBuf::from("/run/x"));
+        assert!(matches!(ListenAddr::default(), ListenAddr::Unix(p) if p.ends_with(DAEMON_SOCKET)));
     }
 }

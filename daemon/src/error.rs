@@ -40,7 +40,11 @@ pub enum DaemonError {
         action: &'static str,
     },
     /// A name that matches nothing.
-    #[error("no {what} `{name}` in target pid {pid}{}", nearest_text(nearest))]
+    #[error(
+        "no {what} `{}` in target pid {pid}{}",
+        echo(name),
+        nearest_text(nearest)
+    )]
     NotFound {
         /// "region", "data structure", "request"...
         what: &'static str,
@@ -52,7 +56,10 @@ pub enum DaemonError {
         nearest: Vec<String>,
     },
     /// A name that matches several things.
-    #[error("{what} `{name}` is ambiguous in target pid {pid}: {candidates}; {hint}")]
+    #[error(
+        "{what} `{}` is ambiguous in target pid {pid}: {candidates}; {hint}",
+        echo(name)
+    )]
     Ambiguous {
         /// "region" or "data structure".
         what: &'static str,
@@ -72,7 +79,7 @@ pub enum DaemonError {
     #[error("{0}")]
     FailedPrecondition(String),
     /// A step did not reach its point in time.
-    #[error("target pid {pid} did not reach the halting point within {} s; it runs on towards it: step again or watch for the halt", waited.as_secs_f64())]
+    #[error("target pid {pid} did not reach the halting point within {} s; the point was taken back and the target runs on: step again to stop it", waited.as_secs_f64())]
     StepTimeout {
         /// The target.
         pid: u32,
@@ -111,6 +118,24 @@ fn nearest_text(nearest: &[String]) -> String {
     }
 }
 
+/// How many characters of a name from a request (or a target) a message repeats.
+pub(crate) const ECHO_CHARS: usize = 120;
+
+/// The longest status message sent; what is beyond is cut (names are cut before, by [`echo`]).
+const MAX_MESSAGE_CHARS: usize = 2048;
+
+/// `text` as a message repeats it: whole up to [`ECHO_CHARS`], else its start, "..." and its
+/// length, so a 12 KB name does not come back whole.
+pub(crate) fn echo(text: &str) -> String {
+    let chars = text.chars().count();
+    if chars <= ECHO_CHARS {
+        text.to_owned()
+    } else {
+        let start: String = text.chars().take(ECHO_CHARS).collect();
+        format!("{start}... ({chars} characters)")
+    }
+}
+
 impl DaemonError {
     /// The gRPC code this error maps to.
     pub fn code(&self) -> Code {
@@ -137,9 +162,8 @@ impl DaemonError {
 
 fn tool_code(e: &ToolError) -> Code {
     match e {
-        ToolError::Segment(SegmentError::NotOwner { .. } | SegmentError::TooOpen { .. }) => {
-            Code::PermissionDenied
-        }
+        ToolError::Segment(SegmentError::NotOwner { .. } | SegmentError::TooOpen { .. })
+        | ToolError::ForeignSegment { .. } => Code::PermissionDenied,
         // The segment vanished under us: its target is gone.
         ToolError::Segment(_) | ToolError::StaleRecord { .. } => Code::FailedPrecondition,
         ToolError::Layout { .. } => Code::DataLoss,
@@ -163,7 +187,13 @@ impl From<DaemonError> for Status {
         } else {
             tracing::debug!(error = %e, ?code, "call refused");
         }
-        Status::new(code, e.to_string())
+        let mut message = e.to_string();
+        let chars = message.chars().count();
+        if chars > MAX_MESSAGE_CHARS {
+            message = message.chars().take(MAX_MESSAGE_CHARS).collect();
+            message.push_str(&format!("... (message of {chars} characters cut)"));
+        }
+        Status::new(code, message)
     }
 }
 
@@ -178,13 +208,23 @@ pub enum ServeError {
         /// What failed.
         source: std::io::Error,
     },
-    /// A non-loopback address without a token.
+    /// A TCP address without a token.
     #[error(
-        "listening on {addr} would let other machines drive your programs; give a bearer token (--token-file or EPCACHED_TOKEN), or listen on loopback or a Unix socket"
+        "listening on TCP {addr} without a bearer token would let anyone who reaches the port (on loopback: every local user) drive your programs; give a token of at least {min} characters (--token-file or EPCACHED_TOKEN), or use the default Unix socket",
+        min = crate::config::MIN_TOKEN_CHARS
     )]
     NeedsToken {
         /// The address.
         addr: String,
+    },
+    /// A token too short to be a secret.
+    #[error(
+        "the bearer token has {chars} characters; use at least {min} (e.g. `head -c 32 /dev/urandom | base64 > token`)",
+        min = crate::config::MIN_TOKEN_CHARS
+    )]
+    WeakToken {
+        /// How many it has.
+        chars: usize,
     },
     /// TLS was asked for a Unix socket, or without the feature.
     #[error("{0}")]
@@ -215,6 +255,28 @@ mod tests {
             s.message(),
             "no region `kernal` in target pid 7; nearest: kernel, init"
         );
+    }
+
+    #[test]
+    fn echoed_names_and_whole_messages_are_capped() {
+        let long = "r".repeat(12_000);
+        let s = Status::from(DaemonError::NotFound {
+            what: "region",
+            name: long.clone(),
+            pid: 7,
+            nearest: vec!["kernel".into()],
+        });
+        assert!(s.message().len() < 600, "{}", s.message().len());
+        assert!(
+            s.message().contains("... (12000 characters)"),
+            "{}",
+            s.message()
+        );
+        assert!(s.message().ends_with("kernel"), "{}", s.message());
+        let s = Status::from(DaemonError::InvalidArgument(long));
+        assert!(s.message().len() < 2200, "{}", s.message().len());
+        assert!(s.message().ends_with("(message of 12000 characters cut)"));
+        assert_eq!(echo("short"), "short");
     }
 
     #[test]

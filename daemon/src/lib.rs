@@ -7,15 +7,21 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), epcache_daemon::ServeError> {
-//! let daemon = epcache_daemon::serve(epcache_daemon::Config::loopback(0)).await?;
+//! // A private runtime directory, and the daemon's socket in it (DIR/epcached.sock).
+//! let daemon = epcache_daemon::serve(epcache_daemon::Config::private("/tmp/my-epcache")).await?;
 //! println!("tools connect to {}", daemon.endpoint());
 //! // ... run tools against it ...
 //! daemon.shutdown().await;
 //! # Ok(()) }
 //! ```
 //!
+//! By default it listens on a Unix socket in the user's runtime directory and serves only
+//! processes of the same user (their peer credentials are checked on every connection); TCP
+//! needs a bearer token, loopback included.
+//!
 //! # Layout
-//! - [`config`]: where to listen, token, TLS, runtime directory.
+//! - [`config`]: where to listen, token, TLS, who may connect, runtime directory.
+//! - `transport`: the accept loops, peer credentials, the connection every call comes on.
 //! - `registry`: discovery, one attachment and watcher per target, the event broadcast.
 //! - `service`: the `Mri` calls.
 //! - `resolve`: names to indices, with the nearest names in refusals.
@@ -30,6 +36,7 @@ pub mod model;
 mod registry;
 mod resolve;
 mod service;
+mod transport;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -37,15 +44,14 @@ use std::sync::Arc;
 use epcache_proto::v1::mri_server::MriServer;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::UnixListenerStream;
 use tonic::service::Interceptor;
 use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Status};
 
-pub use config::{Config, DEFAULT_PORT, ListenAddr, TlsFiles};
+pub use config::{Config, DAEMON_SOCKET, DEFAULT_PORT, ListenAddr, MIN_TOKEN_CHARS, TlsFiles};
 pub use error::{DaemonError, ServeError};
 pub use service::TOOL_METADATA;
+pub use transport::{ConnectionInfo, Peer, connection_of};
 
 use crate::registry::Registry;
 use crate::service::MriService;
@@ -80,14 +86,22 @@ impl Interceptor for BearerAuth {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::as_bytes);
+        let peer =
+            connection_of(&request).map_or_else(|| "unknown".to_owned(), |c| c.peer.to_string());
         match given {
             Some(token) if same_secret(token, expected) => Ok(request),
-            Some(_) => Err(Status::unauthenticated(
-                "the bearer token does not match this daemon's; check --token-file / EPCACHE_TOKEN",
-            )),
-            None => Err(Status::unauthenticated(
-                "this daemon requires a bearer token (authorization: Bearer TOKEN); give the tool --token-file or EPCACHE_TOKEN",
-            )),
+            Some(_) => {
+                tracing::warn!(%peer, "authentication failed: wrong bearer token");
+                Err(Status::unauthenticated(
+                    "the bearer token does not match this daemon's; check --token-file / EPCACHE_TOKEN",
+                ))
+            }
+            None => {
+                tracing::warn!(%peer, "authentication failed: no bearer token");
+                Err(Status::unauthenticated(
+                    "this daemon requires a bearer token (authorization: Bearer TOKEN); give the tool --token-file or EPCACHE_TOKEN",
+                ))
+            }
         }
     }
 }
@@ -168,11 +182,20 @@ impl Drop for DaemonHandle {
 
 /// Starts a daemon on the current tokio runtime and returns once it listens.
 pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
-    if !config.listen.is_local() && config.token.is_none() {
+    if let Some(token) = &config.token
+        && token.trim().chars().count() < config::MIN_TOKEN_CHARS
+    {
+        return Err(ServeError::WeakToken {
+            chars: token.trim().chars().count(),
+        });
+    }
+    if matches!(config.listen, ListenAddr::Tcp(_)) && config.token.is_none() {
         return Err(ServeError::NeedsToken {
             addr: config.listen.to_string(),
         });
     }
+    // Targets announce themselves there: another user who may write into it could plant records.
+    epcache_monitor::shm::discovery::ensure_runtime_dir(&config.runtime_dir)?;
     if !config.listen.is_local() && config.tls.is_none() {
         tracing::warn!(addr = %config.listen, "listening beyond this machine without TLS: the bearer token travels in clear text");
     }
@@ -201,7 +224,9 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
         },
     );
 
-    let mut builder = Server::builder();
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(Some(config.keepalive_interval))
+        .http2_keepalive_timeout(Some(config.keepalive_timeout));
     if let Some(tls) = &config.tls {
         builder = with_tls(builder, tls, &config.listen)?;
     }
@@ -213,21 +238,21 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
     let shutdown_signal = async move {
         let _ = until.wait_for(|s| *s).await;
     };
+    let (closed_tx, closed_rx) = tokio::sync::mpsc::unbounded_channel();
+    let accepting = transport::Accepting {
+        handshake_timeout: config.handshake_timeout,
+        closed: closed_tx,
+        stop: stopped.clone(),
+    };
     let (addr, server) = match &config.listen {
         ListenAddr::Tcp(a) => {
-            let listener =
-                tokio::net::TcpListener::bind(a)
-                    .await
-                    .map_err(|source| ServeError::Bind {
-                        addr: a.to_string(),
-                        source,
-                    })?;
-            let bound = listener.local_addr().map_err(|source| ServeError::Bind {
+            let bind_err = |source| ServeError::Bind {
                 addr: a.to_string(),
                 source,
-            })?;
-            // Steps are small messages where Nagle's delay would dominate.
-            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            };
+            let listener = tokio::net::TcpListener::bind(a).await.map_err(bind_err)?;
+            let bound = listener.local_addr().map_err(bind_err)?;
+            let incoming = transport::accept_tcp(listener, accepting);
             (
                 ListenAddr::Tcp(bound),
                 tokio::spawn(router.serve_with_incoming_shutdown(incoming, shutdown_signal)),
@@ -245,14 +270,19 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
                 std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
                     .map_err(bind_err)?;
             }
-            let incoming = UnixListenerStream::new(listener);
+            let policy = transport::PeerPolicy {
+                uid: epcache_monitor::shm::current_uid(),
+                allow_root: config.allow_root,
+            };
+            let incoming = transport::accept_unix(listener, policy, accepting);
             (
                 ListenAddr::Unix(path.clone()),
                 tokio::spawn(router.serve_with_incoming_shutdown(incoming, shutdown_signal)),
             )
         }
     };
-    tracing::info!(%addr, runtime_dir = %config.runtime_dir.display(), token = config.token.is_some(), tls = config.tls.is_some(), "epcached listening");
+    tracing::info!(%addr, runtime_dir = %config.runtime_dir.display(), token = config.token.is_some(), tls = config.tls.is_some(), allow_root = config.allow_root, "epcached listening");
+    spawn_connection_reaper(registry.clone(), closed_rx);
 
     let discovery = {
         let registry = registry.clone();
@@ -284,6 +314,22 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
         server: Some(server),
         discovery: Some(discovery),
     })
+}
+
+/// Lets go of what each closed connection owned. Ends when every connection and the listener
+/// are gone (all senders dropped).
+fn spawn_connection_reaper(
+    registry: Arc<Registry>,
+    mut closed: tokio::sync::mpsc::UnboundedReceiver<u64>,
+) {
+    tokio::spawn(async move {
+        while let Some(id) = closed.recv().await {
+            tracing::debug!(connection = id, "connection closed");
+            let r = registry.clone();
+            // Segment stores and futex wakes, and perhaps a short wait for a halt in flight.
+            let _ = tokio::task::spawn_blocking(move || r.connection_closed(id)).await;
+        }
+    });
 }
 
 /// Removes a socket file left by a daemon that did not stop cleanly; anything else at the path

@@ -7,21 +7,33 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use epcache_daemon::{Config, DEFAULT_PORT, ListenAddr, TlsFiles};
+use epcache_daemon::{Config, ListenAddr, MIN_TOKEN_CHARS, TlsFiles};
 use tracing_subscriber::EnvFilter;
 
 /// epcached: serves the Monitoring Request Interface of the epcache targets of this user.
 ///
 /// Targets announce themselves in the runtime directory ($EPCACHE_RUNTIME_DIR, else
-/// $XDG_RUNTIME_DIR/epcache, else /tmp/epcache-UID). Logging follows RUST_LOG (default info).
+/// $XDG_RUNTIME_DIR/epcache, else /tmp/epcache-UID), which must belong to this user and be
+/// writable by nobody else. Logging follows RUST_LOG (default info).
+///
+/// By default epcached listens on the Unix socket RUNTIME_DIR/epcached.sock (mode 0600, in a
+/// directory of mode 0700), and on every connection checks the peer's credentials: only this
+/// user's processes are served (root too with --allow-root); others are refused and logged.
+/// Whoever connects can list, halt, step and terminate your programs, so a TCP port, which
+/// every local user can reach even on loopback, is served only with a bearer token
+/// (--token-file or $EPCACHED_TOKEN, at least 16 characters), ideally with TLS beyond loopback.
 #[derive(Debug, Parser)]
-#[command(name = "epcached", version, about)]
+#[command(name = "epcached", version, about, long_about)]
 struct Args {
-    /// Where to listen: HOST:PORT, a port alone (on 127.0.0.1), or unix:PATH. Anything but
-    /// loopback or a Unix socket needs a token.
-    #[arg(long, default_value_t = ListenAddr::default())]
-    listen: ListenAddr,
-    /// A file holding the bearer token tools must send (else $EPCACHED_TOKEN, else none).
+    /// Where to listen: unix:PATH, or HOST:PORT / a port alone (on 127.0.0.1) with a token
+    /// [default: unix:RUNTIME_DIR/epcached.sock].
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<ListenAddr>,
+    /// Also serve root on the Unix socket (by default only this user's processes are served).
+    #[arg(long)]
+    allow_root: bool,
+    /// A file holding the bearer token tools must send, at least 16 characters (else
+    /// $EPCACHED_TOKEN, else none); required for TCP.
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// TLS certificate chain (PEM); needs --tls-key and a build with the `tls` feature.
@@ -91,25 +103,38 @@ async fn run() -> anyhow::Result<()> {
             .ok()
             .filter(|t| !t.trim().is_empty()),
     };
-    if token.as_deref() == Some("") {
-        anyhow::bail!("the token file is empty; put a secret of at least 16 characters in it");
+    if let Some(t) = &token
+        && t.chars().count() < MIN_TOKEN_CHARS
+    {
+        let source = match &args.token_file {
+            Some(path) => format!("the token file {}", path.display()),
+            None => "EPCACHED_TOKEN".to_owned(),
+        };
+        anyhow::bail!(
+            "{source} holds {} characters; a bearer token needs at least {MIN_TOKEN_CHARS} (e.g. `head -c 32 /dev/urandom | base64 > FILE`)",
+            t.chars().count()
+        );
     }
+    let runtime_dir = args
+        .runtime_dir
+        .unwrap_or_else(epcache_monitor::shm::discovery::runtime_dir);
     let config = Config {
-        listen: args.listen,
+        listen: args
+            .listen
+            .unwrap_or_else(|| ListenAddr::in_runtime_dir(&runtime_dir)),
         token,
+        allow_root: args.allow_root,
         tls: args
             .tls_cert
             .zip(args.tls_key)
             .map(|(cert, key)| TlsFiles { cert, key }),
-        runtime_dir: args
-            .runtime_dir
-            .unwrap_or_else(epcache_monitor::shm::discovery::runtime_dir),
+        runtime_dir,
         exited_retention: Duration::from_secs(args.keep_exited),
         ..Config::default()
     };
     let daemon = epcache_daemon::serve(config)
         .await
-        .with_context(|| format!("starting epcached (default port {DEFAULT_PORT})"))?;
+        .context("starting epcached")?;
     // The one line on stdout, for scripts and tests that asked for port 0.
     println!("epcached listening on {}", daemon.endpoint());
     daemon.serve_until(termination()).await?;

@@ -16,6 +16,13 @@
 //! only slots whose owner, by pid and start time, is gone) and adopts the requests into its
 //! registry, owned by `epcached pid N (gone)`, with the last result each had: final, listed and
 //! readable like its own, never cancelled in the segment again (their slots are free).
+//!
+//! A halting point belongs to the session that armed it ([`Session`]): a `Step` call, or the
+//! connection a `SetHaltingPoint` came on. When that session ends without the halt having been
+//! delivered (the call was dropped or timed out, the connection closed), [`TargetEntry::abandon`]
+//! takes the point back if the target has not reached it, and releases the target if it halted
+//! there with nobody to receive the halt: no program stays halted for a tool that is gone. A halt
+//! a `Step` returned stays, so a tool can read results and step again from another process.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -31,7 +38,7 @@ use epcache_monitor::shm::discovery::{self, TargetRecord};
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, Mode, RegionIndex, RequestResult, RequestTarget, ResultText, TargetState,
 };
-use epcache_monitor::shm::tool::{Abandoned, RequestHandle, TargetHandle, ToolError};
+use epcache_monitor::shm::tool::{Abandoned, ArmedPoint, RequestHandle, TargetHandle, ToolError};
 use epcache_proto::v1;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
@@ -50,6 +57,36 @@ pub(crate) const RECLAIM_EVERY: u32 = 10;
 
 /// Longest explanation of a missing analysis report passed on to tools.
 const MAX_NOTE_BYTES: usize = 4096;
+
+/// How long an abandoned point's halt may take to show after the target took the point (the
+/// target clears the point, then publishes the halt: microseconds apart).
+const HALT_IN_FLIGHT: Duration = Duration::from_millis(500);
+
+/// Who a halting point belongs to: its halt is theirs to receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Session {
+    /// One `Step` call, by a daemon-wide call number.
+    Step(u64),
+    /// The connection a `SetHaltingPoint` came on.
+    Connection(u64),
+    /// A call that came on no known connection (an in-process server without the daemon's
+    /// listeners); nothing takes it back but `Detach`, `Continue` and shutdown.
+    Unowned,
+    /// A step delivered the halt at the point: the halt stays until its tool (or another)
+    /// continues, steps or detaches.
+    Delivered,
+}
+
+/// The halting point armed through this daemon, and whose it is.
+#[derive(Debug, Clone)]
+pub(crate) struct HaltOwner {
+    /// The tool's name (`Detach` clears the point of its own tool).
+    pub(crate) tool: String,
+    /// The session whose end takes the point back.
+    pub(crate) session: Session,
+    /// What was armed.
+    pub(crate) armed: ArmedPoint,
+}
 
 /// How a target ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,8 +185,10 @@ pub(crate) struct TargetEntry {
     status: watch::Sender<Status>,
     /// Requests placed through this daemon, by id.
     pub(crate) requests: Mutex<BTreeMap<u64, Placed>>,
-    /// The tool that armed the halting point last.
-    pub(crate) halt_owner: Mutex<Option<String>>,
+    /// The halting point armed through this daemon last, while it is someone's.
+    pub(crate) halt_owner: Mutex<Option<HaltOwner>>,
+    /// The last halt generation a `Step` returned to its tool.
+    delivered: Mutex<Option<u32>>,
     region_names: Mutex<Vec<String>>,
     stop: AtomicBool,
 }
@@ -243,6 +282,83 @@ impl TargetEntry {
             generation: status.generation,
             state: model::target_state(status.state) as i32,
             position: self.position(status.position),
+        }
+    }
+
+    /// Records that `session` armed `armed` for `tool`, replacing any earlier owner.
+    pub(crate) fn own_point(&self, tool: &str, session: Session, armed: ArmedPoint) {
+        *lock(&self.halt_owner) = Some(HaltOwner {
+            tool: tool.to_owned(),
+            session,
+            armed,
+        });
+    }
+
+    /// Forgets who owns the point (it was cleared through the daemon).
+    pub(crate) fn disown_point(&self) {
+        *lock(&self.halt_owner) = None;
+    }
+
+    /// Records that `session` delivered the halt of `generation` to its tool: the halt stays,
+    /// still the tool's for `Detach`, but no session's end lets it go any more.
+    pub(crate) fn delivered(&self, session: Session, generation: u32) {
+        *lock(&self.delivered) = Some(generation);
+        if let Some(owner) = lock(&self.halt_owner)
+            .as_mut()
+            .filter(|o| o.session == session)
+        {
+            owner.session = Session::Delivered;
+        }
+    }
+
+    /// `session` ended without its halt delivered: takes back the point it armed if the target
+    /// has not reached it (and nobody armed another since), or, if the target halted there and
+    /// no `Step` received that halt, releases it. May wait up to [`HALT_IN_FLIGHT`] for a halt
+    /// the target is publishing, so call it where blocking is allowed.
+    pub(crate) fn abandon(&self, session: Session) {
+        let owner = {
+            let mut owner = lock(&self.halt_owner);
+            match owner.as_ref() {
+                Some(o) if o.session == session => owner.take(),
+                _ => None,
+            }
+        };
+        let Some(owner) = owner else {
+            return;
+        };
+        if self.status().end.is_some() {
+            return;
+        }
+        match self.handle.disarm(&owner.armed) {
+            Ok(true) => {
+                tracing::info!(pid = self.pid(), tool = %owner.tool, ?session, "took back the halting point of a tool that went");
+                return;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(pid = self.pid(), error = %e, "cannot take back an abandoned halting point");
+                return;
+            }
+        }
+        // The target took the point (or another tool replaced it outside this daemon). Its halt
+        // there is the first one after arming; if that is where the target still is and no
+        // step received it, it is the abandoned one.
+        let ours = owner.armed.after.wrapping_add(1);
+        let halt = match self.handle.wait_for_halt(owner.armed.after, HALT_IN_FLIGHT) {
+            Ok(h) if h.state == TargetState::Halted && h.generation == ours => h,
+            _ => return,
+        };
+        if *lock(&self.delivered) == Some(halt.generation) {
+            return;
+        }
+        match self.handle.release_halt(halt.generation) {
+            Ok(true) => {
+                tracing::info!(pid = self.pid(), tool = %owner.tool, ?session, generation = halt.generation, "released a halt nobody received");
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(pid = self.pid(), error = %e, "cannot release an abandoned halt");
+            }
         }
     }
 
@@ -372,10 +488,12 @@ pub(crate) struct Registry {
     targets: DashMap<u32, Arc<TargetEntry>>,
     events: broadcast::Sender<v1::Event>,
     next_request: AtomicU64,
+    next_step: AtomicU64,
     runtime_dir: PathBuf,
     retention: Duration,
     watchers: Mutex<Vec<JoinHandle<()>>>,
     refused: Mutex<HashSet<(u32, u64)>>,
+    dir_refused: AtomicBool,
     shutting_down: AtomicBool,
 }
 
@@ -386,10 +504,12 @@ impl Registry {
             targets: DashMap::new(),
             events: broadcast::channel(EVENT_BACKLOG).0,
             next_request: AtomicU64::new(1),
+            next_step: AtomicU64::new(1),
             runtime_dir,
             retention,
             watchers: Mutex::new(Vec::new()),
             refused: Mutex::new(HashSet::new()),
+            dir_refused: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
         }
     }
@@ -448,11 +568,17 @@ impl Registry {
         }
         match discovery::list_targets(&self.runtime_dir) {
             Ok(records) => {
+                self.dir_refused.store(false, Ordering::Relaxed);
                 for record in records {
                     self.consider(record);
                 }
             }
-            Err(e) => tracing::debug!(error = %e, "cannot list targets"),
+            // Checked at start; someone changed it since. Said once, until it is right again.
+            Err(e) => {
+                if !self.dir_refused.swap(true, Ordering::Relaxed) {
+                    tracing::error!(error = %e, "cannot list targets; no new target is attached until this is fixed");
+                }
+            }
         }
         let now = Instant::now();
         self.targets.retain(|_, entry| {
@@ -506,6 +632,7 @@ impl Registry {
             .0,
             requests: Mutex::new(BTreeMap::new()),
             halt_owner: Mutex::new(None),
+            delivered: Mutex::new(None),
             region_names: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -560,6 +687,19 @@ impl Registry {
             owners = ?owners,
             "took back the request slots of tools that died; their results stay readable here"
         );
+    }
+
+    /// Lets go of what connection `id` owned, now that it closed: the halting points it set
+    /// ([`TargetEntry::abandon`]). Blocks briefly; call it where blocking is allowed.
+    pub(crate) fn connection_closed(&self, id: u64) {
+        for entry in self.all() {
+            entry.abandon(Session::Connection(id));
+        }
+    }
+
+    /// A fresh `Step` call number.
+    pub(crate) fn step_session(&self) -> Session {
+        Session::Step(self.next_step.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Stops every watcher within one slice, without letting targets go (a dropped daemon).

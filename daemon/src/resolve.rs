@@ -3,7 +3,7 @@
 //! names in every refusal.
 
 use epcache_monitor::cache::HierarchySpec;
-use epcache_monitor::monitor::Event;
+use epcache_monitor::monitor::{Event, EventError};
 use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::shm::layout::{
     self, DataStructureIndex, DataStructureInfo, Mode, RegionInfo, RequestSpec, RequestTarget,
@@ -16,10 +16,14 @@ use crate::model;
 /// How many near names a refusal lists.
 const NEAREST: usize = 3;
 
-/// Levenshtein distance over chars, case-insensitive.
+/// How many characters of each name [`distance`] compares: names longer than that are told
+/// apart by their start, and a 12 KB name costs no more than a short one.
+const DISTANCE_CHARS: usize = 256;
+
+/// Levenshtein distance over the first [`DISTANCE_CHARS`] chars, case-insensitive.
 fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.to_lowercase().chars().collect();
-    let b: Vec<char> = b.to_lowercase().chars().collect();
+    let a: Vec<char> = a.to_lowercase().chars().take(DISTANCE_CHARS).collect();
+    let b: Vec<char> = b.to_lowercase().chars().take(DISTANCE_CHARS).collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
@@ -34,7 +38,7 @@ fn distance(a: &str, b: &str) -> usize {
 }
 
 /// The names closest to `name`: those containing it (or contained in it) first, then by edit
-/// distance; at most [`NEAREST`], without repeats.
+/// distance; at most [`NEAREST`], without repeats, each cut as [`crate::error::echo`] cuts.
 pub(crate) fn nearest<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
@@ -51,8 +55,10 @@ pub(crate) fn nearest<'a>(
     scored.sort();
     let mut out: Vec<String> = Vec::new();
     for (_, _, c) in scored {
-        if !out.iter().any(|o| o == c) {
-            out.push(c.to_owned());
+        // A target's name can be as long as it likes; a message repeats only its start.
+        let c = crate::error::echo(c);
+        if !out.contains(&c) {
+            out.push(c);
         }
         if out.len() == NEAREST {
             break;
@@ -248,8 +254,17 @@ pub(crate) fn data(
 
 /// The event `name`, checked against the levels the target simulates.
 pub(crate) fn event(pid: u32, name: &str, model: &HierarchySpec) -> Result<Event, DaemonError> {
-    Event::for_hierarchy(name, model)
-        .map_err(|e| DaemonError::InvalidArgument(format!("target pid {pid}: {e}")))
+    Event::for_hierarchy(name, model).map_err(|e| {
+        let text = match &e {
+            // The message repeats the name: at most its start.
+            EventError::Unknown(unknown) => {
+                e.to_string()
+                    .replacen(&unknown.name, &crate::error::echo(&unknown.name), 1)
+            }
+            EventError::NoSuchLevel { .. } => e.to_string(),
+        };
+        DaemonError::InvalidArgument(format!("target pid {pid}: {text}"))
+    })
 }
 
 /// The histogram's bucket width in bytes and its bucket count. A count cuts the range into
@@ -330,7 +345,15 @@ pub(crate) fn request(
         }
         Some(v1::monitoring_request::Mode::StaticCount(_)) | None => (Mode::Static, 0, 0),
     };
-    let aggregation = model::aggregation(request.aggregation());
+    // Refused like an unknown analysis: a value from a newer MRI must not silently mean SUMMED.
+    let aggregation = v1::Aggregation::try_from(request.aggregation)
+        .map(model::aggregation)
+        .map_err(|_| {
+            DaemonError::InvalidArgument(format!(
+                "aggregation value {} is not one of PER_INSTANCE, PER_THREAD, SUMMED (unset means SUMMED)",
+                request.aggregation
+            ))
+        })?;
     let spec = RequestSpec {
         region: region.index,
         target,

@@ -18,8 +18,9 @@ use tonic::{Request, Response, Status};
 
 use crate::error::DaemonError;
 use crate::model;
-use crate::registry::{Placed, Registry, TargetEntry, lock};
+use crate::registry::{Placed, Registry, Session, TargetEntry, lock};
 use crate::resolve;
+use crate::transport::connection_of;
 
 /// The metadata key naming the calling tool; requests and halting points belong to it.
 pub const TOOL_METADATA: &str = "epcache-tool";
@@ -72,8 +73,21 @@ fn published_hierarchy(entry: &TargetEntry) -> Result<Option<PublishedModel>, Da
     }))
 }
 
-/// The halting point `point` asks for, armed on the target.
-fn arm(entry: &TargetEntry, point: &v1::HaltingPoint, tool: &str) -> Result<(), DaemonError> {
+/// The halting point `point` asks for, armed on the target and owned by `session` of `tool`.
+fn arm(
+    entry: &TargetEntry,
+    point: &v1::HaltingPoint,
+    tool: &str,
+    session: Session,
+) -> Result<(), DaemonError> {
+    // Checked before anything else, like every enum of a request: an unknown value from a newer
+    // MRI must not silently become a step to any boundary.
+    let boundary = v1::Boundary::try_from(point.boundary).map_err(|_| {
+        DaemonError::InvalidArgument(format!(
+            "halting point boundary value {} is not one of ENTRY, EXIT (unset means either, the next boundary)",
+            point.boundary
+        ))
+    })?;
     let region = match &point.region {
         Some(selector) if selector.by.is_some() => {
             let regions = entry.handle.regions()?;
@@ -81,7 +95,7 @@ fn arm(entry: &TargetEntry, point: &v1::HaltingPoint, tool: &str) -> Result<(), 
         }
         _ => None,
     };
-    match point.boundary() {
+    let armed = match boundary {
         v1::Boundary::Unspecified => entry.handle.set_step_point(region, point.skip)?,
         b => entry.handle.set_halting_point(Some(HaltingPoint {
             region,
@@ -92,9 +106,34 @@ fn arm(entry: &TargetEntry, point: &v1::HaltingPoint, tool: &str) -> Result<(), 
             },
             skip: point.skip,
         }))?,
-    }
-    *lock(&entry.halt_owner) = Some(tool.to_owned());
+    };
+    entry.own_point(tool, session, armed);
     Ok(())
+}
+
+/// Takes back a step's halting point unless the step delivered its halt: dropped with the call
+/// (the client went away, its deadline passed) or on a refusal or timeout.
+struct StepSession {
+    entry: Arc<TargetEntry>,
+    session: Session,
+    delivered: bool,
+}
+
+impl Drop for StepSession {
+    fn drop(&mut self) {
+        if self.delivered {
+            return;
+        }
+        let entry = self.entry.clone();
+        let session = self.session;
+        // It may wait briefly for a halt in flight: off the async workers.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn_blocking(move || entry.abandon(session));
+            }
+            Err(_) => entry.abandon(session),
+        }
+    }
 }
 
 /// Releases a target that may or may not be halted: a running one simply runs on.
@@ -265,17 +304,20 @@ impl Mri for MriService {
         request: Request<v1::SetHaltingPointRequest>,
     ) -> Result<Response<v1::SetHaltingPointResponse>, Status> {
         let tool = tool_of(&request);
+        let session =
+            connection_of(&request).map_or(Session::Unowned, |c| Session::Connection(c.id));
         let call = request.into_inner();
         let entry = self.registry.get(call.pid)?;
         entry.ensure_live("halt")?;
         match &call.point {
-            Some(point) => arm(&entry, point, &tool)?,
+            // The point belongs to the connection: when it closes, the point goes with it.
+            Some(point) => arm(&entry, point, &tool, session)?,
             None => {
                 entry
                     .handle
                     .set_halting_point(None)
                     .map_err(DaemonError::from)?;
-                *lock(&entry.halt_owner) = None;
+                entry.disown_point();
             }
         }
         Ok(Response::new(v1::SetHaltingPointResponse {}))
@@ -293,9 +335,23 @@ impl Mri for MriService {
                 .handle
                 .set_halting_point(None)
                 .map_err(DaemonError::from)?;
-            *lock(&entry.halt_owner) = None;
+            entry.disown_point();
         }
-        entry.handle.release().map_err(DaemonError::from)?;
+        match entry.handle.release() {
+            Ok(()) => {}
+            // To its end: a running target with its point cleared is just that. The release is
+            // forced all the same, in case the state word lies (a running target ignores it).
+            Err(ToolError::NotHalted { .. }) if call.clear_halting_point => {
+                entry.handle.force_release().map_err(DaemonError::from)?;
+            }
+            // A state word that does not parse cannot say whether the target waits: release
+            // it regardless; its own patience covers a target that was not waiting.
+            Err(ToolError::Layout { source, .. }) => {
+                let generation = entry.handle.force_release().map_err(DaemonError::from)?;
+                tracing::warn!(pid = call.pid, generation, error = %source, "forced a release: the target's state word is unreadable");
+            }
+            Err(e) => return Err(DaemonError::from(e).into()),
+        }
         Ok(Response::new(v1::ContinueResponse {}))
     }
 
@@ -329,7 +385,12 @@ impl Mri for MriService {
         let mut status = entry.subscribe();
         // The segment's generation, not the watcher's, which may lag behind it.
         let before = entry.handle.halt_generation();
-        arm(&entry, &point, &tool)?;
+        let mut session = StepSession {
+            entry: entry.clone(),
+            session: self.registry.step_session(),
+            delivered: false,
+        };
+        arm(&entry, &point, &tool, session.session)?;
         release_if_halted(&entry)?;
         let started = Instant::now();
         let wait = status.wait_for(|s| s.end.is_some() || s.halted_after(before));
@@ -369,6 +430,8 @@ impl Mri for MriService {
             }),
             None => v1::step_response::Outcome::Halted(entry.halt_message(&status)),
         };
+        entry.delivered(session.session, status.generation);
+        session.delivered = true;
         Ok(Response::new(v1::StepResponse {
             outcome: Some(outcome),
         }))
@@ -515,7 +578,7 @@ impl Mri for MriService {
         }
         let owned = {
             let mut owner = lock(&entry.halt_owner);
-            let owned = owner.as_deref() == Some(tool.as_str());
+            let owned = owner.as_ref().is_some_and(|o| o.tool == tool);
             if owned {
                 *owner = None;
             }

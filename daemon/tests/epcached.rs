@@ -1,5 +1,6 @@
-//! The `epcached` binary: it prints where it listens, serves, refuses to listen off loopback
-//! without a token, and on SIGTERM lets a halted target go and exits cleanly.
+//! The `epcached` binary: it listens on the runtime directory's socket by default and prints
+//! where, serves, refuses TCP without a token (loopback included), a short token and an unsafe
+//! runtime directory, and on SIGTERM lets a halted target go and exits cleanly.
 
 mod support;
 
@@ -28,11 +29,68 @@ fn off_loopback_without_a_token_is_refused() {
     assert!(err.contains("bearer token"), "{err}");
 }
 
+#[test]
+fn loopback_without_a_token_is_refused_too() {
+    let dir = tempfile::tempdir().unwrap();
+    for addr in ["127.0.0.1:0", "[::1]:0", "0"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_epcached"))
+            .args(["--listen", addr, "--runtime-dir"])
+            .arg(dir.path())
+            .env_remove("EPCACHED_TOKEN")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{addr}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("bearer token") && err.contains("every local user"),
+            "{addr}: {err}"
+        );
+    }
+}
+
+#[test]
+fn the_help_says_what_the_default_is_and_why() {
+    let out = Command::new(env!("CARGO_BIN_EXE_epcached"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "epcached.sock",
+        "peer's credentials",
+        "--allow-root",
+        "bearer token",
+        "loopback",
+    ] {
+        assert!(help.contains(needle), "{needle} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn a_runtime_directory_others_may_write_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcached"))
+        .arg("--runtime-dir")
+        .arg(&open)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&open.display().to_string()) && err.contains("chmod 700"),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_a_halted_target_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_epcached"))
-        .args(["--listen", "127.0.0.1:0", "--runtime-dir"])
+        .arg("--runtime-dir")
         .arg(dir.path())
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
@@ -47,17 +105,16 @@ async fn sigterm_releases_a_halted_target_and_exits_cleanly() {
         .strip_prefix("epcached listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_owned();
-    assert!(endpoint.starts_with("http://127.0.0.1:"), "{endpoint}");
+    assert_eq!(
+        endpoint,
+        format!("unix:{}", dir.path().join("epcached.sock").display())
+    );
 
     let mut target = spawn_target(
         dir.path(),
         &[("EPCACHE_WAIT", "20"), ("EPCACHE_SYNTH_ITERATIONS", "3")],
     );
-    let channel = tonic::transport::Channel::from_shared(endpoint)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = support::channel(&endpoint).await.unwrap();
     let mut tool =
         epcache_proto::v1::mri_client::MriClient::with_interceptor(channel, Tool("bin".into()));
     wait_listed(&mut tool, target.pid).await;

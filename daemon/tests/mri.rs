@@ -1,4 +1,4 @@
-//! The MRI end to end: a real daemon on 127.0.0.1:0, real target processes (this binary run again
+//! The MRI end to end: a real daemon on a Unix socket, real target processes (this binary run again
 //! as the synthetic program), raw gRPC clients. Expected counts are worked out by hand in
 //! `support/synthetic.rs`.
 
@@ -1097,9 +1097,9 @@ async fn health_reflection_and_the_bearer_token() {
     assert!(err.to_string().contains("bearer token"), "{err}");
 
     let daemon = epcache_daemon::serve(epcache_daemon::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
         token: Some("correct horse battery staple".into()),
-        runtime_dir: dir.path().to_owned(),
-        ..epcache_daemon::Config::loopback(0)
+        ..epcache_daemon::Config::private(dir.path())
     })
     .await
     .unwrap();

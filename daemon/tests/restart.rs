@@ -28,8 +28,14 @@ struct Daemon {
 
 impl Daemon {
     fn start(runtime_dir: &std::path::Path) -> Daemon {
+        // Each daemon on a socket of its own in the shared runtime directory.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = runtime_dir.join(format!("epcached-{n}.sock"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_epcached"))
-            .args(["--listen", "127.0.0.1:0", "--runtime-dir"])
+            .arg("--listen")
+            .arg(format!("unix:{}", socket.display()))
+            .arg("--runtime-dir")
             .arg(runtime_dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -52,11 +58,7 @@ impl Daemon {
     }
 
     async fn tool(&self, name: &str) -> Client {
-        let channel = tonic::transport::Channel::from_shared(self.endpoint.clone())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let channel = support::channel(&self.endpoint).await.unwrap();
         epcache_proto::v1::mri_client::MriClient::with_interceptor(channel, Tool(name.into()))
     }
 

@@ -10,8 +10,10 @@ if ! /usr/bin/install -d -m 0700 -o "$SLURM_JOB_USER" "$dir"; then
     exit 0
 fi
 # runuser passes the epilog's SIGTERM on to epcached; setsid detaches it from slurmd's session.
+# epcached listens on $dir/epcached.sock by default and serves only the job's user (peer
+# credentials); remote tools would need --listen HOST:PORT with --token-file (see README).
 /usr/bin/setsid /usr/sbin/runuser -u "$SLURM_JOB_USER" -- \
-    /usr/local/bin/epcached --listen "unix:$dir/epcached.sock" --runtime-dir "$dir" \
+    /usr/local/bin/epcached --runtime-dir "$dir" \
     >>"$dir/epcached.log" 2>&1 </dev/null &
 echo $! >"$dir/epcached.pid"
 exit 0

@@ -6,6 +6,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod codec;
+
 /// Version 1 of the MRI: the messages, `mri_client::MriClient` and `mri_server::{Mri, MriServer}`.
 #[allow(missing_docs, unreachable_pub, clippy::all)]
 pub mod v1 {

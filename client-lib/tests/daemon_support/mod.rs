@@ -1,5 +1,5 @@
-//! What the client's daemon tests share: an embedded daemon on 127.0.0.1:0 with an isolated
-//! runtime directory, and real target processes (the test binary run again as the daemon
+//! What the client's daemon tests share: an embedded daemon on the socket of an isolated runtime
+//! directory, and real target processes (the test binary run again as the daemon
 //! tests' synthetic program, whose expected counts are worked out by hand there).
 
 #![allow(dead_code)]

@@ -1,6 +1,6 @@
-//! What the daemon's end-to-end tests share: a real daemon on 127.0.0.1:0 with an isolated
-//! runtime directory, real target processes (this test binary run again as the synthetic
-//! program), and raw MRI clients that name themselves as tools.
+//! What the daemon's end-to-end tests share: a real daemon on the socket of an isolated runtime
+//! directory, real target processes (this test binary run again as the synthetic program), and
+//! raw MRI clients that name themselves as tools.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -32,14 +32,37 @@ impl Interceptor for Tool {
 
 pub type Client = MriClient<InterceptedService<Channel, Tool>>;
 
+/// A channel to `endpoint`: `unix:PATH` or `http://HOST:PORT`.
+pub async fn channel(endpoint: &str) -> Result<Channel, tonic::transport::Error> {
+    match endpoint.strip_prefix("unix:") {
+        Some(path) => {
+            let path = std::path::PathBuf::from(path);
+            // The URI is a placeholder the connector ignores.
+            tonic::transport::Endpoint::from_static("http://[::1]:50551")
+                .connect_with_connector(tower::service_fn(move |_| {
+                    let path = path.clone();
+                    async move {
+                        let stream = tokio::net::UnixStream::connect(path).await?;
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                    }
+                }))
+                .await
+        }
+        None => {
+            Channel::from_shared(endpoint.to_owned())
+                .unwrap()
+                .connect()
+                .await
+        }
+    }
+}
+
 /// A client of `daemon` calling itself `tool`.
 pub async fn connect(daemon: &DaemonHandle, tool: &str) -> Client {
-    let channel = Channel::from_shared(daemon.endpoint())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    MriClient::with_interceptor(channel, Tool(tool.into()))
+    MriClient::with_interceptor(
+        channel(&daemon.endpoint()).await.unwrap(),
+        Tool(tool.into()),
+    )
 }
 
 /// The target `pid` once the daemon lists it past its setup (state `Starting`), as a tool waits

@@ -1,6 +1,6 @@
 //! Shared by the daemon's and the client's end-to-end tests (the client includes it by path): real
-//! target processes (the test binary run again as the synthetic program) and a daemon on
-//! 127.0.0.1:0 with an isolated runtime directory.
+//! target processes (the test binary run again as the synthetic program) and a daemon listening
+//! on the socket of an isolated runtime directory (`DIR/epcached.sock`).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -74,12 +74,11 @@ pub(crate) fn spawn_target(runtime_dir: &Path, env: &[(&str, &str)]) -> Target {
     panic!("the synthetic target never became ready ({status:?})");
 }
 
-/// A daemon on 127.0.0.1:0 watching `runtime_dir`.
+/// A daemon watching `runtime_dir` and listening on its socket, `runtime_dir/epcached.sock`.
 pub(crate) async fn start_daemon(runtime_dir: &Path) -> DaemonHandle {
     epcache_daemon::serve(Config {
-        runtime_dir: runtime_dir.to_owned(),
         discovery_interval: Duration::from_millis(50),
-        ..Config::loopback(0)
+        ..Config::private(runtime_dir)
     })
     .await
     .unwrap()

@@ -1,8 +1,13 @@
 //! How tools find targets: each target writes a small record file, named by its pid, into a
 //! per-user runtime directory, and removes it at normal exit. Records are hints: a tool skips and
 //! deletes records of dead processes and checks the segment a record names before believing it.
+//!
+//! Nothing in the directory is trusted: it must belong to this user and be writable by nobody
+//! else ([`check_runtime_dir`]), and a record is read only if it is a regular file of at most
+//! [`MAX_RECORD_BYTES`], opened without following a symbolic link and without blocking (a FIFO
+//! or a device named `N.json` is skipped, never read).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -44,6 +49,20 @@ pub enum DiscoveryError {
         /// The current uid.
         me: u32,
     },
+    /// Other users may write into the directory, so they could plant records or a socket.
+    #[error("runtime directory {} has mode {mode:o}: other users may create files in it (plant target records, or a daemon socket); run `chmod 700 {}`, or set EPCACHE_RUNTIME_DIR (epcached: --runtime-dir) to a directory only you can write", dir.display(), dir.display())]
+    TooOpen {
+        /// The directory.
+        dir: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The path is not a directory.
+    #[error("runtime directory {} is not a directory; set EPCACHE_RUNTIME_DIR (epcached: --runtime-dir) to a directory you own", dir.display())]
+    NotADirectory {
+        /// The path.
+        dir: PathBuf,
+    },
     /// A record could not be written.
     #[error("writing target record {}: {source}", path.display())]
     Write {
@@ -65,22 +84,23 @@ pub fn runtime_dir() -> PathBuf {
     PathBuf::from(format!("/tmp/epcache-{}", current_uid()))
 }
 
-/// Creates `dir` with mode 0700 if missing, and checks this user owns it.
-pub fn ensure_runtime_dir(dir: &Path) -> Result<(), DiscoveryError> {
+/// The largest record accepted: a real one is well under 1 KiB (a program name of up to a few
+/// hundred bytes and three numbers).
+pub const MAX_RECORD_BYTES: u64 = 4096;
+
+/// Checks that `dir` is a directory this user owns and nobody else may write into. A directory
+/// only readable by others is tightened to 0700 (nothing could have been planted in it).
+pub fn check_runtime_dir(dir: &Path) -> Result<(), DiscoveryError> {
     let io = |source| DiscoveryError::Dir {
         dir: dir.to_owned(),
         source,
     };
-    match std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(io(e)),
-    }
     let meta = std::fs::metadata(dir).map_err(io)?;
+    if !meta.is_dir() {
+        return Err(DiscoveryError::NotADirectory {
+            dir: dir.to_owned(),
+        });
+    }
     let me = current_uid();
     if meta.uid() != me {
         return Err(DiscoveryError::NotOwner {
@@ -89,10 +109,45 @@ pub fn ensure_runtime_dir(dir: &Path) -> Result<(), DiscoveryError> {
             me,
         });
     }
-    if meta.permissions().mode() & 0o077 != 0 {
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(DiscoveryError::TooOpen {
+            dir: dir.to_owned(),
+            mode,
+        });
+    }
+    if mode & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
     }
     Ok(())
+}
+
+/// Creates `dir` with mode 0700 if missing, then [`check_runtime_dir`]: this user owns it and
+/// nobody else may write into it.
+pub fn ensure_runtime_dir(dir: &Path) -> Result<(), DiscoveryError> {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(DiscoveryError::Dir {
+                dir: dir.to_owned(),
+                source,
+            });
+        }
+    }
+    check_runtime_dir(dir)
+}
+
+/// The file name of the daemon's socket in a runtime directory.
+pub const DAEMON_SOCKET: &str = "epcached.sock";
+
+/// Where the daemon serving runtime directory `dir` listens by default: `DIR/epcached.sock`.
+pub fn daemon_socket(dir: &Path) -> PathBuf {
+    dir.join(DAEMON_SOCKET)
 }
 
 /// The record file of `pid` in `dir`.
@@ -122,19 +177,49 @@ pub fn write_record(dir: &Path, record: &TargetRecord) -> Result<PathBuf, Discov
     Ok(path)
 }
 
+/// Reads the record at `path` if it is one: a regular file owned by this user, of at most
+/// [`MAX_RECORD_BYTES`], holding the record of `pid`. The open neither follows a symbolic link
+/// nor blocks (on a FIFO), and at most the cap is read (of a device that never ends).
+fn read_record(path: &Path, pid: u32) -> Option<TargetRecord> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_RECORD_BYTES || meta.uid() != current_uid() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_RECORD_BYTES + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    if text.len() as u64 > MAX_RECORD_BYTES {
+        return None;
+    }
+    serde_json::from_str::<TargetRecord>(&text)
+        .ok()
+        .filter(|r| r.pid == pid)
+}
+
 /// The records in `dir` whose process is alive, sorted by pid. Records of dead processes and
-/// unreadable records are deleted. A missing directory means no targets.
+/// anything else named like a record (unreadable, too large, not a regular file) are deleted. A
+/// missing directory means no targets; one that another user owns or may write into is refused
+/// ([`check_runtime_dir`]).
 pub fn list_targets(dir: &Path) -> Result<Vec<TargetRecord>, DiscoveryError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(DiscoveryError::Dir {
-                dir: dir.to_owned(),
-                source,
-            });
+    match check_runtime_dir(dir) {
+        Ok(()) => {}
+        Err(DiscoveryError::Dir { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(Vec::new());
         }
-    };
+        Err(e) => return Err(e),
+    }
+    let entries = std::fs::read_dir(dir).map_err(|source| DiscoveryError::Dir {
+        dir: dir.to_owned(),
+        source,
+    })?;
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
@@ -146,13 +231,10 @@ pub fn list_targets(dir: &Path) -> Result<Vec<TargetRecord>, DiscoveryError> {
         else {
             continue;
         };
-        let record = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|text| serde_json::from_str::<TargetRecord>(&text).ok())
-            .filter(|r| r.pid == pid);
-        match record {
+        match read_record(&path, pid) {
             Some(r) if process::is_same_process_alive(r.pid, r.start_time) => out.push(r),
-            // A dead target's record, or garbage: nobody will ever remove it otherwise.
+            // A dead target's record, or garbage: nobody will ever remove it otherwise. (A
+            // directory named like a record cannot be removed this way and is skipped.)
             _ => {
                 let _ = std::fs::remove_file(&path);
             }
@@ -213,5 +295,130 @@ mod tests {
         let short = Duration::from_millis(50);
         assert_eq!(wait_for_record(&runtime, me.pid, short), Some(me));
         assert_eq!(wait_for_record(&runtime, 1, short), None);
+    }
+
+    fn live_record() -> TargetRecord {
+        TargetRecord {
+            pid: std::process::id(),
+            start_time: process::own_start_time(),
+            shm_id: 42,
+            program: "me".into(),
+        }
+    }
+
+    /// `list_targets(dir)` on another thread, failing the test if it does not return in 5 s.
+    fn list_within_seconds(dir: &Path) -> Result<Vec<TargetRecord>, DiscoveryError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = dir.to_owned();
+        std::thread::spawn(move || {
+            let _ = tx.send(list_targets(&dir));
+        });
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("listing the runtime directory blocked")
+    }
+
+    #[test]
+    fn only_small_regular_files_are_read_as_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().join("rt");
+        ensure_runtime_dir(&runtime).unwrap();
+        let me = live_record();
+        let json = serde_json::to_string(&me).unwrap();
+        let path = record_path(&runtime, me.pid);
+
+        // A symbolic link to a valid record elsewhere is not followed.
+        let elsewhere = dir.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, &json).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        assert!(list_within_seconds(&runtime).unwrap().is_empty());
+        assert!(
+            std::fs::symlink_metadata(&path).is_err(),
+            "the link is removed"
+        );
+        assert!(elsewhere.exists(), "what it pointed at is left alone");
+
+        // Nor is one to a device that never ends.
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert!(list_within_seconds(&runtime).unwrap().is_empty());
+
+        // A record padded past the cap is refused, though it parses.
+        std::fs::write(
+            &path,
+            format!("{json}{}", " ".repeat(MAX_RECORD_BYTES as usize)),
+        )
+        .unwrap();
+        assert!(list_within_seconds(&runtime).unwrap().is_empty());
+
+        // A FIFO named like a record does not block discovery.
+        let fifo = record_path(&runtime, me.pid);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo failed");
+        assert!(list_within_seconds(&runtime).unwrap().is_empty());
+        assert!(
+            std::fs::symlink_metadata(&fifo).is_err(),
+            "the FIFO is removed"
+        );
+
+        // The real thing still works.
+        write_record(&runtime, &me).unwrap();
+        assert_eq!(list_within_seconds(&runtime).unwrap(), vec![me]);
+    }
+
+    #[test]
+    fn a_directory_others_may_write_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().join("rt");
+        write_record(&runtime, &live_record()).unwrap();
+        for mode in [0o777, 0o1777, 0o720, 0o702] {
+            std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = list_targets(&runtime).unwrap_err();
+            assert!(
+                matches!(err, DiscoveryError::TooOpen { .. }),
+                "{mode:o}: {err}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.contains(&runtime.display().to_string()) && text.contains("chmod 700"),
+                "{text}"
+            );
+            assert!(ensure_runtime_dir(&runtime).is_err());
+            assert!(write_record(&runtime, &live_record()).is_err());
+        }
+        // Readable (not writable) by others is only tightened.
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(list_targets(&runtime).unwrap().len(), 1);
+        let mode = std::fs::metadata(&runtime).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(
+            check_runtime_dir(&file),
+            Err(DiscoveryError::NotADirectory { .. })
+        ));
+    }
+
+    #[test]
+    fn a_directory_of_another_user_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().join("rt");
+        ensure_runtime_dir(&runtime).unwrap();
+        let chowned = std::process::Command::new("chown")
+            .args(["65534"])
+            .arg(&runtime)
+            .status();
+        if !chowned.is_ok_and(|s| s.success()) {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "FAILED under CI: cannot give a directory to uid 65534 (needs root)"
+            );
+            println!("SKIPPED: cannot give a directory to uid 65534 (needs root)");
+            return;
+        }
+        let err = list_targets(&runtime).unwrap_err();
+        assert!(
+            matches!(err, DiscoveryError::NotOwner { owner: 65534, .. }),
+            "{err}"
+        );
+        assert!(ensure_runtime_dir(&runtime).is_err());
     }
 }

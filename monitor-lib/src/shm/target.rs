@@ -765,6 +765,47 @@ mod tests {
         assert!(mcc.anything_armed(), "a step is armed");
     }
 
+    /// A tool takes back only the point it armed, releases only the halt it means, and can
+    /// release a target whose state word was overwritten with garbage.
+    #[test]
+    fn a_tool_takes_back_its_own_point_and_can_force_a_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "take-back");
+        let at_entry = Some(HaltingPoint {
+            region: Some(kernel.region),
+            boundary: Boundary::Entry,
+            skip: 0,
+        });
+        let mine = tool.set_halting_point(at_entry).unwrap();
+        let theirs = tool.set_step_point(None, 0).unwrap();
+        assert!(!tool.disarm(&mine).unwrap(), "another point replaced it");
+        assert!(mcc.anything_armed());
+        assert!(tool.disarm(&theirs).unwrap());
+        assert!(!mcc.anything_armed());
+        assert!(!tool.disarm(&theirs).unwrap(), "only once");
+
+        let armed = tool.set_halting_point(at_entry).unwrap();
+        std::thread::scope(|scope| {
+            let blocked = scope.spawn(|| mcc.boundary(kernel.region, Boundary::Entry));
+            let halt = tool
+                .wait_for_halt(armed.after, Duration::from_secs(10))
+                .unwrap();
+            assert_eq!(halt.state, layout::TargetState::Halted);
+            assert!(!tool.disarm(&armed).unwrap(), "the target took it");
+            assert!(!tool.release_halt(halt.generation.wrapping_sub(1)).unwrap());
+            // A fault injector writes garbage into the state word.
+            mcc.segment
+                .view()
+                .u32_at(header::TARGET_STATE)
+                .unwrap()
+                .store(0xdead_beef, Ordering::Release);
+            assert!(tool.release().is_err(), "the state cannot be read");
+            assert_eq!(tool.force_release().unwrap(), halt.generation);
+            assert_eq!(blocked.join().unwrap(), HaltOutcome::Released);
+        });
+        assert_eq!(tool.state().unwrap(), layout::TargetState::Running);
+    }
+
     /// What the tool-side checks would refuse, written into a slot raw, is rejected by the
     /// target and never served: histogram bucket bytes that make more buckets than a slot
     /// holds, unknown analysis bits, and an event at a level the runtime lacks (`reject`).

@@ -46,6 +46,19 @@ pub enum ToolError {
         /// The pid in the segment.
         header_pid: u32,
     },
+    /// A discovery record names a segment the process it names did not create: a copied or
+    /// forged segment, which must not make a tool act on (signal, halt) that process.
+    #[error(
+        "the record of pid {record_pid} names segment {shm_id}, which was created by pid {creator_pid}, not by that process; the segment is a copy or a forgery and is ignored"
+    )]
+    ForeignSegment {
+        /// The segment id.
+        shm_id: i32,
+        /// The pid in the record (and in the segment's header).
+        record_pid: u32,
+        /// The pid that created the segment (`shm_cpid`).
+        creator_pid: i32,
+    },
     /// A request names a region that does not exist.
     #[error(
         "region {index} does not exist (the target has {count} regions); list the regions first"
@@ -150,6 +163,17 @@ pub struct Abandoned {
     pub result: Option<RequestResult>,
 }
 
+/// A halting point as a tool armed it: the word it stored and the halt generation just before,
+/// so the tool can later take back exactly that point ([`TargetHandle::disarm`]) and tell a
+/// halt at it from earlier ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArmedPoint {
+    /// The halting-point word stored (0 when the point was cleared).
+    pub word: u64,
+    /// The halt generation when it was armed: a halt at the point has a later one.
+    pub after: u32,
+}
+
 /// A halt of the target, as the tool sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Halt {
@@ -198,10 +222,28 @@ impl TargetHandle {
         })
     }
 
-    /// Attaches to the segment a discovery record names, checking it belongs to that process.
+    /// Attaches to the segment a discovery record names, checking it belongs to that process:
+    /// the header names the same pid and start time, the kernel says that pid created the
+    /// segment, and the process with that pid is the one that started at that time. Only then
+    /// may a tool act on the pid (halt it, signal it).
     pub fn attach_record(record: &TargetRecord) -> Result<TargetHandle, ToolError> {
         let handle = Self::attach(record.shm_id)?;
         if handle.pid != record.pid || handle.start_time != record.start_time {
+            return Err(ToolError::StaleRecord {
+                shm_id: record.shm_id,
+                record_pid: record.pid,
+                header_pid: handle.pid,
+            });
+        }
+        let creator_pid = handle.segment.stat()?.creator_pid;
+        if u32::try_from(creator_pid).ok() != Some(record.pid) {
+            return Err(ToolError::ForeignSegment {
+                shm_id: record.shm_id,
+                record_pid: record.pid,
+                creator_pid,
+            });
+        }
+        if !process::is_same_process_alive(record.pid, record.start_time) {
             return Err(ToolError::StaleRecord {
                 shm_id: record.shm_id,
                 record_pid: record.pid,
@@ -551,7 +593,7 @@ impl TargetHandle {
     }
 
     /// Sets (or with `None` clears) where the target stops next.
-    pub fn set_halting_point(&self, point: Option<HaltingPoint>) -> Result<(), ToolError> {
+    pub fn set_halting_point(&self, point: Option<HaltingPoint>) -> Result<ArmedPoint, ToolError> {
         self.arm(
             point.and_then(|p| p.region),
             point.map_or(0, |p| p.to_word()),
@@ -561,15 +603,25 @@ impl TargetHandle {
 
     /// Sets the halting point to the next boundary, entry or exit, of `region` (or of any
     /// region), after letting `skip` such boundaries pass: a step.
-    pub fn set_step_point(&self, region: Option<RegionIndex>, skip: u32) -> Result<(), ToolError> {
+    pub fn set_step_point(
+        &self,
+        region: Option<RegionIndex>,
+        skip: u32,
+    ) -> Result<ArmedPoint, ToolError> {
         self.arm(region, HaltingPoint::step_word(region), skip)
     }
 
-    fn arm(&self, region: Option<RegionIndex>, word: u64, skip: u32) -> Result<(), ToolError> {
+    fn arm(
+        &self,
+        region: Option<RegionIndex>,
+        word: u64,
+        skip: u32,
+    ) -> Result<ArmedPoint, ToolError> {
         let view = self.segment.view();
         if let Some(r) = region {
             self.config_entry(r)?;
         }
+        let after = self.halt_generation();
         view.u32_at(header::HALT_SKIP)
             .map_err(|e| self.view_err(e))?
             .store(skip, Ordering::Relaxed);
@@ -578,7 +630,26 @@ impl TargetHandle {
             .map_err(|e| self.view_err(e))?
             .store(word, Ordering::Release);
         self.bump_tool_sequence();
-        Ok(())
+        Ok(ArmedPoint { word, after })
+    }
+
+    /// Clears the halting point if it is still `armed` (the target did not reach it, and nobody
+    /// set another since); whether it was.
+    pub fn disarm(&self, armed: &ArmedPoint) -> Result<bool, ToolError> {
+        if armed.word == 0 {
+            return Ok(false);
+        }
+        let cleared = self
+            .segment
+            .view()
+            .u64_at(header::HALTING_POINT)
+            .map_err(|e| self.view_err(e))?
+            .compare_exchange(armed.word, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if cleared {
+            self.bump_tool_sequence();
+        }
+        Ok(cleared)
     }
 
     /// The current halt generation: what to pass to [`TargetHandle::wait_for_halt`] to wait for
@@ -664,6 +735,42 @@ impl TargetHandle {
         release.store(generation, Ordering::Release);
         futex::wake(release, u32::MAX);
         Ok(())
+    }
+
+    /// Releases the halt of generation `generation` if the target is still in it (halted, or
+    /// waiting at start); whether it was. A later halt is left alone.
+    pub fn release_halt(&self, generation: u32) -> Result<bool, ToolError> {
+        if self.halt_generation() != generation
+            || !matches!(
+                self.state()?,
+                TargetState::Halted | TargetState::WaitingForTool
+            )
+        {
+            return Ok(false);
+        }
+        let release = self
+            .segment
+            .view()
+            .u32_at(header::RELEASE_GENERATION)
+            .map_err(|e| self.view_err(e))?;
+        release.store(generation, Ordering::Release);
+        futex::wake(release, u32::MAX);
+        Ok(true)
+    }
+
+    /// Lets the target run on whatever its state word says (a corrupted one included): writes
+    /// the current halt generation as released and wakes it. Harmless to a running target,
+    /// whose next halt has a later generation. Returns the generation released.
+    pub fn force_release(&self) -> Result<u32, ToolError> {
+        let generation = self.halt_generation();
+        let release = self
+            .segment
+            .view()
+            .u32_at(header::RELEASE_GENERATION)
+            .map_err(|e| self.view_err(e))?;
+        release.store(generation, Ordering::Release);
+        futex::wake(release, u32::MAX);
+        Ok(generation)
     }
 
     /// Where the request stands (pending, active, rejected by the target...); `None` once its

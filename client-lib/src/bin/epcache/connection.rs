@@ -6,13 +6,14 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use epcache_client::{Client, ConnectOptions, DEFAULT_ADDRESS};
+use epcache_client::{Client, ConnectOptions, default_address};
 
 /// How to reach the daemon.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct DaemonArgs {
-    /// The daemon: HOST:PORT, a port alone, or unix:PATH [default: $EPCACHE_DAEMON, else
-    /// 127.0.0.1:50551].
+    /// The daemon: unix:PATH, or HOST:PORT / a port alone (a TCP daemon needs a token) [default:
+    /// $EPCACHE_DAEMON, else the daemon's socket in your runtime directory,
+    /// unix:RUNTIME_DIR/epcached.sock].
     #[arg(long, value_name = "ADDR")]
     daemon: Option<String>,
     /// A file holding the daemon's bearer token [default: $EPCACHE_TOKEN, else none].
@@ -38,7 +39,7 @@ impl DaemonArgs {
                     .ok()
                     .filter(|a| !a.is_empty())
             })
-            .unwrap_or_else(|| DEFAULT_ADDRESS.to_owned())
+            .unwrap_or_else(default_address)
     }
 
     /// Connects, with the token and tool name.

@@ -126,7 +126,8 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Describe(args) => describe::run(&args),
         Command::Request(args) => request::run(&args),
         Command::Cancel(args) => cancel::run(&args),
-        Command::Step(args) => step::run(&args),
+        // 0 halted, 3 finished, 4 died (see `epcache step --help`).
+        Command::Step(args) => std::process::exit(step::run(&args)?),
         Command::Continue(args) => resume::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Results(args) => results::run(&args),

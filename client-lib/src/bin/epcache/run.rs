@@ -275,10 +275,10 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     let embedded = match &args.daemon {
         Some(_) => None,
         None => Some(
+            // On the socket in the private runtime directory: only this user can reach it.
             epcache_daemon::serve(epcache_daemon::Config {
-                runtime_dir: runtime_dir.path().to_owned(),
                 discovery_interval: Duration::from_millis(50),
-                ..epcache_daemon::Config::loopback(0)
+                ..epcache_daemon::Config::private(runtime_dir.path())
             })
             .await
             .context("starting the embedded daemon")?,

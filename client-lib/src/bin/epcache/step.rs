@@ -10,6 +10,14 @@ use crate::output::print_stdout;
 
 /// Run a halted (or start-waiting) target to its next region boundary, or to the end or start of
 /// a named region, and wait for the halt. A running target is stopped there.
+///
+/// The halting point belongs to this step: if the step ends without the halt (Ctrl-C, killed,
+/// --timeout), the daemon takes the point back and the target runs on. A halt the step reported
+/// stays, for `epcache results` and the next `epcache step`.
+///
+/// Exit status: 0 halted at the point; 3 the program finished before reaching it; 4 the
+/// program died (killed or crashed); 1 anything else (the daemon refused or is unreachable,
+/// the timeout passed).
 #[derive(Debug, Args)]
 pub(crate) struct StepArgs {
     /// The target's pid.
@@ -23,7 +31,8 @@ pub(crate) struct StepArgs {
     /// Go this many matching boundaries on (1 or more).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     count: u32,
-    /// Give up waiting after this many seconds (the target keeps running to the point).
+    /// Give up waiting after this many seconds (the point is taken back and the target runs on;
+    /// exit status 1).
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<f64>,
     #[command(flatten)]
@@ -33,7 +42,13 @@ pub(crate) struct StepArgs {
     pub(crate) json: bool,
 }
 
-pub(crate) fn run(args: &StepArgs) -> anyhow::Result<()> {
+/// Exit status when the program finished before reaching the point.
+const EXIT_FINISHED: i32 = 3;
+/// Exit status when the program died.
+const EXIT_DIED: i32 = 4;
+
+/// Steps; returns the exit status (see the command's help).
+pub(crate) fn run(args: &StepArgs) -> anyhow::Result<i32> {
     let to = match (&args.to_exit, &args.to_entry) {
         (Some(r), _) => StepTo::RegionExit(RegionRef::Name(r.clone())),
         (None, Some(r)) => StepTo::RegionEntry(RegionRef::Name(r.clone())),
@@ -51,8 +66,14 @@ pub(crate) fn run(args: &StepArgs) -> anyhow::Result<()> {
             .step_by(args.pid, to, args.count, timeout)
             .await?)
     })?;
+    let status = match &outcome {
+        StepOutcome::Halted(_) => 0,
+        StepOutcome::Exited(e) if e.died => EXIT_DIED,
+        StepOutcome::Exited(_) => EXIT_FINISHED,
+    };
     if args.json {
-        return print_stdout(&json(&outcome)?);
+        print_stdout(&json(&outcome)?)?;
+        return Ok(status);
     }
     print_stdout(&match outcome {
         StepOutcome::Halted(h) => match h.position {
@@ -61,5 +82,6 @@ pub(crate) fn run(args: &StepArgs) -> anyhow::Result<()> {
         },
         StepOutcome::Exited(e) if e.died => format!("the target died: {}\n", e.reason),
         StepOutcome::Exited(e) => format!("the target exited: {}\n", e.reason),
-    })
+    })?;
+    Ok(status)
 }
