@@ -40,10 +40,10 @@ pub use client::{Client, ConnectOptions};
 pub use epcache_proto::v1 as mri;
 pub use local::{Launch, LocalError, LocalTarget};
 pub use types::{
-    Aggregation, Analysis, Boundary, Bucket, DataRef, DataStructure, DataStructureKind,
-    Description, Detached, Event, EventInfo, Halt, HaltingPoint, Mode, Position, Region,
-    RegionKind, RegionRef, Request, RequestInfo, RequestResult, StepOutcome, StepTo, Target,
-    TargetExit, TargetState,
+    Aggregation, AllocationSite, Analysis, Binding, Boundary, Bucket, DataRef, DataStructure,
+    DataStructureKind, Description, Detached, Dimension, Event, EventInfo, Halt, HaltingPoint,
+    Mode, Position, Region, RegionKind, RegionRef, Request, RequestInfo, RequestResult, Shape,
+    SiteBlock, StepOutcome, StepTo, Target, TargetExit, TargetState,
 };
 
 /// Where `epcached` listens by default.

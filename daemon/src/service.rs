@@ -143,10 +143,10 @@ impl Mri for MriService {
             data_structures: structures.iter().map(model::data_structure).collect(),
             model,
             events,
-            requests: lock(&entry.requests)
-                .values()
-                .map(|p| p.info.clone())
-                .collect(),
+            requests: {
+                let placed: Vec<Placed> = lock(&entry.requests).values().cloned().collect();
+                placed.iter().map(|p| entry.bound(p).info).collect()
+            },
             request_slots: entry.handle.request_slots(),
         }))
     }
@@ -198,7 +198,11 @@ impl Mri for MriService {
                     let mut info = r.info;
                     info.id = self.registry.request_id();
                     info.owner = tool.clone();
-                    placed.push(Placed { info, handle });
+                    placed.push(Placed {
+                        info,
+                        handle,
+                        bound_later: r.bound_later,
+                    });
                 }
                 Err(e) => {
                     for p in &placed {

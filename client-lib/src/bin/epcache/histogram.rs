@@ -199,7 +199,9 @@ pub(crate) fn run(args: &HistogramArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use epcache_client::{Aggregation, Bucket, Region, RegionKind, RequestInfo, RequestResult};
+    use epcache_client::{
+        Aggregation, Binding, Bucket, Region, RegionKind, RequestInfo, RequestResult, SiteBlock,
+    };
 
     use super::*;
 
@@ -224,6 +226,9 @@ mod tests {
                 aggregation: Aggregation::Summed,
                 analyses: vec![],
                 owner: String::new(),
+                allocation_site: None,
+                site_block: SiteBlock::Latest,
+                binding: Binding::Fixed,
             },
             available: true,
             instances: 1,

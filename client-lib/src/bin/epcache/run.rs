@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use epcache_client::{
-    Client, ConnectOptions, Event, RegionRef, Request, RequestResult, TargetState,
+    Client, ConnectOptions, Event, RegionRef, Request, RequestResult, SiteBlock, TargetState,
 };
 use tokio_stream::StreamExt;
 
@@ -27,7 +27,14 @@ const START_WAIT_SECS: u32 = 60;
 /// repeatable; `--buckets` is given once for all, or once per request (0 for a static count), or
 /// not at all (static counts). The program waits at start until they are placed; an unknown region or array is
 /// refused by name (with the nearest names), the program then runs to its end unmonitored, and
-/// `epcache run` exits non-zero. Without `--daemon`, a daemon runs inside this process for the
+/// `epcache run` exits non-zero.
+///
+/// A heap array is named by its allocation site, `--array prog.c:50` (as `--all-regions` names
+/// heap blocks), before the program has allocated it: the request binds inside the program to a
+/// block allocated at that line (of at least 4096 bytes) when the region is entered, following
+/// each new block (`--site-block`). A request that never found a block is reported as unbound,
+/// and `epcache run` exits non-zero. A Fortran ALLOCATABLE array is named as declared
+/// (`fields::u`) and measured over its data wherever it is allocated. Without `--daemon`, a daemon runs inside this process for the
 /// program's lifetime; its address is printed on stderr, so other tools can join.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -56,12 +63,35 @@ pub(crate) struct RunArgs {
     /// Histogram buckets: once for every request, or once per request (0: a static count).
     #[arg(long, value_name = "N")]
     buckets: Vec<u32>,
+    /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
+    /// allocated last (`latest`, following the array when the line allocates it again) or the
+    /// largest live one.
+    #[arg(long, value_enum, default_value = "latest", value_name = "WHICH")]
+    site_block: SiteBlockArg,
     /// Print JSON.
     #[arg(long)]
     json: bool,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
     command: Vec<OsString>,
+}
+
+/// `--site-block` of `epcache run` and `epcache request`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum SiteBlockArg {
+    /// The block allocated last (the array a line allocates again is followed to each block).
+    Latest,
+    /// The largest live block.
+    Largest,
+}
+
+impl From<SiteBlockArg> for SiteBlock {
+    fn from(a: SiteBlockArg) -> Self {
+        match a {
+            SiteBlockArg::Latest => SiteBlock::Latest,
+            SiteBlockArg::Largest => SiteBlock::Largest,
+        }
+    }
 }
 
 impl RunArgs {
@@ -89,6 +119,7 @@ impl RunArgs {
                     Some(&b) if b > 0 => Request::histogram(region, array, event, b),
                     _ => Request::count(region, array, event),
                 }
+                .site_block(self.site_block.into())
             })
             .collect())
     }
@@ -172,6 +203,8 @@ fn results_table(results: &[RequestResult]) -> String {
                 r.instances.to_string(),
                 if r.available {
                     r.total.to_string()
+                } else if r.request.unbound_reason().is_some() {
+                    "(unbound)".into()
                 } else {
                     "(never ran)".into()
                 },
@@ -187,6 +220,16 @@ fn results_table(results: &[RequestResult]) -> String {
         out.push_str(&crate::histogram::bars(r, 40));
     }
     out
+}
+
+/// The requests that never measured anything because they found nothing to bind to, each with
+/// why.
+fn unbound(results: &[RequestResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter(|r| !r.available)
+        .filter_map(|r| r.request.unbound_reason())
+        .collect()
 }
 
 /// Waits for the child without blocking the runtime's thread for long.
@@ -435,6 +478,13 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         }
     }
     if refused {
+        return Ok(2);
+    }
+    let unbound = unbound(&results);
+    for why in &unbound {
+        eprintln!("epcache: a request stayed unbound: {why}");
+    }
+    if !unbound.is_empty() {
         return Ok(2);
     }
     Ok(exit_code(status))
