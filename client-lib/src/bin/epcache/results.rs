@@ -39,7 +39,9 @@ pub(crate) fn run(args: &ResultsArgs) -> anyhow::Result<()> {
         .iter()
         .map(|r| {
             let q = &r.request;
-            let value = if !r.available {
+            let value = if !r.available && q.unbound_reason().is_some() {
+                "(unbound: nothing allocated yet)".to_owned()
+            } else if !r.available {
                 "(none yet)".to_owned()
             } else if r.analysis_json.is_some() {
                 "analysis report (--json)".to_owned()
