@@ -9,18 +9,21 @@
 //! descriptor only after `malloc` returned, and then touches the block: while some descriptor
 //! is unallocated and the new block is nobody's, each thread's next access syncs again
 //! (at most [`CLAIM_TRIES`] times), so the descriptor is read again right after the store and
-//! the block's accesses are the allocatable's from the first.
+//! the block's accesses are the allocatable's from the first. A site whose block no descriptor
+//! took in all those tries (a local array's, a temporary's) is not looked after again: a loop
+//! allocating temporaries pays once, not at every allocation.
 //!
 //! The descriptors are read from `/proc/self/mem` (no unsafe code here), only within each
 //! descriptor's own bytes: whatever the DWARF expressions say, nothing else is read.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::ranges::AddressRange;
-use crate::shm::layout::{Dimension, MAX_SHAPE_RANK, Shape};
+use crate::shm::layout::{Dimension, MAX_SHAPE_RANK, Shape, SiteKey};
 use crate::symbols::{ArrayDescriptor, ArrayShape};
 
 use super::alloc_abi::MIN_TRACKED_BYTES;
@@ -52,6 +55,22 @@ static ANY: AtomicBool = AtomicBool::new(false);
 static CLAIM_TRIES_LEFT: AtomicU32 = AtomicU32::new(0);
 /// The block allocated last, while no descriptor has taken it.
 static CLAIM_BLOCK: AtomicU64 = AtomicU64::new(0);
+/// The allocation site of [`CLAIM_BLOCK`], and the sites whose blocks no descriptor took in
+/// all the tries: their later blocks are not looked after.
+static SITES: Mutex<Sites> = Mutex::new(Sites {
+    claiming: None,
+    unclaimed: None,
+});
+
+#[derive(Debug)]
+struct Sites {
+    claiming: Option<SiteKey>,
+    unclaimed: Option<HashSet<SiteKey>>,
+}
+
+fn sites() -> std::sync::MutexGuard<'static, Sites> {
+    SITES.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn followed() -> std::sync::MutexGuard<'static, Vec<Followed>> {
     FOLLOWED.lock().unwrap_or_else(|e| e.into_inner())
@@ -119,14 +138,20 @@ fn look() -> Looked {
     looked
 }
 
-/// A tracked heap block was just registered at `start`: allocatables are placed anew (a block
-/// allocated before this one now has its owner's address stored), and while some descriptor is
-/// unallocated the next sync points look again for this block's owner.
-pub(crate) fn block_allocated(start: u64) {
+/// A tracked heap block was just registered at `start`, allocated at `site`: allocatables are
+/// placed anew (a block allocated before this one now has its owner's address stored), and
+/// while some descriptor is unallocated the next sync points look again for this block's
+/// owner, unless the site's blocks were never anyone's.
+pub(crate) fn block_allocated(start: u64, site: SiteKey) {
     if !ANY.load(Ordering::Acquire) {
         return;
     }
     if look().unallocated {
+        let mut sites = sites();
+        if sites.unclaimed.as_ref().is_some_and(|s| s.contains(&site)) {
+            return;
+        }
+        sites.claiming = Some(site);
         CLAIM_BLOCK.store(start, Ordering::Relaxed);
         CLAIM_TRIES_LEFT.store(CLAIM_TRIES, Ordering::Release);
     }
@@ -149,15 +174,27 @@ pub(crate) fn retry_claim() {
     let looked = look();
     let block = CLAIM_BLOCK.load(Ordering::Relaxed);
     let may_take = looked.unallocated || looked.starts.contains(&block);
-    if !may_take || !data::is_unclaimed_block(block) {
+    let unclaimed = data::is_unclaimed_block(block);
+    if !unclaimed {
+        // Taken, or freed first.
         CLAIM_TRIES_LEFT.store(0, Ordering::Relaxed);
         return;
     }
     let left = CLAIM_TRIES_LEFT
         .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1))
         .unwrap_or(0);
-    if left > 1 {
+    if may_take && left > 1 {
         super::state::data_changed();
+        return;
+    }
+    // Nobody took it: the site allocates for no followed array.
+    CLAIM_TRIES_LEFT.store(0, Ordering::Relaxed);
+    let mut sites = sites();
+    if let Some(site) = sites.claiming.take() {
+        sites
+            .unclaimed
+            .get_or_insert_with(HashSet::new)
+            .insert(site);
     }
 }
 

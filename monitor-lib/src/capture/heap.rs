@@ -96,7 +96,7 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
                 shape: None,
             },
         );
-        descriptors::block_allocated(start);
+        descriptors::block_allocated(start, key);
     }
     state::leave_runtime(previous);
 }
