@@ -211,10 +211,7 @@ impl TargetEntry {
             .request_binding(placed.handle)
             .ok()
             .flatten()
-            .and_then(|index| {
-                let all = self.handle.data_structures().ok()?;
-                all.into_iter().nth(index.0 as usize)
-            });
+            .and_then(|index| self.handle.data_structure(index).ok().flatten());
         let info = &mut placed.info;
         match structure {
             Some(d) => {

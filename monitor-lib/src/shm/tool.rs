@@ -276,6 +276,20 @@ impl TargetHandle {
             .map_err(|e| self.corrupt(e))
     }
 
+    /// Data structure `index`, when the target registered it.
+    pub fn data_structure(
+        &self,
+        index: DataStructureIndex,
+    ) -> Result<Option<DataStructureInfo>, ToolError> {
+        let n = self.count(Table::DataStructures, header::DATA_STRUCTURE_COUNT)?;
+        if index.0 as usize >= n {
+            return Ok(None);
+        }
+        layout::read_data_structure(self.segment.view(), &self.layout, index.0 as usize)
+            .map(Some)
+            .map_err(|e| self.corrupt(e))
+    }
+
     fn config_entry(&self, region: RegionIndex) -> Result<ConfigEntry, ToolError> {
         let count = self.count(Table::Regions, header::REGION_COUNT)?;
         if region.0 as usize >= count {
