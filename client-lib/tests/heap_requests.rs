@@ -1,18 +1,18 @@
 //! Heap arrays requested by allocation site before the program allocates them (issue 25): with
 //! `epcache run --array FILE:LINE` the request waits in the program, binds there to the block
 //! allocated at that line when the region is entered, and gives the histogram whose sum is the
-//! array's static count in the standalone report; `--site-block largest` binds to a site's
-//! largest block rather than its latest; a site that never allocated is reported unbound, and a
-//! file the program has no code in is refused before the program runs on, with the nearest files.
+//! array's static count in the standalone report of the same run (`--all-regions`: a block's
+//! address, and so the lines it straddles, may differ from run to run); `--site-block largest`
+//! binds to a site's largest block rather than its latest; a site that never allocated is
+//! reported unbound, and a file the program has no code in is refused before the program runs
+//! on, with the nearest files.
 
 mod capture_support;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use capture_support::{
-    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
-};
+use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
 
 const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
 const PROGRAM: &str = "heap_request";
@@ -36,7 +36,8 @@ fn build(dir: &Path) -> bool {
     true
 }
 
-/// `epcache run --cache CACHE ARGS --json -- ./heap_request`.
+/// `epcache run --cache CACHE ARGS --json -- ./heap_request` (add `--all-regions` for the
+/// standalone report after the results).
 fn run(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_epcache"))
         .args(["run", "--cache", CACHE])
@@ -47,13 +48,21 @@ fn run(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The JSON array of results `epcache run --json` prints after the program's line.
-fn results(out: &Output) -> serde_json::Value {
+/// The JSON documents `epcache run --json` prints after the program's line: the results, then
+/// with `--all-regions` the standalone report.
+fn documents(out: &Output) -> Vec<serde_json::Value> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let start = stdout
         .find("\n[")
         .unwrap_or_else(|| panic!("no results in {stdout}\n{}", stderr(out)));
-    serde_json::from_str(&stdout[start..]).unwrap()
+    serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn results(out: &Output) -> serde_json::Value {
+    documents(out).swap_remove(0)
 }
 
 fn stderr(out: &Output) -> String {
@@ -75,18 +84,12 @@ fn a_heap_array_is_requested_by_its_allocation_site_before_it_exists() {
     if !build(dir.path()) {
         return;
     }
-    let (_, report) = run_with_report(dir.path(), &dir.path().join(PROGRAM), CACHE);
-    let scale = region(&report, "scale");
     let site = format!("{PROGRAM}.c:{A_LINE}");
-    let expected = structure(scale, &site)["events"]["PAPI_L1_LDM"]
-        .as_u64()
-        .unwrap();
-    assert!(expected > 0, "{scale:#}");
-
     // The program waits at start, before main allocates anything: the request waits too.
     let out = run(
         dir.path(),
         &[
+            "--all-regions",
             "--region",
             "scale",
             "--array",
@@ -98,7 +101,13 @@ fn a_heap_array_is_requested_by_its_allocation_site_before_it_exists() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let result = &results(&out)[0];
+    let documents = documents(&out);
+    let (result, report) = (&documents[0][0], &documents[1]);
+    let scale = region(report, "scale");
+    let expected = structure(scale, &site)["events"]["PAPI_L1_LDM"]
+        .as_u64()
+        .unwrap();
+    assert!(expected > 0, "{scale:#}");
     assert_eq!(result["request"]["binding"], "bound", "{result:#}");
     assert_eq!(result["request"]["data_structure"]["name"], site);
     assert_eq!(result["buckets"].as_array().unwrap().len(), 8);
@@ -118,17 +127,12 @@ fn a_sites_largest_or_latest_block_is_measured_as_asked() {
     if !build(dir.path()) {
         return;
     }
-    let (_, report) = run_with_report(dir.path(), &dir.path().join(PROGRAM), CACHE);
     let site = format!("{PROGRAM}.c:{VECTOR_LINE}");
-    // `scale` touches the large block of the site, never the small one allocated after it.
-    let expected = structure(region(&report, "scale"), &site)["events"]["PAPI_L1_LDM"]
-        .as_u64()
-        .unwrap();
-    assert!(expected > 0);
     let request = |block: &str| {
         let out = run(
             dir.path(),
             &[
+                "--all-regions",
                 "--region",
                 "scale",
                 "--array",
@@ -142,9 +146,15 @@ fn a_sites_largest_or_latest_block_is_measured_as_asked() {
             ],
         );
         assert!(out.status.success(), "{}", stderr(&out));
-        results(&out)[0].clone()
+        let documents = documents(&out);
+        // `scale` touches the large block of the site, never the small one allocated after it.
+        let expected = structure(region(&documents[1], "scale"), &site)["events"]["PAPI_L1_LDM"]
+            .as_u64()
+            .unwrap();
+        assert!(expected > 0);
+        (documents[0][0].clone(), expected)
     };
-    let largest = request("largest");
+    let (largest, expected) = request("largest");
     assert_eq!(largest["request"]["site_block"], "largest");
     assert_eq!(bucket_sum(&largest), expected, "{largest:#}");
     let range = &largest["request"]["range"];
@@ -152,7 +162,7 @@ fn a_sites_largest_or_latest_block_is_measured_as_asked() {
         range["end"].as_u64().unwrap() - range["start"].as_u64().unwrap(),
         8 * N
     );
-    let latest = request("latest");
+    let (latest, _) = request("latest");
     assert_eq!(latest["request"]["binding"], "bound");
     assert_eq!(bucket_sum(&latest), 0, "the small block: {latest:#}");
     let range = &latest["request"]["range"];
