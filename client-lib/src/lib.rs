@@ -46,10 +46,11 @@ pub use epcache_monitor::analysis::{
 pub use epcache_proto::v1 as mri;
 pub use local::{Launch, LocalError, LocalTarget};
 pub use types::{
-    Aggregation, Analysis, Boundary, Bucket, DataRef, DataStructure, DataStructureKind,
-    Description, Detached, Event, EventInfo, Halt, HaltingPoint, Mode, Position, Region,
-    RegionKind, RegionRef, Request, RequestInfo, RequestResult, StepOutcome, StepTo, Target,
-    TargetExit, TargetState, ThreadResult, UnknownAggregation,
+    Aggregation, AllocationSite, Analysis, Binding, Boundary, Bucket, DataRef, DataStructure,
+    DataStructureKind, Description, Detached, Dimension, Event, EventInfo, Halt, HaltingPoint,
+    Mode, Position, Region, RegionKind, RegionRef, Request, RequestInfo, RequestResult, Shape,
+    SiteBlock, StepOutcome, StepTo, Target, TargetExit, TargetState, ThreadResult,
+    UnknownAggregation,
 };
 
 /// Where `epcached` listens by default: `unix:RUNTIME_DIR/epcached.sock`, the runtime directory

@@ -220,8 +220,58 @@ pub enum DataStructureKind {
     Heap,
     /// Heap blocks of one allocation site.
     AllocationSite,
+    /// A Fortran ALLOCATABLE or POINTER array: the data its descriptor points to.
+    Allocatable,
     /// Unknown to this client.
     Unknown,
+}
+
+/// One dimension of an array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Dimension {
+    /// Its first index (0 in C, 1 by default in Fortran).
+    pub lower_bound: i64,
+    /// Elements along it.
+    pub extent: u64,
+}
+
+/// What a data structure's type says about its elements: enough to name a histogram's buckets
+/// in the array's terms (element indices; rows of a 2-D array).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// Bytes of one element.
+    pub element_bytes: u64,
+    /// Dimensions in declaration order (C's `double a[100][50]`: 100 then 50; Fortran's
+    /// `real a(100,50)`: 100 then 50); empty for a scalar.
+    pub dimensions: Vec<Dimension>,
+    /// Whether the first dimension varies fastest in memory (Fortran), rather than the last (C).
+    pub column_major: bool,
+}
+
+impl Shape {
+    /// The elements (all dimensions) this shape holds.
+    pub fn elements(&self) -> u64 {
+        self.dimensions
+            .iter()
+            .fold(1u64, |n, d| n.saturating_mul(d.extent))
+    }
+}
+
+impl From<v1::ArrayShape> for Shape {
+    fn from(s: v1::ArrayShape) -> Self {
+        Shape {
+            element_bytes: s.element_bytes,
+            dimensions: s
+                .dimensions
+                .into_iter()
+                .map(|d| Dimension {
+                    lower_bound: d.lower_bound,
+                    extent: d.extent,
+                })
+                .collect(),
+            column_major: s.column_major,
+        }
+    }
 }
 
 /// A data structure of the target.
@@ -235,8 +285,10 @@ pub struct DataStructure {
     pub range: Range<u64>,
     /// Where it came from.
     pub kind: DataStructureKind,
-    /// False once freed.
+    /// False once freed (an allocatable: while unallocated).
     pub live: bool,
+    /// What its type says, when the target's debug information says it.
+    pub shape: Option<Shape>,
 }
 
 impl TryFrom<v1::DataStructure> for DataStructure {
@@ -248,11 +300,13 @@ impl TryFrom<v1::DataStructure> for DataStructure {
                 v1::DataStructureKind::Global => DataStructureKind::Global,
                 v1::DataStructureKind::HeapRegistered => DataStructureKind::Heap,
                 v1::DataStructureKind::AllocationSite => DataStructureKind::AllocationSite,
+                v1::DataStructureKind::Allocatable => DataStructureKind::Allocatable,
                 v1::DataStructureKind::Unspecified => DataStructureKind::Unknown,
             },
             range: range(d.range, "a data structure's range")?,
             name: d.name,
             live: d.live,
+            shape: d.shape.map(Shape::from),
         })
     }
 }
@@ -423,12 +477,64 @@ impl RegionRef {
 /// Names the bytes a request counts in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DataRef {
-    /// A data structure by name.
+    /// A data structure by name. A name FILE:LINE that names no global or registered array is
+    /// an allocation site (as [`DataRef::Site`]).
     Name(String),
     /// An address range.
     Range(Range<u64>),
     /// A data structure by index.
     Index(u32),
+    /// The heap blocks allocated at a source line, whether or not one exists yet: the target
+    /// binds the request to one of them at each entry of the region ([`SiteBlock`] says which).
+    Site {
+        /// The source file (its base name counts).
+        file: String,
+        /// The line of the allocating call.
+        line: u32,
+    },
+}
+
+/// A source line that allocates heap blocks, as a request names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllocationSite {
+    /// The source file's base name (`prog.c`).
+    pub file: String,
+    /// The line of the allocating call.
+    pub line: u32,
+}
+
+/// Which of an allocation site's live blocks a request binds to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SiteBlock {
+    /// The one allocated last: a site that allocates its array again is followed to each new
+    /// block (the default).
+    #[default]
+    Latest,
+    /// The largest.
+    Largest,
+}
+
+impl SiteBlock {
+    fn to_mri(self) -> v1::SiteBlock {
+        match self {
+            SiteBlock::Latest => v1::SiteBlock::Latest,
+            SiteBlock::Largest => v1::SiteBlock::Largest,
+        }
+    }
+}
+
+/// Where a request whose bytes the target binds stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Binding {
+    /// Its bytes were fixed when it was placed.
+    Fixed,
+    /// Nothing to bind to yet: the allocation site had no live block, or the allocatable was
+    /// unallocated, whenever the region was entered. At the target's end: it measured nothing.
+    Waiting,
+    /// Bound at the region's last entry (see the request's data structure and range).
+    Bound,
 }
 
 impl From<&str> for DataRef {
@@ -483,6 +589,8 @@ pub struct Request {
     pub aggregation: Aggregation,
     /// Analyses to run.
     pub analyses: Vec<Analysis>,
+    /// Which block, when the data is an allocation site.
+    pub site_block: SiteBlock,
 }
 
 impl Request {
@@ -499,6 +607,7 @@ impl Request {
             mode: Mode::Static,
             aggregation: Aggregation::Summed,
             analyses: Vec::new(),
+            site_block: SiteBlock::Latest,
         }
     }
 
@@ -533,6 +642,12 @@ impl Request {
         self
     }
 
+    /// Sets which of an allocation site's blocks the request binds to.
+    pub fn site_block(mut self, block: SiteBlock) -> Request {
+        self.site_block = block;
+        self
+    }
+
     pub(crate) fn to_mri(&self) -> v1::MonitoringRequest {
         use v1::data_selector::By;
         use v1::monitoring_request::Mode as M;
@@ -546,6 +661,10 @@ impl Request {
                         end: r.end,
                     }),
                     DataRef::Index(i) => By::Index(*i),
+                    DataRef::Site { file, line } => By::Site(v1::AllocationSite {
+                        file: file.clone(),
+                        line: *line,
+                    }),
                 }),
             }),
             event: self.event.clone(),
@@ -560,6 +679,7 @@ impl Request {
             }),
             aggregation: self.aggregation.to_mri() as i32,
             analyses: self.analyses.iter().map(|a| a.to_mri() as i32).collect(),
+            site_block: self.site_block.to_mri() as i32,
         }
     }
 }
@@ -589,21 +709,57 @@ pub struct RequestInfo {
     pub analyses: Vec<Analysis>,
     /// The tool that placed it.
     pub owner: String,
+    /// The allocation site it names, when it names one.
+    pub allocation_site: Option<AllocationSite>,
+    /// Which of the site's blocks it binds to.
+    pub site_block: SiteBlock,
+    /// Whether the target has bound its bytes (a request on a site or an allocatable).
+    pub binding: Binding,
 }
 
 impl RequestInfo {
-    /// What the request counts in, in words: the data structure's name or the range.
+    /// What the request counts in, in words: the allocation site, the data structure's name, or
+    /// the range.
     pub fn data_name(&self) -> String {
-        match &self.data_structure {
-            Some(d) => d.name.clone(),
-            None => format!("[{:#x}, {:#x})", self.range.start, self.range.end),
+        match (&self.allocation_site, &self.data_structure) {
+            (Some(site), _) => format!("{}:{}", site.file, site.line),
+            (None, Some(d)) => d.name.clone(),
+            (None, None) => format!("[{:#x}, {:#x})", self.range.start, self.range.end),
         }
+    }
+
+    /// Why a request has measured nothing, when it waits for bytes to bind to: what the user
+    /// should know at the program's end.
+    pub fn unbound_reason(&self) -> Option<String> {
+        if self.binding != Binding::Waiting {
+            return None;
+        }
+        Some(match &self.allocation_site {
+            Some(site) => format!(
+                "no block of at least 4096 bytes allocated at {}:{} was live when {} was entered",
+                site.file, site.line, self.region.name
+            ),
+            None => format!(
+                "{} was not allocated when {} was entered",
+                self.data_name(),
+                self.region.name
+            ),
+        })
     }
 }
 
 impl TryFrom<v1::RequestInfo> for RequestInfo {
     type Error = ClientError;
     fn try_from(r: v1::RequestInfo) -> Result<Self, ClientError> {
+        let site_block = match r.site_block() {
+            v1::SiteBlock::Largest => SiteBlock::Largest,
+            v1::SiteBlock::Latest | v1::SiteBlock::Unspecified => SiteBlock::Latest,
+        };
+        let binding = match r.binding() {
+            v1::Binding::Waiting => Binding::Waiting,
+            v1::Binding::Bound => Binding::Bound,
+            v1::Binding::Unspecified => Binding::Fixed,
+        };
         Ok(RequestInfo {
             id: r.id,
             pid: r.pid,
@@ -622,6 +778,12 @@ impl TryFrom<v1::RequestInfo> for RequestInfo {
                 .into_iter()
                 .filter_map(Analysis::from_mri)
                 .collect(),
+            site_block,
+            binding,
+            allocation_site: r.allocation_site.map(|s| AllocationSite {
+                file: s.file,
+                line: s.line,
+            }),
             owner: r.owner,
         })
     }
@@ -1083,4 +1245,61 @@ pub struct Detached {
     pub cleared_halting_point: bool,
     /// Whether the target was let go from a halt.
     pub released: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A data structure's shape and an allocatable's kind come through from the MRI; so does a
+    /// request's binding to an allocation site.
+    #[test]
+    fn shapes_sites_and_bindings_come_through() {
+        let d = DataStructure::try_from(v1::DataStructure {
+            index: 4,
+            name: "grids::a".into(),
+            range: Some(v1::AddressRange {
+                start: 0x1000,
+                end: 0x1000 + 40_000,
+            }),
+            kind: v1::DataStructureKind::Allocatable as i32,
+            live: true,
+            shape: Some(v1::ArrayShape {
+                element_bytes: 4,
+                dimensions: vec![
+                    v1::Dimension {
+                        lower_bound: 1,
+                        extent: 100,
+                    };
+                    2
+                ],
+                column_major: true,
+            }),
+        })
+        .unwrap();
+        assert_eq!(d.kind, DataStructureKind::Allocatable);
+        let shape = d.shape.unwrap();
+        assert_eq!(shape.elements() * shape.element_bytes, 40_000);
+        assert_eq!(shape.dimensions[1].lower_bound, 1);
+        assert!(shape.column_major);
+
+        let request = Request::count(
+            "scale",
+            DataRef::Site {
+                file: "prog.c".into(),
+                line: 50,
+            },
+            "PAPI_L1_LDM",
+        )
+        .site_block(SiteBlock::Largest)
+        .to_mri();
+        assert_eq!(request.site_block(), v1::SiteBlock::Largest);
+        assert!(matches!(
+            request.data.unwrap().by,
+            Some(v1::data_selector::By::Site(v1::AllocationSite {
+                line: 50,
+                ..
+            }))
+        ));
+    }
 }

@@ -11,7 +11,7 @@ use epcache_monitor::monitor::Event;
 use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, DataStructureInfo, DataStructureKind, RegionInfo, RegionKind,
-    RequestSpec, ResultRow, RowThreads, TargetState, analysis_bits,
+    RequestSpec, ResultRow, RowThreads, Shape, SiteBlock, TargetState, analysis_bits,
 };
 use epcache_proto::v1;
 
@@ -87,8 +87,42 @@ pub fn data_structure(d: &DataStructureInfo) -> v1::DataStructure {
             DataStructureKind::Global => v1::DataStructureKind::Global,
             DataStructureKind::HeapRegistered => v1::DataStructureKind::HeapRegistered,
             DataStructureKind::AllocationSite => v1::DataStructureKind::AllocationSite,
+            DataStructureKind::Allocatable => v1::DataStructureKind::Allocatable,
         } as i32,
         live: d.live,
+        shape: d.details.shape.as_ref().map(shape),
+    }
+}
+
+/// A data structure's shape as the MRI carries it.
+pub fn shape(s: &Shape) -> v1::ArrayShape {
+    v1::ArrayShape {
+        element_bytes: s.element_bytes,
+        dimensions: s
+            .dims
+            .iter()
+            .map(|d| v1::Dimension {
+                lower_bound: d.lower,
+                extent: d.extent,
+            })
+            .collect(),
+        column_major: s.column_major,
+    }
+}
+
+/// The segment's site block for an MRI one; unset means the latest.
+pub fn site_block(b: v1::SiteBlock) -> SiteBlock {
+    match b {
+        v1::SiteBlock::Largest => SiteBlock::Largest,
+        v1::SiteBlock::Latest | v1::SiteBlock::Unspecified => SiteBlock::Latest,
+    }
+}
+
+/// The MRI's name for a segment site block.
+pub fn site_block_to_mri(b: SiteBlock) -> v1::SiteBlock {
+    match b {
+        SiteBlock::Latest => v1::SiteBlock::Latest,
+        SiteBlock::Largest => v1::SiteBlock::Largest,
     }
 }
 
@@ -214,6 +248,8 @@ pub fn request_info(
         aggregation: aggregation_to_mri(spec.aggregation) as i32,
         analyses: analyses_from_bits(spec.analyses),
         owner: String::new(),
+        // A request on an allocation site: the caller says which and how it binds.
+        ..v1::RequestInfo::default()
     }
 }
 
@@ -340,6 +376,79 @@ mod tests {
         assert!(m.levels[2].inclusive);
         assert_eq!(m.levels[2].size_bytes, 1 << 20);
         assert_eq!((m.counters, m.counter_bits), (64, 32));
+    }
+
+    /// What issue 25 asks the data-structure table to publish reaches the MRI: C's
+    /// `double a[100][50]` (row-major, from 0) and Fortran's `real a(100,100)` (column-major,
+    /// from 1), and an allocatable's kind.
+    #[test]
+    fn shapes_and_allocatables_reach_the_mri() {
+        use epcache_monitor::shm::layout::{
+            DataStructureDetails, DataStructureIndex, Dimension, SiteKey,
+        };
+        let structure = |kind, shape| DataStructureInfo {
+            index: DataStructureIndex(3),
+            name: "a".into(),
+            range: AddressRange::new(0x1000, 40_000),
+            kind,
+            live: true,
+            details: DataStructureDetails {
+                site: Some(SiteKey::new("prog.f90", 32)),
+                shape: Some(shape),
+            },
+        };
+        let c = data_structure(&structure(
+            DataStructureKind::Global,
+            Shape {
+                element_bytes: 8,
+                dims: vec![
+                    Dimension {
+                        lower: 0,
+                        extent: 100,
+                    },
+                    Dimension {
+                        lower: 0,
+                        extent: 50,
+                    },
+                ],
+                column_major: false,
+            },
+        ));
+        let c_shape = c.shape.unwrap();
+        assert_eq!(c_shape.element_bytes, 8);
+        assert!(!c_shape.column_major);
+        let dims: Vec<_> = c_shape
+            .dimensions
+            .iter()
+            .map(|d| (d.lower_bound, d.extent))
+            .collect();
+        assert_eq!(dims, [(0, 100), (0, 50)]);
+        let fortran = data_structure(&structure(
+            DataStructureKind::Allocatable,
+            Shape {
+                element_bytes: 4,
+                dims: vec![
+                    Dimension {
+                        lower: 1,
+                        extent: 100
+                    };
+                    2
+                ],
+                column_major: true,
+            },
+        ));
+        assert_eq!(fortran.kind(), v1::DataStructureKind::Allocatable);
+        let f_shape = fortran.shape.unwrap();
+        assert!(f_shape.column_major);
+        assert_eq!(f_shape.element_bytes, 4);
+        assert_eq!(
+            f_shape
+                .dimensions
+                .iter()
+                .map(|d| (d.lower_bound, d.extent))
+                .collect::<Vec<_>>(),
+            [(1, 100), (1, 100)]
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::DaemonError;
 use crate::model;
+use crate::resolve::BoundLater;
 
 /// How long a watcher waits on the halt futex before it looks at results and its stop flag.
 pub(crate) const WATCH_SLICE: Duration = Duration::from_millis(100);
@@ -142,15 +143,24 @@ pub(crate) struct Placed {
     pub(crate) handle: RequestHandle,
     /// Where its results come from.
     pub(crate) origin: Origin,
+    /// For a request whose bytes the target binds (an allocation site, an allocatable): how to
+    /// describe them once it has ([`TargetEntry::bound`]).
+    pub(crate) bound_later: Option<BoundLater>,
 }
 
 impl Placed {
-    /// A request this daemon placed in `handle`'s slot.
-    pub(crate) fn new(info: v1::RequestInfo, handle: RequestHandle) -> Placed {
+    /// A request this daemon placed in `handle`'s slot; `bound_later` for one whose bytes the
+    /// target binds.
+    pub(crate) fn new(
+        info: v1::RequestInfo,
+        handle: RequestHandle,
+        bound_later: Option<BoundLater>,
+    ) -> Placed {
         Placed {
             info,
             handle,
             origin: Origin::Placed,
+            bound_later,
         }
     }
 
@@ -365,7 +375,37 @@ impl TargetEntry {
     /// The latest result of `placed`, read from the segment and checked.
     pub(crate) fn result(&self, placed: &Placed) -> Result<v1::RequestResult, DaemonError> {
         let raw = placed.read(&self.handle)?;
-        Ok(result_message(placed, raw.as_ref()))
+        Ok(result_message(&self.bound(placed), raw.as_ref()))
+    }
+
+    /// `placed` as the target has bound it: for a request on an allocation site or an
+    /// allocatable, the data structure the target bound it to at the region's last entry, its
+    /// bytes now, and its buckets cut as the target cut them; WAITING while there is none.
+    /// Other requests are as placed.
+    pub(crate) fn bound(&self, placed: &Placed) -> Placed {
+        let Some(later) = placed.bound_later else {
+            return placed.clone();
+        };
+        let mut placed = placed.clone();
+        let structure = self
+            .handle
+            .request_binding(placed.handle)
+            .ok()
+            .flatten()
+            .and_then(|index| self.handle.data_structure(index).ok().flatten());
+        let info = &mut placed.info;
+        match structure {
+            Some(d) => {
+                let (width, count) = later.buckets(d.range);
+                info.binding = v1::Binding::Bound as i32;
+                info.range = Some(model::range(d.range));
+                info.bucket_bytes = width;
+                info.buckets = count;
+                info.data_structure = Some(model::data_structure(&d));
+            }
+            None => info.binding = v1::Binding::Waiting as i32,
+        }
+        placed
     }
 
     /// The MRI description of a request a dead tool left, as far as the target's tables still
@@ -389,6 +429,22 @@ impl TargetEntry {
                     .nth(d.0 as usize)?;
                 let range = ds.range;
                 (Some(ds), range)
+            }
+            // What the target last bound it to, when its binding word still says.
+            RequestTarget::AllocationSite { .. } => {
+                let bound = self
+                    .handle
+                    .request_binding(abandoned.handle)
+                    .ok()
+                    .flatten()
+                    .and_then(|index| self.handle.data_structure(index).ok().flatten());
+                match bound {
+                    Some(ds) => {
+                        let range = ds.range;
+                        (Some(ds), range)
+                    }
+                    None => (None, AddressRange::new(0, 0)),
+                }
             }
         };
         let histogram = match spec.mode {
@@ -676,6 +732,7 @@ impl Registry {
                 info,
                 handle: a.handle,
                 origin: Origin::Adopted(a.result.clone().map(Arc::new)),
+                bound_later: None,
             };
             lock(&entry.requests).insert(placed.info.id, placed);
             adopted += 1;
@@ -760,7 +817,7 @@ fn publish_results(entry: &TargetEntry, seen: &mut Seen, events: &broadcast::Sen
         if seen.get(&p.info.id) == Some(&raw) {
             continue;
         }
-        let message = result_message(&p, Some(&raw));
+        let message = result_message(&entry.bound(&p), Some(&raw));
         seen.insert(p.info.id, raw);
         let _ = events.send(v1::Event {
             pid: entry.pid(),
@@ -788,6 +845,30 @@ fn notice_running(entry: &TargetEntry) {
                 s.position = None;
             }
         });
+    }
+}
+
+/// Says, once the target ended, which requests on an allocation site or an allocatable never
+/// had bytes to measure: the site allocated no block of at least 4096 bytes (smaller ones are
+/// not tracked), or the array stayed unallocated, whenever the region was entered.
+fn say_unbound(entry: &TargetEntry) {
+    let placed: Vec<Placed> = lock(&entry.requests).values().cloned().collect();
+    for p in placed.iter().filter(|p| p.bound_later.is_some()) {
+        let info = entry.bound(p).info;
+        if info.binding() == v1::Binding::Waiting {
+            let data = match (&info.allocation_site, &info.data_structure) {
+                (Some(site), _) => format!("allocation site {}:{}", site.file, site.line),
+                (None, Some(d)) => format!("allocatable {}", d.name),
+                (None, None) => "its data".to_owned(),
+            };
+            let region = info.region.as_ref().map_or("", |r| r.name.as_str());
+            tracing::warn!(
+                pid = entry.pid(),
+                request = info.id,
+                region,
+                "request over {data} never bound: nothing was allocated there whenever the region was entered"
+            );
+        }
     }
 }
 
@@ -849,6 +930,7 @@ fn watch_target(registry: &Registry, entry: &TargetEntry) {
             },
         };
         tracing::info!(pid = entry.pid(), died = end.died, reason = %end.reason, "target ended");
+        say_unbound(entry);
         let message = v1::TargetExit {
             died: end.died,
             reason: end.reason.clone(),

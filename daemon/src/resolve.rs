@@ -1,12 +1,14 @@
 //! Turning a tool's names into the segment's indices: regions by key, name or index, data
-//! structures by name, range or index, events, and histogram bucket widths, with the nearest
-//! names in every refusal.
+//! structures by name, range or index, allocation sites by FILE:LINE (checked against the
+//! target's source files), events, and histogram bucket widths, with the nearest names in every
+//! refusal.
 
 use epcache_monitor::cache::HierarchySpec;
 use epcache_monitor::monitor::{Event, EventError};
 use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::shm::layout::{
-    self, DataStructureIndex, DataStructureInfo, Mode, RegionInfo, RequestSpec, RequestTarget,
+    self, DataStructureIndex, DataStructureInfo, DataStructureKind, Mode, RegionInfo, RequestSpec,
+    RequestTarget, SiteBlock, SiteKey,
 };
 use epcache_proto::v1;
 
@@ -155,15 +157,39 @@ pub(crate) fn region<'r>(
     }
 }
 
-/// The bytes `selector` names, and the data structure when it names one.
+/// The bytes a request names, as far as the daemon can tell when it is placed.
+#[derive(Debug, Clone)]
+pub(crate) enum Data {
+    /// Fixed now: an address range, or a data structure's bytes.
+    Fixed {
+        target: RequestTarget,
+        range: AddressRange,
+        structure: Option<DataStructureInfo>,
+    },
+    /// Known only in the target, at each entry of the region: an allocatable array (its bytes
+    /// are wherever its descriptor points then, none while unallocated), or an allocation site
+    /// (one of its live blocks).
+    InTarget {
+        target: RequestTarget,
+        /// The allocatable, as it is now.
+        structure: Option<DataStructureInfo>,
+        /// The site, as the request names it.
+        site: Option<(String, u32)>,
+    },
+}
+
+/// The bytes `selector` names: fixed now, or bound in the target (allocatables, allocation
+/// sites, which are followed to the block `block` asks for).
 pub(crate) fn data(
     pid: u32,
     selector: Option<&v1::DataSelector>,
+    regions: &[RegionInfo],
     structures: &[DataStructureInfo],
-) -> Result<(RequestTarget, AddressRange, Option<DataStructureInfo>), DaemonError> {
+    block: SiteBlock,
+) -> Result<Data, DaemonError> {
     let by = selector.and_then(|s| s.by.as_ref()).ok_or_else(|| {
         DaemonError::InvalidArgument(
-            "the request names no data; give a data structure by name or index, or an address range"
+            "the request names no data; give a data structure by name or index, an allocation site FILE:LINE, or an address range"
                 .into(),
         )
     })?;
@@ -176,7 +202,14 @@ pub(crate) fn data(
                 )));
             }
             let range = AddressRange::new(r.start, r.end - r.start);
-            return Ok((RequestTarget::Range(range), range, None));
+            return Ok(Data::Fixed {
+                target: RequestTarget::Range(range),
+                range,
+                structure: None,
+            });
+        }
+        v1::data_selector::By::Site(site) => {
+            return allocation_site(pid, &site.file, site.line, regions, structures, block);
         }
         v1::data_selector::By::Index(i) => {
             structures
@@ -194,6 +227,23 @@ pub(crate) fn data(
         v1::data_selector::By::Name(name) => {
             let all: Vec<&DataStructureInfo> =
                 structures.iter().filter(|d| &d.name == name).collect();
+            // An allocatable's entries share its name; the last is where it is now.
+            if let Some(allocatable) = all
+                .iter()
+                .rev()
+                .find(|d| d.kind == DataStructureKind::Allocatable)
+            {
+                return Ok(in_target_structure(allocatable));
+            }
+            // A name that is an allocation site's names its blocks, now and later.
+            let site = site_name(name);
+            if let Some((file, line)) = &site
+                && all
+                    .iter()
+                    .all(|d| d.kind == DataStructureKind::AllocationSite)
+            {
+                return allocation_site(pid, file, *line, regions, structures, block);
+            }
             let live: Vec<&DataStructureInfo> = all.iter().copied().filter(|d| d.live).collect();
             match (live.as_slice(), all.is_empty()) {
                 ([one], _) => one,
@@ -233,6 +283,9 @@ pub(crate) fn data(
             }
         }
     };
+    if chosen.kind == DataStructureKind::Allocatable {
+        return Ok(in_target_structure(chosen));
+    }
     if !chosen.live {
         return Err(DaemonError::FailedPrecondition(format!(
             "data structure `{}` (index {}) in target pid {pid} was freed; name a live one or an address range",
@@ -245,11 +298,89 @@ pub(crate) fn data(
             chosen.name
         )));
     }
-    Ok((
-        RequestTarget::DataStructure(DataStructureIndex(chosen.index.0)),
-        chosen.range,
-        Some(chosen.clone()),
-    ))
+    Ok(Data::Fixed {
+        target: RequestTarget::DataStructure(DataStructureIndex(chosen.index.0)),
+        range: chosen.range,
+        structure: Some(chosen.clone()),
+    })
+}
+
+fn in_target_structure(d: &DataStructureInfo) -> Data {
+    Data::InTarget {
+        target: RequestTarget::DataStructure(d.index),
+        structure: Some(d.clone()),
+        site: None,
+    }
+}
+
+/// `FILE:LINE` (a file name and a line number from 1), as heap blocks are named.
+pub(crate) fn site_name(name: &str) -> Option<(String, u32)> {
+    let (file, line) = name.rsplit_once(':')?;
+    let line: u32 = line.parse().ok()?;
+    (!file.is_empty() && !file.ends_with(':') && line > 0).then(|| (file.to_owned(), line))
+}
+
+/// The base name of a path.
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// An allocation site, checked against the target's source files: those of its regions (every
+/// function with code) and of the sites that allocated so far. A file it has none of can never
+/// allocate, so the request is refused with the nearest files.
+fn allocation_site(
+    pid: u32,
+    file: &str,
+    line: u32,
+    regions: &[RegionInfo],
+    structures: &[DataStructureInfo],
+    block: SiteBlock,
+) -> Result<Data, DaemonError> {
+    let base = base_name(file);
+    if base.is_empty() || line == 0 {
+        return Err(DaemonError::InvalidArgument(format!(
+            "allocation site `{file}:{line}` needs a file name and a line from 1, e.g. prog.c:50"
+        )));
+    }
+    let mut files: Vec<&str> = regions
+        .iter()
+        .map(|r| base_name(&r.file))
+        .chain(
+            structures
+                .iter()
+                .filter(|d| d.kind == DataStructureKind::AllocationSite)
+                .filter_map(|d| d.name.rsplit_once(':').map(|(f, _)| f)),
+        )
+        .filter(|f| !f.is_empty())
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    if !files.contains(&base) {
+        let sites = structures
+            .iter()
+            .filter(|d| d.kind == DataStructureKind::AllocationSite)
+            .map(|d| d.name.as_str());
+        let mut near = nearest(base, files.iter().copied());
+        near.extend(
+            nearest(&format!("{base}:{line}"), sites)
+                .into_iter()
+                .take(2),
+        );
+        return Err(DaemonError::NotFound {
+            what: "source file for allocation site",
+            name: format!("{file}:{line}"),
+            pid,
+            nearest: near,
+        });
+    }
+    Ok(Data::InTarget {
+        target: RequestTarget::AllocationSite {
+            site: SiteKey::new(base, line),
+            block,
+        },
+        structure: None,
+        site: Some((base.to_owned(), line)),
+    })
 }
 
 /// The event `name`, checked against the levels the target simulates.
@@ -306,6 +437,47 @@ pub(crate) struct Resolved {
     pub(crate) spec: RequestSpec,
     /// The request as the MRI reports it (id and pid filled in later).
     pub(crate) info: v1::RequestInfo,
+    /// For a request whose bytes the target binds: how to describe its buckets once it has.
+    pub(crate) bound_later: Option<BoundLater>,
+}
+
+/// How a request bound in the target (an allocation site, an allocatable) cuts its bytes into
+/// histogram buckets, once the daemon learns what they are (`TargetEntry::bound`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BoundLater {
+    /// `None` for a static count.
+    pub(crate) granularity: Option<Granularity>,
+    /// The target's L1 line size.
+    pub(crate) line: u64,
+}
+
+/// A histogram's buckets, as asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Granularity {
+    /// This many, of whole lines each.
+    Count(u32),
+    /// This many bytes each.
+    Width(u64),
+}
+
+impl BoundLater {
+    /// Bucket width and count over `range`, as the target cuts it (`monitoring::bucket_bytes`).
+    pub(crate) fn buckets(&self, range: AddressRange) -> (u64, u32) {
+        let width = match self.granularity {
+            None => return (0, 0),
+            Some(Granularity::Count(n)) => range
+                .len()
+                .div_ceil(u64::from(n.max(1)))
+                .div_ceil(self.line)
+                .max(1)
+                .saturating_mul(self.line),
+            Some(Granularity::Width(w)) => w.max(1),
+        };
+        (
+            width,
+            u32::try_from(range.len().div_ceil(width)).unwrap_or(u32::MAX),
+        )
+    }
 }
 
 /// Resolves one request against a target's regions, data structures and model.
@@ -317,7 +489,15 @@ pub(crate) fn request(
     model: Option<&HierarchySpec>,
 ) -> Result<Resolved, DaemonError> {
     let region = region(pid, request.region.as_ref(), regions)?;
-    let (target, range, data) = data(pid, request.data.as_ref(), structures)?;
+    let site_block = v1::SiteBlock::try_from(request.site_block)
+        .map(model::site_block)
+        .map_err(|_| {
+            DaemonError::InvalidArgument(format!(
+                "site_block value {} is not one of LATEST, LARGEST",
+                request.site_block
+            ))
+        })?;
+    let data = data(pid, request.data.as_ref(), regions, structures, site_block)?;
     let model = model.ok_or_else(|| {
         DaemonError::FailedPrecondition(format!(
             "target pid {pid} has not published its cache model yet, so events cannot be checked; wait until it runs"
@@ -331,8 +511,57 @@ pub(crate) fn request(
     let event = event(pid, &request.event, model)?;
     let analyses = model::analysis_mask(&request.analyses).map_err(DaemonError::InvalidArgument)?;
     let line = u64::from(model.data[0].geometry.line_size);
-    let (mode, bucket_bytes, buckets) = match &request.mode {
-        Some(v1::monitoring_request::Mode::Histogram(h)) => {
+    let (target, range, structure, site, bound_later) = match data {
+        Data::Fixed {
+            target,
+            range,
+            structure,
+        } => (target, range, structure, None, None),
+        Data::InTarget {
+            target,
+            structure,
+            site,
+        } => {
+            let granularity = match &request.mode {
+                Some(v1::monitoring_request::Mode::Histogram(h)) => Some(granularity(h, line)?),
+                Some(v1::monitoring_request::Mode::StaticCount(_)) | None => None,
+            };
+            let range = structure
+                .as_ref()
+                .filter(|d| d.live)
+                .map_or(AddressRange::new(0, 0), |d| d.range);
+            let later = BoundLater { granularity, line };
+            (target, range, structure, site, Some(later))
+        }
+    };
+    let (mode, bucket_bytes, buckets) = match (&request.mode, bound_later) {
+        // Bound in the target, which cuts the bytes it binds to (the daemon says how, once it
+        // knows them): a count splits them evenly, a width is kept.
+        (
+            _,
+            Some(BoundLater {
+                granularity: Some(g),
+                ..
+            }),
+        ) => match g {
+            Granularity::Count(n) => (
+                Mode::Histogram {
+                    buckets: n,
+                    bucket_bytes: 0,
+                },
+                0,
+                n,
+            ),
+            Granularity::Width(w) => (
+                Mode::Histogram {
+                    buckets: 1,
+                    bucket_bytes: w,
+                },
+                w,
+                1,
+            ),
+        },
+        (Some(v1::monitoring_request::Mode::Histogram(h)), None) => {
             let (width, count) = buckets(h, range, line)?;
             (
                 Mode::Histogram {
@@ -343,7 +572,7 @@ pub(crate) fn request(
                 count,
             )
         }
-        Some(v1::monitoring_request::Mode::StaticCount(_)) | None => (Mode::Static, 0, 0),
+        _ => (Mode::Static, 0, 0),
     };
     // Refused like an unknown analysis: a value from a newer MRI must not silently mean SUMMED.
     let aggregation = v1::Aggregation::try_from(request.aggregation)
@@ -362,17 +591,55 @@ pub(crate) fn request(
         aggregation,
         analyses,
     };
+    let binding = if bound_later.is_some() {
+        v1::Binding::Waiting
+    } else {
+        v1::Binding::Unspecified
+    };
+    let mut info = model::request_info(
+        pid,
+        &spec,
+        region,
+        structure.as_ref(),
+        range,
+        (buckets, bucket_bytes),
+    );
+    info.allocation_site = site.map(|(file, line)| v1::AllocationSite { file, line });
+    info.site_block = if matches!(target, RequestTarget::AllocationSite { .. }) {
+        model::site_block_to_mri(site_block) as i32
+    } else {
+        v1::SiteBlock::Unspecified as i32
+    };
+    info.binding = binding as i32;
     Ok(Resolved {
-        info: model::request_info(
-            pid,
-            &spec,
-            region,
-            data.as_ref(),
-            range,
-            (buckets, bucket_bytes),
-        ),
+        info,
         spec,
+        bound_later,
     })
+}
+
+/// How a histogram over bytes the target binds later is cut: a count (at most a result block's
+/// largest) or a width in lines.
+fn granularity(mode: &v1::HistogramMode, line: u64) -> Result<Granularity, DaemonError> {
+    match mode.granularity {
+        Some(v1::histogram_mode::Granularity::Buckets(n))
+            if (1..=layout::MAX_BUCKETS_PER_SLOT).contains(&n) =>
+        {
+            Ok(Granularity::Count(n))
+        }
+        Some(v1::histogram_mode::Granularity::Buckets(n)) if n > 0 => {
+            Err(DaemonError::InvalidArgument(format!(
+                "{n} histogram buckets; no target holds more than {} per request",
+                layout::MAX_BUCKETS_PER_SLOT
+            )))
+        }
+        Some(v1::histogram_mode::Granularity::BucketLines(l)) if l > 0 => {
+            Ok(Granularity::Width(u64::from(l) * line))
+        }
+        _ => Err(DaemonError::InvalidArgument(
+            "a histogram needs a bucket count or a bucket width in lines of at least 1".into(),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -404,6 +671,7 @@ mod tests {
                 range: AddressRange::new(4096, 40_000),
                 kind: DataStructureKind::HeapRegistered,
                 live: true,
+                details: Default::default(),
             },
             DataStructureInfo {
                 index: DataStructureIndex(1),
@@ -411,6 +679,7 @@ mod tests {
                 range: AddressRange::new(100_000, 64),
                 kind: DataStructureKind::HeapRegistered,
                 live: false,
+                details: Default::default(),
             },
         ]
     }
@@ -476,14 +745,22 @@ mod tests {
         let name = |n: &str| v1::DataSelector {
             by: Some(v1::data_selector::By::Name(n.into())),
         };
-        let (_, range, info) = data(1, Some(&name("A")), &d).unwrap();
+        let data = |selector: &v1::DataSelector| {
+            super::data(1, Some(selector), &regions(), &d, SiteBlock::Latest)
+        };
+        let Data::Fixed {
+            range, structure, ..
+        } = data(&name("A")).unwrap()
+        else {
+            panic!("a live registered array has fixed bytes")
+        };
         assert_eq!((range.start, range.len()), (4096, 40_000));
-        assert_eq!(info.unwrap().name, "A");
+        assert_eq!(structure.unwrap().name, "A");
         assert!(matches!(
-            data(1, Some(&name("old")), &d),
+            data(&name("old")),
             Err(DaemonError::FailedPrecondition(_))
         ));
-        let err = data(1, Some(&name("a")), &d).unwrap_err();
+        let err = data(&name("a")).unwrap_err();
         assert!(err.to_string().contains("nearest: A"), "{err}");
         let empty = v1::DataSelector {
             by: Some(v1::data_selector::By::Range(v1::AddressRange {
@@ -491,8 +768,135 @@ mod tests {
                 end: 9,
             })),
         };
+        assert!(matches!(data(&empty), Err(DaemonError::InvalidArgument(_))));
+    }
+
+    /// Issue 25: a heap array could not be requested before the program allocated it. A name
+    /// of the form FILE:LINE in one of the target's source files is an allocation site, bound in
+    /// the target, whether or not a block exists yet; a file the target has no code in can
+    /// never allocate and is refused with the nearest files; a live site's name follows the
+    /// site rather than the one block; an allocatable waits for its allocation.
+    #[test]
+    fn allocation_sites_and_allocatables_are_bound_in_the_target() {
+        let mut d = structures();
+        d.push(DataStructureInfo {
+            index: DataStructureIndex(2),
+            name: "a.c:77".into(),
+            range: AddressRange::new(1 << 20, 8192),
+            kind: DataStructureKind::AllocationSite,
+            live: true,
+            details: Default::default(),
+        });
+        d.push(DataStructureInfo {
+            index: DataStructureIndex(3),
+            name: "fields::u".into(),
+            range: AddressRange::new(0, 0),
+            kind: DataStructureKind::Allocatable,
+            live: false,
+            details: Default::default(),
+        });
+        let name = |n: &str| v1::DataSelector {
+            by: Some(v1::data_selector::By::Name(n.into())),
+        };
+        let data = |selector: &v1::DataSelector, block| {
+            super::data(1, Some(selector), &regions(), &d, block)
+        };
+        // Not allocated yet: the file is the regions' own.
+        let Data::InTarget { target, site, .. } =
+            data(&name("a.c:50"), SiteBlock::Largest).unwrap()
+        else {
+            panic!("a site is bound in the target")
+        };
+        assert_eq!(
+            target,
+            RequestTarget::AllocationSite {
+                site: SiteKey::new("a.c", 50),
+                block: SiteBlock::Largest
+            }
+        );
+        assert_eq!(site, Some(("a.c".to_owned(), 50)));
+        // A path names the same site as its base name.
+        let by_site = v1::DataSelector {
+            by: Some(v1::data_selector::By::Site(v1::AllocationSite {
+                file: "/src/a.c".into(),
+                line: 50,
+            })),
+        };
         assert!(matches!(
-            data(1, Some(&empty), &d),
+            data(&by_site, SiteBlock::Latest).unwrap(),
+            Data::InTarget {
+                target: RequestTarget::AllocationSite { site, .. },
+                ..
+            } if site == SiteKey::new("a.c", 50)
+        ));
+        // A live block's name is its site's: later blocks are followed.
+        assert!(matches!(
+            data(&name("a.c:77"), SiteBlock::Latest).unwrap(),
+            Data::InTarget {
+                target: RequestTarget::AllocationSite { .. },
+                ..
+            }
+        ));
+        let err = data(&name("b.c:50"), SiteBlock::Latest).unwrap_err();
+        assert!(matches!(err, DaemonError::NotFound { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .contains("source file for allocation site `b.c:50`")
+                && err.to_string().contains("nearest: a.c"),
+            "{err}"
+        );
+        // Not a site: a line must follow the colon.
+        assert!(matches!(
+            data(&name("a.c:x"), SiteBlock::Latest),
+            Err(DaemonError::NotFound { .. })
+        ));
+        let Data::InTarget {
+            target, structure, ..
+        } = data(&name("fields::u"), SiteBlock::Latest).unwrap()
+        else {
+            panic!("an allocatable is bound in the target")
+        };
+        assert_eq!(target, RequestTarget::DataStructure(DataStructureIndex(3)));
+        assert_eq!(structure.unwrap().name, "fields::u");
+    }
+
+    /// A histogram over bytes bound later is cut by the target as the daemon then describes it.
+    #[test]
+    fn a_request_bound_later_is_cut_when_bound() {
+        let model: HierarchySpec = "D1=8K,2,32;LL=1M,8,64".parse().unwrap();
+        let req = v1::MonitoringRequest {
+            region: Some(by_name("init")),
+            data: Some(v1::DataSelector {
+                by: Some(v1::data_selector::By::Name("a.c:50".into())),
+            }),
+            event: "PAPI_L1_LDM".into(),
+            mode: Some(v1::monitoring_request::Mode::Histogram(v1::HistogramMode {
+                granularity: Some(v1::histogram_mode::Granularity::Buckets(8)),
+            })),
+            aggregation: 0,
+            analyses: vec![],
+            site_block: 0,
+        };
+        let r = request(5, &req, &regions(), &structures(), Some(&model)).unwrap();
+        assert_eq!(
+            r.spec.mode,
+            Mode::Histogram {
+                buckets: 8,
+                bucket_bytes: 0
+            }
+        );
+        assert_eq!(r.info.binding(), v1::Binding::Waiting);
+        assert_eq!(r.info.site_block(), v1::SiteBlock::Latest);
+        let later = r.bound_later.unwrap();
+        // 20,000 doubles in 8 buckets of whole 32-byte lines.
+        assert_eq!(later.buckets(AddressRange::new(4096, 160_000)), (20_000, 8));
+        assert_eq!(later.buckets(AddressRange::new(0, 100)), (32, 4));
+        let bad = v1::MonitoringRequest {
+            site_block: 7,
+            ..req
+        };
+        assert!(matches!(
+            request(5, &bad, &regions(), &structures(), Some(&model)),
             Err(DaemonError::InvalidArgument(_))
         ));
     }
@@ -537,6 +941,7 @@ mod tests {
             })),
             aggregation: 0,
             analyses: vec![],
+            site_block: 0,
         };
         let r = request(5, &req, &regions(), &structures(), Some(&model)).unwrap();
         assert_eq!(r.info.event, "PAPI_L1_LDM");

@@ -182,10 +182,10 @@ impl Mri for MriService {
             data_structures: structures.iter().map(model::data_structure).collect(),
             model,
             events,
-            requests: lock(&entry.requests)
-                .values()
-                .map(|p| p.info.clone())
-                .collect(),
+            requests: {
+                let placed: Vec<Placed> = lock(&entry.requests).values().cloned().collect();
+                placed.iter().map(|p| entry.bound(p).info).collect()
+            },
             request_slots: entry.handle.request_slots(),
         }))
     }
@@ -237,7 +237,7 @@ impl Mri for MriService {
                     let mut info = r.info;
                     info.id = self.registry.request_id();
                     info.owner = tool.clone();
-                    placed.push(Placed::new(info, handle));
+                    placed.push(Placed::new(info, handle, r.bound_later));
                 }
                 Err(e) => {
                     for p in &placed {

@@ -175,6 +175,116 @@ async fn ep_cache_scenario_histogram_sums_to_the_static_count() {
     daemon.shutdown().await;
 }
 
+/// Issue 25: requests on an allocation site placed before the target allocated there bind in
+/// the target when the region is entered, and say so (binding BOUND, the block's bytes and the
+/// buckets cut over them); one on a line that never allocates stays WAITING to the end, in the
+/// results and in the description; a file the target has no code in is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allocation_site_requests_bind_in_the_target_or_say_they_never_did() {
+    use support::synthetic::{SCRATCH, SCRATCH_BYTES, SCRATCH_SITE};
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let mut target = spawn_target(
+        dir.path(),
+        &[WAIT, ("EPCACHE_SYNTH_ITERATIONS", "2"), (SCRATCH, "1")],
+    );
+    let mut tool = connect(&daemon, "sites").await;
+    wait_listed(&mut tool, target.pid).await;
+    let (file, line) = SCRATCH_SITE;
+    let site = format!("{file}:{line}");
+    let never = format!("{file}:{}", line + 1);
+    let placed = tool
+        .add_requests(v1::AddRequestsRequest {
+            pid: target.pid,
+            requests: vec![
+                histogram_request("idle", &site, "PAPI_L1_LDM", 4),
+                static_request("idle", &never, "PAPI_L1_LDM"),
+            ],
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    assert_eq!(placed[0].binding(), v1::Binding::Waiting);
+    assert_eq!(placed[0].bucket_bytes, 0, "cut once bound");
+    assert_eq!(
+        placed[0].allocation_site,
+        Some(v1::AllocationSite {
+            file: file.into(),
+            line
+        })
+    );
+    let status = tool
+        .add_requests(v1::AddRequestsRequest {
+            pid: target.pid,
+            requests: vec![static_request("idle", "other.f90:3", "PAPI_L1_LDM")],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::NotFound);
+    assert!(
+        status.message().contains("nearest: synthetic.f90"),
+        "{}",
+        status.message()
+    );
+
+    tool.r#continue(v1::ContinueRequest {
+        pid: target.pid,
+        clear_halting_point: true,
+    })
+    .await
+    .unwrap();
+    assert!(target.wait_for_exit(Duration::from_secs(20)).success());
+    let results = tool
+        .read_results(v1::ReadResultsRequest {
+            pid: target.pid,
+            ids: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .results;
+    let bound = results_by_id(&results, placed[0].id);
+    let info = bound.request.as_ref().unwrap();
+    assert_eq!(info.binding(), v1::Binding::Bound);
+    assert_eq!(info.data_structure.as_ref().unwrap().name, site);
+    let range = info.range.unwrap();
+    assert_eq!(range.end - range.start, SCRATCH_BYTES);
+    assert_eq!((info.buckets, info.bucket_bytes), (4, SCRATCH_BYTES / 4));
+    assert_eq!(bound.instances, 2);
+    assert_eq!(
+        bound.total,
+        2 * SCRATCH_BYTES / 32,
+        "every line missed in each idle"
+    );
+    assert_eq!(
+        bound.buckets.iter().map(|b| b.count).sum::<u64>(),
+        bound.total
+    );
+    let unbound = results_by_id(&results, placed[1].id);
+    assert!(!unbound.available);
+    assert_eq!(
+        unbound.request.as_ref().unwrap().binding(),
+        v1::Binding::Waiting
+    );
+    let described = tool
+        .describe_target(v1::DescribeTargetRequest { pid: target.pid })
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    let states: Vec<_> = described.iter().map(|r| (r.id, r.binding())).collect();
+    assert!(
+        states.contains(&(placed[0].id, v1::Binding::Bound)),
+        "{states:?}"
+    );
+    assert!(
+        states.contains(&(placed[1].id, v1::Binding::Waiting)),
+        "{states:?}"
+    );
+    daemon.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_added_mid_run_are_served_from_the_next_instance() {
     let dir = tempfile::tempdir().unwrap();

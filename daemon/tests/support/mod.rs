@@ -108,6 +108,7 @@ pub fn static_request(region_name: &str, data: &str, event: &str) -> v1::Monitor
         mode: Some(v1::monitoring_request::Mode::StaticCount(v1::StaticMode {})),
         aggregation: v1::Aggregation::Summed as i32,
         analyses: vec![],
+        site_block: 0,
     }
 }
 

@@ -5,7 +5,9 @@
 //! again with [`ROLE`] set to play it.
 //!
 //! The program: `main` { `init` (writes every element of `A`), then `iterations` times:
-//! `kernel` (reads every element of `A`), `idle` (nothing) }. `A` is the paper's `REAL A(100,100)`:
+//! `kernel` (reads every element of `A`), `idle` (nothing) }. With [`SCRATCH`] set, `main`
+//! allocates a heap block at [`SCRATCH_SITE`] after `init`, as the capture runtime registers
+//! one, and `idle` reads it. `A` is the paper's `REAL A(100,100)`:
 //! 40,000 bytes on a 64-byte boundary, so on `D1=8K,2,32` every `kernel` instance reads 10,000
 //! elements and misses each of its 1,250 lines once (the array is five times the cache, and the
 //! sweep is sequential): 50 read misses per 1,600-byte bucket, by hand.
@@ -22,8 +24,8 @@ use epcache_monitor::monitor::{CounterArrayConfig, EventSet, HistogramIndex};
 use epcache_monitor::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_monitor::shm::config_table::ConfigEntry;
 use epcache_monitor::shm::layout::{
-    Aggregation, Boundary, DataStructureKind, Mode, RegionKind, RequestResult, ResultRow,
-    ResultText, RowThreads, analysis_bits,
+    Aggregation, Boundary, DataStructureDetails, DataStructureKind, Mode, RegionKind,
+    RequestResult, ResultRow, ResultText, RowThreads, SiteKey, analysis_bits,
 };
 use epcache_monitor::shm::target::{ActiveRequest, Mcc, MccOptions};
 
@@ -41,6 +43,13 @@ pub const SETUP_MS: &str = "EPCACHE_SYNTH_SETUP_MS";
 /// Text to publish as the cache model instead of [`SPEC`] (the program still simulates `SPEC`),
 /// as the runtime publishes its complaint about a bad `EPCACHE_CACHE`.
 pub const MODEL_TEXT: &str = "EPCACHE_SYNTH_MODEL_TEXT";
+/// Set to allocate the scratch block after `init` and read it in every `idle`.
+pub const SCRATCH: &str = "EPCACHE_SYNTH_SCRATCH";
+/// The scratch block's allocation site, in the regions' source file.
+pub const SCRATCH_SITE: (&str, u32) = ("synthetic.f90", 77);
+/// Bytes of the scratch block: 128 L1 lines, every one a miss in `idle` after `kernel`'s
+/// sweep of `A` (five times the cache) evicted them.
+pub const SCRATCH_BYTES: u64 = 4096;
 
 /// The cache the program simulates.
 pub const SPEC: &str = "D1=8K,2,32;LL=1M,8,64";
@@ -239,6 +248,7 @@ pub fn run_target() {
     let var = |name: &str| std::env::var(name).ok();
     let iterations: u64 = var(ITERATIONS).and_then(|v| v.parse().ok()).unwrap_or(3);
     let work = var(WORK).as_deref() != Some("none");
+    let scratch = var(SCRATCH).is_some();
     let pause = Duration::from_millis(var(PAUSE_MS).and_then(|v| v.parse().ok()).unwrap_or(0));
 
     let mcc = Mcc::create(MccOptions {
@@ -292,6 +302,8 @@ pub fn run_target() {
     program.mcc.ready();
 
     let [main, init, kernel, idle] = [entries[0], entries[1], entries[2], entries[3]];
+    let scratch_storage = vec![0u8; SCRATCH_BYTES as usize + 64];
+    let scratch_start = (scratch_storage.as_ptr() as u64).next_multiple_of(64);
     program.region(main, |p| {
         p.region(init, |p| {
             if work {
@@ -300,6 +312,21 @@ pub fn run_target() {
                 }
             }
         });
+        if scratch {
+            let (file, line) = SCRATCH_SITE;
+            p.mcc
+                .register_data_structure_with(
+                    &format!("{file}:{line}"),
+                    AddressRange::new(scratch_start, SCRATCH_BYTES),
+                    DataStructureKind::AllocationSite,
+                    true,
+                    &DataStructureDetails {
+                        site: Some(SiteKey::new(file, line)),
+                        shape: None,
+                    },
+                )
+                .unwrap();
+        }
         let mut i = 0;
         while iterations == 0 || i < iterations {
             p.region(kernel, |p| {
@@ -309,7 +336,13 @@ pub fn run_target() {
                     }
                 }
             });
-            p.region(idle, |_| {});
+            p.region(idle, |p| {
+                if scratch {
+                    for i in 0..SCRATCH_BYTES / 4 {
+                        p.access(scratch_start + 4 * i, AccessKind::Read);
+                    }
+                }
+            });
             if !pause.is_zero() {
                 std::thread::sleep(pause);
             }
@@ -318,4 +351,5 @@ pub fn run_target() {
     });
     drop(storage);
     drop(x);
+    drop(scratch_storage);
 }

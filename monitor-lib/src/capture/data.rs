@@ -1,13 +1,14 @@
 //! The process's named data structures: globals from DWARF, heap arrays the program registers,
-//! each published in the MCC's data-structure table, and a sorted snapshot threads use to
-//! attribute an address to a structure.
+//! heap blocks by allocation site, Fortran allocatables placed over the data their descriptors
+//! point to, each published in the MCC's data-structure table with its allocation site and
+//! shape, and a sorted snapshot threads use to attribute an address to a structure.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::ranges::AddressRange;
-use crate::shm::layout::{DataStructureIndex, DataStructureKind};
+use crate::shm::layout::{DataStructureDetails, DataStructureIndex, DataStructureKind, Shape};
 
 use super::mcc;
 
@@ -21,9 +22,38 @@ pub(crate) struct DataStructure {
     /// The size of the largest block the entry stood for: an allocation site's entry is taken
     /// over by the site's later blocks, whose sizes may differ.
     pub(crate) largest_bytes: u64,
+    /// Its allocation site and shape, as published.
+    pub(crate) details: DataStructureDetails,
     /// Its index in the MCC's table, when the MCC has one and it had room.
     mcc_index: Option<DataStructureIndex>,
 }
+
+/// An allocatable (or pointer) array followed through its descriptor ([`register_allocatable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AllocatableId(usize);
+
+/// Where an allocatable's descriptor says its data is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Placement {
+    pub(crate) range: AddressRange,
+    pub(crate) shape: Shape,
+    /// The data is large enough to be a tracked heap block: with no live one there, it is one
+    /// freed a moment ago that the descriptor still points to.
+    pub(crate) heap_block_expected: bool,
+}
+
+/// An allocatable's entries, oldest first: one more each time it is allocated at a size no
+/// earlier entry had (so each region's counts come with the size it used), at most
+/// [`MAX_ENTRIES_PER_ALLOCATABLE`].
+#[derive(Debug, Default)]
+struct Allocatable {
+    entries: Vec<usize>,
+}
+
+/// Past this many entries an allocatable allocated at yet another size takes over its last
+/// entry (whose bytes then are the largest it held): a loop growing an array does not fill the
+/// MCC's table.
+const MAX_ENTRIES_PER_ALLOCATABLE: usize = 16;
 
 #[derive(Debug, Default)]
 struct Registry {
@@ -35,6 +65,7 @@ struct Registry {
     /// it holds at once, not one per allocation, so registering stays cheap and the table
     /// does not fill.
     freed_by_site: BTreeMap<String, Vec<usize>>,
+    allocatables: Vec<Allocatable>,
 }
 
 /// Live data structures sorted by start address: `(start, end, index)`.
@@ -77,6 +108,7 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     entries: Vec::new(),
     lookup: None,
     freed_by_site: BTreeMap::new(),
+    allocatables: Vec::new(),
 });
 /// Bumped on every change, so threads refresh their snapshot of the lookup cheaply.
 static GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -87,6 +119,16 @@ fn registry() -> MutexGuard<'static, Registry> {
 
 /// Registers `name` over `range`; an empty range or a zero address is ignored.
 pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind) {
+    register_with(name, range, kind, DataStructureDetails::default());
+}
+
+/// [`register`] with the structure's allocation site and shape.
+pub(crate) fn register_with(
+    name: &str,
+    range: AddressRange,
+    kind: DataStructureKind,
+    details: DataStructureDetails,
+) {
     // A forked child is not monitored, and its copy of the lock may be held by a thread that
     // did not survive the fork (see `state::forked_child`).
     if range.is_empty() || range.start == 0 || super::state::forked_child() {
@@ -100,14 +142,28 @@ pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind)
         entry.range = range;
         entry.live = true;
         entry.largest_bytes = entry.largest_bytes.max(range.len());
+        entry.details = details;
         if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
-            m.reuse_data_structure(mcc_index, range);
+            m.reuse_data_structure(mcc_index, range, &entry.details);
         }
         rebuild(&mut reg);
         return;
     }
+    push_entry(&mut reg, name, range, kind, true, details);
+    rebuild(&mut reg);
+}
+
+/// Appends an entry and publishes it; its index.
+fn push_entry(
+    reg: &mut Registry,
+    name: &str,
+    range: AddressRange,
+    kind: DataStructureKind,
+    live: bool,
+    details: DataStructureDetails,
+) -> usize {
     let mcc_index = mcc::get().and_then(|m| {
-        m.register_data_structure(name, range, kind)
+        m.register_data_structure_with(name, range, kind, live, &details)
             .map_err(|e| mcc::full_once(&e))
             .ok()
     });
@@ -115,11 +171,178 @@ pub(crate) fn register(name: &str, range: AddressRange, kind: DataStructureKind)
         name: name.to_owned(),
         range,
         kind,
-        live: true,
-        largest_bytes: range.len(),
+        live,
+        largest_bytes: if live { range.len() } else { 0 },
+        details,
         mcc_index,
     });
+    reg.entries.len() - 1
+}
+
+/// Registers the allocatable (or pointer) array `name`, not allocated yet, whose elements
+/// `shape` describes (its dimensions come with each allocation): its entry is named now, so
+/// that a tool can ask for it before the program allocates it.
+pub(crate) fn register_allocatable(name: &str, shape: Shape) -> Option<AllocatableId> {
+    if super::state::forked_child() {
+        return None;
+    }
+    let mut reg = registry();
+    let details = DataStructureDetails {
+        site: None,
+        shape: Some(shape),
+    };
+    let index = push_entry(
+        &mut reg,
+        name,
+        AddressRange::new(0, 0),
+        DataStructureKind::Allocatable,
+        false,
+        details,
+    );
+    reg.allocatables.push(Allocatable {
+        entries: vec![index],
+    });
+    Some(AllocatableId(reg.allocatables.len() - 1))
+}
+
+/// Places allocatable `id` where its descriptor says its data is now (`None`: unallocated).
+///
+/// Its data is usually a heap block, registered a moment before by its allocation site: that
+/// entry is taken off (it goes back to its site's entries for reuse) and the allocatable's
+/// takes its bytes and its site. Data that lies over another structure (a pointer associated
+/// with another array) or over a block just freed is not the allocatable's own: it is left
+/// unallocated. Data of a size its current entry never had goes into a new entry of the same
+/// name, which follows the old one for requests (`Mcc::set_successor`); the report shows each
+/// region the entry, and so the size, it used.
+pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
+    if super::state::forked_child() {
+        return;
+    }
+    let mut reg = registry();
+    let Some(&current) = reg.allocatables.get(id.0).and_then(|a| a.entries.last()) else {
+        return;
+    };
+    let now = now.filter(|p| !p.range.is_empty() && p.range.start != 0);
+    let Some(now) = now else {
+        if reg.entries[current].live {
+            set_dead(&mut reg, current);
+            rebuild(&mut reg);
+        }
+        return;
+    };
+    {
+        let entry = &mut reg.entries[current];
+        if entry.live && entry.range == now.range {
+            if entry.details.shape.as_ref() != Some(&now.shape) {
+                entry.details.shape = Some(now.shape);
+                if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
+                    m.reuse_data_structure(mcc_index, entry.range, &entry.details);
+                }
+            }
+            return;
+        }
+    }
+    let block = reg
+        .entries
+        .iter()
+        .enumerate()
+        .position(|(i, d)| i != current && d.live && d.range.start == now.range.start);
+    let site = match block {
+        // The descriptor is still being written (its address stored, its bounds not yet):
+        // looked at again later.
+        Some(i)
+            if reg.entries[i].kind == DataStructureKind::AllocationSite
+                && reg.entries[i].range.len() != now.range.len() =>
+        {
+            return;
+        }
+        Some(i) if reg.entries[i].kind == DataStructureKind::AllocationSite => {
+            set_dead(&mut reg, i);
+            let name = reg.entries[i].name.clone();
+            reg.freed_by_site.entry(name).or_default().push(i);
+            reg.entries[i].details.site
+        }
+        Some(_) => return leave_unallocated(&mut reg, current),
+        // Its own block, read while the descriptor was being written.
+        None if reg.entries[current].live
+            && reg.entries[current].range.start == now.range.start =>
+        {
+            return;
+        }
+        None => {
+            let overlaps = reg.entries.iter().enumerate().any(|(i, d)| {
+                i != current
+                    && d.live
+                    && d.range.start < now.range.end
+                    && now.range.start < d.range.end
+            });
+            if overlaps || now.heap_block_expected {
+                return leave_unallocated(&mut reg, current);
+            }
+            None
+        }
+    };
+    if reg.entries[current].live {
+        set_dead(&mut reg, current);
+    }
+    let details = DataStructureDetails {
+        site,
+        shape: Some(now.shape),
+    };
+    let held = reg.entries[current].largest_bytes;
+    let entries = reg.allocatables[id.0].entries.len();
+    if held == 0 || held == now.range.len() || entries >= MAX_ENTRIES_PER_ALLOCATABLE {
+        let entry = &mut reg.entries[current];
+        entry.range = now.range;
+        entry.live = true;
+        entry.largest_bytes = held.max(now.range.len());
+        entry.details = details;
+        if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
+            m.reuse_data_structure(mcc_index, now.range, &entry.details);
+        }
+    } else {
+        let name = reg.entries[current].name.clone();
+        let next = push_entry(
+            &mut reg,
+            &name,
+            now.range,
+            DataStructureKind::Allocatable,
+            true,
+            details,
+        );
+        if let (Some(m), Some(old), Some(new)) = (
+            mcc::get(),
+            reg.entries[current].mcc_index,
+            reg.entries[next].mcc_index,
+        ) {
+            m.set_successor(old, new);
+        }
+        reg.allocatables[id.0].entries.push(next);
+    }
     rebuild(&mut reg);
+}
+
+fn leave_unallocated(reg: &mut Registry, current: usize) {
+    if reg.entries[current].live {
+        set_dead(reg, current);
+        rebuild(reg);
+    }
+}
+
+fn set_dead(reg: &mut Registry, index: usize) {
+    let entry = &mut reg.entries[index];
+    entry.live = false;
+    if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
+        m.unregister_data_structure(mcc_index);
+    }
+}
+
+/// Whether the block at `start` is a live heap block no allocatable has taken yet.
+pub(crate) fn is_unclaimed_block(start: u64) -> bool {
+    registry()
+        .entries
+        .iter()
+        .any(|d| d.live && d.range.start == start && d.kind == DataStructureKind::AllocationSite)
 }
 
 /// Marks the live structure starting at `start` as gone (a freed heap array).
@@ -135,11 +358,8 @@ pub(crate) fn unregister(start: u64) {
     else {
         return;
     };
-    let entry = &mut reg.entries[index];
-    entry.live = false;
-    if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
-        m.unregister_data_structure(mcc_index);
-    }
+    set_dead(&mut reg, index);
+    let entry = &reg.entries[index];
     if entry.kind == DataStructureKind::AllocationSite {
         let name = entry.name.clone();
         reg.freed_by_site.entry(name).or_default().push(index);

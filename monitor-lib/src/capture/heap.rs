@@ -1,14 +1,15 @@
 //! Heap blocks by allocation site: a tracked block becomes a data structure named after the
-//! source line of its allocation (`gauss.c:42`), and stops being one when freed.
+//! source line of its allocation (`gauss.c:42`), with that line's [`SiteKey`] for requests that
+//! name the site before the block exists, and stops being one when freed.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::ranges::AddressRange;
-use crate::shm::layout::DataStructureKind;
+use crate::shm::layout::{DataStructureDetails, DataStructureKind, SiteKey};
 
-use super::{alloc_abi, data, program, state};
+use super::{alloc_abi, data, descriptors, program, state};
 
 /// What a return address says about the blocks allocated from its call.
 #[derive(Debug, Clone)]
@@ -16,10 +17,17 @@ enum Site {
     /// No line information (the call is not in the program's own code): not tracked.
     Unknown,
     /// A line of the program's own sources.
-    Program(String),
+    Program(Line),
     /// Library code only (an out-of-line template instance such as `std::vector`'s growth):
     /// its callers decide, this line is the last resort.
-    Library(String),
+    Library(Line),
+}
+
+/// An allocation's source line: its name (`gauss.c:42`) and key.
+#[derive(Debug, Clone)]
+struct Line {
+    name: String,
+    key: SiteKey,
 }
 
 #[derive(Debug, Default)]
@@ -64,7 +72,7 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
         Site::Program(name) => Some(name),
         Site::Library(fallback) => Some(caller_site(return_pc).unwrap_or(fallback)),
     };
-    if let Some(name) = name {
+    if let Some(Line { name, key }) = name {
         let stale = {
             let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
             let sites = guard.get_or_insert_with(Sites::default);
@@ -79,11 +87,16 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
         if stale {
             data::unregister(start);
         }
-        data::register(
+        data::register_with(
             &name,
             AddressRange::new(start, bytes),
             DataStructureKind::AllocationSite,
+            DataStructureDetails {
+                site: Some(key),
+                shape: None,
+            },
         );
+        descriptors::block_allocated(start, key);
     }
     state::leave_runtime(previous);
 }
@@ -103,7 +116,10 @@ fn site(return_pc: u64) -> Site {
                 return Site::Unknown;
             };
             let file = line.file.rsplit('/').next().unwrap_or(&line.file);
-            let name = format!("{file}:{}", line.line);
+            let name = Line {
+                name: format!("{file}:{}", line.line),
+                key: SiteKey::new(file, line.line),
+            };
             if program.in_library_code(return_pc) {
                 Site::Library(name)
             } else {
@@ -115,7 +131,7 @@ fn site(return_pc: u64) -> Site {
 
 /// The program's own call site nearest outside the library code that returns to `return_pc`,
 /// from the stack of this allocation.
-fn caller_site(return_pc: u64) -> Option<String> {
+fn caller_site(return_pc: u64) -> Option<Line> {
     let mut frames = [0u64; MAX_CALLER_FRAMES + 8];
     let count = alloc_abi::return_addresses(&mut frames);
     let frames = &frames[..count];

@@ -8,6 +8,7 @@
 //! thread-local block); everything they call is safe Rust in `state.rs` and `regions.rs`.
 
 mod data;
+mod descriptors;
 mod filter;
 mod hand_over;
 mod heap;
@@ -42,7 +43,9 @@ mod wrap_abi;
 
 pub use mcc::MCC_ENV;
 pub use regions::{MarkerSite, RegionGuard};
-pub use report::{CaptureReport, LevelTotals, ReportDataStructure, ReportRegion};
+pub use report::{
+    CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion, ReportShape,
+};
 pub use state::{
     CACHE_ENV, CaptureError, CaptureTotals, REPORT_ENV, disable_all, enable_all,
     flush_current_thread, read, report_from_totals, totals, write, write_report,

@@ -373,6 +373,8 @@ impl Monitoring {
         let (Some(m), Some(entry)) = (mcc::get(), region.entry) else {
             return;
         };
+        // Requests naming an allocatable bind to where its descriptor points now.
+        super::descriptors::check();
         let requests = m.active_requests(entry);
         if requests.is_empty() {
             return;

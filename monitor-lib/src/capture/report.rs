@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::cache::HierarchySpec;
-use crate::shm::layout::{DataStructureKind, RegionKind};
+use crate::shm::layout::{DataStructureKind, RegionKind, Shape};
 
 use super::data::DataStructure;
 use super::monitoring::Counts;
@@ -78,14 +78,56 @@ pub struct ReportRegion {
 pub struct ReportDataStructure {
     /// The name the programmer wrote (`A`, `gauss_mod::a`, `main.c:42` for an allocation site).
     pub name: String,
-    /// `global`, `heap` (registered) or `alloc_site`.
+    /// `global`, `heap` (registered), `alloc_site` or `allocatable` (a Fortran ALLOCATABLE or
+    /// POINTER array: its data, wherever its descriptor pointed while the region ran).
     pub kind: &'static str,
     /// First byte.
     pub start: u64,
     /// Size in bytes.
     pub bytes: u64,
+    /// What its type says about its elements, when the debug information says it (globals,
+    /// allocatables): `null` otherwise.
+    pub shape: Option<ReportShape>,
     /// Event name to count, for accesses whose first byte lies in the structure.
     pub events: BTreeMap<String, u64>,
+}
+
+/// A data structure's elements as its type declares them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportShape {
+    /// Bytes of one element.
+    pub element_bytes: u64,
+    /// Dimensions in declaration order (`double a[100][50]`: 100 then 50; Fortran
+    /// `real a(0:9,100)`: 0..9 then 1..100); empty for a scalar.
+    pub dimensions: Vec<ReportDimension>,
+    /// Whether the first dimension varies fastest in memory (Fortran), rather than the last (C).
+    pub column_major: bool,
+}
+
+/// One dimension of a [`ReportShape`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ReportDimension {
+    /// Its first index.
+    pub lower: i64,
+    /// Elements along it.
+    pub extent: u64,
+}
+
+impl From<&Shape> for ReportShape {
+    fn from(shape: &Shape) -> Self {
+        ReportShape {
+            element_bytes: shape.element_bytes,
+            dimensions: shape
+                .dims
+                .iter()
+                .map(|d| ReportDimension {
+                    lower: d.lower,
+                    extent: d.extent,
+                })
+                .collect(),
+            column_major: shape.column_major,
+        }
+    }
 }
 
 /// PAPI-named events of standalone counts for `levels` data levels.
@@ -113,6 +155,7 @@ fn kind_of_structure(kind: DataStructureKind) -> &'static str {
         DataStructureKind::Global => "global",
         DataStructureKind::HeapRegistered => "heap",
         DataStructureKind::AllocationSite => "alloc_site",
+        DataStructureKind::Allocatable => "allocatable",
     }
 }
 
@@ -131,7 +174,11 @@ fn structures_of(
         }
         match out.iter_mut().find(|(r, _)| r.name == d.name) {
             Some((r, sum)) => {
-                r.bytes = r.bytes.max(d.largest_bytes);
+                // The shape of the largest entry, which the bytes are.
+                if d.largest_bytes > r.bytes {
+                    r.bytes = d.largest_bytes;
+                    r.shape = d.details.shape.as_ref().map(ReportShape::from);
+                }
                 for (a, b) in sum.iter_mut().zip(c) {
                     *a += b;
                 }
@@ -142,6 +189,7 @@ fn structures_of(
                     kind: kind_of_structure(d.kind),
                     start: d.range.start,
                     bytes: d.largest_bytes,
+                    shape: d.details.shape.as_ref().map(ReportShape::from),
                     events: BTreeMap::new(),
                 },
                 *c,

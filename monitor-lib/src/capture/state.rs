@@ -22,16 +22,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::cache::{AccessKind, CacheError, HierarchySpec, LevelStats};
 use crate::monitor::CounterArrayConfig;
 use crate::ranges::AddressRange;
-use crate::shm::layout::DataStructureKind;
+use crate::shm::layout::{
+    DataStructureDetails, DataStructureKind, Dimension, MAX_SHAPE_RANK, Shape,
+};
 use crate::shm::target::Mcc;
 use crate::simulator::{Simulator, SimulatorError};
+use crate::symbols::ArrayShape;
 
 use super::filter::{self, BatchWords, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::{Counts, Monitoring, RegionCounts, merge_structures};
 use super::regions::{self, RegionRef};
 use super::report::CaptureReport;
 use super::structure_finder::StructureFinder;
-use super::{crash_abi, data, hand_over, mcc, program, signal_abi, tag_key, worker};
+use super::{crash_abi, data, descriptors, hand_over, mcc, program, signal_abi, tag_key, worker};
 
 /// The thread has not yet looked at the process-wide switch (every thread starts here).
 const NEEDS_SYNC: u8 = 0;
@@ -915,17 +918,56 @@ fn report_path(path: PathBuf) -> PathBuf {
 /// Whether start-up's reason in [`MAY_CAPTURE`] was taken back.
 static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 
-fn register_globals(objects: &[&program::ProgramInfo]) {
-    let globals = objects.iter().flat_map(|p| {
-        p.info.globals.iter().filter(|g| g.size > 0).map(|g| {
-            let file = g.file.and_then(|f| p.info.files.get(f as usize)).cloned();
-            let range = AddressRange::new(g.address.wrapping_add(p.bias), g.size);
-            (g.qualified_name.clone(), file, range)
+/// The globals of `objects` as data structures, each with what its type says: a fixed-size
+/// array with its shape, an ALLOCATABLE or POINTER array as the data its descriptor points to
+/// (`descriptors.rs`), rather than the descriptor itself.
+fn register_globals(objects: &[&'static program::ProgramInfo]) {
+    let globals: Vec<_> = objects
+        .iter()
+        .flat_map(|p| {
+            p.info.globals.iter().filter(|g| g.size > 0).map(move |g| {
+                let file = g.file.and_then(|f| p.info.files.get(f as usize)).cloned();
+                let range = AddressRange::new(g.address.wrapping_add(p.bias), g.size);
+                (g, file, range)
+            })
         })
-    });
-    for (name, range) in distinct_names(globals.collect()) {
-        data::register(&name, range, DataStructureKind::Global);
+        .collect();
+    let names = distinct_names(
+        globals
+            .iter()
+            .map(|(g, file, range)| (g.qualified_name.clone(), file.clone(), *range))
+            .collect(),
+    );
+    for ((global, _, _), (name, range)) in globals.into_iter().zip(names) {
+        match &global.descriptor {
+            Some(descriptor) => descriptors::follow(&name, range.start, range.len(), descriptor),
+            None => data::register_with(
+                &name,
+                range,
+                DataStructureKind::Global,
+                DataStructureDetails {
+                    site: None,
+                    shape: global.shape.as_ref().and_then(published_shape),
+                },
+            ),
+        }
     }
+}
+
+/// A fixed-size array's shape as the segment publishes it (none past [`MAX_SHAPE_RANK`]).
+fn published_shape(shape: &ArrayShape) -> Option<Shape> {
+    (shape.dims.len() <= MAX_SHAPE_RANK).then(|| Shape {
+        element_bytes: shape.element_bytes,
+        dims: shape
+            .dims
+            .iter()
+            .map(|d| Dimension {
+                lower: d.lower,
+                extent: d.count,
+            })
+            .collect(),
+        column_major: shape.column_major,
+    })
 }
 
 /// Globals named apart where their names collide: `static double buf[1000]` in `a.c` and
@@ -1354,6 +1396,13 @@ extern "C" fn sync() {
                 c.publish();
             }
         });
+        set_state(state);
+    }
+    if descriptors::claim_due() {
+        // Before the generation is looked at: a block taken by an allocatable now is the
+        // allocatable's from this thread's next access on.
+        set_state(BUSY);
+        descriptors::retry_claim();
         set_state(state);
     }
     let generation = data::generation();

@@ -143,10 +143,17 @@ pub const CONFIG_ENTRY_WORDS: usize = 3;
 /// Words per region entry: key, name (offset | length << 32), kind | config slot << 32, source
 /// file name (offset | length << 32).
 pub const REGION_ENTRY_WORDS: usize = 4;
-/// Words per data-structure entry: start, length, name, kind | live << 32.
-pub const DATA_STRUCTURE_ENTRY_WORDS: usize = 4;
+/// Words per data-structure entry: start, length, name, kind | live << 32, the allocation site
+/// ([`SiteKey::to_word`], 0 for none), the shape's header ([`Shape`]: element bytes | rank << 32
+/// | column-major << 40, 0 when the type is unknown), then each dimension's lower bound (as
+/// `i64`) and extent, [`MAX_SHAPE_RANK`] of them.
+pub const DATA_STRUCTURE_ENTRY_WORDS: usize = 6 + 2 * MAX_SHAPE_RANK;
+/// Dimensions a data-structure entry holds: Fortran 90's limit. An array of higher rank is
+/// published without its shape.
+pub const MAX_SHAPE_RANK: usize = 7;
 /// Words per request slot: word 0 is the [`SlotState`] and generation, words 1 to 6 the
-/// [`RequestSpec`], word 7 is reserved (zero), words 8 and 9 the [`SlotOwner`].
+/// [`RequestSpec`], word 7 the binding the target writes ([`SLOT_BINDING_WORD`]), words 8 and 9
+/// the [`SlotOwner`].
 pub const SLOT_WORDS: usize = 10;
 
 /// How big each table is; fixed when the segment is created.
@@ -776,6 +783,10 @@ pub enum DataStructureKind {
     HeapRegistered = 2,
     /// Heap blocks grouped by allocation site.
     AllocationSite = 3,
+    /// A Fortran ALLOCATABLE or POINTER array, named by the program: its bytes are the data its
+    /// descriptor points to, and it is not live while unallocated (unassociated). A new entry of
+    /// the same name follows it when it is allocated again at another size.
+    Allocatable = 4,
 }
 
 impl DataStructureKind {
@@ -784,6 +795,7 @@ impl DataStructureKind {
             1 => Ok(DataStructureKind::Global),
             2 => Ok(DataStructureKind::HeapRegistered),
             3 => Ok(DataStructureKind::AllocationSite),
+            4 => Ok(DataStructureKind::Allocatable),
             value => Err(LayoutError::BadEnum {
                 what: "data-structure kind",
                 value,
@@ -809,6 +821,160 @@ pub struct RegionInfo {
     pub file: String,
 }
 
+/// The source line a heap block was allocated at, as a request names it: a 32-bit FNV-1a hash
+/// of the file's base name (`prog.c`, as heap blocks are named) and the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SiteKey {
+    /// [`SiteKey::file_hash`] of the file's base name.
+    pub file: u32,
+    /// The line of the allocating call.
+    pub line: u32,
+}
+
+impl SiteKey {
+    /// The key of `file` (a path or a base name: only the base name counts) at `line`.
+    pub fn new(file: &str, line: u32) -> SiteKey {
+        let base = file.rsplit('/').next().unwrap_or(file);
+        SiteKey {
+            file: Self::file_hash(base),
+            line,
+        }
+    }
+
+    /// 32-bit FNV-1a of `name`'s bytes.
+    pub fn file_hash(name: &str) -> u32 {
+        let mut hash: u32 = 0x811c_9dc5;
+        for byte in name.bytes() {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+        hash
+    }
+
+    /// The entry word: file hash | line << 32 (never 0 for a real line).
+    pub fn to_word(self) -> u64 {
+        u64::from(self.file) | u64::from(self.line) << 32
+    }
+
+    /// The key an entry word holds; `None` for 0 or a line 0 (no source line).
+    pub fn from_word(word: u64) -> Option<SiteKey> {
+        let line = (word >> 32) as u32;
+        (line != 0).then_some(SiteKey {
+            file: word as u32,
+            line,
+        })
+    }
+}
+
+/// One dimension of a data structure's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dimension {
+    /// Its first index (0 in C, 1 by default in Fortran).
+    pub lower: i64,
+    /// Elements along it.
+    pub extent: u64,
+}
+
+/// What a data structure's type says about its elements, so that tools can name a histogram's
+/// buckets in the array's terms (element indices, rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// Bytes of one element (at least 1, at most `u32::MAX`).
+    pub element_bytes: u64,
+    /// Dimensions in declaration order; empty for a scalar, or an array whose dimensions are
+    /// not known (an allocatable before its first allocation). At most [`MAX_SHAPE_RANK`].
+    pub dims: Vec<Dimension>,
+    /// Whether the first dimension varies fastest in memory (Fortran), rather than the last (C).
+    pub column_major: bool,
+}
+
+impl Shape {
+    /// The shape's header word, or 0 when it cannot be published (an element size of 0 or past
+    /// `u32::MAX`, more than [`MAX_SHAPE_RANK`] dimensions).
+    fn header_word(&self) -> u64 {
+        if self.element_bytes == 0
+            || self.element_bytes > u64::from(u32::MAX)
+            || self.dims.len() > MAX_SHAPE_RANK
+        {
+            return 0;
+        }
+        self.element_bytes | (self.dims.len() as u64) << 32 | u64::from(self.column_major) << 40
+    }
+}
+
+/// What a data-structure entry says beyond its name, bytes and kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DataStructureDetails {
+    /// Where a heap block was allocated (for an allocatable, the block it holds now).
+    pub site: Option<SiteKey>,
+    /// What its type says.
+    pub shape: Option<Shape>,
+}
+
+impl DataStructureDetails {
+    /// Writes the details into words 4 and on of a data-structure entry (the writer's job to
+    /// publish them with the live bit's Release store).
+    pub fn store(&self, words: &[AtomicU64]) {
+        let put = |i: usize, v: u64| {
+            if let Some(w) = words.get(i) {
+                w.store(v, Ordering::Relaxed);
+            }
+        };
+        put(4, self.site.map_or(0, SiteKey::to_word));
+        let header = self.shape.as_ref().map_or(0, Shape::header_word);
+        put(5, header);
+        let dims = self
+            .shape
+            .as_ref()
+            .filter(|_| header != 0)
+            .map(|s| &s.dims[..]);
+        for i in 0..MAX_SHAPE_RANK {
+            let d = dims.and_then(|d| d.get(i));
+            put(6 + 2 * i, d.map_or(0, |d| d.lower as u64));
+            put(7 + 2 * i, d.map_or(0, |d| d.extent));
+        }
+    }
+
+    /// Reads words 4 and on of a data-structure entry, checking the shape's header.
+    fn load(words: &[AtomicU64]) -> Result<DataStructureDetails, LayoutError> {
+        let get = |i: usize| words.get(i).map_or(0, |w| w.load(Ordering::Relaxed));
+        let header = get(5);
+        let shape = if header == 0 {
+            None
+        } else {
+            let rank = (header >> 32 & 0xff) as usize;
+            if header >> 41 != 0 || header as u32 == 0 {
+                return Err(LayoutError::BadEnum {
+                    what: "data-structure shape header",
+                    value: header,
+                });
+            }
+            if rank > MAX_SHAPE_RANK {
+                return Err(LayoutError::BadIndex {
+                    table: Table::DataStructures,
+                    what: "shape rank",
+                    value: rank as u64,
+                    limit: MAX_SHAPE_RANK as u64 + 1,
+                });
+            }
+            Some(Shape {
+                element_bytes: u64::from(header as u32),
+                dims: (0..rank)
+                    .map(|i| Dimension {
+                        lower: get(6 + 2 * i) as i64,
+                        extent: get(7 + 2 * i),
+                    })
+                    .collect(),
+                column_major: header >> 40 & 1 != 0,
+            })
+        };
+        Ok(DataStructureDetails {
+            site: SiteKey::from_word(get(4)),
+            shape,
+        })
+    }
+}
+
 /// A data structure as the data-structure table describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataStructureInfo {
@@ -820,8 +986,11 @@ pub struct DataStructureInfo {
     pub range: AddressRange,
     /// Where it came from.
     pub kind: DataStructureKind,
-    /// False once unregistered (heap arrays freed).
+    /// False once unregistered (heap arrays freed), and for an allocatable while it is
+    /// unallocated.
     pub live: bool,
+    /// Where a heap block was allocated, and what the type says.
+    pub details: DataStructureDetails,
 }
 
 /// Packs a string reference.
@@ -873,6 +1042,7 @@ pub fn read_data_structure(
         range: AddressRange::new(start, len),
         kind: DataStructureKind::from_word(kind_live & 0xffff_ffff)?,
         live: kind_live >> 32 != 0,
+        details: DataStructureDetails::load(w)?,
     })
 }
 
@@ -959,13 +1129,52 @@ impl SlotOwner {
     }
 }
 
+/// The request-slot word the target writes (the tool only clears it, in
+/// [`RequestSpec::store`]): the data structure a request naming a data structure or an
+/// allocation site was bound to at its region's last entry.
+pub const SLOT_BINDING_WORD: usize = 7;
+
+/// Packs a binding: the data structure's index + 1 (0 while the request waits for one) | the
+/// slot's generation << 32, so that a binding written late for a request the tool has since
+/// replaced is told apart.
+pub fn binding_word(index: DataStructureIndex, generation: u32) -> u64 {
+    u64::from(index.0.wrapping_add(1)) | u64::from(generation) << 32
+}
+
+/// The data structure a binding word names for the request of `generation`, if any.
+pub fn binding_of(word: u64, generation: u32) -> Option<DataStructureIndex> {
+    let index = (word as u32).checked_sub(1)?;
+    ((word >> 32) as u32 == generation).then_some(DataStructureIndex(index))
+}
+
 /// What a request counts in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestTarget {
     /// An explicit address range.
     Range(AddressRange),
-    /// A data structure from the table, resolved by the target when the region starts.
+    /// A data structure from the table, resolved by the target when the region starts: the
+    /// entry that follows it when it is an allocatable allocated again at another size, and
+    /// waited for while that is unallocated.
     DataStructure(DataStructureIndex),
+    /// The heap blocks allocated at a source line: the target binds the request, at each entry
+    /// of the region, to one of the site's live blocks, and waits while there is none.
+    AllocationSite {
+        /// The site.
+        site: SiteKey,
+        /// Which of its live blocks.
+        block: SiteBlock,
+    },
+}
+
+/// Which of an allocation site's live blocks a request binds to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SiteBlock {
+    /// The one allocated last: a site that allocates its array again follows it to each new
+    /// block.
+    #[default]
+    Latest = 0,
+    /// The largest (the latest of those).
+    Largest = 1,
 }
 
 /// Static count or histogram.
@@ -1011,11 +1220,13 @@ pub struct RequestSpec {
 }
 
 impl RequestSpec {
-    /// Writes the request into slot words 1..8 (word 0, the state, is the caller's).
+    /// Writes the request into slot words 1..8 (word 0, the state, is the caller's); word 7,
+    /// the binding the target writes ([`binding_word`]), starts empty.
     pub fn store(&self, words: &[AtomicU64]) {
         let (kind, ds, start, len) = match self.target {
             RequestTarget::Range(r) => (0u64, 0u64, r.start, r.len()),
             RequestTarget::DataStructure(d) => (1, u64::from(d.0), 0, 0),
+            RequestTarget::AllocationSite { site, block } => (2, block as u64, site.to_word(), 0),
         };
         let (mode, buckets, width) = match self.mode {
             Mode::Static => (0u64, 0u64, 0u64),
@@ -1045,6 +1256,14 @@ impl RequestSpec {
         let target = match w1 >> 32 {
             0 => RequestTarget::Range(AddressRange::new(get(3), get(4))),
             1 => RequestTarget::DataStructure(DataStructureIndex(w2 as u32)),
+            2 => RequestTarget::AllocationSite {
+                site: SiteKey::from_word(get(3)).ok_or(bad("allocation site", get(3)))?,
+                block: match w2 as u32 {
+                    0 => SiteBlock::Latest,
+                    1 => SiteBlock::Largest,
+                    v => return Err(bad("site block", v.into())),
+                },
+            },
             v => return Err(bad("request target kind", v)),
         };
         let event = Event::from_code((w2 >> 32) as u32).ok_or(bad("event code", w2 >> 32))?;

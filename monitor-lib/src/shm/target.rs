@@ -12,8 +12,9 @@ use super::config_table::{ConfigEntry, ConfigTable, ConfigTableError};
 use super::discovery::{self, DiscoveryError, TargetRecord};
 use super::futex;
 use super::layout::{
-    self, Boundary, Capacities, DataStructureIndex, DataStructureKind, Layout, LayoutError,
-    RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget, SlotState, Table, header,
+    self, Boundary, Capacities, DataStructureDetails, DataStructureIndex, DataStructureKind,
+    Layout, LayoutError, RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget,
+    SiteBlock, SiteKey, SlotState, Table, header,
 };
 use super::process;
 use super::sysv::{Segment, SegmentError, ViewError};
@@ -128,8 +129,35 @@ pub struct Mcc {
 #[derive(Debug, Default)]
 struct OwnTables {
     regions: u32,
-    data_structures: Vec<(AddressRange, bool)>,
+    data_structures: Vec<OwnStructure>,
     strings_used: u32,
+    /// Counts the times a data structure became live.
+    serial: u64,
+}
+
+/// What the target published of one data structure, and what only it needs to bind requests.
+#[derive(Debug, Clone, Copy)]
+struct OwnStructure {
+    range: AddressRange,
+    live: bool,
+    kind: DataStructureKind,
+    site: Option<SiteKey>,
+    /// When it last became live: of an allocation site's blocks, the latest has the largest.
+    serial: u64,
+    /// The entry that follows it: an allocatable allocated again at another size.
+    successor: Option<DataStructureIndex>,
+}
+
+/// What a request slot's words come to at a region's entry.
+#[derive(Debug)]
+enum Resolution {
+    /// Serve it over `range`, bound to the data structure when it names one.
+    Serve(RequestSpec, AddressRange, Option<DataStructureIndex>),
+    /// Not at this entry: the allocatable it names is unallocated, or the allocation site has
+    /// no live block. It stays as it is (pending, or active since an earlier entry).
+    Wait,
+    /// Never: malformed, another region's, a freed array, more buckets than the slot holds.
+    Refuse,
 }
 
 impl Mcc {
@@ -274,12 +302,25 @@ impl Mcc {
         Ok(())
     }
 
-    /// Registers a data structure by name and bytes.
+    /// Registers a data structure by name and bytes, live.
     pub fn register_data_structure(
         &self,
         name: &str,
         range: AddressRange,
         kind: DataStructureKind,
+    ) -> Result<DataStructureIndex, MccError> {
+        self.register_data_structure_with(name, range, kind, true, &DataStructureDetails::default())
+    }
+
+    /// Registers a data structure with its allocation site and shape; `live` false for an
+    /// allocatable that is not allocated yet.
+    pub fn register_data_structure_with(
+        &self,
+        name: &str,
+        range: AddressRange,
+        kind: DataStructureKind,
+        live: bool,
+        details: &DataStructureDetails,
     ) -> Result<DataStructureIndex, MccError> {
         let mut tables = self.tables();
         let capacity = self.layout.span(Table::DataStructures).capacity;
@@ -298,8 +339,18 @@ impl Mcc {
         w[0].store(range.start, Ordering::Relaxed);
         w[1].store(range.len(), Ordering::Relaxed);
         w[2].store(name, Ordering::Relaxed);
-        w[3].store(kind as u64 | 1 << 32, Ordering::Relaxed);
-        tables.data_structures.push((range, true));
+        details.store(w);
+        w[3].store(kind as u64 | u64::from(live) << 32, Ordering::Relaxed);
+        tables.serial += 1;
+        let serial = tables.serial;
+        tables.data_structures.push(OwnStructure {
+            range,
+            live,
+            kind,
+            site: details.site,
+            serial,
+            successor: None,
+        });
         view.u32_at(header::DATA_STRUCTURE_COUNT)?
             .store(tables.data_structures.len() as u32, Ordering::Release);
         Ok(DataStructureIndex(index as u32))
@@ -308,7 +359,7 @@ impl Mcc {
     /// Marks a data structure as gone (a freed heap array); requests naming it are rejected.
     pub fn unregister_data_structure(&self, index: DataStructureIndex) {
         if let Some(ds) = self.tables().data_structures.get_mut(index.0 as usize) {
-            ds.1 = false;
+            ds.live = false;
             if let Ok(w) = self.layout.entry_words(
                 self.segment.view(),
                 Table::DataStructures,
@@ -319,12 +370,24 @@ impl Mcc {
         }
     }
 
-    /// Gives a data structure marked gone a new range and marks it live again: a heap block
-    /// that took over its allocation site's entry from a freed one. The range is stored before
-    /// the live bit (Release), so a tool that sees the bit set with Acquire sees the new range.
-    pub fn reuse_data_structure(&self, index: DataStructureIndex, range: AddressRange) {
-        if let Some(ds) = self.tables().data_structures.get_mut(index.0 as usize) {
-            *ds = (range, true);
+    /// Gives a data structure a new range and details and marks it live: a heap block that
+    /// took over its allocation site's entry from a freed one, an allocatable allocated (again).
+    /// The range and details are stored before the live bit (Release), so a tool that sees the
+    /// bit set with Acquire sees them.
+    pub fn reuse_data_structure(
+        &self,
+        index: DataStructureIndex,
+        range: AddressRange,
+        details: &DataStructureDetails,
+    ) {
+        let mut tables = self.tables();
+        tables.serial += 1;
+        let serial = tables.serial;
+        if let Some(ds) = tables.data_structures.get_mut(index.0 as usize) {
+            ds.range = range;
+            ds.live = true;
+            ds.site = details.site;
+            ds.serial = serial;
             if let Ok(w) = self.layout.entry_words(
                 self.segment.view(),
                 Table::DataStructures,
@@ -332,8 +395,20 @@ impl Mcc {
             ) {
                 w[0].store(range.start, Ordering::Relaxed);
                 w[1].store(range.len(), Ordering::Relaxed);
+                details.store(w);
                 w[3].fetch_or(1 << 32, Ordering::Release);
             }
+        }
+    }
+
+    /// Says that `successor` follows `index` (an allocatable allocated again at another size):
+    /// requests naming `index` are served over `successor` from the region's next entry on.
+    pub fn set_successor(&self, index: DataStructureIndex, successor: DataStructureIndex) {
+        let mut tables = self.tables();
+        if (successor.0 as usize) < tables.data_structures.len()
+            && let Some(ds) = tables.data_structures.get_mut(index.0 as usize)
+        {
+            ds.successor = Some(successor);
         }
     }
 
@@ -372,7 +447,10 @@ impl Mcc {
 
     /// The requests attached to `entry`, validated and marked active. Invalid ones (another
     /// region, a dead data structure, too many buckets) are marked rejected and skipped: a bad
-    /// request never stops the program.
+    /// request never stops the program. One whose bytes do not exist yet (an unallocated
+    /// allocatable, an allocation site without a live block) is skipped and stays as it is; one
+    /// naming a data structure or a site has its binding written into its slot
+    /// ([`layout::SLOT_BINDING_WORD`]).
     pub fn active_requests(&self, entry: ConfigEntry) -> Vec<ActiveRequest> {
         let view = self.segment.view();
         let mut flags = self.config.request_flags(view, entry);
@@ -393,19 +471,28 @@ impl Mcc {
                 continue;
             }
             match self.resolve(words, entry) {
-                Some((spec, range)) => {
+                Resolution::Serve(spec, range, bound) => {
                     if state == Ok(SlotState::Pending) {
-                        // A concurrent cancel wins: then the slot is not ours to serve.
-                        if words[0]
-                            .compare_exchange(
-                                head,
-                                layout::slot_word(SlotState::Active, generation),
-                                Ordering::AcqRel,
-                                Ordering::Relaxed,
-                            )
-                            .is_err()
+                        // A concurrent cancel wins: then the slot is not ours to serve. Another
+                        // thread entering the region at once may have made it active first:
+                        // then it is served here too (each thread's instance counts).
+                        let active = layout::slot_word(SlotState::Active, generation);
+                        if let Err(now) = words[0].compare_exchange(
+                            head,
+                            active,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        ) && now != active
                         {
                             continue;
+                        }
+                    }
+                    if let Some(index) = bound {
+                        let binding = layout::binding_word(index, generation);
+                        // Only for the request it was resolved for: a tool that replaced it
+                        // meanwhile cleared the word for its own.
+                        if words[0].load(Ordering::Acquire) >> 32 == u64::from(generation) {
+                            words[layout::SLOT_BINDING_WORD].store(binding, Ordering::Release);
                         }
                     }
                     out.push(ActiveRequest {
@@ -415,7 +502,8 @@ impl Mcc {
                         range,
                     });
                 }
-                None => {
+                Resolution::Wait => {}
+                Resolution::Refuse => {
                     let _ = words[0].compare_exchange(
                         head,
                         layout::slot_word(SlotState::Rejected, generation),
@@ -428,26 +516,29 @@ impl Mcc {
         out
     }
 
-    fn resolve(
-        &self,
-        words: &[std::sync::atomic::AtomicU64],
-        entry: ConfigEntry,
-    ) -> Option<(RequestSpec, AddressRange)> {
-        let spec = RequestSpec::load(words, self.layout.buckets_per_slot()).ok()?;
+    fn resolve(&self, words: &[std::sync::atomic::AtomicU64], entry: ConfigEntry) -> Resolution {
+        let Ok(spec) = RequestSpec::load(words, self.layout.buckets_per_slot()) else {
+            return Resolution::Refuse;
+        };
         if spec.region != entry.region {
-            return None;
+            return Resolution::Refuse;
         }
-        let range = match spec.target {
-            RequestTarget::Range(r) => r,
-            RequestTarget::DataStructure(d) => {
-                match self.tables().data_structures.get(d.0 as usize) {
-                    Some(&(r, true)) => r,
-                    _ => return None,
+        let (range, bound) = match spec.target {
+            RequestTarget::Range(r) => (r, None),
+            RequestTarget::DataStructure(d) => match self.current_structure(d) {
+                Some((index, ds)) if ds.live => (ds.range, Some(index)),
+                Some((_, ds)) if ds.kind == DataStructureKind::Allocatable => {
+                    return Resolution::Wait;
                 }
-            }
+                _ => return Resolution::Refuse,
+            },
+            RequestTarget::AllocationSite { site, block } => match self.site_block(site, block) {
+                Some((index, range)) => (range, Some(index)),
+                None => return Resolution::Wait,
+            },
         };
         if range.is_empty() {
-            return None;
+            return Resolution::Refuse;
         }
         // With explicit bucket bytes the range decides the count: a raw request could ask for
         // millions of counters per thread, and for results that do not fit the slot.
@@ -455,9 +546,48 @@ impl Mcc {
             .histogram_buckets(range)
             .is_some_and(|n| n == 0 || n > self.layout.buckets_per_slot() as u64)
         {
-            return None;
+            return Resolution::Refuse;
         }
-        Some((spec, range))
+        Resolution::Serve(spec, range, bound)
+    }
+
+    /// Data structure `index`, or the entry that follows it now (an allocatable allocated again
+    /// at another size), with that entry's index.
+    fn current_structure(
+        &self,
+        index: DataStructureIndex,
+    ) -> Option<(DataStructureIndex, OwnStructure)> {
+        let tables = self.tables();
+        let mut index = index;
+        // Each successor was registered after its predecessor, so the chain ends; the bound is
+        // for the chain's length all the same.
+        for _ in 0..=tables.data_structures.len() {
+            let ds = *tables.data_structures.get(index.0 as usize)?;
+            match ds.successor {
+                Some(next) if next.0 > index.0 => index = next,
+                _ => return Some((index, ds)),
+            }
+        }
+        None
+    }
+
+    /// The live block of allocation site `site` a request binds to, as `block` asks.
+    fn site_block(
+        &self,
+        site: SiteKey,
+        block: SiteBlock,
+    ) -> Option<(DataStructureIndex, AddressRange)> {
+        let tables = self.tables();
+        let candidates = tables
+            .data_structures
+            .iter()
+            .enumerate()
+            .filter(|(_, ds)| ds.live && ds.site == Some(site) && !ds.range.is_empty());
+        let chosen = match block {
+            SiteBlock::Latest => candidates.max_by_key(|(_, ds)| ds.serial),
+            SiteBlock::Largest => candidates.max_by_key(|(_, ds)| (ds.range.len(), ds.serial)),
+        };
+        chosen.map(|(i, ds)| (DataStructureIndex(i as u32), ds.range))
     }
 
     /// Marks the active request in `slot` (of `generation`) rejected: the runtime cannot serve
@@ -705,7 +835,7 @@ impl Drop for Mcc {
 mod tests {
     use super::*;
     use crate::shm::layout::{Aggregation, HaltingPoint, Mode};
-    use crate::shm::tool::TargetHandle;
+    use crate::shm::tool::{TargetHandle, ToolError};
 
     /// A segment with one function region `kernel` registered, and a tool attached to it.
     fn kernel_and_tool(dir: &Path, program: &str) -> (Mcc, ConfigEntry, TargetHandle) {
@@ -1101,6 +1231,149 @@ mod tests {
         assert_eq!(placed.len(), capacity - 2);
         let _ = sleeper.kill();
         let _ = sleeper.wait();
+    }
+
+    /// Issue 25: a heap array could not be requested before the program allocated it. A
+    /// request on an allocation site waits (pending, not rejected) while the site has no live
+    /// block, binds in the target at the region's entry to the latest or the largest block,
+    /// tells the tool which, and follows the site to its next block.
+    #[test]
+    fn a_site_request_waits_for_a_block_and_binds_to_the_latest_or_the_largest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "site-requests");
+        let site = SiteKey::new("prog.c", 50);
+        let request = |block| RequestSpec {
+            region: kernel.region,
+            target: RequestTarget::AllocationSite { site, block },
+            event: "PAPI_L1_LDM".parse().unwrap(),
+            mode: Mode::Histogram {
+                buckets: 8,
+                bucket_bytes: 0,
+            },
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        };
+        let latest = tool.submit(&request(SiteBlock::Latest)).unwrap();
+        let largest = tool.submit(&request(SiteBlock::Largest)).unwrap();
+        assert!(mcc.active_requests(kernel).is_empty(), "no block yet");
+        for handle in [latest, largest] {
+            assert_eq!(
+                tool.request_state(handle).unwrap(),
+                Some(SlotState::Pending)
+            );
+            assert_eq!(tool.request_binding(handle).unwrap(), None);
+        }
+        let block = |start, bytes, at: SiteKey| {
+            mcc.register_data_structure_with(
+                "prog.c:50",
+                AddressRange::new(start, bytes),
+                DataStructureKind::AllocationSite,
+                true,
+                &DataStructureDetails {
+                    site: Some(at),
+                    shape: None,
+                },
+            )
+            .unwrap()
+        };
+        let big = block(0x10_0000, 8192, site);
+        let small = block(0x20_0000, 4096, site);
+        block(0x30_0000, 65536, SiteKey::new("prog.c", 51));
+        let served: Vec<(u32, AddressRange)> = mcc
+            .active_requests(kernel)
+            .iter()
+            .map(|r| (r.slot, r.range))
+            .collect();
+        assert_eq!(
+            served,
+            [
+                (latest.slot, AddressRange::new(0x20_0000, 4096)),
+                (largest.slot, AddressRange::new(0x10_0000, 8192)),
+            ]
+        );
+        assert_eq!(tool.request_binding(latest).unwrap(), Some(small));
+        assert_eq!(tool.request_binding(largest).unwrap(), Some(big));
+        assert_eq!(tool.request_state(latest).unwrap(), Some(SlotState::Active));
+        // The latest block freed, and another allocated where it was: followed.
+        mcc.unregister_data_structure(small);
+        let again = AddressRange::new(0x40_0000, 4096);
+        mcc.reuse_data_structure(
+            small,
+            again,
+            &DataStructureDetails {
+                site: Some(site),
+                shape: None,
+            },
+        );
+        let served = mcc.active_requests(kernel);
+        assert_eq!(served[0].range, again);
+        // Every block freed: the next instance is not served, the request stays.
+        mcc.unregister_data_structure(small);
+        mcc.unregister_data_structure(big);
+        assert!(mcc.active_requests(kernel).is_empty());
+        assert_eq!(tool.request_state(latest).unwrap(), Some(SlotState::Active));
+    }
+
+    /// A request on an allocatable waits while it is unallocated, and follows it to the entry
+    /// that continues it when it is allocated again at another size; a freed registered array
+    /// is still refused.
+    #[test]
+    fn an_allocatable_request_waits_for_its_data_and_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "allocatables");
+        let first = mcc
+            .register_data_structure_with(
+                "fields::u",
+                AddressRange::new(0, 0),
+                DataStructureKind::Allocatable,
+                false,
+                &DataStructureDetails::default(),
+            )
+            .unwrap();
+        let spec = RequestSpec {
+            region: kernel.region,
+            target: RequestTarget::DataStructure(first),
+            event: "PAPI_L1_LDM".parse().unwrap(),
+            mode: Mode::Static,
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        };
+        let handle = tool.submit(&spec).unwrap();
+        assert!(mcc.active_requests(kernel).is_empty());
+        assert_eq!(
+            tool.request_state(handle).unwrap(),
+            Some(SlotState::Pending)
+        );
+        let data = AddressRange::new(0x10_0000, 8000);
+        mcc.reuse_data_structure(first, data, &DataStructureDetails::default());
+        assert_eq!(mcc.active_requests(kernel)[0].range, data);
+        mcc.unregister_data_structure(first);
+        assert!(mcc.active_requests(kernel).is_empty(), "deallocated");
+        let bigger = AddressRange::new(0x20_0000, 16000);
+        let second = mcc
+            .register_data_structure_with(
+                "fields::u",
+                bigger,
+                DataStructureKind::Allocatable,
+                true,
+                &DataStructureDetails::default(),
+            )
+            .unwrap();
+        mcc.set_successor(first, second);
+        assert_eq!(mcc.active_requests(kernel)[0].range, bigger);
+        assert_eq!(tool.request_binding(handle).unwrap(), Some(second));
+
+        let freed = mcc
+            .register_data_structure("x", data, DataStructureKind::HeapRegistered)
+            .unwrap();
+        mcc.unregister_data_structure(freed);
+        assert!(matches!(
+            tool.submit(&RequestSpec {
+                target: RequestTarget::DataStructure(freed),
+                ..spec
+            }),
+            Err(ToolError::NoSuchDataStructure { .. })
+        ));
     }
 
     #[test]

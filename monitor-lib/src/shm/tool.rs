@@ -10,9 +10,9 @@ use super::config_table::{ConfigEntry, ConfigTable};
 use super::discovery::TargetRecord;
 use super::futex;
 use super::layout::{
-    self, Boundary, DataStructureInfo, HaltingPoint, Layout, LayoutError, MAX_REQUEST_SLOTS,
-    RegionIndex, RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotOwner, SlotState,
-    Table, TargetState, analysis_bits, header,
+    self, Boundary, DataStructureIndex, DataStructureInfo, DataStructureKind, HaltingPoint, Layout,
+    LayoutError, MAX_REQUEST_SLOTS, Mode, RegionIndex, RegionInfo, RequestResult, RequestSpec,
+    RequestTarget, SlotOwner, SlotState, Table, TargetState, analysis_bits, header,
 };
 use super::process;
 use super::sysv::{Access, Segment, SegmentError, ViewError};
@@ -338,6 +338,20 @@ impl TargetHandle {
             .map_err(|e| self.corrupt(e))
     }
 
+    /// Data structure `index`, when the target registered it.
+    pub fn data_structure(
+        &self,
+        index: DataStructureIndex,
+    ) -> Result<Option<DataStructureInfo>, ToolError> {
+        let n = self.count(Table::DataStructures, header::DATA_STRUCTURE_COUNT)?;
+        if index.0 as usize >= n {
+            return Ok(None);
+        }
+        layout::read_data_structure(self.segment.view(), &self.layout, index.0 as usize)
+            .map(Some)
+            .map_err(|e| self.corrupt(e))
+    }
+
     fn config_entry(&self, region: RegionIndex) -> Result<ConfigEntry, ToolError> {
         let count = self.count(Table::Regions, header::REGION_COUNT)?;
         if region.0 as usize >= count {
@@ -401,14 +415,17 @@ impl TargetHandle {
     }
 
     /// Checks `spec` against the target's tables and attaches it to its region; the target picks
-    /// it up at the region's next entry.
+    /// it up at the region's next entry. A request naming an unallocated allocatable, or an
+    /// allocation site, waits in the target until there are bytes to bind it to.
     pub fn submit(&self, spec: &RequestSpec) -> Result<RequestHandle, ToolError> {
         let entry = self.config_entry(spec.region)?;
+        // The bytes, when they are known now.
         let range = match spec.target {
             RequestTarget::DataStructure(d) => {
                 let all = self.data_structures()?;
                 match all.get(d.0 as usize) {
-                    Some(ds) if ds.live => ds.range,
+                    Some(ds) if ds.live => Some(ds.range),
+                    Some(ds) if ds.kind == DataStructureKind::Allocatable => None,
                     _ => {
                         return Err(ToolError::NoSuchDataStructure {
                             index: d.0,
@@ -422,17 +439,23 @@ impl TargetHandle {
                     why: format!("address range [{:#x}, {:#x}) is empty", r.start, r.end),
                 });
             }
-            RequestTarget::Range(r) => r,
+            RequestTarget::Range(r) => Some(r),
+            RequestTarget::AllocationSite { .. } => None,
         };
         // The target makes the same checks and rejects what fails them; refused here, the
-        // tool learns why at once.
-        if let Some(buckets) = spec.histogram_buckets(range)
+        // tool learns why at once. Bytes bound later are checked by the target when it binds.
+        let buckets = match (range, spec.mode) {
+            (Some(range), _) => spec.histogram_buckets(range),
+            (None, Mode::Histogram { buckets, .. }) => Some(u64::from(buckets)),
+            (None, Mode::Static) => None,
+        };
+        if let Some(buckets) = buckets
             && (buckets == 0 || buckets > self.layout.buckets_per_slot() as u64)
         {
             return Err(ToolError::InvalidRequest {
                 why: format!(
                     "{buckets} histogram buckets over {} bytes; this target's segment holds 1 to {} per request (give fewer buckets or larger ones)",
-                    range.len(),
+                    range.map_or(0, |r| r.len()),
                     self.layout.buckets_per_slot()
                 ),
             });
@@ -791,6 +814,27 @@ impl TargetHandle {
         SlotState::from_word(head)
             .map(Some)
             .map_err(|e| self.corrupt(e))
+    }
+
+    /// The data structure the target bound a request to at its region's last entry (one naming
+    /// a data structure or an allocation site); `None` while it waits for bytes, and once its
+    /// slot was reused for another request.
+    pub fn request_binding(
+        &self,
+        handle: RequestHandle,
+    ) -> Result<Option<DataStructureIndex>, ToolError> {
+        let words = self
+            .layout
+            .entry_words(
+                self.segment.view(),
+                Table::RequestSlots,
+                handle.slot as usize,
+            )
+            .map_err(|e| self.corrupt(e))?;
+        let word = words
+            .get(layout::SLOT_BINDING_WORD)
+            .map_or(0, |w| w.load(Ordering::Acquire));
+        Ok(layout::binding_of(word, handle.generation))
     }
 
     /// The latest result of a request, read consistently; `None` before the target wrote one.

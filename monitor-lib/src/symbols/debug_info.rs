@@ -7,9 +7,10 @@ use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use super::SymbolError;
+use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
 use super::running_executable::RunningExecutable;
 
-type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
+pub(super) type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 
 /// A variable with a fixed address: a C global or file-scope static, a Fortran module or COMMON
 /// variable, a Rust static.
@@ -31,6 +32,11 @@ pub struct GlobalVariable {
     /// Declaring source file, an index into [`DebugInfo::files`].
     pub file: Option<u32>,
     pub line: u32,
+    /// What its type says when it is a fixed-size array: element size, dimensions, order.
+    pub shape: Option<ArrayShape>,
+    /// When it is an ALLOCATABLE or POINTER array: the descriptor `address` holds, whose data
+    /// is the array (`size` is then the descriptor's).
+    pub descriptor: Option<ArrayDescriptor>,
 }
 
 /// A function with code: its address range and where it is declared.
@@ -284,6 +290,8 @@ fn read_unit(
     let mut declarations = UnitDeclarations::default();
     // The lower bound of an array dimension that does not give one: 1 in Fortran, 0 in C.
     let mut lower_default = 0;
+    // The storage order of an array that does not say: Fortran's is column-major.
+    let mut column_major = false;
     // C++ functions are named with their namespaces and classes (`alpha::A::init`), as
     // profilers show them: two classes' `init` were one ambiguous region name.
     let mut cpp = false;
@@ -303,6 +311,7 @@ fn read_unit(
                     entry.attr_value(gimli::DW_AT_language)
                 {
                     lower_default = default_lower_bound(language);
+                    column_major = is_fortran(language);
                     cpp = matches!(
                         language,
                         gimli::DW_LANG_C_plus_plus
@@ -361,6 +370,12 @@ fn read_unit(
                     ),
                 };
                 let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
+                let (shape, descriptor) = match array_type(unit, entry, lower_default, column_major)
+                {
+                    Some(ArrayType::Fixed(shape)) => (Some(shape), None),
+                    Some(ArrayType::Described(descriptor)) => (None, Some(descriptor)),
+                    None => (None, None),
+                };
                 out.globals.push(GlobalVariable {
                     name,
                     qualified_name,
@@ -368,6 +383,8 @@ fn read_unit(
                     size,
                     file,
                     line,
+                    shape,
+                    descriptor,
                 });
             }
             gimli::DW_TAG_subprogram => {
@@ -442,6 +459,19 @@ fn default_lower_bound(language: gimli::DwLang) -> i64 {
         gimli::DW_LANG_Fortran18 | gimli::DW_LANG_Ada2005 | gimli::DW_LANG_Ada2012 => 1,
         _ => language.default_lower_bound().map_or(0, |b| b as i64),
     }
+}
+
+/// Whether `language` is a Fortran, whose arrays are stored column-major.
+fn is_fortran(language: gimli::DwLang) -> bool {
+    matches!(
+        language,
+        gimli::DW_LANG_Fortran77
+            | gimli::DW_LANG_Fortran90
+            | gimli::DW_LANG_Fortran95
+            | gimli::DW_LANG_Fortran03
+            | gimli::DW_LANG_Fortran08
+            | gimli::DW_LANG_Fortran18
+    )
 }
 
 /// The file id of the unit's line-program file `index`.
@@ -891,7 +921,7 @@ fn saturate_line(line: u64) -> u32 {
 /// The byte size of a DIE's type, following typedefs and qualifiers and multiplying out arrays
 /// (dimensions without a lower bound start at `lower_default`). None when a bound is not a
 /// constant or the size does not fit in 64 bits.
-fn type_size(
+pub(super) fn type_size(
     unit: &gimli::Unit<Reader<'_>>,
     entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
     lower_default: i64,
@@ -926,7 +956,7 @@ fn type_size(
 /// The number of elements along one array dimension: `DW_AT_count`, or the bounds' extent.
 /// None when the dimension's size is only known at run time (a bound that is an expression or
 /// a variable) or is missing.
-fn subrange_count<'a>(
+pub(super) fn subrange_count<'a>(
     unit: &gimli::Unit<Reader<'a>>,
     subrange: &gimli::DebuggingInformationEntry<Reader<'a>>,
     lower_default: i64,
@@ -947,13 +977,13 @@ fn subrange_count<'a>(
 /// Fortran's `a(5:0)` (which gfortran writes as 5..4, but other producers may write as given),
 /// None when it does not fit in 64 bits. Both bounds come from 64-bit DWARF constants, so the
 /// arithmetic in `i128` cannot overflow.
-fn extent(lower: i128, upper: i128) -> Option<u64> {
+pub(super) fn extent(lower: i128, upper: i128) -> Option<u64> {
     u64::try_from((upper - lower + 1).max(0)).ok()
 }
 
 /// A constant array bound. `DW_FORM_data*` carry no sign; the dimension's index type says
 /// whether `0xff` is 255 or -1.
-fn bound(value: AttributeValue<Reader<'_>>, signed: bool) -> Option<i128> {
+pub(super) fn bound(value: AttributeValue<Reader<'_>>, signed: bool) -> Option<i128> {
     match value {
         AttributeValue::Sdata(v) => Some(i128::from(v)),
         AttributeValue::Udata(v) => Some(i128::from(v)),
@@ -974,7 +1004,7 @@ fn bound(value: AttributeValue<Reader<'_>>, signed: bool) -> Option<i128> {
 /// Whether a subrange's index type (`DW_AT_type`, through typedefs and qualifiers) is a signed
 /// integer. Without one (DWARF leaves the signedness open) bounds read as unsigned, as C's
 /// `sizetype` is.
-fn index_type_is_signed<'a>(
+pub(super) fn index_type_is_signed<'a>(
     unit: &gimli::Unit<Reader<'a>>,
     subrange: &gimli::DebuggingInformationEntry<Reader<'a>>,
 ) -> bool {

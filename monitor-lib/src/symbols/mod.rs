@@ -1,5 +1,6 @@
 //! Names for addresses: globals and statics by the names the programmer wrote, and functions with their file and line, from ELF and DWARF.
 
+mod array_type;
 mod capture_hooks;
 mod debug_info;
 mod load_bias;
@@ -7,6 +8,10 @@ mod maps;
 #[allow(unsafe_code)]
 mod running_executable;
 
+pub use array_type::{
+    ArrayDescriptor, ArrayShape, DescribedArray, DescriptorDim, DescriptorOp, DescriptorValue,
+    Extent, ReadWord, evaluate,
+};
 pub use capture_hooks::{calls_capture_hooks, defines_capture_runtime};
 pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
 pub use load_bias::load_bias;

@@ -1,6 +1,7 @@
 //! `epcache describe`: one target's regions, data structures, cache model, events and requests.
 
 use clap::Args;
+use epcache_client::DataStructureKind;
 
 use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
@@ -65,7 +66,12 @@ pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
                 format!("{:#x}", s.range.start),
                 (s.range.end - s.range.start).to_string(),
                 format!("{:?}", s.kind).to_lowercase(),
-                if s.live { "" } else { "freed" }.to_owned(),
+                match (s.live, s.kind) {
+                    (true, _) => "",
+                    (false, DataStructureKind::Allocatable) => "unallocated",
+                    (false, _) => "freed",
+                }
+                .to_owned(),
             ]
         })
         .collect();

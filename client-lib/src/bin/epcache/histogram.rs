@@ -282,7 +282,10 @@ pub(crate) fn run(args: &HistogramArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use epcache_client::{Aggregation, Region, RegionKind, RequestInfo, ThreadResult};
+    use epcache_client::{
+        Aggregation, Binding, Bucket, Region, RegionKind, RequestInfo, RequestResult, SiteBlock,
+        ThreadResult,
+    };
 
     use super::*;
 
@@ -307,6 +310,9 @@ mod tests {
                 aggregation: Aggregation::Summed,
                 analyses: vec![],
                 owner: String::new(),
+                allocation_site: None,
+                site_block: SiteBlock::Latest,
+                binding: Binding::Fixed,
             },
             available: true,
             instances: 1,

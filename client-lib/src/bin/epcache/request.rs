@@ -2,7 +2,9 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use epcache_client::{Aggregation, Analysis, DataRef, Mode, RegionRef, Request, RequestInfo};
+use epcache_client::{
+    Aggregation, Analysis, Binding, DataRef, Mode, RegionRef, Request, RequestInfo,
+};
 
 use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
@@ -27,7 +29,8 @@ pub(crate) struct RequestArgs {
     /// The region by key FILE_ID:LINE (see `epcache describe`), when names are ambiguous.
     #[arg(long, value_name = "FILE_ID:LINE", conflicts_with = "region")]
     region_key: Option<String>,
-    /// The data structure by name.
+    /// The data structure by name; FILE:LINE names the heap blocks allocated at that line, even
+    /// before the program allocated one.
     #[arg(long, required_unless_present = "range")]
     array: Option<String>,
     /// An address range START:END (hex with 0x, or decimal) instead of a data structure.
@@ -50,6 +53,11 @@ pub(crate) struct RequestArgs {
     /// Seed-paper analyses to run (repeatable, or comma-separated).
     #[arg(long, value_enum, value_delimiter = ',')]
     analysis: Vec<AnalysisArg>,
+    /// Which block a request on an allocation site (`--array FILE:LINE`, before or after the
+    /// program allocated there) binds to at each entry of the region: the one allocated last
+    /// (`latest`) or the largest live one.
+    #[arg(long, value_enum, default_value = "latest", value_name = "WHICH")]
+    site_block: crate::run::SiteBlockArg,
     #[command(flatten)]
     daemon: DaemonArgs,
     /// Print JSON (a failure too, as {"error": ...} on stdout).
@@ -106,7 +114,8 @@ impl RequestArgs {
             (None, Some(lines)) => Request::count(region, data, &self.event).bucket_lines(lines),
             (None, None) => Request::count(region, data, &self.event),
         }
-        .aggregation(self.aggregation);
+        .aggregation(self.aggregation)
+        .site_block(self.site_block.into());
         for a in &self.analysis {
             request = request.analysis(match a {
                 AnalysisArg::Reuse => Analysis::Reuse,
@@ -129,10 +138,10 @@ pub(crate) fn requests_table(requests: &[RequestInfo]) -> String {
                 r.region.name.clone(),
                 r.data_name(),
                 r.event.clone(),
-                if r.buckets == 0 {
-                    "static".into()
-                } else {
-                    format!("{} x {} B", r.buckets, r.bucket_bytes)
+                match (r.buckets, r.binding) {
+                    (0, _) => "static".into(),
+                    (n, Binding::Waiting) => format!("{n} buckets (unbound)"),
+                    (n, _) => format!("{n} x {} B", r.bucket_bytes),
                 },
                 r.aggregation.name().to_owned(),
                 r.owner.clone(),

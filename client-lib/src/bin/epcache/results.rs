@@ -69,7 +69,12 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
             ]
         };
         if !r.available {
-            let none = if ended { "(never ran)" } else { "(none yet)" };
+            let none = match (q.unbound_reason().is_some(), ended) {
+                (true, true) => "(unbound: nothing was allocated there)",
+                (true, false) => "(unbound: nothing allocated yet)",
+                (false, true) => "(never ran)",
+                (false, false) => "(none yet)",
+            };
             rows.push(row(String::new(), 0, none.into()));
         } else if r.threads.is_empty() {
             rows.push(row("all".into(), r.instances, r.total.to_string()));

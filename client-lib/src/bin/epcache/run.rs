@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use epcache_client::{
-    Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult, TargetState,
+    Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult, SiteBlock,
+    TargetState,
 };
 use tokio_stream::StreamExt;
 
@@ -34,13 +35,21 @@ const START_WAIT_SECS: u32 = 60;
 /// `--daemon`, a daemon runs inside this process for the program's lifetime; its address is
 /// printed on stderr, so other tools can join.
 ///
+/// A heap array is named by its allocation site, `--array prog.c:50` (as `--all-regions` names
+/// heap blocks), before the program has allocated it: the request binds inside the program to a
+/// block allocated at that line (of at least 4096 bytes) when the region is entered, following
+/// each new block (`--site-block`). A request that never found a block is reported as unbound.
+/// A Fortran ALLOCATABLE array is named as declared (`fields::u`) and measured over its data
+/// wherever it is allocated.
+///
 /// Output: the program's own output stays on stdout and stderr; the results (or, with
 /// --all-regions, the report) follow it on stdout, or go to --output FILE. Progress and notes go
 /// to stderr.
 ///
 /// Exit status: the program's own; 2 when epcache could not monitor as asked (a request was
-/// refused, or the program left no report: it was not built with capture, or its cache did not
-/// resolve); 1 when epcache itself failed (nothing was started when the command line is wrong).
+/// refused or never bound, or the program left no report: it was not built with capture, or
+/// its cache did not resolve); 1 when epcache itself failed (nothing was started when the
+/// command line is wrong).
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// Use this daemon instead of an embedded one (the program must announce itself in the
@@ -72,6 +81,11 @@ pub(crate) struct RunArgs {
     /// array gets fewer than asked (a note says so).
     #[arg(long, value_name = "N")]
     buckets: Vec<u32>,
+    /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
+    /// allocated last (`latest`, following the array when the line allocates it again) or the
+    /// largest live one.
+    #[arg(long, value_enum, default_value = "latest", value_name = "WHICH")]
+    site_block: SiteBlockArg,
     /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
     pub(crate) json: bool,
@@ -87,6 +101,24 @@ pub(crate) struct RunArgs {
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
     command: Vec<OsString>,
+}
+
+/// `--site-block` of `epcache run` and `epcache request`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum SiteBlockArg {
+    /// The block allocated last (the array a line allocates again is followed to each block).
+    Latest,
+    /// The largest live block.
+    Largest,
+}
+
+impl From<SiteBlockArg> for SiteBlock {
+    fn from(a: SiteBlockArg) -> Self {
+        match a {
+            SiteBlockArg::Latest => SiteBlock::Latest,
+            SiteBlockArg::Largest => SiteBlock::Largest,
+        }
+    }
 }
 
 impl RunArgs {
@@ -114,6 +146,7 @@ impl RunArgs {
                     Some(&b) if b > 0 => Request::histogram(region, array, event, b),
                     _ => Request::count(region, array, event),
                 }
+                .site_block(self.site_block.into())
             })
             .collect())
     }
@@ -140,6 +173,16 @@ fn results_table(results: &[RequestResult]) -> String {
         out.push_str(&crate::histogram::bars(r, 40));
     }
     out
+}
+
+/// The requests that never measured anything because they found nothing to bind to, each with
+/// why.
+fn unbound(results: &[RequestResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter(|r| !r.available)
+        .filter_map(|r| r.request.unbound_reason())
+        .collect()
 }
 
 /// Waits for the child without blocking the runtime's thread for long.
@@ -451,6 +494,13 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
     if refused {
         return Ok(NOT_MONITORED);
+    }
+    let unbound = unbound(&results);
+    for why in &unbound {
+        eprintln!("epcache: a request stayed unbound: {why}");
+    }
+    if !unbound.is_empty() {
+        return Ok(2);
     }
     Ok(exit_code(status))
 }

@@ -386,3 +386,145 @@ proptest! {
         }
     }
 }
+
+/// What issue 25 asks the data-structure table to carry: an entry's allocation site and shape
+/// round-trip through its words (C's `double a[100][50]`, row-major from 0; Fortran's
+/// `real a(0:9,100)`, column-major), and a corrupt shape header is a typed error.
+#[test]
+fn data_structure_entries_carry_their_site_and_shape() {
+    let (image, layout) = formatted();
+    let v = image.view();
+    let w = layout.entry_words(v, Table::DataStructures, 2).unwrap();
+    let dims = |d: &[(i64, u64)]| {
+        d.iter()
+            .map(|&(lower, extent)| Dimension { lower, extent })
+            .collect::<Vec<_>>()
+    };
+    for details in [
+        DataStructureDetails {
+            site: None,
+            shape: Some(Shape {
+                element_bytes: 8,
+                dims: dims(&[(0, 100), (0, 50)]),
+                column_major: false,
+            }),
+        },
+        DataStructureDetails {
+            site: Some(SiteKey::new("/src/prog.f90", 32)),
+            shape: Some(Shape {
+                element_bytes: 4,
+                dims: dims(&[(0, 10), (1, 100)]),
+                column_major: true,
+            }),
+        },
+        DataStructureDetails::default(),
+    ] {
+        w[3].store(
+            DataStructureKind::Allocatable as u64 | 1 << 32,
+            Ordering::Relaxed,
+        );
+        details.store(w);
+        let read = read_data_structure(v, &layout, 2).unwrap();
+        assert_eq!(read.details, details);
+        assert_eq!(read.kind, DataStructureKind::Allocatable);
+    }
+    // A site is its file's base name and line.
+    assert_eq!(
+        SiteKey::new("/src/prog.f90", 32),
+        SiteKey::new("prog.f90", 32)
+    );
+    assert_ne!(SiteKey::new("prog.f90", 32), SiteKey::new("prog.f90", 33));
+    // Eight dimensions are more than an entry holds: published without a shape.
+    DataStructureDetails {
+        site: None,
+        shape: Some(Shape {
+            element_bytes: 8,
+            dims: dims(&[(1, 2); 8]),
+            column_major: true,
+        }),
+    }
+    .store(w);
+    assert_eq!(
+        read_data_structure(v, &layout, 2).unwrap().details.shape,
+        None
+    );
+    w[5].store(8 | 9 << 32, Ordering::Relaxed);
+    assert!(matches!(
+        read_data_structure(v, &layout, 2),
+        Err(LayoutError::BadIndex {
+            what: "shape rank",
+            ..
+        })
+    ));
+    w[5].store(8 | 1 << 45, Ordering::Relaxed);
+    assert!(matches!(
+        read_data_structure(v, &layout, 2),
+        Err(LayoutError::BadEnum { .. })
+    ));
+    w[3].store(9, Ordering::Relaxed);
+    assert!(matches!(
+        read_data_structure(v, &layout, 2),
+        Err(LayoutError::BadEnum { .. })
+    ));
+}
+
+/// A request may name an allocation site and which of its blocks: it round-trips through the
+/// slot, a site with no line or an unknown block choice is refused, and the target's binding
+/// word belongs to one generation of the slot.
+#[test]
+fn site_requests_round_trip_and_bindings_belong_to_one_generation() {
+    let (image, layout) = formatted();
+    let v = image.view();
+    let slot = layout.entry_words(v, Table::RequestSlots, 2).unwrap();
+    let spec = RequestSpec {
+        region: RegionIndex(1),
+        target: RequestTarget::AllocationSite {
+            site: SiteKey::new("prog.c", 50),
+            block: SiteBlock::Largest,
+        },
+        event: Event::L1_LDM,
+        mode: Mode::Histogram {
+            buckets: 8,
+            bucket_bytes: 0,
+        },
+        aggregation: Aggregation::Summed,
+        analyses: 0,
+    };
+    slot[SLOT_BINDING_WORD].store(binding_word(DataStructureIndex(5), 1), Ordering::Relaxed);
+    spec.store(slot);
+    assert_eq!(RequestSpec::load(slot, 8).unwrap(), spec);
+    assert_eq!(
+        slot[SLOT_BINDING_WORD].load(Ordering::Relaxed),
+        0,
+        "a new request starts unbound"
+    );
+    slot[2].store(spec_word(slot, 2) | 7, Ordering::Relaxed);
+    assert!(matches!(
+        RequestSpec::load(slot, 8),
+        Err(LayoutError::BadEnum {
+            what: "site block",
+            ..
+        })
+    ));
+    spec.store(slot);
+    slot[3].store(
+        u64::from(SiteKey::new("prog.c", 50).file),
+        Ordering::Relaxed,
+    );
+    assert!(matches!(
+        RequestSpec::load(slot, 8),
+        Err(LayoutError::BadEnum {
+            what: "allocation site",
+            ..
+        })
+    ));
+
+    let word = binding_word(DataStructureIndex(0), 7);
+    assert_eq!(binding_of(word, 7), Some(DataStructureIndex(0)));
+    assert_eq!(binding_of(word, 8), None, "another request's binding");
+    assert_eq!(binding_of(0, 0), None, "unbound");
+}
+
+fn spec_word(slot: &[AtomicU64], i: usize) -> u64 {
+    slot[i].load(Ordering::Relaxed) & !0xffff_ffff
+}
