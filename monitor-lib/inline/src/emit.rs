@@ -64,7 +64,10 @@ const _: () = {
 /// A fixed-size access a hook call reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Access {
-    /// Bytes, one of [`HOOK_SIZES`] for a hooked access (the model takes any size from 1).
+    /// Bytes, one of [`HOOK_SIZES`]: no longer than the shortest line the runtime's table
+    /// takes, so an access spans one line or two consecutive ones, whose entries differ,
+    /// which is why one compare tells that it lies in one line (`crate::model` assumes it
+    /// too).
     pub size: u32,
     pub write: bool,
 }

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::emit::Access;
+use crate::emit::{Access, HOOK_SIZES};
 use crate::layout::{
     self, DIRTY_MARK, ENTRY_BYTES, META_SHIFT, RECORD_ADDRESS, RECORD_BYTES, RECORD_OLD_READ_HITS,
     RECORD_OLD_TAG, RECORD_OLD_WRITE_HITS, RECORD_STRUCTURE, RECORD_WORDS, TABLE_ENTRIES,
@@ -116,7 +116,7 @@ pub fn hit_test(
     access: Access,
     addr: u64,
 ) -> Option<Path> {
-    debug_assert!(access.size >= 1 && regs.mask % ENTRY_BYTES as u32 == 0);
+    debug_assert!(HOOK_SIZES.contains(&access.size) && regs.mask % ENTRY_BYTES as u32 == 0);
     let tag = tag_of(regs, access, addr);
     let offset = tag_word::entry_offset(addr, regs.mask);
     let mut entry = mem.entry(offset);
