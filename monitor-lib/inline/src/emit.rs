@@ -41,7 +41,7 @@ use crate::tag_word::{MASK_SHIFT, MASK_UNIT_BITS};
 
 /// Where every path of a site leaves the tag word ...
 pub const WORD: &str = "%r11";
-/// ... and the table's offset mask (in its low 32 bits, [`MASK_32`]).
+/// ... and the table's offset mask (in its low 32 bits, `%r10d`).
 pub const MASK: &str = "%r10";
 /// [`MASK`]'s low 32 bits.
 const MASK_32: &str = "%r10d";

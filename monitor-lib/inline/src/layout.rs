@@ -6,9 +6,10 @@
 //! with a thread-local symbol at its offset (`capture/thread_block.rs`), which the sequence
 //! reaches with the local-exec model (`%fs:name@tpoff`): the program's code and the runtime it
 //! links cannot disagree on where a word is. What the sequence assumes beyond the names is
-//! written here, and the runtime asserts its types against it at compile time: each word's
-//! size, an entry's size and the place of its words (the tags are adjacent, and so are the
-//! hit counts, each pair moved as 16 bytes), and the record the miss path writes.
+//! written here, and the runtime checks its types against it (at compile time, or in its tests
+//! where a field's type cannot be named there): each word's size, an entry's size and the
+//! place of its words (the tags are adjacent, and so are the hit counts, each pair moved as 16
+//! bytes), and the record the miss path writes.
 //!
 //! A program whose runtime lacks a symbol of this version fails to link, naming it.
 

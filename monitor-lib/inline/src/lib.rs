@@ -26,8 +26,9 @@
 //! Architecture Invariant: this crate has no unsafe code and no dependencies; it runs nothing
 //! and touches no memory of a program. The runtime's block is laid out by the Rust compiler and
 //! named to the sequence by link-time symbols (`capture/thread_block.rs`); what the sequence
-//! assumes about that layout (word sizes, pairs of adjacent words, the entry's size) the
-//! runtime asserts at compile time against [`layout`].
+//! assumes about that layout (an entry's size and the place of its words, each word's size)
+//! the runtime checks against [`layout`], at compile time where `offset_of!` can, else in its
+//! tests.
 
 #![forbid(unsafe_code)]
 
