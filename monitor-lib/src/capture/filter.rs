@@ -306,7 +306,7 @@ const _: () = {
 pub(super) type Pending = (u32, u64, u64);
 
 impl Filter {
-    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): each field of entry 0
+    /// Offsets the inline repeat-hit test reads (`epcache_inline::emit`): each field of entry 0
     /// (the offset mask is in the tag word, `tag_key.rs`).
     pub(super) const READ_TAGS_OFFSET: usize =
         Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, read_tag);
@@ -723,7 +723,7 @@ impl Filter {
 
     /// Entries the table uses for an L1 of `1 << line_bits`-byte lines in `sets` sets (a power
     /// of two): one per set, as many as fit; `None` if fewer than two fit (an access straddling
-    /// two lines must map them to different entries, see `inline_capture.rs`) or the lines are
+    /// two lines must map them to different entries, see `epcache_inline::emit`) or the lines are
     /// too short for the inline test's offset.
     pub(super) fn entries_for(line_bits: u32, sets: u64) -> Option<usize> {
         let spread = line_bits.checked_sub(SHORTEST_LINE_BITS)?;
