@@ -12,15 +12,15 @@
 //! structures change, when the thread's capture is dropped. Every other access goes through
 //! the simulator and then takes over its set's entry.
 //!
-//! `epcache cc` writes the same test inline into instrumented code (`thread_block.rs` names the
-//! words it reads). Inline, a write to a block whose entry is clean is answered too: the entry
-//! is marked written and *dirty pending*, and the write counted as a hit, because simulating
-//! it would only have set the line's dirty bit. The bit matters only when the line is evicted,
-//! which only a simulated access to the same set can do, so the runtime settles a pending
-//! entry (marks the line dirty in the simulator, `Simulator::mark_l1_dirty`) before it
-//! simulates an access whose block maps to that entry (a block's set and its entry share low
-//! bits, so an access that could evict the line always maps to its entry) and before an entry
-//! is emptied.
+//! `epcache cc` writes the same test inline into instrumented code (the sequence, the layout of the
+//! words it reads and its model are `epcache-inline`'s; `thread_block.rs` names the words). Inline,
+//! a write to a block whose entry is clean is answered too: the entry is marked written and *dirty
+//! pending*, and the write counted as a hit, because simulating it would only have set the line's
+//! dirty bit. The bit matters only when the line is evicted, which only a simulated access to the
+//! same set can do, so the runtime settles a pending entry (marks the line dirty in the simulator,
+//! `Simulator::mark_l1_dirty`) before it simulates an access whose block maps to that entry (a
+//! block's set and its entry share low bits, so an access that could evict the line always maps to
+//! its entry) and before an entry is emptied.
 //!
 //! Inline too, an access the entry does not answer takes the entry over at once, when its line
 //! is whole (all its bytes in one data structure, by the whole-line cache kept here) and the
@@ -52,33 +52,30 @@
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
+use epcache_inline::layout;
+
 use super::tag_key;
 
-/// Entry slots: covers every L1 of 256 sets or fewer, with 64-byte lines, one set per entry;
-/// longer lines space the entries out (see [`Filter::word`]), so fewer fit.
-pub(super) const ENTRIES: usize = 256;
+/// Entry slots: every offset the tag word's mask can select (`epcache_inline::layout`), which
+/// covers every L1 of 256 sets or fewer, with 64-byte lines, one set per entry; longer lines
+/// space the entries out (see [`Filter::word`]), so fewer fit.
+pub(super) const ENTRIES: usize = layout::TABLE_ENTRIES;
 /// log2 of an entry's size ([`Entry`]), which is also the shortest L1 line the table takes:
 /// the inline test finds an entry's byte offset as the address itself masked, which is
 /// `(addr >> line_bits) << line_bits`, a whole entry per line, only for lines at least as
 /// long as an entry.
 pub(super) const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT;
-const ENTRY_SHIFT: u32 = 6;
-/// Each record word is 8 bytes.
-const WORD_SHIFT: u32 = 3;
+const ENTRY_SHIFT: u32 = layout::ENTRY_SHIFT;
 /// Records a batch holds when the filter switches on: a thread that simulates its own batch
 /// does so this often, while the records are still in L1. A thread that hands its batches to
 /// the simulation worker installs larger ones (`state.rs`).
 const BATCH_RECORDS: usize = 256;
 /// Words per record, see [`Record`].
-const RECORD_WORDS: usize = 5;
+const RECORD_WORDS: usize = layout::RECORD_WORDS;
 /// Bytes per record.
-const RECORD_BYTES: u64 = (RECORD_WORDS << WORD_SHIFT) as u64;
+const RECORD_BYTES: u64 = layout::RECORD_BYTES as u64;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
-const LINE_SLOTS: usize = 64;
-
-/// What the inline test writes as an entry's pending dirty mark: the meta byte's dirty bit
-/// ([`Record`]), which the miss path ORs into the record's meta byte as it is.
-const DIRTY_MARK: u64 = 1 << 6;
+const LINE_SLOTS: usize = layout::WHOLE_SLOTS;
 
 /// A record's structure word for an access to a line that is not whole (no structure index
 /// + 1 is this large).
@@ -186,8 +183,9 @@ struct Entry {
     /// Repeat hits not yet counted.
     read_hits: Cell<u64>,
     write_hits: Cell<u64>,
-    /// [`DIRTY_MARK`] when the inline test counted a write to the block while the entry was
-    /// clean: the simulator has yet to mark the line dirty.
+    /// `epcache_inline::layout::DIRTY_MARK` (the record's dirty bit) when the inline test
+    /// counted a write to the block while the entry was clean: the simulator has yet to mark
+    /// the line dirty.
     dirty_pending: Cell<u64>,
 }
 
@@ -226,7 +224,7 @@ impl Entry {
 }
 
 /// Bytes per entry.
-const ENTRY_BYTES: usize = 1 << ENTRY_SHIFT;
+const ENTRY_BYTES: usize = layout::ENTRY_BYTES;
 
 /// An access the inline miss path took its entry over for, not yet simulated: a one-line
 /// access within a whole line (`Filter::whole_line`) that missed the filter. The previous
@@ -252,51 +250,53 @@ pub(super) struct Record {
 
 impl Record {
     /// The record's first word holds the address below this bit, the access in its top byte:
-    /// size in bits 0-4, write in bit 5, the old owner's dirty mark in bit 6.
-    const META_SHIFT: u32 = 56;
+    /// its size, whether it writes and the old owner's dirty mark (`epcache_inline::layout`).
+    const META_SHIFT: u32 = layout::META_SHIFT;
 
     /// The meta byte of an access, without the dirty mark (which only the miss path knows).
     const fn meta(size: u32, write: bool) -> u8 {
-        (size as u8 & 31) | (write as u8) << 5
+        layout::meta(size, write)
     }
 
     pub(super) fn decode(words: RecordWords) -> Record {
-        let meta = (words[0] >> Self::META_SHIFT) as u8;
+        let first = words[layout::RECORD_ADDRESS];
+        let meta = (first >> Self::META_SHIFT) as u8;
         Record {
-            addr: words[0] & ((1 << Self::META_SHIFT) - 1),
-            size: u32::from(meta & 31),
-            write: meta >> 5 & 1 == 1,
-            old_tag: words[1] & tag_key::ADDRESS_MASK,
-            old_dirty: meta >> 6 & 1 == 1,
-            old_hits: (words[2], words[3]),
-            structure: u32::try_from(words[4]).ok(),
+            addr: first & ((1 << Self::META_SHIFT) - 1),
+            size: u32::from(meta & layout::META_SIZE_MASK),
+            write: meta >> layout::META_WRITE_SHIFT & 1 == 1,
+            old_tag: words[layout::RECORD_OLD_TAG] & tag_key::ADDRESS_MASK,
+            old_dirty: meta >> layout::META_DIRTY_SHIFT & 1 == 1,
+            old_hits: (
+                words[layout::RECORD_OLD_READ_HITS],
+                words[layout::RECORD_OLD_WRITE_HITS],
+            ),
+            structure: u32::try_from(words[layout::RECORD_STRUCTURE]).ok(),
         }
     }
 }
 
-// The inline test `epcache cc` writes into instrumented code (`inline_capture.rs`) computes an
-// entry's offset as `Filter::offset` does and reads the entry's words at that offset; its miss path
-// writes 40-byte records, with the meta byte as the first word's last byte, at the address
-// `batch_pos` holds while below `batch_end`, and picks a whole-line slot by `addr >> 12 & 63`.
-// `_v6` fixes these.
+// The inline test `epcache cc` writes into instrumented code (`epcache_inline::emit`) computes
+// an entry's offset as `Filter::offset` does and reads the entry's words at that offset; its
+// miss path writes records at the address `batch_pos` holds while below `batch_end`, and picks
+// a whole-line slot by `epcache_inline::layout::whole_slot`. The table is laid out as
+// `epcache_inline::layout` says (the words' types, checked by
+// `tests::the_table_is_laid_out_as_the_inline_sequence_reads_it`).
 const _: () = {
-    assert!(RECORD_WORDS << WORD_SHIFT == 40 && Record::META_SHIFT == 56);
-    assert!(
-        DIRTY_MARK == 1 << 6,
-        "the meta byte's dirty bit, see `Record::META_SHIFT`"
-    );
     assert!(std::mem::size_of::<Entry>() == ENTRY_BYTES);
-    // The miss path moves and clears each pair in one 16-byte access.
+    assert!(std::mem::offset_of!(Entry, read_tag) == layout::ENTRY_READ_TAG);
+    assert!(std::mem::offset_of!(Entry, write_tag) == layout::ENTRY_WRITE_TAG);
+    assert!(std::mem::offset_of!(Entry, read_hits) == layout::ENTRY_READ_HITS);
+    assert!(std::mem::offset_of!(Entry, write_hits) == layout::ENTRY_WRITE_HITS);
+    assert!(std::mem::offset_of!(Entry, dirty_pending) == layout::ENTRY_DIRTY_PENDING);
+    assert!(std::mem::size_of::<RecordCells>() == layout::RECORD_BYTES);
+    // `append_record` writes the words in the record's order.
     assert!(
-        std::mem::offset_of!(Entry, write_tag) == std::mem::offset_of!(Entry, read_tag) + 8
-            && std::mem::offset_of!(Entry, write_hits)
-                == std::mem::offset_of!(Entry, read_hits) + 8
-    );
-    assert!(LINE_SLOTS == 64);
-    assert!(std::mem::size_of::<Cell<u64>>() == 1 << WORD_SHIFT);
-    assert!(
-        ENTRIES << ENTRY_SHIFT <= u32::MAX as usize,
-        "the inline test masks the offset in a 32-bit register"
+        layout::RECORD_ADDRESS == 0
+            && layout::RECORD_OLD_TAG == 1
+            && layout::RECORD_OLD_READ_HITS == 2
+            && layout::RECORD_OLD_WRITE_HITS == 3
+            && layout::RECORD_STRUCTURE == 4
     );
 };
 
@@ -306,7 +306,7 @@ const _: () = {
 pub(super) type Pending = (u32, u64, u64);
 
 impl Filter {
-    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`): each field of entry 0
+    /// Offsets the inline repeat-hit test reads (`epcache_inline::emit`): each field of entry 0
     /// (the offset mask is in the tag word, `tag_key.rs`).
     pub(super) const READ_TAGS_OFFSET: usize =
         Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, read_tag);
@@ -393,7 +393,8 @@ impl Filter {
     /// the tag word (whose key and mask the thread's `tag_bits` hold).
     #[cfg(test)]
     fn offset(&self, addr: u64) -> usize {
-        (addr as u32 & tag_key::offset_mask_of(self.tag_bits.get())) as usize
+        let mask = tag_key::offset_mask_of(self.tag_bits.get());
+        epcache_inline::tag_word::entry_offset(addr, mask) as usize
     }
 
     /// The first address of `block`.
@@ -471,29 +472,29 @@ impl Filter {
         true
     }
 
-    /// What the inline test `epcache cc` writes into instrumented code does
-    /// (`inline_capture.rs`), once the thread is known to capture: a repeat hit as
-    /// [`Self::repeat_hit`] counts it, and also a write within one line to a block that owns
-    /// its entry clean, which marks the entry written and dirty pending.
+    /// What the inline test `epcache cc` writes into instrumented code does, once the thread
+    /// is known to capture, by its model (`epcache_inline::model::hit_test`, run over this
+    /// table with the thread's word): a repeat hit as [`Self::repeat_hit`] counts it, and
+    /// also a write within one line to a block that owns its entry clean, which marks the
+    /// entry written and dirty pending. `false` for a size no hook reports.
     #[cfg(test)]
     pub(super) fn inline_hit(&self, addr: u64, size: u32, write: bool) -> bool {
-        let tag = self.tag(addr);
-        if self.tag(addr + u64::from(size.max(1)) - 1) != tag {
+        use epcache_inline::{emit, model};
+        // Only the fixed-size hooks get a site (`emit::hooked_access`).
+        if !emit::HOOK_SIZES.contains(&size) {
             return false;
         }
-        if self.repeat_hit(addr, size, write) {
-            return true;
-        }
-        let i = self.word(self.index(addr));
-        if !write || self.entries[i].read_tag.get() != tag {
-            return false;
-        }
-        self.entries[i].write_tag.set(tag);
-        self.entries[i].dirty_pending.set(DIRTY_MARK);
-        self.entries[i]
-            .write_hits
-            .set(self.entries[i].write_hits.get() + 1);
-        true
+        let word = self.tag_bits.get();
+        let access = emit::Access { size, write };
+        let regs = model::Registers::loaded(word);
+        model::hit_test(&mut self.inline_view(word), regs, access, addr).is_some()
+    }
+
+    /// The table as the inline sequence's model reads and writes it, for a thread that
+    /// captures with the tag word `word` and has nothing to sync.
+    #[cfg(test)]
+    pub(super) fn inline_view(&self, word: u64) -> InlineView<'_> {
+        InlineView { filter: self, word }
     }
 
     /// Whether the entry of `addr`'s block has a dirty mark pending.
@@ -567,7 +568,7 @@ impl Filter {
         let owner = if structure.is_some() { tag } else { 0 };
         let i = self.word(self.index(addr));
         let dirty = self.entries[i].dirty_pending.replace(0) != 0;
-        let meta = Record::meta(size, write) | u8::from(dirty) << 6;
+        let meta = Record::meta(size, write) | u8::from(dirty) << layout::META_DIRTY_SHIFT;
         let words = [
             addr | u64::from(meta) << Record::META_SHIFT,
             self.entries[i].read_tag.replace(owner),
@@ -690,7 +691,7 @@ impl Filter {
     /// cache knows it to be whole.
     #[inline(always)]
     pub(super) fn whole_line(&self, addr: u64) -> Option<u32> {
-        let slot = (addr >> 12) as usize % LINE_SLOTS;
+        let slot = layout::whole_slot(addr);
         (self.whole_lo[slot].get() <= addr && addr < self.whole_hi[slot].get())
             .then(|| self.whole_structure[slot].get())
     }
@@ -698,7 +699,7 @@ impl Filter {
     /// Remembers, in `addr`'s page's slot, that the lines of `lo..hi` (line-aligned) are whole,
     /// with the answer `structure` (index + 1, 0 for none).
     pub(super) fn remember_whole_lines(&self, addr: u64, lo: u64, hi: u64, structure: u32) {
-        let slot = (addr >> 12) as usize % LINE_SLOTS;
+        let slot = layout::whole_slot(addr);
         self.whole_lo[slot].set(lo);
         self.whole_hi[slot].set(hi);
         self.whole_structure[slot].set(structure);
@@ -722,7 +723,7 @@ impl Filter {
 
     /// Entries the table uses for an L1 of `1 << line_bits`-byte lines in `sets` sets (a power
     /// of two): one per set, as many as fit; `None` if fewer than two fit (an access straddling
-    /// two lines must map them to different entries, see `inline_capture.rs`) or the lines are
+    /// two lines must map them to different entries, see `epcache_inline::emit`) or the lines are
     /// too short for the inline test's offset.
     pub(super) fn entries_for(line_bits: u32, sets: u64) -> Option<usize> {
         let spread = line_bits.checked_sub(SHORTEST_LINE_BITS)?;
@@ -959,6 +960,70 @@ impl Filter {
     }
 }
 
+/// A table as `epcache_inline::model` sees the words the inline sequence reads and writes:
+/// its entries, the batch it appends to and the whole-line cache, with `word` as both the
+/// process-wide tag word and the thread's synced word.
+#[cfg(test)]
+pub(super) struct InlineView<'a> {
+    filter: &'a Filter,
+    word: u64,
+}
+
+#[cfg(test)]
+impl epcache_inline::model::SiteMemory for InlineView<'_> {
+    fn tag_word(&self) -> u64 {
+        self.word
+    }
+    fn synced_word(&self) -> u64 {
+        self.word
+    }
+    fn entry(&self, offset: u32) -> epcache_inline::model::Entry {
+        let e = &self.filter.entries[offset as usize / ENTRY_BYTES];
+        epcache_inline::model::Entry {
+            read_tag: e.read_tag.get(),
+            write_tag: e.write_tag.get(),
+            read_hits: e.read_hits.get(),
+            write_hits: e.write_hits.get(),
+            dirty_pending: e.dirty_pending.get(),
+        }
+    }
+    fn set_entry(&mut self, offset: u32, entry: epcache_inline::model::Entry) {
+        let e = &self.filter.entries[offset as usize / ENTRY_BYTES];
+        e.read_tag.set(entry.read_tag);
+        e.write_tag.set(entry.write_tag);
+        e.read_hits.set(entry.read_hits);
+        e.write_hits.set(entry.write_hits);
+        e.dirty_pending.set(entry.dirty_pending);
+    }
+    fn whole_lines(&self, slot: usize) -> epcache_inline::model::WholeLines {
+        epcache_inline::model::WholeLines {
+            lo: self.filter.whole_lo[slot].get(),
+            hi: self.filter.whole_hi[slot].get(),
+            structure: self.filter.whole_structure[slot].get(),
+        }
+    }
+    fn batch_pos(&self) -> u64 {
+        self.filter.batch_pos.get()
+    }
+    fn batch_end(&self) -> u64 {
+        self.filter.batch_end.get()
+    }
+    fn set_batch_pos(&mut self, pos: u64) {
+        self.filter.batch_pos.set(pos);
+    }
+    fn write_record(&mut self, at: u64, record: epcache_inline::model::RecordWords) {
+        let index = ((at - self.filter.batch_start.get()) / RECORD_BYTES) as usize;
+        let batch = self
+            .filter
+            .take_batch_box()
+            .expect("a batch while the path has room");
+        for (cell, word) in batch[index].iter().zip(record) {
+            cell.set(word);
+        }
+        self.filter.put_batch_box(Some(batch));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1019,16 +1084,10 @@ mod tests {
             .set(tag_key::word_of(key, (1 << line_bits) - 1, f.offset_mask()));
     }
 
-    /// The inline test's read path as `inline_capture.rs` writes it: the offset from the
-    /// first byte and the mask, the entry at that offset, the tag from the last byte.
+    /// The inline test's read path, by its model (`epcache_inline::model`): the offset from
+    /// the first byte and the mask, the entry at that offset, the tag from the last byte.
     fn inline_read(f: &Filter, addr: u64, size: u64) -> bool {
-        let w = f.offset(addr) / ENTRY_BYTES;
-        let tag = (addr + size - 1) | f.tag_bits.get();
-        let hit = f.entries[w].read_tag.get() == tag;
-        if hit {
-            f.entries[w].read_hits.set(f.entries[w].read_hits.get() + 1);
-        }
-        hit
+        f.inline_hit(addr, size as u32, false)
     }
 
     /// A table switched on as `switch_on` leaves it, without taking a key slot (the key is
@@ -1184,5 +1243,141 @@ mod tests {
         // Emptied (capture switched off empties it first): nothing matches, whatever the key.
         assert!(!inline_read(&f, addr, 8));
         f.switch_off();
+    }
+
+    #[test]
+    fn the_table_is_laid_out_as_the_inline_sequence_reads_it() {
+        use epcache_inline::layout::ThreadWord;
+        let f = Filter::new();
+        // Each word's size and count, as the sequence's instructions take them.
+        for (word, bytes, count) in [
+            (
+                ThreadWord::WholeLo,
+                std::mem::size_of_val(&f.whole_lo[0]),
+                f.whole_lo.len(),
+            ),
+            (
+                ThreadWord::WholeHi,
+                std::mem::size_of_val(&f.whole_hi[0]),
+                f.whole_hi.len(),
+            ),
+            (
+                ThreadWord::WholeStructure,
+                std::mem::size_of_val(&f.whole_structure[0]),
+                f.whole_structure.len(),
+            ),
+            (ThreadWord::BatchPos, std::mem::size_of_val(&f.batch_pos), 1),
+            (ThreadWord::BatchEnd, std::mem::size_of_val(&f.batch_end), 1),
+            (ThreadWord::InMiss, std::mem::size_of_val(&f.in_miss), 1),
+            (
+                ThreadWord::ReadTags,
+                std::mem::size_of_val(&f.entries[0].read_tag),
+                f.entries.len(),
+            ),
+            (
+                ThreadWord::DirtyPending,
+                std::mem::size_of_val(&f.entries[0].dirty_pending),
+                f.entries.len(),
+            ),
+        ] {
+            assert_eq!((bytes, count), (word.bytes(), word.values().0), "{word:?}");
+        }
+        // The symbols of the entry's words are entry 0's, at the layout's offsets.
+        for (word, offset) in [
+            (ThreadWord::ReadTags, Filter::READ_TAGS_OFFSET),
+            (ThreadWord::WriteTags, Filter::WRITE_TAGS_OFFSET),
+            (ThreadWord::ReadHits, Filter::READ_HITS_OFFSET),
+            (ThreadWord::WriteHits, Filter::WRITE_HITS_OFFSET),
+            (ThreadWord::DirtyPending, Filter::DIRTY_PENDING_OFFSET),
+        ] {
+            assert_eq!(
+                offset - Filter::ENTRIES_OFFSET,
+                word.entry_offset().unwrap(),
+                "{word:?}"
+            );
+        }
+        assert_eq!(Filter::ENTRIES_OFFSET % ENTRY_BYTES, 0);
+    }
+
+    /// Every entry's words, in order.
+    fn entry_words(f: &Filter) -> Vec<[u64; 5]> {
+        f.entries
+            .iter()
+            .map(|e| {
+                [
+                    e.read_tag.get(),
+                    e.write_tag.get(),
+                    e.read_hits.get(),
+                    e.write_hits.get(),
+                    e.dirty_pending.get(),
+                ]
+            })
+            .collect()
+    }
+
+    /// The records in `f`'s batch, which is emptied.
+    fn drained(f: &Filter) -> Vec<RecordWords> {
+        let mut records = Vec::new();
+        f.drain_batch_with(|r| records.extend(r));
+        records
+    }
+
+    #[test]
+    fn the_runtime_takes_entries_over_as_the_inline_miss_path_does() {
+        // `inline_miss`, which the runtime runs for accesses it stages while its thread
+        // simulates on a second core, must leave the table and batch as the inline sequence's
+        // miss path does (its model, which `epcache-inline` tests the assembled sequence
+        // against): both then hold the same owners for the inline test to find.
+        use epcache_inline::emit::{Access, HOOK_SIZES};
+        use epcache_inline::model::{self, Registers};
+        let page = 0x7f00_0000_1000;
+        let (runtime, modelled) = (table_with_batch(32, page), table_with_batch(32, page));
+        for f in [&runtime, &modelled] {
+            f.remember_whole_lines(page + 4096, page + 4096, page + 6144, 5);
+        }
+        let word = runtime.tag_bits.get();
+        let regs = Registers::loaded(word);
+        let (mut batched, mut declined, mut hits) = (0, 0, 0);
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            crate::test_rng::xorshift(&mut x);
+            let size = HOOK_SIZES[(x % 5) as usize];
+            let write = x >> 8 & 1 == 1;
+            // Two pages, the second half whole; now and then a page whose slot the first's
+            // holds (not whole).
+            let far = if x >> 40 & 15 == 0 { 64 * 4096 } else { 0 };
+            let addr = page + far + (x >> 16) % 8192;
+            let access = Access { size, write };
+            let hit = model::hit_test(&mut runtime.inline_view(word), regs, access, addr);
+            let hit_modelled = model::hit_test(&mut modelled.inline_view(word), regs, access, addr);
+            assert_eq!(hit, hit_modelled);
+            if hit.is_some() {
+                hits += 1;
+                continue;
+            }
+            let by_runtime = runtime.inline_miss(addr, size, write);
+            let by_model =
+                model::miss_path(&mut modelled.inline_view(word), regs, access, addr).is_ok();
+            assert_eq!(by_runtime, by_model, "{addr:#x} {access:?}");
+            if by_runtime {
+                batched += 1;
+            } else {
+                declined += 1;
+            }
+            assert!(
+                entry_words(&runtime) == entry_words(&modelled),
+                "{addr:#x} {access:?}"
+            );
+            let filled = |f: &Filter| f.batch_pos.get() - f.batch_start.get();
+            assert_eq!(filled(&runtime), filled(&modelled));
+            if runtime.batch_full() {
+                assert_eq!(drained(&runtime), drained(&modelled));
+            }
+        }
+        assert_eq!(drained(&runtime), drained(&modelled));
+        assert!(
+            batched > 1000 && declined > 1000 && hits > 1000,
+            "{batched} batched, {declined} declined, {hits} hits"
+        );
     }
 }

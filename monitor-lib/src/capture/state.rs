@@ -78,7 +78,7 @@ pub(super) struct Hot {
 }
 
 impl Hot {
-    /// Offsets the inline repeat-hit test reads (`inline_capture.rs`).
+    /// Offsets the inline repeat-hit test reads (`epcache_inline::layout::ThreadWord`).
     pub(super) const SYNCED_WORD_OFFSET: usize = std::mem::offset_of!(Hot, synced_word);
     pub(super) const FILTER_OFFSET: usize = std::mem::offset_of!(Hot, filter);
 

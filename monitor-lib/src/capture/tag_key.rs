@@ -2,13 +2,13 @@
 //! learns that its thread must sync without reading the switch epoch, and where it finds the
 //! table's offset mask with the same load.
 //!
-//! The inline hit test (`inline_capture.rs` in the client) loads the word [`TAG_WORD`] and
-//! takes two things from it; a site that follows another with nothing in between that could
-//! change them reuses both from registers (`carried_registers.rs` in the client), and a loop
-//! reloads the word at its head, so a thread sees a new key within one iteration. The
-//! access's tag is the address of its line's last byte ORed with the word: L1's line size less
-//! one in the low bits, a *key* in bits 48 to 55 and the table's offset mask (bits 56 to 63,
-//! the mask shifted right by 6, see `offset_mask_of`), which every tag carries alike. The
+//! The inline hit test (`epcache_inline::emit`) loads the word [`TAG_WORD`] and takes two things
+//! from it (its fields are `epcache_inline::tag_word`'s); a site that follows another with nothing
+//! in between that could change them reuses both from registers (`carried_registers.rs` in the
+//! client), and a loop reloads the word at its head, so a thread sees a new key within one
+//! iteration. The access's tag is the address of its line's last byte ORed with the word: L1's line
+//! size less one in the low bits, a *key* in bits 48 to 55 and the table's offset mask (bits 56 to
+//! 63, the mask shifted right by 6, see `offset_mask_of`), which every tag carries alike. The
 //! entry's byte offset is the first byte's address ANDed with that mask. A thread's filter
 //! holds tags made with the key of the word it last synced to, so while the word is unchanged
 //! its repeat hits match, and once the word's key changes none does: the access falls to the
@@ -35,22 +35,22 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+use epcache_inline::tag_word;
+
 pub(super) use super::thread_block::TAG_WORD;
 
 /// Threads that can keep their filter on at once.
 pub(super) const SLOTS: usize = 128;
 
-/// The key's place in a tag: bits 48 to 55.
-const KEY_SHIFT: u32 = 48;
+/// The key's place in a tag.
+const KEY_SHIFT: u32 = tag_word::KEY_SHIFT;
 /// The key's bits in the word.
-const KEY_BITS: u64 = 0xff << KEY_SHIFT;
-/// The offset mask's place: the top byte holds the mask shifted right by [`MASK_UNIT_BITS`].
-const MASK_SHIFT: u32 = 56;
+const KEY_BITS: u64 = tag_word::KEY_BITS;
 /// The offset mask's unit: entries are 64 bytes, so its low 6 bits are always 0.
-const MASK_UNIT_BITS: u32 = 6;
+const MASK_UNIT_BITS: u32 = tag_word::MASK_UNIT_BITS;
 
 /// The address bits of a tag (below the key).
-pub(super) const ADDRESS_MASK: u64 = (1 << KEY_SHIFT) - 1;
+pub(super) const ADDRESS_MASK: u64 = tag_word::ADDRESS_MASK;
 
 /// The key each slot holds; 0 for a free slot (no key is 0).
 static HELD: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
@@ -61,22 +61,16 @@ static REKEYING: AtomicBool = AtomicBool::new(false);
 static REKEY_WANTED: AtomicBool = AtomicBool::new(false);
 
 /// The key of `word`.
-pub(super) const fn key_of(word: u64) -> u8 {
-    (word >> KEY_SHIFT) as u8
-}
+pub(super) use tag_word::key_of;
 
 /// The table offset mask `word` holds: what the inline test ANDs the first byte's address
-/// with (`shrq $56`, `shll $6`, `andl`); the runtime keeps the mask it set in its table.
+/// with; the runtime keeps the mask it set in its table.
 #[cfg(test)]
-pub(super) const fn offset_mask_of(word: u64) -> u32 {
-    ((word >> MASK_SHIFT) as u32) << MASK_UNIT_BITS
-}
+pub(super) use tag_word::offset_mask_of;
 
 /// A word with `key`, L1's line size less one and the table's offset mask (a multiple of 64
 /// below 2^14, see [`set_shape`]).
-pub(super) const fn word_of(key: u8, line_low: u64, offset_mask: u32) -> u64 {
-    (offset_mask as u64 >> MASK_UNIT_BITS) << MASK_SHIFT | (key as u64) << KEY_SHIFT | line_low
-}
+pub(super) use tag_word::word_of;
 
 /// `tag`'s address bits with `word`'s key and mask on top.
 pub(super) const fn rekeyed(tag: u64, word: u64) -> u64 {
@@ -96,7 +90,11 @@ pub(super) fn set_shape(line_low: u64, offset_mask: u32) -> bool {
     // Line bits from the filter's shortest line to its longest (8 KiB: two entries of 128
     // slots' spacing), below the key; a mask of whole entries within the table's 16 KiB.
     debug_assert!((line_low + 1).is_power_of_two() && line_low & !ADDRESS_MASK == 0);
-    debug_assert!(offset_mask & ((1 << MASK_UNIT_BITS) - 1) == 0 && offset_mask < 1 << 14);
+    // (The mask's byte in the word holds 8 bits in units of `1 << MASK_UNIT_BITS`.)
+    debug_assert!(
+        offset_mask & ((1 << MASK_UNIT_BITS) - 1) == 0
+            && offset_mask < 1 << (u64::BITS - tag_word::MASK_SHIFT + MASK_UNIT_BITS)
+    );
     let shape = word_of(0, line_low, offset_mask);
     let mut word = TAG_WORD.load(Ordering::SeqCst);
     loop {
@@ -221,9 +219,11 @@ mod tests {
         assert_eq!(rekeyed(tag, word) & ADDRESS_MASK, tag);
         assert_eq!(tag_bits(word, 63), word);
         assert_eq!(key_of(word), 0x7f);
-        // What the inline test computes: `shrq $56`, `shll $6`, then the AND.
+        // What the inline test computes: `shrq $56`, `shll $6`, then the AND (its model says
+        // the same).
         assert_eq!(offset_mask_of(word), 0x3fc0);
         assert_eq!(((word >> 56) as u32) << 6, 0x3fc0);
+        assert_eq!(epcache_inline::model::Registers::loaded(word).mask, 0x3fc0);
         assert_eq!(offset_mask_of(word_of(1, 8191, 1 << 13)), 1 << 13);
         assert_eq!(offset_mask_of(word_of(9, 63, 0)), 0);
     }

@@ -53,64 +53,58 @@ core::arch::global_asm!(
     size = const core::mem::size_of::<ThreadBlock>(),
 );
 
-// The inline capture ABI, version 6: what the repeat-hit test `epcache cc` writes into
-// instrumented code before each call to a fixed-size `__tsan_readN`/`__tsan_writeN` reads and
-// counts (`client-lib/src/bin/epcache/inline_capture.rs` writes the sequence).
+// The inline capture ABI (`epcache_inline::layout`): what the repeat-hit test `epcache cc`
+// writes into instrumented code before each call to a fixed-size `__tsan_readN`/`__tsan_writeN`
+// reads and counts (`epcache_inline::emit` writes the sequence, `epcache_inline::model` says
+// what it does).
 //
 // Thread-local symbols inside the block for the words it reads, reached with the local-exec
-// sequence, and the process-wide tag word under its own name (below). Their offsets come from
-// this build of the runtime at link time, so the program's code and the runtime cannot
-// disagree on the layout. What `v6` promises beyond it: the entry words (`read_tags` to
-// `dirty_pending`) name entry 0's (each tag pair and each hit pair adjacent, moved as 16
-// bytes), and an entry's byte offset from them is the first byte's address ANDed with the
-// offset mask the tag word holds (`tag_key.rs`: its top byte shifted left by 6; entries are
-// 64 bytes, one per line of 64 bytes or more, `filter::Entry`), a tag
-// is the address of the line's last byte ORed with the whole tag word (L1's line size less
-// one, the key in bits 48 to 55, the mask), the dirty-pending rule of `filter.rs` (a pending
-// mark is the word 64, the record's dirty bit), the miss path's records (`filter::Record`:
-// five words, the first the address with the access's meta byte on top, the last the line's
-// data structure from the whole-line cache) written at the address `batch_pos` holds while
-// it is below the address `batch_end` holds (both 0 while the thread has no batch), with the
-// byte `in_miss` incremented before `batch_pos` is loaded and decremented after it is stored
-// (on every way out), the whole-line cache's slots picked by `addr >> 12 & 63`, and
-// `synced_word` different from the tag word whenever the thread must not batch: it does not
-// capture, or has a switch to pick up (`state.rs`; a thread whose filter holds no key may see
-// them equal after the keys came round, but its batch then has no room). v5 read the offset
-// mask from a thread-local word (0 for a thread not capturing); v6 reads it from the tag
-// word, one load fewer per access, and a table holds tags with the current key only while
-// its thread captures (`filter.rs`). A program whose runtime lacks the symbols fails to link,
-// naming them.
-#[cfg(target_arch = "x86_64")]
-core::arch::global_asm!(
-    ".irp name, synced_word, read_tags, write_tags, read_hits, write_hits, dirty_pending, batch_pos, batch_end, in_miss, whole_lo, whole_hi, whole_structure",
-    ".globl epcache_inline_v6_\\name",
-    ".hidden epcache_inline_v6_\\name",
-    ".type epcache_inline_v6_\\name, @tls_object",
-    ".endr",
-    ".set epcache_inline_v6_synced_word, epcache_monitor_thread_block + {synced_word}",
-    ".set epcache_inline_v6_read_tags, epcache_monitor_thread_block + {read_tags}",
-    ".set epcache_inline_v6_write_tags, epcache_monitor_thread_block + {write_tags}",
-    ".set epcache_inline_v6_read_hits, epcache_monitor_thread_block + {read_hits}",
-    ".set epcache_inline_v6_write_hits, epcache_monitor_thread_block + {write_hits}",
-    ".set epcache_inline_v6_dirty_pending, epcache_monitor_thread_block + {dirty_pending}",
-    ".set epcache_inline_v6_batch_pos, epcache_monitor_thread_block + {batch_pos}",
-    ".set epcache_inline_v6_batch_end, epcache_monitor_thread_block + {batch_end}",
-    ".set epcache_inline_v6_in_miss, epcache_monitor_thread_block + {in_miss}",
-    ".set epcache_inline_v6_whole_lo, epcache_monitor_thread_block + {whole_lo}",
-    ".set epcache_inline_v6_whole_hi, epcache_monitor_thread_block + {whole_hi}",
-    ".set epcache_inline_v6_whole_structure, epcache_monitor_thread_block + {whole_structure}",
-    synced_word = const HOT + Hot::SYNCED_WORD_OFFSET,
-    read_tags = const FILTER + Filter::READ_TAGS_OFFSET,
-    write_tags = const FILTER + Filter::WRITE_TAGS_OFFSET,
-    read_hits = const FILTER + Filter::READ_HITS_OFFSET,
-    write_hits = const FILTER + Filter::WRITE_HITS_OFFSET,
-    dirty_pending = const FILTER + Filter::DIRTY_PENDING_OFFSET,
-    batch_pos = const FILTER + Filter::BATCH_POS_OFFSET,
-    batch_end = const FILTER + Filter::BATCH_END_OFFSET,
-    in_miss = const FILTER + Filter::IN_MISS_OFFSET,
-    whole_lo = const FILTER + Filter::WHOLE_LO_OFFSET,
-    whole_hi = const FILTER + Filter::WHOLE_HI_OFFSET,
-    whole_structure = const FILTER + Filter::WHOLE_STRUCTURE_OFFSET,
+// sequence, and the process-wide tag word under its own name (below). Their names are the
+// crate's; their offsets come from this build of the runtime at link time, so the program's
+// code and the runtime cannot disagree on where a word is. What the sequence assumes beyond
+// the names (each word's size, an entry's words and size, the record it writes) is asserted
+// where the words are defined (`filter.rs`). What a word means beyond its layout is the
+// runtime's promise: `synced_word` differs from the tag word whenever the thread must not
+// batch (it does not capture, or has a switch to pick up; `state.rs`: a thread whose filter
+// holds no key may see them equal after the keys came round, but its batch then has no room),
+// a table holds tags with the current key only while its thread captures (`filter.rs`), and
+// `batch_pos` and `batch_end` are 0 while the thread has no batch. A program whose runtime
+// lacks the symbols fails to link, naming them.
+macro_rules! inline_abi_words {
+    ($($name:ident = $offset:expr),* $(,)?) => {
+        /// The inline capture ABI's thread-local words this runtime defines.
+        #[cfg(test)]
+        const DEFINED_WORDS: &[&str] = &[$(epcache_inline::abi_symbol!($name)),*];
+
+        #[cfg(target_arch = "x86_64")]
+        core::arch::global_asm!(
+            $(
+                concat!(".globl ", epcache_inline::abi_symbol!($name)),
+                concat!(".hidden ", epcache_inline::abi_symbol!($name)),
+                concat!(".type ", epcache_inline::abi_symbol!($name), ", @tls_object"),
+                concat!(
+                    ".set ", epcache_inline::abi_symbol!($name),
+                    ", epcache_monitor_thread_block + {", stringify!($name), "}"
+                ),
+            )*
+            $($name = const $offset,)*
+        );
+    };
+}
+
+inline_abi_words!(
+    synced_word = HOT + Hot::SYNCED_WORD_OFFSET,
+    read_tags = FILTER + Filter::READ_TAGS_OFFSET,
+    write_tags = FILTER + Filter::WRITE_TAGS_OFFSET,
+    read_hits = FILTER + Filter::READ_HITS_OFFSET,
+    write_hits = FILTER + Filter::WRITE_HITS_OFFSET,
+    dirty_pending = FILTER + Filter::DIRTY_PENDING_OFFSET,
+    batch_pos = FILTER + Filter::BATCH_POS_OFFSET,
+    batch_end = FILTER + Filter::BATCH_END_OFFSET,
+    in_miss = FILTER + Filter::IN_MISS_OFFSET,
+    whole_lo = FILTER + Filter::WHOLE_LO_OFFSET,
+    whole_hi = FILTER + Filter::WHOLE_HI_OFFSET,
+    whole_structure = FILTER + Filter::WHOLE_STRUCTURE_OFFSET,
 );
 
 /// The process-wide tag word (`tag_key.rs` says what it holds), under a fixed name so the
@@ -118,7 +112,7 @@ core::arch::global_asm!(
 /// from it. It starts with key 1 and no shape (the first filter to switch on sets it).
 // SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
 // program can clash with it.
-#[unsafe(export_name = "epcache_inline_v6_tag_word")]
+#[unsafe(export_name = epcache_inline::abi_symbol!(tag_word))]
 pub(super) static TAG_WORD: AtomicU64 = AtomicU64::new(super::tag_key::word_of(1, 0, 0));
 
 /// Where the hook block and its filter start in the thread block.
@@ -227,5 +221,13 @@ mod tests {
             .unwrap();
         assert_eq!(other, 0);
         assert_eq!(with(|b| b.regions.frames.depth.replace(0)), 7);
+    }
+
+    #[test]
+    fn the_runtime_defines_every_word_of_the_inline_abi() {
+        use epcache_inline::layout::{TAG_WORD_SYMBOL, ThreadWord};
+        let wanted: Vec<&str> = ThreadWord::ALL.iter().map(|w| w.symbol()).collect();
+        assert_eq!(DEFINED_WORDS, wanted.as_slice());
+        assert!(TAG_WORD_SYMBOL.ends_with("_tag_word"));
     }
 }

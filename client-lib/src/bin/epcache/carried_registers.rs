@@ -4,7 +4,7 @@
 //! Why: the monitored matmul kernel runs three sites per inner iteration, which are most of
 //! what its thread does. Each site used to load the tag word and take the mask out of its top
 //! byte (one load, three instructions). Every site leaves both registers set on all its paths
-//! (`inline_capture.rs`); a later site may use them when no instruction in between can have
+//! (`epcache_inline::emit`); a later site may use them when no instruction in between can have
 //! written them.
 //!
 //! What holds them: a site sets both, whichever way it leaves (its slow path reloads them after
@@ -29,18 +29,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::dual_asm::{is_symbol_char, symbols};
+use epcache_inline::emit::{CARRIED_REGISTERS, Carried};
 
-/// What a site finds in the registers when it starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Carried {
-    /// It loads the word into `%r11` and decodes the mask into `%r10`.
-    Nothing,
-    /// `%r10` holds the mask; it loads the word.
-    Mask,
-    /// Both hold what the last site left.
-    MaskAndWord,
-}
+use crate::dual_asm::{is_symbol_char, symbols};
 
 /// What a point of the listing is known to hold, ordered by the meet of two ways in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -250,7 +241,8 @@ impl<'a> Analysis<'a> {
 
 /// What an instruction (not a site) does to the registers.
 fn instruction_effect(instruction: &str) -> Effect<'_> {
-    if instruction.contains("%r10") || instruction.contains("%r11") {
+    // Any width of either register (`%r10d`, `%r11b`, ...) starts with its 64-bit name.
+    if CARRIED_REGISTERS.iter().any(|r| instruction.contains(r)) {
         return Effect::Clobber;
     }
     let mut words = instruction
@@ -443,5 +435,247 @@ mod tests {
             sites(&listing("S; S; .pushsection .data; .popsection")),
             [Nothing, Nothing]
         );
+    }
+
+    mod properties {
+        //! Between two sites, anything that may write either register makes the second load
+        //! both again, and anything else lets it use what the first left.
+
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Registers and memory operands that name neither `%r10` nor `%r11`.
+        const OTHER_OPERANDS: &[&str] = &[
+            "%rax",
+            "%eax",
+            "%ax",
+            "%al",
+            "%rbx",
+            "%ecx",
+            "%cl",
+            "%rdx",
+            "%rsi",
+            "%rdi",
+            "%r8",
+            "%r8d",
+            "%r9w",
+            "%r9b",
+            "%r12",
+            "%r13d",
+            "%r14w",
+            "%r15b",
+            "%xmm0",
+            "%xmm1",
+            "%ymm3",
+            "(%rbx)",
+            "8(%rsp)",
+            "-16(%rbp,%rax,8)",
+            "A(%rip)",
+            "$42",
+            "$0x7f",
+        ];
+        /// Every width of the two registers, as operands and in addresses.
+        const CARRIED_OPERANDS: &[&str] = &[
+            "%r10",
+            "%r10d",
+            "%r10w",
+            "%r10b",
+            "%r11",
+            "%r11d",
+            "%r11w",
+            "%r11b",
+            "(%r11)",
+            "8(%r10)",
+            "(%rax,%r10,8)",
+            "(,%r11,4)",
+            "-8(%r11,%rbx)",
+        ];
+        const MNEMONICS: &[&str] = &[
+            "movq",
+            "movl",
+            "movw",
+            "movb",
+            "addq",
+            "subl",
+            "xorl",
+            "andq",
+            "orq",
+            "leaq",
+            "cmpq",
+            "testl",
+            "imulq",
+            "movzbl",
+            "movsbq",
+            "shrq",
+            "sarl",
+            "cmovne",
+            "movsd",
+            "vaddsd",
+            "movdqu",
+            "popcntq",
+            "bsfq",
+            "xchgq",
+            "lock addl",
+            "rep movsb",
+        ];
+
+        /// An instruction or directive that leaves both registers alone.
+        fn plain() -> impl Strategy<Value = String> {
+            let two = (
+                prop::sample::select(MNEMONICS),
+                prop::sample::select(OTHER_OPERANDS),
+                prop::sample::select(OTHER_OPERANDS),
+            )
+                .prop_map(|(m, a, b)| format!("\t{m}\t{a}, {b}"));
+            let one = (
+                prop::sample::select(&["pushq", "popq", "incq", "negl", "notq", "bswapq"][..]),
+                prop::sample::select(OTHER_OPERANDS),
+            )
+                .prop_map(|(m, a)| format!("\t{m}\t{a}"));
+            let fixed = prop::sample::select(
+                &[
+                    "\tnop",
+                    "\tcqto",
+                    "\trep stosq",
+                    "\tpause",
+                    "\t.p2align 4,,10",
+                    "\t.p2align 3",
+                    "\t.cfi_def_cfa_offset 16",
+                    "\t.cfi_offset 3, -24",
+                    "\t.loc 1 12 5",
+                    "# a comment",
+                    "\t.type\tf, @function",
+                    ".LVL7:",
+                    ".LBB12:",
+                ][..],
+            )
+            .prop_map(str::to_owned);
+            prop_oneof![4 => two, 2 => one, 2 => fixed]
+        }
+
+        /// Anything that may write `%r10` or `%r11`, or through which the registers cannot be
+        /// followed: an instruction naming either in any width and position, a call, a system
+        /// or hypervisor call, inline assembly, a section switch, a directive that emits bytes.
+        fn clobber() -> impl Strategy<Value = Vec<String>> {
+            let naming = (
+                prop::sample::select(MNEMONICS),
+                prop::sample::select(CARRIED_OPERANDS),
+                prop::sample::select(OTHER_OPERANDS),
+                any::<bool>(),
+            )
+                .prop_map(|(m, carried, other, first)| {
+                    let (a, b) = if first {
+                        (carried, other)
+                    } else {
+                        (other, carried)
+                    };
+                    vec![format!("\t{m}\t{a}, {b}")]
+                });
+            let single = prop::sample::select(&["pushq", "popq", "incq", "bswapq"][..])
+                .prop_flat_map(|m| {
+                    prop::sample::select(CARRIED_OPERANDS)
+                        .prop_map(move |r| vec![format!("\t{m}\t{r}")])
+                });
+            let call = (
+                prop::sample::select(&["call", "callq"][..]),
+                prop::sample::select(
+                    &[
+                        "f",
+                        "f@PLT",
+                        "*%rax",
+                        "*8(%rbx)",
+                        "*%r12",
+                        "__tsan_func_entry@PLT",
+                        "__tsan_read_range@PLT",
+                        "__tsan_volatile_read8@PLT",
+                        "memcpy@PLT",
+                    ][..],
+                ),
+            )
+                .prop_map(|(c, t)| vec![format!("\t{c}\t{t}")]);
+            let system = prop::sample::select(
+                &[
+                    "\tsyscall",
+                    "\tsysenter",
+                    "\tint\t$0x80",
+                    "\tint3",
+                    "\tvmcall",
+                    "\tvmmcall",
+                ][..],
+            )
+            .prop_map(|l| vec![l.to_owned()]);
+            let inline_assembly = prop::collection::vec(plain(), 0..3).prop_map(|body| {
+                let mut lines = vec!["#APP".to_owned()];
+                lines.extend(body);
+                lines.push("#NO_APP".to_owned());
+                lines
+            });
+            let section = prop::sample::select(
+                &[
+                    "\t.section\t.text.unlikely",
+                    "\t.section\t.rodata",
+                    "\t.text",
+                    "\t.data",
+                    "\t.bss",
+                ][..],
+            )
+            .prop_map(|l| vec![l.to_owned()]);
+            let bytes = prop::sample::select(
+                &[
+                    "\t.byte\t0x0f, 0x05",
+                    "\t.long\t0",
+                    "\t.quad\t0",
+                    "\t.zero\t8",
+                    "\t.value\t1",
+                    "\t.ascii\t\"x\"",
+                    "\t.insn\t0x90",
+                ][..],
+            )
+            .prop_map(|l| vec![l.to_owned()]);
+            prop_oneof![
+                4 => naming,
+                2 => single,
+                2 => call,
+                1 => system,
+                1 => inline_assembly,
+                1 => section,
+                1 => bytes,
+            ]
+        }
+
+        /// What the second of two sites finds with `between` between them.
+        fn second_site(between: &[String]) -> Carried {
+            let mut text = format!("{SITE}\n");
+            for line in between {
+                text.push_str(line);
+                text.push('\n');
+            }
+            text.push_str(SITE);
+            let found = sites(&text);
+            assert_eq!(found.len(), 2, "{text}");
+            found[1]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn anything_that_may_write_either_register_makes_the_next_site_reload(
+                before in prop::collection::vec(plain(), 0..6),
+                clobber in clobber(),
+                after in prop::collection::vec(plain(), 0..6),
+            ) {
+                let between: Vec<String> =
+                    before.into_iter().chain(clobber).chain(after).collect();
+                prop_assert_eq!(second_site(&between), Carried::Nothing, "{:#?}", between);
+            }
+
+            #[test]
+            fn plain_instructions_between_two_sites_let_the_second_carry_both(
+                between in prop::collection::vec(plain(), 0..12),
+            ) {
+                prop_assert_eq!(second_site(&between), Carried::MaskAndWord, "{:#?}", between);
+            }
+        }
     }
 }

@@ -614,13 +614,13 @@ fn link(compiler: &str, args: &[String], runtime: &Path) -> anyhow::Result<i32> 
              dlopen wrap); a monitored program does not reach them unless it calls dlopen itself"
         );
     }
-    if code != 0 && archive_lacks_symbol(runtime, inline_capture::ABI_PROBE) == Some(true) {
+    if code != 0 && archive_lacks_symbol(runtime, epcache_inline::layout::ABI_PROBE) == Some(true) {
         eprintln!(
             "epcache cc: the runtime {} is older than this epcache (it lacks \
              {}): rebuild it with `cargo build -p epcache-monitor` (same profile as epcache), \
              or build with {}=off",
             runtime.display(),
-            inline_capture::ABI_PROBE,
+            epcache_inline::layout::ABI_PROBE,
             inline_capture::INLINE_ENV
         );
     }
@@ -1441,7 +1441,7 @@ mod tests {
             std::fs::write(&path, bytes).unwrap();
             path
         };
-        let probe = inline_capture::ABI_PROBE;
+        let probe = epcache_inline::layout::ABI_PROBE;
         let with = archive(format!("\0\0\0\x02....a\0{probe}\0").as_bytes());
         assert_eq!(archive_lacks_symbol(&with, probe), Some(false));
         let longer = archive(format!("\0\0\0\x01....{probe}_old\0").as_bytes());

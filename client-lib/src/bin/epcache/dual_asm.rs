@@ -38,7 +38,9 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use crate::{carried_registers, inline_capture};
+use epcache_inline::emit::{Sites, hooked_access};
+
+use crate::carried_registers;
 
 /// Suffix of the instrumented copy of a function.
 const CAPTURED_SUFFIX: &str = ".captured";
@@ -75,7 +77,7 @@ pub(crate) struct Merged {
 /// Merges the plain and instrumented listings of one source file. `position_independent` code
 /// (`-fPIC`, for shared libraries) reaches the gate through the GOT. With `inline_capture`,
 /// the instrumented copy tests for repeat hits inline before its access hook calls
-/// (`inline_capture.rs`), except in position-independent or Intel-syntax listings.
+/// (`epcache_inline::emit`), except in position-independent or Intel-syntax listings.
 pub(crate) fn merge(
     plain: &str,
     instrumented: &str,
@@ -100,7 +102,7 @@ pub(crate) fn merge(
                 }
             )
         });
-    let mut sites = inline_capture.then(inline_capture::Sites::default);
+    let mut sites = inline_capture.then(Sites::default);
     write_instrumented(&instrumented, &plan, sites.as_mut(), &mut out);
     Ok(Merged {
         assembly: out,
@@ -752,16 +754,14 @@ fn gate_position(listing: &Listing<'_>, label: usize) -> usize {
 fn write_instrumented(
     instrumented: &Listing<'_>,
     plan: &Plan<'_>,
-    mut inline_sites: Option<&mut inline_capture::Sites>,
+    mut inline_sites: Option<&mut Sites>,
     out: &mut String,
 ) {
     let mut rendered = String::new();
     // What each hook call's site finds in the registers, from the listing as the compiler
     // wrote it: renaming keeps every label distinct, and the lines left out are data.
     let carried = match inline_sites {
-        Some(_) => carried_registers::carried(&instrumented.lines, |l| {
-            inline_capture::hooked_access(l).is_some()
-        }),
+        Some(_) => carried_registers::carried(&instrumented.lines, |l| hooked_access(l).is_some()),
         None => Vec::new(),
     };
     for (i, line) in instrumented.lines.iter().enumerate() {
@@ -812,7 +812,7 @@ fn write_instrumented(
                 Token::Other(o) => rendered.push_str(o),
             }
         }
-        match (&mut inline_sites, inline_capture::hooked_access(&rendered)) {
+        match (&mut inline_sites, hooked_access(&rendered)) {
             (Some(sites), Some(access)) => sites.write(access, carried[i], &rendered, out),
             _ => {
                 out.push_str(&rendered);

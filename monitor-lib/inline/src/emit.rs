@@ -1,0 +1,573 @@
+//! The sequence as AT&T assembly: [`Sites::write`] writes one site in front of a hook call, for
+//! every access size the hooks report (1, 2, 4, 8 and 16 bytes), reads and writes, and whatever
+//! an earlier site left in the registers ([`Carried`]); [`hooked_access`] says which calls get
+//! one.
+//!
+//! Why: with everything monitored, most accesses touch the line their L1 set touched last, and
+//! the runtime answers them from a per-thread table without simulating (`capture/filter.rs` in
+//! `epcache-monitor`). Reaching that table through a call per access (and the hook's own
+//! checks) cost about as much as Cachegrind's whole instrumentation. Inline, the test reads
+//! the same table at the same thread-local addresses and counts the same hit; every access it
+//! cannot answer falls through to the original call, so results do not change.
+//!
+//! An access the test does not answer, within one line the runtime knows to hold a single
+//! data structure, takes its table entry over inline and is appended to the thread's batch,
+//! which the runtime simulates in order when it next runs on the thread: the call is left for
+//! accesses that straddle lines, lines of two structures, a full batch and threads that do not
+//! capture. [`crate::model`] says what each path does; the differential test runs every
+//! variant assembled against it.
+//!
+//! Registers: the sequence writes only registers the call it guards would clobber
+//! ([`CLOBBERED`] and the flags), leaves `rdi` (the address) for the call, and touches no
+//! stack. Every path leaves the tag word in [`WORD`] and the table's offset mask in [`MASK`],
+//! where a later site finds them when nothing in between can have written them (the caller's
+//! analysis, `carried_registers.rs` in `epcache cc`, treats any instruction naming one of
+//! [`CARRIED_REGISTERS`] as writing it). A change to the sequence (a new path, a path that ends
+//! elsewhere, another register) must keep all three, or sites will read a stale or foreign
+//! mask.
+//!
+//! Every number the sequence holds (shifts, masks, sizes, offsets) is written from
+//! [`crate::layout`] and [`crate::tag_word`]; the thread-local words are reached with the
+//! local-exec model, so the sequence is written only for code linked into an executable (not
+//! `-fPIC`), and only into AT&T-syntax listings (gcc's and clang's default).
+
+use std::fmt::Write as _;
+
+use crate::layout::{
+    self, DIRTY_MARK, META_SHIFT, RECORD_ADDRESS, RECORD_BYTES, RECORD_OLD_READ_HITS,
+    RECORD_OLD_TAG, RECORD_STRUCTURE, TAG_WORD_SYMBOL, ThreadWord, WHOLE_PAGE_SHIFT, WHOLE_SLOTS,
+};
+use crate::tag_word::{MASK_SHIFT, MASK_UNIT_BITS};
+
+/// Where every path of a site leaves the tag word ...
+pub const WORD: &str = "%r11";
+/// ... and the table's offset mask (in its low 32 bits, `%r10d`).
+pub const MASK: &str = "%r10";
+/// [`MASK`]'s low 32 bits.
+const MASK_32: &str = "%r10d";
+/// The registers a site may leave for the next: an instruction naming either, in any width
+/// (`%r10d`, `%r11b`, ...), may have written it.
+pub const CARRIED_REGISTERS: [&str; 2] = [MASK, WORD];
+/// Every register a site writes besides the flags: all are clobbered by the call it guards.
+pub const CLOBBERED: [&str; 8] = ["%rax", "%rcx", "%rdx", "%rsi", "%r8", MASK, WORD, "%xmm0"];
+/// The access sizes the fixed-size hooks report.
+pub const HOOK_SIZES: [u32; 5] = [1, 2, 4, 8, 16];
+
+// The instructions' operand sizes: `movq` and `cmpq` for the 8-byte words, `movl` for the
+// structure, `incb`/`decb` for `in_miss`, and scaled indexes into the whole-line cache.
+const _: () = {
+    assert!(ThreadWord::WholeStructure.bytes() == 4 && ThreadWord::InMiss.bytes() == 1);
+    assert!(ThreadWord::WholeLo.bytes() == 8 && ThreadWord::WholeHi.bytes() == 8);
+    assert!(ThreadWord::SyncedWord.bytes() == 8 && ThreadWord::BatchPos.bytes() == 8);
+};
+
+/// A fixed-size access a hook call reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Access {
+    /// Bytes, one of [`HOOK_SIZES`]: no longer than the shortest line the runtime's table
+    /// takes, so an access spans one line or two consecutive ones, whose entries differ,
+    /// which is why one compare tells that it lies in one line (`crate::model` assumes it
+    /// too).
+    pub size: u32,
+    pub write: bool,
+}
+
+/// The access a `call` of a fixed-size read or write hook (aligned or unaligned, through the PLT
+/// or not) reports; `None` for any other instruction, including the volatile and `_pc`
+/// variants, which stay calls.
+pub fn hooked_access(line: &str) -> Option<Access> {
+    let mut words = line.split_whitespace();
+    // gcc writes `call`, clang `callq`.
+    if !matches!(words.next()?, "call" | "callq") {
+        return None;
+    }
+    let target = words.next()?;
+    if words.next().is_some() {
+        return None;
+    }
+    let name = target.strip_suffix("@PLT").unwrap_or(target);
+    let name = name.strip_prefix("__tsan_")?;
+    // Aligned and unaligned hooks get the same test: gcc reports packed fields with the aligned
+    // ones too, so alignment is what the address usually is, not a promise.
+    let name = name.strip_prefix("unaligned_").unwrap_or(name);
+    let (write, size) = if let Some(size) = name.strip_prefix("read") {
+        (false, size)
+    } else {
+        (true, name.strip_prefix("write")?)
+    };
+    let size = HOOK_SIZES.into_iter().find(|s| size == s.to_string())?;
+    Some(Access { size, write })
+}
+
+/// What a site finds in [`MASK`] and [`WORD`] when it starts, left by an earlier site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Carried {
+    /// It loads the word into [`WORD`] and decodes the mask into [`MASK`].
+    Nothing,
+    /// [`MASK`] holds the mask; it loads the word.
+    Mask,
+    /// Both hold what the last site left.
+    MaskAndWord,
+}
+
+impl Carried {
+    /// Every case, for tests that write each variant.
+    pub const ALL: [Carried; 3] = [Carried::Nothing, Carried::Mask, Carried::MaskAndWord];
+}
+
+/// Numbers the sites of one listing, so their labels are unique, and counts them.
+#[derive(Debug, Default)]
+pub struct Sites {
+    count: usize,
+    carried: usize,
+}
+
+impl Sites {
+    /// Sites written.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Sites that found the mask, or the mask and the word, left by an earlier site.
+    pub fn carried(&self) -> usize {
+        self.carried
+    }
+
+    /// Writes the test for `access`, then `call` (the original hook call, the path for every
+    /// access the test does not answer), then the count of a hit, and the label every path
+    /// meets at. `carried` is what the registers hold from an earlier site; every path leaves
+    /// [`WORD`] holding the tag word and [`MASK`] the table's offset mask for the next.
+    ///
+    /// The common path of a read whose site finds both is 7 instructions, its taken branch to
+    /// the count included, and two loads: the tag compared and the count. The tag of the last
+    /// byte is `addr + size - 1 | tag_word` (`crate::tag_word`), so a thread with a switch to
+    /// pick up matches nothing and goes to the miss path, which checks; the entry's offset is
+    /// `addr & mask`, from the first byte. Carrying the word and mask from site to site took
+    /// the monitored matmul bench's run about 4% shorter than loading and decoding them at
+    /// every site.
+    ///
+    /// One compare also tells that the access lies in one line: an entry holds only tags of
+    /// lines whose offset is its own, and consecutive lines have different offsets (the runtime
+    /// keeps at least two entries, `Filter::entries_for`), so the last byte's tag matches the
+    /// first byte's entry only when both bytes are in its line. The miss path, which takes the
+    /// entry over, tests that before it does.
+    pub fn write(&mut self, access: Access, carried: Carried, call: &str, out: &mut String) {
+        debug_assert!(HOOK_SIZES.contains(&access.size), "{access:?}");
+        self.count += 1;
+        self.carried += usize::from(carried != Carried::Nothing);
+        let n = self.count;
+        let slow = format!(".Lepcache.slow.{n}");
+        let miss = format!(".Lepcache.miss.{n}");
+        let hit = format!(".Lepcache.hit.{n}");
+        let done = format!(".Lepcache.done.{n}");
+        match carried {
+            Carried::Nothing => load_word_and_mask(out),
+            Carried::Mask => load_word(out),
+            Carried::MaskAndWord => {}
+        }
+        // The tag: the address of the last line's last byte with the key on top, which is the
+        // entry's only when the access lies in the entry's line (see above) and the thread
+        // has no switch to pick up.
+        if access.size > 1 {
+            let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
+        } else {
+            let _ = writeln!(out, "\tmovq\t%rdi, %rax");
+        }
+        let _ = writeln!(out, "\torq\t{WORD}, %rax");
+        // The entry's byte offset in the table: the first byte's address ANDed with the mask.
+        let _ = writeln!(out, "\tmovl\t%edi, %edx");
+        let _ = writeln!(out, "\tandl\t{MASK_32}, %edx");
+        let count = if access.write {
+            // A write matches a written entry; one that owns its block clean is marked written
+            // and dirty pending (the runtime marks the line dirty before it next simulates an
+            // access to the set), then counted.
+            let clean = format!(".Lepcache.clean.{n}");
+            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::WriteTags));
+            let _ = writeln!(out, "\tje\t{hit}");
+            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags));
+            let _ = writeln!(out, "\tje\t{clean}");
+            miss_path(access, &miss, &slow, &done, out);
+            let _ = writeln!(out, "{clean}:");
+            let _ = writeln!(out, "\tmovq\t%rax, {}", entry(ThreadWord::WriteTags));
+            // The mark is the record's dirty bit, so the miss path ORs it into the meta byte
+            // as it is.
+            let _ = writeln!(
+                out,
+                "\tmovq\t${DIRTY_MARK}, {}",
+                entry(ThreadWord::DirtyPending)
+            );
+            let _ = writeln!(out, "\tjmp\t{hit}");
+            ThreadWord::WriteHits
+        } else {
+            // A read matches a clean or a written entry.
+            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags));
+            let _ = writeln!(out, "\tje\t{hit}");
+            miss_path(access, &miss, &slow, &done, out);
+            ThreadWord::ReadHits
+        };
+        let _ = writeln!(out, "{slow}:");
+        let _ = writeln!(out, "{call}");
+        // The call may have switched the thread, and clobbered both registers.
+        load_word_and_mask(out);
+        let _ = writeln!(out, "\tjmp\t{done}");
+        let _ = writeln!(out, "{hit}:");
+        let _ = writeln!(out, "\tincq\t{}", entry(count));
+        let _ = writeln!(out, "{done}:");
+    }
+}
+
+/// Loads the tag word into [`WORD`].
+fn load_word(out: &mut String) {
+    let _ = writeln!(out, "\tmovq\t{TAG_WORD_SYMBOL}(%rip), {WORD}");
+}
+
+/// Loads the tag word into [`WORD`] and the table's offset mask, kept in the word's top byte in
+/// units of entries (`crate::tag_word::offset_mask_of`), into [`MASK`].
+fn load_word_and_mask(out: &mut String) {
+    load_word(out);
+    let _ = writeln!(out, "\tmovq\t{WORD}, {MASK}");
+    let _ = writeln!(out, "\tshrq\t${MASK_SHIFT}, {MASK}");
+    let _ = writeln!(out, "\tshll\t${MASK_UNIT_BITS}, {MASK_32}");
+}
+
+/// A thread-local word, at its first value.
+fn tls(word: ThreadWord) -> String {
+    format!("%fs:{}@tpoff", word.symbol())
+}
+
+/// The word of the table entry whose byte offset is in `%rdx`.
+fn entry(word: ThreadWord) -> String {
+    debug_assert!(word.entry_offset().is_some(), "{word:?}");
+    format!("{}(%rdx)", tls(word))
+}
+
+/// The whole-line cache's word for the slot in `%rcx`.
+fn whole(word: ThreadWord) -> String {
+    format!("{}(,%rcx,{})", tls(word), word.bytes())
+}
+
+/// The word `index` of the batch record whose address is in `%rsi`.
+fn record(index: usize) -> String {
+    format!("{}(%rsi)", index * 8)
+}
+
+/// The miss path, at `miss`: an access (last byte's tag in `%rax`, entry offset in `%rdx`)
+/// that the entry does not answer, of a thread with nothing to sync (its synced word is the
+/// tag word), that lies in one line takes the entry over and is appended to the thread's
+/// batch, for the runtime to simulate later in order (`Filter::inline_miss` in the runtime does
+/// the same): when its line is known whole (`whole_lo <= addr < whole_hi` in the page's slot)
+/// and the batch has room. The old owner's tag, hits and dirty mark move into the record, with
+/// the line's data structure from the slot. Anything else goes to `slow`; the path ends with a
+/// jump to `done`.
+fn miss_path(access: Access, miss: &str, slow: &str, done: &str, out: &mut String) {
+    let meta = layout::meta(access.size, access.write);
+    let _ = writeln!(out, "{miss}:");
+    // The thread captures and has no switch to pick up.
+    let _ = writeln!(out, "\tmovq\t{TAG_WORD_SYMBOL}(%rip), %rcx");
+    let _ = writeln!(out, "\tcmpq\t%rcx, {}", tls(ThreadWord::SyncedWord));
+    let _ = writeln!(out, "\tjne\t{slow}");
+    if access.size > 1 {
+        // One line only: the first byte's tag is the last byte's (in `%rax`).
+        let _ = writeln!(out, "\torq\t%rdi, %rcx");
+        let _ = writeln!(out, "\tcmpq\t%rax, %rcx");
+        let _ = writeln!(out, "\tjne\t{slow}");
+    }
+    let _ = writeln!(out, "\tmovq\t%rdi, %rcx");
+    let _ = writeln!(out, "\tshrq\t${WHOLE_PAGE_SHIFT}, %rcx");
+    let _ = writeln!(out, "\tandl\t${}, %ecx", WHOLE_SLOTS - 1);
+    let _ = writeln!(out, "\tcmpq\t{}, %rdi", whole(ThreadWord::WholeLo));
+    let _ = writeln!(out, "\tjb\t{slow}");
+    let _ = writeln!(out, "\tcmpq\t{}, %rdi", whole(ThreadWord::WholeHi));
+    let _ = writeln!(out, "\tjae\t{slow}");
+    let _ = writeln!(out, "\tmovl\t{}, %ecx", whole(ThreadWord::WholeStructure));
+    // From loading the batch position to storing it back, `in_miss` tells a signal handler
+    // that interrupts here that this path will still write where it loaded: the runtime then
+    // keeps the batch where it is.
+    let full = format!(".Lepcache.full.{}", &miss[".Lepcache.miss.".len()..]);
+    let _ = writeln!(out, "\tincb\t{}", tls(ThreadWord::InMiss));
+    let _ = writeln!(out, "\tmovq\t{}, %rsi", tls(ThreadWord::BatchPos));
+    let _ = writeln!(out, "\tcmpq\t{}, %rsi", tls(ThreadWord::BatchEnd));
+    let _ = writeln!(out, "\tjae\t{full}");
+    // The first word: the address, its top byte the meta byte (size, write, the old dirty
+    // mark), made in a register and stored once.
+    let _ = writeln!(out, "\tmovq\t{}, %r8", entry(ThreadWord::DirtyPending));
+    let _ = writeln!(out, "\torq\t${meta}, %r8");
+    let _ = writeln!(out, "\tshlq\t${META_SHIFT}, %r8");
+    let _ = writeln!(out, "\torq\t%rdi, %r8");
+    let _ = writeln!(out, "\tmovq\t%r8, {}", record(RECORD_ADDRESS));
+    let _ = writeln!(out, "\tmovq\t$0, {}", entry(ThreadWord::DirtyPending));
+    // The old tag.
+    let _ = writeln!(out, "\tmovq\t{}, %r8", entry(ThreadWord::ReadTags));
+    let _ = writeln!(out, "\tmovq\t%r8, {}", record(RECORD_OLD_TAG));
+    // The old read and write hits, adjacent in the entry as in the record, moved and cleared
+    // 16 bytes at a time. The call clobbers every `xmm` register, so the program keeps nothing
+    // in them across the site (and the compiler clears the upper halves before the call, so
+    // legacy SSE costs no AVX transition).
+    let hits = entry(ThreadWord::ReadHits);
+    let _ = writeln!(out, "\tmovdqu\t{hits}, %xmm0");
+    let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", record(RECORD_OLD_READ_HITS));
+    let _ = writeln!(out, "\tpxor\t%xmm0, %xmm0");
+    let _ = writeln!(out, "\tmovdqu\t%xmm0, {hits}");
+    // The entry becomes the access's: its tag as read tag, and as write tag for a write.
+    let _ = writeln!(out, "\tmovq\t%rax, %xmm0");
+    if access.write {
+        let _ = writeln!(out, "\tpunpcklqdq\t%xmm0, %xmm0");
+    }
+    let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", entry(ThreadWord::ReadTags));
+    // The line's data structure, from the whole-line cache.
+    let _ = writeln!(out, "\tmovq\t%rcx, {}", record(RECORD_STRUCTURE));
+    let _ = writeln!(out, "\taddq\t${RECORD_BYTES}, %rsi");
+    let _ = writeln!(out, "\tmovq\t%rsi, {}", tls(ThreadWord::BatchPos));
+    let _ = writeln!(out, "\tdecb\t{}", tls(ThreadWord::InMiss));
+    let _ = writeln!(out, "\tjmp\t{done}");
+    let _ = writeln!(out, "{full}:");
+    let _ = writeln!(out, "\tdecb\t{}", tls(ThreadWord::InMiss));
+    let _ = writeln!(out, "\tjmp\t{slow}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(size: u32, write: bool) -> Access {
+        Access { size, write }
+    }
+
+    #[test]
+    fn only_fixed_size_read_and_write_hook_calls_are_inlined() {
+        for (line, size, write) in [
+            ("\tcall\t__tsan_read8@PLT", 8, false),
+            ("\tcall\t__tsan_write1", 1, true),
+            ("\tcall\t__tsan_unaligned_write16@PLT", 16, true),
+            ("\tcall\t__tsan_unaligned_read2", 2, false),
+        ] {
+            assert_eq!(hooked_access(line), Some(access(size, write)), "{line}");
+        }
+        assert_eq!(
+            hooked_access("\tcallq\t__tsan_read16@PLT"),
+            Some(access(16, false)),
+            "clang's spelling"
+        );
+        for other in [
+            "\tcall\t__tsan_volatile_read8@PLT",
+            "\tcall\t__tsan_read8_pc@PLT",
+            "\tcall\t__tsan_read_range@PLT",
+            "\tcall\t__tsan_read3@PLT",
+            "\tcall\t__tsan_func_entry@PLT",
+            "\tjmp\t__tsan_read8@PLT",
+            "\tcall\t*__tsan_read8@GOTPCREL(%rip)",
+            "\tcall\tmy__tsan_read8",
+            "\tmovq\t__tsan_read8@GOTPCREL(%rip), %rax",
+        ] {
+            assert_eq!(hooked_access(other), None, "{other}");
+        }
+    }
+
+    /// The sites a test writes, one after the other.
+    fn written(accesses: &[(Access, &str)]) -> (Sites, String) {
+        let mut sites = Sites::default();
+        let mut out = String::new();
+        for (access, call) in accesses {
+            sites.write(*access, Carried::Nothing, call, &mut out);
+        }
+        (sites, out)
+    }
+
+    #[test]
+    fn each_site_has_its_own_labels_and_keeps_its_call() {
+        let read = "\tcall\t__tsan_read8@PLT";
+        let (sites, out) = written(&[
+            (access(8, false), read),
+            (access(1, true), "\tcall\t__tsan_write1"),
+        ]);
+        assert_eq!(sites.count(), 2);
+        let labels: Vec<&str> = out.lines().filter(|l| l.ends_with(':')).collect();
+        assert_eq!(
+            labels,
+            [
+                ".Lepcache.miss.1:",
+                ".Lepcache.full.1:",
+                ".Lepcache.slow.1:",
+                ".Lepcache.hit.1:",
+                ".Lepcache.done.1:",
+                ".Lepcache.miss.2:",
+                ".Lepcache.full.2:",
+                ".Lepcache.clean.2:",
+                ".Lepcache.slow.2:",
+                ".Lepcache.hit.2:",
+                ".Lepcache.done.2:"
+            ]
+        );
+        // The call follows its slow label, reloads the registers the next site may take and
+        // skips the count; the read counts reads, the write writes.
+        let lines: Vec<&str> = out.lines().collect();
+        let slow = lines
+            .iter()
+            .position(|l| *l == ".Lepcache.slow.1:")
+            .unwrap();
+        assert_eq!(lines[slow + 1], read);
+        assert_eq!(
+            lines[slow + 2..slow + 7],
+            [
+                "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11",
+                "\tmovq\t%r11, %r10",
+                "\tshrq\t$56, %r10",
+                "\tshll\t$6, %r10d",
+                "\tjmp\t.Lepcache.done.1"
+            ]
+        );
+        assert_eq!(
+            lines[slow + 8],
+            "\tincq\t%fs:epcache_inline_v6_read_hits@tpoff(%rdx)"
+        );
+        let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
+        let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
+        assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
+        assert!(!first_site.contains("incq\t%fs:epcache_inline_v6_write_hits"));
+        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v6_write_hits@tpoff(%rdx)\n"));
+        // A write matches a written entry first; one owning its block clean is marked written
+        // and dirty pending, then counted.
+        let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
+        assert!(second_test.contains(
+            "\tcmpq\t%rax, %fs:epcache_inline_v6_write_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v6_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.clean.2\n"
+        ));
+        let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
+        assert!(clean.starts_with(
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v6_write_tags@tpoff(%rdx)\n\tmovq\t$64, %fs:epcache_inline_v6_dirty_pending@tpoff(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
+        ));
+        // A one-byte access cannot straddle lines: its tag is its own address's.
+        assert!(!second_test.contains("leaq"));
+        assert!(second_test.contains("\tmovq\t%rdi, %rax\n"));
+    }
+
+    #[test]
+    fn a_miss_takes_the_entry_over_and_appends_a_record_or_calls() {
+        let (_, read) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
+        let (_, write) = written(&[(access(4, true), "\tcall\t__tsan_write4")]);
+        for (out, meta, written) in [(&read, 8, "$0"), (&write, 4 | 1 << 5, "%rax")] {
+            let miss = &out
+                [out.find(".Lepcache.miss.1:").unwrap()..out.find(".Lepcache.slow.1:").unwrap()];
+            let miss = &miss[..miss.find(".Lepcache.clean.1:").unwrap_or(miss.len())];
+            // Only for a thread with nothing to sync, one-line accesses, in whole lines, while
+            // the batch has room; else the call.
+            assert!(
+                miss.starts_with(
+                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v6_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v6_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                ),
+                "{miss}"
+            );
+            assert_eq!(
+                miss.matches("\tjb\t.Lepcache.slow.1\n").count(),
+                1,
+                "{miss}"
+            );
+            assert_eq!(
+                miss.matches("\tjae\t.Lepcache.slow.1\n").count(),
+                1,
+                "{miss}"
+            );
+            // The batch position is loaded and stored back inside `in_miss`, on both ways out.
+            assert!(miss.contains("\tincb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v6_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v6_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
+            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
+            // The meta byte over the address's top byte: size, write, the old dirty mark.
+            let entry = |word: &str| format!("%fs:epcache_inline_v6_{word}@tpoff(%rdx)");
+            // Word 0, stored once: the meta byte (size, write, the old dirty mark) over the
+            // address's top byte; the mark is cleared.
+            let dirty = entry("dirty_pending");
+            assert!(
+                miss.contains(&format!(
+                    "\tmovq\t{dirty}, %r8\n\torq\t${meta}, %r8\n\tshlq\t$56, %r8\n\
+                     \torq\t%rdi, %r8\n\tmovq\t%r8, 0(%rsi)\n\tmovq\t$0, {dirty}\n"
+                )),
+                "{miss}"
+            );
+            // The old owner's tag and its two hit counts (16 bytes at once) move into the
+            // record; the counts start again at 0 and the tags become the access's, the
+            // write tag only for a write.
+            let tags = entry("read_tags");
+            let hits = entry("read_hits");
+            assert!(miss.contains(&format!("\tmovq\t{tags}, %r8\n\tmovq\t%r8, 8(%rsi)\n")));
+            assert!(miss.contains(&format!(
+                "\tmovdqu\t{hits}, %xmm0\n\tmovdqu\t%xmm0, 16(%rsi)\n\
+                 \tpxor\t%xmm0, %xmm0\n\tmovdqu\t%xmm0, {hits}\n"
+            )));
+            let both = if written == "%rax" {
+                "\tpunpcklqdq\t%xmm0, %xmm0\n"
+            } else {
+                ""
+            };
+            assert!(
+                miss.contains(&format!(
+                    "\tmovq\t%rax, %xmm0\n{both}\tmovdqu\t%xmm0, {tags}\n"
+                )),
+                "{miss}"
+            );
+            assert_eq!(miss.matches("write_tags").count(), 0, "{miss}");
+            assert_eq!(miss.matches("write_hits").count(), 0, "{miss}");
+            assert!(
+                miss.contains(
+                    "\tmovl\t%fs:epcache_inline_v6_whole_structure@tpoff(,%rcx,4), %ecx\n"
+                )
+            );
+            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v6_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+        }
+    }
+
+    #[test]
+    fn every_access_compares_its_last_bytes_tag_with_its_first_bytes_entry() {
+        let (_, aligned) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
+        // The common path: the tag word (one load) and the mask from its top byte (3), the tag
+        // (2), the offset from the first byte (2), the compare (2) before the miss label, then
+        // the count; no epoch compare, no alignment test, no thread-local mask.
+        let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
+        assert_eq!(
+            common,
+            "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
+             \tshrq\t$56, %r10\n\tshll\t$6, %r10d\n\tleaq\t7(%rdi), %rax\n\
+             \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n\
+             \tcmpq\t%rax, %fs:epcache_inline_v6_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.1\n"
+        );
+        // A site that finds the mask loads the word only; one that finds both loads nothing.
+        let tail = "\tleaq\t7(%rdi), %rax\n";
+        for (carried, head) in [
+            (
+                Carried::Mask,
+                "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11\n",
+            ),
+            (Carried::MaskAndWord, ""),
+        ] {
+            let mut out = String::new();
+            Sites::default().write(access(8, false), carried, "\tcall\t__tsan_read8", &mut out);
+            assert!(
+                out.starts_with(&format!("{head}{tail}")),
+                "{carried:?}: {out}"
+            );
+        }
+        assert!(!aligned.contains("testb"), "{aligned}");
+        assert!(!aligned.contains("offset_mask"), "{aligned}");
+        // Aligned or not, and 16 bytes that may straddle two 8-byte lines: the same test.
+        for (access, call) in [
+            (access(8, false), "\tcall\t__tsan_read8"),
+            (access(8, true), "\tcall\t__tsan_unaligned_write8"),
+            (access(16, false), "\tcall\t__tsan_read16"),
+        ] {
+            let (_, out) = written(&[(access, call)]);
+            let test = &out[..out.find(".Lepcache.miss.1:").unwrap()];
+            let tag = format!(
+                "\tleaq\t{}(%rdi), %rax\n\torq\t%r11, %rax\n",
+                access.size - 1
+            );
+            assert!(test.contains(&tag), "{out}");
+            // The offset is the first byte's (`%edi`).
+            assert!(
+                test.contains("\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n"),
+                "{out}"
+            );
+        }
+        let (_, byte) = written(&[(access(1, true), "\tcall\t__tsan_write1")]);
+        assert!(
+            byte.contains("\tshll\t$6, %r10d\n\tmovq\t%rdi, %rax\n\torq\t%r11, %rax\n"),
+            "{byte}"
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! What a site does, in plain Rust: given what its registers hold (the tag word and the offset
+//! mask), an access and the memory it reads, the path it takes and everything it writes.
+//!
+//! The model is written over [`SiteMemory`], the words of [`crate::layout`], so it runs over the
+//! runtime's own table as well as over a [`ModelBlock`]: the runtime's tests use it as the
+//! inline test's meaning (`capture/filter.rs`), and this crate's differential test runs every
+//! assembled variant of [`crate::emit`] against it on random address streams. It follows the
+//! instructions step by step, including what they do with values the runtime never makes (a
+//! 32-bit offset, a shifted meta byte that drops high bits), so the two can be compared word for
+//! word.
+//!
+//! A site counts `in_miss` up and down again on every way out of its miss path, so the model
+//! leaves it as it was; only a signal handler that interrupts a miss path sees it above 0.
+
+use std::collections::BTreeMap;
+
+use crate::emit::{Access, HOOK_SIZES};
+use crate::layout::{
+    self, DIRTY_MARK, ENTRY_BYTES, META_SHIFT, RECORD_ADDRESS, RECORD_BYTES, RECORD_OLD_READ_HITS,
+    RECORD_OLD_TAG, RECORD_OLD_WRITE_HITS, RECORD_STRUCTURE, RECORD_WORDS, TABLE_ENTRIES,
+    WHOLE_SLOTS,
+};
+use crate::tag_word;
+
+/// What a site works with from its registers: the tag word and the table's offset mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registers {
+    pub word: u64,
+    pub mask: u32,
+}
+
+impl Registers {
+    /// What a site that loads and decodes the word holds.
+    pub const fn loaded(word: u64) -> Registers {
+        Registers {
+            word,
+            mask: tag_word::offset_mask_of(word),
+        }
+    }
+}
+
+/// A table entry's words ([`crate::layout::ENTRY_READ_TAG`] and the following).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Entry {
+    pub read_tag: u64,
+    pub write_tag: u64,
+    pub read_hits: u64,
+    pub write_hits: u64,
+    pub dirty_pending: u64,
+}
+
+/// One slot of the whole-line cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WholeLines {
+    pub lo: u64,
+    pub hi: u64,
+    pub structure: u32,
+}
+
+/// A batch record's words, as the miss path writes them.
+pub type RecordWords = [u64; RECORD_WORDS];
+
+/// The words a site reads and writes ([`crate::layout::ThreadWord`] and the tag word).
+pub trait SiteMemory {
+    /// The process-wide tag word, as a load reads it now.
+    fn tag_word(&self) -> u64;
+    /// The thread's synced word.
+    fn synced_word(&self) -> u64;
+    /// The entry at byte `offset` in the table (a multiple of [`ENTRY_BYTES`]).
+    fn entry(&self, offset: u32) -> Entry;
+    fn set_entry(&mut self, offset: u32, entry: Entry);
+    /// The whole-line cache's slot `slot`.
+    fn whole_lines(&self, slot: usize) -> WholeLines;
+    fn batch_pos(&self) -> u64;
+    fn batch_end(&self) -> u64;
+    fn set_batch_pos(&mut self, pos: u64);
+    /// Writes `record` at the address `at`, which the batch position held.
+    fn write_record(&mut self, at: u64, record: RecordWords);
+}
+
+/// The path a site takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// A repeat hit: the entry's read or write count went up.
+    Hit,
+    /// A write to a line that owns its entry clean: the entry is marked written and dirty
+    /// pending, and the write counted.
+    CleanWrite,
+    /// A miss the site handled: the entry is the access's, and the old owner went into a
+    /// record appended to the batch.
+    Batched,
+    /// The original call, for the reason given; the site then reloads its registers.
+    Slow(Slow),
+}
+
+/// Why a site calls its hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Slow {
+    /// The thread's synced word is not the tag word: it does not capture, or has a switch to
+    /// pick up.
+    MustSync,
+    /// The access's first and last bytes have different tags: it straddles two lines (or the
+    /// word the registers carried is not the word in memory).
+    Straddles,
+    /// The whole-line cache does not know the line to be whole.
+    NotWhole,
+    /// The batch has no room.
+    BatchFull,
+}
+
+/// The site's test and count, up to its miss path: `Some` path when the entry answers the
+/// access, `None` when the miss path runs.
+pub fn hit_test(
+    mem: &mut impl SiteMemory,
+    regs: Registers,
+    access: Access,
+    addr: u64,
+) -> Option<Path> {
+    debug_assert!(HOOK_SIZES.contains(&access.size) && regs.mask % ENTRY_BYTES as u32 == 0);
+    let tag = tag_of(regs, access, addr);
+    let offset = tag_word::entry_offset(addr, regs.mask);
+    let mut entry = mem.entry(offset);
+    let path = if access.write {
+        if entry.write_tag == tag {
+            Path::Hit
+        } else if entry.read_tag == tag {
+            entry.write_tag = tag;
+            entry.dirty_pending = DIRTY_MARK;
+            Path::CleanWrite
+        } else {
+            return None;
+        }
+    } else if entry.read_tag == tag {
+        Path::Hit
+    } else {
+        return None;
+    };
+    let count = if access.write {
+        &mut entry.write_hits
+    } else {
+        &mut entry.read_hits
+    };
+    *count = count.wrapping_add(1);
+    mem.set_entry(offset, entry);
+    Some(path)
+}
+
+/// The miss path of a site whose test did not answer the access: `Ok` when it took the entry
+/// over and appended a record, else why it goes to the call (having written nothing).
+pub fn miss_path(
+    mem: &mut impl SiteMemory,
+    regs: Registers,
+    access: Access,
+    addr: u64,
+) -> Result<(), Slow> {
+    let tag = tag_of(regs, access, addr);
+    let word = mem.tag_word();
+    if word != mem.synced_word() {
+        return Err(Slow::MustSync);
+    }
+    if access.size > 1 && tag_word::tag(addr, word) != tag {
+        return Err(Slow::Straddles);
+    }
+    let whole = mem.whole_lines(layout::whole_slot(addr));
+    if addr < whole.lo || addr >= whole.hi {
+        return Err(Slow::NotWhole);
+    }
+    let at = mem.batch_pos();
+    if at >= mem.batch_end() {
+        return Err(Slow::BatchFull);
+    }
+    let offset = tag_word::entry_offset(addr, regs.mask);
+    let old = mem.entry(offset);
+    let meta = old.dirty_pending | u64::from(layout::meta(access.size, access.write));
+    let mut record = [0; RECORD_WORDS];
+    record[RECORD_ADDRESS] = meta << META_SHIFT | addr;
+    record[RECORD_OLD_TAG] = old.read_tag;
+    record[RECORD_OLD_READ_HITS] = old.read_hits;
+    record[RECORD_OLD_WRITE_HITS] = old.write_hits;
+    record[RECORD_STRUCTURE] = u64::from(whole.structure);
+    mem.write_record(at, record);
+    mem.set_entry(
+        offset,
+        Entry {
+            read_tag: tag,
+            write_tag: if access.write { tag } else { 0 },
+            read_hits: 0,
+            write_hits: 0,
+            dirty_pending: 0,
+        },
+    );
+    mem.set_batch_pos(at.wrapping_add(RECORD_BYTES as u64));
+    Ok(())
+}
+
+/// Everything a site does before its call, if it calls: the path it takes.
+pub fn site(mem: &mut impl SiteMemory, regs: Registers, access: Access, addr: u64) -> Path {
+    if let Some(path) = hit_test(mem, regs, access, addr) {
+        return path;
+    }
+    match miss_path(mem, regs, access, addr) {
+        Ok(()) => Path::Batched,
+        Err(slow) => Path::Slow(slow),
+    }
+}
+
+/// What the registers hold after a site took `path` with `regs`: what they held, except after
+/// the call, which reloads them from `mem` as the call left it.
+pub fn registers_after(path: Path, regs: Registers, mem: &impl SiteMemory) -> Registers {
+    match path {
+        Path::Slow(_) => Registers::loaded(mem.tag_word()),
+        _ => regs,
+    }
+}
+
+/// The tag the site compares: its last byte's address with the word ORed in.
+fn tag_of(regs: Registers, access: Access, addr: u64) -> u64 {
+    tag_word::tag(addr.wrapping_add(u64::from(access.size) - 1), regs.word)
+}
+
+/// A thread's words as plain values, for tests: the table, the whole-line cache, the batch
+/// position and every record written, by address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelBlock {
+    pub tag_word: u64,
+    pub synced_word: u64,
+    pub entries: Vec<Entry>,
+    pub whole: [WholeLines; WHOLE_SLOTS],
+    pub batch_pos: u64,
+    pub batch_end: u64,
+    pub records: BTreeMap<u64, RecordWords>,
+}
+
+impl Default for ModelBlock {
+    fn default() -> Self {
+        ModelBlock {
+            tag_word: 0,
+            synced_word: 0,
+            entries: vec![Entry::default(); TABLE_ENTRIES],
+            whole: [WholeLines::default(); WHOLE_SLOTS],
+            batch_pos: 0,
+            batch_end: 0,
+            records: BTreeMap::new(),
+        }
+    }
+}
+
+impl SiteMemory for ModelBlock {
+    fn tag_word(&self) -> u64 {
+        self.tag_word
+    }
+    fn synced_word(&self) -> u64 {
+        self.synced_word
+    }
+    fn entry(&self, offset: u32) -> Entry {
+        self.entries[offset as usize / ENTRY_BYTES]
+    }
+    fn set_entry(&mut self, offset: u32, entry: Entry) {
+        self.entries[offset as usize / ENTRY_BYTES] = entry;
+    }
+    fn whole_lines(&self, slot: usize) -> WholeLines {
+        self.whole[slot]
+    }
+    fn batch_pos(&self) -> u64 {
+        self.batch_pos
+    }
+    fn batch_end(&self) -> u64 {
+        self.batch_end
+    }
+    fn set_batch_pos(&mut self, pos: u64) {
+        self.batch_pos = pos;
+    }
+    fn write_record(&mut self, at: u64, record: RecordWords) {
+        self.records.insert(at, record);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tag_word::word_of;
+
+    const READ8: Access = Access {
+        size: 8,
+        write: false,
+    };
+    const WRITE4: Access = Access {
+        size: 4,
+        write: true,
+    };
+
+    /// A thread that captures with 64-byte lines and 64 entries, the page at `page` known
+    /// whole (structure 3) and room for two records.
+    fn block(page: u64) -> ModelBlock {
+        let word = word_of(0x5a, 63, 63 << 6);
+        let mut b = ModelBlock {
+            tag_word: word,
+            synced_word: word,
+            batch_pos: 0x1000,
+            batch_end: 0x1000 + 2 * RECORD_BYTES as u64,
+            ..ModelBlock::default()
+        };
+        b.whole[layout::whole_slot(page)] = WholeLines {
+            lo: page,
+            hi: page + 4096,
+            structure: 3,
+        };
+        b
+    }
+
+    #[test]
+    fn a_miss_takes_the_entry_over_and_later_accesses_to_its_line_hit() {
+        let page = 0x7f00_0000_1000;
+        let mut b = block(page);
+        let regs = Registers::loaded(b.tag_word);
+        assert_eq!(site(&mut b, regs, READ8, page + 8), Path::Batched);
+        assert_eq!(site(&mut b, regs, READ8, page + 56), Path::Hit);
+        // A write to the line owning its entry clean marks it, then hits as written.
+        assert_eq!(site(&mut b, regs, WRITE4, page + 16), Path::CleanWrite);
+        assert_eq!(site(&mut b, regs, WRITE4, page + 20), Path::Hit);
+        let e = b.entries[0];
+        assert_eq!(
+            (e.read_hits, e.write_hits, e.dirty_pending),
+            (1, 2, DIRTY_MARK)
+        );
+        assert_eq!(e.read_tag, (page + 63) | b.tag_word);
+        assert_eq!(e.write_tag, e.read_tag);
+        // The next line's owner takes another entry; a line of the same set takes this one
+        // over, and the record carries the old owner's hits and dirty mark.
+        assert_eq!(
+            site(&mut b, regs, WRITE4, page + 64 * 64 + 8),
+            Path::Slow(Slow::NotWhole)
+        );
+        b.whole[layout::whole_slot(page + 4096)] = WholeLines {
+            lo: page + 4096,
+            hi: page + 8192,
+            structure: 4,
+        };
+        assert_eq!(
+            site(&mut b, regs, WRITE4, page + 64 * 64 + 8),
+            Path::Batched
+        );
+        let record = b.records[&(0x1000 + RECORD_BYTES as u64)];
+        assert_eq!(
+            record[RECORD_ADDRESS],
+            (4 | 32 | 64) << 56 | (page + 64 * 64 + 8)
+        );
+        assert_eq!(record[RECORD_OLD_TAG], e.read_tag);
+        assert_eq!(
+            (record[RECORD_OLD_READ_HITS], record[RECORD_OLD_WRITE_HITS]),
+            (1, 2)
+        );
+        assert_eq!(record[RECORD_STRUCTURE], 4);
+        assert_eq!(b.entries[0].dirty_pending, 0);
+        // The batch is full now.
+        assert_eq!(
+            site(&mut b, regs, READ8, page + 128),
+            Path::Slow(Slow::BatchFull)
+        );
+    }
+
+    #[test]
+    fn a_straddling_access_a_thread_to_sync_and_a_stale_key_go_to_the_call() {
+        let page = 0x7f00_0000_1000;
+        let mut b = block(page);
+        let regs = Registers::loaded(b.tag_word);
+        assert_eq!(
+            site(&mut b, regs, READ8, page + 60),
+            Path::Slow(Slow::Straddles)
+        );
+        assert_eq!(site(&mut b, regs, READ8, page), Path::Batched);
+        // A new key: the table's tags stop matching, and the thread must sync first.
+        b.tag_word = word_of(0x5b, 63, 63 << 6);
+        let regs = Registers::loaded(b.tag_word);
+        assert_eq!(site(&mut b, regs, READ8, page), Path::Slow(Slow::MustSync));
+        assert_eq!(registers_after(Path::Slow(Slow::MustSync), regs, &b), regs);
+        // A word carried from before the switch finds its line, as a delayed load would.
+        let stale = Registers::loaded(b.synced_word);
+        assert_eq!(site(&mut b, stale, READ8, page + 8), Path::Hit);
+        // Nothing is ever written for a slow path.
+        let before = b.clone();
+        assert_eq!(
+            site(&mut b, regs, READ8, page + 60),
+            Path::Slow(Slow::MustSync)
+        );
+        assert_eq!(b, before);
+    }
+}
