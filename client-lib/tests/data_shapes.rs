@@ -140,3 +140,50 @@ fn fortran_arrays_are_published_column_major_with_their_bounds() {
         ],
     );
 }
+
+/// What the shape is for: `epcache run`'s histogram over `double grid[100][50]` names its
+/// buckets by rows of the matrix, not by byte offsets.
+#[test]
+fn a_histogram_over_a_matrix_is_labelled_by_its_rows() {
+    if !available("gcc", "data_shapes") || !runtime_built("data_shapes") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("grid.c"), C_SOURCE).unwrap();
+    epcache_cc(dir.path(), &["gcc", "-O1", "grid.c", "-o", "grid"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args([
+            "run",
+            "--cache",
+            CACHE,
+            "--region",
+            "main",
+            "--array",
+            "grid",
+            "--event",
+            "PAPI_L1_STM",
+            "--buckets",
+            "10",
+            "--",
+        ])
+        .arg(dir.path().join("grid"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Ten buckets of 4000 bytes: ten rows of 50 doubles each.
+    for rows in ["[0..9][*]", "[40..49][*]", "[90..99][*]"] {
+        assert!(
+            stdout.lines().any(|l| l.trim_start().starts_with(rows)),
+            "no bucket labelled {rows}:\n{stdout}"
+        );
+    }
+    assert!(
+        !stdout.contains("+0.."),
+        "byte offsets instead of rows:\n{stdout}"
+    );
+}

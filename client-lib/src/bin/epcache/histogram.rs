@@ -6,14 +6,16 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_client::{Bucket, RequestResult};
+use epcache_client::{Bucket, RequestResult, Shape};
 
+use crate::array_labels;
 use crate::connection::{DaemonArgs, block_on, json};
 use crate::output::print_stdout;
 
-/// Show a histogram request's buckets as a bar chart, one bar per bucket with the bytes it
-/// covers (offsets from the start of the data structure or range); a per-thread request's as
-/// one chart per thread, on one scale.
+/// Show a histogram request's buckets as a bar chart, one bar per bucket labelled with the
+/// elements it covers where the array's type is known (`[0..199]` in C, `(1:200)` in Fortran;
+/// rows `[4..7][*]` or columns `(:,5:8)` of a 2-D array), else with its byte offsets from the
+/// start; a per-thread request's as one chart per thread, on one scale.
 #[derive(Debug, Args)]
 pub(crate) struct HistogramArgs {
     /// The target's pid.
@@ -45,6 +47,15 @@ fn title(r: &RequestResult) -> String {
         r.instances,
         r.total
     )
+}
+
+/// Where a result's array starts and what its type says: bucket labels name elements from
+/// there (see [`crate::array_labels`]).
+fn array_of(r: &RequestResult) -> (u64, Option<&Shape>) {
+    match &r.request.data_structure {
+        Some(d) => (d.range.start, d.shape.as_ref()),
+        None => (r.request.range.start, None),
+    }
 }
 
 /// The charts of a result: its buckets, or one chart per thread for a per-thread request, each
@@ -80,8 +91,8 @@ pub(crate) fn bars(r: &RequestResult, width: usize) -> String {
         .max()
         .unwrap_or(0)
         .max(1);
-    let base = r.request.range.start;
-    let label = |b: &Bucket| format!("+{}..+{}", b.range.start - base, b.range.end - base);
+    let (base, shape) = array_of(r);
+    let label = |b: &Bucket| array_labels::label(&b.range, base, shape);
     let label_width = panels
         .iter()
         .flat_map(|(_, b)| b.iter().map(|b| label(b).len()))
@@ -218,27 +229,28 @@ pub(crate) fn svg(r: &RequestResult) -> String {
                 b.count
             );
         }
-        // Axes and the count scale, then byte offsets under the first, middle and last bars.
+        // Axes and the count scale, then the first, middle and last bars' elements (or byte
+        // offsets, without a known type) under them.
         svg_axes(&mut out, (left, plot_top, plot_w, plot_h), &ticks);
-        let base = r.request.range.start;
+        let (base, shape) = array_of(r);
         let last = buckets.len().saturating_sub(1);
         for i in [0, last / 2, last] {
             if let Some(b) = buckets.get(i) {
                 let _ = writeln!(
                     out,
-                    r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">+{}</text>"#,
+                    r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
                     left + (i as f64 + 0.5) * slot,
                     plot_top + plot_h + 18.0,
-                    b.range.start - base
+                    escape(&array_labels::label(&b.range, base, shape))
                 );
             }
         }
         let _ = writeln!(
             out,
-            r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">byte offset in {}</text>"#,
+            r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
             left + plot_w / 2.0,
             plot_top + plot_h + 40.0,
-            escape(&r.request.data_name())
+            escape(&array_labels::axis_title(shape, &r.request.data_name()))
         );
     }
     out.push_str("</svg>\n");

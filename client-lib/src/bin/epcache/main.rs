@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+mod array_labels;
 mod cancel;
 mod carried_registers;
 mod cc;
