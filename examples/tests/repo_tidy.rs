@@ -62,7 +62,7 @@ fn unsafe_code_lives_only_in_the_named_modules() {
         "monitor-lib/src/capture/alloc_abi.rs",
         "monitor-lib/src/capture/gate_abi.rs",
         "monitor-lib/src/capture/signal_abi.rs",
-        "monitor-lib/src/capture/crash_abi.rs",
+        "monitor-lib/src/capture/process_end_abi.rs",
         "monitor-lib/src/capture/wrap_abi.rs",
         "monitor-lib/src/capture/thread_block.rs",
         "monitor-lib/src/symbols/running_executable.rs",
