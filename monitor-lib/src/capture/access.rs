@@ -1,5 +1,5 @@
 //! The access path: what every captured load and store runs, from the hooks (`tsan_abi.rs`,
-//! `sancov_abi.rs`) and the explicit [`read`] and [`write`].
+//! `sancov_abi.rs`) and the explicit [`read()`] and [`write()`].
 //!
 //! While nothing may capture, a hook is one load of a global and a return. While anything may,
 //! a fixed-size hook reads the thread's hook block (`hook_block.rs`) from the thread pointer

@@ -11,6 +11,9 @@
 //! everything meanwhile. A function frame pushed while quiet holds only its code address and
 //! is resolved at its exit only if something is armed by then.
 //!
+//! A boundary met inside the runtime (a hook of code the runtime calls) still pushes and pops,
+//! so the stack stays balanced, but resolves nothing and takes no lock.
+//!
 //! The stack pointer of the call that opened each frame tells what a `longjmp` left behind: the
 //! stack grows down, so a live frame's caller always lies at a higher stack pointer, and a
 //! boundary at `sp` closes, as at a return, the innermost frames opened below it

@@ -171,8 +171,8 @@ pub(super) struct Filter {
 
 /// One entry of the table, a host cache line of its own: the inline test's tag and count are
 /// in the same line (one line per hit), and the entry's offset is the address masked, with no
-/// shift (an entry per 64-byte line). Its words were arrays by field before ABI v5: every
-/// offset then needed the address shifted, an instruction per access.
+/// shift (an entry per 64-byte line); arrays by field would need the address shifted for every
+/// offset, an instruction per access.
 #[repr(C, align(64))]
 struct Entry {
     /// The tag of the block owning the entry, or 0.

@@ -5,13 +5,14 @@
 //!
 //! # Layers
 //!
-//! The modules form layers; a module uses only modules of its own layer or below, never one
-//! above, and within a layer the uses run one way (in the order listed). From the top:
+//! The modules form layers. A module uses only modules of its own layer or below, never one
+//! above, and within a layer only those listed after it (`examples/tests/repo_tidy.rs` checks
+//! both against this list). From the top:
 //!
 //! 1. **Entry points**, where the program calls in: `tsan_abi` (the `__tsan_*` hooks),
 //!    `sancov_abi` (SanitizerCoverage's callbacks), `c_abi` (markers and registration from C
 //!    and Fortran), `alloc_abi` (the allocator wraps), `wrap_abi` (`pthread_join`, `dlopen`,
-//!    `_exit`, gfortran's options), and this module's public API for Rust programs.
+//!    `_exit`, gfortran's options); and this module's public API for Rust programs.
 //! 2. **Hook paths**, what every hook runs through: `access` (loads and stores), `boundaries`
 //!    (region entry and exit), `sync` (the sync point, and the explicit switch).
 //! 3. **The process**: `start_up` (with `globals`, the program's globals as data structures),
@@ -21,28 +22,30 @@
 //!    `thread_capture` (one thread's capture, and its hand-off to the worker), `counting` (how
 //!    its accesses are simulated and counted), `worker` (the simulation thread), `hand_over`
 //!    (which threads hold counts the totals lack).
-//! 5. **What is counted**: `monitoring` (requests bound at a region's entry, results published
-//!    at its exit, standalone counts), `totals` (the run's sums), `structure_finder` (which data
-//!    structure holds an address), `heap` (heap blocks named by allocation site).
+//! 5. **What is counted**: `totals` (the run's sums), `monitoring` (requests bound at a
+//!    region's entry, results published at its exit, standalone counts), `structure_finder`
+//!    (which data structure holds an address), `heap` (heap blocks named by allocation site).
 //! 6. **The thread block**: `runtime_guard` (the state byte as the runtime changes it),
-//!    `thread_block` (the block at a fixed offset from the thread pointer), what it holds:
+//!    `thread_block` (the block at a fixed offset from the thread pointer), and what it holds:
 //!    `hook_block` (the state byte, the synced switches and the filter), `region_stack` (open
 //!    regions), `filter` (the repeat-hit filter).
-//! 7. **Registries**, process-wide and behind their own locks: `region_registry`, `data` (with
-//!    `descriptors`, Fortran arrays followed through their descriptors), `program` (the
-//!    program's own debug information), `mcc` (the segment, and what tools armed in it).
-//! 8. **Process-wide words**: `switches` (what every thread follows, and the epoch that says it
-//!    moved), `settings` (what the environment asks), `signal_abi` (termination signals held
-//!    for the report), `tag_key` (the tag word's key), `gate_abi` (the words generated code
-//!    reads by symbol).
+//! 7. **Registries**, process-wide, each behind its own lock: `region_registry`, `descriptors`
+//!    (Fortran arrays followed through their descriptors), `data` (the named data structures),
+//!    `program` (the program's own debug information), `mcc` (the segment, and what tools
+//!    armed in it).
+//! 8. **Process-wide words**: `signal_abi` (termination signals held for the report),
+//!    `switches` (what every thread follows, and the epoch that says it moved), `settings` (what
+//!    the environment asks), `tag_key` (the tag word's key), `gate_abi` (the words generated
+//!    code reads by symbol).
 //!
 //! Why this order: the hooks must reach the thread's block and the process-wide words with no
-//! lock and no call, so those sit lowest and know nothing above them; a thread's capture is
-//! made and fed only from the paths above it; the process's start and end orchestrate threads,
-//! never the other way round. Where a lower layer must run something of a higher one, it is
-//! handed a function: the exit and fork handlers (`start_up` to `process_end_abi`), the
-//! thread-end callback (`this_thread` to `thread_block`), the stack walker (`alloc_abi` to
-//! `heap`).
+//! lock and no call, so those sit lowest and know nothing above them; the thread block sits
+//! above what it holds (the filter, the region stack with its registry's region references);
+//! a thread's capture is made and fed only from the paths above it; the process's start and end
+//! orchestrate threads, never the other way round. Where a lower layer must run something of a
+//! higher one, it is handed a function: the exit and fork handlers (`start_up` to
+//! `process_end_abi`), the thread-end callback (`this_thread` to `thread_block`), the stack
+//! walker (`alloc_abi` to `heap`).
 //!
 //! # Unsafe code
 //!

@@ -3,11 +3,24 @@
 //! instances, caught up with the process-wide switches at its sync point, and handed on to the
 //! totals when the thread ends, is flushed, blocks in a join, or is asked to at exit.
 //!
+//! A thread simulates only while it captures: while the explicit switch is on or a monitored
+//! region instance is open on it (the standalone report monitors every region). So its caches
+//! start cold at its first monitored entry and keep their contents between monitored
+//! instances, as a hardware counter would see them.
+//!
 //! The capture is a Rust thread-local; it merges into the totals when dropped, at the thread's
-//! end. A thread that ends without its thread-local destructors (the main thread ending by
-//! `pthread_exit` while another lives) is reached through a thread-end callback instead
-//! ([`thread_ends_without_destructors`]). Every change here runs inside the runtime (a
-//! `RuntimeGuard`), so the hooks of code the runtime calls do not recurse into it.
+//! end. That alone would lose counts: a thread pool's workers (libgomp keeps OpenMP's idle until
+//! the process exits) outlive the report, and a main thread blocked joining its workers cannot
+//! hand anything on when one of them writes the report on a signal. So a thread other than the
+//! one that started the process hands its counts on whenever its last open monitored region
+//! ends (the main thread writes the report itself, and may open and close top-level regions in
+//! a tight loop), any thread does before it blocks in `pthread_join`, and a thread still inside
+//! a region at exit does at its next sync point (`hand_over.rs`). A thread that ends without
+//! its thread-local destructors (the main thread ending by `pthread_exit` while another lives)
+//! is reached through a thread-end callback instead ([`thread_ends_without_destructors`]).
+//!
+//! Every change here runs inside the runtime (a `RuntimeGuard`), so the hooks of code the
+//! runtime calls do not recurse into it.
 
 use std::cell::{Cell, RefCell};
 

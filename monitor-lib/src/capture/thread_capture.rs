@@ -344,7 +344,7 @@ impl ThreadCapture {
         }
     }
 
-    /// [`Counting::clean_write`], out of line for the same reason as [`Self::access`].
+    /// `Counting::clean_write`, out of line for the same reason as [`Self::access`].
     #[inline(never)]
     pub(super) fn clean_write(&mut self, addr: u64, size: u32) {
         if let Some(core) = self.core() {
