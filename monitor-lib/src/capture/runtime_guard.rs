@@ -16,22 +16,27 @@
 //! [`ThreadState::On`] and [`ThreadState::Off`] is [`settle`], or [`RuntimeGuard::leave_settled`]
 //! for a runtime call that decides it on its way out.
 //!
-//! Where a guard is never dropped, on purpose:
+//! A guard belongs to its thread (it is not `Send`): dropped on another, it would restore that
+//! thread's byte. Where a guard is never dropped, on purpose:
 //! - [`RuntimeGuard::stay`]: the simulation worker (none of its work is the program's) and a
 //!   thread that ended without its thread-local destructors (anything it runs later is not
-//!   counted);
+//!   counted); dropping theirs would let the hooks count what they then run;
 //! - a path that never returns while a guard is live: a signal handler that ends the process
 //!   (a second held signal, a crash inside the runtime) over a guarded scope dies with the
-//!   thread busy, which it is;
+//!   thread busy, which it is; a thread parked by `process_end::end_for_signal` runs nothing
+//!   of the program's again;
 //! - a fork child inherits the forking thread's byte as it was; the runtime never forks, so
-//!   that is the program's state, never a guard's.
+//!   that is the program's state, never a guard's, and the child's handler
+//!   (`process_end::after_fork_in_child`) takes its own.
 //!
 //! Paths that end the process after the report (`process_end::end_for_signal`, the crash
-//! handler, the `_exit` wrap) drop the report's guard before they end it.
-//!
-//! A signal handler that interrupts a guarded scope finds the thread busy, so its own
-//! instrumented code is not counted; a handler that leaves by `siglongjmp` out of the runtime
-//! leaves the thread busy for good (as it leaves any Rust frame it jumps over undone).
+//! handler, the `_exit` wrap) drop the report's guard before they end it. A signal handler that
+//! interrupts a guarded scope finds the thread busy, so its own instrumented code is not
+//! counted, and a guard it takes (the crash handler's report) restores busy when dropped; a
+//! handler that leaves by `siglongjmp` out of the runtime leaves the thread busy for good (as it
+//! leaves any Rust frame it jumps over undone).
+
+use std::marker::PhantomData;
 
 use super::hook_block::{HookBlock, ThreadState};
 use super::thread_block;
@@ -67,6 +72,8 @@ pub(super) fn settle(captures: bool) {
 pub(super) struct RuntimeGuard {
     /// What the thread's state was, and is again at the drop.
     found: ThreadState,
+    /// Not `Send`: the byte is the thread's own.
+    _thread: PhantomData<*const ()>,
 }
 
 impl RuntimeGuard {
@@ -75,6 +82,7 @@ impl RuntimeGuard {
     pub(super) fn enter() -> RuntimeGuard {
         RuntimeGuard {
             found: thread_block::with_hooks(|h| h.replace_state(ThreadState::Busy)),
+            _thread: PhantomData,
         }
     }
 
@@ -85,6 +93,7 @@ impl RuntimeGuard {
         thread_block::with_hooks(|h| h.set_state(ThreadState::Busy));
         RuntimeGuard {
             found: ThreadState::On,
+            _thread: PhantomData,
         }
     }
 
@@ -96,7 +105,10 @@ impl RuntimeGuard {
         if found != ThreadState::Busy {
             thread_block::with_hooks(|h| h.set_state(ThreadState::Allocating));
         }
-        RuntimeGuard { found }
+        RuntimeGuard {
+            found,
+            _thread: PhantomData,
+        }
     }
 
     /// Leaves the runtime capturing or not, as the caller decided on its way out, unless the
