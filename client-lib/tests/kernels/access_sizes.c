@@ -8,11 +8,16 @@
 
 #define N 4096
 
-unsigned char bytes[N];
-unsigned short halves[N];
-unsigned int words[N];
-double doubles[N];
-__int128 wide[N / 4];
+/* Every array starts a cache line, so the builds a test compares (inline, calls, plain), whose
+ * other data differs in size, map each array to lines alike: a shifted array spans one line
+ * more and misses differently. */
+#define LINE_ALIGNED __attribute__((aligned(64)))
+
+LINE_ALIGNED unsigned char bytes[N];
+LINE_ALIGNED unsigned short halves[N];
+LINE_ALIGNED unsigned int words[N];
+LINE_ALIGNED double doubles[N];
+LINE_ALIGNED __int128 wide[N / 4];
 
 /* Fields at odd offsets: gcc reports them with the unaligned hooks, and with 64-byte lines
  * some of them straddle two lines. */
@@ -22,12 +27,12 @@ struct __attribute__((packed)) odd {
   double value;
   unsigned short small;
 };
-struct odd odds[N / 8];
+LINE_ALIGNED struct odd odds[N / 8];
 
 /* One array per thread, written and read back by its own thread, line by line: mostly repeat
  * hits. */
 #define LANE_ROUNDS 20
-double lanes[2][N];
+LINE_ALIGNED double lanes[2][N];
 
 __attribute__((noinline)) unsigned long scan(int rounds) {
   unsigned long sum = 0;

@@ -15,11 +15,9 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{heap, state};
-
-/// Smaller blocks are not tracked: they are rarely the arrays a user asks about, and every one
-/// would be a table entry.
-pub const MIN_TRACKED_BYTES: usize = 4096;
+use super::data::MIN_TRACKED_BYTES;
+use super::heap;
+use super::runtime_guard::RuntimeGuard;
 
 unsafe extern "C" {
     fn __libc_malloc(size: usize) -> *mut c_void;
@@ -76,19 +74,23 @@ call_site_entry!(__wrap_pvalloc(size: usize) -> *mut c_void, "rsi", pvalloc_at);
 /// handler's own instrumented code (a function entry is a sync point, which frees what the
 /// data structures' refresh replaced) nor its `_exit` (the report) reaches into the runtime,
 /// whose allocations would wait for that lock forever. A crash in the allocator (glibc's abort
-/// on a corrupted heap) is still the program's and writes the report (`state::ALLOCATING`).
+/// on a corrupted heap) is still the program's and writes the report
+/// (`ThreadState::Allocating`).
 #[inline(always)]
 fn in_allocator<R>(call: impl FnOnce() -> R) -> R {
-    let previous = state::enter_allocator();
-    let result = call();
-    state::leave_runtime(previous);
-    result
+    let _allocating = RuntimeGuard::enter_allocator();
+    call()
 }
 
 /// Tells the runtime about a new block big enough to track.
 fn track(block: *mut c_void, bytes: usize, return_pc: u64) {
     if bytes >= MIN_TRACKED_BYTES && !block.is_null() {
-        heap::allocated(block.addr() as u64, bytes as u64, return_pc);
+        heap::allocated(
+            block.addr() as u64,
+            bytes as u64,
+            return_pc,
+            return_addresses,
+        );
     }
 }
 
@@ -380,7 +382,7 @@ extern "C" fn forget_deleted(ptr: *mut c_void) {
 /// Fills `frames` with the return addresses of the calling thread's stack, innermost first (the
 /// first is in this function's caller); returns how many. The unwinder reads the `.eh_frame`
 /// unwind tables every C, C++, Fortran and Rust function on x86_64 Linux has.
-pub(super) fn return_addresses(frames: &mut [u64]) -> usize {
+fn return_addresses(frames: &mut [u64]) -> usize {
     #[repr(C)]
     struct Walk<'a> {
         frames: &'a mut [u64],

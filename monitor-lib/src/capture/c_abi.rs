@@ -10,10 +10,7 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
-use crate::ranges::AddressRange;
-use crate::shm::layout::DataStructureKind;
-
-use super::{data, regions, state};
+use super::{boundaries, region_registry, start_up};
 
 /// Reads a C string argument; `None` for a null pointer.
 ///
@@ -50,7 +47,7 @@ pub extern "C" fn epcache_region_begin(name: *const c_char) {
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_begin(name: *const c_char) {
     // No call site to key a cache by: always the general path.
-    region_begin_slow(name, 0, regions::UNKNOWN_STACK);
+    region_begin_slow(name, 0, super::region_stack::UNKNOWN_STACK);
 }
 
 extern "C" fn region_begin_at(name: *const c_char, return_pc: u64, sp: u64) {
@@ -58,15 +55,15 @@ extern "C" fn region_begin_at(name: *const c_char, return_pc: u64, sp: u64) {
     // path saves no registers.
     // Past the quiet test only: a process that never tracks (`EPCACHE_MCC=off`, no report)
     // skips the call, and the tracking one pays nothing for the check.
-    if !regions::marker_begin_quiet(return_pc, sp) && !state::never_tracking() {
+    if !boundaries::marker_begin_quiet(return_pc, sp) && !region_registry::never_tracking() {
         region_begin_slow(name, return_pc, sp);
     }
 }
 
 #[inline(never)]
 extern "C" fn region_begin_slow(name: *const c_char, return_pc: u64, sp: u64) {
-    state::init_process();
-    regions::marker_begin_at(return_pc, sp, || {
+    start_up::init_process();
+    boundaries::marker_begin_at(return_pc, sp, || {
         // SAFETY: `name` comes straight from the C caller, which passes a string literal or a
         // NUL-terminated buffer (the header's contract), or null; it is read during this call.
         let name = unsafe { label(name) };
@@ -95,11 +92,11 @@ pub extern "C" fn epcache_region_end() {
 #[cfg(not(target_arch = "x86_64"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_region_end() {
-    regions::marker_end(0, regions::UNKNOWN_STACK);
+    boundaries::marker_end(0, super::region_stack::UNKNOWN_STACK);
 }
 
 extern "C" fn region_end_at(return_pc: u64, sp: u64) {
-    regions::marker_end(return_pc, sp);
+    boundaries::marker_end(return_pc, sp);
 }
 
 /// Registers the `bytes` bytes at `addr` as the data structure `name` (a NUL-terminated string,
@@ -107,7 +104,7 @@ extern "C" fn region_end_at(return_pc: u64, sp: u64) {
 /// another entry; call `epcache_unregister` before the memory is freed.
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_register(name: *const c_char, addr: *const c_void, bytes: u64) {
-    state::init_process();
+    start_up::init_process();
     // SAFETY: as for `region_begin_at`: a NUL-terminated string or null from the caller.
     let name = unsafe { label(name) };
     super::register_array(
@@ -121,15 +118,4 @@ pub extern "C" fn epcache_register(name: *const c_char, addr: *const c_void, byt
 #[unsafe(no_mangle)]
 pub extern "C" fn epcache_unregister(addr: *const c_void) {
     super::unregister_array(addr.addr() as u64);
-}
-
-/// Registration from Rust, shared with the C entry points.
-pub(super) fn register(name: &str, start: u64, bytes: u64) {
-    let previous = state::enter_runtime();
-    data::register(
-        name,
-        AddressRange::new(start, bytes),
-        DataStructureKind::HeapRegistered,
-    );
-    state::leave_runtime(previous);
 }

@@ -10,7 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::ranges::AddressRange;
 use crate::shm::layout::{DataStructureDetails, DataStructureIndex, DataStructureKind, Shape};
 
-use super::mcc;
+use super::{mcc, switches};
+
+/// Heap blocks smaller than this are not named (`heap.rs`): they are rarely the arrays a user
+/// asks about, and every one would be a table entry.
+pub(super) const MIN_TRACKED_BYTES: usize = 4096;
 
 /// One named data structure.
 #[derive(Debug, Clone)]
@@ -130,8 +134,8 @@ pub(crate) fn register_with(
     details: DataStructureDetails,
 ) {
     // A forked child is not monitored, and its copy of the lock may be held by a thread that
-    // did not survive the fork (see `state::forked_child`).
-    if range.is_empty() || range.start == 0 || super::state::forked_child() {
+    // did not survive the fork (see `switches::forked_child`).
+    if range.is_empty() || range.start == 0 || switches::forked_child() {
         return;
     }
     let mut reg = registry();
@@ -183,7 +187,7 @@ fn push_entry(
 /// `shape` describes (its dimensions come with each allocation): its entry is named now, so
 /// that a tool can ask for it before the program allocates it.
 pub(crate) fn register_allocatable(name: &str, shape: Shape) -> Option<AllocatableId> {
-    if super::state::forked_child() {
+    if switches::forked_child() {
         return None;
     }
     let mut reg = registry();
@@ -215,7 +219,7 @@ pub(crate) fn register_allocatable(name: &str, shape: Shape) -> Option<Allocatab
 /// name, which follows the old one for requests (`Mcc::set_successor`); the report shows each
 /// region the entry, and so the size, it used.
 pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
-    if super::state::forked_child() {
+    if switches::forked_child() {
         return;
     }
     let mut reg = registry();
@@ -347,7 +351,7 @@ pub(crate) fn is_unclaimed_block(start: u64) -> bool {
 
 /// Marks the live structure starting at `start` as gone (a freed heap array).
 pub(crate) fn unregister(start: u64) {
-    if super::state::forked_child() {
+    if switches::forked_child() {
         return;
     }
     let mut reg = registry();
@@ -379,7 +383,7 @@ fn rebuild(reg: &mut Registry) {
     reg.lookup = Some(Arc::new(Lookup { spans }));
     GENERATION.fetch_add(1, Ordering::Release);
     // After the generation: a thread that sees the new epoch sees the new generation.
-    super::state::data_changed();
+    switches::data_changed();
 }
 
 /// The current generation; a thread whose snapshot is older calls [`snapshot`].

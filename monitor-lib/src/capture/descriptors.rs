@@ -26,8 +26,8 @@ use crate::ranges::AddressRange;
 use crate::shm::layout::{Dimension, MAX_SHAPE_RANK, Shape, SiteKey};
 use crate::symbols::{ArrayDescriptor, ArrayShape};
 
-use super::alloc_abi::MIN_TRACKED_BYTES;
-use super::data::{self, AllocatableId, Placement};
+use super::data::{self, AllocatableId, MIN_TRACKED_BYTES, Placement};
+use super::switches;
 
 /// Sync points after an allocation at which the descriptors are read again, while the new
 /// block is still nobody's: the program stores its address and bounds in the few accesses
@@ -113,7 +113,7 @@ pub(crate) fn check() {
 
 fn look() -> Looked {
     let mut looked = Looked::default();
-    if !ANY.load(Ordering::Acquire) || super::state::forked_child() {
+    if !ANY.load(Ordering::Acquire) || switches::forked_child() {
         return looked;
     }
     let followed = followed();
@@ -184,7 +184,7 @@ pub(crate) fn retry_claim() {
         .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1))
         .unwrap_or(0);
     if may_take && left > 1 {
-        super::state::data_changed();
+        switches::data_changed();
         return;
     }
     // Nobody took it: the site allocates for no followed array.

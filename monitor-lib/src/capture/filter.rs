@@ -26,10 +26,10 @@
 //! is whole (all its bytes in one data structure, by the whole-line cache kept here) and the
 //! thread's batch has room: the old owner's tag, hits and dirty mark go into a [`Record`]
 //! appended to the batch, and the runtime simulates the batch, in order, before it next
-//! touches the simulator or the counts (`state::Counting::drain_batch`), or hands it to the
+//! touches the simulator or the counts (`Counting::drain_batch`), or hands it to the
 //! simulation worker to simulate meanwhile (`worker.rs`). Which block owns an entry is thus
 //! decided ahead of the simulator, as the filter's answer needs only the order of accesses;
-//! the entry's data structure, which the simulating side keeps (`state::Counting`), follows
+//! the entry's data structure, which the simulating side keeps (`counting.rs`), follows
 //! when the record is simulated.
 //!
 //! A tag carries the process-wide key of `tag_key.rs` (and the table's offset mask, the same
@@ -68,7 +68,7 @@ pub(super) const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT;
 const ENTRY_SHIFT: u32 = layout::ENTRY_SHIFT;
 /// Records a batch holds when the filter switches on: a thread that simulates its own batch
 /// does so this often, while the records are still in L1. A thread that hands its batches to
-/// the simulation worker installs larger ones (`state.rs`).
+/// the simulation worker installs larger ones (`thread_capture.rs`).
 const BATCH_RECORDS: usize = 256;
 /// Words per record, see [`Record`].
 const RECORD_WORDS: usize = layout::RECORD_WORDS;
@@ -111,7 +111,7 @@ pub(super) fn records_of(
         .map(|[a, b, c, d, e]| [a.get(), b.get(), c.get(), d.get(), e.get()])
 }
 
-/// One thread's table, kept in the thread-local block the access hooks read (`state.rs`), as
+/// One thread's table, kept in the thread-local block the access hooks read (`hook_block.rs`), as
 /// Cells, so a hook reaches it from the one thread-local address it computes, with no borrow
 /// flag. Each entry is one 64-byte struct ([`Entry`]), so one offset reaches an entry's tag
 /// and counts alike, in one host line.
@@ -171,8 +171,8 @@ pub(super) struct Filter {
 
 /// One entry of the table, a host cache line of its own: the inline test's tag and count are
 /// in the same line (one line per hit), and the entry's offset is the address masked, with no
-/// shift (an entry per 64-byte line). Its words were arrays by field before ABI v5: every
-/// offset then needed the address shifted, an instruction per access.
+/// shift (an entry per 64-byte line); arrays by field would need the address shifted for every
+/// offset, an instruction per access.
 #[repr(C, align(64))]
 struct Entry {
     /// The tag of the block owning the entry, or 0.
@@ -301,7 +301,7 @@ const _: () = {
 };
 
 /// Repeat hits handed back to be counted: `(entry index, reads, writes)`; the simulating side
-/// keeps each entry's data structure (`state::Counting`), since it is known only once the
+/// keeps each entry's data structure (`Counting`, `counting.rs`), since it is known only once the
 /// access that took the entry over is simulated.
 pub(super) type Pending = (u32, u64, u64);
 
@@ -527,7 +527,7 @@ impl Filter {
     /// owner's tag, hits and dirty mark moved into a record appended to the batch) and `true`
     /// returned; the access is simulated when the runtime drains the batch. The runtime does the
     /// same for an access that reaches it while its thread simulates on a second core
-    /// (`state::ThreadCapture::defer`).
+    /// (`ThreadCapture::defer`).
     pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool) -> bool {
         let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == self.tag(addr);
         match self.whole_line(addr).filter(|_| one_line) {
@@ -764,7 +764,7 @@ impl Filter {
         debug_assert!(self.entries.iter().all(Entry::is_free));
         self.key_slot.set(slot + 1);
         // The shape just set (`word`, read at the thread's sync, may predate it: the thread
-        // then syncs again, see `state::switch_filter_on`).
+        // then syncs again, see `HookBlock::switch_filter_on`).
         self.tag_bits.set(tag_key::word_of(
             tag_key::key_of(word),
             line_low,

@@ -1,17 +1,21 @@
-//! The gate that functions built by `epcache cc` in dual mode look at on entry: a pointer to a
-//! word that is nonzero while their instrumented copies must run (see `dual_asm.rs` in the
-//! `epcache` binary for the code that reads it). Also the pointer to the segment's tool
-//! sequence that every quiet region boundary reads, kept the same way: one load and a
-//! dereference, where a `OnceLock` would add a test of its state.
+//! The process-wide words that code built by `epcache cc` reads through exported symbols: the
+//! gate that dual-compiled functions look at on entry, and the tag word of the inline repeat-hit
+//! test (`tag_key.rs` says what it holds). Also the pointer to the segment's tool sequence that
+//! every quiet region boundary reads, kept the same way: one load and a dereference, where a
+//! `OnceLock` would add a test of its state.
 //!
-//! The pointer starts at a word that stays zero, so a dual-compiled program runs its plain code
-//! until the runtime decides otherwise: at start-up it points the gate at the segment's
+//! The gate is a pointer to a word that is nonzero while the functions' instrumented copies
+//! must run (see `dual_asm.rs` in the `epcache` binary for the code that reads it). It starts at
+//! a word that stays zero, so a dual-compiled program runs its plain code until the runtime
+//! decides otherwise: at start-up it points the gate at the segment's
 //! [`crate::shm::layout::header::CAPTURE_HINT`] (which tools set while they arm anything), or at
 //! a word that stays one when the standalone report or the explicit API wants every access.
 //! Everything it can point at lives for the whole process (statics, and a segment the runtime
 //! never detaches), so generated code may follow it at any time from any thread.
+//!
+//! This module imports nothing of the runtime: every layer may read these words.
 
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 static CLOSED: AtomicU32 = AtomicU32::new(0);
 static OPEN: AtomicU32 = AtomicU32::new(1);
@@ -23,12 +27,20 @@ static OPEN: AtomicU32 = AtomicU32::new(1);
 #[unsafe(export_name = "epcache_capture_gate")]
 static GATE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).cast_mut());
 
+/// The process-wide tag word (`tag_key.rs` says what it holds), under a fixed name so the
+/// inline repeat-hit test ORs it into every tag it computes and takes the table's offset mask
+/// from it. It starts with key 1 and no shape (the first filter to switch on sets it).
+// SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
+// program can clash with it.
+#[unsafe(export_name = epcache_inline::abi_symbol!(tag_word))]
+pub(super) static TAG_WORD: AtomicU64 = AtomicU64::new(epcache_inline::tag_word::word_of(1, 0, 0));
+
 /// Where the gate points when no explicit switch holds it open.
 static RESTING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(CLOSED).cast_mut());
 
 /// Where [`tool_sequence`] points until the segment's word is published (and again in a child
 /// of `fork`): a zero word, which the armed state boundaries compare it with equals only in
-/// such a child, where nothing can be armed (see `regions::quiet`).
+/// such a child, where nothing can be armed (see `mcc::quiet`).
 static NO_SEQUENCE: AtomicU32 = AtomicU32::new(0);
 static SEQUENCE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::addr_of!(NO_SEQUENCE).cast_mut());
 

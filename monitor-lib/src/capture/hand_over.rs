@@ -4,13 +4,13 @@
 //! A thread's counts reach the totals when it ends, when its last open region ends (not the
 //! main thread's) and before it blocks in `pthread_join`. A thread still inside a region when
 //! the program returns from `main` or calls `exit` did none of these: its counts stayed in its
-//! own capture and the report silently lacked them (a worker sweeping an array in a loop the
-//! program never joined: 1030 sweeps of 4096 writes each, reported as none). At exit the
-//! runtime now bumps the switch epoch, so every thread that makes a captured access passes its
-//! sync point, where it hands its counts on (`state::sync`); the exit handler waits for the
-//! threads it counted as holding, up to [`GRACE`]. A thread blocked meanwhile (in a system
-//! call, or running code built without capture) cannot answer: the report says how many did
-//! not (`threads_unreported`) and stderr says what to do.
+//! own capture and the report would silently lack them (a worker sweeping an array in a loop
+//! the program never joins). So at exit the runtime bumps the switch epoch, and every thread
+//! that makes a captured access passes its sync point, where it hands its counts on
+//! (`this_thread::catch_up`); the exit handler waits for the threads it counted as holding, up
+//! to [`GRACE`]. A thread blocked meanwhile (in a system call, or running code built without
+//! capture) cannot answer: the report says how many did not (`threads_unreported`) and stderr
+//! says what to do.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};

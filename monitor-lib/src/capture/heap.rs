@@ -9,7 +9,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::ranges::AddressRange;
 use crate::shm::layout::{DataStructureDetails, DataStructureKind, SiteKey};
 
-use super::{alloc_abi, data, descriptors, program, state};
+use super::region_registry::tracking_started;
+use super::runtime_guard::{RuntimeGuard, in_runtime};
+use super::{data, descriptors, program};
+
+/// How the caller walks its thread's stack: fills the slice with return addresses, innermost
+/// first, and says how many (the unwinder is unsafe code of the allocator entry points,
+/// `alloc_abi.rs`).
+pub(super) type StackWalk = fn(&mut [u64]) -> usize;
 
 /// What a return address says about the blocks allocated from its call.
 #[derive(Debug, Clone)]
@@ -62,15 +69,15 @@ pub(super) fn maybe_tracked(start: u64) -> bool {
 const MAX_CALLER_FRAMES: usize = 16;
 
 /// A block of `bytes` at `start` was allocated from the call returning to `return_pc`.
-pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
-    if return_pc == 0 || state::in_runtime() || !state::tracking_started() {
+pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64, walk_stack: StackWalk) {
+    if return_pc == 0 || in_runtime() || !tracking_started() {
         return;
     }
-    let previous = state::enter_runtime();
+    let _busy = RuntimeGuard::enter();
     let name = match site(return_pc) {
         Site::Unknown => None,
         Site::Program(name) => Some(name),
-        Site::Library(fallback) => Some(caller_site(return_pc).unwrap_or(fallback)),
+        Site::Library(fallback) => Some(caller_site(return_pc, walk_stack).unwrap_or(fallback)),
     };
     if let Some(Line { name, key }) = name {
         let stale = {
@@ -98,7 +105,6 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64) {
         );
         descriptors::block_allocated(start, key);
     }
-    state::leave_runtime(previous);
 }
 
 /// What the call returning to `return_pc` is, resolved once per address.
@@ -131,9 +137,9 @@ fn site(return_pc: u64) -> Site {
 
 /// The program's own call site nearest outside the library code that returns to `return_pc`,
 /// from the stack of this allocation.
-fn caller_site(return_pc: u64) -> Option<Line> {
+fn caller_site(return_pc: u64, walk_stack: StackWalk) -> Option<Line> {
     let mut frames = [0u64; MAX_CALLER_FRAMES + 8];
-    let count = alloc_abi::return_addresses(&mut frames);
+    let count = walk_stack(&mut frames);
     let frames = &frames[..count];
     let from = frames.iter().position(|&pc| pc == return_pc)?;
     frames[from + 1..].iter().find_map(|&pc| match site(pc) {
@@ -146,10 +152,10 @@ fn caller_site(return_pc: u64) -> Option<Line> {
 pub(super) fn freed(start: u64) {
     // Before tracking started no block was listed; in a forked child the lock may be held by a
     // thread that is not there.
-    if state::in_runtime() || !state::tracking_started() {
+    if in_runtime() || !tracking_started() {
         return;
     }
-    let previous = state::enter_runtime();
+    let _busy = RuntimeGuard::enter();
     let tracked = SITES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -164,5 +170,4 @@ pub(super) fn freed(start: u64) {
     if tracked {
         data::unregister(start);
     }
-    state::leave_runtime(previous);
 }

@@ -19,7 +19,7 @@ use crate::simulator::Simulator;
 
 use super::data;
 use super::mcc;
-use super::regions::RegionRef;
+use super::region_registry::RegionRef;
 use super::structure_finder::StructureFinder;
 
 /// Read hit, read miss, write hit, write miss per data level (the order of
@@ -159,7 +159,7 @@ pub(crate) struct Monitoring {
     /// Standalone mode: every access is attributed to a data structure.
     pub(crate) counting: bool,
     /// Which data structure an access belongs to (refreshed by the thread at its sync point
-    /// after the data structures changed, `state::ThreadCapture::data_changed`).
+    /// after the data structures changed, `ThreadCapture::data_changed`).
     pub(crate) finder: StructureFinder,
     /// Cumulative counts of this thread, all accesses and per data structure.
     pub(crate) totals: Counts,

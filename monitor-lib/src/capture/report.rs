@@ -1,17 +1,27 @@
 //! The standalone report (`EPCACHE_REPORT=FILE`): the run's totals per level, and every region's
-//! and every data structure's counts by PAPI event name, as JSON.
+//! and every data structure's counts by PAPI event name, as JSON; gathered from the totals and
+//! the registries ([`report_from_totals`]) and written whole ([`write_report`]).
+//!
+//! The file is written through a temporary beside it and a rename: a process that ends while
+//! it writes (a watchdog, a second signal) leaves the previous file or the whole new one,
+//! never a report cut short.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::cache::HierarchySpec;
 use crate::shm::layout::{DataStructureKind, RegionKind, Shape};
 
-use super::data::DataStructure;
+use super::data::{self, DataStructure};
 use super::monitoring::Counts;
-use super::regions::RegionMeta;
-use super::state::{CaptureTotals, StandaloneTotals};
+use super::region_registry::{self, RegionMeta};
+use super::runtime_guard::RuntimeGuard;
+use super::settings::{CACHE_ENV, CaptureError, process_spec};
+use super::this_thread::{close_all_open, flush_current_thread};
+use super::totals::{CaptureTotals, StandaloneTotals, standalone_totals, totals};
+use super::{hand_over, worker};
 
 /// What a captured run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -289,6 +299,64 @@ impl CaptureReport {
     }
 }
 
+/// The report of the run so far: the calling thread's open regions are closed and it is
+/// flushed first.
+pub fn report_from_totals() -> CaptureReport {
+    close_all_open();
+    flush_current_thread();
+    let (cache, spec, error) = match process_spec() {
+        Ok((text, spec)) => (text.clone(), Some(spec.clone()), None),
+        Err(why) => (
+            std::env::var(CACHE_ENV).unwrap_or_default(),
+            None,
+            Some(why.clone()),
+        ),
+    };
+    let standalone = standalone_totals();
+    let mut report = CaptureReport::new(
+        cache,
+        spec,
+        error,
+        &totals(),
+        &standalone,
+        &region_registry::all(),
+        &data::all(),
+    );
+    report.threads_unreported = hand_over::unreported();
+    report.simulated_on_second_core = worker::simulated();
+    report
+}
+
+/// Writes the run's report as JSON to `path` (what `EPCACHE_REPORT` does at exit).
+pub fn write_report(path: &Path) -> Result<(), CaptureError> {
+    let _busy = RuntimeGuard::enter();
+    let report = report_from_totals();
+    write_whole(path, report.to_json().as_bytes()).map_err(|source| CaptureError::Report {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a rename, so the file is
+/// either the previous one or the whole new one, never a report cut short by the process
+/// ending mid-write. A path that is not a regular file (`/dev/stdout`, a pipe) or whose
+/// directory takes no new file is written directly.
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::write(path, bytes);
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.partial", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    if std::fs::write(&temporary, bytes).is_err() {
+        let _ = std::fs::remove_file(&temporary);
+        return std::fs::write(path, bytes);
+    }
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,5 +427,31 @@ mod tests {
         assert_eq!(e["EPC_L1_LDH"], 7);
         assert_eq!(e["PAPI_L2_DCA"], 4);
         assert!(!e.contains_key("PAPI_L3_DCA"));
+    }
+
+    /// The report replaces the previous file whole, leaves no temporary behind, and still goes
+    /// to a path that is not a regular file.
+    #[test]
+    fn reports_are_written_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(
+            &path,
+            "a longer previous report that must not survive in part",
+        )
+        .unwrap();
+        write_whole(&path, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["report.json"], "a temporary file was left behind");
+        write_whole(Path::new("/dev/null"), b"{}").expect("a device is written directly");
+        let missing = dir.path().join("no such directory").join("report.json");
+        assert!(
+            write_whole(&missing, b"{}").is_err(),
+            "an unwritable path fails"
+        );
     }
 }

@@ -11,7 +11,7 @@
 
 use std::ffi::c_void;
 
-use super::state;
+use super::access;
 
 fn address(addr: *const c_void) -> u64 {
     addr.addr() as u64
@@ -21,11 +21,11 @@ macro_rules! sancov_hooks {
     ($($load:ident, $store:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
         pub extern "C" fn $load(addr: *const c_void) {
-            state::read(address(addr), $size);
+            access::read(address(addr), $size);
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn $store(addr: *const c_void) {
-            state::write(address(addr), $size);
+            access::write(address(addr), $size);
         }
     )*};
 }

@@ -18,7 +18,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::state;
+use super::switches;
 
 /// The signals held for the report: the ones that end a program by default and that a user or
 /// a batch system sends to stop it (SIGKILL cannot be caught; SIGQUIT is asked for a core dump).
@@ -81,7 +81,7 @@ extern "C" fn on_held_signal(signal: c_int) {
         b": the report is written at the program's next captured access, then the program \
           ends (send it again to end at once, without the report)\n",
     );
-    state::wake_all_sync_points();
+    switches::wake_all_sync_points();
 }
 
 /// The held signal to end the program with, once one came.

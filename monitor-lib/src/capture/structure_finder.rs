@@ -12,7 +12,7 @@
 //!
 //! A thread that simulates on a second core has two: one in its monitoring, which travels with
 //! the simulator, and one that stays on the thread to find whole lines for the inline miss path
-//! while the simulator is away (`state::ThreadCapture::defer`). Both are refreshed together.
+//! while the simulator is away (`ThreadCapture::defer`). Both are refreshed together.
 
 use std::sync::Arc;
 

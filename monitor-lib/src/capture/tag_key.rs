@@ -16,8 +16,8 @@
 //! runtime to sync. Every switch of the epoch changes the key (`rekey`, after the epoch, so a
 //! thread that read the new key has the new epoch too), which is how one OR replaced the epoch
 //! compare in front of every access.
-//! Until ABI v6 the offset mask was a thread-local word of its own, a second load per access:
-//! the matmul bench's monitored run, which is bound by its loads, took about 6% longer.
+//! The mask rides in the same word because a second load per access (a thread-local word of
+//! its own) made the matmul bench's monitored run, which is bound by its loads, about 6% slower.
 //!
 //! Tags keep 48 address bits: user addresses on x86_64 Linux stay below 2^47 unless a program
 //! maps memory above it on purpose (five-level paging with an `mmap` hint), which the inline
@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use epcache_inline::tag_word;
 
-pub(super) use super::thread_block::TAG_WORD;
+pub(super) use super::gate_abi::TAG_WORD;
 
 /// Threads that can keep their filter on at once.
 pub(super) const SLOTS: usize = 128;
@@ -118,7 +118,7 @@ pub(super) fn set_shape(line_low: u64, offset_mask: u32) -> bool {
 }
 
 /// Takes a free slot, holding `word`'s key; `None` when every slot is taken, or for a word
-/// with no key (a thread sent to sync again has 0 for its word, see `state::switch_filter_on`).
+/// with no key (a thread sent to sync again has 0 for its word, see `HookBlock::switch_filter_on`).
 pub(super) fn acquire(word: u64) -> Option<u8> {
     let key = key_of(word);
     if key == 0 {

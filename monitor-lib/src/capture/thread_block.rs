@@ -10,18 +10,22 @@
 //!
 //! The runtime is linked into executables only (`epcache cc`, test and tool binaries): a
 //! shared object cannot use the local-exec relocation, and such a link fails saying so.
-
-use super::regions::ThreadRegions;
-use std::sync::atomic::AtomicU64;
+//!
+//! The block holds the hooks' words (`hook_block.rs`, with the filter) and the region stack
+//! (`region_stack.rs`), so this module sits above those types and below everything that
+//! reaches them through it. It also registers the thread-end callback
+//! ([`call_at_thread_end`]), which needs the same unsafe code as the block (the C library's
+//! thread-specific data).
 
 use super::filter::Filter;
-use super::state::Hot;
+use super::hook_block::HookBlock;
+use super::region_stack::{Frames, ThreadRegions};
 
 /// Everything in the block: what the access hooks read first, then the region stack. Both
 /// are empty when all their bytes are zero (tested below).
 #[repr(C)]
 pub(super) struct ThreadBlock {
-    pub(super) hot: Hot,
+    pub(super) hooks: HookBlock,
     pub(super) regions: ThreadRegions,
 }
 
@@ -31,7 +35,7 @@ impl ThreadBlock {
     #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
     const fn empty() -> ThreadBlock {
         ThreadBlock {
-            hot: Hot::new(),
+            hooks: HookBlock::new(),
             regions: ThreadRegions::empty(),
         }
     }
@@ -59,13 +63,13 @@ core::arch::global_asm!(
 // what it does).
 //
 // Thread-local symbols inside the block for the words it reads, reached with the local-exec
-// sequence, and the process-wide tag word under its own name (below). Their names are the
+// sequence, and the process-wide tag word under its own name (`gate_abi.rs`). Their names are the
 // crate's; their offsets come from this build of the runtime at link time, so the program's
 // code and the runtime cannot disagree on where a word is. What the sequence assumes beyond
 // the names (each word's size, an entry's words and size, the record it writes) is asserted
 // where the words are defined (`filter.rs`). What a word means beyond its layout is the
 // runtime's promise: `synced_word` differs from the tag word whenever the thread must not
-// batch (it does not capture, or has a switch to pick up; `state.rs`: a thread whose filter
+// batch (it does not capture, or has a switch to pick up; `hook_block.rs`: a thread whose filter
 // holds no key may see them equal after the keys came round, but its batch then has no room),
 // a table holds tags with the current key only while its thread captures (`filter.rs`), and
 // `batch_pos` and `batch_end` are 0 while the thread has no batch. A program whose runtime
@@ -93,7 +97,7 @@ macro_rules! inline_abi_words {
 }
 
 inline_abi_words!(
-    synced_word = HOT + Hot::SYNCED_WORD_OFFSET,
+    synced_word = HOOKS + HookBlock::SYNCED_WORD_OFFSET,
     read_tags = FILTER + Filter::READ_TAGS_OFFSET,
     write_tags = FILTER + Filter::WRITE_TAGS_OFFSET,
     read_hits = FILTER + Filter::READ_HITS_OFFSET,
@@ -107,17 +111,9 @@ inline_abi_words!(
     whole_structure = FILTER + Filter::WHOLE_STRUCTURE_OFFSET,
 );
 
-/// The process-wide tag word (`tag_key.rs` says what it holds), under a fixed name so the
-/// inline repeat-hit test ORs it into every tag it computes and takes the table's offset mask
-/// from it. It starts with key 1 and no shape (the first filter to switch on sets it).
-// SAFETY: the name is the runtime's own (`epcache_inline_`), so no other symbol of the
-// program can clash with it.
-#[unsafe(export_name = epcache_inline::abi_symbol!(tag_word))]
-pub(super) static TAG_WORD: AtomicU64 = AtomicU64::new(super::tag_key::word_of(1, 0, 0));
-
 /// Where the hook block and its filter start in the thread block.
-const HOT: usize = core::mem::offset_of!(ThreadBlock, hot);
-const FILTER: usize = HOT + Hot::FILTER_OFFSET;
+const HOOKS: usize = core::mem::offset_of!(ThreadBlock, hooks);
+const FILTER: usize = HOOKS + HookBlock::FILTER_OFFSET;
 
 /// Calls `f` with this thread's block.
 #[cfg(target_arch = "x86_64")]
@@ -187,6 +183,31 @@ pub(super) fn with<R>(f: impl FnOnce(&ThreadBlock) -> R) -> R {
     BLOCK.with(f)
 }
 
+/// Calls `f` with this thread's hook block (the block outlives every use: it has no
+/// destructor).
+#[inline(always)]
+pub(super) fn with_hooks<R>(f: impl FnOnce(&HookBlock) -> R) -> R {
+    with(|b| f(&b.hooks))
+}
+
+/// Calls `f` with this thread's repeat-hit filter.
+#[inline(always)]
+pub(super) fn with_filter<R>(f: impl FnOnce(&Filter) -> R) -> R {
+    with(|b| f(b.hooks.filter()))
+}
+
+/// Calls `f` with this thread's open regions.
+#[inline(always)]
+pub(super) fn with_frames<R>(f: impl FnOnce(&Frames) -> R) -> R {
+    with(|b| f(&b.regions.frames))
+}
+
+/// Calls `f` with this thread's regions: its open ones and its code address cache.
+#[inline(always)]
+pub(super) fn with_regions<R>(f: impl FnOnce(&ThreadRegions) -> R) -> R {
+    with(|b| f(&b.regions))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,21 +216,22 @@ mod tests {
     fn the_block_has_no_destructor() {
         // Off x86_64 the block is a `thread_local!`, which would register a destructor and
         // panic when the runtime's thread-end handler, run after thread-local destructors,
-        // reaches it (found by review when the filter's batch became a `Box`).
+        // reaches it (the filter's batch is a `Box`, freed by the filter itself).
         assert!(!core::mem::needs_drop::<ThreadBlock>());
     }
 
     #[test]
     fn zero_bytes_are_the_empty_block_as_the_loader_gives_it() {
-        // SAFETY: every field of the block is an integer, a bool or an `Option<Box<_>>`
-        // (`None` is the null pointer) in a `Cell`, possibly in arrays, `ManuallyDrop` and
-        // plain structs, for all of which zero bytes are a valid value.
+        // SAFETY: every field of the block is an integer, a bool, a `#[repr(u8)]` enum with a
+        // variant at 0 (`ThreadState::NeedsSync`) or an `Option<Box<_>>` (`None` is the null
+        // pointer) in a `Cell`, possibly in arrays, `ManuallyDrop` and plain structs, for all
+        // of which zero bytes are a valid value.
         let zeroed: ThreadBlock = unsafe { core::mem::MaybeUninit::zeroed().assume_init() };
-        assert!(zeroed.hot.is_empty());
+        assert!(zeroed.hooks.is_empty());
         assert!(zeroed.regions.is_empty());
         // And the predicates describe what the constructor makes.
         let empty = ThreadBlock::empty();
-        assert!(empty.hot.is_empty());
+        assert!(empty.hooks.is_empty());
         assert!(empty.regions.is_empty());
     }
 

@@ -24,40 +24,7 @@ use std::sync::atomic::{
     AtomicI8, AtomicI16, AtomicI32, AtomicI64, Ordering, compiler_fence, fence,
 };
 
-use super::{regions, state};
-
-/// Registers `hook` to run at process exit, after `main` returns or `exit` is called.
-pub(super) fn register_at_exit(hook: extern "C" fn()) {
-    unsafe extern "C" {
-        fn atexit(hook: extern "C" fn()) -> c_int;
-    }
-    // SAFETY: atexit only stores the pointer of a 'static function with the C ABI it expects;
-    // it is thread-safe in glibc. A failure (out of slots) only loses the report, so it is ignored.
-    let _ = unsafe { atexit(hook) };
-}
-
-/// Registers `hook` to run at `quick_exit`, after the handlers the program registers later
-/// with `at_quick_exit` (they run last registered first), as [`register_at_exit`] for `exit`.
-pub(super) fn register_at_quick_exit(hook: extern "C" fn()) {
-    unsafe extern "C" {
-        fn at_quick_exit(hook: extern "C" fn()) -> c_int;
-    }
-    // SAFETY: as `register_at_exit`: at_quick_exit only stores the pointer of a 'static
-    // function with the C ABI it expects, and a failure only loses the report.
-    let _ = unsafe { at_quick_exit(hook) };
-}
-
-/// Registers `hook` to run in the child after every `fork`.
-pub(super) fn register_at_fork_child(hook: unsafe extern "C" fn()) {
-    // SAFETY: pthread_atfork only stores the pointers; `hook` is a 'static function with the C
-    // ABI, and null prepare/parent handlers are allowed. A failure (ENOMEM) leaves a forked
-    // child writing into its parent's segment, as before, so it is only said.
-    if unsafe { libc::pthread_atfork(None, None, Some(hook)) } != 0 {
-        eprintln!(
-            "epcache: cannot register the fork handler; a forked child may disturb its parent's monitoring"
-        );
-    }
-}
+use super::{access, boundaries, start_up};
 
 fn address(addr: *const c_void) -> u64 {
     addr.addr() as u64
@@ -65,7 +32,7 @@ fn address(addr: *const c_void) -> u64 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_init() {
-    state::init_process();
+    start_up::init_process();
 }
 
 /// Function entry. gcc passes the caller's return address, which names the call site, not the
@@ -90,12 +57,12 @@ pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
 #[cfg(not(target_arch = "x86_64"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_entry(_caller_pc: *const c_void) {
-    state::sync_point();
+    super::sync::sync_point();
 }
 
 #[cfg(target_arch = "x86_64")]
 extern "C" fn func_entry_at(_caller_pc: *const c_void, own_pc: u64, sp: u64) {
-    regions::function_entry(own_pc, sp);
+    boundaries::function_entry(own_pc, sp);
 }
 
 /// Function exit. A naked trampoline passes the function's stack pointer at the call, which
@@ -117,7 +84,7 @@ pub extern "C" fn __tsan_func_exit() {
 extern "C" fn func_exit_at(sp: u64, return_pc: u64) {
     // gcc often ends a function with its epilogue and then `jmp __tsan_func_exit`: the stack
     // pointer is then the caller's, above the function's own frame, and tells nothing.
-    regions::function_exit(sp, || called_directly(return_pc));
+    boundaries::function_exit(sp, || called_directly(return_pc));
 }
 
 /// Whether the instruction that returns to `return_pc` is a direct `call __tsan_func_exit` (the
@@ -142,18 +109,18 @@ fn called_directly(return_pc: u64) -> bool {
 #[cfg(not(target_arch = "x86_64"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_func_exit() {
-    regions::function_exit(regions::UNKNOWN_STACK, || false);
+    boundaries::function_exit(super::region_stack::UNKNOWN_STACK, || false);
 }
 
 macro_rules! access_hooks {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
         pub extern "C" fn $read(addr: *const c_void) {
-            state::read_sized::<$size>(address(addr));
+            access::read_sized::<$size>(address(addr));
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn $write(addr: *const c_void) {
-            state::write_sized::<$size>(address(addr));
+            access::write_sized::<$size>(address(addr));
         }
     )*};
 }
@@ -186,8 +153,8 @@ macro_rules! compound_hooks {
         #[unsafe(no_mangle)]
         pub extern "C" fn $name(addr: *const c_void) {
             let addr = address(addr);
-            state::read_sized::<$size>(addr);
-            state::write_sized::<$size>(addr);
+            access::read_sized::<$size>(addr);
+            access::write_sized::<$size>(addr);
         }
     )*};
 }
@@ -208,11 +175,11 @@ macro_rules! access_hooks_with_pc {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
         pub extern "C" fn $read(addr: *const c_void, _pc: *const c_void) {
-            state::read_sized::<$size>(address(addr));
+            access::read_sized::<$size>(address(addr));
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn $write(addr: *const c_void, _pc: *const c_void) {
-            state::write_sized::<$size>(address(addr));
+            access::write_sized::<$size>(address(addr));
         }
     )*};
 }
@@ -232,9 +199,9 @@ fn range(addr: *const c_void, size: usize, write: bool) {
     while left > 0 {
         let piece = left.min(1 << 30);
         if write {
-            state::write(start, piece as u32);
+            access::write(start, piece as u32);
         } else {
-            state::read(start, piece as u32);
+            access::read(start, piece as u32);
         }
         start = start.wrapping_add(piece);
         left -= piece;
@@ -399,13 +366,13 @@ fn count_copy(dst: *const c_void, src: *const c_void, size: usize) {
 /// A C++ object's vtable pointer being set: a pointer-sized store.
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_vptr_update(vptr: *const c_void, _new_value: *const c_void) {
-    state::write(address(vptr), 8);
+    access::write(address(vptr), 8);
 }
 
 /// A C++ object's vtable pointer being read: a pointer-sized load.
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_vptr_read(vptr: *const c_void) {
-    state::read(address(vptr), 8);
+    access::read(address(vptr), 8);
 }
 
 /// Race-detector annotations (happens-before hints): nothing to simulate.
@@ -471,8 +438,8 @@ pub extern "C" fn __tsan_atomic_signal_fence(memory_order: c_int) {
 /// A read-modify-write touches its location as a load then a store, as the simulator counts a
 /// modify natively.
 fn read_modify_write(addr: u64, size: u32) {
-    state::read(addr, size);
-    state::write(addr, size);
+    access::read(addr, size);
+    access::write(addr, size);
 }
 
 macro_rules! atomic_hooks {
@@ -482,7 +449,7 @@ macro_rules! atomic_hooks {
      $cas_strong:ident, $cas_weak:ident, $cas_val:ident) => {
         #[unsafe(no_mangle)]
         pub extern "C" fn $load(a: *const $int, mo: c_int) -> $int {
-            state::read(address(a.cast()), $size);
+            access::read(address(a.cast()), $size);
             // SAFETY: the compiler passes the address of a live, aligned atomic object of this
             // width, which all other threads also access atomically (C11 atomics).
             let atomic = unsafe { <$atomic>::from_ptr(a.cast_mut()) };
@@ -491,7 +458,7 @@ macro_rules! atomic_hooks {
 
         #[unsafe(no_mangle)]
         pub extern "C" fn $store(a: *mut $int, value: $int, mo: c_int) {
-            state::write(address(a.cast()), $size);
+            access::write(address(a.cast()), $size);
             // SAFETY: as in the load above.
             let atomic = unsafe { <$atomic>::from_ptr(a) };
             atomic.store(value, store_ordering(mo));
@@ -673,13 +640,13 @@ fn wide_store(a: *mut i128, value: i128) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_atomic128_load(a: *const i128, mo: c_int) -> i128 {
-    state::read(address(a.cast()), 16);
+    access::read(address(a.cast()), 16);
     with_wide(a.cast_mut(), mo, wide_load)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tsan_atomic128_store(a: *mut i128, value: i128, mo: c_int) {
-    state::write(address(a.cast()), 16);
+    access::write(address(a.cast()), 16);
     with_wide(a, mo, |a| wide_store(a, value));
 }
 

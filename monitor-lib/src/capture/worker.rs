@@ -6,7 +6,7 @@
 //! inline (`filter.rs`) and the rest reach the runtime as batches of line visits, which need
 //! nothing from the thread but their order: a thread hands its simulator and a few thousand
 //! line visits to this worker and goes on running while they are simulated
-//! (`state::ThreadCapture::ship`), taking the simulator back only before anything else reads
+//! (`ThreadCapture::ship`), taking the simulator back only before anything else reads
 //! it. The run then takes about the longer of the two halves
 //! instead of their sum.
 //!
@@ -24,6 +24,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use super::runtime_guard::RuntimeGuard;
+use super::signal_abi;
 
 /// Environment variable that turns the worker off (`off`).
 pub(super) const PIPELINE_ENV: &str = "EPCACHE_PIPELINE";
@@ -146,7 +149,7 @@ fn start() -> Option<Sender<Job>> {
     let (sender, jobs) = mpsc::channel::<Job>();
     let builder = std::thread::Builder::new().name("epcache-sim".into());
     // The new thread inherits the signal mask of the one that starts it.
-    let spawned = super::signal_abi::with_signals_blocked(|| builder.spawn(move || work(&jobs)));
+    let spawned = signal_abi::with_signals_blocked(|| builder.spawn(move || work(&jobs)));
     match spawned {
         Ok(_) => Some(sender),
         Err(e) => {
@@ -162,7 +165,7 @@ fn start() -> Option<Sender<Job>> {
 /// The worker's life: jobs in order until it has been idle for [`IDLE`].
 fn work(jobs: &Receiver<Job>) {
     // Nothing this thread does is the program's.
-    super::state::enter_runtime();
+    RuntimeGuard::enter().stay();
     loop {
         let job = match receive_within(jobs, IDLE) {
             Some(job) => job,

@@ -21,7 +21,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::state;
+use super::{process_end, process_end_abi, signal_abi, start_up, this_thread};
 
 /// `pthread_join`, as reached through its `__real_` name.
 type RealJoin = unsafe extern "C-unwind" fn(libc::pthread_t, *mut *mut c_void) -> c_int;
@@ -47,12 +47,12 @@ extern "C-unwind" fn join_at(
     result: *mut *mut c_void,
     real: RealJoin,
 ) -> c_int {
-    state::hand_over_before_blocking();
+    this_thread::hand_over_before_blocking();
     // SAFETY: `real` is the C library's `pthread_join` (the wrap only redirects calls to this
     // wrapper when the program was linked with it, and then `__real_pthread_join` resolves to
     // the library's function); the arguments are the program's own, passed on unchanged.
     let joined = unsafe { real(thread, result) };
-    state::hold_after_blocking();
+    this_thread::hold_after_blocking();
     joined
 }
 
@@ -81,7 +81,7 @@ extern "C" fn dlopen_at(file: *const c_char, flags: c_int, real: RealDlopen) -> 
     // program's own, passed on unchanged.
     let handle = unsafe { real(file, flags) };
     if !handle.is_null() && !file.is_null() {
-        state::library_opened();
+        start_up::library_opened();
     }
     handle
 }
@@ -106,18 +106,18 @@ pub extern "C" fn __wrap__gfortran_set_options() {
 }
 
 /// Sets gfortran's options through `real`, then puts the crash handler back in front of the
-/// handlers that installed (`crash_abi.rs`), so a Fortran crash leaves the report and still
+/// handlers that installed (`process_end_abi.rs`), so a Fortran crash leaves the report and still
 /// prints gfortran's backtrace.
 #[cfg(target_arch = "x86_64")]
 extern "C" fn set_options_at(count: c_int, options: *const c_int, real: Option<RealSetOptions>) {
     // A program linked with the wrap always has the real function (the Fortran run-time
     // library defines it), but a weak reference may be null: then there is nothing to set.
     let Some(real) = real else { return };
-    let before = super::crash_abi::crash_actions();
+    let before = process_end_abi::crash_actions();
     // SAFETY: `real` is libgfortran's `_gfortran_set_options` (see `join_at`); the arguments
     // are the program's own, passed on unchanged.
     unsafe { real(count, options) };
-    super::crash_abi::report_before_program_handlers(&before);
+    process_end_abi::report_before_program_handlers(&before);
 }
 
 /// `_exit` and `_Exit`, as reached through their `__real_` names.
@@ -163,10 +163,10 @@ static EXITING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 #[cfg(target_arch = "x86_64")]
 extern "C" fn exit_at(status: c_int, real: RealExit) -> ! {
     use std::sync::atomic::Ordering;
-    if state::may_report_at_immediate_exit() {
+    if process_end::may_report_at_immediate_exit() {
         EXITING.store(u64::from(status as u32), Ordering::Relaxed);
-        super::signal_abi::arm_watchdog(on_exit_watchdog, EXIT_WATCHDOG_SECONDS);
-        state::before_immediate_exit();
+        signal_abi::arm_watchdog(on_exit_watchdog, EXIT_WATCHDOG_SECONDS);
+        process_end::before_immediate_exit();
     }
     // SAFETY: `real` is the C library's `_exit` or `_Exit` (see `join_at`); the status is the
     // program's own.
@@ -177,9 +177,7 @@ extern "C" fn exit_at(status: c_int, real: RealExit) -> ! {
 /// it.
 extern "C" fn on_exit_watchdog(_: c_int) {
     use std::sync::atomic::Ordering;
-    super::signal_abi::say(
-        b"epcache: the report was not written in time; the program ends without it\n",
-    );
+    signal_abi::say(b"epcache: the report was not written in time; the program ends without it\n");
     let status = EXITING.load(Ordering::Relaxed) as c_int;
     // SAFETY: the exit_group system call is async-signal-safe and ends the process.
     unsafe { libc::syscall(libc::SYS_exit_group, status) };

@@ -1,7 +1,9 @@
-//! Crashes while the standalone report is being made: on SIGSEGV, SIGBUS, SIGFPE, SIGILL or
-//! SIGABRT the report is written before the program dies of the signal, as Cachegrind still
-//! writes its output when its program crashes. A kernel that indexes past its array after an
-//! hour of simulation, or fails an `assert`, keeps that hour's counts.
+//! How the runtime learns that the process ends, from the C library and the kernel: the exit
+//! handlers (`atexit`, `at_quick_exit`), the handler a fork child runs (the child is no longer
+//! the monitored process), and the crash signals' handler, which writes the standalone report
+//! before the program dies (`process_end.rs` does the work of each). The report survives a
+//! crash as Cachegrind's output does: a kernel that indexes past its array after an hour of
+//! simulation, or fails an `assert`, keeps that hour's counts.
 //!
 //! Unlike a termination signal (`signal_abi.rs`), a crash cannot wait for a safe point: the
 //! faulting instruction would only fault again. The handler writes the report itself, which is
@@ -18,17 +20,50 @@
 //! Fortran main program installs over this one at its start (`_gfortran_set_options`, wrapped
 //! in `wrap_abi.rs`): where that call replaced this handler, it goes back in front and hands
 //! the crash on to gfortran's once the report is written, so a Fortran crash leaves the report
-//! and still prints gfortran's backtrace. A stack overflow leaves no stack for a handler, so the thread
-//! that installs them (the one that started the process, the main thread as a rule) gets an
-//! alternate signal stack of [`ALTERNATE_STACK_BYTES`] to run it on, unless the program gave it
-//! one; a stack overflow in another thread still ends without the report.
+//! and still prints gfortran's backtrace. A stack overflow leaves no stack for a handler, so the
+//! thread that installs them (the one that started the process, the main thread as a rule)
+//! gets an alternate signal stack of [`ALTERNATE_STACK_BYTES`] to run it on, unless the program
+//! gave it one; a stack overflow in another thread still ends without the report.
 
 use std::ffi::c_int;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 
+use super::process_end;
 use super::signal_abi::{action_is_default, arm_watchdog, die_of, say};
-use super::state;
+
+/// Registers `hook` to run at process exit, after `main` returns or `exit` is called.
+pub(super) fn register_at_exit(hook: extern "C" fn()) {
+    unsafe extern "C" {
+        fn atexit(hook: extern "C" fn()) -> c_int;
+    }
+    // SAFETY: atexit only stores the pointer of a 'static function with the C ABI it expects;
+    // it is thread-safe in glibc. A failure (out of slots) only loses the report, so it is ignored.
+    let _ = unsafe { atexit(hook) };
+}
+
+/// Registers `hook` to run at `quick_exit`, after the handlers the program registers later
+/// with `at_quick_exit` (they run last registered first), as [`register_at_exit`] for `exit`.
+pub(super) fn register_at_quick_exit(hook: extern "C" fn()) {
+    unsafe extern "C" {
+        fn at_quick_exit(hook: extern "C" fn()) -> c_int;
+    }
+    // SAFETY: as `register_at_exit`: at_quick_exit only stores the pointer of a 'static
+    // function with the C ABI it expects, and a failure only loses the report.
+    let _ = unsafe { at_quick_exit(hook) };
+}
+
+/// Registers `hook` to run in the child after every `fork`.
+pub(super) fn register_at_fork_child(hook: unsafe extern "C" fn()) {
+    // SAFETY: pthread_atfork only stores the pointers; `hook` is a 'static function with the C
+    // ABI, and null prepare/parent handlers are allowed. A failure (ENOMEM) leaves a forked
+    // child writing into its parent's segment, as before, so it is only said.
+    if unsafe { libc::pthread_atfork(None, None, Some(hook)) } != 0 {
+        eprintln!(
+            "epcache: cannot register the fork handler; a forked child may disturb its parent's monitoring"
+        );
+    }
+}
 
 /// The crash signals: the ones the kernel or `abort` sends to a program that went wrong.
 const CRASHES: [c_int; 5] = [
@@ -221,7 +256,7 @@ extern "C" fn on_crash(signal: c_int) {
     REPORTER.store(thread, Ordering::Relaxed);
     say(b"epcache: ");
     say(name(signal));
-    if !state::may_report_on_crash() {
+    if !process_end::may_report_on_crash() {
         say(b" inside epcache's runtime or a forked child: no report\n");
         return pass_on_or_die(signal);
     }
@@ -231,7 +266,7 @@ extern "C" fn on_crash(signal: c_int) {
         Ordering::Relaxed,
     );
     arm_watchdog(on_watchdog, WATCHDOG_SECONDS);
-    state::report_at_crash();
+    process_end::report_at_crash();
     pass_on_or_die(signal);
 }
 

@@ -1,0 +1,571 @@
+//! How a thread's accesses are simulated and counted: its core (simulator, monitoring and the
+//! standalone counting), which may run on the simulation worker while the thread runs on, and
+//! the standalone counting that keeps the repeat-hit filter's answers exact.
+//!
+//! Most accesses of a kernel walking its arrays never reach the simulator in standalone counting:
+//! the repeat-hit filter (`filter.rs`) answers them, inline or in the hooks, with an increment.
+//! What reaches [`Counting::access`] is simulated through the one-line path
+//! (`Simulator::access_in_line`, outcomes as event bits in a register), counted per level and
+//! per data structure (`Monitoring::count_bits`), and its block takes over its set's filter
+//! entry; the old owner's hits are counted then, for the old owner's data structure, which is
+//! why each entry's data structure lives here rather than in the filter: a record not yet
+//! simulated leaves it behind the filter. A pending dirty mark of the inline test is settled
+//! (`Filter::settle`, `Simulator::mark_l1_dirty`) before an access that could evict its line.
+//!
+//! Records the inline miss path batched are simulated before anything else touches the
+//! simulator or the counts (before an access the runtime simulates itself, a clean write, and
+//! every flush). They are simulated by one function wherever they are, on the thread or on the
+//! worker ([`simulate_records`]): they are the simulator's *steps* (`cache::Steps`), so on the
+//! two-level shape they run through the hierarchy's step loop with its constants in registers;
+//! the per-record state travels by value beside each step (`Steps::Context`).
+//!
+//! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
+//! counting every outcome through the general per-line path, for every shape of hierarchy.
+
+use crate::cache::AccessKind;
+use crate::simulator::Simulator;
+
+use super::filter::{self, Filter, Record, RecordCells, RecordWords};
+use super::monitoring::Monitoring;
+use super::thread_block::{with_filter, with_hooks};
+
+/// The part of a thread's capture that simulates and counts, which can run on the simulation
+/// worker while the thread runs on.
+pub(super) struct Core {
+    pub(super) simulator: Simulator,
+    pub(super) monitoring: Monitoring,
+    pub(super) counting: Counting,
+}
+
+impl Core {
+    /// Adds the repeat-hit filter's pending counts to the thread's and settles its pending
+    /// dirty marks; with `forget`, empties it too (the simulator goes away, data structures
+    /// changed, or the table switches off).
+    pub(super) fn flush_filter(&mut self, forget: bool) {
+        self.counting
+            .flush(&mut self.simulator, &mut self.monitoring, forget);
+    }
+
+    /// Switches the repeat-hit filter on or off for what the thread counts now: on only in
+    /// standalone counting with no event on L1 hits and no analysis.
+    pub(super) fn refresh_filter(&mut self) {
+        let on = self.monitoring.counting && self.simulator.l1_hits_unobserved();
+        let shape = on.then(|| self.simulator.repeat_hit_shape()).flatten();
+        if let Some((line_bits, sets)) = shape
+            && with_hooks(|h| h.switch_filter_on(line_bits, sets))
+        {
+            self.counting.filter_switched_on(line_bits, sets);
+        } else {
+            self.flush_filter(true);
+            with_filter(Filter::switch_off);
+        }
+    }
+
+    /// Simulates and counts the first `filled` records of a batch the thread handed over, in
+    /// order; runs on the worker.
+    pub(super) fn simulate_shipped(&mut self, batch: &[RecordCells], filled: usize) {
+        simulate_records(
+            &mut self.simulator,
+            &mut self.counting,
+            &mut self.monitoring,
+            filter::records_of(batch, filled),
+        );
+    }
+
+    /// Simulates and counts the records waiting in the filter's batch.
+    pub(super) fn drain_batch(&mut self) {
+        self.counting
+            .drain_batch(&mut self.simulator, &mut self.monitoring);
+    }
+}
+
+/// Simulates and counts records of the inline miss path (`filter.rs`) in order, each as
+/// [`Counting::access`] would have when it happened: the old owner's hits are counted for its
+/// data structure, its pending dirty mark settled, the access simulated and counted, and its
+/// data structure given to the entry. Needs nothing from the filter, so it runs on the
+/// simulation worker too.
+pub(super) fn simulate_records(
+    simulator: &mut Simulator,
+    counting: &mut Counting,
+    monitoring: &mut Monitoring,
+    records: impl Iterator<Item = RecordWords>,
+) {
+    let mut records = StagedRecords::new(records, counting, monitoring);
+    simulator.simulate_steps(&mut records);
+    records.finish();
+}
+
+/// Records as the simulator's steps (`Simulator::simulate_steps`): before the access, the old
+/// owner's hits are counted and its dirty mark handed to the simulator; after it, the outcome
+/// is counted and the entry given the access's data structure. The old owners' hits are
+/// summed here and added to the totals once, at [`Self::finish`].
+struct StagedRecords<'a, I> {
+    records: I,
+    counting: &'a mut Counting,
+    monitoring: &'a mut Monitoring,
+    /// `counting`'s constants, copied so the loop keeps them in registers.
+    line_bits: u32,
+    entry_mask: usize,
+    /// The old owners' hits, `(reads, writes)`, not yet in the totals.
+    hits: (u64, u64),
+}
+
+/// What counting a record's outcome needs: its data structure.
+#[derive(Debug, Clone, Copy)]
+struct RecordContext {
+    structure: Option<usize>,
+}
+
+impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
+    fn new(records: I, counting: &'a mut Counting, monitoring: &'a mut Monitoring) -> Self {
+        StagedRecords {
+            records,
+            line_bits: counting.line_bits,
+            entry_mask: counting.entry_mask,
+            counting,
+            monitoring,
+            hits: (0, 0),
+        }
+    }
+
+    /// Adds the old owners' hits to the totals.
+    fn finish(self) {
+        let (reads, writes) = self.hits;
+        self.counting.repeat_hits[0] += reads;
+        self.counting.repeat_hits[1] += writes;
+        self.monitoring.add_l1_hits_to_totals(reads, writes);
+    }
+}
+
+impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, I> {
+    type Context = RecordContext;
+    /// The miss path and `Filter::append_record` record only accesses within one line.
+    const ONE_LINE: bool = true;
+
+    #[inline(always)]
+    fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(crate::cache::Step, RecordContext)> {
+        let r = Record::decode(self.records.next()?);
+        let line_bits = if LINE_BITS != 0 {
+            debug_assert_eq!(LINE_BITS, self.line_bits);
+            LINE_BITS
+        } else {
+            self.line_bits
+        };
+        debug_assert!(
+            (r.addr & ((1 << line_bits) - 1)) + u64::from(r.size) <= 1 << line_bits,
+            "a record at {:#x} straddles lines",
+            r.addr
+        );
+        let entry = (r.addr >> line_bits) as usize & self.entry_mask;
+        // The entry's structure becomes the access's (0 for a line that is not whole, whose
+        // entry the miss path left empty) now rather than after the access is simulated, which
+        // reads no entry's structure: one lookup of the entry per record.
+        let old_owner = std::mem::replace(
+            &mut self.counting.entry_structures[entry % filter::ENTRIES],
+            r.structure.unwrap_or(0),
+        );
+        // Added whatever they are: nine records in ten bring hits, and the test cost more than
+        // the adds it saved.
+        let (reads, writes) = r.old_hits;
+        self.hits.0 += reads;
+        self.hits.1 += writes;
+        self.monitoring
+            .add_l1_hits_to_structure(old_owner, reads, writes);
+        let context = RecordContext {
+            structure: record_structure(self.monitoring, &r),
+        };
+        let step = crate::cache::Step {
+            addr: r.addr,
+            size: r.size,
+            kind: if r.write {
+                AccessKind::Write
+            } else {
+                AccessKind::Read
+            },
+            dirty_first: r.old_dirty.then_some(r.old_tag >> line_bits),
+        };
+        Some((step, context))
+    }
+
+    #[inline(always)]
+    fn outcome(&mut self, context: RecordContext, bits: u32) {
+        self.monitoring.count_bits(context.structure, bits);
+    }
+}
+
+/// The data structure a record is counted for. The miss path appends only one-line accesses
+/// in lines its whole-line cache holds, and the record carries the line's data structure from
+/// it: the answer of the data structures this thread attributes with until its next sync
+/// point, which is also what the simulating side's finder would answer. A record of a line
+/// that is not whole (`Filter::stage_unowned`) is counted for its first byte's.
+#[inline(always)]
+fn record_structure(monitoring: &mut Monitoring, r: &Record) -> Option<usize> {
+    match r.structure {
+        Some(s) => {
+            let structure = (s as usize).checked_sub(1);
+            debug_assert_eq!(structure, monitoring.finder.structure_of(r.addr));
+            structure
+        }
+        None => monitoring.finder.structure_of(r.addr),
+    }
+}
+
+impl Core {
+    /// Simulates (and in standalone mode counts) one access. `#[inline]` so that it is inlined
+    /// into `ThreadCapture::access` across the codegen units (the runtime is built without
+    /// LTO), as it was when both lived in one module: the call cost about 9% of the path.
+    #[inline]
+    pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        if self.monitoring.counting {
+            self.counting
+                .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
+        } else {
+            self.uncounted(addr, size, kind);
+        }
+    }
+
+    /// Out of line, so the standalone path around it keeps a small frame.
+    #[inline(never)]
+    fn uncounted(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        self.simulator.access(addr, size, kind);
+    }
+}
+
+/// How a thread in standalone mode counts the accesses it simulates.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Counting {
+    /// The hierarchy's depth, for counting without asking it per access.
+    levels: usize,
+    /// log2 of L1's line size.
+    pub(super) line_bits: u32,
+    /// L1 read and write hits the repeat-hit filter counted, which the simulator's L1 totals
+    /// lack.
+    pub(super) repeat_hits: [u64; 2],
+    /// The filter's entries in use less one: `(addr >> line_bits) & entry_mask` is an
+    /// address's entry, as `Filter::index` computes it.
+    entry_mask: usize,
+    /// The data structure (index + 1, 0 for none) of each filter entry's owner, as of the last
+    /// access simulated for it; a record not yet simulated leaves it behind the filter, which
+    /// is why it lives here rather than in the filter.
+    entry_structures: [u32; filter::ENTRIES],
+}
+
+impl Counting {
+    pub(super) fn new(simulator: &Simulator) -> Self {
+        Counting {
+            levels: simulator.hierarchy().depth(),
+            line_bits: simulator.hierarchy().line_size(0).trailing_zeros(),
+            repeat_hits: [0; 2],
+            entry_mask: 0,
+            entry_structures: [0; filter::ENTRIES],
+        }
+    }
+
+    /// The filter switched on for L1's shape (`Filter::switch_on`).
+    fn filter_switched_on(&mut self, line_bits: u32, sets: u64) {
+        self.entry_mask = Filter::entries_for(line_bits, sets).unwrap_or(1) - 1;
+    }
+
+    /// The filter entry of `addr`'s line.
+    #[inline(always)]
+    fn entry_of(&self, addr: u64) -> usize {
+        (addr >> self.line_bits) as usize & self.entry_mask
+    }
+
+    /// Simulates an access and counts it per level and data structure. A one-line access's
+    /// outcome comes back from the simulator's fast path; its block then owns its L1 set's
+    /// entry in the repeat-hit filter (when on), whose earlier owner's hits are counted now.
+    /// Wider or straddling accesses are counted per line, and their sets' entries forgotten.
+    #[inline(always)]
+    fn access(
+        &mut self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) {
+        // Accesses the inline miss path batched come first.
+        self.drain_batch(simulator, monitoring);
+        // A write the inline test left dirty pending in this line's entry is settled first:
+        // this access may evict that line.
+        let line = addr >> self.line_bits;
+        with_filter(|f| f.settle(line, |block| simulator.mark_l1_dirty(block)));
+        let Some(outcome) = simulator.access_in_line(addr, size, kind) else {
+            self.access_lines(simulator, monitoring, addr, size, kind);
+            return;
+        };
+        let write = kind == AccessKind::Write;
+        with_filter(|f| {
+            let (structure, whole_line) =
+                monitoring.finder.structure_of_line(addr, self.line_bits, f);
+            monitoring.count_bits(structure, outcome);
+            f.take_over(line, write, whole_line, |p| self.take(monitoring, p));
+            if whole_line {
+                self.entry_structures[self.entry_of(addr)] = structure.map_or(0, |s| s as u32 + 1);
+            }
+        });
+    }
+
+    /// Simulates and counts, in order, the accesses the inline miss path took filter entries
+    /// over for (`filter.rs`), as [`Self::access`] would have when each happened: the old
+    /// owner's hits are counted for its data structure, its pending dirty mark settled, the
+    /// access simulated and counted, and its data structure given to the entry. Runs before
+    /// anything else reads the counts or the simulator, or simulates an access itself.
+    #[inline(always)]
+    fn drain_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
+        if with_filter(Filter::batch_waiting) {
+            self.simulate_batch(simulator, monitoring);
+        }
+    }
+
+    /// [`Self::drain_batch`]'s work, out of line: the check stays small on every path.
+    #[inline(never)]
+    fn simulate_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
+        with_filter(|f| {
+            f.drain_batch_with(|records| simulate_records(simulator, self, monitoring, records));
+        });
+    }
+
+    /// Drains the batch, then hands the filter's pending counts to the counts and its pending
+    /// dirty marks to the simulator; with `forget`, empties it too (see
+    /// [`Core::flush_filter`]).
+    fn flush(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring, forget: bool) {
+        self.drain_batch(simulator, monitoring);
+        with_filter(|f| {
+            f.flush(
+                forget,
+                |p| self.take(monitoring, p),
+                |block| simulator.mark_l1_dirty(block),
+            );
+        });
+    }
+
+    /// A wider or straddling access, counted per line; its sets' filter entries are given up.
+    #[cold]
+    #[inline(never)]
+    fn access_lines(
+        &mut self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) {
+        let levels = self.levels;
+        with_filter(|f| f.settle_lines(addr, size, |block| simulator.mark_l1_dirty(block)));
+        simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+        with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
+    }
+
+    /// A write the filter found to hit its set's most recent line, clean until now
+    /// (`Filter::clean_write` marked the entry written): simulated after the batch (it marks
+    /// the line dirty) and counted for the entry's data structure without a lookup; the
+    /// simulator counts it in L1's totals itself.
+    #[inline(always)]
+    pub(super) fn clean_write(
+        &mut self,
+        simulator: &mut Simulator,
+        monitoring: &mut Monitoring,
+        addr: u64,
+        size: u32,
+    ) {
+        // The batch may hold the access that made this line the entry's owner: after it, the
+        // entry's data structure is the line's.
+        self.drain_batch(simulator, monitoring);
+        let outcome = match simulator.access_in_line_recent(addr, size, AccessKind::Write) {
+            Some(outcome) => outcome,
+            None => straddling_access(simulator, addr, size, AccessKind::Write),
+        };
+        let structure = (self.entry_structures[self.entry_of(addr)] as usize).checked_sub(1);
+        monitoring.count_bits(structure, outcome);
+    }
+
+    /// Counts repeat hits the filter hands back.
+    fn take(&mut self, monitoring: &mut Monitoring, (entry, reads, writes): filter::Pending) {
+        let structure = self.entry_structures[entry as usize % filter::ENTRIES];
+        self.repeat_hits[0] += reads;
+        self.repeat_hits[1] += writes;
+        monitoring.add_l1_hits(structure, reads, writes);
+    }
+}
+
+/// A clean write the filter matched, or a batched access, that does not lie in one line,
+/// which the filter never hands over; simulated as one access all the same.
+#[cold]
+#[inline(never)]
+fn straddling_access(simulator: &mut Simulator, addr: u64, size: u32, kind: AccessKind) -> u32 {
+    debug_assert!(
+        false,
+        "a straddling access at {addr:#x} owned a filter entry"
+    );
+    simulator.access_line(addr, size, kind).event_bits()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::HierarchySpec;
+    use crate::monitor::CounterArrayConfig;
+    use crate::ranges::AddressRange;
+    use crate::shm::layout::DataStructureKind;
+
+    use super::super::data;
+    use super::super::tag_key::TAG_WORD;
+    use std::sync::atomic::Ordering;
+
+    /// Switches this thread's filter on, waiting a while for other tests' threads whose filters
+    /// hold the tag word's shape for another L1 (one process simulates one L1, so
+    /// only tests meet this).
+    fn switch_on_when_shape_free(line_bits: u32, sets: u64) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let word = TAG_WORD.load(Ordering::SeqCst);
+            if with_filter(|f| f.switch_on(line_bits, sets, word))
+                || Filter::entries_for(line_bits, sets).is_none()
+                || std::time::Instant::now() > deadline
+            {
+                return with_filter(Filter::is_on);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Standalone counting as the hooks do it (the repeat-hit filter first, then the
+    /// simulator's one-line path and the filter's take-over) must count exactly what counting
+    /// every access's outcome through the general path counts, for every shape of hierarchy:
+    /// the filter is on for write-back L1s over non-inclusive levels (LRU of 2 to 32 ways,
+    /// tree-PLRU, random, an L1 with more sets than the filter has entries) and off for the
+    /// inclusive and write-through ones. Mid-stream, the filter is flushed as a region boundary
+    /// does and emptied as a data-structure change does.
+    #[test]
+    fn filtered_counting_equals_counting_every_outcome() {
+        // Two structures over part of the stream's range, the second starting mid-line, so
+        // attribution is compared too, on lines holding two answers as well.
+        for (name, start) in [("counting_a", 0x40_0000), ("counting_b", 0x40_3010)] {
+            data::register(
+                name,
+                AddressRange::new(start, 8 << 10),
+                DataStructureKind::HeapRegistered,
+            );
+        }
+        for (spec, filtered) in [
+            ("D1=1K,2,64;LL=8K,4,64", true),
+            ("D1=2K,8,64;LL=16K,16,64", true),
+            ("D1=4K,16,64;L2=16K,8,64", true),
+            ("D1=4K,32,64;LL=16K,4,64", true),
+            ("D1=1K,4,64,plru;L2=2K,4,64;L3=16K,4,64", true),
+            // Lines shorter than a filter entry: no filter (`filter::SHORTEST_LINE_BITS`).
+            ("D1=1K,4,32,plru;L2=2K,4,64;L3=16K,4,64", false),
+            ("D1=1K,4,64,random;LL=8K,4,64", true),
+            ("D1=64K,2,64;LL=256K,4,64", true),
+            // Longer lines: the entries are spaced out, down to two at 8 KiB.
+            ("D1=4K,4,128;LL=16K,4,128", true),
+            ("D1=16K,2,1024;LL=64K,4,1024", true),
+            ("D1=32K,2,4096;LL=128K,4,4096", true),
+            ("D1=64K,2,8192;LL=256K,4,8192", true),
+            ("D1=2K,4,64;LL=4K,2,64,inclusive", false),
+            ("D1=1K,2,64,write-through;LL=8K,4,64", false),
+            // One set: the inline test needs consecutive lines in different entries.
+            ("D1=512,8,64;LL=8K,4,64", false),
+        ] {
+            let Ok(spec) = HierarchySpec::parse(spec) else {
+                panic!("spec {spec}");
+            };
+            let new_sim = || Simulator::new(&spec, CounterArrayConfig::default()).unwrap();
+            let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
+            let mut counting = Counting::new(&fast_sim);
+            let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
+            if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape()
+                && switch_on_when_shape_free(line_bits, sets)
+            {
+                counting.filter_switched_on(line_bits, sets);
+            }
+            assert_eq!(with_filter(Filter::is_on), filtered, "{spec:?}");
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            // Four streams walking 8 bytes at a time (a read, a read and a write of one element,
+            // as a matrix product does), interleaved with random accesses.
+            let mut walks = [0x40_0000u64, 0x40_2000, 0x40_3f00, 0x40_5000];
+            let mut clean_writes = 0u32;
+            let mut inline_clean_writes = 0u32;
+            let mut batched = 0u32;
+            for step in 0..200_000u32 {
+                crate::test_rng::xorshift(&mut x);
+                let (addr, size, kind) = if x % 8 < 6 {
+                    let w = (x >> 8) as usize % 4;
+                    walks[w] = 0x40_0000 + (walks[w] + 8 - 0x40_0000) % (24 << 10);
+                    let kind = if w == 1 && x >> 40 & 1 == 1 {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    };
+                    (walks[w], 8, kind)
+                } else {
+                    // Addresses over 24 KiB, small and line-straddling sizes, some wide.
+                    let size = match x >> 60 {
+                        0 => 96 + (x >> 20) as u32 % 64,
+                        1..=3 => 1 + (x >> 24) as u32 % 16,
+                        _ => 8,
+                    };
+                    let kind = if x >> 59 & 1 == 1 {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    };
+                    (0x40_0000 + x % (24 << 10), size, kind)
+                };
+                let write = kind == AccessKind::Write;
+                // Half the accesses come from sites with the inline test (`epcache cc`), which
+                // also answers writes to clean entries, leaving their dirty bits pending.
+                let inline = x >> 33 & 1 == 1;
+                if inline && with_filter(|f| f.inline_hit(addr, size, write)) {
+                    inline_clean_writes +=
+                        u32::from(write && with_filter(|f| f.dirty_pending(addr)));
+                } else if inline && with_filter(|f| f.inline_miss(addr, size, write)) {
+                    batched += 1;
+                // What `active` and `simulate_on` do (after the inline test, if any).
+                } else if !with_filter(|f| f.repeat_hit(addr, size, write)) {
+                    if write && with_filter(|f| f.clean_write(addr, size)) {
+                        clean_writes += 1;
+                        counting.clean_write(&mut fast_sim, &mut fast, addr, size);
+                    } else {
+                        counting.access(&mut fast_sim, &mut fast, addr, size, kind);
+                    }
+                }
+                let levels = counting.levels;
+                slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels));
+                if step % 50_000 == 25_000 {
+                    let forget = step % 100_000 == 25_000;
+                    counting.flush(&mut fast_sim, &mut fast, forget);
+                }
+            }
+            counting.flush(&mut fast_sim, &mut fast, true);
+            with_filter(Filter::switch_off);
+            assert_eq!(fast.totals, slow.totals, "{spec:?}");
+            assert_eq!(fast.structures, slow.structures, "{spec:?}");
+            assert!(fast.structures.iter().filter(|c| c[0] > 0).count() >= 2);
+            let stats = |s: &Simulator| s.hierarchy().stats().map(|(_, l)| *l).collect::<Vec<_>>();
+            let mut fast_stats = stats(&fast_sim);
+            fast_stats[0].reads += counting.repeat_hits[0];
+            fast_stats[0].writes += counting.repeat_hits[1];
+            assert_eq!(fast_stats, stats(&slow_sim), "{spec:?}");
+            let repeats = counting.repeat_hits[0] + counting.repeat_hits[1];
+            assert_eq!(
+                repeats > 20_000,
+                filtered,
+                "{spec:?}: {repeats} repeat hits"
+            );
+            assert!(counting.repeat_hits[1] > 0 || !filtered, "write repeats");
+            assert_eq!(
+                clean_writes > 1000 && inline_clean_writes > 1000 && batched > 1000,
+                filtered,
+                "{spec:?}: {clean_writes} clean writes, {inline_clean_writes} inline, \
+                 {batched} batched"
+            );
+            assert!(
+                slow.totals[1] > 0 && slow.totals[5] > 0,
+                "misses at two levels"
+            );
+        }
+    }
+}

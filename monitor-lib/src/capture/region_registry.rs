@@ -1,0 +1,198 @@
+//! The process's regions: every function of the program's own code (from its debug
+//! information, registered at start so tools can request one before it first runs), and every
+//! marker region as it is first met, each published in the segment's configuration table.
+//!
+//! A code address is resolved to its region once, under the registry's lock, and remembered
+//! (`by_pc`): the boundary hooks keep a per-thread cache in front of it (`region_stack.rs`), so
+//! an unmonitored boundary never takes the lock. Regions are tracked only where someone can
+//! want them, a tool's segment or the standalone report; a process that never tracks skips
+//! marker boundaries altogether ([`never_tracking`]).
+//!
+//! The registry takes its own lock and no other: callers resolve inside the runtime (a
+//! `RuntimeGuard`), and never in a forked child, where a vanished thread may hold the lock.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::shm::config_table::ConfigEntry;
+use crate::shm::layout::RegionKind;
+
+use super::mcc;
+use super::program::{self, file_id};
+use super::{settings, switches};
+
+/// A region as the runtime knows it.
+#[derive(Debug, Clone)]
+pub(crate) struct RegionMeta {
+    pub(crate) name: String,
+    pub(crate) file: String,
+    pub(crate) line: u32,
+    pub(crate) kind: RegionKind,
+}
+
+/// What a hook needs about a region: its id in the registry and its configuration entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RegionRef {
+    pub(crate) id: u32,
+    pub(crate) entry: Option<ConfigEntry>,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    by_key: HashMap<(u32, u32), RegionRef>,
+    regions: Vec<RegionMeta>,
+    /// Code address → region (function regions by an address inside them, markers by call site);
+    /// `None` for code without debug information.
+    by_pc: HashMap<u64, Option<RegionRef>>,
+}
+
+static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+/// Whether anyone can want regions: a tool's segment exists, or the standalone report runs.
+static TRACKING: AtomicBool = AtomicBool::new(false);
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Switches region tracking on (at process start, once a segment or report exists). Only then
+/// does the boundary fast path get the tool-sequence word it needs, so a quiet boundary implies
+/// tracking.
+pub(crate) fn start_tracking() {
+    TRACKING.store(true, Ordering::Release);
+    mcc::publish_tool_sequence();
+}
+
+#[inline]
+pub(crate) fn tracking() -> bool {
+    TRACKING.load(Ordering::Relaxed)
+}
+
+/// Registers the region keyed by (`file`, `line`), or returns it if already known.
+pub(crate) fn register(file: &str, line: u32, kind: RegionKind, name: &str) -> RegionRef {
+    let mut reg = registry();
+    register_locked(&mut reg, file, line, kind, name)
+}
+
+fn register_locked(
+    reg: &mut Registry,
+    file: &str,
+    line: u32,
+    kind: RegionKind,
+    name: &str,
+) -> RegionRef {
+    let key = (file_id(file), line);
+    if let Some(&r) = reg.by_key.get(&key) {
+        return r;
+    }
+    let entry = mcc::get().and_then(|m| {
+        m.register_region(key.0, line, kind, name, file)
+            .map_err(|e| mcc::full_once(&e))
+            .ok()
+    });
+    let r = RegionRef {
+        id: reg.regions.len() as u32,
+        entry,
+    };
+    reg.regions.push(RegionMeta {
+        name: name.to_owned(),
+        file: file.to_owned(),
+        line,
+        kind,
+    });
+    reg.by_key.insert(key, r);
+    r
+}
+
+/// Registers every function of the program's own C, C++ and Fortran code as a region, so tools
+/// can request one before it first runs. Rust functions are left out: SanitizerCoverage gives
+/// them no entry or exit hook, so a region for one would accept requests and never serve them
+/// (Rust code marks its regions with `region!`).
+pub(crate) fn register_functions(objects: &[&program::ProgramInfo]) {
+    let mut reg = registry();
+    for p in objects {
+        for f in &p.info.functions {
+            let file = p.file_name(f.file);
+            if is_rust_source(&file) {
+                continue;
+            }
+            register_locked(&mut reg, &file, f.line, RegionKind::Function, &f.name);
+        }
+    }
+}
+
+fn is_rust_source(file: &str) -> bool {
+    file.ends_with(".rs")
+}
+
+/// Every region registered so far, by id.
+pub(crate) fn all() -> Vec<RegionMeta> {
+    registry().regions.clone()
+}
+
+/// Whether the process start-up ran and regions are tracked (heap blocks are named only then;
+/// allocations before it, from the C library's own start-up, are not the program's), in the
+/// process that started them: never in a forked child (see `switches::forked_child`).
+pub(crate) fn tracking_started() -> bool {
+    settings::started() && tracking() && !switches::forked_child()
+}
+
+/// Whether the process start-up ran without starting region tracking (no segment, no report):
+/// no region can ever be monitored, so marker boundaries have nothing to do at all.
+pub(crate) fn never_tracking() -> bool {
+    settings::started() && !tracking()
+}
+
+/// The region of code address `pc`, from the registry, else made by `resolve` under its lock
+/// and remembered (`None` too: code without debug information).
+fn resolved(
+    pc: u64,
+    resolve: impl FnOnce(&mut Registry) -> Option<RegionRef>,
+) -> Option<RegionRef> {
+    let mut reg = registry();
+    match reg.by_pc.get(&pc) {
+        Some(&r) => r,
+        None => {
+            let r = resolve(&mut reg);
+            reg.by_pc.insert(pc, r);
+            r
+        }
+    }
+}
+
+/// The region of the function holding code address `pc`.
+pub(super) fn function_at(pc: u64) -> Option<RegionRef> {
+    resolved(pc, |reg| function_region(reg, pc))
+}
+
+/// The marker region whose begin call returns to `return_pc`, named `label` if it is new.
+pub(super) fn marker_at(return_pc: u64, label: impl FnOnce() -> String) -> Option<RegionRef> {
+    resolved(return_pc, |reg| marker_region(reg, return_pc, &label()))
+}
+
+/// The function holding `pc`, from the program's debug information.
+fn function_region(reg: &mut Registry, pc: u64) -> Option<RegionRef> {
+    let p = program::object_at(pc)?;
+    let (name, at) = p.function_at(pc)?;
+    Some(register_locked(
+        reg,
+        &at.file,
+        at.line,
+        RegionKind::Function,
+        name,
+    ))
+}
+
+/// A marker call site, through the line table; the label names the region.
+fn marker_region(reg: &mut Registry, return_pc: u64, label: &str) -> Option<RegionRef> {
+    let site = program::object_at(return_pc.wrapping_sub(1)).and_then(|p| p.call_site(return_pc));
+    let (file, line) = match site {
+        Some(s) => (s.file, s.line),
+        // No line table: the label alone keys the region.
+        None => (format!("<marker {label}>"), 0),
+    };
+    Some(register_locked(reg, &file, line, RegionKind::Marker, label))
+}

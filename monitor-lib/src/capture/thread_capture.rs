@@ -1,0 +1,355 @@
+//! One thread's capture: its core (`counting.rs`), where the core is (on the thread, or with the
+//! simulation worker), and its standalone counts on their way to the process totals.
+//!
+//! In standalone counting on a second core (`worker.rs`), the thread stages what reaches the
+//! runtime as records in the order they happened (the filter's batch): once the batch is full
+//! (the first holds 256 records, the later ones [`SHIP_AT`]) the thread puts its core in a mutex
+//! it shares with the worker, sends it the batch itself (the buffer the inline miss path wrote,
+//! never copied), and runs on with a spare batch. It keeps at most [`MOST_IN_FLIGHT`] batches
+//! with the worker and takes the core back ([`ThreadCapture::core`], once every batch came
+//! back) before anything else reads or simulates: an access that straddles lines, a region
+//! boundary, a hand-over, the report, a change of data structures. A one-line access to a line
+//! two data structures share is staged too (`Filter::stage_unowned`): taking the core back for
+//! it stalled the pipeline at every such line. While the core is away the thread's own
+//! [`StructureFinder`] keeps the whole-line cache filled for the inline miss path.
+//!
+//! Attribution is by the thread's last sync point: a finder answers from the snapshot of the
+//! data structures it took last, and takes the current one only once everything captured
+//! before is simulated ([`ThreadCapture::data_changed`]); attributing at simulation time lost a
+//! heap array's writes when another thread freed it while they were still batched.
+//!
+//! A forked child never simulates (attributing may take the data structures' lock, which a
+//! parent thread may have held at the fork, and the worker did not survive it): its core is
+//! `None` to every caller.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+use crate::cache::AccessKind;
+
+use super::counting::Core;
+use super::filter::{self, BatchWords, Filter};
+use super::structure_finder::StructureFinder;
+use super::switches::{forked_child, standalone};
+use super::thread_block::with_filter;
+use super::{hand_over, totals, worker};
+
+/// Order in which threads started capturing: the simulated core a later step assigns.
+static THREAD_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// One thread's simulator; its totals join the process totals when the thread ends.
+pub(super) struct ThreadCapture {
+    /// The simulator and what counts its outcomes: here, or `None` while it is in `shared`
+    /// for the simulation worker (`worker.rs`), to be taken back (`Self::core`) before
+    /// anything else uses it.
+    core: Option<Box<Core>>,
+    /// Where the core is while the worker simulates for this thread: the jobs lock it one at
+    /// a time; the thread takes it back only once none is left. Made at the first hand-off.
+    shared: Option<Arc<Mutex<Option<Box<Core>>>>>,
+    /// Batches handed to the worker and not yet back.
+    in_flight: usize,
+    /// The channel the worker sends each batch back on once simulated, which also tells that
+    /// the batch is done; made at the first hand-off.
+    spares: Option<(Sender<BatchWords>, Receiver<BatchWords>)>,
+    /// Whether this thread counts for the standalone report (its monitoring's `counting`).
+    counts: bool,
+    /// Whether this thread hands its batches to the worker: standalone counting in a process
+    /// where the worker is enabled.
+    ships: bool,
+    /// Batches the worker simulated, for the filter to fill next.
+    free: Vec<BatchWords>,
+    /// Finds whole lines for the filter while the core is away (the core's monitoring has its
+    /// own finder).
+    finder: StructureFinder,
+    /// log2 of L1's line size.
+    line_bits: u32,
+    /// Order in which threads started capturing: the simulated core a later step assigns.
+    #[allow(dead_code)]
+    thread_index: u32,
+    /// Whether the process totals already count this thread (it published before).
+    published: bool,
+    /// Whether it holds standalone counts the totals lack, as `hand_over.rs` tracks.
+    pub(super) holding: bool,
+}
+
+/// Records of a batch handed to the worker: enough that a hand-off's cost (a message each
+/// way, a wake-up at worst) is small beside simulating them (about 8 ns each).
+const SHIP_AT: usize = 8192;
+
+/// Batches a thread may have with the worker: two, so the worker finds the next one waiting
+/// when it finishes one, while the thread runs on; a thread that gets further ahead waits.
+const MOST_IN_FLIGHT: usize = 2;
+
+impl ThreadCapture {
+    /// A thread's capture around `core`, with `finder` (a copy of the core's) for the filter
+    /// while the core is away.
+    pub(super) fn new(core: Core, finder: StructureFinder) -> ThreadCapture {
+        let line_bits = core.counting.line_bits;
+        ThreadCapture {
+            core: Some(Box::new(core)),
+            shared: None,
+            in_flight: 0,
+            spares: None,
+            counts: standalone(),
+            ships: standalone() && worker::enabled(),
+            free: Vec::new(),
+            finder,
+            line_bits,
+            thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
+            published: false,
+            holding: standalone() && hand_over::start_holding(),
+        }
+    }
+}
+
+impl ThreadCapture {
+    /// The core, back on this thread: taken back from the worker if it has it (waiting for it
+    /// to finish), with the accesses batched since simulated. `None` in a forked child, which
+    /// is not monitored and must not simulate (attributing an access may take the data
+    /// structures' lock, which a parent thread may have held at the fork; and the worker did
+    /// not survive it), and if the worker is gone.
+    pub(super) fn core(&mut self) -> Option<&mut Core> {
+        if forked_child() {
+            return None;
+        }
+        self.reclaim();
+        let core = self.core.as_deref_mut()?;
+        core.drain_batch();
+        Some(core)
+    }
+
+    /// Waits for the core to come back from the worker, if it is there.
+    fn reclaim(&mut self) {
+        if self.core.is_some() || forked_child() {
+            return;
+        }
+        self.wait_in_flight(0);
+        let Some(shared) = &self.shared else {
+            return;
+        };
+        // No job holds the lock now: every batch came back.
+        self.core = shared.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if self.core.is_none() {
+            report_worker_lost_once();
+        }
+    }
+
+    /// Waits until at most `most` batches are with the worker.
+    fn wait_in_flight(&mut self, most: usize) {
+        let Some((_, back)) = &self.spares else {
+            return;
+        };
+        while self.in_flight > most {
+            let Some(emptied) = worker::receive(back) else {
+                report_worker_lost_once();
+                self.in_flight = 0;
+                return;
+            };
+            self.in_flight -= 1;
+            // The filter's first batch is smaller than those it fills while shipping.
+            if emptied.len() == SHIP_AT {
+                self.free.push(emptied);
+            }
+        }
+    }
+
+    /// Standalone counting on a second core (`worker.rs`): a full batch of the inline miss
+    /// path's records is handed to the worker (8192 at a time), and this
+    /// access joins the batch as the inline miss path would have let it, when it can: the
+    /// thread then runs on without its simulator. `false` when the access needs the simulator
+    /// now (it straddles lines, or its line holds more than one data structure).
+    fn defer(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
+        // With no core spare, staging would only delay the simulation.
+        if !with_filter(Filter::is_on) || (self.core.is_some() && !worker::core_spare()) {
+            return false;
+        }
+        if with_filter(Filter::batch_full) {
+            self.ship();
+        }
+        let write = kind == AccessKind::Write;
+        if with_filter(|f| f.inline_miss(addr, size, write)) {
+            return true;
+        }
+        // The line may be whole without the whole-line cache knowing it yet; if it is not,
+        // the access is staged all the same, leaving its entry empty (taking the core back for
+        // it stalled the pipeline at every line two arrays share).
+        let (finder, line_bits) = (&mut self.finder, self.line_bits);
+        with_filter(|f| {
+            if finder.structure_of_line(addr, line_bits, f).1 {
+                f.inline_miss(addr, size, write)
+            } else {
+                f.stage_unowned(addr, size, write)
+            }
+        })
+    }
+
+    /// Hands the filter's batch to the worker, and the core with the first one, giving the
+    /// filter an empty batch to fill meanwhile; simulates the records here instead when no
+    /// core is spare (or in a forked child, where the worker does not exist).
+    fn ship(&mut self) {
+        // A signal handler that interrupted a miss path: the batch stays (`Filter::in_miss`).
+        if forked_child() || !worker::core_spare() || with_filter(Filter::in_miss_path) {
+            // `core` simulates what is batched.
+            let _ = self.core();
+            return;
+        }
+        if let Some(core) = self.core.take() {
+            let shared = self.shared.get_or_insert_with(Arc::default);
+            *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
+        }
+        let Some(shared) = self.shared.as_ref().map(Arc::clone) else {
+            // No core to count them with.
+            with_filter(|f| f.drain_batch_with(|_| ()));
+            return;
+        };
+        self.wait_in_flight(MOST_IN_FLIGHT - 1);
+        let next = self
+            .free
+            .pop()
+            .unwrap_or_else(|| filter::new_batch(SHIP_AT));
+        let Some((batch, filled)) = with_filter(|f| f.replace_batch(next)) else {
+            return;
+        };
+        let back = self.spares.get_or_insert_with(mpsc::channel).0.clone();
+        self.in_flight += 1;
+        worker::run(Box::new(move || {
+            let mut core = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let simulated = match core.as_deref_mut() {
+                Some(simulating) => {
+                    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        simulating.simulate_shipped(&batch, filled);
+                    }));
+                    if done.is_err() {
+                        // A bug in the simulator: the core is no longer trusted, and the thread
+                        // learns it is lost when it takes it back (`reclaim`).
+                        *core = None;
+                    }
+                    filled
+                }
+                None => 0,
+            };
+            drop(core);
+            // Always sent, so the thread never waits for a batch in vain; if the thread is
+            // gone, so is the need.
+            let _ = back.send(batch);
+            simulated
+        }));
+    }
+
+    /// The data structures changed since this thread's last sync point: everything it captured
+    /// before is simulated and attributed under the old ones (batches with the worker, the
+    /// filter's batch and its pending hits; the filter forgets its entries and whole lines), then its finders
+    /// take the new ones.
+    pub(super) fn data_changed(&mut self) {
+        // A forked child attributes nothing, and must not take the data structures' lock.
+        if forked_child() {
+            return;
+        }
+        if let Some(core) = self.core() {
+            if with_filter(Filter::is_on) {
+                core.flush_filter(true);
+            }
+            core.monitoring.finder.refresh();
+        }
+        // Counting remembers whole lines with the filter off too.
+        with_filter(Filter::forget_whole_lines);
+        self.finder.refresh();
+    }
+
+    /// Hands the counts gathered since the last time on to the process totals and starts them
+    /// again from zero, keeping the simulated caches (regions still open are checkpointed,
+    /// `Monitoring::hand_over_counts`): at the end of a worker thread's last open region, and
+    /// before a thread blocks in `pthread_join`. A thread pool's workers (OpenMP's) outlive the report,
+    /// written at exit, and a main thread blocked joining its workers cannot hand anything on
+    /// when one of them writes the report on a signal. Nothing happens outside standalone
+    /// counting.
+    pub(super) fn publish(&mut self) {
+        let new_thread = !self.published;
+        let Some(core) = self.core() else {
+            return;
+        };
+        // Only the standalone report gathers counts at exit; a tool's requests publish their
+        // results at each region's end already.
+        if !core.monitoring.counting {
+            return;
+        }
+        core.flush_filter(false);
+        totals::merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
+        core.simulator.reset_level_stats();
+        core.counting.repeat_hits = [0; 2];
+        core.monitoring.hand_over_counts(totals::merge_standalone);
+        self.published = true;
+        self.let_go();
+    }
+
+    /// The thread holds standalone counts again (a region begins after a hand-over).
+    pub(super) fn hold(&mut self) {
+        if self.counts && !self.holding {
+            self.holding = hand_over::start_holding();
+        }
+    }
+
+    fn let_go(&mut self) {
+        if std::mem::take(&mut self.holding) {
+            hand_over::let_go();
+        }
+    }
+}
+
+impl Drop for ThreadCapture {
+    fn drop(&mut self) {
+        if forked_child() {
+            // The simulation thread did not survive the fork, and may have been in the middle
+            // of a channel operation or holding the core's lock: their copies are left alone.
+            std::mem::forget(self.spares.take());
+            std::mem::forget(self.shared.take());
+        }
+        let new_thread = !self.published;
+        if let Some(core) = self.core() {
+            core.flush_filter(true);
+            with_filter(Filter::switch_off);
+            core.monitoring.close_open_regions();
+            totals::merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
+            totals::merge_standalone(&core.monitoring.regions, &core.monitoring.structures);
+        } else {
+            // Nothing can be counted (a forked child, or the worker is gone): the filter's
+            // slot and contents go.
+            with_filter(Filter::abandon);
+        }
+        worker::thread_ended();
+        self.let_go();
+    }
+}
+
+fn report_worker_lost_once() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "epcache: the simulation thread is gone; a thread's counts since its last hand-off are lost (run with {}=off to simulate on the program's threads)",
+            worker::PIPELINE_ENV
+        );
+    }
+}
+
+impl ThreadCapture {
+    /// Kept out of line, so the thread-local access around it stays small enough to inline.
+    #[inline(never)]
+    pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+        if self.ships && self.defer(addr, size, kind) {
+            return;
+        }
+        if let Some(core) = self.core() {
+            core.access(addr, size, kind);
+        }
+    }
+
+    /// `Counting::clean_write`, out of line for the same reason as [`Self::access`].
+    #[inline(never)]
+    pub(super) fn clean_write(&mut self, addr: u64, size: u32) {
+        if let Some(core) = self.core() {
+            core.counting
+                .clean_write(&mut core.simulator, &mut core.monitoring, addr, size);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The run's totals: what the threads' simulators counted per cache level, and the standalone
+//! report's counts per region and per data structure, summed as each thread hands its counts
+//! on (when it ends, at its last region's end, before it blocks in a join, or at exit).
+//!
+//! Each thread simulates its own hierarchy, so the totals are sums over independent per-thread
+//! hierarchies (a later step gives each thread its own simulated core of a shared one).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::cache::LevelStats;
+use crate::simulator::Simulator;
+
+use super::monitoring::{Counts, RegionCounts, merge_structures};
+
+/// Cache-level totals of the threads merged so far.
+static TOTALS: Mutex<CaptureTotals> = Mutex::new(CaptureTotals::empty());
+/// Standalone counts of threads that ended (or were flushed).
+static STANDALONE_TOTALS: Mutex<StandaloneTotals> = Mutex::new(StandaloneTotals::empty());
+
+/// The run's totals per cache level, summed over the threads whose state has been merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureTotals {
+    /// Level name and totals, in hierarchy order (the instruction cache first when present).
+    pub levels: Vec<(String, LevelStats)>,
+    /// How many threads' simulators were merged.
+    pub threads: u32,
+}
+
+impl CaptureTotals {
+    const fn empty() -> Self {
+        Self {
+            levels: Vec::new(),
+            threads: 0,
+        }
+    }
+
+    /// Adds a thread's simulator's totals, and the L1 read and write hits counted without it;
+    /// `new_thread` when this thread's totals were never merged before.
+    fn merge(&mut self, simulator: &Simulator, repeat_hits: [u64; 2], new_thread: bool) {
+        let l1 = simulator.hierarchy().level_stats(0);
+        for (name, stats) in simulator.hierarchy().stats() {
+            let slot = match self.levels.iter().position(|(n, _)| n == name) {
+                Some(i) => &mut self.levels[i].1,
+                None => {
+                    self.levels.push((name.to_owned(), LevelStats::default()));
+                    &mut self.levels.last_mut().expect("just pushed").1
+                }
+            };
+            // The repeat hits belong to the first data level, wherever it is listed.
+            let repeat = if std::ptr::eq(stats, l1) {
+                repeat_hits
+            } else {
+                [0; 2]
+            };
+            slot.reads += stats.reads + repeat[0];
+            slot.read_misses += stats.read_misses;
+            slot.writes += stats.writes + repeat[1];
+            slot.write_misses += stats.write_misses;
+            slot.instr_fetches += stats.instr_fetches;
+            slot.instr_misses += stats.instr_misses;
+            slot.writebacks += stats.writebacks;
+            slot.back_invalidations += stats.back_invalidations;
+        }
+        self.threads += u32::from(new_thread);
+    }
+}
+
+/// Standalone counts summed over threads: per region, and over the whole run per structure.
+#[derive(Debug, Clone)]
+pub(crate) struct StandaloneTotals {
+    pub(crate) regions: Vec<(u32, RegionCounts)>,
+    pub(crate) structures: Vec<Counts>,
+}
+
+impl StandaloneTotals {
+    const fn empty() -> Self {
+        Self {
+            regions: Vec::new(),
+            structures: Vec::new(),
+        }
+    }
+
+    fn merge(&mut self, regions: &HashMap<u32, RegionCounts>, structures: &[Counts]) {
+        for (&id, counts) in regions {
+            match self.regions.iter_mut().find(|(r, _)| *r == id) {
+                Some((_, acc)) => acc.merge(counts),
+                None => self.regions.push((id, counts.clone())),
+            }
+        }
+        merge_structures(&mut self.structures, structures);
+    }
+}
+
+/// Adds a thread's simulator's totals and the L1 hits its repeat-hit filter counted
+/// (`repeat_hits`); `new_thread` when the totals do not count this thread yet.
+pub(super) fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2], new_thread: bool) {
+    // A poisoned lock only means another thread panicked mid-merge; its numbers are still sums.
+    let mut totals = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    totals.merge(simulator, repeat_hits, new_thread);
+}
+
+/// Adds a thread's standalone counts per region and per data structure.
+pub(super) fn merge_standalone(regions: &HashMap<u32, RegionCounts>, structures: &[Counts]) {
+    STANDALONE_TOTALS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .merge(regions, structures);
+}
+
+/// The totals of every thread merged so far (exited threads and flushed ones).
+pub fn totals() -> CaptureTotals {
+    TOTALS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The standalone counts of every thread merged so far.
+pub(super) fn standalone_totals() -> StandaloneTotals {
+    STANDALONE_TOTALS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
