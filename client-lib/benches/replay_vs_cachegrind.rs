@@ -15,12 +15,12 @@ use std::io::BufReader;
 use std::path::Path;
 use std::time::Instant;
 
-use epcache_monitor::cache::{AccessKind, HierarchySpec};
-use epcache_monitor::monitor::CounterArrayConfig;
-use epcache_monitor::ranges::AddressRange;
-use epcache_monitor::replay::{ReplaySummary, cachegrind_hierarchy, replay};
-use epcache_monitor::simulator::Simulator;
-use epcache_monitor::trace::{EpctReader, EpctWriter, LackeyReader, TraceKind};
+use epcache_sim::cache::{AccessKind, HierarchySpec};
+use epcache_sim::monitor::CounterArrayConfig;
+use epcache_sim::ranges::AddressRange;
+use epcache_sim::replay::{ReplaySummary, cachegrind_hierarchy, replay};
+use epcache_sim::simulator::Simulator;
+use epcache_sim::trace::{EpctReader, EpctWriter, LackeyReader, TraceKind};
 use support::{Shape, cachegrind_counts, compile_kernel, lackey_trace, tools_available};
 
 const DEFAULT_N: u32 = 300;

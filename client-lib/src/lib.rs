@@ -37,13 +37,13 @@ pub mod local;
 mod types;
 
 pub use client::{Client, ConnectOptions};
+pub use epcache_proto::v1 as mri;
 /// The analysis report an analysis request's result carries ([`RequestResult::analysis`]): the
 /// runtime's own types, with their methods (predictions from reuse distances, evictor look-ups).
-pub use epcache_monitor::analysis::{
+pub use epcache_sim::analysis::{
     AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassBuckets, MissClassCounts,
     MissClassReport, RangeAnalysis, ReuseBuckets, ReuseReport,
 };
-pub use epcache_proto::v1 as mri;
 pub use local::{Launch, LocalError, LocalTarget};
 pub use types::{
     Aggregation, AllocationSite, Analysis, Binding, Boundary, Bucket, DataRef, DataStructure,

@@ -5,7 +5,6 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use epcache_monitor::ranges::AddressRange;
 use epcache_monitor::shm::discovery;
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, DataStructureIndex, DataStructureKind, HaltingPoint, LayoutError, Mode,
@@ -14,6 +13,7 @@ use epcache_monitor::shm::layout::{
 use epcache_monitor::shm::target::{HaltOutcome, Mcc, MccOptions};
 use epcache_monitor::shm::tool::{TargetHandle, ToolError};
 use epcache_monitor::shm::{Segment, SegmentError};
+use epcache_sim::ranges::AddressRange;
 
 const ROLE: &str = "EPCACHE_TEST_ROLE";
 

@@ -18,16 +18,16 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use epcache_monitor::analysis::{Analyses, AnalysisConfig};
-use epcache_monitor::cache::{AccessKind, Hierarchy, HierarchySpec};
-use epcache_monitor::monitor::{CounterArrayConfig, EventSet, HistogramIndex};
-use epcache_monitor::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_monitor::shm::config_table::ConfigEntry;
 use epcache_monitor::shm::layout::{
     Aggregation, Boundary, DataStructureDetails, DataStructureKind, Mode, RegionKind,
     RequestResult, ResultRow, ResultText, RowThreads, SiteKey, analysis_bits,
 };
 use epcache_monitor::shm::target::{ActiveRequest, Mcc, MccOptions};
+use epcache_sim::analysis::{Analyses, AnalysisConfig};
+use epcache_sim::cache::{AccessKind, Hierarchy, HierarchySpec};
+use epcache_sim::monitor::{CounterArrayConfig, EventSet, HistogramIndex};
+use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
 
 /// Set to `target` to make the test binary play the program.
 pub const ROLE: &str = "EPCACHE_SYNTH_ROLE";

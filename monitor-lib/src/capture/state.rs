@@ -26,7 +26,7 @@ use crate::shm::layout::{
     DataStructureDetails, DataStructureKind, Dimension, MAX_SHAPE_RANK, Shape,
 };
 use crate::shm::target::Mcc;
-use crate::simulator::{Simulator, SimulatorError};
+use crate::simulator::{CaptureFastPath, Simulator, SimulatorError};
 use crate::symbols::ArrayShape;
 
 use super::filter::{self, BatchWords, Filter, Record, RecordCells, RecordWords};

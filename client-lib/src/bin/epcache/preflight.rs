@@ -6,9 +6,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use epcache_monitor::cache::HierarchySpec;
-use epcache_monitor::monitor::Event;
 use epcache_monitor::shm::layout::Capacities;
+use epcache_sim::cache::HierarchySpec;
+use epcache_sim::monitor::Event;
 
 /// The cache the program will simulate, as it will resolve it: `--cache`, else
 /// `$EPCACHE_CACHE`, else the runtime's default (`host`, else `cachegrind`). Returns its text and

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_monitor::cache::{Hierarchy, HierarchySpec};
-use epcache_monitor::replay::{ReplaySummary, cachegrind_hierarchy, replay_with_progress};
-use epcache_monitor::trace::{EpctReader, LackeyReader};
+use epcache_sim::cache::{Hierarchy, HierarchySpec};
+use epcache_sim::replay::{ReplaySummary, cachegrind_hierarchy, replay_with_progress};
+use epcache_sim::trace::{EpctReader, LackeyReader};
 
 use crate::output::print_stdout;
 use crate::progress::Progress;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use epcache_monitor::replay::ReplaySummary;
+use epcache_sim::replay::ReplaySummary;
 
 use crate::numbers::{grouped, millions_per_second, percent};
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use epcache_monitor::trace::{EpctWriter, LackeyReader};
+use epcache_sim::trace::{EpctWriter, LackeyReader};
 
 use crate::numbers::{grouped, millions_per_second};
 use crate::output::print_stdout;

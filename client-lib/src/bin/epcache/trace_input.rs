@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use epcache_monitor::trace::epct::EPCT_MAGIC;
+use epcache_sim::trace::epct::EPCT_MAGIC;
 
 /// The trace formats epcache reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

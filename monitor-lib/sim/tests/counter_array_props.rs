@@ -1,9 +1,9 @@
 //! Property tests of the counter array's promise: whatever the spills, a histogram's buckets equal a
 //! naive per-bucket count and sum to the static count of the same range and event.
 
-use epcache_monitor::cache::{AccessKind, AccessOutcome, LevelResult, MAX_LEVELS};
-use epcache_monitor::monitor::{CounterArray, CounterArrayConfig, Event, SpillStats};
-use epcache_monitor::ranges::AddressRange;
+use epcache_sim::cache::{AccessKind, AccessOutcome, LevelResult, MAX_LEVELS};
+use epcache_sim::monitor::{CounterArray, CounterArrayConfig, Event, SpillStats};
+use epcache_sim::ranges::AddressRange;
 use proptest::prelude::*;
 
 /// Bucket widths as multiples of an 8-byte line, powers of two and not, so both index paths run.

@@ -496,7 +496,9 @@ impl Hierarchy {
     }
 
     /// Marks L1's line of `block` modified without counting an access (see
-    /// [`crate::simulator::Simulator::mark_l1_dirty`]); whether the line was there.
+    /// [`CaptureFastPath::mark_l1_dirty`]); whether the line was there.
+    ///
+    /// [`CaptureFastPath::mark_l1_dirty`]: crate::simulator::capture_path::CaptureFastPath::mark_l1_dirty
     #[inline(always)]
     pub(crate) fn mark_l1_dirty(&mut self, block: u64) -> bool {
         // The line is its set's most recent (the filter's invariant): one way compared first.

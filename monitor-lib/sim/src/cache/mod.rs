@@ -3,7 +3,7 @@
 mod hierarchy;
 mod level;
 mod spec;
-mod two_level;
+pub(crate) mod two_level;
 
 pub(crate) use hierarchy::MissStep;
 pub use hierarchy::{
@@ -12,7 +12,7 @@ pub use hierarchy::{
 pub(crate) use level::RunEnd;
 pub use level::{CacheLevel, Geometry, Probe, Victim};
 pub use spec::{HierarchySpec, LevelSpec, PRESETS, host_spec_from_sysfs};
-pub(crate) use two_level::{Step, Steps, Watch, outcome as two_level_outcome};
+pub(crate) use two_level::{Watch, outcome as two_level_outcome};
 
 /// Whether an access reads or writes memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

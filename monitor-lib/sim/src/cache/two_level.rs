@@ -164,7 +164,7 @@ fn run_lines<
 /// write another layer counted as a hit on its set's most recent line and left for the
 /// simulator to settle (the runtime's repeat-hit filter does).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Step {
+pub struct Step {
     pub addr: u64,
     pub size: u32,
     pub kind: AccessKind,
@@ -176,7 +176,7 @@ pub(crate) struct Step {
 /// one's outcome: a source that keeps its own per-access state (the runtime's staged records)
 /// and so cannot be a slice. That state travels by value with the access, so it stays in
 /// registers across the simulation rather than in the source.
-pub(crate) trait Steps {
+pub trait Steps {
     /// What [`Self::outcome`] needs to know of an access besides its outcome.
     type Context: Copy;
     /// Whether every access lies in one line, so the loop need not check (a source that

@@ -11,11 +11,11 @@
 //! of at least 16 M accesses, the stream repeated) and prints the best rate.
 
 use criterion::{Criterion, Throughput, criterion_group};
-use epcache_monitor::analysis::AnalysisConfig;
-use epcache_monitor::cache::{AccessKind, Hierarchy, HierarchySpec};
-use epcache_monitor::monitor::{CounterArrayConfig, HistogramIndex};
-use epcache_monitor::ranges::{AddressRange, NamedRange, RangeSet};
-use epcache_monitor::simulator::Simulator;
+use epcache_sim::analysis::AnalysisConfig;
+use epcache_sim::cache::{AccessKind, Hierarchy, HierarchySpec};
+use epcache_sim::monitor::{CounterArrayConfig, HistogramIndex};
+use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
+use epcache_sim::simulator::Simulator;
 use std::hint::black_box;
 
 const N: u64 = 96;
