@@ -57,10 +57,10 @@ pub use types::{
 /// being `$EPCACHE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/epcache`, else `/tmp/epcache-UID` (as the
 /// daemon and the targets resolve it).
 pub fn default_address() -> String {
-    let dir = epcache_monitor::shm::discovery::runtime_dir();
+    let dir = epcache_shm::discovery::runtime_dir();
     format!(
         "unix:{}",
-        epcache_monitor::shm::discovery::daemon_socket(&dir).display()
+        epcache_shm::discovery::daemon_socket(&dir).display()
     )
 }
 

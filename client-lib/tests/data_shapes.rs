@@ -10,7 +10,7 @@ use std::time::Duration;
 use capture_support::{
     available, epcache_cc, region, run_with_report, runtime_built, start_waiting, structure,
 };
-use epcache_monitor::shm::layout::{DataStructureKind, Dimension, Shape};
+use epcache_shm::layout::{DataStructureKind, Dimension, Shape};
 
 const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
 

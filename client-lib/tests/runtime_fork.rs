@@ -12,9 +12,9 @@ use std::time::Duration;
 use capture_support::{
     available, epcache_cc, kernel, region, runtime_built, structure, wait_within,
 };
-use epcache_monitor::shm::discovery;
-use epcache_monitor::shm::layout::TargetState;
-use epcache_monitor::shm::tool::TargetHandle;
+use epcache_shm::discovery;
+use epcache_shm::layout::TargetState;
+use epcache_shm::tool::TargetHandle;
 
 const CACHE: &str = "D1=32K,8,64;LL=1M,16,64";
 /// Elements of `A` in the kernel: each sweep reads and writes every one once.

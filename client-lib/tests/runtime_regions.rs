@@ -12,9 +12,7 @@ use capture_support::{
     available, build_gauss_regions, epcache_cc, kernel, region, run_to, run_with_report,
     runtime_built, start_waiting, structure,
 };
-use epcache_monitor::shm::layout::{
-    Aggregation, Boundary, Mode, RequestSpec, RequestTarget, TargetState,
-};
+use epcache_shm::layout::{Aggregation, Boundary, Mode, RequestSpec, RequestTarget, TargetState};
 
 /// The EP-Cache paper's first-level cache for the Gauss study.
 const PAPER_L1: &str = "D1=8K,2,32;LL=1M,8,64";

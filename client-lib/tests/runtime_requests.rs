@@ -6,9 +6,7 @@
 mod capture_support;
 
 use capture_support::{build_gauss_regions, run_to, start_waiting};
-use epcache_monitor::shm::layout::{
-    Aggregation, Boundary, Mode, RequestSpec, RequestTarget, SlotState,
-};
+use epcache_shm::layout::{Aggregation, Boundary, Mode, RequestSpec, RequestTarget, SlotState};
 
 /// Two data levels: no L3 to count at.
 const TWO_LEVELS: &str = "D1=8K,2,32;LL=1M,8,64";

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use capture_support::{build_gauss_regions, run_to, start_waiting};
-use epcache_monitor::shm::layout::Boundary;
+use epcache_shm::layout::Boundary;
 
 #[test]
 fn a_start_wait_with_no_tool_gives_up_and_says_so() {

@@ -210,13 +210,10 @@ pub(crate) fn start_waiting(
     program: &Path,
     runtime_dir: &Path,
     env: &[(&str, &str)],
-) -> (
-    std::process::Child,
-    epcache_monitor::shm::tool::TargetHandle,
-) {
+) -> (std::process::Child, epcache_shm::tool::TargetHandle) {
     use std::time::Duration;
 
-    use epcache_monitor::shm::discovery;
+    use epcache_shm::discovery;
     let child = Command::new(program)
         .env("EPCACHE_WAIT", "30")
         .env("EPCACHE_RUNTIME_DIR", runtime_dir)
@@ -228,11 +225,11 @@ pub(crate) fn start_waiting(
     // Discovery: the record appears once the target has created its segment.
     let record = discovery::wait_for_record(runtime_dir, child.id(), Duration::from_secs(20))
         .unwrap_or_else(|| panic!("{} never published its record", program.display()));
-    let tool = epcache_monitor::shm::tool::TargetHandle::attach_record(&record).unwrap();
+    let tool = epcache_shm::tool::TargetHandle::attach_record(&record).unwrap();
     let start = tool.wait_for_halt(0, Duration::from_secs(20)).unwrap();
     assert_eq!(
         start.state,
-        epcache_monitor::shm::layout::TargetState::WaitingForTool
+        epcache_shm::layout::TargetState::WaitingForTool
     );
     (child, tool)
 }
@@ -260,11 +257,11 @@ pub(crate) fn build_gauss_regions(dir: &Path, who: &str) -> Option<PathBuf> {
 /// Releases the target to run until `boundary` of `region` and waits (30 s at most) until it
 /// halts there.
 pub(crate) fn run_to(
-    tool: &epcache_monitor::shm::tool::TargetHandle,
-    region: epcache_monitor::shm::layout::RegionIndex,
-    boundary: epcache_monitor::shm::layout::Boundary,
+    tool: &epcache_shm::tool::TargetHandle,
+    region: epcache_shm::layout::RegionIndex,
+    boundary: epcache_shm::layout::Boundary,
 ) {
-    tool.set_halting_point(Some(epcache_monitor::shm::layout::HaltingPoint {
+    tool.set_halting_point(Some(epcache_shm::layout::HaltingPoint {
         region: Some(region),
         boundary,
         skip: 0,
@@ -275,10 +272,7 @@ pub(crate) fn run_to(
     let halt = tool
         .wait_for_halt(generation, std::time::Duration::from_secs(30))
         .unwrap();
-    assert_eq!(
-        halt.state,
-        epcache_monitor::shm::layout::TargetState::Halted
-    );
+    assert_eq!(halt.state, epcache_shm::layout::TargetState::Halted);
 }
 
 /// The counts `tests/kernels/copies.c` must report whatever the compiler: its library calls

@@ -18,12 +18,12 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use epcache_monitor::shm::config_table::ConfigEntry;
-use epcache_monitor::shm::layout::{
+use epcache_shm::config_table::ConfigEntry;
+use epcache_shm::layout::{
     Aggregation, Boundary, DataStructureDetails, DataStructureKind, Mode, RegionKind,
     RequestResult, ResultRow, ResultText, RowThreads, SiteKey, analysis_bits,
 };
-use epcache_monitor::shm::target::{ActiveRequest, Mcc, MccOptions};
+use epcache_shm::target::{ActiveRequest, Mcc, MccOptions};
 use epcache_sim::analysis::{Analyses, AnalysisConfig};
 use epcache_sim::cache::{AccessKind, Hierarchy, HierarchySpec};
 use epcache_sim::monitor::{CounterArrayConfig, EventSet, HistogramIndex};

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use epcache_monitor::shm::layout::Capacities;
+use epcache_shm::layout::Capacities;
 use epcache_sim::cache::HierarchySpec;
 use epcache_sim::monitor::Event;
 

@@ -5,14 +5,14 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use epcache_monitor::shm::discovery;
-use epcache_monitor::shm::layout::{
+use epcache_shm::discovery;
+use epcache_shm::layout::{
     Aggregation, Boundary, DataStructureIndex, DataStructureKind, HaltingPoint, LayoutError, Mode,
     RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget, TargetState,
 };
-use epcache_monitor::shm::target::{HaltOutcome, Mcc, MccOptions};
-use epcache_monitor::shm::tool::{TargetHandle, ToolError};
-use epcache_monitor::shm::{Segment, SegmentError};
+use epcache_shm::target::{HaltOutcome, Mcc, MccOptions};
+use epcache_shm::tool::{TargetHandle, ToolError};
+use epcache_shm::{Segment, SegmentError};
 use epcache_sim::ranges::AddressRange;
 
 const ROLE: &str = "EPCACHE_TEST_ROLE";

@@ -185,8 +185,8 @@ impl ConfigTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shm::layout::Capacities;
-    use crate::shm::sysv::HeapImage;
+    use crate::layout::Capacities;
+    use crate::sysv::HeapImage;
 
     fn table(regions: u32) -> (HeapImage, ConfigTable) {
         let layout = Layout::plan(&Capacities {

@@ -18,7 +18,7 @@ use super::layout::{
 };
 use super::process;
 use super::sysv::{Segment, SegmentError, ViewError};
-use crate::ranges::AddressRange;
+use epcache_sim::ranges::AddressRange;
 
 /// How long `EPCACHE_WAIT=yes` waits for a tool.
 pub const DEFAULT_START_WAIT: Duration = Duration::from_secs(60);
@@ -834,8 +834,8 @@ impl Drop for Mcc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shm::layout::{Aggregation, HaltingPoint, Mode};
-    use crate::shm::tool::{TargetHandle, ToolError};
+    use crate::layout::{Aggregation, HaltingPoint, Mode};
+    use crate::tool::{TargetHandle, ToolError};
 
     /// A segment with one function region `kernel` registered, and a tool attached to it.
     fn kernel_and_tool(dir: &Path, program: &str) -> (Mcc, ConfigEntry, TargetHandle) {
@@ -1032,11 +1032,14 @@ mod tests {
             aggregation: Aggregation::Summed,
             analyses: 0,
         };
-        let spec: crate::cache::HierarchySpec = "D1=8K,2,32;LL=1M,8,64".parse().unwrap();
+        let spec: epcache_sim::cache::HierarchySpec = "D1=8K,2,32;LL=1M,8,64".parse().unwrap();
         // The runner's closure is `Fn`: what it changes sits in cells.
         let sim = std::cell::RefCell::new(
-            crate::simulator::Simulator::new(&spec, crate::monitor::CounterArrayConfig::default())
-                .unwrap(),
+            epcache_sim::simulator::Simulator::new(
+                &spec,
+                epcache_sim::monitor::CounterArrayConfig::default(),
+            )
+            .unwrap(),
         );
         // Words 1 to 7 random, or one of them random and the rest a valid request's (a static
         // count or a histogram): wholly
@@ -1128,7 +1131,7 @@ mod tests {
     /// results, and leaves a live tool's alone (its own, another live process's).
     #[test]
     fn slots_of_dead_tools_are_taken_back_with_their_results_and_live_ones_are_not() {
-        use crate::shm::layout::SlotOwner;
+        use crate::layout::SlotOwner;
 
         let dir = tempfile::tempdir().unwrap();
         let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "reclaim");
@@ -1226,7 +1229,7 @@ mod tests {
             .collect();
         assert!(matches!(
             tool.submit(&spec),
-            Err(crate::shm::tool::ToolError::NoFreeSlot { .. })
+            Err(crate::tool::ToolError::NoFreeSlot { .. })
         ));
         assert_eq!(placed.len(), capacity - 2);
         let _ = sleeper.kill();

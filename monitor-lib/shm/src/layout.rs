@@ -8,8 +8,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::sysv::{View, ViewError};
-use crate::monitor::Event;
-use crate::ranges::AddressRange;
+use epcache_sim::monitor::Event;
+use epcache_sim::ranges::AddressRange;
 
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
@@ -1409,7 +1409,7 @@ pub enum ResultText {
     /// None: not an analysis request.
     #[default]
     None,
-    /// The analysis report, as the JSON of `crate::analysis::AnalysisReport`.
+    /// The analysis report, as the JSON of `epcache_sim::analysis::AnalysisReport`.
     Report(String),
     /// Why an analysis request carries no report (it did not fit, the analyses could not run).
     Missing(String),

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::shm::sysv::HeapImage;
+use crate::sysv::HeapImage;
 
 fn small() -> Capacities {
     Capacities {
