@@ -147,7 +147,7 @@ fn a_dual_build_behaves_like_plain_and_counts_like_instrumented() {
 
     // Two debug units describe the source, one per copy; each global is still one variable,
     // and each function has both copies' code.
-    let info = epcache_monitor::symbols::DebugInfo::load_program(&b.dual).expect("DWARF");
+    let info = epcache_symbols::DebugInfo::load_program(&b.dual).expect("DWARF");
     for g in ["A", "B", "C", "calls"] {
         assert_eq!(
             info.globals.iter().filter(|v| v.name == g).count(),

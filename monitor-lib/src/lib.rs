@@ -6,12 +6,12 @@
 #![deny(unsafe_code)]
 
 pub mod capture;
-pub mod symbols;
 
 // The runtime's own names for the simulator's modules, so its code says `crate::cache::...`;
 // crate-private: the runtime re-exports none of them.
 pub(crate) use epcache_shm as shm;
 pub(crate) use epcache_sim::{analysis, monitor, ranges};
+pub(crate) use epcache_symbols as symbols;
 
 pub(crate) mod cache {
     //! The simulator's cache module, with the staged-records interface of its capture path.

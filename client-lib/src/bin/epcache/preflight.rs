@@ -88,7 +88,7 @@ pub(crate) fn built_with_capture(program: &OsStr) -> anyhow::Result<()> {
             program.to_string_lossy()
         );
     };
-    if epcache_monitor::symbols::defines_capture_runtime(&path) == Some(false) {
+    if epcache_symbols::defines_capture_runtime(&path) == Some(false) {
         bail!(
             "{} was not built with capture (it defines none of epcache's hooks), so it would run unmonitored; build it with `epcache cc -- <your compiler command>` (or link epcache-monitor into a Rust program built with the SanitizerCoverage flags); nothing was started",
             path.display()

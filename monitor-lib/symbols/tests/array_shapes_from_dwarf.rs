@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use epcache_monitor::symbols::{ArrayShape, DebugInfo, Extent, GlobalVariable};
+use epcache_symbols::{ArrayShape, DebugInfo, Extent, GlobalVariable};
 
 const C_PROGRAM: &str = r#"double a[100][50];
 int v[7];

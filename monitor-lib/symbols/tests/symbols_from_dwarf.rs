@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use epcache_monitor::symbols::{DebugInfo, load_bias};
+use epcache_symbols::{DebugInfo, load_bias};
 
 const PROGRAM: &str = r#"#include <stdio.h>
 double A[100][100];

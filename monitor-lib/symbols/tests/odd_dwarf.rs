@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use epcache_monitor::symbols::DebugInfo;
+use epcache_symbols::DebugInfo;
 
 /// A program whose one compilation unit (`odd.f90`, DWARF 4, Fortran 95) declares the odd
 /// arrays `a` and `huge`, the variables `second`, `indirect` and `wraps` by their locations,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use epcache_monitor::symbols::{DebugInfo, GlobalVariable};
+use epcache_symbols::{DebugInfo, GlobalVariable};
 
 /// `/blk/` is declared in two subroutines (in both of Fortran's spellings) and used in the main
 /// program's unit too; `/odd/` has a member with negative bounds, two empty ones and one after
