@@ -134,7 +134,7 @@ pub(crate) struct Epcache {
 
 /// Builds (or finds up to date) `epcache` and `libepcache_monitor.a` in this test's profile, once
 /// per test binary: they belong to other packages, so cargo does not build them for these tests.
-/// This is the README's `cargo build -p epcache-monitor -p epcache-client`; cargo holds no lock
+/// This is the README's `cargo build -p epcache-monitor -p epcache-cli`; cargo holds no lock
 /// while tests run, and when the workspace was just built it does nothing.
 pub(crate) fn epcache() -> &'static Epcache {
     static BUILT: OnceLock<Epcache> = OnceLock::new();
@@ -147,13 +147,13 @@ pub(crate) fn epcache() -> &'static Epcache {
         };
         let out = Command::new(env!("CARGO"))
             .args(["build", "--profile", &profile])
-            .args(["-p", "epcache-monitor", "-p", "epcache-client"])
+            .args(["-p", "epcache-monitor", "-p", "epcache-cli"])
             .current_dir(examples_dir())
             .output()
             .expect("running cargo build for epcache and its runtime");
         assert!(
             out.status.success(),
-            "cargo build -p epcache-monitor -p epcache-client failed:\n{}",
+            "cargo build -p epcache-monitor -p epcache-cli failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let built = Epcache {

@@ -141,12 +141,7 @@ fn clang_counts_the_read_of_a_read_modify_write() {
     let source = kernel("longjmp_loop.c");
     let source = source.to_str().unwrap();
     epcache_cc(dir.path(), &["clang", "-O1", "-o", "jumps", source]);
-    let include = format!(
-        "-I{}",
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../monitor-lib/include")
-            .display()
-    );
+    let include = format!("-I{}", epcache_include::dir().display());
     let compiled = std::process::Command::new("clang")
         .args(["-O1", "-g", "-fsanitize=thread", "-mllvm"])
         .args([

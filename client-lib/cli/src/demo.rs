@@ -13,13 +13,12 @@ use anyhow::{Context, bail};
 use clap::Args;
 use epcache_client::{Launch, LocalTarget, Request, RequestResult, StepOutcome, StepTo};
 
-use crate::cc;
 use crate::connection::block_on;
 use crate::demo_plot;
 
 /// The Gauss program and the header it includes, as shipped in `examples/c/`.
-const GAUSS_SOURCE: &str = include_str!("../../../../examples/c/gauss.c");
-const MARKERS_HEADER: &str = include_str!("../../../../examples/c/markers.h");
+const GAUSS_SOURCE: &str = include_str!("../../../examples/c/gauss.c");
+const MARKERS_HEADER: &str = include_str!("../../../examples/c/markers.h");
 
 /// The events of the paper's Figure 3: L1 read hits, read misses, write hits, write misses.
 pub(crate) const EVENTS: [(&str, &str); 4] = [
@@ -102,7 +101,7 @@ fn build(out: &Path, compiler: &str) -> anyhow::Result<PathBuf> {
     .into_iter()
     .map(str::to_owned)
     .collect();
-    let code = cc::compile(&line).with_context(|| {
+    let code = epcache_cc::compile(&line).with_context(|| {
         format!(
             "building the example needs a C compiler (`{compiler}`); install gcc or pass --compiler"
         )

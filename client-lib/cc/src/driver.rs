@@ -1,31 +1,21 @@
-//! `epcache cc -- <compiler command line>`: a drop-in `CC`, `CXX` or `FC` that builds a program
-//! whose loads and stores feed epcache's simulator.
-//!
-//! A source compiled to an object is built twice, plainly and with `-fsanitize=thread -g` (so
-//! gcc, g++ and gfortran call the TSan entry points), and the two assembly listings are merged
-//! into one object in which each function chooses its copy at entry (see `dual_asm.rs`): the
-//! program runs plain code until a tool arms something. Where the merge cannot be done safely the
-//! source is built instrumented only, with a note on stderr; `EPCACHE_CC_DUAL=off` asks for that
-//! everywhere. Link steps get epcache's static runtime (which defines the entry points) instead
-//! of libtsan. A command that compiles and links at once is split: each source is compiled into a
-//! temporary object, then the objects are linked, because gcc's driver links libtsan whenever
-//! `-fsanitize=thread` reaches it.
+//! The driver: what one compiler command becomes under `epcache cc` (classified as a query, a
+//! compile, a link or both, rewritten, run), the runtime it links and the header and module it
+//! puts on the include path.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, bail};
-
-use crate::{cc_command_line, dual_asm, inline_capture};
+use crate::error::{CcError, Doing as _};
+use crate::{command_line, dual_asm, inline_capture};
 
 /// Environment variable that turns dual compilation off (`off`, `0`, `no`): every function is
 /// then built instrumented only.
-const DUAL_ENV: &str = "EPCACHE_CC_DUAL";
+pub const DUAL_ENV: &str = "EPCACHE_CC_DUAL";
 /// Environment variable naming the runtime library, overriding the one beside `epcache`.
-const RUNTIME_ENV: &str = "EPCACHE_RUNTIME";
+pub const RUNTIME_ENV: &str = "EPCACHE_RUNTIME";
 /// File name of the runtime that `cargo build -p epcache-monitor` produces.
-const RUNTIME_FILE: &str = "libepcache_monitor.a";
+pub const RUNTIME_FILE: &str = "libepcache_monitor.a";
 /// What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
 const RUNTIME_NATIVE_LIBS: &[&str] = &[
     "-lgcc_s",
@@ -43,56 +33,6 @@ const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
 /// a load and a store of one address in one block), whose store alone matters to a race
 /// detector; a cache is read there too.
 const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-before-write"];
-
-/// Build a C, C++ or Fortran program with capture (use as CC, CXX or FC).
-///
-/// Example: `make CC="epcache cc -- gcc" FC="epcache cc -- gfortran"`, then run the program with
-/// `EPCACHE_REPORT=report.json EPCACHE_CACHE=host`. For cmake, which wants one executable per
-/// compiler, use a two-line wrapper script (`exec epcache cc -- gcc "$@"`).
-///
-/// Each source is compiled twice (plain and with `-fsanitize=thread -g`) and merged, so the
-/// program runs its plain code until a tool or the report asks for capture. Link steps get
-/// epcache's runtime instead of libtsan; `epcache.h` and, for Fortran compilers, the `epcache`
-/// module are put on the include path (cached under `$XDG_CACHE_HOME/epcache`, else
-/// `~/.cache/epcache`).
-///
-/// clang and clang++ are accepted too (also under a name that does not say which compiler it
-/// is, such as `cc`: such a compiler is asked for its `--version`); their objects are built
-/// instrumented only (no plain
-/// copy), so an idle program runs slower than gcc's, with the same inline repeat-hit test in
-/// front of their hook calls (clang instruments after vectorising, so its loops keep their
-/// wide accesses). clang also gets `-mllvm -tsan-instrument-read-before-write`, without which
-/// it leaves out the read of every `x += y`.
-///
-/// Every object's calls to `memcpy`, `memmove` and `memset` are renamed (with `objcopy`) to the
-/// runtime's versions, which count the copies.
-///
-/// Link-time optimisation (`-flto`), stripping (`-s`, `-Wl,--strip-all`) and `-gsplit-dwarf`
-/// are dropped with a note: the first would leave the program uninstrumented, the others without
-/// names. Response files (`@args`) are read; a partial link (`-r`) gets no runtime; `-x LANG`
-/// on a command that also links is refused (compile with `-c` first). gcc's counts are those of
-/// the code before vectorisation (its TSan pass runs first): at -O2 and -O3 a vectorised loop
-/// counts one access per element, where Cachegrind sees one per vector.
-/// `-fsanitize=address` (and leak, memory) cannot be combined with capture and is refused, as
-/// are 32-bit builds (`-m32`, `-mx32`).
-///
-/// Environment: `EPCACHE_RUNTIME` names the runtime library to link (default:
-/// `libepcache_monitor.a` beside this binary); `EPCACHE_CC_DUAL=off` builds every function
-/// instrumented only; `EPCACHE_CC_INLINE=off` makes every monitored access call its hook
-/// instead of testing for a repeat hit inline first (same counts, slower);
-/// `EPCACHE_CC_VERBOSE=1` prints each compiler command and what the merge made of each
-/// source.
-#[derive(Debug, clap::Args)]
-pub(crate) struct CcArgs {
-    /// The compiler and its arguments, exactly as they would be run (`gcc -O2 -c kernel.c`).
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMPILER ARGS"
-    )]
-    command: Vec<OsString>,
-}
 
 /// What one compiler command does, which decides the flags it needs.
 #[derive(Debug, PartialEq, Eq)]
@@ -408,20 +348,15 @@ fn split_compile_arguments(args: &[String]) -> Vec<String> {
 
 /// Where the runtime library is: `EPCACHE_RUNTIME`, else the newest of the one beside the
 /// `epcache` binary and those cargo built into its `deps/`.
-fn runtime_library() -> anyhow::Result<PathBuf> {
+fn runtime_library() -> Result<PathBuf, CcError> {
     if let Some(path) = std::env::var_os(RUNTIME_ENV) {
         let path = PathBuf::from(path);
         if !path.is_file() {
-            bail!(
-                "{RUNTIME_ENV} names {}, which is not a file: build the runtime with \
-                 `cargo build -p epcache-monitor` and point {RUNTIME_ENV} at \
-                 target/<profile>/{RUNTIME_FILE}, or unset it",
-                path.display()
-            );
+            return Err(CcError::RuntimeNotAFile { path });
         }
         return Ok(path);
     }
-    let exe = std::env::current_exe().context("finding the epcache binary")?;
+    let exe = std::env::current_exe().doing(|| "finding the epcache binary".to_owned())?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     let beside = dir.join(RUNTIME_FILE);
     // `cargo build`/`cargo run` of the epcache binary builds the runtime as a dependency, into
@@ -443,13 +378,7 @@ fn runtime_library() -> anyhow::Result<PathBuf> {
         .into_iter()
         .chain(beside.is_file().then(|| beside.clone()))
         .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-    newest.with_context(|| {
-        format!(
-            "the epcache runtime {} does not exist: build it with `cargo build -p epcache-monitor` \
-             (same profile as epcache), or set {RUNTIME_ENV} to the path of {RUNTIME_FILE}",
-            beside.display()
-        )
-    })
+    newest.ok_or(CcError::NoRuntime { beside })
 }
 
 /// Redirects the program's calls to the C allocator to the runtime's `__wrap_*` functions.
@@ -481,8 +410,8 @@ fn cxx_operator_requests() -> String {
 }
 
 /// The C header and Fortran module source, as this build of epcache ships them.
-const HEADER: &str = include_str!("../../../../monitor-lib/include/epcache.h");
-const FORTRAN_MODULE: &str = include_str!("../../../../monitor-lib/include/epcache.f90");
+const HEADER: &str = epcache_include::C_HEADER;
+const FORTRAN_MODULE: &str = epcache_include::FORTRAN_MODULE;
 
 /// Whether `compiler` is a Fortran compiler (it then needs the `epcache` module compiled).
 fn is_fortran(compiler: &str) -> bool {
@@ -494,18 +423,18 @@ fn is_fortran(compiler: &str) -> bool {
 
 /// Writes `text` to `path` unless it already holds it; through a rename, so a parallel `make`
 /// never reads half a file.
-fn write_if_changed(path: &Path, text: &str) -> anyhow::Result<()> {
+fn write_if_changed(path: &Path, text: &str) -> Result<(), CcError> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
         return Ok(());
     }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(&tmp, text).doing(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).doing(|| format!("writing {}", path.display()))
 }
 
 /// The linker's dynamic list of the runtime's entry points (`--dynamic-list`), written once
 /// into epcache's cache directory beside the headers.
-fn export_list() -> anyhow::Result<PathBuf> {
+fn export_list() -> Result<PathBuf, CcError> {
     let dir = cache_dir()?;
     let path = dir.join("exports.list");
     write_if_changed(
@@ -517,7 +446,7 @@ fn export_list() -> anyhow::Result<PathBuf> {
 
 /// `$XDG_CACHE_HOME/epcache/include-<version>` (else under `~/.cache`, else the temporary
 /// directory), created if missing.
-fn cache_dir() -> anyhow::Result<PathBuf> {
+fn cache_dir() -> Result<PathBuf, CcError> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
@@ -526,13 +455,13 @@ fn cache_dir() -> anyhow::Result<PathBuf> {
         .join("epcache")
         .join(format!("include-{}", env!("CARGO_PKG_VERSION")));
     std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating the include directory {}", dir.display()))?;
+        .doing(|| format!("creating the include directory {}", dir.display()))?;
     Ok(dir)
 }
 
 /// The directory `epcache cc` puts on the include path: `epcache.h`, and for a Fortran compiler
 /// the `epcache` module compiled by that compiler (module files are compiler-specific).
-fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
+fn include_dir(compiler: &str) -> Result<PathBuf, CcError> {
     let dir = cache_dir()?;
     write_if_changed(&dir.join("epcache.h"), HEADER)?;
     if is_fortran(compiler) {
@@ -551,31 +480,29 @@ fn include_dir(compiler: &str) -> anyhow::Result<PathBuf> {
             let scratch = tempfile::Builder::new()
                 .prefix("module-")
                 .tempdir_in(&dir)
-                .with_context(|| format!("creating a directory in {}", dir.display()))?;
+                .doing(|| format!("creating a directory in {}", dir.display()))?;
             let status = Command::new(compiler)
                 .arg("-fsyntax-only")
                 .arg("-J")
                 .arg(scratch.path())
                 .arg(&source)
                 .status()
-                .with_context(|| {
-                    format!("compiling the epcache Fortran module with `{compiler}`")
-                })?;
+                .doing(|| format!("compiling the epcache Fortran module with `{compiler}`"))?;
             if !status.success() {
-                bail!(
-                    "`{compiler}` could not compile the epcache module {}; is it a Fortran 2003 compiler?",
-                    source.display()
-                );
+                return Err(CcError::FortranModule {
+                    compiler: compiler.to_owned(),
+                    module: source,
+                });
             }
             std::fs::rename(scratch.path().join("epcache.mod"), &module)
-                .with_context(|| format!("moving the compiled module to {}", module.display()))?;
+                .doing(|| format!("moving the compiled module to {}", module.display()))?;
         }
     }
     Ok(dir)
 }
 
 /// The flags a compile step gets: capture, debug information, the include directory.
-fn instrument_flags(compiler: &str) -> anyhow::Result<Vec<String>> {
+fn instrument_flags(compiler: &str) -> Result<Vec<String>, CcError> {
     let clang = if is_clang(compiler) {
         CLANG_INSTRUMENT_FLAGS
     } else {
@@ -590,14 +517,14 @@ fn instrument_flags(compiler: &str) -> anyhow::Result<Vec<String>> {
     Ok(flags)
 }
 
-fn run(compiler: &str, args: &[String]) -> anyhow::Result<i32> {
+fn run(compiler: &str, args: &[String]) -> Result<i32, CcError> {
     if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
         eprintln!("epcache cc: {compiler} {}", args.join(" "));
     }
     let status = Command::new(compiler)
         .args(args)
         .status()
-        .with_context(|| format!("running the compiler `{compiler}`"))?;
+        .doing(|| format!("running the compiler `{compiler}`"))?;
     // A compiler killed by a signal has no code; 1 keeps make from going on.
     Ok(status.code().unwrap_or(1))
 }
@@ -605,7 +532,7 @@ fn run(compiler: &str, args: &[String]) -> anyhow::Result<i32> {
 /// Runs a link step; when it fails and the runtime lacks the inline capture ABI that objects
 /// built by this `epcache cc` name, says what to do (the linker's own messages only name the
 /// missing symbols).
-fn link(compiler: &str, args: &[String], runtime: &Path) -> anyhow::Result<i32> {
+fn link(compiler: &str, args: &[String], runtime: &Path) -> Result<i32, CcError> {
     let code = run(compiler, args)?;
     if code == 0 && is_static_link(args) && !is_partial_link(args) {
         eprintln!(
@@ -650,26 +577,27 @@ fn archive_lacks_symbol(path: &Path, symbol: &str) -> Option<bool> {
     Some(!index.windows(wanted.len()).any(|w| w == wanted))
 }
 
-/// Runs the compiler command with capture added; returns the exit code to leave with.
-pub(crate) fn run_cc(args: &CcArgs) -> anyhow::Result<i32> {
-    let command = args
-        .command
+/// Runs the compiler command `command` (compiler first, as the operating system passed it)
+/// with capture added; returns the exit code to leave with.
+pub fn compile_os_args(command: &[OsString]) -> Result<i32, CcError> {
+    let command = command
         .iter()
         .map(|a| {
-            a.clone().into_string().map_err(|a| {
-                anyhow::anyhow!("argument {a:?} is not UTF-8; epcache cc needs UTF-8 arguments")
-            })
+            a.clone()
+                .into_string()
+                .map_err(|argument| CcError::NotUtf8 { argument })
         })
-        .collect::<anyhow::Result<Vec<String>>>()?;
+        .collect::<Result<Vec<String>, CcError>>()?;
     compile(&command)
 }
 
-/// Runs `command` (compiler first) with capture added, as `epcache cc -- COMMAND` does.
-pub(crate) fn compile(command: &[String]) -> anyhow::Result<i32> {
+/// Runs `command` (compiler first) with capture added, as `epcache cc -- COMMAND` does; returns
+/// the compiler's (or linker's) exit code, 1 when it was killed by a signal.
+pub fn compile(command: &[String]) -> Result<i32, CcError> {
     let Some((compiler, args)) = command.split_first() else {
-        bail!("no compiler command given: epcache cc -- gcc -O2 -c kernel.c");
+        return Err(CcError::NoCommand);
     };
-    let (compiler, args) = (compiler.clone(), cc_command_line::normalised(args)?);
+    let (compiler, args) = (compiler.clone(), command_line::normalised(args)?);
     // Classified again without the dropped flags: a compile-and-link step holds its sources'
     // positions.
     let args = match classify(&args) {
@@ -773,7 +701,7 @@ fn without_noted(args: Vec<String>, dropped: impl Fn(&str) -> bool, why: &str) -
 
 /// Fails on a sanitizer gcc cannot combine with ThreadSanitizer's instrumentation, which is how
 /// `epcache cc` captures accesses, with what to do instead of gcc's bare incompatibility error.
-fn refuse_other_sanitizers(args: &[String]) -> anyhow::Result<()> {
+fn refuse_other_sanitizers(args: &[String]) -> Result<(), CcError> {
     const EXCLUSIVE: &[&str] = &["address", "kernel-address", "hwaddress", "leak", "memory"];
     let clash = args
         .iter()
@@ -781,11 +709,9 @@ fn refuse_other_sanitizers(args: &[String]) -> anyhow::Result<()> {
         .flat_map(|list| list.split(','))
         .find(|s| EXCLUSIVE.contains(s));
     if let Some(sanitizer) = clash {
-        bail!(
-            "-fsanitize={sanitizer} cannot be combined with the ThreadSanitizer instrumentation \
-             epcache cc captures accesses through; build the epcache copy without it (keep a \
-             separate build for {sanitizer} checking)"
-        );
+        return Err(CcError::OtherSanitizer {
+            sanitizer: sanitizer.to_owned(),
+        });
     }
     Ok(())
 }
@@ -793,29 +719,22 @@ fn refuse_other_sanitizers(args: &[String]) -> anyhow::Result<()> {
 /// Fails on a 32-bit data model (`-m32`, `-mx32`): the runtime is built for the host's 64-bit
 /// model and its inline capture ABI names 64-bit registers, so such a build would fail in the
 /// assembler and then at the link with messages that do not say why.
-fn refuse_other_data_models(args: &[String]) -> anyhow::Result<()> {
+fn refuse_other_data_models(args: &[String]) -> Result<(), CcError> {
     if let Some(flag) = args.iter().find(|a| matches!(a.as_str(), "-m32" | "-mx32")) {
-        bail!(
-            "{flag} cannot be captured: epcache's runtime is built for {} (64-bit); build the \
-             epcache copy of the program without {flag}",
-            std::env::consts::ARCH
-        );
+        return Err(CcError::DataModel { flag: flag.clone() });
     }
     Ok(())
 }
 
-fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> anyhow::Result<i32> {
+fn compile_then_link(compiler: &str, args: &[String], sources: &[usize]) -> Result<i32, CcError> {
     if args.iter().any(|a| a == "-x" || a.starts_with("-x")) {
-        bail!(
-            "epcache cc cannot split a compile-and-link command that uses -x; \
-             compile with -c first, then link the objects"
-        );
+        return Err(CcError::LanguageOnLink);
     }
     let runtime = runtime_library()?;
     let objects_dir = tempfile::Builder::new()
         .prefix("epcache-cc-")
         .tempdir()
-        .context("creating a directory for the instrumented objects")?;
+        .doing(|| "creating a directory for the instrumented objects".to_owned())?;
     let shared = split_compile_arguments(args);
     let mut link_args = args.to_vec();
     for (n, &position) in sources.iter().enumerate() {
@@ -944,8 +863,8 @@ fn assemble(
     listing: &Path,
     text: &str,
     object: &str,
-) -> anyhow::Result<Result<(), String>> {
-    std::fs::write(listing, text).with_context(|| format!("writing {}", listing.display()))?;
+) -> Result<Result<(), String>, CcError> {
+    std::fs::write(listing, text).doing(|| format!("writing {}", listing.display()))?;
     let mut args: Vec<String> = common
         .iter()
         .filter(|a| a.starts_with("-m") || a.starts_with("-Wa,"))
@@ -956,7 +875,7 @@ fn assemble(
     let assembled = Command::new(compiler)
         .args(&args)
         .output()
-        .with_context(|| format!("running the compiler `{compiler}` on {}", listing.display()))?;
+        .doing(|| format!("running the compiler `{compiler}` on {}", listing.display()))?;
     if assembled.status.success() {
         return Ok(Ok(()));
     }
@@ -983,11 +902,11 @@ fn compile_with_inline_tests(
     source: &str,
     object: &str,
     flags: &[String],
-) -> anyhow::Result<i32> {
+) -> Result<i32, CcError> {
     let work = tempfile::Builder::new()
         .prefix("epcache-cc-inline-")
         .tempdir()
-        .context("creating a directory for the listing")?;
+        .doing(|| "creating a directory for the listing".to_owned())?;
     let listing = work.path().join("captured.s");
     let mut compile = without_dependency_options(common);
     compile.extend(dependency_options_for(common, object));
@@ -999,7 +918,7 @@ fn compile_with_inline_tests(
         return Ok(code);
     }
     let text = std::fs::read_to_string(&listing)
-        .with_context(|| format!("reading the compiler's listing {}", listing.display()))?;
+        .doing(|| format!("reading the compiler's listing {}", listing.display()))?;
     let (rewritten, sites) = inline_capture::rewrite_listing(&text);
     let listing = work.path().join("inline.s");
     if let Err(first) = assemble(compiler, common, &listing, &rewritten, object)? {
@@ -1216,16 +1135,16 @@ fn compile_object(
     common: &[String],
     source: &str,
     object: &str,
-) -> anyhow::Result<i32> {
+) -> Result<i32, CcError> {
     // The merged listing's assembly would fail with a message blaming the merge.
     if let Some(dir) = Path::new(object)
         .parent()
         .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
     {
-        bail!(
-            "cannot write {object}: the directory {} does not exist",
-            dir.display()
-        );
+        return Err(CcError::NoOutputDirectory {
+            object: object.to_owned(),
+            dir: dir.to_owned(),
+        });
     }
     let code = compile_copies(compiler, common, source, object)?;
     if code == 0 && !is_assembly(source) {
@@ -1240,9 +1159,9 @@ fn compile_copies(
     common: &[String],
     source: &str,
     object: &str,
-) -> anyhow::Result<i32> {
+) -> Result<i32, CcError> {
     let flags = instrument_flags(compiler)?;
-    let instrumented_only = |common: &[String]| -> anyhow::Result<i32> {
+    let instrumented_only = |common: &[String]| -> Result<i32, CcError> {
         let mut compile = common.to_vec();
         compile.extend(["-c".to_owned(), source.to_owned(), "-o".to_owned()]);
         compile.push(object.to_owned());
@@ -1266,7 +1185,7 @@ fn compile_copies(
     let work = tempfile::Builder::new()
         .prefix("epcache-cc-dual-")
         .tempdir()
-        .context("creating a directory for the two listings")?;
+        .doing(|| "creating a directory for the two listings".to_owned())?;
     let plain_listing = work.path().join("plain.s");
     let captured_listing = work.path().join("captured.s");
     let include = flags.iter().filter(|f| f.starts_with("-I")).cloned();
@@ -1294,7 +1213,7 @@ fn compile_copies(
 
     let read = |path: &Path| {
         std::fs::read_to_string(path)
-            .with_context(|| format!("reading the compiler's listing {}", path.display()))
+            .doing(|| format!("reading the compiler's listing {}", path.display()))
     };
     let merged = match dual_asm::merge(
         &read(&plain_listing)?,

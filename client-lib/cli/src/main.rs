@@ -1,21 +1,35 @@
-//! The `epcache` command line: trace replay, trace conversion, building programs with capture, and
-//! driving monitored programs through a daemon (run, targets, describe, request, cancel, step, continue,
-//! watch, results, histogram).
+//! The `epcache` command line: the demo, trace replay and conversion, building programs with
+//! capture, and driving monitored programs through a daemon (run, targets, describe, request,
+//! cancel, step, continue, watch, results, histogram).
+//!
+//! A thin binary over the library crates: each subcommand is one module that parses its
+//! arguments (clap) and calls `epcache-client`, `epcache-cc` or `epcache-sim`, then prints.
+//!
+//! Layout:
+//! - without a daemon: `demo.rs` (with `demo_plot.rs`), `replay.rs` (with `report.rs`),
+//!   `trace.rs`, `trace_input.rs`, and `cc.rs` (the arguments of `epcache cc`; the driver is
+//!   `epcache-cc`);
+//! - `run.rs`: one program under monitoring, with an embedded daemon unless `--daemon` names
+//!   one, checked first by `preflight.rs`; its standalone report shown by `report_table.rs`;
+//! - one module per daemon subcommand: `targets.rs`, `describe.rs`, `request.rs`, `cancel.rs`,
+//!   `step.rs`, `resume.rs` (`continue`), `watch.rs`, `results.rs`, `histogram.rs` (with
+//!   `array_labels.rs`); what they share (address, token, tool name, `--json`) is
+//!   `connection.rs`;
+//! - printing helpers: `numbers.rs`, `output.rs`, `progress.rs`.
+//!
+//! Architecture Invariant: no subcommand holds logic a library crate could hold; errors are
+//! `anyhow` here and typed in the libraries, and a `--json` caller gets failures as JSON too.
 
 #![forbid(unsafe_code)]
 
 mod array_labels;
 mod cancel;
-mod carried_registers;
 mod cc;
-mod cc_command_line;
 mod connection;
 mod demo;
 mod demo_plot;
 mod describe;
-mod dual_asm;
 mod histogram;
-mod inline_capture;
 mod numbers;
 mod output;
 mod preflight;
@@ -120,7 +134,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Replay(args) => replay::run(&args),
         Command::Trace(command) => trace::run(&command),
         // The compiler's own exit code, so make and cmake see its failures as usual.
-        Command::Cc(args) => std::process::exit(cc::run_cc(&args)?),
+        Command::Cc(args) => std::process::exit(cc::run(&args)?),
         // The program's own exit code (or 2 when requests were refused).
         Command::Run(args) => std::process::exit(run::run(&args)?),
         Command::Targets(args) => targets::run(&args),

@@ -1,6 +1,6 @@
 //! What capture costs a C program built with `epcache cc`, measured side by side in one run.
 //!
-//! `cargo bench -p epcache-client --bench capture_overhead` builds, with the runtime of the
+//! `cargo bench -p epcache-cli --bench capture_overhead` builds, with the runtime of the
 //! bench's own profile (`target/release` under `cargo bench`):
 //! - a loop calling a tiny instrumented function (a function region) or making a marker pair,
 //!   timed inside the program in its thread's CPU time, run with the segment on (the default)
@@ -837,7 +837,7 @@ fn main() {
     }
     let runs: usize = env_or("EPCACHE_BENCH_RUNS", DEFAULT_RUNS).max(1);
     let runtime = capture_support::runtime_library().unwrap_or_else(|| {
-        panic!("no libepcache_monitor.a for this profile: run the bench through `cargo bench -p epcache-client`")
+        panic!("no libepcache_monitor.a for this profile: run the bench through `cargo bench -p epcache-cli`")
     });
     eprintln!("runtime: {}", runtime.display());
     let dir = tempfile::tempdir().expect("a temporary directory");

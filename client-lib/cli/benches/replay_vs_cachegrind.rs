@@ -1,6 +1,6 @@
 //! Replay throughput against Cachegrind on the same run of a PolyBench-lu-like kernel.
 //!
-//! `cargo bench -p epcache-client --bench replay_vs_cachegrind` compiles the kernel, records its
+//! `cargo bench -p epcache-cli --bench replay_vs_cachegrind` compiles the kernel, records its
 //! lackey trace once, converts it to `.epct`, then times Cachegrind on the program (its emulation
 //! included, as a user would run it) and epcache's replay of the text and the binary trace with the
 //! same caches, in this process. It prints data references per second for each and the ratios, and

@@ -16,7 +16,7 @@ use crate::carried_registers;
 
 /// Environment variable that turns inline capture off (`off`, `0`, `no`): every access then
 /// calls its hook, as in an instrumented-only build.
-pub(crate) const INLINE_ENV: &str = "EPCACHE_CC_INLINE";
+pub const INLINE_ENV: &str = "EPCACHE_CC_INLINE";
 
 /// Whether inline capture is wanted (it is unless switched off).
 pub(crate) fn wanted() -> bool {

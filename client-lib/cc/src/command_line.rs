@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, bail};
+use crate::error::{CcError, Doing as _};
 
 /// Response files nested deeper than this are taken for a loop (gcc's own limit is similar in
 /// spirit: it refuses a file that includes itself).
@@ -19,7 +19,7 @@ const MAX_NESTING: usize = 32;
 /// separates, single and double quotes group, a backslash escapes the next character, and
 /// FILE may name further `@` files) and `-oFILE` split into `-o FILE`. An `@FILE` that names no
 /// readable file stays as it is, as gcc keeps it.
-pub(crate) fn normalised(args: &[String]) -> anyhow::Result<Vec<String>> {
+pub(crate) fn normalised(args: &[String]) -> Result<Vec<String>, CcError> {
     let expanded = expand(args, 0)?;
     let mut out = Vec::with_capacity(expanded.len());
     let mut is_value = false;
@@ -46,7 +46,7 @@ fn takes_a_value(arg: &str) -> bool {
     )
 }
 
-fn expand(args: &[String], depth: usize) -> anyhow::Result<Vec<String>> {
+fn expand(args: &[String], depth: usize) -> Result<Vec<String>, CcError> {
     let mut out = Vec::with_capacity(args.len());
     for arg in args {
         let Some(file) = arg.strip_prefix('@').filter(|f| Path::new(f).is_file()) else {
@@ -54,13 +54,13 @@ fn expand(args: &[String], depth: usize) -> anyhow::Result<Vec<String>> {
             continue;
         };
         if depth >= MAX_NESTING {
-            bail!(
-                "response file {file} is nested more than {MAX_NESTING} deep (does it name \
-                 itself?)"
-            );
+            return Err(CcError::ResponseFileLoop {
+                file: file.to_owned(),
+                depth: MAX_NESTING,
+            });
         }
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading the response file {file}"))?;
+        let text =
+            std::fs::read_to_string(file).doing(|| format!("reading the response file {file}"))?;
         out.extend(expand(&split(&text), depth + 1)?);
     }
     Ok(out)

@@ -242,7 +242,7 @@ fn per_function_counts_agree_with_cachegrind() {
     .unwrap();
     let status = Command::new("gcc")
         .args(["-O2", "-g", "-I"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../monitor-lib/include"))
+        .arg(epcache_include::dir())
         .arg(kernel("gauss_regions.c"))
         .arg(&stubs)
         .args(["-o"])

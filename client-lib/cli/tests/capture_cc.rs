@@ -901,7 +901,7 @@ fn a_program_that_captured_nothing_says_so() {
          for (int i = 0; i < 4096; i++) a[i] = i;\n  EPCACHE_REGION_END();\n  return a[7] != 7;\n}\n",
     )
     .unwrap();
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../monitor-lib/include");
+    let include = epcache_include::dir();
     let plain = Command::new("gcc")
         .args(["-O1", "-g", "-c", "marked.c", "-o", "plain.o", "-I"])
         .arg(&include)
