@@ -67,11 +67,9 @@ async fn a_tls_daemon_serves_a_client_that_trusts_its_certificate() {
         match made {
             Ok(out) if out.status.success() => {}
             other => {
-                assert!(
-                    !std::env::var("CI").is_ok_and(|v| v == "true"),
-                    "FAILED under CI: openssl could not make certificates: {other:?}"
-                );
-                eprintln!("\n*** SKIPPED *** openssl could not make certificates: {other:?}\n");
+                epcache_test_support::tools::skipped(&format!(
+                    "openssl could not make certificates: {other:?}"
+                ));
                 return;
             }
         }

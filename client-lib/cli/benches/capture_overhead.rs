@@ -43,10 +43,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-// The capture tests' helpers: tool checks that fail under CI, and the runtime cargo built for
-// this profile (the bench's `epcache` binary is the release one, so its runtime is too).
-#[path = "../tests/capture_support/mod.rs"]
-mod capture_support;
+// Tool checks that fail under CI, and the runtime cargo built for this profile (the bench's
+// `epcache` binary is the release one, so its runtime is too).
+use epcache_test_support::{artifacts, tools};
 
 /// The loop whose iterations are region pairs; it times `argv[3]` loops (default 1) of
 /// `argv[2]` iterations each in the thread's CPU time (what other processes' time slices do
@@ -562,7 +561,7 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
     };
     eprintln!("matmul N={n}: {runs} runs of each fast variant");
     let fast = interleaved(dir, &[&base, &idle, &idle_hooks], runs);
-    let with_valgrind = capture_support::available("valgrind", "capture_overhead");
+    let with_valgrind = tools::available("valgrind", "capture_overhead");
     let slow_runs = (runs / 5).max(3);
     let slow: Vec<&Variant<'_>> = if with_valgrind {
         vec![&full, &full_calls, &full_one_core, &cachegrind]
@@ -729,7 +728,7 @@ fn matmul(dir: &Path, runtime: &Path, runs: usize) {
 /// vectorising (so its capture sees the wide accesses Cachegrind sees), each monitored against
 /// Cachegrind on its plain build.
 fn for_information(dir: &Path, runtime: &Path, runs: usize) {
-    if !capture_support::available("valgrind", "capture_overhead") {
+    if !tools::available("valgrind", "capture_overhead") {
         return;
     }
     std::fs::write(dir.join("spmv.c"), SPMV_C).unwrap();
@@ -744,7 +743,7 @@ fn for_information(dir: &Path, runtime: &Path, runs: usize) {
         "a gather kernel gcc does not vectorise (sparse matrix-vector product, 200000 rows of \
          27, 20 times)",
     );
-    if capture_support::available("clang", "capture_overhead") {
+    if tools::available("clang", "capture_overhead") {
         versus_cachegrind(
             dir,
             runtime,
@@ -832,11 +831,11 @@ fn versus_cachegrind(
 
 fn main() {
     // `cargo bench` passes `--bench`; libtest-style filters are not supported.
-    if !capture_support::available("gcc", "capture_overhead") {
+    if !tools::available("gcc", "capture_overhead") {
         return;
     }
     let runs: usize = env_or("EPCACHE_BENCH_RUNS", DEFAULT_RUNS).max(1);
-    let runtime = capture_support::runtime_library().unwrap_or_else(|| {
+    let runtime = artifacts::runtime_library(Path::new(env!("CARGO_BIN_EXE_epcache"))).unwrap_or_else(|| {
         panic!("no libepcache_monitor.a for this profile: run the bench through `cargo bench -p epcache-cli`")
     });
     eprintln!("runtime: {}", runtime.display());
@@ -845,7 +844,7 @@ fn main() {
     matmul(dir.path(), &runtime, runs);
     for_information(dir.path(), &runtime, runs);
     if std::env::var_os("EPCACHE_BENCH_PROFILE").is_some()
-        && capture_support::available("valgrind", "capture_overhead")
+        && tools::available("valgrind", "capture_overhead")
     {
         profile(dir.path(), &runtime);
     }

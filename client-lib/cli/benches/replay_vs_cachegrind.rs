@@ -6,9 +6,6 @@
 //! same caches, in this process. It prints data references per second for each and the ratios, and
 //! checks that all three give the same counts. `EPCACHE_BENCH_LU_N` sets the matrix size.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufReader;
@@ -21,7 +18,8 @@ use epcache_sim::ranges::AddressRange;
 use epcache_sim::replay::{ReplaySummary, cachegrind_hierarchy, replay};
 use epcache_sim::simulator::Simulator;
 use epcache_sim::trace::{EpctReader, EpctWriter, LackeyReader, TraceKind};
-use support::{Shape, cachegrind_counts, compile_kernel, lackey_trace, tools_available};
+use epcache_test_support::cachegrind::{self, Shape, compile_c, lackey_trace};
+use epcache_test_support::tools;
 
 const DEFAULT_N: u32 = 300;
 /// Larger lackey logs would crowd a developer's disk; scale the kernel down instead.
@@ -30,13 +28,14 @@ const MAX_TRACE_BYTES: u64 = 2 << 30;
 const CACHEGRIND_REFERENCE_REFS_PER_S: f64 = 46e6;
 
 const SHAPE: Shape = Shape {
-    i1: "32768,8,64",
-    d1: "32768,8,64",
-    ll: "8388608,16,64",
+    i1: (32768, 8, 64),
+    d1: (32768, 8, 64),
+    ll: (8388608, 16, 64),
 };
 
 fn main() {
-    if !tools_available("replay_vs_cachegrind") {
+    let why = "the bench compares epcache with a real Cachegrind run";
+    if !tools::all_available("replay_vs_cachegrind", &["gcc", "valgrind"], why) {
         return;
     }
     let n: u32 = std::env::var("EPCACHE_BENCH_LU_N")
@@ -53,12 +52,10 @@ fn main() {
     let convert_seconds = started.elapsed().as_secs_f64();
 
     let started = Instant::now();
-    let expected = cachegrind_counts(&program, &SHAPE);
+    let expected = cachegrind::summary(&program, &SHAPE);
     let cachegrind_seconds = started.elapsed().as_secs_f64();
 
-    let spec: HierarchySpec = format!("I1={};D1={};LL={}", SHAPE.i1, SHAPE.d1, SHAPE.ll)
-        .parse()
-        .expect("spec");
+    let spec: HierarchySpec = SHAPE.replay_spec().parse().expect("spec");
     let started = Instant::now();
     let mut hierarchy = cachegrind_hierarchy(&spec).expect("hierarchy");
     let reader = LackeyReader::new(BufReader::with_capacity(
@@ -90,8 +87,8 @@ fn main() {
     let rate = |s: f64| data_refs as f64 / s;
     let cachegrind_rate = rate(cachegrind_seconds);
     println!(
-        "\nreplay vs Cachegrind: lu N={n}, gcc -O2, caches I1={} D1={} LL={}",
-        SHAPE.i1, SHAPE.d1, SHAPE.ll
+        "\nreplay vs Cachegrind: lu N={n}, gcc -O2, caches {}",
+        SHAPE.replay_spec()
     );
     println!(
         "trace: {} records ({} instruction fetches, {} data refs), lackey text {:.1} MB (recorded in {lackey_seconds:.1} s), epct {:.1} MB ({:.1}x smaller, converted in {convert_seconds:.1} s)",
@@ -191,7 +188,11 @@ fn trace_within_budget(
     mut n: u32,
 ) -> (u32, std::path::PathBuf, std::path::PathBuf, f64) {
     loop {
-        let program = compile_kernel("lu", dir, &[&format!("-DLU_N={n}")]);
+        let program = compile_c(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/lu.c"),
+            dir,
+            &[&format!("-DLU_N={n}")],
+        );
         let lackey = dir.join("lu.lackey");
         let started = Instant::now();
         lackey_trace(&program, &lackey);

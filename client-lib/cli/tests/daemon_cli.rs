@@ -2,7 +2,7 @@
 //! process, and the real binary for targets, describe, request, step, results, histogram (bars and
 //! SVG), continue, watch, and a bad request refused while the target runs on.
 
-mod daemon_support;
+use epcache_test_support::client as daemon_support;
 
 use std::process::{Command, Output};
 use std::time::Duration;

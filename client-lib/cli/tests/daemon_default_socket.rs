@@ -2,7 +2,7 @@
 //! the user's runtime directory, with no address given; `--daemon` and `$EPCACHE_DAEMON` still
 //! override it.
 
-mod daemon_support;
+use epcache_test_support::client as daemon_support;
 
 use std::process::{Command, Output};
 

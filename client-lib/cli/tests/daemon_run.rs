@@ -3,10 +3,11 @@
 //! non-zero exit while the program still runs to its end; and a C program built with `epcache cc`,
 //! whose `--all-regions --json` report equals the standalone mode's.
 
-mod daemon_support;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+use epcache_test_support::client as daemon_support;
+use epcache_test_support::{artifacts, tools};
 
 use daemon_support::synthetic::{self, A_LINES};
 
@@ -103,48 +104,16 @@ fn run_refuses_an_unknown_array_and_the_program_runs_to_its_end() {
     assert!(stdout.contains("test result: ok. 1 passed"), "{stdout}");
 }
 
-/// Missing tools fail under CI (`CI=true`) and are reported as SKIPPED otherwise.
-fn skip(message: &str) {
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "FAILED under CI: {message}"
-    );
-    eprintln!("\n*** SKIPPED *** {message}\n");
-}
-
-/// The capture runtime cargo built for this run (see capture_cc.rs for why it is looked up).
-fn runtime_library() -> Option<PathBuf> {
-    let profile = Path::new(env!("CARGO_BIN_EXE_epcache")).parent()?;
-    let beside = profile.join("libepcache_monitor.a");
-    std::fs::read_dir(profile.join("deps"))
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("libepcache_monitor-") && name.ends_with(".a")
-        })
-        .chain(beside.is_file().then_some(beside))
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-}
-
 /// Builds `tests/kernels/KERNEL.c` with `epcache cc -- gcc -O1` into `dir/program`; `false`
 /// (SKIPPED, or failed under CI) when gcc or the runtime is missing.
 fn build_kernel(dir: &Path, kernel: &str, program: &str, who: &str) -> bool {
-    let gcc = Command::new("gcc")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !gcc {
-        skip(&format!("{who}: gcc not found (apt-get install -y gcc)"));
+    if !tools::available("gcc", who) {
         return false;
     }
-    let Some(runtime) = runtime_library() else {
-        skip(&format!(
+    let Some(runtime) = artifacts::runtime_library(Path::new(env!("CARGO_BIN_EXE_epcache"))) else {
+        return tools::skipped(&format!(
             "{who}: no libepcache_monitor.a; run `cargo build -p epcache-monitor`"
         ));
-        return false;
     };
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/kernels")
@@ -314,7 +283,10 @@ fn a_program_without_capture_cannot_pass_for_monitored() {
         .status()
     {
         Ok(s) if s.success() => {}
-        _ => return skip("a_program_without_capture_cannot_pass_for_monitored: gcc not found"),
+        _ => {
+            tools::skipped("a_program_without_capture_cannot_pass_for_monitored: gcc not found");
+            return;
+        }
     }
     let out = epcache_run(&["--all-regions"], &[plain.as_os_str()]);
     let stderr = String::from_utf8_lossy(&out.stderr);

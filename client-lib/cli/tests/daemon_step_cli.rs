@@ -2,7 +2,7 @@
 //! SIGKILL leaves no halting point behind, a halt a step reported stays for the next command, and
 //! the exit status says whether the target halted, finished or died.
 
-mod daemon_support;
+use epcache_test_support::client as daemon_support;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -5,13 +5,7 @@ use std::process::Command;
 
 #[test]
 fn demo_runs_the_ep_cache_scenario_and_writes_its_plot() {
-    let gcc = Command::new("gcc").arg("--version").output().is_ok();
-    if !gcc {
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "FAILED under CI: the demo needs gcc"
-        );
-        eprintln!("\n*** SKIPPED *** demo: gcc not found\n");
+    if !epcache_test_support::tools::available("gcc", "demo") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

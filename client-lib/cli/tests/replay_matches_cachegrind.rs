@@ -4,40 +4,44 @@
 //! then for every cache shape Cachegrind runs the program and `epcache replay --cachegrind-compat`
 //! replays both the lackey text and the `.epct` file. All nine events must be equal, not close.
 
-mod support;
-
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::{
-    Shape, cachegrind_counts, compile_kernel, events_from_replay_json, lackey_trace,
-    tools_available,
-};
+use epcache_test_support::cachegrind::{self, Shape, compile_c, lackey_trace};
+use epcache_test_support::tools;
 
 const SHAPES: [Shape; 4] = [
     // The EP-Cache paper's L1 (8 KB, 2-way, 32 B) over a LL with longer lines.
     Shape {
-        i1: "8192,2,32",
-        d1: "8192,2,32",
-        ll: "262144,8,64",
+        i1: (8192, 2, 32),
+        d1: (8192, 2, 32),
+        ll: (262144, 8, 64),
     },
     Shape {
-        i1: "32768,8,64",
-        d1: "32768,8,64",
-        ll: "262144,8,64",
+        i1: (32768, 8, 64),
+        d1: (32768, 8, 64),
+        ll: (262144, 8, 64),
     },
     Shape {
-        i1: "16384,4,64",
-        d1: "16384,4,64",
-        ll: "262144,8,64",
+        i1: (16384, 4, 64),
+        d1: (16384, 4, 64),
+        ll: (262144, 8, 64),
     },
     // A small LL with 128-byte lines, so LL misses are many and line sizes differ per level.
     Shape {
-        i1: "4096,2,32",
-        d1: "4096,4,32",
-        ll: "65536,16,128",
+        i1: (4096, 2, 32),
+        d1: (4096, 4, 32),
+        ll: (65536, 16, 128),
     },
 ];
+
+/// `tests/kernels/<name>.c`.
+fn kernel(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kernels")
+        .join(format!("{name}.c"))
+}
 
 fn replay_json(format: &str, trace: &Path, shape: &Shape) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
@@ -48,7 +52,7 @@ fn replay_json(format: &str, trace: &Path, shape: &Shape) -> serde_json::Value {
             "--cachegrind-compat",
             "--json",
         ])
-        .args(shape.args())
+        .args(shape.cachegrind_args())
         .arg(trace)
         .output()
         .expect("running epcache");
@@ -61,11 +65,12 @@ fn replay_json(format: &str, trace: &Path, shape: &Shape) -> serde_json::Value {
 }
 
 fn check_kernel(name: &str) {
-    if !tools_available(name) {
+    let why = "these checks compare epcache with real Valgrind runs";
+    if !tools::all_available(name, &["gcc", "valgrind"], why) {
         return;
     }
     let dir = tempfile::tempdir().expect("temporary directory");
-    let program = compile_kernel(name, dir.path(), &[]);
+    let program = compile_c(&kernel(name), dir.path(), &[]);
     let lackey = dir.path().join(format!("{name}.lackey"));
     let epct = dir.path().join(format!("{name}.epct"));
     lackey_trace(&program, &lackey);
@@ -80,7 +85,7 @@ fn check_kernel(name: &str) {
         String::from_utf8_lossy(&convert.stderr)
     );
     for shape in &SHAPES {
-        let expected = cachegrind_counts(&program, shape);
+        let expected = cachegrind::summary(&program, shape);
         for (format, trace) in [("lackey", &lackey), ("epct", &epct)] {
             let json = replay_json(format, trace, shape);
             let got = events_from_replay_json(&json);
@@ -112,4 +117,38 @@ fn row_and_column_sums_match_cachegrind_exactly() {
 #[test]
 fn lu_decomposition_matches_cachegrind_exactly() {
     check_kernel("lu");
+}
+
+/// Cachegrind's nine events taken from `epcache replay --json` output by way of the level
+/// fields (not the `cachegrind` object), so the test checks what users read.
+fn events_from_replay_json(json: &serde_json::Value) -> BTreeMap<String, u64> {
+    let field = |level: &str, name: &str| {
+        json["levels"][level][name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("levels.{level}.{name} missing in {json}"))
+    };
+    let ll_read_misses = field("LL", "read_misses");
+    let (il, dl) = (
+        field("LL", "instr_read_misses"),
+        field("LL", "data_read_misses"),
+    );
+    assert_eq!(
+        ll_read_misses,
+        il + dl,
+        "LL read misses are the I-side plus the D-side"
+    );
+    [
+        ("Ir", field("I1", "reads")),
+        ("I1mr", field("I1", "read_misses")),
+        ("ILmr", il),
+        ("Dr", field("D1", "reads")),
+        ("D1mr", field("D1", "read_misses")),
+        ("DLmr", dl),
+        ("Dw", field("D1", "writes")),
+        ("D1mw", field("D1", "write_misses")),
+        ("DLmw", field("LL", "write_misses")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
 }

@@ -54,9 +54,7 @@ fn build(dir: &Path, compiler: &str, file: &str, source: &str) -> Option<PathBuf
             let message = format!(
                 "{compiler} is needed to build the array-shape test program (apt-get install -y {compiler}): {other:?}"
             );
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "FAILED under CI: {message}");
-            eprintln!("\n*** SKIPPED *** {message}\n");
+            epcache_test_support::tools::skipped(&message);
             None
         }
     }

@@ -75,9 +75,7 @@ fn build(dir: &Path) -> Option<PathBuf> {
             let message = format!(
                 "gfortran is needed to build the COMMON test program (apt-get install -y gfortran): {other:?}"
             );
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "FAILED under CI: {message}");
-            eprintln!("\n*** SKIPPED *** {message}\n");
+            epcache_test_support::tools::skipped(&message);
             None
         }
     }

@@ -198,9 +198,7 @@ fn build(dir: &Path) -> Option<PathBuf> {
         other => {
             let message =
                 format!("gcc is needed to assemble the odd-DWARF test program: {other:?}");
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "FAILED under CI: {message}");
-            eprintln!("\n*** SKIPPED *** {message}\n");
+            epcache_test_support::tools::skipped(&message);
             None
         }
     }

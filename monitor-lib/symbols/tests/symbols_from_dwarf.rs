@@ -44,9 +44,7 @@ fn build(dir: &Path) -> Option<PathBuf> {
         Ok(s) if s.success() => Some(exe),
         other => {
             let message = format!("gcc is needed to build the symbol test program: {other:?}");
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "FAILED under CI: {message}");
-            eprintln!("\n*** SKIPPED *** {message}\n");
+            epcache_test_support::tools::skipped(&message);
             None
         }
     }
@@ -253,9 +251,11 @@ fn cpp_globals_are_qualified_by_their_namespace_or_class() {
         if !status.as_ref().is_ok_and(|s| s.success()) {
             let message = format!("{compiler} is needed to build the C++ symbol test: {status:?}");
             // clang++ is a second opinion; g++ is the compiler the bug is about.
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!(ci && compiler == "g++"), "FAILED under CI: {message}");
-            eprintln!("\n*** SKIPPED *** {message}\n");
+            if compiler == "g++" {
+                epcache_test_support::tools::skipped(&message);
+            } else {
+                eprintln!("\n*** SKIPPED *** {message}\n");
+            }
             continue;
         }
         let info = DebugInfo::load(&exe).unwrap();

@@ -1,6 +1,6 @@
-//! Shared by the tests (and the capture_overhead bench) that build programs with `epcache cc`:
-//! the runtime library cargo built, tool checks that fail loudly under CI, building, and running
-//! with a report.
+//! Shared by the tests that build programs with `epcache cc`: the runtime library cargo built,
+//! tool checks that fail loudly under CI (both from `epcache-test-support`), building, and
+//! running with a report.
 // Each test crate uses only some of these helpers.
 #![allow(dead_code)]
 
@@ -14,47 +14,9 @@ pub(crate) fn kernel(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Whether `tool` runs here. Missing tools fail loudly under CI (`CI=true`), and otherwise skip
-/// loudly, as the other compiler-backed tests do.
-pub(crate) fn available(tool: &str, who: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    found
-        || skipped(&format!(
-            "{who}: {tool} not found (apt-get install -y {tool})"
-        ))
-}
-
-/// Says `message` loudly and answers `false` (skip the test), or fails it under CI
-/// (`CI=true`), where everything the tests need is installed.
-pub(crate) fn skipped(message: &str) -> bool {
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "FAILED under CI: {message}"
-    );
-    eprintln!("\n*** SKIPPED *** {message}\n");
-    false
-}
-
-/// Whether gcc can link fully static programs here (the C library's archive, `libc.a`, is
-/// installed: glibc's static part is a separate package on some distributions). Missing, it
-/// fails under CI and skips loudly elsewhere, as [`available`] does.
-pub(crate) fn static_libc_available(who: &str) -> bool {
-    let found = Command::new("gcc")
-        .arg("-print-file-name=libc.a")
-        .output()
-        .ok()
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        .is_some_and(|path| path.is_absolute() && path.exists());
-    found
-        || skipped(&format!(
-            "{who}: gcc has no libc.a (install glibc's static library)"
-        ))
-}
+// Each test crate uses only some of these.
+#[allow(unused_imports)]
+pub(crate) use epcache_test_support::tools::{available, skipped, static_libc_available};
 
 /// Builds `source` with `epcache cc -- COMPILER -O2 ... -lpthread` twice in `dir`: `inline`
 /// (checking from the verbose notes that at least `min_sites` hook calls got the inline test)
@@ -104,24 +66,10 @@ fn carried_sites(notes: &str) -> usize {
         .unwrap_or_else(|| panic!("no count of carried masks in the notes:\n{notes}"))
 }
 
-/// The runtime library `epcache cc` links, as cargo built it for this run.
-///
-/// `cargo test` builds epcache-monitor's staticlib into `target/<profile>/deps` under a hashed
-/// name and does not copy it beside the binaries (only a build of the crate itself does), so
-/// the tests take the newest one there and hand it to `epcache cc` through `EPCACHE_RUNTIME`.
+/// The runtime library `epcache cc` links, as cargo built it for this run (handed to
+/// `epcache cc` through `EPCACHE_RUNTIME`).
 pub(crate) fn runtime_library() -> Option<PathBuf> {
-    let profile = Path::new(env!("CARGO_BIN_EXE_epcache")).parent()?;
-    let beside = profile.join("libepcache_monitor.a");
-    std::fs::read_dir(profile.join("deps"))
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("libepcache_monitor-") && name.ends_with(".a")
-        })
-        .chain(beside.is_file().then_some(beside))
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+    epcache_test_support::artifacts::runtime_library(Path::new(env!("CARGO_BIN_EXE_epcache")))
 }
 
 /// Whether the runtime was built; missing, it fails under CI and is reported as SKIPPED elsewhere.

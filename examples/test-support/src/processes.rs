@@ -1,6 +1,6 @@
-//! Shared by the daemon's and the client's end-to-end tests (the client includes it by path): real
-//! target processes (the test binary run again as the synthetic program) and a daemon listening
-//! on the socket of an isolated runtime directory (`DIR/epcached.sock`).
+//! What the end-to-end tests of the daemon, the client and the command line share: real target
+//! processes (the test binary run again as the synthetic program) and a daemon listening on the
+//! socket of an isolated runtime directory (`DIR/epcached.sock`).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -9,25 +9,26 @@ use std::time::{Duration, Instant};
 
 use epcache_daemon::{Config, DaemonHandle};
 
-use super::synthetic;
+use crate::synthetic;
 
 /// Plays the synthetic program when the test binary was started as one; a no-op otherwise.
 /// Each test file calls it from a `#[test] fn child_role()`.
-pub(crate) fn child_role() {
+pub fn child_role() {
     if std::env::var(synthetic::ROLE).as_deref() == Ok("target") {
         synthetic::run_target();
     }
 }
 
 /// A target process, killed if the test ends before it does.
-pub(crate) struct Target {
-    pub(crate) child: Child,
-    pub(crate) pid: u32,
+#[derive(Debug)]
+pub struct Target {
+    pub child: Child,
+    pub pid: u32,
 }
 
 impl Target {
     /// Waits for the process to end, at most `limit`.
-    pub(crate) fn wait_for_exit(&mut self, limit: Duration) -> ExitStatus {
+    pub fn wait_for_exit(&mut self, limit: Duration) -> ExitStatus {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -52,7 +53,7 @@ impl Drop for Target {
 
 /// Starts the synthetic program with `env` (see [`synthetic`]) announcing itself in `runtime_dir`,
 /// and returns once its segment exists.
-pub(crate) fn spawn_target(runtime_dir: &Path, env: &[(&str, &str)]) -> Target {
+pub fn spawn_target(runtime_dir: &Path, env: &[(&str, &str)]) -> Target {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
         .env(synthetic::ROLE, "target")
@@ -75,7 +76,7 @@ pub(crate) fn spawn_target(runtime_dir: &Path, env: &[(&str, &str)]) -> Target {
 }
 
 /// A daemon watching `runtime_dir` and listening on its socket, `runtime_dir/epcached.sock`.
-pub(crate) async fn start_daemon(runtime_dir: &Path) -> DaemonHandle {
+pub async fn start_daemon(runtime_dir: &Path) -> DaemonHandle {
     epcache_daemon::serve(Config {
         discovery_interval: Duration::from_millis(50),
         ..Config::private(runtime_dir)

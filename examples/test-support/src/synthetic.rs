@@ -1,8 +1,8 @@
 //! A synthetic monitored program, built on the MCC directly as the capture runtime will be: it
 //! registers regions and data structures, publishes its cache model, serves requests at region
 //! entry with its own simulated hierarchy and counter arrays, writes results at region exit and
-//! halts at boundaries. The daemon's tests and bench, and the client's, run their own test binary
-//! again with [`ROLE`] set to play it.
+//! halts at boundaries. The daemon's tests and bench, the client's and the command line's run
+//! their own test binary again with [`ROLE`] set to play it (see [`crate::processes`]).
 //!
 //! The program: `main` { `init` (writes every element of `A`), then `iterations` times:
 //! `kernel` (reads every element of `A`), `idle` (nothing) }. With [`SCRATCH`] set, `main`
@@ -11,8 +11,6 @@
 //! 40,000 bytes on a 64-byte boundary, so on `D1=8K,2,32` every `kernel` instance reads 10,000
 //! elements and misses each of its 1,250 lines once (the array is five times the cache, and the
 //! sweep is sequential): 50 read misses per 1,600-byte bucket, by hand.
-
-#![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashMap;
 use std::io::Write;
