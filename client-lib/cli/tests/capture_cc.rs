@@ -904,7 +904,7 @@ fn a_program_that_captured_nothing_says_so() {
     let include = epcache_include::dir();
     let plain = Command::new("gcc")
         .args(["-O1", "-g", "-c", "marked.c", "-o", "plain.o", "-I"])
-        .arg(&include)
+        .arg(include)
         .current_dir(dir.path())
         .status()
         .unwrap();
