@@ -36,7 +36,7 @@
 //!   and one async method per MRI call;
 //! - `types.rs`: the typed requests, descriptions, halts and results, converted from and to the
 //!   `epcache.mri.v1` messages ([`mri`]) and checked on the way in;
-//! - [`local`] (feature `embedded`): one program launched under a daemon embedded in the tool's
+//! - `local` (feature `embedded`): one program launched under a daemon embedded in the tool's
 //!   own process, for tools that monitor a run from its start without a separate `epcached`.
 //!
 //! Architecture Invariant: without the `embedded` feature the client does not depend on the

@@ -9,11 +9,11 @@
 //! - [`cachegrind`]: real Cachegrind and lackey runs and their counts, and the cache shapes
 //!   written for both Cachegrind and epcache;
 //! - [`artifacts`]: the runtime's staticlib and rlib cargo built for this test run;
-//! - [`synthetic`] (feature `synthetic`): a monitored program built on the MCC directly, with
+//! - `synthetic` (feature `synthetic`): a monitored program built on the MCC directly, with
 //!   counts worked out by hand;
-//! - [`processes`] (feature `daemon`): the test binary re-run as that program, and a daemon on
+//! - `processes` (feature `daemon`): the test binary re-run as that program, and a daemon on
 //!   an isolated runtime directory;
-//! - [`client`] (feature `client`): the same for tests that drive it through `epcache-client`.
+//! - `client` (feature `client`): the same for tests that drive it through `epcache-client`.
 //!
 //! Architecture Invariant: nothing here is used outside tests and benches (`publish = false`);
 //! the features keep a crate's tests from building the daemon or the client unless they use

@@ -160,9 +160,9 @@ fn run_lines<
     done
 }
 
-/// One access of a run of [`run_steps`], with a line of L1 to mark modified before it: a
-/// write another layer counted as a hit on its set's most recent line and left for the
-/// simulator to settle (the runtime's repeat-hit filter does).
+/// One access of a run of `run_steps` (the hierarchy's step loop), with a line of L1 to mark
+/// modified before it: a write another layer counted as a hit on its set's most recent line and
+/// left for the simulator to settle (the runtime's repeat-hit filter does).
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
     pub addr: u64,
@@ -172,7 +172,7 @@ pub struct Step {
     pub dirty_first: Option<u64>,
 }
 
-/// Where a run of [`run_steps`] takes its accesses one at a time, and whom it tells each
+/// Where a run of `run_steps` takes its accesses one at a time, and whom it tells each
 /// one's outcome: a source that keeps its own per-access state (the runtime's staged records)
 /// and so cannot be a slice. That state travels by value with the access, so it stays in
 /// registers across the simulation rather than in the source.
