@@ -1,6 +1,6 @@
 //! The gate that functions built by `epcache cc` in dual mode look at on entry: a pointer to a
-//! word that is nonzero while their instrumented copies must run (see `dual_asm.rs` in the
-//! `epcache` binary for the code that reads it). Also the pointer to the segment's tool
+//! word that is nonzero while their instrumented copies must run (see `dual_asm.rs` in
+//! `epcache-cc` for the code that reads it). Also the pointer to the segment's tool
 //! sequence that every quiet region boundary reads, kept the same way: one load and a
 //! dereference, where a `OnceLock` would add a test of its state.
 //!
