@@ -111,9 +111,29 @@ pub fn is_program_unit(name: &str) -> bool {
         || name.starts_with("/rust/deps/")
         || name.contains("/.cargo/registry/")
         || name.contains("/.cargo/git/")
-        || name.contains("epcache_monitor")
-        || name.contains("monitor-lib/src/"))
+        || RUNTIME_CRATES.iter().any(|c| name.contains(c))
+        || RUNTIME_SOURCES.iter().any(|s| name.contains(s)))
 }
+
+/// The crates the runtime is made of (`epcache-monitor` and those it links), as a unit may name
+/// them.
+const RUNTIME_CRATES: [&str; 5] = [
+    "epcache_monitor",
+    "epcache_sim",
+    "epcache_shm",
+    "epcache_symbols",
+    "epcache_inline",
+];
+
+/// Their sources, as cargo names a unit of a path crate (relative to the workspace, or
+/// absolute when the runtime is a path dependency of another workspace).
+const RUNTIME_SOURCES: [&str; 5] = [
+    "monitor-lib/src/",
+    "monitor-lib/sim/src/",
+    "monitor-lib/shm/src/",
+    "monitor-lib/symbols/src/",
+    "monitor-lib/inline/src/",
+];
 
 impl DebugInfo {
     /// Reads `path`, which must carry DWARF (`-g`).
@@ -1142,7 +1162,12 @@ mod tests {
             "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/std/src/lib.rs",
             "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/memchr-2.7.4/src/lib.rs",
             "monitor-lib/src/lib.rs/@/ecboq9l29i2fc8hi24on5j1cf",
+            "monitor-lib/sim/src/lib.rs/@/0ux8ccgyi3kd6wqrm3pbbn8ca",
+            "monitor-lib/shm/src/lib.rs/@/8f6cvsbk3u2ddnwrk0h9xq6hn",
+            "/home/u/epcache/monitor-lib/symbols/src/lib.rs/@/2c4fqkyq8c7f5ynnoqhn3yu0o",
+            "monitor-lib/inline/src/lib.rs/@/1wv3b7sgbmb0qiy6pmf3z4k11",
             "epcache_monitor",
+            "epcache_sim",
             "/rust/deps/memchr-2.7.6/src/lib.rs/@/memchr.9642f0ce76a98c65-cgu.0",
         ] {
             assert!(!is_program_unit(runtime), "{runtime}");
