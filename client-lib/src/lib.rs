@@ -1,5 +1,6 @@
 //! The tools' side of epcache: a typed async client for the Monitoring Request Interface that
-//! `epcached` serves, and (in `src/bin/epcache`) the `epcache` command line built on it.
+//! `epcached` serves. The `epcache` command line (`client-lib/cli/`) and the example tools are
+//! built on it.
 //!
 //! A tool connects to a daemon, lists the monitored targets, describes one (its regions, data
 //! structures, cache model and events), places requests (static counts or histograms of an event
@@ -29,21 +30,35 @@
 //! Refusals keep the daemon's gRPC status ([`ClientError::Rpc`]): `NotFound` for unknown names
 //! (the message lists the nearest), `InvalidArgument` for requests that can never be served,
 //! `FailedPrecondition` for a target that ended or is not halted.
+//!
+//! Layout:
+//! - [`Client`] (`client.rs`): the connection (Unix socket, TCP, TLS with the `tls` feature)
+//!   and one async method per MRI call;
+//! - `types.rs`: the typed requests, descriptions, halts and results, converted from and to the
+//!   `epcache.mri.v1` messages ([`mri`]) and checked on the way in;
+//! - `local` (feature `embedded`): one program launched under a daemon embedded in the tool's
+//!   own process, for tools that monitor a run from its start without a separate `epcached`.
+//!
+//! Architecture Invariant: without the `embedded` feature the client does not depend on the
+//! daemon: a remote tool compiles the gRPC client, the protocol's discovery paths and the
+//! simulator's report types, never the server nor the in-target runtime.
 
 #![forbid(unsafe_code)]
 
 mod client;
+#[cfg(feature = "embedded")]
 pub mod local;
 mod types;
 
 pub use client::{Client, ConnectOptions};
+pub use epcache_proto::v1 as mri;
 /// The analysis report an analysis request's result carries ([`RequestResult::analysis`]): the
 /// runtime's own types, with their methods (predictions from reuse distances, evictor look-ups).
-pub use epcache_monitor::analysis::{
+pub use epcache_sim::analysis::{
     AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassBuckets, MissClassCounts,
     MissClassReport, RangeAnalysis, ReuseBuckets, ReuseReport,
 };
-pub use epcache_proto::v1 as mri;
+#[cfg(feature = "embedded")]
 pub use local::{Launch, LocalError, LocalTarget};
 pub use types::{
     Aggregation, AllocationSite, Analysis, Binding, Boundary, Bucket, DataRef, DataStructure,
@@ -57,10 +72,10 @@ pub use types::{
 /// being `$EPCACHE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/epcache`, else `/tmp/epcache-UID` (as the
 /// daemon and the targets resolve it).
 pub fn default_address() -> String {
-    let dir = epcache_monitor::shm::discovery::runtime_dir();
+    let dir = epcache_shm::discovery::runtime_dir();
     format!(
         "unix:{}",
-        epcache_monitor::shm::discovery::daemon_socket(&dir).display()
+        epcache_shm::discovery::daemon_socket(&dir).display()
     )
 }
 

@@ -4,11 +4,11 @@
 
 use std::ops::Range;
 
-use epcache_monitor::analysis::{
+use epcache_proto::v1;
+use epcache_sim::analysis::{
     AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassBuckets, MissClassCounts,
     MissClassReport, RangeAnalysis, ReuseBuckets, ReuseReport,
 };
-use epcache_proto::v1;
 use serde::Serialize;
 
 use crate::ClientError;

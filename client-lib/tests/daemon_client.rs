@@ -1,7 +1,7 @@
 //! The typed client against a real embedded daemon and real target processes: the EP-Cache
 //! scenario, a Unix socket with a bearer token, and refusals that keep their gRPC codes.
 
-mod daemon_support;
+use epcache_test_support::client as daemon_support;
 
 use std::time::Duration;
 

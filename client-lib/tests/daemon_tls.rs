@@ -1,6 +1,6 @@
 //! TLS end to end (with the `tls` feature of both crates): a daemon with a certificate for
 //! 127.0.0.1 signed by a CA made with openssl, a client trusting the CA, a bearer token over it, and a client that does
-//! not trust it being refused. `cargo test -p epcache-client --features tls --test daemon_tls`.
+//! not trust it being refused. `cargo test -p epcache-client --features tls,embedded --test daemon_tls`.
 
 #[cfg(feature = "tls")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -67,11 +67,9 @@ async fn a_tls_daemon_serves_a_client_that_trusts_its_certificate() {
         match made {
             Ok(out) if out.status.success() => {}
             other => {
-                assert!(
-                    !std::env::var("CI").is_ok_and(|v| v == "true"),
-                    "FAILED under CI: openssl could not make certificates: {other:?}"
-                );
-                eprintln!("\n*** SKIPPED *** openssl could not make certificates: {other:?}\n");
+                epcache_test_support::tools::skipped(&format!(
+                    "openssl could not make certificates: {other:?}"
+                ));
                 return;
             }
         }

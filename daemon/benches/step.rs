@@ -5,9 +5,6 @@
 //!
 //! `cargo bench -p epcache-daemon --bench step` (EPCACHE_BENCH_STEPS sets the sample count).
 
-#[path = "../tests/support/synthetic.rs"]
-mod synthetic;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +12,7 @@ use std::time::{Duration, Instant};
 use epcache_daemon::Config;
 use epcache_proto::v1;
 use epcache_proto::v1::mri_client::MriClient;
+use epcache_test_support::synthetic;
 
 const BENCH_TOKEN: &str = "bench-token-of-enough-characters";
 

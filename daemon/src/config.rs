@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use epcache_monitor::shm::discovery::DAEMON_SOCKET;
+pub use epcache_shm::discovery::DAEMON_SOCKET;
 
 /// The port of the examples of a TCP listener (`--listen 127.0.0.1:50551`, with a token).
 pub const DEFAULT_PORT: u16 = 50551;
@@ -33,7 +33,7 @@ pub enum ListenAddr {
 impl Default for ListenAddr {
     /// `epcached.sock` in the default runtime directory.
     fn default() -> Self {
-        ListenAddr::in_runtime_dir(&epcache_monitor::shm::discovery::runtime_dir())
+        ListenAddr::in_runtime_dir(&epcache_shm::discovery::runtime_dir())
     }
 }
 
@@ -99,7 +99,7 @@ impl fmt::Display for ListenAddr {
 impl ListenAddr {
     /// The daemon socket of runtime directory `dir`: `unix:DIR/epcached.sock`.
     pub fn in_runtime_dir(dir: &Path) -> ListenAddr {
-        ListenAddr::Unix(epcache_monitor::shm::discovery::daemon_socket(dir))
+        ListenAddr::Unix(epcache_shm::discovery::daemon_socket(dir))
     }
 
     /// Whether only this machine can reach it (loopback TCP or a Unix socket).
@@ -155,7 +155,7 @@ impl Default for Config {
             token: None,
             allow_root: false,
             tls: None,
-            runtime_dir: epcache_monitor::shm::discovery::runtime_dir(),
+            runtime_dir: epcache_shm::discovery::runtime_dir(),
             discovery_interval: Duration::from_millis(150),
             exited_retention: Duration::from_secs(60),
             handshake_timeout: Duration::from_secs(10),

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use epcache_monitor::shm::SegmentError;
-use epcache_monitor::shm::tool::ToolError;
+use epcache_shm::SegmentError;
+use epcache_shm::tool::ToolError;
 use tonic::{Code, Status};
 
 /// Something a call could not do.
@@ -234,7 +234,7 @@ pub enum ServeError {
     Server(String),
     /// The runtime directory is unusable.
     #[error(transparent)]
-    RuntimeDir(#[from] epcache_monitor::shm::discovery::DiscoveryError),
+    RuntimeDir(#[from] epcache_shm::discovery::DiscoveryError),
 }
 
 #[cfg(test)]

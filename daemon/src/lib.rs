@@ -195,7 +195,7 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
         });
     }
     // Targets announce themselves there: another user who may write into it could plant records.
-    epcache_monitor::shm::discovery::ensure_runtime_dir(&config.runtime_dir)?;
+    epcache_shm::discovery::ensure_runtime_dir(&config.runtime_dir)?;
     if !config.listen.is_local() && config.tls.is_none() {
         tracing::warn!(addr = %config.listen, "listening beyond this machine without TLS: the bearer token travels in clear text");
     }
@@ -271,7 +271,7 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
                     .map_err(bind_err)?;
             }
             let policy = transport::PeerPolicy {
-                uid: epcache_monitor::shm::current_uid(),
+                uid: epcache_shm::current_uid(),
                 allow_root: config.allow_root,
             };
             let incoming = transport::accept_unix(listener, policy, accepting);

@@ -117,7 +117,7 @@ async fn run() -> anyhow::Result<()> {
     }
     let runtime_dir = args
         .runtime_dir
-        .unwrap_or_else(epcache_monitor::shm::discovery::runtime_dir);
+        .unwrap_or_else(epcache_shm::discovery::runtime_dir);
     let config = Config {
         listen: args
             .listen

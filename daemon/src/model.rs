@@ -2,18 +2,18 @@
 //! description, regions, data structures, states, halts, request options, histogram buckets,
 //! per-thread rows and analysis reports.
 
-use epcache_monitor::analysis::{
-    AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassCounts, MissClassReport,
-    RangeAnalysis, ReuseReport,
-};
-use epcache_monitor::cache::{HierarchySpec, LevelSpec, Replacement, WritePolicy};
-use epcache_monitor::monitor::Event;
-use epcache_monitor::ranges::AddressRange;
-use epcache_monitor::shm::layout::{
+use epcache_proto::v1;
+use epcache_shm::layout::{
     Aggregation, Boundary, DataStructureInfo, DataStructureKind, RegionInfo, RegionKind,
     RequestSpec, ResultRow, RowThreads, Shape, SiteBlock, TargetState, analysis_bits,
 };
-use epcache_proto::v1;
+use epcache_sim::analysis::{
+    AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassCounts, MissClassReport,
+    RangeAnalysis, ReuseReport,
+};
+use epcache_sim::cache::{HierarchySpec, LevelSpec, Replacement, WritePolicy};
+use epcache_sim::monitor::Event;
+use epcache_sim::ranges::AddressRange;
 
 /// The MRI description of a target's simulated hardware.
 pub fn cache_model(spec: &HierarchySpec, counters: u32, counter_bits: u32) -> v1::CacheModel {
@@ -383,9 +383,7 @@ mod tests {
     /// from 1), and an allocatable's kind.
     #[test]
     fn shapes_and_allocatables_reach_the_mri() {
-        use epcache_monitor::shm::layout::{
-            DataStructureDetails, DataStructureIndex, Dimension, SiteKey,
-        };
+        use epcache_shm::layout::{DataStructureDetails, DataStructureIndex, Dimension, SiteKey};
         let structure = |kind, shape| DataStructureInfo {
             index: DataStructureIndex(3),
             name: "a".into(),

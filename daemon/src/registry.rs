@@ -31,15 +31,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use epcache_monitor::analysis::AnalysisReport;
-use epcache_monitor::cache::HierarchySpec;
-use epcache_monitor::ranges::AddressRange;
-use epcache_monitor::shm::discovery::{self, TargetRecord};
-use epcache_monitor::shm::layout::{
+use epcache_proto::v1;
+use epcache_shm::discovery::{self, TargetRecord};
+use epcache_shm::layout::{
     Aggregation, Boundary, Mode, RegionIndex, RequestResult, RequestTarget, ResultText, TargetState,
 };
-use epcache_monitor::shm::tool::{Abandoned, ArmedPoint, RequestHandle, TargetHandle, ToolError};
-use epcache_proto::v1;
+use epcache_shm::tool::{Abandoned, ArmedPoint, RequestHandle, TargetHandle, ToolError};
+use epcache_sim::analysis::AnalysisReport;
+use epcache_sim::cache::HierarchySpec;
+use epcache_sim::ranges::AddressRange;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 

@@ -3,14 +3,14 @@
 //! target's source files), events, and histogram bucket widths, with the nearest names in every
 //! refusal.
 
-use epcache_monitor::cache::HierarchySpec;
-use epcache_monitor::monitor::{Event, EventError};
-use epcache_monitor::ranges::AddressRange;
-use epcache_monitor::shm::layout::{
+use epcache_proto::v1;
+use epcache_shm::layout::{
     self, DataStructureIndex, DataStructureInfo, DataStructureKind, Mode, RegionInfo, RequestSpec,
     RequestTarget, SiteBlock, SiteKey,
 };
-use epcache_proto::v1;
+use epcache_sim::cache::HierarchySpec;
+use epcache_sim::monitor::{Event, EventError};
+use epcache_sim::ranges::AddressRange;
 
 use crate::error::DaemonError;
 use crate::model;
@@ -644,7 +644,7 @@ fn granularity(mode: &v1::HistogramMode, line: u64) -> Result<Granularity, Daemo
 
 #[cfg(test)]
 mod tests {
-    use epcache_monitor::shm::layout::{DataStructureKind, RegionIndex, RegionKind};
+    use epcache_shm::layout::{DataStructureKind, RegionIndex, RegionKind};
 
     use super::*;
 

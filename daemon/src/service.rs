@@ -5,12 +5,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use epcache_monitor::cache::HierarchySpec;
-use epcache_monitor::shm::layout::{Boundary, HaltingPoint};
-use epcache_monitor::shm::process;
-use epcache_monitor::shm::tool::ToolError;
 use epcache_proto::v1;
 use epcache_proto::v1::mri_server::Mri;
+use epcache_shm::layout::{Boundary, HaltingPoint};
+use epcache_shm::process;
+use epcache_shm::tool::ToolError;
+use epcache_sim::cache::HierarchySpec;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;

@@ -6,9 +6,9 @@ mod support;
 
 use std::time::Duration;
 
-use epcache_monitor::shm::layout::header;
-use epcache_monitor::shm::{Access, Segment};
 use epcache_proto::v1;
+use epcache_shm::layout::header;
+use epcache_shm::{Access, Segment};
 use support::*;
 use tokio_stream::StreamExt;
 

@@ -59,7 +59,7 @@ async fn ep_cache_scenario_histogram_sums_to_the_static_count() {
     let model = d.model.unwrap();
     assert_eq!(
         model.spec,
-        SPEC.parse::<epcache_monitor::cache::HierarchySpec>()
+        SPEC.parse::<epcache_sim::cache::HierarchySpec>()
             .unwrap()
             .to_string()
     );

@@ -8,9 +8,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use epcache_monitor::shm::discovery;
-use epcache_monitor::shm::tool::TargetHandle;
 use epcache_proto::v1;
+use epcache_shm::discovery;
+use epcache_shm::tool::TargetHandle;
 use support::synthetic::A_LINES;
 use support::*;
 use tonic::Code;

@@ -11,11 +11,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use epcache_monitor::shm::discovery::{self, TargetRecord};
-use epcache_monitor::shm::layout::header;
-use epcache_monitor::shm::process;
-use epcache_monitor::shm::{Access, Segment};
 use epcache_proto::v1;
+use epcache_shm::discovery::{self, TargetRecord};
+use epcache_shm::layout::header;
+use epcache_shm::process;
+use epcache_shm::{Access, Segment};
 use support::*;
 use tonic::Code;
 
@@ -70,7 +70,7 @@ fn intruder_role() {
 
 /// Whether this process may run others as uid [`NOBODY`]; says why not (and fails under CI).
 fn can_switch_users() -> bool {
-    if epcache_monitor::shm::current_uid() == 0 {
+    if epcache_shm::current_uid() == 0 {
         return true;
     }
     assert!(

@@ -1,9 +1,9 @@
 //! Gauss elimination without pivoting on a column-major `REAL A(100,100)`, instrumented through the explicit access API (the EP-Cache paper's example).
 
-use epcache_monitor::cache::HierarchySpec;
-use epcache_monitor::monitor::{CounterArrayConfig, Histogram};
-use epcache_monitor::ranges::AddressRange;
-use epcache_monitor::simulator::{Simulator, SimulatorError};
+use epcache_sim::cache::HierarchySpec;
+use epcache_sim::monitor::{CounterArrayConfig, Histogram};
+use epcache_sim::ranges::AddressRange;
+use epcache_sim::simulator::{Simulator, SimulatorError};
 
 /// The loop orders the paper compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,14 +3,14 @@
 //!
 //! The report's shape is the runtime contract's: `regions[]`, each with PAPI-named `events` and
 //! `data_structures[]` with the same `events`. Temporal reuse and spatial use come from the
-//! analyses (`epcache_monitor::analysis::AnalysisReport`), which a region carries under
+//! analyses (`epcache_sim::analysis::AnalysisReport`), which a region carries under
 //! `analyses` when they ran; without them those columns print `-`. METRIC's "temporal ratio"
 //! (the share of hits that re-touch an element) is not what the analyses measure, so the table
 //! shows the cache-reuse paper's temporal reuse (accesses per line residency) instead, by name.
 
 use std::fmt::Write as _;
 
-use epcache_monitor::analysis::AnalysisReport;
+use epcache_sim::analysis::AnalysisReport;
 use serde_json::Value;
 
 /// A report the table cannot be made from.

@@ -21,7 +21,7 @@ use epcache_client::{
     Boundary, ClientError, DataRef, DataStructure, HaltingPoint, Launch, LocalError, LocalTarget,
     Region, RegionKind, RegionRef, Request, RequestResult, StepOutcome, StepTo,
 };
-use epcache_monitor::shm::layout::MAX_REQUEST_SLOTS;
+use epcache_shm::layout::MAX_REQUEST_SLOTS;
 
 /// Halts the survey takes at most, so a program whose regions are tiny and called millions of
 /// times is not stepped forever; the survey then decides on what it has.

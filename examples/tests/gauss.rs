@@ -13,9 +13,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use epcache_monitor::shm::discovery;
-use epcache_monitor::shm::layout::{RegionInfo, RegionKind};
-use epcache_monitor::shm::tool::TargetHandle;
+use epcache_shm::discovery;
+use epcache_shm::layout::{RegionInfo, RegionKind};
+use epcache_shm::tool::TargetHandle;
 
 use support::{Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
 

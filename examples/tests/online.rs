@@ -22,6 +22,7 @@ const STEPS: u64 = 6;
 const LINE: u64 = 64;
 /// The L1 of the hand counts, and an L2 below it.
 const SHAPE: Shape = Shape {
+    i1: Shape::ANY_I1,
     d1: (32 << 10, 8, 64),
     ll: (1 << 20, 16, 64),
 };

@@ -1,4 +1,6 @@
-//! Repository-wide rules that no compiler checks: module docs, where unsafe code may live, fmt.
+//! Repository-wide rules that no compiler checks: module docs, where unsafe code may live, what
+//! each crate root says about unsafe code, the workspace lints, which crates may link the
+//! runtime, fmt.
 
 use std::path::{Path, PathBuf};
 
@@ -54,8 +56,8 @@ fn unsafe_code_lives_only_in_the_named_modules() {
     // The modules allowed to hold unsafe code, relative to the repository root. ARCHITECTURE.md
     // names the same list; both change together.
     const ALLOWED: &[&str] = &[
-        "monitor-lib/src/shm/sysv.rs",
-        "monitor-lib/src/shm/futex.rs",
+        "monitor-lib/shm/src/sysv.rs",
+        "monitor-lib/shm/src/futex.rs",
         "monitor-lib/src/capture/tsan_abi.rs",
         "monitor-lib/src/capture/sancov_abi.rs",
         "monitor-lib/src/capture/c_abi.rs",
@@ -65,7 +67,7 @@ fn unsafe_code_lives_only_in_the_named_modules() {
         "monitor-lib/src/capture/process_end_abi.rs",
         "monitor-lib/src/capture/wrap_abi.rs",
         "monitor-lib/src/capture/thread_block.rs",
-        "monitor-lib/src/symbols/running_executable.rs",
+        "monitor-lib/symbols/src/running_executable.rs",
     ];
     let root = repo_root();
     let offenders: Vec<_> = sources()
@@ -90,6 +92,145 @@ fn unsafe_code_lives_only_in_the_named_modules() {
         offenders.is_empty(),
         "unsafe code outside the modules ARCHITECTURE.md allows: {offenders:#?}"
     );
+}
+
+/// The workspace's members, as `cargo metadata --no-deps` lists them (no download needed).
+fn workspace_packages() -> Vec<serde_json::Value> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .expect("running cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    metadata["packages"].as_array().unwrap().clone()
+}
+
+fn name(package: &serde_json::Value) -> &str {
+    package["name"].as_str().unwrap()
+}
+
+/// The workspace crates `package` depends on as a normal dependency that no feature has to turn
+/// on (no epcache crate has default features), and theirs, and so on.
+fn required_closure<'a>(packages: &'a [serde_json::Value], root: &str) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut todo = vec![root.to_owned()];
+    while let Some(next) = todo.pop() {
+        let Some(package) = packages.iter().find(|p| name(p) == next) else {
+            continue;
+        };
+        if seen.contains(&name(package)) {
+            continue;
+        }
+        seen.push(name(package));
+        for dep in package["dependencies"].as_array().unwrap() {
+            if dep["kind"].is_null() && dep["optional"] == false {
+                todo.push(dep["name"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn every_crate_forbids_unsafe_code_or_says_why_it_needs_it() {
+    let mut wrong = Vec::new();
+    for package in workspace_packages() {
+        for target in package["targets"].as_array().unwrap() {
+            let kinds: Vec<&str> = target["kind"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_str().unwrap())
+                .collect();
+            if !kinds
+                .iter()
+                .any(|k| ["lib", "rlib", "staticlib", "bin"].contains(k))
+                || target["src_path"].as_str().unwrap().contains("/src/bin/")
+            {
+                continue;
+            }
+            let path = target["src_path"].as_str().unwrap();
+            let text = std::fs::read_to_string(path).unwrap();
+            let forbids = text.contains("#![forbid(unsafe_code)]");
+            let says_why =
+                text.starts_with("//! Unsafe code: ") && text.contains("#![deny(unsafe_code)]");
+            if !forbids && !says_why {
+                wrong.push(path.to_owned());
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "these crate roots must `#![forbid(unsafe_code)]`, or start with `//! Unsafe code: <where \
+         and why>` and `#![deny(unsafe_code)]` with an allow on each module that needs it: \
+         {wrong:#?}"
+    );
+}
+
+#[test]
+fn every_crate_takes_the_workspace_lints() {
+    let missing: Vec<String> = workspace_packages()
+        .iter()
+        .filter(|p| {
+            let manifest = std::fs::read_to_string(p["manifest_path"].as_str().unwrap()).unwrap();
+            !manifest.contains("[lints]\nworkspace = true")
+        })
+        .map(|p| name(p).to_owned())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "these crates need `[lints]` `workspace = true` in their Cargo.toml: {missing:?}"
+    );
+}
+
+/// The runtime (`epcache-monitor`, the one crate that builds a staticlib) is linked into
+/// monitored programs only: the daemon and a client without features never compile it, and
+/// only the command line (which has cargo build the staticlib beside it for `epcache cc`) and
+/// the examples (whose Rust programs link it) depend on it.
+#[test]
+fn only_the_command_line_and_the_examples_depend_on_the_runtime() {
+    let packages = workspace_packages();
+    let staticlibs: Vec<&str> = packages
+        .iter()
+        .filter(|p| p.to_string().contains("\"staticlib\""))
+        .map(name)
+        .collect();
+    assert_eq!(staticlibs, ["epcache-monitor"]);
+    let daemon = required_closure(&packages, "epcache-daemon");
+    assert!(
+        !daemon.iter().any(|c| staticlibs.contains(c)),
+        "the daemon depends on the runtime: {daemon:?}"
+    );
+    let client = required_closure(&packages, "epcache-client");
+    assert!(
+        !client.contains(&"epcache-daemon") && !client.contains(&"epcache-monitor"),
+        "epcache-client without features depends on the daemon or the runtime: {client:?}"
+    );
+    let mut dependents: Vec<&str> = packages
+        .iter()
+        .filter(|p| {
+            p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["name"] == "epcache-monitor" && d["kind"].is_null())
+        })
+        .map(name)
+        .collect();
+    dependents.sort_unstable();
+    assert_eq!(dependents, ["epcache-cli", "epcache-examples"]);
 }
 
 #[test]

@@ -32,16 +32,9 @@ fn sancov_instrumented_rust_reports_its_kernel() {
     let profile = profile_dir();
     // `cargo test` builds the rlib under a hashed name in deps/ and leaves any copy beside the
     // binaries as it was (possibly stale), so take the newest one: the one built for this run.
-    let rlib = std::fs::read_dir(profile.join("deps"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("libepcache_monitor-") && name.ends_with(".rlib")
-        })
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-        .expect("cargo builds the epcache-monitor rlib for this test");
+    let rlib =
+        epcache_test_support::artifacts::newest_in_deps(&profile, "libepcache_monitor-", ".rlib")
+            .expect("cargo builds the epcache-monitor rlib for this test");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("rust-capture/sum.rs");
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("sum");

@@ -1,22 +1,29 @@
-//! epcache's monitor library: the simulated cache hierarchy, the associative counter array, the
-//! seed papers' analyses and trace replay, all fed by the access stream of a program.
+//! Unsafe code: the runtime's entry points, signal handlers, wraps and thread block, in the
+//! `capture/*_abi.rs` modules and `capture/thread_block.rs` only.
 //!
-//! Start with [`cache::Hierarchy`] (what one access does to the caches), then
-//! [`monitor`] (the simulated hardware monitor) and [`analysis`]; [`simulator::Simulator`] ties
-//! them together.
+//! epcache's in-target runtime, linked into the monitored program: `epcache cc` links its
+//! staticlib (`libepcache_monitor.a`) into C, C++ and Fortran programs, and a Rust program links
+//! this rlib. It captures the program's loads and stores through the compiler's hooks, feeds
+//! them to per-thread simulators ([`epcache_sim`]), serves tools' requests through its segment
+//! (the MCC side of [`epcache_shm`]), names regions and data structures from the program's
+//! DWARF ([`epcache_symbols`]), and writes the standalone report at exit.
+//!
+//! Layout:
+//! - [`capture`]: the capture itself, and for Rust programs its explicit API (`read`, `write`,
+//!   `register_slice`, `RegionGuard`, `disable_all`, ...); its `*_abi.rs` modules are the
+//!   symbols compiled code calls (`__tsan_*`, `__sanitizer_cov_*`, `epcache_*`);
+//! - [`region!`]: a marker region around a Rust block;
+//! - `include/`: `epcache.h` and the `epcache` Fortran module, the same C ABI for C, C++ and
+//!   Fortran (crate `epcache-include`, which `epcache cc` installs from).
+//!
+//! Architecture Invariant: the runtime is linked into executables only, never into a shared
+//! object (its hooks' state and region stack are local-exec thread-local storage), and no other
+//! epcache crate depends on it: the daemon and the tools use the simulator, the protocol and the
+//! DWARF reader directly. It re-exports none of them.
 
 #![deny(unsafe_code)]
 
-pub mod analysis;
-pub mod cache;
 pub mod capture;
-pub mod monitor;
-pub mod ranges;
-pub mod replay;
-pub mod shm;
-pub mod simulator;
-pub mod symbols;
-pub mod trace;
 
 #[cfg(test)]
-mod test_rng;
+use epcache_test_support::rng as test_rng;

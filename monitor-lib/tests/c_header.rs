@@ -3,7 +3,7 @@
 //! compiles it as C and C++, and checks that the Fortran module binds the same functions.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The C ABI, exactly: what the header declares and the Fortran module binds.
 const FUNCTIONS: [&str; 4] = [
@@ -155,21 +155,7 @@ fn header_declares_exactly_the_c_abi_with_guard_macros_and_extern_c() {
 
 /// Whether `tool` runs; a missing one fails under CI and is skipped loudly elsewhere.
 fn available(tool: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        let message = format!("c_header: {tool} not found (apt-get install -y {tool})");
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "FAILED under CI: {message}"
-        );
-        eprintln!("\n*** SKIPPED *** {message}\n");
-    }
-    found
+    epcache_test_support::tools::available(tool, "c_header")
 }
 
 /// A translation unit that includes the header twice (the guard) and uses every declaration.

@@ -1,11 +1,12 @@
 //! What the daemon's end-to-end tests share: a real daemon on the socket of an isolated runtime
-//! directory, real target processes (this test binary run again as the synthetic program), and
-//! raw MRI clients that name themselves as tools.
+//! directory and real target processes (this test binary run again as the synthetic program),
+//! both from `epcache-test-support`, and raw MRI clients that name themselves as tools.
 
 #![allow(dead_code, unreachable_pub)]
 
-pub mod processes;
-pub mod synthetic;
+// Each test binary uses some of them.
+#[allow(unused_imports)]
+pub use epcache_test_support::{processes, synthetic};
 
 pub(crate) use processes::*;
 

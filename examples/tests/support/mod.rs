@@ -1,6 +1,7 @@
 //! Shared by the reproduction tests: building the example programs with `epcache cc` and with
-//! plain gcc/gfortran, running Cachegrind and reading its per-function counts, reading epcache's
-//! standalone report.
+//! plain gcc/gfortran, reading epcache's standalone report and comparing it with Cachegrind's
+//! counts (the runs themselves, the cache shapes and the tool checks are
+//! `epcache-test-support`'s).
 //!
 //! Missing tools (gcc, gfortran, valgrind, rustc) fail loudly under CI (`CI=true`) and otherwise
 //! print SKIPPED, as every compiler-backed test in the repository does.
@@ -8,99 +9,21 @@
 // Each test file uses only some of these helpers.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// One simulated L1 and one level below it, written for both tools.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Shape {
-    /// (size in bytes, ways, line bytes)
-    pub(crate) d1: (u64, u64, u64),
-    pub(crate) ll: (u64, u64, u64),
-}
-
-impl Shape {
-    /// METRIC's MIPS R12000 L1 (32 KB, 2-way, 32 B lines); the level below is not in the paper.
-    pub(crate) const R12000: Shape = Shape {
-        d1: (32 << 10, 2, 32),
-        ll: (1 << 20, 16, 64),
-    };
-    /// The EP-Cache Gauss figures of DESIGN.md: an 8 KB, 2-way, 32 B-line L1.
-    pub(crate) const GAUSS: Shape = Shape {
-        d1: (8 << 10, 2, 32),
-        ll: (1 << 20, 16, 64),
-    };
-    /// The cache-reuse paper's Pentium M: 32 KB and 1 MB, both 8-way with 64 B lines.
-    pub(crate) const PENTIUM_M: Shape = Shape {
-        d1: (32 << 10, 8, 64),
-        ll: (1 << 20, 8, 64),
-    };
-    /// DTrack's Alpha 21264-like DL1 (64 KB, 2-way, 64 B) and direct-mapped 512 KB L2.
-    pub(crate) const DTRACK: Shape = Shape {
-        d1: (64 << 10, 2, 64),
-        ll: (512 << 10, 1, 64),
-    };
-
-    /// `EPCACHE_CACHE`'s syntax. The lower level is called L2 so its events are `PAPI_L2_*`.
-    pub(crate) fn epcache_spec(&self) -> String {
-        let (s, a, l) = self.d1;
-        let (ls, la, ll) = self.ll;
-        format!("D1={s},{a},{l};L2={ls},{la},{ll}")
-    }
-
-    /// Cachegrind's `--I1 --D1 --LL`; I1 is not compared, so any valid shape does.
-    pub(crate) fn cachegrind_args(&self) -> [String; 3] {
-        let (s, a, l) = self.d1;
-        let (ls, la, ll) = self.ll;
-        [
-            "--I1=32768,8,64".to_owned(),
-            format!("--D1={s},{a},{l}"),
-            format!("--LL={ls},{la},{ll}"),
-        ]
-    }
-}
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// Skips loudly, or fails under CI.
-pub(crate) fn skip(who: &str, why: &str) {
-    let message = format!("{who}: {why}");
-    assert!(!ci(), "FAILED under CI: {message}");
-    eprintln!("\n*** SKIPPED *** {message}\n");
-}
+/// Runs a program under Cachegrind and reads its per-function and per-file counts.
+pub(crate) use epcache_test_support::cachegrind::per_function as cachegrind;
+pub(crate) use epcache_test_support::cachegrind::{CgCounts, CgRun, Shape};
+use epcache_test_support::tools::check_output;
 
 /// Whether every one of `tools` runs here (`tool --version`); says which are missing otherwise.
 pub(crate) fn tools_available(who: &str, tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools
-        .iter()
-        .copied()
-        .filter(|tool| {
-            !Command::new(tool)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        })
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    skip(
-        who,
-        &format!(
-            "{} not found; these tests build the examples and compare with Cachegrind \
-             (apt-get install -y gcc gfortran valgrind)",
-            missing.join(" and ")
-        ),
-    );
-    false
+    let why = "these tests build the examples and compare with Cachegrind";
+    epcache_test_support::tools::all_available(who, tools, why)
 }
 
 /// The repository's `examples/` directory.
@@ -134,7 +57,7 @@ pub(crate) struct Epcache {
 
 /// Builds (or finds up to date) `epcache` and `libepcache_monitor.a` in this test's profile, once
 /// per test binary: they belong to other packages, so cargo does not build them for these tests.
-/// This is the README's `cargo build -p epcache-monitor -p epcache-client`; cargo holds no lock
+/// This is the README's `cargo build -p epcache-monitor -p epcache-cli`; cargo holds no lock
 /// while tests run, and when the workspace was just built it does nothing.
 pub(crate) fn epcache() -> &'static Epcache {
     static BUILT: OnceLock<Epcache> = OnceLock::new();
@@ -147,13 +70,13 @@ pub(crate) fn epcache() -> &'static Epcache {
         };
         let out = Command::new(env!("CARGO"))
             .args(["build", "--profile", &profile])
-            .args(["-p", "epcache-monitor", "-p", "epcache-client"])
+            .args(["-p", "epcache-monitor", "-p", "epcache-cli"])
             .current_dir(examples_dir())
             .output()
             .expect("running cargo build for epcache and its runtime");
         assert!(
             out.status.success(),
-            "cargo build -p epcache-monitor -p epcache-client failed:\n{}",
+            "cargo build -p epcache-monitor -p epcache-cli failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let built = Epcache {
@@ -168,16 +91,6 @@ pub(crate) fn epcache() -> &'static Epcache {
         );
         built
     })
-}
-
-fn check_output(what: &str, out: &std::process::Output) {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// A program built from one source, `compiler -O<level> [extra] -o NAME SOURCE [libs]`.
@@ -249,170 +162,6 @@ pub(crate) fn run(program: &Path, args: &[&str]) -> String {
         .unwrap_or_else(|e| panic!("running {}: {e}", program.display()));
     check_output(&program.display().to_string(), &out);
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Cachegrind's data-side counts for one function, summed over its source files.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CgCounts {
-    pub(crate) dr: u64,
-    pub(crate) d1mr: u64,
-    pub(crate) dw: u64,
-    pub(crate) d1mw: u64,
-    pub(crate) dlmr: u64,
-    pub(crate) dlmw: u64,
-}
-
-impl CgCounts {
-    pub(crate) fn accesses(&self) -> u64 {
-        self.dr + self.dw
-    }
-
-    pub(crate) fn misses(&self) -> u64 {
-        self.d1mr + self.d1mw
-    }
-
-    /// METRIC's miss ratio: L1 misses over L1 accesses, reads and writes together.
-    pub(crate) fn miss_ratio(&self) -> f64 {
-        self.misses() as f64 / self.accesses() as f64
-    }
-}
-
-/// One Cachegrind run: the program's stdout, each function's counts and each source file's.
-#[derive(Debug, Clone)]
-pub(crate) struct CgRun {
-    pub(crate) stdout: String,
-    pub(crate) functions: BTreeMap<String, CgCounts>,
-    pub(crate) files: BTreeMap<String, CgCounts>,
-}
-
-impl CgRun {
-    /// The counts of the function named `name`, or of the one whose name ends in `suffix` when
-    /// the exact name is absent (Fortran's `__mod_MOD_name`, Rust's `crate::name`).
-    pub(crate) fn function(&self, name: &str) -> CgCounts {
-        if let Some(c) = self.functions.get(name) {
-            return *c;
-        }
-        let matches: Vec<_> = self
-            .functions
-            .iter()
-            .filter(|(f, _)| {
-                f.ends_with(&format!("_MOD_{name}")) || f.ends_with(&format!("::{name}"))
-            })
-            .collect();
-        match matches.as_slice() {
-            [(_, c)] => **c,
-            _ => panic!(
-                "no single Cachegrind function for `{name}` (found {:?}) among {:?}",
-                matches.iter().map(|m| m.0).collect::<Vec<_>>(),
-                self.functions.keys().collect::<Vec<_>>()
-            ),
-        }
-    }
-
-    /// The counts of all code in the source file whose path ends with `suffix` (`c/adi.c`):
-    /// everything the program's own source does, which is what capture instruments.
-    pub(crate) fn source_file(&self, suffix: &str) -> CgCounts {
-        let matches: Vec<_> = self
-            .files
-            .iter()
-            .filter(|(f, _)| f.ends_with(suffix))
-            .collect();
-        match matches.as_slice() {
-            [(_, c)] => **c,
-            _ => panic!(
-                "no single Cachegrind file ending in {suffix} among {:?}",
-                self.files.keys().collect::<Vec<_>>()
-            ),
-        }
-    }
-}
-
-/// Runs `program args` under Cachegrind with `shape` and reads its per-function counts from the
-/// `fn=` sections of `cachegrind.out` (sturdier than parsing `cg_annotate`'s table).
-pub(crate) fn cachegrind(program: &Path, args: &[&str], shape: &Shape) -> CgRun {
-    let dir = program.parent().expect("program in a directory");
-    let out_file = dir.join(format!(
-        "cachegrind.out.{}",
-        program.file_name().unwrap().to_string_lossy()
-    ));
-    let out = Command::new("valgrind")
-        .args(["--tool=cachegrind", "--cache-sim=yes"])
-        .args(shape.cachegrind_args())
-        .arg(format!("--cachegrind-out-file={}", out_file.display()))
-        .arg(program)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("EPCACHE_REPORT")
-        .stdin(Stdio::null())
-        .output()
-        .expect("running valgrind");
-    check_output(&format!("cachegrind on {}", program.display()), &out);
-    let text = std::fs::read_to_string(&out_file).expect("reading Cachegrind's output");
-    let (functions, files) = parse_cachegrind_out(&text);
-    CgRun {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        functions,
-        files,
-    }
-}
-
-/// Per-function and per-file count maps.
-type CountMaps = (BTreeMap<String, CgCounts>, BTreeMap<String, CgCounts>);
-
-/// Sums the cost lines under each `fn=` (a function may appear under several `fl=` files) and
-/// under each `fl=`.
-pub(crate) fn parse_cachegrind_out(text: &str) -> CountMaps {
-    let events: Vec<&str> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("events:"))
-        .expect("an events: line in Cachegrind's output")
-        .split_whitespace()
-        .collect();
-    let index = |name: &str| {
-        events
-            .iter()
-            .position(|e| *e == name)
-            .unwrap_or_else(|| panic!("Cachegrind ran without the {name} event: {events:?}"))
-    };
-    let (dr, d1mr, dlmr) = (index("Dr"), index("D1mr"), index("DLmr"));
-    let (dw, d1mw, dlmw) = (index("Dw"), index("D1mw"), index("DLmw"));
-    let mut functions: BTreeMap<String, CgCounts> = BTreeMap::new();
-    let mut files: BTreeMap<String, CgCounts> = BTreeMap::new();
-    let mut current: Option<String> = None;
-    let mut file = String::new();
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("fl=") {
-            file = name.trim().to_owned();
-            continue;
-        }
-        if let Some(name) = line.strip_prefix("fn=") {
-            current = Some(name.trim().to_owned());
-            continue;
-        }
-        let Some(name) = &current else { continue };
-        if !line.starts_with(|c: char| c.is_ascii_digit()) {
-            continue;
-        }
-        // A cost line: the source line, then one count per event (trailing zeros may be left off).
-        let counts: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .map(|v| v.parse().expect("a count in a Cachegrind cost line"))
-            .collect();
-        let at = |i: usize| counts.get(i).copied().unwrap_or(0);
-        for c in [
-            functions.entry(name.clone()).or_default(),
-            files.entry(file.clone()).or_default(),
-        ] {
-            c.dr += at(dr);
-            c.d1mr += at(d1mr);
-            c.dlmr += at(dlmr);
-            c.dw += at(dw);
-            c.d1mw += at(d1mw);
-            c.dlmw += at(dlmw);
-        }
-    }
-    (functions, files)
 }
 
 /// epcache's standalone report (`EPCACHE_REPORT`), as the runtime contract describes it.
@@ -639,16 +388,7 @@ pub(crate) fn assert_program_agrees_with_cachegrind(report: &Report, cg: &CgRun,
 /// The newest epcache-monitor rlib cargo built for this test run (the Rust capture programs link
 /// it; a copy beside the binaries may be stale).
 pub(crate) fn monitor_rlib() -> PathBuf {
-    let deps = profile_dir().join("deps");
-    std::fs::read_dir(&deps)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", deps.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("libepcache_monitor-") && name.ends_with(".rlib")
-        })
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+    epcache_test_support::artifacts::newest_in_deps(&profile_dir(), "libepcache_monitor-", ".rlib")
         .expect("cargo builds the epcache-monitor rlib for these tests")
 }
 

@@ -10,7 +10,7 @@
 //! switched off) stops capturing at its next access rather than at its next sync point; that
 //! only honours the switch sooner.
 
-use crate::cache::AccessKind;
+use epcache_sim::cache::AccessKind;
 
 use super::hook_block::ThreadState;
 use super::runtime_guard::state;

@@ -22,9 +22,9 @@
 use std::cell::Cell;
 use std::sync::OnceLock;
 
-use crate::shm::config_table::ConfigEntry;
-use crate::shm::layout::{Boundary, RegionKind};
-use crate::shm::target::{HaltOutcome, Mcc};
+use epcache_shm::config_table::ConfigEntry;
+use epcache_shm::layout::{Boundary, RegionKind};
+use epcache_shm::target::{HaltOutcome, Mcc};
 
 use super::program;
 use super::region_registry::{self, RegionRef};

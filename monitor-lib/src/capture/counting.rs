@@ -22,8 +22,8 @@
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
-use crate::cache::AccessKind;
-use crate::simulator::Simulator;
+use epcache_sim::cache::AccessKind;
+use epcache_sim::simulator::{Simulator, capture_path::CaptureFastPath};
 
 use super::filter::{self, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::Monitoring;
@@ -137,13 +137,17 @@ impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
     }
 }
 
-impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, I> {
+impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Steps
+    for StagedRecords<'_, I>
+{
     type Context = RecordContext;
     /// The miss path and `Filter::append_record` record only accesses within one line.
     const ONE_LINE: bool = true;
 
     #[inline(always)]
-    fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(crate::cache::Step, RecordContext)> {
+    fn next_step<const LINE_BITS: u32>(
+        &mut self,
+    ) -> Option<(epcache_sim::simulator::capture_path::Step, RecordContext)> {
         let r = Record::decode(self.records.next()?);
         let line_bits = if LINE_BITS != 0 {
             debug_assert_eq!(LINE_BITS, self.line_bits);
@@ -174,7 +178,7 @@ impl<I: Iterator<Item = RecordWords>> crate::cache::Steps for StagedRecords<'_, 
         let context = RecordContext {
             structure: record_structure(self.monitoring, &r),
         };
-        let step = crate::cache::Step {
+        let step = epcache_sim::simulator::capture_path::Step {
             addr: r.addr,
             size: r.size,
             kind: if r.write {
@@ -405,10 +409,10 @@ fn straddling_access(simulator: &mut Simulator, addr: u64, size: u32, kind: Acce
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::HierarchySpec;
-    use crate::monitor::CounterArrayConfig;
-    use crate::ranges::AddressRange;
-    use crate::shm::layout::DataStructureKind;
+    use epcache_shm::layout::DataStructureKind;
+    use epcache_sim::cache::HierarchySpec;
+    use epcache_sim::monitor::CounterArrayConfig;
+    use epcache_sim::ranges::AddressRange;
 
     use super::super::data;
     use super::super::tag_key::TAG_WORD;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::ranges::AddressRange;
-use crate::shm::layout::{DataStructureDetails, DataStructureIndex, DataStructureKind, Shape};
+use epcache_shm::layout::{DataStructureDetails, DataStructureIndex, DataStructureKind, Shape};
+use epcache_sim::ranges::AddressRange;
 
 use super::{mcc, switches};
 

@@ -22,9 +22,9 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::ranges::AddressRange;
-use crate::shm::layout::{Dimension, MAX_SHAPE_RANK, Shape, SiteKey};
-use crate::symbols::{ArrayDescriptor, ArrayShape};
+use epcache_shm::layout::{Dimension, MAX_SHAPE_RANK, Shape, SiteKey};
+use epcache_sim::ranges::AddressRange;
+use epcache_symbols::{ArrayDescriptor, ArrayShape};
 
 use super::data::{self, AllocatableId, MIN_TRACKED_BYTES, Placement};
 use super::switches;

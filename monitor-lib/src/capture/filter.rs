@@ -5,7 +5,7 @@
 //! block its set's last simulated access touched and whether a write to it was simulated
 //! since. An access within one line whose block is its entry's (and, for a write, whose entry
 //! says written) is a hit on the set's most recent line: under the shapes
-//! [`crate::simulator::Simulator::repeat_hit_shape`] admits, simulating it would change
+//! [`epcache_sim::simulator::capture_path::CaptureFastPath::repeat_hit_shape`] admits, simulating it would change
 //! nothing but L1's hit count. Such an access only increments the entry's read or write
 //! count, which is added to the thread's counts (and the entry's data structure's) when the
 //! entry changes hands and before anyone reads the counts: at region boundaries, when data
@@ -733,7 +733,7 @@ impl Filter {
     }
 
     /// Switches the table on for an L1 of `1 << line_bits`-byte lines in `sets` sets (what
-    /// [`crate::simulator::Simulator::repeat_hit_shape`] admits), keyed with the tag word
+    /// [`epcache_sim::simulator::capture_path::CaptureFastPath::repeat_hit_shape`] admits), keyed with the tag word
     /// `word` the thread last synced to; a no-op when already on. It stays off (and `false` is
     /// returned) when [`Self::entries_for`] declines the shape, when every `tag_key` slot is
     /// taken, or when another thread's filter set another shape in the tag word.

@@ -1,14 +1,15 @@
 //! The process-wide words that code built by `epcache cc` reads through exported symbols: the
-//! gate that dual-compiled functions look at on entry, and the tag word of the inline repeat-hit
-//! test (`tag_key.rs` says what it holds). Also the pointer to the segment's tool sequence that
-//! every quiet region boundary reads, kept the same way: one load and a dereference, where a
-//! `OnceLock` would add a test of its state.
+//! gate that dual-compiled functions look at on entry (see `dual_asm.rs` in `epcache-cc` for
+//! the code that reads it), and the tag word of the inline repeat-hit test (`tag_key.rs` says
+//! what it holds). Also the pointer to the segment's tool sequence that every quiet region
+//! boundary reads, kept the same way: one load and a dereference, where a `OnceLock` would add
+//! a test of its state.
 //!
 //! The gate is a pointer to a word that is nonzero while the functions' instrumented copies
 //! must run (see `dual_asm.rs` in the `epcache` binary for the code that reads it). It starts at
 //! a word that stays zero, so a dual-compiled program runs its plain code until the runtime
 //! decides otherwise: at start-up it points the gate at the segment's
-//! [`crate::shm::layout::header::CAPTURE_HINT`] (which tools set while they arm anything), or at
+//! [`epcache_shm::layout::header::CAPTURE_HINT`] (which tools set while they arm anything), or at
 //! a word that stays one when the standalone report or the explicit API wants every access.
 //! Everything it can point at lives for the whole process (statics, and a segment the runtime
 //! never detaches), so generated code may follow it at any time from any thread.

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::ranges::AddressRange;
-use crate::shm::layout::{
+use epcache_shm::layout::{
     DataStructureDetails, DataStructureKind, Dimension, MAX_SHAPE_RANK, Shape,
 };
-use crate::symbols::ArrayShape;
+use epcache_sim::ranges::AddressRange;
+use epcache_symbols::ArrayShape;
 
 use super::{data, descriptors, program};
 

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::ranges::AddressRange;
-use crate::shm::layout::{DataStructureDetails, DataStructureKind, SiteKey};
+use epcache_shm::layout::{DataStructureDetails, DataStructureKind, SiteKey};
+use epcache_sim::ranges::AddressRange;
 
 use super::region_registry::tracking_started;
 use super::runtime_guard::{RuntimeGuard, in_runtime};

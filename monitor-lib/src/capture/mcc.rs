@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::shm::target::{Mcc, MccError, MccOptions};
+use epcache_shm::target::{Mcc, MccError, MccOptions};
 
 use super::{gate_abi, switches};
 

@@ -115,8 +115,8 @@ pub use sync::{disable_all, enable_all};
 pub use this_thread::flush_current_thread;
 pub use totals::{CaptureTotals, totals};
 
-use crate::ranges::AddressRange;
-use crate::shm::layout::DataStructureKind;
+use epcache_shm::layout::DataStructureKind;
+use epcache_sim::ranges::AddressRange;
 
 use runtime_guard::RuntimeGuard;
 

@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::analysis::AnalysisConfig;
-use crate::cache::{AccessOutcome, MAX_LEVELS};
-use crate::monitor::{EventIndex, HistogramIndex};
-use crate::ranges::{AddressRange, NamedRange, RangeSet};
-use crate::shm::layout::{
+use epcache_shm::layout::{
     self, Aggregation, Mode, RequestResult, RequestSpec, ResultRow, ResultText, RowThreads,
     analysis_bits,
 };
-use crate::shm::target::ActiveRequest;
-use crate::simulator::Simulator;
+use epcache_shm::target::ActiveRequest;
+use epcache_sim::analysis::AnalysisConfig;
+use epcache_sim::cache::{AccessOutcome, MAX_LEVELS};
+use epcache_sim::monitor::{EventIndex, HistogramIndex};
+use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
+use epcache_sim::simulator::Simulator;
 
 use super::data;
 use super::mcc;

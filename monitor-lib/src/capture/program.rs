@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Once, OnceLock, RwLock};
 
-use crate::symbols::{DebugInfo, calls_capture_hooks, load_bias, parse_maps_line};
+use epcache_symbols::{DebugInfo, calls_capture_hooks, load_bias, parse_maps_line};
 
 /// The program's debug information and where it is loaded.
 #[derive(Debug)]

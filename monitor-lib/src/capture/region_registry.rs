@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use crate::shm::config_table::ConfigEntry;
-use crate::shm::layout::RegionKind;
+use epcache_shm::config_table::ConfigEntry;
+use epcache_shm::layout::RegionKind;
 
 use super::mcc;
 use super::program::{self, file_id};

@@ -13,8 +13,8 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::shm::config_table::ConfigEntry;
-use crate::shm::layout::RegionIndex;
+use epcache_shm::config_table::ConfigEntry;
+use epcache_shm::layout::RegionIndex;
 
 use super::region_registry::RegionRef;
 

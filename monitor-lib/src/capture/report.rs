@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cache::HierarchySpec;
-use crate::shm::layout::{DataStructureKind, RegionKind, Shape};
+use epcache_shm::layout::{DataStructureKind, RegionKind, Shape};
+use epcache_sim::cache::HierarchySpec;
 
 use super::data::{self, DataStructure};
 use super::monitoring::Counts;
@@ -360,7 +360,7 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::LevelStats;
+    use epcache_sim::cache::LevelStats;
 
     #[test]
     fn data_levels_get_papi_names_by_depth() {

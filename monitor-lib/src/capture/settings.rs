@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cache::{CacheError, HierarchySpec};
+use epcache_sim::cache::{CacheError, HierarchySpec};
 
 /// Environment variable naming the cache to simulate (the `epcache replay --cache` syntax).
 pub const CACHE_ENV: &str = "EPCACHE_CACHE";

@@ -12,8 +12,8 @@
 
 use std::path::PathBuf;
 
-use crate::monitor::CounterArrayConfig;
-use crate::shm::target::Mcc;
+use epcache_shm::target::Mcc;
+use epcache_sim::monitor::CounterArrayConfig;
 
 use super::runtime_guard::{RuntimeGuard, in_runtime};
 use super::settings::{self, REPORT_ENV, process_spec, report_spec_error_once};
@@ -96,7 +96,7 @@ fn start_up() -> Option<PathBuf> {
         }
         None => {
             if let Ok(wait) = std::env::var("EPCACHE_WAIT")
-                && crate::shm::target::start_wait_from_env(Some(&wait)).is_some()
+                && epcache_shm::target::start_wait_from_env(Some(&wait)).is_some()
             {
                 eprintln!(
                     "epcache: EPCACHE_WAIT={wait} is set, but this program has no segment a tool could attach to; it does not wait"

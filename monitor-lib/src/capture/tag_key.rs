@@ -4,8 +4,8 @@
 //!
 //! The inline hit test (`epcache_inline::emit`) loads the word [`TAG_WORD`] and takes two things
 //! from it (its fields are `epcache_inline::tag_word`'s); a site that follows another with nothing
-//! in between that could change them reuses both from registers (`carried_registers.rs` in the
-//! client), and a loop reloads the word at its head, so a thread sees a new key within one
+//! in between that could change them reuses both from registers (`carried_registers.rs` in
+//! `epcache-cc`), and a loop reloads the word at its head, so a thread sees a new key within one
 //! iteration. The access's tag is the address of its line's last byte ORed with the word: L1's line
 //! size less one in the low bits, a *key* in bits 48 to 55 and the table's offset mask (bits 56 to
 //! 63, the mask shifted right by 6, see `offset_mask_of`), which every tag carries alike. The

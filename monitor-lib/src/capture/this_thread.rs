@@ -24,9 +24,9 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::cache::AccessKind;
-use crate::monitor::CounterArrayConfig;
-use crate::simulator::{Simulator, SimulatorError};
+use epcache_sim::cache::AccessKind;
+use epcache_sim::monitor::CounterArrayConfig;
+use epcache_sim::simulator::{Simulator, SimulatorError};
 
 use super::counting::{Core, Counting};
 use super::hook_block::HookBlock;

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use crate::cache::AccessKind;
+use epcache_sim::cache::AccessKind;
 
 use super::counting::Core;
 use super::filter::{self, BatchWords, Filter};

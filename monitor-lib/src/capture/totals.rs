@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::cache::LevelStats;
-use crate::simulator::Simulator;
+use epcache_sim::cache::LevelStats;
+use epcache_sim::simulator::Simulator;
 
 use super::monitoring::{Counts, RegionCounts, merge_structures};
 

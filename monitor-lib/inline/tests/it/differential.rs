@@ -26,8 +26,6 @@ use epcache_inline::model::{
 };
 use epcache_inline::tag_word;
 
-use crate::support;
-
 /// Records the harness's batch holds.
 const BATCH_RECORDS: u64 = 96;
 /// Accesses per stream.
@@ -648,7 +646,10 @@ fn compare(expected: &str, actual: &str, steps: &[Step]) {
 
 #[test]
 fn every_assembled_variant_writes_what_the_model_says_on_random_streams() {
-    if !support::available("gcc", "every_assembled_variant_writes_what_the_model_says") {
+    if !epcache_test_support::tools::available(
+        "gcc",
+        "every_assembled_variant_writes_what_the_model_says",
+    ) {
         return;
     }
     let variants = variants();

@@ -4,4 +4,3 @@
 
 mod differential;
 mod golden;
-mod support;

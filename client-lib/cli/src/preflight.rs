@@ -1,0 +1,131 @@
+//! What `epcache run` checks before it starts a program: the cache resolves, every event exists
+//! at a level that cache has, histograms fit a result block, and the program carries the capture
+//! runtime. A mistake found here costs the user nothing; found after the launch, it costs a run.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use epcache_shm::layout::Capacities;
+use epcache_sim::cache::HierarchySpec;
+use epcache_sim::monitor::Event;
+
+/// The cache the program will simulate, as it will resolve it: `--cache`, else
+/// `$EPCACHE_CACHE`, else the runtime's default (`host`, else `cachegrind`). Returns its text and
+/// the hierarchy, after printing the spec's warnings on stderr.
+pub(crate) fn cache(given: Option<&str>) -> anyhow::Result<(String, HierarchySpec)> {
+    let from_env = std::env::var("EPCACHE_CACHE")
+        .ok()
+        .filter(|t| !t.is_empty());
+    let (text, origin) = match (given, from_env) {
+        (Some(text), _) => (text.to_owned(), "--cache"),
+        (None, Some(text)) => (text, "$EPCACHE_CACHE"),
+        (None, None) => {
+            return HierarchySpec::parse("host")
+                .map(|spec| ("host".to_owned(), spec))
+                .or_else(|_| HierarchySpec::parse("cachegrind").map(|s| ("cachegrind".to_owned(), s)))
+                .context("neither this machine's caches nor the cachegrind preset resolve; give --cache SPEC");
+        }
+    };
+    let spec = HierarchySpec::parse(&text).with_context(|| {
+        format!(
+            "the cache of {origin} cannot be simulated; nothing was started (see `epcache replay --help` for the spec syntax and presets)"
+        )
+    })?;
+    for warning in spec.warnings() {
+        eprintln!("epcache: warning: the cache `{text}` ({origin}): {warning}");
+    }
+    Ok((text, spec))
+}
+
+/// Checks every requested event against `spec`'s data levels.
+pub(crate) fn events<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    spec: &HierarchySpec,
+) -> anyhow::Result<()> {
+    for name in names {
+        Event::for_hierarchy(name, spec)
+            .with_context(|| format!("--event {name}: nothing was started"))?;
+    }
+    Ok(())
+}
+
+/// The most buckets one histogram can have: a request's result block holds this many.
+pub(crate) fn max_buckets() -> u32 {
+    Capacities::default().buckets_per_slot
+}
+
+/// Checks that no histogram asks for more buckets than a result block holds.
+pub(crate) fn buckets(counts: &[u32]) -> anyhow::Result<()> {
+    let max = max_buckets();
+    if let Some(n) = counts.iter().find(|&&n| n > max) {
+        bail!(
+            "--buckets {n}: a histogram has at most {max} buckets (one result block); ask for fewer, or for wider buckets; nothing was started"
+        );
+    }
+    Ok(())
+}
+
+/// Where `program` is, as the launch will find it: a path as given, else the first match on
+/// `$PATH`.
+fn locate(program: &OsStr) -> Option<PathBuf> {
+    let path = Path::new(program);
+    if path.components().count() > 1 {
+        return path.is_file().then(|| path.to_owned());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(path))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Refuses a program whose symbol table shows it was built without capture: it would run
+/// unmonitored and report nothing. Scripts and stripped programs cannot be told and pass; the
+/// run then checks that a report came back.
+pub(crate) fn built_with_capture(program: &OsStr) -> anyhow::Result<()> {
+    let Some(path) = locate(program) else {
+        bail!(
+            "cannot find the program `{}`; give its path (./{0}) or put it on PATH; nothing was started",
+            program.to_string_lossy()
+        );
+    };
+    if epcache_symbols::defines_capture_runtime(&path) == Some(false) {
+        bail!(
+            "{} was not built with capture (it defines none of epcache's hooks), so it would run unmonitored; build it with `epcache cc -- <your compiler command>` (or link epcache-monitor into a Rust program built with the SanitizerCoverage flags); nothing was started",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_cache_or_a_missing_level_is_refused_with_the_reason() {
+        let err = cache(Some("foo")).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("--cache") && text.contains("nothing was started"),
+            "{text}"
+        );
+        assert!(text.contains("not a preset"), "{text}");
+        let (text, spec) = cache(Some("D1=32K,8,64")).unwrap();
+        assert_eq!(text, "D1=32K,8,64");
+        assert!(events([&"PAPI_L1_LDM".to_owned()], &spec).is_ok());
+        let err = events([&"PAPI_L2_DCM".to_owned()], &spec).unwrap_err();
+        assert!(format!("{err:#}").contains("cache level 2"), "{err:#}");
+        assert!(buckets(&[max_buckets()]).is_ok());
+        let err = buckets(&[max_buckets() + 1]).unwrap_err();
+        assert!(err.to_string().contains("at most 1024 buckets"), "{err}");
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_is_refused() {
+        let err = built_with_capture(OsStr::new("./no-such-program-here")).unwrap_err();
+        assert!(err.to_string().contains("cannot find the program"), "{err}");
+        assert!(err.to_string().contains("nothing was started"), "{err}");
+        let err = built_with_capture(OsStr::new("no-such-program-on-path-x")).unwrap_err();
+        assert!(err.to_string().contains("cannot find the program"), "{err}");
+    }
+}

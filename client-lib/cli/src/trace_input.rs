@@ -1,0 +1,90 @@
+//! Opening a trace (a file or `-` for stdin) and telling lackey text from `.epct` by its magic.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, StdinLock};
+use std::path::Path;
+
+use anyhow::Context;
+use clap::ValueEnum;
+use epcache_sim::trace::epct::EPCT_MAGIC;
+
+/// The trace formats epcache reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TraceFormat {
+    /// Valgrind `--tool=lackey --trace-mem=yes` output.
+    Lackey,
+    /// epcache's compact binary format (`epcache trace convert`).
+    Epct,
+}
+
+impl TraceFormat {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Lackey => "lackey",
+            TraceFormat::Epct => "epct",
+        }
+    }
+}
+
+const BUFFER_LEN: usize = 1 << 20;
+
+/// A buffered trace source; an enum rather than a boxed trait so reads stay statically dispatched.
+#[derive(Debug)]
+pub(crate) enum TraceInput {
+    File(BufReader<File>),
+    Stdin(BufReader<StdinLock<'static>>),
+}
+
+impl TraceInput {
+    /// Opens `path`, or stdin when it is `-`.
+    pub(crate) fn open(path: &Path) -> anyhow::Result<Self> {
+        if path == Path::new("-") {
+            return Ok(TraceInput::Stdin(BufReader::with_capacity(
+                BUFFER_LEN,
+                io::stdin().lock(),
+            )));
+        }
+        let file = File::open(path)
+            .with_context(|| format!("cannot open trace file `{}`", path.display()))?;
+        Ok(TraceInput::File(BufReader::with_capacity(BUFFER_LEN, file)))
+    }
+
+    /// The format the first bytes show, without consuming them.
+    pub(crate) fn sniff_format(&mut self) -> io::Result<TraceFormat> {
+        let start = self.fill_buf()?;
+        Ok(
+            if start.starts_with(&EPCT_MAGIC[..start.len().min(EPCT_MAGIC.len())])
+                && !start.is_empty()
+            {
+                TraceFormat::Epct
+            } else {
+                TraceFormat::Lackey
+            },
+        )
+    }
+}
+
+impl Read for TraceInput {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            TraceInput::File(r) => r.read(buf),
+            TraceInput::Stdin(r) => r.read(buf),
+        }
+    }
+}
+
+impl BufRead for TraceInput {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self {
+            TraceInput::File(r) => r.fill_buf(),
+            TraceInput::Stdin(r) => r.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, amount: usize) {
+        match self {
+            TraceInput::File(r) => r.consume(amount),
+            TraceInput::Stdin(r) => r.consume(amount),
+        }
+    }
+}

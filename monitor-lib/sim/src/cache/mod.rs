@@ -1,0 +1,62 @@
+//! The simulated cache hierarchy: levels, replacement and write policies, presets and the spec syntax.
+
+mod hierarchy;
+mod level;
+mod spec;
+pub(crate) mod two_level;
+
+pub(crate) use hierarchy::MissStep;
+pub use hierarchy::{
+    AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
+};
+pub(crate) use level::RunEnd;
+pub use level::{CacheLevel, Geometry, Probe, Victim};
+pub use spec::{HierarchySpec, LevelSpec, PRESETS, host_spec_from_sysfs};
+pub(crate) use two_level::{Watch, outcome as two_level_outcome};
+
+/// Whether an access reads or writes memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum AccessKind {
+    Read,
+    Write,
+}
+
+/// Which line a set gives up when it must make room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replacement {
+    /// True least-recently-used, as Cachegrind simulates.
+    Lru,
+    /// Binary-tree pseudo-LRU, as most real L1 and L2 caches implement (power-of-two ways only).
+    TreePlru,
+    /// Uniformly random victim from a seeded xorshift generator, so runs are reproducible.
+    Random { seed: u64 },
+}
+
+/// What a level does with writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WritePolicy {
+    /// Write-allocate, write-back: a write miss fills the line, which becomes dirty and is
+    /// written to the next level only when evicted.
+    WriteBack,
+    /// No-write-allocate, write-through: every write goes on to the next level; a write miss
+    /// does not fill the line.
+    WriteThrough,
+}
+
+/// Everything that can be wrong with a cache description.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CacheError {
+    #[error("cache of {size} bytes, {assoc}-way, {line_size}-byte lines is not possible: {why}")]
+    Geometry {
+        size: u64,
+        assoc: u32,
+        line_size: u32,
+        why: String,
+    },
+    #[error("cache spec `{spec}`: {why}")]
+    Spec { spec: String, why: String },
+    #[error("reading the host's caches from {path}: {why}")]
+    Host { path: String, why: String },
+}
