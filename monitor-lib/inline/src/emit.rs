@@ -142,9 +142,9 @@ impl Sites {
     /// the count included, and two loads: the tag compared and the count. The tag of the last
     /// byte is `addr + size - 1 | tag_word` (`crate::tag_word`), so a thread with a switch to
     /// pick up matches nothing and goes to the miss path, which checks; the entry's offset is
-    /// `addr & mask`, from the first byte. Carrying the word and mask from site to site took
-    /// the monitored matmul bench's run about 4% shorter than loading and decoding them at
-    /// every site.
+    /// `addr & mask`, from the first byte. The word and mask are carried from site to site
+    /// where nothing in between can change them, since a monitored program's thread is bound by
+    /// its loads (docs/performance.md).
     ///
     /// One compare also tells that the access lies in one line: an entry holds only tags of
     /// lines whose offset is its own, and consecutive lines have different offsets (the runtime

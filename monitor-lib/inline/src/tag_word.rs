@@ -9,10 +9,13 @@
 //! [`crate::layout::ENTRY_BYTES`] long, one per line of at least that size, so the masked address
 //! is the offset and needs no shift.
 //!
-//! Why the mask is in the word (ABI v6): the sequence then loads one word, not two, per access,
-//! and the monitored matmul bench, bound by its loads, ran about 6% faster. Tags keep 48 address
-//! bits: user addresses on x86_64 Linux stay below 2^47 unless a program maps above it on
-//! purpose.
+//! Why the mask is in the word: the sequence then loads one word per access, not two, and a
+//! monitored program's thread is bound by its loads, not its instructions (two shifts more cost
+//! less than a load; docs/performance.md). The price is that the test reads nothing of its own
+//! thread but the table, so a table may hold tags with the current key only while its thread
+//! captures (`capture/filter.rs`). Tags keep 48 address bits: user addresses on x86_64 Linux
+//! stay below 2^47 unless a program maps above it on purpose (five-level paging and an `mmap`
+//! hint), which the inline test does not support.
 
 use crate::layout::ENTRY_SHIFT;
 

@@ -4,6 +4,35 @@
 //! Every multi-byte field is a naturally aligned atomic word in native byte order. The target
 //! writes the header, the configuration, region and data-structure tables, the strings and the
 //! results; the tool writes request slots, request flags, the halting point and the release word.
+//!
+//! # The protocol
+//!
+//! - The target creates a private segment (mode 0600) and marks it for removal at once, so it
+//!   vanishes when the last process detaches or dies, whoever goes first. Tools attach by id
+//!   (Linux allows it until the last detach) after checking its owner and mode, and validate
+//!   the whole header before they use anything.
+//! - The state word reads `Starting` until the target's regions and data structures are
+//!   registered, then `Running`, or first `WaitingForTool` when `EPCACHE_WAIT` asks, so a tool
+//!   never sees a target that is about to wait at start as `Running`. Going to `Running` is no
+//!   halt: a tool that caches the state must read the word again to see it.
+//! - The target publishes table entries before their count (Release), and writes each result
+//!   block as a seqlock (odd sequence while writing).
+//! - A tool claims a request slot by CAS (free, cancelled or rejected to claimed, generation
+//!   plus one), fills it, stores `Pending` (Release), sets the slot's bit in the region's flag
+//!   word, sets `CAPTURE_HINT`, then bumps `TOOL_SEQUENCE` (Release). Every cancel and every
+//!   change of the halting point bumps it too: a target boundary that sees the sequence
+//!   unchanged knows nothing new is armed.
+//! - At a region entry the target sees the flag, loads the slot (Acquire), validates it and
+//!   marks it `Active`, or `Rejected` when it can never serve it (a freed data structure, more
+//!   buckets than a slot holds, unknown analysis bits, a level it does not simulate); one whose
+//!   bytes do not exist yet (an unallocated allocatable, a site with no live block) stays
+//!   pending. The tool refuses the same requests at `submit`, with the reason.
+//! - Halting: the tool writes the halting point; the target that meets it writes where it is,
+//!   sets `Halted`, bumps the halt generation and wakes it (futex). The tool waits on that word
+//!   in 100 ms slices to notice a dead target (pid and start time from /proc), and releases by
+//!   storing the generation into the release word and waking it. The target waits in 1 s
+//!   slices, says so on stderr every [`crate::target::WAIT_NOTICE_INTERVAL`], and goes on by
+//!   itself once no tool is attached: nothing leaves a program halted for ever.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

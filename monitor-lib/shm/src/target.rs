@@ -2,6 +2,13 @@
 //! and data structures, look regions up on the hot path, pick up requests, write results, and
 //! block at halting points until a tool releases the program, never silently and never forever
 //! without a tool attached.
+//!
+//! A halted target goes on by itself once no process but itself is attached: the tool that
+//! could release it is gone. A child of `fork` keeps its inherited attachment until it execs or
+//! exits (dual-compiled code may still read the words the gate pointed at), so a halted parent
+//! whose tool died goes on only once such children are gone, and says so every
+//! [`WAIT_NOTICE_INTERVAL`] meanwhile. [`Mcc::finish`] does nothing outside the creating
+//! process, so a child's exit never marks its parent's segment exited.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

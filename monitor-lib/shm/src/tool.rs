@@ -377,13 +377,13 @@ impl TargetHandle {
         }
     }
 
-    /// Publishes what the tool just changed: the capture hint first (so a target that sees the
-    /// new sequence also sees the hint), then the sequence.
     /// How many requests the target can hold at once.
     pub fn request_slots(&self) -> u32 {
         u32::try_from(self.layout.span(Table::RequestSlots).capacity).unwrap_or(MAX_REQUEST_SLOTS)
     }
 
+    /// Publishes what the tool just changed: the capture hint first (so a target that sees the
+    /// new sequence also sees the hint), then the sequence.
     fn bump_tool_sequence(&self) {
         self.publish_capture_hint();
         if let Ok(seq) = self.segment.view().u32_at(header::TOOL_SEQUENCE) {

@@ -1,10 +1,14 @@
 //! The running executable's file, mapped read-only rather than read into memory, for its DWARF.
 //!
 //! Why: the runtime reads the executable's debug information at start-up, and most of that
-//! file is the runtime's own (its and the standard library's line tables, about 9 MB of 11).
-//! Reading it all cost most of the 9 ms an instrumented program takes to start (copying into
-//! fresh pages, faulting them in, unmapping them after); a mapping shares the page cache's
-//! pages and touches only what the parser reads.
+//! file is the runtime's own (its and the standard library's line tables), which the reader
+//! skips. Reading the whole file means copying it into fresh pages, faulting them in and
+//! unmapping them after, most of an instrumented program's start-up; a mapping shares the page
+//! cache's pages and touches only what the parser reads.
+//!
+//! Only on a local filesystem: on a network or user-space one (NFS, SMB, 9p, FUSE, Ceph)
+//! another machine may truncate the file under the mapping, which would fault the parse, so
+//! there the file is read instead.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;

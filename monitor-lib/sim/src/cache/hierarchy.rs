@@ -1,4 +1,20 @@
 //! A chain of cache levels: where each access goes, what it hits, what it evicts, and per-level totals.
+//!
+//! The model's conventions (ours where the EP-Cache papers say nothing, Cachegrind's where
+//! replay must reproduce its counts):
+//! - An access of at most one L1 line counts once at each level it reaches and misses there if
+//!   any of its lines misses, as Cachegrind counts; `Simulator` splits wider accesses per line.
+//! - Below a miss, native mode sends only the missing lines down; Cachegrind mode sends the
+//!   whole access again, as Cachegrind does, since that changes LRU state in the last level.
+//! - Write-back levels mark lines dirty and write a dirty victim into the next level (filling
+//!   it there if absent), counted as `writebacks`. A fill below a write-back level is a read,
+//!   so only the first write-back level holds dirty data. Write-through levels pass every write
+//!   down and do not allocate on a write miss. Cachegrind mode models no write-back traffic.
+//! - Inclusion is per level: an inclusive level's eviction back-invalidates the levels above
+//!   (I1 included), and a dirty copy above makes the victim dirty.
+//! - Below a write-back L1 every level sees a read-allocate of the same block, so the common
+//!   miss (one line, one line size throughout, no line events) has a walk of its own; the
+//!   general walk (request lists, write-through, line events, fetches) is tested against it.
 
 use super::level::{
     CacheLevel, FastHit, PackedIn, PackedLru, Probe, RunEnd, Store, Victim, in_one_line,

@@ -1,4 +1,9 @@
 //! One set-associative cache level: geometry, tag store and replacement, no knowledge of its neighbours.
+//!
+//! Tags are whole block numbers (address >> line bits), as Cachegrind stores them: a level
+//! needs no tag-width decision, and a set count that is not a power of two (a 15-way L3 with
+//! 114,688 sets) works, the set being `block % sets`, or a mask when the count is a power of
+//! two. [`CacheLevel`] says how the stores are laid out and why lookups do not scan.
 
 use super::{AccessKind, CacheError, Replacement};
 
