@@ -378,3 +378,47 @@ fn capture_modules_use_only_their_own_layer_and_those_below() {
          where it belongs, or hand the lower module a function"
     );
 }
+
+/// ARCHITECTURE.md stays a map a newcomer reads in one sitting: a word budget, one sentence per
+/// line (so no line grows into a paragraph), and a code-map heading for every crate of the
+/// workspace, naming it in backticks.
+#[test]
+fn the_architecture_document_stays_a_map_of_every_crate() {
+    const WORD_BUDGET: usize = 4_000;
+    const LONGEST_LINE: usize = 400;
+    let path = repo_root().join("ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+
+    let words = text.split_whitespace().count();
+    assert!(
+        words <= WORD_BUDGET,
+        "ARCHITECTURE.md has {words} words, over its budget of {WORD_BUDGET}: move reasons into \
+         the modules' `//!` docs, figures into docs/performance.md, history into commit messages"
+    );
+
+    let long: Vec<String> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.chars().count() > LONGEST_LINE)
+        .map(|(n, line)| format!("line {}: {} characters", n + 1, line.chars().count()))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "ARCHITECTURE.md puts one sentence per line, none over {LONGEST_LINE} characters: {long:#?}"
+    );
+
+    let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("### ")).collect();
+    let unmapped: Vec<String> = workspace_packages()
+        .iter()
+        .map(|p| name(p).to_owned())
+        .filter(|crate_name| {
+            let named = format!("`{crate_name}`");
+            !headings.iter().any(|h| h.contains(&named))
+        })
+        .collect();
+    assert!(
+        unmapped.is_empty(),
+        "ARCHITECTURE.md's code map has no `### ...` heading naming these crates: {unmapped:?}"
+    );
+}
