@@ -83,9 +83,12 @@ fn locate(program: &OsStr) -> Option<PathBuf> {
 /// run then checks that a report came back.
 pub(crate) fn built_with_capture(program: &OsStr) -> anyhow::Result<()> {
     let Some(path) = locate(program) else {
+        let shown = program.to_string_lossy();
+        if Path::new(program).components().count() > 1 {
+            bail!("there is no program file `{shown}`; check the path; nothing was started");
+        }
         bail!(
-            "cannot find the program `{}`; give its path (./{0}) or put it on PATH; nothing was started",
-            program.to_string_lossy()
+            "cannot find the program `{shown}` on PATH; give its path (./{shown}) or put it on PATH; nothing was started"
         );
     };
     if epcache_symbols::defines_capture_runtime(&path) == Some(false) {
@@ -123,9 +126,21 @@ mod tests {
     #[test]
     fn a_program_that_is_not_there_is_refused() {
         let err = built_with_capture(OsStr::new("./no-such-program-here")).unwrap_err();
-        assert!(err.to_string().contains("cannot find the program"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("there is no program file `./no-such-program-here`"),
+            "{err}"
+        );
+        assert!(
+            !err.to_string().contains(".//"),
+            "a path is not prefixed again: {err}"
+        );
         assert!(err.to_string().contains("nothing was started"), "{err}");
         let err = built_with_capture(OsStr::new("no-such-program-on-path-x")).unwrap_err();
         assert!(err.to_string().contains("cannot find the program"), "{err}");
+        assert!(
+            err.to_string().contains("(./no-such-program-on-path-x)"),
+            "{err}"
+        );
     }
 }
