@@ -20,7 +20,11 @@ const USAGE: &str =
   --region      only this region (repeatable; default: every function region but main)
   --level       data level of the counts, 1 = L1 (default 1)";
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    epcache_examples::run_tool("metric_table", tool)
+}
+
+fn tool() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut report = None;
     let mut cache = None;

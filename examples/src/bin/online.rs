@@ -24,7 +24,11 @@ fn number(value: Option<String>, what: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("{what} {value}: give a whole number above 0"))
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    epcache_examples::run_tool("online", tool)
+}
+
+fn tool() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut event = "PAPI_L1_DCM".to_owned();
     let (mut cache, mut survey, mut buckets) = (None, 2, 25);
