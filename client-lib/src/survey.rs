@@ -12,9 +12,11 @@
 //! How the survey names a data structure in its requests ([`SurveyedData::data`]) is what lets
 //! the requests last the whole run:
 //! - a global or a registered array by index (its bytes never move);
-//! - a heap block by its allocation site ([`DataRef::Site`], the latest block): the target binds
-//!   the request at each entry of the region to the block the site allocated last, so a site
-//!   that allocates its array again is followed, and a site with no live block waits;
+//! - a heap block by its allocation site ([`DataRef::Site`], the latest block), once the survey
+//!   has seen one of the site's blocks live (a temporary freed before the tool looked is not
+//!   surveyed): the target binds the request at each entry of the region to the block the site
+//!   allocated last, so a site that allocates its array again is followed, and a site with no
+//!   live block waits;
 //! - a Fortran allocatable by index: the target binds it to wherever its descriptor points at
 //!   each entry, and the request waits while it is unallocated.
 //!
@@ -48,14 +50,16 @@ pub struct SurveyedData {
 }
 
 impl SurveyedData {
-    /// How a data structure of the target's table is surveyed; `None` for one a request can no
-    /// longer name (a registered array already freed).
+    /// How a data structure of the target's table is surveyed; `None` for one not to survey
+    /// now: a registered array already freed, a heap block already freed (a temporary; or a
+    /// Fortran allocatable's block, which the allocatable's entry took over: surveyed by site,
+    /// it would be counted twice).
     fn from_structure(d: &DataStructure) -> Option<SurveyedData> {
         let data = match d.kind {
+            DataStructureKind::AllocationSite if !d.live => return None,
             DataStructureKind::AllocationSite => match site(&d.name) {
                 Some((file, line)) => DataRef::Site { file, line },
-                None if d.live => DataRef::Index(d.index),
-                None => return None,
+                None => DataRef::Index(d.index),
             },
             DataStructureKind::Allocatable => DataRef::Index(d.index),
             DataStructureKind::Global | DataStructureKind::Heap | DataStructureKind::Unknown => {
@@ -257,14 +261,19 @@ impl Survey {
                 continue;
             }
             // Entries are taken over only by the same structure (a site's next block, an
-            // allocatable allocated again at another size): an index seen once is settled.
-            self.seen_structures.insert(d.index);
+            // allocatable allocated again at another size): an index seen once is settled. A
+            // freed block's entry is not: its site may allocate again, and then it is surveyed.
             if self.data.iter().any(|k| k.same_as(d)) {
+                self.seen_structures.insert(d.index);
                 continue;
             }
             let Some(surveyed) = SurveyedData::from_structure(d) else {
+                if d.kind != DataStructureKind::AllocationSite {
+                    self.seen_structures.insert(d.index);
+                }
                 continue;
             };
+            self.seen_structures.insert(d.index);
             extension.data.push(surveyed.clone());
             self.data.push(surveyed);
         }
@@ -464,6 +473,10 @@ mod tests {
         );
         let freed = structure(2, "grid", DataStructureKind::Heap, false);
         assert_eq!(SurveyedData::from_structure(&freed), None);
+        // A freed block (a temporary, or the block an allocatable took over) waits until its
+        // site allocates again.
+        let temporary = structure(4, "stencil.c:20", DataStructureKind::AllocationSite, false);
+        assert_eq!(SurveyedData::from_structure(&temporary), None);
         // A site's next block is the same surveyed structure; a global of the same name is not.
         let next = structure(9, "stencil.c:12", DataStructureKind::AllocationSite, true);
         let first = SurveyedData::from_structure(&block).unwrap();

@@ -11,7 +11,10 @@
 //!
 //! A target has a fixed number of request slots; a region whose requests do not fit (its own, or
 //! those of a structure that appears later) is withdrawn and measured in a further run of the
-//! same program, so the tables never silently lose a region or a row.
+//! same program, so the tables never silently lose a region or a row. The target runs one set of
+//! analyses at a time, so of two nested regions (a marker around a kernel function, a function
+//! calling another) only the inner one gets its report; a region whose report is missing is
+//! measured again alone in a further run.
 
 use std::collections::HashSet;
 
@@ -129,13 +132,19 @@ pub async fn measure(
     };
 
     let mut measured: HashSet<(String, u32)> = HashSet::new();
+    // Regions whose analyses did not run beside others: each is measured in a run of its own.
+    let mut alone: Vec<(String, u32)> = Vec::new();
     let mut tables: Vec<(Region, RegionTable)> = Vec::new();
     let mut seen_names: Vec<String> = Vec::new();
     let mut most_structures = 0;
     for run in 1.. {
         let mut target = LocalTarget::launch(options.launch.clone()).await?;
         let pid = target.pid();
-        let select = |r: &Region| wanted(r) && !measured.contains(&key(r));
+        let by_itself = alone.first().cloned();
+        let select = |r: &Region| match &by_itself {
+            Some(only) => key(r) == *only,
+            None => wanted(r) && !measured.contains(&key(r)),
+        };
         let mut survey = Survey::new();
         let ext = survey
             .extend(target.client(), pid, select, template)
@@ -183,11 +192,28 @@ pub async fn measure(
                 .sum::<usize>()
         ));
         for region in &joined {
-            tables.push((
-                region.clone(),
-                table(&mut target, &survey, region, level).await?,
-            ));
-            measured.insert(key(region));
+            match table(&mut target, &survey, region, level).await? {
+                Measured::Table(table) => {
+                    tables.push((region.clone(), table));
+                    measured.insert(key(region));
+                }
+                Measured::AnalysesMissing(message) if by_itself.is_some() => {
+                    return Err(MetricError::Analysis {
+                        region: region.name.clone(),
+                        message,
+                    });
+                }
+                Measured::AnalysesMissing(_) => {
+                    progress(&format!(
+                        "the analyses of {} did not run beside those of a region around or inside it: measuring it alone in another run",
+                        region.name
+                    ));
+                    alone.push(key(region));
+                }
+            }
+        }
+        if by_itself.is_some() {
+            alone.remove(0);
         }
         for r in survey.regions() {
             if !seen_names.contains(&r.name) {
@@ -198,25 +224,27 @@ pub async fn measure(
         let left: Vec<&Region> = survey
             .regions()
             .iter()
-            .filter(|r| wanted(r) && !measured.contains(&key(r)))
+            .filter(|r| wanted(r) && !measured.contains(&key(r)) && !alone.contains(&key(r)))
             .collect();
-        let Some(first_left) = left.first() else {
+        if left.is_empty() && alone.is_empty() {
             break;
-        };
+        }
         if joined.is_empty() {
             // Not even one region fits alone.
             let slots = target.client().describe(pid).await?.request_slots as usize;
             return Err(MetricError::TooManyRequests {
-                region: first_left.name.clone(),
+                region: left.first().map_or_else(String::new, |r| r.name.clone()),
                 needed: 4 * (most_structures + 1) + 1,
                 structures: most_structures,
                 slots,
             });
         }
-        progress(&format!(
-            "{} region(s) did not fit in the target's request slots: measuring them in another run",
-            left.len()
-        ));
+        if !left.is_empty() {
+            progress(&format!(
+                "{} region(s) did not fit in the target's request slots: measuring them in another run",
+                left.len()
+            ));
+        }
     }
     if let Some(name) = options
         .regions
@@ -271,12 +299,18 @@ fn counts(results: &[RequestResult], ids: &[u64; 4]) -> Counts {
     }
 }
 
+/// A region's table, or why its analyses are missing.
+enum Measured {
+    Table(RegionTable),
+    AnalysesMissing(String),
+}
+
 async fn table(
     target: &mut LocalTarget,
     survey: &Survey,
     region: &Region,
     level: usize,
-) -> Result<RegionTable, MetricError> {
+) -> Result<Measured, MetricError> {
     let pid = target.pid();
     let placements: Vec<_> = survey
         .placements()
@@ -303,18 +337,19 @@ async fn table(
     }
     let analyses = match carrier.filter(|r| r.available) {
         None => None,
-        Some(r) => Some(r.analysis.clone().ok_or_else(|| {
-            MetricError::Analysis {
-                region: region.name.clone(),
-                message: r
-                    .analysis_missing
-                    .clone()
-                    .unwrap_or_else(|| "the target wrote counts but no report".into()),
+        Some(r) => match &r.analysis {
+            Some(report) => Some(report.clone()),
+            None => {
+                return Ok(Measured::AnalysesMissing(
+                    r.analysis_missing
+                        .clone()
+                        .unwrap_or_else(|| "the target wrote counts but no report".into()),
+                ));
             }
-        })?),
+        },
     };
     let file = region.file.rsplit('/').next().unwrap_or(&region.file);
-    Ok(RegionTable::assemble(
+    Ok(Measured::Table(RegionTable::assemble(
         region.name.clone(),
         format!("{file}:{}", region.line),
         results.iter().map(|r| r.instances).max().unwrap_or(0),
@@ -322,5 +357,5 @@ async fn table(
         structures,
         analyses.as_ref(),
         level,
-    ))
+    )))
 }
