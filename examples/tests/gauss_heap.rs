@@ -13,14 +13,17 @@
 //! - C, heap or global (the global A is line-aligned and b lies 416 bytes before it: one of
 //!   those placements): original 186,445 to 192,271, optimised 40,090 to 40,270;
 //! - Fortran ALLOCATE: original 191,597 to 198,472, optimised 40,269 to 40,609, 2.7% to 6.4%
-//!   above the module array's 186,587 and 40,226 (whose sets no descriptor line occupies);
-//! each widened by the L1's 256 lines: what the cache holds when the elimination starts also
+//!   above the module array's 186,587 and 40,226 (whose sets no descriptor line occupies).
+//!
+//! Each is widened by the L1's 256 lines: what the cache holds when the elimination starts also
 //! moves with the placements (of x, too), and two LRU caches that start with different lines
 //! miss differently at most once per way of each set, until each set has seen as many lines.
 //!
 //! Heap blocks below 4096 bytes are not named, so in C b and x (400 bytes) count in the regions
 //! only; a Fortran allocatable is named whatever its size.
 
+// This file uses no Cachegrind run, which the shared module re-exports.
+#[allow(unused_imports)]
 mod support;
 
 use std::ops::RangeInclusive;

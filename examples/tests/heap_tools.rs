@@ -14,6 +14,8 @@
 //! The cache is online.rs's (32 KB 8-way 64 B-line L1): see heat.c for the hand counts. The grids
 //! are line-aligned, so a row of U is 32 whole lines as there.
 
+// This file uses no Cachegrind run, which the shared module re-exports.
+#[allow(unused_imports)]
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -205,10 +207,12 @@ fn the_online_analysis_counts_heap_arrays_as_the_standalone_report() {
 
 /// One row of a `metric_table` table: (reads, writes, hits, misses, temporal use, spatial use).
 type Row = (u64, u64, u64, u64, String, String);
+/// One line of an evictor table: (victim, evictor, lines).
+type Eviction = (String, String, u64);
 
 /// The rows of region `region`'s table in `metric_table`'s output, by name, and whether the
 /// table has an evictor part naming `victim` evicted by `evictor`.
-fn metric_rows(output: &str, region: &str) -> (Vec<(String, Row)>, Vec<(String, String, u64)>) {
+fn metric_rows(output: &str, region: &str) -> (Vec<(String, Row)>, Vec<Eviction>) {
     let table = output
         .split("\n\n")
         .find(|t| t.trim_start().starts_with(&format!("{region} (")))
