@@ -37,7 +37,9 @@
 //! - `types.rs`: the typed requests, descriptions, halts and results, converted from and to the
 //!   `epcache.mri.v1` messages ([`mri`]) and checked on the way in;
 //! - `local` (feature `embedded`): one program launched under a daemon embedded in the tool's
-//!   own process, for tools that monitor a run from its start without a separate `epcached`.
+//!   own process, for tools that monitor a run from its start without a separate `epcached`;
+//! - [`survey`]: the regions and data structures a tool surveys, learned again at each halt as
+//!   the program allocates heap arrays and meets markers, with the tool's requests over them.
 //!
 //! Architecture Invariant: without the `embedded` feature the client does not depend on the
 //! daemon: a remote tool compiles the gRPC client, the protocol's discovery paths and the
@@ -48,6 +50,7 @@
 mod client;
 #[cfg(feature = "embedded")]
 pub mod local;
+pub mod survey;
 mod types;
 
 pub use client::{Client, ConnectOptions};
@@ -60,6 +63,7 @@ pub use epcache_sim::analysis::{
 };
 #[cfg(feature = "embedded")]
 pub use local::{Launch, LocalError, LocalTarget};
+pub use survey::{Extension, LeftOut, Pair, Placement, Survey, SurveyedData};
 pub use types::{
     Aggregation, AllocationSite, Analysis, Binding, Boundary, Bucket, DataRef, DataStructure,
     DataStructureKind, Description, Detached, Dimension, Event, EventInfo, Halt, HaltingPoint,

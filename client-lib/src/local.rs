@@ -3,7 +3,10 @@
 //! region to its end without a separate `epcached`.
 //!
 //! The program starts with `EPCACHE_WAIT`, so it blocks before `main` until the tool released
-//! it: every request placed before the first release covers the whole run.
+//! it: every request placed before the first release covers the whole run. What it holds then
+//! is what is known before `main`: globals and functions. A tool that also wants the heap
+//! arrays and marker regions the program creates later looks again at its halts
+//! ([`crate::Survey`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -9,10 +9,19 @@
 ! gauss_original and gauss_optimised when built with -DEPCACHE_MARKERS under `epcache cc` (the
 ! markers need epcache's Fortran module; a plain gfortran build leaves them out). Data
 ! structures: the module variables gauss_mod::a, gauss_mod::b, gauss_mod::x.
+!
+! Built with -DGAUSS_ALLOCATABLE, the arrays are ALLOCATABLE and allocated by the main program
+! (on the heap, as most Fortran programs keep their arrays): epcache follows each one's
+! descriptor to its data, so gauss_mod::a is still the array the kernels use, and a tool can ask
+! for it before it is allocated.
 module gauss_mod
   implicit none
   integer, parameter :: n = 100
+#ifdef GAUSS_ALLOCATABLE
+  real, allocatable :: a(:, :), b(:), x(:)
+#else
   real :: a(n, n), b(n), x(n)
+#endif
 contains
   ! Diagonally dominant, so elimination without pivoting is stable; b = A * ones, so x = ones.
   subroutine init()
@@ -89,6 +98,9 @@ program gauss
   implicit none
   real :: err_original, err_optimised
 
+#ifdef GAUSS_ALLOCATABLE
+  allocate(a(n, n), b(n), x(n))
+#endif
   call init()
 #ifdef EPCACHE_MARKERS
   call epcache_region_begin("gauss_original"//c_null_char)

@@ -2,13 +2,17 @@
 //! region by region and decides each next request from the data so far.
 //!
 //! 1. **Survey**: a static count of the event (L1 misses by default) for every data structure in
-//!    every function region but `main`, stepping from region exit to region exit until some
-//!    region has run `survey_instances` times (the program has begun to repeat itself).
+//!    every function region but `main` and every marker region, stepping from region boundary to
+//!    region boundary until some region has run `survey_instances` times (the program has begun
+//!    to repeat itself). The survey grows as the program runs ([`epcache_client::Survey`]): at
+//!    each halt a heap array allocated since (named by its allocation line) or a marker met since
+//!    joins it, so a program whose arrays are all `malloc`'d is surveyed as one with globals.
 //! 2. **Decide**: the (region, data structure) with the most misses per instance is the worst.
 //!    The survey's requests are cancelled, so the rest of the run pays only for what follows.
 //! 3. **Locate**: a histogram of the worst structure in the worst region over its next instance,
 //!    with a static count beside it (the buckets must sum to it). The shortest run of buckets
-//!    holding half the misses is the hot span.
+//!    holding half the misses is the hot span. A heap array is requested by its allocation site,
+//!    so the histogram covers the block the region works on when it is entered.
 //! 4. **Zoom**: when the hot span is at most a third of the structure, a histogram of just that
 //!    span over the instance after, so the hot spot is resolved to a few lines.
 //!
@@ -18,10 +22,9 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use epcache_client::{
-    Boundary, ClientError, DataRef, DataStructure, HaltingPoint, Launch, LocalError, LocalTarget,
-    Region, RegionKind, RegionRef, Request, RequestResult, StepOutcome, StepTo,
+    ClientError, DataRef, Launch, LocalError, LocalTarget, Pair, Region, RegionRef, Request,
+    RequestResult, StepOutcome, StepTo, Survey, SurveyedData,
 };
-use epcache_shm::layout::MAX_REQUEST_SLOTS;
 
 /// Halts the survey takes at most, so a program whose regions are tiny and called millions of
 /// times is not stepped forever; the survey then decides on what it has.
@@ -38,9 +41,13 @@ pub enum OnlineError {
     #[error(transparent)]
     Client(#[from] ClientError),
     #[error(
-        "{program} has no function regions but main and no data structures to survey; build it with `epcache cc` and -g"
+        "{program} ran no region to survey before {when}: it has no function but main and met no marker region; put its loops in functions of their own (each is a region under `epcache cc`) or between EPCACHE_REGION_BEGIN and EPCACHE_REGION_END"
     )]
-    NothingToSurvey { program: String },
+    NoRegions { program: String, when: &'static str },
+    #[error(
+        "{program} has no data structure to survey: no global or static array in its debug information, and no heap block of 4096 bytes or more was allocated before {when}"
+    )]
+    NoData { program: String, when: &'static str },
     #[error("{program} ended during the survey, before any surveyed region counted a {event}")]
     NothingCounted { program: String, event: String },
     #[error("{program} failed ({status}); the analysis describes a broken run")]
@@ -103,7 +110,8 @@ pub struct Finding {
     pub survey: Vec<SurveyEntry>,
     /// Region boundaries the program halted at during the survey.
     pub survey_halts: u32,
-    /// The worst region and structure, and the structure's bytes.
+    /// The worst region and structure, and the structure's bytes (a heap block's when the
+    /// histogram bound to it).
     pub region: String,
     pub structure: String,
     pub structure_range: Range<u64>,
@@ -111,6 +119,34 @@ pub struct Finding {
     pub coarse: Option<Located>,
     /// The histogram over the hot span; `None` if the span was wide or the program ended.
     pub zoom: Option<Located>,
+}
+
+/// What the survey found as it grew, in words.
+fn say_extension(ext: &epcache_client::Extension, progress: &mut impl FnMut(&str)) {
+    for d in &ext.data {
+        if let DataRef::Site { .. } = d.data {
+            progress(&format!(
+                "heap array {} ({} bytes) joins the survey, requested by its allocation site",
+                d.name,
+                d.range.end - d.range.start
+            ));
+        }
+    }
+    for r in ext
+        .regions
+        .iter()
+        .filter(|r| r.kind == epcache_client::RegionKind::Marker)
+    {
+        progress(&format!("marker region {} joins the survey", r.name));
+    }
+    if let Some(first) = ext.left_out.first() {
+        progress(&format!(
+            "the target's request slots are full: {} (region, data structure) pair(s) from {} in {} on are not surveyed",
+            ext.left_out.len(),
+            first.data.as_deref().unwrap_or("its own counts"),
+            first.region_name
+        ));
+    }
 }
 
 /// Runs the analysis; `progress` hears each decision as it is made.
@@ -121,74 +157,54 @@ pub async fn analyse(
     let program = options.launch.program.display().to_string();
     let mut target = LocalTarget::launch(options.launch.clone()).await?;
     let pid = target.pid();
-    let description = target.client().describe(pid).await?;
-    let regions: Vec<Region> = description
-        .regions
-        .into_iter()
-        .filter(|r| r.kind == RegionKind::Function && r.name != "main")
-        .collect();
-    let structures: Vec<DataStructure> = description
-        .data_structures
-        .into_iter()
-        .filter(|d| d.live && !d.range.is_empty())
-        .collect();
-    if regions.is_empty() || structures.is_empty() {
-        return Err(OnlineError::NothingToSurvey { program });
-    }
+    let event = options.event.as_str();
+    let count = |pair: Pair<'_>| match pair.data {
+        Some(d) => vec![Request::count(
+            RegionRef::Index(pair.region.index),
+            d.data.clone(),
+            event,
+        )],
+        None => Vec::new(),
+    };
 
-    // 1. Survey.
-    let mut pairs = Vec::new();
-    let mut requests = Vec::new();
-    'all: for r in &regions {
-        for d in &structures {
-            if requests.len() + RESERVED_SLOTS >= MAX_REQUEST_SLOTS as usize {
-                progress(&format!(
-                    "the survey covers the first {} (region, data structure) pairs: the target's request slots are full",
-                    requests.len()
-                ));
-                break 'all;
-            }
-            pairs.push((r.name.clone(), d.name.clone()));
-            requests.push(Request::count(
-                RegionRef::Index(r.index),
-                DataRef::Index(d.index),
-                options.event.as_str(),
-            ));
-        }
-    }
-    let placed = target.client().requests(pid, &requests).await?;
-    let ids: Vec<u64> = placed.iter().map(|p| p.id).collect();
+    // 1. Survey, extended at every halt.
+    let mut survey = Survey::new().reserve(RESERVED_SLOTS);
+    let ext = survey
+        .extend(target.client(), pid, crate::surveyed_by_default, count)
+        .await?;
+    say_extension(&ext, &mut progress);
     progress(&format!(
-        "survey: {} static counts of {} ({} regions x {} data structures)",
-        ids.len(),
-        options.event,
-        regions.len(),
-        structures.len()
+        "survey: static counts of {event} over every data structure in every region but main, as they appear ({} regions x {} data structures at start)",
+        ext.regions.len(),
+        ext.data.len()
     ));
-    let any_exit = StepTo::Point(HaltingPoint {
-        region: None,
-        boundary: Some(Boundary::Exit),
-        skip: 0,
-    });
-    let mut exits: Vec<(String, u64)> = Vec::new();
+    let mut exits: Vec<(u32, u64)> = Vec::new();
     let mut survey_halts = 0;
     let mut ended = false;
     while survey_halts < SURVEY_HALT_LIMIT {
-        match target.client().step(pid, any_exit.clone()).await? {
+        match target.client().step(pid, StepTo::NextBoundary).await? {
             StepOutcome::Halted(halt) => {
                 survey_halts += 1;
+                let ext = survey
+                    .extend(target.client(), pid, crate::surveyed_by_default, count)
+                    .await?;
+                say_extension(&ext, &mut progress);
                 let Some(p) = halt.position else { continue };
-                let seen = match exits.iter_mut().find(|(name, _)| *name == p.region) {
+                if p.boundary != epcache_client::Boundary::Exit {
+                    continue;
+                }
+                let seen = match exits.iter_mut().find(|(index, _)| *index == p.region_index) {
                     Some((_, n)) => {
                         *n += 1;
                         *n
                     }
                     None => {
-                        exits.push((p.region.clone(), 1));
+                        exits.push((p.region_index, 1));
                         1
                     }
                 };
-                if seen >= options.survey_instances && regions.iter().any(|r| r.name == p.region) {
+                let surveyed = survey.joined().any(|r| r.index == p.region_index);
+                if seen >= options.survey_instances && surveyed {
                     progress(&format!(
                         "survey ends at the exit of {} (instance {seen}) after {survey_halts} halts",
                         p.region
@@ -202,24 +218,45 @@ pub async fn analyse(
             }
         }
     }
+    let when = if ended {
+        "it ended"
+    } else {
+        "the survey ended"
+    };
+    if survey.joined().next().is_none() {
+        return Err(OnlineError::NoRegions { program, when });
+    }
+    if survey.data().is_empty() {
+        return Err(OnlineError::NoData { program, when });
+    }
+    let placements: Vec<(u32, usize, u64)> = survey
+        .placements()
+        .iter()
+        .filter_map(|p| Some((p.region, p.data?, p.requests.first()?.id)))
+        .collect();
+    let ids: Vec<u64> = placements.iter().map(|p| p.2).collect();
     let results = target.client().results(pid, &ids).await?;
-    let mut survey: Vec<SurveyEntry> = pairs
-        .into_iter()
-        .zip(&results)
-        .filter(|(_, r)| r.available && r.total > 0)
-        .map(|((region, structure), r)| SurveyEntry {
-            region,
-            structure,
-            count: r.total,
-            instances: r.instances,
+    let mut ranked: Vec<(SurveyEntry, u32, usize)> = placements
+        .iter()
+        .filter_map(|&(region, data, id)| {
+            let r = results.iter().find(|r| r.request.id == id)?;
+            (r.available && r.total > 0).then(|| {
+                let entry = SurveyEntry {
+                    region: survey.region(region)?.name.clone(),
+                    structure: survey.data()[data].name.clone(),
+                    count: r.total,
+                    instances: r.instances,
+                };
+                Some((entry, region, data))
+            })?
         })
         .collect();
-    survey.sort_by(|a, b| {
+    ranked.sort_by(|(a, ..), (b, ..)| {
         b.per_instance()
             .total_cmp(&a.per_instance())
             .then_with(|| (&a.region, &a.structure).cmp(&(&b.region, &b.structure)))
     });
-    let Some(worst) = survey.first().cloned() else {
+    let Some((worst, region_index, data_index)) = ranked.first().cloned() else {
         return Err(OnlineError::NothingCounted {
             program,
             event: options.event.clone(),
@@ -234,19 +271,16 @@ pub async fn analyse(
         worst.per_instance()
     ));
     if !ended {
-        target.client().cancel(pid, &ids).await?;
+        survey.cancel(target.client(), pid).await?;
     }
-    let region = regions
-        .iter()
-        .find(|r| r.name == worst.region)
-        .expect("the survey only counts chosen regions");
-    let structure = structures
-        .iter()
-        .find(|d| d.name == worst.structure)
-        .expect("the survey only counts chosen structures");
+    let region = survey
+        .region(region_index)
+        .cloned()
+        .expect("the survey only counts regions it has");
+    let structure: SurveyedData = survey.data()[data_index].clone();
     let mut finding = Finding {
         event: options.event.clone(),
-        survey,
+        survey: ranked.into_iter().map(|(entry, ..)| entry).collect(),
         survey_halts,
         region: region.name.clone(),
         structure: structure.name.clone(),
@@ -263,19 +297,24 @@ pub async fn analyse(
     let coarse = locate(
         &mut target,
         options,
-        region,
-        DataRef::Index(structure.index),
+        &region,
+        structure.data.clone(),
         &mut progress,
     )
     .await?;
+    if let Some(c) = &coarse {
+        // What the histogram bound to: a heap array's block when the region was entered.
+        finding.structure_range = c.histogram.request.range.clone();
+    }
+    let whole = finding.structure_range.clone();
     let narrow = coarse
         .as_ref()
-        .filter(|c| 3 * (c.hot.end - c.hot.start) <= structure.range.end - structure.range.start);
+        .filter(|c| 3 * (c.hot.end - c.hot.start) <= whole.end - whole.start);
     if let Some(c) = narrow {
         progress(&format!(
             "hot span: bytes {}..{} of {} hold {:.0}% of the {}; zooming in",
-            c.hot.start - structure.range.start,
-            c.hot.end - structure.range.start,
+            c.hot.start - whole.start,
+            c.hot.end - whole.start,
             structure.name,
             100.0 * c.hot_share,
             options.event
@@ -283,7 +322,7 @@ pub async fn analyse(
         finding.zoom = locate(
             &mut target,
             options,
-            region,
+            &region,
             DataRef::Range(c.hot.clone()),
             &mut progress,
         )
@@ -327,13 +366,17 @@ async fn locate(
     ];
     let placed = target.client().requests(pid, &requests).await?;
     let ids: Vec<u64> = placed.iter().map(|p| p.id).collect();
+    let width = match placed[0].bucket_bytes {
+        // A heap array's buckets are cut when the request binds to its block.
+        0 => "bytes fixed when it binds".to_owned(),
+        bytes => format!("{bytes} bytes"),
+    };
     progress(&format!(
-        "histogram of {} over {} in {}: {} buckets of {} bytes, for its next instance",
+        "histogram of {} over {} in {}: {} buckets of {width}, for its next instance",
         options.event,
         placed[0].data_name(),
         region.name,
         placed[0].buckets,
-        placed[0].bucket_bytes
     ));
     if let StepOutcome::Exited(_) = target.client().step(pid, StepTo::RegionExit(at)).await? {
         progress(&format!(

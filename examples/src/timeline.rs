@@ -2,15 +2,17 @@
 //! halts it at every entry and exit of one "interval" region, and records an event (L1 misses by
 //! default) per data structure per interval, so phases that whole-run totals hide show up.
 //!
-//! Data structures that appear while the program runs (heap blocks named by allocation site)
-//! join the timeline at the next interval the tool sees them in; intervals before that count
-//! zero for them, as nothing lived there.
+//! Data structures that appear while the program runs join the timeline at the next interval
+//! entry the tool halts at ([`epcache_client::Survey`]); intervals before that count zero for
+//! them, as nothing lived there. A heap block (named by its allocation line) is requested by its
+//! allocation site, so its column follows the block the site allocated last, and counts zero in
+//! an interval entered while the site had no live block.
 
 use std::fmt::Write as _;
 
 use epcache_client::{
-    Aggregation, Boundary, ClientError, DataRef, Launch, LocalError, LocalTarget, RegionRef,
-    Request, StepOutcome, StepTo,
+    Aggregation, Boundary, ClientError, DataRef, Launch, LocalError, LocalTarget, Pair, Region,
+    RegionRef, Request, StepOutcome, StepTo, Survey,
 };
 
 /// Boundaries the tool steps through looking for a marker region that is not yet known (marker
@@ -105,8 +107,19 @@ struct Column {
     seen_instances: u64,
 }
 
-/// Runs the program, halting at each interval's entry (to add structures that appeared) and
-/// exit (to read the counts), and returns the timeline; `progress` hears about each interval.
+impl Column {
+    fn new(id: u64) -> Column {
+        Column {
+            id,
+            seen_instances: 0,
+        }
+    }
+}
+
+/// Runs the program, halting at each interval's entry (where structures that appeared since
+/// join the timeline: a heap array by its allocation site, so its requests follow the block the
+/// site allocates) and exit (to read the counts), and returns the timeline; `progress` hears
+/// about each interval.
 pub async fn record(
     options: &TimelineOptions,
     mut progress: impl FnMut(&str),
@@ -121,46 +134,47 @@ pub async fn record(
         structures: Vec::new(),
         intervals: Vec::new(),
     };
-    let count = |data: DataRef| {
-        Request::count(RegionRef::Index(interval), data, options.event.as_str())
-            .aggregation(Aggregation::PerInstance)
+    let event = options.event.as_str();
+    let count = |pair: Pair<'_>| {
+        let data = pair
+            .data
+            .map_or(DataRef::Range(crate::WHOLE_ADDRESS_SPACE), |d| {
+                d.data.clone()
+            });
+        vec![
+            Request::count(RegionRef::Index(pair.region.index), data, event)
+                .aggregation(Aggregation::PerInstance),
+        ]
     };
-    let all = target
-        .client()
-        .request(pid, count(DataRef::Range(crate::WHOLE_ADDRESS_SPACE)))
-        .await?;
-    let mut all = Column {
-        id: all.id,
-        seen_instances: 0,
-    };
+    let the_interval = |r: &Region| r.index == interval;
+    let mut survey = Survey::new();
+    // The whole address space's column, then one per data structure as they appear.
+    let mut all: Option<Column> = None;
     let mut columns: Vec<Column> = Vec::new();
     let mut warned_full = false;
     loop {
         // Halted at an entry: structures that appeared since the last one join from here on.
-        let description = target.client().describe(pid).await?;
-        for d in description.data_structures.iter().filter(|d| d.live) {
-            if timeline.structures.contains(&d.name) {
-                continue;
-            }
-            if columns.len() + 1 >= description.request_slots as usize {
-                if !warned_full {
-                    progress(&format!(
-                        "the target's {} request slots are taken; {} and later structures are left out",
-                        description.request_slots, d.name
-                    ));
-                    warned_full = true;
+        let ext = survey
+            .extend(target.client(), pid, the_interval, count)
+            .await?;
+        if let Some(left) = ext.left_out.first()
+            && !warned_full
+        {
+            progress(&format!(
+                "the target's request slots are taken; {} and later structures are left out",
+                left.data.as_deref().unwrap_or("the interval's own count")
+            ));
+            warned_full = true;
+        }
+        for p in &survey.placements()[columns.len() + usize::from(all.is_some())..] {
+            let id = p.requests[0].id;
+            match p.data {
+                None => all = Some(Column::new(id)),
+                Some(d) => {
+                    timeline.structures.push(survey.data()[d].name.clone());
+                    columns.push(Column::new(id));
                 }
-                continue;
             }
-            let placed = target
-                .client()
-                .request(pid, count(DataRef::Index(d.index)))
-                .await?;
-            timeline.structures.push(d.name.clone());
-            columns.push(Column {
-                id: placed.id,
-                seen_instances: 0,
-            });
         }
         match target
             .client()
@@ -171,10 +185,11 @@ pub async fn record(
             StepOutcome::Exited(_) => break,
         }
         let mut ids: Vec<u64> = columns.iter().map(|c| c.id).collect();
-        ids.push(all.id);
+        ids.extend(all.as_ref().map(|c| c.id));
         let results = target.client().results(pid, &ids).await?;
         // A per-instance result holds the last instance it covered: it belongs to this interval
-        // only if its instance count moved (a freed structure's request stops moving).
+        // only if its instance count moved (a request waiting for its site's next block, or
+        // for its allocatable's allocation, does not move).
         let mut fresh = |column: &mut Column| {
             let Some(r) = results.iter().find(|r| r.request.id == column.id) else {
                 return 0;
@@ -185,7 +200,7 @@ pub async fn record(
         };
         let row = IntervalCounts {
             per_structure: columns.iter_mut().map(&mut fresh).collect(),
-            all: fresh(&mut all),
+            all: all.as_mut().map_or(0, &mut fresh),
         };
         progress(&format!(
             "interval {}: {} {}",

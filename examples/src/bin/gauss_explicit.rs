@@ -2,7 +2,11 @@
 
 use epcache_examples::gauss::{self, FIGURE_3_EVENTS, LoopOrder};
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    epcache_examples::run_tool("gauss_explicit", tool)
+}
+
+fn tool() -> anyhow::Result<()> {
     let portions = 25;
     let original = gauss::run(LoopOrder::Original, 100, portions)?;
     let optimised = gauss::run(LoopOrder::Optimised, 100, portions)?;

@@ -13,14 +13,22 @@ const USAGE: &str =
 
   PROGRAM       built with `epcache cc`; it runs under a daemon embedded in this tool, which
                 counts reads, writes and their misses per data structure in each region and
-                runs the reuse and evictor analyses (L1)
+                runs the reuse and evictor analyses (L1). The tool halts it at each region
+                entry (the first 2000) to learn the data structures as they appear: a heap
+                array of 4096 bytes or more is named by its allocation line (prog.c:12) and
+                measured from the first region entered after its allocation
   --report      print the tables of what a program wrote with EPCACHE_REPORT=REPORT.json
                 instead (no analyses: those columns print -)
   --cache       the simulated cache, e.g. r12000 or D1=32K,2,32 (default: the program's)
-  --region      only this region (repeatable; default: every function region but main)
+  --region      only this region, a function or a marker (repeatable; default: every
+                function region but main, and every marker region met)
   --level       data level of the counts, 1 = L1 (default 1)";
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    epcache_examples::run_tool("metric_table", tool)
+}
+
+fn tool() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut report = None;
     let mut cache = None;

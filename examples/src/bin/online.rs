@@ -9,7 +9,10 @@ use epcache_examples::online::{self, OnlineOptions};
 const USAGE: &str =
     "usage: online [--event EVENT] [--cache SPEC] [--survey N] [--buckets N] -- PROGRAM [ARGS]
 
-  PROGRAM       built with `epcache cc`; it runs under a daemon embedded in this tool
+  PROGRAM       built with `epcache cc`; it runs under a daemon embedded in this tool. The
+                survey covers every function region but main and every marker region met,
+                and every data structure as it appears: a heap array of 4096 bytes or more
+                joins at the first halt after its allocation, named by its allocation line
   --event       what to rank and locate (default PAPI_L1_DCM, L1 data misses)
   --cache       the simulated cache, e.g. D1=32K,8,64;L2=1M,16,64 (default: the program's)
   --survey      the survey of static counts ends once a region has run N times (default 2)
@@ -24,7 +27,11 @@ fn number(value: Option<String>, what: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("{what} {value}: give a whole number above 0"))
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    epcache_examples::run_tool("online", tool)
+}
+
+fn tool() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut event = "PAPI_L1_DCM".to_owned();
     let (mut cache, mut survey, mut buckets) = (None, 2, 25);

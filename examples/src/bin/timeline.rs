@@ -15,7 +15,11 @@ const USAGE: &str = "usage: timeline --interval REGION [--event EVENT] [--cache 
   --cache       the simulated cache, e.g. D1=64K,2,64;L2=512K,1,64 (default: the program's)
   --svg         also write the timeline as an SVG line plot to FILE";
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    epcache_examples::run_tool("timeline", tool)
+}
+
+fn tool() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let (mut interval, mut event, mut cache, mut svg) =
         (None, "PAPI_L1_DCM".to_owned(), None, None);
