@@ -2,7 +2,7 @@
 //! `EPCACHE_TEST_ROLE` set to play the target, while the test plays the tool.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use epcache_shm::discovery;
@@ -14,6 +14,7 @@ use epcache_shm::target::{HaltOutcome, Mcc, MccOptions};
 use epcache_shm::tool::{TargetHandle, ToolError};
 use epcache_shm::{Segment, SegmentError};
 use epcache_sim::ranges::AddressRange;
+use epcache_test_support::roles;
 
 const ROLE: &str = "EPCACHE_TEST_ROLE";
 
@@ -24,9 +25,8 @@ fn now_nanos() -> u64 {
         .as_nanos() as u64
 }
 
-/// The child's entry point; a no-op when run as an ordinary test.
-#[test]
-fn child_role() {
+/// The child's part, played from `main.rs`'s `child_role` test; a no-op in an ordinary run.
+pub(crate) fn play_role() {
     match std::env::var(ROLE).as_deref() {
         Ok("target") => run_target(),
         Ok("sleeper") => {
@@ -88,8 +88,7 @@ fn run_target() {
 }
 
 fn spawn(role: &str, runtime_dir: &std::path::Path) -> (Child, i32) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+    let mut child = roles::rerun(roles::CHILD_ROLE_TEST)
         .env(ROLE, role)
         .env("EPCACHE_RUNTIME_DIR", runtime_dir)
         .stdout(Stdio::piped())
