@@ -14,7 +14,7 @@ const FUNCTIONS: [&str; 4] = [
 ];
 
 const BLESS_ENV: &str = "EPCACHE_BLESS";
-const REFRESH: &str = "EPCACHE_BLESS=1 cargo test -p epcache-monitor --test c_header";
+const REFRESH: &str = "EPCACHE_BLESS=1 cargo test -p epcache-monitor --test it c_header";
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
