@@ -3,10 +3,12 @@
 //! `w(-2:2,0:3)`), and for ALLOCATABLE and POINTER arrays the descriptor, whose expressions,
 //! evaluated over a descriptor laid out as gfortran lays it out, give the data and its bounds.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use epcache_symbols::{ArrayShape, DebugInfo, Extent};
 
-use epcache_symbols::{ArrayShape, DebugInfo, Extent, GlobalVariable};
+use crate::programs::{build, only};
+
+/// Why the tests build programs, when the compiler is missing.
+const ARRAY_SHAPE_PROGRAM: &str = "to build the array-shape test program";
 
 const C_PROGRAM: &str = r#"double a[100][50];
 int v[7];
@@ -36,40 +38,6 @@ program use_shapes
 end program
 "#;
 
-/// Compiles `source` (named `file`) with `compiler -g -O0`, or says why it cannot (loudly; a
-/// failure under CI).
-fn build(dir: &Path, compiler: &str, file: &str, source: &str) -> Option<PathBuf> {
-    let src = dir.join(file);
-    std::fs::write(&src, source).unwrap();
-    let exe = dir.join(file.replace('.', "_"));
-    let status = Command::new(compiler)
-        .args(["-g", "-O0", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .current_dir(dir)
-        .status();
-    match status {
-        Ok(s) if s.success() => Some(exe),
-        other => {
-            let message = format!(
-                "{compiler} is needed to build the array-shape test program (apt-get install -y {compiler}): {other:?}"
-            );
-            epcache_test_support::tools::skipped(&message);
-            None
-        }
-    }
-}
-
-fn only<'a>(info: &'a DebugInfo, name: &str) -> &'a GlobalVariable {
-    let found: Vec<_> = info
-        .globals
-        .iter()
-        .filter(|g| g.qualified_name == name)
-        .collect();
-    assert_eq!(found.len(), 1, "{name}: {found:#?}");
-    found[0]
-}
-
 fn extents(dims: &[(i64, u64)]) -> Vec<Extent> {
     dims.iter()
         .map(|&(lower, count)| Extent { lower, count })
@@ -79,7 +47,13 @@ fn extents(dims: &[(i64, u64)]) -> Vec<Extent> {
 #[test]
 fn c_arrays_are_row_major_from_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build(dir.path(), "gcc", "shapes.c", C_PROGRAM) else {
+    let Some(exe) = build(
+        dir.path(),
+        &["gcc", "-g", "-O0"],
+        "shapes.c",
+        C_PROGRAM,
+        ARRAY_SHAPE_PROGRAM,
+    ) else {
         return;
     };
     let info = DebugInfo::load(&exe).unwrap();
@@ -113,7 +87,13 @@ fn c_arrays_are_row_major_from_zero() {
 #[test]
 fn fortran_arrays_are_column_major_and_allocatables_have_descriptors() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build(dir.path(), "gfortran", "shapes.f90", FORTRAN_PROGRAM) else {
+    let Some(exe) = build(
+        dir.path(),
+        &["gfortran", "-g", "-O0"],
+        "shapes.f90",
+        FORTRAN_PROGRAM,
+        ARRAY_SHAPE_PROGRAM,
+    ) else {
         return;
     };
     let info = DebugInfo::load(&exe).unwrap();

@@ -1,9 +1,8 @@
 //! Hand-written DWARF that gfortran and gcc do not emit but a reader must survive: an array declared `a(5:0)` with its bounds as written, an all-ones unsigned upper bound, a function whose `DW_AT_high_pc` length wraps the address space (each once panicked, u64 underflow or overflow, inside the runtime's start-up in a debug build; now each is an empty or absent size or range), and locations that are an address plus an offset, a dereference, or an offset past the address space's top.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use epcache_symbols::DebugInfo;
+
+use crate::programs::build;
 
 /// A program whose one compilation unit (`odd.f90`, DWARF 4, Fortran 95) declares the odd
 /// arrays `a` and `huge`, the variables `second`, `indirect` and `wraps` by their locations,
@@ -187,27 +186,18 @@ zm_huge:
 	.section	.note.GNU-stack,"",@progbits
 "#;
 
-/// Assembles and links the program with gcc, or says why it cannot (loudly; a failure under CI).
-fn build(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("odd.s");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("odd");
-    let status = Command::new("gcc").arg("-o").arg(&exe).arg(&src).status();
-    match status {
-        Ok(s) if s.success() => Some(exe),
-        other => {
-            let message =
-                format!("gcc is needed to assemble the odd-DWARF test program: {other:?}");
-            epcache_test_support::tools::skipped(&message);
-            None
-        }
-    }
-}
-
 #[test]
 fn odd_bounds_ranges_and_locations_are_read_without_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build(dir.path()) else { return };
+    let Some(exe) = build(
+        dir.path(),
+        &["gcc"],
+        "odd.s",
+        PROGRAM,
+        "to assemble the odd-DWARF test program",
+    ) else {
+        return;
+    };
     for (label, info) in [
         ("load", DebugInfo::load(&exe).unwrap()),
         ("load_program", DebugInfo::load_program(&exe).unwrap()),

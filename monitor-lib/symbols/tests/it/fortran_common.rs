@@ -1,9 +1,10 @@
 //! Fortran COMMON blocks and empty arrays from a real gfortran build: each member is one data structure named `block::member`, at its own address with its own size, however many procedures declare the block; zero-size arrays give no size and no panic.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use epcache_symbols::{DebugInfo, GlobalVariable};
+use epcache_symbols::DebugInfo;
+
+use crate::programs::{build, nm_sizes, only};
 
 /// `/blk/` is declared in two subroutines (in both of Fortran's spellings) and used in the main
 /// program's unit too; `/odd/` has a member with negative bounds, two empty ones and one after
@@ -57,65 +58,12 @@ program common_members
 end program
 "#;
 
-/// Compiles the program with `gfortran -g -O0`, or says why it cannot (loudly; a failure
-/// under CI).
-fn build(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("common_members.f90");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("common_members");
-    let status = Command::new("gfortran")
-        .args(["-g", "-O0", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .current_dir(dir)
-        .status();
-    match status {
-        Ok(s) if s.success() => Some(exe),
-        other => {
-            let message = format!(
-                "gfortran is needed to build the COMMON test program (apt-get install -y gfortran): {other:?}"
-            );
-            epcache_test_support::tools::skipped(&message);
-            None
-        }
-    }
-}
-
 /// Link-time address and size of the ELF symbol `name`, as `nm -S` prints them.
 fn nm(exe: &Path, name: &str) -> (u64, u64) {
-    let out = Command::new("nm")
-        .arg("-S")
-        .arg(exe)
-        .output()
-        .expect("nm (binutils) runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| {
-            let f: Vec<_> = l.split_whitespace().collect();
-            (f.len() == 4 && f[3] == name).then(|| {
-                (
-                    u64::from_str_radix(f[0], 16).unwrap(),
-                    u64::from_str_radix(f[1], 16).unwrap(),
-                )
-            })
-        })
+    nm_sizes(exe)
+        .into_iter()
+        .find_map(|(symbol, address, size)| (symbol == name).then_some((address, size)))
         .unwrap_or_else(|| panic!("nm does not list {name} with a size"))
-}
-
-/// The one global qualified as `name`.
-fn only<'a>(info: &'a DebugInfo, name: &str) -> &'a GlobalVariable {
-    let found: Vec<_> = info
-        .globals
-        .iter()
-        .filter(|g| g.qualified_name == name)
-        .collect();
-    assert_eq!(
-        found.len(),
-        1,
-        "{name} should be one data structure: {:#?}",
-        info.globals
-    );
-    found[0]
 }
 
 fn check(label: &str, exe: &Path, info: &DebugInfo) {
@@ -168,7 +116,15 @@ fn check(label: &str, exe: &Path, info: &DebugInfo) {
 #[test]
 fn common_members_are_named_by_block_with_their_own_sizes() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build(dir.path()) else { return };
+    let Some(exe) = build(
+        dir.path(),
+        &["gfortran", "-g", "-O0"],
+        "common_members.f90",
+        PROGRAM,
+        "to build the COMMON test program",
+    ) else {
+        return;
+    };
     check("load", &exe, &DebugInfo::load(&exe).unwrap());
     check(
         "load_program",

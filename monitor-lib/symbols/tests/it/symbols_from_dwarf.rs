@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 use epcache_symbols::{DebugInfo, load_bias};
 
+use crate::programs::{build, nm_sizes};
+
 const PROGRAM: &str = r#"#include <stdio.h>
 double A[100][100];
 static int counts[37];
@@ -30,54 +32,25 @@ int main(void) {
 }
 "#;
 
-/// Compiles the program with `gcc -g -O2` (a PIE by default here), or says why it cannot.
-fn build(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("globals.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("globals");
-    let status = Command::new("gcc")
-        .args(["-g", "-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status();
-    match status {
-        Ok(s) if s.success() => Some(exe),
-        other => {
-            let message = format!("gcc is needed to build the symbol test program: {other:?}");
-            epcache_test_support::tools::skipped(&message);
-            None
-        }
-    }
-}
-
-/// Link-time address and size of each symbol, as `nm -S` prints them.
-fn nm(exe: &Path) -> Vec<(String, u64, u64)> {
-    let out = Command::new("nm")
-        .arg("-S")
-        .arg(exe)
-        .output()
-        .expect("nm runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<_> = l.split_whitespace().collect();
-            (f.len() == 4).then(|| {
-                (
-                    f[3].to_owned(),
-                    u64::from_str_radix(f[0], 16).unwrap(),
-                    u64::from_str_radix(f[1], 16).unwrap(),
-                )
-            })
-        })
-        .collect()
+/// The program built with `gcc -g -O2` (a PIE by default here), or `None` when gcc is missing.
+fn build_globals(dir: &Path) -> Option<PathBuf> {
+    build(
+        dir,
+        &["gcc", "-g", "-O2"],
+        "globals.c",
+        PROGRAM,
+        "to build the symbol test program",
+    )
 }
 
 #[test]
 fn globals_have_their_source_names_sizes_and_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build(dir.path()) else { return };
+    let Some(exe) = build_globals(dir.path()) else {
+        return;
+    };
     let info = DebugInfo::load(&exe).unwrap();
-    let symbols = nm(&exe);
+    let symbols = nm_sizes(&exe);
     let nm_of = |name: &str| {
         symbols
             .iter()
@@ -125,7 +98,9 @@ fn globals_have_their_source_names_sizes_and_lines() {
 #[test]
 fn line_tables_agree_with_addr2line() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build(dir.path()) else { return };
+    let Some(exe) = build_globals(dir.path()) else {
+        return;
+    };
     let info = DebugInfo::load_program(&exe).unwrap();
     assert!(!info.lines.is_empty(), "no line rows read");
     let main = info.functions.iter().find(|f| f.name == "main").unwrap();
@@ -159,7 +134,9 @@ fn line_tables_agree_with_addr2line() {
 #[test]
 fn load_bias_maps_link_addresses_to_the_running_program() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build(dir.path()) else { return };
+    let Some(exe) = build_globals(dir.path()) else {
+        return;
+    };
     bias_agrees_with_the_printed_addresses(&exe);
 }
 
@@ -168,7 +145,7 @@ fn load_bias_maps_link_addresses_to_the_running_program() {
 #[test]
 fn load_bias_finds_a_program_whose_path_has_spaces() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(built) = build(dir.path()) else {
+    let Some(built) = build_globals(dir.path()) else {
         return;
     };
     let spaced = dir.path().join("sp dir");
