@@ -12,11 +12,6 @@ use epcache_client::{
 };
 use tokio_stream::StreamExt;
 
-#[test]
-fn child_role() {
-    daemon_support::child_role();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_client_runs_the_ep_cache_scenario() {
     let dir = tempfile::tempdir().unwrap();

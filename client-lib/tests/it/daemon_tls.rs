@@ -1,6 +1,6 @@
 //! TLS end to end (with the `tls` feature of both crates): a daemon with a certificate for
 //! 127.0.0.1 signed by a CA made with openssl, a client trusting the CA, a bearer token over it, and a client that does
-//! not trust it being refused. `cargo test -p epcache-client --features tls,embedded --test daemon_tls`.
+//! not trust it being refused. `cargo test -p epcache-client --features tls,embedded --test it daemon_tls`.
 
 #[cfg(feature = "tls")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
