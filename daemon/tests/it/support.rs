@@ -2,11 +2,7 @@
 //! directory and real target processes (this test binary run again as the synthetic program),
 //! both from `epcache-test-support`, and raw MRI clients that name themselves as tools.
 
-#![allow(dead_code, unreachable_pub)]
-
-// Each test binary uses some of them.
-#[allow(unused_imports)]
-pub use epcache_test_support::{processes, synthetic};
+pub(crate) use epcache_test_support::{processes, synthetic};
 
 pub(crate) use processes::*;
 
@@ -21,7 +17,7 @@ use tonic::transport::Channel;
 
 /// Adds the `epcache-tool` metadata to every call.
 #[derive(Clone)]
-pub struct Tool(pub String);
+pub(crate) struct Tool(pub String);
 
 impl Interceptor for Tool {
     fn call(&mut self, mut r: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
@@ -31,10 +27,10 @@ impl Interceptor for Tool {
     }
 }
 
-pub type Client = MriClient<InterceptedService<Channel, Tool>>;
+pub(crate) type Client = MriClient<InterceptedService<Channel, Tool>>;
 
 /// A channel to `endpoint`: `unix:PATH` or `http://HOST:PORT`.
-pub async fn channel(endpoint: &str) -> Result<Channel, tonic::transport::Error> {
+pub(crate) async fn channel(endpoint: &str) -> Result<Channel, tonic::transport::Error> {
     match endpoint.strip_prefix("unix:") {
         Some(path) => {
             let path = std::path::PathBuf::from(path);
@@ -59,7 +55,7 @@ pub async fn channel(endpoint: &str) -> Result<Channel, tonic::transport::Error>
 }
 
 /// A client of `daemon` calling itself `tool`.
-pub async fn connect(daemon: &DaemonHandle, tool: &str) -> Client {
+pub(crate) async fn connect(daemon: &DaemonHandle, tool: &str) -> Client {
     MriClient::with_interceptor(
         channel(&daemon.endpoint()).await.unwrap(),
         Tool(tool.into()),
@@ -68,7 +64,7 @@ pub async fn connect(daemon: &DaemonHandle, tool: &str) -> Client {
 
 /// The target `pid` once the daemon lists it past its setup (state `Starting`), as a tool waits
 /// before describing it.
-pub async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
+pub(crate) async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
     let started = Instant::now();
     loop {
         let targets = client
@@ -92,14 +88,14 @@ pub async fn wait_listed(client: &mut Client, pid: u32) -> v1::Target {
 }
 
 /// A region selector by name.
-pub fn region(name: &str) -> v1::RegionSelector {
+pub(crate) fn region(name: &str) -> v1::RegionSelector {
     v1::RegionSelector {
         by: Some(v1::region_selector::By::Name(name.into())),
     }
 }
 
 /// A static count of `event` over the data structure `data` during `region`.
-pub fn static_request(region_name: &str, data: &str, event: &str) -> v1::MonitoringRequest {
+pub(crate) fn static_request(region_name: &str, data: &str, event: &str) -> v1::MonitoringRequest {
     v1::MonitoringRequest {
         region: Some(region(region_name)),
         data: Some(v1::DataSelector {
@@ -114,7 +110,7 @@ pub fn static_request(region_name: &str, data: &str, event: &str) -> v1::Monitor
 }
 
 /// A histogram of `event` over `data` during `region` in `buckets` buckets.
-pub fn histogram_request(
+pub(crate) fn histogram_request(
     region_name: &str,
     data: &str,
     event: &str,
@@ -129,7 +125,7 @@ pub fn histogram_request(
 }
 
 /// Steps `pid` to the next exit of `region_name` and returns the halt.
-pub async fn step_to_exit(client: &mut Client, pid: u32, region_name: &str) -> v1::Halt {
+pub(crate) async fn step_to_exit(client: &mut Client, pid: u32, region_name: &str) -> v1::Halt {
     let reply = client
         .step(v1::StepRequest {
             pid,

@@ -2,8 +2,6 @@
 //! takes back the slots whose owner is dead and keeps their published results readable, while
 //! two live daemons never take each other's slots.
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,14 +9,10 @@ use std::time::{Duration, Instant};
 use epcache_proto::v1;
 use epcache_shm::discovery;
 use epcache_shm::tool::TargetHandle;
-use support::synthetic::A_LINES;
-use support::*;
 use tonic::Code;
 
-#[test]
-fn child_role() {
-    support::child_role();
-}
+use crate::support::synthetic::A_LINES;
+use crate::support::*;
 
 /// An `epcached` process, killed if the test ends first.
 struct Daemon {
@@ -58,7 +52,7 @@ impl Daemon {
     }
 
     async fn tool(&self, name: &str) -> Client {
-        let channel = support::channel(&self.endpoint).await.unwrap();
+        let channel = crate::support::channel(&self.endpoint).await.unwrap();
         epcache_proto::v1::mri_client::MriClient::with_interceptor(channel, Tool(name.into()))
     }
 

@@ -1,21 +1,15 @@
 //! The MRI end to end: a real daemon on a Unix socket, real target processes (this binary run again
 //! as the synthetic program), raw gRPC clients. Expected counts are worked out by hand in
-//! `support/synthetic.rs`.
-
-mod support;
+//! `epcache_test_support::synthetic`.
 
 use std::time::Duration;
 
 use epcache_proto::v1;
-use support::synthetic::{A_BYTES, A_ELEMENTS, A_LINES, REGIONS, SPEC};
-use support::*;
 use tokio_stream::StreamExt;
 use tonic::Code;
 
-#[test]
-fn child_role() {
-    support::child_role();
-}
+use crate::support::synthetic::{A_BYTES, A_ELEMENTS, A_LINES, REGIONS, SPEC};
+use crate::support::*;
 
 const WAIT: (&str, &str) = ("EPCACHE_WAIT", "20");
 
@@ -181,7 +175,7 @@ async fn ep_cache_scenario_histogram_sums_to_the_static_count() {
 /// results and in the description; a file the target has no code in is refused by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allocation_site_requests_bind_in_the_target_or_say_they_never_did() {
-    use support::synthetic::{SCRATCH, SCRATCH_BYTES, SCRATCH_SITE};
+    use crate::support::synthetic::{SCRATCH, SCRATCH_BYTES, SCRATCH_SITE};
     let dir = tempfile::tempdir().unwrap();
     let daemon = start_daemon(dir.path()).await;
     let mut target = spawn_target(
@@ -383,7 +377,7 @@ async fn a_target_found_while_starting_is_listed_running_once_it_runs() {
     let target = spawn_target(
         dir.path(),
         &[
-            (support::synthetic::SETUP_MS, "2000"),
+            (crate::support::synthetic::SETUP_MS, "2000"),
             ("EPCACHE_SYNTH_ITERATIONS", "0"),
             ("EPCACHE_SYNTH_PAUSE_MS", "2"),
         ],
@@ -777,7 +771,7 @@ async fn a_target_that_cannot_simulate_refuses_requests_with_its_own_complaint()
     let complaint = "epcache: cannot simulate the cache `D1=32K,8,60` (from EPCACHE_CACHE): the line size 60 is not a power of two";
     let target = spawn_target(
         dir.path(),
-        &[WAIT, (support::synthetic::MODEL_TEXT, complaint)],
+        &[WAIT, (crate::support::synthetic::MODEL_TEXT, complaint)],
     );
     let mut tool = connect(&daemon, "hopeful").await;
     wait_listed(&mut tool, target.pid).await;

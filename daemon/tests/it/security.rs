@@ -2,8 +2,6 @@
 //! do: real daemons, real target processes, real segments, and a second uid (this test binary
 //! run again as uid 65534) where it matters.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -16,13 +14,10 @@ use epcache_shm::discovery::{self, TargetRecord};
 use epcache_shm::layout::header;
 use epcache_shm::process;
 use epcache_shm::{Access, Segment};
-use support::*;
+use epcache_test_support::{roles, tools};
 use tonic::Code;
 
-#[test]
-fn child_role() {
-    support::child_role();
-}
+use crate::support::*;
 
 /// Set to a daemon endpoint to make this test binary play a process of another user that tries
 /// to reach it.
@@ -50,7 +45,7 @@ fn intruder_role() {
             Err(e) => println!("INTRUDER CANNOT CONNECT: {e}"),
         }
         let listed = tokio::time::timeout(Duration::from_secs(10), async {
-            let channel = support::channel(&endpoint)
+            let channel = crate::support::channel(&endpoint)
                 .await
                 .map_err(|e| e.to_string())?;
             epcache_proto::v1::mri_client::MriClient::new(channel)
@@ -70,26 +65,20 @@ fn intruder_role() {
 
 /// Whether this process may run others as uid [`NOBODY`]; says why not (and fails under CI).
 fn can_switch_users() -> bool {
-    if epcache_shm::current_uid() == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "FAILED under CI: the second-uid tests need root to run a process as uid {NOBODY}"
-    );
-    println!("SKIPPED: the second-uid tests need root to run a process as uid {NOBODY}");
-    false
+    epcache_shm::current_uid() == 0
+        || tools::skipped(&format!(
+            "the second-uid tests need root to run a process as uid {NOBODY}"
+        ))
+}
+
+/// The intruder's test, as a filter that runs this binary as it alone.
+pub(crate) fn intruder_role_test() -> String {
+    roles::test_path(module_path!(), "intruder_role")
 }
 
 /// Runs the intruder as uid [`NOBODY`] against `endpoint` and returns what it printed.
 fn intrude(endpoint: &str) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "intruder_role",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let out = roles::rerun(&intruder_role_test())
         .env(INTRUDER, endpoint)
         .uid(NOBODY)
         .gid(NOBODY)
@@ -246,7 +235,7 @@ fn root_is_served_only_when_allowed() {
             .build()
             .unwrap()
             .block_on(async move {
-                let channel = support::channel(&endpoint)
+                let channel = crate::support::channel(&endpoint)
                     .await
                     .map_err(|e| e.to_string())?;
                 epcache_proto::v1::mri_client::MriClient::new(channel)
@@ -505,7 +494,7 @@ fn failed_authentications_are_logged_with_the_peer_and_without_the_token() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let channel = support::channel(&endpoint).await.unwrap();
+        let channel = crate::support::channel(&endpoint).await.unwrap();
         let anonymous = epcache_proto::v1::mri_client::MriClient::new(channel.clone())
             .list_targets(v1::ListTargetsRequest {})
             .await
@@ -674,7 +663,7 @@ impl tonic::codec::Codec for RawCodec {
 async fn a_malformed_message_is_invalid_argument() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = start_daemon(dir.path()).await;
-    let channel = support::channel(&daemon.endpoint()).await.unwrap();
+    let channel = crate::support::channel(&daemon.endpoint()).await.unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     // Field 1 (pid) as a varint whose continuation bit promises bytes that never come.
     for (method, bytes) in [

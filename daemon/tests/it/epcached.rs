@@ -2,19 +2,13 @@
 //! where, serves, refuses TCP without a token (loopback included), a short token and an unsafe
 //! runtime directory, and on SIGTERM lets a halted target go and exits cleanly.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use epcache_proto::v1;
-use support::*;
 
-#[test]
-fn child_role() {
-    support::child_role();
-}
+use crate::support::*;
 
 #[test]
 fn off_loopback_without_a_token_is_refused() {
@@ -114,7 +108,7 @@ async fn sigterm_releases_a_halted_target_and_exits_cleanly() {
         dir.path(),
         &[("EPCACHE_WAIT", "20"), ("EPCACHE_SYNTH_ITERATIONS", "3")],
     );
-    let channel = support::channel(&endpoint).await.unwrap();
+    let channel = crate::support::channel(&endpoint).await.unwrap();
     let mut tool =
         epcache_proto::v1::mri_client::MriClient::with_interceptor(channel, Tool("bin".into()));
     wait_listed(&mut tool, target.pid).await;

@@ -2,20 +2,14 @@
 //! tools that vanish mid-step (the call dropped, its timeout), close the connection that set a
 //! halting point, or find the target's state word corrupted. Each target must run to its end.
 
-mod support;
-
 use std::time::Duration;
 
 use epcache_proto::v1;
 use epcache_shm::layout::header;
 use epcache_shm::{Access, Segment};
-use support::*;
 use tokio_stream::StreamExt;
 
-#[test]
-fn child_role() {
-    support::child_role();
-}
+use crate::support::*;
 
 const WAIT: (&str, &str) = ("EPCACHE_WAIT", "20");
 
