@@ -9,6 +9,7 @@
 //! - [`cachegrind`]: real Cachegrind and lackey runs and their counts, and the cache shapes
 //!   written for both Cachegrind and epcache;
 //! - [`artifacts`]: the runtime's staticlib and rlib cargo built for this test run;
+//! - [`captured`]: `epcache cc` builds, and captured runs with the standalone report;
 //! - [`roles`]: a test binary run again as a child process playing one test's part;
 //! - `synthetic` (feature `synthetic`): a monitored program built on the MCC directly, with
 //!   counts worked out by hand;
@@ -24,6 +25,7 @@
 
 pub mod artifacts;
 pub mod cachegrind;
+pub mod captured;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "daemon")]

@@ -20,11 +20,9 @@
 //!   keeps x[i-1] and b[i-1] in both (0.75). So both must lie between 0.75 and 1.25 misses per
 //!   (i, k), with 1% for the loops' edges.
 
-mod support;
-
 use std::sync::OnceLock;
 
-use support::{Build, CgRun, L1, Shape, assert_agrees_with_cachegrind, assert_within};
+use crate::support::{self, Build, CgRun, L1, Shape, assert_agrees_with_cachegrind, assert_within};
 
 const WHO: &str = "METRIC ADI reproduction";
 const N: u64 = 800;

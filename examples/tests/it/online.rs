@@ -11,9 +11,7 @@
 //! to the static count beside it and the survey agreeing with the standalone report and, for the
 //! whole function, with Cachegrind.
 
-mod support;
-
-use support::{Build, Shape, assert_within};
+use crate::support::{self, Build, Shape, assert_within};
 
 const WHO: &str = "online analysis tool";
 const ROW_BYTES: u64 = 256 * 8;

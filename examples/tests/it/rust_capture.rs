@@ -1,25 +1,12 @@
 //! A Rust program built with SanitizerCoverage load/store tracing and linked with the
 //! epcache-monitor rlib reports its own kernel's accesses (`examples/rust-capture/sum.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// The flags that make rustc call `__sanitizer_cov_load*`/`__sanitizer_cov_store*`; the same
-/// list README.md gives for `cargo rustc`.
-const SANCOV_FLAGS: &[&str] = &[
-    "-Cpasses=sancov-module",
-    "-Cllvm-args=-sanitizer-coverage-level=1",
-    "-Cllvm-args=-sanitizer-coverage-trace-loads",
-    "-Cllvm-args=-sanitizer-coverage-trace-stores",
-];
-const N: u64 = 4096;
+use crate::support::{SANCOV_FLAGS, monitor_rlib, profile_dir};
 
-/// `target/<profile>`, where cargo put the epcache-monitor rlib this test was built against.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/<this test>
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
-}
+const N: u64 = 4096;
 
 fn count(level: &serde_json::Value, field: &str) -> u64 {
     level[field]
@@ -32,9 +19,7 @@ fn sancov_instrumented_rust_reports_its_kernel() {
     let profile = profile_dir();
     // `cargo test` builds the rlib under a hashed name in deps/ and leaves any copy beside the
     // binaries as it was (possibly stale), so take the newest one: the one built for this run.
-    let rlib =
-        epcache_test_support::artifacts::newest_in_deps(&profile, "libepcache_monitor-", ".rlib")
-            .expect("cargo builds the epcache-monitor rlib for this test");
+    let rlib = monitor_rlib();
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("rust-capture/sum.rs");
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("sum");

@@ -1,8 +1,10 @@
 //! Repository-wide rules that no compiler checks: module docs, where unsafe code may live, what
 //! each crate root says about unsafe code, the workspace lints, which crates may link the
-//! runtime, fmt.
+//! runtime, one integration-test binary per crate with no files borrowed by path, fmt.
 
 use std::path::{Path, PathBuf};
+
+use epcache_test_support::tools::under_ci;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -233,6 +235,83 @@ fn only_the_command_line_and_the_examples_depend_on_the_runtime() {
     assert_eq!(dependents, ["epcache-cli", "epcache-examples"]);
 }
 
+/// Each crate's integration tests are modules of one test binary, `tests/it/main.rs` (as
+/// ripgrep's are): one link and one process for all of them, and what they share is a module or
+/// `epcache-test-support`, never a copy. A `tests/NAME.rs` would be a binary of its own.
+#[test]
+fn every_crate_has_at_most_one_integration_test_binary_tests_it() {
+    let mut wrong = Vec::new();
+    for package in workspace_packages() {
+        let tests: Vec<&serde_json::Value> = package["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "test"))
+            .collect();
+        let one_it = match tests.as_slice() {
+            [] => true,
+            [it] => {
+                it["name"] == "it"
+                    && it["src_path"]
+                        .as_str()
+                        .unwrap()
+                        .ends_with("/tests/it/main.rs")
+            }
+            _ => false,
+        };
+        if !one_it {
+            let names: Vec<&str> = tests.iter().map(|t| t["name"].as_str().unwrap()).collect();
+            wrong.push(format!("{}: test targets {names:?}", name(&package)));
+        }
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let tests_dir = manifest.parent().unwrap().join("tests");
+        let Ok(entries) = std::fs::read_dir(&tests_dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|x| x == "rs") {
+                wrong.push(format!("{}: {}", name(&package), path.display()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "integration tests are modules of one binary per crate: move each `tests/NAME.rs` to \
+         `tests/it/NAME.rs` and add `mod NAME;` to `tests/it/main.rs` (shared helpers go in a \
+         module of `it`, or in epcache-test-support when several crates use them): {wrong:#?}"
+    );
+}
+
+/// Tests and benches take what they share from their own modules or `epcache-test-support`,
+/// never by including another file with a `path` attribute.
+#[test]
+fn no_test_or_bench_includes_a_file_by_path() {
+    let root = repo_root();
+    let offenders: Vec<_> = sources()
+        .into_iter()
+        .filter(|p| {
+            let rel = p.strip_prefix(&root).unwrap();
+            let in_tests = rel
+                .components()
+                .any(|c| c.as_os_str() == "tests" || c.as_os_str() == "benches");
+            if !in_tests || rel.ends_with("repo_tidy.rs") {
+                return false;
+            }
+            let text = std::fs::read_to_string(p).unwrap();
+            text.lines().any(|l| {
+                let code = l.split("//").next().unwrap_or("").replace(' ', "");
+                code.contains("#[path") || code.contains("#![path")
+            })
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "these tests or benches include files by `#[path = ...]`: use a module of the crate's \
+         `tests/it` or epcache-test-support instead: {offenders:#?}"
+    );
+}
+
 #[test]
 fn code_is_formatted() {
     let status = std::process::Command::new(env!("CARGO"))
@@ -245,8 +324,7 @@ fn code_is_formatted() {
             "`cargo fmt --all` would change files: run it and commit"
         ),
         Err(e) => {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "cargo fmt could not run in CI: {e}");
+            assert!(!under_ci(), "cargo fmt could not run in CI: {e}");
             eprintln!("SKIPPED code_is_formatted: cargo fmt could not run here: {e}");
         }
     }

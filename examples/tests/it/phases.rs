@@ -16,11 +16,9 @@
 //! timeline per interval comes from the `timeline` tool program, which halts the program at every
 //! entry and exit of the "interval" marker. Both are checked here, and against each other.
 
-mod support;
-
 use std::sync::OnceLock;
 
-use support::{Build, CgRun, L1, Shape, assert_agrees_with_cachegrind, assert_within};
+use crate::support::{self, Build, CgRun, L1, Shape, assert_agrees_with_cachegrind, assert_within};
 
 const WHO: &str = "DTrack-style phase example";
 const STREAM_CALLS: u64 = 16;

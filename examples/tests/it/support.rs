@@ -1,16 +1,13 @@
-//! Shared by the reproduction tests: building the example programs with `epcache cc` and with
-//! plain gcc/gfortran, reading epcache's standalone report and comparing it with Cachegrind's
-//! counts (the runs themselves, the cache shapes and the tool checks are
+//! Shared by the reproduction tests: building the example programs with `epcache cc`, with
+//! plain gcc/gfortran and with rustc, reading epcache's standalone report and comparing it with
+//! Cachegrind's counts (the runs themselves, the cache shapes and the tool checks are
 //! `epcache-test-support`'s).
 //!
 //! Missing tools (gcc, gfortran, valgrind, rustc) fail loudly under CI (`CI=true`) and otherwise
 //! print SKIPPED, as every compiler-backed test in the repository does.
 
-// Each test file uses only some of these helpers.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -18,6 +15,7 @@ use serde_json::Value;
 /// Runs a program under Cachegrind and reads its per-function and per-file counts.
 pub(crate) use epcache_test_support::cachegrind::per_function as cachegrind;
 pub(crate) use epcache_test_support::cachegrind::{CgCounts, CgRun, Shape};
+use epcache_test_support::captured;
 use epcache_test_support::tools::check_output;
 
 /// Whether every one of `tools` runs here (`tool --version`); says which are missing otherwise.
@@ -138,30 +136,10 @@ impl Build<'_> {
         let epcache = epcache();
         let output = dir.join(name);
         let line = self.command_line(&output, &[]);
-        let out = Command::new(&epcache.binary)
-            .env("EPCACHE_RUNTIME", &epcache.runtime)
-            .arg("cc")
-            .arg("--")
-            .args(&line)
-            .current_dir(dir)
-            .output()
-            .expect("running epcache cc");
-        check_output(&format!("epcache cc -- {}", line.join(" ")), &out);
+        let line: Vec<&str> = line.iter().map(String::as_str).collect();
+        captured::epcache_cc(&epcache.binary, &epcache.runtime, dir, &[], &line);
         output
     }
-}
-
-/// Runs `program args` and returns its stdout, failing on a non-zero exit (the examples check
-/// their own results and exit 1 when one is wrong).
-pub(crate) fn run(program: &Path, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .env_remove("EPCACHE_REPORT")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", program.display()));
-    check_output(&program.display().to_string(), &out);
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// epcache's standalone report (`EPCACHE_REPORT`), as the runtime contract describes it.
@@ -171,28 +149,12 @@ pub(crate) struct Report {
     pub(crate) stdout: String,
 }
 
-/// Runs a captured program with `EPCACHE_CACHE=shape` and `EPCACHE_REPORT`, and reads the report.
+/// Runs a captured program in its directory with `EPCACHE_CACHE=shape` and `EPCACHE_REPORT`,
+/// and reads the report.
 pub(crate) fn run_with_report(program: &Path, args: &[&str], shape: &Shape) -> Report {
     let dir = program.parent().expect("program in a directory");
-    let report = dir.join(format!(
-        "{}.report.json",
-        program.file_name().unwrap().to_string_lossy()
-    ));
-    let out = Command::new(program)
-        .args(args)
-        .env("EPCACHE_REPORT", &report)
-        .env("EPCACHE_CACHE", shape.epcache_spec())
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", program.display()));
-    check_output(&format!("{} with EPCACHE_REPORT", program.display()), &out);
-    let text = std::fs::read_to_string(&report)
-        .unwrap_or_else(|e| panic!("{} wrote no report: {e}", program.display()));
-    Report {
-        json: serde_json::from_str(&text).expect("the report is JSON"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    }
+    let (stdout, json) = captured::run_with_report(dir, program, args, &shape.epcache_spec());
+    Report { json, stdout }
 }
 
 /// L1 counts by the report's PAPI names, for a region or for a data structure in one.

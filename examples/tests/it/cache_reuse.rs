@@ -15,11 +15,9 @@
 //! hand counts (a row-wise line is used whole, 16 ints of 4 B in 64 B; a column-wise one for one
 //! int, 4 of 64 bytes, 6.25%) and against the standalone report's counts of the same program.
 
-mod support;
-
 use std::sync::OnceLock;
 
-use support::{Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
+use crate::support::{self, Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
 
 const WHO: &str = "cache-reuse reproduction";
 const ELEMENTS: u64 = 1_000_000;

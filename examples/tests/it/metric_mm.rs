@@ -26,11 +26,9 @@
 //! the overall figure at least triples (paper 4.1x). Evictors (Figure 6): naive xz is evicted by
 //! itself (paper 95.6%; we require 90%).
 
-mod support;
-
 use std::sync::OnceLock;
 
-use support::{Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
+use crate::support::{self, Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
 
 const WHO: &str = "METRIC matrix multiply reproduction";
 const ROWS: u64 = 160;

@@ -6,8 +6,6 @@
 //! 40,963 in the optimised one. The paper itself gives only a figure ("high value of read misses
 //! and very low level of read hits", then "read misses significantly reduced").
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -17,7 +15,7 @@ use epcache_shm::discovery;
 use epcache_shm::layout::{RegionInfo, RegionKind};
 use epcache_shm::tool::TargetHandle;
 
-use support::{Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
+use crate::support::{self, Build, CgRun, Shape, assert_agrees_with_cachegrind, assert_within};
 
 const WHO: &str = "gauss reproduction";
 const N: u64 = 100;
