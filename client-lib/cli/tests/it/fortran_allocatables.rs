@@ -7,12 +7,10 @@
 //! counts in the report of the same run (a block's address, and so the lines it straddles, may
 //! differ from run to run).
 
-mod capture_support;
-
 use std::path::Path;
 use std::process::Command;
 
-use capture_support::{
+use crate::capture_support::{
     available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
 };
 

@@ -8,11 +8,6 @@ use std::process::{Command, Output};
 
 use daemon_support::*;
 
-#[test]
-fn child_role() {
-    daemon_support::child_role();
-}
-
 /// `epcache ARGS` with `EPCACHE_RUNTIME_DIR` set, and `EPCACHE_DAEMON` as given.
 async fn epcache(runtime_dir: &std::path::Path, daemon_env: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_epcache"));

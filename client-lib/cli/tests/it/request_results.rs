@@ -3,11 +3,11 @@
 //! its thread id (issue 25 item 12), and a histogram with analyses keeps its buckets beside a
 //! typed report (item 11).
 
-mod capture_support;
-
 use std::process::{Command, Output};
 
 use epcache_client::{Aggregation, Analysis, Launch, LocalTarget, Request, RequestResult};
+
+use crate::capture_support;
 
 /// The `epcache` binary against the embedded daemon at `daemon`.
 async fn epcache(daemon: &str, args: &[&str]) -> Output {

@@ -3,11 +3,9 @@
 //! program's line, not the standard library's), and Fortran ALLOCATE; each kernel's reads and
 //! writes land on the structure it sweeps, equal to hand counts.
 
-mod capture_support;
-
 use std::path::Path;
 
-use capture_support::{
+use crate::capture_support::{
     available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
 };
 

@@ -10,11 +10,6 @@ use std::time::Duration;
 use daemon_support::synthetic::A_LINES;
 use daemon_support::*;
 
-#[test]
-fn child_role() {
-    daemon_support::child_role();
-}
-
 async fn epcache(daemon: &str, args: &[&str]) -> Output {
     // The subcommand and its arguments first, then the daemon, as a user types it.
     let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();

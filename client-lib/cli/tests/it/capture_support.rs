@@ -1,11 +1,12 @@
-//! Shared by the tests that build programs with `epcache cc`: the runtime library cargo built,
-//! tool checks that fail loudly under CI (both from `epcache-test-support`), building, and
-//! running with a report.
-// Each test crate uses only some of these helpers.
-#![allow(dead_code)]
+//! Shared by the tests that build programs with `epcache cc`: the test kernels, the runtime
+//! library cargo built, tool checks that fail loudly under CI, building and running with a
+//! report (these last from `epcache-test-support`), reading the report, and driving a waiting
+//! program through its segment.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+
+use epcache_test_support::captured;
 use std::time::{Duration, Instant};
 
 pub(crate) fn kernel(name: &str) -> PathBuf {
@@ -14,8 +15,6 @@ pub(crate) fn kernel(name: &str) -> PathBuf {
         .join(name)
 }
 
-// Each test crate uses only some of these.
-#[allow(unused_imports)]
 pub(crate) use epcache_test_support::tools::{available, skipped, static_libc_available};
 
 /// Builds `source` with `epcache cc -- COMPILER -O2 ... -lpthread` twice in `dir`: `inline`
@@ -87,49 +86,23 @@ pub(crate) fn epcache_cc(dir: &Path, compiler_line: &[&str]) -> Output {
 
 /// [`epcache_cc`] with extra environment (`EPCACHE_CC_DUAL`, `EPCACHE_CC_VERBOSE`).
 pub(crate) fn epcache_cc_with(dir: &Path, env: &[(&str, &str)], compiler_line: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .env(
-            "EPCACHE_RUNTIME",
-            runtime_library().expect("checked by runtime_built"),
-        )
-        .envs(env.iter().copied())
-        .arg("cc")
-        .arg("--")
-        .args(compiler_line)
-        .current_dir(dir)
-        .output()
-        .expect("running epcache cc");
-    assert!(
-        out.status.success(),
-        "epcache cc -- {compiler_line:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    captured::epcache_cc(
+        Path::new(env!("CARGO_BIN_EXE_epcache")),
+        &runtime_library().expect("checked by runtime_built"),
+        dir,
+        env,
+        compiler_line,
+    )
 }
 
-/// Runs `program` with capture reporting to a file; returns its stdout and the parsed report.
+/// Runs `program` in `dir` with capture reporting to a file; returns its stdout and the parsed
+/// report.
 pub(crate) fn run_with_report(
     dir: &Path,
     program: &Path,
     cache: &str,
 ) -> (String, serde_json::Value) {
-    let report = dir.join("report.json");
-    let out = Command::new(program)
-        .env("EPCACHE_REPORT", &report)
-        .env("EPCACHE_CACHE", cache)
-        .current_dir(dir)
-        .output()
-        .expect("running the instrumented program");
-    assert!(
-        out.status.success(),
-        "{} failed: {}\n{}",
-        program.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&report).expect("the program wrote its report at exit");
-    let json = serde_json::from_str(&text).expect("the report is JSON");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), json)
+    captured::run_with_report(dir, program, &[], cache)
 }
 
 /// Region `name` of a standalone report.

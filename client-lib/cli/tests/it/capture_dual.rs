@@ -2,13 +2,11 @@
 //! instrumented, chosen at entry. The program must behave exactly like a plain build, count
 //! exactly like an instrumented-only build when monitored, and run the plain code when idle.
 
-mod capture_support;
-
 use std::path::Path;
 use std::process::Command;
 
-use capture_support::{
-    available, epcache_cc, epcache_cc_with, kernel, run_with_report, runtime_built,
+use crate::capture_support::{
+    self, available, epcache_cc, epcache_cc_with, kernel, run_with_report, runtime_built,
 };
 
 const CACHE: &str = "D1=32K,8,64;L2=256K,8,64";

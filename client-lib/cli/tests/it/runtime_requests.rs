@@ -3,10 +3,9 @@
 //! them active, unanswered, with a complaint at every boundary.
 //! And a request on an OpenMP loop, which every thread's instances serve together.
 
-mod capture_support;
-
-use capture_support::{build_gauss_regions, run_to, start_waiting};
 use epcache_shm::layout::{Aggregation, Boundary, Mode, RequestSpec, RequestTarget, SlotState};
+
+use crate::capture_support::{self, build_gauss_regions, run_to, start_waiting};
 
 /// Two data levels: no L3 to count at.
 const TWO_LEVELS: &str = "D1=8K,2,32;LL=1M,8,64";

@@ -6,17 +6,18 @@
 //! report too, and the program still dies of its signal, even when the report cannot be
 //! written (a watchdog ends it).
 
-mod capture_support;
-
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+
+use crate::capture_support::{
+    available, epcache_cc, kernel, region, runtime_built, structure, wait_within,
+};
 
 /// Builds `until_signal.c` into `dir/until_signal`; `None` when gcc or the runtime is missing
 /// (which fails under CI).
@@ -74,19 +75,11 @@ fn send(child: &Child, signal: Signal) {
 
 /// Waits up to a minute for `child` to end (it is killed and the test fails past that).
 fn wait_ended(child: &mut Child) -> (ExitStatus, String) {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut stderr = String::new();
-            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-            return (status, stderr);
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("the program did not end within a minute of its signal");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status = wait_within(child, Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("the program did not end within a minute of its signal"));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    (status, stderr)
 }
 
 fn report(dir: &Path) -> serde_json::Value {

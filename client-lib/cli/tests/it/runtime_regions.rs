@@ -3,16 +3,15 @@
 //! in this process (the program waits at start, a histogram and a static count go in, the
 //! program halts at the region's end, the results are read).
 
-mod capture_support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use capture_support::{
+use epcache_shm::layout::{Aggregation, Boundary, Mode, RequestSpec, RequestTarget, TargetState};
+
+use crate::capture_support::{
     available, build_gauss_regions, epcache_cc, kernel, region, run_to, run_with_report,
     runtime_built, start_waiting, structure,
 };
-use epcache_shm::layout::{Aggregation, Boundary, Mode, RequestSpec, RequestTarget, TargetState};
 
 /// The EP-Cache paper's first-level cache for the Gauss study.
 const PAPER_L1: &str = "D1=8K,2,32;LL=1M,8,64";

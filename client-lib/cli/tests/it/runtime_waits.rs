@@ -2,13 +2,12 @@
 //! up after its time, with no segment it says it does not wait, and a target halted at a
 //! halting point goes on by itself once its tool has gone (detached, as a killed tool is).
 
-mod capture_support;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use capture_support::{build_gauss_regions, run_to, start_waiting};
 use epcache_shm::layout::Boundary;
+
+use crate::capture_support::{build_gauss_regions, run_to, start_waiting};
 
 #[test]
 fn a_start_wait_with_no_tool_gives_up_and_says_so() {

@@ -2,19 +2,18 @@
 //! writes no report over the parent's, and its exit neither marks the parent's segment exited
 //! nor removes the parent's discovery record.
 
-mod capture_support;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use capture_support::{
-    available, epcache_cc, kernel, region, runtime_built, structure, wait_within,
-};
 use epcache_shm::discovery;
 use epcache_shm::layout::TargetState;
 use epcache_shm::tool::TargetHandle;
+
+use crate::capture_support::{
+    available, epcache_cc, kernel, region, runtime_built, structure, wait_within,
+};
 
 const CACHE: &str = "D1=32K,8,64;LL=1M,16,64";
 /// Elements of `A` in the kernel: each sweep reads and writes every one once.

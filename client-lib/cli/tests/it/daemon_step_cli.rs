@@ -10,10 +10,7 @@ use std::time::{Duration, Instant};
 use daemon_support::*;
 use epcache_client::TargetState;
 
-#[test]
-fn child_role() {
-    daemon_support::child_role();
-}
+use crate::capture_support::wait_within;
 
 /// `epcache ARGS --daemon ADDR`, run to its end off the async workers.
 async fn epcache(daemon: &str, args: &[&str]) -> Output {
@@ -36,16 +33,9 @@ fn slow_target(dir: &std::path::Path) -> Target {
     )
 }
 
-/// Whether the target ran to a normal end within `limit`.
+/// Whether the target ran to a normal end within `limit` (it is killed past that).
 fn runs_to_its_end(target: &mut Target, limit: Duration) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if let Some(status) = target.child.try_wait().unwrap() {
-            return status.success();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    wait_within(&mut target.child, limit).is_some_and(|status| status.success())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

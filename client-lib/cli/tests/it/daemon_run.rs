@@ -7,14 +7,11 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use epcache_test_support::client as daemon_support;
-use epcache_test_support::{artifacts, tools};
+use epcache_test_support::{roles, tools};
 
 use daemon_support::synthetic::{self, A_LINES};
 
-#[test]
-fn child_role() {
-    daemon_support::child_role();
-}
+use crate::capture_support::{self, available, epcache_cc, runtime_built};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_epcache"))
@@ -22,7 +19,7 @@ fn run(args: &[&str]) -> Output {
         .args(args)
         .arg("--")
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .args(roles::rerun_args(roles::CHILD_ROLE_TEST))
         .env(synthetic::ROLE, "target")
         .env(synthetic::ITERATIONS, "2")
         .output()
@@ -107,28 +104,13 @@ fn run_refuses_an_unknown_array_and_the_program_runs_to_its_end() {
 /// Builds `tests/kernels/KERNEL.c` with `epcache cc -- gcc -O1` into `dir/program`; `false`
 /// (SKIPPED, or failed under CI) when gcc or the runtime is missing.
 fn build_kernel(dir: &Path, kernel: &str, program: &str, who: &str) -> bool {
-    if !tools::available("gcc", who) {
+    if !available("gcc", who) || !runtime_built(who) {
         return false;
     }
-    let Some(runtime) = artifacts::runtime_library(Path::new(env!("CARGO_BIN_EXE_epcache"))) else {
-        return tools::skipped(&format!(
-            "{who}: no libepcache_monitor.a; run `cargo build -p epcache-monitor`"
-        ));
-    };
-    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/kernels")
-        .join(format!("{kernel}.c"));
-    let built = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .env("EPCACHE_RUNTIME", runtime)
-        .args(["cc", "--", "gcc", "-O1", "-o"])
-        .arg(dir.join(program))
-        .arg(source)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
+    let source = capture_support::kernel(&format!("{kernel}.c"));
+    epcache_cc(
+        dir,
+        &["gcc", "-O1", "-o", program, source.to_str().unwrap()],
     );
     true
 }

@@ -4,12 +4,10 @@
 //! the kernel's hand counts and against the same build calling its hooks, and the global named
 //! from clang's DWARF 5.
 
-mod capture_support;
-
 use std::path::Path;
 
-use capture_support::{
-    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
+use crate::capture_support::{
+    self, available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
 };
 
 const SMALL_L1: &str = "D1=4K,4,64";

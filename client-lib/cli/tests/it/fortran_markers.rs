@@ -3,11 +3,9 @@
 //! subroutines as function regions, module arrays named from DWARF, an ALLOCATABLE array
 //! registered by the program, and every kernel's reads and writes equal to hand counts.
 
-mod capture_support;
-
 use std::path::{Path, PathBuf};
 
-use capture_support::{
+use crate::capture_support::{
     available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
 };
 

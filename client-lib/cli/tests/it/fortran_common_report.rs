@@ -1,8 +1,8 @@
 //! A Fortran COMMON block through `epcache cc -- gfortran` and the standalone report: its two members are two data structures, `blk::x` and `blk::y`, of 8000 bytes each, and each member's reads and writes (hand counts) are attributed to it, whichever of the two subroutines declaring the block made them.
 
-mod capture_support;
-
-use capture_support::{available, epcache_cc, region, run_with_report, runtime_built, structure};
+use crate::capture_support::{
+    available, epcache_cc, region, run_with_report, runtime_built, structure,
+};
 
 /// `/blk/` declared in two subroutines, in Fortran's two spellings. At -O0 every array
 /// reference is a load or store; the loop indices are non-escaping locals gcc does not

@@ -3,14 +3,13 @@
 //! module's `real a(100,100)` (column-major, from 1) and `w(-2:2,0:3)`, as a tool reads them from
 //! the running program's data-structure table and as the standalone report writes them.
 
-mod capture_support;
-
 use std::time::Duration;
 
-use capture_support::{
-    available, epcache_cc, region, run_with_report, runtime_built, start_waiting, structure,
-};
 use epcache_shm::layout::{DataStructureKind, Dimension, Shape};
+
+use crate::capture_support::{
+    self, available, epcache_cc, region, run_with_report, runtime_built, start_waiting, structure,
+};
 
 const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
 

@@ -7,12 +7,10 @@
 //! reported unbound, and a file the program has no code in is refused before the program runs
 //! on, with the nearest files.
 
-mod capture_support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
+use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
 
 const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
 const PROGRAM: &str = "heap_request";

@@ -1,13 +1,11 @@
 //! `epcache cc` end to end: real gcc and gfortran build small kernels with capture, the programs
 //! run with `EPCACHE_REPORT`, and the report's counts are checked against hand counts.
 
-mod capture_support;
-
 use std::path::Path;
 use std::process::Command;
 
-use capture_support::{
-    available, epcache_cc, kernel, run_with_report, runtime_built, runtime_library,
+use crate::capture_support::{
+    self, available, epcache_cc, kernel, run_with_report, runtime_built, runtime_library,
 };
 
 /// A first-level cache smaller than the kernels' 16 KB array, so the read sweep after the write

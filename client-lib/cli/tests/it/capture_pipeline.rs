@@ -5,13 +5,11 @@
 //! of a sweep; and a heap array another thread frees keeps the writes made before the free,
 //! however late they are simulated.
 
-mod capture_support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use capture_support::{
+use crate::capture_support::{
     available, epcache_cc, kernel, region, runtime_built, skipped, static_libc_available,
     structure, wait_within,
 };
