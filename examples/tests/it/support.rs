@@ -348,8 +348,10 @@ pub(crate) fn assert_program_agrees_with_cachegrind(report: &Report, cg: &CgRun,
 }
 
 /// The newest epcache-monitor rlib cargo built for this test run (the Rust capture programs link
-/// it; a copy beside the binaries may be stale).
+/// it; a copy beside the binaries may be stale). Chosen once [`epcache`]'s build is done: the
+/// tests of this binary run side by side, and that build may be writing one.
 pub(crate) fn monitor_rlib() -> PathBuf {
+    epcache();
     epcache_test_support::artifacts::newest_in_deps(&profile_dir(), "libepcache_monitor-", ".rlib")
         .expect("cargo builds the epcache-monitor rlib for these tests")
 }
