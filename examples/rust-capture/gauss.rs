@@ -7,7 +7,7 @@
 //! no function entry hooks, so the two eliminations are the marker regions `gauss_original` and
 //! `gauss_optimised`.
 //!
-//! Built by `examples/tests/gauss.rs` with rustc and the sancov flags; see
+//! Built by `examples/tests/it/gauss.rs` with rustc and the sancov flags; see
 //! `examples/rust-capture/sum.rs` for building such a program with cargo.
 
 use std::hint::black_box;

@@ -1,7 +1,7 @@
 //! A Rust kernel built with SanitizerCoverage load/store tracing and linked with epcache-monitor:
 //! the compiler calls `__sanitizer_cov_load4`/`__sanitizer_cov_store4` for the array's accesses.
 //!
-//! Built by `examples/tests/rust_capture.rs` (rustc directly), or in a crate with
+//! Built by `examples/tests/it/rust_capture.rs` (rustc directly), or in a crate with
 //! `cargo rustc --bin <name> -- <the sancov flags>` (see README.md): only the final crate may be
 //! instrumented, never epcache-monitor itself, whose hooks would otherwise call themselves.
 

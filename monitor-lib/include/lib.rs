@@ -1,6 +1,6 @@
 //! The runtime's C ABI for C, C++ and Fortran programs, as `epcache cc` installs it: the C
 //! header `epcache.h` (cbindgen's rendering of `monitor-lib/src/capture/c_abi.rs`, which the
-//! runtime's `tests/c_header.rs` keeps current) and the `epcache` Fortran module binding the
+//! runtime's `tests/it/c_header.rs` keeps current) and the `epcache` Fortran module binding the
 //! same functions.
 //!
 //! The files live beside this crate's one source file, where a C build can also point `-I`.

@@ -9,6 +9,8 @@
 //! - [`cachegrind`]: real Cachegrind and lackey runs and their counts, and the cache shapes
 //!   written for both Cachegrind and epcache;
 //! - [`artifacts`]: the runtime's staticlib and rlib cargo built for this test run;
+//! - [`captured`]: `epcache cc` builds, and captured runs with the standalone report;
+//! - [`roles`]: a test binary run again as a child process playing one test's part;
 //! - `synthetic` (feature `synthetic`): a monitored program built on the MCC directly, with
 //!   counts worked out by hand;
 //! - `processes` (feature `daemon`): the test binary re-run as that program, and a daemon on
@@ -23,11 +25,13 @@
 
 pub mod artifacts;
 pub mod cachegrind;
+pub mod captured;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "daemon")]
 pub mod processes;
 pub mod rng;
+pub mod roles;
 #[cfg(feature = "synthetic")]
 pub mod synthetic;
 pub mod tools;

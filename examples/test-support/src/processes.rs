@@ -4,15 +4,16 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use epcache_daemon::{Config, DaemonHandle};
 
-use crate::synthetic;
+use crate::{roles, synthetic};
 
 /// Plays the synthetic program when the test binary was started as one; a no-op otherwise.
-/// Each test file calls it from a `#[test] fn child_role()`.
+/// Each crate's `tests/it/main.rs` calls it from its root `#[test] fn child_role()`
+/// ([`roles::CHILD_ROLE_TEST`]).
 pub fn child_role() {
     if std::env::var(synthetic::ROLE).as_deref() == Ok("target") {
         synthetic::run_target();
@@ -54,8 +55,7 @@ impl Drop for Target {
 /// Starts the synthetic program with `env` (see [`synthetic`]) announcing itself in `runtime_dir`,
 /// and returns once its segment exists.
 pub fn spawn_target(runtime_dir: &Path, env: &[(&str, &str)]) -> Target {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+    let mut child = roles::rerun(roles::CHILD_ROLE_TEST)
         .env(synthetic::ROLE, "target")
         .env("EPCACHE_RUNTIME_DIR", runtime_dir)
         .envs(env.iter().copied())
@@ -72,7 +72,11 @@ pub fn spawn_target(runtime_dir: &Path, env: &[(&str, &str)]) -> Target {
         }
     }
     let status = child.wait();
-    panic!("the synthetic target never became ready ({status:?})");
+    panic!(
+        "the synthetic target never became ready ({status:?}); does this crate's \
+         tests/it/main.rs define `#[test] fn {}()` at its root?",
+        roles::CHILD_ROLE_TEST
+    );
 }
 
 /// A daemon watching `runtime_dir` and listening on its socket, `runtime_dir/epcached.sock`.

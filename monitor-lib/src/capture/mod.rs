@@ -6,7 +6,7 @@
 //! # Layers
 //!
 //! The modules form layers. A module uses only modules of its own layer or below, never one
-//! above, and within a layer only those listed after it (`examples/tests/repo_tidy.rs` checks
+//! above, and within a layer only those listed after it (`examples/tests/it/repo_tidy.rs` checks
 //! both against this list). From the top:
 //!
 //! 1. **Entry points**, where the program calls in: `tsan_abi` (the `__tsan_*` hooks),

@@ -1,4 +1,4 @@
-! Gauss elimination and back substitution (Fortran 90) for tests/fortran_markers.rs: module
+! Gauss elimination and back substitution (Fortran 90) for tests/it/fortran_markers.rs: module
 ! arrays with TARGET, two subroutines, epcache marker regions around their calls, and the
 ! solution in an ALLOCATABLE array registered with epcache_register. Line numbers of the
 ! epcache_region_begin calls are asserted by the test; keep them when editing.

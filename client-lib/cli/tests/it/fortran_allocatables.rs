@@ -1,0 +1,161 @@
+//! Fortran ALLOCATABLE and POINTER module arrays are their data (issue 25): `fields::u` was its
+//! 88-byte descriptor, and its heap block a separate `prog.f90:32` structure. Built with
+//! `epcache cc -- gfortran`, the report names `fields::u` with the bytes each region used (it is
+//! deallocated and allocated again at another size and other bounds in between) and the reads
+//! and writes counted by hand, and no allocation site; requests on `fields::u` and `fields::p`,
+//! placed before the program allocated anything, give histograms whose sums are the static
+//! counts in the report of the same run (a block's address, and so the lines it straddles, may
+//! differ from run to run).
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::capture_support::{
+    available, epcache_cc, kernel, region, run_with_report, runtime_built, structure,
+};
+
+const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
+const PROGRAM: &str = "allocatable_module";
+/// `allocatable_module.f90`'s sizes: `u(1:N1)`, then `u(0:N2-1)`, and `p(1:NP)` (doubles, each
+/// larger than the L1, so the sweeps miss alike with and without the code before them simulated).
+const N1: u64 = 2000;
+const N2: u64 = 3000;
+const NP: u64 = 2048;
+
+fn build(dir: &Path) -> bool {
+    if !available("gfortran", "fortran_allocatables") || !runtime_built("fortran_allocatables") {
+        return false;
+    }
+    let source = kernel("allocatable_module.f90");
+    // -O0 keeps every array reference of the source a load or store: the hand counts are the
+    // source's.
+    epcache_cc(
+        dir,
+        &["gfortran", "-O0", source.to_str().unwrap(), "-o", PROGRAM],
+    );
+    true
+}
+
+fn event(value: &serde_json::Value, name: &str) -> u64 {
+    value["events"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {name} in {value}"))
+}
+
+/// Reads and writes of a structure in a region.
+fn reads_writes(value: &serde_json::Value) -> (u64, u64) {
+    (event(value, "PAPI_L1_DCR"), event(value, "PAPI_L1_DCW"))
+}
+
+fn dims(value: &serde_json::Value) -> Vec<(i64, u64)> {
+    value["shape"]["dimensions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no shape in {value}"))
+        .iter()
+        .map(|d| (d["lower"].as_i64().unwrap(), d["extent"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn allocatable_and_pointer_arrays_are_named_and_measured_over_their_data() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path()) {
+        return;
+    }
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join(PROGRAM), CACHE);
+    // u(0) + u(N2-1) + p(NP): 2 * 3 + 2 * 3 + 1.5 * 2.
+    assert_eq!(stdout.trim(), "15.0");
+
+    let first = structure(region(&report, "first_sweep"), "fields::u");
+    assert_eq!(first["kind"], "allocatable", "{first}");
+    assert_eq!(first["bytes"], 8 * N1, "u(1:N1) in first_sweep: {first}");
+    assert_eq!(dims(first), [(1, N1)]);
+    assert_eq!(first["shape"]["element_bytes"], 8);
+    assert_eq!(first["shape"]["column_major"], true);
+    assert_eq!(reads_writes(first), (N1, N1));
+
+    let second = structure(region(&report, "second_sweep"), "fields::u");
+    assert_eq!(
+        second["bytes"],
+        8 * N2,
+        "u(0:N2-1) in second_sweep: {second}"
+    );
+    assert_eq!(dims(second), [(0, N2)]);
+    assert_eq!(reads_writes(second), (N2, N2));
+
+    let p = structure(region(&report, "touch_pointer"), "fields::p");
+    assert_eq!(p["kind"], "allocatable", "{p}");
+    assert_eq!(p["bytes"], 8 * NP);
+    assert_eq!(dims(p), [(1, NP)]);
+    assert_eq!(reads_writes(p), (NP, NP));
+
+    // Over the run: each array filled once per allocation, swept, and read by the print.
+    let program = region(&report, "program");
+    let u = structure(program, "fields::u");
+    assert_eq!(u["bytes"], 8 * N2, "the larger allocation");
+    assert_eq!(reads_writes(u), (N1 + N2 + 2, 2 * (N1 + N2)));
+    assert_eq!(
+        reads_writes(structure(program, "fields::p")),
+        (NP + 1, 2 * NP)
+    );
+    // The blocks are the arrays': no allocation site of the program's is a structure of its own.
+    let sites: Vec<&serde_json::Value> = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["data_structures"].as_array().unwrap())
+        .filter(|d| d["kind"] == "alloc_site")
+        .collect();
+    assert!(sites.is_empty(), "{sites:#?}");
+
+    // Requests placed while the program waits at start, before its first ALLOCATE: each binds
+    // when its region is entered, `fields::u` in second_sweep to the array's second
+    // allocation.
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE, "--all-regions"])
+        .args(["--region", "first_sweep", "--array", "fields::u"])
+        .args(["--event", "PAPI_L1_LDM"])
+        .args(["--region", "second_sweep", "--array", "fields::u"])
+        .args(["--event", "PAPI_L1_LDM"])
+        .args(["--region", "touch_pointer", "--array", "fields::p"])
+        .args(["--event", "PAPI_L1_LDM", "--buckets", "8", "--json", "--"])
+        .arg(dir.path().join(PROGRAM))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+    let documents: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let (results, report) = (&documents[0], &documents[1]);
+    for (i, (region_name, array, bytes)) in [
+        ("first_sweep", "fields::u", 8 * N1),
+        ("second_sweep", "fields::u", 8 * N2),
+        ("touch_pointer", "fields::p", 8 * NP),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let result = &results[i];
+        let expected = event(structure(region(report, region_name), array), "PAPI_L1_LDM");
+        assert!(expected > 0);
+        assert_eq!(result["request"]["binding"], "bound", "{result:#}");
+        assert_eq!(result["request"]["data_structure"]["name"], array);
+        assert_eq!(result["request"]["data_structure"]["kind"], "allocatable");
+        let range = &result["request"]["range"];
+        assert_eq!(
+            range["end"].as_u64().unwrap() - range["start"].as_u64().unwrap(),
+            bytes,
+            "{region_name}: {result:#}"
+        );
+        let buckets = result["buckets"].as_array().unwrap();
+        assert_eq!(buckets.len(), 8, "{region_name}");
+        let sum: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+        assert_eq!(sum, expected, "{region_name}: {result:#}");
+    }
+}

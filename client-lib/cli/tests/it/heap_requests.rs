@@ -1,0 +1,226 @@
+//! Heap arrays requested by allocation site before the program allocates them (issue 25): with
+//! `epcache run --array FILE:LINE` the request waits in the program, binds there to the block
+//! allocated at that line when the region is entered, and gives the histogram whose sum is the
+//! array's static count in the standalone report of the same run (`--all-regions`: a block's
+//! address, and so the lines it straddles, may differ from run to run); `--site-block largest`
+//! binds to a site's largest block rather than its latest; a site that never allocated is
+//! reported unbound, and a file the program has no code in is refused before the program runs
+//! on, with the nearest files.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
+
+const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
+const PROGRAM: &str = "heap_request";
+/// `heap_request.c`'s lines: `malloc` in `vector` (called for a large then a small block), the
+/// array `a`, and a block allocated only with more than four arguments.
+const VECTOR_LINE: u32 = 10;
+const A_LINE: u32 = 21;
+const NEVER_LINE: u32 = 31;
+/// `heap_request.c`'s N: doubles in `a` and in the large block.
+const N: u64 = 20_000;
+
+fn build(dir: &Path) -> bool {
+    if !available("gcc", "heap_requests") || !runtime_built("heap_requests") {
+        return false;
+    }
+    let source = kernel("heap_request.c");
+    epcache_cc(
+        dir,
+        &["gcc", "-O1", source.to_str().unwrap(), "-o", PROGRAM],
+    );
+    true
+}
+
+/// `epcache run --cache CACHE ARGS --json -- ./heap_request` (add `--all-regions` for the
+/// standalone report after the results).
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE])
+        .args(args)
+        .args(["--json", "--"])
+        .arg(dir.join(PROGRAM))
+        .output()
+        .unwrap()
+}
+
+/// The JSON documents `epcache run --json` prints after the program's line: the results, then
+/// with `--all-regions` the standalone report.
+fn documents(out: &Output) -> Vec<serde_json::Value> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("no results in {stdout}\n{}", stderr(out)));
+    serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn results(out: &Output) -> serde_json::Value {
+    documents(out).swap_remove(0)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn bucket_sum(result: &serde_json::Value) -> u64 {
+    result["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn a_heap_array_is_requested_by_its_allocation_site_before_it_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path()) {
+        return;
+    }
+    let site = format!("{PROGRAM}.c:{A_LINE}");
+    // The program waits at start, before main allocates anything: the request waits too.
+    let out = run(
+        dir.path(),
+        &[
+            "--all-regions",
+            "--region",
+            "scale",
+            "--array",
+            &site,
+            "--event",
+            "PAPI_L1_LDM",
+            "--buckets",
+            "8",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let documents = documents(&out);
+    let (result, report) = (&documents[0][0], &documents[1]);
+    let scale = region(report, "scale");
+    let expected = structure(scale, &site)["events"]["PAPI_L1_LDM"]
+        .as_u64()
+        .unwrap();
+    assert!(expected > 0, "{scale:#}");
+    assert_eq!(result["request"]["binding"], "bound", "{result:#}");
+    assert_eq!(result["request"]["data_structure"]["name"], site);
+    assert_eq!(result["buckets"].as_array().unwrap().len(), 8);
+    assert_eq!(bucket_sum(result), expected, "{result:#}");
+    assert_eq!(result["total"], expected);
+    // The buckets cover the block the site allocated.
+    let range = &result["request"]["range"];
+    assert_eq!(
+        range["end"].as_u64().unwrap() - range["start"].as_u64().unwrap(),
+        8 * N
+    );
+}
+
+#[test]
+fn a_sites_largest_or_latest_block_is_measured_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path()) {
+        return;
+    }
+    let site = format!("{PROGRAM}.c:{VECTOR_LINE}");
+    let request = |block: &str| {
+        let out = run(
+            dir.path(),
+            &[
+                "--all-regions",
+                "--region",
+                "scale",
+                "--array",
+                &site,
+                "--event",
+                "PAPI_L1_LDM",
+                "--buckets",
+                "4",
+                "--site-block",
+                block,
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let documents = documents(&out);
+        // `scale` touches the large block of the site, never the small one allocated after it.
+        let expected = structure(region(&documents[1], "scale"), &site)["events"]["PAPI_L1_LDM"]
+            .as_u64()
+            .unwrap();
+        assert!(expected > 0);
+        (documents[0][0].clone(), expected)
+    };
+    let (largest, expected) = request("largest");
+    assert_eq!(largest["request"]["site_block"], "largest");
+    assert_eq!(bucket_sum(&largest), expected, "{largest:#}");
+    let range = &largest["request"]["range"];
+    assert_eq!(
+        range["end"].as_u64().unwrap() - range["start"].as_u64().unwrap(),
+        8 * N
+    );
+    let (latest, _) = request("latest");
+    assert_eq!(latest["request"]["binding"], "bound");
+    assert_eq!(bucket_sum(&latest), 0, "the small block: {latest:#}");
+    let range = &latest["request"]["range"];
+    assert_eq!(
+        range["end"].as_u64().unwrap() - range["start"].as_u64().unwrap(),
+        8 * N / 2
+    );
+}
+
+#[test]
+fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path()) {
+        return;
+    }
+    let never = format!("{PROGRAM}.c:{NEVER_LINE}");
+    let out = run(
+        dir.path(),
+        &[
+            "--region",
+            "scale",
+            "--array",
+            &never,
+            "--event",
+            "PAPI_L1_LDM",
+            "--buckets",
+            "8",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "a request stayed unbound: no block of at least 4096 bytes allocated at {never} was live when scale was entered"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let result = &results(&out)[0];
+    assert_eq!(result["available"], false);
+    assert_eq!(result["request"]["binding"], "waiting", "{result:#}");
+    assert_eq!(result["request"]["allocation_site"]["line"], NEVER_LINE);
+
+    let out = run(
+        dir.path(),
+        &[
+            "--region",
+            "scale",
+            "--array",
+            "heap_requst.c:21",
+            "--event",
+            "PAPI_L1_LDM",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let said = stderr(&out);
+    assert!(
+        said.contains("no source file for allocation site `heap_requst.c:21`")
+            && said.contains("nearest: heap_request.c"),
+        "{said}"
+    );
+    // The program ran to its end, unmonitored.
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("39998 "));
+}

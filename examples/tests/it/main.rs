@@ -1,0 +1,15 @@
+//! epcache-examples' integration tests, one binary: the seed studies reproduced against
+//! Cachegrind and the papers (`gauss.rs`, `gauss_explicit.rs`, `metric_mm.rs`, `metric_adi.rs`,
+//! `cache_reuse.rs`, `phases.rs`, `online.rs`), captured Rust (`rust_capture.rs`), and the
+//! repository's own rules (`repo_tidy.rs`). `support.rs` builds and runs the example programs.
+
+mod cache_reuse;
+mod gauss;
+mod gauss_explicit;
+mod metric_adi;
+mod metric_mm;
+mod online;
+mod phases;
+mod repo_tidy;
+mod rust_capture;
+mod support;

@@ -1,0 +1,163 @@
+//! What the types of real gcc- and gfortran-built globals say: the shapes of fixed-size arrays
+//! (C's row-major `double a[100][50]` from 0, Fortran's column-major `real a(100,100)` from 1 and
+//! `w(-2:2,0:3)`), and for ALLOCATABLE and POINTER arrays the descriptor, whose expressions,
+//! evaluated over a descriptor laid out as gfortran lays it out, give the data and its bounds.
+
+use epcache_symbols::{ArrayShape, DebugInfo, Extent};
+
+use crate::programs::{build, only};
+
+/// Why the tests build programs, when the compiler is missing.
+const ARRAY_SHAPE_PROGRAM: &str = "to build the array-shape test program";
+
+const C_PROGRAM: &str = r#"double a[100][50];
+int v[7];
+struct point { double x, y; } points[3];
+int scalar = 3;
+int main(void) { a[1][2] = v[3] + points[1].y + scalar; return (int)a[1][2]; }
+"#;
+
+const FORTRAN_PROGRAM: &str = r#"module shapes
+  implicit none
+  real :: a(100,100)
+  real(8) :: w(-2:2, 0:3)
+  real(8), allocatable :: u(:,:)
+  real(8), pointer :: p(:) => null()
+end module
+
+program use_shapes
+  use shapes
+  implicit none
+  allocate(u(0:9, 3:12))
+  allocate(p(500))
+  a(1,1) = 1.0
+  w(0,0) = 2.0d0
+  u(0,3) = 3.0d0
+  p(1) = 4.0d0
+  print *, a(1,1) + w(0,0) + u(0,3) + p(1)
+end program
+"#;
+
+fn extents(dims: &[(i64, u64)]) -> Vec<Extent> {
+    dims.iter()
+        .map(|&(lower, count)| Extent { lower, count })
+        .collect()
+}
+
+#[test]
+fn c_arrays_are_row_major_from_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(
+        dir.path(),
+        &["gcc", "-g", "-O0"],
+        "shapes.c",
+        C_PROGRAM,
+        ARRAY_SHAPE_PROGRAM,
+    ) else {
+        return;
+    };
+    let info = DebugInfo::load(&exe).unwrap();
+    let a = only(&info, "a");
+    assert_eq!(
+        a.shape,
+        Some(ArrayShape {
+            element_bytes: 8,
+            dims: extents(&[(0, 100), (0, 50)]),
+            column_major: false,
+        })
+    );
+    assert_eq!(a.size, 8 * 100 * 50);
+    assert_eq!(
+        only(&info, "v").shape,
+        Some(ArrayShape {
+            element_bytes: 4,
+            dims: extents(&[(0, 7)]),
+            column_major: false,
+        })
+    );
+    // An array of structures: one element is one structure.
+    assert_eq!(
+        only(&info, "points").shape.as_ref().unwrap().element_bytes,
+        16
+    );
+    assert_eq!(only(&info, "scalar").shape, None);
+    assert!(info.globals.iter().all(|g| g.descriptor.is_none()));
+}
+
+#[test]
+fn fortran_arrays_are_column_major_and_allocatables_have_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(
+        dir.path(),
+        &["gfortran", "-g", "-O0"],
+        "shapes.f90",
+        FORTRAN_PROGRAM,
+        ARRAY_SHAPE_PROGRAM,
+    ) else {
+        return;
+    };
+    let info = DebugInfo::load(&exe).unwrap();
+    assert_eq!(
+        only(&info, "shapes::a").shape,
+        Some(ArrayShape {
+            element_bytes: 4,
+            dims: extents(&[(1, 100), (1, 100)]),
+            column_major: true,
+        })
+    );
+    assert_eq!(
+        only(&info, "shapes::w").shape,
+        Some(ArrayShape {
+            element_bytes: 8,
+            dims: extents(&[(-2, 5), (0, 4)]),
+            column_major: true,
+        })
+    );
+
+    // `u` as gfortran lays out its descriptor after `allocate(u(0:9, 3:12))`: base_addr,
+    // offset, dtype (elem_len, then version, rank, type, attribute), span, then stride, lower
+    // and upper bound per dimension.
+    let u = only(&info, "shapes::u");
+    assert_eq!(u.shape, None);
+    let descriptor = u
+        .descriptor
+        .as_ref()
+        .expect("an allocatable has a descriptor");
+    assert!(!descriptor.pointer);
+    assert_eq!(u.size, 40 + 24 * 2, "the symbol is the descriptor");
+    let words = [0x7f00_0000, 0, 8, 0x0302_0000_0000, 8, 1, 0, 9, 10, 3, 12];
+    let read = read_words(0x5000, &words);
+    let array = descriptor.array(0x5000, &read).unwrap();
+    assert_eq!(array.start, 0x7f00_0000);
+    assert_eq!(array.bytes, 8 * 10 * 10);
+    assert_eq!(array.shape.dims, extents(&[(0, 10), (3, 10)]));
+    assert!(array.shape.column_major);
+    // Unallocated: base_addr 0.
+    let mut unallocated = words;
+    unallocated[0] = 0;
+    assert_eq!(
+        descriptor.array(0x5000, &read_words(0x5000, &unallocated)),
+        None
+    );
+
+    let p = only(&info, "shapes::p");
+    let descriptor = p
+        .descriptor
+        .as_ref()
+        .expect("a pointer array has a descriptor");
+    assert!(descriptor.pointer);
+    let words = [0x6000_0000, 0, 8, 0x0301_0000_0000, 8, 1, 1, 500];
+    let array = descriptor
+        .array(0x9000, &read_words(0x9000, &words))
+        .unwrap();
+    assert_eq!((array.start, array.bytes), (0x6000_0000, 4000));
+    assert_eq!(array.shape.dims, extents(&[(1, 500)]));
+}
+
+/// Reads the little-endian words at `base` and on, and nothing else.
+fn read_words(base: u64, words: &[u64]) -> impl Fn(u64, u8) -> Option<u64> + '_ {
+    move |addr, size| {
+        let i = usize::try_from(addr.checked_sub(base)? / 8).ok()?;
+        (size == 8 && addr % 8 == 0).then_some(*words.get(i)?)
+    }
+}
