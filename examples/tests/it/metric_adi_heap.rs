@@ -21,11 +21,7 @@
 //!   the heap layout loses them between the interchanged loops (1.02). Both are within these
 //!   bounds (1% for the loops' edges) and the paper's 0.75 to 1.25 for the kernel.
 
-// This file uses no Cachegrind run, which the shared module re-exports.
-#[allow(unused_imports)]
-mod support;
-
-use support::{Build, L1, Shape, assert_within};
+use crate::support::{self, Build, L1, Shape, assert_within};
 
 const WHO: &str = "METRIC ADI heap reproduction";
 const N: u64 = 800;

@@ -22,13 +22,9 @@
 //! Heap blocks below 4096 bytes are not named, so in C b and x (400 bytes) count in the regions
 //! only; a Fortran allocatable is named whatever its size.
 
-// This file uses no Cachegrind run, which the shared module re-exports.
-#[allow(unused_imports)]
-mod support;
-
 use std::ops::RangeInclusive;
 
-use support::{Build, L1, Shape};
+use crate::support::{self, Build, L1, Shape};
 
 const WHO: &str = "gauss heap reproduction";
 

@@ -14,14 +14,10 @@
 //! The cache is online.rs's (32 KB 8-way 64 B-line L1): see heat.c for the hand counts. The grids
 //! are line-aligned, so a row of U is 32 whole lines as there.
 
-// This file uses no Cachegrind run, which the shared module re-exports.
-#[allow(unused_imports)]
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use support::{Build, Shape};
+use crate::support::{self, Build, Shape};
 
 const WHO: &str = "tool programs on heap arrays";
 const ROW_BYTES: u64 = 256 * 8;
