@@ -144,3 +144,65 @@ fn an_unknown_wrapper_name_is_warned_about() {
     assert!(!stderr.contains("`alloc_array`"), "{stderr}");
     assert_three_contexts(&report, "alloc_wrappers.c:22", "with a misspelt name");
 }
+
+/// A request names a block by the line that asked for it, before the program has allocated it
+/// (`epcache run` starts it waiting), through an inlined wrapper: it binds to that line's block
+/// alone, and the bound structure carries its context.
+#[test]
+fn a_request_names_the_asking_line_before_the_block_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), &["-O2", "-DWRAPPER_ATTR="]) {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args([
+            "run",
+            "--cache",
+            CACHE,
+            "--all-regions",
+            "--region",
+            "sweep",
+        ])
+        .args([
+            "--array",
+            ASKING[1],
+            "--event",
+            "PAPI_L1_DCR",
+            "--buckets",
+            "4",
+        ])
+        .args(["--json", "--"])
+        .arg(dir.path().join("program"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{stderr}"));
+    let documents: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let (result, report) = (&documents[0][0], &documents[1]);
+    assert_eq!(result["request"]["binding"], "bound", "{result:#}");
+    let bound = &result["request"]["data_structure"];
+    assert_eq!(bound["name"], ASKING[1], "{result:#}");
+    let context: Vec<&str> = bound["context"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no context: {bound:#}"))
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert_eq!(
+        context[..2],
+        ["alloc_wrappers.c:22", ASKING[1]],
+        "{context:?}"
+    );
+    let expected = structure(region(report, "sweep"), ASKING[1])["events"]["PAPI_L1_DCR"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(expected, N);
+    assert_eq!(result["total"], expected, "{result:#}");
+}
