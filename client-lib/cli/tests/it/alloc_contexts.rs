@@ -4,12 +4,10 @@
 //! -O2, with the wrapper kept out of line or inlined into `main`, whether or not
 //! `EPCACHE_ALLOC_WRAPPERS` names it; each carries its context from the allocator's call out.
 
-mod capture_support;
-
 use std::path::Path;
 use std::process::Command;
 
-use capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
+use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
 
 const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
 /// Doubles per array (the fixture's N).
