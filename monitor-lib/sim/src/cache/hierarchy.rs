@@ -1225,6 +1225,7 @@ mod tests {
             replacement: Replacement::Lru,
             write: WritePolicy::WriteBack,
             inclusive: false,
+            sharing: Default::default(),
         }
     }
 
