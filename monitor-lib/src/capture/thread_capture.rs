@@ -86,13 +86,15 @@ impl ThreadCapture {
     /// while the core is away.
     pub(super) fn new(core: Core, finder: StructureFinder) -> ThreadCapture {
         let line_bits = core.counting.line_bits;
+        // A core of a machine simulates every access in the order it happens (`cores.rs`).
+        let ships = standalone() && worker::enabled() && core.machine_core.is_none();
         ThreadCapture {
             core: Some(Box::new(core)),
             shared: None,
             in_flight: 0,
             spares: None,
             counts: standalone(),
-            ships: standalone() && worker::enabled(),
+            ships,
             free: Vec::new(),
             finder,
             line_bits,
