@@ -103,6 +103,14 @@ fn lock_step_threads_count_exactly_the_hand_computed_coherence_events() {
         assert_eq!(event(same, &format!("EPC_L{level}_TSM")), TURNS - 2);
         assert_eq!(event(same, &format!("EPC_L{level}_FSM")), 0);
     }
+    // One row per thread, without an OpenMP number (no OpenMP here), on cores 0 and 1 in some
+    // order (main took core 0, the two threads cores 1 and 0 as they started).
+    assert_eq!(turns["threads"], 2);
+    let rows = turns["per_thread"].as_array().expect("rows per thread");
+    assert!(rows.iter().all(|r| r.get("openmp_thread").is_none()), "{rows:#?}");
+    let mut cores: Vec<u64> = rows.iter().map(|r| r["core"].as_u64().unwrap()).collect();
+    cores.sort_unstable();
+    assert_eq!(cores, [0, 1]);
     // The whole run holds them, and main's reads after the join on top: at most one more
     // coherence miss per line, none of them an invalidation.
     let all = program_events(&report, "packed");

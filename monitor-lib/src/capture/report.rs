@@ -82,11 +82,36 @@ pub struct ReportRegion {
     pub kind: &'static str,
     /// How many times the region ran (all threads).
     pub instances: u64,
+    /// On how many threads it ran (for `program`, how many threads were simulated).
+    pub threads: u32,
+    /// When it ran on more than one thread: each thread's instances and counts (its data
+    /// structures' are in `data_structures`, summed), in the order threads started capturing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_thread: Vec<ReportThread>,
     /// Event name to count, everything simulated while the region was open (nested regions
     /// included).
     pub events: BTreeMap<String, u64>,
     /// Counts of the accesses to each data structure touched in the region.
     pub data_structures: Vec<ReportDataStructure>,
+}
+
+/// One thread's part of a region.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportThread {
+    /// The runtime's number for the thread: the order in which it started capturing, from 0.
+    pub thread: u32,
+    /// Its OS thread id (`gettid`; 0 where /proc did not say).
+    pub os_thread_id: u32,
+    /// Its OpenMP thread number, when the program has OpenMP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openmp_thread: Option<u32>,
+    /// Its core of the machine the threads ran on (`EPCACHE_CORES`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<u32>,
+    /// How many times the region ran on this thread.
+    pub instances: u64,
+    /// Event name to count, as the region's.
+    pub events: BTreeMap<String, u64>,
 }
 
 /// One data structure's counts within a region.
@@ -185,6 +210,31 @@ fn add_coherence_events(
             events.insert(format!("EPC_L{}_{suffix}", level + 1), count(level, event));
         }
     }
+}
+
+/// Region `id`'s rows per thread, when more than one thread ran it.
+fn per_thread_rows(
+    standalone: &StandaloneTotals,
+    id: u32,
+    levels: usize,
+    coherence: bool,
+) -> Vec<ReportThread> {
+    let rows: Vec<ReportThread> = standalone
+        .threads
+        .iter()
+        .filter_map(|t| {
+            let (_, instances, counts) = t.regions.iter().find(|(r, n, _)| *r == id && *n > 0)?;
+            Some(ReportThread {
+                thread: t.who.index,
+                os_thread_id: t.who.os_id,
+                openmp_thread: t.who.openmp,
+                core: t.who.core,
+                instances: *instances,
+                events: events_of(counts, levels, coherence),
+            })
+        })
+        .collect();
+    if rows.len() > 1 { rows } else { Vec::new() }
 }
 
 fn kind_of_structure(kind: DataStructureKind) -> &'static str {
@@ -299,6 +349,8 @@ impl CaptureReport {
             line: None,
             kind: "program",
             instances: 1,
+            threads: totals.threads,
+            per_thread: Vec::new(),
             events,
             data_structures: structures_of(&standalone.structures, structures, depth, coherence),
         }];
@@ -317,6 +369,12 @@ impl CaptureReport {
                     RegionKind::Marker => "marker",
                 },
                 instances: counts.instances,
+                threads: standalone
+                    .threads
+                    .iter()
+                    .filter(|t| t.regions.iter().any(|(r, n, _)| r == id && *n > 0))
+                    .count() as u32,
+                per_thread: per_thread_rows(standalone, *id, depth, coherence),
                 events: events_of(&counts.levels, depth, coherence),
                 data_structures: structures_of(&counts.structures, structures, depth, coherence),
             });
@@ -436,6 +494,7 @@ mod tests {
             &StandaloneTotals {
                 regions: Vec::new(),
                 structures: Vec::new(),
+                threads: Vec::new(),
             },
             &[],
             &[],

@@ -173,6 +173,7 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
             core.refresh_filter();
         }
         c.hold();
+        c.note_openmp_number();
     });
     MONITORED.set(MONITORED.get() + 1);
     switches::monitored_region_opened();
