@@ -191,3 +191,58 @@ fn openmp_false_sharing_shows_on_packed_counters_and_not_on_padded_ones() {
         "{packed_loop:#}"
     );
 }
+
+/// A tool's requests count coherence events like any other: through an embedded daemon, a
+/// summed count, one result per thread, and a histogram, of `EPC_L1_FSM` on the lock-step
+/// program's `packed` while the threads take turns (each thread's reads from its second turn
+/// on: 499 each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_count_coherence_events_per_thread_and_in_histograms() {
+    use epcache_client::{Aggregation, Launch, LocalTarget, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let who = "requests_count_coherence_events_per_thread_and_in_histograms";
+    let Some(program) = build(dir.path(), "lockstep_sharing.c", &["-pthread", "-g"], who) else {
+        return;
+    };
+    let mut launch = Launch::new(&program, "coherence-test").cache(MACHINE);
+    launch.env.push(("EPCACHE_CORES".into(), "2".into()));
+    launch.show_output = false;
+    let mut target = LocalTarget::launch(launch).await.unwrap();
+    let pid = target.pid();
+    let placed = target
+        .client()
+        .requests(
+            pid,
+            &[
+                Request::count("take_turns", "packed", "EPC_L1_FSM"),
+                Request::count("take_turns", "packed", "EPC_L1_FSM")
+                    .aggregation(Aggregation::PerThread),
+                Request::histogram("take_turns", "packed", "EPC_L1_FSM", 1),
+                Request::count("take_turns", "same", "EPC_L1_TSM"),
+                Request::count("take_turns", "packed", "PAPI_CA_INV"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(target.run_to_end().await.unwrap().success());
+    let results = target.client().results(pid, &[]).await.unwrap();
+    let result = |i: usize| {
+        results
+            .iter()
+            .find(|r| r.request.id == placed[i].id)
+            .unwrap()
+    };
+    assert_eq!((result(0).total, result(0).instances), (998, 2));
+    let mut rows: Vec<u64> = result(1).threads.iter().map(|r| r.total).collect();
+    rows.sort_unstable();
+    assert_eq!(rows, [499, 499], "{:?}", result(1));
+    assert_eq!(result(2).total, 998);
+    assert_eq!(
+        result(2).buckets.iter().map(|b| b.count).sum::<u64>(),
+        998,
+        "the histogram sums to the static count"
+    );
+    assert_eq!(result(3).total, 998);
+    assert_eq!(result(4).total, 999);
+    target.finish().await.unwrap();
+}
