@@ -389,12 +389,23 @@ mod tests {
         let text = render(&report, Layout::default());
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].contains("INSTANCES  THREADS"), "{text}");
-        assert!(lines[0].ends_with("L1 FALSE SHARING  L1 TRUE SHARING"), "{text}");
-        assert_eq!(words(lines[1]), ["program", "1", "3", "10", "10", "8", "7", "1"]);
-        assert_eq!(words(lines[2]), ["loop", "a.c:9", "2", "2", "10", "10", "8", "7", "1"]);
+        assert!(
+            lines[0].ends_with("L1 FALSE SHARING  L1 TRUE SHARING"),
+            "{text}"
+        );
+        assert_eq!(
+            words(lines[1]),
+            ["program", "1", "3", "10", "10", "8", "7", "1"]
+        );
+        assert_eq!(
+            words(lines[2]),
+            ["loop", "a.c:9", "2", "2", "10", "10", "8", "7", "1"]
+        );
         assert_eq!(
             words(lines[3]),
-            ["thread", "1", "(omp", "0,", "core", "1)", "1", "10", "10", "8", "3", "1"]
+            [
+                "thread", "1", "(omp", "0,", "core", "1)", "1", "10", "10", "8", "3", "1"
+            ]
         );
         assert_eq!(words(lines[4])[..2], ["thread", "2"]);
         assert_eq!(words(lines[5]), ["packed", "10", "10", "8", "7", "1"]);

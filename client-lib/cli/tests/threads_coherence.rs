@@ -107,7 +107,10 @@ fn lock_step_threads_count_exactly_the_hand_computed_coherence_events() {
     // order (main took core 0, the two threads cores 1 and 0 as they started).
     assert_eq!(turns["threads"], 2);
     let rows = turns["per_thread"].as_array().expect("rows per thread");
-    assert!(rows.iter().all(|r| r.get("openmp_thread").is_none()), "{rows:#?}");
+    assert!(
+        rows.iter().all(|r| r.get("openmp_thread").is_none()),
+        "{rows:#?}"
+    );
     let mut cores: Vec<u64> = rows.iter().map(|r| r["core"].as_u64().unwrap()).collect();
     cores.sort_unstable();
     assert_eq!(cores, [0, 1]);

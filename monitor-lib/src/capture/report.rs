@@ -219,7 +219,7 @@ fn per_thread_rows(
     levels: usize,
     coherence: bool,
 ) -> Vec<ReportThread> {
-    let rows: Vec<ReportThread> = standalone
+    let mut rows: Vec<ReportThread> = standalone
         .threads
         .iter()
         .filter_map(|t| {
@@ -233,7 +233,8 @@ fn per_thread_rows(
                 events: events_of(counts, levels, coherence),
             })
         })
-        .collect();
+        .collect::<Vec<_>>();
+    rows.sort_by_key(|r| r.thread);
     if rows.len() > 1 { rows } else { Vec::new() }
 }
 

@@ -30,10 +30,10 @@ use epcache_sim::cache::AccessKind;
 
 use super::counting::Core;
 use super::filter::{self, BatchWords, Filter};
+use super::monitoring::os_thread_id;
 use super::structure_finder::StructureFinder;
 use super::switches::{forked_child, standalone};
 use super::thread_block::with_filter;
-use super::monitoring::os_thread_id;
 use super::totals::ThreadIdentity;
 use super::{gate_abi, hand_over, totals, worker};
 
@@ -289,8 +289,9 @@ impl ThreadCapture {
         totals::merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
         core.simulator.reset_level_stats();
         core.counting.repeat_hits = [0; 2];
-        core.monitoring
-            .hand_over_counts(|regions, structures| totals::merge_standalone(regions, structures, who));
+        core.monitoring.hand_over_counts(|regions, structures| {
+            totals::merge_standalone(regions, structures, who)
+        });
         self.published = true;
         self.let_go();
     }
@@ -336,11 +337,7 @@ impl Drop for ThreadCapture {
             with_filter(Filter::switch_off);
             core.monitoring.close_open_regions();
             totals::merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
-            totals::merge_standalone(
-                &core.monitoring.regions,
-                &core.monitoring.structures,
-                who,
-            );
+            totals::merge_standalone(&core.monitoring.regions, &core.monitoring.structures, who);
         } else {
             // Nothing can be counted (a forked child, or the worker is gone): the filter's
             // slot and contents go.
