@@ -111,25 +111,6 @@ pub(crate) fn is_open() -> bool {
     unsafe { (*word).load(Ordering::SeqCst) != 0 }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_gate_follows_its_word_and_is_held_open_until_released() {
-        static HINT: AtomicU32 = AtomicU32::new(0);
-        follow(&HINT);
-        assert!(!is_open());
-        HINT.store(1, Ordering::SeqCst);
-        assert!(is_open(), "a tool's hint opens it");
-        HINT.store(0, Ordering::SeqCst);
-        hold_open();
-        assert!(is_open());
-        release();
-        assert!(!is_open(), "released, it follows the hint again");
-    }
-}
-
 /// The address of the program's `omp_get_thread_num` (weakly referenced: 0 when the program
 /// does not link an OpenMP runtime).
 // SAFETY: the body only loads the address the dynamic linker put in the GOT for the weak
@@ -162,4 +143,23 @@ pub(super) fn openmp_thread_number() -> Option<u32> {
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) fn openmp_thread_number() -> Option<u32> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_follows_its_word_and_is_held_open_until_released() {
+        static HINT: AtomicU32 = AtomicU32::new(0);
+        follow(&HINT);
+        assert!(!is_open());
+        HINT.store(1, Ordering::SeqCst);
+        assert!(is_open(), "a tool's hint opens it");
+        HINT.store(0, Ordering::SeqCst);
+        hold_open();
+        assert!(is_open());
+        release();
+        assert!(!is_open(), "released, it follows the hint again");
+    }
 }

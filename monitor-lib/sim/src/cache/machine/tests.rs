@@ -1,3 +1,6 @@
+//! The machine against hand-computed lock-step streams (false sharing, true sharing, padding,
+//! downgrades, groups, straddling accesses) and against the hierarchy on random streams.
+
 use super::*;
 use crate::cache::Hierarchy;
 use AccessKind::{Read, Write};
