@@ -130,20 +130,36 @@ impl Drop for NextTurn<'_> {
     }
 }
 
-/// The coherence totals of every core so far, when there is a machine.
+/// How long the report waits for an access in progress to let go of the machine.
+const REPORT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The coherence totals of every core so far, when there is a machine. Read for the report
+/// between two accesses, without a turn: the report may be written on a crash inside an
+/// access, whose thread never lets go, and then goes without them after [`REPORT_PATIENCE`]
+/// rather than waiting for ever.
 pub(super) fn coherence_totals() -> Option<CoherenceStats> {
-    with_machine(|m| {
-        let mut sum = CoherenceStats::default();
-        for core in 0..m.cores() {
-            let c = m.coherence_stats(core);
-            sum.invalidations += c.invalidations;
-            sum.downgrades += c.downgrades;
-            for level in 0..MAX_LEVELS {
-                sum.coherence_misses[level] += c.coherence_misses[level];
-                sum.false_sharing[level] += c.false_sharing[level];
-                sum.true_sharing[level] += c.true_sharing[level];
+    let cores = cores()?;
+    let deadline = std::time::Instant::now() + REPORT_PATIENCE;
+    let machine = loop {
+        match cores.machine.try_lock() {
+            Ok(machine) => break machine,
+            Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::yield_now();
             }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
         }
-        sum
-    })
+    };
+    let mut sum = CoherenceStats::default();
+    for core in 0..machine.cores() {
+        let c = machine.coherence_stats(core);
+        sum.invalidations += c.invalidations;
+        sum.downgrades += c.downgrades;
+        for level in 0..MAX_LEVELS {
+            sum.coherence_misses[level] += c.coherence_misses[level];
+            sum.false_sharing[level] += c.false_sharing[level];
+            sum.true_sharing[level] += c.true_sharing[level];
+        }
+    }
+    Some(sum)
 }

@@ -296,7 +296,8 @@ fn structures_of(
 impl CaptureReport {
     /// The report of `totals` and the standalone counts, simulated with `spec` (given as
     /// `cache`), naming regions and structures from their registries; `machine` the cores
-    /// and coherence totals of the machine the threads ran on, if they did.
+    /// and coherence totals of the machine the threads ran on, if they did (the totals absent
+    /// when an access never let go of the machine: `cores::coherence_totals`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         cache: String,
@@ -306,9 +307,10 @@ impl CaptureReport {
         standalone: &StandaloneTotals,
         regions: &[RegionMeta],
         structures: &[DataStructure],
-        machine: Option<(usize, CoherenceStats)>,
+        machine: Option<(usize, Option<CoherenceStats>)>,
     ) -> Self {
         let (cores, coherence_totals) = machine.unzip();
+        let coherence_totals = coherence_totals.flatten();
         let data_level_names: Vec<&str> = spec.as_ref().map_or_else(Vec::new, |spec| {
             spec.data.iter().map(|l| l.name.as_str()).collect()
         });
@@ -422,7 +424,7 @@ pub fn report_from_totals() -> CaptureReport {
         &standalone,
         &region_registry::all(),
         &data::all(),
-        cores::count().zip(cores::coherence_totals()),
+        cores::count().map(|n| (n, cores::coherence_totals())),
     );
     report.threads_unreported = hand_over::unreported();
     report.simulated_on_second_core = worker::simulated();
