@@ -7,13 +7,18 @@
  *   epcache cc -- gcc -O1 -fopenmp -o false_sharing examples/c/false_sharing.c
  *   epcache run --cores 2 --all-regions -- ./false_sharing
  *
- * `false_sharing N` runs N additions per thread (default 100000). */
+ * The additions come in rounds of ROUND that end at a barrier, as an iterative solver's sweeps
+ * do: the line then changes hands at least once a round however the host schedules the
+ * threads (while both run side by side, at nearly every write).
+ *
+ * `false_sharing N` runs N additions per thread (default 200000, a multiple of ROUND). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define THREADS 2
 #define LINE 64
+#define ROUND 100
 
 /* `volatile`: every addition is a load and a store, as a counter updated through a pointer
  * the compiler cannot keep in a register would be. */
@@ -29,7 +34,10 @@ void count_packed(long n) {
 #pragma omp parallel num_threads(THREADS)
   {
     int t = omp_get_thread_num();
-    for (long i = 0; i < n; i++) packed[t] += 1;
+    for (long r = 0; r < n / ROUND; r++) {
+      for (long i = 0; i < ROUND; i++) packed[t] += 1;
+#pragma omp barrier
+    }
   }
 }
 
@@ -37,12 +45,15 @@ void count_padded(long n) {
 #pragma omp parallel num_threads(THREADS)
   {
     int t = omp_get_thread_num();
-    for (long i = 0; i < n; i++) padded[t].value += 1;
+    for (long r = 0; r < n / ROUND; r++) {
+      for (long i = 0; i < ROUND; i++) padded[t].value += 1;
+#pragma omp barrier
+    }
   }
 }
 
 int main(int argc, char **argv) {
-  long n = argc > 1 ? atol(argv[1]) : 100000;
+  long n = argc > 1 ? atol(argv[1]) / ROUND * ROUND : 200000;
   count_packed(n);
   count_padded(n);
   long total_packed = 0, total_padded = 0;

@@ -3,7 +3,8 @@
 ! cache line, in `padded` a line (8 integers of 8 bytes) apart. gfortran has no alignment
 ! attribute for module variables, so the counters start at the first element of `packed` that
 ! begins a 64-byte line (`first`). The counters live in a module: TSan does not instrument a
-! main program's local arrays.
+! main program's local arrays. The additions come in rounds of `round` that end at a barrier,
+! as in the C version.
 !
 !   epcache cc -- gfortran -O1 -fopenmp -o false_sharing_f examples/fortran/false_sharing.F90
 !   epcache run --cores 2 --all-regions -- ./false_sharing_f
@@ -11,6 +12,7 @@ module counters
   use iso_fortran_env, only: int64
   implicit none
   integer, parameter :: threads = 2
+  integer(int64), parameter :: round = 100
   integer(int64), volatile :: packed(16)
   integer(int64), volatile :: padded(8, threads)
 contains
@@ -22,12 +24,15 @@ contains
   subroutine count_packed(n)
     use omp_lib
     integer(int64), intent(in) :: n
-    integer(int64) :: i
+    integer(int64) :: i, r
     integer :: t
-    !$omp parallel num_threads(threads) private(i, t)
+    !$omp parallel num_threads(threads) private(i, r, t)
     t = first() + omp_get_thread_num()
-    do i = 1, n
-      packed(t) = packed(t) + 1
+    do r = 1, n / round
+      do i = 1, round
+        packed(t) = packed(t) + 1
+      end do
+      !$omp barrier
     end do
     !$omp end parallel
   end subroutine count_packed
@@ -35,12 +40,15 @@ contains
   subroutine count_padded(n)
     use omp_lib
     integer(int64), intent(in) :: n
-    integer(int64) :: i
+    integer(int64) :: i, r
     integer :: t
-    !$omp parallel num_threads(threads) private(i, t)
+    !$omp parallel num_threads(threads) private(i, r, t)
     t = omp_get_thread_num() + 1
-    do i = 1, n
-      padded(1, t) = padded(1, t) + 1
+    do r = 1, n / round
+      do i = 1, round
+        padded(1, t) = padded(1, t) + 1
+      end do
+      !$omp barrier
     end do
     !$omp end parallel
   end subroutine count_padded
@@ -49,7 +57,7 @@ end module counters
 program false_sharing
   use counters
   implicit none
-  integer(int64), parameter :: n = 100000
+  integer(int64), parameter :: n = 200000
   packed = 0
   padded = 0
   call count_packed(n)

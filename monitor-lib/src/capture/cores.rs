@@ -16,19 +16,26 @@
 //! the core count, round-robin past it, or as `EPCACHE_CORES=N:c0,c1,...` places them. Under
 //! OpenMP the master thread starts first, so core `i` is usually OpenMP thread `i`.
 //!
-//! The lock is taken in turn, first come first served (a ticket turnstile in front of the
-//! mutex, which is then never contended): a plain mutex lets the thread that just let go take
-//! it again at once, so two threads writing one line in a loop reached the machine in runs of
-//! tens of thousands of accesses each, and an OpenMP false-sharing loop of 400,000 writes
-//! showed 15 coherence misses where hardware, the threads running side by side, takes the line
-//! back and forth at nearly every write. In turn, two threads running side by side alternate
-//! as they would on two cores; a thread that waits spins briefly, then yields its CPU, so
-//! more threads than CPUs still make progress.
+//! The machine is taken in turn, first come first served, with patience: a thread takes a
+//! ticket and waits for its turn for [`TURN_PATIENCE`] at most, then goes ahead (the mutex
+//! still keeps the accesses apart) and takes no turns for its next [`IMPATIENT_ACCESSES`].
+//! Why turns: a plain mutex lets the thread that just let go take it again at once, so two
+//! threads writing one line in a loop reached the machine in runs of tens of thousands of
+//! accesses each, and an OpenMP false-sharing loop of 400,000 writes showed 15 coherence misses
+//! where hardware, the threads running side by side on their cores, takes the line back and
+//! forth at nearly every write (about 300,000 in turns); letting only a running waiter go
+//! first (politeness) depended on the host's scheduling, and on a loaded host the threads
+//! seldom ran side by side. Why patience: a strict turn held every thread up while the one
+//! whose turn it was was not scheduled (70 microseconds an access on a loaded host), and a
+//! thread waiting in the program (a barrier, a lock) for one waiting for its turn would wait
+//! for ever.
 //!
 //! A forked child never simulates (its parent's threads may have held the lock at the fork).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, TryLockError};
+use std::time::{Duration, Instant};
 
 use epcache_sim::cache::{CoherenceStats, MAX_LEVELS, Machine};
 
@@ -37,13 +44,25 @@ use super::settings::{CoreMap, process_cores, process_spec, report_spec_error_on
 struct Cores {
     machine: Mutex<Machine>,
     map: CoreMap,
-    /// The turnstile: the next ticket to give, and the ticket whose turn it is.
+    /// The next ticket to give.
     next_ticket: AtomicU64,
+    /// Every ticket below this one has had its turn (or gone ahead without it).
     serving: AtomicU64,
 }
 
-/// Spins a waiting thread makes before it starts yielding its CPU between looks.
+/// Spins a waiting thread makes before it looks at the clock and yields between looks.
 const SPINS_BEFORE_YIELDING: u32 = 200;
+
+/// How long a thread waits for its turn before it goes ahead.
+const TURN_PATIENCE: Duration = Duration::from_micros(50);
+
+/// Accesses a thread makes without a turn after its patience ran out.
+const IMPATIENT_ACCESSES: u32 = 64;
+
+thread_local! {
+    /// Accesses this thread has left without a turn (see [`IMPATIENT_ACCESSES`]).
+    static IMPATIENT: Cell<u32> = const { Cell::new(0) };
+}
 
 static CORES: OnceLock<Option<Cores>> = OnceLock::new();
 
@@ -92,46 +111,55 @@ pub(super) fn assign() -> Option<usize> {
     Some(cores.map.core_of(THREADS.fetch_add(1, Ordering::Relaxed)))
 }
 
-/// Runs `f` on the machine, under its lock, in turn (see the module doc); `None` when there
-/// is no machine.
+/// Runs `f` on the machine, under its lock, in turn with patience (see the module doc);
+/// `None` when there is no machine.
 pub(super) fn with_machine<R>(f: impl FnOnce(&mut Machine) -> R) -> Option<R> {
     let cores = cores()?;
-    let ticket = cores.next_ticket.fetch_add(1, Ordering::Relaxed);
+    let impatient = IMPATIENT.try_with(Cell::get).unwrap_or(0);
+    let ticket = if impatient > 0 {
+        let _ = IMPATIENT.try_with(|i| i.set(impatient - 1));
+        None
+    } else {
+        let ticket = cores.next_ticket.fetch_add(1, Ordering::Relaxed);
+        if !wait_for_turn(cores, ticket) {
+            let _ = IMPATIENT.try_with(|i| i.set(IMPATIENT_ACCESSES));
+        }
+        Some(ticket)
+    };
+    let result = {
+        // A panic mid-access poisons the lock; the machine is still a machine.
+        let mut machine = cores.machine.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut machine)
+    };
+    if let Some(ticket) = ticket {
+        // Later tickets that went ahead may have moved it past this one already.
+        cores.serving.fetch_max(ticket + 1, Ordering::AcqRel);
+    }
+    Some(result)
+}
+
+/// Waits until every ticket before `ticket` has had its turn; `false` when [`TURN_PATIENCE`]
+/// ran out first.
+fn wait_for_turn(cores: &Cores, ticket: u64) -> bool {
     let mut spins = 0u32;
-    while cores.serving.load(Ordering::Acquire) != ticket {
+    let mut since: Option<Instant> = None;
+    while cores.serving.load(Ordering::Acquire) < ticket {
         if spins < SPINS_BEFORE_YIELDING {
             spins += 1;
             std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
+            continue;
         }
+        let started = *since.get_or_insert_with(Instant::now);
+        if started.elapsed() > TURN_PATIENCE {
+            return false;
+        }
+        std::thread::yield_now();
     }
-    // The next ticket's turn comes when this one is done, even if `f` panics: no thread is
-    // left waiting for ever.
-    let _done = NextTurn {
-        serving: &cores.serving,
-        next: ticket + 1,
-    };
-    // Never contended (the turnstile lets one thread through); a poisoned lock means a panic
-    // mid-access, and the machine is still a machine.
-    let mut machine = cores.machine.lock().unwrap_or_else(|e| e.into_inner());
-    Some(f(&mut machine))
-}
-
-/// Gives the turn to the next ticket when dropped.
-struct NextTurn<'a> {
-    serving: &'a AtomicU64,
-    next: u64,
-}
-
-impl Drop for NextTurn<'_> {
-    fn drop(&mut self) {
-        self.serving.store(self.next, Ordering::Release);
-    }
+    true
 }
 
 /// How long the report waits for an access in progress to let go of the machine.
-const REPORT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+const REPORT_PATIENCE: Duration = Duration::from_secs(1);
 
 /// The coherence totals of every core so far, when there is a machine. Read for the report
 /// between two accesses, without a turn: the report may be written on a crash inside an
@@ -139,15 +167,15 @@ const REPORT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 /// rather than waiting for ever.
 pub(super) fn coherence_totals() -> Option<CoherenceStats> {
     let cores = cores()?;
-    let deadline = std::time::Instant::now() + REPORT_PATIENCE;
+    let deadline = Instant::now() + REPORT_PATIENCE;
     let machine = loop {
         match cores.machine.try_lock() {
             Ok(machine) => break machine,
-            Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+            Err(TryLockError::Poisoned(e)) => break e.into_inner(),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                 std::thread::yield_now();
             }
-            Err(std::sync::TryLockError::WouldBlock) => return None,
+            Err(TryLockError::WouldBlock) => return None,
         }
     };
     let mut sum = CoherenceStats::default();
