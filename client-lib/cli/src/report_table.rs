@@ -379,8 +379,8 @@ mod tests {
                 {"name": "program", "instances": 1, "threads": 3, "events": events(7)},
                 {"name": "loop", "file": "/src/a.c", "line": 9, "instances": 2, "threads": 2,
                  "per_thread": [
-                    {"thread": 1, "os_thread_id": 77, "openmp_thread": 0, "core": 1, "instances": 1, "events": events(3)},
-                    {"thread": 2, "os_thread_id": 78, "openmp_thread": 1, "core": 0, "instances": 1, "events": events(4)}
+                    {"thread": 1, "openmp_thread": 0, "core": 1, "instances": 1, "events": events(3)},
+                    {"thread": 2, "openmp_thread": 1, "core": 0, "instances": 1, "events": events(4)}
                  ],
                  "events": events(7), "data_structures": [{"name": "packed", "events": events(7)}]}
             ]

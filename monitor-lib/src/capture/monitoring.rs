@@ -593,7 +593,7 @@ impl Monitoring {
 
 /// This thread's OS id (what `gettid` answers and `/proc/PID/task` lists), from
 /// `/proc/thread-self`; 0 where /proc does not say.
-pub(crate) fn os_thread_id() -> u32 {
+fn os_thread_id() -> u32 {
     std::fs::read_link("/proc/thread-self")
         .ok()
         .and_then(|p| p.file_name()?.to_str()?.parse().ok())

@@ -99,9 +99,9 @@ pub struct ReportRegion {
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportThread {
     /// The runtime's number for the thread: the order in which it started capturing, from 0.
+    /// (Not its OS thread id, which differs from run to run: two runs of one program give the
+    /// same report.)
     pub thread: u32,
-    /// Its OS thread id (`gettid`; 0 where /proc did not say).
-    pub os_thread_id: u32,
     /// Its OpenMP thread number, when the program has OpenMP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub openmp_thread: Option<u32>,
@@ -226,7 +226,6 @@ fn per_thread_rows(
             let (_, instances, counts) = t.regions.iter().find(|(r, n, _)| *r == id && *n > 0)?;
             Some(ReportThread {
                 thread: t.who.index,
-                os_thread_id: t.who.os_id,
                 openmp_thread: t.who.openmp,
                 core: t.who.core,
                 instances: *instances,

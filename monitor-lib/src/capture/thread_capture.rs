@@ -30,7 +30,6 @@ use epcache_sim::cache::AccessKind;
 
 use super::counting::Core;
 use super::filter::{self, BatchWords, Filter};
-use super::monitoring::os_thread_id;
 use super::structure_finder::StructureFinder;
 use super::switches::{forked_child, standalone};
 use super::thread_block::with_filter;
@@ -67,7 +66,7 @@ pub(super) struct ThreadCapture {
     /// log2 of L1's line size.
     line_bits: u32,
     /// Who the thread is, for its rows in the report: the order in which it started
-    /// capturing, its OS id, its OpenMP number once seen, its core of the machine.
+    /// capturing, its OpenMP number once seen, its core of the machine.
     identity: ThreadIdentity,
     /// Whether the process totals already count this thread (it published before).
     published: bool,
@@ -103,7 +102,6 @@ impl ThreadCapture {
             line_bits,
             identity: ThreadIdentity {
                 index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
-                os_id: os_thread_id(),
                 openmp: None,
                 core: machine_core.and_then(|c| u32::try_from(c).ok()),
             },

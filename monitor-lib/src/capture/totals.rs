@@ -81,8 +81,6 @@ pub(crate) struct StandaloneTotals {
 pub(crate) struct ThreadIdentity {
     /// The runtime's own number: the order in which threads started capturing, from 0.
     pub(crate) index: u32,
-    /// Its OS thread id (`gettid`), 0 where /proc does not say.
-    pub(crate) os_id: u32,
     /// Its OpenMP thread number, when the program has OpenMP and the thread ran in a parallel
     /// region (see `gate_abi::openmp_thread_number`).
     pub(crate) openmp: Option<u32>,
