@@ -19,6 +19,11 @@
 //! two-level shape they run through the hierarchy's step loop with its constants in registers;
 //! the per-record state travels by value beside each step (`Steps::Context`).
 //!
+//! A thread that is a core of the machine `EPCACHE_CORES` asks for (`cores.rs`) takes none of
+//! these paths: its filter is off, and each access is simulated on the machine under its lock
+//! (`Core::access_on_machine`), then counted per level, data structure and coherence event once
+//! the lock is let go, since attributing may take the data structures' lock.
+//!
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
