@@ -60,6 +60,15 @@ pub(crate) struct RunArgs {
     /// [default: $EPCACHE_CACHE, else `host`, else `cachegrind`].
     #[arg(long, value_name = "SPEC")]
     cache: Option<String>,
+    /// Make the program's threads cores of one simulated machine (EPCACHE_CORES): N cores
+    /// (threads placed one to one in the order they start, round-robin past N), or `host`,
+    /// optionally followed by the first threads' cores (`2:0,1`). Levels marked `shared` in
+    /// the cache spec are shared by the cores (`shared=N` by groups of N); the private ones are
+    /// kept coherent (MESI), and the coherence events (PAPI_CA_INV, EPC_L<n>_COHM, EPC_L<n>_FSM
+    /// for false sharing, EPC_L<n>_TSM for true sharing) count. Without it every thread
+    /// simulates a whole hierarchy of its own.
+    #[arg(long, value_name = "N[:CORES]")]
+    cores: Option<String>,
     /// Monitor every region with static counts of every event (the standalone report,
     /// EPCACHE_REPORT) and print it when the program ends: a table of each region and the data
     /// structures it touched (counts are inclusive of called regions), or with --json the whole
@@ -356,6 +365,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
     if let Some(cache) = &args.cache {
         command.env("EPCACHE_CACHE", cache);
+    }
+    if let Some(cores) = &args.cores {
+        command.env("EPCACHE_CORES", cores);
     }
     if args.all_regions {
         command.env("EPCACHE_REPORT", &report);

@@ -23,8 +23,16 @@ use super::region_registry::RegionRef;
 use super::structure_finder::StructureFinder;
 
 /// Read hit, read miss, write hit, write miss per data level (the order of
-/// `AccessOutcome::bits_at`'s bits).
-pub(crate) type Counts = [u64; 4 * MAX_LEVELS];
+/// `AccessOutcome::bits_at`'s bits), then the coherence events of a machine of cores: per
+/// level coherence, false-sharing and true-sharing misses and, in level 1's fourth slot,
+/// invalidations (the order of the coherence bits in each level's byte, `COHERENCE_MISS` up).
+pub(crate) type Counts = [u64; COUNTS];
+
+/// Counters in [`Counts`]: four access outcomes and four coherence events per level.
+pub(crate) const COUNTS: usize = 8 * MAX_LEVELS;
+
+/// Where the coherence counters start in [`Counts`].
+pub(crate) const COHERENCE_COUNTS: usize = 4 * MAX_LEVELS;
 
 /// One region's standalone totals over its instances on one thread.
 #[derive(Debug, Clone, Default)]
@@ -45,7 +53,7 @@ impl RegionCounts {
 
 pub(crate) fn merge_structures(into: &mut Vec<Counts>, from: &[Counts]) {
     if into.len() < from.len() {
-        into.resize(from.len(), [0; 4 * MAX_LEVELS]);
+        into.resize(from.len(), [0; COUNTS]);
     }
     for (a, b) in into.iter_mut().zip(from) {
         add(a, b);
@@ -63,7 +71,7 @@ fn add_since(acc: &mut RegionCounts, totals: &Counts, structures: &[Counts], sna
         *a += now - then;
     }
     if acc.structures.len() < structures.len() {
-        acc.structures.resize(structures.len(), [0; 4 * MAX_LEVELS]);
+        acc.structures.resize(structures.len(), [0; COUNTS]);
     }
     for (i, now) in structures.iter().enumerate() {
         let then = snapshot.structures.get(i);
@@ -88,7 +96,7 @@ fn counts_of(structures: &mut Vec<Counts>, structure: Option<usize>) -> Option<&
 #[cold]
 #[inline(never)]
 fn grow(structures: &mut Vec<Counts>, s: usize) {
-    structures.resize(s + 1, [0; 4 * MAX_LEVELS]);
+    structures.resize(s + 1, [0; COUNTS]);
 }
 
 fn add(a: &mut Counts, b: &Counts) {
@@ -180,7 +188,7 @@ impl Monitoring {
             bindings: Vec::new(),
             counting,
             finder: StructureFinder::now(),
-            totals: [0; 4 * MAX_LEVELS],
+            totals: [0; COUNTS],
             structures: Vec::new(),
             stack: Vec::new(),
             open: Vec::new(),
@@ -201,14 +209,14 @@ impl Monitoring {
         for snapshot in self.stack.iter_mut().filter(|s| !s.nested) {
             let acc = self.regions.entry(snapshot.region).or_default();
             add_since(acc, &self.totals, &self.structures, snapshot);
-            snapshot.levels = [0; 4 * MAX_LEVELS];
+            snapshot.levels = [0; COUNTS];
             snapshot.structures.clear();
         }
         hand_over(&self.regions, &self.structures);
-        self.totals = [0; 4 * MAX_LEVELS];
+        self.totals = [0; COUNTS];
         self.regions.clear();
         // Counting indexes the vector without growing it: it keeps its length.
-        self.structures.fill([0; 4 * MAX_LEVELS]);
+        self.structures.fill([0; COUNTS]);
     }
 
     /// Ends every region still open on this thread as if it exited now, so its counts are not
@@ -326,6 +334,26 @@ impl Monitoring {
         }
     }
 
+    /// Counts the coherence events of one access (a machine's `CoreOutcome::coherence` bits),
+    /// beside its outcome, for `structure`.
+    #[inline(never)]
+    pub(crate) fn count_coherence(&mut self, structure: Option<usize>, coherence: u32) {
+        let mut counts = counts_of(&mut self.structures, structure);
+        let mut rest = coherence;
+        while rest != 0 {
+            let bit = rest.trailing_zeros();
+            // Level `bit / 8`, event `bit % 8 - 4` (0 to 3): counter `4 * level + event`.
+            let index = COHERENCE_COUNTS + (4 * (bit / 8) + (bit % 8).saturating_sub(4)) as usize;
+            if let Some(total) = self.totals.get_mut(index) {
+                *total += 1;
+            }
+            if let Some(c) = counts.as_deref_mut().and_then(|c| c.get_mut(index)) {
+                *c += 1;
+            }
+            rest &= rest - 1;
+        }
+    }
+
     #[inline(never)]
     fn count_levels(&mut self, structure: Option<usize>, outcome: &AccessOutcome, levels: usize) {
         for level in 0..levels.min(MAX_LEVELS) {
@@ -354,7 +382,7 @@ impl Monitoring {
             self.stack.push(if nested {
                 Snapshot {
                     region: region.id,
-                    levels: [0; 4 * MAX_LEVELS],
+                    levels: [0; COUNTS],
                     structures: Vec::new(),
                     nested,
                 }
