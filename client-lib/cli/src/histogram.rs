@@ -340,6 +340,7 @@ mod tests {
                 event: "PAPI_L1_LDM".into(),
                 buckets: counts.len() as u32,
                 bucket_bytes: 64,
+                fields: vec![],
                 aggregation: Aggregation::Summed,
                 analyses: vec![],
                 owner: String::new(),
@@ -356,6 +357,7 @@ mod tests {
                 .map(|(i, &count)| Bucket {
                     range: 0x1000 + 64 * i as u64..0x1000 + 64 * (i as u64 + 1),
                     count,
+                    field: None,
                 })
                 .collect(),
             threads: Vec::new(),
@@ -375,6 +377,34 @@ mod tests {
         assert_eq!(lines[4], "+192..+256  0 ");
     }
 
+    /// A by-field result: one bar per member by name, the padding last; the title says the
+    /// element size and the member count.
+    #[test]
+    fn a_by_field_histogram_has_a_bar_per_member_by_name() {
+        let mut r = result(&[8, 0, 0]);
+        r.request.fields = ["x", "id"]
+            .iter()
+            .map(|name| epcache_client::Field {
+                name: (*name).into(),
+                offset: 0,
+                bytes: 8,
+            })
+            .collect();
+        r.request.bucket_bytes = 16;
+        for (b, name) in r.buckets.iter_mut().zip(["x", "id", "(padding)"]) {
+            b.field = Some(name.into());
+        }
+        let text = bars(&r, 2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("by field of 16-byte elements (2 members and the padding)"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "        x 8 ██");
+        assert_eq!(lines[2], "       id 0 ");
+        assert_eq!(lines[3], "(padding) 0 ");
+    }
+
     /// A per-thread request: one chart per thread, each under its thread's heading, on the
     /// scale of the largest bucket of any thread; the SVG has a panel per thread.
     #[test]
@@ -388,6 +418,7 @@ mod tests {
                 .map(|(i, &count)| Bucket {
                     range: 0x1000 + 64 * i as u64..0x1000 + 64 * (i as u64 + 1),
                     count,
+                    field: None,
                 })
                 .collect()
         };
