@@ -43,6 +43,10 @@ const START_WAIT_SECS: u32 = 60;
 /// A Fortran ALLOCATABLE array is named as declared (`fields::u`) and measured over its data
 /// wherever it is allocated.
 ///
+/// `--by-field` counts an array of structures (C struct, C++ class, Fortran derived type) per
+/// member instead: one row per field by name, summed over every element, then the padding; the
+/// members come from the program's debug info, so the program needs -g.
+///
 /// Output: the program's own output stays on stdout and stderr; the results (or, with
 /// --all-regions, the report) follow it on stdout, or go to --output FILE. Progress and notes go
 /// to stderr.
