@@ -2,8 +2,9 @@
 //! `{double x, y, z; int id;}` whose measured function reads only `.x` gives every access and
 //! every miss to `x` and none to `y`, `z`, `id` or the padding, and the sum is the static count
 //! of the array in the standalone report of the same run; the same for a C struct, a C++ class
-//! and a Fortran derived type. An array that is no array of structures is refused before the
-//! program runs on, saying so.
+//! and a Fortran derived type. `epcache request PID --by-field` on a running program reads the
+//! members through its pid, and `epcache histogram` draws a bar per member. An array that is no
+//! array of structures is refused before the program runs on, saying so.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -251,4 +252,82 @@ fn an_array_of_scalars_is_refused_before_the_program_runs_on() {
     );
     // Refused before the program started: it printed nothing.
     assert!(!text.contains("1.9999e+08"), "{text}");
+}
+
+/// `epcache request PID --by-field` reads the members through /proc/PID/exe and the daemon
+/// names the result's buckets by them; `epcache histogram` draws a bar per member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_a_running_program_reads_its_fields_through_its_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "gcc", "parts.c", C_SOURCE) {
+        return;
+    }
+    let mut launch = epcache_client::Launch::new(&dir.path().join("parts"), "by-field-test");
+    launch.show_output = false;
+    let mut target = epcache_client::LocalTarget::launch(launch).await.unwrap();
+    let pid = target.pid().to_string();
+    let daemon = target.endpoint();
+    let epcache = |args: Vec<String>| {
+        let daemon = daemon.clone();
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_epcache"))
+                .args(&args)
+                .args(["--daemon", &daemon])
+                .output()
+                .unwrap()
+        })
+    };
+    let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    let out = epcache(args(&[
+        "request",
+        &pid,
+        "--region",
+        "sum_x",
+        "--array",
+        "parts",
+        "--event",
+        "PAPI_L1_DCR",
+        "--by-field",
+        "--json",
+    ]))
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let placed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(placed["buckets"], 5, "{placed}");
+    let names: Vec<&str> = placed["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["x", "y", "z", "id"]);
+    assert!(target.run_to_end().await.unwrap().success());
+    let id = placed["id"].as_u64().unwrap().to_string();
+    let out = epcache(args(&["histogram", &pid, &id])).await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let chart = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows: Vec<(String, String)> = chart
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            (
+                words.next().unwrap().to_owned(),
+                words.next().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("x", N.to_string()),
+        ("y", "0".into()),
+        ("z", "0".into()),
+        ("id", "0".into()),
+        ("(padding)", "0".into()),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b))
+    .collect();
+    assert_eq!(rows, expected, "{chart}");
+    target.finish().await.unwrap();
 }
