@@ -262,7 +262,7 @@ async fn a_request_on_a_running_program_reads_its_fields_through_its_pid() {
     if !build(dir.path(), "gcc", "parts.c", C_SOURCE) {
         return;
     }
-    let mut launch = epcache_client::Launch::new(&dir.path().join("parts"), "by-field-test");
+    let mut launch = epcache_client::Launch::new(dir.path().join("parts"), "by-field-test");
     launch.show_output = false;
     let mut target = epcache_client::LocalTarget::launch(launch).await.unwrap();
     let pid = target.pid().to_string();
