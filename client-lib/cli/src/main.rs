@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 mod array_labels;
+mod by_field;
 mod cancel;
 mod cc;
 mod connection;

@@ -16,6 +16,7 @@ use epcache_client::{
 };
 use tokio_stream::StreamExt;
 
+use crate::by_field;
 use crate::connection::json;
 use crate::output::print_stdout;
 use crate::preflight;
@@ -41,6 +42,10 @@ const START_WAIT_SECS: u32 = 60;
 /// each new block (`--site-block`). A request that never found a block is reported as unbound.
 /// A Fortran ALLOCATABLE array is named as declared (`fields::u`) and measured over its data
 /// wherever it is allocated.
+///
+/// `--by-field` counts an array of structures (C struct, C++ class, Fortran derived type) per
+/// member instead: one row per field by name, summed over every element, then the padding; the
+/// members come from the program's debug info, so the program needs -g.
 ///
 /// Output: the program's own output stays on stdout and stderr; the results (or, with
 /// --all-regions, the report) follow it on stdout, or go to --output FILE. Progress and notes go
@@ -90,6 +95,12 @@ pub(crate) struct RunArgs {
     /// array gets fewer than asked (a note says so).
     #[arg(long, value_name = "N")]
     buckets: Vec<u32>,
+    /// Count every request per member of its array of structures (a C struct, C++ class or
+    /// Fortran derived type, read from the program's debug info): one row per field (`x`, `y`,
+    /// ...) summed over all elements, then the padding. An access counts for the member holding
+    /// its first byte. Global and module arrays only (a heap block's type is not known).
+    #[arg(long, conflicts_with = "buckets")]
+    by_field: bool,
     /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
     /// allocated last (`latest`, following the array when the line allocates it again) or the
     /// largest live one.
@@ -144,20 +155,33 @@ impl RunArgs {
         if !(self.buckets.len() <= 1 || self.buckets.len() == n) {
             bail!("give --buckets once for all requests, or once per request ({n})");
         }
-        Ok((0..n)
+        let exe = match (self.by_field, self.command.first()) {
+            (true, Some(program)) => Some(preflight::locate(program).with_context(|| {
+                format!(
+                    "cannot find the program `{}` to read its fields; give its path",
+                    program.to_string_lossy()
+                )
+            })?),
+            _ => None,
+        };
+        (0..n)
             .map(|i| {
                 let (region, array, event) = (
                     region_ref(&self.region[i]),
                     self.array[i].as_str(),
                     self.event[i].as_str(),
                 );
-                match self.buckets.get(i).or(self.buckets.first()) {
+                let request = match self.buckets.get(i).or(self.buckets.first()) {
                     Some(&b) if b > 0 => Request::histogram(region, array, event, b),
                     _ => Request::count(region, array, event),
                 }
-                .site_block(self.site_block.into())
+                .site_block(self.site_block.into());
+                match &exe {
+                    Some(exe) => by_field::request(exe, request),
+                    None => Ok(request),
+                }
             })
-            .collect())
+            .collect()
     }
 }
 

@@ -13,7 +13,7 @@ use epcache_shm::layout::{
 use epcache_shm::target::ActiveRequest;
 use epcache_sim::analysis::AnalysisConfig;
 use epcache_sim::cache::{AccessOutcome, MAX_LEVELS};
-use epcache_sim::monitor::{EventIndex, HistogramIndex};
+use epcache_sim::monitor::{EventIndex, FieldLayout, FieldSpan, HistogramIndex};
 use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_sim::simulator::Simulator;
 
@@ -503,6 +503,9 @@ impl Monitoring {
                 Mode::Histogram { .. } => monitor
                     .add_histogram(&event, b.request.range, (b.bucket_bytes / line).max(1))
                     .map(Bound::Histogram),
+                Mode::Fields(spans) => monitor
+                    .add_field_histogram(&event, b.request.range, field_layout(&spans))
+                    .map(Bound::Histogram),
             };
             match bound {
                 Ok(bound) => {
@@ -534,7 +537,9 @@ impl Monitoring {
         };
         let (total, buckets) = match request.spec.mode {
             Mode::Static => (binding.banked_total, Vec::new()),
-            Mode::Histogram { .. } => (binding.banked_buckets.iter().sum(), binding.banked_buckets),
+            Mode::Histogram { .. } | Mode::Fields(_) => {
+                (binding.banked_buckets.iter().sum(), binding.banked_buckets)
+            }
         };
         let threads = match request.spec.aggregation {
             Aggregation::PerThread => {
@@ -620,6 +625,17 @@ fn bucket_bytes(spec: &RequestSpec, range: AddressRange, line: u64) -> u64 {
     };
     // Saturating: a request from the segment may cover the whole address space.
     raw.div_ceil(line).max(1).saturating_mul(line)
+}
+
+/// The counter array's buckets for a by-field request's member table.
+fn field_layout(spans: &layout::FieldSpans) -> FieldLayout {
+    FieldLayout {
+        element_bytes: spans.element_bytes(),
+        members: spans
+            .members()
+            .map(|(offset, bytes)| FieldSpan { offset, bytes })
+            .collect(),
+    }
 }
 
 /// Switches the analyses a request asks for on, over every live data structure (and the

@@ -12,6 +12,8 @@
 //!   behind [`DebugInfo::allocation_wrappers`]);
 //! - `array_type.rs`: what a variable's array type says: a fixed shape, or how to evaluate a
 //!   descriptor ([`ArrayDescriptor`], [`evaluate`]);
+//! - `element_members.rs`: the members of an array's structure element, by name, offset and
+//!   size ([`Member`], [`GlobalVariable::members`]), which a by-field request buckets by;
 //! - [`calls_capture_hooks`] and [`defines_capture_runtime`] (`capture_hooks.rs`): the cheap
 //!   test, on dynamic symbols alone, of whether an object takes part in capture;
 //! - [`load_bias`] and [`parse_maps_line`] (`load_bias.rs`, `maps.rs`): where a file is loaded
@@ -29,6 +31,7 @@ mod allocation_wrappers;
 mod array_type;
 mod capture_hooks;
 mod debug_info;
+mod element_members;
 mod load_bias;
 mod maps;
 #[allow(unsafe_code)]
@@ -42,6 +45,7 @@ pub use capture_hooks::{calls_capture_hooks, defines_capture_runtime};
 pub use debug_info::{
     ChainPosition, DebugInfo, Function, GlobalVariable, LineRow, is_program_unit,
 };
+pub use element_members::{MAX_MEMBERS, Member};
 pub use load_bias::load_bias;
 pub use maps::{Mapping, parse_maps_line};
 

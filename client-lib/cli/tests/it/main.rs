@@ -2,7 +2,7 @@
 //! runtime it drives:
 //! - `epcache cc` and captured programs: `capture_cc`, `capture_clang`, `capture_dual`,
 //!   `capture_pipeline`, `data_shapes`, `heap_naming`, `heap_requests`, `alloc_contexts`,
-//!   `fortran_allocatables`, `fortran_common_report`, `fortran_markers`;
+//!   `fortran_allocatables`, `fortran_common_report`, `fortran_markers`, `by_field`;
 //! - the runtime in real programs: `runtime_regions`, `runtime_requests`, `runtime_waits`,
 //!   `runtime_signals`, `runtime_fork`, `request_results`, `threads_coherence`;
 //! - the command line with a daemon: `daemon_cli`, `daemon_default_socket`, `daemon_run`,
@@ -13,6 +13,7 @@
 //! are this binary run again in the child role.
 
 mod alloc_contexts;
+mod by_field;
 mod capture_cc;
 mod capture_clang;
 mod capture_dual;

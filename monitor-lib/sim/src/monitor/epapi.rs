@@ -9,7 +9,7 @@
 use super::counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MonitorError, SpillStats, StaticId,
 };
-use super::{Event, UnknownEvent};
+use super::{Event, FieldLayout, UnknownEvent};
 use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelResult, Watch};
 use crate::ranges::AddressRange;
 
@@ -179,6 +179,25 @@ impl EventSet {
             })?;
         self.histograms
             .push(self.array.bind_histogram(range, event, bucket_bytes)?);
+        Ok(HistogramIndex(self.histograms.len() - 1))
+    }
+
+    /// Histograms the PAPI event `name` over `range` by field: one bucket per member of
+    /// `fields`, summed over every element, then one for the padding.
+    pub fn add_field_histogram(
+        &mut self,
+        name: &str,
+        range: AddressRange,
+        fields: FieldLayout,
+    ) -> Result<HistogramIndex, EpapiError> {
+        if self.running {
+            return Err(EpapiError::IsRunning {
+                action: "add a histogram",
+            });
+        }
+        let event = self.parse_event(name)?;
+        self.histograms
+            .push(self.array.bind_field_histogram(range, event, fields)?);
         Ok(HistogramIndex(self.histograms.len() - 1))
     }
 
