@@ -666,6 +666,19 @@ impl Mcc {
     /// load when no halting point is armed.
     #[inline]
     pub fn boundary(&self, region: RegionIndex, boundary: Boundary) -> HaltOutcome {
+        self.boundary_then(region, boundary, || ())
+    }
+
+    /// [`Mcc::boundary`], running `before_halt` once the halting point matched (and was
+    /// disarmed), before the halt is announced to tools: a threaded runtime stops its other
+    /// threads' publications there, so a tool that sees the halt reads complete results.
+    #[inline]
+    pub fn boundary_then(
+        &self,
+        region: RegionIndex,
+        boundary: Boundary,
+        before_halt: impl FnOnce(),
+    ) -> HaltOutcome {
         let view = self.segment.view();
         let Ok(point) = view.u64_at(header::HALTING_POINT) else {
             return HaltOutcome::NotHalted;
@@ -674,11 +687,17 @@ impl Mcc {
         if armed >> 40 & 1 == 0 {
             return HaltOutcome::NotHalted;
         }
-        self.boundary_slow(armed, region, boundary)
+        self.boundary_slow(armed, region, boundary, before_halt)
     }
 
     #[cold]
-    fn boundary_slow(&self, armed: u64, region: RegionIndex, boundary: Boundary) -> HaltOutcome {
+    fn boundary_slow(
+        &self,
+        armed: u64,
+        region: RegionIndex,
+        boundary: Boundary,
+        before_halt: impl FnOnce(),
+    ) -> HaltOutcome {
         let view = self.segment.view();
         let want_region = armed as u32;
         let want_boundary = armed >> 32 & 0xff;
@@ -699,6 +718,7 @@ impl Mcc {
         if let Ok(point) = view.u64_at(header::HALTING_POINT) {
             let _ = point.compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
+        before_halt();
         self.block(
             layout::TargetState::Halted,
             layout::position_word(region.0, boundary),

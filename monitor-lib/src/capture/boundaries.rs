@@ -157,6 +157,7 @@ extern "C" fn function_exit_slow(sp: u64) {
             };
             frame = next;
         }
+        stop_while_halted();
     }
 }
 
@@ -259,6 +260,7 @@ extern "C" fn marker_end_slow(return_pc: u64, sp: u64) {
             with_frames(Frames::pop);
             if !in_runtime() {
                 leave(frame);
+                stop_while_halted();
             }
         }
         Some(_) => warn_unbalanced(
@@ -300,6 +302,7 @@ fn warn_unbalanced(return_pc: u64, what: &str) {
 /// at.
 fn enter(region: Option<RegionRef>, function: bool, sp: u64) {
     sync::sync_point();
+    stop_while_halted();
     let m = mcc::get();
     // Halt before looking up requests: what a tool places while the program waits at this
     // entry covers the instance about to run, as a user stepping region by region expects.
@@ -323,9 +326,38 @@ fn enter(region: Option<RegionRef>, function: bool, sp: u64) {
     }
 }
 
+/// Halts here if the tool's halting point matches this boundary. The halt is the process's:
+/// before it is announced every other thread's boundaries leave the fast path
+/// ([`mcc::hold_slow_paths`]) and the publications under way end (`switches::begin_halt`);
+/// while it lasts the others stop at their next boundary ([`stop_while_halted`]) and publish
+/// nothing, so what a tool reads at the halt is complete and stays as it was.
 fn halting_point(m: &Mcc, e: ConfigEntry, boundary: Boundary) {
-    if m.boundary(e.region, boundary) != HaltOutcome::NotHalted {
+    let mut halting = false;
+    let outcome = m.boundary_then(e.region, boundary, || {
+        switches::begin_halt();
+        mcc::hold_slow_paths();
+        halting = true;
+    });
+    if halting || outcome != HaltOutcome::NotHalted {
+        // Before the halt ends: no other thread's halt can begin and be overwritten.
         mcc::look_again();
+    }
+    if halting {
+        switches::end_halt();
+    }
+}
+
+/// Where a thread stops while another is halted at a halting point: at its region boundaries
+/// (an entry before anything is looked up, an exit after its results were published), never
+/// in an access hook. A boundary is a point between two regions' instances, so the thread's
+/// position is a region and a boundary, as the halted thread's is; an access may come in the
+/// middle of the program's own critical section, and a thread captures accesses only while
+/// something is monitored. A thread that reaches no boundary (a long loop in a function that
+/// calls nothing instrumented) runs on, but publishes nothing until the halt ends.
+#[inline]
+fn stop_while_halted() {
+    if switches::halted() {
+        switches::wait_while_halted();
     }
 }
 

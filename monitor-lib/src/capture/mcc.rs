@@ -94,12 +94,17 @@ pub(crate) fn full_once(e: &MccError) {
 
 /// What the runtime last found about the tool's wishes: the tool sequence it looked at (zero
 /// extended) when nothing was armed; that sequence with [`ARMED`] set when a request or a
-/// halting point was there; [`UNKNOWN`] before the first look and after a halt. A boundary
+/// halting point was there; [`UNKNOWN`] before the first look and after a halt; [`HALTING`]
+/// during a halt. A boundary
 /// compares this word with the segment's sequence: equal means nothing is armed, and the
 /// boundary only keeps the thread's stack of open regions.
 static ARMED_AT: AtomicU64 = AtomicU64::new(UNKNOWN);
 const ARMED: u64 = 1 << 33;
 const UNKNOWN: u64 = u64::MAX;
+/// While a thread is halted at a halting point: no sequence equals it, so every boundary of
+/// every thread takes the slow path, where a thread stops while another is halted
+/// (`boundaries.rs`), and [`armed`] leaves it in place.
+const HALTING: u64 = u64::MAX - 1;
 
 /// Whether nothing is armed: no request waits or is served, no halting point or step is set,
 /// and the standalone report is off. One load of the segment's tool sequence and one of
@@ -134,8 +139,22 @@ pub(super) fn armed() -> bool {
         return known & ARMED != 0;
     }
     let armed = m.anything_armed();
-    ARMED_AT.store(if armed { now | ARMED } else { now }, Ordering::Relaxed);
+    // Only over what was looked at: a halt that began meanwhile keeps its word.
+    if known != HALTING {
+        let _ = ARMED_AT.compare_exchange(
+            known,
+            if armed { now | ARMED } else { now },
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
     armed
+}
+
+/// A thread is about to halt: every boundary of every thread takes the slow path until
+/// [`look_again`] (see [`HALTING`]).
+pub(super) fn hold_slow_paths() {
+    ARMED_AT.store(HALTING, Ordering::Relaxed);
 }
 
 /// In a child of `fork`, which has left the segment to its parent and makes no report: nothing

@@ -21,6 +21,7 @@ use super::data;
 use super::mcc;
 use super::region_registry::RegionRef;
 use super::structure_finder::StructureFinder;
+use super::switches;
 
 /// Read hit, read miss, write hit, write miss per data level (the order of
 /// `AccessOutcome::bits_at`'s bits), then the coherence events of a machine of cores: per
@@ -553,6 +554,9 @@ impl Monitoring {
             total,
             buckets,
         };
+        // No publication while a thread is halted, and no halt announced during one: a tool
+        // reads at a halt only complete results, which stay as they were until it releases.
+        let _gate = switches::PublicationGate::enter();
         // A poisoned lock only means another thread panicked mid-publish; the sums stand.
         let mut slots = SLOT_TOTALS.lock().unwrap_or_else(|e| e.into_inner());
         let totals = slots.entry(request.slot).or_default();

@@ -10,9 +10,12 @@
 //! (`tag_key.rs`), which is how the inline repeat-hit test, which reads no epoch, notices.
 //!
 //! Atomics only, with no wait: a signal handler may send every thread to its sync point
-//! ([`wake_all_sync_points`]).
+//! ([`wake_all_sync_points`]). The one exception is the halt ([`begin_halt`]): while a thread
+//! is halted at a halting point, every other thread stops at its next region boundary
+//! (`boundaries.rs`) and no thread publishes a result ([`PublicationGate`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
 
 use super::{gate_abi, tag_key};
 
@@ -135,4 +138,87 @@ pub(crate) fn forked_child() -> bool {
 /// This process is a child of `fork` from now on (`process_end::after_fork_in_child`).
 pub(super) fn mark_forked() {
     FORKED.store(true, Ordering::Relaxed);
+    // A halt or a publication of the parent's other threads is not the child's: it would
+    // stop the child's threads for ever.
+    HALTED.store(0, Ordering::SeqCst);
+    PUBLISHING.store(0, Ordering::SeqCst);
+}
+
+/// 1 while a thread of this process is halted at a halting point (from just before the halt is
+/// announced to tools until the thread is released), else 0. Every other thread stops at its
+/// next region boundary meanwhile ([`wait_while_halted`]), and no result is published
+/// ([`PublicationGate`]), so what a tool reads at a halt stays as it was announced.
+static HALTED: AtomicU32 = AtomicU32::new(0);
+/// Publications of results under way on any thread (see [`PublicationGate`]).
+static PUBLISHING: AtomicU32 = AtomicU32::new(0);
+/// How long a stopped thread sleeps between two looks at [`HALTED`] (it is woken at once when
+/// the halt ends; this only bounds a missed wake-up).
+const HALT_LOOK: Duration = Duration::from_secs(1);
+
+/// Whether a thread of this process is halted now.
+#[inline]
+pub(super) fn halted() -> bool {
+    HALTED.load(Ordering::SeqCst) != 0
+}
+
+/// Stops this thread while another is halted: the other threads' stop at their next region
+/// boundary. Bounded by the halt, which ends when a tool releases it or no tool is attached
+/// any more (`Mcc::boundary_then`), so nothing waits here for ever.
+pub(super) fn wait_while_halted() {
+    while HALTED.load(Ordering::SeqCst) != 0 {
+        epcache_shm::wait(&HALTED, 1, HALT_LOOK);
+    }
+}
+
+/// This thread matched a halting point and halts: waits until no other thread is halted
+/// (one halt at a time: two halts at once would share the segment's one position and release
+/// word), marks the process halted, then waits for the publications under way to end, so a
+/// tool that sees the halt reads only complete results. A publication takes no lock a halted
+/// thread may hold, so the wait is short. Ended by [`end_halt`].
+pub(super) fn begin_halt() {
+    loop {
+        wait_while_halted();
+        if HALTED
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            break;
+        }
+    }
+    while PUBLISHING.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+}
+
+/// The halt [`begin_halt`] began ended: every stopped thread goes on.
+pub(super) fn end_halt() {
+    HALTED.store(0, Ordering::SeqCst);
+    epcache_shm::wake(&HALTED, u32::MAX);
+}
+
+/// A publication of results under way: while one is, no halt is announced, and while a thread
+/// is halted none begins (the publishing thread waits for the halt to end first). Dekker's
+/// handshake: the publisher counts itself in, then looks for a halt; the halting thread marks
+/// the halt, then looks for publishers (all sequentially consistent), so one of them always
+/// sees the other.
+pub(super) struct PublicationGate(());
+
+impl PublicationGate {
+    /// Waits while a thread is halted, then counts this publication in.
+    pub(super) fn enter() -> PublicationGate {
+        loop {
+            wait_while_halted();
+            PUBLISHING.fetch_add(1, Ordering::SeqCst);
+            if !halted() {
+                return PublicationGate(());
+            }
+            PUBLISHING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for PublicationGate {
+    fn drop(&mut self) {
+        PUBLISHING.fetch_sub(1, Ordering::SeqCst);
+    }
 }

@@ -4,7 +4,8 @@
 //!   `capture_pipeline`, `data_shapes`, `heap_naming`, `heap_requests`, `alloc_contexts`,
 //!   `fortran_allocatables`, `fortran_common_report`, `fortran_markers`, `by_field`;
 //! - the runtime in real programs: `runtime_regions`, `runtime_requests`, `runtime_waits`,
-//!   `runtime_signals`, `runtime_fork`, `request_results`, `threads_coherence`;
+//!   `runtime_signals`, `runtime_fork`, `request_results`, `threads_coherence`,
+//!   `step_threads`;
 //! - the command line with a daemon: `daemon_cli`, `daemon_default_socket`, `daemon_run`,
 //!   `daemon_step_cli`;
 //! - the rest of the command line: `cli`, `demo`, `replay_matches_cachegrind`.
@@ -38,6 +39,7 @@ mod runtime_regions;
 mod runtime_requests;
 mod runtime_signals;
 mod runtime_waits;
+mod step_threads;
 mod threads_coherence;
 
 use epcache_test_support::roles;

@@ -1,0 +1,182 @@
+//! Stepping a threaded program: a halt at one thread's region boundary stops the process. The
+//! other threads stop at their next region boundary and publish nothing while it lasts, so the
+//! results a tool reads at a halt are complete and stay put; `continue` lets every thread go,
+//! and so does the tool going away.
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use epcache_shm::layout::{
+    Aggregation, Boundary, Mode, RegionIndex, RequestResult, RequestSpec, RequestTarget,
+};
+use epcache_shm::tool::{RequestHandle, TargetHandle};
+
+use crate::capture_support::{available, epcache_cc, kernel, run_to, runtime_built, start_waiting};
+
+/// Each thread takes this many turns (`ROUNDS` in the kernel).
+const ROUNDS: u64 = 3;
+/// Words of `cells` a turn reads and writes (`LINES` in the kernel).
+const LINES: u64 = 16;
+/// How long a halt is watched for a thread that should be stopped but is not.
+const WATCH: Duration = Duration::from_millis(400);
+
+/// `tests/kernels/lockstep_halts.c` built with `epcache cc -- gcc -O1 -pthread`, or `None`
+/// (SKIPPED, or a failure under CI) when gcc or the runtime is missing.
+fn build(dir: &Path, who: &str) -> Option<PathBuf> {
+    if !available("gcc", who) || !runtime_built(who) {
+        return None;
+    }
+    let source = kernel("lockstep_halts.c");
+    epcache_cc(
+        dir,
+        &[
+            "gcc",
+            "-O1",
+            "-pthread",
+            source.to_str().unwrap(),
+            "-o",
+            "program",
+        ],
+    );
+    Some(dir.join("program"))
+}
+
+/// The program waiting at start with a tool attached, two requests placed: the reads of
+/// `cells` in `turn`, summed, and the reads of `ticks` in `tick`, per thread (each thread's
+/// row counts its ticks); and the region `turn`.
+struct Stepped {
+    child: Child,
+    tool: TargetHandle,
+    turn: RegionIndex,
+    turns: RequestHandle,
+    ticks: RequestHandle,
+}
+
+fn start(dir: &Path, program: &Path) -> Stepped {
+    let (child, tool) = start_waiting(program, &dir.join("run"), &[]);
+    let regions = tool.regions().unwrap();
+    let region = |name: &str| {
+        regions
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no region {name} in {regions:?}"))
+            .index
+    };
+    let structures = tool.data_structures().unwrap();
+    let structure = |name: &str| {
+        structures
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("no data structure {name} in {structures:?}"))
+            .index
+    };
+    let request = |region, target, aggregation| RequestSpec {
+        region,
+        target: RequestTarget::DataStructure(target),
+        event: "PAPI_L1_DCR".parse().unwrap(),
+        mode: Mode::Static,
+        aggregation,
+        analyses: 0,
+    };
+    let turn = region("turn");
+    let turns = tool
+        .submit(&request(turn, structure("cells"), Aggregation::Summed))
+        .unwrap();
+    let ticks = tool
+        .submit(&request(
+            region("tick"),
+            structure("ticks"),
+            Aggregation::PerThread,
+        ))
+        .unwrap();
+    Stepped {
+        child,
+        tool,
+        turn,
+        turns,
+        ticks,
+    }
+}
+
+fn result(tool: &TargetHandle, handle: RequestHandle) -> Option<RequestResult> {
+    tool.read_result(handle).unwrap()
+}
+
+/// At a halt: the ticking thread is stopped (the ticks published stay put while the halt
+/// lasts) and every result is complete (each row of ticks read as many words as it counts
+/// instances; `turns` finished turns read `LINES` words each).
+fn check_halt(s: &Stepped, turns: u64) {
+    let at_halt = result(&s.tool, s.ticks);
+    std::thread::sleep(WATCH);
+    let later = result(&s.tool, s.ticks);
+    assert_eq!(
+        at_halt, later,
+        "after turn {turns}, the ticking thread went on publishing while the program was halted"
+    );
+    if let Some(ticks) = &later {
+        for row in &ticks.rows {
+            assert_eq!(row.total, row.instances, "one read per tick: {ticks:?}");
+        }
+    }
+    let done = result(&s.tool, s.turns).expect("the turns are published");
+    assert_eq!(done.rows.len(), 1, "{done:?}");
+    assert_eq!(done.rows[0].instances, turns, "{done:?}");
+    assert_eq!(done.rows[0].total, turns * LINES, "{done:?}");
+}
+
+/// Waits (20 s at most) for the program to end by itself; it must have finished every turn.
+fn ends_having_finished(child: Child) {
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("{ROUNDS} {ROUNDS}"),
+        "{stderr}"
+    );
+}
+
+/// Two threads take turns; the tool halts at the end of every turn. The other thread, which
+/// ticks until the turn is over, stops at its next boundary: its published ticks do not move
+/// while the halt lasts, and the turns' result holds exactly the finished turns. Before the
+/// other threads stopped, the ticking thread published on through every halt.
+#[test]
+fn a_halt_stops_every_thread_and_its_results_are_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "a_halt_stops_every_thread_and_its_results_are_complete";
+    let Some(program) = build(dir.path(), who) else {
+        return;
+    };
+    let s = start(dir.path(), &program);
+    for turns in 1..=2 * ROUNDS {
+        run_to(&s.tool, s.turn, Boundary::Exit);
+        check_halt(&s, turns);
+    }
+    // Continue: no halting point, every thread goes on.
+    s.tool.set_halting_point(None).unwrap();
+    s.tool.release().unwrap();
+    let Stepped { child, tool, .. } = s;
+    ends_having_finished(child);
+    drop(tool);
+}
+
+/// A tool that goes away (as a killed tool's attachment ends) while the program is halted
+/// releases the halted thread and, with it, the thread stopped at its boundary.
+#[test]
+fn every_thread_goes_on_when_the_tool_goes_away_during_a_halt() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "every_thread_goes_on_when_the_tool_goes_away_during_a_halt";
+    let Some(program) = build(dir.path(), who) else {
+        return;
+    };
+    let s = start(dir.path(), &program);
+    run_to(&s.tool, s.turn, Boundary::Exit);
+    run_to(&s.tool, s.turn, Boundary::Exit);
+    check_halt(&s, 2);
+    let Stepped { child, tool, .. } = s;
+    drop(tool);
+    ends_having_finished(child);
+}
