@@ -266,26 +266,32 @@ fn run_variant(
     let dir = &builds.dir;
     let report = dir.join(format!("report-{tag}.json"));
     let cg_out = dir.join(format!("cachegrind-{tag}.out"));
-    let mut command = match variant {
-        Variant::Native => Command::new(builds.plain(k)),
+    // Every run without address-space randomisation: where the heap, the stack and a PIE's
+    // globals lie changes which sets conflict, and the counts are compared exactly.
+    let mut command = Command::new("setarch");
+    command.args([std::env::consts::ARCH, "-R"]);
+    match variant {
+        Variant::Native => {
+            command.arg(builds.plain(k));
+        }
         Variant::Cachegrind => {
-            let mut c = Command::new("valgrind");
-            c.args(["--tool=cachegrind", "--cache-sim=yes"])
+            command
+                .arg("valgrind")
+                .args(["--tool=cachegrind", "--cache-sim=yes"])
                 .arg(format!("--cachegrind-out-file={}", cg_out.display()))
                 .args(cache.cachegrind)
                 .arg(builds.plain(k));
-            c
         }
         Variant::Epcache | Variant::EpcacheOneCore => {
-            let mut c = Command::new(builds.monitored(k));
-            c.env("EPCACHE_REPORT", &report)
+            command
+                .arg(builds.monitored(k))
+                .env("EPCACHE_REPORT", &report)
                 .env("EPCACHE_CACHE", cache.epcache);
             if variant == Variant::EpcacheOneCore {
-                c.env("EPCACHE_PIPELINE", "off");
+                command.env("EPCACHE_PIPELINE", "off");
             }
-            c
         }
-    };
+    }
     command
         .arg(reps.to_string())
         .env("EPCACHE_RUNTIME_DIR", dir.join("run"))
@@ -501,8 +507,8 @@ fn main() {
     // `cargo bench` passes `--bench`; libtest-style filters are not supported.
     if !tools::all_available(
         "suite",
-        &["gcc", "gfortran", "valgrind"],
-        "the suite builds C and Fortran kernels and compares with Cachegrind",
+        &["gcc", "gfortran", "valgrind", "setarch"],
+        "the suite builds C and Fortran kernels, compares with Cachegrind and runs without address randomisation",
     ) {
         return;
     }
@@ -742,8 +748,9 @@ fn callgrind_total(path: &Path) -> u64 {
 /// the instructions of each thread, in thread order.
 fn callgrind_threads(dir: &Path, tag: &str, command_of: impl FnOnce(&mut Command)) -> Vec<u64> {
     let base = dir.join(format!("callgrind-{tag}.out"));
-    let mut command = Command::new("valgrind");
+    let mut command = Command::new("setarch");
     command
+        .args([std::env::consts::ARCH, "-R", "valgrind"])
         .args(["--tool=callgrind", "--separate-threads=yes"])
         .arg(format!("--callgrind-out-file={}", base.display()))
         .env("EPCACHE_RUNTIME_DIR", dir.join("run"))

@@ -1,5 +1,5 @@
 //! The words of a thread's block the sequence reads and writes, under the names the runtime
-//! defines them by (inline capture ABI v6), and the shape of what they hold: a table entry, a
+//! defines them by (inline capture ABI v7), and the shape of what they hold: a table entry, a
 //! batch record with its meta byte, the whole-line cache.
 //!
 //! The runtime places the words where the Rust compiler lays its block out and names each
@@ -17,15 +17,15 @@ use crate::tag_word::MAX_OFFSET_MASK;
 
 /// The ABI version every symbol's name carries (`epcache_inline_v6_...`): a new version for
 /// any change of what a word means, so objects and runtimes of different versions do not link.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 
 /// The full name of the inline capture ABI's symbol `name`, as a string literal (so the
 /// runtime's `global_asm!` and `export_name` can use it): `abi_symbol!(read_tags)` is
-/// `"epcache_inline_v6_read_tags"`.
+/// `"epcache_inline_v7_read_tags"`.
 #[macro_export]
 macro_rules! abi_symbol {
     ($name:ident) => {
-        concat!("epcache_inline_v6_", stringify!($name))
+        concat!("epcache_inline_v7_", stringify!($name))
     };
 }
 
@@ -37,12 +37,21 @@ pub const TAG_WORD_SYMBOL: &str = abi_symbol!(tag_word);
 pub const ABI_PROBE: &str = ThreadWord::ReadTags.symbol();
 
 /// log2 of a table entry's size: one host cache line per entry, so an entry's tag and counts
-/// share a line, and its offset is the address masked, with no shift.
+/// share a line.
 pub const ENTRY_SHIFT: u32 = 6;
 /// Bytes per table entry.
 pub const ENTRY_BYTES: usize = 1 << ENTRY_SHIFT;
+/// log2 of the scale of the sequence's addressing mode: an entry's byte offset is the access's
+/// address masked, times 2, which the address of every entry word does at no cost
+/// (`sym@tpoff(,%rdx,2)`). So the masked address needs only a multiple of half an entry, and
+/// one entry per line fits lines as short as 32 bytes (the EP-Cache and METRIC papers' L1)
+/// with no shift in the sequence.
+pub const OFFSET_SCALE_SHIFT: u32 = 1;
+/// log2 of the shortest L1 line the table takes: one entry per line, at the line's address
+/// masked and scaled ([`OFFSET_SCALE_SHIFT`]).
+pub const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT - OFFSET_SCALE_SHIFT;
 /// Entries the table must hold: every offset the tag word's mask byte can select.
-pub const TABLE_ENTRIES: usize = (MAX_OFFSET_MASK as usize >> ENTRY_SHIFT) + 1;
+pub const TABLE_ENTRIES: usize = ((MAX_OFFSET_MASK as usize) << OFFSET_SCALE_SHIFT >> ENTRY_SHIFT) + 1;
 
 /// Byte offsets of an entry's words in the entry: the owning line's tag ...
 pub const ENTRY_READ_TAG: usize = 0;
@@ -234,7 +243,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ThreadWord::ALL.len() + 1);
-        assert_eq!(ABI_PROBE, "epcache_inline_v6_read_tags");
+        assert_eq!(ABI_PROBE, "epcache_inline_v7_read_tags");
     }
 
     #[test]

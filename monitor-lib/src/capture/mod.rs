@@ -107,7 +107,7 @@ pub use access::{read, write};
 pub use boundaries::{MarkerSite, RegionGuard};
 pub use mcc::MCC_ENV;
 pub use report::{
-    CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion, ReportShape,
+    AccessHandling, CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion, ReportShape,
     report_from_totals, write_report,
 };
 pub use settings::{CACHE_ENV, CaptureError, REPORT_ENV};
