@@ -461,7 +461,11 @@ fn measure(builds: &Builds, k: &Kernel, cache: &Cache, runs: usize, scale: f64) 
     }
     let first = &checksums[0].1;
     for (v, c) in &checksums {
-        assert_eq!(c, first, "{} {}: {v} printed another result", k.name, cache.label);
+        assert_eq!(
+            c, first,
+            "{} {}: {v} printed another result",
+            k.name, cache.label
+        );
     }
     let levels = level_totals(&reports["epcache"]);
     assert_eq!(
@@ -519,11 +523,19 @@ fn main() {
     let cache_labels = subset("EPCACHE_SUITE_CACHES");
     let kernels: Vec<&Kernel> = KERNELS
         .iter()
-        .filter(|k| kernel_names.as_ref().is_none_or(|n| n.iter().any(|n| n == k.name)))
+        .filter(|k| {
+            kernel_names
+                .as_ref()
+                .is_none_or(|n| n.iter().any(|n| n == k.name))
+        })
         .collect();
     let caches: Vec<&Cache> = CACHES
         .iter()
-        .filter(|c| cache_labels.as_ref().is_none_or(|l| l.iter().any(|l| l == c.label)))
+        .filter(|c| {
+            cache_labels
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|l| l == c.label))
+        })
         .collect();
     assert!(
         !kernels.is_empty() && !caches.is_empty(),
@@ -545,19 +557,32 @@ fn main() {
     let mut rows = Vec::new();
     for k in &kernels {
         for cache in &caches {
-            eprintln!("{} under {} ({}), {} repetitions", k.name, cache.label, cache.epcache, reps(k, scale));
+            eprintln!(
+                "{} under {} ({}), {} repetitions",
+                k.name,
+                cache.label,
+                cache.epcache,
+                reps(k, scale)
+            );
             rows.push(measure(&builds, k, cache, runs, scale));
         }
     }
-    let busy = kernels
-        .iter()
-        .find(|k| k.name == BUSY_KERNEL)
-        .map(|k| {
-            eprintln!("busy machine: {} under {} beside a CPU-bound process", k.name, caches[0].label);
-            let _competitor = Competitor::start(&builds);
-            measure(&builds, k, caches[0], runs, scale)
-        });
-    report(&rows, busy.as_ref(), &kernels, scale, runs, started.elapsed().as_secs_f64());
+    let busy = kernels.iter().find(|k| k.name == BUSY_KERNEL).map(|k| {
+        eprintln!(
+            "busy machine: {} under {} beside a CPU-bound process",
+            k.name, caches[0].label
+        );
+        let _competitor = Competitor::start(&builds);
+        measure(&builds, k, caches[0], runs, scale)
+    });
+    report(
+        &rows,
+        busy.as_ref(),
+        &kernels,
+        scale,
+        runs,
+        started.elapsed().as_secs_f64(),
+    );
 }
 
 /// Prints the table, the geometric means and verdicts, checks the counts against the
@@ -590,7 +615,13 @@ fn report(
         "D1 miss ep/CG",
         "LL miss ep/CG"
     );
-    let ratio = |a: u64, b: u64| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+    let ratio = |a: u64, b: u64| {
+        if b == 0 {
+            f64::NAN
+        } else {
+            a as f64 / b as f64
+        }
+    };
     let (mut vs_cg, mut vs_cg_one, mut vs_native) = (Vec::new(), Vec::new(), Vec::new());
     let mut each_met = true;
     for r in rows {
@@ -617,7 +648,11 @@ fn report(
             native,
             ratio(r.epcache_misses.0, r.cachegrind_misses.0),
             ratio(r.epcache_misses.1, r.cachegrind_misses.1),
-            if cg >= GOAL_EACH_VS_CACHEGRIND { "" } else { "  < 3x" }
+            if cg >= GOAL_EACH_VS_CACHEGRIND {
+                ""
+            } else {
+                "  < 3x"
+            }
         );
     }
     let (g_cg, g_one, g_native) = (gmean(&vs_cg), gmean(&vs_cg_one), gmean(&vs_native));
@@ -664,7 +699,12 @@ fn report(
         })
     });
     let counts_ok = check_reference(rows, scale);
-    println!("caches: {}", CACHES.map(|c| format!("{} = {}", c.label, c.epcache)).join("; "));
+    println!(
+        "caches: {}",
+        CACHES
+            .map(|c| format!("{} = {}", c.label, c.epcache))
+            .join("; ")
+    );
     let json = json!({
         "scale": scale,
         "runs": runs,
@@ -687,8 +727,15 @@ fn report(
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("epcache-suite.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&json).unwrap()).expect("writing the JSON");
-    println!("results as JSON: {} (whole suite {elapsed:.0} s)", path.display());
-    assert_ne!(counts_ok, Some(false), "the counts differ from the reference (see above)");
+    println!(
+        "results as JSON: {} (whole suite {elapsed:.0} s)",
+        path.display()
+    );
+    assert_ne!(
+        counts_ok,
+        Some(false),
+        "the counts differ from the reference (see above)"
+    );
 }
 
 /// Checks every row's level totals against `reference.json` at this scale (or records them
@@ -704,9 +751,15 @@ fn check_reference(rows: &[Row], scale: f64) -> Option<bool> {
         for r in rows {
             reference[&key][r.kernel][r.cache] = json!(r.levels);
         }
-        std::fs::write(&path, serde_json::to_string_pretty(&reference).unwrap() + "\n")
-            .expect("writing the reference");
-        println!("counts recorded as the reference for scale {key}: {}", path.display());
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&reference).unwrap() + "\n",
+        )
+        .expect("writing the reference");
+        println!(
+            "counts recorded as the reference for scale {key}: {}",
+            path.display()
+        );
         return Some(true);
     }
     let at_scale = reference.get(&key)?;
@@ -739,7 +792,10 @@ fn check_reference(rows: &[Row], scale: f64) -> Option<bool> {
 fn callgrind_total(path: &Path) -> u64 {
     let text = std::fs::read_to_string(path).expect("Callgrind's output file");
     text.lines()
-        .find_map(|l| l.strip_prefix("totals:").or_else(|| l.strip_prefix("summary:")))
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
         .and_then(|l| l.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("no totals in {}", path.display()))
 }
@@ -796,7 +852,9 @@ fn profile(builds: &Builds, kernels: &[&Kernel], caches: &[&Cache], scale: f64) 
         .iter()
         .sum();
         for cache in caches {
-            let report = builds.dir.join(format!("profile-{}-{}.json", k.name, cache.label));
+            let report = builds
+                .dir
+                .join(format!("profile-{}-{}.json", k.name, cache.label));
             let monitored = |c: &mut Command, pipeline: &str| {
                 c.arg(builds.monitored(k))
                     .arg(&reps)

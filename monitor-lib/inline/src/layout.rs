@@ -51,7 +51,8 @@ pub const OFFSET_SCALE_SHIFT: u32 = 1;
 /// masked and scaled ([`OFFSET_SCALE_SHIFT`]).
 pub const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT - OFFSET_SCALE_SHIFT;
 /// Entries the table must hold: every offset the tag word's mask byte can select.
-pub const TABLE_ENTRIES: usize = ((MAX_OFFSET_MASK as usize) << OFFSET_SCALE_SHIFT >> ENTRY_SHIFT) + 1;
+pub const TABLE_ENTRIES: usize =
+    ((MAX_OFFSET_MASK as usize) << OFFSET_SCALE_SHIFT >> ENTRY_SHIFT) + 1;
 
 /// Byte offsets of an entry's words in the entry: the owning line's tag ...
 pub const ENTRY_READ_TAG: usize = 0;

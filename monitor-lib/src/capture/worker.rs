@@ -419,12 +419,19 @@ mod tests {
         assert_eq!(w.add((8_000_000, 2_000_000)), Some(false));
         assert_eq!(w.add((15_999_000, 4_001_000)), Some(true));
         w.restart();
-        assert_eq!(w.add((90_000_000, 90_000_000)), None, "restarted: a new first reading");
+        assert_eq!(
+            w.add((90_000_000, 90_000_000)),
+            None,
+            "restarted: a new first reading"
+        );
     }
 
     #[test]
     fn schedstat_lines_give_run_and_wait_and_this_threads_can_be_read() {
-        assert_eq!(parse_schedstat(b"150507590 387608962 58\n"), Some((150_507_590, 387_608_962)));
+        assert_eq!(
+            parse_schedstat(b"150507590 387608962 58\n"),
+            Some((150_507_590, 387_608_962))
+        );
         assert_eq!(parse_schedstat(b"12\n"), None);
         assert_eq!(parse_schedstat(b""), None);
         // Where the kernel keeps the statistics (Linux with scheduler statistics, as here),
