@@ -17,7 +17,10 @@
 //! Cachegrind models no write-backs, so these agree closely, not exactly); and, when
 //! `suite_kernels/reference.json` holds counts for this scale, every level's totals must equal
 //! them (the counts must not change with the runtime). `EPCACHE_SUITE_REFERENCE=write` records
-//! this run's counts there.
+//! this run's counts there. Every run is made without address-space randomisation, and the C
+//! kernels' arrays are 2 MiB-aligned (`common.h`), so where they lie does not depend on the
+//! runtime linked in (ADI's Fortran module arrays are not aligned; they start wherever the
+//! runtime's data ends, which has not changed their counts so far).
 //!
 //! Settings (environment):
 //! - `EPCACHE_SUITE_SCALE` (default 1): multiplies every kernel's repetitions (at 1,
@@ -28,6 +31,9 @@
 //!   a subset;
 //! - `EPCACHE_SUITE_JSON`: where the results go (default `epcache-suite.json` in the temporary
 //!   directory);
+//! - `EPCACHE_SUITE_EPCACHE` and `EPCACHE_SUITE_RUNTIME`: another build's `epcache` binary and
+//!   `libepcache_monitor.a` (copies kept from before a change) to build the monitored kernels
+//!   with, for alternating comparisons of two builds;
 //! - `EPCACHE_SUITE_PROFILE=1`: instead of timed runs, Callgrind's instruction counts (which do
 //!   not depend on what else the machine runs): the whole one-core monitored run, the
 //!   instructions per access the program's thread adds over the plain build, and the simulating
@@ -194,7 +200,8 @@ impl Builds {
         self.dir.join(format!("{}_epcache", k.name))
     }
 
-    fn build(dir: &Path, runtime: &Path, kernels: &[&Kernel]) -> Builds {
+    /// Builds every kernel in `dir` with `epcache` (its `cc`) and `runtime`.
+    fn build(dir: &Path, epcache: &Path, runtime: &Path, kernels: &[&Kernel]) -> Builds {
         std::fs::write(dir.join("common.h"), COMMON_H).unwrap();
         std::fs::write(dir.join("spin.c"), SPIN_C).unwrap();
         run_checked(
@@ -218,7 +225,7 @@ impl Builds {
             );
             run_checked(
                 &format!("epcache cc -- {} {}", k.compiler, k.file),
-                Command::new(env!("CARGO_BIN_EXE_epcache"))
+                Command::new(epcache)
                     .env("EPCACHE_RUNTIME", runtime)
                     .args(["cc", "--", k.compiler, "-O2", k.file, "-o"])
                     .arg(builds.monitored(k))
@@ -542,13 +549,25 @@ fn main() {
         "EPCACHE_SUITE_KERNELS / EPCACHE_SUITE_CACHES select nothing (kernels: {}; caches: 64B, 32B)",
         KERNELS.map(|k| k.name).join(", ")
     );
-    let runtime = artifacts::runtime_library(Path::new(env!("CARGO_BIN_EXE_epcache")))
-        .unwrap_or_else(|| {
+    // Another build's `epcache` and runtime (a copy of both made before a change) measure
+    // that build instead, for alternating comparisons.
+    let epcache = std::env::var_os("EPCACHE_SUITE_EPCACHE").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_epcache")),
+        PathBuf::from,
+    );
+    let runtime = match std::env::var_os("EPCACHE_SUITE_RUNTIME") {
+        Some(path) => PathBuf::from(path),
+        None => artifacts::runtime_library(Path::new(env!("CARGO_BIN_EXE_epcache"))).unwrap_or_else(|| {
             panic!("no libepcache_monitor.a for this profile: run the bench through `cargo bench -p epcache-cli`")
-        });
-    eprintln!("runtime: {}", runtime.display());
+        }),
+    };
+    eprintln!(
+        "epcache: {}; runtime: {}",
+        epcache.display(),
+        runtime.display()
+    );
     let temp = tempfile::tempdir().expect("a temporary directory");
-    let builds = Builds::build(temp.path(), &runtime, &kernels);
+    let builds = Builds::build(temp.path(), &epcache, &runtime, &kernels);
     if std::env::var("EPCACHE_SUITE_PROFILE").is_ok_and(|v| v == "1") {
         profile(&builds, &kernels, &caches, scale);
         return;

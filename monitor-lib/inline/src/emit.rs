@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 use crate::layout::{
     self, DIRTY_MARK, META_SHIFT, OFFSET_SCALE_SHIFT, RECORD_ADDRESS, RECORD_BYTES,
     RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_STRUCTURE, TAG_WORD_SYMBOL, ThreadWord,
-    WHOLE_PAGE_SHIFT, WHOLE_SLOTS,
+    WHOLE_PAGE_SHIFT, WHOLE_SLOT_MULTIPLIER, WHOLE_SLOTS,
 };
 use crate::tag_word::{MASK_SHIFT, MASK_UNIT_BITS};
 
@@ -277,9 +277,15 @@ fn miss_path(access: Access, miss: &str, slow: &str, done: &str, out: &mut Strin
         let _ = writeln!(out, "\tcmpq\t%rax, %rcx");
         let _ = writeln!(out, "\tjne\t{slow}");
     }
+    // The slot: `crate::layout::whole_slot`, the page number's low 32 bits hashed.
     let _ = writeln!(out, "\tmovq\t%rdi, %rcx");
     let _ = writeln!(out, "\tshrq\t${WHOLE_PAGE_SHIFT}, %rcx");
-    let _ = writeln!(out, "\tandl\t${}, %ecx", WHOLE_SLOTS - 1);
+    let _ = writeln!(out, "\timull\t${WHOLE_SLOT_MULTIPLIER:#x}, %ecx, %ecx");
+    let _ = writeln!(
+        out,
+        "\tshrl\t${}, %ecx",
+        u32::BITS - WHOLE_SLOTS.trailing_zeros()
+    );
     let _ = writeln!(out, "\tcmpq\t{}, %rdi", whole(ThreadWord::WholeLo));
     let _ = writeln!(out, "\tjb\t{slow}");
     let _ = writeln!(out, "\tcmpq\t{}, %rdi", whole(ThreadWord::WholeHi));

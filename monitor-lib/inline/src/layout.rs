@@ -100,13 +100,20 @@ pub const fn meta(size: u32, write: bool) -> u8 {
 
 /// The whole-line cache is direct-mapped by page of this many bits ...
 pub const WHOLE_PAGE_SHIFT: u32 = 12;
-/// ... over this many slots.
+/// ... over this many slots ...
 pub const WHOLE_SLOTS: usize = 64;
+/// ... by the top bits of the page number's low 32 bits times this (Fibonacci hashing). By
+/// the page number's low bits alone, arrays a power of two of pages apart (a stencil's two
+/// grids, 512 KiB or 8 MiB each) took the same slot, each miss of one evicted the other's
+/// range, and every line miss went to its hook: a quarter of a Jacobi sweep's instructions.
+/// Any two pages less than 2^32 pages apart by a power of two get different slots.
+pub const WHOLE_SLOT_MULTIPLIER: u32 = 0x9e37_79b1;
 
 /// The whole-line cache's slot for `addr`.
 #[inline]
 pub const fn whole_slot(addr: u64) -> usize {
-    (addr >> WHOLE_PAGE_SHIFT) as usize % WHOLE_SLOTS
+    ((addr >> WHOLE_PAGE_SHIFT) as u32).wrapping_mul(WHOLE_SLOT_MULTIPLIER) as usize
+        >> (u32::BITS - WHOLE_SLOTS.trailing_zeros())
 }
 
 /// A thread-local word of the ABI: the runtime defines a symbol for each (for the table's
@@ -217,7 +224,7 @@ const _: () = {
     assert!(ENTRY_DIRTY_PENDING + 8 <= ENTRY_BYTES);
     // The offset is computed in a 32-bit register.
     assert!(TABLE_ENTRIES * ENTRY_BYTES <= u32::MAX as usize);
-    // The slot is the page number ANDed with `WHOLE_SLOTS - 1`.
+    // The slot is the top bits of a 32-bit product, shifted down by 32 less log2 of the slots.
     assert!(WHOLE_SLOTS.is_power_of_two() && WHOLE_SLOTS <= 256);
     // The largest hooked access's size fits the meta byte, and the dirty mark ORed into it
     // is its own bit.
@@ -255,6 +262,16 @@ mod tests {
         assert_eq!(DIRTY_MARK, 64);
         assert_eq!(RECORD_BYTES, 40);
         assert_eq!(TABLE_ENTRIES, 256);
-        assert_eq!(whole_slot(0x7f00_0004_1fff), 0x41 % 64);
+        assert_eq!(
+            whole_slot(0x7f00_0004_1fff),
+            (0xf000_0041u32.wrapping_mul(0x9e37_79b1) >> 26) as usize
+        );
+        // Pages a power of two apart (up to 2^31 pages) never share a slot.
+        let page = 0x7f12_3456_7000u64;
+        for m in 0..31 {
+            let apart = page + (4096u64 << m);
+            assert_ne!(whole_slot(page), whole_slot(apart), "2^{m} pages apart");
+        }
+        assert!((0..1u64 << 20).all(|p| whole_slot(p << 12) < WHOLE_SLOTS));
     }
 }

@@ -1,7 +1,8 @@
 /* Transposed access: a row-major array read down its columns into another's rows. */
 #include "common.h"
 #define N 1536
-double a[N][N], b[N][N];
+double a[N][N] SUITE_ALIGNED;
+double b[N][N] SUITE_ALIGNED;
 
 int main(int argc, char **argv) {
   int reps = reps_of(argc, argv);

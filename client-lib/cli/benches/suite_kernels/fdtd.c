@@ -2,7 +2,9 @@
 #include "common.h"
 #define NX 1000
 #define NY 1000
-double ex[NX][NY], ey[NX][NY], hz[NX][NY];
+double ex[NX][NY] SUITE_ALIGNED;
+double ey[NX][NY] SUITE_ALIGNED;
+double hz[NX][NY] SUITE_ALIGNED;
 
 int main(int argc, char **argv) {
   int reps = reps_of(argc, argv);

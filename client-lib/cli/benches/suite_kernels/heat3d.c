@@ -1,7 +1,8 @@
 /* Miss-heavy: 3-D seven-point heat equation over two grids. */
 #include "common.h"
 #define N 128
-double u[N][N][N], v[N][N][N];
+double u[N][N][N] SUITE_ALIGNED;
+double v[N][N][N] SUITE_ALIGNED;
 
 static void step(double (*src)[N][N], double (*dst)[N][N]) {
   for (int i = 1; i < N - 1; i++)

@@ -1,7 +1,8 @@
 /* Miss-heavy: 2-D five-point Jacobi over two grids, each sweep reading one and writing the other. */
 #include "common.h"
 #define N 1024
-double a[N][N], b[N][N];
+double a[N][N] SUITE_ALIGNED;
+double b[N][N] SUITE_ALIGNED;
 
 static void sweep(double (*src)[N], double (*dst)[N]) {
   for (int i = 1; i < N - 1; i++)

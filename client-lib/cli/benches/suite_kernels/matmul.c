@@ -1,7 +1,9 @@
 /* Hit-heavy: row-major i-k-j matrix multiply over globals, repeated. */
 #include "common.h"
 #define N 256
-double A[N][N], B[N][N], C[N][N];
+double A[N][N] SUITE_ALIGNED;
+double B[N][N] SUITE_ALIGNED;
+double C[N][N] SUITE_ALIGNED;
 
 static void matmul(void) {
   for (int i = 0; i < N; i++)

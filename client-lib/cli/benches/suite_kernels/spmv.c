@@ -2,8 +2,11 @@
 #include "common.h"
 #define ROWS 200000
 #define PER 27
-double val[ROWS * PER], x[ROWS], y[ROWS];
-int col[ROWS * PER], rowptr[ROWS + 1];
+double val[ROWS * PER] SUITE_ALIGNED;
+double x[ROWS] SUITE_ALIGNED;
+double y[ROWS] SUITE_ALIGNED;
+int col[ROWS * PER] SUITE_ALIGNED;
+int rowptr[ROWS + 1] SUITE_ALIGNED;
 
 static void spmv(void) {
   for (int i = 0; i < ROWS; i++) {

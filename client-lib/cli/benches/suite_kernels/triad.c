@@ -1,7 +1,9 @@
 /* Streaming: STREAM's triad over arrays far larger than every cache. */
 #include "common.h"
 #define LEN (2 * 1024 * 1024)
-double a[LEN], b[LEN], c[LEN];
+double a[LEN] SUITE_ALIGNED;
+double b[LEN] SUITE_ALIGNED;
+double c[LEN] SUITE_ALIGNED;
 
 int main(int argc, char **argv) {
   int reps = reps_of(argc, argv);

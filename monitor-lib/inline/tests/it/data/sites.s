@@ -15,7 +15,8 @@
 	jne	.Lepcache.slow.1
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.1
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -77,7 +78,8 @@
 	jne	.Lepcache.slow.2
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.2
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -139,7 +141,8 @@
 	jne	.Lepcache.slow.3
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.3
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -201,7 +204,8 @@
 	jne	.Lepcache.slow.4
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.4
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -263,7 +267,8 @@
 	jne	.Lepcache.slow.5
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.5
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -324,7 +329,8 @@
 	jne	.Lepcache.slow.6
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.6
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -393,7 +399,8 @@
 	jne	.Lepcache.slow.7
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.7
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -462,7 +469,8 @@
 	jne	.Lepcache.slow.8
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.8
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -531,7 +539,8 @@
 	jne	.Lepcache.slow.9
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.9
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -600,7 +609,8 @@
 	jne	.Lepcache.slow.10
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.10
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -661,7 +671,8 @@
 	jne	.Lepcache.slow.11
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.11
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -720,7 +731,8 @@
 	jne	.Lepcache.slow.12
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.12
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -779,7 +791,8 @@
 	jne	.Lepcache.slow.13
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.13
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -838,7 +851,8 @@
 	jne	.Lepcache.slow.14
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.14
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -897,7 +911,8 @@
 	jne	.Lepcache.slow.15
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.15
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -955,7 +970,8 @@
 	jne	.Lepcache.slow.16
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.16
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1021,7 +1037,8 @@
 	jne	.Lepcache.slow.17
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.17
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1087,7 +1104,8 @@
 	jne	.Lepcache.slow.18
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.18
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1153,7 +1171,8 @@
 	jne	.Lepcache.slow.19
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.19
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1219,7 +1238,8 @@
 	jne	.Lepcache.slow.20
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.20
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1279,7 +1299,8 @@
 	jne	.Lepcache.slow.21
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.21
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1337,7 +1358,8 @@
 	jne	.Lepcache.slow.22
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.22
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1395,7 +1417,8 @@
 	jne	.Lepcache.slow.23
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.23
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1453,7 +1476,8 @@
 	jne	.Lepcache.slow.24
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.24
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1511,7 +1535,8 @@
 	jne	.Lepcache.slow.25
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.25
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1568,7 +1593,8 @@
 	jne	.Lepcache.slow.26
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.26
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1633,7 +1659,8 @@
 	jne	.Lepcache.slow.27
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.27
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1698,7 +1725,8 @@
 	jne	.Lepcache.slow.28
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.28
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1763,7 +1791,8 @@
 	jne	.Lepcache.slow.29
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.29
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
@@ -1828,7 +1857,8 @@
 	jne	.Lepcache.slow.30
 	movq	%rdi, %rcx
 	shrq	$12, %rcx
-	andl	$63, %ecx
+	imull	$0x9e3779b1, %ecx, %ecx
+	shrl	$26, %ecx
 	cmpq	%fs:epcache_inline_v7_whole_lo@tpoff(,%rcx,8), %rdi
 	jb	.Lepcache.slow.30
 	cmpq	%fs:epcache_inline_v7_whole_hi@tpoff(,%rcx,8), %rdi
