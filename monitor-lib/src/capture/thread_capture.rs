@@ -267,6 +267,9 @@ impl ThreadCapture {
     /// thread did, over their last windows (`worker.rs`); then it falls back for a while, and
     /// tries the worker again after it.
     fn machine_busy(&mut self) -> bool {
+        if !worker::falls_back_when_busy() {
+            return false;
+        }
         let now = Instant::now();
         if self.backoff.is_falling_back() {
             if self.backoff.simulating_here(now) {

@@ -29,7 +29,7 @@
 //! [`CONTENDED_PERCENT`] of a window of its time, the thread falls back to simulating on its own
 //! thread ([`Backoff`]), which is never slower than one core, and tries the worker again later,
 //! waiting twice as long each time the machine is still busy. `pipeline_fallbacks` in the report
-//! counts the fallbacks.
+//! counts the fallbacks; `EPCACHE_PIPELINE=always` keeps the worker whatever the machine does.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -78,29 +78,51 @@ const SPIN: Duration = Duration::from_micros(200);
 /// Threads that have a capture now (each may want a core of its own).
 static CAPTURING_THREADS: AtomicU32 = AtomicU32::new(0);
 
-/// Whether threads may ship to the worker at all in this process: more than one core, and not
-/// turned off.
-pub(super) fn enabled() -> bool {
-    static ENABLED: OnceLock<bool> = OnceLock::new();
-    *ENABLED.get_or_init(|| {
-        let wanted = match std::env::var(PIPELINE_ENV) {
-            Ok(value) => switch_value(&value).unwrap_or_else(|| {
-                eprintln!(
-                    "epcache: {PIPELINE_ENV}={value:?} is neither on nor off; simulating on a second core when one is spare (the default)"
-                );
-                true
-            }),
-            Err(_) => true,
-        };
-        wanted && cores() > 1
+/// What `EPCACHE_PIPELINE` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pipeline {
+    /// `off`: every thread simulates on its own.
+    Off,
+    /// `on` (the default): a second core when one is spare, falling back while the machine is
+    /// busy.
+    On,
+    /// `always`: a second core when one is spare, even on a busy machine (for tests of the
+    /// hand-off itself, which must not depend on what else the machine runs).
+    Always,
+}
+
+/// The setting, read once.
+fn pipeline() -> Pipeline {
+    static PIPELINE: OnceLock<Pipeline> = OnceLock::new();
+    *PIPELINE.get_or_init(|| match std::env::var(PIPELINE_ENV) {
+        Ok(value) => switch_value(&value).unwrap_or_else(|| {
+            eprintln!(
+                "epcache: {PIPELINE_ENV}={value:?} is none of on, off and always; simulating on a second core when one is spare (the default)"
+            );
+            Pipeline::On
+        }),
+        Err(_) => Pipeline::On,
     })
 }
 
-/// `on`/`off` and their usual spellings.
-fn switch_value(value: &str) -> Option<bool> {
+/// Whether threads may ship to the worker at all in this process: more than one core, and not
+/// turned off.
+pub(super) fn enabled() -> bool {
+    pipeline() != Pipeline::Off && cores() > 1
+}
+
+/// Whether a thread falls back to simulating on its own while the machine is busy (not with
+/// `EPCACHE_PIPELINE=always`).
+pub(super) fn falls_back_when_busy() -> bool {
+    pipeline() == Pipeline::On
+}
+
+/// `on`/`off` and their usual spellings, and `always`.
+fn switch_value(value: &str) -> Option<Pipeline> {
     match value.trim().to_ascii_lowercase().as_str() {
-        "on" | "1" | "yes" | "true" | "" => Some(true),
-        "off" | "0" | "no" | "false" => Some(false),
+        "on" | "1" | "yes" | "true" | "" => Some(Pipeline::On),
+        "off" | "0" | "no" | "false" => Some(Pipeline::Off),
+        "always" => Some(Pipeline::Always),
         _ => None,
     }
 }
@@ -396,11 +418,12 @@ mod tests {
     #[test]
     fn the_switch_reads_on_and_off_in_their_usual_spellings() {
         for on in ["on", "ON", "1", "yes", "true", "", " on "] {
-            assert_eq!(switch_value(on), Some(true), "{on:?}");
+            assert_eq!(switch_value(on), Some(Pipeline::On), "{on:?}");
         }
         for off in ["off", "Off", "0", "no", "false"] {
-            assert_eq!(switch_value(off), Some(false), "{off:?}");
+            assert_eq!(switch_value(off), Some(Pipeline::Off), "{off:?}");
         }
+        assert_eq!(switch_value(" Always"), Some(Pipeline::Always));
         assert_eq!(switch_value("sometimes"), None);
     }
 
