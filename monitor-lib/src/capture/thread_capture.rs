@@ -76,6 +76,8 @@ pub(super) struct ThreadCapture {
     /// window over which it judges whether the machine is busy.
     clock: Option<SchedClock>,
     window: ShareWindow,
+    /// Accesses that reached the runtime while falling back, to look at the time every so often.
+    calls_here: u32,
     /// Order in which threads started capturing: the simulated core a later step assigns.
     #[allow(dead_code)]
     thread_index: u32,
@@ -111,6 +113,7 @@ impl ThreadCapture {
             backoff: Backoff::new(),
             clock: None,
             window: ShareWindow::default(),
+            calls_here: 0,
             thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
             published: false,
             holding: standalone() && hand_over::start_holding(),
@@ -182,10 +185,14 @@ impl ThreadCapture {
         if with_filter(Filter::batch_full) {
             self.ship();
         }
-        // On a busy machine the thread simulates what reaches it, until `ship` tries the
-        // worker again.
+        // On a busy machine the thread simulates what reaches it until its time is up (asked
+        // every so often here, as a thread whose accesses often reach the runtime drains its
+        // batch each time and seldom fills one for `ship` to ask).
         if self.core.is_some() && self.backoff.is_falling_back() {
-            return false;
+            self.calls_here = self.calls_here.wrapping_add(1);
+            if self.calls_here % 64 != 0 || self.still_falling_back(Instant::now()) {
+                return false;
+            }
         }
         let write = kind == AccessKind::Write;
         if with_filter(|f| f.inline_miss(addr, size, write)) {
@@ -271,13 +278,8 @@ impl ThreadCapture {
             return false;
         }
         let now = Instant::now();
-        if self.backoff.is_falling_back() {
-            if self.backoff.simulating_here(now) {
-                return true;
-            }
-            // Trying the worker again: what either side measured before is old.
-            let _ = worker::take_contended();
-            self.window.restart();
+        if self.still_falling_back(now) {
+            return true;
         }
         let clock = self.clock.get_or_insert_with(SchedClock::for_this_thread);
         let waited_here = clock.read().and_then(|r| self.window.add(r)) == Some(true);
@@ -288,6 +290,21 @@ impl ThreadCapture {
             self.window.restart();
             return true;
         }
+        false
+    }
+
+    /// Whether the thread is still to simulate on its own at `now` after a fallback; once its
+    /// time is up it tries the worker again, judging the machine afresh.
+    fn still_falling_back(&mut self, now: Instant) -> bool {
+        if !self.backoff.is_falling_back() {
+            return false;
+        }
+        if self.backoff.simulating_here(now) {
+            return true;
+        }
+        // What either side measured before is old.
+        let _ = worker::take_contended();
+        self.window.restart();
         false
     }
 
