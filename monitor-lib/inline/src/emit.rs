@@ -34,8 +34,9 @@
 use std::fmt::Write as _;
 
 use crate::layout::{
-    self, DIRTY_MARK, META_SHIFT, RECORD_ADDRESS, RECORD_BYTES, RECORD_OLD_READ_HITS,
-    RECORD_OLD_TAG, RECORD_STRUCTURE, TAG_WORD_SYMBOL, ThreadWord, WHOLE_PAGE_SHIFT, WHOLE_SLOTS,
+    self, DIRTY_MARK, META_SHIFT, OFFSET_SCALE_SHIFT, RECORD_ADDRESS, RECORD_BYTES,
+    RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_STRUCTURE, TAG_WORD_SYMBOL, ThreadWord,
+    WHOLE_PAGE_SHIFT, WHOLE_SLOT_MULTIPLIER, WHOLE_SLOTS,
 };
 use crate::tag_word::{MASK_SHIFT, MASK_UNIT_BITS};
 
@@ -142,7 +143,9 @@ impl Sites {
     /// the count included, and two loads: the tag compared and the count. The tag of the last
     /// byte is `addr + size - 1 | tag_word` (`crate::tag_word`), so a thread with a switch to
     /// pick up matches nothing and goes to the miss path, which checks; the entry's offset is
-    /// `addr & mask`, from the first byte. The word and mask are carried from site to site
+    /// `addr & mask`, from the first byte, scaled by the addressing mode of every entry word
+    /// (`crate::layout::OFFSET_SCALE_SHIFT`), which costs nothing and lets 32-byte lines have an
+    /// entry each. The word and mask are carried from site to site
     /// where nothing in between can change them, since a monitored program's thread is bound by
     /// its loads (docs/performance.md).
     ///
@@ -174,7 +177,8 @@ impl Sites {
             let _ = writeln!(out, "\tmovq\t%rdi, %rax");
         }
         let _ = writeln!(out, "\torq\t{WORD}, %rax");
-        // The entry's byte offset in the table: the first byte's address ANDed with the mask.
+        // The entry's byte offset in the table, halved: the first byte's address ANDed with the
+        // mask (each entry word's address scales it).
         let _ = writeln!(out, "\tmovl\t%edi, %edx");
         let _ = writeln!(out, "\tandl\t{MASK_32}, %edx");
         let count = if access.write {
@@ -235,10 +239,11 @@ fn tls(word: ThreadWord) -> String {
     format!("%fs:{}@tpoff", word.symbol())
 }
 
-/// The word of the table entry whose byte offset is in `%rdx`.
+/// The word of the table entry whose byte offset, scaled down by the addressing mode's scale
+/// ([`OFFSET_SCALE_SHIFT`]), is in `%rdx`.
 fn entry(word: ThreadWord) -> String {
     debug_assert!(word.entry_offset().is_some(), "{word:?}");
-    format!("{}(%rdx)", tls(word))
+    format!("{}(,%rdx,{})", tls(word), 1 << OFFSET_SCALE_SHIFT)
 }
 
 /// The whole-line cache's word for the slot in `%rcx`.
@@ -272,9 +277,15 @@ fn miss_path(access: Access, miss: &str, slow: &str, done: &str, out: &mut Strin
         let _ = writeln!(out, "\tcmpq\t%rax, %rcx");
         let _ = writeln!(out, "\tjne\t{slow}");
     }
+    // The slot: `crate::layout::whole_slot`, the page number's low 32 bits hashed.
     let _ = writeln!(out, "\tmovq\t%rdi, %rcx");
     let _ = writeln!(out, "\tshrq\t${WHOLE_PAGE_SHIFT}, %rcx");
-    let _ = writeln!(out, "\tandl\t${}, %ecx", WHOLE_SLOTS - 1);
+    let _ = writeln!(out, "\timull\t${WHOLE_SLOT_MULTIPLIER:#x}, %ecx, %ecx");
+    let _ = writeln!(
+        out,
+        "\tshrl\t${}, %ecx",
+        u32::BITS - WHOLE_SLOTS.trailing_zeros()
+    );
     let _ = writeln!(out, "\tcmpq\t{}, %rdi", whole(ThreadWord::WholeLo));
     let _ = writeln!(out, "\tjb\t{slow}");
     let _ = writeln!(out, "\tcmpq\t{}, %rdi", whole(ThreadWord::WholeHi));
@@ -409,31 +420,31 @@ mod tests {
         assert_eq!(
             lines[slow + 2..slow + 7],
             [
-                "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11",
+                "\tmovq\tepcache_inline_v7_tag_word(%rip), %r11",
                 "\tmovq\t%r11, %r10",
                 "\tshrq\t$56, %r10",
-                "\tshll\t$6, %r10d",
+                "\tshll\t$5, %r10d",
                 "\tjmp\t.Lepcache.done.1"
             ]
         );
         assert_eq!(
             lines[slow + 8],
-            "\tincq\t%fs:epcache_inline_v6_read_hits@tpoff(%rdx)"
+            "\tincq\t%fs:epcache_inline_v7_read_hits@tpoff(,%rdx,2)"
         );
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
         let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
         assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
-        assert!(!first_site.contains("incq\t%fs:epcache_inline_v6_write_hits"));
-        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v6_write_hits@tpoff(%rdx)\n"));
+        assert!(!first_site.contains("incq\t%fs:epcache_inline_v7_write_hits"));
+        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v7_write_hits@tpoff(,%rdx,2)\n"));
         // A write matches a written entry first; one owning its block clean is marked written
         // and dirty pending, then counted.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
         assert!(second_test.contains(
-            "\tcmpq\t%rax, %fs:epcache_inline_v6_write_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v6_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.clean.2\n"
+            "\tcmpq\t%rax, %fs:epcache_inline_v7_write_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v7_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.clean.2\n"
         ));
         let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
         assert!(clean.starts_with(
-            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v6_write_tags@tpoff(%rdx)\n\tmovq\t$64, %fs:epcache_inline_v6_dirty_pending@tpoff(%rdx)\n\tjmp\t.Lepcache.hit.2\n"
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v7_write_tags@tpoff(,%rdx,2)\n\tmovq\t$64, %fs:epcache_inline_v7_dirty_pending@tpoff(,%rdx,2)\n\tjmp\t.Lepcache.hit.2\n"
         ));
         // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
@@ -452,7 +463,7 @@ mod tests {
             // the batch has room; else the call.
             assert!(
                 miss.starts_with(
-                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v6_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v6_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v7_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v7_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
                 ),
                 "{miss}"
             );
@@ -467,10 +478,10 @@ mod tests {
                 "{miss}"
             );
             // The batch position is loaded and stored back inside `in_miss`, on both ways out.
-            assert!(miss.contains("\tincb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v6_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v6_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
-            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
+            assert!(miss.contains("\tincb\t%fs:epcache_inline_v7_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v7_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v7_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
+            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v7_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
             // The meta byte over the address's top byte: size, write, the old dirty mark.
-            let entry = |word: &str| format!("%fs:epcache_inline_v6_{word}@tpoff(%rdx)");
+            let entry = |word: &str| format!("%fs:epcache_inline_v7_{word}@tpoff(,%rdx,2)");
             // Word 0, stored once: the meta byte (size, write, the old dirty mark) over the
             // address's top byte; the mark is cleared.
             let dirty = entry("dirty_pending");
@@ -506,10 +517,10 @@ mod tests {
             assert_eq!(miss.matches("write_hits").count(), 0, "{miss}");
             assert!(
                 miss.contains(
-                    "\tmovl\t%fs:epcache_inline_v6_whole_structure@tpoff(,%rcx,4), %ecx\n"
+                    "\tmovl\t%fs:epcache_inline_v7_whole_structure@tpoff(,%rcx,4), %ecx\n"
                 )
             );
-            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v6_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v6_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v7_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v7_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
         }
     }
 
@@ -522,17 +533,17 @@ mod tests {
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
         assert_eq!(
             common,
-            "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
-             \tshrq\t$56, %r10\n\tshll\t$6, %r10d\n\tleaq\t7(%rdi), %rax\n\
+            "\tmovq\tepcache_inline_v7_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
+             \tshrq\t$56, %r10\n\tshll\t$5, %r10d\n\tleaq\t7(%rdi), %rax\n\
              \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n\
-             \tcmpq\t%rax, %fs:epcache_inline_v6_read_tags@tpoff(%rdx)\n\tje\t.Lepcache.hit.1\n"
+             \tcmpq\t%rax, %fs:epcache_inline_v7_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.1\n"
         );
         // A site that finds the mask loads the word only; one that finds both loads nothing.
         let tail = "\tleaq\t7(%rdi), %rax\n";
         for (carried, head) in [
             (
                 Carried::Mask,
-                "\tmovq\tepcache_inline_v6_tag_word(%rip), %r11\n",
+                "\tmovq\tepcache_inline_v7_tag_word(%rip), %r11\n",
             ),
             (Carried::MaskAndWord, ""),
         ] {
@@ -566,7 +577,7 @@ mod tests {
         }
         let (_, byte) = written(&[(access(1, true), "\tcall\t__tsan_write1")]);
         assert!(
-            byte.contains("\tshll\t$6, %r10d\n\tmovq\t%rdi, %rax\n\torq\t%r11, %rax\n"),
+            byte.contains("\tshll\t$5, %r10d\n\tmovq\t%rdi, %rax\n\torq\t%r11, %rax\n"),
             "{byte}"
         );
     }

@@ -1,5 +1,5 @@
 //! The words of a thread's block the sequence reads and writes, under the names the runtime
-//! defines them by (inline capture ABI v6), and the shape of what they hold: a table entry, a
+//! defines them by (inline capture ABI v7), and the shape of what they hold: a table entry, a
 //! batch record with its meta byte, the whole-line cache.
 //!
 //! The runtime places the words where the Rust compiler lays its block out and names each
@@ -17,15 +17,15 @@ use crate::tag_word::MAX_OFFSET_MASK;
 
 /// The ABI version every symbol's name carries (`epcache_inline_v6_...`): a new version for
 /// any change of what a word means, so objects and runtimes of different versions do not link.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 
 /// The full name of the inline capture ABI's symbol `name`, as a string literal (so the
 /// runtime's `global_asm!` and `export_name` can use it): `abi_symbol!(read_tags)` is
-/// `"epcache_inline_v6_read_tags"`.
+/// `"epcache_inline_v7_read_tags"`.
 #[macro_export]
 macro_rules! abi_symbol {
     ($name:ident) => {
-        concat!("epcache_inline_v6_", stringify!($name))
+        concat!("epcache_inline_v7_", stringify!($name))
     };
 }
 
@@ -37,12 +37,22 @@ pub const TAG_WORD_SYMBOL: &str = abi_symbol!(tag_word);
 pub const ABI_PROBE: &str = ThreadWord::ReadTags.symbol();
 
 /// log2 of a table entry's size: one host cache line per entry, so an entry's tag and counts
-/// share a line, and its offset is the address masked, with no shift.
+/// share a line.
 pub const ENTRY_SHIFT: u32 = 6;
 /// Bytes per table entry.
 pub const ENTRY_BYTES: usize = 1 << ENTRY_SHIFT;
+/// log2 of the scale of the sequence's addressing mode: an entry's byte offset is the access's
+/// address masked, times 2, which the address of every entry word does at no cost
+/// (`sym@tpoff(,%rdx,2)`). So the masked address needs only a multiple of half an entry, and
+/// one entry per line fits lines as short as 32 bytes (the EP-Cache and METRIC papers' L1)
+/// with no shift in the sequence.
+pub const OFFSET_SCALE_SHIFT: u32 = 1;
+/// log2 of the shortest L1 line the table takes: one entry per line, at the line's address
+/// masked and scaled ([`OFFSET_SCALE_SHIFT`]).
+pub const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT - OFFSET_SCALE_SHIFT;
 /// Entries the table must hold: every offset the tag word's mask byte can select.
-pub const TABLE_ENTRIES: usize = (MAX_OFFSET_MASK as usize >> ENTRY_SHIFT) + 1;
+pub const TABLE_ENTRIES: usize =
+    ((MAX_OFFSET_MASK as usize) << OFFSET_SCALE_SHIFT >> ENTRY_SHIFT) + 1;
 
 /// Byte offsets of an entry's words in the entry: the owning line's tag ...
 pub const ENTRY_READ_TAG: usize = 0;
@@ -90,13 +100,20 @@ pub const fn meta(size: u32, write: bool) -> u8 {
 
 /// The whole-line cache is direct-mapped by page of this many bits ...
 pub const WHOLE_PAGE_SHIFT: u32 = 12;
-/// ... over this many slots.
+/// ... over this many slots ...
 pub const WHOLE_SLOTS: usize = 64;
+/// ... by the top bits of the page number's low 32 bits times this (Fibonacci hashing). By
+/// the page number's low bits alone, arrays a power of two of pages apart (a stencil's two
+/// grids, 512 KiB or 8 MiB each) took the same slot, each miss of one evicted the other's
+/// range, and every line miss went to its hook: a quarter of a Jacobi sweep's instructions.
+/// Any two pages less than 2^32 pages apart by a power of two get different slots.
+pub const WHOLE_SLOT_MULTIPLIER: u32 = 0x9e37_79b1;
 
 /// The whole-line cache's slot for `addr`.
 #[inline]
 pub const fn whole_slot(addr: u64) -> usize {
-    (addr >> WHOLE_PAGE_SHIFT) as usize % WHOLE_SLOTS
+    ((addr >> WHOLE_PAGE_SHIFT) as u32).wrapping_mul(WHOLE_SLOT_MULTIPLIER) as usize
+        >> (u32::BITS - WHOLE_SLOTS.trailing_zeros())
 }
 
 /// A thread-local word of the ABI: the runtime defines a symbol for each (for the table's
@@ -207,7 +224,7 @@ const _: () = {
     assert!(ENTRY_DIRTY_PENDING + 8 <= ENTRY_BYTES);
     // The offset is computed in a 32-bit register.
     assert!(TABLE_ENTRIES * ENTRY_BYTES <= u32::MAX as usize);
-    // The slot is the page number ANDed with `WHOLE_SLOTS - 1`.
+    // The slot is the top bits of a 32-bit product, shifted down by 32 less log2 of the slots.
     assert!(WHOLE_SLOTS.is_power_of_two() && WHOLE_SLOTS <= 256);
     // The largest hooked access's size fits the meta byte, and the dirty mark ORed into it
     // is its own bit.
@@ -234,7 +251,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ThreadWord::ALL.len() + 1);
-        assert_eq!(ABI_PROBE, "epcache_inline_v6_read_tags");
+        assert_eq!(ABI_PROBE, "epcache_inline_v7_read_tags");
     }
 
     #[test]
@@ -245,6 +262,16 @@ mod tests {
         assert_eq!(DIRTY_MARK, 64);
         assert_eq!(RECORD_BYTES, 40);
         assert_eq!(TABLE_ENTRIES, 256);
-        assert_eq!(whole_slot(0x7f00_0004_1fff), 0x41 % 64);
+        assert_eq!(
+            whole_slot(0x7f00_0004_1fff),
+            (0xf000_0041u32.wrapping_mul(0x9e37_79b1) >> 26) as usize
+        );
+        // Pages a power of two apart (up to 2^31 pages) never share a slot.
+        let page = 0x7f12_3456_7000u64;
+        for m in 0..31 {
+            let apart = page + (4096u64 << m);
+            assert_ne!(whole_slot(page), whole_slot(apart), "2^{m} pages apart");
+        }
+        assert!((0..1u64 << 20).all(|p| whole_slot(p << 12) < WHOLE_SLOTS));
     }
 }

@@ -116,7 +116,9 @@ pub fn hit_test(
     access: Access,
     addr: u64,
 ) -> Option<Path> {
-    debug_assert!(HOOK_SIZES.contains(&access.size) && regs.mask % ENTRY_BYTES as u32 == 0);
+    debug_assert!(
+        HOOK_SIZES.contains(&access.size) && regs.mask % (1 << tag_word::MASK_UNIT_BITS) == 0
+    );
     let tag = tag_of(regs, access, addr);
     let offset = tag_word::entry_offset(addr, regs.mask);
     let mut entry = mem.entry(offset);

@@ -5,9 +5,10 @@
 //! in the low bits (so every byte of a line has the line's tag), a *key* in bits 48 to 55 that
 //! the runtime changes at every switch a thread must sync for (`capture/tag_key.rs`), and the
 //! offset mask shifted right by [`MASK_UNIT_BITS`] in bits 56 to 63. The entry's byte offset in
-//! the table is the access's first byte's address ANDed with that mask: entries are
-//! [`crate::layout::ENTRY_BYTES`] long, one per line of at least that size, so the masked address
-//! is the offset and needs no shift.
+//! the table is the access's first byte's address ANDed with that mask, times two (the
+//! addressing mode's scale, [`crate::layout::OFFSET_SCALE_SHIFT`]): entries are
+//! [`crate::layout::ENTRY_BYTES`] long, one per line of at least half that size, so the masked
+//! address needs no shift.
 //!
 //! Why the mask is in the word: the sequence then loads one word per access, not two, and a
 //! monitored program's thread is bound by its loads, not its instructions (two shifts more cost
@@ -17,7 +18,7 @@
 //! stay below 2^47 unless a program maps above it on purpose (five-level paging and an `mmap`
 //! hint), which the inline test does not support.
 
-use crate::layout::ENTRY_SHIFT;
+use crate::layout::{OFFSET_SCALE_SHIFT, SHORTEST_LINE_BITS};
 
 /// The key's place in the word and in every tag: bits 48 to 55.
 pub const KEY_SHIFT: u32 = 48;
@@ -26,15 +27,16 @@ pub const KEY_BITS: u64 = 0xff << KEY_SHIFT;
 /// The offset mask's place: the word's top byte holds the mask shifted right by
 /// [`MASK_UNIT_BITS`].
 pub const MASK_SHIFT: u32 = 56;
-/// The offset mask's unit: the mask selects whole entries, so its low bits are 0.
-pub const MASK_UNIT_BITS: u32 = ENTRY_SHIFT;
+/// The offset mask's unit: the mask selects whole lines of the shortest size the table takes,
+/// so its low bits are 0.
+pub const MASK_UNIT_BITS: u32 = SHORTEST_LINE_BITS;
 /// The address bits of a tag (below the key).
 pub const ADDRESS_MASK: u64 = (1 << KEY_SHIFT) - 1;
 /// The largest offset mask the top byte can hold.
 pub const MAX_OFFSET_MASK: u32 = 0xff << MASK_UNIT_BITS;
 
-/// A word with `key`, L1's line size less one (`line_low`) and the table's offset mask (whole
-/// entries, at most [`MAX_OFFSET_MASK`]).
+/// A word with `key`, L1's line size less one (`line_low`) and the table's offset mask (in units
+/// of `1 << MASK_UNIT_BITS`, at most [`MAX_OFFSET_MASK`]).
 #[inline]
 pub const fn word_of(key: u8, line_low: u64, offset_mask: u32) -> u64 {
     (offset_mask as u64 >> MASK_UNIT_BITS) << MASK_SHIFT | (key as u64) << KEY_SHIFT | line_low
@@ -60,10 +62,11 @@ pub const fn tag(last: u64, word: u64) -> u64 {
 }
 
 /// The byte offset in the table of the entry for the access starting at `first`, with the mask
-/// `offset_mask` (the sequence ANDs the low 32 bits of the address).
+/// `offset_mask` (the sequence ANDs the low 32 bits of the address, and its addressing mode
+/// scales the result by `1 << OFFSET_SCALE_SHIFT`).
 #[inline]
 pub const fn entry_offset(first: u64, offset_mask: u32) -> u32 {
-    first as u32 & offset_mask
+    (first as u32 & offset_mask) << OFFSET_SCALE_SHIFT
 }
 
 #[cfg(test)]
@@ -72,17 +75,22 @@ mod tests {
 
     #[test]
     fn the_fields_sit_above_every_user_address_and_round_trip() {
-        let word = word_of(0x7f, 63, 0x3fc0);
+        let word = word_of(0x7f, 63, 0x1fe0);
         assert_eq!(word, 0xff7f_0000_0000_003f);
         assert_eq!(key_of(word), 0x7f);
-        assert_eq!(offset_mask_of(word), 0x3fc0);
+        assert_eq!(offset_mask_of(word), 0x1fe0);
         assert_eq!(offset_mask_of(word), MAX_OFFSET_MASK);
         assert_eq!(word & ADDRESS_MASK, 63);
         assert_eq!(word & KEY_BITS, 0x7f << KEY_SHIFT);
-        assert_eq!(offset_mask_of(word_of(1, 8191, 1 << 13)), 1 << 13);
+        assert_eq!(offset_mask_of(word_of(1, 8191, 1 << 12)), 1 << 12);
+        assert_eq!(offset_mask_of(word_of(1, 31, 0x1fe0)), 0x1fe0);
         assert_eq!(offset_mask_of(word_of(9, 63, 0)), 0);
         // Every address a program can use (below 2^47) keeps its bits in a tag.
         assert_eq!(tag((1 << 47) - 1, word) & ADDRESS_MASK, (1 << 47) - 1);
-        assert_eq!(entry_offset(0x7f00_0000_1047, 0x0fc0), 0x40);
+        // 64-byte lines, 64 entries: every other slot; 32-byte lines, 256: every slot.
+        assert_eq!(entry_offset(0x7f00_0000_1047, 0x0fc0), 0x80);
+        assert_eq!(entry_offset(0x7f00_0000_e027, 0x1fe0), 0x40);
+        assert_eq!(entry_offset(0x7f00_0000_e047, 0x1fe0), 0x80);
+        assert_eq!(entry_offset(0x7f00_0000_ffff, 0x1fe0), 0x3fc0);
     }
 }

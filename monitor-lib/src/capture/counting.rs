@@ -34,6 +34,7 @@ use super::cores;
 use super::filter::{self, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::Monitoring;
 use super::thread_block::{with_filter, with_hooks};
+use super::totals;
 
 /// The part of a thread's capture that simulates and counts, which can run on the simulation
 /// worker while the thread runs on.
@@ -94,6 +95,7 @@ impl Core {
     /// Simulates and counts the first `filled` records of a batch the thread handed over, in
     /// order; runs on the worker.
     pub(super) fn simulate_shipped(&mut self, batch: &[RecordCells], filled: usize) {
+        totals::count_batched(filled);
         simulate_records(
             &mut self.simulator,
             &mut self.counting,
@@ -391,6 +393,7 @@ impl Counting {
     #[inline(never)]
     fn simulate_batch(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring) {
         with_filter(|f| {
+            totals::count_batched(f.batch_len());
             f.drain_batch_with(|records| simulate_records(simulator, self, monitoring, records));
         });
     }
@@ -523,15 +526,20 @@ mod tests {
             ("D1=4K,16,64;L2=16K,8,64", true),
             ("D1=4K,32,64;LL=16K,4,64", true),
             ("D1=1K,4,64,plru;L2=2K,4,64;L3=16K,4,64", true),
-            // Lines shorter than a filter entry: no filter (`filter::SHORTEST_LINE_BITS`).
-            ("D1=1K,4,32,plru;L2=2K,4,64;L3=16K,4,64", false),
+            // 32-byte lines, half a filter entry (`filter::SHORTEST_LINE_BITS`), and the
+            // EP-Cache and METRIC papers' L1 shape below 64-byte lines.
+            ("D1=1K,4,32,plru;L2=2K,4,64;L3=16K,4,64", true),
+            ("D1=2K,2,32;LL=16K,8,64", true),
+            // Lines of 16 bytes: too short for the inline test's offset.
+            ("D1=1K,4,16;LL=8K,4,64", false),
             ("D1=1K,4,64,random;LL=8K,4,64", true),
             ("D1=64K,2,64;LL=256K,4,64", true),
-            // Longer lines: the entries are spaced out, down to two at 8 KiB.
+            // Longer lines: the entries are spaced out, down to two at 4 KiB; at 8 KiB only one
+            // fits, which the inline test cannot use.
             ("D1=4K,4,128;LL=16K,4,128", true),
             ("D1=16K,2,1024;LL=64K,4,1024", true),
             ("D1=32K,2,4096;LL=128K,4,4096", true),
-            ("D1=64K,2,8192;LL=256K,4,8192", true),
+            ("D1=64K,2,8192;LL=256K,4,8192", false),
             ("D1=2K,4,64;LL=4K,2,64,inclusive", false),
             ("D1=1K,2,64,write-through;LL=8K,4,64", false),
             // One set: the inline test needs consecutive lines in different entries.

@@ -57,15 +57,13 @@ use epcache_inline::layout;
 use super::tag_key;
 
 /// Entry slots: every offset the tag word's mask can select (`epcache_inline::layout`), which
-/// covers every L1 of 256 sets or fewer, with 64-byte lines, one set per entry; longer lines
-/// space the entries out (see [`Filter::word`]), so fewer fit.
+/// covers every L1 of 256 sets or fewer, with 32-byte lines, one set per entry; longer lines
+/// space the entries out (see [`Filter::word`]), so fewer fit (128 with 64-byte lines).
 pub(super) const ENTRIES: usize = layout::TABLE_ENTRIES;
-/// log2 of an entry's size ([`Entry`]), which is also the shortest L1 line the table takes:
-/// the inline test finds an entry's byte offset as the address itself masked, which is
-/// `(addr >> line_bits) << line_bits`, a whole entry per line, only for lines at least as
-/// long as an entry.
-pub(super) const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT;
-const ENTRY_SHIFT: u32 = layout::ENTRY_SHIFT;
+/// The shortest L1 line the table takes: the inline test finds an entry's byte offset as the
+/// address itself masked, `(addr >> line_bits) << line_bits`, scaled by 2 in its addressing
+/// mode, a whole entry per line only for lines at least half as long as an entry.
+pub(super) const SHORTEST_LINE_BITS: u32 = layout::SHORTEST_LINE_BITS;
 /// Records a batch holds when the filter switches on: a thread that simulates its own batch
 /// does so this often, while the records are still in L1. A thread that hands its batches to
 /// the simulation worker installs larger ones (`thread_capture.rs`).
@@ -382,8 +380,8 @@ impl Filter {
         (addr >> (self.line_bits.get() & 63)) as usize & self.entry_mask.get() as usize
     }
 
-    /// The slot of entry `e`: entries of lines longer than an entry are spread out, one per
-    /// `line / ENTRY_BYTES` slots.
+    /// The slot of entry `e`: entries of lines longer than the shortest are spread out, one per
+    /// `line >> SHORTEST_LINE_BITS` slots.
     #[inline(always)]
     fn word(&self, e: usize) -> usize {
         (e << (self.spread.get() & 31)) % ENTRIES
@@ -602,6 +600,11 @@ impl Filter {
         (self.batch_pos.get().saturating_sub(self.batch_start.get()) / RECORD_BYTES) as usize
     }
 
+    /// Records waiting in the batch.
+    pub(super) fn batch_len(&self) -> usize {
+        self.filled()
+    }
+
     /// Whether records wait in the batch.
     #[inline(always)]
     pub(super) fn batch_waiting(&self) -> bool {
@@ -723,8 +726,8 @@ impl Filter {
 
     /// Entries the table uses for an L1 of `1 << line_bits`-byte lines in `sets` sets (a power
     /// of two): one per set, as many as fit; `None` if fewer than two fit (an access straddling
-    /// two lines must map them to different entries, see `epcache_inline::emit`) or the lines are
-    /// too short for the inline test's offset.
+    /// two lines must map them to different entries, see `epcache_inline::emit`: lines of 8 KiB
+    /// and longer) or the lines are too short for the inline test's offset (below 32 bytes).
     pub(super) fn entries_for(line_bits: u32, sets: u64) -> Option<usize> {
         let spread = line_bits.checked_sub(SHORTEST_LINE_BITS)?;
         let fit = ENTRIES.checked_shr(spread).unwrap_or(0) as u64;
@@ -1031,18 +1034,20 @@ mod tests {
     #[test]
     fn the_inline_offset_finds_each_entrys_words_for_every_line_size() {
         // (line bits, L1 sets, entries expected): one entry per set while they fit, longer
-        // lines spreading the entries over the same slots; lines shorter than an entry get
-        // no table.
+        // lines spreading the entries over the same slots; lines shorter than half an entry
+        // get no table.
         for (line_bits, sets, expected) in [
+            (5, 512, Some(256)),
+            (5, 64, Some(64)),
+            (5, 256, Some(256)),
             (6, 64, Some(64)),
-            (6, 512, Some(256)),
+            (6, 512, Some(128)),
             (6, 8, Some(8)),
             (7, 64, Some(64)),
-            (7, 512, Some(128)),
-            (8, 1024, Some(64)),
-            (13, 64, Some(2)),
-            (14, 64, None),
-            (5, 512, None),
+            (7, 512, Some(64)),
+            (8, 1024, Some(32)),
+            (12, 64, Some(2)),
+            (13, 64, None),
             (4, 64, None),
             (6, 1, None),
         ] {

@@ -109,8 +109,8 @@ pub use access::{read, write};
 pub use boundaries::{MarkerSite, RegionGuard};
 pub use mcc::MCC_ENV;
 pub use report::{
-    CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion, ReportShape,
-    report_from_totals, write_report,
+    AccessHandling, CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion,
+    ReportShape, report_from_totals, write_report,
 };
 pub use settings::{CACHE_ENV, CORES_ENV, CaptureError, REPORT_ENV};
 pub use sync::{disable_all, enable_all};

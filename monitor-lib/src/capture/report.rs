@@ -21,7 +21,7 @@ use super::region_registry::{self, RegionMeta};
 use super::runtime_guard::RuntimeGuard;
 use super::settings::{CACHE_ENV, CaptureError, process_spec};
 use super::this_thread::{close_all_open, flush_current_thread};
-use super::totals::{CaptureTotals, StandaloneTotals, standalone_totals, totals};
+use super::totals::{self, CaptureTotals, StandaloneTotals, standalone_totals};
 use super::{hand_over, worker};
 
 /// What a captured run measured.
@@ -49,11 +49,29 @@ pub struct CaptureReport {
     /// Line visits the simulation thread simulated while the program ran on (`worker.rs`,
     /// `EPCACHE_PIPELINE`); 0 when every access was simulated on the program's own threads.
     pub simulated_on_second_core: u64,
+    /// How the accesses were handled (which paths the run took; the counts do not depend on
+    /// them).
+    pub handled: AccessHandling,
     /// Totals per data level, L1 first. Live capture simulates no instruction fetches, so an
     /// instruction cache in the spec is not listed.
     pub levels: Vec<LevelTotals>,
     /// `program` (the whole run) first, then every region that ran, in registration order.
     pub regions: Vec<ReportRegion>,
+}
+
+/// Which paths a run's accesses took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct AccessHandling {
+    /// L1 accesses answered by the repeat-hit table (the inline test, or the hooks) without
+    /// simulating: the fast path of a kernel walking its arrays line by line.
+    pub repeat_hits: u64,
+    /// Accesses simulated from batches (the inline miss path's records, or staged by the
+    /// runtime), in order, on the program's thread or the simulation thread. The rest of L1's
+    /// reads and writes were simulated one at a time as they happened.
+    pub batched: u64,
+    /// Times a thread stopped handing batches to the simulation thread because the machine
+    /// had more runnable threads than cores, and simulated them itself for a while.
+    pub pipeline_fallbacks: u64,
 }
 
 /// One level's totals over the run.
@@ -395,6 +413,7 @@ impl CaptureReport {
             threads_unreported: 0,
             cores: cores.map(|c| c as u32),
             simulated_on_second_core: 0,
+            handled: AccessHandling::default(),
             levels,
             regions: report_regions,
         }
@@ -425,7 +444,7 @@ pub fn report_from_totals() -> CaptureReport {
         cache,
         spec,
         error,
-        &totals(),
+        &totals::totals(),
         &standalone,
         &region_registry::all(),
         &data::all(),
@@ -433,6 +452,12 @@ pub fn report_from_totals() -> CaptureReport {
     );
     report.threads_unreported = hand_over::unreported();
     report.simulated_on_second_core = worker::simulated();
+    let (repeat_hits, batched) = totals::handled();
+    report.handled = AccessHandling {
+        repeat_hits,
+        batched,
+        pipeline_fallbacks: worker::fallbacks(),
+    };
     report
 }
 

@@ -87,8 +87,9 @@ pub(super) const fn tag_bits(word: u64, line_low: u64) -> u64 {
 /// program simulates the same L1, so shapes differ only between the simulators of one test
 /// process, one after the other.
 pub(super) fn set_shape(line_low: u64, offset_mask: u32) -> bool {
-    // Line bits from the filter's shortest line to its longest (8 KiB: two entries of 128
-    // slots' spacing), below the key; a mask of whole entries within the table's 16 KiB.
+    // Line bits from the filter's shortest line to its longest (4 KiB: two entries of 128
+    // slots' spacing), below the key; a mask of whole 32-byte units whose scaled offsets stay
+    // within the table's 16 KiB.
     debug_assert!((line_low + 1).is_power_of_two() && line_low & !ADDRESS_MASK == 0);
     // (The mask's byte in the word holds 8 bits in units of `1 << MASK_UNIT_BITS`.)
     debug_assert!(
@@ -213,18 +214,18 @@ mod tests {
     #[test]
     fn keys_and_the_mask_sit_above_every_user_address() {
         let tag = 0x0000_ffff_ffff_ffff_u64;
-        let word = word_of(0x7f, 63, 0x3fc0);
+        let word = word_of(0x7f, 63, 0x1fe0);
         assert_eq!(word, 0xff7f_0000_0000_003f);
         assert_eq!(rekeyed(tag, word), 0xff7f_ffff_ffff_ffff);
         assert_eq!(rekeyed(tag, word) & ADDRESS_MASK, tag);
         assert_eq!(tag_bits(word, 63), word);
         assert_eq!(key_of(word), 0x7f);
-        // What the inline test computes: `shrq $56`, `shll $6`, then the AND (its model says
+        // What the inline test computes: `shrq $56`, `shll $5`, then the AND (its model says
         // the same).
-        assert_eq!(offset_mask_of(word), 0x3fc0);
-        assert_eq!(((word >> 56) as u32) << 6, 0x3fc0);
-        assert_eq!(epcache_inline::model::Registers::loaded(word).mask, 0x3fc0);
-        assert_eq!(offset_mask_of(word_of(1, 8191, 1 << 13)), 1 << 13);
+        assert_eq!(offset_mask_of(word), 0x1fe0);
+        assert_eq!(((word >> 56) as u32) << 5, 0x1fe0);
+        assert_eq!(epcache_inline::model::Registers::loaded(word).mask, 0x1fe0);
+        assert_eq!(offset_mask_of(word_of(1, 4095, 1 << 12)), 1 << 12);
         assert_eq!(offset_mask_of(word_of(9, 63, 0)), 0);
     }
 }

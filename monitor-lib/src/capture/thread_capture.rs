@@ -18,6 +18,10 @@
 //! before is simulated ([`ThreadCapture::data_changed`]); attributing at simulation time lost a
 //! heap array's writes when another thread freed it while they were still batched.
 //!
+//! On a busy machine (more runnable threads than cores) the thread stops handing batches on
+//! and simulates them itself for a while (`worker.rs` says how it tells, and for how long):
+//! the counts do not depend on where a batch is simulated.
+//!
 //! A forked child never simulates (attributing may take the data structures' lock, which a
 //! parent thread may have held at the fork, and the worker did not survive it): its core is
 //! `None` to every caller.
@@ -25,6 +29,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use epcache_sim::cache::AccessKind;
 
@@ -34,6 +39,7 @@ use super::structure_finder::StructureFinder;
 use super::switches::{forked_child, standalone};
 use super::thread_block::with_filter;
 use super::totals::ThreadIdentity;
+use super::worker::{Backoff, SchedClock, ShareWindow};
 use super::{gate_abi, hand_over, totals, worker};
 
 /// Order in which threads started capturing.
@@ -68,6 +74,14 @@ pub(super) struct ThreadCapture {
     /// Who the thread is, for its rows in the report: the order in which it started
     /// capturing, its OpenMP number once seen, its core of the machine.
     identity: ThreadIdentity,
+    /// While the machine is busy, how long this thread simulates its batches itself.
+    backoff: Backoff,
+    /// This thread's time on a CPU and waiting for one (opened at its first hand-off), and the
+    /// window over which it judges whether the machine is busy.
+    clock: Option<SchedClock>,
+    window: ShareWindow,
+    /// Accesses that reached the runtime while falling back, to look at the time every so often.
+    calls_here: u32,
     /// Whether the process totals already count this thread (it published before).
     published: bool,
     /// Whether it holds standalone counts the totals lack, as `hand_over.rs` tracks.
@@ -105,6 +119,10 @@ impl ThreadCapture {
                 openmp: None,
                 core: machine_core.and_then(|c| u32::try_from(c).ok()),
             },
+            backoff: Backoff::new(),
+            clock: None,
+            window: ShareWindow::default(),
+            calls_here: 0,
             published: false,
             holding: standalone() && hand_over::start_holding(),
         }
@@ -175,6 +193,15 @@ impl ThreadCapture {
         if with_filter(Filter::batch_full) {
             self.ship();
         }
+        // On a busy machine the thread simulates what reaches it until its time is up (asked
+        // every so often here, as a thread whose accesses often reach the runtime drains its
+        // batch each time and seldom fills one for `ship` to ask).
+        if self.core.is_some() && self.backoff.is_falling_back() {
+            self.calls_here = self.calls_here.wrapping_add(1);
+            if self.calls_here % 64 != 0 || self.still_falling_back(Instant::now()) {
+                return false;
+            }
+        }
         let write = kind == AccessKind::Write;
         if with_filter(|f| f.inline_miss(addr, size, write)) {
             return true;
@@ -194,10 +221,15 @@ impl ThreadCapture {
 
     /// Hands the filter's batch to the worker, and the core with the first one, giving the
     /// filter an empty batch to fill meanwhile; simulates the records here instead when no
-    /// core is spare (or in a forked child, where the worker does not exist).
+    /// core is spare, on a busy machine (or in a forked child, where the worker does not
+    /// exist).
     fn ship(&mut self) {
         // A signal handler that interrupted a miss path: the batch stays (`Filter::in_miss`).
-        if forked_child() || !worker::core_spare() || with_filter(Filter::in_miss_path) {
+        if forked_child()
+            || !worker::core_spare()
+            || with_filter(Filter::in_miss_path)
+            || self.machine_busy()
+        {
             // `core` simulates what is batched.
             let _ = self.core();
             return;
@@ -243,6 +275,45 @@ impl ThreadCapture {
             let _ = back.send(batch);
             simulated
         }));
+    }
+
+    /// Whether this thread simulates its batches itself for now because the machine has more
+    /// runnable threads than cores: the worker found itself kept waiting for a core, or this
+    /// thread did, over their last windows (`worker.rs`); then it falls back for a while, and
+    /// tries the worker again after it.
+    fn machine_busy(&mut self) -> bool {
+        if !worker::falls_back_when_busy() {
+            return false;
+        }
+        let now = Instant::now();
+        if self.still_falling_back(now) {
+            return true;
+        }
+        let clock = self.clock.get_or_insert_with(SchedClock::for_this_thread);
+        let waited_here = clock.read().and_then(|r| self.window.add(r)) == Some(true);
+        // Both asked: taking the worker's verdict clears it.
+        if worker::take_contended() | waited_here {
+            worker::fell_back();
+            self.backoff.fall_back(now);
+            self.window.restart();
+            return true;
+        }
+        false
+    }
+
+    /// Whether the thread is still to simulate on its own at `now` after a fallback; once its
+    /// time is up it tries the worker again, judging the machine afresh.
+    fn still_falling_back(&mut self, now: Instant) -> bool {
+        if !self.backoff.is_falling_back() {
+            return false;
+        }
+        if self.backoff.simulating_here(now) {
+            return true;
+        }
+        // What either side measured before is old.
+        let _ = worker::take_contended();
+        self.window.restart();
+        false
     }
 
     /// The data structures changed since this thread's last sync point: everything it captured

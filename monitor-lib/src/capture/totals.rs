@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use epcache_sim::cache::LevelStats;
 use epcache_sim::simulator::Simulator;
@@ -17,6 +18,26 @@ use super::monitoring::{Counts, RegionCounts, merge_structures};
 static TOTALS: Mutex<CaptureTotals> = Mutex::new(CaptureTotals::empty());
 /// Standalone counts of threads that ended (or were flushed).
 static STANDALONE_TOTALS: Mutex<StandaloneTotals> = Mutex::new(StandaloneTotals::empty());
+/// L1 accesses the repeat-hit table answered (inline or in the hooks) without simulating, in
+/// the totals so far.
+static REPEAT_HITS: AtomicU64 = AtomicU64::new(0);
+/// Accesses simulated from batches (records of the inline miss path, or staged by the
+/// runtime), on the program's threads or the worker.
+static BATCHED: AtomicU64 = AtomicU64::new(0);
+
+/// How the accesses in the totals were handled, for the report: `(repeat hits, batched)`;
+/// every other access was simulated one at a time as it happened.
+pub(super) fn handled() -> (u64, u64) {
+    (
+        REPEAT_HITS.load(Ordering::Relaxed),
+        BATCHED.load(Ordering::Relaxed),
+    )
+}
+
+/// `records` accesses were simulated from a batch.
+pub(super) fn count_batched(records: usize) {
+    BATCHED.fetch_add(records as u64, Ordering::Relaxed);
+}
 
 /// The run's totals per cache level, summed over the threads whose state has been merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +171,7 @@ pub(super) fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2], ne
     // A poisoned lock only means another thread panicked mid-merge; its numbers are still sums.
     let mut totals = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
     totals.merge(simulator, repeat_hits, new_thread);
+    REPEAT_HITS.fetch_add(repeat_hits[0] + repeat_hits[1], Ordering::Relaxed);
 }
 
 /// Adds a thread's standalone counts per region and per data structure, and its own rows.

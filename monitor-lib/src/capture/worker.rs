@@ -19,7 +19,20 @@
 //! for a while and starts again at the next hand-off: a process ends when its last thread does,
 //! and a worker waiting for jobs forever kept a program whose main thread ended with
 //! `pthread_exit` from ever ending.
+//!
+//! A second core helps only while it is the worker's: on a machine with more runnable threads
+//! than cores (another program, an MPI rank per core) the worker and the program's thread take
+//! turns with the others, each waits for the other while that one is descheduled, and a run
+//! took 2.7 times as long as on one core. So both sides watch how long the scheduler keeps them
+//! waiting while runnable ([`ShareWindow`], from the kernel's per-thread `schedstat`): the worker
+//! after each job, the program's thread at each hand-off. Once either waited more than
+//! [`CONTENDED_PERCENT`] of a window of its time, the thread falls back to simulating on its own
+//! thread ([`Backoff`]), which is never slower than one core, and tries the worker again later,
+//! waiting twice as long each time the machine is still busy. `pipeline_fallbacks` in the report
+//! counts the fallbacks; `EPCACHE_PIPELINE=always` keeps the worker whatever the machine does.
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Mutex, OnceLock};
@@ -65,29 +78,51 @@ const SPIN: Duration = Duration::from_micros(200);
 /// Threads that have a capture now (each may want a core of its own).
 static CAPTURING_THREADS: AtomicU32 = AtomicU32::new(0);
 
-/// Whether threads may ship to the worker at all in this process: more than one core, and not
-/// turned off.
-pub(super) fn enabled() -> bool {
-    static ENABLED: OnceLock<bool> = OnceLock::new();
-    *ENABLED.get_or_init(|| {
-        let wanted = match std::env::var(PIPELINE_ENV) {
-            Ok(value) => switch_value(&value).unwrap_or_else(|| {
-                eprintln!(
-                    "epcache: {PIPELINE_ENV}={value:?} is neither on nor off; simulating on a second core when one is spare (the default)"
-                );
-                true
-            }),
-            Err(_) => true,
-        };
-        wanted && cores() > 1
+/// What `EPCACHE_PIPELINE` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pipeline {
+    /// `off`: every thread simulates on its own.
+    Off,
+    /// `on` (the default): a second core when one is spare, falling back while the machine is
+    /// busy.
+    On,
+    /// `always`: a second core when one is spare, even on a busy machine (for tests of the
+    /// hand-off itself, which must not depend on what else the machine runs).
+    Always,
+}
+
+/// The setting, read once.
+fn pipeline() -> Pipeline {
+    static PIPELINE: OnceLock<Pipeline> = OnceLock::new();
+    *PIPELINE.get_or_init(|| match std::env::var(PIPELINE_ENV) {
+        Ok(value) => switch_value(&value).unwrap_or_else(|| {
+            eprintln!(
+                "epcache: {PIPELINE_ENV}={value:?} is none of on, off and always; simulating on a second core when one is spare (the default)"
+            );
+            Pipeline::On
+        }),
+        Err(_) => Pipeline::On,
     })
 }
 
-/// `on`/`off` and their usual spellings.
-fn switch_value(value: &str) -> Option<bool> {
+/// Whether threads may ship to the worker at all in this process: more than one core, and not
+/// turned off.
+pub(super) fn enabled() -> bool {
+    pipeline() != Pipeline::Off && cores() > 1
+}
+
+/// Whether a thread falls back to simulating on its own while the machine is busy (not with
+/// `EPCACHE_PIPELINE=always`).
+pub(super) fn falls_back_when_busy() -> bool {
+    pipeline() == Pipeline::On
+}
+
+/// `on`/`off` and their usual spellings, and `always`.
+fn switch_value(value: &str) -> Option<Pipeline> {
     match value.trim().to_ascii_lowercase().as_str() {
-        "on" | "1" | "yes" | "true" | "" => Some(true),
-        "off" | "0" | "no" | "false" => Some(false),
+        "on" | "1" | "yes" | "true" | "" => Some(Pipeline::On),
+        "off" | "0" | "no" | "false" => Some(Pipeline::Off),
+        "always" => Some(Pipeline::Always),
         _ => None,
     }
 }
@@ -110,6 +145,156 @@ pub(super) fn core_spare() -> bool {
 /// Records the worker simulated so far (for the report).
 pub(super) fn simulated() -> u64 {
     SIMULATED.load(Ordering::Relaxed)
+}
+
+/// Set by the worker when the scheduler kept it waiting for more than [`CONTENDED_PERCENT`] of
+/// its last window; taken by the next thread that hands it a batch, which falls back.
+static CONTENDED: AtomicBool = AtomicBool::new(false);
+
+/// Times a thread fell back to simulating on its own thread because the machine was busy.
+static FALLBACKS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the worker found the machine busy since this was last asked (and forgets it).
+pub(super) fn take_contended() -> bool {
+    CONTENDED.swap(false, Ordering::Relaxed)
+}
+
+/// Fallbacks so far (for the report).
+pub(super) fn fallbacks() -> u64 {
+    FALLBACKS.load(Ordering::Relaxed)
+}
+
+/// A thread falls back (counted for the report).
+pub(super) fn fell_back() {
+    FALLBACKS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A share of waiting above this percentage of a window, for either side, means the machine
+/// has more runnable threads than cores. On an idle machine both wait well under 1%; beside one
+/// CPU-bound process on two cores, about a third of the time.
+pub(super) const CONTENDED_PERCENT: u64 = 20;
+
+/// A window's length in time the thread ran or waited to run: long enough to hold several
+/// scheduler ticks (the kernel adds run time at ticks and switches, so a reading moves in
+/// steps of a few milliseconds) and time slices, short enough that a busy machine is noticed
+/// within a few tens of milliseconds of it becoming so.
+const WINDOW_NS: u64 = 10_000_000;
+
+/// One thread's time on a CPU and time runnable but waiting for one, in nanoseconds, from the
+/// kernel's `/proc/thread-self/schedstat` (its first two fields), read again through one open
+/// file (one `pread` per reading). `None` readings where the kernel keeps no such statistics.
+pub(super) struct SchedClock {
+    file: Option<File>,
+}
+
+impl SchedClock {
+    /// The calling thread's clock (the file names the thread that opens it).
+    pub(super) fn for_this_thread() -> SchedClock {
+        SchedClock {
+            file: File::open("/proc/thread-self/schedstat").ok(),
+        }
+    }
+
+    /// `(run, wait)` so far.
+    pub(super) fn read(&self) -> Option<(u64, u64)> {
+        let mut buf = [0u8; 96];
+        let n = self.file.as_ref()?.read_at(&mut buf, 0).ok()?;
+        parse_schedstat(&buf[..n])
+    }
+}
+
+/// The first two numbers of a `schedstat` line.
+fn parse_schedstat(text: &[u8]) -> Option<(u64, u64)> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
+    Some((fields.next()?.ok()?, fields.next()?.ok()?))
+}
+
+/// A thread's time on a CPU and waiting for one since its window began: closes once the two
+/// reach [`WINDOW_NS`], with the verdict whether it waited more than [`CONTENDED_PERCENT`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct ShareWindow {
+    start: Option<(u64, u64)>,
+}
+
+impl ShareWindow {
+    /// Adds the reading `(run, wait)`; `Some(contended)` when it closes the window (the next
+    /// begins at it), `None` while it stays open.
+    pub(super) fn add(&mut self, (run, wait): (u64, u64)) -> Option<bool> {
+        let Some((run0, wait0)) = self.start else {
+            self.start = Some((run, wait));
+            return None;
+        };
+        let (ran, waited) = (run.saturating_sub(run0), wait.saturating_sub(wait0));
+        if ran + waited < WINDOW_NS {
+            return None;
+        }
+        self.start = Some((run, wait));
+        Some(waited * 100 > CONTENDED_PERCENT * (ran + waited))
+    }
+
+    /// Starts again from the next reading.
+    pub(super) fn restart(&mut self) {
+        self.start = None;
+    }
+}
+
+/// How long a thread that found the machine busy simulates on its own before it tries the
+/// worker again: [`Backoff::FIRST`], doubled (up to [`Backoff::LONGEST`]) while each try finds
+/// the machine still busy, and back to the first after a try that did not.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Backoff {
+    next: Duration,
+    /// Until when the thread simulates on its own (`None` while it hands batches on).
+    until: Option<Instant>,
+    /// When it last tried the worker again.
+    resumed: Option<Instant>,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(25);
+    const LONGEST: Duration = Duration::from_secs(2);
+
+    pub(super) const fn new() -> Backoff {
+        Backoff {
+            next: Self::FIRST,
+            until: None,
+            resumed: None,
+        }
+    }
+
+    /// The machine is busy at `now`: simulate on this thread for a while.
+    pub(super) fn fall_back(&mut self, now: Instant) {
+        // A try that found the machine busy again soon waits twice as long next time.
+        let soon = self
+            .resumed
+            .is_some_and(|r| now.saturating_duration_since(r) < 2 * self.next.max(Self::FIRST));
+        self.next = if soon {
+            (self.next * 2).min(Self::LONGEST)
+        } else {
+            Self::FIRST
+        };
+        self.until = Some(now + self.next);
+    }
+
+    /// Whether the thread simulates on its own at `now`; once the time is up, it tries the
+    /// worker again (and `false`).
+    pub(super) fn simulating_here(&mut self, now: Instant) -> bool {
+        match self.until {
+            Some(until) if now < until => true,
+            Some(_) => {
+                self.until = None;
+                self.resumed = Some(now);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the thread is simulating on its own, as of the last check.
+    pub(super) fn is_falling_back(&self) -> bool {
+        self.until.is_some()
+    }
 }
 
 /// A thread's capture begins.
@@ -166,6 +351,8 @@ fn start() -> Option<Sender<Job>> {
 fn work(jobs: &Receiver<Job>) {
     // Nothing this thread does is the program's.
     RuntimeGuard::enter().stay();
+    let clock = SchedClock::for_this_thread();
+    let mut window = ShareWindow::default();
     loop {
         let job = match receive_within(jobs, IDLE) {
             Some(job) => job,
@@ -184,6 +371,11 @@ fn work(jobs: &Receiver<Job>) {
         };
         let records = job();
         SIMULATED.fetch_add(records as u64, Ordering::Relaxed);
+        if let Some(reading) = clock.read()
+            && window.add(reading) == Some(true)
+        {
+            CONTENDED.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -226,11 +418,90 @@ mod tests {
     #[test]
     fn the_switch_reads_on_and_off_in_their_usual_spellings() {
         for on in ["on", "ON", "1", "yes", "true", "", " on "] {
-            assert_eq!(switch_value(on), Some(true), "{on:?}");
+            assert_eq!(switch_value(on), Some(Pipeline::On), "{on:?}");
         }
         for off in ["off", "Off", "0", "no", "false"] {
-            assert_eq!(switch_value(off), Some(false), "{off:?}");
+            assert_eq!(switch_value(off), Some(Pipeline::Off), "{off:?}");
         }
+        assert_eq!(switch_value(" Always"), Some(Pipeline::Always));
         assert_eq!(switch_value("sometimes"), None);
+    }
+
+    #[test]
+    fn a_window_closes_after_its_time_and_says_whether_the_thread_waited_too_long() {
+        let mut w = ShareWindow::default();
+        assert_eq!(w.add((1_000, 500)), None, "the first reading opens it");
+        assert_eq!(w.add((5_000_000, 600)), None, "not long enough yet");
+        // 10 ms later: 9 ms run, 1 ms waited (10%).
+        assert_eq!(w.add((9_001_000, 1_000_500)), Some(false));
+        // The next: 5 ms run, 5 ms waited (50%).
+        assert_eq!(w.add((14_001_000, 6_000_500)), Some(true));
+        // Exactly at the threshold is not contended; just above is.
+        let mut w = ShareWindow::default();
+        w.add((0, 0));
+        assert_eq!(w.add((8_000_000, 2_000_000)), Some(false));
+        assert_eq!(w.add((15_999_000, 4_001_000)), Some(true));
+        w.restart();
+        assert_eq!(
+            w.add((90_000_000, 90_000_000)),
+            None,
+            "restarted: a new first reading"
+        );
+    }
+
+    #[test]
+    fn schedstat_lines_give_run_and_wait_and_this_threads_can_be_read() {
+        assert_eq!(
+            parse_schedstat(b"150507590 387608962 58\n"),
+            Some((150_507_590, 387_608_962))
+        );
+        assert_eq!(parse_schedstat(b"12\n"), None);
+        assert_eq!(parse_schedstat(b""), None);
+        // Where the kernel keeps the statistics (Linux with scheduler statistics, as here),
+        // the same open file reads a running thread's time as it grows (at scheduler ticks).
+        let clock = SchedClock::for_this_thread();
+        if let Some((run, wait)) = clock.read() {
+            let spin = Instant::now();
+            let mut now = (run, wait);
+            while now.0 == run && spin.elapsed() < Duration::from_secs(5) {
+                std::hint::spin_loop();
+                now = clock.read().expect("read again");
+            }
+            assert!(now.0 > run && now.1 >= wait, "{run} {wait} then {now:?}");
+        }
+    }
+
+    #[test]
+    fn a_busy_machine_sends_the_thread_back_for_longer_each_time_it_is_still_busy() {
+        let t0 = Instant::now();
+        let mut b = Backoff::new();
+        assert!(!b.simulating_here(t0) && !b.is_falling_back());
+        b.fall_back(t0);
+        assert!(b.simulating_here(t0 + Duration::from_millis(10)));
+        assert!(b.is_falling_back());
+        // 25 ms later it tries the worker again ...
+        let resumed = t0 + Backoff::FIRST;
+        assert!(!b.simulating_here(resumed));
+        assert!(!b.is_falling_back());
+        // ... finds the machine still busy soon after, and stays twice as long.
+        b.fall_back(resumed + Duration::from_millis(5));
+        assert!(b.simulating_here(resumed + Duration::from_millis(50)));
+        let resumed = resumed + Duration::from_millis(56);
+        assert!(!b.simulating_here(resumed));
+        // A try that went well for long: the next fallback is short again.
+        b.fall_back(resumed + Duration::from_secs(1));
+        assert!(!b.simulating_here(resumed + Duration::from_secs(1) + Backoff::FIRST));
+        // Doubling stops at the longest.
+        let mut b = Backoff::new();
+        let mut now = t0;
+        for _ in 0..20 {
+            b.fall_back(now);
+            while b.simulating_here(now) {
+                now += Duration::from_millis(1);
+            }
+        }
+        b.fall_back(now);
+        assert!(b.simulating_here(now + Backoff::LONGEST - Duration::from_millis(1)));
+        assert!(!b.simulating_here(now + Backoff::LONGEST));
     }
 }

@@ -1,6 +1,7 @@
 //! epcache-cli's integration tests, one binary, each module a part of the command line or the
 //! runtime it drives:
 //! - `epcache cc` and captured programs: `capture_cc`, `capture_clang`, `capture_dual`,
+//!   `capture_line_sizes`, `capture_busy_machine`,
 //!   `capture_pipeline`, `data_shapes`, `heap_naming`, `heap_requests`, `alloc_contexts`,
 //!   `fortran_allocatables`, `fortran_common_report`, `fortran_markers`, `by_field`;
 //! - the runtime in real programs: `runtime_regions`, `runtime_requests`, `runtime_waits`,
@@ -15,9 +16,11 @@
 
 mod alloc_contexts;
 mod by_field;
+mod capture_busy_machine;
 mod capture_cc;
 mod capture_clang;
 mod capture_dual;
+mod capture_line_sizes;
 mod capture_pipeline;
 mod capture_support;
 mod cli;

@@ -310,11 +310,11 @@ impl Rng {
     }
 }
 
-/// A tag word with `key` and a random shape the runtime could set: 64- to 256-byte lines, a
+/// A tag word with `key` and a random shape the runtime could set: 32- to 256-byte lines, a
 /// power of two of entries that fits the table.
 fn random_word(rng: &mut Rng, key: u8) -> u64 {
-    let line_bits = 6 + rng.below(3) as u32;
-    let most = 8 - (line_bits - 6) as u64;
+    let line_bits = 5 + rng.below(4) as u32;
+    let most = 8 - (line_bits - 5) as u64;
     let entries = 1u32 << (1 + rng.below(most));
     tag_word::word_of(key, (1 << line_bits) - 1, (entries - 1) << line_bits)
 }
