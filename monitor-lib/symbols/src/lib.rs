@@ -10,6 +10,8 @@
 //!   scopes from DWARF, exact sizes from the symbol table;
 //! - `array_type.rs`: what a variable's array type says: a fixed shape, or how to evaluate a
 //!   descriptor ([`ArrayDescriptor`], [`evaluate`]);
+//! - [`CodeLines`] (`code_lines.rs`): code addresses to source lines with their chain of inlined
+//!   calls, through the `addr2line` crate (per-line attribution of misses);
 //! - [`calls_capture_hooks`] and [`defines_capture_runtime`] (`capture_hooks.rs`): the cheap
 //!   test, on dynamic symbols alone, of whether an object takes part in capture;
 //! - [`load_bias`] and [`parse_maps_line`] (`load_bias.rs`, `maps.rs`): where a file is loaded
@@ -25,6 +27,7 @@
 
 mod array_type;
 mod capture_hooks;
+mod code_lines;
 mod debug_info;
 mod load_bias;
 mod maps;
@@ -36,6 +39,7 @@ pub use array_type::{
     Extent, ReadWord, evaluate,
 };
 pub use capture_hooks::{calls_capture_hooks, defines_capture_runtime};
+pub use code_lines::{CodeLines, SourceFrame};
 pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
 pub use load_bias::load_bias;
 pub use maps::{Mapping, parse_maps_line};
