@@ -9,6 +9,16 @@
 //! pad and no frame of their own. A thread whose state is stale (it switched on, another thread
 //! switched off) stops capturing at its next access rather than at its next sync point; that
 //! only honours the switch sooner.
+//!
+//! The code address of an access (for per-line attribution, `line_table.rs`) costs the hit path
+//! nothing: the hooks reach `active` by a tail jump and `active` its slow paths by another, so
+//! when a slow path begins the stack's top still holds the hook's return address, in the
+//! instrumented code right after the call. On x86-64 a naked trampoline in front of each slow
+//! path (`tsan_abi::simulate_on`, `tsan_abi::may_capture`) reads it from there into one more
+//! argument. The
+//! `_pc` hooks pass the address the compiler gave instead, and the explicit [`read()`] and
+//! [`write()`] pass 0 (unknown). A return address that lies in the runtime itself (a slow path
+//! reached by an ordinary call after all) is told apart when the report names lines.
 
 use epcache_sim::cache::AccessKind;
 
@@ -18,6 +28,7 @@ use super::switches::anything_may_capture;
 use super::sync::{sync, sync_point};
 use super::this_thread;
 use super::thread_block::{with_filter, with_hooks};
+use super::tsan_abi::{may_capture, simulate_on};
 
 /// A captured load of `size` bytes at `addr` by this thread.
 #[inline(always)]
@@ -41,11 +52,12 @@ pub fn write(addr: u64, size: u32) {
 #[inline(always)]
 fn access(addr: u64, size: u32, kind: AccessKind) {
     if anything_may_capture() {
-        may_capture(addr, size, kind == AccessKind::Write);
+        may_capture_at(addr, size, kind == AccessKind::Write, 0);
     }
 }
 
-/// A captured load of `SIZE` bytes at `addr` (the fixed-size hooks).
+/// A captured load of `SIZE` bytes at `addr` (the fixed-size hooks; the hook must reach
+/// here by a tail jump, see the module documentation).
 #[inline(always)]
 pub(super) fn read_sized<const SIZE: u32>(addr: u64) {
     if anything_may_capture() {
@@ -61,22 +73,46 @@ pub(super) fn write_sized<const SIZE: u32>(addr: u64) {
     }
 }
 
+/// [`read_sized`] of an access at code address `pc` (the `_pc` hooks).
+#[inline(always)]
+pub(super) fn read_sized_at<const SIZE: u32>(addr: u64, pc: u64) {
+    if anything_may_capture() {
+        active_at::<SIZE, false>(addr, pc);
+    }
+}
+
+/// [`write_sized`] of an access at code address `pc` (the `_pc` hooks).
+#[inline(always)]
+pub(super) fn write_sized_at<const SIZE: u32>(addr: u64, pc: u64) {
+    if anything_may_capture() {
+        active_at::<SIZE, true>(addr, pc);
+    }
+}
+
+/// Whether this thread is synced and captures, and if so whether the access is a repeat hit
+/// it counted (see [`active`]).
+#[inline(always)]
+fn hook_hit<const SIZE: u32, const WRITE: bool>(addr: u64) -> (bool, bool) {
+    with_hooks(|h| {
+        let synced_on = h.synced_on();
+        (
+            synced_on,
+            synced_on && h.filter().repeat_hit(addr, SIZE, WRITE),
+        )
+    })
+}
+
 /// A fixed-size access while anything may capture: a repeat hit (see `filter.rs`) of a thread
 /// that captures and has no switch to pick up is counted here, in one thread-local block and
 /// one increment; everything else goes on to [`may_capture`] by a tail call. The block is
 /// reached from the thread pointer (`thread_block.rs`), so no register is saved around it.
 #[inline(never)]
 extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
-    let (synced_on, hit) = with_hooks(|h| {
-        let synced_on = h.synced_on();
-        (
-            synced_on,
-            synced_on && h.filter().repeat_hit(addr, SIZE, WRITE),
-        )
-    });
+    let (synced_on, hit) = hook_hit::<SIZE, WRITE>(addr);
     if hit {
         return;
     }
+    // Tail jumps, so the slow paths' trampolines find the hook's return address.
     if synced_on {
         // Nothing to sync and the thread captures: straight to the simulator.
         simulate_on(addr, SIZE, WRITE);
@@ -85,26 +121,41 @@ extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
     }
 }
 
-/// `this_thread::simulate` for a thread known to be [`ThreadState::On`]; `extern "C"` so that it
-/// cannot unwind (see [`may_capture`]).
+/// [`active`] of an access whose code address `pc` the hook was given.
 #[inline(never)]
-extern "C" fn simulate_on(addr: u64, size: u32, write: bool) {
+extern "C" fn active_at<const SIZE: u32, const WRITE: bool>(addr: u64, pc: u64) {
+    let (synced_on, hit) = hook_hit::<SIZE, WRITE>(addr);
+    if hit {
+        return;
+    }
+    if synced_on {
+        simulate_on_at(addr, SIZE, WRITE, pc);
+    } else {
+        may_capture_at(addr, SIZE, WRITE, pc);
+    }
+}
+
+/// `this_thread::simulate` for a thread known to be [`ThreadState::On`], of an access at code
+/// address `pc`; `extern "C"` so that it cannot unwind (see [`may_capture_at`]).
+#[inline(never)]
+pub(super) extern "C" fn simulate_on_at(addr: u64, size: u32, write: bool, pc: u64) {
     if !write {
-        return this_thread::simulate(addr, size, AccessKind::Read);
+        return this_thread::simulate(addr, size, AccessKind::Read, pc);
     }
     // The first write to the line a read just brought to the front of its set (`x += ...`):
     // an L1 hit whose data structure the filter knows, simulated without the rest of the path.
     if with_filter(|f| f.clean_write(addr, size)) {
-        this_thread::clean_write(addr, size);
+        this_thread::clean_write(addr, size, pc);
     } else {
-        this_thread::simulate(addr, size, AccessKind::Write);
+        this_thread::simulate(addr, size, AccessKind::Write, pc);
     }
 }
 
-/// `extern "C"` only so that it cannot unwind: the `extern "C"` hooks then need no unwind
-/// landing pad around the call and jump to it as a tail call, with no frame of their own.
+/// The slow path of an access at code address `pc` (0: unknown). `extern "C"` only so that it
+/// cannot unwind: the `extern "C"` hooks then need no unwind landing pad around the call and
+/// jump to it as a tail call, with no frame of their own.
 #[inline(never)]
-extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
+pub(super) extern "C" fn may_capture_at(addr: u64, size: u32, write: bool, pc: u64) {
     // The switch-epoch check lives here rather than at region boundaries: only while some
     // thread may capture can a thread have a switch to pick up.
     sync_point();
@@ -118,18 +169,18 @@ extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
         } else {
             AccessKind::Read
         };
-        not_off(state, addr, size, kind);
+        not_off(state, addr, size, kind, pc);
     }
 }
 
 #[inline(always)]
-fn not_off(now: ThreadState, addr: u64, size: u32, kind: AccessKind) {
+fn not_off(now: ThreadState, addr: u64, size: u32, kind: AccessKind, pc: u64) {
     match now {
-        ThreadState::On => this_thread::simulate(addr, size, kind),
+        ThreadState::On => this_thread::simulate(addr, size, kind, pc),
         ThreadState::NeedsSync => {
             sync();
             if state() == ThreadState::On {
-                this_thread::simulate(addr, size, kind);
+                this_thread::simulate(addr, size, kind, pc);
             }
         }
         _ => {}

@@ -65,6 +65,7 @@ mod globals;
 mod hand_over;
 mod heap;
 mod hook_block;
+mod line_table;
 mod mcc;
 mod monitoring;
 mod process_end;
@@ -72,6 +73,7 @@ mod program;
 mod region_registry;
 mod region_stack;
 mod report;
+mod report_lines;
 mod runtime_guard;
 mod settings;
 mod start_up;
@@ -110,6 +112,7 @@ pub use report::{
     CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion, ReportShape,
     report_from_totals, write_report,
 };
+pub use report_lines::ReportLine;
 pub use settings::{CACHE_ENV, CaptureError, REPORT_ENV};
 pub use sync::{disable_all, enable_all};
 pub use this_thread::flush_current_thread;

@@ -17,6 +17,7 @@ use epcache_sim::cache::HierarchySpec;
 use super::data::{self, DataStructure};
 use super::monitoring::Counts;
 use super::region_registry::{self, RegionMeta};
+use super::report_lines::{ReportLine, line_rows, miss_events};
 use super::runtime_guard::RuntimeGuard;
 use super::settings::{CACHE_ENV, CaptureError, process_spec};
 use super::this_thread::{close_all_open, flush_current_thread};
@@ -48,6 +49,9 @@ pub struct CaptureReport {
     pub levels: Vec<LevelTotals>,
     /// `program` (the whole run) first, then every region that ran, in registration order.
     pub regions: Vec<ReportRegion>,
+    /// Misses counted for no source line because the per-line tables were full (64 Ki keys per
+    /// thread and for the process); every other miss is in a region's `lines`.
+    pub unattributed_line_misses: BTreeMap<String, u64>,
 }
 
 /// One level's totals over the run.
@@ -81,6 +85,10 @@ pub struct ReportRegion {
     pub events: BTreeMap<String, u64>,
     /// Counts of the accesses to each data structure touched in the region.
     pub data_structures: Vec<ReportDataStructure>,
+    /// Misses per source line of the accesses made while the region was open (nested regions
+    /// included), per data structure, most L1 misses first. Only misses are counted per line:
+    /// most hits are counted by the repeat-hit filter without their code address.
+    pub lines: Vec<ReportLine>,
 }
 
 /// One data structure's counts within a region.
@@ -252,6 +260,7 @@ impl CaptureReport {
             events.insert(papi("DCM"), level.read_misses + level.write_misses);
         }
         let depth = data_level_names.len();
+        let mut rows = line_rows(&standalone.lines, structures, depth);
         let mut report_regions = vec![ReportRegion {
             name: "program".to_owned(),
             file: None,
@@ -260,6 +269,7 @@ impl CaptureReport {
             instances: 1,
             events,
             data_structures: structures_of(&standalone.structures, structures, depth),
+            lines: rows.remove(&None).unwrap_or_default(),
         }];
         let mut ran: Vec<_> = standalone.regions.iter().collect();
         ran.sort_by_key(|(id, _)| *id);
@@ -278,6 +288,7 @@ impl CaptureReport {
                 instances: counts.instances,
                 events: events_of(&counts.levels, depth),
                 data_structures: structures_of(&counts.structures, structures, depth),
+                lines: rows.remove(&Some(*id)).unwrap_or_default(),
             });
         }
         Self {
@@ -289,6 +300,7 @@ impl CaptureReport {
             simulated_on_second_core: 0,
             levels,
             regions: report_regions,
+            unattributed_line_misses: miss_events(&standalone.lines.unattributed, depth),
         }
     }
 
@@ -393,6 +405,7 @@ mod tests {
             &StandaloneTotals {
                 regions: Vec::new(),
                 structures: Vec::new(),
+                lines: super::super::line_table::LineTotals::empty(),
             },
             &[],
             &[],

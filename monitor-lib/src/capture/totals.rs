@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use epcache_sim::cache::LevelStats;
 use epcache_sim::simulator::Simulator;
 
+use super::line_table::{LineTable, LineTotals};
 use super::monitoring::{Counts, RegionCounts, merge_structures};
 
 /// Cache-level totals of the threads merged so far.
@@ -71,6 +72,8 @@ impl CaptureTotals {
 pub(crate) struct StandaloneTotals {
     pub(crate) regions: Vec<(u32, RegionCounts)>,
     pub(crate) structures: Vec<Counts>,
+    /// Misses per code address, regions open and data structure.
+    pub(crate) lines: LineTotals,
 }
 
 impl StandaloneTotals {
@@ -78,10 +81,17 @@ impl StandaloneTotals {
         Self {
             regions: Vec::new(),
             structures: Vec::new(),
+            lines: LineTotals::empty(),
         }
     }
 
-    fn merge(&mut self, regions: &HashMap<u32, RegionCounts>, structures: &[Counts]) {
+    fn merge(
+        &mut self,
+        regions: &HashMap<u32, RegionCounts>,
+        structures: &[Counts],
+        lines: &LineTable,
+    ) {
+        self.lines.merge(lines);
         for (&id, counts) in regions {
             match self.regions.iter_mut().find(|(r, _)| *r == id) {
                 Some((_, acc)) => acc.merge(counts),
@@ -101,11 +111,15 @@ pub(super) fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2], ne
 }
 
 /// Adds a thread's standalone counts per region and per data structure.
-pub(super) fn merge_standalone(regions: &HashMap<u32, RegionCounts>, structures: &[Counts]) {
+pub(super) fn merge_standalone(
+    regions: &HashMap<u32, RegionCounts>,
+    structures: &[Counts],
+    lines: &LineTable,
+) {
     STANDALONE_TOTALS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .merge(regions, structures);
+        .merge(regions, structures, lines);
 }
 
 /// The totals of every thread merged so far (exited threads and flushed ones).

@@ -112,6 +112,45 @@ pub extern "C" fn __tsan_func_exit() {
     boundaries::function_exit(super::region_stack::UNKNOWN_STACK, || false);
 }
 
+// The slow paths of the access hooks, entered by tail jumps from them (`access.rs`): the
+// hook's return address is the access's code address.
+
+/// `access::simulate_on_at` of the access whose hook's return address is at the top of the stack
+/// (reached from a hook by tail jumps only).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+pub(super) extern "C" fn simulate_on(_addr: u64, _size: u32, _write: bool) {
+    // rdi, esi and dl are passed on untouched; rcx gets the return address.
+    core::arch::naked_asm!(
+        "mov rcx, qword ptr [rsp]",
+        "jmp {at}",
+        at = sym access::simulate_on_at,
+    );
+}
+
+/// Without the trampoline (other architectures) the code address is unknown.
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) extern "C" fn simulate_on(addr: u64, size: u32, write: bool) {
+    access::simulate_on_at(addr, size, write, 0);
+}
+
+/// `access::may_capture_at` of the access whose hook's return address is at the top of the stack.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+pub(super) extern "C" fn may_capture(_addr: u64, _size: u32, _write: bool) {
+    core::arch::naked_asm!(
+        "mov rcx, qword ptr [rsp]",
+        "jmp {at}",
+        at = sym access::may_capture_at,
+    );
+}
+
+/// Without the trampoline (other architectures) the code address is unknown.
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
+    access::may_capture_at(addr, size, write, 0);
+}
+
 macro_rules! access_hooks {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
@@ -174,12 +213,12 @@ compound_hooks! {
 macro_rules! access_hooks_with_pc {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
-        pub extern "C" fn $read(addr: *const c_void, _pc: *const c_void) {
-            access::read_sized::<$size>(address(addr));
+        pub extern "C" fn $read(addr: *const c_void, pc: *const c_void) {
+            access::read_sized_at::<$size>(address(addr), address(pc));
         }
         #[unsafe(no_mangle)]
-        pub extern "C" fn $write(addr: *const c_void, _pc: *const c_void) {
-            access::write_sized::<$size>(address(addr));
+        pub extern "C" fn $write(addr: *const c_void, pc: *const c_void) {
+            access::write_sized_at::<$size>(address(addr), address(pc));
         }
     )*};
 }

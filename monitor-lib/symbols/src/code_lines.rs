@@ -17,7 +17,9 @@ use super::SymbolError;
 type ArcReader = EndianArcSlice<RunTimeEndian>;
 
 /// One frame of the source positions of a code address.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct SourceFrame {
     /// The function whose code this frame is (as the debug information names it: the linkage
     /// name of a C++ or Rust function, mangled), when it says.

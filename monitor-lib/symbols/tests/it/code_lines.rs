@@ -77,12 +77,7 @@ fn binutils_frames(exe: &Path, addrs: &[u64]) -> Vec<Vec<(String, String, u32)>>
         let function = l.to_owned();
         let position = lines.next().expect("a position after a function");
         let (file, line) = position.rsplit_once(':').expect("file:line");
-        let line = line
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap_or(0);
+        let line = line.split_whitespace().next().unwrap().parse().unwrap_or(0);
         let file = Path::new(file)
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())

@@ -1,0 +1,242 @@
+//! Per-line attribution in standalone counting: every miss, at every level, counted for the code
+//! address of the access that made it, the regions open at the time and its data structure.
+//!
+//! What is counted per code address: each level's read misses and write misses (an L1 miss is
+//! an access reaching L2; an L2 miss one reaching L3, and so on). Hits are not: most L1 hits
+//! are repeat hits the filter answers with an increment (`filter.rs`, and `epcache cc`'s inline
+//! test) without the access's address of code, and giving them one would cost the hit path. So
+//! a line's accesses and hits are not known; its misses are, exactly, as far as the access
+//! carries its code address (pc 0 stands for "unknown": the explicit `epcache_read`/`write`
+//! calls, and records of the inline miss path and the simulation pipeline, whose batch record
+//! holds no code address).
+//!
+//! A thread keeps a [`LineTable`]: a hash map keyed by (code address, regions open, data
+//! structure) to the misses. It is bounded ([`MAX_LINE_KEYS`]): the misses of keys past it are
+//! summed in [`LineTable::unattributed`], which the report gives as such. The regions open are
+//! a node of the thread's [`RegionPaths`] (a tree of the region stacks it ran), set when a
+//! region begins, so a miss costs no walk of the stack; at the hand-over to the process totals
+//! each node becomes the set of regions it stands for.
+//!
+//! Only misses reach this module: the simulator's hit path and the filter's are untouched.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use epcache_sim::cache::MAX_LEVELS;
+
+/// Per level, L1 first: read misses, then write misses.
+pub(crate) type LineMisses = [u64; 2 * MAX_LEVELS];
+
+/// Keys a thread's table (and the process's) holds at most; misses of further keys are
+/// counted as unattributed. 64 Ki keys of 48 bytes: 3 MiB at most per thread.
+pub(crate) const MAX_LINE_KEYS: usize = 1 << 16;
+
+/// The root of every thread's [`RegionPaths`]: no region open.
+pub(crate) const NO_REGION_NODE: u32 = 0;
+
+/// A cheap hasher for the keys (code addresses and small ids), FxHash's mix: the table is on
+/// the miss path.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+pub(crate) type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+
+/// One thread's key of a miss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct LineKey {
+    /// Code address of the access (runtime address; 0 when unknown).
+    pub(crate) pc: u64,
+    /// Node of the thread's [`RegionPaths`]: the regions open.
+    pub(crate) node: u32,
+    /// Data structure, index + 1; 0 for none.
+    pub(crate) structure: u32,
+}
+
+/// The region stacks a thread ran, as a tree: node [`NO_REGION_NODE`] is no region open, and
+/// each other node is one more region open inside its parent's.
+#[derive(Debug, Default)]
+pub(crate) struct RegionPaths {
+    /// `(parent, region id)` of node `i + 1`.
+    nodes: Vec<(u32, u32)>,
+    children: KeyMap<(u32, u32), u32>,
+}
+
+impl RegionPaths {
+    /// The node for `region` opening inside `parent`.
+    pub(crate) fn child(&mut self, parent: u32, region: u32) -> u32 {
+        if let Some(&node) = self.children.get(&(parent, region)) {
+            return node;
+        }
+        self.nodes.push((parent, region));
+        let node = self.nodes.len() as u32;
+        self.children.insert((parent, region), node);
+        node
+    }
+
+    /// The regions open at `node`, innermost first.
+    pub(crate) fn regions_of(&self, mut node: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        while let Some(&(parent, region)) =
+            node.checked_sub(1).and_then(|i| self.nodes.get(i as usize))
+        {
+            if !out.contains(&region) {
+                out.push(region);
+            }
+            node = parent;
+        }
+        out
+    }
+}
+
+/// One thread's misses per code address, regions open and data structure.
+#[derive(Debug, Default)]
+pub(crate) struct LineTable {
+    pub(crate) entries: KeyMap<LineKey, LineMisses>,
+    /// Misses of keys the table had no room for.
+    pub(crate) unattributed: LineMisses,
+    pub(crate) paths: RegionPaths,
+}
+
+impl LineTable {
+    /// Counts the misses in `bits` ([`epcache_sim::cache::AccessOutcome::event_bits`]: per level
+    /// a byte, read hit, read miss, write hit, write miss) for `key`.
+    #[inline(never)]
+    pub(crate) fn count(&mut self, key: LineKey, bits: u32) {
+        let room = self.entries.len() < MAX_LINE_KEYS;
+        let misses = match self.entries.get_mut(&key) {
+            Some(misses) => misses,
+            None if room => self.entries.entry(key).or_insert([0; 2 * MAX_LEVELS]),
+            None => &mut self.unattributed,
+        };
+        add_misses(misses, bits);
+    }
+
+    /// Forgets the counts (after a hand-over), keeping the region paths: nodes stay valid.
+    pub(crate) fn clear_counts(&mut self) {
+        self.entries.clear();
+        self.unattributed = [0; 2 * MAX_LEVELS];
+    }
+}
+
+/// Adds each level's read or write miss in `bits` to `misses`.
+#[inline(always)]
+fn add_misses(misses: &mut LineMisses, bits: u32) {
+    for (level, pair) in misses.chunks_exact_mut(2).enumerate() {
+        let byte = bits >> (8 * level) & 0xFF;
+        pair[0] += u64::from(byte >> 1 & 1);
+        pair[1] += u64::from(byte >> 3 & 1);
+    }
+}
+
+/// A process-wide key: the code address, the regions open (sorted ids) and the data structure
+/// (index + 1, 0 for none).
+pub(crate) type ProcessLineKey = (u64, Vec<u32>, u32);
+
+/// Every thread's line tables, merged at their hand-overs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LineTotals {
+    pub(crate) entries: KeyMap<ProcessLineKey, LineMisses>,
+    /// Misses no table had room for.
+    pub(crate) unattributed: LineMisses,
+}
+
+impl LineTotals {
+    pub(crate) const fn empty() -> Self {
+        LineTotals {
+            entries: HashMap::with_hasher(BuildHasherDefault::new()),
+            unattributed: [0; 2 * MAX_LEVELS],
+        }
+    }
+
+    /// Adds a thread's table.
+    pub(crate) fn merge(&mut self, table: &LineTable) {
+        add(&mut self.unattributed, &table.unattributed);
+        for (key, misses) in &table.entries {
+            let mut regions = table.paths.regions_of(key.node);
+            regions.sort_unstable();
+            let process_key = (key.pc, regions, key.structure);
+            let room = self.entries.len() < MAX_LINE_KEYS;
+            match self.entries.get_mut(&process_key) {
+                Some(sum) => add(sum, misses),
+                None if room => {
+                    self.entries.insert(process_key, *misses);
+                }
+                None => add(&mut self.unattributed, misses),
+            }
+        }
+    }
+}
+
+fn add(a: &mut LineMisses, b: &LineMisses) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misses_are_counted_per_level_and_kind_and_the_table_is_bounded() {
+        let mut table = LineTable::default();
+        let main = table.paths.child(NO_REGION_NODE, 3);
+        let inner = table.paths.child(main, 7);
+        assert_eq!(table.paths.child(NO_REGION_NODE, 3), main);
+        assert_eq!(table.paths.regions_of(inner), vec![7, 3]);
+        let key = LineKey {
+            pc: 0x401000,
+            node: inner,
+            structure: 2,
+        };
+        // An L1 read miss that hit L2; an L1 write miss that missed L2 and hit L3.
+        table.count(key, 0b10 | 0b1 << 8);
+        table.count(key, 0b1000 | 0b1000 << 8 | 0b100 << 16);
+        // A hit counts nothing.
+        table.count(key, 0b1);
+        assert_eq!(table.entries[&key], [1, 1, 0, 1, 0, 0, 0, 0]);
+        for pc in 0..MAX_LINE_KEYS as u64 {
+            table.count(
+                LineKey {
+                    pc: 0x500000 + pc,
+                    node: 0,
+                    structure: 0,
+                },
+                0b10,
+            );
+        }
+        assert_eq!(table.entries.len(), MAX_LINE_KEYS);
+        assert_eq!(table.unattributed[0], 1, "the key past the bound");
+        let mut totals = LineTotals::default();
+        totals.merge(&table);
+        assert_eq!(
+            totals.entries[&(0x401000, vec![3, 7], 2)],
+            [1, 1, 0, 1, 0, 0, 0, 0]
+        );
+        assert_eq!(totals.unattributed[0], 1);
+    }
+}
