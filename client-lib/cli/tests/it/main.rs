@@ -7,6 +7,7 @@
 //!   `runtime_signals`, `runtime_fork`, `request_results`;
 //! - the command line with a daemon: `daemon_cli`, `daemon_default_socket`, `daemon_run`,
 //!   `daemon_step_cli`;
+//! - per-line attribution and its export, against Cachegrind: `line_attribution`;
 //! - the rest of the command line: `cli`, `demo`, `replay_matches_cachegrind`.
 //!
 //! `capture_support` builds and runs the kernels of `tests/kernels/`; the daemon tests' targets
@@ -29,6 +30,7 @@ mod fortran_common_report;
 mod fortran_markers;
 mod heap_naming;
 mod heap_requests;
+mod line_attribution;
 mod replay_matches_cachegrind;
 mod request_results;
 mod runtime_fork;
