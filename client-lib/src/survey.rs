@@ -445,6 +445,7 @@ mod tests {
             kind,
             live,
             shape: None,
+            context: Vec::new(),
         }
     }
 

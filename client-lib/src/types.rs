@@ -289,6 +289,10 @@ pub struct DataStructure {
     pub live: bool,
     /// What its type says, when the target's debug information says it.
     pub shape: Option<Shape>,
+    /// A heap block's allocation context: `file:line` frames from the allocator's call,
+    /// through the program's wrappers, to the line that asked (its name) and its callers,
+    /// innermost first; empty for other structures.
+    pub context: Vec<String>,
 }
 
 impl TryFrom<v1::DataStructure> for DataStructure {
@@ -307,6 +311,7 @@ impl TryFrom<v1::DataStructure> for DataStructure {
             name: d.name,
             live: d.live,
             shape: d.shape.map(Shape::from),
+            context: d.context,
         })
     }
 }
@@ -1275,6 +1280,7 @@ mod tests {
                 ],
                 column_major: true,
             }),
+            context: Vec::new(),
         })
         .unwrap();
         assert_eq!(d.kind, DataStructureKind::Allocatable);

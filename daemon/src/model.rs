@@ -91,6 +91,7 @@ pub fn data_structure(d: &DataStructureInfo) -> v1::DataStructure {
         } as i32,
         live: d.live,
         shape: d.details.shape.as_ref().map(shape),
+        context: d.context.clone(),
     }
 }
 
@@ -394,6 +395,7 @@ mod tests {
                 site: Some(SiteKey::new("prog.f90", 32)),
                 shape: Some(shape),
             },
+            context: Vec::new(),
         };
         let c = data_structure(&structure(
             DataStructureKind::Global,

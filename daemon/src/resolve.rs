@@ -672,6 +672,7 @@ mod tests {
                 kind: DataStructureKind::HeapRegistered,
                 live: true,
                 details: Default::default(),
+                context: Vec::new(),
             },
             DataStructureInfo {
                 index: DataStructureIndex(1),
@@ -680,6 +681,7 @@ mod tests {
                 kind: DataStructureKind::HeapRegistered,
                 live: false,
                 details: Default::default(),
+                context: Vec::new(),
             },
         ]
     }
@@ -786,6 +788,7 @@ mod tests {
             kind: DataStructureKind::AllocationSite,
             live: true,
             details: Default::default(),
+            context: Vec::new(),
         });
         d.push(DataStructureInfo {
             index: DataStructureIndex(3),
@@ -794,6 +797,7 @@ mod tests {
             kind: DataStructureKind::Allocatable,
             live: false,
             details: Default::default(),
+            context: Vec::new(),
         });
         let name = |n: &str| v1::DataSelector {
             by: Some(v1::data_selector::By::Name(n.into())),

@@ -72,11 +72,12 @@ pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
                     (false, _) => "freed",
                 }
                 .to_owned(),
+                s.context.join(" < "),
             ]
         })
         .collect();
     out.push_str(&table(
-        &[">#", "NAME", "START", ">BYTES", "KIND", ""],
+        &[">#", "NAME", "START", ">BYTES", "KIND", "", "CONTEXT"],
         &rows,
     ));
     if !d.events.is_empty() {

@@ -43,7 +43,7 @@ use epcache_sim::ranges::AddressRange;
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
 /// Bumped whenever the meaning of any byte changes; readers refuse other versions.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Bytes before the first table.
 pub const HEADER_BYTES: usize = 256;
 /// Request slots are bits of one 64-bit flag word per region, so at most 64.
@@ -175,8 +175,13 @@ pub const REGION_ENTRY_WORDS: usize = 4;
 /// Words per data-structure entry: start, length, name, kind | live << 32, the allocation site
 /// ([`SiteKey::to_word`], 0 for none), the shape's header ([`Shape`]: element bytes | rank << 32
 /// | column-major << 40, 0 when the type is unknown), then each dimension's lower bound (as
-/// `i64`) and extent, [`MAX_SHAPE_RANK`] of them.
-pub const DATA_STRUCTURE_ENTRY_WORDS: usize = 6 + 2 * MAX_SHAPE_RANK;
+/// `i64`) and extent, [`MAX_SHAPE_RANK`] of them, then the allocation context
+/// ([`DATA_STRUCTURE_CONTEXT_WORD`]).
+pub const DATA_STRUCTURE_ENTRY_WORDS: usize = 7 + 2 * MAX_SHAPE_RANK;
+/// The data-structure entry word naming a heap block's allocation context: a string (offset |
+/// length << 32, 0 for none) of `file:line` frames separated by newlines, innermost first (the
+/// allocator's call, through the program's wrappers, to the line that asked and its callers).
+pub const DATA_STRUCTURE_CONTEXT_WORD: usize = 6 + 2 * MAX_SHAPE_RANK;
 /// Dimensions a data-structure entry holds: Fortran 90's limit. An array of higher rank is
 /// published without its shape.
 pub const MAX_SHAPE_RANK: usize = 7;
@@ -1020,6 +1025,9 @@ pub struct DataStructureInfo {
     pub live: bool,
     /// Where a heap block was allocated, and what the type says.
     pub details: DataStructureDetails,
+    /// A heap block's allocation context: `file:line` frames, innermost first (the
+    /// allocator's call first); empty for other structures.
+    pub context: Vec<String>,
 }
 
 /// Packs a string reference.
@@ -1072,6 +1080,18 @@ pub fn read_data_structure(
         kind: DataStructureKind::from_word(kind_live & 0xffff_ffff)?,
         live: kind_live >> 32 != 0,
         details: DataStructureDetails::load(w)?,
+        context: {
+            let context = w[DATA_STRUCTURE_CONTEXT_WORD].load(Ordering::Acquire);
+            if context == 0 {
+                Vec::new()
+            } else {
+                layout
+                    .read_name(view, context as u32, (context >> 32) as u32)?
+                    .split('\n')
+                    .map(str::to_owned)
+                    .collect()
+            }
+        },
     })
 }
 

@@ -347,6 +347,7 @@ impl Mcc {
         w[1].store(range.len(), Ordering::Relaxed);
         w[2].store(name, Ordering::Relaxed);
         details.store(w);
+        w[layout::DATA_STRUCTURE_CONTEXT_WORD].store(0, Ordering::Relaxed);
         w[3].store(kind as u64 | u64::from(live) << 32, Ordering::Relaxed);
         tables.serial += 1;
         let serial = tables.serial;
@@ -361,6 +362,34 @@ impl Mcc {
         view.u32_at(header::DATA_STRUCTURE_COUNT)?
             .store(tables.data_structures.len() as u32, Ordering::Release);
         Ok(DataStructureIndex(index as u32))
+    }
+
+    /// Publishes the allocation context of heap-site structure `index` (`file:line` frames,
+    /// innermost first), once: later calls leave the first context, so a site's blocks do not
+    /// fill the string area.
+    pub fn set_context(
+        &self,
+        index: DataStructureIndex,
+        context: &[String],
+    ) -> Result<(), MccError> {
+        if context.is_empty() {
+            return Ok(());
+        }
+        let mut tables = self.tables();
+        if index.0 as usize >= tables.data_structures.len() {
+            return Ok(());
+        }
+        let w = self.layout.entry_words(
+            self.segment.view(),
+            Table::DataStructures,
+            index.0 as usize,
+        )?;
+        if w[layout::DATA_STRUCTURE_CONTEXT_WORD].load(Ordering::Relaxed) != 0 {
+            return Ok(());
+        }
+        let word = self.add_string(&mut tables, &context.join("\n"))?;
+        w[layout::DATA_STRUCTURE_CONTEXT_WORD].store(word, Ordering::Release);
+        Ok(())
     }
 
     /// Marks a data structure as gone (a freed heap array); requests naming it are rejected.

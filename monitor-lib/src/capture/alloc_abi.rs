@@ -8,7 +8,8 @@
 //! not wrapped) and tell the runtime about blocks of at least [`MIN_TRACKED_BYTES`]. The call
 //! site is the return address, handed over by a naked trampoline on x86_64 (elsewhere blocks are
 //! not named). On x86_64 C++'s operator new and delete are wrapped too (see below them), and
-//! [`return_addresses`] walks the stack when a site is all library code.
+//! [`return_addresses`] walks the stack of each tracked block for its allocation context
+//! (`heap.rs`).
 
 // The entry points are reached by symbol name from the linker's wrapping, not by Rust path.
 #![allow(unreachable_pub)]

@@ -28,6 +28,9 @@ pub(crate) struct DataStructure {
     pub(crate) largest_bytes: u64,
     /// Its allocation site and shape, as published.
     pub(crate) details: DataStructureDetails,
+    /// A heap block's allocation context (`file:line` frames, innermost first), as its site's
+    /// first block had it; empty for other structures.
+    pub(crate) context: Vec<String>,
     /// Its index in the MCC's table, when the MCC has one and it had room.
     mcc_index: Option<DataStructureIndex>,
 }
@@ -133,6 +136,34 @@ pub(crate) fn register_with(
     kind: DataStructureKind,
     details: DataStructureDetails,
 ) {
+    register_with_context(name, range, kind, details, &[]);
+}
+
+/// Registers a tracked heap block named by its allocation context ([`super::heap`]): `name`
+/// is the line that asked for it, `context` the frames (published with the site's first
+/// block; its later blocks take over the entry and keep it).
+pub(crate) fn register_heap_block(
+    name: &str,
+    range: AddressRange,
+    details: DataStructureDetails,
+    context: &[String],
+) {
+    register_with_context(
+        name,
+        range,
+        DataStructureKind::AllocationSite,
+        details,
+        context,
+    );
+}
+
+fn register_with_context(
+    name: &str,
+    range: AddressRange,
+    kind: DataStructureKind,
+    details: DataStructureDetails,
+    context: &[String],
+) {
     // A forked child is not monitored, and its copy of the lock may be held by a thread that
     // did not survive the fork (see `switches::forked_child`).
     if range.is_empty() || range.start == 0 || switches::forked_child() {
@@ -153,7 +184,16 @@ pub(crate) fn register_with(
         rebuild(&mut reg);
         return;
     }
-    push_entry(&mut reg, name, range, kind, true, details);
+    let index = push_entry(&mut reg, name, range, kind, true, details);
+    if !context.is_empty() {
+        let entry = &mut reg.entries[index];
+        entry.context = context.to_vec();
+        if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index)
+            && let Err(e) = m.set_context(mcc_index, context)
+        {
+            mcc::full_once(&e);
+        }
+    }
     rebuild(&mut reg);
 }
 
@@ -178,6 +218,7 @@ fn push_entry(
         live,
         largest_bytes: if live { range.len() } else { 0 },
         details,
+        context: Vec::new(),
         mcc_index,
     });
     reg.entries.len() - 1

@@ -1,14 +1,30 @@
-//! Heap blocks by allocation site: a tracked block becomes a data structure named after the
-//! source line of its allocation (`gauss.c:42`), with that line's [`SiteKey`] for requests that
-//! name the site before the block exists, and stops being one when freed.
+//! Heap blocks by allocation context: a tracked block becomes a data structure named after the
+//! line of the program that asked for it (`gemm.c:112`), with that line's [`SiteKey`] for
+//! requests that name it before the block exists, and stops being one when freed.
+//!
+//! The allocator's return address starts the block's context; the rest of the thread's stack
+//! (walked by the unwinder, which needs no frame pointers) continues it. Each return address is
+//! resolved once into logical frames (its line and, for code inlined there, each line it was
+//! inlined at, with the function holding each). Walking outwards, frames in library headers
+//! (`std::vector`'s growth) and frames in allocation wrappers are seen through: the default
+//! rule finds wrappers in the program's code (`epcache_symbols`' `allocation_wrappers.rs`: a
+//! function returning a pointer that makes one allocator or wrapper call), and
+//! `EPCACHE_ALLOC_WRAPPERS=alloc_array,xmalloc` adds the user's. The first frame left names the
+//! block; the context lists the program's frames from the allocator's call out to
+//! [`CONTEXT_DEPTH`] frames past that one. Blocks named by one line are one data structure,
+//! whichever callers led to that line; the context shown is the one of its first block.
+//!
+//! Cost: the stack walk runs only for blocks of at least `MIN_TRACKED_BYTES`, at allocation,
+//! never on the access path.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use epcache_shm::layout::{DataStructureDetails, DataStructureKind, SiteKey};
+use epcache_shm::layout::{DataStructureDetails, SiteKey};
 use epcache_sim::ranges::AddressRange;
 
+use super::program::CallFrame;
 use super::region_registry::tracking_started;
 use super::runtime_guard::{RuntimeGuard, in_runtime};
 use super::{data, descriptors, program};
@@ -18,29 +34,29 @@ use super::{data, descriptors, program};
 /// `alloc_abi.rs`).
 pub(super) type StackWalk = fn(&mut [u64]) -> usize;
 
-/// What a return address says about the blocks allocated from its call.
-#[derive(Debug, Clone)]
-enum Site {
-    /// No line information (the call is not in the program's own code): not tracked.
-    Unknown,
-    /// A line of the program's own sources.
-    Program(Line),
-    /// Library code only (an out-of-line template instance such as `std::vector`'s growth):
-    /// its callers decide, this line is the last resort.
-    Library(Line),
-}
+/// Frames of the program's callers a context keeps past the line that names the block.
+pub(crate) const CONTEXT_DEPTH: usize = 3;
 
-/// An allocation's source line: its name (`gauss.c:42`) and key.
+/// Return addresses walked out from an allocation: enough for library layers (`push_back` →
+/// `_M_realloc_insert` → `allocate`), wrappers and the context.
+const MAX_STACK_FRAMES: usize = 32;
+
+/// The environment variable naming the program's allocation wrappers, comma-separated.
+pub(crate) const WRAPPERS_VARIABLE: &str = "EPCACHE_ALLOC_WRAPPERS";
+
+/// An allocation's name (`gauss.c:42`), key and context.
 #[derive(Debug, Clone)]
-struct Line {
+struct Named {
     name: String,
     key: SiteKey,
+    context: Vec<String>,
 }
 
 #[derive(Debug, Default)]
 struct Sites {
-    /// Return address → what its call site is.
-    names: HashMap<u64, Site>,
+    /// Return address → its logical frames, innermost first (`None`: no line information,
+    /// the call is not in the program's own code).
+    frames: HashMap<u64, Option<Arc<[CallFrame]>>>,
     /// Live tracked blocks by start address.
     live: HashMap<u64, ()>,
 }
@@ -64,88 +80,172 @@ pub(super) fn maybe_tracked(start: u64) -> bool {
     live_count(start).load(Ordering::Relaxed) != 0
 }
 
-/// How many frames out from an allocation in library code the program's own caller is looked
-/// for (`push_back` → `_M_realloc_insert` → `allocate` takes two).
-const MAX_CALLER_FRAMES: usize = 16;
-
 /// A block of `bytes` at `start` was allocated from the call returning to `return_pc`.
 pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64, walk_stack: StackWalk) {
     if return_pc == 0 || in_runtime() || !tracking_started() {
         return;
     }
     let _busy = RuntimeGuard::enter();
-    let name = match site(return_pc) {
-        Site::Unknown => None,
-        Site::Program(name) => Some(name),
-        Site::Library(fallback) => Some(caller_site(return_pc, walk_stack).unwrap_or(fallback)),
+    let Some(Named { name, key, context }) = name_allocation(return_pc, walk_stack) else {
+        return;
     };
-    if let Some(Line { name, key }) = name {
-        let stale = {
-            let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
-            let sites = guard.get_or_insert_with(Sites::default);
-            // A block freed where no wrap sees it (inside a shared library) is still listed; a
-            // new block at its address replaces it.
-            let stale = sites.live.insert(start, ()).is_some();
-            if !stale {
-                live_count(start).fetch_add(1, Ordering::Relaxed);
-            }
-            stale
-        };
-        if stale {
-            data::unregister(start);
+    let stale = {
+        let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
+        let sites = guard.get_or_insert_with(Sites::default);
+        // A block freed where no wrap sees it (inside a shared library) is still listed; a
+        // new block at its address replaces it.
+        let stale = sites.live.insert(start, ()).is_some();
+        if !stale {
+            live_count(start).fetch_add(1, Ordering::Relaxed);
         }
-        data::register_with(
-            &name,
-            AddressRange::new(start, bytes),
-            DataStructureKind::AllocationSite,
-            DataStructureDetails {
-                site: Some(key),
-                shape: None,
-            },
-        );
-        descriptors::block_allocated(start, key);
+        stale
+    };
+    if stale {
+        data::unregister(start);
     }
+    data::register_heap_block(
+        &name,
+        AddressRange::new(start, bytes),
+        DataStructureDetails {
+            site: Some(key),
+            shape: None,
+        },
+        &context,
+    );
+    descriptors::block_allocated(start, key);
 }
 
-/// What the call returning to `return_pc` is, resolved once per address.
-fn site(return_pc: u64) -> Site {
+/// The name, key and context of an allocation from the call returning to `return_pc`; `None`
+/// when that call is not in code with line information (not tracked).
+fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
+    let innermost = frames_at(return_pc)?;
+    let mut chain: Vec<CallFrame> = innermost.to_vec();
+    let mut stack = [0u64; MAX_STACK_FRAMES];
+    let count = walk_stack(&mut stack);
+    if let Some(from) = stack[..count].iter().position(|&pc| pc == return_pc) {
+        for &pc in &stack[from + 1..count] {
+            // Code without line information (the C library's start, a callback's caller) ends
+            // what the program's own frames say.
+            let Some(frames) = frames_at(pc) else { break };
+            chain.extend(frames.iter().cloned());
+        }
+    }
+    let wrappers = wrappers();
+    let seen_through = |f: &CallFrame| {
+        let plain = f.function.rsplit("::").next().unwrap_or(&f.function);
+        f.library || wrappers.contains(f.function.as_str()) || wrappers.contains(plain)
+    };
+    // All library or wrappers: the innermost line of the program's own, else the innermost.
+    let asking = chain
+        .iter()
+        .position(|f| !seen_through(f))
+        .or_else(|| chain.iter().position(|f| !f.library))
+        .unwrap_or(0);
+    let shown = |f: &CallFrame| {
+        let file = f.line.file.rsplit('/').next().unwrap_or(&f.line.file);
+        format!("{file}:{}", f.line.line)
+    };
+    let named = &chain[asking];
+    let file = named
+        .line
+        .file
+        .rsplit('/')
+        .next()
+        .unwrap_or(&named.line.file);
+    let own = |frames: &[CallFrame]| -> Vec<String> {
+        frames.iter().filter(|f| !f.library).map(shown).collect()
+    };
+    let mut context = own(&chain[..asking]);
+    context.push(shown(named));
+    context.extend(own(&chain[asking + 1..]).into_iter().take(CONTEXT_DEPTH));
+    Some(Named {
+        name: shown(named),
+        key: SiteKey::new(file, named.line.line),
+        context,
+    })
+}
+
+/// The logical frames of the call returning to `return_pc`, resolved once per address.
+fn frames_at(return_pc: u64) -> Option<Arc<[CallFrame]>> {
     let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
     let sites = guard.get_or_insert_with(Sites::default);
     sites
-        .names
+        .frames
         .entry(return_pc)
         .or_insert_with(|| {
-            let Some(program) = program::object_at(return_pc.wrapping_sub(1)) else {
-                return Site::Unknown;
-            };
-            let Some(line) = program.call_site(return_pc) else {
-                return Site::Unknown;
-            };
-            let file = line.file.rsplit('/').next().unwrap_or(&line.file);
-            let name = Line {
-                name: format!("{file}:{}", line.line),
-                key: SiteKey::new(file, line.line),
-            };
-            if program.in_library_code(return_pc) {
-                Site::Library(name)
-            } else {
-                Site::Program(name)
-            }
+            let program = program::object_at(return_pc.wrapping_sub(1))?;
+            let frames = program.call_frames(return_pc);
+            (!frames.is_empty()).then(|| frames.into())
         })
         .clone()
 }
 
-/// The program's own call site nearest outside the library code that returns to `return_pc`,
-/// from the stack of this allocation.
-fn caller_site(return_pc: u64, walk_stack: StackWalk) -> Option<Line> {
-    let mut frames = [0u64; MAX_CALLER_FRAMES + 8];
-    let count = walk_stack(&mut frames);
-    let frames = &frames[..count];
-    let from = frames.iter().position(|&pc| pc == return_pc)?;
-    frames[from + 1..].iter().find_map(|&pc| match site(pc) {
-        Site::Program(name) => Some(name),
-        Site::Unknown | Site::Library(_) => None,
+/// The functions seen through: the default rule's wrappers of every object with debug
+/// information, and those `EPCACHE_ALLOC_WRAPPERS` names.
+fn wrappers() -> &'static HashSet<String> {
+    static WRAPPERS: OnceLock<HashSet<String>> = OnceLock::new();
+    WRAPPERS.get_or_init(|| {
+        let mut all: HashSet<String> = program::objects()
+            .iter()
+            .flat_map(|o| o.info.allocation_wrappers.iter().cloned())
+            .collect();
+        all.extend(user_wrappers());
+        all
     })
+}
+
+/// The names in `EPCACHE_ALLOC_WRAPPERS`, each trimmed, empty ones dropped.
+fn user_wrappers() -> Vec<String> {
+    std::env::var(WRAPPERS_VARIABLE)
+        .map(|list| parse_wrapper_list(&list))
+        .unwrap_or_default()
+}
+
+fn parse_wrapper_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Says on stderr which names of `EPCACHE_ALLOC_WRAPPERS` are no function of the program (by
+/// its debug information), at start-up; a program without debug information is not checked.
+pub(super) fn check_wrapper_list() {
+    let names = user_wrappers();
+    if names.is_empty() {
+        return;
+    }
+    let objects = program::objects();
+    if objects.is_empty() {
+        return;
+    }
+    for name in unknown_wrappers(&names, &objects) {
+        eprintln!(
+            "epcache: {WRAPPERS_VARIABLE} names `{name}`, which is no function of this program \
+             with debug information; it is ignored (give functions by their names in the \
+             source, e.g. {WRAPPERS_VARIABLE}=alloc_array,xmalloc)"
+        );
+    }
+}
+
+/// The names among `names` that no object's functions (compiled or inlined) carry, plainly or
+/// as the last part of a qualified C++ name.
+fn unknown_wrappers<'n>(names: &'n [String], objects: &[&program::ProgramInfo]) -> Vec<&'n str> {
+    let known = |name: &str| {
+        objects.iter().any(|o| {
+            o.info.inlined_functions.iter().any(|f| f == name)
+                || o.info
+                    .functions
+                    .iter()
+                    .any(|f| f.name == name || f.name.rsplit("::").next() == Some(name))
+        })
+    };
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|name| !known(name))
+        .collect()
 }
 
 /// The block at `start` is being freed.
@@ -169,5 +269,19 @@ pub(super) fn freed(start: u64) {
         });
     if tracked {
         data::unregister(start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wrapper_list_is_split_at_commas_and_trimmed() {
+        assert_eq!(
+            parse_wrapper_list(" alloc_array, xmalloc ,,"),
+            ["alloc_array", "xmalloc"]
+        );
+        assert!(parse_wrapper_list("").is_empty());
     }
 }

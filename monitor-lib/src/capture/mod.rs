@@ -24,7 +24,7 @@
 //!    (which threads hold counts the totals lack).
 //! 5. **What is counted**: `totals` (the run's sums), `monitoring` (requests bound at a
 //!    region's entry, results published at its exit, standalone counts), `structure_finder`
-//!    (which data structure holds an address), `heap` (heap blocks named by allocation site).
+//!    (which data structure holds an address), `heap` (heap blocks named by allocation context).
 //! 6. **The thread block**: `runtime_guard` (the state byte as the runtime changes it),
 //!    `thread_block` (the block at a fixed offset from the thread pointer), and what it holds:
 //!    `hook_block` (the state byte, the synced switches and the filter), `region_stack` (open

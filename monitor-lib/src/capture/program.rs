@@ -26,6 +26,17 @@ pub(crate) struct SourceLine {
     pub(crate) line: u32,
 }
 
+/// One logical frame of a call chain ([`ProgramInfo::call_frames`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CallFrame {
+    /// Where the call is.
+    pub(crate) line: SourceLine,
+    /// The function holding it (declared name when inlined, empty when unknown).
+    pub(crate) function: String,
+    /// The line is in a system or compiler header ([`is_library_source`]).
+    pub(crate) library: bool,
+}
+
 static PROGRAM: OnceLock<Option<ProgramInfo>> = OnceLock::new();
 /// The libraries read so far (see [`read_new_libraries`]), each kept for the process's life.
 static LIBRARIES: RwLock<Vec<&'static ProgramInfo>> = RwLock::new(Vec::new());
@@ -168,17 +179,29 @@ impl ProgramInfo {
         })
     }
 
-    /// Whether the code at return address `return_pc` is all library code (no position of its
-    /// inline chain is in the program's own sources).
-    pub(crate) fn in_library_code(&self, return_pc: u64) -> bool {
+    /// The logical frames of the call whose return address is `return_pc`, innermost first:
+    /// the call's own line and the function it is in, then, for each function inlined there,
+    /// the line it was inlined at and the function that holds that line, out to the compiled
+    /// function. Empty when the line tables do not know the address.
+    pub(crate) fn call_frames(&self, return_pc: u64) -> Vec<CallFrame> {
         let Some(pc) = return_pc
             .checked_sub(self.bias)
             .and_then(|pc| pc.checked_sub(1))
         else {
-            return false;
+            return Vec::new();
         };
-        let positions = self.info.positions_at(pc);
-        !positions.is_empty() && positions.iter().all(|(file, _)| is_library_source(file))
+        self.info
+            .inline_chain_at(pc)
+            .into_iter()
+            .map(|p| CallFrame {
+                line: SourceLine {
+                    file: p.file.to_owned(),
+                    line: p.line,
+                },
+                function: p.function.unwrap_or_default().to_owned(),
+                library: is_library_source(p.file),
+            })
+            .collect()
     }
 
     /// The function holding run-time address `pc`: its name, declaring file and first line.

@@ -108,6 +108,11 @@ pub struct ReportDataStructure {
     pub shape: Option<ReportShape>,
     /// Event name to count, for accesses whose first byte lies in the structure.
     pub events: BTreeMap<String, u64>,
+    /// An allocation site's context: `file:line` frames from the allocator's call, through
+    /// the program's allocation wrappers, to the line that names it and its callers,
+    /// innermost first (as its first block had it); empty for other structures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<String>,
 }
 
 /// A data structure's elements as its type declares them.
@@ -209,6 +214,7 @@ fn structures_of(
                     bytes: d.largest_bytes,
                     shape: d.details.shape.as_ref().map(ReportShape::from),
                     events: BTreeMap::new(),
+                    context: d.context.clone(),
                 },
                 *c,
             )),

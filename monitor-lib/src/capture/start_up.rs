@@ -19,8 +19,8 @@ use super::runtime_guard::{RuntimeGuard, in_runtime};
 use super::settings::{self, REPORT_ENV, process_spec, report_spec_error_once};
 use super::switches::{self, standalone};
 use super::{
-    gate_abi, globals, mcc, process_end, process_end_abi, program, region_registry, signal_abi,
-    this_thread,
+    gate_abi, globals, heap, mcc, process_end, process_end_abi, program, region_registry,
+    signal_abi, this_thread,
 };
 
 /// Reads `EPCACHE_REPORT` once per process; when set, switches capture on for every thread and
@@ -82,6 +82,7 @@ fn start_up() -> Option<PathBuf> {
         let objects = program::objects();
         region_registry::register_functions(&objects);
         globals::register_globals(&objects);
+        heap::check_wrapper_list();
         region_registry::start_tracking();
     }
     process_end_abi::register_at_exit(process_end::at_exit);

@@ -7,6 +7,7 @@ use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use super::SymbolError;
+use super::allocation_wrappers::{PointerFunctionInstance, find_wrappers};
 use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
 use super::running_executable::RunningExecutable;
 
@@ -66,6 +67,12 @@ pub struct DebugInfo {
     /// Inlined calls (`DW_TAG_inlined_subroutine`), each code range once. Only read by
     /// [`DebugInfo::load_program`].
     pub inlined: Vec<InlinedCall>,
+    /// The names of inlined functions, indexed by [`InlinedCall::function`]. Only read by
+    /// [`DebugInfo::load_program`].
+    pub inlined_functions: Vec<String>,
+    /// The program's allocation wrappers by the default rule (`allocation_wrappers.rs`), by
+    /// their declared names, sorted. Only read by [`DebugInfo::load_program`].
+    pub allocation_wrappers: Vec<String>,
 }
 
 /// Code inlined from a call: `[low_pc, high_pc)` stands for the call at `file`:`line`, nested
@@ -77,6 +84,20 @@ pub struct InlinedCall {
     pub file: u32,
     pub line: u32,
     pub depth: u32,
+    /// The inlined function, an index into [`DebugInfo::inlined_functions`] (`u32::MAX` when
+    /// DWARF does not name it).
+    pub function: u32,
+}
+
+/// One position of an inline chain ([`DebugInfo::inline_chain_at`]): a source line and the
+/// function whose code it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainPosition<'a> {
+    pub file: &'a str,
+    pub line: u32,
+    /// The function (an inlined one by its declared name, the compiled one as
+    /// [`Function::name`]); `None` when DWARF does not say.
+    pub function: Option<&'a str>,
 }
 
 /// One row of the line table: code from `address` on belongs to `file`:`line`.
@@ -204,6 +225,8 @@ impl DebugInfo {
             path: shown.clone(),
             why: e.to_string(),
         };
+        let mut pointer_functions = Vec::new();
+        let mut inlined_names: HashMap<String, u32> = HashMap::new();
         let mut headers = dwarf.units();
         while let Some(header) = headers.next().map_err(dwarf_err)? {
             let unit = dwarf.unit(header).map_err(dwarf_err)?;
@@ -217,7 +240,25 @@ impl DebugInfo {
                 }
                 read_lines(&dwarf, &unit, &mut file_ids, &mut out.lines).map_err(dwarf_err)?;
             }
-            read_unit(&dwarf, &unit, &sizes, &mut file_ids, &mut out, units).map_err(dwarf_err)?;
+            let mut program = ProgramParts {
+                pointer_functions: &mut pointer_functions,
+                inlined_names: &mut inlined_names,
+            };
+            read_unit(
+                &dwarf,
+                &unit,
+                &sizes,
+                &mut file_ids,
+                &mut out,
+                units,
+                &mut program,
+            )
+            .map_err(dwarf_err)?;
+        }
+        out.allocation_wrappers = find_wrappers(&file, &pointer_functions);
+        out.inlined_functions = vec![String::new(); inlined_names.len()];
+        for (name, id) in inlined_names {
+            out.inlined_functions[id as usize] = name;
         }
         // A dual-built object (see `epcache cc`) has two units per source, both declaring its
         // globals at the same addresses: one data structure each.
@@ -276,6 +317,43 @@ impl DebugInfo {
         std::iter::once(first).chain(outer).collect()
     }
 
+    /// [`DebugInfo::positions_at`] with the function each position's code is in: the first in
+    /// the innermost inlined function (or the compiled one), each call in the function it was
+    /// inlined into, the last in the compiled function.
+    pub fn inline_chain_at(&self, pc: u64) -> Vec<ChainPosition<'_>> {
+        let Some((file, line)) = self.line_at(pc) else {
+            return Vec::new();
+        };
+        let mut calls: Vec<&InlinedCall> = self
+            .inlined
+            .iter()
+            .filter(|c| c.low_pc <= pc && pc < c.high_pc)
+            .collect();
+        calls.sort_by_key(|c| std::cmp::Reverse(c.depth));
+        let compiled = self.function_at(pc).map(|f| f.name.as_str());
+        let inlined_name = |c: &InlinedCall| {
+            self.inlined_functions
+                .get(c.function as usize)
+                .map(String::as_str)
+        };
+        let mut chain = vec![ChainPosition {
+            file,
+            line,
+            function: calls.first().map_or(compiled, |c| inlined_name(c)),
+        }];
+        for (i, call) in calls.iter().enumerate() {
+            let Some(file) = self.files.get(call.file as usize) else {
+                continue;
+            };
+            chain.push(ChainPosition {
+                file,
+                line: call.line,
+                function: calls.get(i + 1).map_or(compiled, |c| inlined_name(c)),
+            });
+        }
+        chain
+    }
+
     /// The function whose code holds link-time address `pc`.
     pub fn function_at(&self, pc: u64) -> Option<&Function> {
         let i = self.functions.partition_point(|f| f.low_pc <= pc);
@@ -303,6 +381,7 @@ fn read_unit(
     file_ids: &mut HashMap<String, u32>,
     out: &mut DebugInfo,
     units: Units,
+    program: &mut ProgramParts<'_>,
 ) -> gimli::Result<()> {
     // The enclosing scopes (namespaces, modules, functions, COMMON blocks) by depth, each with
     // its qualified name (a COMMON block with its own name alone).
@@ -423,6 +502,13 @@ fn read_unit(
                         &name,
                     )?;
                     if !ranges.is_empty() {
+                        if units == Units::Program && returns_pointer(unit, entry)? {
+                            program.pointer_functions.push(PointerFunctionInstance {
+                                name: name.clone(),
+                                ranges: ranges.clone(),
+                                out_of_line: true,
+                            });
+                        }
                         let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
                         let shown = if cpp { &qualified } else { &name };
                         for (low_pc, high_pc) in ranges {
@@ -453,14 +539,30 @@ fn read_unit(
                     },
                     None => None,
                 };
+                let ranges = code_ranges(dwarf, unit, entry)?;
+                let function = match &name {
+                    Some(name) => {
+                        if returns_pointer(unit, entry)? {
+                            program.pointer_functions.push(PointerFunctionInstance {
+                                name: name.clone(),
+                                ranges: ranges.clone(),
+                                out_of_line: false,
+                            });
+                        }
+                        let next = program.inlined_names.len() as u32;
+                        *program.inlined_names.entry(name.clone()).or_insert(next)
+                    }
+                    None => u32::MAX,
+                };
                 if let (Some(file), true) = (file, line > 0) {
-                    for (low_pc, high_pc) in code_ranges(dwarf, unit, entry)? {
+                    for (low_pc, high_pc) in ranges {
                         out.inlined.push(InlinedCall {
                             low_pc,
                             high_pc,
                             file,
                             line,
                             depth: depth.max(0) as u32,
+                            function,
                         });
                     }
                 }
@@ -469,6 +571,57 @@ fn read_unit(
         }
     }
     Ok(())
+}
+
+/// What reading the program's own units gathers beyond [`DebugInfo`]'s tables, across units.
+struct ProgramParts<'p> {
+    /// Every compiled instance of a function returning a pointer, for the wrapper rule.
+    pointer_functions: &'p mut Vec<PointerFunctionInstance>,
+    /// Inlined functions' names to their index in [`DebugInfo::inlined_functions`].
+    inlined_names: &'p mut HashMap<String, u32>,
+}
+
+/// Whether the function `entry` (a subprogram, or an inlined copy naming its origin) returns a
+/// pointer or a C++ reference, seen through typedefs and qualifiers; its type may be on the
+/// declaration or abstract instance it links to.
+fn returns_pointer<'a>(
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> gimli::Result<bool> {
+    let mut holder = entry.clone();
+    let mut ty = None;
+    for _ in 0..MAX_LINKS {
+        if let Some(AttributeValue::UnitRef(offset)) = holder.attr_value(gimli::DW_AT_type) {
+            ty = Some(offset);
+            break;
+        }
+        let Some(next) = link(&holder) else { break };
+        holder = unit.entry(next)?;
+    }
+    // Typedefs and qualifiers, a few deep (a cycle in malformed DWARF ends).
+    for _ in 0..8 {
+        let Some(offset) = ty else {
+            return Ok(false);
+        };
+        let die = unit.entry(offset)?;
+        match die.tag() {
+            gimli::DW_TAG_pointer_type
+            | gimli::DW_TAG_reference_type
+            | gimli::DW_TAG_rvalue_reference_type => return Ok(true),
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type
+            | gimli::DW_TAG_atomic_type => {
+                ty = match die.attr_value(gimli::DW_AT_type) {
+                    Some(AttributeValue::UnitRef(next)) => Some(next),
+                    _ => None,
+                };
+            }
+            _ => return Ok(false),
+        }
+    }
+    Ok(false)
 }
 
 /// The lower bound of an array dimension without `DW_AT_lower_bound` in `language` (DWARF 5,

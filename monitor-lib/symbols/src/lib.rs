@@ -8,6 +8,8 @@
 //! Layout:
 //! - [`DebugInfo`] (`debug_info.rs`): one ELF file's global variables and functions, names and
 //!   scopes from DWARF, exact sizes from the symbol table;
+//! - `allocation_wrappers.rs`: which functions only pass an allocation on (the default rule
+//!   behind [`DebugInfo::allocation_wrappers`]);
 //! - `array_type.rs`: what a variable's array type says: a fixed shape, or how to evaluate a
 //!   descriptor ([`ArrayDescriptor`], [`evaluate`]);
 //! - [`CodeLines`] (`code_lines.rs`): code addresses to source lines with their chain of inlined
@@ -25,6 +27,7 @@
 
 #![deny(unsafe_code)]
 
+mod allocation_wrappers;
 mod array_type;
 mod capture_hooks;
 mod code_lines;
@@ -40,7 +43,9 @@ pub use array_type::{
 };
 pub use capture_hooks::{calls_capture_hooks, defines_capture_runtime};
 pub use code_lines::{CodeLines, SourceFrame};
-pub use debug_info::{DebugInfo, Function, GlobalVariable, LineRow, is_program_unit};
+pub use debug_info::{
+    ChainPosition, DebugInfo, Function, GlobalVariable, LineRow, is_program_unit,
+};
 pub use load_bias::load_bias;
 pub use maps::{Mapping, parse_maps_line};
 

@@ -1,8 +1,8 @@
 //! epcache-cli's integration tests, one binary, each module a part of the command line or the
 //! runtime it drives:
 //! - `epcache cc` and captured programs: `capture_cc`, `capture_clang`, `capture_dual`,
-//!   `capture_pipeline`, `data_shapes`, `heap_naming`, `heap_requests`, `fortran_allocatables`,
-//!   `fortran_common_report`, `fortran_markers`;
+//!   `capture_pipeline`, `data_shapes`, `heap_naming`, `heap_requests`, `alloc_contexts`,
+//!   `fortran_allocatables`, `fortran_common_report`, `fortran_markers`;
 //! - the runtime in real programs: `runtime_regions`, `runtime_requests`, `runtime_waits`,
 //!   `runtime_signals`, `runtime_fork`, `request_results`;
 //! - the command line with a daemon: `daemon_cli`, `daemon_default_socket`, `daemon_run`,
@@ -13,6 +13,7 @@
 //! `capture_support` builds and runs the kernels of `tests/kernels/`; the daemon tests' targets
 //! are this binary run again in the child role.
 
+mod alloc_contexts;
 mod capture_cc;
 mod capture_clang;
 mod capture_dual;

@@ -1,13 +1,13 @@
-/* Allocates two blocks at one site, sweeps both and frees them, ROUNDS times: more blocks
- * than the MCC's data-structure table holds, of which only two live at once. */
+/* Allocates two blocks at one site (an out parameter is not seen through), sweeps and frees
+ * them, ROUNDS times: more blocks than the MCC's table holds, only two live at once. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #define ROUNDS 5000
 #define N 1024
 
-__attribute__((noinline)) double *block(void) {
-  return malloc(N * sizeof(double));
+__attribute__((noinline)) void block(double **out) {
+  *out = malloc(N * sizeof(double));
 }
 
 __attribute__((noinline)) double sweep(double *p) {
@@ -20,8 +20,8 @@ __attribute__((noinline)) double sweep(double *p) {
 int main(void) {
   double s = 0.0;
   for (int r = 0; r < ROUNDS; r++) {
-    double *p = block();
-    double *q = block();
+    double *p; block(&p);
+    double *q; block(&q);
     s += sweep(p) + sweep(q);
     free(q);
     free(p);
