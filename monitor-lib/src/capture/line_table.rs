@@ -112,13 +112,42 @@ impl RegionPaths {
     }
 }
 
+/// Slots of [`LineTable`]'s memo: a loop's few missing sites, by code address.
+const MEMO_SLOTS: usize = 16;
+
 /// One thread's misses per code address, regions open and data structure.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LineTable {
-    pub(crate) entries: KeyMap<LineKey, LineMisses>,
+    /// The misses of each key, in the order the keys first missed.
+    misses: Vec<LineMisses>,
+    /// Each key's index in `misses`.
+    index: KeyMap<LineKey, u32>,
+    /// The keys that missed last, by code address, with their index: most misses of a loop
+    /// find their key here, without hashing it.
+    memo: [(LineKey, u32); MEMO_SLOTS],
     /// Misses of keys the table had no room for.
     pub(crate) unattributed: LineMisses,
     pub(crate) paths: RegionPaths,
+}
+
+impl Default for LineTable {
+    fn default() -> Self {
+        LineTable {
+            misses: Vec::new(),
+            index: KeyMap::default(),
+            // Index `u32::MAX` matches nothing.
+            memo: [(
+                LineKey {
+                    pc: 0,
+                    node: 0,
+                    structure: 0,
+                },
+                u32::MAX,
+            ); MEMO_SLOTS],
+            unattributed: [0; 2 * MAX_LEVELS],
+            paths: RegionPaths::default(),
+        }
+    }
 }
 
 impl LineTable {
@@ -126,29 +155,66 @@ impl LineTable {
     /// a byte, read hit, read miss, write hit, write miss) for `key`.
     #[inline(never)]
     pub(crate) fn count(&mut self, key: LineKey, bits: u32) {
-        let room = self.entries.len() < MAX_LINE_KEYS;
-        let misses = match self.entries.get_mut(&key) {
+        let slot = (key.pc ^ key.pc >> 4 ^ u64::from(key.structure)) as usize % MEMO_SLOTS;
+        let (memo_key, memo_index) = self.memo[slot];
+        let index = if memo_key == key && memo_index != u32::MAX {
+            memo_index
+        } else {
+            self.look_up(key, slot)
+        };
+        let misses = match self.misses.get_mut(index as usize) {
             Some(misses) => misses,
-            None if room => self.entries.entry(key).or_insert([0; 2 * MAX_LEVELS]),
             None => &mut self.unattributed,
         };
         add_misses(misses, bits);
     }
 
+    /// The index of `key`'s misses, made if the table has room (else `u32::MAX`), and
+    /// remembered in memo slot `slot`.
+    #[cold]
+    fn look_up(&mut self, key: LineKey, slot: usize) -> u32 {
+        let index = match self.index.get(&key) {
+            Some(&index) => index,
+            None if self.misses.len() < MAX_LINE_KEYS => {
+                self.misses.push([0; 2 * MAX_LEVELS]);
+                let index = self.misses.len() as u32 - 1;
+                self.index.insert(key, index);
+                index
+            }
+            None => return u32::MAX,
+        };
+        self.memo[slot] = (key, index);
+        index
+    }
+
+    /// Every key with its misses.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&LineKey, &LineMisses)> {
+        self.index
+            .iter()
+            .map(|(key, &index)| (key, &self.misses[index as usize]))
+    }
+
     /// Forgets the counts (after a hand-over), keeping the region paths: nodes stay valid.
     pub(crate) fn clear_counts(&mut self) {
-        self.entries.clear();
+        self.misses.clear();
+        self.index.clear();
+        for slot in &mut self.memo {
+            slot.1 = u32::MAX;
+        }
         self.unattributed = [0; 2 * MAX_LEVELS];
     }
 }
 
-/// Adds each level's read or write miss in `bits` to `misses`.
+/// Adds each level's read or write miss in `bits` to `misses`: a level's byte has bit 1 for a
+/// read miss and bit 3 for a write miss, so each miss bit names its counter.
 #[inline(always)]
 fn add_misses(misses: &mut LineMisses, bits: u32) {
-    for (level, pair) in misses.chunks_exact_mut(2).enumerate() {
-        let byte = bits >> (8 * level) & 0xFF;
-        pair[0] += u64::from(byte >> 1 & 1);
-        pair[1] += u64::from(byte >> 3 & 1);
+    let mut rest = bits & 0x0A0A_0A0A;
+    while rest != 0 {
+        let bit = rest.trailing_zeros() as usize;
+        // Level `bit / 8`; bit 1 of the byte is the read miss, bit 3 the write miss.
+        misses[(2 * (bit / 8) + (bit % 8) / 2) % (2 * MAX_LEVELS)] += 1;
+        rest &= rest - 1;
     }
 }
 
@@ -175,7 +241,7 @@ impl LineTotals {
     /// Adds a thread's table.
     pub(crate) fn merge(&mut self, table: &LineTable) {
         add(&mut self.unattributed, &table.unattributed);
-        for (key, misses) in &table.entries {
+        for (key, misses) in table.entries() {
             let mut regions = table.paths.regions_of(key.node);
             regions.sort_unstable();
             let process_key = (key.pc, regions, key.structure);
@@ -218,7 +284,10 @@ mod tests {
         table.count(key, 0b1000 | 0b1000 << 8 | 0b100 << 16);
         // A hit counts nothing.
         table.count(key, 0b1);
-        assert_eq!(table.entries[&key], [1, 1, 0, 1, 0, 0, 0, 0]);
+        let misses_of = |table: &LineTable, key: &LineKey| {
+            table.entries().find(|(k, _)| *k == key).map(|(_, m)| *m)
+        };
+        assert_eq!(misses_of(&table, &key), Some([1, 1, 0, 1, 0, 0, 0, 0]));
         for pc in 0..MAX_LINE_KEYS as u64 {
             table.count(
                 LineKey {
@@ -229,7 +298,7 @@ mod tests {
                 0b10,
             );
         }
-        assert_eq!(table.entries.len(), MAX_LINE_KEYS);
+        assert_eq!(table.entries().count(), MAX_LINE_KEYS);
         assert_eq!(table.unattributed[0], 1, "the key past the bound");
         let mut totals = LineTotals::default();
         totals.merge(&table);
