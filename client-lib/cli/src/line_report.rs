@@ -385,8 +385,9 @@ pub(crate) fn render_callgrind(
     let _ = writeln!(out, "events: {}", names.join(" "));
     // Per compiled function (the outermost frame), in its file; inlined lines of other files
     // under fi=.
-    let mut by_function: BTreeMap<(String, String), Vec<(String, u32, &Vec<u64>)>> =
-        BTreeMap::new();
+    // (file, function) to its cost lines: (the line's file, line, counts).
+    type CostLines<'a> = Vec<(String, u32, &'a Vec<u64>)>;
+    let mut by_function: BTreeMap<(String, String), CostLines<'_>> = BTreeMap::new();
     let mut totals = vec![0u64; names.len()];
     for (position, counts) in &selected.rows {
         let outer = position.inlined_from.last();

@@ -2,23 +2,17 @@
 //! `sancov_abi.rs`) and the explicit [`read()`] and [`write()`].
 //!
 //! While nothing may capture, a hook is one load of a global and a return. While anything may,
-//! a fixed-size hook reads the thread's hook block (`hook_block.rs`) from the thread pointer
-//! and, for a repeat hit of a thread that captures and has no switch to pick up, increments a
-//! count and returns: no call, no register saved. Everything else is a tail call to an
-//! out-of-line path, `extern "C"` only so that it cannot unwind, so the hooks need no landing
-//! pad and no frame of their own. A thread whose state is stale (it switched on, another thread
-//! switched off) stops capturing at its next access rather than at its next sync point; that
-//! only honours the switch sooner.
+//! a fixed-size hook answers a repeat hit itself (`tsan_abi.rs`: a few thread-local loads and
+//! an increment) and leaves everything else to the slow paths here, [`simulate_on_at`] and
+//! [`may_capture_at`], `extern "C"` only so that they cannot unwind, so the hooks need no
+//! landing pad and no frame of their own. A thread whose state is stale (it switched on,
+//! another thread switched off) stops capturing at its next access rather than at its next
+//! sync point; that only honours the switch sooner.
 //!
-//! The code address of an access (for per-line attribution, `line_table.rs`) costs the hit path
-//! nothing: the hooks reach `active` by a tail jump and `active` its slow paths by another, so
-//! when a slow path begins the stack's top still holds the hook's return address, in the
-//! instrumented code right after the call. On x86-64 a naked trampoline in front of each slow
-//! path (`tsan_abi::simulate_on`, `tsan_abi::may_capture`) reads it from there into one more
-//! argument. The
-//! `_pc` hooks pass the address the compiler gave instead, and the explicit [`read()`] and
-//! [`write()`] pass 0 (unknown). A return address that lies in the runtime itself (a slow path
-//! reached by an ordinary call after all) is told apart when the report names lines.
+//! Each slow path takes the access's code address (for per-line attribution, `line_table.rs`):
+//! the hook's return address, which `tsan_abi.rs` reads off the stack at no cost to the hit
+//! path; the address the compiler gave to a `_pc` hook; 0 (unknown) from the explicit
+//! [`read()`] and [`write()`].
 
 use epcache_sim::cache::AccessKind;
 
@@ -27,8 +21,7 @@ use super::runtime_guard::state;
 use super::switches::anything_may_capture;
 use super::sync::{sync, sync_point};
 use super::this_thread;
-use super::thread_block::{with_filter, with_hooks};
-use super::tsan_abi::{may_capture, simulate_on};
+use super::thread_block::with_filter;
 
 /// A captured load of `size` bytes at `addr` by this thread.
 #[inline(always)]
@@ -53,85 +46,6 @@ pub fn write(addr: u64, size: u32) {
 fn access(addr: u64, size: u32, kind: AccessKind) {
     if anything_may_capture() {
         may_capture_at(addr, size, kind == AccessKind::Write, 0);
-    }
-}
-
-/// A captured load of `SIZE` bytes at `addr` (the fixed-size hooks; the hook must reach
-/// here by a tail jump, see the module documentation).
-#[inline(always)]
-pub(super) fn read_sized<const SIZE: u32>(addr: u64) {
-    if anything_may_capture() {
-        active::<SIZE, false>(addr);
-    }
-}
-
-/// A captured store of `SIZE` bytes at `addr` (the fixed-size hooks).
-#[inline(always)]
-pub(super) fn write_sized<const SIZE: u32>(addr: u64) {
-    if anything_may_capture() {
-        active::<SIZE, true>(addr);
-    }
-}
-
-/// [`read_sized`] of an access at code address `pc` (the `_pc` hooks).
-#[inline(always)]
-pub(super) fn read_sized_at<const SIZE: u32>(addr: u64, pc: u64) {
-    if anything_may_capture() {
-        active_at::<SIZE, false>(addr, pc);
-    }
-}
-
-/// [`write_sized`] of an access at code address `pc` (the `_pc` hooks).
-#[inline(always)]
-pub(super) fn write_sized_at<const SIZE: u32>(addr: u64, pc: u64) {
-    if anything_may_capture() {
-        active_at::<SIZE, true>(addr, pc);
-    }
-}
-
-/// Whether this thread is synced and captures, and if so whether the access is a repeat hit
-/// it counted (see [`active`]).
-#[inline(always)]
-fn hook_hit<const SIZE: u32, const WRITE: bool>(addr: u64) -> (bool, bool) {
-    with_hooks(|h| {
-        let synced_on = h.synced_on();
-        (
-            synced_on,
-            synced_on && h.filter().repeat_hit(addr, SIZE, WRITE),
-        )
-    })
-}
-
-/// A fixed-size access while anything may capture: a repeat hit (see `filter.rs`) of a thread
-/// that captures and has no switch to pick up is counted here, in one thread-local block and
-/// one increment; everything else goes on to [`may_capture`] by a tail call. The block is
-/// reached from the thread pointer (`thread_block.rs`), so no register is saved around it.
-#[inline(never)]
-extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
-    let (synced_on, hit) = hook_hit::<SIZE, WRITE>(addr);
-    if hit {
-        return;
-    }
-    // Tail jumps, so the slow paths' trampolines find the hook's return address.
-    if synced_on {
-        // Nothing to sync and the thread captures: straight to the simulator.
-        simulate_on(addr, SIZE, WRITE);
-    } else {
-        may_capture(addr, SIZE, WRITE);
-    }
-}
-
-/// [`active`] of an access whose code address `pc` the hook was given.
-#[inline(never)]
-extern "C" fn active_at<const SIZE: u32, const WRITE: bool>(addr: u64, pc: u64) {
-    let (synced_on, hit) = hook_hit::<SIZE, WRITE>(addr);
-    if hit {
-        return;
-    }
-    if synced_on {
-        simulate_on_at(addr, SIZE, WRITE, pc);
-    } else {
-        may_capture_at(addr, SIZE, WRITE, pc);
     }
 }
 
