@@ -152,10 +152,16 @@ impl Default for LineTable {
 
 impl LineTable {
     /// Counts the misses in `bits` ([`epcache_sim::cache::AccessOutcome::event_bits`]: per level
-    /// a byte, read hit, read miss, write hit, write miss) for `key`.
+    /// a byte, read hit, read miss, write hit, write miss) for `key` (its fields apart, so they
+    /// come in registers).
     #[inline(never)]
-    pub(crate) fn count(&mut self, key: LineKey, bits: u32) {
-        let slot = (key.pc ^ key.pc >> 4 ^ u64::from(key.structure)) as usize % MEMO_SLOTS;
+    pub(crate) fn count(&mut self, pc: u64, node: u32, structure: u32, bits: u32) {
+        let key = LineKey {
+            pc,
+            node,
+            structure,
+        };
+        let slot = (pc ^ pc >> 4 ^ u64::from(structure)) as usize % MEMO_SLOTS;
         let (memo_key, memo_index) = self.memo[slot];
         let index = if memo_key == key && memo_index != u32::MAX {
             memo_index
@@ -213,7 +219,9 @@ fn add_misses(misses: &mut LineMisses, bits: u32) {
     while rest != 0 {
         let bit = rest.trailing_zeros() as usize;
         // Level `bit / 8`; bit 1 of the byte is the read miss, bit 3 the write miss.
-        misses[(2 * (bit / 8) + (bit % 8) / 2) % (2 * MAX_LEVELS)] += 1;
+        // A count cannot reach 2^64: no overflow check.
+        let count = &mut misses[(2 * (bit / 8) + (bit % 8) / 2) % (2 * MAX_LEVELS)];
+        *count = count.wrapping_add(1);
         rest &= rest - 1;
     }
 }
@@ -280,23 +288,21 @@ mod tests {
             structure: 2,
         };
         // An L1 read miss that hit L2; an L1 write miss that missed L2 and hit L3.
-        table.count(key, 0b10 | 0b1 << 8);
-        table.count(key, 0b1000 | 0b1000 << 8 | 0b100 << 16);
+        table.count(key.pc, key.node, key.structure, 0b10 | 0b1 << 8);
+        table.count(
+            key.pc,
+            key.node,
+            key.structure,
+            0b1000 | 0b1000 << 8 | 0b100 << 16,
+        );
         // A hit counts nothing.
-        table.count(key, 0b1);
+        table.count(key.pc, key.node, key.structure, 0b1);
         let misses_of = |table: &LineTable, key: &LineKey| {
             table.entries().find(|(k, _)| *k == key).map(|(_, m)| *m)
         };
         assert_eq!(misses_of(&table, &key), Some([1, 1, 0, 1, 0, 0, 0, 0]));
         for pc in 0..MAX_LINE_KEYS as u64 {
-            table.count(
-                LineKey {
-                    pc: 0x500000 + pc,
-                    node: 0,
-                    structure: 0,
-                },
-                0b10,
-            );
+            table.count(0x500000 + pc, 0, 0, 0b10);
         }
         assert_eq!(table.entries().count(), MAX_LINE_KEYS);
         assert_eq!(table.unattributed[0], 1, "the key past the bound");

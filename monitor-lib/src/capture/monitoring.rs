@@ -18,7 +18,7 @@ use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_sim::simulator::Simulator;
 
 use super::data;
-use super::line_table::{LineKey, LineTable, NO_REGION_NODE};
+use super::line_table::{LineTable, NO_REGION_NODE};
 use super::mcc;
 use super::region_registry::RegionRef;
 use super::structure_finder::StructureFinder;
@@ -347,12 +347,9 @@ impl Monitoring {
     /// Counts the misses in `bits` for code address `pc`, the regions open and `structure`.
     #[inline(never)]
     fn count_line(&mut self, pc: u64, structure: Option<usize>, bits: u32) {
-        let key = LineKey {
-            pc,
-            node: self.stack.last().map_or(NO_REGION_NODE, |s| s.line_node),
-            structure: structure.map_or(0, |s| s as u32 + 1),
-        };
-        self.lines.count(key, bits);
+        let node = self.stack.last().map_or(NO_REGION_NODE, |s| s.line_node);
+        let structure = structure.map_or(0, |s| s as u32 + 1);
+        self.lines.count(pc, node, structure, bits);
     }
 
     #[inline(never)]
