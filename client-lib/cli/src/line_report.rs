@@ -307,6 +307,19 @@ pub(crate) fn render_text(
             let _ = writeln!(out, "  | {}", text.trim_end());
         }
     }
+    if selected
+        .rows
+        .iter()
+        .any(|(p, c)| p.file.is_none() && key(c) > 0)
+    {
+        let _ = writeln!(
+            out,
+            "-- (unknown): misses of accesses that reached the simulator without their code \
+             address: batched by `epcache cc`'s inline test or handed to the simulation thread \
+             (build with EPCACHE_CC_INLINE=off and run with EPCACHE_PIPELINE=off to have every \
+             miss's line), or made by code without debug information"
+        );
+    }
     let unattributed: u64 = by
         .iter()
         .map(|&i| {
