@@ -66,10 +66,10 @@ pub use local::{Launch, LocalError, LocalTarget};
 pub use survey::{Extension, LeftOut, Pair, Placement, Survey, SurveyedData};
 pub use types::{
     Aggregation, AllocationSite, Analysis, Binding, Boundary, Bucket, DataRef, DataStructure,
-    DataStructureKind, Description, Detached, Dimension, Event, EventInfo, Halt, HaltingPoint,
-    Mode, Position, Region, RegionKind, RegionRef, Request, RequestInfo, RequestResult, Shape,
-    SiteBlock, StepOutcome, StepTo, Target, TargetExit, TargetState, ThreadResult,
-    UnknownAggregation,
+    DataStructureKind, Description, Detached, Dimension, Event, EventInfo, Field, Halt,
+    HaltingPoint, Mode, Position, Region, RegionKind, RegionRef, Request, RequestInfo,
+    RequestResult, Shape, SiteBlock, StepOutcome, StepTo, Target, TargetExit, TargetState,
+    ThreadResult, UnknownAggregation,
 };
 
 /// Where `epcached` listens by default: `unix:RUNTIME_DIR/epcached.sock`, the runtime directory

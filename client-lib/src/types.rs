@@ -561,7 +561,7 @@ impl From<Range<u64>> for DataRef {
 }
 
 /// Static count or histogram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
     /// One count.
     Static,
@@ -569,6 +569,44 @@ pub enum Mode {
     Buckets(u32),
     /// Buckets this many L1 lines wide.
     BucketLines(u32),
+    /// One bucket per member of an array of structures, summed over every element, then one
+    /// for the padding (see [`Request::by_field`]).
+    ByField {
+        /// Bytes of one element.
+        element_bytes: u64,
+        /// Its members.
+        fields: Vec<Field>,
+    },
+}
+
+/// A member of the element of an array of structures, as the program's debug info gives it
+/// (`epcache_symbols::Member`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Field {
+    /// Its name as declared.
+    pub name: String,
+    /// Bytes from the element's first byte.
+    pub offset: u64,
+    /// Its bytes.
+    pub bytes: u64,
+}
+
+impl Field {
+    fn to_mri(&self) -> v1::Field {
+        v1::Field {
+            name: self.name.clone(),
+            offset: self.offset,
+            bytes: self.bytes,
+        }
+    }
+
+    fn from_mri(f: v1::Field) -> Field {
+        Field {
+            name: f.name,
+            offset: f.offset,
+            bytes: f.bytes,
+        }
+    }
 }
 
 /// A monitoring request: one event in one range during one region.
@@ -629,6 +667,25 @@ impl Request {
         }
     }
 
+    /// A histogram of `event` over the array of structures `data` during `region` by member:
+    /// one bucket per field of the `element_bytes`-byte element, summed over every element,
+    /// then one for the padding. An access counts for the member holding its first byte.
+    pub fn by_field(
+        region: impl Into<RegionRef>,
+        data: impl Into<DataRef>,
+        event: impl Into<String>,
+        element_bytes: u64,
+        fields: Vec<Field>,
+    ) -> Request {
+        Request {
+            mode: Mode::ByField {
+                element_bytes,
+                fields,
+            },
+            ..Request::count(region, data, event)
+        }
+    }
+
     /// Makes it a histogram with buckets `lines` L1 lines wide.
     pub fn bucket_lines(mut self, lines: u32) -> Request {
         self.mode = Mode::BucketLines(lines);
@@ -673,13 +730,20 @@ impl Request {
                 }),
             }),
             event: self.event.clone(),
-            mode: Some(match self.mode {
+            mode: Some(match &self.mode {
                 Mode::Static => M::StaticCount(v1::StaticMode {}),
                 Mode::Buckets(n) => M::Histogram(v1::HistogramMode {
-                    granularity: Some(v1::histogram_mode::Granularity::Buckets(n)),
+                    granularity: Some(v1::histogram_mode::Granularity::Buckets(*n)),
                 }),
                 Mode::BucketLines(l) => M::Histogram(v1::HistogramMode {
-                    granularity: Some(v1::histogram_mode::Granularity::BucketLines(l)),
+                    granularity: Some(v1::histogram_mode::Granularity::BucketLines(*l)),
+                }),
+                Mode::ByField {
+                    element_bytes,
+                    fields,
+                } => M::ByField(v1::FieldMode {
+                    element_bytes: *element_bytes,
+                    fields: fields.iter().map(Field::to_mri).collect(),
                 }),
             }),
             aggregation: self.aggregation.to_mri() as i32,
@@ -706,8 +770,10 @@ pub struct RequestInfo {
     pub event: String,
     /// Histogram buckets; 0 for a static count.
     pub buckets: u32,
-    /// Bucket width in bytes; 0 for a static count.
+    /// Bucket width in bytes; 0 for a static count; a by-field request's element size.
     pub bucket_bytes: u64,
+    /// A by-field request's members (its buckets, then the padding); empty otherwise.
+    pub fields: Vec<Field>,
     /// How instances combine.
     pub aggregation: Aggregation,
     /// Analyses switched on.
@@ -778,6 +844,7 @@ impl TryFrom<v1::RequestInfo> for RequestInfo {
             event: r.event,
             buckets: r.buckets,
             bucket_bytes: r.bucket_bytes,
+            fields: r.fields.into_iter().map(Field::from_mri).collect(),
             analyses: r
                 .analyses
                 .into_iter()
@@ -801,6 +868,9 @@ pub struct Bucket {
     pub range: Range<u64>,
     /// Occurrences of the event there.
     pub count: u64,
+    /// In a by-field result, the member's name (`(padding)` for the last bucket); the range is
+    /// then the member's bytes in the first element.
+    pub field: Option<String>,
 }
 
 fn buckets(list: Vec<v1::Bucket>) -> Result<Vec<Bucket>, ClientError> {
@@ -809,6 +879,7 @@ fn buckets(list: Vec<v1::Bucket>) -> Result<Vec<Bucket>, ClientError> {
             Ok(Bucket {
                 range: range(b.range, "a bucket's range")?,
                 count: b.count,
+                field: (!b.field.is_empty()).then_some(b.field),
             })
         })
         .collect()

@@ -219,6 +219,7 @@ pub fn buckets(range: AddressRange, bucket_bytes: u64, counts: &[u64]) -> Vec<v1
             let bucket = v1::Bucket {
                 range: Some(v1::AddressRange { start, end }),
                 count,
+                field: String::new(),
             };
             start = end;
             Some(bucket)
@@ -254,11 +255,11 @@ pub fn request_info(
     }
 }
 
-/// A per-thread row of a result, with its buckets' bytes as [`buckets`] gives them.
+/// A per-thread row of a result, with its buckets' bytes as [`buckets_of`] gives them.
 pub fn thread_result(
     row: &ResultRow,
+    info: &v1::RequestInfo,
     counted: AddressRange,
-    bucket_bytes: u64,
 ) -> v1::ThreadResult {
     let (thread_id, other_threads) = match row.threads {
         RowThreads::Thread(tid) => (tid, false),
@@ -271,8 +272,48 @@ pub fn thread_result(
         threads: row.threads.threads(),
         instances: row.instances,
         total: row.total,
-        buckets: buckets(counted, bucket_bytes, &row.buckets),
+        buckets: buckets_of(info, counted, &row.buckets),
     }
+}
+
+/// A request's histogram counts as MRI buckets: by member for a by-field request
+/// ([`field_buckets`]), else by bytes ([`buckets`]).
+pub fn buckets_of(
+    info: &v1::RequestInfo,
+    counted: AddressRange,
+    counts: &[u64],
+) -> Vec<v1::Bucket> {
+    if info.fields.is_empty() {
+        buckets(counted, info.bucket_bytes, counts)
+    } else {
+        field_buckets(counted.start, &info.fields, counts)
+    }
+}
+
+/// What a by-field histogram's bucket of the padding is called.
+pub const PADDING: &str = "(padding)";
+
+/// A by-field histogram's counts by member: bucket `i` is `fields[i]` (its range the member's
+/// bytes in the first element, from `start`), the one after them the padding (an empty range).
+/// Counts past those (which a well-behaved target never writes) are dropped.
+pub fn field_buckets(start: u64, fields: &[v1::Field], counts: &[u64]) -> Vec<v1::Bucket> {
+    counts
+        .iter()
+        .zip(
+            fields
+                .iter()
+                .map(|f| {
+                    let first = start.saturating_add(f.offset);
+                    (f.name.clone(), first, first.saturating_add(f.bytes))
+                })
+                .chain([(PADDING.to_owned(), start, start)]),
+        )
+        .map(|(&count, (field, start, end))| v1::Bucket {
+            range: Some(v1::AddressRange { start, end }),
+            count,
+            field,
+        })
+        .collect()
 }
 
 fn miss_class_counts(c: &MissClassCounts) -> v1::MissClassCounts {
@@ -448,6 +489,41 @@ mod tests {
                 .map(|d| (d.lower_bound, d.extent))
                 .collect::<Vec<_>>(),
             [(1, 100), (1, 100)]
+        );
+    }
+
+    #[test]
+    fn by_field_buckets_are_named_by_member_and_end_with_the_padding() {
+        let fields: Vec<_> = [("x", 0, 8), ("id", 24, 4)]
+            .into_iter()
+            .map(|(name, offset, bytes)| v1::Field {
+                name: name.into(),
+                offset,
+                bytes,
+            })
+            .collect();
+        let info = v1::RequestInfo {
+            buckets: 3,
+            bucket_bytes: 32,
+            fields,
+            ..Default::default()
+        };
+        let b = buckets_of(&info, AddressRange::new(1000, 320), &[7, 0, 2, 99]);
+        let named: Vec<_> = b
+            .iter()
+            .map(|b| {
+                let r = b.range.unwrap();
+                (b.field.as_str(), r.start, r.end, b.count)
+            })
+            .collect();
+        // A hostile fourth count is dropped.
+        assert_eq!(
+            named,
+            [
+                ("x", 1000, 1008, 7),
+                ("id", 1024, 1028, 0),
+                (PADDING, 1000, 1000, 2)
+            ]
         );
     }
 

@@ -396,11 +396,14 @@ impl TargetEntry {
         let info = &mut placed.info;
         match structure {
             Some(d) => {
-                let (width, count) = later.buckets(d.range);
                 info.binding = v1::Binding::Bound as i32;
                 info.range = Some(model::range(d.range));
-                info.bucket_bytes = width;
-                info.buckets = count;
+                // A by-field request's buckets are its members, whatever the bytes.
+                if info.fields.is_empty() {
+                    let (width, count) = later.buckets(d.range);
+                    info.bucket_bytes = width;
+                    info.buckets = count;
+                }
                 info.data_structure = Some(model::data_structure(&d));
             }
             None => info.binding = v1::Binding::Waiting as i32,
@@ -473,6 +476,8 @@ impl TargetEntry {
             Mode::Histogram { bucket_bytes, .. } => {
                 (counted.len().div_ceil(bucket_bytes) as u32, bucket_bytes)
             }
+            // The member names stay with the tool that placed it.
+            Mode::Fields(spans) => (spans.buckets() as u32, spans.element_bytes()),
         };
         let mut info = model::request_info(
             self.pid(),
@@ -507,13 +512,13 @@ pub(crate) fn result_message(placed: &Placed, raw: Option<&RequestResult>) -> v1
     out.instances = sum.instances;
     out.total = sum.total;
     if info.buckets > 0 {
-        out.buckets = model::buckets(counted, info.bucket_bytes, &sum.buckets);
+        out.buckets = model::buckets_of(info, counted, &sum.buckets);
     }
     if model::aggregation(info.aggregation()) == Aggregation::PerThread {
         out.threads = r
             .rows
             .iter()
-            .map(|row| model::thread_result(row, counted, info.bucket_bytes))
+            .map(|row| model::thread_result(row, info, counted))
             .collect();
     }
     match &r.text {

@@ -524,7 +524,11 @@ pub(crate) fn request(
         } => {
             let granularity = match &request.mode {
                 Some(v1::monitoring_request::Mode::Histogram(h)) => Some(granularity(h, line)?),
-                Some(v1::monitoring_request::Mode::StaticCount(_)) | None => None,
+                Some(
+                    v1::monitoring_request::Mode::StaticCount(_)
+                    | v1::monitoring_request::Mode::ByField(_),
+                )
+                | None => None,
             };
             let range = structure
                 .as_ref()
@@ -572,6 +576,14 @@ pub(crate) fn request(
                 count,
             )
         }
+        (Some(v1::monitoring_request::Mode::ByField(f)), _) => {
+            let spans = field_spans(pid, f, structure.as_ref())?;
+            (
+                Mode::Fields(spans),
+                spans.element_bytes(),
+                spans.buckets() as u32,
+            )
+        }
         _ => (Mode::Static, 0, 0),
     };
     // Refused like an unknown analysis: a value from a newer MRI must not silently mean SUMMED.
@@ -611,10 +623,40 @@ pub(crate) fn request(
         v1::SiteBlock::Unspecified as i32
     };
     info.binding = binding as i32;
+    if let Some(v1::monitoring_request::Mode::ByField(f)) = &request.mode {
+        info.fields = f.fields.clone();
+    }
     Ok(Resolved {
         info,
         spec,
         bound_later,
+    })
+}
+
+/// A by-field request's member table as a slot carries it, checked against the data
+/// structure's element when its type is known.
+fn field_spans(
+    pid: u32,
+    mode: &v1::FieldMode,
+    structure: Option<&DataStructureInfo>,
+) -> Result<layout::FieldSpans, DaemonError> {
+    let name = structure.map_or_else(|| "the range".to_owned(), |d| d.name.clone());
+    if mode.fields.is_empty() {
+        return Err(DaemonError::InvalidArgument(format!(
+            "the by-field request on {name} in pid {pid} lists no members; give the element's members (the epcache client reads them from the program's debug info)"
+        )));
+    }
+    if let Some(shape) = structure.and_then(|d| d.details.shape.as_ref())
+        && shape.element_bytes != mode.element_bytes
+    {
+        return Err(DaemonError::InvalidArgument(format!(
+            "the by-field request on {name} in pid {pid} gives {}-byte elements, but its type says {} bytes; read the members from the running program's own build",
+            mode.element_bytes, shape.element_bytes
+        )));
+    }
+    let members: Vec<(u64, u64)> = mode.fields.iter().map(|f| (f.offset, f.bytes)).collect();
+    layout::FieldSpans::new(mode.element_bytes, &members).map_err(|e| {
+        DaemonError::InvalidArgument(format!("the by-field request on {name} in pid {pid}: {e}"))
     })
 }
 
@@ -965,5 +1007,87 @@ mod tests {
             request(5, &req, &regions(), &structures(), None),
             Err(DaemonError::FailedPrecondition(_))
         ));
+    }
+
+    fn particle_fields() -> Vec<v1::Field> {
+        [("x", 0, 8), ("y", 8, 8), ("z", 16, 8), ("id", 24, 4)]
+            .into_iter()
+            .map(|(name, offset, bytes)| v1::Field {
+                name: name.into(),
+                offset,
+                bytes,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_by_field_request_carries_its_member_table_and_is_checked_against_the_type() {
+        let model: HierarchySpec = "D1=8K,2,32;LL=1M,8,64".parse().unwrap();
+        let by_field = |element_bytes, fields| v1::MonitoringRequest {
+            region: Some(by_name("init")),
+            data: Some(v1::DataSelector {
+                by: Some(v1::data_selector::By::Name("A".into())),
+            }),
+            event: "PAPI_L1_DCR".into(),
+            mode: Some(v1::monitoring_request::Mode::ByField(v1::FieldMode {
+                element_bytes,
+                fields,
+            })),
+            ..Default::default()
+        };
+        let r = request(
+            5,
+            &by_field(32, particle_fields()),
+            &regions(),
+            &structures(),
+            Some(&model),
+        )
+        .unwrap();
+        let Mode::Fields(spans) = r.spec.mode else {
+            panic!("{:?}", r.spec.mode)
+        };
+        assert_eq!(
+            spans.members().collect::<Vec<_>>(),
+            [(0, 8), (8, 8), (16, 8), (24, 4)]
+        );
+        assert_eq!((r.info.buckets, r.info.bucket_bytes), (5, 32));
+        assert_eq!(r.info.fields, particle_fields());
+        // No members; a member past the element; an element the type contradicts.
+        let e = request(
+            5,
+            &by_field(32, vec![]),
+            &regions(),
+            &structures(),
+            Some(&model),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("lists no members"), "{e}");
+        let e = request(
+            5,
+            &by_field(16, particle_fields()),
+            &regions(),
+            &structures(),
+            Some(&model),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("runs past the 16-byte element"),
+            "{e}"
+        );
+        let mut typed = structures();
+        typed[0].details.shape = Some(epcache_shm::layout::Shape {
+            element_bytes: 24,
+            dims: vec![],
+            column_major: false,
+        });
+        let e = request(
+            5,
+            &by_field(32, particle_fields()),
+            &regions(),
+            &typed,
+            Some(&model),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("its type says 24 bytes"), "{e}");
     }
 }

@@ -15,7 +15,8 @@ use crate::output::print_stdout;
 /// Show a histogram request's buckets as a bar chart, one bar per bucket labelled with the
 /// elements it covers where the array's type is known (`[0..199]` in C, `(1:200)` in Fortran;
 /// rows `[4..7][*]` or columns `(:,5:8)` of a 2-D array), else with its byte offsets from the
-/// start; a per-thread request's as one chart per thread, on one scale.
+/// start, or by member name for a by-field request (`x`, `y`, ..., `(padding)`); a per-thread
+/// request's as one chart per thread, on one scale.
 #[derive(Debug, Args)]
 pub(crate) struct HistogramArgs {
     /// The target's pid.
@@ -37,6 +38,18 @@ pub(crate) struct HistogramArgs {
 
 fn title(r: &RequestResult) -> String {
     let q = &r.request;
+    if !q.fields.is_empty() {
+        return format!(
+            "{} over {} during {}: by field of {}-byte elements ({} members and the padding), {} instance(s), total {}",
+            q.event,
+            q.data_name(),
+            q.region.name,
+            q.bucket_bytes,
+            q.fields.len(),
+            r.instances,
+            r.total
+        );
+    }
     format!(
         "{} over {} during {}: {} buckets of {} bytes, {} instance(s), total {}",
         q.event,
@@ -47,6 +60,14 @@ fn title(r: &RequestResult) -> String {
         r.instances,
         r.total
     )
+}
+
+/// A bucket's label: its member in a by-field result, else the elements (or bytes) it covers.
+fn bucket_label(b: &Bucket, base: u64, shape: Option<&Shape>) -> String {
+    match &b.field {
+        Some(field) => field.clone(),
+        None => array_labels::label(&b.range, base, shape),
+    }
 }
 
 /// Where a result's array starts and what its type says: bucket labels name elements from
@@ -92,7 +113,7 @@ pub(crate) fn bars(r: &RequestResult, width: usize) -> String {
         .unwrap_or(0)
         .max(1);
     let (base, shape) = array_of(r);
-    let label = |b: &Bucket| array_labels::label(&b.range, base, shape);
+    let label = |b: &Bucket| bucket_label(b, base, shape);
     let label_width = panels
         .iter()
         .flat_map(|(_, b)| b.iter().map(|b| label(b).len()))
@@ -241,7 +262,7 @@ pub(crate) fn svg(r: &RequestResult) -> String {
                     r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
                     left + (i as f64 + 0.5) * slot,
                     plot_top + plot_h + 18.0,
-                    escape(&array_labels::label(&b.range, base, shape))
+                    escape(&bucket_label(b, base, shape))
                 );
             }
         }
@@ -319,6 +340,7 @@ mod tests {
                 event: "PAPI_L1_LDM".into(),
                 buckets: counts.len() as u32,
                 bucket_bytes: 64,
+                fields: vec![],
                 aggregation: Aggregation::Summed,
                 analyses: vec![],
                 owner: String::new(),
@@ -335,6 +357,7 @@ mod tests {
                 .map(|(i, &count)| Bucket {
                     range: 0x1000 + 64 * i as u64..0x1000 + 64 * (i as u64 + 1),
                     count,
+                    field: None,
                 })
                 .collect(),
             threads: Vec::new(),
@@ -354,6 +377,34 @@ mod tests {
         assert_eq!(lines[4], "+192..+256  0 ");
     }
 
+    /// A by-field result: one bar per member by name, the padding last; the title says the
+    /// element size and the member count.
+    #[test]
+    fn a_by_field_histogram_has_a_bar_per_member_by_name() {
+        let mut r = result(&[8, 0, 0]);
+        r.request.fields = ["x", "id"]
+            .iter()
+            .map(|name| epcache_client::Field {
+                name: (*name).into(),
+                offset: 0,
+                bytes: 8,
+            })
+            .collect();
+        r.request.bucket_bytes = 16;
+        for (b, name) in r.buckets.iter_mut().zip(["x", "id", "(padding)"]) {
+            b.field = Some(name.into());
+        }
+        let text = bars(&r, 2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("by field of 16-byte elements (2 members and the padding)"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "        x 8 ██");
+        assert_eq!(lines[2], "       id 0 ");
+        assert_eq!(lines[3], "(padding) 0 ");
+    }
+
     /// A per-thread request: one chart per thread, each under its thread's heading, on the
     /// scale of the largest bucket of any thread; the SVG has a panel per thread.
     #[test]
@@ -367,6 +418,7 @@ mod tests {
                 .map(|(i, &count)| Bucket {
                     range: 0x1000 + 64 * i as u64..0x1000 + 64 * (i as u64 + 1),
                     count,
+                    field: None,
                 })
                 .collect()
         };

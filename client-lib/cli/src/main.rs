@@ -26,6 +26,7 @@
 
 mod annotate;
 mod array_labels;
+mod by_field;
 mod cancel;
 mod cc;
 mod connection;

@@ -68,7 +68,7 @@ pub(crate) fn buckets(counts: &[u32]) -> anyhow::Result<()> {
 
 /// Where `program` is, as the launch will find it: a path as given, else the first match on
 /// `$PATH`.
-fn locate(program: &OsStr) -> Option<PathBuf> {
+pub(crate) fn locate(program: &OsStr) -> Option<PathBuf> {
     let path = Path::new(program);
     if path.components().count() > 1 {
         return path.is_file().then(|| path.to_owned());

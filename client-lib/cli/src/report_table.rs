@@ -1,6 +1,8 @@
 //! The standalone report (`EPCACHE_REPORT`, `epcache run --all-regions`) as a table: each
 //! region with its source location, then the data structures it touched, with reads, writes and
-//! misses at L1 and at the last data level, sorted and cut as the user asks.
+//! misses at L1 and at the last data level, sorted and cut as the user asks. A run with
+//! threads adds how many threads each region ran on and a row per thread; a run whose threads
+//! were cores of one machine (`EPCACHE_CORES`) adds L1's false- and true-sharing misses.
 //!
 //! The report is read into a typed view of the fields the table shows, so a report that lacks
 //! one says which instead of printing empty cells.
@@ -23,6 +25,9 @@ pub(crate) struct Report {
     levels: Vec<Level>,
     #[serde(default)]
     threads_unreported: u64,
+    /// The cores of the machine the threads ran on, when they did.
+    #[serde(default)]
+    cores: Option<u64>,
     regions: Vec<Region>,
 }
 
@@ -39,9 +44,47 @@ struct Region {
     #[serde(default)]
     line: Option<u32>,
     instances: u64,
+    /// Threads it ran on (reports before per-thread rows: 1).
+    #[serde(default = "one")]
+    threads: u64,
+    #[serde(default)]
+    per_thread: Vec<ThreadRow>,
     events: BTreeMap<String, u64>,
     #[serde(default)]
     data_structures: Vec<Structure>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+struct ThreadRow {
+    thread: u64,
+    #[serde(default)]
+    openmp_thread: Option<u64>,
+    #[serde(default)]
+    core: Option<u64>,
+    instances: u64,
+    events: BTreeMap<String, u64>,
+}
+
+impl ThreadRow {
+    /// `thread 1 (omp 1, core 1)`.
+    fn label(&self) -> String {
+        let mut about = Vec::new();
+        if let Some(n) = self.openmp_thread {
+            about.push(format!("omp {n}"));
+        }
+        if let Some(c) = self.core {
+            about.push(format!("core {c}"));
+        }
+        if about.is_empty() {
+            format!("thread {}", self.thread)
+        } else {
+            format!("thread {} ({})", self.thread, about.join(", "))
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +127,8 @@ struct Counts {
     writes: u64,
     l1_misses: u64,
     last_misses: Option<u64>,
+    /// L1's false- and true-sharing misses, when the threads were cores of one machine.
+    sharing: Option<(u64, u64)>,
 }
 
 impl Counts {
@@ -94,6 +139,9 @@ impl Counts {
             writes: get("PAPI_L1_DCW"),
             l1_misses: get("PAPI_L1_DCM"),
             last_misses: (levels > 1).then(|| get(&format!("PAPI_L{levels}_DCM"))),
+            sharing: events
+                .contains_key("EPC_L1_FSM")
+                .then(|| (get("EPC_L1_FSM"), get("EPC_L1_TSM"))),
         }
     }
 
@@ -115,6 +163,9 @@ impl Counts {
             self.l1_misses.to_string(),
         ];
         cells.extend(self.last_misses.map(|n| n.to_string()));
+        if let Some((false_sharing, true_sharing)) = self.sharing {
+            cells.extend([false_sharing.to_string(), true_sharing.to_string()]);
+        }
         cells
     }
 }
@@ -170,6 +221,14 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
     if let Some(h) = &last_header {
         header.push(h);
     }
+    if report.cores.is_some() {
+        header.extend([">L1 FALSE SHARING", ">L1 TRUE SHARING"]);
+    }
+    // How many threads ran each region, once any region ran on more than one.
+    let threaded = report.regions.iter().any(|r| r.threads > 1);
+    if threaded {
+        header.insert(4, ">THREADS");
+    }
     let (program, regions) = match report.regions.split_first() {
         Some((first, rest)) if first.name == "program" && first.file.is_none() => {
             (Some(first), rest)
@@ -191,8 +250,22 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
             String::new(),
             region.instances.to_string(),
         ];
+        if threaded {
+            row.push(region.threads.to_string());
+        }
         row.extend(Counts::of(&region.events, levels).cells());
         rows.push(row);
+        for thread in &region.per_thread {
+            let mut row = vec![
+                String::new(),
+                String::new(),
+                thread.label(),
+                thread.instances.to_string(),
+                String::new(),
+            ];
+            row.extend(Counts::of(&thread.events, levels).cells());
+            rows.push(row);
+        }
         let mut structures: Vec<&Structure> = region.data_structures.iter().collect();
         let by_name = Layout {
             sort: match layout.sort {
@@ -214,6 +287,9 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
                 data.name.clone(),
                 String::new(),
             ];
+            if threaded {
+                row.push(String::new());
+            }
             row.extend(Counts::of(&data.events, levels).cells());
             rows.push(row);
         }
@@ -291,6 +367,48 @@ mod tests {
         assert_eq!(words(lines[5])[..2], ["helper", "b.c:7"]);
         assert!(text.contains("Counts are inclusive"), "{text}");
         assert!(text.contains("1 thread(s) ended inside a region"), "{text}");
+    }
+
+    #[test]
+    fn threads_get_a_column_their_rows_and_sharing_misses_when_they_were_cores() {
+        let events = |fsm: u64| serde_json::json!({"PAPI_L1_DCR": 10, "PAPI_L1_DCW": 10, "PAPI_L1_DCM": 8, "EPC_L1_FSM": fsm, "EPC_L1_TSM": 1});
+        let report: Report = serde_json::from_value(serde_json::json!({
+            "levels": [{"name": "D1"}],
+            "cores": 2,
+            "regions": [
+                {"name": "program", "instances": 1, "threads": 3, "events": events(7)},
+                {"name": "loop", "file": "/src/a.c", "line": 9, "instances": 2, "threads": 2,
+                 "per_thread": [
+                    {"thread": 1, "openmp_thread": 0, "core": 1, "instances": 1, "events": events(3)},
+                    {"thread": 2, "openmp_thread": 1, "core": 0, "instances": 1, "events": events(4)}
+                 ],
+                 "events": events(7), "data_structures": [{"name": "packed", "events": events(7)}]}
+            ]
+        }))
+        .unwrap();
+        let text = render(&report, Layout::default());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("INSTANCES  THREADS"), "{text}");
+        assert!(
+            lines[0].ends_with("L1 FALSE SHARING  L1 TRUE SHARING"),
+            "{text}"
+        );
+        assert_eq!(
+            words(lines[1]),
+            ["program", "1", "3", "10", "10", "8", "7", "1"]
+        );
+        assert_eq!(
+            words(lines[2]),
+            ["loop", "a.c:9", "2", "2", "10", "10", "8", "7", "1"]
+        );
+        assert_eq!(
+            words(lines[3]),
+            [
+                "thread", "1", "(omp", "0,", "core", "1)", "1", "10", "10", "8", "3", "1"
+            ]
+        );
+        assert_eq!(words(lines[4])[..2], ["thread", "2"]);
+        assert_eq!(words(lines[5]), ["packed", "10", "10", "8", "7", "1"]);
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub(crate) struct RequestArgs {
     /// A histogram with buckets this many L1 lines wide.
     #[arg(long)]
     bucket_lines: Option<u32>,
+    /// Count per member of the array of structures (read from the target's debug info through
+    /// /proc/PID/exe): one bucket per field summed over all elements, then the padding.
+    #[arg(long, conflicts_with_all = ["buckets", "bucket_lines", "range"])]
+    by_field: bool,
     /// How region instances combine: summed, per-instance (the latest instance's counts), or
     /// per-thread (one result per thread, with its thread id).
     #[arg(long, default_value_t = Aggregation::Summed, value_parser = aggregation)]
@@ -124,6 +128,10 @@ impl RequestArgs {
                 AnalysisArg::ReuseDistance => Analysis::ReuseDistance,
             });
         }
+        if self.by_field {
+            let exe = std::path::PathBuf::from(format!("/proc/{}/exe", self.pid));
+            request = crate::by_field::request(&exe, request)?;
+        }
         Ok(request)
     }
 }
@@ -140,6 +148,9 @@ pub(crate) fn requests_table(requests: &[RequestInfo]) -> String {
                 r.event.clone(),
                 match (r.buckets, r.binding) {
                     (0, _) => "static".into(),
+                    (_, _) if !r.fields.is_empty() => {
+                        format!("by field ({} members)", r.fields.len())
+                    }
                     (n, Binding::Waiting) => format!("{n} buckets (unbound)"),
                     (n, _) => format!("{n} x {} B", r.bucket_bytes),
                 },

@@ -60,6 +60,8 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
                 q.event.clone(),
                 if q.buckets == 0 {
                     "static".into()
+                } else if !q.fields.is_empty() {
+                    format!("by field ({})", q.fields.len())
                 } else {
                     format!("{} buckets", q.buckets)
                 },

@@ -16,6 +16,7 @@ use epcache_client::{
 };
 use tokio_stream::StreamExt;
 
+use crate::by_field;
 use crate::connection::json;
 use crate::line_report::{self, LineFormat, LineReport, Selection};
 use crate::output::print_stdout;
@@ -43,6 +44,10 @@ const START_WAIT_SECS: u32 = 60;
 /// A Fortran ALLOCATABLE array is named as declared (`fields::u`) and measured over its data
 /// wherever it is allocated.
 ///
+/// `--by-field` counts an array of structures (C struct, C++ class, Fortran derived type) per
+/// member instead: one row per field by name, summed over every element, then the padding; the
+/// members come from the program's debug info, so the program needs -g.
+///
 /// Output: the program's own output stays on stdout and stderr; the results (or, with
 /// --all-regions, the report) follow it on stdout, or go to --output FILE. Progress and notes go
 /// to stderr.
@@ -61,6 +66,15 @@ pub(crate) struct RunArgs {
     /// [default: $EPCACHE_CACHE, else `host`, else `cachegrind`].
     #[arg(long, value_name = "SPEC")]
     cache: Option<String>,
+    /// Make the program's threads cores of one simulated machine (EPCACHE_CORES): N cores
+    /// (threads placed one to one in the order they start, round-robin past N), or `host`,
+    /// optionally followed by the first threads' cores (`2:0,1`). Levels marked `shared` in
+    /// the cache spec are shared by the cores (`shared=N` by groups of N); the private ones are
+    /// kept coherent (MESI), and the coherence events (PAPI_CA_INV, EPC_L<n>_COHM, EPC_L<n>_FSM
+    /// for false sharing, EPC_L<n>_TSM for true sharing) count. Without it every thread
+    /// simulates a whole hierarchy of its own.
+    #[arg(long, value_name = "N[:CORES]")]
+    cores: Option<String>,
     /// Monitor every region with static counts of every event (the standalone report,
     /// EPCACHE_REPORT) and print it when the program ends: a table of each region and the data
     /// structures it touched (counts are inclusive of called regions), or with --json the whole
@@ -82,6 +96,12 @@ pub(crate) struct RunArgs {
     /// array gets fewer than asked (a note says so).
     #[arg(long, value_name = "N")]
     buckets: Vec<u32>,
+    /// Count every request per member of its array of structures (a C struct, C++ class or
+    /// Fortran derived type, read from the program's debug info): one row per field (`x`, `y`,
+    /// ...) summed over all elements, then the padding. An access counts for the member holding
+    /// its first byte. Global and module arrays only (a heap block's type is not known).
+    #[arg(long, conflicts_with = "buckets")]
+    by_field: bool,
     /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
     /// allocated last (`latest`, following the array when the line allocates it again) or the
     /// largest live one.
@@ -158,20 +178,33 @@ impl RunArgs {
         if !(self.buckets.len() <= 1 || self.buckets.len() == n) {
             bail!("give --buckets once for all requests, or once per request ({n})");
         }
-        Ok((0..n)
+        let exe = match (self.by_field, self.command.first()) {
+            (true, Some(program)) => Some(preflight::locate(program).with_context(|| {
+                format!(
+                    "cannot find the program `{}` to read its fields; give its path",
+                    program.to_string_lossy()
+                )
+            })?),
+            _ => None,
+        };
+        (0..n)
             .map(|i| {
                 let (region, array, event) = (
                     region_ref(&self.region[i]),
                     self.array[i].as_str(),
                     self.event[i].as_str(),
                 );
-                match self.buckets.get(i).or(self.buckets.first()) {
+                let request = match self.buckets.get(i).or(self.buckets.first()) {
                     Some(&b) if b > 0 => Request::histogram(region, array, event, b),
                     _ => Request::count(region, array, event),
                 }
-                .site_block(self.site_block.into())
+                .site_block(self.site_block.into());
+                match &exe {
+                    Some(exe) => by_field::request(exe, request),
+                    None => Ok(request),
+                }
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -379,6 +412,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
     if let Some(cache) = &args.cache {
         command.env("EPCACHE_CACHE", cache);
+    }
+    if let Some(cores) = &args.cores {
+        command.env("EPCACHE_CORES", cores);
     }
     if args.all_regions {
         command.env("EPCACHE_REPORT", &report);

@@ -123,6 +123,19 @@ impl Program {
                         .ok()?,
                 )
             }
+            Mode::Fields(spans) => {
+                let fields = epcache_sim::monitor::FieldLayout {
+                    element_bytes: spans.element_bytes(),
+                    members: spans
+                        .members()
+                        .map(|(offset, bytes)| epcache_sim::monitor::FieldSpan { offset, bytes })
+                        .collect(),
+                };
+                Some(
+                    set.add_field_histogram(&event, request.range, fields)
+                        .ok()?,
+                )
+            }
         };
         let analyses = if request.spec.analyses != 0 {
             let bits = request.spec.analyses;

@@ -1,7 +1,7 @@
 //! epcache-examples' integration tests, one binary: the seed studies reproduced against
 //! Cachegrind and the papers (`gauss.rs`, `gauss_explicit.rs`, `metric_mm.rs`, `metric_adi.rs`,
 //! `cache_reuse.rs`, `phases.rs`, `online.rs`, and their heap variants `gauss_heap.rs`,
-//! `metric_adi_heap.rs`, `heap_tools.rs`), captured Rust (`rust_capture.rs`), and the
+//! `metric_adi_heap.rs`, `heap_tools.rs`), threads as cores (`threads.rs`), captured Rust (`rust_capture.rs`), and the
 //! repository's own rules (`repo_tidy.rs`). `support.rs` builds and runs the example programs.
 
 mod cache_reuse;
@@ -17,3 +17,4 @@ mod phases;
 mod repo_tidy;
 mod rust_capture;
 mod support;
+mod threads;

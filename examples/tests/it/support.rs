@@ -13,7 +13,10 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 /// Runs a program under Cachegrind and reads its per-function and per-file counts.
+// Each test file uses only some of these re-exports (`threads.rs` none of them).
+#[allow(unused_imports)]
 pub(crate) use epcache_test_support::cachegrind::per_function as cachegrind;
+#[allow(unused_imports)]
 pub(crate) use epcache_test_support::cachegrind::{CgCounts, CgRun, Shape};
 use epcache_test_support::captured;
 use epcache_test_support::tools::check_output;

@@ -43,7 +43,7 @@ use epcache_sim::ranges::AddressRange;
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
 /// Bumped whenever the meaning of any byte changes; readers refuse other versions.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Bytes before the first table.
 pub const HEADER_BYTES: usize = 256;
 /// Request slots are bits of one 64-bit flag word per region, so at most 64.
@@ -187,8 +187,8 @@ pub const DATA_STRUCTURE_CONTEXT_WORD: usize = 6 + 2 * MAX_SHAPE_RANK;
 pub const MAX_SHAPE_RANK: usize = 7;
 /// Words per request slot: word 0 is the [`SlotState`] and generation, words 1 to 6 the
 /// [`RequestSpec`], word 7 the binding the target writes ([`SLOT_BINDING_WORD`]), words 8 and 9
-/// the [`SlotOwner`].
-pub const SLOT_WORDS: usize = 10;
+/// the [`SlotOwner`], words 10 to 25 a by-field request's member table ([`FieldSpans`]).
+pub const SLOT_WORDS: usize = field_spans::FIELD_HEADER_WORD + 1 + field_spans::FIELD_SPAN_WORDS;
 
 /// How big each table is; fixed when the segment is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,6 +332,12 @@ pub enum LayoutError {
         len: u32,
         /// What is wrong.
         why: &'static str,
+    },
+    /// A by-field request whose member table is malformed.
+    #[error("a by-field request's member table: {why}")]
+    BadFields {
+        /// What is wrong with it.
+        why: String,
     },
     /// An enumerated field with an unknown value.
     #[error("{what} holds unknown value {value}; the segment is corrupt or from a newer epcache")]
@@ -1238,6 +1244,9 @@ pub enum Mode {
         /// Bytes per portion; 0 means the range split evenly into `buckets`.
         bucket_bytes: u64,
     },
+    /// One count per member of the range's element, summed over every element, and one for the
+    /// bytes no member holds (see `field_spans.rs`).
+    Fields(FieldSpans),
 }
 
 /// How region instances are combined.
@@ -1283,6 +1292,10 @@ impl RequestSpec {
                 buckets,
                 bucket_bytes,
             } => (1, u64::from(buckets), bucket_bytes),
+            Mode::Fields(spans) => {
+                spans.store(words);
+                (2, spans.buckets(), spans.element_bytes())
+            }
         };
         let put = |i: usize, v: u64| words[i].store(v, Ordering::Relaxed);
         put(1, u64::from(self.region.0) | kind << 32);
@@ -1331,6 +1344,19 @@ impl RequestSpec {
                     limit: max_buckets as u64 + 1,
                 });
             }
+            2 => {
+                let spans = FieldSpans::load(words)
+                    .map_err(|e| LayoutError::BadFields { why: e.to_string() })?;
+                if spans.buckets() as usize > max_buckets || u64::from(buckets) != spans.buckets() {
+                    return Err(LayoutError::BadIndex {
+                        table: Table::RequestSlots,
+                        what: "by-field bucket count",
+                        value: buckets.into(),
+                        limit: max_buckets as u64 + 1,
+                    });
+                }
+                Mode::Fields(spans)
+            }
             v => return Err(bad("request mode", v)),
         };
         let aggregation = match (w5 >> 8) & 0xff {
@@ -1364,6 +1390,7 @@ impl RequestSpec {
                 buckets,
             } => Some(u64::from(buckets)),
             Mode::Histogram { bucket_bytes, .. } => Some(range.len().div_ceil(bucket_bytes)),
+            Mode::Fields(spans) => Some(spans.buckets()),
         }
     }
 }
@@ -1755,6 +1782,12 @@ pub fn read_result(
     }
     Ok(None)
 }
+
+mod field_spans;
+pub use field_spans::{
+    FIELD_HEADER_WORD, FIELD_SPAN_WORDS, FieldSpans, FieldSpansError, MAX_SLOT_ELEMENT_BYTES,
+    MAX_SLOT_FIELDS,
+};
 
 #[cfg(test)]
 mod tests;

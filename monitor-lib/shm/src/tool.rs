@@ -448,6 +448,7 @@ impl TargetHandle {
             (Some(range), _) => spec.histogram_buckets(range),
             (None, Mode::Histogram { buckets, .. }) => Some(u64::from(buckets)),
             (None, Mode::Static) => None,
+            (None, Mode::Fields(spans)) => Some(spans.buckets()),
         };
         if let Some(buckets) = buckets
             && (buckets == 0 || buckets > self.layout.buckets_per_slot() as u64)

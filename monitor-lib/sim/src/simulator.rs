@@ -2,7 +2,8 @@
 
 use crate::analysis::{Analyses, AnalysisConfig, AnalysisError, AnalysisReport};
 use crate::cache::{
-    AccessKind, AccessOutcome, CacheError, Hierarchy, HierarchySpec, MissStep, RunEnd, Watch,
+    AccessKind, AccessOutcome, CacheError, CoreOutcome, Hierarchy, HierarchySpec, Machine,
+    MissStep, RunEnd, Watch,
 };
 use crate::monitor::{CounterArrayConfig, EpapiError, EventSet};
 use crate::ranges::RangeSet;
@@ -329,6 +330,40 @@ impl Simulator {
         }
     }
 
+    /// A data access simulated by core `core` of `machine` instead of this simulator's own
+    /// hierarchy, split per line as [`Self::access`] splits it: each piece's outcome, coherence
+    /// bits included, goes to the monitor (so requests count coherence events) and to
+    /// `observe`, and its levels are counted in this simulator's totals (the thread's own).
+    /// The analyses do not watch a machine's accesses: they follow one hierarchy's line events.
+    pub fn access_on(
+        &mut self,
+        machine: &mut Machine,
+        core: usize,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+        mut observe: impl FnMut(u64, &CoreOutcome),
+    ) {
+        let line = self.l1_line;
+        let end = addr.saturating_add(u64::from(size));
+        let mut piece = addr;
+        loop {
+            let piece_end = if u64::from(size) <= line {
+                end
+            } else {
+                ((piece / line + 1) * line).min(end)
+            };
+            let out = machine.access(core, piece, (piece_end - piece) as u32, kind);
+            self.hierarchy.count_outcome(&out.outcome);
+            self.monitor.observe_bits(piece, out.event_bits());
+            observe(piece, &out);
+            piece = piece_end;
+            if piece >= end {
+                break;
+            }
+        }
+    }
+
     /// Kept out of line: the analyses are off on the plain path, and inlining them would bloat
     /// the capture loop that every access runs through.
     #[inline(never)]
@@ -583,6 +618,67 @@ mod tests {
         assert_eq!(hist.buckets.len(), 8);
         assert_eq!(hist.buckets.iter().sum::<u64>(), counts[ev.0]);
         assert_eq!(hist.buckets[0], 3 + 4);
+    }
+
+    #[test]
+    fn accesses_on_a_machine_count_in_the_thread_totals_and_its_monitor() {
+        use crate::cache::Machine;
+        let spec: HierarchySpec = "D1=1K,2,64;L2=4K,4,64,shared".parse().unwrap();
+        let range = AddressRange::new(0x1000, 0x400);
+        // One core: the same counts as the simulator's own hierarchy, wide accesses split.
+        let mut own = sim("D1=1K,2,64;L2=4K,4,64,shared");
+        let mut on_machine = sim("D1=1K,2,64;L2=4K,4,64,shared");
+        let mut machine = Machine::new(&spec, 1).unwrap();
+        for s in [&mut own, &mut on_machine] {
+            s.monitor_mut().add_event("PAPI_L1_DCM", range).unwrap();
+            s.monitor_mut().add_event("PAPI_L2_DCA", range).unwrap();
+            s.monitor_mut().start().unwrap();
+        }
+        let mut pieces = 0;
+        for i in 0..2_000u64 {
+            let (addr, size) = (0x1000 + (i * 88) % 0x800, [8, 4, 200][i as usize % 3]);
+            let kind = [AccessKind::Read, AccessKind::Write][i as usize % 2];
+            own.access(addr, size, kind);
+            on_machine.access_on(&mut machine, 0, addr, size, kind, |_, _| pieces += 1);
+        }
+        assert!(pieces > 2_000, "wide accesses are split per line");
+        assert_eq!(
+            own.monitor().read().unwrap(),
+            on_machine.monitor().read().unwrap()
+        );
+        let totals = |s: &Simulator| {
+            (0..2)
+                .map(|l| *s.hierarchy().level_stats(l))
+                .collect::<Vec<_>>()
+        };
+        let mut machine_totals = totals(&own);
+        for t in &mut machine_totals {
+            t.writebacks = 0; // the machine's, not the thread's
+        }
+        assert_eq!(totals(&on_machine), machine_totals);
+        // Two cores: a request for false-sharing misses counts them.
+        let mut machine = Machine::new(&spec, 2).unwrap();
+        let mut cores: Vec<Simulator> = (0..2)
+            .map(|_| sim("D1=1K,2,64;L2=4K,4,64,shared"))
+            .collect();
+        for s in &mut cores {
+            s.monitor_mut().add_event("EPC_L1_FSM", range).unwrap();
+            s.monitor_mut().start().unwrap();
+        }
+        for _ in 0..10 {
+            for (core, s) in cores.iter_mut().enumerate() {
+                s.access_on(
+                    &mut machine,
+                    core,
+                    0x1000 + 8 * core as u64,
+                    8,
+                    AccessKind::Write,
+                    |_, _| {},
+                );
+            }
+        }
+        let fsm: u64 = cores.iter().map(|s| s.monitor().read().unwrap()[0]).sum();
+        assert_eq!(fsm, 18);
     }
 
     #[test]

@@ -19,12 +19,18 @@
 //! two-level shape they run through the hierarchy's step loop with its constants in registers;
 //! the per-record state travels by value beside each step (`Steps::Context`).
 //!
+//! A thread that is a core of the machine `EPCACHE_CORES` asks for (`cores.rs`) takes none of
+//! these paths: its filter is off, and each access is simulated on the machine under its lock
+//! (`Core::access_on_machine`), then counted per level, data structure and coherence event once
+//! the lock is let go, since attributing may take the data structures' lock.
+//!
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
-use epcache_sim::cache::AccessKind;
+use epcache_sim::cache::{AccessKind, CoreOutcome};
 use epcache_sim::simulator::{Simulator, capture_path::CaptureFastPath};
 
+use super::cores;
 use super::filter::{self, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::Monitoring;
 use super::thread_block::{with_filter, with_hooks};
@@ -35,9 +41,30 @@ pub(super) struct Core {
     pub(super) simulator: Simulator,
     pub(super) monitoring: Monitoring,
     pub(super) counting: Counting,
+    /// The thread's core of the machine `EPCACHE_CORES` asks for (`cores.rs`), which then
+    /// simulates its accesses instead of `simulator`'s own hierarchy; `None` without one.
+    pub(super) machine_core: Option<usize>,
+    /// The per-line pieces of the access on the machine, counted once its lock is let go.
+    machine_pieces: Vec<(u64, CoreOutcome)>,
 }
 
 impl Core {
+    /// A thread's core: its simulator (whose hierarchy simulates unless `machine_core` names
+    /// a core of the machine), its monitoring and its counting.
+    pub(super) fn new(
+        simulator: Simulator,
+        monitoring: Monitoring,
+        machine_core: Option<usize>,
+    ) -> Core {
+        Core {
+            counting: Counting::new(&simulator),
+            simulator,
+            monitoring,
+            machine_core,
+            machine_pieces: Vec::with_capacity(2),
+        }
+    }
+
     /// Adds the repeat-hit filter's pending counts to the thread's and settles its pending
     /// dirty marks; with `forget`, empties it too (the simulator goes away, data structures
     /// changed, or the table switches off).
@@ -49,7 +76,10 @@ impl Core {
     /// Switches the repeat-hit filter on or off for what the thread counts now: on only in
     /// standalone counting with no event on L1 hits and no analysis.
     pub(super) fn refresh_filter(&mut self) {
-        let on = self.monitoring.counting && self.simulator.l1_hits_unobserved();
+        // On a core of a machine every access must reach it (`cores.rs`).
+        let on = self.machine_core.is_none()
+            && self.monitoring.counting
+            && self.simulator.l1_hits_unobserved();
         let shape = on.then(|| self.simulator.repeat_hit_shape()).flatten();
         if let Some((line_bits, sets)) = shape
             && with_hooks(|h| h.switch_filter_on(line_bits, sets))
@@ -221,6 +251,10 @@ impl Core {
     /// LTO), as it was when both lived in one module: the call cost about 9% of the path.
     #[inline]
     pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        if let Some(core) = self.machine_core {
+            self.access_on_machine(core, addr, size, kind, pc);
+            return;
+        }
         if self.monitoring.counting {
             self.counting.access(
                 &mut self.simulator,
@@ -232,6 +266,36 @@ impl Core {
             );
         } else {
             self.uncounted(addr, size, kind);
+        }
+    }
+
+    /// An access of a thread on core `core` of the machine: simulated there under its lock
+    /// (the monitor's requests count it meanwhile), then counted per level, per data structure
+    /// and per coherence event once the lock is let go.
+    #[inline(never)]
+    fn access_on_machine(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        let Core {
+            simulator,
+            monitoring,
+            counting,
+            machine_pieces,
+            ..
+        } = self;
+        machine_pieces.clear();
+        cores::with_machine(|machine| {
+            simulator.access_on(machine, core, addr, size, kind, |piece, out| {
+                machine_pieces.push((piece, *out));
+            });
+        });
+        if !monitoring.counting {
+            return;
+        }
+        for (piece, out) in machine_pieces.iter() {
+            let structure = monitoring.finder.structure_of(*piece);
+            monitoring.count_in(structure, &out.outcome, counting.levels, pc);
+            if out.coherence != 0 {
+                monitoring.count_coherence(structure, out.coherence, pc);
+            }
         }
     }
 

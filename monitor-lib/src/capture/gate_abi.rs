@@ -14,6 +14,11 @@
 //! Everything it can point at lives for the whole process (statics, and a segment the runtime
 //! never detaches), so generated code may follow it at any time from any thread.
 //!
+//! The program's own `omp_get_thread_num` is reached here too, by a weak reference to its
+//! symbol (as the generated code reaches these words by theirs): a thread's OpenMP number
+//! names its rows in the standalone report, and a program without OpenMP leaves the reference
+//! unresolved, null, and is never called.
+//!
 //! This module imports nothing of the runtime: every layer may read these words.
 
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -104,6 +109,40 @@ pub(crate) fn is_open() -> bool {
     // SAFETY: GATE only ever holds pointers to the statics above or to a word of the segment,
     // which the runtime never detaches; all live as long as the process.
     unsafe { (*word).load(Ordering::SeqCst) != 0 }
+}
+
+/// The address of the program's `omp_get_thread_num` (weakly referenced: 0 when the program
+/// does not link an OpenMP runtime).
+// SAFETY: the body only loads the address the dynamic linker put in the GOT for the weak
+// reference (or 0) into the return register and returns; it touches no memory of its own.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+extern "C" fn omp_get_thread_num_address() -> usize {
+    core::arch::naked_asm!(
+        ".weak omp_get_thread_num",
+        "mov rax, qword ptr [rip + omp_get_thread_num@GOTPCREL]",
+        "ret",
+    );
+}
+
+/// The calling thread's OpenMP thread number in the innermost parallel region it is in (0
+/// outside any), when the program has OpenMP.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn openmp_thread_number() -> Option<u32> {
+    let address = omp_get_thread_num_address();
+    if address == 0 {
+        return None;
+    }
+    // SAFETY: a nonzero address is where the dynamic linker resolved the weak reference to
+    // `omp_get_thread_num`, which every OpenMP runtime defines as `int omp_get_thread_num(void)`
+    // (OpenMP API 5.2, 3.2.4); it takes no lock and reads only the calling thread's state.
+    let get: extern "C" fn() -> std::ffi::c_int = unsafe { std::mem::transmute(address) };
+    u32::try_from(get()).ok()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) fn openmp_thread_number() -> Option<u32> {
+    None
 }
 
 #[cfg(test)]

@@ -24,8 +24,17 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use epcache_sim::cache::MAX_LEVELS;
 
-/// Per level, L1 first: read misses, then write misses.
-pub(crate) type LineMisses = [u64; 2 * MAX_LEVELS];
+/// Per level, L1 first: read misses, then write misses; then, on a machine of cores
+/// (`EPCACHE_CORES`), each level's coherence events as the thread's counts hold them
+/// (`monitoring::COHERENCE_COUNTS` on: `4 * level + event`, the event a coherence miss, a
+/// false-sharing miss, a true-sharing miss, an invalidation).
+pub(crate) type LineMisses = [u64; LINE_COUNTS];
+
+/// Counters per line: two misses and four coherence events per level.
+pub(crate) const LINE_COUNTS: usize = 6 * MAX_LEVELS;
+
+/// Where a line's coherence counters start.
+pub(crate) const LINE_COHERENCE: usize = 2 * MAX_LEVELS;
 
 /// Keys a thread's table (and the process's) holds at most; misses of further keys are
 /// counted as unattributed. 64 Ki keys of 48 bytes: 3 MiB at most per thread.
@@ -144,7 +153,7 @@ impl Default for LineTable {
                 },
                 u32::MAX,
             ); MEMO_SLOTS],
-            unattributed: [0; 2 * MAX_LEVELS],
+            unattributed: [0; LINE_COUNTS],
             paths: RegionPaths::default(),
         }
     }
@@ -152,10 +161,11 @@ impl Default for LineTable {
 
 impl LineTable {
     /// Counts the misses in `bits` ([`epcache_sim::cache::AccessOutcome::event_bits`]: per level
-    /// a byte, read hit, read miss, write hit, write miss) for `key` (its fields apart, so they
-    /// come in registers).
+    /// a byte, read hit, read miss, write hit, write miss) and the coherence events in
+    /// `coherence` (a machine's `CoreOutcome::coherence`: per level a byte, its bits 4 to 7 the
+    /// events) for `key` (its fields apart, so they come in registers).
     #[inline(never)]
-    pub(crate) fn count(&mut self, pc: u64, node: u32, structure: u32, bits: u32) {
+    pub(crate) fn count(&mut self, pc: u64, node: u32, structure: u32, bits: u32, coherence: u32) {
         let key = LineKey {
             pc,
             node,
@@ -173,6 +183,9 @@ impl LineTable {
             None => &mut self.unattributed,
         };
         add_misses(misses, bits);
+        if coherence != 0 {
+            add_coherence(misses, coherence);
+        }
     }
 
     /// The index of `key`'s misses, made if the table has room (else `u32::MAX`), and
@@ -182,7 +195,7 @@ impl LineTable {
         let index = match self.index.get(&key) {
             Some(&index) => index,
             None if self.misses.len() < MAX_LINE_KEYS => {
-                self.misses.push([0; 2 * MAX_LEVELS]);
+                self.misses.push([0; LINE_COUNTS]);
                 let index = self.misses.len() as u32 - 1;
                 self.index.insert(key, index);
                 index
@@ -207,7 +220,7 @@ impl LineTable {
         for slot in &mut self.memo {
             slot.1 = u32::MAX;
         }
-        self.unattributed = [0; 2 * MAX_LEVELS];
+        self.unattributed = [0; LINE_COUNTS];
     }
 }
 
@@ -220,8 +233,22 @@ fn add_misses(misses: &mut LineMisses, bits: u32) {
         let bit = rest.trailing_zeros() as usize;
         // Level `bit / 8`; bit 1 of the byte is the read miss, bit 3 the write miss.
         // A count cannot reach 2^64: no overflow check.
-        let count = &mut misses[(2 * (bit / 8) + (bit % 8) / 2) % (2 * MAX_LEVELS)];
+        let count = &mut misses[(2 * (bit / 8) + (bit % 8) / 2) % LINE_COHERENCE];
         *count = count.wrapping_add(1);
+        rest &= rest - 1;
+    }
+}
+
+/// Adds each coherence event in `coherence` to `counts`.
+#[cold]
+fn add_coherence(counts: &mut LineMisses, coherence: u32) {
+    let mut rest = coherence;
+    while rest != 0 {
+        let bit = rest.trailing_zeros() as usize;
+        let index = LINE_COHERENCE + 4 * (bit / 8) + (bit % 8).saturating_sub(4);
+        if let Some(c) = counts.get_mut(index) {
+            *c += 1;
+        }
         rest &= rest - 1;
     }
 }
@@ -242,7 +269,7 @@ impl LineTotals {
     pub(crate) const fn empty() -> Self {
         LineTotals {
             entries: HashMap::with_hasher(BuildHasherDefault::new()),
-            unattributed: [0; 2 * MAX_LEVELS],
+            unattributed: [0; LINE_COUNTS],
         }
     }
 
@@ -288,30 +315,40 @@ mod tests {
             structure: 2,
         };
         // An L1 read miss that hit L2; an L1 write miss that missed L2 and hit L3.
-        table.count(key.pc, key.node, key.structure, 0b10 | 0b1 << 8);
+        table.count(key.pc, key.node, key.structure, 0b10 | 0b1 << 8, 0);
         table.count(
             key.pc,
             key.node,
             key.structure,
             0b1000 | 0b1000 << 8 | 0b100 << 16,
+            0,
         );
         // A hit counts nothing.
-        table.count(key.pc, key.node, key.structure, 0b1);
+        table.count(key.pc, key.node, key.structure, 0b1, 0);
+        // A coherence miss at L1 and an invalidation at L2.
+        table.count(
+            key.pc,
+            key.node,
+            key.structure,
+            0,
+            0b1_0000 | 0b1000_0000 << 8,
+        );
+        let mut expected = [0; LINE_COUNTS];
+        expected[..4].copy_from_slice(&[1, 1, 0, 1]);
+        expected[LINE_COHERENCE] = 1;
+        expected[LINE_COHERENCE + 4 + 3] = 1;
         let misses_of = |table: &LineTable, key: &LineKey| {
             table.entries().find(|(k, _)| *k == key).map(|(_, m)| *m)
         };
-        assert_eq!(misses_of(&table, &key), Some([1, 1, 0, 1, 0, 0, 0, 0]));
+        assert_eq!(misses_of(&table, &key), Some(expected));
         for pc in 0..MAX_LINE_KEYS as u64 {
-            table.count(0x500000 + pc, 0, 0, 0b10);
+            table.count(0x500000 + pc, 0, 0, 0b10, 0);
         }
         assert_eq!(table.entries().count(), MAX_LINE_KEYS);
         assert_eq!(table.unattributed[0], 1, "the key past the bound");
         let mut totals = LineTotals::default();
         totals.merge(&table);
-        assert_eq!(
-            totals.entries[&(0x401000, vec![3, 7], 2)],
-            [1, 1, 0, 1, 0, 0, 0, 0]
-        );
+        assert_eq!(totals.entries[&(0x401000, vec![3, 7], 2)], expected);
         assert_eq!(totals.unattributed[0], 1);
     }
 }

@@ -34,7 +34,8 @@
 //! 7. **Registries**, process-wide, each behind its own lock: `region_registry`, `descriptors`
 //!    (Fortran arrays followed through their descriptors), `data` (the named data structures),
 //!    `program` (the program's own debug information), `mcc` (the segment, and what tools
-//!    armed in it).
+//!    armed in it), `cores` (the simulated machine whose cores the threads are, when
+//!    `EPCACHE_CORES` asks for one).
 //! 8. **Process-wide words**: `signal_abi` (termination signals held for the report),
 //!    `switches` (what every thread follows, and the epoch that says it moved), `settings` (what
 //!    the environment asks), `tag_key` (the tag word's key), `gate_abi` (the words generated
@@ -59,6 +60,7 @@
 
 mod access;
 mod boundaries;
+mod cores;
 mod counting;
 mod data;
 mod descriptors;
@@ -115,7 +117,7 @@ pub use report::{
     report_from_totals, write_report,
 };
 pub use report_lines::ReportLine;
-pub use settings::{CACHE_ENV, CaptureError, REPORT_ENV};
+pub use settings::{CACHE_ENV, CORES_ENV, CaptureError, REPORT_ENV};
 pub use sync::{disable_all, enable_all};
 pub use this_thread::flush_current_thread;
 pub use totals::{CaptureTotals, totals};

@@ -13,7 +13,7 @@ use epcache_shm::layout::{
 use epcache_shm::target::ActiveRequest;
 use epcache_sim::analysis::AnalysisConfig;
 use epcache_sim::cache::{AccessOutcome, MAX_LEVELS};
-use epcache_sim::monitor::{EventIndex, HistogramIndex};
+use epcache_sim::monitor::{EventIndex, FieldLayout, FieldSpan, HistogramIndex};
 use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_sim::simulator::Simulator;
 
@@ -24,8 +24,16 @@ use super::region_registry::RegionRef;
 use super::structure_finder::StructureFinder;
 
 /// Read hit, read miss, write hit, write miss per data level (the order of
-/// `AccessOutcome::bits_at`'s bits).
-pub(crate) type Counts = [u64; 4 * MAX_LEVELS];
+/// `AccessOutcome::bits_at`'s bits), then the coherence events of a machine of cores: per
+/// level coherence, false-sharing and true-sharing misses and, in level 1's fourth slot,
+/// invalidations (the order of the coherence bits in each level's byte, `COHERENCE_MISS` up).
+pub(crate) type Counts = [u64; COUNTS];
+
+/// Counters in [`Counts`]: four access outcomes and four coherence events per level.
+pub(crate) const COUNTS: usize = 8 * MAX_LEVELS;
+
+/// Where the coherence counters start in [`Counts`].
+pub(crate) const COHERENCE_COUNTS: usize = 4 * MAX_LEVELS;
 
 /// One region's standalone totals over its instances on one thread.
 #[derive(Debug, Clone, Default)]
@@ -46,7 +54,7 @@ impl RegionCounts {
 
 pub(crate) fn merge_structures(into: &mut Vec<Counts>, from: &[Counts]) {
     if into.len() < from.len() {
-        into.resize(from.len(), [0; 4 * MAX_LEVELS]);
+        into.resize(from.len(), [0; COUNTS]);
     }
     for (a, b) in into.iter_mut().zip(from) {
         add(a, b);
@@ -64,7 +72,7 @@ fn add_since(acc: &mut RegionCounts, totals: &Counts, structures: &[Counts], sna
         *a += now - then;
     }
     if acc.structures.len() < structures.len() {
-        acc.structures.resize(structures.len(), [0; 4 * MAX_LEVELS]);
+        acc.structures.resize(structures.len(), [0; COUNTS]);
     }
     for (i, now) in structures.iter().enumerate() {
         let then = snapshot.structures.get(i);
@@ -89,7 +97,7 @@ fn counts_of(structures: &mut Vec<Counts>, structure: Option<usize>) -> Option<&
 #[cold]
 #[inline(never)]
 fn grow(structures: &mut Vec<Counts>, s: usize) {
-    structures.resize(s + 1, [0; 4 * MAX_LEVELS]);
+    structures.resize(s + 1, [0; COUNTS]);
 }
 
 fn add(a: &mut Counts, b: &Counts) {
@@ -185,7 +193,7 @@ impl Monitoring {
             bindings: Vec::new(),
             counting,
             finder: StructureFinder::now(),
-            totals: [0; 4 * MAX_LEVELS],
+            totals: [0; COUNTS],
             structures: Vec::new(),
             stack: Vec::new(),
             open: Vec::new(),
@@ -207,15 +215,15 @@ impl Monitoring {
         for snapshot in self.stack.iter_mut().filter(|s| !s.nested) {
             let acc = self.regions.entry(snapshot.region).or_default();
             add_since(acc, &self.totals, &self.structures, snapshot);
-            snapshot.levels = [0; 4 * MAX_LEVELS];
+            snapshot.levels = [0; COUNTS];
             snapshot.structures.clear();
         }
         hand_over(&self.regions, &self.structures, &self.lines);
         self.lines.clear_counts();
-        self.totals = [0; 4 * MAX_LEVELS];
+        self.totals = [0; COUNTS];
         self.regions.clear();
         // Counting indexes the vector without growing it: it keeps its length.
-        self.structures.fill([0; 4 * MAX_LEVELS]);
+        self.structures.fill([0; COUNTS]);
     }
 
     /// Ends every region still open on this thread as if it exited now, so its counts are not
@@ -344,12 +352,39 @@ impl Monitoring {
         }
     }
 
+    /// Counts the coherence events of one access (a machine's `CoreOutcome::coherence` bits),
+    /// beside its outcome, for `structure`, and for code address `pc` (`line_table.rs`).
+    #[inline(never)]
+    pub(crate) fn count_coherence(&mut self, structure: Option<usize>, coherence: u32, pc: u64) {
+        let mut counts = counts_of(&mut self.structures, structure);
+        let mut rest = coherence;
+        while rest != 0 {
+            let bit = rest.trailing_zeros();
+            // Level `bit / 8`, event `bit % 8 - 4` (0 to 3): counter `4 * level + event`.
+            let index = COHERENCE_COUNTS + (4 * (bit / 8) + (bit % 8).saturating_sub(4)) as usize;
+            if let Some(total) = self.totals.get_mut(index) {
+                *total += 1;
+            }
+            if let Some(c) = counts.as_deref_mut().and_then(|c| c.get_mut(index)) {
+                *c += 1;
+            }
+            rest &= rest - 1;
+        }
+        self.count_line_events(pc, structure, 0, coherence);
+    }
+
     /// Counts the misses in `bits` for code address `pc`, the regions open and `structure`.
     #[inline(never)]
     fn count_line(&mut self, pc: u64, structure: Option<usize>, bits: u32) {
+        self.count_line_events(pc, structure, bits, 0);
+    }
+
+    /// [`Self::count_line`] of misses (`bits`) and coherence events (`coherence`).
+    #[inline(always)]
+    fn count_line_events(&mut self, pc: u64, structure: Option<usize>, bits: u32, coherence: u32) {
         let node = self.stack.last().map_or(NO_REGION_NODE, |s| s.line_node);
         let structure = structure.map_or(0, |s| s as u32 + 1);
-        self.lines.count(pc, node, structure, bits);
+        self.lines.count(pc, node, structure, bits, coherence);
     }
 
     #[inline(never)]
@@ -391,7 +426,7 @@ impl Monitoring {
             self.stack.push(if nested {
                 Snapshot {
                     region: region.id,
-                    levels: [0; 4 * MAX_LEVELS],
+                    levels: [0; COUNTS],
                     structures: Vec::new(),
                     nested,
                     // The same regions stay open.
@@ -515,6 +550,9 @@ impl Monitoring {
                 Mode::Histogram { .. } => monitor
                     .add_histogram(&event, b.request.range, (b.bucket_bytes / line).max(1))
                     .map(Bound::Histogram),
+                Mode::Fields(spans) => monitor
+                    .add_field_histogram(&event, b.request.range, field_layout(&spans))
+                    .map(Bound::Histogram),
             };
             match bound {
                 Ok(bound) => {
@@ -546,7 +584,9 @@ impl Monitoring {
         };
         let (total, buckets) = match request.spec.mode {
             Mode::Static => (binding.banked_total, Vec::new()),
-            Mode::Histogram { .. } => (binding.banked_buckets.iter().sum(), binding.banked_buckets),
+            Mode::Histogram { .. } | Mode::Fields(_) => {
+                (binding.banked_buckets.iter().sum(), binding.banked_buckets)
+            }
         };
         let threads = match request.spec.aggregation {
             Aggregation::PerThread => {
@@ -632,6 +672,17 @@ fn bucket_bytes(spec: &RequestSpec, range: AddressRange, line: u64) -> u64 {
     };
     // Saturating: a request from the segment may cover the whole address space.
     raw.div_ceil(line).max(1).saturating_mul(line)
+}
+
+/// The counter array's buckets for a by-field request's member table.
+fn field_layout(spans: &layout::FieldSpans) -> FieldLayout {
+    FieldLayout {
+        element_bytes: spans.element_bytes(),
+        members: spans
+            .members()
+            .map(|(offset, bytes)| FieldSpan { offset, bytes })
+            .collect(),
+    }
 }
 
 /// Switches the analyses a request asks for on, over every live data structure (and the

@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use epcache_shm::layout::{DataStructureKind, RegionKind, Shape};
-use epcache_sim::cache::HierarchySpec;
+use epcache_sim::cache::{CoherenceStats, HierarchySpec};
 
+use super::cores;
 use super::data::{self, DataStructure};
-use super::monitoring::Counts;
+use super::monitoring::{COHERENCE_COUNTS, Counts};
 use super::region_registry::{self, RegionMeta};
 use super::report_lines::{ReportLine, line_rows, miss_events};
 use super::runtime_guard::RuntimeGuard;
@@ -41,6 +42,11 @@ pub struct CaptureReport {
     /// in time (blocked, or running code built without capture): the report lacks what they
     /// counted in those regions. 0 when it has everything.
     pub threads_unreported: u32,
+    /// The cores of the one machine the threads ran on (`EPCACHE_CORES`): its coherence
+    /// events (`PAPI_CA_INV`, `EPC_L<n>_{COHM,FSM,TSM}`) are then in every region's and data
+    /// structure's events. Absent when every thread simulated a hierarchy of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
     /// Line visits the simulation thread simulated while the program ran on (`worker.rs`,
     /// `EPCACHE_PIPELINE`); 0 when every access was simulated on the program's own threads.
     pub simulated_on_second_core: u64,
@@ -80,6 +86,12 @@ pub struct ReportRegion {
     pub kind: &'static str,
     /// How many times the region ran (all threads).
     pub instances: u64,
+    /// On how many threads it ran (for `program`, how many threads were simulated).
+    pub threads: u32,
+    /// When it ran on more than one thread: each thread's instances and counts (its data
+    /// structures' are in `data_structures`, summed), in the order threads started capturing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_thread: Vec<ReportThread>,
     /// Event name to count, everything simulated while the region was open (nested regions
     /// included).
     pub events: BTreeMap<String, u64>,
@@ -89,6 +101,25 @@ pub struct ReportRegion {
     /// included), per data structure, most L1 misses first. Only misses are counted per line:
     /// most hits are counted by the repeat-hit filter without their code address.
     pub lines: Vec<ReportLine>,
+}
+
+/// One thread's part of a region.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportThread {
+    /// The runtime's number for the thread: the order in which it started capturing, from 0.
+    /// (Not its OS thread id, which differs from run to run: two runs of one program give the
+    /// same report.)
+    pub thread: u32,
+    /// Its OpenMP thread number, when the program has OpenMP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openmp_thread: Option<u32>,
+    /// Its core of the machine the threads ran on (`EPCACHE_CORES`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<u32>,
+    /// How many times the region ran on this thread.
+    pub instances: u64,
+    /// Event name to count, as the region's.
+    pub events: BTreeMap<String, u64>,
 }
 
 /// One data structure's counts within a region.
@@ -153,9 +184,15 @@ impl From<&Shape> for ReportShape {
     }
 }
 
-/// PAPI-named events of standalone counts for `levels` data levels.
-fn events_of(counts: &Counts, levels: usize) -> BTreeMap<String, u64> {
+/// PAPI-named events of standalone counts for `levels` data levels, with the coherence events
+/// when the threads were cores of one machine.
+fn events_of(counts: &Counts, levels: usize, coherence: bool) -> BTreeMap<String, u64> {
     let mut events = BTreeMap::new();
+    if coherence {
+        add_coherence_events(&mut events, levels, |level, event| {
+            counts[COHERENCE_COUNTS + 4 * level + event]
+        });
+    }
     for level in 0..levels {
         let c = &counts[level * 4..level * 4 + 4];
         let (rh, rm, wh, wm) = (c[0], c[1], c[2], c[3]);
@@ -173,6 +210,46 @@ fn events_of(counts: &Counts, levels: usize) -> BTreeMap<String, u64> {
     events
 }
 
+/// The coherence events of `levels` data levels, `count(level, event)` giving each (event 0
+/// coherence misses, 1 false sharing, 2 true sharing, and at level 0 event 3 invalidations).
+fn add_coherence_events(
+    events: &mut BTreeMap<String, u64>,
+    levels: usize,
+    count: impl Fn(usize, usize) -> u64,
+) {
+    events.insert("PAPI_CA_INV".to_owned(), count(0, 3));
+    for level in 0..levels {
+        for (event, suffix) in ["COHM", "FSM", "TSM"].iter().enumerate() {
+            events.insert(format!("EPC_L{}_{suffix}", level + 1), count(level, event));
+        }
+    }
+}
+
+/// Region `id`'s rows per thread, when more than one thread ran it.
+fn per_thread_rows(
+    standalone: &StandaloneTotals,
+    id: u32,
+    levels: usize,
+    coherence: bool,
+) -> Vec<ReportThread> {
+    let mut rows: Vec<ReportThread> = standalone
+        .threads
+        .iter()
+        .filter_map(|t| {
+            let (_, instances, counts) = t.regions.iter().find(|(r, n, _)| *r == id && *n > 0)?;
+            Some(ReportThread {
+                thread: t.who.index,
+                openmp_thread: t.who.openmp,
+                core: t.who.core,
+                instances: *instances,
+                events: events_of(counts, levels, coherence),
+            })
+        })
+        .collect::<Vec<_>>();
+    rows.sort_by_key(|r| r.thread);
+    if rows.len() > 1 { rows } else { Vec::new() }
+}
+
 fn kind_of_structure(kind: DataStructureKind) -> &'static str {
     match kind {
         DataStructureKind::Global => "global",
@@ -188,6 +265,7 @@ fn structures_of(
     counts: &[Counts],
     structures: &[DataStructure],
     levels: usize,
+    coherence: bool,
 ) -> Vec<ReportDataStructure> {
     let mut out: Vec<(ReportDataStructure, Counts)> = Vec::new();
     for (i, c) in counts.iter().enumerate() {
@@ -222,7 +300,7 @@ fn structures_of(
     }
     out.into_iter()
         .map(|(mut r, c)| {
-            r.events = events_of(&c, levels);
+            r.events = events_of(&c, levels, coherence);
             r
         })
         .collect()
@@ -230,7 +308,10 @@ fn structures_of(
 
 impl CaptureReport {
     /// The report of `totals` and the standalone counts, simulated with `spec` (given as
-    /// `cache`), naming regions and structures from their registries.
+    /// `cache`), naming regions and structures from their registries; `machine` the cores
+    /// and coherence totals of the machine the threads ran on, if they did (the totals absent
+    /// when an access never let go of the machine: `cores::coherence_totals`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         cache: String,
         spec: Option<HierarchySpec>,
@@ -239,7 +320,10 @@ impl CaptureReport {
         standalone: &StandaloneTotals,
         regions: &[RegionMeta],
         structures: &[DataStructure],
+        machine: Option<(usize, Option<CoherenceStats>)>,
     ) -> Self {
+        let (cores, coherence_totals) = machine.unzip();
+        let coherence_totals = coherence_totals.flatten();
         let data_level_names: Vec<&str> = spec.as_ref().map_or_else(Vec::new, |spec| {
             spec.data.iter().map(|l| l.name.as_str()).collect()
         });
@@ -266,15 +350,27 @@ impl CaptureReport {
             events.insert(papi("DCM"), level.read_misses + level.write_misses);
         }
         let depth = data_level_names.len();
-        let mut rows = line_rows(&standalone.lines, structures, depth);
+
+        let coherence = cores.is_some();
+        let mut rows = line_rows(&standalone.lines, structures, depth, coherence);
+        if let Some(totals) = coherence_totals {
+            add_coherence_events(&mut events, depth, |level, event| match event {
+                0 => totals.coherence_misses[level],
+                1 => totals.false_sharing[level],
+                2 => totals.true_sharing[level],
+                _ => totals.invalidations,
+            });
+        }
         let mut report_regions = vec![ReportRegion {
             name: "program".to_owned(),
             file: None,
             line: None,
             kind: "program",
             instances: 1,
+            threads: totals.threads,
+            per_thread: Vec::new(),
             events,
-            data_structures: structures_of(&standalone.structures, structures, depth),
+            data_structures: structures_of(&standalone.structures, structures, depth, coherence),
             lines: rows.remove(&None).unwrap_or_default(),
         }];
         let mut ran: Vec<_> = standalone.regions.iter().collect();
@@ -292,8 +388,14 @@ impl CaptureReport {
                     RegionKind::Marker => "marker",
                 },
                 instances: counts.instances,
-                events: events_of(&counts.levels, depth),
-                data_structures: structures_of(&counts.structures, structures, depth),
+                threads: standalone
+                    .threads
+                    .iter()
+                    .filter(|t| t.regions.iter().any(|(r, n, _)| r == id && *n > 0))
+                    .count() as u32,
+                per_thread: per_thread_rows(standalone, *id, depth, coherence),
+                events: events_of(&counts.levels, depth, coherence),
+                data_structures: structures_of(&counts.structures, structures, depth, coherence),
                 lines: rows.remove(&Some(*id)).unwrap_or_default(),
             });
         }
@@ -303,10 +405,11 @@ impl CaptureReport {
             error,
             threads: totals.threads,
             threads_unreported: 0,
+            cores: cores.map(|c| c as u32),
             simulated_on_second_core: 0,
             levels,
             regions: report_regions,
-            unattributed_line_misses: miss_events(&standalone.lines.unattributed, depth),
+            unattributed_line_misses: miss_events(&standalone.lines.unattributed, depth, coherence),
         }
     }
 
@@ -339,6 +442,7 @@ pub fn report_from_totals() -> CaptureReport {
         &standalone,
         &region_registry::all(),
         &data::all(),
+        cores::count().map(|n| (n, cores::coherence_totals())),
     );
     report.threads_unreported = hand_over::unreported();
     report.simulated_on_second_core = worker::simulated();
@@ -412,9 +516,11 @@ mod tests {
                 regions: Vec::new(),
                 structures: Vec::new(),
                 lines: super::super::line_table::LineTotals::empty(),
+                threads: Vec::new(),
             },
             &[],
             &[],
+            None,
         );
         let events = &report.regions[0].events;
         assert_eq!(events["PAPI_L1_DCR"], 10);
@@ -433,11 +539,11 @@ mod tests {
 
     #[test]
     fn standalone_counts_become_papi_events() {
-        let mut c: Counts = [0; 16];
+        let mut c: Counts = [0; super::super::monitoring::COUNTS];
         // L1: 7 read hits, 3 read misses, 2 write hits, 1 write miss; L2: 3 read misses reach it.
         c[..4].copy_from_slice(&[7, 3, 2, 1]);
         c[4..8].copy_from_slice(&[1, 2, 0, 1]);
-        let e = events_of(&c, 2);
+        let e = events_of(&c, 2, false);
         assert_eq!(e["PAPI_L1_DCR"], 10);
         assert_eq!(e["PAPI_L1_LDM"], 3);
         assert_eq!(e["PAPI_L1_DCW"], 3);
@@ -446,6 +552,26 @@ mod tests {
         assert_eq!(e["EPC_L1_LDH"], 7);
         assert_eq!(e["PAPI_L2_DCA"], 4);
         assert!(!e.contains_key("PAPI_L3_DCA"));
+        // Without a machine of cores, no coherence event is listed.
+        assert!(!e.contains_key("PAPI_CA_INV") && !e.contains_key("EPC_L1_FSM"));
+        // With one: level 1's coherence misses, 5 false and 1 true sharing, 7 invalidations;
+        // level 2 had 2 coherence misses, both false sharing.
+        c[COHERENCE_COUNTS..COHERENCE_COUNTS + 8].copy_from_slice(&[6, 5, 1, 7, 2, 2, 0, 0]);
+        let e = events_of(&c, 2, true);
+        assert_eq!(
+            [
+                e["EPC_L1_COHM"],
+                e["EPC_L1_FSM"],
+                e["EPC_L1_TSM"],
+                e["PAPI_CA_INV"]
+            ],
+            [6, 5, 1, 7]
+        );
+        assert_eq!(
+            [e["EPC_L2_COHM"], e["EPC_L2_FSM"], e["EPC_L2_TSM"]],
+            [2, 2, 0]
+        );
+        assert_eq!(e["PAPI_L1_DCR"], 10, "the access events stay");
     }
 
     /// The report replaces the previous file whole, leaves no temporary behind, and still goes

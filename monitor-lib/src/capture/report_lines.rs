@@ -17,7 +17,7 @@ use serde::Serialize;
 use epcache_symbols::{CodeLines, SourceFrame, is_program_unit};
 
 use super::data::DataStructure;
-use super::line_table::{LineMisses, LineTotals};
+use super::line_table::{LINE_COHERENCE, LINE_COUNTS, LineMisses, LineTotals};
 use super::program;
 
 /// One source position's misses within a region (or the whole program), for one data
@@ -36,18 +36,34 @@ pub struct ReportLine {
     /// The data structure accessed (its report name), `null` for accesses to none.
     pub data_structure: Option<String>,
     /// Misses by event name: `PAPI_Lk_LDM` (read misses at level k), `PAPI_Lk_STM` (write
-    /// misses), `PAPI_Lk_DCM` (both).
+    /// misses), `PAPI_Lk_DCM` (both); on a machine of cores (`EPCACHE_CORES`) the coherence
+    /// events too (`EPC_Lk_COHM`, `EPC_Lk_FSM`, `EPC_Lk_TSM`, `PAPI_CA_INV`).
     pub events: BTreeMap<String, u64>,
 }
 
-/// Misses by event name, for `levels` data levels.
-pub(crate) fn miss_events(misses: &LineMisses, levels: usize) -> BTreeMap<String, u64> {
+/// Misses by event name, for `levels` data levels; with `coherence` (a machine of cores), the
+/// coherence events too, named as the region's (`EPC_Lk_COHM`, `EPC_Lk_FSM`, `EPC_Lk_TSM`,
+/// `PAPI_CA_INV`).
+pub(crate) fn miss_events(
+    misses: &LineMisses,
+    levels: usize,
+    coherence: bool,
+) -> BTreeMap<String, u64> {
     let mut events = BTreeMap::new();
-    for level in 0..levels.min(misses.len() / 2) {
+    for level in 0..levels.min(LINE_COHERENCE / 2) {
         let (reads, writes) = (misses[2 * level], misses[2 * level + 1]);
         events.insert(format!("PAPI_L{}_LDM", level + 1), reads);
         events.insert(format!("PAPI_L{}_STM", level + 1), writes);
         events.insert(format!("PAPI_L{}_DCM", level + 1), reads + writes);
+        if coherence {
+            let at = |event: usize| misses[LINE_COHERENCE + 4 * level + event];
+            for (event, suffix) in ["COHM", "FSM", "TSM"].iter().enumerate() {
+                events.insert(format!("EPC_L{}_{suffix}", level + 1), at(event));
+            }
+        }
+    }
+    if coherence {
+        events.insert("PAPI_CA_INV".to_owned(), misses[LINE_COHERENCE + 3]);
     }
     events
 }
@@ -112,6 +128,7 @@ pub(crate) fn line_rows(
     lines: &LineTotals,
     structures: &[DataStructure],
     levels: usize,
+    coherence: bool,
 ) -> HashMap<Option<u32>, Vec<ReportLine>> {
     let mut namer = Namer::default();
     type Sums = BTreeMap<(Position, Option<String>), LineMisses>;
@@ -121,7 +138,7 @@ pub(crate) fn line_rows(
             .entry(region)
             .or_default()
             .entry(key)
-            .or_insert([0; epcache_sim::cache::MAX_LEVELS * 2]);
+            .or_insert([0; LINE_COUNTS]);
         for (a, b) in sum.iter_mut().zip(misses) {
             *a += b;
         }
@@ -151,7 +168,7 @@ pub(crate) fn line_rows(
                         function: first.and_then(|f| f.function),
                         inlined_from: frames.collect(),
                         data_structure,
-                        events: miss_events(&misses, levels),
+                        events: miss_events(&misses, levels, coherence),
                     }
                 })
                 .collect();

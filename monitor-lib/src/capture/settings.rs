@@ -1,6 +1,6 @@
 //! What the environment asks of the runtime, read once per process: the cache every thread
-//! simulates (`EPCACHE_CACHE`) and the report to write at the end (`EPCACHE_REPORT`), which
-//! start-up reads.
+//! simulates (`EPCACHE_CACHE`), whether threads are cores of one machine (`EPCACHE_CORES`),
+//! and the report to write at the end (`EPCACHE_REPORT`), which start-up reads.
 //!
 //! Both are resolved once and kept: a program that changes its environment or its working
 //! directory later still simulates the cache and writes the report it started with.
@@ -16,6 +16,79 @@ pub const CACHE_ENV: &str = "EPCACHE_CACHE";
 /// Environment variable naming the JSON report file (`%p` stands for the process id); setting
 /// it switches capture on at start.
 pub const REPORT_ENV: &str = "EPCACHE_REPORT";
+
+/// Environment variable making the threads cores of one simulated machine: `N` cores (1 to
+/// 64), `host` for as many as this machine has CPUs, optionally followed by `:c0,c1,...`, the
+/// cores of the first threads in the order they start capturing (the rest round-robin); unset
+/// or `off`, every thread simulates a whole hierarchy of its own.
+pub const CORES_ENV: &str = "EPCACHE_CORES";
+
+/// How threads map to the cores of the machine `EPCACHE_CORES` asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct CoreMap {
+    /// Cores of the machine.
+    pub(super) cores: usize,
+    /// The cores of the first threads, in the order threads start capturing.
+    pub(super) placement: Vec<usize>,
+}
+
+impl CoreMap {
+    /// The core of the `thread`th thread to start capturing: as placed, else round-robin.
+    pub(super) fn core_of(&self, thread: usize) -> usize {
+        self.placement
+            .get(thread)
+            .copied()
+            .unwrap_or(thread % self.cores)
+    }
+
+    /// Parses `EPCACHE_CORES`'s value; `host_cpus` is what `host` stands for.
+    pub(super) fn parse(text: &str, host_cpus: usize) -> Result<Option<CoreMap>, String> {
+        let text = text.trim();
+        if text.is_empty() || text.eq_ignore_ascii_case("off") {
+            return Ok(None);
+        }
+        let said = |why: String| {
+            format!(
+                "epcache: {CORES_ENV}={text}: {why}; give a number of cores such as 4, or host, optionally followed by the threads' cores, as in 2:0,1"
+            )
+        };
+        let (count, placement) = text.split_once(':').unwrap_or((text, ""));
+        let cores = if count.trim().eq_ignore_ascii_case("host") {
+            host_cpus
+        } else {
+            count
+                .trim()
+                .parse()
+                .map_err(|_| said(format!("`{count}` is not a number of cores")))?
+        };
+        if !(1..=epcache_sim::cache::MAX_CORES).contains(&cores) {
+            return Err(said(format!(
+                "a machine has 1 to {} cores, not {cores}",
+                epcache_sim::cache::MAX_CORES
+            )));
+        }
+        let placement = placement
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(|c| match c.parse::<usize>() {
+                Ok(core) if core < cores => Ok(core),
+                _ => Err(said(format!("`{c}` is not a core from 0 to {}", cores - 1))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(CoreMap { cores, placement }))
+    }
+}
+
+static CORES: OnceLock<Result<Option<CoreMap>, String>> = OnceLock::new();
+
+/// The machine `EPCACHE_CORES` asks for, resolved once (`None`: one hierarchy per thread).
+pub(super) fn process_cores() -> &'static Result<Option<CoreMap>, String> {
+    CORES.get_or_init(|| {
+        let host = std::thread::available_parallelism().map_or(1, usize::from);
+        CoreMap::parse(&std::env::var(CORES_ENV).unwrap_or_default(), host)
+    })
+}
 
 /// Why capture or its report failed.
 #[derive(Debug, thiserror::Error)]
@@ -108,4 +181,42 @@ pub(super) fn report_path(path: PathBuf) -> PathBuf {
         );
     }
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cores_are_a_count_or_the_host_and_threads_are_placed_as_asked() {
+        assert_eq!(CoreMap::parse("", 8), Ok(None));
+        assert_eq!(CoreMap::parse("off", 8), Ok(None));
+        let four = CoreMap::parse("4", 8).unwrap().unwrap();
+        assert_eq!(
+            (0..6).map(|t| four.core_of(t)).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 0, 1]
+        );
+        assert_eq!(CoreMap::parse("host", 8).unwrap().unwrap().cores, 8);
+        let placed = CoreMap::parse("2:1,1, 0", 8).unwrap().unwrap();
+        assert_eq!(
+            (0..5).map(|t| placed.core_of(t)).collect::<Vec<_>>(),
+            [1, 1, 0, 1, 0]
+        );
+        let e = CoreMap::parse("four", 8).unwrap_err();
+        assert!(
+            e.contains("EPCACHE_CORES=four") && e.contains("not a number"),
+            "{e}"
+        );
+        assert!(
+            CoreMap::parse("0", 8)
+                .unwrap_err()
+                .contains("1 to 64 cores")
+        );
+        assert!(CoreMap::parse("65", 8).is_err());
+        assert!(
+            CoreMap::parse("2:0,2", 8)
+                .unwrap_err()
+                .contains("`2` is not a core from 0 to 1")
+        );
+    }
 }

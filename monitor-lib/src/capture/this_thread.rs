@@ -28,7 +28,7 @@ use epcache_sim::cache::AccessKind;
 use epcache_sim::monitor::CounterArrayConfig;
 use epcache_sim::simulator::{Simulator, SimulatorError};
 
-use super::counting::{Core, Counting};
+use super::counting::Core;
 use super::hook_block::HookBlock;
 use super::monitoring::Monitoring;
 use super::region_registry::{RegionRef, tracking_started};
@@ -38,7 +38,7 @@ use super::settings::{process_spec, report_spec_error_once};
 use super::switches::{self, forked_child, standalone};
 use super::thread_block::{self, with_frames, with_hooks};
 use super::thread_capture::ThreadCapture;
-use super::{data, descriptors, hand_over, worker};
+use super::{cores, data, descriptors, hand_over, worker};
 
 thread_local! {
     static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
@@ -105,7 +105,6 @@ fn new_thread_capture() -> Option<ThreadCapture> {
             return None;
         }
     };
-    let counting = Counting::new(&simulator);
     worker::thread_started();
     thread_block::call_at_thread_end(thread_ends_without_destructors);
     let monitoring = Monitoring::new(standalone());
@@ -114,11 +113,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
     let _ = FILTER_GENERATION.try_with(|g| g.set(monitoring.finder.generation()));
     let finder = monitoring.finder.clone();
     Some(ThreadCapture::new(
-        Core {
-            counting,
-            simulator,
-            monitoring,
-        },
+        Core::new(simulator, monitoring, cores::assign()),
         finder,
     ))
 }
@@ -178,6 +173,7 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
             core.refresh_filter();
         }
         c.hold();
+        c.note_openmp_number();
     });
     MONITORED.set(MONITORED.get() + 1);
     switches::monitored_region_opened();

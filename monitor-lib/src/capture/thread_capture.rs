@@ -33,9 +33,10 @@ use super::filter::{self, BatchWords, Filter};
 use super::structure_finder::StructureFinder;
 use super::switches::{forked_child, standalone};
 use super::thread_block::with_filter;
-use super::{hand_over, totals, worker};
+use super::totals::ThreadIdentity;
+use super::{gate_abi, hand_over, totals, worker};
 
-/// Order in which threads started capturing: the simulated core a later step assigns.
+/// Order in which threads started capturing.
 static THREAD_COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// One thread's simulator; its totals join the process totals when the thread ends.
@@ -64,9 +65,9 @@ pub(super) struct ThreadCapture {
     finder: StructureFinder,
     /// log2 of L1's line size.
     line_bits: u32,
-    /// Order in which threads started capturing: the simulated core a later step assigns.
-    #[allow(dead_code)]
-    thread_index: u32,
+    /// Who the thread is, for its rows in the report: the order in which it started
+    /// capturing, its OpenMP number once seen, its core of the machine.
+    identity: ThreadIdentity,
     /// Whether the process totals already count this thread (it published before).
     published: bool,
     /// Whether it holds standalone counts the totals lack, as `hand_over.rs` tracks.
@@ -86,17 +87,24 @@ impl ThreadCapture {
     /// while the core is away.
     pub(super) fn new(core: Core, finder: StructureFinder) -> ThreadCapture {
         let line_bits = core.counting.line_bits;
+        // A core of a machine simulates every access in the order it happens (`cores.rs`).
+        let ships = standalone() && worker::enabled() && core.machine_core.is_none();
+        let machine_core = core.machine_core;
         ThreadCapture {
             core: Some(Box::new(core)),
             shared: None,
             in_flight: 0,
             spares: None,
             counts: standalone(),
-            ships: standalone() && worker::enabled(),
+            ships,
             free: Vec::new(),
             finder,
             line_bits,
-            thread_index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
+            identity: ThreadIdentity {
+                index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
+                openmp: None,
+                core: machine_core.and_then(|c| u32::try_from(c).ok()),
+            },
             published: false,
             holding: standalone() && hand_over::start_holding(),
         }
@@ -266,6 +274,7 @@ impl ThreadCapture {
     /// counting.
     pub(super) fn publish(&mut self) {
         let new_thread = !self.published;
+        let who = self.identity;
         let Some(core) = self.core() else {
             return;
         };
@@ -278,9 +287,24 @@ impl ThreadCapture {
         totals::merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
         core.simulator.reset_level_stats();
         core.counting.repeat_hits = [0; 2];
-        core.monitoring.hand_over_counts(totals::merge_standalone);
+        core.monitoring
+            .hand_over_counts(|regions, structures, lines| {
+                totals::merge_standalone(regions, structures, lines, who)
+            });
         self.published = true;
         self.let_go();
+    }
+
+    /// The thread's OpenMP number as the OpenMP runtime says it now, at a monitored region's
+    /// entry (in a parallel region when the thread is a team's worker); kept from the first
+    /// entry that knew one other than 0, since every thread is 0 outside a parallel region.
+    pub(super) fn note_openmp_number(&mut self) {
+        if !self.counts || self.identity.openmp.is_some_and(|n| n != 0) {
+            return;
+        }
+        if let Some(number) = gate_abi::openmp_thread_number() {
+            self.identity.openmp = Some(number);
+        }
     }
 
     /// The thread holds standalone counts again (a region begins after a hand-over).
@@ -306,6 +330,7 @@ impl Drop for ThreadCapture {
             std::mem::forget(self.shared.take());
         }
         let new_thread = !self.published;
+        let who = self.identity;
         if let Some(core) = self.core() {
             core.flush_filter(true);
             with_filter(Filter::switch_off);
@@ -315,6 +340,7 @@ impl Drop for ThreadCapture {
                 &core.monitoring.regions,
                 &core.monitoring.structures,
                 &core.monitoring.lines,
+                who,
             );
         } else {
             // Nothing can be counted (a forked child, or the worker is gone): the filter's

@@ -2,8 +2,8 @@
 //! report's counts per region and per data structure, summed as each thread hands its counts
 //! on (when it ends, at its last region's end, before it blocks in a join, or at exit).
 //!
-//! Each thread simulates its own hierarchy, so the totals are sums over independent per-thread
-//! hierarchies (a later step gives each thread its own simulated core of a shared one).
+//! Each thread simulates its own hierarchy, or its core of one machine (`cores.rs`); the level
+//! totals are sums of what each thread's accesses did.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -67,13 +67,35 @@ impl CaptureTotals {
     }
 }
 
-/// Standalone counts summed over threads: per region, and over the whole run per structure.
+/// Standalone counts summed over threads: per region, and over the whole run per structure;
+/// and per thread, each region's instances and counts (not per structure).
 #[derive(Debug, Clone)]
 pub(crate) struct StandaloneTotals {
     pub(crate) regions: Vec<(u32, RegionCounts)>,
     pub(crate) structures: Vec<Counts>,
     /// Misses per code address, regions open and data structure.
     pub(crate) lines: LineTotals,
+    /// Per thread, in the order threads first handed counts on.
+    pub(crate) threads: Vec<ThreadRegions>,
+}
+
+/// Who a thread is, for its rows in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ThreadIdentity {
+    /// The runtime's own number: the order in which threads started capturing, from 0.
+    pub(crate) index: u32,
+    /// Its OpenMP thread number, when the program has OpenMP and the thread ran in a parallel
+    /// region (see `gate_abi::openmp_thread_number`).
+    pub(crate) openmp: Option<u32>,
+    /// Its core of the machine `EPCACHE_CORES` asks for.
+    pub(crate) core: Option<u32>,
+}
+
+/// One thread's regions: id, instances and counts.
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadRegions {
+    pub(crate) who: ThreadIdentity,
+    pub(crate) regions: Vec<(u32, u64, Counts)>,
 }
 
 impl StandaloneTotals {
@@ -82,6 +104,7 @@ impl StandaloneTotals {
             regions: Vec::new(),
             structures: Vec::new(),
             lines: LineTotals::empty(),
+            threads: Vec::new(),
         }
     }
 
@@ -90,6 +113,7 @@ impl StandaloneTotals {
         regions: &HashMap<u32, RegionCounts>,
         structures: &[Counts],
         lines: &LineTable,
+        who: ThreadIdentity,
     ) {
         self.lines.merge(lines);
         for (&id, counts) in regions {
@@ -99,6 +123,30 @@ impl StandaloneTotals {
             }
         }
         merge_structures(&mut self.structures, structures);
+        let at = match self.threads.iter().position(|t| t.who.index == who.index) {
+            Some(at) => at,
+            None => {
+                self.threads.push(ThreadRegions {
+                    who,
+                    regions: Vec::new(),
+                });
+                self.threads.len() - 1
+            }
+        };
+        let thread = &mut self.threads[at];
+        // A later hand-over may know the OpenMP number an earlier one did not.
+        thread.who.openmp = who.openmp.or(thread.who.openmp);
+        for (&id, counts) in regions {
+            match thread.regions.iter_mut().find(|(r, _, _)| *r == id) {
+                Some((_, instances, levels)) => {
+                    *instances += counts.instances;
+                    for (a, b) in levels.iter_mut().zip(&counts.levels) {
+                        *a += b;
+                    }
+                }
+                None => thread.regions.push((id, counts.instances, counts.levels)),
+            }
+        }
     }
 }
 
@@ -110,16 +158,18 @@ pub(super) fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2], ne
     totals.merge(simulator, repeat_hits, new_thread);
 }
 
-/// Adds a thread's standalone counts per region and per data structure.
+/// Adds a thread's standalone counts per region and per data structure, its misses per code
+/// address, and its own rows.
 pub(super) fn merge_standalone(
     regions: &HashMap<u32, RegionCounts>,
     structures: &[Counts],
     lines: &LineTable,
+    who: ThreadIdentity,
 ) {
     STANDALONE_TOTALS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .merge(regions, structures, lines);
+        .merge(regions, structures, lines, who);
 }
 
 /// The totals of every thread merged so far (exited threads and flushed ones).

@@ -9,6 +9,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use super::SymbolError;
 use super::allocation_wrappers::{PointerFunctionInstance, find_wrappers};
 use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
+use super::element_members::{Member, element_members};
 use super::running_executable::RunningExecutable;
 
 pub(super) type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
@@ -38,6 +39,9 @@ pub struct GlobalVariable {
     /// When it is an ALLOCATABLE or POINTER array: the descriptor `address` holds, whose data
     /// is the array (`size` is then the descriptor's).
     pub descriptor: Option<ArrayDescriptor>,
+    /// When it is an array of structures (a C struct, a C++ class, a Fortran derived type): the
+    /// element's members in offset order; empty otherwise.
+    pub members: Vec<Member>,
 }
 
 /// A function with code: its address range and where it is declared.
@@ -475,6 +479,7 @@ fn read_unit(
                     Some(ArrayType::Described(descriptor)) => (None, Some(descriptor)),
                     None => (None, None),
                 };
+                let members = element_members(dwarf, unit, entry);
                 out.globals.push(GlobalVariable {
                     name,
                     qualified_name,
@@ -484,6 +489,7 @@ fn read_unit(
                     line,
                     shape,
                     descriptor,
+                    members,
                 });
             }
             gimli::DW_TAG_subprogram => {

@@ -14,6 +14,8 @@
 //!   descriptor ([`ArrayDescriptor`], [`evaluate`]);
 //! - [`CodeLines`] (`code_lines.rs`): code addresses to source lines with their chain of inlined
 //!   calls, through the `addr2line` crate (per-line attribution of misses);
+//! - `element_members.rs`: the members of an array's structure element, by name, offset and
+//!   size ([`Member`], [`GlobalVariable::members`]), which a by-field request buckets by;
 //! - [`calls_capture_hooks`] and [`defines_capture_runtime`] (`capture_hooks.rs`): the cheap
 //!   test, on dynamic symbols alone, of whether an object takes part in capture;
 //! - [`load_bias`] and [`parse_maps_line`] (`load_bias.rs`, `maps.rs`): where a file is loaded
@@ -32,6 +34,7 @@ mod array_type;
 mod capture_hooks;
 mod code_lines;
 mod debug_info;
+mod element_members;
 mod load_bias;
 mod maps;
 #[allow(unsafe_code)]
@@ -46,6 +49,7 @@ pub use code_lines::{CodeLines, SourceFrame};
 pub use debug_info::{
     ChainPosition, DebugInfo, Function, GlobalVariable, LineRow, is_program_unit,
 };
+pub use element_members::{MAX_MEMBERS, Member};
 pub use load_bias::load_bias;
 pub use maps::{Mapping, parse_maps_line};
 

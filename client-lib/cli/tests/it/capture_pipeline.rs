@@ -234,9 +234,11 @@ fn a_reused_address_counts_for_the_new_array_with_the_filter_off() {
     let dir = tempfile::tempdir().unwrap();
     let program = build(dir.path(), "pipeline_reuse");
     let source = kernel("pipeline_reuse.c");
+    // `first` and `second` are allocation wrappers, so each block is named by the line in
+    // `main` that asked for it.
     let (first, second) = (
-        site_of(&source, "first(void)"),
-        site_of(&source, "second(void)"),
+        site_of(&source, "double *p = first();"),
+        site_of(&source, "double *q = second();"),
     );
     for cache in [CACHE, "D1=32K,8,64;LL=1M,16,64,inclusive"] {
         let report = run_cached(dir.path(), &program, &[], "on", cache);

@@ -1,7 +1,8 @@
 //! Per-line attribution and its export (issue 28): a kernel built at -O2 with its hot functions
 //! inlined into `main` gets per-line misses that agree with `cg_annotate`'s, and the report's
 //! lines converted to Callgrind's format read back through `callgrind_annotate` as the same
-//! numbers `epcache annotate` prints; the CSV sums to the report's totals.
+//! numbers `epcache annotate` prints; the CSV sums to the report's totals; on a machine of
+//! cores, false sharing is counted for the line that writes the counters.
 //!
 //! Both builds leave out gcc's vectoriser (`-fno-tree-vectorize`): ThreadSanitizer's
 //! instrumentation keeps gcc from vectorising the captured build, so with it the plain build
@@ -329,5 +330,73 @@ fn callgrind_export_reads_back_as_annotate_prints_and_csv_sums_to_the_report() {
         json["regions"][0]["events"]["PAPI_L1_LDM"]
             .as_u64()
             .unwrap()
+    );
+}
+
+/// On a machine of two cores (`EPCACHE_CORES`), the false sharing of two OpenMP threads' counters
+/// side by side is counted for the line that adds to them, and all of the packed counters'
+/// false-sharing misses are on that line.
+#[test]
+fn false_sharing_is_counted_for_the_line_that_writes_the_packed_counters() {
+    let who = "false_sharing_is_counted_for_the_line_that_writes_the_packed_counters";
+    if !runtime_built(who) || !available("gcc", who) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = "omp_false_sharing.c";
+    std::fs::copy(kernel(source), dir.path().join(source)).unwrap();
+    epcache_cc_with(
+        dir.path(),
+        &[],
+        &["gcc", "-g", "-O1", "-fopenmp", source, "-o", "program"],
+    );
+    let report = dir.path().join("report.json");
+    let out = Command::new(dir.path().join("program"))
+        .env("EPCACHE_REPORT", &report)
+        .env(
+            "EPCACHE_CACHE",
+            "D1=32K,8,64;L2=256K,8,64;L3=8M,16,64,shared",
+        )
+        .env("EPCACHE_CORES", "2")
+        .env("OMP_NUM_THREADS", "2")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    check_output("the OpenMP counters on two cores", &out);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let program = &report["regions"][0];
+    let packed_fsm = program["data_structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "packed")
+        .unwrap()["events"]["EPC_L1_FSM"]
+        .as_u64()
+        .unwrap();
+    assert!(packed_fsm >= 1000, "{packed_fsm} false-sharing misses");
+    let text = std::fs::read_to_string(kernel(source)).unwrap();
+    let adding = 1 + text
+        .lines()
+        .position(|l| l.contains("packed[t] += 1"))
+        .unwrap() as u64;
+    let mut on_line = 0;
+    let mut elsewhere = 0;
+    for row in program["lines"].as_array().unwrap() {
+        if row["data_structure"] != "packed" {
+            continue;
+        }
+        let fsm = row["events"]["EPC_L1_FSM"].as_u64().unwrap();
+        if row["line"] == adding && row["file"].as_str().unwrap().ends_with(source) {
+            on_line += fsm;
+        } else {
+            elsewhere += fsm;
+        }
+    }
+    // main's read of the counters for its printf may find the line taken by the other core.
+    assert!(
+        on_line + 1 >= packed_fsm && on_line + elsewhere == packed_fsm,
+        "line {adding}: {on_line} of {packed_fsm}, elsewhere {elsewhere}: {program:#}"
     );
 }

@@ -2,9 +2,9 @@
 //! runtime it drives:
 //! - `epcache cc` and captured programs: `capture_cc`, `capture_clang`, `capture_dual`,
 //!   `capture_pipeline`, `data_shapes`, `heap_naming`, `heap_requests`, `alloc_contexts`,
-//!   `fortran_allocatables`, `fortran_common_report`, `fortran_markers`;
+//!   `fortran_allocatables`, `fortran_common_report`, `fortran_markers`, `by_field`;
 //! - the runtime in real programs: `runtime_regions`, `runtime_requests`, `runtime_waits`,
-//!   `runtime_signals`, `runtime_fork`, `request_results`;
+//!   `runtime_signals`, `runtime_fork`, `request_results`, `threads_coherence`;
 //! - the command line with a daemon: `daemon_cli`, `daemon_default_socket`, `daemon_run`,
 //!   `daemon_step_cli`;
 //! - per-line attribution and its export, against Cachegrind: `line_attribution`;
@@ -14,6 +14,7 @@
 //! are this binary run again in the child role.
 
 mod alloc_contexts;
+mod by_field;
 mod capture_cc;
 mod capture_clang;
 mod capture_dual;
@@ -39,6 +40,7 @@ mod runtime_regions;
 mod runtime_requests;
 mod runtime_signals;
 mod runtime_waits;
+mod threads_coherence;
 
 use epcache_test_support::roles;
 

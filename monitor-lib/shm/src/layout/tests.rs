@@ -235,6 +235,41 @@ fn requests_round_trip_and_results_are_seqlocked() {
     );
 }
 
+#[test]
+fn a_by_field_request_round_trips_through_its_slot_and_a_forged_table_is_refused() {
+    let (image, layout) = formatted();
+    let v = image.view();
+    let spans = FieldSpans::new(32, &[(0, 8), (8, 8), (16, 8), (24, 4)]).unwrap();
+    let spec = RequestSpec {
+        region: RegionIndex(1),
+        target: RequestTarget::DataStructure(DataStructureIndex(2)),
+        event: Event::L1_LDM,
+        mode: Mode::Fields(spans),
+        aggregation: Aggregation::Summed,
+        analyses: 0,
+    };
+    let slot = layout.entry_words(v, Table::RequestSlots, 2).unwrap();
+    spec.store(slot);
+    assert_eq!(RequestSpec::load(slot, 8).unwrap(), spec);
+    assert_eq!(
+        spec.histogram_buckets(AddressRange::new(0, 32_000)),
+        Some(5),
+        "one bucket per member and the padding, whatever the range"
+    );
+    assert!(
+        RequestSpec::load(slot, 4).is_err(),
+        "more buckets than a slot holds"
+    );
+    // A bucket count that disagrees with the table, and a span past the element.
+    let w5 = slot[5].load(Ordering::Relaxed);
+    slot[5].store(w5 & 0xffff_ffff | 9 << 32, Ordering::Relaxed);
+    assert!(RequestSpec::load(slot, 16).is_err());
+    slot[5].store(w5, Ordering::Relaxed);
+    slot[FIELD_HEADER_WORD + 1].store(40 << 16, Ordering::Relaxed);
+    let e = RequestSpec::load(slot, 8).unwrap_err();
+    assert!(e.to_string().contains("member 0"), "{e}");
+}
+
 fn thread_row(tid: u32, total: u64, buckets: Vec<u64>) -> ResultRow {
     ResultRow {
         threads: RowThreads::Thread(tid),

@@ -439,6 +439,20 @@ impl Hierarchy {
         }
     }
 
+    /// Counts in the levels' totals an access simulated elsewhere (by a core of a
+    /// [`Machine`](super::Machine)) with this outcome, as if this hierarchy had: a thread's
+    /// totals stay its own while its caches are a machine's. Write-backs are the machine's.
+    pub(crate) fn count_outcome(&mut self, outcome: &AccessOutcome) {
+        for (level, result) in self.data.iter_mut().zip(outcome.levels) {
+            if result == LevelResult::NotReached {
+                break;
+            }
+            level
+                .stats
+                .record(Path::Data, outcome.kind, result == LevelResult::Miss);
+        }
+    }
+
     /// Data level `level`'s tag store, for inspection.
     pub fn cache(&self, level: usize) -> &CacheLevel {
         &self.data[level].cache
@@ -1225,6 +1239,7 @@ mod tests {
             replacement: Replacement::Lru,
             write: WritePolicy::WriteBack,
             inclusive: false,
+            sharing: Default::default(),
         }
     }
 

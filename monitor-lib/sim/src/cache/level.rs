@@ -458,6 +458,18 @@ impl CacheLevel {
         }
     }
 
+    /// Marks `block` clean if present, without changing replacement state (another core read
+    /// the line it held modified, and its data went down); returns whether it was dirty, or
+    /// `None` when it is absent.
+    pub fn clean(&mut self, block: u64) -> Option<bool> {
+        let set = self.index.of(block);
+        match &mut self.store {
+            Store::Lru8(s) => s.clean(set, block),
+            Store::Lru16(s) => s.clean(set, block),
+            Store::Other(s) => s.clean(set, block),
+        }
+    }
+
     /// Removes `block` if present (a back-invalidation); returns whether it was dirty.
     pub fn invalidate(&mut self, block: u64) -> Option<bool> {
         let set = self.index.of(block);
@@ -844,6 +856,11 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
         true
     }
 
+    fn clean(&mut self, set: usize, block: u64) -> Option<bool> {
+        let way = self.find(set, block)?;
+        Some(std::mem::replace(&mut self.sets[set].dirty[way], false))
+    }
+
     fn invalidate(&mut self, set: usize, block: u64) -> Option<bool> {
         // An emptied most recent way keeps that name: its tag, INVALID, matches no block.
         let way = self.find(set, block)?;
@@ -1055,6 +1072,11 @@ impl General {
             }
             None => false,
         }
+    }
+
+    fn clean(&mut self, set: usize, block: u64) -> Option<bool> {
+        let index = set * self.assoc + self.find(set, block)?;
+        Some(std::mem::replace(&mut self.dirty[index], false))
     }
 
     fn invalidate(&mut self, set: usize, block: u64) -> Option<bool> {

@@ -1,17 +1,25 @@
-//! The simulated cache hierarchy: levels, replacement and write policies, presets and the spec syntax.
+//! The simulated cache hierarchy: levels, replacement and write policies, presets and the spec
+//! syntax; and a machine of cores sharing some levels, kept coherent (`machine.rs`).
 
+mod coherence;
 mod hierarchy;
 mod level;
+mod machine;
 mod spec;
 pub(crate) mod two_level;
 
+pub use coherence::MAX_CORES;
 pub(crate) use hierarchy::MissStep;
 pub use hierarchy::{
     AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
 };
 pub(crate) use level::RunEnd;
 pub use level::{CacheLevel, Geometry, Probe, Victim};
-pub use spec::{HierarchySpec, LevelSpec, PRESETS, host_spec_from_sysfs};
+pub use machine::{
+    COHERENCE_MISS, CoherenceStats, CoreOutcome, FALSE_SHARING_MISS, INVALIDATION, Machine,
+    TRUE_SHARING_MISS,
+};
+pub use spec::{HierarchySpec, LevelSpec, PRESETS, Sharing, host_spec_from_sysfs};
 pub(crate) use two_level::{Watch, outcome as two_level_outcome};
 
 /// Whether an access reads or writes memory.

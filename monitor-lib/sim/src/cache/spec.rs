@@ -16,6 +16,38 @@ pub struct LevelSpec {
     pub write: WritePolicy,
     /// Whether this level holds everything the levels above it hold (it back-invalidates them).
     pub inclusive: bool,
+    /// Which cores of a [`Machine`](super::Machine) share one copy of this level. A single
+    /// thread's hierarchy is the same whatever this says.
+    #[serde(skip_serializing_if = "Sharing::is_private")]
+    pub sharing: Sharing,
+}
+
+/// Which cores share one copy of a level: `shared` in a spec shares it among all cores,
+/// `shared=N` among groups of N consecutive cores; without either the level is private.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharing {
+    /// One copy per core.
+    #[default]
+    Private,
+    /// One copy per group of `cores` consecutive cores, or one for all cores when `None`.
+    Shared { cores: Option<u32> },
+}
+
+impl Sharing {
+    /// Whether each core has its own copy.
+    pub fn is_private(&self) -> bool {
+        *self == Sharing::Private
+    }
+
+    /// How many consecutive cores of a machine of `cores` cores share one copy (at least 1).
+    pub fn group_size(&self, cores: usize) -> usize {
+        match *self {
+            Sharing::Private => 1,
+            Sharing::Shared { cores: None } => cores.max(1),
+            Sharing::Shared { cores: Some(n) } => (n as usize).clamp(1, cores.max(1)),
+        }
+    }
 }
 
 /// A whole hierarchy: an optional I1 and the data (or unified) levels, first to last.
@@ -62,6 +94,7 @@ impl HierarchySpec {
             replacement: Replacement::Lru,
             write: WritePolicy::WriteBack,
             inclusive: false,
+            sharing: Sharing::Private,
         };
         // Cachegrind's defaults when it cannot read the host.
         let default_l1 = Geometry::new(65536, 2, 64).expect("valid default");
@@ -164,6 +197,7 @@ impl FromStr for HierarchySpec {
                 "no data level: give at least one, such as D1=32K,8,64".into()
             ));
         }
+        check_sharing(&out.data).map_err(err)?;
         Ok(out)
     }
 }
@@ -195,6 +229,7 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
         replacement: Replacement::Lru,
         write: WritePolicy::WriteBack,
         inclusive: false,
+        sharing: Sharing::Private,
     };
     for opt in &fields[3..] {
         match opt.to_ascii_lowercase().as_str() {
@@ -204,15 +239,24 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
             "wb" | "write-back" => level.write = WritePolicy::WriteBack,
             "wt" | "write-through" => level.write = WritePolicy::WriteThrough,
             "inclusive" => level.inclusive = true,
+            "shared" => level.sharing = Sharing::Shared { cores: None },
+            "private" => level.sharing = Sharing::Private,
             other => {
-                if let Some(seed) = other.strip_prefix("random:") {
+                if let Some(cores) = other.strip_prefix("shared=") {
+                    let cores: u32 = cores.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                        format!(
+                            "`shared={cores}` needs a number of cores of at least 1, as in shared=2"
+                        )
+                    })?;
+                    level.sharing = Sharing::Shared { cores: Some(cores) };
+                } else if let Some(seed) = other.strip_prefix("random:") {
                     let seed = seed
                         .parse()
                         .map_err(|_| format!("random seed `{seed}` is not a number"))?;
                     level.replacement = Replacement::Random { seed };
                 } else {
                     return Err(format!(
-                        "unknown option `{other}` (options: lru, plru, random[:SEED], wb, wt, inclusive)"
+                        "unknown option `{other}` (options: lru, plru, random[:SEED], wb, wt, inclusive, shared[=CORES], private)"
                     ));
                 }
             }
@@ -222,6 +266,46 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
         return Err("plru needs a power-of-two associativity of at most 64".into());
     }
     Ok(level)
+}
+
+/// Sharing must widen going down, so the levels of a machine form a tree: a private level never
+/// sits below a shared one, and each group size divides the next one's.
+fn check_sharing(data: &[LevelSpec]) -> Result<(), String> {
+    for pair in data.windows(2) {
+        let (upper, lower) = (&pair[0], &pair[1]);
+        let fits = match (upper.sharing, lower.sharing) {
+            (Sharing::Private, _) => true,
+            (Sharing::Shared { .. }, Sharing::Private) => false,
+            (Sharing::Shared { cores: None }, Sharing::Shared { cores }) => cores.is_none(),
+            (Sharing::Shared { cores: Some(_) }, Sharing::Shared { cores: None }) => true,
+            (Sharing::Shared { cores: Some(a) }, Sharing::Shared { cores: Some(b) }) => b % a == 0,
+        };
+        if !fits {
+            return Err(format!(
+                "{} is shared by fewer cores than {} above it; sharing must widen going down (private, then shared=N, then shared by all), each group size dividing the next",
+                lower.name, upper.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How many CPUs a sysfs CPU list (`0`, `0-3`, `0,64`, `0-1,8-9`) names.
+fn count_cpu_list(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                part.trim().parse::<u32>().ok()?;
+                1
+            }
+        };
+    }
+    Some(n)
 }
 
 /// Parses `32768`, `32K`, `1M`, `2G` (binary multiples).
@@ -260,6 +344,11 @@ impl fmt::Display for HierarchySpec {
             }
             if l.inclusive {
                 f.write_str(",inclusive")?;
+            }
+            match l.sharing {
+                Sharing::Private => {}
+                Sharing::Shared { cores: None } => f.write_str(",shared")?,
+                Sharing::Shared { cores: Some(n) } => write!(f, ",shared={n}")?,
             }
         }
         Ok(())
@@ -305,14 +394,28 @@ pub fn host_spec_from_sysfs(dir: &Path) -> Result<HierarchySpec, CacheError> {
             .map_err(|_| host_err(&path, "coherency_line_size is not a number".into()))?;
         let geometry =
             Geometry::new(size, assoc, line).map_err(|e| host_err(&path, e.to_string()))?;
-        found.push((level, kind, geometry));
+        // A kernel without the file says nothing about sharing: the level is taken as private.
+        let sharing = match read("shared_cpu_list") {
+            Err(_) => Sharing::Private,
+            Ok(list) => match count_cpu_list(&list) {
+                Some(0 | 1) => Sharing::Private,
+                Some(n) => Sharing::Shared { cores: Some(n) },
+                None => {
+                    return Err(host_err(
+                        &path.join("shared_cpu_list"),
+                        format!("`{list}` is not a CPU list"),
+                    ));
+                }
+            },
+        };
+        found.push((level, kind, geometry, sharing));
     }
-    found.sort_by_key(|(level, kind, _)| (*level, kind != "Instruction"));
+    found.sort_by_key(|(level, kind, _, _)| (*level, kind != "Instruction"));
     let mut spec = HierarchySpec {
         instr: None,
         data: Vec::new(),
     };
-    for (level, kind, geometry) in found {
+    for (level, kind, geometry, sharing) in found {
         let name = match (level, kind.as_str()) {
             (1, "Instruction") => "I1".to_owned(),
             (1, _) => "D1".to_owned(),
@@ -325,6 +428,7 @@ pub fn host_spec_from_sysfs(dir: &Path) -> Result<HierarchySpec, CacheError> {
             replacement: Replacement::Lru,
             write: WritePolicy::WriteBack,
             inclusive: false,
+            sharing,
         };
         if l.name == "I1" {
             spec.instr = Some(l);
@@ -335,6 +439,7 @@ pub fn host_spec_from_sysfs(dir: &Path) -> Result<HierarchySpec, CacheError> {
     if spec.data.is_empty() {
         return Err(host_err(dir, "no data cache is described there".into()));
     }
+    check_sharing(&spec.data).map_err(|why| host_err(dir, why))?;
     Ok(spec)
 }
 
@@ -416,6 +521,65 @@ mod tests {
             cg.to_string(),
             "I1=32768,8,64;D1=49152,12,64;LL=109051904,26,64"
         );
+    }
+
+    #[test]
+    fn sharing_is_parsed_printed_and_must_widen_going_down() {
+        let s =
+            HierarchySpec::parse("D1=32K,8,64;L2=1M,16,64,shared=2;L3=32M,16,64,shared").unwrap();
+        assert_eq!(s.data[0].sharing, Sharing::Private);
+        assert_eq!(s.data[1].sharing, Sharing::Shared { cores: Some(2) });
+        assert_eq!(s.data[2].sharing, Sharing::Shared { cores: None });
+        assert_eq!(
+            s.to_string(),
+            "D1=32768,8,64;L2=1048576,16,64,shared=2;L3=33554432,16,64,shared"
+        );
+        assert_eq!(HierarchySpec::parse(&s.to_string()).unwrap(), s);
+        assert_eq!(s.data[1].sharing.group_size(8), 2);
+        assert_eq!(s.data[2].sharing.group_size(8), 8);
+        assert_eq!(s.data[1].sharing.group_size(1), 1);
+        // A spec without `shared` prints and serialises as before.
+        let plain = HierarchySpec::parse("D1=32K,8,64;L2=1M,16,64").unwrap();
+        assert_eq!(plain.to_string(), "D1=32768,8,64;L2=1048576,16,64");
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("sharing"), "{json}");
+        let e = |s: &str| s.parse::<HierarchySpec>().unwrap_err().to_string();
+        assert!(e("D1=32K,8,64,shared;L2=1M,16,64").contains("sharing must widen"));
+        assert!(e("D1=32K,8,64,shared=2;L2=1M,16,64,shared=3").contains("dividing"));
+        assert!(e("D1=32K,8,64;L2=1M,16,64,shared;L3=4M,16,64,shared=2").contains("L3"));
+        assert!(e("D1=32K,8,64,shared=0").contains("at least 1"));
+        assert!(e("D1=32K,8,64,shared=x").contains("shared=2"));
+    }
+
+    #[test]
+    fn the_host_says_which_cpus_share_each_level() {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(
+            dir.path(),
+            &[
+                (1, "Data", "48K", 12, 64),
+                (2, "Unified", "2048K", 16, 64),
+                (3, "Unified", "107520K", 15, 64),
+            ],
+        );
+        // This machine's kernel: L1 with its SMT sibling, L2 alone, L3 with 0-1 and 8-9.
+        std::fs::write(dir.path().join("index0/shared_cpu_list"), "0,64\n").unwrap();
+        std::fs::write(dir.path().join("index1/shared_cpu_list"), "0\n").unwrap();
+        std::fs::write(dir.path().join("index2/shared_cpu_list"), "0-1,8-9\n").unwrap();
+        let host = host_spec_from_sysfs(dir.path()).unwrap_err();
+        // L2 private below a shared L1 is not a tree: said, with the directory.
+        assert!(host.to_string().contains("sharing must widen"), "{host}");
+        std::fs::write(dir.path().join("index1/shared_cpu_list"), "0,64\n").unwrap();
+        let host = host_spec_from_sysfs(dir.path()).unwrap();
+        assert_eq!(
+            host.to_string(),
+            "D1=49152,12,64,shared=2;L2=2097152,16,64,shared=2;L3=110100480,15,64,shared=4"
+        );
+        std::fs::write(dir.path().join("index2/shared_cpu_list"), "0-x\n").unwrap();
+        let e = host_spec_from_sysfs(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a CPU list"), "{e}");
+        assert_eq!(count_cpu_list("0-63"), Some(64));
+        assert_eq!(count_cpu_list("3-1"), None);
     }
 
     #[test]

@@ -37,6 +37,7 @@
 use serde::Serialize;
 
 use super::Event;
+use super::field_layout::{FieldLayout, FieldLayoutError};
 use crate::cache::AccessOutcome;
 use crate::ranges::AddressRange;
 
@@ -122,11 +123,14 @@ pub struct Histogram {
     pub event: Event,
     /// The bytes the histogram covers.
     pub range: AddressRange,
-    /// Width of every bucket but possibly the last.
+    /// Width of every bucket but possibly the last; a by-field histogram's element size.
     pub bucket_bytes: u64,
     /// `buckets[i]` counts accesses in `[range.start + i * bucket_bytes, ..+ bucket_bytes)`,
-    /// the last bucket cut at `range.end`.
+    /// the last bucket cut at `range.end`; for a by-field histogram, accesses to member `i` of
+    /// every element, the last bucket the padding.
     pub buckets: Vec<u64>,
+    /// A by-field histogram's members (see `field_layout.rs`).
+    pub fields: Option<FieldLayout>,
     /// Spills charged to this histogram since it was bound or last reset.
     pub spills: SpillStats,
 }
@@ -206,6 +210,14 @@ pub enum MonitorError {
         "no histogram {0:?} in this counter array (it was unbound or cleared, or belongs to another array)"
     )]
     UnknownHistogram(HistogramId),
+    /// A by-field histogram whose layout is not one.
+    #[error("histogram of {event} over [{start:#x}, {end:#x}) by field: {why}")]
+    Fields {
+        event: Event,
+        start: u64,
+        end: u64,
+        why: FieldLayoutError,
+    },
 }
 
 /// One counter held by a static binding.
@@ -227,6 +239,10 @@ struct HistogramBinding {
     event: Event,
     bucket_bytes: u64,
     bucket_index: BucketIndex,
+    /// A by-field histogram's bucket for each byte of its element (indexed by the offset modulo
+    /// the element size, which `bucket_index` is then [`BucketIndex::Periodic`] of); empty otherwise.
+    bucket_of_byte: Vec<u32>,
+    fields: Option<FieldLayout>,
     /// `event.outcome_bits()`, kept so the hot path does not compute it per access.
     outcome_bits: u32,
     /// Where this histogram's buckets start in the array's `slot_of_bucket`.
@@ -239,7 +255,13 @@ struct HistogramBinding {
 impl HistogramBinding {
     #[inline]
     fn bucket_of(&self, addr: u64) -> usize {
-        self.bucket_index.of(addr - self.range.start) as usize
+        let offset = addr - self.range.start;
+        match self.bucket_index {
+            BucketIndex::Periodic(element_bytes) => {
+                self.bucket_of_byte[(offset % element_bytes) as usize] as usize
+            }
+            index => index.of(offset) as usize,
+        }
     }
 }
 
@@ -255,6 +277,9 @@ enum BucketIndex {
     Reciprocal(u64),
     /// Widths too large for the exact reciprocal of such a long range.
     Divide(u64),
+    /// A by-field histogram over elements of this many bytes: the bucket is looked up by the
+    /// offset within the element ([`HistogramBinding::bucket_of`]); never the inlined path's.
+    Periodic(u64),
 }
 
 impl BucketIndex {
@@ -278,7 +303,7 @@ impl BucketIndex {
             Self::Reciprocal(reciprocal) => {
                 ((u128::from(offset) * u128::from(reciprocal)) >> 64) as u64
             }
-            Self::Divide(width) => offset / width,
+            Self::Divide(width) | Self::Periodic(width) => offset / width,
         }
     }
 }
@@ -496,27 +521,75 @@ impl CounterArray {
                 max: MAX_BUCKETS,
             });
         }
-        if self.pool.is_empty() {
-            return Err(MonitorError::NoDynamicCounters {
+        let index = BucketIndex::new(bucket_bytes, range.len());
+        self.bind(range, event, bucket_bytes, index, buckets as usize, None)
+    }
+
+    /// Binds a by-field histogram of `event` over `range`, an array of `fields.element_bytes`
+    /// elements from its first byte: one bucket per member of `fields`, summed over every
+    /// element, and one for the padding (see `field_layout.rs`).
+    pub fn bind_field_histogram(
+        &mut self,
+        range: AddressRange,
+        event: Event,
+        fields: FieldLayout,
+    ) -> Result<HistogramId, MonitorError> {
+        let (start, end) = (range.start, range.end);
+        if range.is_empty() {
+            return Err(MonitorError::EmptyRange { event, start, end });
+        }
+        let table = fields
+            .bucket_of_byte()
+            .map_err(|why| MonitorError::Fields {
                 event,
                 start,
                 end,
+                why,
+            })?;
+        let element_bytes = fields.element_bytes;
+        let buckets = fields.buckets();
+        self.bind(
+            range,
+            event,
+            element_bytes,
+            BucketIndex::Periodic(element_bytes),
+            buckets,
+            Some((fields, table)),
+        )
+    }
+
+    fn bind(
+        &mut self,
+        range: AddressRange,
+        event: Event,
+        bucket_bytes: u64,
+        bucket_index: BucketIndex,
+        buckets: usize,
+        fields: Option<(FieldLayout, Vec<u32>)>,
+    ) -> Result<HistogramId, MonitorError> {
+        if self.pool.is_empty() {
+            return Err(MonitorError::NoDynamicCounters {
+                event,
+                start: range.start,
+                end: range.end,
                 counters: self.config.counters,
             });
         }
         let id = HistogramId(self.take_id());
         let first_slot = self.slot_of_bucket.len();
-        self.slot_of_bucket
-            .resize(first_slot + buckets as usize, NO_COUNTER);
+        self.slot_of_bucket.resize(first_slot + buckets, NO_COUNTER);
+        let (fields, bucket_of_byte) = fields.map_or((None, Vec::new()), |(f, t)| (Some(f), t));
         self.histograms.push(HistogramBinding {
             id,
             range,
             event,
             bucket_bytes,
-            bucket_index: BucketIndex::new(bucket_bytes, range.len()),
+            bucket_index,
+            bucket_of_byte,
+            fields,
             outcome_bits: event.outcome_bits(),
             first_slot,
-            software: vec![0; buckets as usize],
+            software: vec![0; buckets],
             spills: SpillStats::default(),
         });
         self.refresh_interest();
@@ -813,6 +886,7 @@ impl CounterArray {
             range: h.range,
             bucket_bytes: h.bucket_bytes,
             buckets,
+            fields: h.fields.clone(),
             spills: h.spills,
         })
     }
@@ -1186,5 +1260,81 @@ mod tests {
         assert_eq!(json["event"], "PAPI_L1_LDM");
         assert_eq!(json["buckets"], serde_json::json!([0, 1]));
         assert_eq!(json["spills"]["evictions"], 0);
+    }
+
+    fn particle() -> FieldLayout {
+        use super::super::FieldSpan;
+        FieldLayout {
+            element_bytes: 32,
+            members: [(0, 8), (8, 8), (16, 8), (24, 4)]
+                .into_iter()
+                .map(|(offset, bytes)| FieldSpan { offset, bytes })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_by_field_histogram_sums_each_member_over_every_element() {
+        // Two counters for five buckets: evictions and overflows (8-bit counters) go through
+        // software and the buckets stay exact.
+        let mut a = array(3, 8);
+        let range = AddressRange::new(BASE, 4 * 32);
+        let total = a.bind_static(range, Event::L1_DCR).unwrap();
+        let h = a
+            .bind_field_histogram(range, Event::L1_DCR, particle())
+            .unwrap();
+        // x of every element 100 times; y of element 1; id of element 2; padding of element 3;
+        // an 8-byte read from byte 6 straddles x and y and counts for x (its first byte).
+        for _ in 0..100 {
+            for element in 0..4 {
+                a.observe(BASE + 32 * element, &read_hit());
+            }
+        }
+        a.observe(BASE + 32 + 8, &read_hit());
+        a.observe(BASE + 64 + 24, &read_hit());
+        a.observe(BASE + 96 + 28, &read_hit());
+        a.observe(BASE + 6, &read_hit());
+        // Outside the range: nothing.
+        a.observe(BASE + 128, &read_hit());
+        let read = a.read_histogram(h).unwrap();
+        assert_eq!(read.buckets, [401, 1, 0, 1, 1]);
+        assert_eq!(read.total(), a.read_static(total).unwrap());
+        assert_eq!(read.bucket_bytes, 32);
+        assert_eq!(read.fields, Some(particle()));
+        assert!(read.spills.overflows >= 1, "{:?}", read.spills);
+    }
+
+    #[test]
+    fn a_by_field_histogram_takes_no_inlined_path_and_counts_alone() {
+        let mut a = array(4, 32);
+        let range = AddressRange::new(BASE, 10 * 32);
+        let h = a
+            .bind_field_histogram(range, Event::L1_DCR, particle())
+            .unwrap();
+        assert_eq!(
+            a.solo_bits(),
+            0,
+            "the inlined path knows only contiguous buckets"
+        );
+        for element in 0..10 {
+            a.observe(BASE + 32 * element + 16, &read_hit());
+        }
+        assert_eq!(a.read_histogram(h).unwrap().buckets, [0, 0, 10, 0, 0]);
+    }
+
+    #[test]
+    fn a_bad_field_layout_is_refused_naming_the_range() {
+        let mut a = array(4, 32);
+        let mut bad = particle();
+        bad.members[3].bytes = 16;
+        let e = a
+            .bind_field_histogram(AddressRange::new(BASE, 64), Event::L1_DCR, bad)
+            .unwrap_err();
+        assert!(e.to_string().contains("0x1000"), "{e}");
+        assert!(e.to_string().contains("member 3"), "{e}");
+        let e = a
+            .bind_field_histogram(AddressRange::new(BASE, 0), Event::L1_DCR, particle())
+            .unwrap_err();
+        assert!(matches!(e, MonitorError::EmptyRange { .. }), "{e}");
     }
 }

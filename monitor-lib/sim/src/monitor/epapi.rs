@@ -9,7 +9,7 @@
 use super::counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MonitorError, SpillStats, StaticId,
 };
-use super::{Event, UnknownEvent};
+use super::{Event, FieldLayout, UnknownEvent};
 use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelResult, Watch};
 use crate::ranges::AddressRange;
 
@@ -182,6 +182,25 @@ impl EventSet {
         Ok(HistogramIndex(self.histograms.len() - 1))
     }
 
+    /// Histograms the PAPI event `name` over `range` by field: one bucket per member of
+    /// `fields`, summed over every element, then one for the padding.
+    pub fn add_field_histogram(
+        &mut self,
+        name: &str,
+        range: AddressRange,
+        fields: FieldLayout,
+    ) -> Result<HistogramIndex, EpapiError> {
+        if self.running {
+            return Err(EpapiError::IsRunning {
+                action: "add a histogram",
+            });
+        }
+        let event = self.parse_event(name)?;
+        self.histograms
+            .push(self.array.bind_field_histogram(range, event, fields)?);
+        Ok(HistogramIndex(self.histograms.len() - 1))
+    }
+
     /// Starts counting; counts continue from where the last stop left them (use `reset` to zero).
     pub fn start(&mut self) -> Result<(), EpapiError> {
         if self.running {
@@ -253,6 +272,18 @@ impl EventSet {
     #[inline(always)]
     pub fn observe(&mut self, addr: u64, outcome: &AccessOutcome) {
         let bits = outcome.event_bits();
+        if bits & self.active != 0 {
+            self.array.observe_matching(addr, bits);
+        }
+    }
+
+    /// [`Self::observe`] of an access given as its event bits: what a core of a
+    /// [`Machine`](crate::cache::Machine) gives ([`CoreOutcome::event_bits`]), coherence
+    /// bits included.
+    ///
+    /// [`CoreOutcome::event_bits`]: crate::cache::CoreOutcome::event_bits
+    #[inline]
+    pub fn observe_bits(&mut self, addr: u64, bits: u32) {
         if bits & self.active != 0 {
             self.array.observe_matching(addr, bits);
         }
@@ -347,6 +378,46 @@ mod tests {
 
     fn two_level_set() -> EventSet {
         EventSet::new(CounterArrayConfig::default(), 32, 2).unwrap()
+    }
+
+    #[test]
+    fn coherence_events_are_counted_statically_and_in_histograms_per_core() {
+        use crate::cache::{HierarchySpec, Machine};
+        let spec: HierarchySpec = "D1=1K,2,64;L2=8K,4,64,shared".parse().unwrap();
+        let mut machine = Machine::new(&spec, 2).unwrap();
+        // One event set per core, as the runtime keeps one per thread: packed counters in the
+        // first line of the array, padded ones in lines 2 and 3.
+        let array = AddressRange::new(BASE, 256);
+        let mut sets: Vec<EventSet> = (0..2)
+            .map(|_| {
+                let mut set = EventSet::new(CounterArrayConfig::default(), 64, 2).unwrap();
+                set.add_event("EPC_L1_FSM", array).unwrap();
+                set.add_event("PAPI_CA_INV", array).unwrap();
+                set.add_event("EPC_L1_TSM", array).unwrap();
+                set.add_histogram("EPC_L1_FSM", array, 1).unwrap();
+                set.start().unwrap();
+                set
+            })
+            .collect();
+        for _ in 0..100 {
+            for core in 0..2u64 {
+                for addr in [BASE + 8 * core, BASE + 128 + 64 * core] {
+                    let out = machine.access(core as usize, addr, 8, AccessKind::Write);
+                    sets[core as usize].observe_bits(addr, out.event_bits());
+                }
+            }
+        }
+        let [a, b] = [&sets[0], &sets[1]].map(|s| s.read().unwrap());
+        // Core 0's first write is cold; every later one finds its copy taken: 99 + 100.
+        assert_eq!(a[0] + b[0], 198);
+        assert_eq!(a[1] + b[1], 199);
+        assert_eq!(a[2] + b[2], 0);
+        for set in &sets {
+            let hist = set.read_histogram(HistogramIndex(0)).unwrap();
+            // All in the packed line's bucket; none in the padded ones'; sums to the static count.
+            assert_eq!(hist.buckets[1..], [0, 0, 0]);
+            assert_eq!(hist.total(), set.read().unwrap()[0]);
+        }
     }
 
     #[test]

@@ -1,9 +1,19 @@
 //! Monitor events named after PAPI presets (`PAPI_L1_LDM`, ...), matched against access outcomes with one AND.
+//!
+//! Besides read/write x hit/miss per level, a [`Machine`](crate::cache::Machine) of several
+//! cores adds coherence events: `EPC_L<n>_COHM` (misses on a line another core's write
+//! invalidated), split into `EPC_L<n>_FSM` (false sharing) and `EPC_L<n>_TSM` (true sharing),
+//! and `PAPI_CA_INV` (writes that invalidated another core's copy), PAPI's name for
+//! invalidation requests. They are outcome bits like the others (the upper half of each level's
+//! byte), so static counts, histograms and requests take them unchanged; a single simulated
+//! core never produces them, so they count zero there.
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::cache::{AccessOutcome, MAX_LEVELS};
+use crate::cache::{
+    AccessOutcome, COHERENCE_MISS, FALSE_SHARING_MISS, INVALIDATION, MAX_LEVELS, TRUE_SHARING_MISS,
+};
 
 /// Outcome bits, as [`AccessOutcome::bits_at`] produces them.
 const READ_HIT: u8 = 1;
@@ -33,6 +43,39 @@ const KINDS: &[(&str, &str, u8, &str)] = &[
         "store (write) hits (no PAPI preset)",
     ),
 ];
+
+/// The coherence kinds a level can count (a machine of several cores only), as [`KINDS`].
+const COHERENCE_KINDS: &[(&str, &str, u8, &str)] = &[
+    (
+        "EPC",
+        "COHM",
+        COHERENCE_MISS,
+        "coherence misses: on a line another core's write invalidated",
+    ),
+    (
+        "EPC",
+        "FSM",
+        FALSE_SHARING_MISS,
+        "false-sharing misses: coherence misses on bytes no other core wrote",
+    ),
+    (
+        "EPC",
+        "TSM",
+        TRUE_SHARING_MISS,
+        "true-sharing misses: coherence misses on bytes another core wrote",
+    ),
+];
+
+/// `PAPI_CA_INV`'s name and description: a machine-wide event, kept at level 1's byte.
+const INVALIDATIONS: (&str, &str) = (
+    "PAPI_CA_INV",
+    "invalidation requests: writes that invalidated another core's copy of the line",
+);
+
+/// Every kind with its name parts, access kinds first.
+fn every_kind() -> impl Iterator<Item = &'static (&'static str, &'static str, u8, &'static str)> {
+    KINDS.iter().chain(COHERENCE_KINDS)
+}
 
 /// A countable event: a set of (read/write x hit/miss) outcomes at one data level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,6 +116,26 @@ impl Event {
         level: 0,
         mask: WRITE_HIT,
     };
+    /// L1 false-sharing misses (`EPC_L1_FSM`).
+    pub const L1_FSM: Event = Event {
+        level: 0,
+        mask: FALSE_SHARING_MISS,
+    };
+    /// L1 true-sharing misses (`EPC_L1_TSM`).
+    pub const L1_TSM: Event = Event {
+        level: 0,
+        mask: TRUE_SHARING_MISS,
+    };
+    /// Invalidation requests (`PAPI_CA_INV`).
+    pub const CA_INV: Event = Event {
+        level: 0,
+        mask: INVALIDATION,
+    };
+
+    /// Whether this is a coherence event, which only a machine of several cores counts.
+    pub fn is_coherence(&self) -> bool {
+        self.mask & (COHERENCE_MISS | FALSE_SHARING_MISS | TRUE_SHARING_MISS | INVALIDATION) != 0
+    }
 
     /// Data level the event counts at, 0 for L1.
     pub fn level(&self) -> usize {
@@ -101,26 +164,43 @@ impl Event {
     pub fn from_code(code: u32) -> Option<Event> {
         let level = (code >> 8) as usize;
         let mask = (code & 0xff) as u8;
-        (code >> 16 == 0 && level < MAX_LEVELS && KINDS.iter().any(|k| k.2 == mask)).then_some(
-            Event {
-                level: level as u8,
-                mask,
-            },
-        )
+        let known = every_kind().any(|k| k.2 == mask) || (mask == INVALIDATION && level == 0);
+        (code >> 16 == 0 && level < MAX_LEVELS && known).then_some(Event {
+            level: level as u8,
+            mask,
+        })
     }
 
-    /// Every event name for a hierarchy of `levels` data levels, with a description.
+    /// Every event name for a hierarchy of `levels` data levels, with a description: the
+    /// access events of every level, then the coherence events.
     pub fn catalogue(levels: usize) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        for level in 0..levels.min(MAX_LEVELS) {
-            for &(prefix, suffix, _, what) in KINDS {
-                out.push((
-                    format!("{prefix}_L{}_{suffix}", level + 1),
-                    format!("level {} {what}", level + 1),
-                ));
+        for kinds in [KINDS, COHERENCE_KINDS] {
+            for level in 0..levels.min(MAX_LEVELS) {
+                for &(prefix, suffix, _, what) in kinds {
+                    out.push((
+                        format!("{prefix}_L{}_{suffix}", level + 1),
+                        format!("level {} {what}", level + 1),
+                    ));
+                }
             }
         }
+        if levels > 0 {
+            out.push((INVALIDATIONS.0.to_owned(), INVALIDATIONS.1.to_owned()));
+        }
         out
+    }
+
+    /// The coherence events a standalone report of a machine of several cores lists:
+    /// `PAPI_CA_INV`, then `EPC_L<n>_{COHM,FSM,TSM}` for every level.
+    pub fn coherence(levels: usize) -> Vec<Event> {
+        std::iter::once(Event::CA_INV)
+            .chain((0..levels.min(MAX_LEVELS) as u8).flat_map(|level| {
+                COHERENCE_KINDS
+                    .iter()
+                    .map(move |k| Event { level, mask: k.2 })
+            }))
+            .collect()
     }
 
     /// The events a standalone report lists for every level.
@@ -174,7 +254,7 @@ impl Event {
 /// An event name that is not one of ours.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown event `{name}`{hint}; events are PAPI_L<n>_{{DCA,DCR,DCW,DCH,DCM,LDM,STM}} and EPC_L<n>_{{LDH,STH}} for levels 1 to {max}"
+    "unknown event `{name}`{hint}; events are PAPI_L<n>_{{DCA,DCR,DCW,DCH,DCM,LDM,STM}}, EPC_L<n>_{{LDH,STH}} and, between cores, EPC_L<n>_{{COHM,FSM,TSM}} for levels 1 to {max}, and PAPI_CA_INV"
 )]
 pub struct UnknownEvent {
     pub name: String,
@@ -187,6 +267,9 @@ impl FromStr for Event {
 
     fn from_str(name: &str) -> Result<Self, UnknownEvent> {
         let upper = name.trim().to_ascii_uppercase();
+        if upper == INVALIDATIONS.0 {
+            return Ok(Event::CA_INV);
+        }
         let parsed = (|| {
             let (prefix, rest) = upper.split_once("_L")?;
             let (level, suffix) = rest.split_once('_')?;
@@ -194,7 +277,7 @@ impl FromStr for Event {
             if !(1..=MAX_LEVELS).contains(&level) {
                 return None;
             }
-            let kind = KINDS.iter().find(|k| k.0 == prefix && k.1 == suffix)?;
+            let kind = every_kind().find(|k| k.0 == prefix && k.1 == suffix)?;
             Some(Event {
                 level: (level - 1) as u8,
                 mask: kind.2,
@@ -202,8 +285,7 @@ impl FromStr for Event {
         })();
         parsed.ok_or_else(|| {
             // Someone writing PAPI_L1_LDH or EPC_L1_LDM has the right idea and the wrong prefix.
-            let hint = KINDS
-                .iter()
+            let hint = every_kind()
                 .find(|k| upper.ends_with(&format!("_{}", k.1)))
                 .map(|k| format!(" (did you mean {}_L<n>_{}?)", k.0, k.1))
                 .unwrap_or_default();
@@ -218,8 +300,10 @@ impl FromStr for Event {
 
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = KINDS
-            .iter()
+        if *self == Event::CA_INV {
+            return f.write_str(INVALIDATIONS.0);
+        }
+        let kind = every_kind()
             .find(|k| k.2 == self.mask)
             .expect("events are only built from KINDS");
         write!(f, "{}_L{}_{}", kind.0, self.level + 1, kind.1)
@@ -250,10 +334,19 @@ mod tests {
             let e: Event = name.parse().unwrap();
             assert_eq!(e.to_string(), name);
         }
-        assert_eq!(Event::catalogue(3).len(), 27);
-        for e in Event::all(MAX_LEVELS) {
+        // Nine access kinds and three coherence kinds per level, and PAPI_CA_INV.
+        assert_eq!(Event::catalogue(3).len(), 27 + 9 + 1);
+        for e in Event::all(MAX_LEVELS)
+            .into_iter()
+            .chain(Event::coherence(MAX_LEVELS))
+        {
             assert_eq!(Event::from_code(e.code()), Some(e));
         }
+        // The standalone report's list of every level's events is the access events alone.
+        assert_eq!(Event::all(3).len(), 27);
+        assert!(Event::all(MAX_LEVELS).iter().all(|e| !e.is_coherence()));
+        // PAPI_CA_INV lives at level 1's byte only.
+        assert_eq!(Event::from_code(1 << 8 | u32::from(INVALIDATION)), None);
         assert_eq!(Event::from_code(0), None);
         assert_eq!(Event::from_code(0x1_0002), None);
         assert_eq!(Event::from_code((MAX_LEVELS as u32) << 8 | 2), None);
@@ -274,6 +367,46 @@ mod tests {
         assert!(dch.matches(&write_hit) && !dch.matches(&read_miss_both));
         assert!(!l2_dca.matches(&write_hit), "L2 was not reached");
         assert_eq!(ldm, Event::L1_LDM);
+    }
+
+    #[test]
+    fn coherence_events_match_the_coherence_bits_of_a_machine() {
+        use crate::cache::{AccessKind, HierarchySpec, Machine};
+        let spec: HierarchySpec = "D1=1K,2,64;L2=8K,4,64,shared".parse().unwrap();
+        let mut m = Machine::new(&spec, 2).unwrap();
+        let names = [
+            "PAPI_CA_INV",
+            "EPC_L1_COHM",
+            "EPC_L1_FSM",
+            "EPC_L1_TSM",
+            "EPC_L2_COHM",
+        ];
+        let events: Vec<Event> = names
+            .iter()
+            .map(|n| Event::for_hierarchy(n, &spec).unwrap())
+            .collect();
+        assert_eq!(events[0], Event::CA_INV);
+        assert_eq!(events[2], Event::L1_FSM);
+        assert!(events.iter().all(Event::is_coherence));
+        assert_eq!(events[0].to_string(), "PAPI_CA_INV");
+        let mut counts = [0u64; 5];
+        for round in 0..10 {
+            for core in 0..2 {
+                let bits = m
+                    .access(core, 0x100 + 8 * core as u64, 8, AccessKind::Write)
+                    .event_bits();
+                for (count, e) in counts.iter_mut().zip(&events) {
+                    *count += u64::from(bits & e.outcome_bits() != 0);
+                }
+                // Access events match exactly as on one core.
+                let miss = bits & Event::L1_STM.outcome_bits() != 0;
+                assert!(miss, "round {round}");
+            }
+        }
+        // 20 writes: 19 invalidations, 18 false-sharing misses at L1, none at the shared L2.
+        assert_eq!(counts, [19, 18, 18, 0, 0]);
+        assert!(Event::for_hierarchy("EPC_L3_FSM", &spec).is_err());
+        assert!("epc_l1_tsm".parse::<Event>().is_ok());
     }
 
     #[test]

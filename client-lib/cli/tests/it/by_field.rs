@@ -1,0 +1,333 @@
+//! Counting per field (issue 28 item 4): `epcache run --array parts --by-field` over an array of
+//! `{double x, y, z; int id;}` whose measured function reads only `.x` gives every access and
+//! every miss to `x` and none to `y`, `z`, `id` or the padding, and the sum is the static count
+//! of the array in the standalone report of the same run; the same for a C struct, a C++ class
+//! and a Fortran derived type. `epcache request PID --by-field` on a running program reads the
+//! members through its pid, and `epcache histogram` draws a bar per member. An array that is no
+//! array of structures is refused before the program runs on, saying so.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::capture_support::{available, epcache_cc, region, runtime_built, structure};
+
+const CACHE: &str = "D1=8K,2,32;LL=1M,8,64";
+/// Elements of `parts` in every program.
+const N: u64 = 20_000;
+
+const C_SOURCE: &str = r#"#include <stdio.h>
+#define N 20000
+struct particle { double x, y, z; int id; };
+struct particle parts[N];
+double plain[N];
+
+__attribute__((noinline)) double sum_x(void)
+{
+    double s = 0;
+    for (int i = 0; i < N; i++)
+        s += parts[i].x;
+    return s;
+}
+
+int main(void)
+{
+    for (int i = 0; i < N; i++) {
+        parts[i].x = i; parts[i].y = 2 * i; parts[i].z = 3 * i; parts[i].id = i;
+        plain[i] = i;
+    }
+    printf("%g %g\n", sum_x(), plain[N - 1]);
+    return 0;
+}
+"#;
+
+const CPP_SOURCE: &str = r#"#include <cstdio>
+const int N = 20000;
+class particle {
+public:
+    double x, y, z;
+    int id;
+    static int made;
+    double norm() const { return x * x + y * y + z * z; }
+};
+int particle::made = 0;
+particle parts[N];
+
+__attribute__((noinline)) double sum_x()
+{
+    double s = 0;
+    for (int i = 0; i < N; i++)
+        s += parts[i].x;
+    return s;
+}
+
+int main()
+{
+    for (int i = 0; i < N; i++) {
+        parts[i].x = i; parts[i].y = 2 * i; parts[i].z = 3 * i; parts[i].id = i;
+    }
+    double s = sum_x();
+    std::printf("%g %g\n", s, parts[1].norm() + particle::made);
+    return 0;
+}
+"#;
+
+const FORTRAN_SOURCE: &str = r#"module particles
+  implicit none
+  integer, parameter :: n = 20000
+  type particle
+    real(8) :: x, y, z
+    integer :: id
+  end type
+  type(particle) :: parts(n)
+contains
+  function sum_x() result(s)
+    real(8) :: s
+    integer :: i
+    s = 0
+    do i = 1, n
+      s = s + parts(i)%x
+    end do
+  end function
+end module
+
+program use_particles
+  use particles
+  implicit none
+  integer :: i
+  do i = 1, n
+    parts(i)%x = i
+    parts(i)%y = 2 * i
+    parts(i)%z = 3 * i
+    parts(i)%id = i
+  end do
+  print *, sum_x()
+end program
+"#;
+
+/// Builds `source` (saved as `file`) with `epcache cc -- COMPILER -O1 -g` into `dir/parts`;
+/// false (the test skipped) when the compiler or the runtime is missing.
+fn build(dir: &Path, compiler: &str, file: &str, source: &str) -> bool {
+    if !available(compiler, "by_field") || !runtime_built("by_field") {
+        return false;
+    }
+    std::fs::write(dir.join(file), source).unwrap();
+    epcache_cc(dir, &[compiler, "-O1", "-g", file, "-o", "parts"]);
+    true
+}
+
+/// `epcache run --cache CACHE ARGS --json -- dir/parts`.
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE])
+        .args(args)
+        .args(["--json", "--"])
+        .arg(dir.join("parts"))
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The results and the standalone report `epcache run --all-regions --json` prints.
+fn documents(out: &Output) -> (serde_json::Value, serde_json::Value) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("no results in {stdout}\n{}", stderr(out)));
+    let mut docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(docs.len(), 2, "{stdout}");
+    let report = docs.pop().unwrap();
+    (docs.pop().unwrap(), report)
+}
+
+/// Runs the built program with a by-field request of reads and one of L1 load misses over
+/// `array` during `sum_x`, and checks both against the report.
+fn check(dir: &Path, array: &str) {
+    let out = run(
+        dir,
+        &[
+            "--all-regions",
+            "--by-field",
+            "--region",
+            "sum_x",
+            "--array",
+            array,
+            "--event",
+            "PAPI_L1_DCR",
+            "--region",
+            "sum_x",
+            "--array",
+            array,
+            "--event",
+            "PAPI_L1_LDM",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (results, report) = documents(&out);
+    let static_counts = &structure(region(&report, "sum_x"), array)["events"];
+    for (result, event) in results
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["PAPI_L1_DCR", "PAPI_L1_LDM"])
+    {
+        let named: Vec<(&str, u64)> = result["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["field"].as_str().unwrap(), b["count"].as_u64().unwrap()))
+            .collect();
+        let expected = static_counts[event].as_u64().unwrap();
+        assert!(expected > 0, "{event}: {static_counts:#}");
+        assert_eq!(
+            named,
+            [
+                ("x", expected),
+                ("y", 0),
+                ("z", 0),
+                ("id", 0),
+                ("(padding)", 0)
+            ],
+            "{event}: {result:#}"
+        );
+        assert_eq!(result["total"], expected, "{event}");
+        assert_eq!(result["request"]["bucket_bytes"], 32, "{event}");
+    }
+    // One read of `x` per element.
+    assert_eq!(static_counts["PAPI_L1_DCR"], N);
+}
+
+#[test]
+fn a_c_struct_read_only_through_x_gives_x_every_access_and_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    if build(dir.path(), "gcc", "parts.c", C_SOURCE) {
+        check(dir.path(), "parts");
+    }
+}
+
+#[test]
+fn a_cpp_class_gives_the_same_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    if build(dir.path(), "g++", "parts.cpp", CPP_SOURCE) {
+        check(dir.path(), "parts");
+    }
+}
+
+#[test]
+fn a_fortran_derived_type_gives_the_same_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    if build(dir.path(), "gfortran", "parts.f90", FORTRAN_SOURCE) {
+        check(dir.path(), "particles::parts");
+    }
+}
+
+#[test]
+fn an_array_of_scalars_is_refused_before_the_program_runs_on() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "gcc", "parts.c", C_SOURCE) {
+        return;
+    }
+    let out = run(
+        dir.path(),
+        &[
+            "--by-field",
+            "--region",
+            "sum_x",
+            "--array",
+            "plain",
+            "--event",
+            "PAPI_L1_DCR",
+        ],
+    );
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert!(
+        text.contains("`plain` is not an array of structures"),
+        "{text}"
+    );
+    // Refused before the program started: it printed nothing.
+    assert!(!text.contains("1.9999e+08"), "{text}");
+}
+
+/// `epcache request PID --by-field` reads the members through /proc/PID/exe and the daemon
+/// names the result's buckets by them; `epcache histogram` draws a bar per member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_a_running_program_reads_its_fields_through_its_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "gcc", "parts.c", C_SOURCE) {
+        return;
+    }
+    let mut launch = epcache_client::Launch::new(dir.path().join("parts"), "by-field-test");
+    launch.show_output = false;
+    let mut target = epcache_client::LocalTarget::launch(launch).await.unwrap();
+    let pid = target.pid().to_string();
+    let daemon = target.endpoint();
+    let epcache = |args: Vec<String>| {
+        let daemon = daemon.clone();
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_epcache"))
+                .args(&args)
+                .args(["--daemon", &daemon])
+                .output()
+                .unwrap()
+        })
+    };
+    let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    let out = epcache(args(&[
+        "request",
+        &pid,
+        "--region",
+        "sum_x",
+        "--array",
+        "parts",
+        "--event",
+        "PAPI_L1_DCR",
+        "--by-field",
+        "--json",
+    ]))
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let placed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(placed["buckets"], 5, "{placed}");
+    let names: Vec<&str> = placed["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["x", "y", "z", "id"]);
+    assert!(target.run_to_end().await.unwrap().success());
+    let id = placed["id"].as_u64().unwrap().to_string();
+    let out = epcache(args(&["histogram", &pid, &id])).await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let chart = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows: Vec<(String, String)> = chart
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            (
+                words.next().unwrap().to_owned(),
+                words.next().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("x", N.to_string()),
+        ("y", "0".into()),
+        ("z", "0".into()),
+        ("id", "0".into()),
+        ("(padding)", "0".into()),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b))
+    .collect();
+    assert_eq!(rows, expected, "{chart}");
+    target.finish().await.unwrap();
+}

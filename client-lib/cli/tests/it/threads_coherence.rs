@@ -1,0 +1,252 @@
+//! Threads as cores of one machine (`EPCACHE_CORES`): real OpenMP and pthread programs built
+//! with `epcache cc`, their standalone reports' coherence events per data structure, against
+//! hand counts where the interleaving is fixed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built, structure};
+
+/// Private L1 and L2 per core, an L3 both cores share.
+const MACHINE: &str = "D1=32K,8,64;L2=256K,8,64;L3=8M,16,64,shared";
+
+/// `kernel` built with `epcache cc -- gcc -O1 [flags]` into `dir`, or `None` (SKIPPED, or a
+/// failure under CI) when gcc or the runtime is missing.
+fn build(dir: &Path, kernel_name: &str, flags: &[&str], who: &str) -> Option<PathBuf> {
+    if !available("gcc", who) || !runtime_built(who) {
+        return None;
+    }
+    let source = kernel(kernel_name);
+    let mut line = vec!["gcc", "-O1"];
+    line.extend_from_slice(flags);
+    line.extend_from_slice(&[source.to_str().unwrap(), "-o", "program"]);
+    epcache_cc(dir, &line);
+    Some(dir.join("program"))
+}
+
+/// Runs `program` with a standalone report and `env`; its stdout and report.
+fn run(dir: &Path, program: &Path, env: &[(&str, &str)]) -> (String, serde_json::Value) {
+    let report = dir.join("report.json");
+    let out = Command::new(program)
+        .env("EPCACHE_REPORT", &report)
+        .env("EPCACHE_CACHE", MACHINE)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .expect("running the program");
+    assert!(
+        out.status.success(),
+        "{} failed:\n{}",
+        program.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&report).expect("the report was written");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        serde_json::from_str(&text).expect("the report is JSON"),
+    )
+}
+
+fn event(events: &serde_json::Value, name: &str) -> u64 {
+    events[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no event {name} in {events:#}"))
+}
+
+/// What the whole run counted for data structure `name`.
+fn program_events<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    &structure(region(report, "program"), name)["events"]
+}
+
+/// Two threads take turns under a barrier, so the order of their accesses is fixed: in each
+/// turn one thread reads and writes its own word of `packed` and the word `same`. Turn 0 is a
+/// cold miss; turn 1's read misses cold too (and downgrades the first core's copy), its write
+/// invalidates it; from turn 2 on every turn's read misses at L1 and L2 on a line the other
+/// core's write took away, never at the shared L3, and every write invalidates the other's
+/// copy. `packed`'s words are disjoint (false sharing), `same`'s the same (true sharing).
+#[test]
+fn lock_step_threads_count_exactly_the_hand_computed_coherence_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "lock_step_threads_count_exactly_the_hand_computed_coherence_events";
+    let Some(program) = build(dir.path(), "lockstep_sharing.c", &["-pthread"], who) else {
+        return;
+    };
+    let (stdout, report) = run(dir.path(), &program, &[("EPCACHE_CORES", "2")]);
+    assert_eq!(stdout.trim(), "500 500 1000");
+    assert_eq!(report["cores"], 2, "{report:#}");
+    const TURNS: u64 = 2 * 500;
+    // The threads' function: main's reads for its printf come after, outside it.
+    let turns = region(&report, "take_turns");
+    assert_eq!(turns["instances"], 2);
+    let packed = &structure(turns, "packed")["events"];
+    assert_eq!(event(packed, "PAPI_L1_DCR"), TURNS);
+    assert_eq!(event(packed, "PAPI_L1_LDM"), TURNS, "{packed:#}");
+    assert_eq!(event(packed, "PAPI_L1_STM"), 0, "{packed:#}");
+    assert_eq!(event(packed, "PAPI_CA_INV"), TURNS - 1, "{packed:#}");
+    for level in [1, 2] {
+        let name = |e: &str| format!("EPC_L{level}_{e}");
+        assert_eq!(event(packed, &name("COHM")), TURNS - 2, "{packed:#}");
+        assert_eq!(event(packed, &name("FSM")), TURNS - 2, "{packed:#}");
+        assert_eq!(event(packed, &name("TSM")), 0, "{packed:#}");
+    }
+    assert_eq!(event(packed, "EPC_L3_COHM"), 0);
+    assert_eq!(
+        event(packed, "PAPI_L3_LDM"),
+        1,
+        "one cold miss in the shared L3"
+    );
+    let same = &structure(turns, "same")["events"];
+    assert_eq!(event(same, "PAPI_CA_INV"), TURNS - 1, "{same:#}");
+    for level in [1, 2] {
+        assert_eq!(event(same, &format!("EPC_L{level}_TSM")), TURNS - 2);
+        assert_eq!(event(same, &format!("EPC_L{level}_FSM")), 0);
+    }
+    // One row per thread, without an OpenMP number (no OpenMP here), on cores 0 and 1 in some
+    // order (main took core 0, the two threads cores 1 and 0 as they started).
+    assert_eq!(turns["threads"], 2);
+    let rows = turns["per_thread"].as_array().expect("rows per thread");
+    assert!(
+        rows.iter().all(|r| r.get("openmp_thread").is_none()),
+        "{rows:#?}"
+    );
+    let mut cores: Vec<u64> = rows.iter().map(|r| r["core"].as_u64().unwrap()).collect();
+    cores.sort_unstable();
+    assert_eq!(cores, [0, 1]);
+    // The whole run holds them, and main's reads after the join on top: at most one more
+    // coherence miss per line, none of them an invalidation.
+    let all = program_events(&report, "packed");
+    assert_eq!(event(all, "PAPI_CA_INV"), TURNS - 1);
+    assert!(
+        (TURNS - 2..=TURNS - 1).contains(&event(all, "EPC_L1_FSM")),
+        "{all:#}"
+    );
+    let whole_run = &region(&report, "program")["events"];
+    assert_eq!(event(whole_run, "PAPI_CA_INV"), 2 * (TURNS - 1));
+}
+
+/// The same program with every thread simulating a hierarchy of its own (no `EPCACHE_CORES`):
+/// no coherence event, no `cores`, and the report keeps its old shape.
+#[test]
+fn without_cores_threads_keep_hierarchies_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "without_cores_threads_keep_hierarchies_of_their_own";
+    let Some(program) = build(dir.path(), "lockstep_sharing.c", &["-pthread"], who) else {
+        return;
+    };
+    let (_, report) = run(dir.path(), &program, &[]);
+    assert!(report.get("cores").is_none(), "{report:#}");
+    let packed = program_events(&report, "packed");
+    assert!(packed.get("EPC_L1_FSM").is_none(), "{packed:#}");
+    // Each thread's private hierarchy misses once on the line, then always hits; main's
+    // reads for its printf miss once in its own.
+    assert_eq!(event(packed, "PAPI_L1_LDM"), 3, "{packed:#}");
+    let turns = region(&report, "take_turns");
+    assert_eq!(
+        event(&structure(turns, "packed")["events"], "PAPI_L1_LDM"),
+        2
+    );
+}
+
+/// OpenMP counters side by side in one line against counters padded to a line each, and a
+/// counter both threads add to under `omp critical`, on a machine of two cores. The program's
+/// rounds end at barriers, so the line changes hands at least once a round (2,000 rounds of
+/// the counters, 200 of the locked one) however the host schedules the threads; while both run
+/// side by side, at nearly every write.
+#[test]
+fn openmp_false_sharing_shows_on_packed_counters_and_not_on_padded_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "openmp_false_sharing_shows_on_packed_counters_and_not_on_padded_ones";
+    let Some(program) = build(dir.path(), "omp_false_sharing.c", &["-fopenmp"], who) else {
+        return;
+    };
+    let (stdout, report) = run(
+        dir.path(),
+        &program,
+        &[("EPCACHE_CORES", "2"), ("OMP_NUM_THREADS", "2")],
+    );
+    assert_eq!(stdout.trim(), "400000 400000 40000");
+    let packed = program_events(&report, "packed");
+    let padded = program_events(&report, "padded");
+    let (packed_fsm, padded_fsm) = (event(packed, "EPC_L1_FSM"), event(padded, "EPC_L1_FSM"));
+    eprintln!(
+        "false sharing: packed {packed_fsm} (of {} writes), padded {padded_fsm}",
+        event(packed, "PAPI_L1_DCW")
+    );
+    assert!(packed_fsm >= 1000, "{packed:#}");
+    assert!(
+        packed_fsm >= 1000 * padded_fsm,
+        "packed {packed:#}\npadded {padded:#}"
+    );
+    assert_eq!(padded_fsm, 0, "{padded:#}");
+    assert_eq!(event(packed, "EPC_L1_TSM"), 0, "{packed:#}");
+    // The false-sharing misses are L1 misses of the packed counters.
+    assert!(event(packed, "PAPI_L1_DCM") >= packed_fsm);
+    // The counter under the lock changes hands as the lock does: true sharing only.
+    let shared = program_events(&report, "shared_total");
+    assert!(event(shared, "EPC_L1_TSM") > 0, "{shared:#}");
+    assert_eq!(event(shared, "EPC_L1_FSM"), 0, "{shared:#}");
+    // Per region: the packed loop's region holds the packed counters' false sharing (all but
+    // main's read for its printf, which may find the line taken by the other core).
+    let packed_loop = region(&report, "count_packed._omp_fn.0");
+    assert_eq!(packed_loop["instances"], 2, "one instance per thread");
+    let in_loop = event(&structure(packed_loop, "packed")["events"], "EPC_L1_FSM");
+    assert!(
+        (packed_fsm - 1..=packed_fsm).contains(&in_loop),
+        "{packed_loop:#}"
+    );
+}
+
+/// A tool's requests count coherence events like any other: through an embedded daemon, a
+/// summed count, one result per thread, and a histogram, of `EPC_L1_FSM` on the lock-step
+/// program's `packed` while the threads take turns (each thread's reads from its second turn
+/// on: 499 each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_count_coherence_events_per_thread_and_in_histograms() {
+    use epcache_client::{Aggregation, Launch, LocalTarget, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let who = "requests_count_coherence_events_per_thread_and_in_histograms";
+    let Some(program) = build(dir.path(), "lockstep_sharing.c", &["-pthread", "-g"], who) else {
+        return;
+    };
+    let mut launch = Launch::new(&program, "coherence-test").cache(MACHINE);
+    launch.env.push(("EPCACHE_CORES".into(), "2".into()));
+    launch.show_output = false;
+    let mut target = LocalTarget::launch(launch).await.unwrap();
+    let pid = target.pid();
+    let placed = target
+        .client()
+        .requests(
+            pid,
+            &[
+                Request::count("take_turns", "packed", "EPC_L1_FSM"),
+                Request::count("take_turns", "packed", "EPC_L1_FSM")
+                    .aggregation(Aggregation::PerThread),
+                Request::histogram("take_turns", "packed", "EPC_L1_FSM", 1),
+                Request::count("take_turns", "same", "EPC_L1_TSM"),
+                Request::count("take_turns", "packed", "PAPI_CA_INV"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(target.run_to_end().await.unwrap().success());
+    let results = target.client().results(pid, &[]).await.unwrap();
+    let result = |i: usize| {
+        results
+            .iter()
+            .find(|r| r.request.id == placed[i].id)
+            .unwrap()
+    };
+    assert_eq!((result(0).total, result(0).instances), (998, 2));
+    let mut rows: Vec<u64> = result(1).threads.iter().map(|r| r.total).collect();
+    rows.sort_unstable();
+    assert_eq!(rows, [499, 499], "{:?}", result(1));
+    assert_eq!(result(2).total, 998);
+    assert_eq!(
+        result(2).buckets.iter().map(|b| b.count).sum::<u64>(),
+        998,
+        "the histogram sums to the static count"
+    );
+    assert_eq!(result(3).total, 998);
+    assert_eq!(result(4).total, 999);
+    target.finish().await.unwrap();
+}

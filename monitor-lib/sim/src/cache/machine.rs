@@ -1,0 +1,527 @@
+//! A machine of cores: each core's private levels, the levels groups of cores (or all) share,
+//! and the MESI protocol that keeps the private copies coherent (`coherence.rs`), with the
+//! coherence events every access adds to its outcome.
+//!
+//! The levels are the spec's data levels, each [`Sharing`](super::Sharing) saying how many
+//! consecutive cores share one copy: core `c` uses copy `c / group` of a level. An access walks
+//! its core's copies exactly as [`Hierarchy`](super::Hierarchy) walks its levels in native mode
+//! (same write policies, inclusion, write-backs and per-line requests below a miss), so a
+//! machine of one core counts what a hierarchy of the same spec counts, whatever the spec's
+//! sharing says (a property test holds it to that on random specs and streams). The machine
+//! models data accesses only: an instruction cache in the spec is ignored (the runtime captures
+//! no fetches; replay keeps using the hierarchy), and it has none of the hierarchy's fast paths
+//! or line events.
+//!
+//! Before its walk, an access deals with the other cores, per line it touches (lines of the
+//! first level's size, which every level must share in a machine of more than one core):
+//! - a write from a core that does not own the line invalidates every copy of it not shared
+//!   with the writer ([`INVALIDATION`] at level 1 when it found one: `PAPI_CA_INV` counts
+//!   invalidation requests, one per write, however many copies they reach);
+//! - a read of a line another core owns (modified) downgrades that core's copies, their dirty
+//!   data written into the first level both share;
+//! - a core whose copy a write removed gets, on its next access to the line, a coherence miss
+//!   ([`COHERENCE_MISS`]) at each level it lost the copy from and misses at now, split into
+//!   false sharing ([`FALSE_SHARING_MISS`]: its bytes disjoint from every byte others wrote
+//!   since) and true sharing ([`TRUE_SHARING_MISS`]).
+//!
+//! The coherence bits sit in the upper half of each level's byte of
+//! [`AccessOutcome::event_bits`], above the read/write hit/miss bits, so events match them with
+//! the same one AND ([`CoreOutcome::event_bits`]).
+//!
+//! A read that hits a private first level needs nothing from the directory (another core's
+//! write would have removed the copy), so only writes and first-level misses look it up.
+
+use super::coherence::{Directory, MAX_CORES, byte_mask};
+use super::level::{CacheLevel, Probe, Victim};
+use super::{
+    AccessKind, AccessOutcome, CacheError, HierarchySpec, LevelResult, LevelStats, MAX_LEVELS,
+    WritePolicy,
+};
+
+/// Outcome bit (in a level's byte of [`CoreOutcome::event_bits`]): a miss on a line another
+/// core's write invalidated here.
+pub const COHERENCE_MISS: u8 = 0x10;
+/// A coherence miss whose bytes are disjoint from the bytes other cores wrote: false sharing.
+pub const FALSE_SHARING_MISS: u8 = 0x20;
+/// A coherence miss on bytes another core wrote: true sharing.
+pub const TRUE_SHARING_MISS: u8 = 0x40;
+/// At level 1 only: the access was a write that invalidated another core's copy.
+pub const INVALIDATION: u8 = 0x80;
+
+/// What one access of one core did: at every level, and to the other cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoreOutcome {
+    pub outcome: AccessOutcome,
+    /// The coherence bits, already at their levels' bytes.
+    pub coherence: u32,
+}
+
+impl CoreOutcome {
+    /// [`AccessOutcome::event_bits`] with the coherence bits: what events match against.
+    #[inline]
+    pub fn event_bits(&self) -> u32 {
+        self.outcome.event_bits() | self.coherence
+    }
+}
+
+/// One core's coherence totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CoherenceStats {
+    /// Writes that invalidated another core's copy (`PAPI_CA_INV`).
+    pub invalidations: u64,
+    /// Per data level: coherence misses, and how many were false and true sharing.
+    pub coherence_misses: [u64; MAX_LEVELS],
+    pub false_sharing: [u64; MAX_LEVELS],
+    pub true_sharing: [u64; MAX_LEVELS],
+    /// Reads that downgraded another core's modified copy.
+    pub downgrades: u64,
+}
+
+#[derive(Debug, Clone)]
+struct MachineLevel {
+    name: String,
+    write: WritePolicy,
+    inclusive: bool,
+    /// Consecutive cores per copy.
+    group: usize,
+    copies: Vec<CacheLevel>,
+}
+
+/// A simulated machine of `cores` cores over one spec (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Machine {
+    spec: HierarchySpec,
+    cores: usize,
+    levels: Vec<MachineLevel>,
+    /// Per core, per data level: what that core's accesses did there.
+    stats: Vec<[LevelStats; MAX_LEVELS]>,
+    coherence: Vec<CoherenceStats>,
+    directory: Directory,
+    /// log2 of the coherence line (the first level's line size).
+    line_bits: u32,
+    /// Whether every core has its own first level (a read hit there needs no directory).
+    private_first: bool,
+    requests: Vec<(u64, u64)>,
+    next_requests: Vec<(u64, u64)>,
+    /// Per line of the access being simulated that its core had lost: (levels lost, bytes
+    /// others wrote, bytes it touches).
+    classify: Vec<(u8, u64, u64)>,
+}
+
+impl Machine {
+    /// An empty machine of `cores` cores (1 to [`MAX_CORES`]) over the data levels of `spec`.
+    pub fn new(spec: &HierarchySpec, cores: usize) -> Result<Self, CacheError> {
+        let err = |why: String| CacheError::Spec {
+            spec: spec.to_string(),
+            why,
+        };
+        if !(1..=MAX_CORES).contains(&cores) {
+            return Err(err(format!(
+                "a machine has 1 to {MAX_CORES} cores, not {cores}"
+            )));
+        }
+        if spec.data.is_empty() || spec.data.len() > MAX_LEVELS {
+            return Err(err(format!(
+                "a machine needs 1 to {MAX_LEVELS} data levels"
+            )));
+        }
+        let line = spec.data[0].geometry.line_size;
+        if cores > 1 && spec.data.iter().any(|l| l.geometry.line_size != line) {
+            return Err(err(format!(
+                "coherence among {cores} cores needs one line size at every data level; give every level {line}-byte lines"
+            )));
+        }
+        let levels = spec
+            .data
+            .iter()
+            .map(|l| {
+                let group = l.sharing.group_size(cores);
+                let copies = (0..cores.div_ceil(group))
+                    .map(|_| CacheLevel::new(l.geometry, l.replacement))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(MachineLevel {
+                    name: l.name.clone(),
+                    write: l.write,
+                    inclusive: l.inclusive,
+                    group,
+                    copies,
+                })
+            })
+            .collect::<Result<Vec<_>, CacheError>>()?;
+        let private_first = levels[0].group == 1;
+        Ok(Self {
+            spec: spec.clone(),
+            cores,
+            levels,
+            stats: vec![[LevelStats::default(); MAX_LEVELS]; cores],
+            coherence: vec![CoherenceStats::default(); cores],
+            directory: Directory::default(),
+            line_bits: line.trailing_zeros(),
+            private_first,
+            requests: Vec::with_capacity(8),
+            next_requests: Vec::with_capacity(8),
+            classify: Vec::with_capacity(2),
+        })
+    }
+
+    /// The spec the machine was built from.
+    pub fn spec(&self) -> &HierarchySpec {
+        &self.spec
+    }
+
+    /// Number of cores.
+    pub fn cores(&self) -> usize {
+        self.cores
+    }
+
+    /// Number of data levels.
+    pub fn depth(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Name of data level `level`.
+    pub fn level_name(&self, level: usize) -> &str {
+        &self.levels[level].name
+    }
+
+    /// How many cores share one copy of data level `level`.
+    pub fn group_size(&self, level: usize) -> usize {
+        self.levels[level].group
+    }
+
+    /// What core `core`'s accesses did at data level `level`.
+    pub fn core_stats(&self, core: usize, level: usize) -> &LevelStats {
+        &self.stats[core][level]
+    }
+
+    /// Data level `level`'s totals over every core.
+    pub fn level_stats(&self, level: usize) -> LevelStats {
+        let mut sum = LevelStats::default();
+        for core in &self.stats {
+            let s = &core[level];
+            sum.reads += s.reads;
+            sum.writes += s.writes;
+            sum.read_misses += s.read_misses;
+            sum.write_misses += s.write_misses;
+            sum.instr_fetches += s.instr_fetches;
+            sum.instr_misses += s.instr_misses;
+            sum.writebacks += s.writebacks;
+            sum.back_invalidations += s.back_invalidations;
+        }
+        sum
+    }
+
+    /// Core `core`'s coherence totals.
+    pub fn coherence_stats(&self, core: usize) -> &CoherenceStats {
+        &self.coherence[core]
+    }
+
+    /// Zeroes every total; cache contents and the directory stay.
+    pub fn reset_stats(&mut self) {
+        self.stats.fill([LevelStats::default(); MAX_LEVELS]);
+        self.coherence.fill(CoherenceStats::default());
+    }
+
+    /// Whether core `core`'s copy of data level `level` holds the line of `addr`.
+    pub fn holds(&self, core: usize, level: usize, addr: u64) -> bool {
+        let l = &self.levels[level];
+        l.copies[core / l.group].contains(addr >> l.copies[0].line_bits())
+    }
+
+    /// Simulates a data load or store of `size` bytes at `addr` by core `core` (taken modulo the
+    /// number of cores), coherence first (see the module doc).
+    pub fn access(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> CoreOutcome {
+        let core = core % self.cores;
+        if self.cores == 1 {
+            return CoreOutcome {
+                outcome: self.walk(core, addr, size, kind),
+                coherence: 0,
+            };
+        }
+        let len = u64::from(size.max(1));
+        let bits = self.line_bits;
+        let mut classify = std::mem::take(&mut self.classify);
+        classify.clear();
+        let mut invalidated = false;
+        for block in addr >> bits..=(addr + len - 1) >> bits {
+            let bytes = byte_mask(block, bits, addr, len);
+            let lost = self.before_access(core, block, bytes, kind, &mut invalidated);
+            if let Some((levels, written)) = lost {
+                classify.push((levels, written, bytes));
+            }
+        }
+        let outcome = self.walk(core, addr, size, kind);
+        let mut coherence = 0u32;
+        for &(levels, written, bytes) in &classify {
+            for (level, result) in outcome.levels.iter().enumerate().take(self.levels.len()) {
+                if levels & (1 << level) == 0 || *result != LevelResult::Miss {
+                    continue;
+                }
+                let sharing = if written & bytes != 0 {
+                    TRUE_SHARING_MISS
+                } else {
+                    FALSE_SHARING_MISS
+                };
+                coherence |= u32::from(COHERENCE_MISS | sharing) << (8 * level);
+            }
+        }
+        self.classify = classify;
+        if invalidated {
+            coherence |= u32::from(INVALIDATION);
+        }
+        if coherence != 0 {
+            self.count_coherence(core, coherence);
+        }
+        CoreOutcome { outcome, coherence }
+    }
+
+    fn count_coherence(&mut self, core: usize, bits: u32) {
+        let stats = &mut self.coherence[core];
+        stats.invalidations += u64::from(bits & u32::from(INVALIDATION) != 0);
+        for level in 0..self.levels.len() {
+            let byte = (bits >> (8 * level)) as u8;
+            stats.coherence_misses[level] += u64::from(byte & COHERENCE_MISS != 0);
+            stats.false_sharing[level] += u64::from(byte & FALSE_SHARING_MISS != 0);
+            stats.true_sharing[level] += u64::from(byte & TRUE_SHARING_MISS != 0);
+        }
+    }
+
+    /// The coherence actions of `core`'s access to line `block` (touching `bytes` of it) before
+    /// the walk; returns the levels the core had lost the line from and the bytes others wrote
+    /// since, when it had.
+    fn before_access(
+        &mut self,
+        core: usize,
+        block: u64,
+        bytes: u64,
+        kind: AccessKind,
+        invalidated: &mut bool,
+    ) -> Option<(u8, u64)> {
+        if kind == AccessKind::Read
+            && self.private_first
+            && self.levels[0].copies[core].contains(block)
+        {
+            return None;
+        }
+        let me = core as u8;
+        let cores = self.cores;
+        let Self {
+            directory, levels, ..
+        } = self;
+        let line = directory.entry(block).or_default();
+        let lost = line.take_pending(me).map(|p| (p.levels, p.written));
+        let mut downgrade_from = None;
+        match kind {
+            AccessKind::Write => {
+                line.written_by(me, bytes);
+                if line.owner != Some(me) {
+                    let others = line.holders & !(1u64 << core);
+                    let mut removed = [0u64; MAX_LEVELS];
+                    for other in cores_of(others) {
+                        for (level, l) in levels.iter_mut().enumerate() {
+                            let (theirs, mine) = (other / l.group, core / l.group);
+                            if theirs != mine
+                                && removed[level] & (1 << theirs) == 0
+                                && l.copies[theirs].invalidate(block).is_some()
+                            {
+                                removed[level] |= 1 << theirs;
+                            }
+                        }
+                    }
+                    let mut holders = 1u64 << core;
+                    for other in cores_of(others) {
+                        let mut gone = 0u8;
+                        let mut shares_a_copy = false;
+                        for (level, l) in levels.iter().enumerate() {
+                            let (theirs, mine) = (other / l.group, core / l.group);
+                            if theirs != mine {
+                                gone |= u8::from(removed[level] & (1 << theirs) != 0) << level;
+                            } else if l.group < cores {
+                                shares_a_copy = true;
+                            }
+                        }
+                        if gone != 0 {
+                            line.lost(other as u8, gone, bytes);
+                        }
+                        if shares_a_copy {
+                            holders |= 1 << other;
+                        }
+                    }
+                    *invalidated |= removed.iter().any(|&r| r != 0);
+                    line.holders = holders;
+                    line.owner = Some(me);
+                }
+            }
+            AccessKind::Read => {
+                if let Some(owner) = line.owner.filter(|&o| o != me) {
+                    downgrade_from = Some(usize::from(owner));
+                    line.owner = None;
+                }
+                line.holders |= 1 << core;
+            }
+        }
+        if let Some(owner) = downgrade_from {
+            self.downgrade(core, owner, block);
+        }
+        lost
+    }
+
+    /// `owner`'s copies of `block` not shared with `core` become clean (Shared); dirty data
+    /// goes into the first level the two share, counted as a write-back of the level that held it.
+    fn downgrade(&mut self, core: usize, owner: usize, block: u64) {
+        let mut dirty_at = None;
+        let mut common = None;
+        for (level, l) in self.levels.iter_mut().enumerate() {
+            let theirs = owner / l.group;
+            if theirs == core / l.group {
+                common = Some(level);
+                break;
+            }
+            if l.copies[theirs].clean(block) == Some(true) && dirty_at.is_none() {
+                dirty_at = Some(level);
+            }
+        }
+        self.coherence[core].downgrades += 1;
+        if let Some(level) = dirty_at {
+            self.stats[core][level].writebacks += 1;
+            if let Some(common) = common {
+                let bits = self.line_bits;
+                self.write_back(core, common, block << bits, 1 << bits);
+            }
+        }
+    }
+
+    /// [`Hierarchy`](super::Hierarchy)'s general walk (native mode, data path) through `core`'s copies.
+    fn walk(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> AccessOutcome {
+        let mut out = AccessOutcome {
+            kind,
+            levels: [LevelResult::NotReached; MAX_LEVELS],
+        };
+        let mut requests = std::mem::take(&mut self.requests);
+        let mut next = std::mem::take(&mut self.next_requests);
+        requests.clear();
+        requests.push((addr, u64::from(size.max(1))));
+        // Whether the bytes being written are carried at this level (true until a write-back
+        // level absorbs them; below it, the requests are fills).
+        let mut carries_write = kind == AccessKind::Write;
+        for depth in 0..self.levels.len() {
+            let write_through = self.levels[depth].write == WritePolicy::WriteThrough;
+            let dirty = carries_write && !write_through;
+            let allocate = !(carries_write && write_through);
+            let copy = core / self.levels[depth].group;
+            let bits = self.levels[depth].copies[copy].line_bits();
+            next.clear();
+            let mut missed = false;
+            for &(a, len) in &requests {
+                for block in a >> bits..=(a + len - 1) >> bits {
+                    let probe = self.levels[depth].copies[copy].probe(block, allocate, dirty);
+                    let pass_down = match probe {
+                        Probe::Hit => carries_write && write_through,
+                        Probe::Filled { victim } => {
+                            missed = true;
+                            if let Some(v) = victim {
+                                self.evicted(core, depth, v);
+                            }
+                            true
+                        }
+                        Probe::Bypassed => {
+                            missed = true;
+                            true
+                        }
+                    };
+                    if pass_down {
+                        next.push((block << bits, 1 << bits));
+                    }
+                }
+            }
+            out.levels[depth] = if missed {
+                LevelResult::Miss
+            } else {
+                LevelResult::Hit
+            };
+            let stats = &mut self.stats[core][depth];
+            *stats.demand(kind) += 1;
+            *stats.demand_misses(kind) += u64::from(missed);
+            if next.is_empty() {
+                break;
+            }
+            carries_write &= write_through;
+            std::mem::swap(&mut requests, &mut next);
+        }
+        self.requests = requests;
+        self.next_requests = next;
+        out
+    }
+
+    /// A line displaced from `core`'s copy of `depth`: back-invalidation above an inclusive
+    /// level (in every core the copy serves), then the write-back of dirty data.
+    fn evicted(&mut self, core: usize, depth: usize, victim: Victim) {
+        let l = &self.levels[depth];
+        let bits = l.copies[0].line_bits();
+        let start = victim.block << bits;
+        let mut dirty = victim.dirty;
+        if l.inclusive && depth > 0 {
+            dirty |= self.back_invalidate(core, depth, start, 1 << bits);
+        }
+        if dirty {
+            self.stats[core][depth].writebacks += 1;
+            self.write_back(core, depth + 1, start, 1 << bits);
+        }
+    }
+
+    /// Removes `[start, start+len)` from every copy above `core`'s copy of `depth` (those of
+    /// all the cores it serves); returns whether any removed copy was dirty.
+    fn back_invalidate(&mut self, core: usize, depth: usize, start: u64, len: u64) -> bool {
+        let group = self.levels[depth].group;
+        let first = core / group * group;
+        let last = (first + group).min(self.cores) - 1;
+        let mut dirty = false;
+        for upper in 0..depth {
+            let l = &mut self.levels[upper];
+            let bits = l.copies[0].line_bits();
+            for copy in first / l.group..=last / l.group {
+                for block in start >> bits..=(start + len - 1) >> bits {
+                    if let Some(was_dirty) = l.copies[copy].invalidate(block) {
+                        dirty |= was_dirty;
+                        self.stats[core][upper].back_invalidations += 1;
+                    }
+                }
+            }
+        }
+        dirty
+    }
+
+    /// Writes dirty data `[start, start+len)` into `core`'s copy of `depth` (a no-op below the
+    /// last level).
+    fn write_back(&mut self, core: usize, depth: usize, start: u64, len: u64) {
+        let Some(l) = self.levels.get(depth) else {
+            return;
+        };
+        if l.write == WritePolicy::WriteThrough {
+            self.write_back(core, depth + 1, start, len);
+            return;
+        }
+        let copy = core / l.group;
+        let bits = l.copies[copy].line_bits();
+        for block in start >> bits..=(start + len - 1) >> bits {
+            let cache = &mut self.levels[depth].copies[copy];
+            if cache.mark_dirty(block) {
+                continue;
+            }
+            if let Probe::Filled {
+                victim: Some(victim),
+            } = cache.probe(block, true, true)
+            {
+                self.evicted(core, depth, victim);
+            }
+        }
+    }
+}
+
+/// The cores of a core set, lowest first.
+fn cores_of(set: u64) -> impl Iterator<Item = usize> {
+    (0..MAX_CORES).filter(move |&c| set & (1 << c) != 0)
+}
+
+#[cfg(test)]
+mod tests;

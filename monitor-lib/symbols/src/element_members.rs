@@ -1,0 +1,158 @@
+//! The members of an array's element when the element is a structure (a C struct, a C++ class, a
+//! Fortran derived type), read from DWARF: each member's name, byte offset within the element and
+//! size, in offset order. What a by-field request buckets by.
+
+use gimli::AttributeValue;
+
+use super::debug_info::{Reader, type_size};
+
+/// One member of a structure element.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Member {
+    /// The member's name as declared (`x`); a C++ base class by its type's name (an empty base
+    /// is left out: it takes no bytes).
+    pub name: String,
+    /// Bytes from the element's first byte to the member's.
+    pub offset: u64,
+    /// Bytes of the member (a bit-field: the bytes its storage unit spans).
+    pub bytes: u64,
+}
+
+/// Most members read from one structure: malformed DWARF cannot make the reader allocate much,
+/// and a by-field histogram has one bucket per member.
+pub const MAX_MEMBERS: usize = 1024;
+
+/// The members of the element of the array that variable `entry` has as its type (through
+/// typedefs and qualifiers on both sides), in offset order; empty when the variable is no array
+/// of structures, or a member's place is not a constant (a C++ virtual base). Members that
+/// overlap an earlier one (a union's, or a bit-field sharing a unit) are kept: the histogram
+/// gives each byte to the first member holding it.
+pub(super) fn element_members<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> Vec<Member> {
+    let Some(array) = follow(unit, entry, &[gimli::DW_TAG_array_type]) else {
+        return Vec::new();
+    };
+    let Some(element) = follow(
+        unit,
+        &array,
+        &[gimli::DW_TAG_structure_type, gimli::DW_TAG_class_type],
+    ) else {
+        return Vec::new();
+    };
+    members(dwarf, unit, &element, 4).unwrap_or_default()
+}
+
+/// The first type down `entry`'s `DW_AT_type` chain whose tag is one of `tags`, through typedefs
+/// and qualifiers a few deep (a cycle in malformed DWARF ends).
+fn follow<'a>(
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+    tags: &[gimli::DwTag],
+) -> Option<gimli::DebuggingInformationEntry<Reader<'a>>> {
+    let mut ty = entry.clone();
+    for _ in 0..8 {
+        let AttributeValue::UnitRef(offset) = ty.attr_value(gimli::DW_AT_type)? else {
+            return None;
+        };
+        ty = unit.entry(offset).ok()?;
+        match ty.tag() {
+            tag if tags.contains(&tag) => return Some(ty),
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn members<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    structure: &gimli::DebuggingInformationEntry<Reader<'a>>,
+    depth: u32,
+) -> Option<Vec<Member>> {
+    let depth = depth.checked_sub(1)?;
+    let mut tree = unit.entries_tree(Some(structure.offset())).ok()?;
+    let root = tree.root().ok()?;
+    let mut children = root.children();
+    let mut out = Vec::new();
+    while let Ok(Some(child)) = children.next() {
+        let d = child.entry();
+        let inherited = d.tag() == gimli::DW_TAG_inheritance;
+        if d.tag() != gimli::DW_TAG_member && !inherited {
+            continue;
+        }
+        // A C++ static data member (DWARF 4 marks it external, a declaration): no bytes here.
+        if d.attr_value(gimli::DW_AT_external).is_some()
+            || d.attr_value(gimli::DW_AT_declaration).is_some()
+        {
+            continue;
+        }
+        let base = inherited
+            .then(|| {
+                follow(
+                    unit,
+                    d,
+                    &[gimli::DW_TAG_structure_type, gimli::DW_TAG_class_type],
+                )
+            })
+            .flatten();
+        // An empty base class takes no bytes of the element (DWARF still sizes it 1).
+        if let Some(base) = &base
+            && members(dwarf, unit, base, depth).is_some_and(|m| m.is_empty())
+        {
+            continue;
+        }
+        let bytes = type_size(unit, d, 0, 8).unwrap_or(0);
+        let offset = match d.attr_value(gimli::DW_AT_data_member_location) {
+            Some(AttributeValue::Udata(v)) => v,
+            Some(AttributeValue::Data1(v)) => u64::from(v),
+            Some(AttributeValue::Data2(v)) => u64::from(v),
+            Some(AttributeValue::Data4(v)) => u64::from(v),
+            Some(AttributeValue::Data8(v)) => v,
+            Some(AttributeValue::Sdata(v)) => u64::try_from(v).ok()?,
+            // An expression (a virtual base's place is found at run time).
+            Some(_) => return None,
+            // A bit-field in DWARF 4+ gives its place in bits; else a union member, at 0.
+            None => match d.attr_value(gimli::DW_AT_data_bit_offset) {
+                Some(AttributeValue::Udata(bits)) => bits / 8,
+                Some(_) => return None,
+                None => 0,
+            },
+        };
+        let name = match d.attr_value(gimli::DW_AT_name) {
+            Some(value) => name_of(dwarf, unit, value),
+            None => base
+                .as_ref()
+                .and_then(|base| base.attr_value(gimli::DW_AT_name))
+                .map(|value| name_of(dwarf, unit, value))
+                .unwrap_or_default(),
+        };
+        if out.len() == MAX_MEMBERS {
+            return None;
+        }
+        out.push(Member {
+            name,
+            offset,
+            bytes,
+        });
+    }
+    out.sort_by_key(|m| m.offset);
+    Some(out)
+}
+
+fn name_of<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    value: AttributeValue<Reader<'a>>,
+) -> String {
+    dwarf
+        .attr_string(unit, value)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
