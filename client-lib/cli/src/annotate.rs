@@ -16,7 +16,9 @@ use crate::output::print_stdout;
 /// file:line"), like cg_annotate.
 ///
 /// Only misses are counted per line (each level's read and write misses, named as Cachegrind
-/// names them: D1mr, D1mw, L2mr, ...): most hits are counted without their code address.
+/// names them: D1mr, D1mw, L2mr, ...), and on a machine of cores (EPCACHE_CORES) the coherence
+/// events (EPC_L1_FSM, ...; in the callgrind and CSV columns, and as --event): most hits are
+/// counted without their code address.
 /// A line's misses within a region count the accesses made while the region was open,
 /// nested regions included; `program` (the default) is the whole run.
 ///
@@ -33,7 +35,7 @@ pub(crate) struct AnnotateArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     top: usize,
     /// The event the lines are ordered by (text): PAPI_L1_LDM, PAPI_L1_STM, PAPI_L1_DCM (the
-    /// default), ... or Cachegrind's names (D1mr, D1mw, L2mr, ...).
+    /// default), ... or Cachegrind's names (D1mr, D1mw, L2mr, ...), or a coherence event.
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
     /// The region whose lines to show [default: program, the whole run].

@@ -9,7 +9,8 @@
 //! (`fn=`, in its file `fl=`), at the line of the access, with lines of code inlined from
 //! another file under `fi=` (and `fe=` back). Data structures are not extra columns (their
 //! names would have to be mangled into event names, and a column per structure and event makes
-//! the table unreadable past a few arrays): a file holds one data structure's misses, or all of
+//! the table unreadable past a few arrays): on a machine of cores the lines' coherence events
+//! follow as columns of their own (`EPC_L1_FSM`, ...). A file holds one data structure's misses, or all of
 //! them summed, as `--data-structure` asks; one file per structure of interest.
 
 use std::collections::BTreeMap;
@@ -86,6 +87,8 @@ struct Selected<'a> {
     region: &'a str,
     /// Per level (L1 first): its name and the report's event names of its read and write misses.
     columns: Vec<(String, String, String)>,
+    /// The lines' other events (a machine's coherence events), after the misses' columns.
+    extras: Vec<String>,
     rows: Vec<(Position, Vec<u64>)>,
 }
 
@@ -113,6 +116,22 @@ impl LineReport {
                 )
             })
             .collect()
+    }
+
+    /// The events of the lines beyond each level's read and write misses (and their sums): a
+    /// machine's coherence events, by the report's names.
+    fn extras(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .regions
+            .iter()
+            .flat_map(|r| &r.lines)
+            .flat_map(|l| l.events.keys())
+            .filter(|e| !(e.ends_with("_LDM") || e.ends_with("_STM") || e.ends_with("_DCM")))
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 
     fn select(&self, selection: &Selection) -> anyhow::Result<Selected<'_>> {
@@ -143,6 +162,7 @@ impl LineReport {
             );
         }
         let columns = self.columns();
+        let extras = self.extras();
         let mut sums: BTreeMap<Position, Vec<u64>> = BTreeMap::new();
         for l in region.lines.iter().filter(|l| {
             selection
@@ -158,15 +178,19 @@ impl LineReport {
             };
             let sum = sums
                 .entry(position)
-                .or_insert_with(|| vec![0; 2 * columns.len()]);
+                .or_insert_with(|| vec![0; 2 * columns.len() + extras.len()]);
             for (i, (_, read, write)) in columns.iter().enumerate() {
                 sum[2 * i] += l.events.get(read).copied().unwrap_or(0);
                 sum[2 * i + 1] += l.events.get(write).copied().unwrap_or(0);
+            }
+            for (i, event) in extras.iter().enumerate() {
+                sum[2 * columns.len() + i] += l.events.get(event).copied().unwrap_or(0);
             }
         }
         Ok(Selected {
             region: &region.name,
             columns,
+            extras,
             rows: sums.into_iter().collect(),
         })
     }
@@ -179,7 +203,14 @@ fn cachegrind_event(level: &str, write: bool) -> String {
 
 /// The report event `event` as a column index of [`Selected::columns`]' 2n columns, or the
 /// sum of a level's two (`PAPI_Lk_DCM`): the indices to add.
-fn event_columns(columns: &[(String, String, String)], event: &str) -> anyhow::Result<Vec<usize>> {
+fn event_columns(
+    columns: &[(String, String, String)],
+    extras: &[String],
+    event: &str,
+) -> anyhow::Result<Vec<usize>> {
+    if let Some(i) = extras.iter().position(|e| e == event) {
+        return Ok(vec![2 * columns.len() + i]);
+    }
     for (i, (name, read, write)) in columns.iter().enumerate() {
         if event == read || event == cachegrind_event(name, false) {
             return Ok(vec![2 * i]);
@@ -195,9 +226,10 @@ fn event_columns(columns: &[(String, String, String)], event: &str) -> anyhow::R
         .iter()
         .enumerate()
         .flat_map(|(i, (_, r, w))| [r.clone(), w.clone(), format!("PAPI_L{}_DCM", i + 1)])
+        .chain(extras.iter().cloned())
         .collect();
     bail!(
-        "lines count misses only; {event:?} is none of {}",
+        "lines count misses (and a machine's coherence events) only; {event:?} is none of {}",
         known.join(", ")
     )
 }
@@ -239,7 +271,7 @@ pub(crate) fn render_text(
     let selected = report.select(selection)?;
     let default_event = "PAPI_L1_DCM";
     let event = event.unwrap_or(default_event);
-    let by = event_columns(&selected.columns, event)?;
+    let by = event_columns(&selected.columns, &selected.extras, event)?;
     let key = |counts: &[u64]| by.iter().map(|&i| counts[i]).sum::<u64>();
     let total: u64 = selected.rows.iter().map(|(_, c)| key(c)).sum();
     let mut rows: Vec<&(Position, Vec<u64>)> = selected.rows.iter().collect();
@@ -322,6 +354,7 @@ pub(crate) fn render_text(
     }
     let unattributed: u64 = by
         .iter()
+        .filter(|&&i| i < 2 * selected.columns.len())
         .map(|&i| {
             let (_, read, write) = &selected.columns[i / 2];
             let name = if i % 2 == 0 { read } else { write };
@@ -374,6 +407,7 @@ pub(crate) fn render_callgrind(
         .columns
         .iter()
         .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)])
+        .chain(selected.extras.iter().cloned())
         .collect();
     let mut out = String::new();
     let _ = writeln!(out, "# callgrind format");
@@ -394,6 +428,9 @@ pub(crate) fn render_callgrind(
     for (i, (level, _, _)) in selected.columns.iter().enumerate() {
         let _ = writeln!(out, "event: {} : {level} read misses", names[2 * i]);
         let _ = writeln!(out, "event: {} : {level} write misses", names[2 * i + 1]);
+    }
+    for extra in &selected.extras {
+        let _ = writeln!(out, "event: {extra} : {extra} (coherence)");
     }
     let _ = writeln!(out, "events: {}", names.join(" "));
     // Per compiled function (the outermost frame), in its file; inlined lines of other files
@@ -444,9 +481,11 @@ pub(crate) fn render_callgrind(
 
 /// Every region's rows as CSV, one per region, position and data structure: `region`, `file`,
 /// `line`, `function`, `inlined_from` (`function@file:line` frames joined by `;`),
-/// `data_structure`, then each level's read and write misses (Cachegrind's names).
+/// `data_structure`, then each level's read and write misses (Cachegrind's names), then, on a
+/// machine of cores, the coherence events by the report's names.
 pub(crate) fn render_csv(report: &LineReport, selection: &Selection) -> anyhow::Result<String> {
     let columns = report.columns();
+    let extras = report.extras();
     let mut out = String::new();
     let mut header = vec![
         "region".to_owned(),
@@ -461,6 +500,7 @@ pub(crate) fn render_csv(report: &LineReport, selection: &Selection) -> anyhow::
             .iter()
             .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)]),
     );
+    header.extend(extras.iter().cloned());
     let _ = writeln!(out, "{}", header.join(","));
     // A region or data structure asked for that the report lacks is an error, not an empty file.
     if selection.region.is_some() || selection.data_structure.is_some() {
@@ -500,6 +540,9 @@ pub(crate) fn render_csv(report: &LineReport, selection: &Selection) -> anyhow::
             for (_, read, write) in &columns {
                 cells.push(l.events.get(read).copied().unwrap_or(0).to_string());
                 cells.push(l.events.get(write).copied().unwrap_or(0).to_string());
+            }
+            for event in &extras {
+                cells.push(l.events.get(event).copied().unwrap_or(0).to_string());
             }
             let _ = writeln!(out, "{}", cells.join(","));
         }

@@ -350,7 +350,8 @@ fn false_sharing_is_counted_for_the_line_that_writes_the_packed_counters() {
         &[],
         &["gcc", "-g", "-O1", "-fopenmp", source, "-o", "program"],
     );
-    let report = dir.path().join("report.json");
+    let report_path = dir.path().join("report.json");
+    let report = &report_path;
     let out = Command::new(dir.path().join("program"))
         .env("EPCACHE_REPORT", &report)
         .env(
@@ -365,7 +366,7 @@ fn false_sharing_is_counted_for_the_line_that_writes_the_packed_counters() {
         .unwrap();
     check_output("the OpenMP counters on two cores", &out);
     let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
     let program = &report["regions"][0];
     let packed_fsm = program["data_structures"]
         .as_array()
@@ -399,4 +400,25 @@ fn false_sharing_is_counted_for_the_line_that_writes_the_packed_counters() {
         on_line + 1 >= packed_fsm && on_line + elsewhere == packed_fsm,
         "line {adding}: {on_line} of {packed_fsm}, elsewhere {elsewhere}: {program:#}"
     );
+    // The CSV carries the coherence events as columns of their own.
+    let csv = epcache(
+        dir.path(),
+        &[
+            "annotate",
+            report_path.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--region",
+            "program",
+            "--data-structure",
+            "packed",
+        ],
+    );
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = header.iter().position(|h| *h == "EPC_L1_FSM").unwrap();
+    let from_csv: u64 = lines
+        .map(|l| l.split(',').nth(column).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(from_csv, packed_fsm);
 }
