@@ -119,6 +119,15 @@ fn per_line_misses_of_inlined_kernels_agree_with_cg_annotate() {
         .unwrap();
     assert!(deepest >= 2, "dot inlined into product inlined into main");
 
+    // Every access is made while `main`, the one region the kernels left, is open: its lines are
+    // the program's.
+    let main = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "main")
+        .expect("a main region");
+    assert_eq!(main["lines"], report["regions"][0]["lines"]);
     let ours = our_lines(&report);
     let theirs: BTreeMap<u32, cachegrind::CgCounts> = cachegrind::per_function(&plain, &[], &SHAPE)
         .lines
@@ -353,7 +362,7 @@ fn false_sharing_is_counted_for_the_line_that_writes_the_packed_counters() {
     let report_path = dir.path().join("report.json");
     let report = &report_path;
     let out = Command::new(dir.path().join("program"))
-        .env("EPCACHE_REPORT", &report)
+        .env("EPCACHE_REPORT", report)
         .env(
             "EPCACHE_CACHE",
             "D1=32K,8,64;L2=256K,8,64;L3=8M,16,64,shared",
