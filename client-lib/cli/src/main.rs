@@ -15,6 +15,8 @@
 //!   `step.rs`, `resume.rs` (`continue`), `watch.rs`, `results.rs`, `histogram.rs` (with
 //!   `array_labels.rs`); what they share (address, token, tool name, `--json`) is
 //!   `connection.rs`;
+//! - `annotate.rs`: a standalone report's per-line misses as a table with source text, or in
+//!   Callgrind's format or CSV (`line_report.rs`, which `run.rs` uses too);
 //! - printing helpers: `numbers.rs`, `output.rs`, `progress.rs`.
 //!
 //! Architecture Invariant: no subcommand holds logic a library crate could hold; errors are
@@ -22,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+mod annotate;
 mod array_labels;
 mod by_field;
 mod cancel;
@@ -31,6 +34,7 @@ mod demo;
 mod demo_plot;
 mod describe;
 mod histogram;
+mod line_report;
 mod numbers;
 mod output;
 mod preflight;
@@ -76,6 +80,7 @@ enum Command {
     Watch(watch::WatchArgs),
     Results(results::ResultsArgs),
     Histogram(histogram::HistogramArgs),
+    Annotate(annotate::AnnotateArgs),
 }
 
 impl Command {
@@ -93,7 +98,7 @@ impl Command {
             Command::Watch(a) => a.json,
             Command::Results(a) => a.json,
             Command::Histogram(a) => a.json,
-            Command::Demo(_) | Command::Cc(_) | Command::Trace(_) => false,
+            Command::Demo(_) | Command::Cc(_) | Command::Trace(_) | Command::Annotate(_) => false,
         }
     }
 }
@@ -149,5 +154,6 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Results(args) => results::run(&args),
         Command::Histogram(args) => histogram::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Annotate(args) => annotate::annotate(&args),
     }
 }

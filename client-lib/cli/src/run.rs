@@ -18,6 +18,7 @@ use tokio_stream::StreamExt;
 
 use crate::by_field;
 use crate::connection::json;
+use crate::line_report::{self, LineFormat, LineReport, Selection};
 use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
@@ -112,6 +113,17 @@ pub(crate) struct RunArgs {
     /// Write the results (or the report) to FILE instead of stdout, in the format asked.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// With --all-regions: write the report's per-line misses instead of its table, in
+    /// Callgrind's format (`--output callgrind.out.PID` for callgrind_annotate and KCachegrind)
+    /// or as CSV; `epcache annotate --help` says what they hold.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        requires = "all_regions",
+        conflicts_with = "json"
+    )]
+    format: Option<RunReportFormat>,
     /// With --all-regions: the order of regions and of the data structures within each.
     #[arg(long, value_enum, default_value_t = SortKey::Program, value_name = "KEY")]
     sort: SortKey,
@@ -121,6 +133,17 @@ pub(crate) struct RunArgs {
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
     command: Vec<OsString>,
+}
+
+/// `--format` of `epcache run --all-regions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RunReportFormat {
+    /// The regions' table (as without --format).
+    Table,
+    /// The program region's lines in Callgrind's format.
+    Callgrind,
+    /// Every region's lines as CSV.
+    Csv,
 }
 
 /// `--site-block` of `epcache run` and `epcache request`.
@@ -513,20 +536,44 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
             eprintln!("epcache: the run was not monitored: {error}");
             return Ok(NOT_MONITORED);
         }
-        emit(
-            args,
-            &if args.json {
-                text.trim_end().to_owned() + "\n"
-            } else {
-                report_table::render(
-                    &parsed,
-                    report_table::Layout {
-                        sort: args.sort,
-                        top: args.top,
-                    },
-                )
-            },
-        )?;
+        let lines = match args.format {
+            Some(RunReportFormat::Callgrind) => Some(LineFormat::Callgrind),
+            Some(RunReportFormat::Csv) => Some(LineFormat::Csv),
+            Some(RunReportFormat::Table) | None => None,
+        };
+        if let Some(format) = lines {
+            let what = program.to_string_lossy();
+            let report = LineReport::parse(&text, &what)?;
+            let command: Vec<String> = args
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let out = line_report::render(
+                &report,
+                format,
+                &Selection::default(),
+                None,
+                usize::MAX,
+                &command.join(" "),
+            )?;
+            emit(args, &out)?;
+        } else {
+            emit(
+                args,
+                &if args.json {
+                    text.trim_end().to_owned() + "\n"
+                } else {
+                    report_table::render(
+                        &parsed,
+                        report_table::Layout {
+                            sort: args.sort,
+                            top: args.top,
+                        },
+                    )
+                },
+            )?;
+        }
     }
     if refused {
         return Ok(NOT_MONITORED);

@@ -170,6 +170,8 @@ pub struct CgRun {
     pub stdout: String,
     pub functions: BTreeMap<String, CgCounts>,
     pub files: BTreeMap<String, CgCounts>,
+    /// Each source line's counts, by (file as Cachegrind names it, line).
+    pub lines: BTreeMap<(String, u32), CgCounts>,
 }
 
 impl CgRun {
@@ -241,6 +243,7 @@ pub fn per_function(program: &Path, args: &[&str], shape: &Shape) -> CgRun {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         functions,
         files,
+        lines: parse_out_file_lines(&text),
     }
 }
 
@@ -301,6 +304,56 @@ pub fn parse_out_file(text: &str) -> CountMaps {
         }
     }
     (functions, files)
+}
+
+/// Sums the cost lines per source line: (the `fl=` file, the line), over every function whose
+/// code holds it (a line inlined into several functions, or in the `fi=` of another's).
+pub fn parse_out_file_lines(text: &str) -> BTreeMap<(String, u32), CgCounts> {
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))
+        .expect("an events: line in Cachegrind's output")
+        .split_whitespace()
+        .collect();
+    let index = |name: &str| {
+        events
+            .iter()
+            .position(|e| *e == name)
+            .unwrap_or_else(|| panic!("Cachegrind ran without the {name} event: {events:?}"))
+    };
+    let (dr, d1mr, dlmr) = (index("Dr"), index("D1mr"), index("DLmr"));
+    let (dw, d1mw, dlmw) = (index("Dw"), index("D1mw"), index("DLmw"));
+    let mut lines: BTreeMap<(String, u32), CgCounts> = BTreeMap::new();
+    let mut file = String::new();
+    for line in text.lines() {
+        if let Some(name) = line
+            .strip_prefix("fl=")
+            .or_else(|| line.strip_prefix("fi="))
+            .or_else(|| line.strip_prefix("fe="))
+        {
+            file = name.trim().to_owned();
+            continue;
+        }
+        if !line.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let mut fields = line.split_whitespace();
+        let Some(number) = fields.next().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let counts: Vec<u64> = fields
+            .map(|v| v.parse().expect("a count in a Cachegrind cost line"))
+            .collect();
+        let at = |i: usize| counts.get(i).copied().unwrap_or(0);
+        let c = lines.entry((file.clone(), number)).or_default();
+        c.dr += at(dr);
+        c.d1mr += at(d1mr);
+        c.dlmr += at(dlmr);
+        c.dw += at(dw);
+        c.d1mw += at(d1mw);
+        c.dlmw += at(dlmw);
+    }
+    lines
 }
 
 /// Runs `valgrind TOOL_ARGS program` in the program's directory with nothing on stdin and

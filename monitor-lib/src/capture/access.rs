@@ -2,13 +2,17 @@
 //! `sancov_abi.rs`) and the explicit [`read()`] and [`write()`].
 //!
 //! While nothing may capture, a hook is one load of a global and a return. While anything may,
-//! a fixed-size hook reads the thread's hook block (`hook_block.rs`) from the thread pointer
-//! and, for a repeat hit of a thread that captures and has no switch to pick up, increments a
-//! count and returns: no call, no register saved. Everything else is a tail call to an
-//! out-of-line path, `extern "C"` only so that it cannot unwind, so the hooks need no landing
-//! pad and no frame of their own. A thread whose state is stale (it switched on, another thread
-//! switched off) stops capturing at its next access rather than at its next sync point; that
-//! only honours the switch sooner.
+//! a fixed-size hook answers a repeat hit itself (`tsan_abi.rs`: a few thread-local loads and
+//! an increment) and leaves everything else to the slow paths here, [`simulate_on_at`] and
+//! [`may_capture_at`], `extern "C"` only so that they cannot unwind, so the hooks need no
+//! landing pad and no frame of their own. A thread whose state is stale (it switched on,
+//! another thread switched off) stops capturing at its next access rather than at its next
+//! sync point; that only honours the switch sooner.
+//!
+//! Each slow path takes the access's code address (for per-line attribution, `line_table.rs`):
+//! the hook's return address, which `tsan_abi.rs` reads off the stack at no cost to the hit
+//! path; the address the compiler gave to a `_pc` hook; 0 (unknown) from the explicit
+//! [`read()`] and [`write()`].
 
 use epcache_sim::cache::AccessKind;
 
@@ -17,7 +21,7 @@ use super::runtime_guard::state;
 use super::switches::anything_may_capture;
 use super::sync::{sync, sync_point};
 use super::this_thread;
-use super::thread_block::{with_filter, with_hooks};
+use super::thread_block::with_filter;
 
 /// A captured load of `size` bytes at `addr` by this thread.
 #[inline(always)]
@@ -41,70 +45,31 @@ pub fn write(addr: u64, size: u32) {
 #[inline(always)]
 fn access(addr: u64, size: u32, kind: AccessKind) {
     if anything_may_capture() {
-        may_capture(addr, size, kind == AccessKind::Write);
+        may_capture_at(addr, size, kind == AccessKind::Write, 0);
     }
 }
 
-/// A captured load of `SIZE` bytes at `addr` (the fixed-size hooks).
-#[inline(always)]
-pub(super) fn read_sized<const SIZE: u32>(addr: u64) {
-    if anything_may_capture() {
-        active::<SIZE, false>(addr);
-    }
-}
-
-/// A captured store of `SIZE` bytes at `addr` (the fixed-size hooks).
-#[inline(always)]
-pub(super) fn write_sized<const SIZE: u32>(addr: u64) {
-    if anything_may_capture() {
-        active::<SIZE, true>(addr);
-    }
-}
-
-/// A fixed-size access while anything may capture: a repeat hit (see `filter.rs`) of a thread
-/// that captures and has no switch to pick up is counted here, in one thread-local block and
-/// one increment; everything else goes on to [`may_capture`] by a tail call. The block is
-/// reached from the thread pointer (`thread_block.rs`), so no register is saved around it.
+/// `this_thread::simulate` for a thread known to be [`ThreadState::On`], of an access at code
+/// address `pc`; `extern "C"` so that it cannot unwind (see [`may_capture_at`]).
 #[inline(never)]
-extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
-    let (synced_on, hit) = with_hooks(|h| {
-        let synced_on = h.synced_on();
-        (
-            synced_on,
-            synced_on && h.filter().repeat_hit(addr, SIZE, WRITE),
-        )
-    });
-    if hit {
-        return;
-    }
-    if synced_on {
-        // Nothing to sync and the thread captures: straight to the simulator.
-        simulate_on(addr, SIZE, WRITE);
-    } else {
-        may_capture(addr, SIZE, WRITE);
-    }
-}
-
-/// `this_thread::simulate` for a thread known to be [`ThreadState::On`]; `extern "C"` so that it
-/// cannot unwind (see [`may_capture`]).
-#[inline(never)]
-extern "C" fn simulate_on(addr: u64, size: u32, write: bool) {
+pub(super) extern "C" fn simulate_on_at(addr: u64, size: u32, write: bool, pc: u64) {
     if !write {
-        return this_thread::simulate(addr, size, AccessKind::Read);
+        return this_thread::simulate(addr, size, AccessKind::Read, pc);
     }
     // The first write to the line a read just brought to the front of its set (`x += ...`):
     // an L1 hit whose data structure the filter knows, simulated without the rest of the path.
     if with_filter(|f| f.clean_write(addr, size)) {
-        this_thread::clean_write(addr, size);
+        this_thread::clean_write(addr, size, pc);
     } else {
-        this_thread::simulate(addr, size, AccessKind::Write);
+        this_thread::simulate(addr, size, AccessKind::Write, pc);
     }
 }
 
-/// `extern "C"` only so that it cannot unwind: the `extern "C"` hooks then need no unwind
-/// landing pad around the call and jump to it as a tail call, with no frame of their own.
+/// The slow path of an access at code address `pc` (0: unknown). `extern "C"` only so that it
+/// cannot unwind: the `extern "C"` hooks then need no unwind landing pad around the call and
+/// jump to it as a tail call, with no frame of their own.
 #[inline(never)]
-extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
+pub(super) extern "C" fn may_capture_at(addr: u64, size: u32, write: bool, pc: u64) {
     // The switch-epoch check lives here rather than at region boundaries: only while some
     // thread may capture can a thread have a switch to pick up.
     sync_point();
@@ -118,18 +83,18 @@ extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
         } else {
             AccessKind::Read
         };
-        not_off(state, addr, size, kind);
+        not_off(state, addr, size, kind, pc);
     }
 }
 
 #[inline(always)]
-fn not_off(now: ThreadState, addr: u64, size: u32, kind: AccessKind) {
+fn not_off(now: ThreadState, addr: u64, size: u32, kind: AccessKind, pc: u64) {
     match now {
-        ThreadState::On => this_thread::simulate(addr, size, kind),
+        ThreadState::On => this_thread::simulate(addr, size, kind, pc),
         ThreadState::NeedsSync => {
             sync();
             if state() == ThreadState::On {
-                this_thread::simulate(addr, size, kind);
+                this_thread::simulate(addr, size, kind, pc);
             }
         }
         _ => {}

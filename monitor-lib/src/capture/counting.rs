@@ -225,7 +225,8 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
 
     #[inline(always)]
     fn outcome(&mut self, context: RecordContext, bits: u32) {
-        self.monitoring.count_bits(context.structure, bits);
+        // The record holds no code address (yet): its misses count for the unknown one.
+        self.monitoring.count_bits(context.structure, bits, 0);
     }
 }
 
@@ -251,14 +252,20 @@ impl Core {
     /// into `ThreadCapture::access` across the codegen units (the runtime is built without
     /// LTO), as it was when both lived in one module: the call cost about 9% of the path.
     #[inline]
-    pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+    pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         if let Some(core) = self.machine_core {
-            self.access_on_machine(core, addr, size, kind);
+            self.access_on_machine(core, addr, size, kind, pc);
             return;
         }
         if self.monitoring.counting {
-            self.counting
-                .access(&mut self.simulator, &mut self.monitoring, addr, size, kind);
+            self.counting.access(
+                &mut self.simulator,
+                &mut self.monitoring,
+                addr,
+                size,
+                kind,
+                pc,
+            );
         } else {
             self.uncounted(addr, size, kind);
         }
@@ -268,7 +275,7 @@ impl Core {
     /// (the monitor's requests count it meanwhile), then counted per level, per data structure
     /// and per coherence event once the lock is let go.
     #[inline(never)]
-    fn access_on_machine(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) {
+    fn access_on_machine(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         let Core {
             simulator,
             monitoring,
@@ -287,9 +294,9 @@ impl Core {
         }
         for (piece, out) in machine_pieces.iter() {
             let structure = monitoring.finder.structure_of(*piece);
-            monitoring.count_in(structure, &out.outcome, counting.levels);
+            monitoring.count_in(structure, &out.outcome, counting.levels, pc);
             if out.coherence != 0 {
-                monitoring.count_coherence(structure, out.coherence);
+                monitoring.count_coherence(structure, out.coherence, pc);
             }
         }
     }
@@ -346,6 +353,7 @@ impl Counting {
     /// outcome comes back from the simulator's fast path; its block then owns its L1 set's
     /// entry in the repeat-hit filter (when on), whose earlier owner's hits are counted now.
     /// Wider or straddling accesses are counted per line, and their sets' entries forgotten.
+    /// Misses are counted for the access's code address `pc` too (0: unknown).
     #[inline(always)]
     fn access(
         &mut self,
@@ -354,6 +362,7 @@ impl Counting {
         addr: u64,
         size: u32,
         kind: AccessKind,
+        pc: u64,
     ) {
         // Accesses the inline miss path batched come first.
         self.drain_batch(simulator, monitoring);
@@ -362,14 +371,14 @@ impl Counting {
         let line = addr >> self.line_bits;
         with_filter(|f| f.settle(line, |block| simulator.mark_l1_dirty(block)));
         let Some(outcome) = simulator.access_in_line(addr, size, kind) else {
-            self.access_lines(simulator, monitoring, addr, size, kind);
+            self.access_lines(simulator, monitoring, addr, size, kind, pc);
             return;
         };
         let write = kind == AccessKind::Write;
         with_filter(|f| {
             let (structure, whole_line) =
                 monitoring.finder.structure_of_line(addr, self.line_bits, f);
-            monitoring.count_bits(structure, outcome);
+            monitoring.count_bits(structure, outcome, pc);
             f.take_over(line, write, whole_line, |p| self.take(monitoring, p));
             if whole_line {
                 self.entry_structures[self.entry_of(addr)] = structure.map_or(0, |s| s as u32 + 1);
@@ -422,10 +431,11 @@ impl Counting {
         addr: u64,
         size: u32,
         kind: AccessKind,
+        pc: u64,
     ) {
         let levels = self.levels;
         with_filter(|f| f.settle_lines(addr, size, |block| simulator.mark_l1_dirty(block)));
-        simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels));
+        simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels, pc));
         with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
     }
 
@@ -440,6 +450,7 @@ impl Counting {
         monitoring: &mut Monitoring,
         addr: u64,
         size: u32,
+        pc: u64,
     ) {
         // The batch may hold the access that made this line the entry's owner: after it, the
         // entry's data structure is the line's.
@@ -449,7 +460,7 @@ impl Counting {
             None => straddling_access(simulator, addr, size, AccessKind::Write),
         };
         let structure = (self.entry_structures[self.entry_of(addr)] as usize).checked_sub(1);
-        monitoring.count_bits(structure, outcome);
+        monitoring.count_bits(structure, outcome, pc);
     }
 
     /// Counts repeat hits the filter hands back.
@@ -603,13 +614,13 @@ mod tests {
                 } else if !with_filter(|f| f.repeat_hit(addr, size, write)) {
                     if write && with_filter(|f| f.clean_write(addr, size)) {
                         clean_writes += 1;
-                        counting.clean_write(&mut fast_sim, &mut fast, addr, size);
+                        counting.clean_write(&mut fast_sim, &mut fast, addr, size, 0);
                     } else {
-                        counting.access(&mut fast_sim, &mut fast, addr, size, kind);
+                        counting.access(&mut fast_sim, &mut fast, addr, size, kind, 0);
                     }
                 }
                 let levels = counting.levels;
-                slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels));
+                slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels, 0));
                 if step % 50_000 == 25_000 {
                     let forget = step % 100_000 == 25_000;
                     counting.flush(&mut fast_sim, &mut fast, forget);

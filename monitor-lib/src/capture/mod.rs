@@ -17,14 +17,16 @@
 //!    (region entry and exit), `sync` (the sync point, and the explicit switch).
 //! 3. **The process**: `start_up` (with `globals`, the program's globals as data structures),
 //!    `process_end_abi` (the exit, fork-child and crash handlers), `process_end` (the report at
-//!    every end, and the fork child), `report` (the report gathered and written).
+//!    every end, and the fork child), `report` (the report gathered and written), `report_lines`
+//!    (its per-line rows, named by source line).
 //! 4. **The thread**: `this_thread` (the calling thread's capture and what happens to it),
 //!    `thread_capture` (one thread's capture, and its hand-off to the worker), `counting` (how
 //!    its accesses are simulated and counted), `worker` (the simulation thread), `hand_over`
 //!    (which threads hold counts the totals lack).
 //! 5. **What is counted**: `totals` (the run's sums), `monitoring` (requests bound at a
 //!    region's entry, results published at its exit, standalone counts), `structure_finder`
-//!    (which data structure holds an address), `heap` (heap blocks named by allocation context).
+//!    (which data structure holds an address), `heap` (heap blocks named by allocation context),
+//!    `line_table` (misses per code address).
 //! 6. **The thread block**: `runtime_guard` (the state byte as the runtime changes it),
 //!    `thread_block` (the block at a fixed offset from the thread pointer), and what it holds:
 //!    `hook_block` (the state byte, the synced switches and the filter), `region_stack` (open
@@ -67,6 +69,7 @@ mod globals;
 mod hand_over;
 mod heap;
 mod hook_block;
+mod line_table;
 mod mcc;
 mod monitoring;
 mod process_end;
@@ -74,6 +77,7 @@ mod program;
 mod region_registry;
 mod region_stack;
 mod report;
+mod report_lines;
 mod runtime_guard;
 mod settings;
 mod start_up;
@@ -112,6 +116,7 @@ pub use report::{
     AccessHandling, CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion,
     ReportShape, report_from_totals, write_report,
 };
+pub use report_lines::ReportLine;
 pub use settings::{CACHE_ENV, CORES_ENV, CaptureError, REPORT_ENV};
 pub use sync::{disable_all, enable_all};
 pub use this_thread::flush_current_thread;

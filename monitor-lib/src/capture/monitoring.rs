@@ -18,6 +18,7 @@ use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_sim::simulator::Simulator;
 
 use super::data;
+use super::line_table::{LineTable, NO_REGION_NODE};
 use super::mcc;
 use super::region_registry::RegionRef;
 use super::structure_finder::StructureFinder;
@@ -158,6 +159,8 @@ struct Snapshot {
     /// a mergesort's eight times the run's, and a recursion of depth n quadratic in n). It
     /// keeps no counts of its own, so it costs no copy.
     nested: bool,
+    /// The regions open from here on, as a node of the line table's region paths.
+    line_node: u32,
 }
 
 /// A thread's monitoring state.
@@ -177,6 +180,8 @@ pub(crate) struct Monitoring {
     /// Instances of each region (by id) open in `stack`.
     open: Vec<u32>,
     pub(crate) regions: HashMap<u32, RegionCounts>,
+    /// Misses per code address, regions open and data structure (`line_table.rs`).
+    pub(crate) lines: LineTable,
     /// The thread's OS id, read at its first per-thread result ([`os_thread_id`]).
     thread_id: Option<u32>,
 }
@@ -194,6 +199,7 @@ impl Monitoring {
             stack: Vec::new(),
             open: Vec::new(),
             regions: HashMap::new(),
+            lines: LineTable::default(),
             thread_id: None,
         }
     }
@@ -205,7 +211,7 @@ impl Monitoring {
     /// and its entry snapshot starts again from zero, so its exit adds only the rest.
     pub(crate) fn hand_over_counts(
         &mut self,
-        hand_over: impl FnOnce(&HashMap<u32, RegionCounts>, &[Counts]),
+        hand_over: impl FnOnce(&HashMap<u32, RegionCounts>, &[Counts], &LineTable),
     ) {
         for snapshot in self.stack.iter_mut().filter(|s| !s.nested) {
             let acc = self.regions.entry(snapshot.region).or_default();
@@ -213,7 +219,8 @@ impl Monitoring {
             snapshot.levels = [0; COUNTS];
             snapshot.structures.clear();
         }
-        hand_over(&self.regions, &self.structures);
+        hand_over(&self.regions, &self.structures, &self.lines);
+        self.lines.clear_counts();
         self.totals = [0; COUNTS];
         self.regions.clear();
         // Counting indexes the vector without growing it: it keeps its length.
@@ -247,9 +254,9 @@ impl Monitoring {
     /// counters: the thread's and its structure's, both picked by the outcome's bits without a
     /// loop; an access that reached a deeper level goes through every level out of line.
     #[inline(always)]
-    pub(crate) fn count(&mut self, addr: u64, outcome: &AccessOutcome, levels: usize) {
+    pub(crate) fn count(&mut self, addr: u64, outcome: &AccessOutcome, levels: usize, pc: u64) {
         let structure = self.finder.structure_of(addr);
-        self.count_in(structure, outcome, levels);
+        self.count_in(structure, outcome, levels, pc);
     }
 
     /// [`Self::count`] for an access already attributed to `structure`.
@@ -259,6 +266,7 @@ impl Monitoring {
         structure: Option<usize>,
         outcome: &AccessOutcome,
         levels: usize,
+        pc: u64,
     ) {
         let bits = outcome.event_bits();
         // Only the first level reached: its one bit (read/write × hit/miss) is the index.
@@ -268,16 +276,21 @@ impl Monitoring {
             if let Some(counts) = counts_of(&mut self.structures, structure) {
                 counts[index] += 1;
             }
+            // A miss of a hierarchy of one level.
+            if index & 1 == 1 {
+                self.count_line(pc, structure, bits);
+            }
             return;
         }
-        self.count_levels(structure, outcome, levels);
+        self.count_levels(structure, outcome, levels, pc);
     }
 
     /// [`Self::count_in`] of an access whose outcome is given as its
     /// [`AccessOutcome::event_bits`]: each level reached has one bit set in its byte, so the
-    /// bit's position names the counter, with no outcome read back from memory.
+    /// bit's position names the counter, with no outcome read back from memory. A miss is also
+    /// counted for its code address `pc` (`line_table.rs`), out of line.
     #[inline(always)]
-    pub(crate) fn count_bits(&mut self, structure: Option<usize>, bits: u32) {
+    pub(crate) fn count_bits(&mut self, structure: Option<usize>, bits: u32, pc: u64) {
         let mut counts = counts_of(&mut self.structures, structure);
         // The first level is always reached: its counter without a loop.
         let first = (bits.trailing_zeros() & 3) as usize;
@@ -287,6 +300,10 @@ impl Monitoring {
         }
         let rest = bits & !0xFF;
         if rest == 0 {
+            // A miss of a hierarchy of one level.
+            if first & 1 == 1 {
+                self.count_line(pc, structure, bits);
+            }
             return;
         }
         // The second level, reached by every L1 miss: peeled off the loop, which only a third
@@ -311,6 +328,7 @@ impl Monitoring {
             }
             rest &= rest - 1;
         }
+        self.count_line(pc, structure, bits);
     }
 
     /// L1 hits counted elsewhere (the repeat-hit filter's), of the structure `structure`
@@ -336,9 +354,9 @@ impl Monitoring {
     }
 
     /// Counts the coherence events of one access (a machine's `CoreOutcome::coherence` bits),
-    /// beside its outcome, for `structure`.
+    /// beside its outcome, for `structure`, and for code address `pc` (`line_table.rs`).
     #[inline(never)]
-    pub(crate) fn count_coherence(&mut self, structure: Option<usize>, coherence: u32) {
+    pub(crate) fn count_coherence(&mut self, structure: Option<usize>, coherence: u32, pc: u64) {
         let mut counts = counts_of(&mut self.structures, structure);
         let mut rest = coherence;
         while rest != 0 {
@@ -353,10 +371,31 @@ impl Monitoring {
             }
             rest &= rest - 1;
         }
+        self.count_line_events(pc, structure, 0, coherence);
+    }
+
+    /// Counts the misses in `bits` for code address `pc`, the regions open and `structure`.
+    #[inline(never)]
+    fn count_line(&mut self, pc: u64, structure: Option<usize>, bits: u32) {
+        self.count_line_events(pc, structure, bits, 0);
+    }
+
+    /// [`Self::count_line`] of misses (`bits`) and coherence events (`coherence`).
+    #[inline(always)]
+    fn count_line_events(&mut self, pc: u64, structure: Option<usize>, bits: u32, coherence: u32) {
+        let node = self.stack.last().map_or(NO_REGION_NODE, |s| s.line_node);
+        let structure = structure.map_or(0, |s| s as u32 + 1);
+        self.lines.count(pc, node, structure, bits, coherence);
     }
 
     #[inline(never)]
-    fn count_levels(&mut self, structure: Option<usize>, outcome: &AccessOutcome, levels: usize) {
+    fn count_levels(
+        &mut self,
+        structure: Option<usize>,
+        outcome: &AccessOutcome,
+        levels: usize,
+        pc: u64,
+    ) {
         for level in 0..levels.min(MAX_LEVELS) {
             let bits = outcome.bits_at(level);
             if bits == 0 {
@@ -367,6 +406,10 @@ impl Monitoring {
             if let Some(counts) = counts_of(&mut self.structures, structure) {
                 counts[index] += 1;
             }
+        }
+        let bits = outcome.event_bits();
+        if bits & 0x0A0A_0A0A != 0 {
+            self.count_line(pc, structure, bits);
         }
     }
 
@@ -380,12 +423,15 @@ impl Monitoring {
             }
             let nested = self.open[id] > 0;
             self.open[id] += 1;
+            let parent = self.stack.last().map_or(NO_REGION_NODE, |s| s.line_node);
             self.stack.push(if nested {
                 Snapshot {
                     region: region.id,
                     levels: [0; COUNTS],
                     structures: Vec::new(),
                     nested,
+                    // The same regions stay open.
+                    line_node: parent,
                 }
             } else {
                 Snapshot {
@@ -393,6 +439,7 @@ impl Monitoring {
                     levels: self.totals,
                     structures: self.structures.clone(),
                     nested,
+                    line_node: self.lines.paths.child(parent, region.id),
                 }
             });
         }

@@ -18,6 +18,7 @@ use super::cores;
 use super::data::{self, DataStructure};
 use super::monitoring::{COHERENCE_COUNTS, Counts};
 use super::region_registry::{self, RegionMeta};
+use super::report_lines::{ReportLine, line_rows, miss_events};
 use super::runtime_guard::RuntimeGuard;
 use super::settings::{CACHE_ENV, CaptureError, process_spec};
 use super::this_thread::{close_all_open, flush_current_thread};
@@ -57,6 +58,9 @@ pub struct CaptureReport {
     pub levels: Vec<LevelTotals>,
     /// `program` (the whole run) first, then every region that ran, in registration order.
     pub regions: Vec<ReportRegion>,
+    /// Misses counted for no source line because the per-line tables were full (64 Ki keys per
+    /// thread and for the process); every other miss is in a region's `lines`.
+    pub unattributed_line_misses: BTreeMap<String, u64>,
 }
 
 /// Which paths a run's accesses took.
@@ -111,6 +115,10 @@ pub struct ReportRegion {
     pub events: BTreeMap<String, u64>,
     /// Counts of the accesses to each data structure touched in the region.
     pub data_structures: Vec<ReportDataStructure>,
+    /// Misses per source line of the accesses made while the region was open (nested regions
+    /// included), per data structure, most L1 misses first. Only misses are counted per line:
+    /// most hits are counted by the repeat-hit filter without their code address.
+    pub lines: Vec<ReportLine>,
 }
 
 /// One thread's part of a region.
@@ -360,7 +368,9 @@ impl CaptureReport {
             events.insert(papi("DCM"), level.read_misses + level.write_misses);
         }
         let depth = data_level_names.len();
+
         let coherence = cores.is_some();
+        let mut rows = line_rows(&standalone.lines, structures, depth, coherence);
         if let Some(totals) = coherence_totals {
             add_coherence_events(&mut events, depth, |level, event| match event {
                 0 => totals.coherence_misses[level],
@@ -379,6 +389,7 @@ impl CaptureReport {
             per_thread: Vec::new(),
             events,
             data_structures: structures_of(&standalone.structures, structures, depth, coherence),
+            lines: rows.remove(&None).unwrap_or_default(),
         }];
         let mut ran: Vec<_> = standalone.regions.iter().collect();
         ran.sort_by_key(|(id, _)| *id);
@@ -403,6 +414,7 @@ impl CaptureReport {
                 per_thread: per_thread_rows(standalone, *id, depth, coherence),
                 events: events_of(&counts.levels, depth, coherence),
                 data_structures: structures_of(&counts.structures, structures, depth, coherence),
+                lines: rows.remove(&Some(*id)).unwrap_or_default(),
             });
         }
         Self {
@@ -416,6 +428,7 @@ impl CaptureReport {
             handled: AccessHandling::default(),
             levels,
             regions: report_regions,
+            unattributed_line_misses: miss_events(&standalone.lines.unattributed, depth, coherence),
         }
     }
 
@@ -527,6 +540,7 @@ mod tests {
             &StandaloneTotals {
                 regions: Vec::new(),
                 structures: Vec::new(),
+                lines: super::super::line_table::LineTotals::empty(),
                 threads: Vec::new(),
             },
             &[],

@@ -63,14 +63,14 @@ fn on_main_thread() -> bool {
 /// Simulates an access of a thread known to capture, on its capture (made at its first
 /// access). Inlined into the hooks' slow paths: a guard's store in, a store out.
 #[inline(always)]
-pub(super) fn simulate(addr: u64, size: u32, kind: AccessKind) {
+pub(super) fn simulate(addr: u64, size: u32, kind: AccessKind, pc: u64) {
     let _busy = RuntimeGuard::enter_capturing();
     // `try_with` fails only while the thread's destructors run: those accesses are dropped.
     let _ = THREAD.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
             match slot.as_mut() {
-                Some(capture) => capture.access(addr, size, kind),
-                None => first_access(&mut slot, addr, size, kind),
+                Some(capture) => capture.access(addr, size, kind, pc),
+                None => first_access(&mut slot, addr, size, kind, pc),
             }
         }
     });
@@ -79,20 +79,20 @@ pub(super) fn simulate(addr: u64, size: u32, kind: AccessKind) {
 /// A write of a thread known to capture that the filter found to hit a clean line it owns
 /// (`Filter::clean_write`), simulated and counted without the rest of the path.
 #[inline(always)]
-pub(super) fn clean_write(addr: u64, size: u32) {
+pub(super) fn clean_write(addr: u64, size: u32, pc: u64) {
     let _busy = RuntimeGuard::enter_capturing();
-    with_existing_capture(|c| c.clean_write(addr, size));
+    with_existing_capture(|c| c.clean_write(addr, size, pc));
 }
 
 /// A thread's first simulated access: its capture is created, then the access simulated.
 #[cold]
-fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: AccessKind) {
+fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: AccessKind, pc: u64) {
     *slot = new_thread_capture();
     if let Some(capture) = slot.as_mut() {
         if let Some(core) = capture.core() {
             core.refresh_filter();
         }
-        capture.access(addr, size, kind);
+        capture.access(addr, size, kind, pc);
     }
 }
 

@@ -358,9 +358,10 @@ impl ThreadCapture {
         totals::merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
         core.simulator.reset_level_stats();
         core.counting.repeat_hits = [0; 2];
-        core.monitoring.hand_over_counts(|regions, structures| {
-            totals::merge_standalone(regions, structures, who)
-        });
+        core.monitoring
+            .hand_over_counts(|regions, structures, lines| {
+                totals::merge_standalone(regions, structures, lines, who)
+            });
         self.published = true;
         self.let_go();
     }
@@ -406,7 +407,12 @@ impl Drop for ThreadCapture {
             with_filter(Filter::switch_off);
             core.monitoring.close_open_regions();
             totals::merge_into_totals(&core.simulator, core.counting.repeat_hits, new_thread);
-            totals::merge_standalone(&core.monitoring.regions, &core.monitoring.structures, who);
+            totals::merge_standalone(
+                &core.monitoring.regions,
+                &core.monitoring.structures,
+                &core.monitoring.lines,
+                who,
+            );
         } else {
             // Nothing can be counted (a forked child, or the worker is gone): the filter's
             // slot and contents go.
@@ -430,21 +436,22 @@ fn report_worker_lost_once() {
 impl ThreadCapture {
     /// Kept out of line, so the thread-local access around it stays small enough to inline.
     #[inline(never)]
-    pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind) {
+    pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        // A deferred access's record holds no code address: its misses count for pc 0.
         if self.ships && self.defer(addr, size, kind) {
             return;
         }
         if let Some(core) = self.core() {
-            core.access(addr, size, kind);
+            core.access(addr, size, kind, pc);
         }
     }
 
     /// `Counting::clean_write`, out of line for the same reason as [`Self::access`].
     #[inline(never)]
-    pub(super) fn clean_write(&mut self, addr: u64, size: u32) {
+    pub(super) fn clean_write(&mut self, addr: u64, size: u32, pc: u64) {
         if let Some(core) = self.core() {
             core.counting
-                .clean_write(&mut core.simulator, &mut core.monitoring, addr, size);
+                .clean_write(&mut core.simulator, &mut core.monitoring, addr, size, pc);
         }
     }
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use epcache_sim::cache::LevelStats;
 use epcache_sim::simulator::Simulator;
 
+use super::line_table::{LineTable, LineTotals};
 use super::monitoring::{Counts, RegionCounts, merge_structures};
 
 /// Cache-level totals of the threads merged so far.
@@ -93,6 +94,8 @@ impl CaptureTotals {
 pub(crate) struct StandaloneTotals {
     pub(crate) regions: Vec<(u32, RegionCounts)>,
     pub(crate) structures: Vec<Counts>,
+    /// Misses per code address, regions open and data structure.
+    pub(crate) lines: LineTotals,
     /// Per thread, in the order threads first handed counts on.
     pub(crate) threads: Vec<ThreadRegions>,
 }
@@ -121,6 +124,7 @@ impl StandaloneTotals {
         Self {
             regions: Vec::new(),
             structures: Vec::new(),
+            lines: LineTotals::empty(),
             threads: Vec::new(),
         }
     }
@@ -129,8 +133,10 @@ impl StandaloneTotals {
         &mut self,
         regions: &HashMap<u32, RegionCounts>,
         structures: &[Counts],
+        lines: &LineTable,
         who: ThreadIdentity,
     ) {
+        self.lines.merge(lines);
         for (&id, counts) in regions {
             match self.regions.iter_mut().find(|(r, _)| *r == id) {
                 Some((_, acc)) => acc.merge(counts),
@@ -174,16 +180,18 @@ pub(super) fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2], ne
     REPEAT_HITS.fetch_add(repeat_hits[0] + repeat_hits[1], Ordering::Relaxed);
 }
 
-/// Adds a thread's standalone counts per region and per data structure, and its own rows.
+/// Adds a thread's standalone counts per region and per data structure, its misses per code
+/// address, and its own rows.
 pub(super) fn merge_standalone(
     regions: &HashMap<u32, RegionCounts>,
     structures: &[Counts],
+    lines: &LineTable,
     who: ThreadIdentity,
 ) {
     STANDALONE_TOTALS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .merge(regions, structures, who);
+        .merge(regions, structures, lines, who);
 }
 
 /// The totals of every thread merged so far (exited threads and flushed ones).

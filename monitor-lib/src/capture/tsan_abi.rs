@@ -2,6 +2,11 @@
 //! implemented by epcache instead of libtsan: memory accesses feed the capture state, function
 //! entry and exit are region boundaries, and atomics perform the real atomic operation.
 //!
+//! The fixed-size access hooks answer a repeat hit here (the thread's block, `filter.rs`) and
+//! tail-jump to `access.rs`'s slow paths otherwise, through a naked trampoline that passes the
+//! hook's return address (the access's code address, for per-line attribution) as one more
+//! argument: the hit path neither reads nor passes it.
+//!
 //! Every symbol the compiler may emit exists here (reads and writes of 1 to 16 bytes, their
 //! unaligned, volatile and `_pc` variants, ranges, vptr updates, function entry and exit, init,
 //! fences, and every atomic of 8 to 128 bits), so linking an instrumented object never fails.
@@ -24,6 +29,8 @@ use std::sync::atomic::{
     AtomicI8, AtomicI16, AtomicI32, AtomicI64, Ordering, compiler_fence, fence,
 };
 
+use super::switches::anything_may_capture;
+use super::thread_block::with_hooks;
 use super::{access, boundaries, start_up};
 
 fn address(addr: *const c_void) -> u64 {
@@ -112,15 +119,136 @@ pub extern "C" fn __tsan_func_exit() {
     boundaries::function_exit(super::region_stack::UNKNOWN_STACK, || false);
 }
 
+// The fixed-size hooks' fast path: a repeat hit counted in the thread's block, everything
+// else a tail jump to a slow path of `access.rs`.
+
+/// A captured load of `SIZE` bytes at `addr` (the fixed-size hooks; the hook must reach
+/// here by a tail jump, see the module documentation).
+#[inline(always)]
+fn read_sized<const SIZE: u32>(addr: u64) {
+    if anything_may_capture() {
+        active::<SIZE, false>(addr);
+    }
+}
+
+/// A captured store of `SIZE` bytes at `addr` (the fixed-size hooks).
+#[inline(always)]
+fn write_sized<const SIZE: u32>(addr: u64) {
+    if anything_may_capture() {
+        active::<SIZE, true>(addr);
+    }
+}
+
+/// [`read_sized`] of an access at code address `pc` (the `_pc` hooks).
+#[inline(always)]
+fn read_sized_at<const SIZE: u32>(addr: u64, pc: u64) {
+    if anything_may_capture() {
+        active_at::<SIZE, false>(addr, pc);
+    }
+}
+
+/// [`write_sized`] of an access at code address `pc` (the `_pc` hooks).
+#[inline(always)]
+fn write_sized_at<const SIZE: u32>(addr: u64, pc: u64) {
+    if anything_may_capture() {
+        active_at::<SIZE, true>(addr, pc);
+    }
+}
+
+/// Whether this thread is synced and captures, and if so whether the access is a repeat hit
+/// it counted (see [`active`]).
+#[inline(always)]
+fn hook_hit<const SIZE: u32, const WRITE: bool>(addr: u64) -> (bool, bool) {
+    with_hooks(|h| {
+        let synced_on = h.synced_on();
+        (
+            synced_on,
+            synced_on && h.filter().repeat_hit(addr, SIZE, WRITE),
+        )
+    })
+}
+
+/// A fixed-size access while anything may capture: a repeat hit (see `filter.rs`) of a thread
+/// that captures and has no switch to pick up is counted here, in one thread-local block and
+/// one increment; everything else goes on to [`may_capture`] or [`simulate_on`] by a tail call. The block is
+/// reached from the thread pointer (`thread_block.rs`), so no register is saved around it.
+#[inline(never)]
+extern "C" fn active<const SIZE: u32, const WRITE: bool>(addr: u64) {
+    let (synced_on, hit) = hook_hit::<SIZE, WRITE>(addr);
+    if hit {
+        return;
+    }
+    // Tail jumps, so the slow paths' trampolines find the hook's return address.
+    if synced_on {
+        // Nothing to sync and the thread captures: straight to the simulator.
+        simulate_on(addr, SIZE, WRITE);
+    } else {
+        may_capture(addr, SIZE, WRITE);
+    }
+}
+
+/// [`active`] of an access whose code address `pc` the hook was given.
+#[inline(never)]
+extern "C" fn active_at<const SIZE: u32, const WRITE: bool>(addr: u64, pc: u64) {
+    let (synced_on, hit) = hook_hit::<SIZE, WRITE>(addr);
+    if hit {
+        return;
+    }
+    if synced_on {
+        access::simulate_on_at(addr, SIZE, WRITE, pc);
+    } else {
+        access::may_capture_at(addr, SIZE, WRITE, pc);
+    }
+}
+
+// The slow paths of the access hooks, entered by tail jumps from them (`access.rs`): the
+// hook's return address is the access's code address.
+
+/// `access::simulate_on_at` of the access whose hook's return address is at the top of the stack
+/// (reached from a hook by tail jumps only).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+extern "C" fn simulate_on(_addr: u64, _size: u32, _write: bool) {
+    // rdi, esi and dl are passed on untouched; rcx gets the return address.
+    core::arch::naked_asm!(
+        "mov rcx, qword ptr [rsp]",
+        "jmp {at}",
+        at = sym access::simulate_on_at,
+    );
+}
+
+/// Without the trampoline (other architectures) the code address is unknown.
+#[cfg(not(target_arch = "x86_64"))]
+extern "C" fn simulate_on(addr: u64, size: u32, write: bool) {
+    access::simulate_on_at(addr, size, write, 0);
+}
+
+/// `access::may_capture_at` of the access whose hook's return address is at the top of the stack.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+extern "C" fn may_capture(_addr: u64, _size: u32, _write: bool) {
+    core::arch::naked_asm!(
+        "mov rcx, qword ptr [rsp]",
+        "jmp {at}",
+        at = sym access::may_capture_at,
+    );
+}
+
+/// Without the trampoline (other architectures) the code address is unknown.
+#[cfg(not(target_arch = "x86_64"))]
+extern "C" fn may_capture(addr: u64, size: u32, write: bool) {
+    access::may_capture_at(addr, size, write, 0);
+}
+
 macro_rules! access_hooks {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
         pub extern "C" fn $read(addr: *const c_void) {
-            access::read_sized::<$size>(address(addr));
+            read_sized::<$size>(address(addr));
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn $write(addr: *const c_void) {
-            access::write_sized::<$size>(address(addr));
+            write_sized::<$size>(address(addr));
         }
     )*};
 }
@@ -153,8 +281,8 @@ macro_rules! compound_hooks {
         #[unsafe(no_mangle)]
         pub extern "C" fn $name(addr: *const c_void) {
             let addr = address(addr);
-            access::read_sized::<$size>(addr);
-            access::write_sized::<$size>(addr);
+            read_sized::<$size>(addr);
+            write_sized::<$size>(addr);
         }
     )*};
 }
@@ -174,12 +302,12 @@ compound_hooks! {
 macro_rules! access_hooks_with_pc {
     ($($read:ident, $write:ident, $size:expr;)*) => {$(
         #[unsafe(no_mangle)]
-        pub extern "C" fn $read(addr: *const c_void, _pc: *const c_void) {
-            access::read_sized::<$size>(address(addr));
+        pub extern "C" fn $read(addr: *const c_void, pc: *const c_void) {
+            read_sized_at::<$size>(address(addr), address(pc));
         }
         #[unsafe(no_mangle)]
-        pub extern "C" fn $write(addr: *const c_void, _pc: *const c_void) {
-            access::write_sized::<$size>(address(addr));
+        pub extern "C" fn $write(addr: *const c_void, pc: *const c_void) {
+            write_sized_at::<$size>(address(addr), address(pc));
         }
     )*};
 }

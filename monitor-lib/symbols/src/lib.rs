@@ -12,6 +12,8 @@
 //!   behind [`DebugInfo::allocation_wrappers`]);
 //! - `array_type.rs`: what a variable's array type says: a fixed shape, or how to evaluate a
 //!   descriptor ([`ArrayDescriptor`], [`evaluate`]);
+//! - [`CodeLines`] (`code_lines.rs`): code addresses to source lines with their chain of inlined
+//!   calls, through the `addr2line` crate (per-line attribution of misses);
 //! - `element_members.rs`: the members of an array's structure element, by name, offset and
 //!   size ([`Member`], [`GlobalVariable::members`]), which a by-field request buckets by;
 //! - [`calls_capture_hooks`] and [`defines_capture_runtime`] (`capture_hooks.rs`): the cheap
@@ -30,6 +32,7 @@
 mod allocation_wrappers;
 mod array_type;
 mod capture_hooks;
+mod code_lines;
 mod debug_info;
 mod element_members;
 mod load_bias;
@@ -42,6 +45,7 @@ pub use array_type::{
     Extent, ReadWord, evaluate,
 };
 pub use capture_hooks::{calls_capture_hooks, defines_capture_runtime};
+pub use code_lines::{CodeLines, SourceFrame};
 pub use debug_info::{
     ChainPosition, DebugInfo, Function, GlobalVariable, LineRow, is_program_unit,
 };

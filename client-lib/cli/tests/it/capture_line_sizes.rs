@@ -54,6 +54,7 @@ fn counts_of(mut report: serde_json::Value) -> serde_json::Value {
                 map.remove("start");
                 map.remove("simulated_on_second_core");
                 map.remove("handled");
+                map.remove("lines");
                 map.values_mut().for_each(strip);
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(strip),

@@ -1,0 +1,78 @@
+//! `epcache annotate`: the lines of a standalone report (misses per source line, with inlined
+//! calls) as a table with their source text, or converted to Callgrind's format or CSV
+//! (`line_report.rs` writes them).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::line_report::{self, LineFormat, LineReport, Selection};
+use crate::output::print_stdout;
+
+/// Show where in the code a run missed: the lines of a standalone report (EPCACHE_REPORT=FILE,
+/// or `epcache run --all-regions --json`) with the most misses, each with its source text, the
+/// function it is in and where that was inlined (`f < g file:line` reads "f, inlined into g at
+/// file:line"), like cg_annotate.
+///
+/// Only misses are counted per line (each level's read and write misses, named as Cachegrind
+/// names them: D1mr, D1mw, L2mr, ...), and on a machine of cores (EPCACHE_CORES) the coherence
+/// events (EPC_L1_FSM, ...; in the callgrind and CSV columns, and as --event): most hits are
+/// counted without their code address.
+/// A line's misses within a region count the accesses made while the region was open,
+/// nested regions included; `program` (the default) is the whole run.
+///
+/// --format callgrind writes Callgrind's format for callgrind_annotate and KCachegrind (costs
+/// on the compiled function, inlined lines at their own file and line); one data structure's
+/// misses with --data-structure, else all summed. --format csv writes every region's lines
+/// (one row per region, line and data structure) for spreadsheets and pandas.
+#[derive(Debug, Args)]
+pub(crate) struct AnnotateArgs {
+    /// The report (JSON) to read.
+    #[arg(value_name = "REPORT")]
+    report: PathBuf,
+    /// How many lines to show (text).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    top: usize,
+    /// The event the lines are ordered by (text): PAPI_L1_LDM, PAPI_L1_STM, PAPI_L1_DCM (the
+    /// default), ... or Cachegrind's names (D1mr, D1mw, L2mr, ...), or a coherence event.
+    #[arg(long, value_name = "EVENT")]
+    event: Option<String>,
+    /// The region whose lines to show [default: program, the whole run].
+    #[arg(long, value_name = "NAME")]
+    region: Option<String>,
+    /// Only the misses on this data structure.
+    #[arg(long, value_name = "NAME")]
+    data_structure: Option<String>,
+    /// What to write.
+    #[arg(long, value_enum, default_value_t = LineFormat::Text, value_name = "FORMAT")]
+    format: LineFormat,
+    /// Write to FILE instead of stdout (`callgrind.out.PID` for KCachegrind to find it).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub(crate) fn annotate(args: &AnnotateArgs) -> anyhow::Result<()> {
+    let shown = args.report.display().to_string();
+    let text = std::fs::read_to_string(&args.report)
+        .with_context(|| format!("reading the report {shown}"))?;
+    let report = LineReport::parse(&text, &shown)?;
+    let selection = Selection {
+        region: args.region.clone(),
+        data_structure: args.data_structure.clone(),
+    };
+    let out = line_report::render(
+        &report,
+        args.format,
+        &selection,
+        args.event.as_deref(),
+        args.top,
+        &shown,
+    )?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
+        }
+        None => print_stdout(&out),
+    }
+}

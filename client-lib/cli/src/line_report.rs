@@ -1,0 +1,602 @@
+//! The standalone report's per-line rows (`lines` of each region: misses per source line, with
+//! inlined calls and data structure) read into a typed view, and written three ways: the top
+//! lines with their source text (`epcache annotate`, like `cg_annotate`), Callgrind's format (for
+//! `callgrind_annotate` and KCachegrind) and CSV (for spreadsheets and pandas).
+//!
+//! Callgrind's format: one `events:` column per data level and kind of miss, named as Cachegrind
+//! names them (`D1mr D1mw L2mr L2mw`, after the report's level names), so the columns read as
+//! `cg_annotate`'s do. Costs are attributed as Callgrind itself does: to the compiled function
+//! (`fn=`, in its file `fl=`), at the line of the access, with lines of code inlined from
+//! another file under `fi=` (and `fe=` back). Data structures are not extra columns (their
+//! names would have to be mangled into event names, and a column per structure and event makes
+//! the table unreadable past a few arrays): on a machine of cores the lines' coherence events
+//! follow as columns of their own (`EPC_L1_FSM`, ...). A file holds one data structure's misses, or all of
+//! them summed, as `--data-structure` asks; one file per structure of interest.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+/// The fields of the report the per-line views use.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LineReport {
+    #[serde(default)]
+    pub(crate) error: Option<String>,
+    #[serde(default)]
+    cache: String,
+    levels: Vec<Level>,
+    regions: Vec<Region>,
+    #[serde(default)]
+    unattributed_line_misses: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Level {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Region {
+    name: String,
+    #[serde(default)]
+    lines: Vec<Line>,
+}
+
+/// One row: a source position's misses for one data structure.
+#[derive(Debug, Clone, Deserialize)]
+struct Line {
+    file: Option<String>,
+    line: u32,
+    function: Option<String>,
+    #[serde(default)]
+    inlined_from: Vec<Frame>,
+    data_structure: Option<String>,
+    events: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+struct Frame {
+    function: Option<String>,
+    file: Option<String>,
+    line: u32,
+}
+
+/// What to write of a report's lines.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Selection {
+    /// The region (default `program`, the whole run).
+    pub(crate) region: Option<String>,
+    /// Only this data structure's misses (default: all, summed per line).
+    pub(crate) data_structure: Option<String>,
+}
+
+/// A source position, the key rows are summed by.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Position {
+    file: Option<String>,
+    line: u32,
+    function: Option<String>,
+    inlined_from: Vec<Frame>,
+}
+
+/// The rows of one region, summed per position over the data structures selected.
+struct Selected<'a> {
+    region: &'a str,
+    /// Per level (L1 first): its name and the report's event names of its read and write misses.
+    columns: Vec<(String, String, String)>,
+    /// The lines' other events (a machine's coherence events), after the misses' columns.
+    extras: Vec<String>,
+    rows: Vec<(Position, Vec<u64>)>,
+}
+
+impl LineReport {
+    /// Parses a report's JSON (`what` names it in errors).
+    pub(crate) fn parse(text: &str, what: &str) -> anyhow::Result<LineReport> {
+        let report: LineReport =
+            serde_json::from_str(text).with_context(|| format!("reading the report {what}"))?;
+        if let Some(error) = &report.error {
+            bail!("the run of {what} was not monitored: {error}");
+        }
+        Ok(report)
+    }
+
+    /// The per-level columns: (level name, read-miss event, write-miss event).
+    fn columns(&self) -> Vec<(String, String, String)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                (
+                    l.name.clone(),
+                    format!("PAPI_L{}_LDM", i + 1),
+                    format!("PAPI_L{}_STM", i + 1),
+                )
+            })
+            .collect()
+    }
+
+    /// The events of the lines beyond each level's read and write misses (and their sums): a
+    /// machine's coherence events, by the report's names.
+    fn extras(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .regions
+            .iter()
+            .flat_map(|r| &r.lines)
+            .flat_map(|l| l.events.keys())
+            .filter(|e| !(e.ends_with("_LDM") || e.ends_with("_STM") || e.ends_with("_DCM")))
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn select(&self, selection: &Selection) -> anyhow::Result<Selected<'_>> {
+        let wanted = selection.region.as_deref().unwrap_or("program");
+        let Some(region) = self.regions.iter().find(|r| r.name == wanted) else {
+            let names: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
+            bail!(
+                "the report has no region {wanted:?}; its regions are {}",
+                names.join(", ")
+            );
+        };
+        if let Some(s) = &selection.data_structure
+            && !region
+                .lines
+                .iter()
+                .any(|l| l.data_structure.as_deref() == Some(s))
+        {
+            let mut names: Vec<&str> = region
+                .lines
+                .iter()
+                .filter_map(|l| l.data_structure.as_deref())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            bail!(
+                "no line of region {wanted:?} missed on data structure {s:?}; those with misses are {}",
+                names.join(", ")
+            );
+        }
+        let columns = self.columns();
+        let extras = self.extras();
+        let mut sums: BTreeMap<Position, Vec<u64>> = BTreeMap::new();
+        for l in region.lines.iter().filter(|l| {
+            selection
+                .data_structure
+                .as_ref()
+                .is_none_or(|s| l.data_structure.as_ref() == Some(s))
+        }) {
+            let position = Position {
+                file: l.file.clone(),
+                line: l.line,
+                function: l.function.clone(),
+                inlined_from: l.inlined_from.clone(),
+            };
+            let sum = sums
+                .entry(position)
+                .or_insert_with(|| vec![0; 2 * columns.len() + extras.len()]);
+            for (i, (_, read, write)) in columns.iter().enumerate() {
+                sum[2 * i] += l.events.get(read).copied().unwrap_or(0);
+                sum[2 * i + 1] += l.events.get(write).copied().unwrap_or(0);
+            }
+            for (i, event) in extras.iter().enumerate() {
+                sum[2 * columns.len() + i] += l.events.get(event).copied().unwrap_or(0);
+            }
+        }
+        Ok(Selected {
+            region: &region.name,
+            columns,
+            extras,
+            rows: sums.into_iter().collect(),
+        })
+    }
+}
+
+/// Cachegrind's name of a level's misses: `D1mr`, `L2mw`, `LLmr`.
+fn cachegrind_event(level: &str, write: bool) -> String {
+    format!("{level}m{}", if write { "w" } else { "r" })
+}
+
+/// The report event `event` as a column index of [`Selected::columns`]' 2n columns, or the
+/// sum of a level's two (`PAPI_Lk_DCM`): the indices to add.
+fn event_columns(
+    columns: &[(String, String, String)],
+    extras: &[String],
+    event: &str,
+) -> anyhow::Result<Vec<usize>> {
+    if let Some(i) = extras.iter().position(|e| e == event) {
+        return Ok(vec![2 * columns.len() + i]);
+    }
+    for (i, (name, read, write)) in columns.iter().enumerate() {
+        if event == read || event == cachegrind_event(name, false) {
+            return Ok(vec![2 * i]);
+        }
+        if event == write || event == cachegrind_event(name, true) {
+            return Ok(vec![2 * i + 1]);
+        }
+        if event == format!("PAPI_L{}_DCM", i + 1) || event == format!("{name}m") {
+            return Ok(vec![2 * i, 2 * i + 1]);
+        }
+    }
+    let known: Vec<String> = columns
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, r, w))| [r.clone(), w.clone(), format!("PAPI_L{}_DCM", i + 1)])
+        .chain(extras.iter().cloned())
+        .collect();
+    bail!(
+        "lines count misses (and a machine's coherence events) only; {event:?} is none of {}",
+        known.join(", ")
+    )
+}
+
+/// `file:line`, the file by its name alone.
+fn short(file: Option<&str>, line: u32) -> String {
+    match file {
+        Some(f) => format!(
+            "{}:{line}",
+            Path::new(f)
+                .file_name()
+                .map_or_else(|| f.to_owned(), |n| n.to_string_lossy().into_owned())
+        ),
+        None => "(unknown)".to_owned(),
+    }
+}
+
+/// Digits grouped by thousands, as `cg_annotate` prints counts.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The top `top` lines by `event` (default the first level's misses), with their source text,
+/// as `epcache annotate` prints them.
+pub(crate) fn render_text(
+    report: &LineReport,
+    selection: &Selection,
+    event: Option<&str>,
+    top: usize,
+) -> anyhow::Result<String> {
+    let selected = report.select(selection)?;
+    let default_event = "PAPI_L1_DCM";
+    let event = event.unwrap_or(default_event);
+    let by = event_columns(&selected.columns, &selected.extras, event)?;
+    let key = |counts: &[u64]| by.iter().map(|&i| counts[i]).sum::<u64>();
+    let total: u64 = selected.rows.iter().map(|(_, c)| key(c)).sum();
+    let mut rows: Vec<&(Position, Vec<u64>)> = selected.rows.iter().collect();
+    rows.sort_by(|a, b| key(&b.1).cmp(&key(&a.1)).then_with(|| a.0.cmp(&b.0)));
+    rows.truncate(top);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "-- Lines of region {} by {event}, cache {}{}",
+        selected.region,
+        report.cache,
+        selection
+            .data_structure
+            .as_ref()
+            .map_or(String::new(), |s| format!(", data structure {s}"))
+    );
+    let _ = writeln!(
+        out,
+        "-- {} of {event} in the region's lines; only misses are counted per line",
+        grouped(total)
+    );
+    let names: Vec<String> = selected
+        .columns
+        .iter()
+        .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)])
+        .collect();
+    let widths: Vec<usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            rows.iter()
+                .map(|(_, c)| grouped(c[i]).len())
+                .chain([n.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let header: Vec<String> = names
+        .iter()
+        .zip(&widths)
+        .map(|(n, w)| format!("{n:>w$}"))
+        .collect();
+    let _ = writeln!(out, "{}  position", header.join(" "));
+    let mut sources = SourceCache::default();
+    for (position, counts) in rows {
+        let cells: Vec<String> = counts
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{:>w$}", grouped(*c)))
+            .collect();
+        let mut place = short(position.file.as_deref(), position.line);
+        if let Some(f) = &position.function {
+            let _ = write!(place, " {f}");
+        }
+        for frame in &position.inlined_from {
+            let _ = write!(
+                place,
+                " < {} {}",
+                frame.function.as_deref().unwrap_or("??"),
+                short(frame.file.as_deref(), frame.line)
+            );
+        }
+        let _ = writeln!(out, "{}  {place}", cells.join(" "));
+        if let Some(text) = sources.line(position.file.as_deref(), position.line) {
+            let _ = writeln!(out, "  | {}", text.trim_end());
+        }
+    }
+    if selected
+        .rows
+        .iter()
+        .any(|(p, c)| p.file.is_none() && key(c) > 0)
+    {
+        let _ = writeln!(
+            out,
+            "-- (unknown): misses of accesses that reached the simulator without their code \
+             address: batched by `epcache cc`'s inline test or handed to the simulation thread \
+             (build with EPCACHE_CC_INLINE=off and run with EPCACHE_PIPELINE=off to have every \
+             miss's line), or made by code without debug information"
+        );
+    }
+    let unattributed: u64 = by
+        .iter()
+        .filter(|&&i| i < 2 * selected.columns.len())
+        .map(|&i| {
+            let (_, read, write) = &selected.columns[i / 2];
+            let name = if i % 2 == 0 { read } else { write };
+            report
+                .unattributed_line_misses
+                .get(name)
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    if unattributed > 0 {
+        let _ = writeln!(
+            out,
+            "-- {} more had no room in the per-line tables (no line)",
+            grouped(unattributed)
+        );
+    }
+    Ok(out)
+}
+
+/// Source files read for their lines, once each.
+#[derive(Default)]
+struct SourceCache {
+    files: BTreeMap<String, Option<Vec<String>>>,
+}
+
+impl SourceCache {
+    fn line(&mut self, file: Option<&str>, line: u32) -> Option<String> {
+        let file = file?;
+        let lines = self.files.entry(file.to_owned()).or_insert_with(|| {
+            std::fs::read_to_string(file)
+                .ok()
+                .map(|t| t.lines().map(str::to_owned).collect())
+        });
+        lines
+            .as_ref()?
+            .get((line as usize).checked_sub(1)?)
+            .cloned()
+    }
+}
+
+/// The region's lines in Callgrind's format (see the module documentation).
+pub(crate) fn render_callgrind(
+    report: &LineReport,
+    selection: &Selection,
+    command: &str,
+) -> anyhow::Result<String> {
+    let selected = report.select(selection)?;
+    let names: Vec<String> = selected
+        .columns
+        .iter()
+        .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)])
+        .chain(selected.extras.iter().cloned())
+        .collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "# callgrind format");
+    let _ = writeln!(out, "version: 1");
+    let _ = writeln!(out, "creator: epcache");
+    let _ = writeln!(out, "cmd: {command}");
+    let _ = writeln!(
+        out,
+        "desc: Region: {}{}",
+        selected.region,
+        selection
+            .data_structure
+            .as_ref()
+            .map_or(String::new(), |s| format!(", data structure {s}"))
+    );
+    let _ = writeln!(out, "desc: Cache: {}", report.cache);
+    let _ = writeln!(out, "positions: line");
+    for (i, (level, _, _)) in selected.columns.iter().enumerate() {
+        let _ = writeln!(out, "event: {} : {level} read misses", names[2 * i]);
+        let _ = writeln!(out, "event: {} : {level} write misses", names[2 * i + 1]);
+    }
+    for extra in &selected.extras {
+        let _ = writeln!(out, "event: {extra} : {extra} (coherence)");
+    }
+    let _ = writeln!(out, "events: {}", names.join(" "));
+    // Per compiled function (the outermost frame), in its file; inlined lines of other files
+    // under fi=.
+    // (file, function) to its cost lines: (the line's file, line, counts).
+    type CostLines<'a> = Vec<(String, u32, &'a Vec<u64>)>;
+    let mut by_function: BTreeMap<(String, String), CostLines<'_>> = BTreeMap::new();
+    let mut totals = vec![0u64; names.len()];
+    for (position, counts) in &selected.rows {
+        let outer = position.inlined_from.last();
+        let (function, file) = match outer {
+            Some(frame) => (frame.function.clone(), frame.file.clone()),
+            None => (position.function.clone(), position.file.clone()),
+        };
+        let function = function.unwrap_or_else(|| "(unknown)".to_owned());
+        let file = file.unwrap_or_else(|| "???".to_owned());
+        let line_file = position.file.clone().unwrap_or_else(|| "???".to_owned());
+        by_function
+            .entry((file, function))
+            .or_default()
+            .push((line_file, position.line, counts));
+        for (t, c) in totals.iter_mut().zip(counts) {
+            *t += c;
+        }
+    }
+    for ((file, function), mut lines) in by_function {
+        let _ = writeln!(out, "\nfl={file}");
+        let _ = writeln!(out, "fn={function}");
+        lines.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        let mut current = file.clone();
+        for (line_file, line, counts) in lines {
+            if line_file != current {
+                let _ = writeln!(
+                    out,
+                    "{}={line_file}",
+                    if line_file == file { "fe" } else { "fi" }
+                );
+                current = line_file;
+            }
+            let cells: Vec<String> = counts.iter().map(u64::to_string).collect();
+            let _ = writeln!(out, "{line} {}", cells.join(" "));
+        }
+    }
+    let cells: Vec<String> = totals.iter().map(u64::to_string).collect();
+    let _ = writeln!(out, "\ntotals: {}", cells.join(" "));
+    Ok(out)
+}
+
+/// Every region's rows as CSV, one per region, position and data structure: `region`, `file`,
+/// `line`, `function`, `inlined_from` (`function@file:line` frames joined by `;`),
+/// `data_structure`, then each level's read and write misses (Cachegrind's names), then, on a
+/// machine of cores, the coherence events by the report's names.
+pub(crate) fn render_csv(report: &LineReport, selection: &Selection) -> anyhow::Result<String> {
+    let columns = report.columns();
+    let extras = report.extras();
+    let mut out = String::new();
+    let mut header = vec![
+        "region".to_owned(),
+        "file".to_owned(),
+        "line".to_owned(),
+        "function".to_owned(),
+        "inlined_from".to_owned(),
+        "data_structure".to_owned(),
+    ];
+    header.extend(
+        columns
+            .iter()
+            .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)]),
+    );
+    header.extend(extras.iter().cloned());
+    let _ = writeln!(out, "{}", header.join(","));
+    // A region or data structure asked for that the report lacks is an error, not an empty file.
+    if selection.region.is_some() || selection.data_structure.is_some() {
+        report.select(selection)?;
+    }
+    for region in report
+        .regions
+        .iter()
+        .filter(|r| selection.region.as_ref().is_none_or(|s| *s == r.name))
+    {
+        for l in region.lines.iter().filter(|l| {
+            selection
+                .data_structure
+                .as_ref()
+                .is_none_or(|s| l.data_structure.as_ref() == Some(s))
+        }) {
+            let inlined: Vec<String> = l
+                .inlined_from
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}@{}:{}",
+                        f.function.as_deref().unwrap_or(""),
+                        f.file.as_deref().unwrap_or(""),
+                        f.line
+                    )
+                })
+                .collect();
+            let mut cells = vec![
+                csv_field(&region.name),
+                csv_field(l.file.as_deref().unwrap_or("")),
+                l.line.to_string(),
+                csv_field(l.function.as_deref().unwrap_or("")),
+                csv_field(&inlined.join(";")),
+                csv_field(l.data_structure.as_deref().unwrap_or("")),
+            ];
+            for (_, read, write) in &columns {
+                cells.push(l.events.get(read).copied().unwrap_or(0).to_string());
+                cells.push(l.events.get(write).copied().unwrap_or(0).to_string());
+            }
+            for event in &extras {
+                cells.push(l.events.get(event).copied().unwrap_or(0).to_string());
+            }
+            let _ = writeln!(out, "{}", cells.join(","));
+        }
+    }
+    Ok(out)
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_grouped_and_fields_quoted() {
+        assert_eq!(grouped(4_218_500), "4,218,500");
+        assert_eq!(grouped(12), "12");
+        assert_eq!(csv_field("gauss_mod::a"), "gauss_mod::a");
+        assert_eq!(csv_field("f(a, b)"), "\"f(a, b)\"");
+        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+    }
+}
+
+/// How `epcache annotate` and `epcache run --all-regions` write a report's lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum LineFormat {
+    /// The top lines with their source text, like `cg_annotate`.
+    #[default]
+    Text,
+    /// Callgrind's format, for `callgrind_annotate` and KCachegrind.
+    Callgrind,
+    /// CSV with a header row, every region's lines.
+    Csv,
+}
+
+/// The report's lines in `format` (`command` names the program in Callgrind's `cmd:`).
+pub(crate) fn render(
+    report: &LineReport,
+    format: LineFormat,
+    selection: &Selection,
+    event: Option<&str>,
+    top: usize,
+    command: &str,
+) -> anyhow::Result<String> {
+    match format {
+        LineFormat::Text => render_text(report, selection, event, top),
+        LineFormat::Callgrind => render_callgrind(report, selection, command),
+        LineFormat::Csv => render_csv(report, selection),
+    }
+}
