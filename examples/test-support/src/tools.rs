@@ -66,10 +66,12 @@ pub fn check_output(what: &str, out: &Output) {
 }
 
 fn runs(tool: &str) -> bool {
+    // Started and ended by itself: some tools (callgrind_annotate, cg_annotate) print their
+    // version and exit with a non-zero status.
     Command::new(tool)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|s| s.success())
+        .is_ok_and(|s| s.code().is_some())
 }

@@ -241,7 +241,8 @@ fn callgrind_annotate_rows(text: &str) -> BTreeMap<String, [u64; 4]> {
             }
             rest = tail.trim_start();
         }
-        if !all || counts.iter().all(|&c| c == 0) {
+        // Valgrind 3.19 ends the annotated source with a totals row, "events annotated".
+        if !all || counts.iter().all(|&c| c == 0) || rest.trim() == "events annotated" {
             continue;
         }
         let sum: &mut [u64; 4] = rows.entry(rest.trim().to_owned()).or_default();
