@@ -8,7 +8,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use crate::capture_support::{available, epcache_cc, kernel, runtime_built, skipped};
+use crate::capture_support::{available, counts_of, epcache_cc, kernel, runtime_built, skipped};
 
 const CACHE: &str = "D1=32K,8,64;LL=1M,8,64";
 
@@ -72,25 +72,6 @@ fn run(
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
-}
-
-/// The report without what depends on the paths taken and on where the arrays were placed.
-fn counts_of(mut report: serde_json::Value) -> serde_json::Value {
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(map) => {
-                map.remove("start");
-                map.remove("simulated_on_second_core");
-                map.remove("handled");
-                map.remove("lines");
-                map.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut report);
-    report
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::capture_support::{
-    available, build_inline_and_calls, kernel, region, runtime_built, skipped,
+    available, build_inline_and_calls, counts_of, kernel, region, runtime_built, skipped,
 };
 
 /// (label, epcache's cache, Cachegrind's `--D1` and `--LL`).
@@ -44,25 +44,6 @@ fn run(dir: &Path, program: &str, cache: &str, pipeline: &str) -> serde_json::Va
         .unwrap();
     assert!(out.status.success(), "{program}: {out:?}");
     serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
-}
-
-/// The report without what depends on the paths taken and on where the arrays were placed.
-fn counts_of(mut report: serde_json::Value) -> serde_json::Value {
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(map) => {
-                map.remove("start");
-                map.remove("simulated_on_second_core");
-                map.remove("handled");
-                map.remove("lines");
-                map.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut report);
-    report
 }
 
 /// Cachegrind's counts of the function `function`, event name to count.

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::capture_support::{
-    available, epcache_cc, kernel, region, runtime_built, skipped, static_libc_available,
-    structure, wait_within,
+    available, counts_of, epcache_cc, kernel, region, runtime_built, skipped,
+    static_libc_available, structure, wait_within,
 };
 
 /// L1 and LL both indexed by address bits below 4 KiB, so placement by the allocator (which the
@@ -51,28 +51,6 @@ fn run_cached(
     };
     assert!(status.success(), "EPCACHE_PIPELINE={pipeline}: {status}");
     serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
-}
-
-/// The report without what may differ between two runs of one program: where the allocator
-/// put the heap array, how much the second core simulated and which paths accesses took; and
-/// the per-line rows, whose misses the second core's records count for no line (their record
-/// holds no code address; `line_attribution.rs` tests the rows).
-fn comparable(mut report: serde_json::Value) -> serde_json::Value {
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(map) => {
-                map.remove("start");
-                map.remove("simulated_on_second_core");
-                map.remove("handled");
-                map.remove("lines");
-                map.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut report);
-    report
 }
 
 /// Whether the tools are here, and, with `second_core`, two CPUs (missing, a test fails under
@@ -149,7 +127,7 @@ fn the_second_core_reports_exactly_what_the_programs_thread_would() {
         assert_eq!(heap["events"]["PAPI_L1_DCW"], ELEMENTS);
     }
     // And everything else, misses at every level included, is the same.
-    assert_eq!(comparable(on), comparable(off));
+    assert_eq!(counts_of(on), counts_of(off));
 }
 
 #[test]
@@ -323,5 +301,5 @@ fn accesses_to_a_line_two_arrays_share_are_staged_with_the_rest() {
             assert_eq!(array["events"]["PAPI_L1_DCW"], ROUNDS * N, "{name}");
         }
     }
-    assert_eq!(comparable(on), comparable(off));
+    assert_eq!(counts_of(on), counts_of(off));
 }
