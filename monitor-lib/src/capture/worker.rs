@@ -252,7 +252,7 @@ pub(super) struct Backoff {
 }
 
 impl Backoff {
-    const FIRST: Duration = Duration::from_millis(25);
+    const FIRST: Duration = Duration::from_millis(100);
     const LONGEST: Duration = Duration::from_secs(2);
 
     pub(super) const fn new() -> Backoff {
@@ -474,23 +474,24 @@ mod tests {
     #[test]
     fn a_busy_machine_sends_the_thread_back_for_longer_each_time_it_is_still_busy() {
         let t0 = Instant::now();
+        let ms = Duration::from_millis;
         let mut b = Backoff::new();
         assert!(!b.simulating_here(t0) && !b.is_falling_back());
         b.fall_back(t0);
-        assert!(b.simulating_here(t0 + Duration::from_millis(10)));
+        assert!(b.simulating_here(t0 + Backoff::FIRST / 2));
         assert!(b.is_falling_back());
-        // 25 ms later it tries the worker again ...
+        // After the first wait it tries the worker again ...
         let resumed = t0 + Backoff::FIRST;
         assert!(!b.simulating_here(resumed));
         assert!(!b.is_falling_back());
         // ... finds the machine still busy soon after, and stays twice as long.
-        b.fall_back(resumed + Duration::from_millis(5));
-        assert!(b.simulating_here(resumed + Duration::from_millis(50)));
-        let resumed = resumed + Duration::from_millis(56);
+        b.fall_back(resumed + ms(5));
+        assert!(b.simulating_here(resumed + ms(5) + 2 * Backoff::FIRST - ms(1)));
+        let resumed = resumed + ms(5) + 2 * Backoff::FIRST;
         assert!(!b.simulating_here(resumed));
         // A try that went well for long: the next fallback is short again.
-        b.fall_back(resumed + Duration::from_secs(1));
-        assert!(!b.simulating_here(resumed + Duration::from_secs(1) + Backoff::FIRST));
+        b.fall_back(resumed + ms(10_000));
+        assert!(!b.simulating_here(resumed + ms(10_000) + Backoff::FIRST));
         // Doubling stops at the longest.
         let mut b = Backoff::new();
         let mut now = t0;

@@ -100,7 +100,7 @@ fn beside_busy_processes_the_program_simulates_on_its_own_thread_and_counts_alik
     };
     let handled = &busy["handled"];
     // It falls back, tries the worker again a while later, finds the machine still busy and
-    // falls back again (the run lasts seconds; the first waits are 25 and 50 ms).
+    // falls back again (the run lasts seconds; the first waits are 100 and 200 ms).
     assert!(
         handled["pipeline_fallbacks"].as_u64().unwrap() >= 2,
         "beside a busy loop on each of its CPUs the program did not fall back, try again and \
