@@ -33,6 +33,12 @@ const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];
 /// a load and a store of one address in one block), whose store alone matters to a race
 /// detector; a cache is read there too.
 const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-before-write"];
+/// What gcc gets on top, for the plain and the instrumented compilation alike: without it gcc's
+/// interprocedural register allocation lets a caller keep values in call-clobbered registers
+/// across a call to a local function that does not touch them, and the copy-choosing entry of
+/// a dual-built function (and the inline repeat-hit sequence) uses `r10` and `r11`, so a caller's
+/// loop counter held in `r11` was reset at every call.
+const GCC_CALL_ABI_FLAGS: &[&str] = &["-fno-ipa-ra"];
 
 /// What one compiler command does, which decides the flags it needs.
 #[derive(Debug, PartialEq, Eq)]
@@ -506,7 +512,7 @@ fn instrument_flags(compiler: &str) -> Result<Vec<String>, CcError> {
     let clang = if is_clang(compiler) {
         CLANG_INSTRUMENT_FLAGS
     } else {
-        &[]
+        GCC_CALL_ABI_FLAGS
     };
     let mut flags: Vec<String> = INSTRUMENT_FLAGS
         .iter()
@@ -1193,6 +1199,7 @@ fn compile_copies(
     let mut plain = common.to_vec();
     plain.extend(dependency_options_for(common, object));
     plain.extend(["-g".to_owned(), SEPARATE_LINE_TABLES.to_owned()]);
+    plain.extend(GCC_CALL_ABI_FLAGS.iter().map(|f| (*f).to_owned()));
     plain.extend(["-S".to_owned(), source.to_owned()]);
     plain.extend(include);
     plain.extend(["-o".to_owned(), plain_listing.display().to_string()]);

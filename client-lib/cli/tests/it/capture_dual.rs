@@ -358,3 +358,57 @@ fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
         "inline {with_inline} vs calls {with_calls}"
     );
 }
+
+/// A caller keeping a value in a call-clobbered register across a call to a local function
+/// (gcc's interprocedural register allocation) still finds it after the call when the callee
+/// is dual-built: `ipa_ra_loop.c`'s main keeps its loop counter in `r11`, which the callee's
+/// copy-choosing entry uses, and ran its loop far past its end before `epcache cc` turned that
+/// allocation off.
+#[test]
+fn a_caller_keeps_its_registers_across_a_dual_built_local_function() {
+    if !available(
+        "gcc",
+        "a_caller_keeps_its_registers_across_a_dual_built_local_function",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("ipa_ra_loop.c");
+    let include = format!("-I{}", source.parent().unwrap().display());
+    let plain = dir.path().join("plain");
+    build_plainly("gcc", &["-O2", &include, source.to_str().unwrap()], &plain);
+    let dual = dir.path().join("dual");
+    let out = epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            &include,
+            source.to_str().unwrap(),
+            "-o",
+            dual.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let mut child = Command::new(&dual)
+        .arg("3")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!(
+                "the dual build of ipa_ra_loop.c ran 3 repetitions for over 30 s (plain: milliseconds)"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let dual_output = child.wait_with_output().unwrap();
+    let plain_output = Command::new(&plain).arg("3").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&dual_output.stdout),
+        String::from_utf8_lossy(&plain_output.stdout)
+    );
+}
