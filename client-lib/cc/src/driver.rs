@@ -37,7 +37,7 @@ const CLANG_INSTRUMENT_FLAGS: &[&str] = &["-mllvm", "-tsan-instrument-read-befor
 /// interprocedural register allocation lets a caller keep values in call-clobbered registers
 /// across a call to a local function that does not touch them, and the copy-choosing entry of
 /// a dual-built function (and the inline repeat-hit sequence) uses `r10` and `r11`, so a caller's
-/// loop counter held in `r11` was reset at every call.
+/// loop counter held in `r11` would be reset at every call.
 const GCC_CALL_ABI_FLAGS: &[&str] = &["-fno-ipa-ra"];
 
 /// What one compiler command does, which decides the flags it needs.

@@ -362,8 +362,7 @@ fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
 /// A caller keeping a value in a call-clobbered register across a call to a local function
 /// (gcc's interprocedural register allocation) still finds it after the call when the callee
 /// is dual-built: `ipa_ra_loop.c`'s main keeps its loop counter in `r11`, which the callee's
-/// copy-choosing entry uses, and ran its loop far past its end before `epcache cc` turned that
-/// allocation off.
+/// copy-choosing entry uses, so without `-fno-ipa-ra` its loop would run far past its end.
 #[test]
 fn a_caller_keeps_its_registers_across_a_dual_built_local_function() {
     if !available(

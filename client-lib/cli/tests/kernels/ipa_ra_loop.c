@@ -1,6 +1,7 @@
 /* A caller that keeps its loop counter in r11 across calls to a local function: gcc -O2 with
  * interprocedural register allocation does so here (the 2 MiB-aligned grids change its choice),
- * and a dual build whose copy-choosing entry uses r11 then looped for ever. */
+ * and a dual build whose copy-choosing entry uses r11 must not reset it (epcache cc passes
+ * -fno-ipa-ra). */
 #include "suite_common.h"
 #define N 1024
 double a[N][N] SUITE_ALIGNED;
