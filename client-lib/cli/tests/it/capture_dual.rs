@@ -361,8 +361,10 @@ fn inline_repeat_hits_count_exactly_what_the_hook_calls_count() {
 
 /// A caller keeping a value in a call-clobbered register across a call to a local function
 /// (gcc's interprocedural register allocation) still finds it after the call when the callee
-/// is dual-built: `ipa_ra_loop.c`'s main keeps its loop counter in `r11`, which the callee's
-/// copy-choosing entry uses, so without `-fno-ipa-ra` its loop would run far past its end.
+/// is dual-built: the suite bench's Jacobi kernel (`benches/suite_kernels/jacobi2d.c`, whose
+/// 2 MiB-aligned grids make gcc -O2 keep `main`'s loop counter in `r11` across calls to `sweep`)
+/// would, without `-fno-ipa-ra`, run its loop far past its end, since the callee's
+/// copy-choosing entry uses `r11`.
 #[test]
 fn a_caller_keeps_its_registers_across_a_dual_built_local_function() {
     if !available(
@@ -372,7 +374,7 @@ fn a_caller_keeps_its_registers_across_a_dual_built_local_function() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("ipa_ra_loop.c");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/suite_kernels/jacobi2d.c");
     let include = format!("-I{}", source.parent().unwrap().display());
     let plain = dir.path().join("plain");
     build_plainly("gcc", &["-O2", &include, source.to_str().unwrap()], &plain);
