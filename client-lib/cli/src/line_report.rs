@@ -346,10 +346,9 @@ pub(crate) fn render_text(
     {
         let _ = writeln!(
             out,
-            "-- (unknown): misses of accesses that reached the simulator without their code \
-             address: batched by `epcache cc`'s inline test or handed to the simulation thread \
-             (build with EPCACHE_CC_INLINE=off and run with EPCACHE_PIPELINE=off to have every \
-             miss's line), or made by code without debug information"
+            "-- (unknown): misses of accesses that reached the simulator without a code address \
+             (the runtime's Rust `read`/`write` calls), or made by code without debug \
+             information (build it with -g)"
         );
     }
     let unattributed: u64 = by

@@ -35,8 +35,8 @@ use std::fmt::Write as _;
 
 use crate::layout::{
     self, DIRTY_MARK, META_SHIFT, OFFSET_SCALE_SHIFT, RECORD_ADDRESS, RECORD_BYTES,
-    RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_STRUCTURE, TAG_WORD_SYMBOL, ThreadWord,
-    WHOLE_PAGE_SHIFT, WHOLE_SLOT_MULTIPLIER, WHOLE_SLOTS,
+    RECORD_CODE_ADDRESS, RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_STRUCTURE, TAG_WORD_SYMBOL,
+    ThreadWord, WHOLE_PAGE_SHIFT, WHOLE_SLOT_MULTIPLIER, WHOLE_SLOTS,
 };
 use crate::tag_word::{MASK_SHIFT, MASK_UNIT_BITS};
 
@@ -163,6 +163,7 @@ impl Sites {
         let miss = format!(".Lepcache.miss.{n}");
         let hit = format!(".Lepcache.hit.{n}");
         let done = format!(".Lepcache.done.{n}");
+        let back = format!(".Lepcache.back.{n}");
         match carried {
             Carried::Nothing => load_word_and_mask(out),
             Carried::Mask => load_word(out),
@@ -190,7 +191,7 @@ impl Sites {
             let _ = writeln!(out, "\tje\t{hit}");
             let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags));
             let _ = writeln!(out, "\tje\t{clean}");
-            miss_path(access, &miss, &slow, &done, out);
+            miss_path(access, &miss, &slow, &back, &done, out);
             let _ = writeln!(out, "{clean}:");
             let _ = writeln!(out, "\tmovq\t%rax, {}", entry(ThreadWord::WriteTags));
             // The mark is the record's dirty bit, so the miss path ORs it into the meta byte
@@ -206,11 +207,12 @@ impl Sites {
             // A read matches a clean or a written entry.
             let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags));
             let _ = writeln!(out, "\tje\t{hit}");
-            miss_path(access, &miss, &slow, &done, out);
+            miss_path(access, &miss, &slow, &back, &done, out);
             ThreadWord::ReadHits
         };
         let _ = writeln!(out, "{slow}:");
         let _ = writeln!(out, "{call}");
+        let _ = writeln!(out, "{back}:");
         // The call may have switched the thread, and clobbered both registers.
         load_word_and_mask(out);
         let _ = writeln!(out, "\tjmp\t{done}");
@@ -262,9 +264,10 @@ fn record(index: usize) -> String {
 /// batch, for the runtime to simulate later in order (`Filter::inline_miss` in the runtime does
 /// the same): when its line is known whole (`whole_lo <= addr < whole_hi` in the page's slot)
 /// and the batch has room. The old owner's tag, hits and dirty mark move into the record, with
-/// the line's data structure from the slot. Anything else goes to `slow`; the path ends with a
-/// jump to `done`.
-fn miss_path(access: Access, miss: &str, slow: &str, done: &str, out: &mut String) {
+/// the line's data structure from the slot, and the site's code address: `back`, where the call
+/// returns to, which is what the runtime is given for the same access through the call. Anything
+/// else goes to `slow`; the path ends with a jump to `done`.
+fn miss_path(access: Access, miss: &str, slow: &str, back: &str, done: &str, out: &mut String) {
     let meta = layout::meta(access.size, access.write);
     let _ = writeln!(out, "{miss}:");
     // The thread captures and has no switch to pick up.
@@ -327,6 +330,9 @@ fn miss_path(access: Access, miss: &str, slow: &str, done: &str, out: &mut Strin
     let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", entry(ThreadWord::ReadTags));
     // The line's data structure, from the whole-line cache.
     let _ = writeln!(out, "\tmovq\t%rcx, {}", record(RECORD_STRUCTURE));
+    // The site's code address, for the access's source line.
+    let _ = writeln!(out, "\tleaq\t{back}(%rip), %r8");
+    let _ = writeln!(out, "\tmovq\t%r8, {}", record(RECORD_CODE_ADDRESS));
     let _ = writeln!(out, "\taddq\t${RECORD_BYTES}, %rsi");
     let _ = writeln!(out, "\tmovq\t%rsi, {}", tls(ThreadWord::BatchPos));
     let _ = writeln!(out, "\tdecb\t{}", tls(ThreadWord::InMiss));
@@ -399,28 +405,32 @@ mod tests {
                 ".Lepcache.miss.1:",
                 ".Lepcache.full.1:",
                 ".Lepcache.slow.1:",
+                ".Lepcache.back.1:",
                 ".Lepcache.hit.1:",
                 ".Lepcache.done.1:",
                 ".Lepcache.miss.2:",
                 ".Lepcache.full.2:",
                 ".Lepcache.clean.2:",
                 ".Lepcache.slow.2:",
+                ".Lepcache.back.2:",
                 ".Lepcache.hit.2:",
                 ".Lepcache.done.2:"
             ]
         );
-        // The call follows its slow label, reloads the registers the next site may take and
-        // skips the count; the read counts reads, the write writes.
+        // The call follows its slow label, returns to the label whose address the miss path
+        // records, reloads the registers the next site may take and skips the count; the read
+        // counts reads, the write writes.
         let lines: Vec<&str> = out.lines().collect();
         let slow = lines
             .iter()
             .position(|l| *l == ".Lepcache.slow.1:")
             .unwrap();
         assert_eq!(lines[slow + 1], read);
+        assert_eq!(lines[slow + 2], ".Lepcache.back.1:");
         assert_eq!(
-            lines[slow + 2..slow + 7],
+            lines[slow + 3..slow + 8],
             [
-                "\tmovq\tepcache_inline_v7_tag_word(%rip), %r11",
+                "\tmovq\tepcache_inline_v8_tag_word(%rip), %r11",
                 "\tmovq\t%r11, %r10",
                 "\tshrq\t$56, %r10",
                 "\tshll\t$5, %r10d",
@@ -428,23 +438,23 @@ mod tests {
             ]
         );
         assert_eq!(
-            lines[slow + 8],
-            "\tincq\t%fs:epcache_inline_v7_read_hits@tpoff(,%rdx,2)"
+            lines[slow + 9],
+            "\tincq\t%fs:epcache_inline_v8_read_hits@tpoff(,%rdx,2)"
         );
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
         let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
         assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
-        assert!(!first_site.contains("incq\t%fs:epcache_inline_v7_write_hits"));
-        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v7_write_hits@tpoff(,%rdx,2)\n"));
+        assert!(!first_site.contains("incq\t%fs:epcache_inline_v8_write_hits"));
+        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v8_write_hits@tpoff(,%rdx,2)\n"));
         // A write matches a written entry first; one owning its block clean is marked written
         // and dirty pending, then counted.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
         assert!(second_test.contains(
-            "\tcmpq\t%rax, %fs:epcache_inline_v7_write_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v7_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.clean.2\n"
+            "\tcmpq\t%rax, %fs:epcache_inline_v8_write_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v8_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.clean.2\n"
         ));
         let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
         assert!(clean.starts_with(
-            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v7_write_tags@tpoff(,%rdx,2)\n\tmovq\t$64, %fs:epcache_inline_v7_dirty_pending@tpoff(,%rdx,2)\n\tjmp\t.Lepcache.hit.2\n"
+            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v8_write_tags@tpoff(,%rdx,2)\n\tmovq\t$64, %fs:epcache_inline_v8_dirty_pending@tpoff(,%rdx,2)\n\tjmp\t.Lepcache.hit.2\n"
         ));
         // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
@@ -463,7 +473,7 @@ mod tests {
             // the batch has room; else the call.
             assert!(
                 miss.starts_with(
-                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v7_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v7_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v8_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v8_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
                 ),
                 "{miss}"
             );
@@ -478,10 +488,10 @@ mod tests {
                 "{miss}"
             );
             // The batch position is loaded and stored back inside `in_miss`, on both ways out.
-            assert!(miss.contains("\tincb\t%fs:epcache_inline_v7_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v7_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v7_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
-            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v7_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
+            assert!(miss.contains("\tincb\t%fs:epcache_inline_v8_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v8_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v8_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
+            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v8_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
             // The meta byte over the address's top byte: size, write, the old dirty mark.
-            let entry = |word: &str| format!("%fs:epcache_inline_v7_{word}@tpoff(,%rdx,2)");
+            let entry = |word: &str| format!("%fs:epcache_inline_v8_{word}@tpoff(,%rdx,2)");
             // Word 0, stored once: the meta byte (size, write, the old dirty mark) over the
             // address's top byte; the mark is cleared.
             let dirty = entry("dirty_pending");
@@ -517,10 +527,10 @@ mod tests {
             assert_eq!(miss.matches("write_hits").count(), 0, "{miss}");
             assert!(
                 miss.contains(
-                    "\tmovl\t%fs:epcache_inline_v7_whole_structure@tpoff(,%rcx,4), %ecx\n"
+                    "\tmovl\t%fs:epcache_inline_v8_whole_structure@tpoff(,%rcx,4), %ecx\n"
                 )
             );
-            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\taddq\t$40, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v7_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v7_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\tleaq\t.Lepcache.back.1(%rip), %r8\n\tmovq\t%r8, 40(%rsi)\n\taddq\t$48, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v8_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v8_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
         }
     }
 
@@ -533,17 +543,17 @@ mod tests {
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
         assert_eq!(
             common,
-            "\tmovq\tepcache_inline_v7_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
+            "\tmovq\tepcache_inline_v8_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
              \tshrq\t$56, %r10\n\tshll\t$5, %r10d\n\tleaq\t7(%rdi), %rax\n\
              \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n\
-             \tcmpq\t%rax, %fs:epcache_inline_v7_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.1\n"
+             \tcmpq\t%rax, %fs:epcache_inline_v8_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.1\n"
         );
         // A site that finds the mask loads the word only; one that finds both loads nothing.
         let tail = "\tleaq\t7(%rdi), %rax\n";
         for (carried, head) in [
             (
                 Carried::Mask,
-                "\tmovq\tepcache_inline_v7_tag_word(%rip), %r11\n",
+                "\tmovq\tepcache_inline_v8_tag_word(%rip), %r11\n",
             ),
             (Carried::MaskAndWord, ""),
         ] {

@@ -1,5 +1,5 @@
 //! The words of a thread's block the sequence reads and writes, under the names the runtime
-//! defines them by (inline capture ABI v7), and the shape of what they hold: a table entry, a
+//! defines them by (inline capture ABI v8), and the shape of what they hold: a table entry, a
 //! batch record with its meta byte, the whole-line cache.
 //!
 //! The runtime places the words where the Rust compiler lays its block out and names each
@@ -15,17 +15,17 @@
 
 use crate::tag_word::MAX_OFFSET_MASK;
 
-/// The ABI version every symbol's name carries (`epcache_inline_v6_...`): a new version for
+/// The ABI version every symbol's name carries (`epcache_inline_v8_...`): a new version for
 /// any change of what a word means, so objects and runtimes of different versions do not link.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;
 
 /// The full name of the inline capture ABI's symbol `name`, as a string literal (so the
 /// runtime's `global_asm!` and `export_name` can use it): `abi_symbol!(read_tags)` is
-/// `"epcache_inline_v7_read_tags"`.
+/// `"epcache_inline_v8_read_tags"`.
 #[macro_export]
 macro_rules! abi_symbol {
     ($name:ident) => {
-        concat!("epcache_inline_v7_", stringify!($name))
+        concat!("epcache_inline_v8_", stringify!($name))
     };
 }
 
@@ -67,7 +67,7 @@ pub const ENTRY_WRITE_HITS: usize = 24;
 pub const ENTRY_DIRTY_PENDING: usize = 32;
 
 /// Words per batch record, each 8 bytes.
-pub const RECORD_WORDS: usize = 5;
+pub const RECORD_WORDS: usize = 6;
 /// Bytes per record: what the miss path adds to the batch position.
 pub const RECORD_BYTES: usize = RECORD_WORDS * 8;
 /// Word indices in a record: the access's address with the meta byte on top ...
@@ -78,8 +78,12 @@ pub const RECORD_OLD_TAG: usize = 1;
 pub const RECORD_OLD_READ_HITS: usize = 2;
 /// ... and write hits ...
 pub const RECORD_OLD_WRITE_HITS: usize = 3;
-/// ... and the data structure of the access's line (from the whole-line cache).
+/// ... the data structure of the access's line (from the whole-line cache) ...
 pub const RECORD_STRUCTURE: usize = 4;
+/// ... and the site's code address: where its hook call returns to, the address the runtime
+/// is given for the same access on the hook path, so a miss counts for the site's source line
+/// whichever path batched it.
+pub const RECORD_CODE_ADDRESS: usize = 5;
 /// The meta byte's place in the record's first word; the address keeps the bits below.
 pub const META_SHIFT: u32 = 56;
 /// The meta byte's bits holding the access's size.
@@ -251,7 +255,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ThreadWord::ALL.len() + 1);
-        assert_eq!(ABI_PROBE, "epcache_inline_v7_read_tags");
+        assert_eq!(ABI_PROBE, "epcache_inline_v8_read_tags");
     }
 
     #[test]
@@ -260,7 +264,7 @@ mod tests {
         assert_eq!(meta(4, true), 4 | 1 << 5);
         assert_eq!(meta(16, true) as u64 | DIRTY_MARK, 16 | 32 | 64);
         assert_eq!(DIRTY_MARK, 64);
-        assert_eq!(RECORD_BYTES, 40);
+        assert_eq!(RECORD_BYTES, 48);
         assert_eq!(TABLE_ENTRIES, 256);
         assert_eq!(
             whole_slot(0x7f00_0004_1fff),

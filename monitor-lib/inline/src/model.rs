@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 
 use crate::emit::{Access, HOOK_SIZES};
 use crate::layout::{
-    self, DIRTY_MARK, ENTRY_BYTES, META_SHIFT, RECORD_ADDRESS, RECORD_BYTES, RECORD_OLD_READ_HITS,
-    RECORD_OLD_TAG, RECORD_OLD_WRITE_HITS, RECORD_STRUCTURE, RECORD_WORDS, TABLE_ENTRIES,
-    WHOLE_SLOTS,
+    self, DIRTY_MARK, ENTRY_BYTES, META_SHIFT, RECORD_ADDRESS, RECORD_BYTES, RECORD_CODE_ADDRESS,
+    RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_OLD_WRITE_HITS, RECORD_STRUCTURE, RECORD_WORDS,
+    TABLE_ENTRIES, WHOLE_SLOTS,
 };
 use crate::tag_word;
 
@@ -148,12 +148,14 @@ pub fn hit_test(
 }
 
 /// The miss path of a site whose test did not answer the access: `Ok` when it took the entry
-/// over and appended a record, else why it goes to the call (having written nothing).
+/// over and appended a record, else why it goes to the call (having written nothing). `code` is
+/// the site's code address, where its call returns to.
 pub fn miss_path(
     mem: &mut impl SiteMemory,
     regs: Registers,
     access: Access,
     addr: u64,
+    code: u64,
 ) -> Result<(), Slow> {
     let tag = tag_of(regs, access, addr);
     let word = mem.tag_word();
@@ -180,6 +182,7 @@ pub fn miss_path(
     record[RECORD_OLD_READ_HITS] = old.read_hits;
     record[RECORD_OLD_WRITE_HITS] = old.write_hits;
     record[RECORD_STRUCTURE] = u64::from(whole.structure);
+    record[RECORD_CODE_ADDRESS] = code;
     mem.write_record(at, record);
     mem.set_entry(
         offset,
@@ -195,12 +198,19 @@ pub fn miss_path(
     Ok(())
 }
 
-/// Everything a site does before its call, if it calls: the path it takes.
-pub fn site(mem: &mut impl SiteMemory, regs: Registers, access: Access, addr: u64) -> Path {
+/// Everything a site at code address `code` does before its call, if it calls: the path it
+/// takes.
+pub fn site(
+    mem: &mut impl SiteMemory,
+    regs: Registers,
+    access: Access,
+    addr: u64,
+    code: u64,
+) -> Path {
     if let Some(path) = hit_test(mem, regs, access, addr) {
         return path;
     }
-    match miss_path(mem, regs, access, addr) {
+    match miss_path(mem, regs, access, addr, code) {
         Ok(()) => Path::Batched,
         Err(slow) => Path::Slow(slow),
     }
@@ -291,6 +301,9 @@ mod tests {
         write: true,
     };
 
+    /// The code address of the sites in these tests.
+    const CODE: u64 = 0x5555_0000_1234;
+
     /// A thread that captures with 64-byte lines and 64 entries, the page at `page` known
     /// whole (structure 3) and room for two records.
     fn block(page: u64) -> ModelBlock {
@@ -315,11 +328,14 @@ mod tests {
         let page = 0x7f00_0000_1000;
         let mut b = block(page);
         let regs = Registers::loaded(b.tag_word);
-        assert_eq!(site(&mut b, regs, READ8, page + 8), Path::Batched);
-        assert_eq!(site(&mut b, regs, READ8, page + 56), Path::Hit);
+        assert_eq!(site(&mut b, regs, READ8, page + 8, CODE), Path::Batched);
+        assert_eq!(site(&mut b, regs, READ8, page + 56, CODE), Path::Hit);
         // A write to the line owning its entry clean marks it, then hits as written.
-        assert_eq!(site(&mut b, regs, WRITE4, page + 16), Path::CleanWrite);
-        assert_eq!(site(&mut b, regs, WRITE4, page + 20), Path::Hit);
+        assert_eq!(
+            site(&mut b, regs, WRITE4, page + 16, CODE),
+            Path::CleanWrite
+        );
+        assert_eq!(site(&mut b, regs, WRITE4, page + 20, CODE), Path::Hit);
         let e = b.entries[0];
         assert_eq!(
             (e.read_hits, e.write_hits, e.dirty_pending),
@@ -330,7 +346,7 @@ mod tests {
         // The next line's owner takes another entry; a line of the same set takes this one
         // over, and the record carries the old owner's hits and dirty mark.
         assert_eq!(
-            site(&mut b, regs, WRITE4, page + 64 * 64 + 8),
+            site(&mut b, regs, WRITE4, page + 64 * 64 + 8, CODE),
             Path::Slow(Slow::NotWhole)
         );
         b.whole[layout::whole_slot(page + 4096)] = WholeLines {
@@ -339,7 +355,7 @@ mod tests {
             structure: 4,
         };
         assert_eq!(
-            site(&mut b, regs, WRITE4, page + 64 * 64 + 8),
+            site(&mut b, regs, WRITE4, page + 64 * 64 + 8, CODE),
             Path::Batched
         );
         let record = b.records[&(0x1000 + RECORD_BYTES as u64)];
@@ -353,10 +369,11 @@ mod tests {
             (1, 2)
         );
         assert_eq!(record[RECORD_STRUCTURE], 4);
+        assert_eq!(record[RECORD_CODE_ADDRESS], CODE);
         assert_eq!(b.entries[0].dirty_pending, 0);
         // The batch is full now.
         assert_eq!(
-            site(&mut b, regs, READ8, page + 128),
+            site(&mut b, regs, READ8, page + 128, CODE),
             Path::Slow(Slow::BatchFull)
         );
     }
@@ -367,22 +384,25 @@ mod tests {
         let mut b = block(page);
         let regs = Registers::loaded(b.tag_word);
         assert_eq!(
-            site(&mut b, regs, READ8, page + 60),
+            site(&mut b, regs, READ8, page + 60, CODE),
             Path::Slow(Slow::Straddles)
         );
-        assert_eq!(site(&mut b, regs, READ8, page), Path::Batched);
+        assert_eq!(site(&mut b, regs, READ8, page, CODE), Path::Batched);
         // A new key: the table's tags stop matching, and the thread must sync first.
         b.tag_word = word_of(0x5b, 63, 63 << 6);
         let regs = Registers::loaded(b.tag_word);
-        assert_eq!(site(&mut b, regs, READ8, page), Path::Slow(Slow::MustSync));
+        assert_eq!(
+            site(&mut b, regs, READ8, page, CODE),
+            Path::Slow(Slow::MustSync)
+        );
         assert_eq!(registers_after(Path::Slow(Slow::MustSync), regs, &b), regs);
         // A word carried from before the switch finds its line, as a delayed load would.
         let stale = Registers::loaded(b.synced_word);
-        assert_eq!(site(&mut b, stale, READ8, page + 8), Path::Hit);
+        assert_eq!(site(&mut b, stale, READ8, page + 8, CODE), Path::Hit);
         // Nothing is ever written for a slow path.
         let before = b.clone();
         assert_eq!(
-            site(&mut b, regs, READ8, page + 60),
+            site(&mut b, regs, READ8, page + 60, CODE),
             Path::Slow(Slow::MustSync)
         );
         assert_eq!(b, before);

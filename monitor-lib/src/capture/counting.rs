@@ -142,10 +142,11 @@ struct StagedRecords<'a, I> {
     hits: (u64, u64),
 }
 
-/// What counting a record's outcome needs: its data structure.
+/// What counting a record's outcome needs: its data structure and code address.
 #[derive(Debug, Clone, Copy)]
 struct RecordContext {
     structure: Option<usize>,
+    code: u64,
 }
 
 impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
@@ -209,6 +210,7 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
             .add_l1_hits_to_structure(old_owner, reads, writes);
         let context = RecordContext {
             structure: record_structure(self.monitoring, &r),
+            code: r.code,
         };
         let step = epcache_sim::simulator::capture_path::Step {
             addr: r.addr,
@@ -225,8 +227,8 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
 
     #[inline(always)]
     fn outcome(&mut self, context: RecordContext, bits: u32) {
-        // The record holds no code address (yet): its misses count for the unknown one.
-        self.monitoring.count_bits(context.structure, bits, 0);
+        self.monitoring
+            .count_bits(context.structure, bits, context.code);
     }
 }
 
@@ -531,6 +533,8 @@ mod tests {
                 DataStructureKind::HeapRegistered,
             );
         }
+        // The most rows of misses per site and structure a hierarchy gave.
+        let mut most_rows = 0;
         for (spec, filtered) in [
             ("D1=1K,2,64;LL=8K,4,64", true),
             ("D1=2K,8,64;LL=16K,16,64", true),
@@ -602,25 +606,27 @@ mod tests {
                     (0x40_0000 + x % (24 << 10), size, kind)
                 };
                 let write = kind == AccessKind::Write;
+                // Eight sites; a batched access's misses count for its site as a direct one's.
+                let pc = 0x5555_0000_0000 + (x >> 44) % 8 * 16;
                 // Half the accesses come from sites with the inline test (`epcache cc`), which
                 // also answers writes to clean entries, leaving their dirty bits pending.
                 let inline = x >> 33 & 1 == 1;
                 if inline && with_filter(|f| f.inline_hit(addr, size, write)) {
                     inline_clean_writes +=
                         u32::from(write && with_filter(|f| f.dirty_pending(addr)));
-                } else if inline && with_filter(|f| f.inline_miss(addr, size, write)) {
+                } else if inline && with_filter(|f| f.inline_miss(addr, size, write, pc)) {
                     batched += 1;
                 // What `active` and `simulate_on` do (after the inline test, if any).
                 } else if !with_filter(|f| f.repeat_hit(addr, size, write)) {
                     if write && with_filter(|f| f.clean_write(addr, size)) {
                         clean_writes += 1;
-                        counting.clean_write(&mut fast_sim, &mut fast, addr, size, 0);
+                        counting.clean_write(&mut fast_sim, &mut fast, addr, size, pc);
                     } else {
-                        counting.access(&mut fast_sim, &mut fast, addr, size, kind, 0);
+                        counting.access(&mut fast_sim, &mut fast, addr, size, kind, pc);
                     }
                 }
                 let levels = counting.levels;
-                slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels, 0));
+                slow_sim.access_observed(addr, size, kind, |a, o| slow.count(a, o, levels, pc));
                 if step % 50_000 == 25_000 {
                     let forget = step % 100_000 == 25_000;
                     counting.flush(&mut fast_sim, &mut fast, forget);
@@ -631,6 +637,13 @@ mod tests {
             assert_eq!(fast.totals, slow.totals, "{spec:?}");
             assert_eq!(fast.structures, slow.structures, "{spec:?}");
             assert!(fast.structures.iter().filter(|c| c[0] > 0).count() >= 2);
+            let lines = |m: &Monitoring| {
+                let mut rows: Vec<_> = m.lines.entries().map(|(k, c)| (*k, *c)).collect();
+                rows.sort_by_key(|(k, _)| (k.pc, k.structure));
+                rows
+            };
+            assert_eq!(lines(&fast), lines(&slow), "{spec:?}: misses per site");
+            most_rows = most_rows.max(lines(&slow).len());
             let stats = |s: &Simulator| s.hierarchy().stats().map(|(_, l)| *l).collect::<Vec<_>>();
             let mut fast_stats = stats(&fast_sim);
             fast_stats[0].reads += counting.repeat_hits[0];
@@ -654,5 +667,6 @@ mod tests {
                 "misses at two levels"
             );
         }
+        assert!(most_rows >= 8, "the eight sites' misses were counted apart");
     }
 }

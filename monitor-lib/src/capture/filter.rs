@@ -106,7 +106,7 @@ pub(super) fn records_of(
 ) -> impl Iterator<Item = RecordWords> {
     batch[..filled.min(batch.len())]
         .iter()
-        .map(|[a, b, c, d, e]| [a.get(), b.get(), c.get(), d.get(), e.get()])
+        .map(|[a, b, c, d, e, f]| [a.get(), b.get(), c.get(), d.get(), e.get(), f.get()])
 }
 
 /// One thread's table, kept in the thread-local block the access hooks read (`hook_block.rs`), as
@@ -244,6 +244,9 @@ pub(super) struct Record {
     /// line that is not whole (`Filter::stage_unowned`), which leaves its entry empty and is
     /// counted for its first byte's structure.
     pub(super) structure: Option<u32>,
+    /// The access's code address: where its site's hook call returns to (0: unknown), so its
+    /// misses count for its source line (`line_table.rs`).
+    pub(super) code: u64,
 }
 
 impl Record {
@@ -270,6 +273,7 @@ impl Record {
                 words[layout::RECORD_OLD_WRITE_HITS],
             ),
             structure: u32::try_from(words[layout::RECORD_STRUCTURE]).ok(),
+            code: words[layout::RECORD_CODE_ADDRESS],
         }
     }
 }
@@ -295,6 +299,7 @@ const _: () = {
             && layout::RECORD_OLD_READ_HITS == 2
             && layout::RECORD_OLD_WRITE_HITS == 3
             && layout::RECORD_STRUCTURE == 4
+            && layout::RECORD_CODE_ADDRESS == 5
     );
 };
 
@@ -525,11 +530,11 @@ impl Filter {
     /// owner's tag, hits and dirty mark moved into a record appended to the batch) and `true`
     /// returned; the access is simulated when the runtime drains the batch. The runtime does the
     /// same for an access that reaches it while its thread simulates on a second core
-    /// (`ThreadCapture::defer`).
-    pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool) -> bool {
+    /// (`ThreadCapture::defer`). `code` is the access's code address (0: unknown).
+    pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool, code: u64) -> bool {
         let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == self.tag(addr);
         match self.whole_line(addr).filter(|_| one_line) {
-            Some(structure) => self.append_record(addr, size, write, Some(structure)),
+            Some(structure) => self.append_record(addr, size, write, Some(structure), code),
             None => false,
         }
     }
@@ -540,16 +545,23 @@ impl Filter {
     /// entry is emptied, and its old owner's tag, hits and dirty mark go into a record
     /// appended to the batch (with [`NOT_WHOLE`] for the structure). `false` when the access
     /// straddles lines or the batch is full.
-    pub(super) fn stage_unowned(&self, addr: u64, size: u32, write: bool) -> bool {
+    pub(super) fn stage_unowned(&self, addr: u64, size: u32, write: bool, code: u64) -> bool {
         let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == self.tag(addr);
-        one_line && self.on.get() && self.append_record(addr, size, write, None)
+        one_line && self.on.get() && self.append_record(addr, size, write, None, code)
     }
 
     /// Appends the record of a one-line access to the batch if it has room, moving the old
     /// owner's tag, hits and dirty mark into it: the access's block then owns the entry when
     /// its line is whole (`structure` is its data structure, index + 1), and nothing does
-    /// when it is not (`None`).
-    fn append_record(&self, addr: u64, size: u32, write: bool, structure: Option<u32>) -> bool {
+    /// when it is not (`None`). `code` is the access's code address.
+    fn append_record(
+        &self,
+        addr: u64,
+        size: u32,
+        write: bool,
+        structure: Option<u32>,
+        code: u64,
+    ) -> bool {
         let pos = self.batch_pos.get();
         if pos >= self.batch_end.get() {
             return false;
@@ -573,6 +585,7 @@ impl Filter {
             self.entries[i].read_hits.replace(0),
             self.entries[i].write_hits.replace(0),
             structure.map_or(NOT_WHOLE, u64::from),
+            code,
         ];
         self.entries[i].write_tag.set(if write { owner } else { 0 });
         for (cell, w) in record.iter().zip(words) {
@@ -1031,6 +1044,9 @@ impl epcache_inline::model::SiteMemory for InlineView<'_> {
 mod tests {
     use super::*;
 
+    /// The code address of the tests' accesses.
+    const CODE: u64 = 0x5555_0000_1234;
+
     #[test]
     fn the_inline_offset_finds_each_entrys_words_for_every_line_size() {
         // (line bits, L1 sets, entries expected): one entry per set while they fit, longer
@@ -1111,10 +1127,10 @@ mod tests {
         let page = 0x7f00_0000_1000;
         let f = table_with_batch(2, page);
         assert!(!f.batch_waiting() && !f.batch_full());
-        assert!(f.inline_miss(page + 8, 8, false));
-        assert!(f.inline_miss(page + 64, 4, true));
+        assert!(f.inline_miss(page + 8, 8, false, CODE));
+        assert!(f.inline_miss(page + 64, 4, true, CODE));
         assert!(f.batch_full());
-        assert!(!f.inline_miss(page + 128, 8, false), "no room");
+        assert!(!f.inline_miss(page + 128, 8, false, CODE), "no room");
         let (old, filled) = f.replace_batch(new_batch(4)).unwrap();
         assert_eq!(filled, 2);
         let records: Vec<Record> = records_of(&old, filled).map(Record::decode).collect();
@@ -1123,18 +1139,20 @@ mod tests {
                 records[0].addr,
                 records[0].size,
                 records[0].write,
-                records[0].structure
+                records[0].structure,
+                records[0].code
             ),
-            (page + 8, 8, false, Some(3))
+            (page + 8, 8, false, Some(3), CODE)
         );
         assert_eq!(
             (
                 records[1].addr,
                 records[1].size,
                 records[1].write,
-                records[1].structure
+                records[1].structure,
+                records[1].code
             ),
-            (page + 64, 4, true, Some(3))
+            (page + 64, 4, true, Some(3), CODE)
         );
         // The miss path's addresses are the new batch's, empty.
         let range = f.take_batch_box().unwrap();
@@ -1142,7 +1160,7 @@ mod tests {
         f.put_batch_box(Some(range));
         assert_eq!((f.batch_pos.get(), f.batch_end.get()), (start, end));
         assert!(!f.batch_waiting());
-        assert!(f.inline_miss(page + 128, 8, false));
+        assert!(f.inline_miss(page + 128, 8, false, CODE));
         let mut drained = Vec::new();
         f.drain_batch_with(|records| drained.extend(records.map(Record::decode)));
         assert_eq!(drained.len(), 1);
@@ -1161,7 +1179,7 @@ mod tests {
     fn a_batch_an_interrupted_miss_path_still_writes_into_stays_where_it_is() {
         let page = 0x7f00_0000_1000;
         let f = table_with_batch(2, page);
-        assert!(f.inline_miss(page, 8, false));
+        assert!(f.inline_miss(page, 8, false, CODE));
         // A signal handler interrupted a miss path after it loaded the position.
         f.in_miss.set(1);
         let loaded = f.batch_pos.get();
@@ -1170,7 +1188,7 @@ mod tests {
         // The path went on (the count is back to 0): the batch may move again.
         f.in_miss.set(0);
         let (old, filled) = f.replace_batch(new_batch(4)).unwrap();
-        assert_eq!((filled, old.as_ptr() as u64 + 40), (1, loaded));
+        assert_eq!((filled, old.as_ptr() as u64 + RECORD_BYTES), (1, loaded));
     }
 
     #[test]
@@ -1180,7 +1198,7 @@ mod tests {
         // freed batch's address up to the new batch's end, through other memory.
         let page = 0x7f00_0000_1000;
         let f = table_with_batch(BATCH_RECORDS, page);
-        assert!(f.inline_miss(page, 8, false));
+        assert!(f.inline_miss(page, 8, false, CODE));
         let in_range = |f: &Filter, pos: u64| {
             let batch = f.take_batch_box().expect("a batch");
             let range = batch.as_ptr_range();
@@ -1360,9 +1378,11 @@ mod tests {
                 hits += 1;
                 continue;
             }
-            let by_runtime = runtime.inline_miss(addr, size, write);
+            // Each site its own code address.
+            let code = 0x5555_0000_0000 | x & 0xfff;
+            let by_runtime = runtime.inline_miss(addr, size, write, code);
             let by_model =
-                model::miss_path(&mut modelled.inline_view(word), regs, access, addr).is_ok();
+                model::miss_path(&mut modelled.inline_view(word), regs, access, addr, code).is_ok();
             assert_eq!(by_runtime, by_model, "{addr:#x} {access:?}");
             if by_runtime {
                 batched += 1;

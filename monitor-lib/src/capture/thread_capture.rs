@@ -185,7 +185,7 @@ impl ThreadCapture {
     /// access joins the batch as the inline miss path would have let it, when it can: the
     /// thread then runs on without its simulator. `false` when the access needs the simulator
     /// now (it straddles lines, or its line holds more than one data structure).
-    fn defer(&mut self, addr: u64, size: u32, kind: AccessKind) -> bool {
+    fn defer(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
         // With no core spare, staging would only delay the simulation.
         if !with_filter(Filter::is_on) || (self.core.is_some() && !worker::core_spare()) {
             return false;
@@ -203,7 +203,7 @@ impl ThreadCapture {
             }
         }
         let write = kind == AccessKind::Write;
-        if with_filter(|f| f.inline_miss(addr, size, write)) {
+        if with_filter(|f| f.inline_miss(addr, size, write, pc)) {
             return true;
         }
         // The line may be whole without the whole-line cache knowing it yet; if it is not,
@@ -212,9 +212,9 @@ impl ThreadCapture {
         let (finder, line_bits) = (&mut self.finder, self.line_bits);
         with_filter(|f| {
             if finder.structure_of_line(addr, line_bits, f).1 {
-                f.inline_miss(addr, size, write)
+                f.inline_miss(addr, size, write, pc)
             } else {
-                f.stage_unowned(addr, size, write)
+                f.stage_unowned(addr, size, write, pc)
             }
         })
     }
@@ -437,8 +437,7 @@ impl ThreadCapture {
     /// Kept out of line, so the thread-local access around it stays small enough to inline.
     #[inline(never)]
     pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
-        // A deferred access's record holds no code address: its misses count for pc 0.
-        if self.ships && self.defer(addr, size, kind) {
+        if self.ships && self.defer(addr, size, kind, pc) {
             return;
         }
         if let Some(core) = self.core() {

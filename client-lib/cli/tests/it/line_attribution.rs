@@ -26,8 +26,9 @@ const SHAPE: Shape = Shape {
 
 const SOURCE: &str = "lines_inlined.c";
 
-/// The kernel built with capture (`captured`) and plainly (`plain`) in `dir`, from the same
-/// path so both name the same file; `None` (said) without the tools.
+/// The kernel built with capture as `epcache cc` builds by default (`captured`) and plainly
+/// (`plain`) in `dir`, from the same path so both name the same file; `None` (said) without the
+/// tools.
 fn build(dir: &Path, who: &str) -> Option<(PathBuf, PathBuf)> {
     if !runtime_built(who) || !available("valgrind", who) || !available("gcc", who) {
         return None;
@@ -37,7 +38,7 @@ fn build(dir: &Path, who: &str) -> Option<(PathBuf, PathBuf)> {
     let mut line = vec!["gcc"];
     line.extend(flags);
     line.extend([SOURCE, "-o", "captured"]);
-    epcache_cc_with(dir, &[("EPCACHE_CC_INLINE", "off")], &line);
+    epcache_cc_with(dir, &[], &line);
     let out = Command::new("gcc")
         .args(flags)
         .args([SOURCE, "-o", "plain"])
@@ -48,14 +49,13 @@ fn build(dir: &Path, who: &str) -> Option<(PathBuf, PathBuf)> {
     Some((dir.join("captured"), dir.join("plain")))
 }
 
-/// Runs the captured program with its report at `dir/report.json`, simulated on the program's
-/// own thread; returns the report's path and JSON.
+/// Runs the captured program (built with the inline test, simulated on a second core where one
+/// is free) with its report at `dir/report.json`; returns the report's path and JSON.
 fn run_captured(dir: &Path, program: &Path) -> (PathBuf, serde_json::Value) {
     let report = dir.join("report.json");
     let out = Command::new(program)
         .env("EPCACHE_REPORT", &report)
         .env("EPCACHE_CACHE", SHAPE.epcache_spec())
-        .env("EPCACHE_PIPELINE", "off")
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
@@ -173,7 +173,6 @@ fn per_line_misses_of_inlined_kernels_agree_with_cg_annotate() {
 fn epcache(dir: &Path, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
         .args(args)
-        .env("EPCACHE_PIPELINE", "off")
         .current_dir(dir)
         .output()
         .unwrap();

@@ -18,8 +18,8 @@ use std::process::{Command, Stdio};
 use epcache_inline::emit::{self, Access, Carried, HOOK_SIZES, Sites};
 use epcache_inline::layout::{
     ABI_VERSION, ENTRY_BYTES, ENTRY_DIRTY_PENDING, ENTRY_READ_HITS, ENTRY_READ_TAG,
-    ENTRY_WRITE_HITS, ENTRY_WRITE_TAG, RECORD_BYTES, RECORD_WORDS, TABLE_ENTRIES, TAG_WORD_SYMBOL,
-    ThreadWord, WHOLE_SLOTS, whole_slot,
+    ENTRY_WRITE_HITS, ENTRY_WRITE_TAG, RECORD_BYTES, RECORD_CODE_ADDRESS, RECORD_WORDS,
+    TABLE_ENTRIES, TAG_WORD_SYMBOL, ThreadWord, WHOLE_SLOTS, whole_slot,
 };
 use epcache_inline::model::{
     self, Entry, ModelBlock, Path as SitePath, Registers, Slow, WholeLines,
@@ -136,6 +136,7 @@ impl FakeBlock {
             ("ENTRY_BYTES", ENTRY_BYTES),
             ("RECORD_WORDS", RECORD_WORDS),
             ("RECORD_BYTES", RECORD_BYTES),
+            ("RECORD_CODE_ADDRESS", RECORD_CODE_ADDRESS),
             ("WHOLE_SLOTS", WHOLE_SLOTS),
             ("BATCH_RECORDS", BATCH_RECORDS as usize),
         ] {
@@ -150,7 +151,26 @@ impl FakeBlock {
     }
 }
 
-/// The harness's site functions, written by the emitter, and their table.
+/// The numbers [`Sites`] gives each function's sites, in the order [`sites_assembly`] writes
+/// them: `(first, second)`, the second 0 for a function of one site.
+fn site_numbers(functions: &[Function]) -> Vec<(u64, u64)> {
+    let mut next = 0;
+    let mut take = || {
+        next += 1;
+        next
+    };
+    functions
+        .iter()
+        .map(|f| match f {
+            Function::Single(_) => (take(), 0),
+            Function::Pair { .. } => (take(), take()),
+        })
+        .collect()
+}
+
+/// The harness's site functions, written by the emitter, their table, and the table of each
+/// site's code address (its call's return address, `.Lepcache.back.N`), by which the harness
+/// prints a code address as the site's number.
 fn sites_assembly(variants: &[Access], functions: &[Function]) -> String {
     let mut s = String::from("\t.text\n");
     let mut sites = Sites::default();
@@ -207,6 +227,20 @@ fn sites_assembly(variants: &[Access], functions: &[Function]) -> String {
         s,
         "\t.globl\tsite_function_count\nsite_function_count:\n\t.quad\t{}",
         functions.len()
+    );
+    assert_eq!(
+        sites.count() as u64,
+        site_numbers(functions).last().map_or(0, |&(a, b)| a.max(b)),
+        "the sites are numbered as site_numbers says"
+    );
+    s.push_str("\t.globl\tsite_returns\nsite_returns:\n");
+    for n in 1..=sites.count() {
+        let _ = writeln!(s, "\t.quad\t.Lepcache.back.{n}");
+    }
+    let _ = writeln!(
+        s,
+        "\t.globl\tsite_return_count\nsite_return_count:\n\t.quad\t{}",
+        sites.count()
     );
     s.push_str("\t.section\t.note.GNU-stack,\"\",@progbits\n");
     s
@@ -459,6 +493,8 @@ struct ModelRun<'a> {
     block: ModelBlock,
     hook_sets: u64,
     variants: &'a [Access],
+    /// Each function's site numbers ([`site_numbers`]).
+    numbers: &'a [(u64, u64)],
     accesses: u64,
 }
 
@@ -480,13 +516,14 @@ impl ModelRun<'_> {
             Step::Whole { slot, lines } => self.block.whole[slot] = lines,
             Step::Clear(e) => self.block.entries[e] = Entry::default(),
             Step::HookSets(w) => self.hook_sets = w,
-            Step::Run(f, a, b) => self.run(functions[f], a, b, coverage, out),
+            Step::Run(f, a, b) => self.run(functions[f], self.numbers[f], a, b, coverage, out),
         }
     }
 
     fn run(
         &mut self,
         function: Function,
+        (first_code, second_code): (u64, u64),
         a: u64,
         b: u64,
         coverage: &mut Coverage,
@@ -498,8 +535,8 @@ impl ModelRun<'_> {
         self.accesses += 1;
         let regs = match function {
             Function::Single(v) => {
-                let (regs, _) =
-                    self.site(v, Registers::loaded(self.block.tag_word), a, coverage, out);
+                let loaded = Registers::loaded(self.block.tag_word);
+                let (regs, _) = self.site(v, loaded, a, first_code, coverage, out);
                 regs
             }
             Function::Pair {
@@ -508,7 +545,7 @@ impl ModelRun<'_> {
                 carried,
             } => {
                 let loaded = Registers::loaded(self.block.tag_word);
-                let (left, path) = self.site(first, loaded, a, coverage, out);
+                let (left, path) = self.site(first, loaded, a, first_code, coverage, out);
                 let found = match carried {
                     Carried::Nothing => Registers::loaded(self.block.tag_word),
                     Carried::Mask => Registers {
@@ -518,7 +555,7 @@ impl ModelRun<'_> {
                     Carried::MaskAndWord => left,
                 };
                 coverage.carried_after.insert((second, carried, kind(path)));
-                self.site(second, found, b, coverage, out).0
+                self.site(second, found, b, second_code, coverage, out).0
             }
         };
         for (e, (before, now)) in entries.iter().zip(&self.block.entries).enumerate() {
@@ -553,21 +590,23 @@ impl ModelRun<'_> {
         );
     }
 
-    /// One site of variant `v` with `regs`: the registers it leaves, and its path.
+    /// One site of variant `v` with `regs`, numbered `code` (the harness prints code addresses
+    /// as site numbers): the registers it leaves, and its path.
     fn site(
         &mut self,
         v: usize,
         regs: Registers,
         addr: u64,
+        code: u64,
         coverage: &mut Coverage,
         out: &mut String,
     ) -> (Registers, SitePath) {
         let access = self.variants[v];
-        let path = model::site(&mut self.block, regs, access, addr);
+        let path = model::site(&mut self.block, regs, access, addr, code);
         coverage.paths.insert((v, path));
         if let SitePath::Slow(_) = path {
             let kind = if access.write { 'w' } else { 'r' };
-            let _ = writeln!(out, "call {} {kind} {addr:x}", access.size);
+            let _ = writeln!(out, "call {} {kind} {addr:x} site {code:x}", access.size);
             if self.hook_sets != 0 {
                 self.block.tag_word = std::mem::take(&mut self.hook_sets);
             }
@@ -654,6 +693,7 @@ fn every_assembled_variant_writes_what_the_model_says_on_random_streams() {
     }
     let variants = variants();
     let functions = functions(variants.len());
+    let numbers = site_numbers(&functions);
     let dir = tempfile::tempdir().unwrap();
     let harness = build_harness(dir.path(), &variants, &functions);
     let mut coverage = Coverage::default();
@@ -664,6 +704,7 @@ fn every_assembled_variant_writes_what_the_model_says_on_random_streams() {
             block: ModelBlock::default(),
             hook_sets: 0,
             variants: &variants,
+            numbers: &numbers,
             accesses: 0,
         };
         let mut expected = String::new();

@@ -15,6 +15,9 @@ extern __thread unsigned char fake_block[BLOCK_BYTES];
 extern uint64_t TAG_WORD_SYMBOL;
 extern void (*const site_functions[])(uint64_t, uint64_t);
 extern const uint64_t site_function_count;
+/* Each site's code address (where its call returns to), by site number less one. */
+extern const uint64_t site_returns[];
+extern const uint64_t site_return_count;
 /* Every site function stores the registers its last site left here before it returns. */
 uint64_t observed_word, observed_mask;
 
@@ -25,8 +28,16 @@ static uint64_t hook_sets_word;
 #define WORD64(off) (*(uint64_t *)(fake_block + (off)))
 #define WORD32(off) (*(uint32_t *)(fake_block + (off)))
 
-static void hook(unsigned size, int write, void *addr) {
-  printf("call %u %c %" PRIx64 "\n", size, write ? 'w' : 'r', (uint64_t)addr);
+/* The number of the site whose code address is `code`, 0 for none. */
+static uint64_t site_number(uint64_t code) {
+  for (uint64_t i = 0; i < site_return_count; i++)
+    if (site_returns[i] == code) return i + 1;
+  return 0;
+}
+
+static __attribute__((noinline)) void hook(unsigned size, int write, void *addr, uint64_t back) {
+  printf("call %u %c %" PRIx64 " site %" PRIx64 "\n", size, write ? 'w' : 'r', (uint64_t)addr,
+         site_number(back));
   if (hook_sets_word) {
     TAG_WORD_SYMBOL = hook_sets_word;
     hook_sets_word = 0;
@@ -36,8 +47,8 @@ static void hook(unsigned size, int write, void *addr) {
 #define HOOKS(n)                                                                          \
   void __tsan_read##n(void *a);                                                           \
   void __tsan_write##n(void *a);                                                          \
-  void __tsan_read##n(void *a) { hook(n, 0, a); }                                         \
-  void __tsan_write##n(void *a) { hook(n, 1, a); }
+  void __tsan_read##n(void *a) { hook(n, 0, a, (uint64_t)__builtin_return_address(0)); }  \
+  void __tsan_write##n(void *a) { hook(n, 1, a, (uint64_t)__builtin_return_address(0)); }
 HOOKS(1)
 HOOKS(2)
 HOOKS(4)
@@ -100,7 +111,8 @@ int main(void) {
         uint64_t *now = batch + r * RECORD_WORDS;
         if (memcmp(now, batch_before + r * RECORD_WORDS, RECORD_BYTES) == 0) continue;
         printf("record %u", r);
-        for (unsigned w = 0; w < RECORD_WORDS; w++) printf(" %" PRIx64, now[w]);
+        for (unsigned w = 0; w < RECORD_WORDS; w++)
+          printf(" %" PRIx64, w == RECORD_CODE_ADDRESS ? site_number(now[w]) : now[w]);
         printf("\n");
       }
       for (unsigned off = 0; off < BLOCK_BYTES; off++) {
