@@ -18,7 +18,9 @@
 //! - for information, a sparse matrix-vector product (loads through an index array, which gcc
 //!   does not vectorise, so Cachegrind sees as many accesses as the instrumented copy makes)
 //!   and the matrix multiply built by clang (which instruments after vectorising), each
-//!   monitored against Cachegrind on its plain build.
+//!   monitored against Cachegrind on its plain build;
+//! - an OpenMP Jacobi with 2 and 4 threads, monitored with a hierarchy per thread and as cores
+//!   of one machine kept coherent (`threads.rs`), against native and Cachegrind.
 //!
 //! This machine is a 2-core VM on a shared host. In one process, in its own CPU time, a
 //! vectorised kernel switches between two speeds about 1.5-2x apart (whether its data fits in
@@ -37,7 +39,11 @@
 //! fifth, at least 3), `EPCACHE_BENCH_N` the matrix order, `EPCACHE_BENCH_PAIRS` the iterations
 //! of one timed loop and `EPCACHE_BENCH_LOOPS` the timed loops per pair process;
 //! `EPCACHE_BENCH_PROFILE=1` adds Callgrind's instruction counts per region pair and per kernel
-//! iteration, with the hottest functions.
+//! iteration, with the hottest functions. `EPCACHE_BENCH_SECTIONS` runs some sections only
+//! (comma-separated: `pairs`, `matmul`, `info`, `openmp`; all by default), and
+//! `EPCACHE_BENCH_OMP_N` and `EPCACHE_BENCH_OMP_SWEEPS` size the OpenMP kernel.
+
+mod threads;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -840,9 +846,20 @@ fn main() {
     });
     eprintln!("runtime: {}", runtime.display());
     let dir = tempfile::tempdir().expect("a temporary directory");
-    region_pairs(dir.path(), &runtime, runs);
-    matmul(dir.path(), &runtime, runs);
-    for_information(dir.path(), &runtime, runs);
+    let sections = std::env::var("EPCACHE_BENCH_SECTIONS").unwrap_or_default();
+    let wanted = |name: &str| sections.is_empty() || sections.split(',').any(|s| s.trim() == name);
+    if wanted("pairs") {
+        region_pairs(dir.path(), &runtime, runs);
+    }
+    if wanted("matmul") {
+        matmul(dir.path(), &runtime, runs);
+    }
+    if wanted("info") {
+        for_information(dir.path(), &runtime, runs);
+    }
+    if wanted("openmp") && tools::available("valgrind", "capture_overhead") {
+        threads::openmp(dir.path(), &runtime, runs);
+    }
     if std::env::var_os("EPCACHE_BENCH_PROFILE").is_some()
         && tools::available("valgrind", "capture_overhead")
     {
