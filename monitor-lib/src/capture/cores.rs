@@ -17,7 +17,7 @@
 //! OpenMP the master thread starts first, so core `i` is usually OpenMP thread `i`.
 //!
 //! The machine is taken in turn, first come first served, with patience: a thread takes a
-//! ticket and waits for its turn for [`TURN_PATIENCE`] at most, then goes ahead (the mutex
+//! ticket and spins for its turn for [`TURN_PATIENCE`] at most, then goes ahead (the mutex
 //! still keeps the accesses apart) and takes no turns for its next [`IMPATIENT_ACCESSES`].
 //! Why turns: a plain mutex lets the thread that just let go take it again at once, so two
 //! threads writing one line in a loop reached the machine in runs of tens of thousands of
@@ -26,9 +26,13 @@
 //! forth at nearly every write (about 300,000 in turns); letting only a running waiter go
 //! first (politeness) depended on the host's scheduling, and on a loaded host the threads
 //! seldom ran side by side. Why patience: a strict turn held every thread up while the one
-//! whose turn it was was not scheduled (70 microseconds an access on a loaded host), and a
-//! thread waiting in the program (a barrier, a lock) for one waiting for its turn would wait
-//! for ever.
+//! whose turn it was was not scheduled, and a thread waiting in the program (a barrier, a lock)
+//! for one waiting for its turn would wait for ever. Why a short patience, spun and never
+//! yielded: a partner that is running takes its turn within a microsecond (one access), so a
+//! longer wait only finds partners that are descheduled or blocked in the program; yielding to
+//! the scheduler there gave the core away for whole time slices, and an OpenMP Jacobi on a
+//! loaded 2-core host ran 17 times slower with 50 microseconds of yielding patience than with
+//! 5 spun (the capture bench's `openmp` section), with the same false-sharing counts.
 //!
 //! A forked child never simulates (its parent's threads may have held the lock at the fork).
 
@@ -50,14 +54,14 @@ struct Cores {
     serving: AtomicU64,
 }
 
-/// Spins a waiting thread makes before it looks at the clock and yields between looks.
-const SPINS_BEFORE_YIELDING: u32 = 200;
+/// Spins a waiting thread makes between two looks at the clock.
+const SPINS_PER_LOOK: u32 = 64;
 
 /// How long a thread waits for its turn before it goes ahead.
-const TURN_PATIENCE: Duration = Duration::from_micros(50);
+const TURN_PATIENCE: Duration = Duration::from_micros(5);
 
 /// Accesses a thread makes without a turn after its patience ran out.
-const IMPATIENT_ACCESSES: u32 = 64;
+const IMPATIENT_ACCESSES: u32 = 256;
 
 thread_local! {
     /// Accesses this thread has left without a turn (see [`IMPATIENT_ACCESSES`]).
@@ -144,16 +148,14 @@ fn wait_for_turn(cores: &Cores, ticket: u64) -> bool {
     let mut spins = 0u32;
     let mut since: Option<Instant> = None;
     while cores.serving.load(Ordering::Acquire) < ticket {
-        if spins < SPINS_BEFORE_YIELDING {
-            spins += 1;
-            std::hint::spin_loop();
-            continue;
+        spins += 1;
+        std::hint::spin_loop();
+        if spins % SPINS_PER_LOOK == 0 {
+            let started = *since.get_or_insert_with(Instant::now);
+            if started.elapsed() > TURN_PATIENCE {
+                return false;
+            }
         }
-        let started = *since.get_or_insert_with(Instant::now);
-        if started.elapsed() > TURN_PATIENCE {
-            return false;
-        }
-        std::thread::yield_now();
     }
     true
 }
