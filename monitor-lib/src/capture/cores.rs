@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use epcache_sim::cache::{CoherenceStats, MAX_LEVELS, Machine};
 
-use super::settings::{CoreMap, process_cores, process_spec, report_spec_error_once};
+use super::settings::{CORES_ENV, CoreMap, process_cores, process_spec, report_spec_error_once};
 
 struct Cores {
     machine: Mutex<Machine>,
@@ -72,6 +72,9 @@ static CORES: OnceLock<Option<Cores>> = OnceLock::new();
 
 /// Threads given a core so far.
 static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads that started capturing with no machine, each simulating a hierarchy of its own.
+static PRIVATE_THREADS: AtomicUsize = AtomicUsize::new(0);
 
 fn cores() -> Option<&'static Cores> {
     CORES
@@ -110,10 +113,27 @@ pub(super) fn count() -> Option<usize> {
 }
 
 /// The core of a thread starting to capture now, when threads are cores of one machine.
+/// Without one, the second thread to start capturing says once that the threads keep
+/// hierarchies of their own, unless `EPCACHE_CORES` was given (`off` asks for that silently):
+/// a multithreaded program's shared levels and false sharing would go unseen without a word.
 pub(super) fn assign() -> Option<usize> {
-    let cores = cores()?;
+    let Some(cores) = cores() else {
+        if PRIVATE_THREADS.fetch_add(1, Ordering::Relaxed) == 1
+            && std::env::var_os(CORES_ENV).is_none()
+        {
+            eprintln!("{PRIVATE_THREADS_WARNING}");
+        }
+        return None;
+    };
     Some(cores.map.core_of(THREADS.fetch_add(1, Ordering::Relaxed)))
 }
+
+/// What a program's second capturing thread is told without a machine.
+const PRIVATE_THREADS_WARNING: &str = "epcache: a second thread captures, and each thread \
+    simulates a cache hierarchy of its own: no level is shared and no coherence is kept between \
+    them, so false sharing does not show; set EPCACHE_CORES=N (epcache run --cores N) to \
+    simulate the threads as the N cores of one machine, or EPCACHE_CORES=off to keep \
+    hierarchies per thread without this note";
 
 /// Runs `f` on the machine, under its lock, in turn with patience (see the module doc);
 /// `None` when there is no machine.

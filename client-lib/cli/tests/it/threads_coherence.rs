@@ -26,6 +26,16 @@ fn build(dir: &Path, kernel_name: &str, flags: &[&str], who: &str) -> Option<Pat
 
 /// Runs `program` with a standalone report and `env`; its stdout and report.
 fn run(dir: &Path, program: &Path, env: &[(&str, &str)]) -> (String, serde_json::Value) {
+    let (stdout, _, report) = run_with_stderr(dir, program, env);
+    (stdout, report)
+}
+
+/// [`run`], with the program's stderr.
+fn run_with_stderr(
+    dir: &Path,
+    program: &Path,
+    env: &[(&str, &str)],
+) -> (String, String, serde_json::Value) {
     let report = dir.join("report.json");
     let out = Command::new(program)
         .env("EPCACHE_REPORT", &report)
@@ -43,6 +53,7 @@ fn run(dir: &Path, program: &Path, env: &[(&str, &str)]) -> (String, serde_json:
     let text = std::fs::read_to_string(&report).expect("the report was written");
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
         serde_json::from_str(&text).expect("the report is JSON"),
     )
 }
@@ -133,8 +144,21 @@ fn without_cores_threads_keep_hierarchies_of_their_own() {
     let Some(program) = build(dir.path(), "lockstep_sharing.c", &["-pthread"], who) else {
         return;
     };
-    let (_, report) = run(dir.path(), &program, &[]);
+    let (_, stderr, report) = run_with_stderr(dir.path(), &program, &[]);
     assert!(report.get("cores").is_none(), "{report:#}");
+    // The user is told, once, and how to make the threads cores.
+    assert_eq!(
+        stderr
+            .matches("each thread simulates a cache hierarchy of its own")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("EPCACHE_CORES=N"), "{stderr}");
+    let (_, quiet, _) = run_with_stderr(dir.path(), &program, &[("EPCACHE_CORES", "off")]);
+    assert!(!quiet.contains("hierarchy of its own"), "{quiet}");
+    let (_, on_cores, _) = run_with_stderr(dir.path(), &program, &[("EPCACHE_CORES", "2")]);
+    assert!(!on_cores.contains("hierarchy of its own"), "{on_cores}");
     let packed = program_events(&report, "packed");
     assert!(packed.get("EPC_L1_FSM").is_none(), "{packed:#}");
     // Each thread's private hierarchy misses once on the line, then always hits; main's
