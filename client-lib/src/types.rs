@@ -892,6 +892,8 @@ pub struct ThreadResult {
     /// The thread's OS id; `None` for the row that sums the threads past the target's room for
     /// rows (always the last).
     pub thread_id: Option<u32>,
+    /// The thread's OpenMP thread number, where the program has OpenMP.
+    pub openmp_thread: Option<u32>,
     /// Threads the row covers: 1, or how many the row of other threads sums.
     pub threads: u32,
     /// Region instances the thread(s) ran.
@@ -903,11 +905,13 @@ pub struct ThreadResult {
 }
 
 impl ThreadResult {
-    /// Who the row is, in words: `thread 4242`, or `3 other threads`.
+    /// Who the row is, in words: `thread 4242`, `thread 4242 (OpenMP 1)`, or `3 other
+    /// threads`.
     pub fn label(&self) -> String {
-        match self.thread_id {
-            Some(tid) => format!("thread {tid}"),
-            None => format!(
+        match (self.thread_id, self.openmp_thread) {
+            (Some(tid), Some(n)) => format!("thread {tid} (OpenMP {n})"),
+            (Some(tid), None) => format!("thread {tid}"),
+            (None, _) => format!(
                 "{} other thread{}",
                 self.threads,
                 if self.threads == 1 { "" } else { "s" }
@@ -921,6 +925,7 @@ impl TryFrom<v1::ThreadResult> for ThreadResult {
     fn try_from(t: v1::ThreadResult) -> Result<Self, ClientError> {
         Ok(ThreadResult {
             thread_id: (!t.other_threads).then_some(t.thread_id),
+            openmp_thread: t.openmp_thread.filter(|_| !t.other_threads),
             threads: t.threads,
             instances: t.instances,
             total: t.total,

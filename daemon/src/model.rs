@@ -261,13 +261,14 @@ pub fn thread_result(
     info: &v1::RequestInfo,
     counted: AddressRange,
 ) -> v1::ThreadResult {
-    let (thread_id, other_threads) = match row.threads {
-        RowThreads::Thread(tid) => (tid, false),
-        RowThreads::Others(_) => (0, true),
-        RowThreads::All => (0, false),
+    let (thread_id, openmp_thread, other_threads) = match row.threads {
+        RowThreads::Thread { tid, openmp } => (tid, openmp, false),
+        RowThreads::Others(_) => (0, None, true),
+        RowThreads::All => (0, None, false),
     };
     v1::ThreadResult {
         thread_id,
+        openmp_thread,
         other_threads,
         threads: row.threads.threads(),
         instances: row.instances,

@@ -425,6 +425,7 @@ mod tests {
         r.threads = vec![
             ThreadResult {
                 thread_id: Some(4242),
+                openmp_thread: Some(1),
                 threads: 1,
                 instances: 1,
                 total: 16,
@@ -432,6 +433,7 @@ mod tests {
             },
             ThreadResult {
                 thread_id: None,
+                openmp_thread: None,
                 threads: 3,
                 instances: 3,
                 total: 8,
@@ -440,7 +442,7 @@ mod tests {
         ];
         let text = bars(&r, 2);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], "thread 4242: 1 instance(s), total 16");
+        assert_eq!(lines[1], "thread 4242 (OpenMP 1): 1 instance(s), total 16");
         assert_eq!(lines[2], "  +0..+64 16 ██");
         assert_eq!(lines[4], "3 other threads: 3 instance(s), total 8");
         assert_eq!(lines[6], "+64..+128  8 █");

@@ -82,9 +82,10 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
             rows.push(row("all".into(), r.instances, r.total.to_string()));
         } else {
             for t in &r.threads {
-                let who = match t.thread_id {
-                    Some(tid) => tid.to_string(),
-                    None => format!("{} others", t.threads),
+                let who = match (t.thread_id, t.openmp_thread) {
+                    (Some(tid), Some(n)) => format!("{tid} (omp {n})"),
+                    (Some(tid), None) => tid.to_string(),
+                    (None, _) => format!("{} others", t.threads),
                 };
                 rows.push(row(who, t.instances, t.total.to_string()));
             }

@@ -206,7 +206,10 @@ impl Program {
             }
         }
         let threads = match r.spec.aggregation {
-            Aggregation::PerThread => RowThreads::Thread(thread_id()),
+            Aggregation::PerThread => RowThreads::Thread {
+                tid: thread_id(),
+                openmp: None,
+            },
             Aggregation::Summed | Aggregation::PerInstance => RowThreads::All,
         };
         let result = RequestResult {

@@ -1415,8 +1415,9 @@ pub mod analysis_bits {
 pub enum RowThreads {
     /// Every thread's: the one row of a summed or per-instance result.
     All,
-    /// One thread's, by its OS thread id.
-    Thread(u32),
+    /// One thread's, by its OS thread id, with its OpenMP thread number where the program has
+    /// one.
+    Thread { tid: u32, openmp: Option<u32> },
     /// The threads that did not get a row of their own, summed: the last row of a per-thread
     /// result with more threads than rows fit. Holds how many threads it sums.
     Others(u32),
@@ -1426,7 +1427,11 @@ impl RowThreads {
     fn to_word(self) -> u64 {
         match self {
             RowThreads::All => 0,
-            RowThreads::Thread(tid) => u64::from(tid) | 1 << 32,
+            // The OpenMP number plus one in bits 40 to 55 (0: none).
+            RowThreads::Thread { tid, openmp } => {
+                let openmp = openmp.map_or(0, |n| u64::from(n.min(0xfffe)) + 1);
+                u64::from(tid) | 1 << 32 | openmp << 40
+            }
             RowThreads::Others(n) => 2 << 32 | u64::from(n.min(0xff_ffff)) << 40,
         }
     }
@@ -1434,7 +1439,10 @@ impl RowThreads {
     fn from_word(word: u64) -> Result<Self, LayoutError> {
         match word >> 32 & 0xff {
             0 => Ok(RowThreads::All),
-            1 => Ok(RowThreads::Thread(word as u32)),
+            1 => Ok(RowThreads::Thread {
+                tid: word as u32,
+                openmp: ((word >> 40 & 0xffff) as u32).checked_sub(1),
+            }),
             2 => Ok(RowThreads::Others((word >> 40) as u32)),
             value => Err(LayoutError::BadEnum {
                 what: "result row kind",
@@ -1447,7 +1455,7 @@ impl RowThreads {
     pub fn threads(self) -> u32 {
         match self {
             RowThreads::All => 0,
-            RowThreads::Thread(_) => 1,
+            RowThreads::Thread { .. } => 1,
             RowThreads::Others(n) => n,
         }
     }

@@ -18,6 +18,7 @@ use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_sim::simulator::Simulator;
 
 use super::data;
+use super::gate_abi;
 use super::line_table::{LineTable, NO_REGION_NODE};
 use super::mcc;
 use super::region_registry::RegionRef;
@@ -184,6 +185,8 @@ pub(crate) struct Monitoring {
     pub(crate) lines: LineTable,
     /// The thread's OS id, read at its first per-thread result ([`os_thread_id`]).
     thread_id: Option<u32>,
+    /// The thread's OpenMP number, as its per-thread results found it.
+    openmp_number: Option<u32>,
 }
 
 impl Monitoring {
@@ -201,6 +204,7 @@ impl Monitoring {
             regions: HashMap::new(),
             lines: LineTable::default(),
             thread_id: None,
+            openmp_number: None,
         }
     }
 
@@ -591,7 +595,15 @@ impl Monitoring {
         };
         let threads = match request.spec.aggregation {
             Aggregation::PerThread => {
-                RowThreads::Thread(*self.thread_id.get_or_insert_with(os_thread_id))
+                // The OpenMP number the thread has at an exit inside a parallel region (every
+                // thread is 0 outside one), kept from the first exit that knew one other than 0.
+                if self.openmp_number.is_none_or(|n| n == 0) {
+                    self.openmp_number = gate_abi::openmp_thread_number();
+                }
+                RowThreads::Thread {
+                    tid: *self.thread_id.get_or_insert_with(os_thread_id),
+                    openmp: self.openmp_number,
+                }
             }
             Aggregation::PerInstance | Aggregation::Summed => RowThreads::All,
         };

@@ -274,3 +274,57 @@ async fn requests_count_coherence_events_per_thread_and_in_histograms() {
     assert_eq!(result(4).total, 999);
     target.finish().await.unwrap();
 }
+
+/// A per-thread request's rows name each thread by its OpenMP number too: the padded counters'
+/// OpenMP region, where thread `t` writes its own counter 200,000 times, gives one row per
+/// thread, numbered 0 and 1, each with 200,000 writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_thread_results_carry_each_threads_openmp_number() {
+    use epcache_client::{Aggregation, Launch, LocalTarget, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let who = "per_thread_results_carry_each_threads_openmp_number";
+    let Some(program) = build(dir.path(), "omp_false_sharing.c", &["-fopenmp", "-g"], who) else {
+        return;
+    };
+    let mut launch = Launch::new(&program, "openmp-rows-test").cache(MACHINE);
+    launch.env.push(("EPCACHE_CORES".into(), "2".into()));
+    launch.env.push(("OMP_NUM_THREADS".into(), "2".into()));
+    launch.show_output = false;
+    let mut target = LocalTarget::launch(launch).await.unwrap();
+    let pid = target.pid();
+    let placed = target
+        .client()
+        .requests(
+            pid,
+            &[
+                Request::count("count_padded._omp_fn.0", "padded", "PAPI_L1_DCW")
+                    .aggregation(Aggregation::PerThread),
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(target.run_to_end().await.unwrap().success());
+    let results = target.client().results(pid, &[]).await.unwrap();
+    let result = results
+        .iter()
+        .find(|r| r.request.id == placed[0].id)
+        .unwrap();
+    let mut rows: Vec<(Option<u32>, u64)> = result
+        .threads
+        .iter()
+        .map(|t| (t.openmp_thread, t.total))
+        .collect();
+    rows.sort_unstable();
+    assert_eq!(
+        rows,
+        [(Some(0), 200_000), (Some(1), 200_000)],
+        "{result:#?}"
+    );
+    assert!(result.threads.iter().all(|t| t.thread_id.is_some()));
+    assert!(
+        result.threads[0].label().contains("(OpenMP "),
+        "{}",
+        result.threads[0].label()
+    );
+    target.finish().await.unwrap();
+}

@@ -272,7 +272,10 @@ fn a_by_field_request_round_trips_through_its_slot_and_a_forged_table_is_refused
 
 fn thread_row(tid: u32, total: u64, buckets: Vec<u64>) -> ResultRow {
     ResultRow {
-        threads: RowThreads::Thread(tid),
+        threads: RowThreads::Thread {
+            tid,
+            openmp: Some(tid % 3),
+        },
         instances: 1,
         total,
         buckets,
