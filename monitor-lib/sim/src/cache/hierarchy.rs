@@ -276,7 +276,7 @@ pub struct Hierarchy {
     /// Every level has the same line size, so a one-line access is one block all the way down.
     uniform_lines: bool,
     /// The hierarchy is the common one [`two_level`] simulates in one loop: `fast_hits`, two
-    /// data levels with the same line size, both true LRU in packed stores with a
+    /// data levels, L2's lines at least as long as L1's, both true LRU in packed stores with a
     /// power-of-two number of sets, and an L2 that is write-back and not inclusive (so an L2
     /// eviction never reaches back into L1).
     two_level: Option<TwoLevel>,
@@ -346,8 +346,9 @@ impl Hierarchy {
             return None;
         };
         let packed = |l: &Level| matches!(l.cache.store(), Store::Lru8(_) | Store::Lru16(_));
+        let l2_shift = l2.cache.line_bits().checked_sub(l1.cache.line_bits());
         let fits = self.fast_hits
-            && self.uniform_lines
+            && l2_shift.is_some()
             && packed(l1)
             && packed(l2)
             && l2.write == WritePolicy::WriteBack
@@ -356,6 +357,7 @@ impl Hierarchy {
             l1_mask: l1.cache.set_mask()?,
             l2_mask: l2.cache.set_mask()?,
             line_bits: l1.cache.line_bits(),
+            l2_shift: l2_shift?,
             writebacks: self.model_writebacks,
         })
         .filter(|_| fits)
@@ -807,10 +809,11 @@ impl Hierarchy {
     ) -> AccessOutcome {
         let bits = self.data[0].cache.line_bits();
         let block = addr >> bits;
-        if in_one_line(addr, size, bits) && self.uniform_lines {
-            if let Some(k) = self.two_level {
-                return two_level::outcome(kind, self.two_level_miss(k, block, kind));
-            }
+        let one_line = in_one_line(addr, size, bits);
+        if one_line && let Some(k) = self.two_level {
+            return two_level::outcome(kind, self.two_level_miss(k, block, kind));
+        }
+        if one_line && self.uniform_lines {
             if self.fast_hits {
                 // The fast path looked L1 up already and missed.
                 return self.l1_miss(block, kind);
@@ -1193,7 +1196,7 @@ where
     ) else {
         return None;
     };
-    // The block is the caller's, by L1's line size, which is L2's too.
+    // The block is the caller's, by L1's line size (`two_level::miss` shifts it for L2).
     *l1.stats.demand(kind) += 1;
     let set1 = (block & k.l1_mask) as usize;
     let l2_result = two_level_miss_in(a, b, set1, k, block, kind, &mut l1.stats, &mut l2.stats);
@@ -1506,6 +1509,11 @@ mod tests {
             ("D1=2K,16,64;L2=4K,16,64", true),
             ("D1=768,6,64;L2=1536,12,64", true),
             ("D1=2K,8,64;L2=1K,16,64", true),
+            // Longer lines in L2 (the papers' 32-byte L1 over 64-byte lines, and 4 L1 lines
+            // to an L2 line), and shorter ones, which the loop leaves to the general walk.
+            ("D1=1K,2,32;L2=4K,8,64", true),
+            ("D1=512,8,32;L2=2K,16,128", true),
+            ("D1=1K,8,64;L2=4K,16,32", false),
             ("D1=1K,8,64;L2=4K,16,64,inclusive", false),
             ("D1=1K,8,64;L2=4K,16,64,write-through", false),
             ("D1=1K,8,64,write-through;L2=4K,16,64", false),

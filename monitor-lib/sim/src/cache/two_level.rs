@@ -1,5 +1,9 @@
 //! The common hierarchy in one loop: a true-LRU L1 and L2 in packed stores, whose hits, misses, fills and write-backs a batch simulates without leaving the loop.
 //!
+//! L2's lines may be longer than L1's (the EP-Cache and METRIC papers' 32-byte L1 over a
+//! 64-byte L2): an L1 block maps to its L2 block by a shift, and the walk stays one block per
+//! level.
+//!
 //! Nearly every hierarchy simulated is an L1 and an L2 of 8 or 16 ways under LRU. For those the
 //! hierarchy's general walk (a loop over levels, a dispatch on each level's store, request
 //! lists) costs several times what the work itself does. Here the two stores' representations
@@ -19,8 +23,12 @@ pub(super) struct TwoLevel {
     /// `sets - 1` of each level (both have a power-of-two number of sets).
     pub l1_mask: u64,
     pub l2_mask: u64,
-    /// log2 of the line size, the same at both levels.
+    /// log2 of L1's line size.
     pub line_bits: u32,
+    /// log2 of how many L1 lines one L2 line holds (L2's lines are as long or longer): an L1
+    /// block shifted right by this is its L2 block. A one-line access of L1 then lies in one
+    /// line of L2 too, so the general walk's request lists reduce to that one block.
+    pub l2_shift: u32,
     /// Dirty victims are written to the level below (not in Cachegrind mode).
     pub writebacks: bool,
 }
@@ -326,10 +334,11 @@ pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const 
     let (shape2, sets2) = l2();
     if let Some(v) = victim.filter(|v| v.dirty && k.writebacks) {
         l1_stats.writebacks += 1;
-        write_back(shape2, sets2, k, v.block, l2_stats);
+        write_back(shape2, sets2, k, v.block >> k.l2_shift, l2_stats);
     }
     // Below a write-back L1 the access is a read-allocate of the block, counted as its kind.
     *l2_stats.demand(kind) += 1;
+    let block = block >> k.l2_shift;
     let state = &mut sets2[(block & k.l2_mask) as usize];
     if shape2.hit(state, block, false) {
         return LevelResult::Hit;
@@ -343,8 +352,8 @@ pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const 
     LevelResult::Miss
 }
 
-/// A dirty L1 line written into L2: marked dirty if present (recency unchanged), else filled
-/// dirty, as [`super::Hierarchy`]'s write-back does.
+/// A dirty L1 line written into L2 (`block` is L2's): marked dirty if present (recency
+/// unchanged), else filled dirty, as [`super::Hierarchy`]'s write-back does.
 #[inline(always)]
 fn write_back<const W2: usize, const S2: usize>(
     shape2: &PackedShape<W2, S2>,
