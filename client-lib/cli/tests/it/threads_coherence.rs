@@ -220,22 +220,31 @@ fn openmp_false_sharing_shows_on_packed_counters_and_not_on_padded_ones() {
     );
 }
 
+/// `program` started under an embedded daemon on a machine of two cores of [`MACHINE`], with
+/// `env` too, waiting for a tool's requests.
+async fn launch_on_two_cores(program: &Path, env: &[(&str, &str)]) -> epcache_client::LocalTarget {
+    let mut launch = epcache_client::Launch::new(program, "coherence-test").cache(MACHINE);
+    launch.env.push(("EPCACHE_CORES".into(), "2".into()));
+    for (k, v) in env {
+        launch.env.push(((*k).into(), (*v).into()));
+    }
+    launch.show_output = false;
+    epcache_client::LocalTarget::launch(launch).await.unwrap()
+}
+
 /// A tool's requests count coherence events like any other: through an embedded daemon, a
 /// summed count, one result per thread, and a histogram, of `EPC_L1_FSM` on the lock-step
 /// program's `packed` while the threads take turns (each thread's reads from its second turn
 /// on: 499 each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_count_coherence_events_per_thread_and_in_histograms() {
-    use epcache_client::{Aggregation, Launch, LocalTarget, Request};
+    use epcache_client::{Aggregation, Request};
     let dir = tempfile::tempdir().unwrap();
     let who = "requests_count_coherence_events_per_thread_and_in_histograms";
     let Some(program) = build(dir.path(), "lockstep_sharing.c", &["-pthread", "-g"], who) else {
         return;
     };
-    let mut launch = Launch::new(&program, "coherence-test").cache(MACHINE);
-    launch.env.push(("EPCACHE_CORES".into(), "2".into()));
-    launch.show_output = false;
-    let mut target = LocalTarget::launch(launch).await.unwrap();
+    let mut target = launch_on_two_cores(&program, &[]).await;
     let pid = target.pid();
     let placed = target
         .client()
@@ -280,17 +289,13 @@ async fn requests_count_coherence_events_per_thread_and_in_histograms() {
 /// thread, numbered 0 and 1, each with 200,000 writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_thread_results_carry_each_threads_openmp_number() {
-    use epcache_client::{Aggregation, Launch, LocalTarget, Request};
+    use epcache_client::{Aggregation, Request};
     let dir = tempfile::tempdir().unwrap();
     let who = "per_thread_results_carry_each_threads_openmp_number";
     let Some(program) = build(dir.path(), "omp_false_sharing.c", &["-fopenmp", "-g"], who) else {
         return;
     };
-    let mut launch = Launch::new(&program, "openmp-rows-test").cache(MACHINE);
-    launch.env.push(("EPCACHE_CORES".into(), "2".into()));
-    launch.env.push(("OMP_NUM_THREADS".into(), "2".into()));
-    launch.show_output = false;
-    let mut target = LocalTarget::launch(launch).await.unwrap();
+    let mut target = launch_on_two_cores(&program, &[("OMP_NUM_THREADS", "2")]).await;
     let pid = target.pid();
     let placed = target
         .client()
