@@ -296,3 +296,72 @@ fn shared_levels_see_every_core_and_the_totals_add_up() {
     // Reads only: no coherence event.
     assert_eq!(*m.coherence_stats(0), CoherenceStats::default());
 }
+
+#[test]
+fn first_level_hits_decide_exactly_as_the_directory_and_the_walk() {
+    // Cores reading and writing a small shared range (so lines change hands, are downgraded,
+    // invalidated and pending) and ranges of their own, with straddling accesses: the machine
+    // that finishes its first-level hits early and the one that always takes the directory
+    // step and the walk give the same outcomes, coherence events, totals and contents.
+    for (spec, cores) in [
+        (THREE_LEVELS, 2),
+        (THREE_LEVELS, 4),
+        ("D1=1K,8,64;L2=8K,8,64,shared=2", 4),
+        ("D1=1K,2,64,write-through;L2=8K,8,64,shared", 2),
+        ("D1=512,4,32;L2=4K,8,32,inclusive,shared", 3),
+    ] {
+        let (mut fast, mut walked) = (machine(spec, cores), machine(spec, cores));
+        walked.fast_hits = false;
+        let streams: Vec<_> = (0..cores as u64)
+            .map(|core| random_stream(core + 5, 30_000, 6_000))
+            .collect();
+        for n in 0..30_000 {
+            for (core, stream) in streams.iter().enumerate() {
+                let (addr, size, kind) = stream[n];
+                // Half the accesses in a range of the core's own.
+                let addr = if n % 2 == 0 {
+                    addr
+                } else {
+                    addr + ((core as u64 + 1) << 20)
+                };
+                assert_eq!(
+                    fast.access(core, addr, size, kind),
+                    walked.access(core, addr, size, kind),
+                    "{spec}, core {core}, access {n}"
+                );
+            }
+        }
+        for core in 0..cores {
+            assert_eq!(
+                fast.coherence_stats(core),
+                walked.coherence_stats(core),
+                "{spec}"
+            );
+            for level in 0..fast.depth() {
+                assert_eq!(
+                    fast.core_stats(core, level),
+                    walked.core_stats(core, level),
+                    "{spec}"
+                );
+            }
+        }
+        let coherence: u64 = (0..cores)
+            .map(|c| fast.coherence_stats(c).invalidations)
+            .sum();
+        assert!(coherence > 500, "{spec}: {coherence} invalidations");
+        for level in 0..fast.depth() {
+            for (a, b) in fast.levels[level]
+                .copies
+                .iter()
+                .zip(&walked.levels[level].copies)
+            {
+                let blocks = |c: &CacheLevel| {
+                    let mut v: Vec<u64> = c.resident_blocks().collect();
+                    v.sort_unstable();
+                    v
+                };
+                assert_eq!(blocks(a), blocks(b), "{spec}, level {level}");
+            }
+        }
+    }
+}
