@@ -256,7 +256,11 @@ pub fn replay_with_progress<E>(
     Ok(summarize(hierarchy, compat, counts))
 }
 
-fn summarize(hierarchy: &Hierarchy, compat: bool, records: RecordCounts) -> ReplaySummary {
+pub(crate) fn summarize(
+    hierarchy: &Hierarchy,
+    compat: bool,
+    records: RecordCounts,
+) -> ReplaySummary {
     let levels: Vec<_> = hierarchy
         .stats()
         .map(|(name, stats)| LevelTotals::new(name, stats))
