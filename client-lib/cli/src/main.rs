@@ -40,6 +40,7 @@ mod output;
 mod preflight;
 mod progress;
 mod replay;
+mod replay_partial;
 mod report;
 mod report_table;
 mod request;
@@ -50,6 +51,7 @@ mod step;
 mod targets;
 mod trace;
 mod trace_input;
+mod trace_sites;
 mod watch;
 
 use clap::{Parser, Subcommand};
