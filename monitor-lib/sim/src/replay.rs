@@ -256,13 +256,19 @@ pub fn replay_with_progress<E>(
     Ok(summarize(hierarchy, compat, counts))
 }
 
-pub(crate) fn summarize(
+fn summarize(hierarchy: &Hierarchy, compat: bool, records: RecordCounts) -> ReplaySummary {
+    summarize_stats(hierarchy, hierarchy.stats(), compat, records)
+}
+
+/// [`summarize`] with the level totals `stats` (name and totals of every level of
+/// `hierarchy`, in its order) rather than the hierarchy's own.
+pub(crate) fn summarize_stats<'a>(
     hierarchy: &Hierarchy,
+    stats: impl Iterator<Item = (&'a str, &'a LevelStats)>,
     compat: bool,
     records: RecordCounts,
 ) -> ReplaySummary {
-    let levels: Vec<_> = hierarchy
-        .stats()
+    let levels: Vec<_> = stats
         .map(|(name, stats)| LevelTotals::new(name, stats))
         .collect();
     let cachegrind = match (compat, &levels[..]) {

@@ -15,6 +15,11 @@
 //! - the *evictor table* counts, for each owner's lines, whose fills evicted them. A line
 //!   belongs to the owner whose access filled it.
 //!
+//! A trace with marks (a recording that began before the traced region's instances) counts
+//! only the accesses of its counted spans, in the levels totals and in the tables alike; the
+//! others are simulated all the same, so the counted ones meet the cache state they met when
+//! recorded.
+//!
 //! An access belongs to the data structure whose named range holds its first byte; without
 //! one, to the structure its site names in the site table; else to `(other)`.
 
@@ -26,11 +31,11 @@ use std::collections::HashMap;
 pub use mrc::{MissRatioCurve, MrcError, MrcPoint, miss_ratio_curves};
 use owners::{MAX_LINE_SIZE, OwnerTracker};
 
-use crate::cache::{AccessKind, Hierarchy};
+use crate::cache::{AccessKind, Hierarchy, LevelStats};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};
-use crate::replay::{RecordCounts, ReplaySummary, summarize};
+use crate::replay::{RecordCounts, ReplaySummary, summarize_stats};
 use crate::trace::TraceKind;
-use crate::trace::partial::{PartialError, PartialTrace, TraceStats};
+use crate::trace::partial::{CountedSpans, PartialError, PartialTrace, TraceStats};
 
 /// Name of the owner of accesses of no named structure.
 pub const OTHER: &str = "(other)";
@@ -161,8 +166,43 @@ pub fn replay_partial(
         instr_simulated: hierarchy.spec().instr.is_some(),
         ..RecordCounts::default()
     };
-    for access in trace.accesses() {
+    // The levels' totals over the counted spans; the hierarchy's own count the current one.
+    let mut counted: Vec<(String, LevelStats)> = hierarchy
+        .stats()
+        .map(|(name, _)| (name.to_owned(), LevelStats::default()))
+        .collect();
+    let add_span = |counted: &mut Vec<(String, LevelStats)>, hierarchy: &Hierarchy| {
+        for ((_, sum), (_, s)) in counted.iter_mut().zip(hierarchy.stats()) {
+            sum.reads += s.reads;
+            sum.writes += s.writes;
+            sum.read_misses += s.read_misses;
+            sum.write_misses += s.write_misses;
+            sum.instr_fetches += s.instr_fetches;
+            sum.instr_misses += s.instr_misses;
+            sum.writebacks += s.writebacks;
+            sum.back_invalidations += s.back_invalidations;
+        }
+    };
+    let mut spans = CountedSpans::new(trace.marks());
+    // Nothing counts until the first access says whether it does.
+    let mut in_span = false;
+    sites.counting = false;
+    structures.counting = false;
+    let mut ignored = RecordCounts::default();
+    for (seq, access) in trace.accesses().enumerate() {
         let access = access?;
+        let counting = spans.counts(seq as u64);
+        if counting != in_span {
+            if counting {
+                hierarchy.reset_stats();
+            } else {
+                add_span(&mut counted, hierarchy);
+            }
+            in_span = counting;
+            sites.counting = counting;
+            structures.counting = counting;
+        }
+        let counts = if counting { &mut counts } else { &mut ignored };
         let site = owners.site_index[&access.site];
         let structure = owners.structure_of(access.addr, site);
         sites.on_record(site);
@@ -172,7 +212,7 @@ pub fn replay_partial(
         let kinds: &[AccessKind] = match access.kind {
             TraceKind::Instr => {
                 counts.instr += 1;
-                if counts.instr_simulated {
+                if hierarchy.spec().instr.is_some() {
                     hierarchy.fetch(access.addr, access.size);
                 }
                 &[]
@@ -201,6 +241,9 @@ pub fn replay_partial(
             structures.on_access(structure, (access.addr, size), &outcome, events);
         }
     }
+    if in_span {
+        add_span(&mut counted, hierarchy);
+    }
     hierarchy.set_record_lines(false);
     sites.finish();
     structures.finish();
@@ -210,7 +253,12 @@ pub fn replay_partial(
         .iter()
         .map(|l| l.name.clone())
         .collect();
-    let summary = summarize(hierarchy, compat, counts);
+    let summary = summarize_stats(
+        hierarchy,
+        counted.iter().map(|(name, s)| (name.as_str(), s)),
+        compat,
+        counts,
+    );
     let stats = trace.stats();
     let site_names: Vec<String> = owners.sites.iter().map(|s| format!("{s:#x}")).collect();
     let mut site_rows = rows(&sites, &site_names, &level_names);

@@ -9,14 +9,15 @@
 //!   re-simulating the trace with that first level gives (LRU stack distances do not carry
 //!   across set counts, since the set of a line changes with them).
 //!
-//! Both follow native replay's conventions: sizes are whole, and a modify is a read then a
+//! Only the accesses of a trace's counted spans are counted (see `MARK` in the format); the
+//! others are simulated all the same. Both follow native replay's conventions: sizes are whole, and a modify is a read then a
 //! write, both counted. The curves are of the program's own stream: a second level's curve
 //! would depend on the first level in front of it.
 
 use crate::analysis::LruStack;
 use crate::cache::{AccessKind, CacheError, Hierarchy, HierarchySpec, LevelResult};
 use crate::trace::TraceKind;
-use crate::trace::partial::{PartialError, PartialTrace};
+use crate::trace::partial::{CountedSpans, PartialError, PartialTrace};
 
 use super::Owners;
 
@@ -73,12 +74,16 @@ pub fn miss_ratio_curves(
     // distances[structure]: (distance, accesses), None for cold.
     let mut cold = vec![0u64; n];
     let mut distances: Vec<Vec<u64>> = vec![Vec::new(); n];
-    for access in trace.accesses() {
+    let mut spans = CountedSpans::new(trace.marks());
+    for (seq, access) in trace.accesses().enumerate() {
         let a = access?;
+        let counting = spans.counts(seq as u64);
         let structure = owners.structure_of(a.addr, owners.site_index[&a.site]) as usize;
         let times = cache_accesses(a.kind).len() as u64;
-        accesses[structure] += times;
-        accesses[all] += times;
+        if counting {
+            accesses[structure] += times;
+            accesses[all] += times;
+        }
         if ways.is_none() {
             for _ in 0..times {
                 let end = a.addr.saturating_add(u64::from(a.size.max(1)));
@@ -86,6 +91,9 @@ pub fn miss_ratio_curves(
                 for block in (a.addr >> bits)..=((end - 1) >> bits) {
                     let d = stack.reference(block);
                     distance = distance.zip(d).map(|(x, y)| x.max(y));
+                }
+                if !counting {
+                    continue;
                 }
                 for s in [structure, all] {
                     match distance {
@@ -150,12 +158,16 @@ pub fn miss_ratio_curves(
                 let spec = HierarchySpec::parse(&format!("D1={size},{ways},{line_size}"))?;
                 let mut hierarchy = Hierarchy::new(&spec)?;
                 let mut misses = vec![0u64; n];
-                for access in trace.accesses() {
+                let mut spans = CountedSpans::new(trace.marks());
+                for (seq, access) in trace.accesses().enumerate() {
                     let a = access?;
+                    let counting = spans.counts(seq as u64);
                     let structure =
                         owners.structure_of(a.addr, owners.site_index[&a.site]) as usize;
                     for &kind in cache_accesses(a.kind) {
-                        if hierarchy.access(a.addr, a.size, kind).levels[0] == LevelResult::Miss {
+                        let missed =
+                            hierarchy.access(a.addr, a.size, kind).levels[0] == LevelResult::Miss;
+                        if missed && counting {
                             misses[structure] += 1;
                             misses[all] += 1;
                         }

@@ -33,6 +33,8 @@ impl ByteMask {
 struct Resident {
     /// The owner whose access filled it.
     owner: u32,
+    /// Whether it was filled while counting: only then does its use count.
+    counted: bool,
     used: ByteMask,
 }
 
@@ -64,6 +66,9 @@ pub(crate) struct OwnerTracker {
     resident: HashMap<u64, Resident>,
     /// (evictor, victim) -> lines.
     pub(crate) evictions: HashMap<(u32, u32), u64>,
+    /// Whether accesses are counted now; outside a trace's counted spans they only move the
+    /// residencies on (they warm the cache up).
+    pub(crate) counting: bool,
 }
 
 impl OwnerTracker {
@@ -76,13 +81,16 @@ impl OwnerTracker {
             counts: vec![OwnerCounts::default(); owners],
             resident: HashMap::new(),
             evictions: HashMap::new(),
+            counting: true,
         }
     }
 
     /// Counts one trace record without simulating it (an access of the record is counted by
     /// [`OwnerTracker::on_access`]).
     pub(crate) fn on_record(&mut self, owner: u32) {
-        self.counts[owner as usize].records += 1;
+        if self.counting {
+            self.counts[owner as usize].records += 1;
+        }
     }
 
     /// Follows one cache access of `owner`: `outcome` and `events` are what the hierarchy
@@ -94,7 +102,13 @@ impl OwnerTracker {
         outcome: &AccessOutcome,
         events: &[LineEvent],
     ) {
-        let counts = &mut self.counts[owner as usize];
+        let counting = self.counting;
+        let mut uncounted = OwnerCounts::default();
+        let counts = if counting {
+            &mut self.counts[owner as usize]
+        } else {
+            &mut uncounted
+        };
         for (level, result) in outcome.levels.iter().enumerate() {
             match result {
                 LevelResult::NotReached => break,
@@ -106,7 +120,7 @@ impl OwnerTracker {
             }
         }
         let bits = self.line_bits;
-        if outcome.levels[self.level] == LevelResult::Hit {
+        if counting && outcome.levels[self.level] == LevelResult::Hit {
             let temporal = line_spans(addr, size, bits).all(|(block, start, end)| {
                 self.resident
                     .get(&block)
@@ -124,15 +138,20 @@ impl OwnerTracker {
             match event.kind {
                 LineEventKind::Fill { evicted } | LineEventKind::WritebackFill { evicted } => {
                     if let Some(victim) = evicted {
-                        if let Some(victim) = self.close(victim >> self.line_bits) {
+                        if let Some(victim) = self.close(victim >> self.line_bits)
+                            && counting
+                        {
                             *self.evictions.entry((owner, victim)).or_default() += 1;
                         }
                     }
-                    self.counts[owner as usize].fills += 1;
+                    if counting {
+                        self.counts[owner as usize].fills += 1;
+                    }
                     self.resident.insert(
                         event.line_addr >> self.line_bits,
                         Resident {
                             owner,
+                            counted: counting,
                             used: ByteMask::default(),
                         },
                     );
@@ -153,14 +172,18 @@ impl OwnerTracker {
     /// Ends a residency; returns the owner that filled the line.
     fn close(&mut self, block: u64) -> Option<u32> {
         let r = self.resident.remove(&block)?;
-        self.counts[r.owner as usize].bytes_used += r.used.bytes();
+        if r.counted {
+            self.counts[r.owner as usize].bytes_used += r.used.bytes();
+        }
         Some(r.owner)
     }
 
     /// Ends every residency still open, as at the end of a run.
     pub(crate) fn finish(&mut self) {
         for (_, r) in self.resident.drain() {
-            self.counts[r.owner as usize].bytes_used += r.used.bytes();
+            if r.counted {
+                self.counts[r.owner as usize].bytes_used += r.used.bytes();
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::cache::AccessKind;
 use crate::cache::HierarchySpec;
 use crate::replay::replay;
 use crate::trace::TraceRecord;
@@ -228,4 +229,73 @@ proptest! {
         let records: u64 = report.sites.iter().map(|r| r.accesses).sum();
         prop_assert_eq!(records, accesses.len() as u64);
     }
+}
+
+#[test]
+fn marked_spans_count_only_their_accesses_from_the_warm_cache() {
+    // Warm-up, instance 1, between, instance 2, after: random loads over 4 KB.
+    let mut state = 0x1234_5678u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let parts: Vec<Vec<PartialAccess>> = [300, 200, 150, 250, 100]
+        .iter()
+        .map(|&n| {
+            (0..n)
+                .map(|_| access(next() % 3, TraceKind::Load, next() % 4096, 8))
+                .collect()
+        })
+        .collect();
+    let mut w = PartialWriter::new(Vec::new()).unwrap();
+    for (i, part) in parts.iter().enumerate() {
+        match i {
+            1 | 3 => w.mark(crate::trace::partial::Mark::Begin),
+            2 | 4 => w.mark(crate::trace::partial::Mark::End),
+            _ => {}
+        }
+        for a in part {
+            w.record(a).unwrap();
+        }
+    }
+    let trace = PartialTrace::parse(w.finish().unwrap()).unwrap();
+    let cache = spec("D1=512,2,32;L2=2K,4,64");
+    // Expected: one hierarchy fed everything, the two instances' deltas summed.
+    let mut h = Hierarchy::new(&cache).unwrap();
+    let mut expected = [[0u64; 4]; 2];
+    for (i, part) in parts.iter().enumerate() {
+        let before: Vec<_> = (0..2).map(|l| *h.level_stats(l)).collect();
+        for a in part {
+            h.access(a.addr, a.size, AccessKind::Read);
+        }
+        if i == 1 || i == 3 {
+            for (l, b) in before.iter().enumerate() {
+                let s = h.level_stats(l);
+                expected[l][0] += s.reads - b.reads;
+                expected[l][1] += s.read_misses - b.read_misses;
+                expected[l][2] += s.writebacks - b.writebacks;
+            }
+        }
+    }
+    let report = replay_partial(&trace, &mut Hierarchy::new(&cache).unwrap(), false, 0).unwrap();
+    for (l, level) in report.summary.levels.iter().enumerate() {
+        assert_eq!(
+            [level.reads, level.read_misses, level.writebacks, 0],
+            expected[l],
+            "{}",
+            level.name
+        );
+    }
+    assert_eq!(report.summary.records.loads, 450);
+    let records: u64 = report.sites.iter().map(|r| r.accesses).sum();
+    assert_eq!(records, 450);
+    let d1_misses: u64 = report.sites.iter().map(|r| r.levels[0].1.misses).sum();
+    assert_eq!(d1_misses, expected[0][1]);
+    // The curves count the same accesses: at D1's own shape, the same misses.
+    let curves = miss_ratio_curves(&trace, Some(2), 32, Some(512)).unwrap();
+    let all = curves.iter().find(|c| c.structure == "(all)").unwrap();
+    assert_eq!(all.accesses, 450);
+    assert_eq!(all.points.last().unwrap().misses, expected[0][1]);
 }

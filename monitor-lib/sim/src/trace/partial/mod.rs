@@ -53,6 +53,12 @@
 //!   structure name (empty when unknown). Optional, at most one per code address.
 //! - `0x05 RANGE`: data structure name, first byte, one past its last byte: the named address
 //!   ranges per-structure tables attribute accesses to.
+//! - `0x07 MARK`: a sequence number and a kind byte, 1 *begin* or 2 *end*: the accesses from
+//!   that sequence number on are counted (begin) or only simulated (end). Marks come in order,
+//!   alternating from a begin. A trace with marks counts only the accesses between a begin and
+//!   the next end (or the end of the trace); the others warm the caches up, so a recording
+//!   that starts before a region's instances replays them from the cache state they met. A
+//!   trace without marks counts every access.
 //! - `0x06 END`: access count, descriptor count, raw entry count. Nothing may follow it; a file
 //!   without it was never finished.
 //!
@@ -88,6 +94,51 @@ const TAG_RAW: u8 = 3;
 const TAG_SITE: u8 = 4;
 const TAG_RANGE: u8 = 5;
 const TAG_END: u8 = 6;
+const TAG_MARK: u8 = 7;
+
+/// Where counting starts or stops (see the `MARK` record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mark {
+    /// The accesses from here on are counted: a traced region's instance begins.
+    Begin,
+    /// The accesses from here on are only simulated: the instance ended.
+    End,
+}
+
+/// Which accesses of a trace are counted, from its marks, asked in sequence order.
+#[derive(Debug, Clone)]
+pub struct CountedSpans<'a> {
+    marks: &'a [(u64, Mark)],
+    next: usize,
+    counting: bool,
+}
+
+impl<'a> CountedSpans<'a> {
+    /// The spans of `marks` (in order, alternating from a begin); every access is counted when
+    /// there are none.
+    pub fn new(marks: &'a [(u64, Mark)]) -> Self {
+        Self {
+            marks,
+            next: 0,
+            counting: marks.is_empty(),
+        }
+    }
+
+    /// Whether the access with sequence number `seq` is counted; `seq` must not decrease from
+    /// one call to the next.
+    #[inline]
+    pub fn counts(&mut self, seq: u64) -> bool {
+        while let Some(&(at, mark)) = self.marks.get(self.next) {
+            if at > seq {
+                break;
+            }
+            self.counting = mark == Mark::Begin;
+            self.next += 1;
+        }
+        self.counting
+    }
+}
 
 /// One data access of a partial trace: `size` bytes at `addr`, by the instruction at `site`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

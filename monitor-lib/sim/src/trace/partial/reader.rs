@@ -9,9 +9,9 @@ use std::ops::Range;
 
 use super::codec::{Cursor, unzigzag};
 use super::{
-    Descriptor, Dim, MAX_DEPTH, PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess,
-    PartialError, RAW_BLOCK, SiteInfo, StructureRange, TAG_DESC, TAG_END, TAG_RANGE, TAG_RAW,
-    TAG_SITE, TAG_STREAM, kind_of,
+    Descriptor, Dim, MAX_DEPTH, Mark, PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION,
+    PartialAccess, PartialError, RAW_BLOCK, SiteInfo, StructureRange, TAG_DESC, TAG_END, TAG_MARK,
+    TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_of,
 };
 use crate::trace::TraceKind;
 
@@ -70,6 +70,7 @@ pub struct PartialTrace {
     raw: Vec<RawBlock>,
     sites: BTreeMap<u64, SiteInfo>,
     ranges: Vec<StructureRange>,
+    marks: Vec<(u64, Mark)>,
     stats: TraceStats,
 }
 
@@ -122,6 +123,7 @@ impl PartialTrace {
             raw: Vec::new(),
             sites: BTreeMap::new(),
             ranges: Vec::new(),
+            marks: Vec::new(),
             stats: TraceStats {
                 bytes: bytes.len() as u64,
                 ..TraceStats::default()
@@ -181,6 +183,25 @@ impl PartialTrace {
                     }
                     trace.ranges.push(StructureRange { name, start, end });
                 }
+                TAG_MARK => {
+                    let seq = cursor.varint("a mark's sequence number")?;
+                    let mark = match cursor.byte("a mark's kind")? {
+                        1 => Mark::Begin,
+                        2 => Mark::End,
+                        k => return Err(bad(at, format!("unknown mark kind {k}"))),
+                    };
+                    let expected = match trace.marks.last() {
+                        Some((_, Mark::Begin)) => Mark::End,
+                        _ => Mark::Begin,
+                    };
+                    if mark != expected || trace.marks.last().is_some_and(|&(s, _)| s > seq) {
+                        return Err(bad(
+                            at,
+                            "marks must come in order, alternating from a begin",
+                        ));
+                    }
+                    trace.marks.push((seq, mark));
+                }
                 TAG_END => {
                     let accesses = cursor.varint("the access count")?;
                     let descriptors = cursor.varint("the descriptor count")?;
@@ -202,6 +223,9 @@ impl PartialTrace {
                                 s.raw_accesses
                             ),
                         ));
+                    }
+                    if trace.marks.last().is_some_and(|&(seq, _)| seq > accesses) {
+                        return Err(bad(at, "a mark lies beyond the last access"));
                     }
                     s.accesses = accesses;
                     s.descriptors = descriptors;
@@ -307,6 +331,11 @@ impl PartialTrace {
     /// The site table: code address to source, for the sites the writer described.
     pub fn sites(&self) -> &BTreeMap<u64, SiteInfo> {
         &self.sites
+    }
+
+    /// The marks (see the format's `MARK`), in order.
+    pub fn marks(&self) -> &[(u64, Mark)] {
+        &self.marks
     }
 
     /// The named address ranges (data structures).

@@ -364,3 +364,40 @@ proptest! {
         let _ = decode(&bytes);
     }
 }
+
+#[test]
+fn marks_round_trip_and_must_alternate() {
+    let mut w = PartialWriter::new(Vec::new()).unwrap();
+    w.mark(Mark::End); // before any begin: nothing to end
+    w.record(&load(1, 0x10)).unwrap();
+    w.mark(Mark::Begin);
+    w.mark(Mark::Begin); // repeated: ignored
+    w.record(&load(1, 0x18)).unwrap();
+    w.mark(Mark::End);
+    w.record(&load(1, 0x20)).unwrap();
+    let trace = PartialTrace::parse(w.finish().unwrap()).unwrap();
+    assert_eq!(trace.marks(), [(1, Mark::Begin), (2, Mark::End)]);
+    let mut spans = CountedSpans::new(trace.marks());
+    assert_eq!([0, 1, 2].map(|s| spans.counts(s)), [false, true, false]);
+    assert!(
+        CountedSpans::new(&[]).counts(5),
+        "no marks: everything counts"
+    );
+
+    let mut bytes = PARTIAL_MAGIC.to_vec();
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&[TAG_STREAM, 0x10, 1, 4, TAG_RAW, 0, 1, 0, 0]);
+    let mut end_first = bytes.clone();
+    end_first.extend_from_slice(&[TAG_MARK, 0, 2, TAG_END, 1, 0, 1]);
+    assert!(matches!(
+        decode(&end_first),
+        Err(PartialError::BadRecord { .. })
+    ));
+    let mut beyond = bytes.clone();
+    beyond.extend_from_slice(&[TAG_MARK, 5, 1, TAG_END, 1, 0, 1]);
+    assert!(matches!(
+        decode(&beyond),
+        Err(PartialError::BadRecord { .. })
+    ));
+}

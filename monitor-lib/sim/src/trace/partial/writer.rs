@@ -7,8 +7,9 @@ use std::io::{self, Write};
 use super::codec::{put_str, put_varint, put_varint128, zigzag};
 use super::compress::{Closed, StreamCompressor};
 use super::{
-    Descriptor, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess, RAW_BLOCK, SiteInfo, StructureRange,
-    TAG_DESC, TAG_END, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_code,
+    Descriptor, Mark, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess, RAW_BLOCK, SiteInfo,
+    StructureRange, TAG_DESC, TAG_END, TAG_MARK, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM,
+    kind_code,
 };
 
 /// A stream's identity: code address, kind code and size.
@@ -32,6 +33,8 @@ pub struct PartialWriter<W: Write> {
     raw_entries: u64,
     sites: BTreeMap<u64, SiteInfo>,
     ranges: Vec<StructureRange>,
+    /// The last mark written, which the next must differ from.
+    last_mark: Option<Mark>,
 }
 
 impl<W: Write> PartialWriter<W> {
@@ -57,6 +60,7 @@ impl<W: Write> PartialWriter<W> {
             raw_entries: 0,
             sites: BTreeMap::new(),
             ranges: Vec::new(),
+            last_mark: None,
         })
     }
 
@@ -75,6 +79,22 @@ impl<W: Write> PartialWriter<W> {
             self.write_closed(stream)?;
         }
         Ok(())
+    }
+
+    /// Marks that counting begins or ends before the next access (see the format's `MARK`).
+    /// A mark repeating the previous one, or an end before any begin, is ignored: it would
+    /// change nothing.
+    pub fn mark(&mut self, mark: Mark) {
+        if self.last_mark == Some(mark) || (self.last_mark.is_none() && mark == Mark::End) {
+            return;
+        }
+        self.last_mark = Some(mark);
+        self.buffer.push(TAG_MARK);
+        put_varint(&mut self.buffer, self.seq);
+        self.buffer.push(match mark {
+            Mark::Begin => 1,
+            Mark::End => 2,
+        });
     }
 
     /// Names the source of the access site at code address `site` (the last call wins).
