@@ -47,6 +47,7 @@ mod request;
 mod results;
 mod resume;
 mod run;
+mod run_trace;
 mod step;
 mod targets;
 mod trace;

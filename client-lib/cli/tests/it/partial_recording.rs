@@ -154,3 +154,56 @@ fn fortran_recording_replays_to_the_live_counts_and_stops_after_its_instances() 
     let all = live["PAPI_L1_DCR"].as_u64().unwrap() + live["PAPI_L1_DCW"].as_u64().unwrap();
     assert_eq!(recorded * 3, all * 2);
 }
+
+#[test]
+fn epcache_run_trace_records_what_the_environment_does() {
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    let who = "epcache run --trace";
+    if !(available("gcc", who) && runtime_built(who)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = kernel("partial_matmul.c");
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O2", "-o", "prog", src.to_str().unwrap()],
+    );
+    let trace = dir.path().join("run.eppt");
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args([
+            "run",
+            "--cache",
+            cache,
+            "--trace",
+            "multiply",
+            "--instances",
+            "1",
+        ])
+        .arg("--output")
+        .arg(&trace)
+        .arg("--")
+        .arg(dir.path().join("prog"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("recorded 1 instance(s) of `multiply`"),
+        "{stderr}"
+    );
+    // The same program run alone with its report: the same counts, re-simulated.
+    let (report, _) = record_and_replay("gcc", "partial_matmul.c", "multiply", cache).unwrap();
+    assert_exact(&report, &replay(&trace, cache), "multiply");
+    // A region that never runs is said, with exit status 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", cache, "--trace", "no_such_region"])
+        .arg("--output")
+        .arg(dir.path().join("none.eppt"))
+        .arg("--")
+        .arg(dir.path().join("prog"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never ran"));
+}
