@@ -1,3 +1,7 @@
+//! Re-simulating partial traces: level totals equal a plain replay's, per-site and
+//! per-structure tables add up and attribute hits and evictions by hand, marked spans count
+//! from the warm cache, and curve points equal re-simulation at their size.
+
 use proptest::prelude::*;
 
 use super::*;

@@ -1,3 +1,6 @@
+//! The partial trace format's tests: round trips of any stream (proptest), constant size for
+//! regular loop nests, compact raw remainders, hand-built files as documented, and errors.
+
 use proptest::prelude::*;
 
 use super::*;
