@@ -153,7 +153,8 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
             .iter()
             .position(|n| *n == report.watched_level)
             .unwrap_or(0);
-        let mut sorted: Vec<&OwnerRow> = rows.iter().collect();
+        // Sites only the warm-up before a recorded span used are in --json alone.
+        let mut sorted: Vec<&OwnerRow> = rows.iter().filter(|r| r.accesses > 0).collect();
         sorted.sort_by_key(|r| std::cmp::Reverse(r.levels.get(watched).map_or(0, |l| l.1.misses)));
         for row in sorted.iter().take(top) {
             // The file's last component keeps the column narrow; --json has the whole path.
@@ -192,8 +193,12 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
                 evictors.join(", ")
             );
         }
-        if rows.len() > top {
-            let _ = writeln!(out, "({} more; --top or --json for all)", rows.len() - top);
+        if sorted.len() > top {
+            let _ = writeln!(
+                out,
+                "({} more; --top or --json for all)",
+                sorted.len() - top
+            );
         }
     }
     out

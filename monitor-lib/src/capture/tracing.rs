@@ -16,9 +16,10 @@
 //! and the thread gets its filter back; otherwise it is written at the process's end.
 //!
 //! The trace's site table names each code address's source line and function from the
-//! program's line tables, and its ranges are the data structures known at the end.
+//! program's line tables, and the data structure holding the first address it accessed; its
+//! ranges are the data structures known at the end.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
@@ -105,7 +106,8 @@ struct Recorder {
     /// Traced instances open (nested ones included).
     depth: u32,
     instances_done: u64,
-    sites: HashSet<u64>,
+    /// Each site's first address, which names the data structure it accesses.
+    sites: HashMap<u64, u64>,
     last_site: Option<u64>,
 }
 
@@ -135,7 +137,7 @@ pub(super) fn claim() -> bool {
                 traced: HashMap::new(),
                 depth: 0,
                 instances_done: 0,
-                sites: HashSet::new(),
+                sites: HashMap::new(),
                 last_site: None,
             });
             true
@@ -159,7 +161,7 @@ pub(super) fn record(addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
         return false;
     };
     if r.last_site != Some(pc) {
-        r.sites.insert(pc);
+        r.sites.entry(pc).or_insert(addr);
         r.last_site = Some(pc);
     }
     let kind = match kind {
@@ -244,19 +246,24 @@ pub(super) fn finish() {
 }
 
 fn write(mut r: Recorder) {
-    for &site in &r.sites {
-        if let Some(info) = site_info(site) {
+    let structures: Vec<_> = data::all()
+        .into_iter()
+        .filter(|s| s.range.end > s.range.start)
+        .collect();
+    for (&site, &addr) in &r.sites {
+        if let Some(mut info) = site_info(site) {
+            if let Some(s) = structures.iter().find(|s| s.range.contains(addr)) {
+                info.structure = s.name.clone();
+            }
             r.writer.set_site(site, info);
         }
     }
-    for structure in data::all() {
-        if structure.range.end > structure.range.start {
-            r.writer.add_range(StructureRange {
-                name: structure.name.clone(),
-                start: structure.range.start,
-                end: structure.range.end,
-            });
-        }
+    for structure in structures {
+        r.writer.add_range(StructureRange {
+            name: structure.name,
+            start: structure.range.start,
+            end: structure.range.end,
+        });
     }
     let path = r.request.output.display().to_string();
     if r.instances_done == 0 {

@@ -104,6 +104,13 @@ fn regular_c_kernel_recording_replays_to_the_live_counts() {
                 .ends_with("partial_matmul.c:11")),
         "{sites:?}"
     );
+    // Each site is named by the structure it accesses: b's one load per iteration.
+    assert!(
+        sites
+            .iter()
+            .any(|s| s["structure"] == "b" && s["loads"] == 48 * 48 * 48 && s["stores"] == 0),
+        "{sites:?}"
+    );
     let b = replayed["structures"]
         .as_array()
         .unwrap()

@@ -86,8 +86,11 @@ pub struct OwnerRow {
     /// For a site: the structure it accesses, when the site table names one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structure: Option<String>,
-    /// Trace records.
+    /// Trace records, and how many were loads, stores and modifies.
     pub accesses: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub modifies: u64,
     /// Per data level, in hierarchy order, keyed by level name in JSON.
     #[serde(serialize_with = "levels_by_name")]
     pub levels: Vec<(String, OwnerLevel)>,
@@ -205,8 +208,8 @@ pub fn replay_partial(
         let counts = if counting { &mut counts } else { &mut ignored };
         let site = owners.site_index[&access.site];
         let structure = owners.structure_of(access.addr, site);
-        sites.on_record(site);
-        structures.on_record(structure);
+        sites.on_record(site, access.kind);
+        structures.on_record(structure, access.kind);
         let size = access.size.min(clamp_to);
         counts.clamped += u64::from(size != access.size);
         let kinds: &[AccessKind] = match access.kind {
@@ -382,6 +385,9 @@ fn rows(tracker: &OwnerTracker, names: &[String], level_names: &[String]) -> Vec
                 function: None,
                 structure: None,
                 accesses: c.records,
+                loads: c.by_kind[0],
+                stores: c.by_kind[1],
+                modifies: c.by_kind[2],
                 levels: level_names
                     .iter()
                     .enumerate()

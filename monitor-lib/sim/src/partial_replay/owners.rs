@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::cache::{AccessOutcome, LevelResult, LineEvent, LineEventKind, MAX_LEVELS};
+use crate::trace::TraceKind;
 
 /// Longest line whose bytes the tracker tells apart.
 pub(crate) const MAX_LINE_SIZE: u32 = 256;
@@ -43,6 +44,8 @@ struct Resident {
 pub(crate) struct OwnerCounts {
     /// Trace records (a modify is one record, and two cache accesses in native mode).
     pub(crate) records: u64,
+    /// The records by kind: loads, stores, modifies.
+    pub(crate) by_kind: [u64; 3],
     /// Cache accesses that reached each data level, and how many of them missed there.
     pub(crate) reached: [u64; MAX_LEVELS],
     pub(crate) misses: [u64; MAX_LEVELS],
@@ -87,9 +90,16 @@ impl OwnerTracker {
 
     /// Counts one trace record without simulating it (an access of the record is counted by
     /// [`OwnerTracker::on_access`]).
-    pub(crate) fn on_record(&mut self, owner: u32) {
+    pub(crate) fn on_record(&mut self, owner: u32, kind: TraceKind) {
         if self.counting {
-            self.counts[owner as usize].records += 1;
+            let counts = &mut self.counts[owner as usize];
+            counts.records += 1;
+            match kind {
+                TraceKind::Load => counts.by_kind[0] += 1,
+                TraceKind::Store => counts.by_kind[1] += 1,
+                TraceKind::Modify => counts.by_kind[2] += 1,
+                TraceKind::Instr => {}
+            }
         }
     }
 
