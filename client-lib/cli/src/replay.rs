@@ -178,6 +178,13 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             .sniff_format()
             .with_context(|| format!("reading `{}`", args.trace.display()))?,
     };
+    if args.mrc.is_some() && format != TraceFormat::Partial {
+        bail!(
+            "--mrc needs a partial trace (`epcache trace convert --to partial`); `{}` is {}",
+            args.trace.display(),
+            format.name()
+        );
+    }
     let started = Instant::now();
     let mut progress = Progress::on_terminal();
     let on_progress = |n| progress.update(n);
@@ -214,12 +221,6 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             );
         }
     };
-    if args.mrc.is_some() {
-        bail!(
-            "--mrc needs a partial trace (`epcache trace convert --to partial`); `{trace_name}` is {}",
-            format.name()
-        );
-    }
     let seconds = started.elapsed().as_secs_f64();
     progress.finish();
     if summary.records.total() == 0 {

@@ -23,7 +23,7 @@ use super::hook_block::ThreadState;
 use super::runtime_guard::{self, RuntimeGuard, in_runtime};
 use super::this_thread::{close_all_open, flush_current_thread};
 use super::totals::totals;
-use super::{hand_over, mcc, report, settings, signal_abi, switches, this_thread, tracing, worker};
+use super::{hand_over, mcc, report, settings, signal_abi, switches, this_thread, worker};
 
 /// The process that ran the start-up (0 before it): a child made by `fork` or `vfork` is
 /// another, whatever state it inherited.
@@ -54,8 +54,6 @@ pub(super) extern "C" fn at_exit() {
         // This thread's counts first, then every other thread still holding some.
         close_all_open();
         flush_current_thread();
-        // Every traced instance of this thread is closed now.
-        tracing::finish();
         hand_over::collect(switches::wake_all_sync_points);
         if let Err(e) = report::write_report(path) {
             eprintln!("{e}");

@@ -38,7 +38,6 @@ use super::settings::{process_spec, report_spec_error_once};
 use super::switches::{self, forked_child, standalone};
 use super::thread_block::{self, with_frames, with_hooks};
 use super::thread_capture::ThreadCapture;
-use super::tracing;
 use super::{cores, data, descriptors, hand_over, worker};
 
 thread_local! {
@@ -171,8 +170,8 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
             core.flush_filter(false);
             core.monitoring
                 .enter(&mut core.simulator, region, requested);
-            if core.traces {
-                tracing::region_entered(region);
+            if let Some(tracer) = &mut core.tracer {
+                tracer.region_entered(region);
             }
             core.refresh_filter();
         }
@@ -191,8 +190,8 @@ pub(crate) fn monitored_exit(region: RegionRef) {
         if let Some(core) = c.core() {
             core.flush_filter(false);
             core.monitoring.exit(&mut core.simulator, region);
-            if core.traces {
-                core.traces = tracing::region_exited(region);
+            if let Some(tracer) = core.tracer.take() {
+                core.tracer = tracer.region_exited(region);
             }
             core.refresh_filter();
         }

@@ -13,7 +13,9 @@
 //! re-simulating the trace under the run's cache gives exactly the counts the run reports for
 //! the region on that thread. Nested instances (recursion) are one span, as the standalone
 //! counts take only the outermost. Once the last asked-for instance ends the trace is written
-//! and the thread gets its filter back; otherwise it is written at the process's end.
+//! and the thread gets its filter back; otherwise it is written at the process's end, or when
+//! the recording thread ends, if it ends first. The recorder belongs to the recording thread's
+//! core (`Core::tracer`), so recording takes no lock.
 //!
 //! The trace's site table names each code address's source line and function from the
 //! program's line tables, and the data structure holding the first address it accessed; its
@@ -23,15 +25,15 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use epcache_sim::cache::AccessKind;
 use epcache_sim::trace::TraceKind;
 use epcache_sim::trace::partial::{Mark, PartialAccess, PartialWriter, SiteInfo, StructureRange};
 
 use super::region_registry::{self, RegionRef};
-use super::{data, program};
+use super::{data, program, switches};
 
 /// Environment variable naming the region to trace, optionally with a number of instances.
 pub const TRACE_ENV: &str = "EPCACHE_TRACE";
@@ -97,182 +99,172 @@ fn request() -> Option<&'static Request> {
         .as_ref()
 }
 
-/// The trace being written.
-struct Recorder {
-    writer: PartialWriter<BufWriter<File>>,
+/// The trace being written, owned by the recording thread's core (`Core::tracer`), so
+/// recording an access takes no lock.
+pub(super) struct Recorder {
+    /// `None` once the trace is written (or given up on).
+    writer: Option<PartialWriter<BufWriter<File>>>,
     request: &'static Request,
     /// Region id to whether it is the traced region.
     traced: HashMap<u32, bool>,
     /// Traced instances open (nested ones included).
     depth: u32,
     instances_done: u64,
-    /// Each site's first address, which names the data structure it accesses.
-    sites: HashMap<u64, u64>,
-    last_site: Option<u64>,
 }
 
-static RECORDER: Mutex<Option<Recorder>> = Mutex::new(None);
 static CLAIMED: AtomicBool = AtomicBool::new(false);
 
-fn recorder() -> MutexGuard<'static, Option<Recorder>> {
-    RECORDER.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether the thread whose capture starts now records the trace: the first one, when a
-/// trace is asked for and its file could be created.
-pub(super) fn claim() -> bool {
-    let Some(request) = request() else {
-        return false;
-    };
+/// The recorder of the thread whose capture starts now: the first one, when a trace is asked
+/// for and its file could be created.
+pub(super) fn claim() -> Option<Box<Recorder>> {
+    let request = request()?;
     if CLAIMED.swap(true, Ordering::AcqRel) {
-        return false;
+        return None;
     }
     let writer = File::create(&request.output)
         .and_then(|f| PartialWriter::new(BufWriter::with_capacity(1 << 16, f)));
     match writer {
-        Ok(writer) => {
-            *recorder() = Some(Recorder {
-                writer,
-                request,
-                traced: HashMap::new(),
-                depth: 0,
-                instances_done: 0,
-                sites: HashMap::new(),
-                last_site: None,
-            });
-            true
-        }
+        Ok(writer) => Some(Box::new(Recorder {
+            writer: Some(writer),
+            request,
+            traced: HashMap::new(),
+            depth: 0,
+            instances_done: 0,
+        })),
         Err(e) => {
             eprintln!(
                 "epcache: cannot write the trace {} ({TRACE_OUTPUT_ENV}): {e}; nothing is traced",
                 request.output.display()
             );
-            false
+            None
         }
     }
 }
 
-/// Records one access of the recording thread at code address `pc`; `false` once the trace
-/// is done (the thread may then take its filter back).
-#[inline(never)]
-pub(super) fn record(addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
-    let mut guard = recorder();
-    let Some(r) = guard.as_mut() else {
-        return false;
-    };
-    if r.last_site != Some(pc) {
-        r.sites.entry(pc).or_insert(addr);
-        r.last_site = Some(pc);
-    }
-    let kind = match kind {
-        AccessKind::Read => TraceKind::Load,
-        AccessKind::Write => TraceKind::Store,
-    };
-    let access = PartialAccess {
-        site: pc,
-        kind,
-        addr,
-        size,
-    };
-    if let Err(e) = r.writer.record(&access) {
-        eprintln!(
-            "epcache: cannot write the trace {}: {e}; tracing stops",
-            r.request.output.display()
-        );
-        *guard = None;
-        return false;
-    }
-    true
-}
-
-/// Whether `region` is the traced one (its name looked up once per region).
-fn is_traced(r: &mut Recorder, region: RegionRef) -> bool {
-    if let Some(&traced) = r.traced.get(&region.id) {
-        return traced;
-    }
-    let traced = region_registry::all()
-        .get(region.id as usize)
-        .is_some_and(|meta| meta.name == r.request.region);
-    r.traced.insert(region.id, traced);
-    traced
-}
-
-/// A monitored instance of `region` begins on the recording thread.
-pub(super) fn region_entered(region: RegionRef) {
-    let mut guard = recorder();
-    let Some(r) = guard.as_mut() else {
-        return;
-    };
-    if is_traced(r, region) {
-        if r.depth == 0 {
-            r.writer.mark(Mark::Begin);
+impl Recorder {
+    /// Records one access at code address `pc`; `false` once the trace is given up on (the
+    /// thread may then take its filter back).
+    #[inline]
+    pub(super) fn record(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
+        let kind = match kind {
+            AccessKind::Read => TraceKind::Load,
+            AccessKind::Write => TraceKind::Store,
+        };
+        let access = PartialAccess {
+            site: pc,
+            kind,
+            addr,
+            size,
+        };
+        let Some(writer) = &mut self.writer else {
+            return false;
+        };
+        if let Err(e) = writer.record(&access) {
+            eprintln!(
+                "epcache: cannot write the trace {}: {e}; tracing stops",
+                self.request.output.display()
+            );
+            self.writer = None;
+            return false;
         }
-        r.depth += 1;
+        true
+    }
+
+    /// Whether `region` is the traced one (its name looked up once per region).
+    fn is_traced(&mut self, region: RegionRef) -> bool {
+        if let Some(&traced) = self.traced.get(&region.id) {
+            return traced;
+        }
+        let traced = region_registry::all()
+            .get(region.id as usize)
+            .is_some_and(|meta| meta.name == self.request.region);
+        self.traced.insert(region.id, traced);
+        traced
+    }
+
+    /// A monitored instance of `region` begins on the recording thread.
+    pub(super) fn region_entered(&mut self, region: RegionRef) {
+        if self.is_traced(region) {
+            if self.depth == 0
+                && let Some(w) = &mut self.writer
+            {
+                w.mark(Mark::Begin);
+            }
+            self.depth += 1;
+        }
+    }
+
+    /// A monitored instance of `region` ends on the recording thread; the recorder back, or
+    /// `None` once the trace is done (the last instance asked for ended and it is written).
+    pub(super) fn region_exited(mut self: Box<Self>, region: RegionRef) -> Option<Box<Self>> {
+        if !self.is_traced(region) || self.depth == 0 {
+            return Some(self);
+        }
+        self.depth -= 1;
+        if self.depth > 0 {
+            return Some(self);
+        }
+        if let Some(w) = &mut self.writer {
+            w.mark(Mark::End);
+        }
+        self.instances_done += 1;
+        if self.request.instances != Some(self.instances_done) {
+            return Some(self);
+        }
+        self.finish();
+        None
+    }
+
+    /// Writes the trace: the site table, the data structures and the end.
+    pub(super) fn finish(mut self: Box<Self>) {
+        if let Some(writer) = self.writer.take() {
+            write(writer, self.request, self.instances_done);
+        }
     }
 }
 
-/// A monitored instance of `region` ends on the recording thread; `false` once the trace is
-/// done (the last instance asked for ended and the trace is written).
-pub(super) fn region_exited(region: RegionRef) -> bool {
-    let mut guard = recorder();
-    let Some(r) = guard.as_mut() else {
-        return false;
-    };
-    if !is_traced(r, region) || r.depth == 0 {
-        return true;
-    }
-    r.depth -= 1;
-    if r.depth > 0 {
-        return true;
-    }
-    r.writer.mark(Mark::End);
-    r.instances_done += 1;
-    if r.request.instances != Some(r.instances_done) {
-        return true;
-    }
-    if let Some(r) = guard.take() {
-        drop(guard);
-        write(r);
-    }
-    false
-}
-
-/// Writes the trace still being recorded, if any (at the process's end).
-pub(super) fn finish() {
-    let taken = recorder().take();
-    if let Some(r) = taken {
-        write(r);
+impl Drop for Recorder {
+    /// A recording thread that ends before the process writes its trace then (not in a
+    /// forked child, whose file is its parent's).
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.take()
+            && !switches::forked_child()
+        {
+            write(writer, self.request, self.instances_done);
+        }
     }
 }
 
-fn write(mut r: Recorder) {
+fn write(mut writer: PartialWriter<BufWriter<File>>, request: &Request, instances: u64) {
     let structures: Vec<_> = data::all()
         .into_iter()
         .filter(|s| s.range.end > s.range.start)
         .collect();
-    for (&site, &addr) in &r.sites {
+    // Each site is named by the data structure holding the first address it accessed.
+    let sites: Vec<(u64, u64)> = writer.sites().collect();
+    for (site, addr) in sites {
         if let Some(mut info) = site_info(site) {
             if let Some(s) = structures.iter().find(|s| s.range.contains(addr)) {
                 info.structure = s.name.clone();
             }
-            r.writer.set_site(site, info);
+            writer.set_site(site, info);
         }
     }
     for structure in structures {
-        r.writer.add_range(StructureRange {
+        writer.add_range(StructureRange {
             name: structure.name,
             start: structure.range.start,
             end: structure.range.end,
         });
     }
-    let path = r.request.output.display().to_string();
-    if r.instances_done == 0 {
+    let path = request.output.display().to_string();
+    if instances == 0 {
         eprintln!(
             "epcache: region `{}` ({TRACE_ENV}) never ran; the trace {path} counts nothing",
-            r.request.region
+            request.region
         );
     }
-    if let Err(e) = r.writer.finish() {
+    if let Err(e) = writer.finish() {
         eprintln!("epcache: cannot write the trace {path}: {e}");
     }
 }

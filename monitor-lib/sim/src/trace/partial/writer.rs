@@ -15,6 +15,9 @@ use super::{
 /// A stream's identity: code address, kind code and size.
 type StreamKey = (u64, u8, u32);
 
+/// Slots of the recent-streams cache.
+const RECENT: usize = 64;
+
 /// Compresses accesses online into a partial trace on `sink`; [`PartialWriter::finish`] closes
 /// everything still open and writes the site table and the `END` record.
 #[derive(Debug)]
@@ -23,8 +26,11 @@ pub struct PartialWriter<W: Write> {
     buffer: Vec<u8>,
     bytes: u64,
     streams: HashMap<StreamKey, u32>,
-    /// The stream of the previous access: loops revisit the same few.
-    recent: Option<(StreamKey, u32)>,
+    /// Streams by a hash of their key, in front of `streams`: a loop body's few sites take
+    /// turns, and a hash map's lookup per access cost more than compressing the access.
+    recent: Box<[Option<(StreamKey, u32)>; RECENT]>,
+    /// Each stream's key and first address, in stream order.
+    stream_keys: Vec<(StreamKey, u64)>,
     compressors: Vec<StreamCompressor>,
     raw: Vec<Vec<(u64, u64)>>,
     closed: Vec<Closed>,
@@ -51,7 +57,8 @@ impl<W: Write> PartialWriter<W> {
             buffer: Vec::with_capacity(Self::FLUSH_AT + 256),
             bytes: header.len() as u64,
             streams: HashMap::new(),
-            recent: None,
+            recent: Box::new([None; RECENT]),
+            stream_keys: Vec::new(),
             compressors: Vec::new(),
             raw: Vec::new(),
             closed: Vec::new(),
@@ -67,11 +74,15 @@ impl<W: Write> PartialWriter<W> {
     /// Appends the next access.
     pub fn record(&mut self, access: &PartialAccess) -> io::Result<()> {
         let key = (access.site, kind_code(access.kind), access.size);
-        let stream = match self.recent {
+        let slot = (access.site ^ access.site >> 9 ^ u64::from(key.1) << 3) as usize % RECENT;
+        let stream = match self.recent[slot] {
             Some((k, s)) if k == key => s,
-            _ => self.stream_of(key),
+            _ => {
+                let s = self.stream_of(key, access.addr);
+                self.recent[slot] = Some((key, s));
+                s
+            }
         };
-        self.recent = Some((key, stream));
         let seq = self.seq;
         self.seq += 1;
         self.compressors[stream as usize].push(seq, access.addr, &mut self.closed);
@@ -117,12 +128,22 @@ impl<W: Write> PartialWriter<W> {
         self.bytes + self.buffer.len() as u64
     }
 
-    fn stream_of(&mut self, key: StreamKey) -> u32 {
+    /// The code address of every site recorded so far, with the first address it accessed.
+    pub fn sites(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut seen = std::collections::HashSet::new();
+        self.stream_keys
+            .iter()
+            .filter(move |((site, _, _), _)| seen.insert(*site))
+            .map(|&((site, _, _), addr)| (site, addr))
+    }
+
+    fn stream_of(&mut self, key: StreamKey, addr: u64) -> u32 {
         if let Some(&s) = self.streams.get(&key) {
             return s;
         }
         let s = self.compressors.len() as u32;
         self.streams.insert(key, s);
+        self.stream_keys.push((key, addr));
         self.compressors.push(StreamCompressor::new(s));
         self.raw.push(Vec::new());
         self.buffer.push(TAG_STREAM);
