@@ -14,7 +14,7 @@
 //! write, both counted. The curves are of the program's own stream: a second level's curve
 //! would depend on the first level in front of it.
 
-use crate::analysis::LruStack;
+use crate::analysis::{DistanceHistogram, LruStack};
 use crate::cache::{AccessKind, CacheError, Hierarchy, HierarchySpec, LevelResult};
 use crate::trace::TraceKind;
 use crate::trace::partial::{CountedSpans, PartialError, PartialTrace};
@@ -71,9 +71,9 @@ pub fn miss_ratio_curves(
     // Pass 1: accesses per structure, and (fully associative) the distances.
     let mut accesses = vec![0u64; n];
     let mut stack = LruStack::new(1 << 12);
-    // distances[structure]: (distance, accesses), None for cold.
-    let mut cold = vec![0u64; n];
-    let mut distances: Vec<Vec<u64>> = vec![Vec::new(); n];
+    // Per structure, in buckets exact at every power-of-two number of lines, so memory stays
+    // a few hundred words per structure however long the trace.
+    let mut distances: Vec<DistanceHistogram> = vec![DistanceHistogram::default(); n];
     let mut spans = CountedSpans::new(trace.marks());
     for (seq, access) in trace.accesses().enumerate() {
         let a = access?;
@@ -95,19 +95,8 @@ pub fn miss_ratio_curves(
                 if !counting {
                     continue;
                 }
-                for s in [structure, all] {
-                    match distance {
-                        None => cold[s] += 1,
-                        Some(d) => {
-                            let bucket = &mut distances[s];
-                            let d = d as usize;
-                            if d >= bucket.len() {
-                                bucket.resize(d + 1, 0);
-                            }
-                            bucket[d] += 1;
-                        }
-                    }
-                }
+                distances[structure].record(distance);
+                distances[all].record(distance);
             }
         }
     }
@@ -134,14 +123,11 @@ pub fn miss_ratio_curves(
     match ways {
         None => {
             for (s, curve) in curves.iter_mut().enumerate() {
-                // misses(c) = cold + accesses at distance >= c: a suffix sum.
-                let mut beyond: Vec<u64> = vec![0; distances[s].len() + 1];
-                for d in (0..distances[s].len()).rev() {
-                    beyond[d] = beyond[d + 1] + distances[s][d];
-                }
                 let mut lines = 1u64;
                 while lines << bits <= max_size && curve.points.len() < MAX_POINTS {
-                    let misses = cold[s] + beyond.get(lines as usize).copied().unwrap_or(0);
+                    // Exact: a power of two of lines is a bucket boundary.
+                    debug_assert!(DistanceHistogram::is_exact_for(lines));
+                    let misses = distances[s].predicted_misses(lines);
                     curve
                         .points
                         .push(point(lines << bits, misses, curve.accesses));
