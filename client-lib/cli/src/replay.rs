@@ -25,11 +25,14 @@ use crate::trace_input::{TraceFormat, TraceInput};
 /// Without it, a modify is a read then a write, sizes are kept whole and dirty lines are written
 /// back. Instruction records go through the caches only when the hierarchy has an I1.
 ///
-/// A partial trace (`epcache trace convert --to partial`, recognised by its magic) is replayed
-/// the same way and also reported per access site and per data structure: accesses, misses per
-/// level, temporal and spatial hits, spatial use and evictors at the watched level, plus the
-/// trace's compression (accesses per byte, share covered by descriptors); --mrc adds miss-ratio
-/// curves per structure.
+/// A partial trace (`epcache trace convert --to partial`, or recorded by `epcache run --trace` /
+/// EPCACHE_TRACE; recognised by its magic) is replayed the same way and also reported per access
+/// site and per data structure: accesses, misses per level, temporal and spatial hits, spatial
+/// use and evictors at the watched level, plus the trace's compression (accesses per byte, share
+/// covered by descriptors); --mrc adds miss-ratio curves per structure. A recording counts only
+/// the traced region's instances (the accesses before and between them are simulated, so the
+/// instances meet the cache state they met in the run): under the run's cache, the totals are
+/// the run's counts for the region.
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("shape").multiple(true).args(["i1", "d1", "ll"]).conflicts_with("cache"))]
 pub(crate) struct ReplayArgs {
