@@ -12,6 +12,7 @@ use epcache_sim::trace::{EpctReader, LackeyReader};
 
 use crate::output::print_stdout;
 use crate::progress::Progress;
+use crate::replay_partial::{self, MrcGeometry, PartialOptions};
 use crate::report;
 use crate::trace_input::{TraceFormat, TraceInput};
 
@@ -23,6 +24,15 @@ use crate::trace_input::{TraceFormat, TraceInput};
 /// a run gives exactly the counts `valgrind --tool=cachegrind --cache-sim=yes` gives for that run.
 /// Without it, a modify is a read then a write, sizes are kept whole and dirty lines are written
 /// back. Instruction records go through the caches only when the hierarchy has an I1.
+///
+/// A partial trace (`epcache trace convert --to partial`, or recorded by `epcache run --trace` /
+/// EPCACHE_TRACE; recognised by its magic) is replayed the same way and also reported per access
+/// site and per data structure: accesses, misses per level, temporal and spatial hits, spatial
+/// use and evictors at the watched level, plus the trace's compression (accesses per byte, share
+/// covered by descriptors); --mrc adds miss-ratio curves per structure. A recording counts only
+/// the traced region's instances (the accesses before and between them are simulated, so the
+/// instances meet the cache state they met in the run): under the run's cache, the totals are
+/// the run's counts for the region.
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("shape").multiple(true).args(["i1", "d1", "ll"]).conflicts_with("cache"))]
 pub(crate) struct ReplayArgs {
@@ -57,6 +67,30 @@ pub(crate) struct ReplayArgs {
     /// too, as {"error": ...} on stdout.
     #[arg(long)]
     pub(crate) json: bool,
+
+    /// Partial traces: the data level (0 for the first) whose temporal/spatial hits, spatial use
+    /// and evictors the per-site and per-structure tables show.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    watch_level: usize,
+
+    /// Partial traces: also compute each structure's miss ratio for every size of a first-level
+    /// cache of WAYS ways (`full`: fully associative, exact from LRU stack distances) and LINE-byte
+    /// lines, sizes doubling up to --mrc-max.
+    #[arg(long, value_name = "WAYS,LINE")]
+    mrc: Option<MrcGeometry>,
+
+    /// Largest cache size of the curves in bytes (default: the trace's footprint, rounded up to a
+    /// power of two).
+    #[arg(long, value_name = "BYTES", requires = "mrc")]
+    mrc_max: Option<u64>,
+
+    /// Write the miss-ratio curves as an SVG plot to FILE.
+    #[arg(long, value_name = "FILE", requires = "mrc")]
+    svg: Option<PathBuf>,
+
+    /// Partial traces: rows of each text table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    top: usize,
 
     /// The trace file, or `-` for standard input.
     #[arg(value_name = "TRACE")]
@@ -147,6 +181,13 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             .sniff_format()
             .with_context(|| format!("reading `{}`", args.trace.display()))?,
     };
+    if args.mrc.is_some() && format != TraceFormat::Partial {
+        bail!(
+            "--mrc needs a partial trace (`epcache trace convert --to partial`); `{}` is {}",
+            args.trace.display(),
+            format.name()
+        );
+    }
     let started = Instant::now();
     let mut progress = Progress::on_terminal();
     let on_progress = |n| progress.update(n);
@@ -163,6 +204,24 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
                 EpctReader::new(input).with_context(|| format!("in epct trace `{trace_name}`"))?;
             replay_with_progress(reader, &mut hierarchy, compat, on_progress)
                 .with_context(|| format!("in epct trace `{trace_name}`"))?
+        }
+        TraceFormat::Partial => {
+            progress.finish();
+            let options = PartialOptions {
+                level: args.watch_level,
+                mrc: args.mrc,
+                mrc_max: args.mrc_max,
+                svg: args.svg.clone(),
+                top: args.top,
+            };
+            return replay_partial::run(
+                input,
+                &args.trace,
+                &mut hierarchy,
+                compat,
+                &options,
+                args.json,
+            );
         }
     };
     let seconds = started.elapsed().as_secs_f64();

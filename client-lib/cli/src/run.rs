@@ -23,6 +23,7 @@ use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
 use crate::request::fewer_buckets_note;
+use crate::run_trace;
 
 /// How long the program waits at start for its requests (EPCACHE_WAIT).
 const START_WAIT_SECS: u32 = 60;
@@ -130,6 +131,22 @@ pub(crate) struct RunArgs {
     /// With --all-regions: show at most N regions (after sorting), and N data structures in each.
     #[arg(long, value_name = "N")]
     top: Option<usize>,
+    /// Record a partial data trace of REGION (a function, or a marker's label) into --output
+    /// FILE (EPCACHE_TRACE): every access of the program's first capturing thread with its code
+    /// address, compressed per access site, from its start to the end of the last instance
+    /// recorded, the instances' spans marked. `epcache replay --cache SPEC FILE` re-simulates it
+    /// (counting only the instances) with per-site and per-structure tables; under the run's
+    /// cache it gives exactly the counts the run measured for the region.
+    #[arg(
+        long,
+        value_name = "REGION",
+        requires = "output",
+        conflicts_with_all = ["all_regions", "region"]
+    )]
+    trace: Option<String>,
+    /// With --trace: record only the region's first N instances (default: every one).
+    #[arg(long, value_name = "N", requires = "trace", value_parser = clap::value_parser!(u64).range(1..))]
+    instances: Option<u64>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
     command: Vec<OsString>,
@@ -334,7 +351,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let (_, spec) = preflight::cache(args.cache.as_deref())?;
     preflight::events(&args.event, &spec)?;
     preflight::buckets(&args.buckets)?;
-    if args.all_regions || !requests.is_empty() {
+    if args.all_regions || !requests.is_empty() || args.trace.is_some() {
         preflight::built_with_capture(&args.command[0])?;
     }
     tokio::runtime::Builder::new_multi_thread()
@@ -418,6 +435,15 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
     if args.all_regions {
         command.env("EPCACHE_REPORT", &report);
+    }
+    if let (Some(region), Some(output)) = (&args.trace, &args.output) {
+        // Recording needs the standalone run, whose report stays in the runtime directory.
+        command.env("EPCACHE_REPORT", &report);
+        command.env(
+            "EPCACHE_TRACE",
+            run_trace::trace_env(region, args.instances),
+        );
+        command.env("EPCACHE_TRACE_OUTPUT", std::path::absolute(output)?);
     }
     if !requests.is_empty() {
         command.env("EPCACHE_WAIT", START_WAIT_SECS.to_string());
@@ -509,6 +535,12 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         d.shutdown().await;
     }
 
+    if let (Some(region), Some(output)) = (&args.trace, &args.output) {
+        return Ok(
+            run_trace::check_recording(region, output, args.cache.as_deref())
+                .map_or(NOT_MONITORED, |()| exit_code(status)),
+        );
+    }
     if !results.is_empty() {
         emit(
             args,

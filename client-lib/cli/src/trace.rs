@@ -1,21 +1,27 @@
-//! `epcache trace`: converting lackey logs to the compact `.epct` format.
+//! `epcache trace`: converting lackey logs to the compact `.epct` format or to partial data
+//! traces, optionally keeping only the accesses of some functions or code ranges.
 
+use std::collections::HashSet;
 use std::fs::File;
+use std::io::BufWriter;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use epcache_sim::trace::{EpctWriter, LackeyReader};
+use epcache_sim::trace::partial::{PartialAccess, PartialWriter};
+use epcache_sim::trace::{EpctWriter, LackeyReader, TraceKind};
 
 use crate::numbers::{grouped, millions_per_second};
 use crate::output::print_stdout;
 use crate::progress::Progress;
 use crate::trace_input::TraceInput;
+use crate::trace_sites::{CodeRange, Program, SiteFilter};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TraceCommand {
-    /// Convert a trace to epcache's compact binary format (.epct) for fast re-runs.
+    /// Convert a trace to epcache's compact binary format (.epct) for fast re-runs, or to a
+    /// partial data trace (--to partial) for per-site tables and miss-ratio curves.
     Convert(ConvertArgs),
 }
 
@@ -26,15 +32,54 @@ pub(crate) enum SourceFormat {
     Lackey,
 }
 
+/// Formats `trace convert` writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TargetFormat {
+    /// Every record (instructions too unless a site filter is given), compact.
+    #[default]
+    Epct,
+    /// The data accesses with their code addresses, compressed per access site into regular
+    /// section descriptors (`epcache replay` reports them per site and per data structure).
+    Partial,
+}
+
+/// Convert a lackey log. The code address of a data access is that of the instruction record
+/// before it. With --function or --code-range only the data accesses of those sites are kept
+/// (and no instruction records), in both formats, so the two hold the same accesses.
 #[derive(Debug, Args)]
 pub(crate) struct ConvertArgs {
     /// Format of INPUT.
     #[arg(long, value_enum)]
     from: SourceFormat,
+    /// Format of OUTPUT.
+    #[arg(long, value_enum, default_value_t)]
+    to: TargetFormat,
+    /// Keep only the data accesses made by the code of this function (needs --binary; repeat
+    /// for several).
+    #[arg(long, value_name = "NAME")]
+    function: Vec<String>,
+    /// Keep only the data accesses made by code in START-END (hexadecimal run-time addresses;
+    /// repeat for several).
+    #[arg(long, value_name = "START-END")]
+    code_range: Vec<CodeRange>,
+    /// The program the trace was taken of, built with -g: resolves --function, and gives a
+    /// partial trace its site table (file, line, function) and its global arrays as data
+    /// structures.
+    #[arg(long, value_name = "PROGRAM")]
+    binary: Option<PathBuf>,
+    /// Where Valgrind loaded --binary, in hexadecimal (default: 0 for a fixed-address
+    /// executable, 108000 for a position-independent one).
+    #[arg(long, value_name = "HEX", value_parser = parse_hex)]
+    load_bias: Option<u64>,
     /// The trace to convert, or `-` for standard input.
     input: PathBuf,
-    /// The .epct file to write (replaced if it exists).
+    /// The file to write (replaced if it exists).
     output: PathBuf,
+}
+
+fn parse_hex(s: &str) -> Result<u64, String> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16)
+        .map_err(|_| format!("`{s}` is not a hexadecimal address"))
 }
 
 /// Runs an `epcache trace` subcommand.
@@ -44,38 +89,111 @@ pub(crate) fn run(command: &TraceCommand) -> anyhow::Result<()> {
     }
 }
 
+enum Output {
+    Epct(EpctWriter<File>),
+    Partial(Box<PartialWriter<BufWriter<File>>>),
+}
+
 fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
     let SourceFormat::Lackey = args.from;
     let started = Instant::now();
+    let program = args
+        .binary
+        .as_ref()
+        .map(|b| Program::load(b, args.load_bias))
+        .transpose()?;
+    let filter = SiteFilter::new(
+        &args.function,
+        &args.code_range,
+        program.as_ref().zip(args.binary.as_ref()),
+    )?;
     let input = TraceInput::open(&args.input)?;
-    let output = File::create(&args.output)
+    let file = File::create(&args.output)
         .with_context(|| format!("cannot create `{}`", args.output.display()))?;
     let writing = || format!("writing `{}`", args.output.display());
-    let mut writer = EpctWriter::new(output).with_context(writing)?;
+    let mut output = match args.to {
+        TargetFormat::Epct => Output::Epct(EpctWriter::new(file).with_context(writing)?),
+        TargetFormat::Partial => Output::Partial(Box::new(
+            PartialWriter::new(BufWriter::with_capacity(1 << 16, file)).with_context(writing)?,
+        )),
+    };
+    let keep_instructions = args.to == TargetFormat::Epct && filter.is_everything();
     let mut reader = LackeyReader::new(input);
     let mut progress = Progress::on_terminal();
+    let (mut site, mut read, mut written) = (0u64, 0u64, 0u64);
+    let mut sites = HashSet::new();
+    let mut last_site = None;
     while let Some(record) = reader
         .next_record()
         .with_context(|| format!("in lackey trace `{}`", args.input.display()))?
     {
-        writer.write(&record).with_context(writing)?;
-        if writer.records() % (1 << 20) == 0 {
-            progress.update(writer.records());
+        read += 1;
+        if read % (1 << 20) == 0 {
+            progress.update(read);
+        }
+        if record.kind == TraceKind::Instr {
+            site = record.addr;
+            if !keep_instructions {
+                continue;
+            }
+        } else if !filter.keeps(site) {
+            continue;
+        }
+        written += 1;
+        match &mut output {
+            Output::Epct(w) => w.write(&record).with_context(writing)?,
+            Output::Partial(w) => {
+                if last_site != Some(site) {
+                    sites.insert(site);
+                    last_site = Some(site);
+                }
+                w.record(&PartialAccess {
+                    site,
+                    kind: record.kind,
+                    addr: record.addr,
+                    size: record.size,
+                })
+                .with_context(writing)?;
+            }
         }
     }
     progress.finish();
-    let records = writer.records();
-    let bytes_out = writer.bytes();
-    writer.finish().with_context(writing)?;
+    let format = match output {
+        Output::Epct(w) => {
+            w.finish().with_context(writing)?;
+            "epct"
+        }
+        Output::Partial(mut w) => {
+            if let Some(program) = &program {
+                for &site in &sites {
+                    if let Some(info) = program.site_info(site) {
+                        w.set_site(site, info);
+                    }
+                }
+                for range in program.structures() {
+                    w.add_range(range);
+                }
+            }
+            w.finish().with_context(writing)?;
+            "partial trace"
+        }
+    };
+    let bytes_out = std::fs::metadata(&args.output).with_context(writing)?.len();
     let bytes_in = reader.bytes_read();
     let seconds = started.elapsed().as_secs_f64();
     print_stdout(&format!(
-        "converted {} records ({} other lines skipped): {} bytes of lackey text -> {} bytes of epct, {:.1}x smaller, in {seconds:.2} s ({:.1} M records/s)\n",
-        grouped(records),
+        "converted {} records{} ({} other lines skipped): {} bytes of lackey text -> {} bytes of {format}, {:.1}x smaller, {:.2} records per byte, in {seconds:.2} s ({:.1} M records/s)\n",
+        grouped(written),
+        if written == read {
+            String::new()
+        } else {
+            format!(" of {}", grouped(read))
+        },
         grouped(reader.skipped_lines()),
         grouped(bytes_in),
         grouped(bytes_out),
         bytes_in as f64 / bytes_out.max(1) as f64,
-        millions_per_second(records, seconds),
+        written as f64 / bytes_out.max(1) as f64,
+        millions_per_second(read, seconds),
     ))
 }

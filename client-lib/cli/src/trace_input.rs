@@ -1,4 +1,5 @@
-//! Opening a trace (a file or `-` for stdin) and telling lackey text from `.epct` by its magic.
+//! Opening a trace (a file or `-` for stdin) and telling lackey text, `.epct` and partial traces
+//! apart by their magic.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, StdinLock};
@@ -7,6 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 use clap::ValueEnum;
 use epcache_sim::trace::epct::EPCT_MAGIC;
+use epcache_sim::trace::partial::PARTIAL_MAGIC;
 
 /// The trace formats epcache reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -15,6 +17,9 @@ pub(crate) enum TraceFormat {
     Lackey,
     /// epcache's compact binary format (`epcache trace convert`).
     Epct,
+    /// A partial data trace (`epcache trace convert --to partial`): data accesses with their
+    /// code addresses, compressed into regular section descriptors.
+    Partial,
 }
 
 impl TraceFormat {
@@ -22,6 +27,7 @@ impl TraceFormat {
         match self {
             TraceFormat::Lackey => "lackey",
             TraceFormat::Epct => "epct",
+            TraceFormat::Partial => "partial",
         }
     }
 }
@@ -52,15 +58,16 @@ impl TraceInput {
     /// The format the first bytes show, without consuming them.
     pub(crate) fn sniff_format(&mut self) -> io::Result<TraceFormat> {
         let start = self.fill_buf()?;
-        Ok(
-            if start.starts_with(&EPCT_MAGIC[..start.len().min(EPCT_MAGIC.len())])
-                && !start.is_empty()
-            {
-                TraceFormat::Epct
-            } else {
-                TraceFormat::Lackey
-            },
-        )
+        let starts_with = |magic: &[u8]| {
+            !start.is_empty() && start.starts_with(&magic[..start.len().min(magic.len())])
+        };
+        Ok(if starts_with(&EPCT_MAGIC) {
+            TraceFormat::Epct
+        } else if starts_with(&PARTIAL_MAGIC) {
+            TraceFormat::Partial
+        } else {
+            TraceFormat::Lackey
+        })
     }
 }
 

@@ -17,8 +17,10 @@
 //! - [`ranges`]: named address ranges and the lookup from an address to its range and bucket;
 //! - [`simulator`]: one core's hierarchy, monitor and analyses fed together, and in
 //!   [`simulator::capture_path`] the paths only the in-target runtime drives;
-//! - [`trace`]: Valgrind lackey logs and the compact `.epct` format;
-//! - [`replay`]: a trace through a hierarchy, with Cachegrind-compatible totals.
+//! - [`trace`]: Valgrind lackey logs, the compact `.epct` format and partial data traces;
+//! - [`replay`]: a trace through a hierarchy, with Cachegrind-compatible totals;
+//! - [`partial_replay`]: a partial trace through a hierarchy, with per access site and per
+//!   data structure tables, evictors and miss-ratio curves.
 //!
 //! # Threads as cores: the exactness contract
 //!
@@ -58,6 +60,7 @@
 pub mod analysis;
 pub mod cache;
 pub mod monitor;
+pub mod partial_replay;
 pub mod ranges;
 pub mod replay;
 pub mod simulator;

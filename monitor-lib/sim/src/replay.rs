@@ -257,8 +257,18 @@ pub fn replay_with_progress<E>(
 }
 
 fn summarize(hierarchy: &Hierarchy, compat: bool, records: RecordCounts) -> ReplaySummary {
-    let levels: Vec<_> = hierarchy
-        .stats()
+    summarize_stats(hierarchy, hierarchy.stats(), compat, records)
+}
+
+/// [`summarize`] with the level totals `stats` (name and totals of every level of
+/// `hierarchy`, in its order) rather than the hierarchy's own.
+pub(crate) fn summarize_stats<'a>(
+    hierarchy: &Hierarchy,
+    stats: impl Iterator<Item = (&'a str, &'a LevelStats)>,
+    compat: bool,
+    records: RecordCounts,
+) -> ReplaySummary {
+    let levels: Vec<_> = stats
         .map(|(name, stats)| LevelTotals::new(name, stats))
         .collect();
     let cachegrind = match (compat, &levels[..]) {

@@ -34,7 +34,7 @@ use super::cores;
 use super::filter::{self, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::Monitoring;
 use super::thread_block::{with_filter, with_hooks};
-use super::totals;
+use super::{totals, tracing};
 
 /// The part of a thread's capture that simulates and counts, which can run on the simulation
 /// worker while the thread runs on.
@@ -47,6 +47,9 @@ pub(super) struct Core {
     pub(super) machine_core: Option<usize>,
     /// The per-line pieces of the access on the machine, counted once its lock is let go.
     machine_pieces: Vec<(u64, CoreOutcome)>,
+    /// The partial trace `EPCACHE_TRACE` asks for, when this thread records it (`tracing.rs`):
+    /// then, as on a core of a machine, every access must reach [`Core::access`].
+    pub(super) tracer: Option<Box<tracing::Recorder>>,
 }
 
 impl Core {
@@ -63,6 +66,7 @@ impl Core {
             monitoring,
             machine_core,
             machine_pieces: Vec::with_capacity(2),
+            tracer: tracing::claim(),
         }
     }
 
@@ -79,6 +83,7 @@ impl Core {
     pub(super) fn refresh_filter(&mut self) {
         // On a core of a machine every access must reach it (`cores.rs`).
         let on = self.machine_core.is_none()
+            && self.tracer.is_none()
             && self.monitoring.counting
             && self.simulator.l1_hits_unobserved();
         let shape = on.then(|| self.simulator.repeat_hit_shape()).flatten();
@@ -255,6 +260,11 @@ impl Core {
     /// LTO), as it was when both lived in one module: the call cost about 9% of the path.
     #[inline]
     pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        if let Some(tracer) = &mut self.tracer
+            && !tracer.record(addr, size, kind, pc)
+        {
+            self.tracer = None;
+        }
         if let Some(core) = self.machine_core {
             self.access_on_machine(core, addr, size, kind, pc);
             return;

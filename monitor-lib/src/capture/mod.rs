@@ -26,7 +26,8 @@
 //! 5. **What is counted**: `totals` (the run's sums), `monitoring` (requests bound at a
 //!    region's entry, results published at its exit, standalone counts), `structure_finder`
 //!    (which data structure holds an address), `heap` (heap blocks named by allocation context),
-//!    `line_table` (misses per code address).
+//!    `line_table` (misses per code address), `tracing` (the partial data trace of a region
+//!    being recorded).
 //! 6. **The thread block**: `runtime_guard` (the state byte as the runtime changes it),
 //!    `thread_block` (the block at a fixed offset from the thread pointer), and what it holds:
 //!    `hook_block` (the state byte, the synced switches and the filter), `region_stack` (open
@@ -88,6 +89,7 @@ mod tag_key;
 mod this_thread;
 mod thread_capture;
 mod totals;
+mod tracing;
 mod worker;
 
 #[allow(unsafe_code)]
@@ -121,6 +123,7 @@ pub use settings::{CACHE_ENV, CORES_ENV, CaptureError, REPORT_ENV};
 pub use sync::{disable_all, enable_all};
 pub use this_thread::flush_current_thread;
 pub use totals::{CaptureTotals, totals};
+pub use tracing::{TRACE_ENV, TRACE_OUTPUT_ENV};
 
 use epcache_shm::layout::DataStructureKind;
 use epcache_sim::ranges::AddressRange;

@@ -170,6 +170,9 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
             core.flush_filter(false);
             core.monitoring
                 .enter(&mut core.simulator, region, requested);
+            if let Some(tracer) = &mut core.tracer {
+                tracer.region_entered(region);
+            }
             core.refresh_filter();
         }
         c.hold();
@@ -187,6 +190,9 @@ pub(crate) fn monitored_exit(region: RegionRef) {
         if let Some(core) = c.core() {
             core.flush_filter(false);
             core.monitoring.exit(&mut core.simulator, region);
+            if let Some(tracer) = core.tracer.take() {
+                core.tracer = tracer.region_exited(region);
+            }
             core.refresh_filter();
         }
     });

@@ -10,6 +10,8 @@
 //! - the command line with a daemon: `daemon_cli`, `daemon_default_socket`, `daemon_run`,
 //!   `daemon_step_cli`;
 //! - per-line attribution and its export, against Cachegrind: `line_attribution`;
+//! - partial data traces from lackey logs, converted and replayed: `partial_traces`; recorded
+//!   by the runtime and replayed to the live counts: `partial_recording`;
 //! - the rest of the command line: `cli`, `demo`, `replay_matches_cachegrind`.
 //!
 //! `capture_support` builds and runs the kernels of `tests/kernels/`; the daemon tests' targets
@@ -37,6 +39,8 @@ mod fortran_markers;
 mod heap_naming;
 mod heap_requests;
 mod line_attribution;
+mod partial_recording;
+mod partial_traces;
 mod replay_matches_cachegrind;
 mod request_results;
 mod runtime_fork;

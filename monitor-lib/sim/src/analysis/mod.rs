@@ -29,7 +29,7 @@ mod tests;
 
 use attribution::BucketIndex;
 use evictors::EvictorCounts;
-use lru_stack::LruStack;
+pub(crate) use lru_stack::LruStack;
 use miss_class::MissClassifier;
 use reuse::ReuseTracker;
 use reuse_distance::ReuseDistances;

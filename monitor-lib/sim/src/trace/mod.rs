@@ -1,9 +1,13 @@
-//! Access traces: Valgrind lackey logs and epcache's compact binary format.
+//! Access traces: Valgrind lackey logs, epcache's compact binary format, and partial data
+//! traces.
 //!
-//! Both formats yield the same [`TraceRecord`]s, so replay does not care where a trace came from.
+//! Lackey and `.epct` yield the same [`TraceRecord`]s, so replay does not care where a trace
+//! came from; a partial trace ([`partial`]) holds data accesses with their code addresses,
+//! compressed into regular section descriptors.
 
 pub mod epct;
 pub mod lackey;
+pub mod partial;
 
 pub use epct::{EpctError, EpctReader, EpctWriter};
 pub use lackey::{LackeyError, LackeyReader};

@@ -1,0 +1,349 @@
+//! `epcache replay` of a partial trace (`.eppt`): the level totals of any replay, then per
+//! access site and per data structure tables, the compression figures and, on request,
+//! miss-ratio curves per structure (as an SVG plot too).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::Context;
+use epcache_sim::cache::Hierarchy;
+use epcache_sim::partial_replay::{
+    MissRatioCurve, OwnerRow, PartialReplayReport, miss_ratio_curves, replay_partial,
+};
+use epcache_sim::trace::partial::PartialTrace;
+
+use crate::histogram::svg_axes;
+use crate::numbers::grouped;
+use crate::output::print_stdout;
+use crate::report;
+use crate::trace_input::TraceInput;
+
+/// The options of `epcache replay` that only partial traces use.
+#[derive(Debug, Clone)]
+pub(crate) struct PartialOptions {
+    /// Data level the temporal/spatial and evictor columns watch.
+    pub(crate) level: usize,
+    pub(crate) mrc: Option<MrcGeometry>,
+    pub(crate) mrc_max: Option<u64>,
+    pub(crate) svg: Option<PathBuf>,
+    /// Rows of each text table.
+    pub(crate) top: usize,
+}
+
+/// `--mrc WAYS,LINE`: the associativity (`full` for fully associative) and the line size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MrcGeometry {
+    pub(crate) ways: Option<u32>,
+    pub(crate) line: u32,
+}
+
+impl FromStr for MrcGeometry {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let Some((ways, line)) = s.split_once(',') else {
+            return Err(format!(
+                "`{s}` is not WAYS,LINE (e.g. `8,64`, or `full,64` for fully associative)"
+            ));
+        };
+        let ways = match ways.trim() {
+            "full" => None,
+            w => Some(w.parse::<u32>().ok().filter(|&w| w > 0).ok_or_else(|| {
+                format!("the associativity `{w}` in `{s}` is not `full` or a positive number")
+            })?),
+        };
+        let line = line
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("the line size in `{s}` is not a number"))?;
+        Ok(Self { ways, line })
+    }
+}
+
+/// Replays the partial trace in `input` and prints the report.
+pub(crate) fn run(
+    input: TraceInput,
+    trace_path: &Path,
+    hierarchy: &mut Hierarchy,
+    compat: bool,
+    options: &PartialOptions,
+    json: bool,
+) -> anyhow::Result<()> {
+    let name = trace_path.display();
+    let started = std::time::Instant::now();
+    let trace = PartialTrace::read(input).with_context(|| format!("in partial trace `{name}`"))?;
+    let report = replay_partial(&trace, hierarchy, compat, options.level)
+        .with_context(|| format!("replaying partial trace `{name}`"))?;
+    let curves = match options.mrc {
+        Some(g) => Some(
+            miss_ratio_curves(&trace, g.ways, g.line, options.mrc_max)
+                .with_context(|| format!("miss-ratio curves of `{name}`"))?,
+        ),
+        None => None,
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    if let (Some(path), Some(curves), Some(g)) = (&options.svg, &curves, options.mrc) {
+        std::fs::write(path, svg(curves, g, &name.to_string()))
+            .with_context(|| format!("writing `{}`", path.display()))?;
+    }
+    if json {
+        let mut value = serde_json::to_value(&report)?;
+        value["trace"] = serde_json::json!({
+            "path": trace_path.display().to_string(),
+            "format": "partial",
+        });
+        value["elapsed_seconds"] = serde_json::json!(seconds);
+        if let Some(curves) = &curves {
+            value["mrc"] = serde_json::to_value(curves)?;
+        }
+        print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
+    } else {
+        let mut out = report::table(&report.summary, seconds);
+        out.push_str(&tables(&report, options.top));
+        if let Some(curves) = &curves {
+            out.push_str(&curve_table(curves));
+        }
+        print_stdout(&out)
+    }
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "-".into(), |r| format!("{:.1}%", 100.0 * r))
+}
+
+/// The compression line and the two tables, as text.
+fn tables(report: &PartialReplayReport, top: usize) -> String {
+    let mut out = String::new();
+    let c = &report.compression;
+    let _ = writeln!(
+        out,
+        "\ntrace    {} accesses in {} bytes: {:.1} accesses per byte; {:.1}% in {} descriptors, {} raw, {} streams",
+        grouped(c.stats.accesses),
+        grouped(c.stats.bytes),
+        c.accesses_per_byte,
+        100.0 * c.described_share,
+        grouped(c.stats.descriptors),
+        grouped(c.stats.raw_accesses),
+        c.stats.streams,
+    );
+    for (title, rows) in [
+        ("access site", &report.sites),
+        ("data structure", &report.structures),
+    ] {
+        let _ = writeln!(
+            out,
+            "\nper {title} (temporal/spatial hits, spatial use and evictors at {}), by misses there:",
+            report.watched_level
+        );
+        let level_names: Vec<&str> = rows
+            .first()
+            .map(|r| r.levels.iter().map(|(n, _)| n.as_str()).collect())
+            .unwrap_or_default();
+        let _ = write!(out, "{:<20} {:<24} {:>12}", title, "source", "accesses");
+        for name in &level_names {
+            let _ = write!(out, " {:>11}", format!("{name} misses"));
+        }
+        let _ = writeln!(
+            out,
+            " {:>9} {:>9} {:>8}  evicted by",
+            "temporal", "spatial", "sp.use"
+        );
+        let watched = level_names
+            .iter()
+            .position(|n| *n == report.watched_level)
+            .unwrap_or(0);
+        // Sites only the warm-up before a recorded span used are in --json alone.
+        let mut sorted: Vec<&OwnerRow> = rows.iter().filter(|r| r.accesses > 0).collect();
+        sorted.sort_by_key(|r| std::cmp::Reverse(r.levels.get(watched).map_or(0, |l| l.1.misses)));
+        for row in sorted.iter().take(top) {
+            // The file's last component keeps the column narrow; --json has the whole path.
+            let short = row
+                .source
+                .as_deref()
+                .map(|s| s.rsplit('/').next().unwrap_or(s).to_owned());
+            let source = match (&short, &row.structure) {
+                (Some(s), Some(d)) => format!("{s} {d}"),
+                (Some(s), None) => s.clone(),
+                (None, Some(d)) => d.clone(),
+                (None, None) => String::new(),
+            };
+            let _ = write!(
+                out,
+                "{:<20} {:<24} {:>12}",
+                row.name,
+                source,
+                grouped(row.accesses)
+            );
+            for (_, l) in &row.levels {
+                let _ = write!(out, " {:>11}", ratio(l.miss_ratio));
+            }
+            let evictors: Vec<String> = row
+                .evicted_by
+                .iter()
+                .take(3)
+                .map(|e| format!("{} {:.1}%", e.evictor, 100.0 * e.share))
+                .collect();
+            let _ = writeln!(
+                out,
+                " {:>9} {:>9} {:>8}  {}",
+                grouped(row.temporal_hits),
+                grouped(row.spatial_hits),
+                ratio(row.spatial_use),
+                evictors.join(", ")
+            );
+        }
+        if sorted.len() > top {
+            let _ = writeln!(
+                out,
+                "({} more; --top or --json for all)",
+                sorted.len() - top
+            );
+        }
+    }
+    out
+}
+
+fn size_label(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => b.to_string(),
+    }
+}
+
+fn curve_table(curves: &[MissRatioCurve]) -> String {
+    let mut out = String::from("\nmiss ratio by cache size:\n");
+    let Some(all) = curves.last() else {
+        return out;
+    };
+    let _ = write!(out, "{:<20}", "structure");
+    for p in &all.points {
+        let _ = write!(out, " {:>6}", size_label(p.size));
+    }
+    out.push('\n');
+    for c in curves {
+        let _ = write!(out, "{:<20}", c.structure);
+        for p in &c.points {
+            let _ = write!(out, " {:>5.1}%", 100.0 * p.miss_ratio);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+const COLOURS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// The curves as a standalone SVG: miss ratio (percent) over cache size on a log2 axis.
+pub(crate) fn svg(curves: &[MissRatioCurve], g: MrcGeometry, title: &str) -> String {
+    let (w, h) = (900.0_f64, 420.0_f64);
+    let (left, right, top, bottom) = (70.0, 180.0, 40.0, 60.0);
+    let (plot_w, plot_h) = (w - left - right, h - top - bottom);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let ways = g
+        .ways
+        .map_or("fully associative".into(), |w| format!("{w}-way"));
+    let _ = writeln!(
+        out,
+        r#"<text x="{left}" y="24" font-size="14">Miss ratio by cache size ({ways}, {}-byte lines): {}</text>"#,
+        g.line,
+        xml_escape(title)
+    );
+    svg_axes(
+        &mut out,
+        (left, top, plot_w, plot_h),
+        &[0, 20, 40, 60, 80, 100],
+    );
+    let sizes: Vec<u64> = curves
+        .last()
+        .map(|c| c.points.iter().map(|p| p.size).collect())
+        .unwrap_or_default();
+    let steps = sizes.len().saturating_sub(1).max(1) as f64;
+    let x_of = |i: usize| left + plot_w * i as f64 / steps;
+    for (i, &size) in sizes.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            r#"<text x="{:.2}" y="{}" text-anchor="middle">{}</text>"#,
+            x_of(i),
+            top + plot_h + 18.0,
+            size_label(size)
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{:.2}" y="{}" text-anchor="middle">cache size (bytes)</text>"#,
+        left + plot_w / 2.0,
+        h - 12.0
+    );
+    for (n, c) in curves.iter().enumerate() {
+        let colour = COLOURS[n % COLOURS.len()];
+        let path: Vec<String> = c
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                format!(
+                    "{}{:.2} {:.2}",
+                    if i == 0 { "M" } else { "L" },
+                    x_of(i),
+                    top + plot_h * (1.0 - p.miss_ratio)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<path d="{}" stroke="{colour}" stroke-width="2" fill="none"/>"#,
+            path.join(" ")
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" fill="{colour}">{}</text>"#,
+            left + plot_w + 12.0,
+            top + 16.0 * (n as f64 + 1.0),
+            xml_escape(&c.structure)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mrc_geometry_parses_and_rejects_clearly() {
+        assert_eq!(
+            "8,64".parse::<MrcGeometry>().unwrap(),
+            MrcGeometry {
+                ways: Some(8),
+                line: 64
+            }
+        );
+        assert_eq!("full,32".parse::<MrcGeometry>().unwrap().ways, None);
+        assert!(
+            "8".parse::<MrcGeometry>()
+                .unwrap_err()
+                .contains("WAYS,LINE")
+        );
+        assert!(
+            "0,64"
+                .parse::<MrcGeometry>()
+                .unwrap_err()
+                .contains("positive")
+        );
+    }
+}

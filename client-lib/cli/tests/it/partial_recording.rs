@@ -1,0 +1,216 @@
+//! Recording a partial data trace in the runtime (`EPCACHE_TRACE`, `EPCACHE_TRACE_OUTPUT`) and
+//! re-simulating it: under the run's cache, `epcache replay` of the recording gives exactly the
+//! counts the run's standalone report gives for the traced region, for a regular C kernel, an
+//! irregular one and a Fortran one; a recording of fewer instances stops after them.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built};
+
+/// The standalone report's events of a region, as replay's level fields.
+const EVENTS: [(&str, &str, &str); 8] = [
+    ("PAPI_L1_DCR", "D1", "reads"),
+    ("PAPI_L1_LDM", "D1", "read_misses"),
+    ("PAPI_L1_DCW", "D1", "writes"),
+    ("PAPI_L1_STM", "D1", "write_misses"),
+    ("PAPI_L2_DCR", "LL", "reads"),
+    ("PAPI_L2_LDM", "LL", "read_misses"),
+    ("PAPI_L2_DCW", "LL", "writes"),
+    ("PAPI_L2_STM", "LL", "write_misses"),
+];
+
+/// Builds `source` with `epcache cc -- COMPILER -O2`, runs it tracing `trace` under `cache`,
+/// and returns the report and the replay of the recording (JSON).
+fn record_and_replay(
+    compiler: &str,
+    source: &str,
+    trace: &str,
+    cache: &str,
+) -> Option<(serde_json::Value, serde_json::Value)> {
+    let who = format!("partial recording of {source}");
+    if !(available(compiler, &who) && runtime_built(&who)) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = kernel(source);
+    epcache_cc(
+        dir.path(),
+        &[compiler, "-O2", "-o", "prog", src.to_str().unwrap()],
+    );
+    let (report, recording) = (dir.path().join("r.json"), dir.path().join("t.eppt"));
+    let out = Command::new(dir.path().join("prog"))
+        .env("EPCACHE_REPORT", &report)
+        .env("EPCACHE_CACHE", cache)
+        .env("EPCACHE_TRACE", trace)
+        .env("EPCACHE_TRACE_OUTPUT", &recording)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    Some((report, replay(&recording, cache)))
+}
+
+fn replay(trace: &Path, cache: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["replay", "--json", "--cache", cache])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn assert_exact(report: &serde_json::Value, replayed: &serde_json::Value, name: &str) {
+    let events = &region(report, name)["events"];
+    for (event, level, field) in EVENTS {
+        assert_eq!(
+            replayed["levels"][level][field], events[event],
+            "region {name}: {event} live vs {level}.{field} re-simulated"
+        );
+    }
+    assert!(events["PAPI_L1_DCR"].as_u64().unwrap() > 1000);
+}
+
+#[test]
+fn regular_c_kernel_recording_replays_to_the_live_counts() {
+    let Some((report, replayed)) = record_and_replay(
+        "gcc",
+        "partial_matmul.c",
+        "multiply",
+        "D1=8K,2,32;LL=64K,8,64",
+    ) else {
+        return;
+    };
+    assert_exact(&report, &replayed, "multiply");
+    // The site table names the kernel's lines; the structures are its arrays.
+    let sites = replayed["sites"].as_array().unwrap();
+    assert!(
+        sites.iter().any(|s| s["function"] == "multiply"
+            && s["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("partial_matmul.c:11")),
+        "{sites:?}"
+    );
+    // Each site is named by the structure it accesses: b's one load per iteration.
+    assert!(
+        sites
+            .iter()
+            .any(|s| s["structure"] == "b" && s["loads"] == 48 * 48 * 48 && s["stores"] == 0),
+        "{sites:?}"
+    );
+    let b = replayed["structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "b")
+        .unwrap();
+    assert_eq!(b["accesses"], 48 * 48 * 48);
+    assert!(
+        replayed["compression"]["accesses_per_byte"]
+            .as_f64()
+            .unwrap()
+            > 100.0
+    );
+}
+
+#[test]
+fn irregular_c_kernel_recording_replays_to_the_live_counts() {
+    let Some((report, replayed)) = record_and_replay(
+        "gcc",
+        "partial_gather.c",
+        "gather",
+        "D1=4K,4,64;LL=64K,8,64",
+    ) else {
+        return;
+    };
+    assert_exact(&report, &replayed, "gather");
+    // x is gathered at random: its accesses stay raw.
+    assert!(replayed["compression"]["raw_accesses"].as_u64().unwrap() >= 40_000);
+}
+
+#[test]
+fn fortran_recording_replays_to_the_live_counts_and_stops_after_its_instances() {
+    let cache = "D1=4K,4,32;LL=32K,8,64";
+    let Some((report, replayed)) =
+        record_and_replay("gfortran", "partial_sweep.f90", "sweep", cache)
+    else {
+        return;
+    };
+    assert_eq!(region(&report, "sweep")["instances"], 3);
+    assert_exact(&report, &replayed, "sweep");
+    // Two of the three instances: the recording ends after the second, whose counts are two
+    // thirds of the three (every sweep makes the same accesses).
+    let (report, two) = record_and_replay("gfortran", "partial_sweep.f90", "sweep:2", cache)
+        .expect("the tools were there a moment ago");
+    let live = &region(&report, "sweep")["events"];
+    let records = &two["records"];
+    let recorded = records["loads"].as_u64().unwrap() + records["stores"].as_u64().unwrap();
+    let all = live["PAPI_L1_DCR"].as_u64().unwrap() + live["PAPI_L1_DCW"].as_u64().unwrap();
+    assert_eq!(recorded * 3, all * 2);
+}
+
+#[test]
+fn epcache_run_trace_records_what_the_environment_does() {
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    let who = "epcache run --trace";
+    if !(available("gcc", who) && runtime_built(who)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = kernel("partial_matmul.c");
+    epcache_cc(
+        dir.path(),
+        &["gcc", "-O2", "-o", "prog", src.to_str().unwrap()],
+    );
+    let trace = dir.path().join("run.eppt");
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args([
+            "run",
+            "--cache",
+            cache,
+            "--trace",
+            "multiply",
+            "--instances",
+            "1",
+        ])
+        .arg("--output")
+        .arg(&trace)
+        .arg("--")
+        .arg(dir.path().join("prog"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("recorded 1 instance(s) of `multiply`"),
+        "{stderr}"
+    );
+    // The same program run alone with its report: the same counts, re-simulated.
+    let (report, _) = record_and_replay("gcc", "partial_matmul.c", "multiply", cache).unwrap();
+    assert_exact(&report, &replay(&trace, cache), "multiply");
+    // A region that never runs is said, with exit status 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", cache, "--trace", "no_such_region"])
+        .arg("--output")
+        .arg(dir.path().join("none.eppt"))
+        .arg("--")
+        .arg(dir.path().join("prog"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never ran"));
+}

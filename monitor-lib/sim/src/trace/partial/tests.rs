@@ -1,0 +1,406 @@
+//! The partial trace format's tests: round trips of any stream (proptest), constant size for
+//! regular loop nests, compact raw remainders, hand-built files as documented, and errors.
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn encode(accesses: &[PartialAccess]) -> Vec<u8> {
+    let mut writer = PartialWriter::new(Vec::new()).unwrap();
+    for a in accesses {
+        writer.record(a).unwrap();
+    }
+    writer.finish().unwrap()
+}
+
+fn decode(bytes: &[u8]) -> Result<Vec<PartialAccess>, PartialError> {
+    PartialTrace::parse(bytes.to_vec())?.accesses().collect()
+}
+
+fn load(site: u64, addr: u64) -> PartialAccess {
+    PartialAccess {
+        site,
+        kind: TraceKind::Load,
+        addr,
+        size: 8,
+    }
+}
+
+fn store(site: u64, addr: u64) -> PartialAccess {
+    PartialAccess {
+        kind: TraceKind::Store,
+        ..load(site, addr)
+    }
+}
+
+/// `C[i][j] += A[i][k] * B[k][j]` over `n x n` doubles, C loaded and stored in the k loop.
+fn matmul(n: u64) -> Vec<PartialAccess> {
+    let (a, b, c) = (0x10_0000u64, 0x20_0000u64, 0x30_0000u64);
+    let mut out = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            for k in 0..n {
+                out.push(load(0x401000, a + 8 * (i * n + k)));
+                out.push(load(0x401004, b + 8 * (k * n + j)));
+                out.push(load(0x401008, c + 8 * (i * n + j)));
+                out.push(store(0x40100c, c + 8 * (i * n + j)));
+            }
+        }
+    }
+    out
+}
+
+/// A five-point Jacobi sweep over the interior of an `n x n` grid, `steps` times.
+fn stencil(n: u64, steps: u64) -> Vec<PartialAccess> {
+    let (src, dst) = (0x50_0000u64, 0x90_0000u64);
+    let at = |base: u64, i: u64, j: u64| base + 8 * (i * n + j);
+    let mut out = Vec::new();
+    for _ in 0..steps {
+        for i in 1..n - 1 {
+            for j in 1..n - 1 {
+                out.push(load(0x402000, at(src, i - 1, j)));
+                out.push(load(0x402004, at(src, i + 1, j)));
+                out.push(load(0x402008, at(src, i, j - 1)));
+                out.push(load(0x40200c, at(src, i, j + 1)));
+                out.push(store(0x402010, at(dst, i, j)));
+            }
+        }
+    }
+    out
+}
+
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn a_loop_is_one_rsd_per_site() {
+    let accesses: Vec<_> = (0..1000)
+        .flat_map(|i| [load(0x10, 0x1000 + 8 * i), store(0x14, 0x9000 + 4 * i)])
+        .collect();
+    let bytes = encode(&accesses);
+    let trace = PartialTrace::parse(bytes.clone()).unwrap();
+    let stats = trace.stats();
+    assert_eq!(
+        (
+            stats.descriptors,
+            stats.described_accesses,
+            stats.raw_accesses
+        ),
+        (2, 2000, 0)
+    );
+    assert_eq!(
+        trace.descriptors[0].dims,
+        [Dim {
+            count: 1000,
+            seq_stride: 2,
+            addr_stride: 8
+        }]
+    );
+    assert_eq!(decode(&bytes).unwrap(), accesses);
+}
+
+#[test]
+fn hand_built_trace_decodes_as_documented() {
+    let mut bytes = PARTIAL_MAGIC.to_vec();
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    // Stream 0: loads of 4 bytes at site 0x10.
+    bytes.extend_from_slice(&[TAG_STREAM, 0x10, 1, 4]);
+    // Three accesses at seq 0, 2, 4 and addresses 0x100, 0x104, 0x108.
+    bytes.extend_from_slice(&[TAG_DESC, 0, 1, 0, 0x80, 0x02, 3, 2, 8]);
+    // Stream 1: stores of 8 bytes at site 0x20.
+    bytes.extend_from_slice(&[TAG_STREAM, 0x20, 2, 8]);
+    // Raw: seq 1 at 0x40; then seq 3 at 0x30: the delta 2 is not the predicted 1, so the flag
+    // is clear (zigzag(-16) = 31 -> 62) and the delta follows; then seq 5 at 0x38, the delta
+    // predicted this time (zigzag(8) = 16 -> 33).
+    bytes.extend_from_slice(&[TAG_RAW, 1, 3, 1, 0x40, 62, 2, 33]);
+    bytes.extend_from_slice(&[TAG_SITE, 0x10, 3, b'a', b'.', b'c', 7, 1, b'f', 1, b'x']);
+    bytes.extend_from_slice(&[TAG_END, 6, 1, 3]);
+    let got = decode(&bytes).unwrap();
+    let st = |addr| PartialAccess {
+        site: 0x20,
+        kind: TraceKind::Store,
+        addr,
+        size: 8,
+    };
+    let ld = |addr| PartialAccess {
+        site: 0x10,
+        kind: TraceKind::Load,
+        addr,
+        size: 4,
+    };
+    assert_eq!(
+        got,
+        [
+            ld(0x100),
+            st(0x40),
+            ld(0x104),
+            st(0x30),
+            ld(0x108),
+            st(0x38)
+        ]
+    );
+    let trace = PartialTrace::parse(bytes).unwrap();
+    assert_eq!(trace.sites()[&0x10].structure, "x");
+    assert_eq!(trace.sites()[&0x10].line, 7);
+}
+
+#[test]
+fn matrix_multiply_takes_constant_space_per_site() {
+    let mut sizes = Vec::new();
+    for n in [8, 16, 32, 48] {
+        let accesses = matmul(n);
+        let bytes = encode(&accesses);
+        let trace = PartialTrace::parse(bytes.clone()).unwrap();
+        let stats = trace.stats();
+        assert_eq!(stats.descriptors, 4, "n = {n}: one descriptor per site");
+        assert_eq!(stats.raw_accesses, 0, "n = {n}");
+        assert_eq!(decode(&bytes).unwrap(), accesses, "n = {n}");
+        sizes.push(bytes.len());
+    }
+    // Only the varint widths of the counts and strides grow.
+    assert!(
+        sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 24,
+        "{sizes:?}"
+    );
+    assert!(sizes[3] < 200, "{sizes:?}");
+}
+
+#[test]
+fn stencil_sweeps_take_constant_space_per_site() {
+    let mut sizes = Vec::new();
+    for (n, steps) in [(10, 2), (40, 5), (100, 9)] {
+        let accesses = stencil(n, steps);
+        let bytes = encode(&accesses);
+        let stats = PartialTrace::parse(bytes.clone()).unwrap().stats();
+        assert_eq!(
+            (stats.descriptors, stats.raw_accesses),
+            (5, 0),
+            "{n} {steps}"
+        );
+        assert_eq!(decode(&bytes).unwrap(), accesses);
+        sizes.push(bytes.len());
+    }
+    assert!(sizes[2] - sizes[0] <= 30, "{sizes:?}");
+}
+
+#[test]
+fn random_gathers_stay_raw_and_compact() {
+    // y[i] = x[idx[i]]: idx and y are regular, the gather is random within 1 MB.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut accesses = Vec::new();
+    for i in 0..50_000u64 {
+        accesses.push(load(0x10, 0x10_0000 + 4 * i));
+        accesses.push(load(
+            0x14,
+            0x80_0000 + 8 * (xorshift(&mut state) % (1 << 17)),
+        ));
+        accesses.push(store(0x18, 0x40_0000 + 8 * i));
+    }
+    let bytes = encode(&accesses);
+    let stats = PartialTrace::parse(bytes.clone()).unwrap().stats();
+    assert_eq!(stats.described_accesses, 100_000);
+    assert_eq!(stats.raw_accesses, 50_000);
+    // Three bytes of address delta (17 random bits, zigzag and the flag) per gathered access.
+    assert!(bytes.len() < 50_000 * 4, "{} bytes", bytes.len());
+    assert_eq!(decode(&bytes).unwrap(), accesses);
+}
+
+#[test]
+fn closed_descriptors_are_written_while_recording() {
+    let mut state = 7u64;
+    let mut writer = PartialWriter::new(Vec::new()).unwrap();
+    for _ in 0..200_000 {
+        writer
+            .record(&load(0x10, xorshift(&mut state) % (1 << 30)))
+            .unwrap();
+    }
+    let written = writer.bytes();
+    let total = writer.finish().unwrap().len() as u64;
+    // All but the last raw block is out before finish.
+    assert!(
+        total - written < 4 * RAW_BLOCK as u64 * 2,
+        "{written} of {total}"
+    );
+}
+
+#[test]
+fn header_and_record_errors_are_typed() {
+    assert!(matches!(decode(b""), Err(PartialError::BadMagic { .. })));
+    assert!(matches!(
+        decode(b"\x89EPCT\r\n\x1a"),
+        Err(PartialError::BadMagic { .. })
+    ));
+    let good = encode(&matmul(3));
+    let mut v2 = good.clone();
+    v2[8] = 2;
+    assert!(matches!(
+        decode(&v2),
+        Err(PartialError::UnsupportedVersion { found: 2 })
+    ));
+    let unfinished = &good[..good.len() - 4];
+    assert!(decode(unfinished).is_err());
+    let mut trailing = good.clone();
+    trailing.push(0);
+    assert!(matches!(
+        decode(&trailing),
+        Err(PartialError::BadRecord { .. })
+    ));
+}
+
+#[test]
+fn overlapping_descriptors_are_caught_on_replay() {
+    let mut bytes = PARTIAL_MAGIC.to_vec();
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&[TAG_STREAM, 0x10, 1, 4]);
+    // seq 0, 1, 2 and seq 2, 3, 4: six elements, one duplicate, one missing (5).
+    bytes.extend_from_slice(&[TAG_DESC, 0, 1, 0, 0, 3, 1, 8]);
+    bytes.extend_from_slice(&[TAG_DESC, 0, 1, 2, 0, 3, 1, 8]);
+    bytes.extend_from_slice(&[TAG_END, 6, 2, 0]);
+    let err = decode(&bytes).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PartialError::BadOrder {
+                seq: 3,
+                why: "covered twice"
+            }
+        ),
+        "{err}"
+    );
+}
+
+fn any_kind() -> impl Strategy<Value = TraceKind> {
+    prop_oneof![
+        Just(TraceKind::Load),
+        Just(TraceKind::Store),
+        Just(TraceKind::Modify),
+    ]
+}
+
+fn any_access() -> impl Strategy<Value = PartialAccess> {
+    let addr = prop_oneof![any::<u64>(), 0x1000u64..0x1100, Just(u64::MAX), Just(0)];
+    (
+        0u64..4,
+        any_kind(),
+        addr,
+        prop_oneof![Just(8u32), 1u32..=64],
+    )
+        .prop_map(|(site, kind, addr, size)| PartialAccess {
+            site,
+            kind,
+            addr,
+            size,
+        })
+}
+
+/// A loop nest of up to three levels whose body is a few sites with strides, as a flat stream,
+/// with some accesses of the body skipped (a branch) so regular and irregular parts mix.
+fn loop_nest() -> impl Strategy<Value = Vec<PartialAccess>> {
+    (
+        proptest::collection::vec(1u64..6, 1..=3),
+        proptest::collection::vec((0u64..6, any::<i16>(), any::<i16>()), 1..4),
+        any::<u64>(),
+        0u64..8,
+    )
+        .prop_map(|(counts, body, base, skip_every)| {
+            let mut out = Vec::new();
+            let total: u64 = counts.iter().product();
+            for flat in 0..total {
+                let (mut rest, mut index) = (flat, Vec::new());
+                for &c in &counts {
+                    index.push(rest % c);
+                    rest /= c;
+                }
+                for (n, &(site, inner, outer)) in body.iter().enumerate() {
+                    if skip_every > 1 && (flat + n as u64) % skip_every == 0 {
+                        continue;
+                    }
+                    let addr = base
+                        .wrapping_add((index[0] as i64 * i64::from(inner)) as u64)
+                        .wrapping_add(
+                            (index.iter().skip(1).sum::<u64>() as i64 * i64::from(outer)) as u64,
+                        );
+                    out.push(load(site, addr));
+                }
+            }
+            out
+        })
+}
+
+proptest! {
+    #[test]
+    fn any_access_stream_round_trips(accesses in proptest::collection::vec(any_access(), 0..400)) {
+        prop_assert_eq!(decode(&encode(&accesses)).unwrap(), accesses);
+    }
+
+    #[test]
+    fn loop_nests_round_trip(nests in proptest::collection::vec(loop_nest(), 1..4),
+                             noise in proptest::collection::vec(any_access(), 0..20)) {
+        let mut accesses: Vec<_> = nests.into_iter().flatten().collect();
+        for (i, a) in noise.into_iter().enumerate() {
+            let at = (i * 37) % (accesses.len() + 1);
+            accesses.insert(at, a);
+        }
+        prop_assert_eq!(decode(&encode(&accesses)).unwrap(), accesses);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error(accesses in proptest::collection::vec(any_access(), 1..30)) {
+        let bytes = encode(&accesses);
+        for cut in 0..bytes.len() {
+            prop_assert!(decode(&bytes[..cut]).is_err(), "cut at {}", cut);
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut bytes = PARTIAL_MAGIC.to_vec();
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(&tail);
+        let _ = decode(&bytes);
+    }
+}
+
+#[test]
+fn marks_round_trip_and_must_alternate() {
+    let mut w = PartialWriter::new(Vec::new()).unwrap();
+    w.mark(Mark::End); // before any begin: nothing to end
+    w.record(&load(1, 0x10)).unwrap();
+    w.mark(Mark::Begin);
+    w.mark(Mark::Begin); // repeated: ignored
+    w.record(&load(1, 0x18)).unwrap();
+    w.mark(Mark::End);
+    w.record(&load(1, 0x20)).unwrap();
+    let trace = PartialTrace::parse(w.finish().unwrap()).unwrap();
+    assert_eq!(trace.marks(), [(1, Mark::Begin), (2, Mark::End)]);
+    let mut spans = CountedSpans::new(trace.marks());
+    assert_eq!([0, 1, 2].map(|s| spans.counts(s)), [false, true, false]);
+    assert!(
+        CountedSpans::new(&[]).counts(5),
+        "no marks: everything counts"
+    );
+
+    let mut bytes = PARTIAL_MAGIC.to_vec();
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&[TAG_STREAM, 0x10, 1, 4, TAG_RAW, 0, 1, 0, 0]);
+    let mut end_first = bytes.clone();
+    end_first.extend_from_slice(&[TAG_MARK, 0, 2, TAG_END, 1, 0, 1]);
+    assert!(matches!(
+        decode(&end_first),
+        Err(PartialError::BadRecord { .. })
+    ));
+    let mut beyond = bytes.clone();
+    beyond.extend_from_slice(&[TAG_MARK, 5, 1, TAG_END, 1, 0, 1]);
+    assert!(matches!(
+        decode(&beyond),
+        Err(PartialError::BadRecord { .. })
+    ));
+}
