@@ -449,7 +449,7 @@ mod tests {
         let svg = svg(&r);
         assert_eq!(svg.matches("fill=\"#4269d0\"").count(), 4);
         assert!(
-            svg.contains(">thread 4242: 1 instance(s), total 16<"),
+            svg.contains(">thread 4242 (OpenMP 1): 1 instance(s), total 16<"),
             "{svg}"
         );
     }
