@@ -17,8 +17,9 @@
 //! OpenMP the master thread starts first, so core `i` is usually OpenMP thread `i`.
 //!
 //! The machine is taken in turn, first come first served, with patience: a thread takes a
-//! ticket and spins for its turn for [`TURN_PATIENCE`] at most, then goes ahead (the mutex
-//! still keeps the accesses apart) and takes no turns for its next [`IMPATIENT_ACCESSES`].
+//! ticket, spins for its turn for [`TURN_PATIENCE`] at most and makes [`TURN_ACCESSES`]
+//! accesses in it; when its patience runs out it goes ahead (the mutex still keeps the accesses
+//! apart) and takes no turns for its next [`IMPATIENT_ACCESSES`].
 //! Why turns: a plain mutex lets the thread that just let go take it again at once, so two
 //! threads writing one line in a loop reached the machine in runs of tens of thousands of
 //! accesses each, and an OpenMP false-sharing loop of 400,000 writes showed 15 coherence misses
@@ -32,7 +33,14 @@
 //! longer wait only finds partners that are descheduled or blocked in the program; yielding to
 //! the scheduler there gave the core away for whole time slices, and an OpenMP Jacobi on a
 //! loaded 2-core host ran 17 times slower with 50 microseconds of yielding patience than with
-//! 5 spun (the capture bench's `openmp` section), with the same false-sharing counts.
+//! 5 spun (the capture bench's `openmp` section), with the same false-sharing counts. Why
+//! turns of a few accesses: while both threads run, every turn sends the ticket and the lock
+//! across the cores, and a turn per access cost an OpenMP Jacobi on the idle 2-core host 22.9 s
+//! where turns of 4 accesses take 9.9 s and of 16 take 8.0 s; the false-sharing example's
+//! packed counters, 280,000 to 340,000 coherence misses of 400,000 increments with a turn per
+//! access, show 90,000 to 175,000 with turns of 4 (0 on the padded ones, as before). The line
+//! still changes hands far more often than once per round, and the counts stay exact for the
+//! order the machine saw.
 //!
 //! A forked child never simulates (its parent's threads may have held the lock at the fork).
 
@@ -49,9 +57,23 @@ struct Cores {
     machine: Mutex<Machine>,
     map: CoreMap,
     /// The next ticket to give.
-    next_ticket: AtomicU64,
-    /// Every ticket below this one has had its turn (or gone ahead without it).
-    serving: AtomicU64,
+    next_ticket: OwnLine<AtomicU64>,
+    /// Every ticket below this one has had its turn (or gone ahead without it). Waiters spin
+    /// reading it, so it has a host cache line of its own: sharing one with the lock, which
+    /// the thread whose turn it is takes at every access, sent the line back and forth between
+    /// the cores at every access.
+    serving: OwnLine<AtomicU64>,
+}
+
+/// A value alone in its (128-byte, two adjacent lines prefetched together) host cache line.
+#[repr(align(128))]
+struct OwnLine<T>(T);
+
+impl<T> std::ops::Deref for OwnLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 /// Spins a waiting thread makes between two looks at the clock.
@@ -63,9 +85,15 @@ const TURN_PATIENCE: Duration = Duration::from_micros(5);
 /// Accesses a thread makes without a turn after its patience ran out.
 const IMPATIENT_ACCESSES: u32 = 256;
 
+/// Accesses a thread makes in one turn.
+const TURN_ACCESSES: u32 = 4;
+
 thread_local! {
     /// Accesses this thread has left without a turn (see [`IMPATIENT_ACCESSES`]).
     static IMPATIENT: Cell<u32> = const { Cell::new(0) };
+    /// The ticket of the turn this thread holds and the accesses it has left in it (see
+    /// [`TURN_ACCESSES`]).
+    static TURN: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
 }
 
 static CORES: OnceLock<Option<Cores>> = OnceLock::new();
@@ -92,8 +120,8 @@ fn cores() -> Option<&'static Cores> {
                 Ok(machine) => Some(Cores {
                     machine: Mutex::new(machine),
                     map,
-                    next_ticket: AtomicU64::new(0),
-                    serving: AtomicU64::new(0),
+                    next_ticket: OwnLine(AtomicU64::new(0)),
+                    serving: OwnLine(AtomicU64::new(0)),
                 }),
                 Err(e) => {
                     report_spec_error_once(&format!(
@@ -140,22 +168,31 @@ const PRIVATE_THREADS_WARNING: &str = "epcache: a second thread captures, and ea
 pub(super) fn with_machine<R>(f: impl FnOnce(&mut Machine) -> R) -> Option<R> {
     let cores = cores()?;
     let impatient = IMPATIENT.try_with(Cell::get).unwrap_or(0);
-    let ticket = if impatient > 0 {
+    let (turn, accesses_left) = TURN.try_with(Cell::get).unwrap_or((0, 0));
+    // The ticket whose turn this access ends, if it ends one.
+    let ending = if accesses_left > 0 {
+        // Within this thread's turn.
+        let _ = TURN.try_with(|t| t.set((turn, accesses_left - 1)));
+        (accesses_left == 1).then_some(turn)
+    } else if impatient > 0 {
         let _ = IMPATIENT.try_with(|i| i.set(impatient - 1));
         None
     } else {
         let ticket = cores.next_ticket.fetch_add(1, Ordering::Relaxed);
-        if !wait_for_turn(cores, ticket) {
+        if wait_for_turn(cores, ticket) {
+            let _ = TURN.try_with(|t| t.set((ticket, TURN_ACCESSES - 1)));
+            (TURN_ACCESSES == 1).then_some(ticket)
+        } else {
             let _ = IMPATIENT.try_with(|i| i.set(IMPATIENT_ACCESSES));
+            Some(ticket)
         }
-        Some(ticket)
     };
     let result = {
         // A panic mid-access poisons the lock; the machine is still a machine.
         let mut machine = cores.machine.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut machine)
     };
-    if let Some(ticket) = ticket {
+    if let Some(ticket) = ending {
         // Later tickets that went ahead may have moved it past this one already.
         cores.serving.fetch_max(ticket + 1, Ordering::AcqRel);
     }
