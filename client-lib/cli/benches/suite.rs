@@ -24,7 +24,7 @@
 //!
 //! Settings (environment):
 //! - `EPCACHE_SUITE_SCALE` (default 1): multiplies every kernel's repetitions (at 1,
-//!   Cachegrind takes roughly 5 to 30 s per kernel on an idle machine); 0.1 checks that
+//!   Cachegrind takes roughly 2 to 8 s per kernel on the idle 2-core VM); 0.1 checks that
 //!   everything works in a minute or two;
 //! - `EPCACHE_SUITE_RUNS` (default 3): runs of each variant, interleaved;
 //! - `EPCACHE_SUITE_KERNELS` (comma-separated names) and `EPCACHE_SUITE_CACHES` (`64B`, `32B`):
