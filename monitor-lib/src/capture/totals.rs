@@ -75,14 +75,9 @@ impl CaptureTotals {
             } else {
                 [0; 2]
             };
-            slot.reads += stats.reads + repeat[0];
-            slot.read_misses += stats.read_misses;
-            slot.writes += stats.writes + repeat[1];
-            slot.write_misses += stats.write_misses;
-            slot.instr_fetches += stats.instr_fetches;
-            slot.instr_misses += stats.instr_misses;
-            slot.writebacks += stats.writebacks;
-            slot.back_invalidations += stats.back_invalidations;
+            *slot += stats;
+            slot.reads += repeat[0];
+            slot.writes += repeat[1];
         }
         self.threads += u32::from(new_thread);
     }

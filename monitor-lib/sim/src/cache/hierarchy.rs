@@ -136,6 +136,20 @@ pub struct LevelStats {
     pub back_invalidations: u64,
 }
 
+impl std::ops::AddAssign<&LevelStats> for LevelStats {
+    /// Adds every counter of `other`: the totals of several cores, threads or spans.
+    fn add_assign(&mut self, other: &LevelStats) {
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.read_misses += other.read_misses;
+        self.write_misses += other.write_misses;
+        self.instr_fetches += other.instr_fetches;
+        self.instr_misses += other.instr_misses;
+        self.writebacks += other.writebacks;
+        self.back_invalidations += other.back_invalidations;
+    }
+}
+
 impl LevelStats {
     /// The demand counter of `kind` (reads or writes), chosen without a branch.
     #[inline(always)]

@@ -202,15 +202,7 @@ impl Machine {
     pub fn level_stats(&self, level: usize) -> LevelStats {
         let mut sum = LevelStats::default();
         for core in &self.stats {
-            let s = &core[level];
-            sum.reads += s.reads;
-            sum.writes += s.writes;
-            sum.read_misses += s.read_misses;
-            sum.write_misses += s.write_misses;
-            sum.instr_fetches += s.instr_fetches;
-            sum.instr_misses += s.instr_misses;
-            sum.writebacks += s.writebacks;
-            sum.back_invalidations += s.back_invalidations;
+            sum += &core[level];
         }
         sum
     }

@@ -176,14 +176,7 @@ pub fn replay_partial(
         .collect();
     let add_span = |counted: &mut Vec<(String, LevelStats)>, hierarchy: &Hierarchy| {
         for ((_, sum), (_, s)) in counted.iter_mut().zip(hierarchy.stats()) {
-            sum.reads += s.reads;
-            sum.writes += s.writes;
-            sum.read_misses += s.read_misses;
-            sum.write_misses += s.write_misses;
-            sum.instr_fetches += s.instr_fetches;
-            sum.instr_misses += s.instr_misses;
-            sum.writebacks += s.writebacks;
-            sum.back_invalidations += s.back_invalidations;
+            *sum += s;
         }
     };
     let mut spans = CountedSpans::new(trace.marks());
