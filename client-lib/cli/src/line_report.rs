@@ -100,7 +100,35 @@ impl LineReport {
         if let Some(error) = &report.error {
             bail!("the run of {what} was not monitored: {error}");
         }
+        let mut report = report;
+        report.demangle_functions();
         Ok(report)
+    }
+
+    /// Every C++ function name of the rows and their inlined frames as people read it
+    /// ([`demangle`](crate::demangle)).
+    fn demangle_functions(&mut self) {
+        let functions = self.regions.iter().flat_map(|r| &r.lines).flat_map(|l| {
+            l.inlined_from
+                .iter()
+                .filter_map(|f| f.function.as_deref())
+                .chain(l.function.as_deref())
+        });
+        let readable = crate::demangle::demangled(functions);
+        if readable.is_empty() {
+            return;
+        }
+        let rename = |f: &mut Option<String>| {
+            if let Some(r) = f.as_ref().and_then(|f| readable.get(f)) {
+                *f = Some(r.clone());
+            }
+        };
+        for line in self.regions.iter_mut().flat_map(|r| &mut r.lines) {
+            rename(&mut line.function);
+            for frame in &mut line.inlined_from {
+                rename(&mut frame.function);
+            }
+        }
     }
 
     /// The per-level columns: (level name, read-miss event, write-miss event).
@@ -569,6 +597,21 @@ mod tests {
         assert_eq!(csv_field("gauss_mod::a"), "gauss_mod::a");
         assert_eq!(csv_field("f(a, b)"), "\"f(a, b)\"");
         assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+    }
+
+    #[test]
+    fn a_reports_cpp_functions_are_read_demangled() {
+        if !epcache_test_support::tools::available("c++filt", "line_report") {
+            return;
+        }
+        let text = r#"{"cache": "D1=32K,8,64", "levels": [{"name": "D1"}], "regions": [{"name": "program",
+            "lines": [{"file": "k.cc", "line": 7, "function": "_ZN4Grid5relaxEv",
+            "inlined_from": [{"function": "main", "file": "k.cc", "line": 20}],
+            "data_structure": "cells", "events": {"PAPI_L1_LDM": 3}}]}]}"#;
+        let report = LineReport::parse(text, "a test report").unwrap();
+        let line = &report.regions[0].lines[0];
+        assert_eq!(line.function.as_deref(), Some("Grid::relax()"));
+        assert_eq!(line.inlined_from[0].function.as_deref(), Some("main"));
     }
 }
 

@@ -30,6 +30,7 @@ mod by_field;
 mod cancel;
 mod cc;
 mod connection;
+mod demangle;
 mod demo;
 mod demo_plot;
 mod describe;
