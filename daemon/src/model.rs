@@ -11,7 +11,7 @@ use epcache_sim::analysis::{
     AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassCounts, MissClassReport,
     RangeAnalysis, ReuseReport,
 };
-use epcache_sim::cache::{HierarchySpec, LevelSpec, Replacement, WritePolicy};
+use epcache_sim::cache::{HierarchySpec, LevelSpec, Replacement, Sharing, WritePolicy};
 use epcache_sim::monitor::Event;
 use epcache_sim::ranges::AddressRange;
 
@@ -37,6 +37,10 @@ pub fn cache_model(spec: &HierarchySpec, counters: u32, counter_bits: u32) -> v1
             write_policy: write_policy as i32,
             inclusive: l.inclusive,
             instruction_only,
+            shared_by: match l.sharing {
+                Sharing::Private => 1,
+                Sharing::Shared { cores } => cores.unwrap_or(0),
+            },
         }
     };
     v1::CacheModel {
@@ -418,6 +422,19 @@ mod tests {
         assert_eq!(m.levels[2].write_policy(), v1::WritePolicy::WriteThrough);
         assert!(m.levels[2].inclusive);
         assert_eq!(m.levels[2].size_bytes, 1 << 20);
+        assert!(
+            m.levels.iter().all(|l| l.shared_by == 1),
+            "private by default"
+        );
+        let machine: HierarchySpec = "D1=32K,8,64;L2=1M,16,64,shared=2;L3=8M,16,64,shared"
+            .parse()
+            .unwrap();
+        let shared: Vec<u32> = cache_model(&machine, 64, 32)
+            .levels
+            .iter()
+            .map(|l| l.shared_by)
+            .collect();
+        assert_eq!(shared, [1, 2, 0]);
         assert_eq!((m.counters, m.counter_bits), (64, 32));
     }
 
