@@ -282,14 +282,9 @@ impl Simulator {
     }
 
     fn access_per_line(&mut self, addr: u64, size: u32, kind: AccessKind) {
-        let end = addr.saturating_add(u64::from(size));
-        let mut piece = addr;
-        while piece < end {
-            let line_end = (piece / self.l1_line + 1) * self.l1_line;
-            let piece_end = line_end.min(end);
+        for (piece, piece_size) in line_pieces(addr, size, self.l1_line) {
             // At most one line: never comes back here.
-            self.access(piece, (piece_end - piece) as u32, kind);
-            piece = piece_end;
+            self.access(piece, piece_size, kind);
         }
     }
 
@@ -307,26 +302,13 @@ impl Simulator {
         kind: AccessKind,
         mut observe: impl FnMut(u64, &AccessOutcome),
     ) {
-        let line = self.l1_line;
-        let end = addr.saturating_add(u64::from(size));
-        let mut piece = addr;
-        loop {
-            let piece_end = if u64::from(size) <= line {
-                end
-            } else {
-                ((piece / line + 1) * line).min(end)
-            };
-            let piece_size = (piece_end - piece) as u32;
+        for (piece, piece_size) in line_pieces(addr, size, self.l1_line) {
             let outcome = self.hierarchy.access(piece, piece_size, kind);
             self.monitor.observe(piece, &outcome);
             if self.analyses.is_some() {
                 self.analyse(piece, piece_size, kind, &outcome);
             }
             observe(piece, &outcome);
-            piece = piece_end;
-            if piece >= end {
-                break;
-            }
         }
     }
 
@@ -344,23 +326,11 @@ impl Simulator {
         kind: AccessKind,
         mut observe: impl FnMut(u64, &CoreOutcome),
     ) {
-        let line = self.l1_line;
-        let end = addr.saturating_add(u64::from(size));
-        let mut piece = addr;
-        loop {
-            let piece_end = if u64::from(size) <= line {
-                end
-            } else {
-                ((piece / line + 1) * line).min(end)
-            };
-            let out = machine.access(core, piece, (piece_end - piece) as u32, kind);
+        for (piece, piece_size) in line_pieces(addr, size, self.l1_line) {
+            let out = machine.access(core, piece, piece_size, kind);
             self.hierarchy.count_outcome(&out.outcome);
             self.monitor.observe_bits(piece, out.event_bits());
             observe(piece, &out);
-            piece = piece_end;
-            if piece >= end {
-                break;
-            }
         }
     }
 
@@ -401,12 +371,42 @@ impl Drop for MonitorMut<'_> {
     }
 }
 
+/// The pieces an access of `size` bytes at `addr` is simulated as, with lines of `line` bytes:
+/// the access whole when it is no wider than a line (a straddling one included: the hierarchy
+/// splits that), else one piece per line it touches; a zero-sized access is one piece.
+fn line_pieces(addr: u64, size: u32, line: u64) -> impl Iterator<Item = (u64, u32)> {
+    let end = addr.saturating_add(u64::from(size));
+    let whole = u64::from(size) <= line;
+    let mut next = Some(addr);
+    std::iter::from_fn(move || {
+        let piece = next?;
+        let piece_end = if whole {
+            end
+        } else {
+            ((piece / line + 1) * line).min(end)
+        };
+        next = (piece_end < end).then_some(piece_end);
+        Some((piece, (piece_end - piece) as u32))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::capture_path::{CaptureFastPath, Step, Steps};
     use super::*;
     use crate::monitor::EventSet;
     use crate::ranges::{AddressRange, NamedRange};
+
+    #[test]
+    fn an_access_is_one_piece_up_to_a_line_wide_else_one_per_line() {
+        let pieces = |addr, size| line_pieces(addr, size, 64).collect::<Vec<_>>();
+        assert_eq!(pieces(0x100, 8), [(0x100, 8)]);
+        // A straddling access no wider than a line stays whole.
+        assert_eq!(pieces(0x13c, 8), [(0x13c, 8)]);
+        assert_eq!(pieces(0x100, 0), [(0x100, 0)]);
+        assert_eq!(pieces(0x130, 100), [(0x130, 16), (0x140, 64), (0x180, 20)]);
+        assert_eq!(pieces(0x100, 128), [(0x100, 64), (0x140, 64)]);
+    }
 
     /// A pseudo-random stream from 0x1000 on: 8-byte steps along lines (mostly hits), and one
     /// access in `jump_one_in` jumping anywhere in the next `span` bytes (mostly misses); sizes
