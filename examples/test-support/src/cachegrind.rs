@@ -247,26 +247,76 @@ pub fn per_function(program: &Path, args: &[&str], shape: &Shape) -> CgRun {
     }
 }
 
+impl std::ops::AddAssign for CgCounts {
+    fn add_assign(&mut self, other: CgCounts) {
+        self.dr += other.dr;
+        self.d1mr += other.d1mr;
+        self.dlmr += other.dlmr;
+        self.dw += other.dw;
+        self.d1mw += other.d1mw;
+        self.dlmw += other.dlmw;
+    }
+}
+
+/// Where a Cachegrind output file's `events:` line puts the data-side counts in a cost line.
+struct DataColumns {
+    dr: usize,
+    d1mr: usize,
+    dlmr: usize,
+    dw: usize,
+    d1mw: usize,
+    dlmw: usize,
+}
+
+impl DataColumns {
+    fn of(text: &str) -> DataColumns {
+        let events: Vec<&str> = text
+            .lines()
+            .find_map(|l| l.strip_prefix("events:"))
+            .expect("an events: line in Cachegrind's output")
+            .split_whitespace()
+            .collect();
+        let index = |name: &str| {
+            events
+                .iter()
+                .position(|e| *e == name)
+                .unwrap_or_else(|| panic!("Cachegrind ran without the {name} event: {events:?}"))
+        };
+        DataColumns {
+            dr: index("Dr"),
+            d1mr: index("D1mr"),
+            dlmr: index("DLmr"),
+            dw: index("Dw"),
+            d1mw: index("D1mw"),
+            dlmw: index("DLmw"),
+        }
+    }
+
+    /// The data-side counts of a cost line's `fields` after its line number (trailing zeros
+    /// may be left off).
+    fn counts<'a>(&self, fields: impl Iterator<Item = &'a str>) -> CgCounts {
+        let counts: Vec<u64> = fields
+            .map(|v| v.parse().expect("a count in a Cachegrind cost line"))
+            .collect();
+        let at = |i: usize| counts.get(i).copied().unwrap_or(0);
+        CgCounts {
+            dr: at(self.dr),
+            d1mr: at(self.d1mr),
+            dlmr: at(self.dlmr),
+            dw: at(self.dw),
+            d1mw: at(self.d1mw),
+            dlmw: at(self.dlmw),
+        }
+    }
+}
+
 /// Per-function and per-file count maps.
 pub type CountMaps = (BTreeMap<String, CgCounts>, BTreeMap<String, CgCounts>);
 
 /// Sums the cost lines under each `fn=` (a function may appear under several `fl=` files) and
 /// under each `fl=`.
 pub fn parse_out_file(text: &str) -> CountMaps {
-    let events: Vec<&str> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("events:"))
-        .expect("an events: line in Cachegrind's output")
-        .split_whitespace()
-        .collect();
-    let index = |name: &str| {
-        events
-            .iter()
-            .position(|e| *e == name)
-            .unwrap_or_else(|| panic!("Cachegrind ran without the {name} event: {events:?}"))
-    };
-    let (dr, d1mr, dlmr) = (index("Dr"), index("D1mr"), index("DLmr"));
-    let (dw, d1mw, dlmw) = (index("Dw"), index("D1mw"), index("DLmw"));
+    let columns = DataColumns::of(text);
     let mut functions: BTreeMap<String, CgCounts> = BTreeMap::new();
     let mut files: BTreeMap<String, CgCounts> = BTreeMap::new();
     let mut current: Option<String> = None;
@@ -284,24 +334,10 @@ pub fn parse_out_file(text: &str) -> CountMaps {
         if !line.starts_with(|c: char| c.is_ascii_digit()) {
             continue;
         }
-        // A cost line: the source line, then one count per event (trailing zeros may be left off).
-        let counts: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .map(|v| v.parse().expect("a count in a Cachegrind cost line"))
-            .collect();
-        let at = |i: usize| counts.get(i).copied().unwrap_or(0);
-        for c in [
-            functions.entry(name.clone()).or_default(),
-            files.entry(file.clone()).or_default(),
-        ] {
-            c.dr += at(dr);
-            c.d1mr += at(d1mr);
-            c.dlmr += at(dlmr);
-            c.dw += at(dw);
-            c.d1mw += at(d1mw);
-            c.dlmw += at(dlmw);
-        }
+        // A cost line: the source line, then one count per event.
+        let counts = columns.counts(line.split_whitespace().skip(1));
+        *functions.entry(name.clone()).or_default() += counts;
+        *files.entry(file.clone()).or_default() += counts;
     }
     (functions, files)
 }
@@ -309,20 +345,7 @@ pub fn parse_out_file(text: &str) -> CountMaps {
 /// Sums the cost lines per source line: (the `fl=` file, the line), over every function whose
 /// code holds it (a line inlined into several functions, or in the `fi=` of another's).
 pub fn parse_out_file_lines(text: &str) -> BTreeMap<(String, u32), CgCounts> {
-    let events: Vec<&str> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("events:"))
-        .expect("an events: line in Cachegrind's output")
-        .split_whitespace()
-        .collect();
-    let index = |name: &str| {
-        events
-            .iter()
-            .position(|e| *e == name)
-            .unwrap_or_else(|| panic!("Cachegrind ran without the {name} event: {events:?}"))
-    };
-    let (dr, d1mr, dlmr) = (index("Dr"), index("D1mr"), index("DLmr"));
-    let (dw, d1mw, dlmw) = (index("Dw"), index("D1mw"), index("DLmw"));
+    let columns = DataColumns::of(text);
     let mut lines: BTreeMap<(String, u32), CgCounts> = BTreeMap::new();
     let mut file = String::new();
     for line in text.lines() {
@@ -341,17 +364,7 @@ pub fn parse_out_file_lines(text: &str) -> BTreeMap<(String, u32), CgCounts> {
         let Some(number) = fields.next().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let counts: Vec<u64> = fields
-            .map(|v| v.parse().expect("a count in a Cachegrind cost line"))
-            .collect();
-        let at = |i: usize| counts.get(i).copied().unwrap_or(0);
-        let c = lines.entry((file.clone(), number)).or_default();
-        c.dr += at(dr);
-        c.d1mr += at(d1mr);
-        c.dlmr += at(dlmr);
-        c.dw += at(dw);
-        c.d1mw += at(d1mw);
-        c.dlmw += at(dlmw);
+        *lines.entry((file.clone(), number)).or_default() += columns.counts(fields);
     }
     lines
 }
