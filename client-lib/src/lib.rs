@@ -58,7 +58,7 @@ pub use epcache_proto::v1 as mri;
 /// The analysis report an analysis request's result carries ([`RequestResult::analysis`]): the
 /// runtime's own types, with their methods (predictions from reuse distances, evictor look-ups).
 pub use epcache_sim::analysis::{
-    AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassBuckets, MissClassCounts,
+    AnalysisReport, DistanceHistogram, EvictorMatrix, FieldUse, MissClassBuckets, MissClassCounts,
     MissClassReport, RangeAnalysis, ReuseBuckets, ReuseReport,
 };
 #[cfg(feature = "embedded")]

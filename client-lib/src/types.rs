@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use epcache_proto::v1;
 use epcache_sim::analysis::{
-    AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassBuckets, MissClassCounts,
+    AnalysisReport, DistanceHistogram, EvictorMatrix, FieldUse, MissClassBuckets, MissClassCounts,
     MissClassReport, RangeAnalysis, ReuseBuckets, ReuseReport,
 };
 use serde::Serialize;
@@ -1018,6 +1018,15 @@ fn reuse_report(r: v1::ReuseReport, line_size: u32) -> Result<ReuseReport, Clien
         temporal_reuse: some.then_some(r.temporal_reuse),
         spatial_use: some.then_some(r.spatial_use),
         buckets,
+        fields: r
+            .fields
+            .into_iter()
+            .map(|f| FieldUse {
+                fetched_bytes: f.fetched_bytes,
+                used_bytes: f.used_bytes,
+                spatial_use: ratio(f.used_bytes, f.fetched_bytes as f64),
+            })
+            .collect(),
     })
 }
 

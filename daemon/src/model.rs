@@ -338,8 +338,30 @@ fn miss_class_report(m: &MissClassReport) -> v1::MissClassReport {
     }
 }
 
-fn reuse_report(r: &ReuseReport) -> v1::ReuseReport {
+/// A reuse report as the MRI carries it; its per-member spatial use is named by `fields` (the
+/// request's member table) and dropped when the target wrote a different number of members.
+fn reuse_report(r: &ReuseReport, fields: &[v1::Field]) -> v1::ReuseReport {
+    let names = fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .chain([PADDING])
+        .collect::<Vec<_>>();
+    let field_use = if r.fields.len() == names.len() {
+        r.fields
+            .iter()
+            .zip(names)
+            .map(|(u, name)| v1::FieldUse {
+                name: name.to_owned(),
+                fetched_bytes: u.fetched_bytes,
+                used_bytes: u.used_bytes,
+                spatial_use: u.spatial_use.unwrap_or(0.0),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     v1::ReuseReport {
+        fields: field_use,
         residencies: r.residencies,
         accesses: r.accesses,
         bytes_used: r.bytes_used,
@@ -373,7 +395,7 @@ fn evictor_matrix(e: &EvictorMatrix) -> v1::EvictorMatrix {
     }
 }
 
-fn range_analysis(r: &RangeAnalysis) -> v1::RangeAnalysis {
+fn range_analysis(r: &RangeAnalysis, fields: &[v1::Field]) -> v1::RangeAnalysis {
     v1::RangeAnalysis {
         name: r.name.clone(),
         range: Some(v1::AddressRange {
@@ -381,20 +403,21 @@ fn range_analysis(r: &RangeAnalysis) -> v1::RangeAnalysis {
             end: r.end,
         }),
         bucket_bytes: r.bucket_bytes,
-        reuse: r.reuse.as_ref().map(reuse_report),
+        reuse: r.reuse.as_ref().map(|u| reuse_report(u, fields)),
         miss_classes: r.miss_classes.as_ref().map(miss_class_report),
         reuse_distance: r.reuse_distance.as_ref().map(distance_histogram),
     }
 }
 
-/// An analysis report as the MRI carries it.
-pub fn analysis_report(a: &AnalysisReport) -> v1::AnalysisReport {
+/// An analysis report as the MRI carries it; `fields` is the request's member table (empty
+/// unless it counts by field).
+pub fn analysis_report(a: &AnalysisReport, fields: &[v1::Field]) -> v1::AnalysisReport {
     v1::AnalysisReport {
         level: a.level as u32,
         level_name: a.level_name.clone(),
         line_size: a.line_size,
         lines: a.lines,
-        ranges: a.ranges.iter().map(range_analysis).collect(),
+        ranges: a.ranges.iter().map(|r| range_analysis(r, fields)).collect(),
         miss_classes: a.miss_classes.as_ref().map(miss_class_counts),
         evictors: a.evictors.as_ref().map(evictor_matrix),
         reuse_distance: a.reuse_distance.as_ref().map(distance_histogram),
@@ -508,6 +531,47 @@ mod tests {
                 .collect::<Vec<_>>(),
             [(1, 100), (1, 100)]
         );
+    }
+
+    #[test]
+    fn spatial_use_per_field_is_named_by_member_or_dropped_when_the_target_miscounts() {
+        let fields: Vec<_> = ["x", "id"]
+            .into_iter()
+            .map(|name| v1::Field {
+                name: name.into(),
+                ..Default::default()
+            })
+            .collect();
+        let used = |fetched_bytes, used_bytes| epcache_sim::analysis::FieldUse {
+            fetched_bytes,
+            used_bytes,
+            spatial_use: Some(used_bytes as f64 / fetched_bytes as f64),
+        };
+        let mut report = ReuseReport {
+            residencies: 2,
+            accesses: 2,
+            bytes_used: 16,
+            temporal_reuse: Some(1.0),
+            spatial_use: Some(0.125),
+            buckets: Default::default(),
+            fields: vec![used(16, 16), used(8, 0), used(8, 0)],
+        };
+        let named: Vec<_> = reuse_report(&report, &fields)
+            .fields
+            .into_iter()
+            .map(|f| (f.name, f.fetched_bytes, f.used_bytes, f.spatial_use))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("x".to_owned(), 16, 16, 1.0),
+                ("id".to_owned(), 8, 0, 0.0),
+                (PADDING.to_owned(), 8, 0, 0.0)
+            ]
+        );
+        // A target that wrote one member too many is not trusted with the names.
+        report.fields.push(used(1, 1));
+        assert!(reuse_report(&report, &fields).fields.is_empty());
     }
 
     #[test]

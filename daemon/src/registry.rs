@@ -525,7 +525,7 @@ pub(crate) fn result_message(placed: &Placed, raw: Option<&RequestResult>) -> v1
         ResultText::None => {}
         // Never trusted: the text must parse as a report before it is passed on.
         ResultText::Report(json) => match serde_json::from_str::<AnalysisReport>(json) {
-            Ok(report) => out.analysis = Some(model::analysis_report(&report)),
+            Ok(report) => out.analysis = Some(model::analysis_report(&report, &info.fields)),
             Err(e) => {
                 tracing::warn!(pid = info.pid, request = info.id, error = %e, "target wrote an unreadable analysis report");
                 out.analysis_missing =

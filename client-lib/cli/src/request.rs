@@ -9,12 +9,28 @@ use epcache_client::{
 use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
 
+/// `--analysis` of `epcache request` and `epcache run`: the seed papers' analyses.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum AnalysisArg {
+pub(crate) enum AnalysisArg {
+    /// Temporal reuse and spatial use of lines (per field with --by-field).
     Reuse,
+    /// Which data structure's fills evicted which one's lines.
     Evictors,
+    /// Compulsory, capacity and conflict misses.
     MissClasses,
+    /// Reuse-distance histograms and what they predict for other cache sizes.
     ReuseDistance,
+}
+
+impl From<AnalysisArg> for Analysis {
+    fn from(a: AnalysisArg) -> Self {
+        match a {
+            AnalysisArg::Reuse => Analysis::Reuse,
+            AnalysisArg::Evictors => Analysis::Evictors,
+            AnalysisArg::MissClasses => Analysis::MissClasses,
+            AnalysisArg::ReuseDistance => Analysis::ReuseDistance,
+        }
+    }
 }
 
 /// Place a request: count an event over a data structure (or address range) during a region,
@@ -120,13 +136,8 @@ impl RequestArgs {
         }
         .aggregation(self.aggregation)
         .site_block(self.site_block.into());
-        for a in &self.analysis {
-            request = request.analysis(match a {
-                AnalysisArg::Reuse => Analysis::Reuse,
-                AnalysisArg::Evictors => Analysis::Evictors,
-                AnalysisArg::MissClasses => Analysis::MissClasses,
-                AnalysisArg::ReuseDistance => Analysis::ReuseDistance,
-            });
+        for &a in &self.analysis {
+            request = request.analysis(a.into());
         }
         if self.by_field {
             let exe = std::path::PathBuf::from(format!("/proc/{}/exe", self.pid));

@@ -116,6 +116,56 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
             (None, Some(why)) => writeln!(out, "request {id}: no analysis report: {why}"),
             (None, None) => Ok(()),
         };
+        if let Some(a) = &r.analysis {
+            out.push_str(&field_use_text(r, a));
+        }
+    }
+    out
+}
+
+/// Spatial use per field of a by-field request's array, as a table under a line naming it;
+/// empty when the report has none (no by-field request, or no reuse analysis).
+fn field_use_text(r: &RequestResult, a: &epcache_client::AnalysisReport) -> String {
+    let names: Vec<&str> = r
+        .request
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .chain(["(padding)"])
+        .collect();
+    let mut out = String::new();
+    for range in &a.ranges {
+        let Some(reuse) = range
+            .reuse
+            .as_ref()
+            .filter(|u| u.fields.len() == names.len())
+        else {
+            continue;
+        };
+        let rows: Vec<Vec<String>> = names
+            .iter()
+            .zip(&reuse.fields)
+            .map(|(name, u)| {
+                vec![
+                    (*name).to_owned(),
+                    u.fetched_bytes.to_string(),
+                    u.used_bytes.to_string(),
+                    u.spatial_use
+                        .map_or("-".into(), |s| format!("{:.1}%", s * 100.0)),
+                ]
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "request {}: spatial use per field of {} at {} (bytes the lines brought in, and those used before they left):",
+            r.request.id,
+            r.request.data_name(),
+            a.level_name
+        );
+        out.push_str(&table(
+            &["FIELD", ">FETCHED BYTES", ">USED BYTES", ">SPATIAL USE"],
+            &rows,
+        ));
     }
     out
 }

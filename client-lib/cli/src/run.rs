@@ -103,6 +103,12 @@ pub(crate) struct RunArgs {
     /// its first byte. Global and module arrays only (a heap block's type is not known).
     #[arg(long, conflicts_with = "buckets")]
     by_field: bool,
+    /// Seed-paper analyses to run with every request (repeatable, or comma-separated); the
+    /// results' `--json` holds their reports. With --by-field, `reuse` also gives spatial use
+    /// per field: of each member's bytes the lines brought into L1, the share the program read
+    /// or wrote before the line left.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "ANALYSIS")]
+    analysis: Vec<crate::request::AnalysisArg>,
     /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
     /// allocated last (`latest`, following the array when the line allocates it again) or the
     /// largest live one.
@@ -211,11 +217,14 @@ impl RunArgs {
                     self.array[i].as_str(),
                     self.event[i].as_str(),
                 );
-                let request = match self.buckets.get(i).or(self.buckets.first()) {
+                let mut request = match self.buckets.get(i).or(self.buckets.first()) {
                     Some(&b) if b > 0 => Request::histogram(region, array, event, b),
                     _ => Request::count(region, array, event),
                 }
                 .site_block(self.site_block.into());
+                for &a in &self.analysis {
+                    request = request.analysis(a.into());
+                }
                 match &exe {
                     Some(exe) => by_field::request(exe, request),
                     None => Ok(request),

@@ -124,6 +124,19 @@ impl Simulator {
         Ok(())
     }
 
+    /// Counts the running analyses' spatial use per member of `layout` for range `range` of the
+    /// ranges given to [`Simulator::set_analyses`]; see [`Analyses::divide_by_field`].
+    pub fn analyse_by_field(
+        &mut self,
+        range: usize,
+        layout: &crate::monitor::FieldLayout,
+    ) -> Result<(), SimulatorError> {
+        if let Some(analyses) = &mut self.analyses {
+            analyses.divide_by_field(range, layout)?;
+        }
+        Ok(())
+    }
+
     /// What the analyses found so far, if any are on.
     pub fn analysis_report(&self) -> Option<AnalysisReport> {
         self.analyses.as_ref().map(|a| a.report())

@@ -461,6 +461,7 @@ impl Monitoring {
         }
         self.bank(sim);
         let line = u64::from(sim.hierarchy().line_size(0));
+        let mut analysed = Vec::new();
         for request in requests {
             // A recursive instance keeps the outer binding.
             if self.bindings.iter().any(|b| {
@@ -476,7 +477,7 @@ impl Monitoring {
             }
             let bucket_bytes = bucket_bytes(&request.spec, request.range, line);
             if request.spec.analyses != 0 {
-                start_analyses(sim, &request);
+                analysed.push(request);
             }
             self.bindings.push(Binding {
                 request,
@@ -486,6 +487,9 @@ impl Monitoring {
                 banked_total: 0,
                 banked_buckets: Vec::new(),
             });
+        }
+        if !analysed.is_empty() {
+            start_analyses(sim, &analysed);
         }
         self.start(sim);
     }
@@ -499,8 +503,17 @@ impl Monitoring {
                 .into_iter()
                 .partition(|b| b.depth == depth);
             self.bindings = staying;
+            // Analysis requests ending together share the analyses' one report; the analyses
+            // stop once no bound request asks for them.
+            let report = ending
+                .iter()
+                .any(Binding::is_analysis)
+                .then(|| analysis_text(sim));
             for binding in ending {
-                self.publish(sim, binding);
+                self.publish(binding, report.as_ref());
+            }
+            if report.is_some() && !self.bindings.iter().any(Binding::is_analysis) {
+                let _ = sim.set_analyses(AnalysisConfig::default(), RangeSet::new());
             }
             self.start(sim);
         }
@@ -576,16 +589,14 @@ impl Monitoring {
         }
     }
 
-    fn publish(&mut self, sim: &mut Simulator, binding: Binding) {
+    /// Adds the instance's counts of `binding` to its result; an analysis request's come with
+    /// `report`, the analyses' report of this instance.
+    fn publish(&mut self, binding: Binding, report: Option<&ResultText>) {
         let Some(m) = mcc::get() else { return };
         let request = binding.request;
-        // An analysis request's counts come with the report of this instance.
-        let text = if binding.is_analysis() {
-            let text = analysis_text(sim);
-            let _ = sim.set_analyses(AnalysisConfig::default(), RangeSet::new());
-            text
-        } else {
-            ResultText::None
+        let text = match report {
+            Some(text) if binding.is_analysis() => text.clone(),
+            _ => ResultText::None,
         };
         let (total, buckets) = match request.spec.mode {
             Mode::Static => (binding.banked_total, Vec::new()),
@@ -701,10 +712,12 @@ fn field_layout(spans: &layout::FieldSpans) -> FieldLayout {
     }
 }
 
-/// Switches the analyses a request asks for on, over every live data structure (and the
-/// request's own range when it names one), as METRIC reports per data structure.
-fn start_analyses(sim: &mut Simulator, request: &ActiveRequest) {
-    let bits = request.spec.analyses;
+/// Switches on the analyses the requests entering together ask for (the union of them: one
+/// simulator runs one set), over every live data structure and the requests' own ranges where
+/// they name one, as METRIC reports per data structure; a by-field request's array is divided
+/// by its members too (spatial use per field).
+fn start_analyses(sim: &mut Simulator, requests: &[ActiveRequest]) {
+    let bits = requests.iter().fold(0, |bits, r| bits | r.spec.analyses);
     let config = AnalysisConfig {
         reuse: bits & analysis_bits::REUSE != 0,
         evictors: bits & analysis_bits::EVICTORS != 0,
@@ -714,12 +727,14 @@ fn start_analyses(sim: &mut Simulator, request: &ActiveRequest) {
     };
     let mut ranges = RangeSet::new();
     let line = u64::from(sim.hierarchy().line_size(0));
-    if let layout::RequestTarget::Range(r) = request.spec.target {
-        let _ = ranges.insert(NamedRange {
-            name: format!("{:#x}+{}", r.start, r.len()),
-            range: r,
-            bucket_bytes: r.len().div_ceil(line).max(1).saturating_mul(line),
-        });
+    for request in requests {
+        if let layout::RequestTarget::Range(r) = request.spec.target {
+            let _ = ranges.insert(NamedRange {
+                name: format!("{:#x}+{}", r.start, r.len()),
+                range: r,
+                bucket_bytes: r.len().div_ceil(line).max(1).saturating_mul(line),
+            });
+        }
     }
     for d in data::all().into_iter().filter(|d| d.live) {
         // Overlapping structures (an alias of one already named) are left out.
@@ -729,10 +744,26 @@ fn start_analyses(sim: &mut Simulator, request: &ActiveRequest) {
             range: d.range,
         });
     }
-    if let Err(e) = sim.set_analyses(config, ranges) {
+    let by_field: Vec<(usize, FieldLayout)> = requests
+        .iter()
+        .filter_map(|request| match &request.spec.mode {
+            Mode::Fields(spans) => ranges
+                .find(request.range.start)
+                .filter(|&i| ranges.get(i).range.start == request.range.start)
+                .map(|i| (i, field_layout(spans))),
+            _ => None,
+        })
+        .collect();
+    let set_up = sim.set_analyses(config, ranges).and_then(|()| {
+        by_field
+            .iter()
+            .try_for_each(|(range, layout)| sim.analyse_by_field(*range, layout))
+    });
+    if let Err(e) = set_up {
+        let slots: Vec<String> = requests.iter().map(|r| r.slot.to_string()).collect();
         eprintln!(
-            "epcache: analyses of request slot {} cannot run: {e}",
-            request.slot
+            "epcache: analyses of request slot(s) {} cannot run: {e}",
+            slots.join(", ")
         );
     }
 }

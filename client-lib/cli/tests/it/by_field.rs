@@ -165,10 +165,13 @@ fn check(dir: &Path, array: &str) {
             array,
             "--event",
             "PAPI_L1_LDM",
+            "--analysis",
+            "reuse",
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let (results, report) = documents(&out);
+    check_spatial_use_per_field(&results);
     let static_counts = &structure(region(&report, "sum_x"), array)["events"];
     for (result, event) in results
         .as_array()
@@ -200,6 +203,37 @@ fn check(dir: &Path, array: &str) {
     }
     // One read of `x` per element.
     assert_eq!(static_counts["PAPI_L1_DCR"], N);
+}
+
+/// Each request's reuse analysis divides its array by field: reading only `x` uses every
+/// byte of `x` the lines brought in and none of `y`, `z`, `id` or the padding, which came in
+/// all the same (the array's spatial use is a quarter or less).
+fn check_spatial_use_per_field(results: &serde_json::Value) {
+    for result in results.as_array().unwrap() {
+        let ranges = result["analysis"]["ranges"].as_array().unwrap();
+        let divided: Vec<&serde_json::Value> = ranges
+            .iter()
+            .filter(|r| r["reuse"]["fields"].is_array())
+            .collect();
+        assert_eq!(divided.len(), 1, "one range divided by field: {result:#}");
+        let reuse = &divided[0]["reuse"];
+        let fields = reuse["fields"].as_array().unwrap();
+        assert_eq!(fields.len(), 5, "x, y, z, id and the padding: {reuse:#}");
+        let uses: Vec<f64> = fields
+            .iter()
+            .map(|f| f["spatial_use"].as_f64().unwrap())
+            .collect();
+        assert_eq!(uses, [1.0, 0.0, 0.0, 0.0, 0.0], "{reuse:#}");
+        let fetched: Vec<u64> = fields
+            .iter()
+            .map(|f| f["fetched_bytes"].as_u64().unwrap())
+            .collect();
+        // Every element's x, y and z came in alike; id is half their size.
+        assert!(fetched[0] >= 8 * N, "{reuse:#}");
+        assert_eq!(fetched[1], fetched[0], "{reuse:#}");
+        assert_eq!(fetched[3] * 2, fetched[0], "{reuse:#}");
+        assert!(reuse["spatial_use"].as_f64().unwrap() <= 0.25, "{reuse:#}");
+    }
 }
 
 #[test]

@@ -19,6 +19,7 @@
 
 mod attribution;
 mod evictors;
+mod field_use;
 mod line_hash;
 mod lru_stack;
 mod miss_class;
@@ -35,11 +36,13 @@ use reuse::ReuseTracker;
 use reuse_distance::ReuseDistances;
 
 pub use evictors::{EvictorMatrix, OTHER_RANGE};
+pub use field_use::FieldUse;
 pub use miss_class::{MissClassBuckets, MissClassCounts, MissClassReport};
 pub use reuse::{ReuseBuckets, ReuseReport};
 pub use reuse_distance::DistanceHistogram;
 
 use crate::cache::{AccessKind, AccessOutcome, Hierarchy, LevelResult, LineEvent, LineEventKind};
+use crate::monitor::{FieldLayout, FieldLayoutError};
 use crate::ranges::RangeSet;
 
 /// Which analyses to run, and on which data level.
@@ -74,6 +77,13 @@ pub enum AnalysisError {
         max = reuse::MAX_LINE_SIZE
     )]
     LineTooLong { level: usize, line_size: u32 },
+    #[error("no range {range} to divide by field: the analyses watch {ranges} ranges")]
+    NoSuchRange { range: usize, ranges: usize },
+    #[error("range `{name}` cannot be divided by field: {source}")]
+    Fields {
+        name: String,
+        source: FieldLayoutError,
+    },
 }
 
 /// The analyses switched on for one run, fed one data access at a time.
@@ -141,6 +151,33 @@ impl Analyses {
                 .then(|| ReuseDistances::new(index.range_count())),
             index,
         })
+    }
+
+    /// Counts spatial use per member of `layout` for range `range` (an index into the ranges
+    /// given to [`Analyses::new`]), an array of structures starting at an element. Only the
+    /// reuse analysis measures spatial use; without it this does nothing.
+    pub fn divide_by_field(
+        &mut self,
+        range: usize,
+        layout: &FieldLayout,
+    ) -> Result<(), AnalysisError> {
+        if range >= self.index.range_count() {
+            return Err(AnalysisError::NoSuchRange {
+                range,
+                ranges: self.index.range_count(),
+            });
+        }
+        let Some(reuse) = &mut self.reuse else {
+            return Ok(());
+        };
+        let named = self.index.range(range);
+        let fields = field_use::FieldBytes::new(named.range.start, named.range.end, layout)
+            .map_err(|source| AnalysisError::Fields {
+                name: named.name.clone(),
+                source,
+            })?;
+        reuse.divide_by_field(range, fields);
+        Ok(())
     }
 
     /// The configuration these analyses were built with.
@@ -229,9 +266,14 @@ impl Analyses {
                     start: named.range.start,
                     end: named.range.end,
                     bucket_bytes: named.bucket_bytes,
-                    reuse: reuse_counts
-                        .as_ref()
-                        .map(|c| ReuseReport::from_buckets(&c[buckets.clone()], self.line_size)),
+                    reuse: reuse_counts.as_ref().map(|c| {
+                        let mut report =
+                            ReuseReport::from_buckets(&c[buckets.clone()], self.line_size);
+                        if let Some(fields) = self.reuse.as_ref().and_then(|t| t.field_use(r)) {
+                            report.fields = fields;
+                        }
+                        report
+                    }),
                     miss_classes: self
                         .miss_classes
                         .as_ref()

@@ -1,6 +1,7 @@
 //! Temporal reuse and spatial use of each line from its fill to its eviction, as Callgrind's cache-reuse extension measures them.
 
 use super::attribution::BucketIndex;
+use super::field_use::{FieldBytes, FieldUse};
 use super::line_hash::{LineMap, line_map_with_capacity};
 use crate::cache::{LineEvent, LineEventKind};
 
@@ -33,11 +34,17 @@ impl ByteMask {
     fn bytes(&self) -> u64 {
         self.0.iter().map(|w| u64::from(w.count_ones())).sum()
     }
+
+    fn contains(&self, byte: u32) -> bool {
+        self.0[(byte / 64) as usize] & (1 << (byte % 64)) != 0
+    }
 }
 
 /// One stay of one line in the level.
 #[derive(Debug, Clone, Copy)]
 struct Residency {
+    /// Index of the line owner's range.
+    range: usize,
     /// Flat bucket of the line's owner.
     flat: usize,
     accesses: u64,
@@ -74,6 +81,8 @@ pub(crate) struct ReuseTracker {
     /// Open residencies by block number.
     open: LineMap<Residency>,
     closed: Vec<ReuseCounts>,
+    /// Ranges divided by field, by range index: their closed residencies' bytes per member.
+    fields: Vec<(usize, FieldBytes)>,
 }
 
 impl ReuseTracker {
@@ -85,6 +94,36 @@ impl ReuseTracker {
             line_size,
             open: line_map_with_capacity(lines as usize),
             closed: vec![ReuseCounts::default(); buckets],
+            fields: Vec::new(),
+        }
+    }
+
+    /// Also counts the bytes of range `range` per member of `fields` (spatial use per field).
+    pub(crate) fn divide_by_field(&mut self, range: usize, fields: FieldBytes) {
+        self.fields.retain(|(r, _)| *r != range);
+        self.fields.push((range, fields));
+    }
+
+    /// Spatial use per member of range `range`, when it is divided by field.
+    pub(crate) fn field_use(&self, range: usize) -> Option<Vec<FieldUse>> {
+        let (_, fields) = self.fields.iter().find(|(r, _)| *r == range)?;
+        let mut fields = fields.clone();
+        for (&block, residency) in self.open.iter().filter(|(_, o)| o.range == range) {
+            fields.add(block << self.line_bits, self.line_size, |b| {
+                residency.used.contains(b)
+            });
+        }
+        Some(fields.report())
+    }
+
+    /// Counts a residency that ended (or counts as ended) in its bucket and, for a range divided
+    /// by field, per member.
+    fn close_residency(&mut self, block: u64, residency: &Residency) {
+        self.closed[residency.flat].add(residency);
+        if let Some((_, fields)) = self.fields.iter_mut().find(|(r, _)| *r == residency.range) {
+            fields.add(block << self.line_bits, self.line_size, |b| {
+                residency.used.contains(b)
+            });
         }
     }
 
@@ -128,6 +167,7 @@ impl ReuseTracker {
             return;
         };
         let fresh = Residency {
+            range: slot.range,
             flat: slot.flat,
             accesses: 0,
             last_access: u64::MAX,
@@ -135,14 +175,16 @@ impl ReuseTracker {
         };
         // An open residency here means the hierarchy evicted the line without telling us
         // (an instruction fetch through a unified level); it ended before this fill.
-        if let Some(stale) = self.open.insert(line_addr >> self.line_bits, fresh) {
-            self.closed[stale.flat].add(&stale);
+        let block = line_addr >> self.line_bits;
+        if let Some(stale) = self.open.insert(block, fresh) {
+            self.close_residency(block, &stale);
         }
     }
 
     fn close(&mut self, line_addr: u64) {
-        if let Some(residency) = self.open.remove(&(line_addr >> self.line_bits)) {
-            self.closed[residency.flat].add(&residency);
+        let block = line_addr >> self.line_bits;
+        if let Some(residency) = self.open.remove(&block) {
+            self.close_residency(block, &residency);
         }
     }
 
@@ -170,8 +212,9 @@ impl ReuseTracker {
 
     /// Closes every open residency, as if the program ended here.
     pub(crate) fn finish(&mut self) {
-        for (_, residency) in self.open.drain() {
-            self.closed[residency.flat].add(&residency);
+        let open = std::mem::take(&mut self.open);
+        for (block, residency) in open {
+            self.close_residency(block, &residency);
         }
     }
 
@@ -179,6 +222,9 @@ impl ReuseTracker {
     pub(crate) fn reset(&mut self) {
         self.open.clear();
         self.closed.fill(ReuseCounts::default());
+        for (_, fields) in &mut self.fields {
+            fields.reset();
+        }
     }
 
     /// Per-bucket totals with the open residencies counted as if closed now.
@@ -210,6 +256,9 @@ pub struct ReuseReport {
     pub spatial_use: Option<f64>,
     /// The same, per bucket of the range.
     pub buckets: ReuseBuckets,
+    /// Spatial use per member (then the padding) of a range divided by field; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldUse>,
 }
 
 /// Per-bucket vectors of a [`ReuseReport`], one entry per bucket.
@@ -252,6 +301,7 @@ impl ReuseReport {
             temporal_reuse: temporal_reuse(&total),
             spatial_use: spatial_use(&total, line_size),
             buckets,
+            fields: Vec::new(),
         }
     }
 }

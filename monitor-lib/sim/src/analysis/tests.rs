@@ -381,3 +381,53 @@ fn the_report_serializes_with_the_names_a_client_reads() {
     let json = serde_json::to_value(off.analyses.report()).unwrap();
     assert!(json.get("evictors").is_none() && json.get("miss_classes").is_none());
 }
+
+/// An array of 64 `struct { double x, y, z; int id; }` (32 bytes each) at 0x10000, read only
+/// through `x` on a 1 KiB direct-mapped level with 64-byte lines (32 lines, so the 2 KiB array
+/// is evicted as it goes): every line is one residency holding two elements, each reading
+/// 8 + 8 of its 64 bytes.
+#[test]
+fn spatial_use_per_field_gives_x_everything_and_the_others_nothing() {
+    use crate::monitor::{FieldLayout, FieldSpan};
+    let base = 0x10000;
+    let mut run = Run::new("D1=1K,1,64", only_reuse(), &[("parts", base, 64 * 32, 64)]);
+    let layout = FieldLayout {
+        element_bytes: 32,
+        members: [(0, 8), (8, 8), (16, 8), (24, 4)]
+            .into_iter()
+            .map(|(offset, bytes)| FieldSpan { offset, bytes })
+            .collect(),
+    };
+    run.analyses.divide_by_field(0, &layout).unwrap();
+    assert!(matches!(
+        run.analyses.divide_by_field(1, &layout),
+        Err(AnalysisError::NoSuchRange {
+            range: 1,
+            ranges: 1
+        })
+    ));
+    for pass in 0..2 {
+        for i in 0..64 {
+            run.access(base + 32 * i, 8, Read);
+        }
+        let report = run.analyses.report();
+        let reuse = report.range("parts").unwrap().reuse.as_ref().unwrap();
+        // 32 lines per pass; the first pass's still resident ones count as if closed now.
+        assert_eq!(reuse.residencies, 32 * (pass + 1), "pass {pass}");
+        assert_eq!(reuse.spatial_use, Some(0.25));
+        let fetched: Vec<u64> = reuse.fields.iter().map(|f| f.fetched_bytes).collect();
+        let used: Vec<u64> = reuse.fields.iter().map(|f| f.used_bytes).collect();
+        let lines = 32 * (pass + 1);
+        assert_eq!(fetched, [16, 16, 16, 8, 8].map(|b| b * lines));
+        assert_eq!(used, [16 * lines, 0, 0, 0, 0]);
+        let uses: Vec<Option<f64>> = reuse.fields.iter().map(|f| f.spatial_use).collect();
+        assert_eq!(
+            uses,
+            [Some(1.0), Some(0.0), Some(0.0), Some(0.0), Some(0.0)]
+        );
+    }
+    run.analyses.reset();
+    let report = run.analyses.report();
+    let reuse = report.range("parts").unwrap().reuse.as_ref().unwrap();
+    assert!(reuse.fields.iter().all(|f| f.fetched_bytes == 0));
+}

@@ -63,7 +63,7 @@ impl FieldLayout {
     }
 
     /// Checks the layout and builds its table: the bucket of each byte of the element.
-    pub(super) fn bucket_of_byte(&self) -> Result<Vec<u32>, FieldLayoutError> {
+    pub(crate) fn bucket_of_byte(&self) -> Result<Vec<u32>, FieldLayoutError> {
         let element_bytes = self.element_bytes;
         if element_bytes == 0 || element_bytes > MAX_ELEMENT_BYTES {
             return Err(FieldLayoutError::ElementBytes { element_bytes });
