@@ -24,7 +24,7 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
     let global = match found.as_slice() {
         [one] => *one,
         [] => bail!(
-            "`{name}` is no global array in {}'s debug info; --by-field needs a global or module array of structures (a heap block's type is not in its debug info)",
+            "`{name}` is no global array in {}'s debug info, so its element type is unknown (a heap block's type is not in the debug info); name it with --element-type, e.g. `--element-type particle` for `struct particle`",
             exe.display()
         ),
         many => bail!(
@@ -59,12 +59,64 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
     Ok((element_bytes, fields))
 }
 
-/// `request` counting by the members of its array, read from `exe`.
-pub(crate) fn request(exe: &Path, request: Request) -> anyhow::Result<Request> {
-    let epcache_client::DataRef::Name(name) = &request.data else {
-        bail!("--by-field needs --array NAME: an address range has no type to read fields from");
+/// The element size and the members of the structure type `name` in `exe` (`particle`, or
+/// `struct particle`, a typedef's name, a C++ class, a Fortran derived type): what a by-field
+/// request over a heap block counts by.
+pub(crate) fn element_type(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>)> {
+    let bare = name
+        .trim()
+        .trim_start_matches("struct ")
+        .trim_start_matches("class ")
+        .trim();
+    let bare = bare
+        .strip_prefix("type(")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(bare)
+        .trim();
+    let found = epcache_symbols::DebugInfo::structure_types(exe, bare)
+        .with_context(|| format!("reading the type `{name}` for --element-type"))?;
+    let ty = match found.as_slice() {
+        [one] => one,
+        [] => bail!(
+            "no structure type `{bare}` with members in {}'s debug info; give the name as declared (`particle` for `struct particle`, a typedef's name, a C++ class or a Fortran derived type)",
+            exe.display()
+        ),
+        many => bail!(
+            "{} different structure types are called `{bare}` in {} (of {} bytes); by-field needs one layout",
+            many.len(),
+            exe.display(),
+            many.iter()
+                .map(|t| t.bytes.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
-    let (element_bytes, fields) = members(exe, name)?;
+    let fields = ty
+        .members
+        .iter()
+        .map(|m| Field {
+            name: m.name.clone(),
+            offset: m.offset,
+            bytes: m.bytes,
+        })
+        .collect();
+    Ok((ty.bytes, fields))
+}
+
+/// `request` counting by the members of its array's element: the global array's own type read
+/// from `exe`, or the structure type `element_type` names (for a heap block).
+pub(crate) fn request(
+    exe: &Path,
+    request: Request,
+    element_type: Option<&str>,
+) -> anyhow::Result<Request> {
+    let (element_bytes, fields) = match (&request.data, element_type) {
+        (_, Some(ty)) => self::element_type(exe, ty)?,
+        (epcache_client::DataRef::Name(name), None) => members(exe, name)?,
+        (_, None) => bail!(
+            "--by-field over an address range needs the element's type: give --element-type NAME"
+        ),
+    };
     Ok(Request {
         mode: epcache_client::Mode::ByField {
             element_bytes,

@@ -64,8 +64,14 @@ pub(crate) struct RequestArgs {
     bucket_lines: Option<u32>,
     /// Count per member of the array of structures (read from the target's debug info through
     /// /proc/PID/exe): one bucket per field summed over all elements, then the padding.
-    #[arg(long, conflicts_with_all = ["buckets", "bucket_lines", "range"])]
+    #[arg(long, conflicts_with_all = ["buckets", "bucket_lines"])]
     by_field: bool,
+    /// With --by-field: the element type, a structure type's name as declared (`particle` for
+    /// `struct particle`, a typedef's name, a C++ class, a Fortran derived type); needed for a
+    /// heap block (`--array FILE:LINE`) or an address range, whose type the debug info does not
+    /// say.
+    #[arg(long, value_name = "TYPE", requires = "by_field")]
+    element_type: Option<String>,
     /// How region instances combine: summed, per-instance (the latest instance's counts), or
     /// per-thread (one result per thread, with its thread id).
     #[arg(long, default_value_t = Aggregation::Summed, value_parser = aggregation)]
@@ -141,7 +147,7 @@ impl RequestArgs {
         }
         if self.by_field {
             let exe = std::path::PathBuf::from(format!("/proc/{}/exe", self.pid));
-            request = crate::by_field::request(&exe, request)?;
+            request = crate::by_field::request(&exe, request, self.element_type.as_deref())?;
         }
         Ok(request)
     }

@@ -100,9 +100,16 @@ pub(crate) struct RunArgs {
     /// Count every request per member of its array of structures (a C struct, C++ class or
     /// Fortran derived type, read from the program's debug info): one row per field (`x`, `y`,
     /// ...) summed over all elements, then the padding. An access counts for the member holding
-    /// its first byte. Global and module arrays only (a heap block's type is not known).
+    /// its first byte. A global or module array's element type is read from its declaration; a
+    /// heap block's is not known: name it with --element-type.
     #[arg(long, conflicts_with = "buckets")]
     by_field: bool,
+    /// With --by-field: the element type to divide the arrays by, a structure type's name as
+    /// declared (`particle` for `struct particle`, a typedef's name, a C++ class, a Fortran
+    /// derived type), for heap blocks (`--array FILE:LINE`), whose type the debug info does not
+    /// say.
+    #[arg(long, value_name = "TYPE", requires = "by_field")]
+    element_type: Option<String>,
     /// Seed-paper analyses to run with every request (repeatable, or comma-separated); the
     /// results' `--json` holds their reports. With --by-field, `reuse` also gives spatial use
     /// per field: of each member's bytes the lines brought into L1, the share the program read
@@ -226,7 +233,7 @@ impl RunArgs {
                     request = request.analysis(a.into());
                 }
                 match &exe {
-                    Some(exe) => by_field::request(exe, request),
+                    Some(exe) => by_field::request(exe, request, self.element_type.as_deref()),
                     None => Ok(request),
                 }
             })

@@ -9,7 +9,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use super::SymbolError;
 use super::allocation_wrappers::{PointerFunctionInstance, find_wrappers};
 use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
-use super::element_members::{Member, element_members};
+use super::element_members::{Member, StructureType, element_members, structures_named};
 use super::running_executable::RunningExecutable;
 
 pub(super) type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
@@ -189,31 +189,39 @@ impl DebugInfo {
         Self::parse_units(path, &bytes, units)
     }
 
-    fn parse_units(path: &Path, bytes: &[u8], units: Units) -> Result<Self, SymbolError> {
+    /// The structure types (C structs, C++ classes, Fortran derived types, or typedefs of
+    /// them) called `name` in `path`'s DWARF, each once however many units declare it: what a
+    /// by-field request over a heap block, whose type DWARF does not know, is told to use.
+    /// Declarations without a body are left out.
+    pub fn structure_types(path: &Path, name: &str) -> Result<Vec<StructureType>, SymbolError> {
         let shown = path.display().to_string();
-        let file = object::File::parse(bytes).map_err(|e| SymbolError::Object {
+        let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        let file = parse_object(&bytes, &shown)?;
+        let dwarf = load_dwarf(&file, &shown)?;
+        let dwarf_err = |e: gimli::Error| SymbolError::Dwarf {
             path: shown.clone(),
             why: e.to_string(),
-        })?;
-        if file.section_by_name(".debug_info").is_none() {
-            return Err(SymbolError::NoDebugInfo { path: shown });
+        };
+        let mut found = Vec::new();
+        let mut headers = dwarf.units();
+        while let Some(header) = headers.next().map_err(dwarf_err)? {
+            let unit = dwarf.unit(header).map_err(dwarf_err)?;
+            for ty in structures_named(&dwarf, &unit, name).map_err(dwarf_err)? {
+                if !found.contains(&ty) {
+                    found.push(ty);
+                }
+            }
         }
-        let endian = if file.is_little_endian() {
-            RunTimeEndian::Little
-        } else {
-            RunTimeEndian::Big
-        };
-        let load_section = |id: gimli::SectionId| -> Result<Reader<'_>, SymbolError> {
-            let data = match file.section_by_name(id.name()) {
-                Some(section) => section.data().map_err(|e| SymbolError::Object {
-                    path: shown.clone(),
-                    why: e.to_string(),
-                })?,
-                None => &[],
-            };
-            Ok(EndianSlice::new(data, endian))
-        };
-        let dwarf = gimli::Dwarf::load(load_section)?;
+        Ok(found)
+    }
+
+    fn parse_units(path: &Path, bytes: &[u8], units: Units) -> Result<Self, SymbolError> {
+        let shown = path.display().to_string();
+        let file = parse_object(bytes, &shown)?;
+        let dwarf = load_dwarf(&file, &shown)?;
         let sizes: HashMap<u64, u64> = file
             .symbols()
             .filter(|s| s.kind() == SymbolKind::Data && s.size() > 0)
@@ -1095,6 +1103,43 @@ fn place_undeclared_functions(functions: &mut [Function], lines: &[LineRow]) {
 /// kept as the largest rather than wrapped to a small one.
 fn saturate_line(line: u64) -> u32 {
     u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// `bytes` as an object file that carries DWARF (`shown` names it in errors).
+fn parse_object<'a>(bytes: &'a [u8], shown: &str) -> Result<object::File<'a>, SymbolError> {
+    let file = object::File::parse(bytes).map_err(|e| SymbolError::Object {
+        path: shown.to_owned(),
+        why: e.to_string(),
+    })?;
+    if file.section_by_name(".debug_info").is_none() {
+        return Err(SymbolError::NoDebugInfo {
+            path: shown.to_owned(),
+        });
+    }
+    Ok(file)
+}
+
+/// The DWARF sections of `file`, read in place.
+fn load_dwarf<'a>(
+    file: &object::File<'a>,
+    shown: &str,
+) -> Result<gimli::Dwarf<Reader<'a>>, SymbolError> {
+    let endian = if file.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
+    let load_section = |id: gimli::SectionId| -> Result<Reader<'a>, SymbolError> {
+        let data = match file.section_by_name(id.name()) {
+            Some(section) => section.data().map_err(|e| SymbolError::Object {
+                path: shown.to_owned(),
+                why: e.to_string(),
+            })?,
+            None => &[],
+        };
+        Ok(EndianSlice::new(data, endian))
+    };
+    gimli::Dwarf::load(load_section)
 }
 
 /// The byte size of a DIE's type, following typedefs and qualifiers and multiplying out arrays

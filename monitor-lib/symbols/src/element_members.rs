@@ -18,6 +18,17 @@ pub struct Member {
     pub bytes: u64,
 }
 
+/// A structure type found by name ([`crate::DebugInfo::structure_types`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StructureType {
+    /// The name it was found by (the structure's, or a typedef's of it).
+    pub name: String,
+    /// Bytes of one element (`sizeof`, padding included).
+    pub bytes: u64,
+    /// Its members in offset order.
+    pub members: Vec<Member>,
+}
+
 /// Most members read from one structure: malformed DWARF cannot make the reader allocate much,
 /// and a by-field histogram has one bucket per member.
 pub const MAX_MEMBERS: usize = 1024;
@@ -43,6 +54,58 @@ pub(super) fn element_members<'a>(
         return Vec::new();
     };
     members(dwarf, unit, &element, 4).unwrap_or_default()
+}
+
+/// The structure types of `unit` called `name`: structures and classes of that name, and
+/// structures a typedef of that name stands for; declarations without a body and types whose
+/// members cannot be placed are left out.
+pub(super) fn structures_named<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    name: &str,
+) -> gimli::Result<Vec<StructureType>> {
+    let mut found = Vec::new();
+    let mut entries = unit.entries();
+    while let Some(entry) = entries.next_dfs()? {
+        let tag = entry.tag();
+        if !matches!(
+            tag,
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_typedef
+        ) {
+            continue;
+        }
+        let Some(value) = entry.attr_value(gimli::DW_AT_name) else {
+            continue;
+        };
+        if name_of(dwarf, unit, value) != name {
+            continue;
+        }
+        let structure = if tag == gimli::DW_TAG_typedef {
+            follow(
+                unit,
+                entry,
+                &[gimli::DW_TAG_structure_type, gimli::DW_TAG_class_type],
+            )
+        } else {
+            Some(entry.clone())
+        };
+        let Some(structure) = structure else { continue };
+        if structure.attr_value(gimli::DW_AT_declaration).is_some() {
+            continue;
+        }
+        let Some(AttributeValue::Udata(bytes)) = structure.attr_value(gimli::DW_AT_byte_size)
+        else {
+            continue;
+        };
+        if let Some(members) = members(dwarf, unit, &structure, 4).filter(|m| !m.is_empty()) {
+            found.push(StructureType {
+                name: name.to_owned(),
+                bytes,
+                members,
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// The first type down `entry`'s `DW_AT_type` chain whose tag is one of `tags`, through typedefs

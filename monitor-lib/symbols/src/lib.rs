@@ -49,7 +49,7 @@ pub use code_lines::{CodeLines, SourceFrame};
 pub use debug_info::{
     ChainPosition, DebugInfo, Function, GlobalVariable, LineRow, is_program_unit,
 };
-pub use element_members::{MAX_MEMBERS, Member};
+pub use element_members::{MAX_MEMBERS, Member, StructureType};
 pub use load_bias::load_bias;
 pub use maps::{Mapping, parse_maps_line};
 
