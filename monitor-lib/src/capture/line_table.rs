@@ -6,9 +6,10 @@
 //! are repeat hits the filter answers with an increment (`filter.rs`, and `epcache cc`'s inline
 //! test) without the access's address of code, and giving them one would cost the hit path. So
 //! a line's accesses and hits are not known; its misses are, exactly, as far as the access
-//! carries its code address (pc 0 stands for "unknown": the explicit `epcache_read`/`write`
-//! calls, and records of the inline miss path and the simulation pipeline, whose batch record
-//! holds no code address).
+//! carries its code address. Every path carries it: the hook call's return address, and the
+//! inline miss path's and the pipeline's batch records hold the same address (inline ABI v8's
+//! code-address word). pc 0 stands for "unknown": only the explicit `epcache_read`/`write`
+//! calls of the runtime's Rust API and code built without `-g` end there.
 //!
 //! A thread keeps a [`LineTable`]: a hash map keyed by (code address, regions open, data
 //! structure) to the misses. It is bounded ([`MAX_LINE_KEYS`]): the misses of keys past it are
