@@ -9,7 +9,8 @@
 //! carries its code address. Every path carries it: the hook call's return address, and the
 //! inline miss path's and the pipeline's batch records hold the same address (inline ABI v8's
 //! code-address word). pc 0 stands for "unknown": only the explicit `epcache_read`/`write`
-//! calls of the runtime's Rust API and code built without `-g` end there.
+//! calls of the runtime's Rust API give it (code built without `-g` has addresses, but no
+//! lines to name them by).
 //!
 //! A thread keeps a [`LineTable`]: a hash map keyed by (code address, regions open, data
 //! structure) to the misses. It is bounded ([`MAX_LINE_KEYS`]): the misses of keys past it are
