@@ -100,13 +100,28 @@ pub(super) fn new_batch(records: usize) -> BatchWords {
 }
 
 /// The first `filled` records of `batch`, in order, undecoded.
-pub(super) fn records_of(
-    batch: &[RecordCells],
-    filled: usize,
-) -> impl Iterator<Item = RecordWords> {
-    batch[..filled.min(batch.len())]
-        .iter()
-        .map(|[a, b, c, d, e, f]| [a.get(), b.get(), c.get(), d.get(), e.get(), f.get()])
+pub(super) fn records_of(batch: &[RecordCells], filled: usize) -> Records<'_> {
+    Records {
+        cells: batch[..filled.min(batch.len())].iter(),
+    }
+}
+
+/// The records of a batch, in order, undecoded ([`records_of`]). A type of its own, passed
+/// as itself rather than as a `dyn Iterator`, so its `next` is inlined into the simulator's
+/// step loop, which takes one record per step: a call per record copied it through memory.
+pub(super) struct Records<'a> {
+    cells: std::slice::Iter<'a, RecordCells>,
+}
+
+impl Iterator for Records<'_> {
+    type Item = RecordWords;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<RecordWords> {
+        self.cells
+            .next()
+            .map(|cells| cells.each_ref().map(Cell::get))
+    }
 }
 
 /// One thread's table, kept in the thread-local block the access hooks read (`hook_block.rs`), as
@@ -639,10 +654,7 @@ impl Filter {
     }
 
     /// Runs `simulate` on the records in the batch, in order, undecoded, then empties it.
-    pub(super) fn drain_batch_with<R>(
-        &self,
-        simulate: impl FnOnce(&mut dyn Iterator<Item = RecordWords>) -> R,
-    ) -> R {
+    pub(super) fn drain_batch_with<R>(&self, simulate: impl FnOnce(&mut Records<'_>) -> R) -> R {
         let filled = self.filled();
         let batch = self.take_batch_box();
         let done = simulate(&mut records_of(
