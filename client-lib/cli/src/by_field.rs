@@ -47,16 +47,7 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
             "`{name}` is not an array of structures, so it has no fields to count by; drop --by-field or use --buckets"
         );
     };
-    let fields = global
-        .members
-        .iter()
-        .map(|m| Field {
-            name: m.name.clone(),
-            offset: m.offset,
-            bytes: m.bytes,
-        })
-        .collect();
-    Ok((element_bytes, fields))
+    Ok((element_bytes, fields_of(&global.members)))
 }
 
 /// The element size and the members of the structure type `name` in `exe` (`particle`, or
@@ -91,16 +82,19 @@ pub(crate) fn element_type(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<F
                 .join(", ")
         ),
     };
-    let fields = ty
-        .members
+    Ok((ty.bytes, fields_of(&ty.members)))
+}
+
+/// DWARF members as the MRI's member table.
+fn fields_of(members: &[epcache_symbols::Member]) -> Vec<Field> {
+    members
         .iter()
         .map(|m| Field {
             name: m.name.clone(),
             offset: m.offset,
             bytes: m.bytes,
         })
-        .collect();
-    Ok((ty.bytes, fields))
+        .collect()
 }
 
 /// `request` counting by the members of its array's element: the global array's own type read

@@ -90,18 +90,7 @@ impl FieldBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::monitor::FieldSpan;
-
-    /// `struct { double x, y, z; int id; }`: 32 bytes, 4 of them padding.
-    fn particle() -> FieldLayout {
-        FieldLayout {
-            element_bytes: 32,
-            members: [(0, 8), (8, 8), (16, 8), (24, 4)]
-                .into_iter()
-                .map(|(offset, bytes)| FieldSpan { offset, bytes })
-                .collect(),
-        }
-    }
+    use crate::monitor::field_layout::particle_for_tests as particle;
 
     #[test]
     fn a_line_read_only_through_x_uses_all_of_x_and_nothing_else() {

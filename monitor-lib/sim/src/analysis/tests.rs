@@ -388,16 +388,9 @@ fn the_report_serializes_with_the_names_a_client_reads() {
 /// 8 + 8 of its 64 bytes.
 #[test]
 fn spatial_use_per_field_gives_x_everything_and_the_others_nothing() {
-    use crate::monitor::{FieldLayout, FieldSpan};
     let base = 0x10000;
     let mut run = Run::new("D1=1K,1,64", only_reuse(), &[("parts", base, 64 * 32, 64)]);
-    let layout = FieldLayout {
-        element_bytes: 32,
-        members: [(0, 8), (8, 8), (16, 8), (24, 4)]
-            .into_iter()
-            .map(|(offset, bytes)| FieldSpan { offset, bytes })
-            .collect(),
-    };
+    let layout = crate::monitor::field_layout::particle_for_tests();
     run.analyses.divide_by_field(0, &layout).unwrap();
     assert!(matches!(
         run.analyses.divide_by_field(1, &layout),

@@ -1262,16 +1262,7 @@ mod tests {
         assert_eq!(json["spills"]["evictions"], 0);
     }
 
-    fn particle() -> FieldLayout {
-        use super::super::FieldSpan;
-        FieldLayout {
-            element_bytes: 32,
-            members: [(0, 8), (8, 8), (16, 8), (24, 4)]
-                .into_iter()
-                .map(|(offset, bytes)| FieldSpan { offset, bytes })
-                .collect(),
-        }
-    }
+    use super::super::field_layout::particle_for_tests as particle;
 
     #[test]
     fn a_by_field_histogram_sums_each_member_over_every_element() {

@@ -98,6 +98,18 @@ impl FieldLayout {
     }
 }
 
+/// `struct { double x, y, z; int id; }`: 32 bytes, the last 4 padding; the tests' element.
+#[cfg(test)]
+pub(crate) fn particle_for_tests() -> FieldLayout {
+    FieldLayout {
+        element_bytes: 32,
+        members: [(0, 8), (8, 8), (16, 8), (24, 4)]
+            .into_iter()
+            .map(|(offset, bytes)| FieldSpan { offset, bytes })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 mod counter_array;
 mod epapi;
 mod event;
-mod field_layout;
+pub(crate) mod field_layout;
 
 pub use counter_array::{
     CounterArray, CounterArrayConfig, Histogram, HistogramId, MAX_BUCKETS, MonitorError,
