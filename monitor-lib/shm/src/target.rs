@@ -887,6 +887,9 @@ impl Drop for Mcc {
     }
 }
 
+mod trace;
+pub use trace::TakenTrace;
+
 #[cfg(test)]
 mod tests {
     use super::*;
