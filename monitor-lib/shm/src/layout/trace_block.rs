@@ -4,9 +4,11 @@
 //!
 //! A trace is recorded from the recording thread's first access, so that re-simulating it gives
 //! exactly the live counts: the target reads the block once, when its start wait
-//! (`EPCACHE_WAIT`) ends, before any of its threads captured anything. A request written later
-//! is never taken; the tool refuses to write one unless the target waits at start, and turns
-//! one the target left pending (it left its wait while the tool wrote) into `Refused`.
+//! (`EPCACHE_WAIT`) ends, before any of its threads captured anything, and while its state word
+//! still says `WaitingForTool`. A request written later is never taken; the tool refuses to
+//! write one unless the target waits at start, and turns one still pending once the state says
+//! otherwise (the target left its wait while the tool wrote) into `Refused`: the target takes
+//! orders only before it changes that state, so the tool's conclusion is never premature.
 //!
 //! The protocol: the tool claims the block by CAS (free or finished to `Claimed`, generation
 //! plus one), writes the order, then stores `Pending` (Release). The target, when released from

@@ -22,10 +22,19 @@ pub struct TakenTrace {
 }
 
 impl Mcc {
-    /// Takes the pending trace order, if a tool left one: `None` when there is none (or the
-    /// tool took it back first), `Some(Err(why))` when it is malformed (it is then `Failed`
-    /// with `why`, and nothing is recorded). Called once, when the start wait ends.
-    pub fn take_trace_order(&self) -> Option<Result<TakenTrace, String>> {
+    /// The trace order taken when the start wait ended, once: `None` when there was none (or
+    /// the tool took it back first, or the program did not wait), `Some(Err(why))` when it was
+    /// malformed (it is then `Failed` with `why`, and nothing is recorded).
+    pub fn taken_trace(&self) -> Option<Result<TakenTrace, String>> {
+        self.taken_trace
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// Takes the pending trace order, if a tool left one (see [`Mcc::taken_trace`]). The start
+    /// wait calls it as it ends, while the state still says `WaitingForTool`.
+    pub(super) fn take_trace_order(&self) -> Option<Result<TakenTrace, String>> {
         let view = self.segment.view();
         let words = self.layout.entry_words(view, Table::Trace, 0).ok()?;
         let head = words[TRACE_STATE_WORD].load(Ordering::Acquire);
@@ -169,8 +178,10 @@ mod tests {
         mcc.trace_ended(taken.generation, &outcome, true);
         let status = tool.trace_status(handle).unwrap().unwrap();
         assert_eq!((status.state, status.outcome), (TraceState::Written, outcome));
+        assert_eq!(status.order, Some(order("/tmp/t.eppt")));
 
-        // Late: the tool takes it back, and the target, released afterwards, finds nothing.
+        // Late: the tool takes it back, and the target, released afterwards, finds nothing;
+        // an order placed once the target runs is refused at once.
         let late = tool.start_trace(&order("/tmp/v.eppt")).unwrap();
         assert!(tool.trace_status(handle).unwrap().is_none(), "replaced");
         assert!(tool.refuse_trace(late).unwrap());
@@ -179,6 +190,12 @@ mod tests {
             tool.trace_status(late).unwrap().unwrap().state,
             TraceState::Refused
         );
+        mcc.set_state(TargetState::Running);
+        assert!(matches!(
+            tool.start_trace(&order("/tmp/v.eppt")),
+            Err(ToolError::TraceNotAtStart { .. })
+        ));
+        mcc.set_state(TargetState::WaitingForTool);
 
         // Forged after the tool's checks: the target fails it and says why.
         let forged = tool.start_trace(&order("/tmp/w.eppt")).unwrap();
@@ -191,5 +208,39 @@ mod tests {
         let status = tool.trace_status(forged).unwrap().unwrap();
         assert_eq!(status.state, TraceState::Failed);
         assert!(status.outcome.message.contains("malformed"), "{status:?}");
+    }
+
+    /// The start wait takes the order as it ends, before the state says `Running`, and the
+    /// runtime gets it once.
+    #[test]
+    fn the_start_wait_takes_the_order_before_the_program_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcc = std::sync::Arc::new(
+            Mcc::create(MccOptions {
+                program: "trace-wait".into(),
+                runtime_dir: Some(dir.path().to_owned()),
+                ..MccOptions::default()
+            })
+            .unwrap(),
+        );
+        mcc.register_region(1, 20, RegionKind::Function, "kernel", "k.c")
+            .unwrap();
+        let tool = TargetHandle::attach(mcc.shm_id()).unwrap();
+        let waiting = std::sync::Arc::clone(&mcc);
+        let waiter = std::thread::spawn(move || {
+            waiting.wait_for_tool(std::time::Duration::from_secs(30))
+        });
+        while tool.state().unwrap() != TargetState::WaitingForTool {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let handle = tool.start_trace(&order("/tmp/t.eppt")).unwrap();
+        tool.release().unwrap();
+        assert_eq!(waiter.join().unwrap(), crate::target::HaltOutcome::Released);
+        assert_eq!(
+            tool.trace_status(handle).unwrap().unwrap().state,
+            TraceState::Recording
+        );
+        assert_eq!(mcc.taken_trace().unwrap().unwrap().region_name, "kernel");
+        assert!(mcc.taken_trace().is_none());
     }
 }

@@ -24,6 +24,8 @@ pub struct TraceStatus {
     pub state: TraceState,
     /// The target's outcome; meaningful once `Written` or `Failed`.
     pub outcome: TraceOutcome,
+    /// The order as the block holds it; `None` if its words do not check.
+    pub order: Option<TraceOrder>,
 }
 
 impl TargetHandle {
@@ -89,7 +91,17 @@ impl TargetHandle {
             trace_state_word(TraceState::Pending, generation),
             Ordering::Release,
         );
-        Ok(TraceHandle { generation })
+        let handle = TraceHandle { generation };
+        // The target may have left its wait while the order was written: then it never takes
+        // it, and the order is taken back at once.
+        let now = self.state()?;
+        if now != TargetState::WaitingForTool && self.refuse_trace(handle)? {
+            return Err(ToolError::TraceNotAtStart {
+                pid: self.pid,
+                state: now,
+            });
+        }
+        Ok(handle)
     }
 
     /// Where the order `handle` is; `None` once a later order replaced it.
@@ -103,6 +115,7 @@ impl TargetHandle {
         Ok(Some(TraceStatus {
             state,
             outcome: TraceOutcome::load(words),
+            order: TraceOrder::load(words).ok(),
         }))
     }
 
