@@ -1809,8 +1809,8 @@ pub use field_spans::{
 mod trace_block;
 pub use trace_block::{
     MAX_TRACE_MESSAGE_BYTES, MAX_TRACE_PATH_BYTES, MAX_TRACE_RANGES, TRACE_BLOCK_WORDS,
-    TRACE_PATH_LEN_WORD, TRACE_STATE_WORD, TraceOrder, TraceOrderError, TraceOutcome, TraceState, check_trace_path,
-    trace_generation, trace_state_word,
+    TRACE_PATH_LEN_WORD, TRACE_STATE_WORD, TraceOrder, TraceOrderError, TraceOutcome, TraceState,
+    check_trace_path, trace_generation, trace_state_word,
 };
 
 #[cfg(test)]

@@ -23,9 +23,7 @@ use super::hook_block::ThreadState;
 use super::runtime_guard::{self, RuntimeGuard, in_runtime};
 use super::this_thread::{close_all_open, flush_current_thread};
 use super::totals::totals;
-use super::{
-    hand_over, mcc, report, settings, signal_abi, switches, this_thread, tracing, worker,
-};
+use super::{hand_over, mcc, report, settings, signal_abi, switches, this_thread, tracing, worker};
 
 /// The process that ran the start-up (0 before it): a child made by `fork` or `vfork` is
 /// another, whatever state it inherited.

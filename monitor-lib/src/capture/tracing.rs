@@ -284,10 +284,14 @@ pub(super) fn claim() -> Option<Box<Recorder>> {
                 "epcache: cannot write the trace {}: {e}; nothing is traced",
                 request.output.display()
             );
-            tell_tool(request, &TraceOutcome {
-                message: format!("cannot write the trace: {e}"),
-                ..TraceOutcome::default()
-            }, false);
+            tell_tool(
+                request,
+                &TraceOutcome {
+                    message: format!("cannot write the trace: {e}"),
+                    ..TraceOutcome::default()
+                },
+                false,
+            );
             None
         }
     }
@@ -496,7 +500,9 @@ fn write(mut writer: PartialWriter<BufWriter<File>>, request: &Request, outcome:
             outcome.accesses, outcome.instances
         );
     }
-    let finished = writer.finish().and_then(|mut sink| std::io::Write::flush(&mut sink));
+    let finished = writer
+        .finish()
+        .and_then(|mut sink| std::io::Write::flush(&mut sink));
     match finished {
         Ok(_) => tell_tool(request, &outcome, true),
         Err(e) => {

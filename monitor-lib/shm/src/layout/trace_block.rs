@@ -167,7 +167,9 @@ pub enum TraceOrderError {
     #[error("trace path: {0}")]
     Path(String),
     /// Flags this build does not know.
-    #[error("trace order flags {0:#x} hold unknown bits; the segment is corrupt or from a newer epcache")]
+    #[error(
+        "trace order flags {0:#x} hold unknown bits; the segment is corrupt or from a newer epcache"
+    )]
     Flags(u32),
 }
 
@@ -305,7 +307,11 @@ impl TraceOutcome {
         words[TRACE_ACCESSES_WORD].store(self.accesses, Ordering::Relaxed);
         words[TRACE_RECORDED_INSTANCES_WORD].store(self.instances, Ordering::Relaxed);
         let flags = if self.complete { COMPLETE } else { 0 }
-            | if self.budget_reached { BUDGET_REACHED } else { 0 };
+            | if self.budget_reached {
+                BUDGET_REACHED
+            } else {
+                0
+            };
         words[TRACE_OUTCOME_FLAGS_WORD].store(flags, Ordering::Relaxed);
         let mut end = self.message.len().min(MAX_TRACE_MESSAGE_BYTES);
         while !self.message.is_char_boundary(end) {
@@ -397,7 +403,10 @@ mod tests {
         let back = TraceOutcome::load(&words);
         // Cut at a character boundary within the room.
         assert_eq!(back.message.len(), MAX_TRACE_MESSAGE_BYTES);
-        assert_eq!((back.accesses, back.instances, back.complete), (123, 2, true));
+        assert_eq!(
+            (back.accesses, back.instances, back.complete),
+            (123, 2, true)
+        );
         // The outcome does not touch the order.
         assert_eq!(TraceOrder::load(&words).unwrap(), order());
     }
@@ -425,10 +434,7 @@ mod tests {
         ));
         order().store(&words).unwrap();
         words[TRACE_REGION_WORD].store(7 | 0x80 << 32, Ordering::Relaxed);
-        assert_eq!(
-            TraceOrder::load(&words),
-            Err(TraceOrderError::Flags(0x80))
-        );
+        assert_eq!(TraceOrder::load(&words), Err(TraceOrderError::Flags(0x80)));
         // A path the tool did not check: relative, `..`, invalid UTF-8.
         for (bytes, why) in [
             (&b"rel/t.eppt"[..], "absolute"),

@@ -177,7 +177,10 @@ mod tests {
         };
         mcc.trace_ended(taken.generation, &outcome, true);
         let status = tool.trace_status(handle).unwrap().unwrap();
-        assert_eq!((status.state, status.outcome), (TraceState::Written, outcome));
+        assert_eq!(
+            (status.state, status.outcome),
+            (TraceState::Written, outcome)
+        );
         assert_eq!(status.order, Some(order("/tmp/t.eppt")));
 
         // Late: the tool takes it back, and the target, released afterwards, finds nothing;
@@ -227,9 +230,8 @@ mod tests {
             .unwrap();
         let tool = TargetHandle::attach(mcc.shm_id()).unwrap();
         let waiting = std::sync::Arc::clone(&mcc);
-        let waiter = std::thread::spawn(move || {
-            waiting.wait_for_tool(std::time::Duration::from_secs(30))
-        });
+        let waiter =
+            std::thread::spawn(move || waiting.wait_for_tool(std::time::Duration::from_secs(30)));
         while tool.state().unwrap() != TargetState::WaitingForTool {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }

@@ -45,9 +45,9 @@ impl TargetHandle {
                 count,
             });
         }
-        order.check().map_err(|e| ToolError::InvalidRequest {
-            why: e.to_string(),
-        })?;
+        order
+            .check()
+            .map_err(|e| ToolError::InvalidRequest { why: e.to_string() })?;
         let words = self.trace_words()?;
         let head = words[TRACE_STATE_WORD].load(Ordering::Acquire);
         let state = TraceState::from_word(head).map_err(|e| self.corrupt(e))?;
