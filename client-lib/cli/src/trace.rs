@@ -26,6 +26,15 @@ pub(crate) enum TraceCommand {
     Convert(ConvertArgs),
     /// Ask a target waiting at its start to record a partial data trace of a region through the
     /// daemon, and wait until it is written.
+    ///
+    /// The target must be waiting at its start (run it with EPCACHE_WAIT=yes): recording starts
+    /// at its first access, so that `epcache replay` of the trace under the target's cache gives
+    /// the region's live counts exactly. A target that already runs is refused, as is a second
+    /// trace while one is asked for or recorded. The target itself writes the file: an absolute
+    /// path (a relative one is taken from here) in an existing directory reached through no
+    /// symbolic link, never an existing file unless --overwrite. This command releases the
+    /// target, waits until the trace is written and says what it holds; it fails when nothing
+    /// was written (the reason is the target's).
     Record(crate::trace_record::RecordArgs),
 }
 

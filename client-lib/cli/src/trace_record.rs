@@ -16,13 +16,7 @@ use crate::output::print_stdout;
 /// How often the order's state is read while the target records.
 const POLL: Duration = Duration::from_millis(100);
 
-/// Ask a running target to record a partial data trace of a region (`.eppt`, read by `epcache
-/// replay`). The target must be waiting at its start (run it with EPCACHE_WAIT=yes): recording
-/// starts at its first access, so that replaying the trace under the target's cache gives the
-/// region's live counts exactly. A target that already runs is refused, as is a second trace
-/// while one is asked for or recorded. The target itself writes the file: an absolute path
-/// (a relative one is taken from here) in an existing directory reached through no symbolic
-/// link, never an existing file unless --overwrite.
+/// `epcache trace record`'s options (its help is the `TraceCommand::Record` variant's).
 #[derive(Debug, Args)]
 pub(crate) struct RecordArgs {
     /// The target's pid.

@@ -58,7 +58,7 @@ fn record_and_replay(
     Some((report, replay(&recording, cache)))
 }
 
-fn replay(trace: &Path, cache: &str) -> serde_json::Value {
+pub(crate) fn replay(trace: &Path, cache: &str) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
         .args(["replay", "--json", "--cache", cache])
         .arg(trace)
@@ -72,7 +72,7 @@ fn replay(trace: &Path, cache: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn assert_exact(report: &serde_json::Value, replayed: &serde_json::Value, name: &str) {
+pub(crate) fn assert_exact(report: &serde_json::Value, replayed: &serde_json::Value, name: &str) {
     let events = &region(report, name)["events"];
     for (event, level, field) in EVENTS {
         assert_eq!(

@@ -48,6 +48,13 @@ impl TargetHandle {
         order
             .check()
             .map_err(|e| ToolError::InvalidRequest { why: e.to_string() })?;
+        let target = self.state()?;
+        if target != TargetState::WaitingForTool {
+            return Err(ToolError::TraceNotAtStart {
+                pid: self.pid,
+                state: target,
+            });
+        }
         let words = self.trace_words()?;
         let head = words[TRACE_STATE_WORD].load(Ordering::Acquire);
         let state = TraceState::from_word(head).map_err(|e| self.corrupt(e))?;
@@ -55,13 +62,6 @@ impl TargetHandle {
             return Err(ToolError::TraceBusy {
                 pid: self.pid,
                 state,
-            });
-        }
-        let target = self.state()?;
-        if target != TargetState::WaitingForTool {
-            return Err(ToolError::TraceNotAtStart {
-                pid: self.pid,
-                state: target,
             });
         }
         let generation = trace_generation(head).wrapping_add(1);
