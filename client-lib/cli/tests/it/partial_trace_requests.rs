@@ -1,7 +1,8 @@
 //! The MRI's trace request end to end: a real daemon on a real socket, a real target built with
 //! `epcache cc` waiting at its start, and `epcache trace record` as a separate process. The
 //! trace the target writes replays, under its cache, to exactly the live counts its standalone
-//! report gives for the region; bad requests (an unknown region, a bad path, a second trace
+//! report gives for the region (and, under a daemon alone, that requests on the region give);
+//! bad requests (an unknown region, a bad path, a second trace
 //! while one is asked for, a trace once the target runs) are refused with the reason, and the
 //! target still runs to its end.
 
@@ -107,6 +108,65 @@ async fn a_trace_asked_through_the_daemon_replays_to_the_live_counts() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&trace).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+    daemon.shutdown().await;
+}
+
+/// Under a daemon alone (no standalone report): the live counts are the results of requests
+/// placed on the region beside the trace, over every byte; the trace replays to them exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_beside_requests_replays_to_their_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let Some(program) = build(&dir, "trace beside requests") else {
+        return;
+    };
+    let daemon = start_daemon(&dir).await;
+    let addr = daemon.endpoint();
+    let mut target = Command::new(&program)
+        .env("EPCACHE_WAIT", "30")
+        .env("EPCACHE_RUNTIME_DIR", &dir)
+        .env("EPCACHE_CACHE", CACHE)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    let mut client = epcache_client::Client::connect(&addr).await.unwrap();
+    wait_listed(&mut client, pid).await;
+    let events = [
+        ("PAPI_L1_DCR", "D1", "reads"),
+        ("PAPI_L1_LDM", "D1", "read_misses"),
+        ("PAPI_L1_DCW", "D1", "writes"),
+        ("PAPI_L1_STM", "D1", "write_misses"),
+        ("PAPI_L2_DCR", "LL", "reads"),
+        ("PAPI_L2_LDM", "LL", "read_misses"),
+    ];
+    let requests: Vec<epcache_client::Request> = events
+        .iter()
+        .map(|(event, _, _)| epcache_client::Request::count("multiply", 0..u64::MAX, *event))
+        .collect();
+    let placed = client.requests(pid, &requests).await.unwrap();
+    let trace = dir.join("beside.eppt");
+    let order = epcache_client::TraceOrder::new("multiply", trace.to_str().unwrap());
+    let asked = client.start_trace(pid, &order).await.unwrap();
+    client.resume(pid, false).await.unwrap();
+    ends_well(&mut target);
+    let info = client.read_trace(pid, asked.id).await.unwrap();
+    assert_eq!(info.state, epcache_client::TraceState::Written, "{info:?}");
+    assert!(info.complete && info.instances == 1, "{info:?}");
+    let ids: Vec<u64> = placed.iter().map(|p| p.id).collect();
+    let results = client.results(pid, &ids).await.unwrap();
+    let replayed = replay(&trace, CACHE);
+    for ((event, level, field), result) in events.iter().zip(&results) {
+        assert!(result.available, "{event}: no result");
+        assert_eq!(
+            replayed["levels"][level][field].as_u64(),
+            Some(result.total),
+            "{event}: live request vs {level}.{field} re-simulated"
+        );
+    }
+    assert!(results[0].total > 100_000);
     daemon.shutdown().await;
 }
 
