@@ -22,7 +22,7 @@ use crate::trace::partial::{CountedSpans, PartialError, PartialTrace};
 use super::Owners;
 
 /// Largest number of points one curve gets (sizes double from one line, or one set, up).
-const MAX_POINTS: usize = 40;
+pub(super) const MAX_POINTS: usize = 40;
 
 /// Why the curves could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,8 @@ pub enum MrcError {
     Cache(#[from] CacheError),
     #[error("the line size {0} is not a power of two of at least 4 bytes")]
     BadLine(u32),
+    #[error("the sampling rate {0} is not a number above 0 and at most 1 (e.g. 0.01)")]
+    BadRate(f64),
 }
 
 /// One point of a curve.
@@ -171,7 +173,7 @@ pub fn miss_ratio_curves(
 }
 
 /// The cache accesses a record makes in native mode.
-fn cache_accesses(kind: TraceKind) -> &'static [AccessKind] {
+pub(super) fn cache_accesses(kind: TraceKind) -> &'static [AccessKind] {
     match kind {
         TraceKind::Load | TraceKind::Instr => &[AccessKind::Read],
         TraceKind::Store => &[AccessKind::Write],
@@ -179,7 +181,7 @@ fn cache_accesses(kind: TraceKind) -> &'static [AccessKind] {
     }
 }
 
-fn point(size: u64, misses: u64, accesses: u64) -> MrcPoint {
+pub(super) fn point(size: u64, misses: u64, accesses: u64) -> MrcPoint {
     MrcPoint {
         size,
         misses,
