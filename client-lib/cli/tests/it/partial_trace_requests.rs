@@ -170,6 +170,74 @@ async fn a_trace_beside_requests_replays_to_their_results() {
     daemon.shutdown().await;
 }
 
+/// An access budget cuts the recording (said incomplete, the budget reached, exactly that many
+/// accesses written); a data-structure selection writes only that structure's accesses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_cuts_the_trace_and_a_selection_keeps_one_structure() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let Some(program) = build(&dir, "trace budget and selection") else {
+        return;
+    };
+    let daemon = start_daemon(&dir).await;
+    let addr = daemon.endpoint();
+    let mut client = epcache_client::Client::connect(&addr).await.unwrap();
+    for (name, extra) in [("budget", ["--budget", "10000"]), ("b", ["--data", "b"])] {
+        let mut target = start(&program, &dir);
+        wait_listed(&mut client, target.id()).await;
+        let trace = dir.join(format!("{name}.eppt"));
+        let pid = target.id().to_string();
+        let mut args = vec![
+            "trace",
+            "record",
+            "--json",
+            "--target",
+            &pid,
+            "--region",
+            "multiply",
+            "--output",
+            trace.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let out = epcache(&addr, &args).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        ends_well(&mut target);
+        let replayed = replay(&trace, CACHE);
+        assert_eq!(
+            said["accesses"], replayed["compression"]["accesses"],
+            "{said}"
+        );
+        if name == "budget" {
+            assert_eq!(said["accesses"], 10_000, "{said}");
+            assert_eq!(said["budget_reached"], true, "{said}");
+            assert_eq!(said["complete"], false, "{said}");
+            assert!(
+                said["message"].as_str().unwrap().contains("budget"),
+                "{said}"
+            );
+            // The initialisation's stores come first; the instance is cut after the rest.
+            assert_eq!(said["instances"], 1, "{said}");
+        } else {
+            assert_eq!(said["complete"], true, "{said}");
+            // Only b's loads: one per inner iteration.
+            assert_eq!(said["accesses"], 48 * 48 * 48 + 48 * 48, "{said}");
+            let structures = replayed["structures"].as_array().unwrap();
+            assert!(
+                structures
+                    .iter()
+                    .all(|s| s["name"] == "b" || s["accesses"] == 0),
+                "{structures:?}"
+            );
+        }
+    }
+    daemon.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_trace_requests_are_refused_and_the_target_runs_to_its_end() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,8 @@
 //!   re-simulating the trace with that first level gives (LRU stack distances do not carry
 //!   across set counts, since the set of a line changes with them).
 //!
+//! For traces too long for exact distances, `shards.rs` samples the fully associative curves.
+//!
 //! Only the accesses of a trace's counted spans are counted (see `MARK` in the format); the
 //! others are simulated all the same. Both follow native replay's conventions: sizes are whole, and a modify is a read then a
 //! write, both counted. The curves are of the program's own stream: a second level's curve
