@@ -140,7 +140,7 @@ pub enum ToolError {
     },
     /// A trace order to a target that no longer waits at its start.
     #[error(
-        "target pid {pid} is {state:?}, not waiting at its start: a trace is recorded from the program's first access, so that re-simulating it gives the live counts exactly; start the program with EPCACHE_WAIT=yes (or `epcache run --wait`) and ask while it waits"
+        "target pid {pid} is {state:?}, not waiting at its start: a trace is recorded from the program's first access, so that re-simulating it gives the live counts exactly; start the program with EPCACHE_WAIT=yes and ask while it waits (or record it alone: `epcache run --trace REGION`)"
     )]
     TraceNotAtStart {
         /// Its pid.
