@@ -102,6 +102,12 @@ pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<()> {
         print_stdout(&describe(&trace, spec.as_deref()))?;
     }
     match trace.state {
+        TraceState::Written if trace.instances == 0 => bail!(
+            "region `{}` never ran in pid {}, so the trace {} counts nothing (is it the name `epcache describe` lists?)",
+            trace.region,
+            trace.pid,
+            trace.output
+        ),
         TraceState::Pending | TraceState::Recording | TraceState::Written => Ok(()),
         state => bail!(
             "the trace of `{}` in pid {} was not written ({state:?}): {}",

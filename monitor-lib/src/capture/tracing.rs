@@ -306,6 +306,15 @@ pub(super) fn unclaimed_at_exit() {
     if let Some(Some(request)) = REQUEST.get()
         && request.tool.is_some()
     {
+        // The file created for it holds nothing a replay could read.
+        if TOOL_FILE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .is_some()
+        {
+            let _ = std::fs::remove_file(&request.output);
+        }
         tell_tool(
             request,
             &TraceOutcome {
