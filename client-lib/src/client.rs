@@ -13,7 +13,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::types::{
     Description, Detached, Event, HaltingPoint, Request, RequestInfo, RequestResult, StepOutcome,
-    StepTo, Target,
+    StepTo, Target, TraceInfo, TraceOrder,
 };
 use crate::{ClientError, default_address};
 
@@ -412,6 +412,37 @@ impl Client {
     pub async fn terminate(&mut self, pid: u32) -> Result<(), ClientError> {
         self.inner.terminate(v1::TerminateRequest { pid }).await?;
         Ok(())
+    }
+
+    /// Asks target `pid`, which must be waiting at its start (`EPCACHE_WAIT`), to record the
+    /// partial trace `order` once released; the order comes back pending.
+    pub async fn start_trace(
+        &mut self,
+        pid: u32,
+        order: &TraceOrder,
+    ) -> Result<TraceInfo, ClientError> {
+        let reply = self
+            .inner
+            .start_trace(order.to_mri(pid))
+            .await?
+            .into_inner();
+        reply
+            .trace
+            .ok_or_else(|| ClientError::Protocol("the daemon's answer lacks the trace".into()))?
+            .try_into()
+    }
+
+    /// What became of trace order `id` on target `pid`.
+    pub async fn read_trace(&mut self, pid: u32, id: u32) -> Result<TraceInfo, ClientError> {
+        let reply = self
+            .inner
+            .read_trace(v1::ReadTraceRequest { pid, id })
+            .await?
+            .into_inner();
+        reply
+            .trace
+            .ok_or_else(|| ClientError::Protocol("the daemon's answer lacks the trace".into()))?
+            .try_into()
     }
 }
 

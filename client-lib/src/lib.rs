@@ -69,7 +69,7 @@ pub use types::{
     DataStructureKind, Description, Detached, Dimension, Event, EventInfo, Field, Halt,
     HaltingPoint, Mode, Position, Region, RegionKind, RegionRef, Request, RequestInfo,
     RequestResult, Shape, SiteBlock, StepOutcome, StepTo, Target, TargetExit, TargetState,
-    ThreadResult, UnknownAggregation,
+    ThreadResult, TraceInfo, TraceOrder, TraceState, UnknownAggregation,
 };
 
 /// Where `epcached` listens by default: `unix:RUNTIME_DIR/epcached.sock`, the runtime directory

@@ -542,6 +542,26 @@ pub enum Binding {
     Bound,
 }
 
+impl DataRef {
+    pub(crate) fn to_mri(&self) -> v1::DataSelector {
+        use v1::data_selector::By;
+        v1::DataSelector {
+            by: Some(match self {
+                DataRef::Name(n) => By::Name(n.clone()),
+                DataRef::Range(r) => By::Range(v1::AddressRange {
+                    start: r.start,
+                    end: r.end,
+                }),
+                DataRef::Index(i) => By::Index(*i),
+                DataRef::Site { file, line } => By::Site(v1::AllocationSite {
+                    file: file.clone(),
+                    line: *line,
+                }),
+            }),
+        }
+    }
+}
+
 impl From<&str> for DataRef {
     fn from(name: &str) -> Self {
         DataRef::Name(name.to_owned())
@@ -711,24 +731,10 @@ impl Request {
     }
 
     pub(crate) fn to_mri(&self) -> v1::MonitoringRequest {
-        use v1::data_selector::By;
         use v1::monitoring_request::Mode as M;
         v1::MonitoringRequest {
             region: Some(self.region.to_mri()),
-            data: Some(v1::DataSelector {
-                by: Some(match &self.data {
-                    DataRef::Name(n) => By::Name(n.clone()),
-                    DataRef::Range(r) => By::Range(v1::AddressRange {
-                        start: r.start,
-                        end: r.end,
-                    }),
-                    DataRef::Index(i) => By::Index(*i),
-                    DataRef::Site { file, line } => By::Site(v1::AllocationSite {
-                        file: file.clone(),
-                        line: *line,
-                    }),
-                }),
-            }),
+            data: Some(self.data.to_mri()),
             event: self.event.clone(),
             mode: Some(match &self.mode {
                 Mode::Static => M::StaticCount(v1::StaticMode {}),
@@ -1336,6 +1342,9 @@ pub struct Detached {
     /// Whether the target was let go from a halt.
     pub released: bool,
 }
+
+mod trace;
+pub use trace::{TraceInfo, TraceOrder, TraceState};
 
 #[cfg(test)]
 mod tests {

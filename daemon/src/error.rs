@@ -174,7 +174,9 @@ fn tool_code(e: &ToolError) -> Code {
         ToolError::NoFreeSlot { .. } => Code::ResourceExhausted,
         ToolError::TargetDied { .. }
         | ToolError::TargetExited { .. }
-        | ToolError::NotHalted { .. } => Code::FailedPrecondition,
+        | ToolError::NotHalted { .. }
+        | ToolError::TraceBusy { .. }
+        | ToolError::TraceNotAtStart { .. } => Code::FailedPrecondition,
         ToolError::Timeout { .. } => Code::DeadlineExceeded,
     }
 }
@@ -299,6 +301,20 @@ mod tests {
         let cases = [
             (ToolError::TargetDied { pid: 1 }, Code::FailedPrecondition),
             (ToolError::TargetExited { pid: 1 }, Code::FailedPrecondition),
+            (
+                ToolError::TraceBusy {
+                    pid: 1,
+                    state: epcache_shm::layout::TraceState::Recording,
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                ToolError::TraceNotAtStart {
+                    pid: 1,
+                    state: epcache_shm::layout::TargetState::Running,
+                },
+                Code::FailedPrecondition,
+            ),
             (
                 ToolError::InvalidRequest { why: "x".into() },
                 Code::InvalidArgument,

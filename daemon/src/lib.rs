@@ -36,6 +36,7 @@ pub mod model;
 mod registry;
 mod resolve;
 mod service;
+mod trace_order;
 mod transport;
 
 use std::future::Future;

@@ -5,8 +5,9 @@
 use epcache_proto::v1;
 use epcache_shm::layout::{
     Aggregation, Boundary, DataStructureInfo, DataStructureKind, RegionInfo, RegionKind,
-    RequestSpec, ResultRow, RowThreads, Shape, SiteBlock, TargetState, analysis_bits,
+    RequestSpec, ResultRow, RowThreads, Shape, SiteBlock, TargetState, TraceState, analysis_bits,
 };
+use epcache_shm::tool::TraceStatus;
 use epcache_sim::analysis::{
     AnalysisReport, DistanceHistogram, EvictorMatrix, MissClassCounts, MissClassReport,
     RangeAnalysis, ReuseReport,
@@ -14,6 +15,47 @@ use epcache_sim::analysis::{
 use epcache_sim::cache::{HierarchySpec, LevelSpec, Replacement, Sharing, WritePolicy};
 use epcache_sim::monitor::Event;
 use epcache_sim::ranges::AddressRange;
+
+/// The MRI description of a trace order: `status` as the trace block holds it, `ended` when the
+/// target is gone (an order it never finished is then lost).
+pub fn trace_info(
+    pid: u32,
+    id: u32,
+    region: String,
+    output: String,
+    status: &TraceStatus,
+    ended: bool,
+) -> v1::TraceInfo {
+    let state = match status.state {
+        TraceState::Claimed | TraceState::Pending | TraceState::Recording if ended => {
+            v1::TraceState::Lost
+        }
+        TraceState::Free | TraceState::Claimed | TraceState::Pending => v1::TraceState::Pending,
+        TraceState::Recording => v1::TraceState::Recording,
+        TraceState::Written => v1::TraceState::Written,
+        TraceState::Failed => v1::TraceState::Failed,
+        TraceState::Refused => v1::TraceState::Refused,
+    };
+    let o = &status.outcome;
+    let settled = matches!(status.state, TraceState::Written | TraceState::Failed);
+    v1::TraceInfo {
+        pid,
+        id,
+        region,
+        output,
+        state: state as i32,
+        accesses: if settled { o.accesses } else { 0 },
+        instances: if settled { o.instances } else { 0 },
+        complete: settled && o.complete,
+        budget_reached: settled && o.budget_reached,
+        message: match state {
+            v1::TraceState::Refused => "the target left its start wait before taking the order (its EPCACHE_WAIT ran out, or a tool released it first); nothing is recorded".into(),
+            v1::TraceState::Lost => "the target ended before it said the trace was written (killed, crashed, or ended without its exit handlers); the file, if any, is incomplete".into(),
+            _ if settled => o.message.clone(),
+            _ => String::new(),
+        },
+    }
+}
 
 /// The MRI description of a target's simulated hardware.
 pub fn cache_model(spec: &HierarchySpec, counters: u32, counter_bits: u32) -> v1::CacheModel {

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use epcache_proto::v1;
 use epcache_proto::v1::mri_server::Mri;
-use epcache_shm::layout::{Boundary, HaltingPoint};
+use epcache_shm::layout::{Boundary, HaltingPoint, TargetState, TraceState};
 use epcache_shm::process;
-use epcache_shm::tool::ToolError;
+use epcache_shm::tool::{ToolError, TraceHandle};
 use epcache_sim::cache::HierarchySpec;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::Stream;
@@ -20,6 +20,7 @@ use crate::error::DaemonError;
 use crate::model;
 use crate::registry::{Placed, Registry, Session, TargetEntry, lock};
 use crate::resolve;
+use crate::trace_order;
 use crate::transport::connection_of;
 
 /// The metadata key naming the calling tool; requests and halting points belong to it.
@@ -628,5 +629,91 @@ impl Mri for MriService {
         })?;
         tracing::info!(pid = call.pid, "sent SIGTERM");
         Ok(Response::new(v1::TerminateResponse {}))
+    }
+
+    async fn start_trace(
+        &self,
+        request: Request<v1::StartTraceRequest>,
+    ) -> Result<Response<v1::StartTraceResponse>, Status> {
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        entry.ensure_live("record a trace")?;
+        let regions = entry.handle.regions().map_err(DaemonError::from)?;
+        let structures = entry.handle.data_structures().map_err(DaemonError::from)?;
+        let (order, region) = trace_order::resolve(&call, &regions, &structures)?;
+        let handle = entry
+            .handle
+            .start_trace(&order)
+            .map_err(DaemonError::from)?;
+        tracing::info!(pid = call.pid, region = %region, output = %order.path, "trace asked for");
+        let status = entry
+            .handle
+            .trace_status(handle)
+            .map_err(DaemonError::from)?
+            .ok_or_else(|| {
+                DaemonError::FailedPrecondition(format!(
+                    "another trace order replaced this one on target pid {} at once; read it with ReadTrace",
+                    call.pid
+                ))
+            })?;
+        Ok(Response::new(v1::StartTraceResponse {
+            trace: Some(model::trace_info(
+                call.pid,
+                handle.generation,
+                region,
+                order.path,
+                &status,
+                false,
+            )),
+        }))
+    }
+
+    async fn read_trace(
+        &self,
+        request: Request<v1::ReadTraceRequest>,
+    ) -> Result<Response<v1::ReadTraceResponse>, Status> {
+        let call = request.into_inner();
+        let entry = self.registry.get(call.pid)?;
+        let handle = TraceHandle {
+            generation: call.id,
+        };
+        let not_found = || DaemonError::NotFound {
+            what: "trace order",
+            name: call.id.to_string(),
+            pid: call.pid,
+            nearest: Vec::new(),
+        };
+        let mut status = entry
+            .handle
+            .trace_status(handle)
+            .map_err(DaemonError::from)?
+            .ok_or_else(not_found)?;
+        let ended = entry.status().end.is_some() || !entry.handle.target_alive();
+        // Still pending once the target left its start wait: it never takes the order now.
+        if status.state == TraceState::Pending
+            && (ended
+                || entry.handle.state().map_err(DaemonError::from)? != TargetState::WaitingForTool)
+            && entry
+                .handle
+                .refuse_trace(handle)
+                .map_err(DaemonError::from)?
+        {
+            status = entry
+                .handle
+                .trace_status(handle)
+                .map_err(DaemonError::from)?
+                .ok_or_else(not_found)?;
+        }
+        let order = status.order.clone();
+        let region = order
+            .as_ref()
+            .map(|o| entry.region_name(o.region))
+            .unwrap_or_default();
+        let output = order.map(|o| o.path).unwrap_or_default();
+        Ok(Response::new(v1::ReadTraceResponse {
+            trace: Some(model::trace_info(
+                call.pid, call.id, region, output, &status, ended,
+            )),
+        }))
     }
 }

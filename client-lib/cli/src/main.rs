@@ -53,6 +53,7 @@ mod step;
 mod targets;
 mod trace;
 mod trace_input;
+mod trace_record;
 mod trace_sites;
 mod watch;
 
@@ -102,7 +103,8 @@ impl Command {
             Command::Watch(a) => a.json,
             Command::Results(a) => a.json,
             Command::Histogram(a) => a.json,
-            Command::Demo(_) | Command::Cc(_) | Command::Trace(_) | Command::Annotate(_) => false,
+            Command::Trace(c) => c.json(),
+            Command::Demo(_) | Command::Cc(_) | Command::Annotate(_) => false,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `epcache trace`: converting lackey logs to the compact `.epct` format or to partial data
-//! traces, optionally keeping only the accesses of some functions or code ranges.
+//! traces, optionally keeping only the accesses of some functions or code ranges; and `trace
+//! record` (`trace_record.rs`), which asks a running target for a partial trace.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -23,6 +24,28 @@ pub(crate) enum TraceCommand {
     /// Convert a trace to epcache's compact binary format (.epct) for fast re-runs, or to a
     /// partial data trace (--to partial) for per-site tables and miss-ratio curves.
     Convert(ConvertArgs),
+    /// Ask a target waiting at its start to record a partial data trace of a region through the
+    /// daemon, and wait until it is written.
+    ///
+    /// The target must be waiting at its start (run it with EPCACHE_WAIT=yes): recording starts
+    /// at its first access, so that `epcache replay` of the trace under the target's cache gives
+    /// the region's live counts exactly. A target that already runs is refused, as is a second
+    /// trace while one is asked for or recorded. The target itself writes the file: an absolute
+    /// path (a relative one is taken from here) in an existing directory reached through no
+    /// symbolic link, never an existing file unless --overwrite. This command releases the
+    /// target, waits until the trace is written and says what it holds; it fails when nothing
+    /// was written (the reason is the target's).
+    Record(crate::trace_record::RecordArgs),
+}
+
+impl TraceCommand {
+    /// Whether the subcommand was asked for JSON.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            TraceCommand::Convert(_) => false,
+            TraceCommand::Record(a) => a.json,
+        }
+    }
 }
 
 /// Formats `trace convert` reads.
@@ -86,6 +109,7 @@ fn parse_hex(s: &str) -> Result<u64, String> {
 pub(crate) fn run(command: &TraceCommand) -> anyhow::Result<()> {
     match command {
         TraceCommand::Convert(args) => convert(args),
+        TraceCommand::Record(args) => crate::trace_record::run(args),
     }
 }
 

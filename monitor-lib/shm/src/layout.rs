@@ -43,7 +43,7 @@ use epcache_sim::ranges::AddressRange;
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
 /// Bumped whenever the meaning of any byte changes; readers refuse other versions.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 /// Bytes before the first table.
 pub const HEADER_BYTES: usize = 256;
 /// Request slots are bits of one 64-bit flag word per region, so at most 64.
@@ -125,17 +125,21 @@ pub enum Table {
     RequestSlots,
     /// One result block per request slot.
     Results,
+    /// The one trace block ([`TRACE_BLOCK_WORDS`]): a tool's order to record a partial trace
+    /// and what became of it.
+    Trace,
 }
 
 impl Table {
     /// All tables, in descriptor order.
-    pub const ALL: [Table; 6] = [
+    pub const ALL: [Table; 7] = [
         Table::Config,
         Table::Regions,
         Table::DataStructures,
         Table::Strings,
         Table::RequestSlots,
         Table::Results,
+        Table::Trace,
     ];
 
     fn descriptor(self) -> usize {
@@ -150,6 +154,7 @@ impl Table {
             Table::Strings => Some(1),
             Table::RequestSlots => Some(SLOT_WORDS * 8),
             Table::Results => None,
+            Table::Trace => Some(TRACE_BLOCK_WORDS * 8),
         }
     }
 }
@@ -163,6 +168,7 @@ impl std::fmt::Display for Table {
             Table::Strings => "string area",
             Table::RequestSlots => "request slots",
             Table::Results => "result space",
+            Table::Trace => "trace block",
         })
     }
 }
@@ -364,7 +370,7 @@ pub enum LayoutError {
 pub struct Layout {
     /// Bytes the layout uses.
     pub total: usize,
-    spans: [TableSpan; 6],
+    spans: [TableSpan; 7],
     max_buckets: u32,
 }
 
@@ -402,6 +408,7 @@ impl Layout {
             caps.string_bytes as usize,
             caps.request_slots as usize,
             caps.request_slots as usize,
+            1,
         ];
         let result_bytes = caps.result_words as usize * 8;
         let mut offset = HEADER_BYTES;
@@ -409,7 +416,7 @@ impl Layout {
             offset: 0,
             capacity: 0,
             entry_bytes: 0,
-        }; 6];
+        }; 7];
         for (i, table) in Table::ALL.into_iter().enumerate() {
             let entry_bytes = table.fixed_entry_bytes().unwrap_or(result_bytes);
             spans[i] = TableSpan {
@@ -533,7 +540,7 @@ impl Layout {
             offset: 0,
             capacity: 0,
             entry_bytes: 0,
-        }; 6];
+        }; 7];
         for table in Table::ALL {
             let d = table.descriptor();
             let offset = view.load_u64(d, Ordering::Relaxed)?;
@@ -584,6 +591,9 @@ impl Layout {
                 }
                 Table::Regions if capacity == 0 => {
                     return Err(bad("there must be room for a region"));
+                }
+                Table::Trace if capacity != 1 => {
+                    return Err(bad("there is exactly one trace block"));
                 }
                 _ => {}
             }
@@ -1795,6 +1805,12 @@ mod field_spans;
 pub use field_spans::{
     FIELD_HEADER_WORD, FIELD_SPAN_WORDS, FieldSpans, FieldSpansError, MAX_SLOT_ELEMENT_BYTES,
     MAX_SLOT_FIELDS,
+};
+mod trace_block;
+pub use trace_block::{
+    MAX_TRACE_MESSAGE_BYTES, MAX_TRACE_PATH_BYTES, MAX_TRACE_RANGES, TRACE_BLOCK_WORDS,
+    TRACE_PATH_LEN_WORD, TRACE_STATE_WORD, TraceOrder, TraceOrderError, TraceOutcome, TraceState,
+    check_trace_path, trace_generation, trace_state_word,
 };
 
 #[cfg(test)]

@@ -129,6 +129,9 @@ pub struct Mcc {
     owner_pid: u32,
     record: Mutex<Option<PathBuf>>,
     tables: Mutex<OwnTables>,
+    /// The trace order taken as the start wait ended ([`Mcc::take_trace_order`]), until the
+    /// runtime asks for it ([`Mcc::taken_trace`]).
+    taken_trace: Mutex<Option<Result<TakenTrace, String>>>,
 }
 
 /// The target's own copies of what it published: it never needs to re-read (and re-check) what
@@ -195,6 +198,7 @@ impl Mcc {
             owner_pid: pid,
             record: Mutex::new(Some(record)),
             tables: Mutex::new(OwnTables::default()),
+            taken_trace: Mutex::new(None),
         };
         mcc.set_state(layout::TargetState::Starting);
         Ok(mcc)
@@ -816,6 +820,12 @@ impl Mcc {
             });
             futex::wait(release, released, slice);
         };
+        if state == layout::TargetState::WaitingForTool {
+            // Taken while the state still says the program waits: a tool that sees it running
+            // with an order pending knows the order was never taken.
+            let taken = self.take_trace_order();
+            *self.taken_trace.lock().unwrap_or_else(|e| e.into_inner()) = taken;
+        }
         self.set_state(layout::TargetState::Running);
         outcome
     }
@@ -886,6 +896,9 @@ impl Drop for Mcc {
         self.finish();
     }
 }
+
+mod trace;
+pub use trace::TakenTrace;
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@ use super::futex;
 use super::layout::{
     self, Boundary, DataStructureIndex, DataStructureInfo, DataStructureKind, HaltingPoint, Layout,
     LayoutError, MAX_REQUEST_SLOTS, Mode, RegionIndex, RegionInfo, RequestResult, RequestSpec,
-    RequestTarget, SlotOwner, SlotState, Table, TargetState, analysis_bits, header,
+    RequestTarget, SlotOwner, SlotState, Table, TargetState, TraceState, analysis_bits, header,
 };
 use super::process;
 use super::sysv::{Access, Segment, SegmentError, ViewError};
@@ -127,6 +127,26 @@ pub enum ToolError {
         pid: u32,
         /// How long the tool waited.
         waited: Duration,
+    },
+    /// A trace order while another is asked for or being recorded.
+    #[error(
+        "target pid {pid} already has a trace asked for or being recorded (it is {state:?}); one trace at a time: wait until it is written"
+    )]
+    TraceBusy {
+        /// Its pid.
+        pid: u32,
+        /// Where the other order is.
+        state: TraceState,
+    },
+    /// A trace order to a target that no longer waits at its start.
+    #[error(
+        "target pid {pid} is {state:?}, not waiting at its start: a trace is recorded from the program's first access, so that re-simulating it gives the live counts exactly; start the program with EPCACHE_WAIT=yes and ask while it waits (or record it alone: `epcache run --trace REGION`)"
+    )]
+    TraceNotAtStart {
+        /// Its pid.
+        pid: u32,
+        /// What it is doing.
+        state: TargetState,
     },
     /// Release asked while the target runs.
     #[error(
@@ -848,3 +868,6 @@ impl TargetHandle {
         Ok(result.filter(|r| r.generation == handle.generation))
     }
 }
+
+mod trace;
+pub use trace::{TraceHandle, TraceStatus};

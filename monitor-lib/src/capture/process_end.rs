@@ -23,7 +23,7 @@ use super::hook_block::ThreadState;
 use super::runtime_guard::{self, RuntimeGuard, in_runtime};
 use super::this_thread::{close_all_open, flush_current_thread};
 use super::totals::totals;
-use super::{hand_over, mcc, report, settings, signal_abi, switches, this_thread, worker};
+use super::{hand_over, mcc, report, settings, signal_abi, switches, this_thread, tracing, worker};
 
 /// The process that ran the start-up (0 before it): a child made by `fork` or `vfork` is
 /// another, whatever state it inherited.
@@ -71,6 +71,11 @@ pub(super) extern "C" fn at_exit() {
             );
         }
         REPORTED.store(true, Ordering::Release);
+    }
+    // A tool's trace is written, and said to be, before the segment says the program ended.
+    if !switches::forked_child() {
+        this_thread::finish_trace_here();
+        tracing::unclaimed_at_exit();
     }
     if let Some(m) = mcc::get() {
         m.finish();

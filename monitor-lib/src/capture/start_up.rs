@@ -20,7 +20,7 @@ use super::settings::{self, REPORT_ENV, process_spec, report_spec_error_once};
 use super::switches::{self, standalone};
 use super::{
     gate_abi, globals, heap, mcc, process_end, process_end_abi, program, region_registry,
-    signal_abi, this_thread,
+    signal_abi, this_thread, tracing,
 };
 
 /// Reads `EPCACHE_REPORT` once per process; when set, switches capture on for every thread and
@@ -94,6 +94,8 @@ fn start_up() -> Option<PathBuf> {
     match segment {
         Some(m) => {
             m.ready();
+            // Before any thread captures, so a recording starts at its first access.
+            tracing::take_tool_order(m);
         }
         None => {
             if let Ok(wait) = std::env::var("EPCACHE_WAIT")

@@ -210,6 +210,21 @@ pub(crate) fn monitored_exit(region: RegionRef) {
     busy.leave_settled(should_capture());
 }
 
+/// Writes the partial trace this thread records, if it records one (at the process's end,
+/// whose thread-local destructors may never run).
+pub(crate) fn finish_trace_here() {
+    let busy = RuntimeGuard::enter();
+    with_existing_capture(|c| {
+        if let Some(core) = c.core()
+            && let Some(tracer) = core.tracer.take()
+        {
+            tracer.finish();
+            core.refresh_filter();
+        }
+    });
+    busy.leave_settled(should_capture());
+}
+
 /// Closes every region still open on this thread (at exit, before the report), so their
 /// counts so far are not lost.
 pub(crate) fn close_all_open() {

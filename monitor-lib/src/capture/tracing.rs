@@ -20,33 +20,67 @@
 //! The trace's site table names each code address's source line and function from the
 //! program's line tables, and the data structure holding the first address it accessed; its
 //! ranges are the data structures known at the end.
+//!
+//! A tool asks for the same recording over the MRI (the "trace" request, the segment's trace
+//! block, `epcache_shm::layout::TraceOrder`): the target must wait at its start
+//! (`EPCACHE_WAIT`), and takes the order once, when released ([`take_tool_order`], from
+//! start-up), before any thread captured, so recording still starts at the recording thread's
+//! first access and stays exact; capture is then switched on for the run. An order that comes
+//! after the start wait is never taken: the tool refuses to place it, or takes it back, with
+//! the reason. Such an order may also name an access budget (the recording ends, its open
+//! instance cut, once that many accesses are written) and data structures (only accesses to
+//! their bytes are written: re-simulation then shows those structures alone, not the live
+//! counts, which need every access). The target writes the file itself (it is the tool's
+//! user): the path must be absolute, its directory must exist and be reached through no
+//! symbolic link, and the file is created new (replaced only when the order allows, never
+//! through a link). What became of the order (accesses and instances recorded, complete or
+//! not, why not) goes back to the trace block when the trace is written, at the latest at the
+//! process's end.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
+use epcache_shm::layout::{RegionIndex, TraceOutcome};
+use epcache_shm::target::Mcc;
 use epcache_sim::cache::AccessKind;
+use epcache_sim::ranges::AddressRange;
 use epcache_sim::trace::TraceKind;
 use epcache_sim::trace::partial::{Mark, PartialAccess, PartialWriter, SiteInfo, StructureRange};
 
 use super::region_registry::{self, RegionRef};
-use super::{data, program, switches};
+use super::{data, mcc, program, switches};
 
 /// Environment variable naming the region to trace, optionally with a number of instances.
 pub const TRACE_ENV: &str = "EPCACHE_TRACE";
 /// Environment variable naming the partial trace file to write.
 pub const TRACE_OUTPUT_ENV: &str = "EPCACHE_TRACE_OUTPUT";
 
-/// What the environment asks to trace.
+/// What the environment or a tool asks to trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Request {
     region: String,
     /// Instances to record; `None`: every one.
     instances: Option<u64>,
     output: PathBuf,
+    /// Set when a tool asked (the trace block's order), unset for `EPCACHE_TRACE`.
+    tool: Option<ToolOrder>,
+}
+
+/// What only a tool's order carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ToolOrder {
+    /// The order's generation in the trace block, to say what became of it.
+    generation: u32,
+    /// The traced region by its index in the segment (names may repeat).
+    region: RegionIndex,
+    /// Accesses to write at most.
+    access_budget: Option<u64>,
+    /// Only accesses to these bytes are written; empty: every access.
+    ranges: Vec<AddressRange>,
 }
 
 /// Parses `EPCACHE_TRACE`'s and `EPCACHE_TRACE_OUTPUT`'s values.
@@ -82,21 +116,122 @@ fn parse(trace: &str, output: Option<&str>) -> Result<Option<Request>, String> {
         region: region.to_owned(),
         instances,
         output,
+        tool: None,
     }))
 }
 
+/// The trace asked for: set by a tool's order at start-up ([`take_tool_order`]), else read
+/// from the environment at the first capture.
+static REQUEST: OnceLock<Option<Request>> = OnceLock::new();
+/// The file a tool's order names, created when the order was taken, for [`claim`].
+static TOOL_FILE: Mutex<Option<File>> = Mutex::new(None);
+
+fn env_request() -> Option<Request> {
+    let trace = std::env::var(TRACE_ENV).unwrap_or_default();
+    let output = std::env::var(TRACE_OUTPUT_ENV).ok();
+    parse(&trace, output.as_deref()).unwrap_or_else(|why| {
+        eprintln!("{why}");
+        None
+    })
+}
+
 fn request() -> Option<&'static Request> {
-    static REQUEST: OnceLock<Option<Request>> = OnceLock::new();
-    REQUEST
-        .get_or_init(|| {
-            let trace = std::env::var(TRACE_ENV).unwrap_or_default();
-            let output = std::env::var(TRACE_OUTPUT_ENV).ok();
-            parse(&trace, output.as_deref()).unwrap_or_else(|why| {
-                eprintln!("{why}");
-                None
-            })
-        })
-        .as_ref()
+    REQUEST.get_or_init(env_request).as_ref()
+}
+
+/// Takes the trace order a tool left in the segment while the program waited at its start
+/// (start-up calls this once the wait ends, before any thread captures): creates its file
+/// and makes it the trace this run records, switching capture on. An order that cannot be
+/// served is failed with the reason, for the tool to read; the program runs on either way.
+pub(super) fn take_tool_order(mcc: &Mcc) {
+    let Some(taken) = mcc.taken_trace() else {
+        return;
+    };
+    let Ok(taken) = taken else {
+        return;
+    };
+    let order = taken.order;
+    let fail = |message: String| {
+        eprintln!("epcache: the trace a tool asked for is not recorded: {message}");
+        mcc.trace_ended(
+            taken.generation,
+            &TraceOutcome {
+                message,
+                ..TraceOutcome::default()
+            },
+            false,
+        );
+    };
+    if let Ok(trace) = std::env::var(TRACE_ENV)
+        && !trace.trim().is_empty()
+    {
+        return fail(format!(
+            "{TRACE_ENV}={trace} already asks this run for a trace; one trace at a time"
+        ));
+    }
+    let path = PathBuf::from(&order.path);
+    let file = match create_trace_file(&path, order.overwrite) {
+        Ok(file) => file,
+        Err(why) => return fail(why),
+    };
+    let request = Request {
+        region: taken.region_name,
+        instances: (order.instances > 0).then_some(order.instances),
+        output: path.clone(),
+        tool: Some(ToolOrder {
+            generation: taken.generation,
+            region: order.region,
+            access_budget: (order.access_budget > 0).then_some(order.access_budget),
+            ranges: order.ranges,
+        }),
+    };
+    if REQUEST.set(Some(request)).is_err() || CLAIMED.load(Ordering::Acquire) {
+        let _ = std::fs::remove_file(&path);
+        return fail(
+            "a thread captured before the order was taken, so recording could not start at its first access".into(),
+        );
+    }
+    *TOOL_FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
+    switches::set_switch(true);
+}
+
+/// Creates a tool's trace file at `path`: absolute, in an existing directory reached through
+/// no symbolic link, created new (or, with `overwrite`, replacing a regular file), never
+/// through a link, readable by the user alone.
+fn create_trace_file(path: &Path, overwrite: bool) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    let parent = path
+        .parent()
+        .filter(|p| path.is_absolute() && !p.as_os_str().is_empty())
+        .ok_or_else(|| format!("{shown} is not an absolute path of a file"))?;
+    let real = std::fs::canonicalize(parent)
+        .map_err(|e| format!("the directory of {shown} cannot be used ({e}); create it first"))?;
+    if real != parent {
+        return Err(format!(
+            "the directory of {shown} is reached through a symbolic link (it is {}); give the real path",
+            real.display()
+        ));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    if overwrite {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    let file = options.open(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::EEXIST) => format!("{shown} exists; ask to overwrite it, or name another file"),
+        Some(libc::ELOOP) => format!("{shown} is a symbolic link; name the file itself"),
+        _ => format!("cannot create {shown}: {e}"),
+    })?;
+    match file.metadata() {
+        Ok(m) if m.is_file() => Ok(file),
+        _ => Err(format!("{shown} is not a regular file")),
+    }
 }
 
 /// The trace being written, owned by the recording thread's core (`Core::tracer`), so
@@ -110,6 +245,10 @@ pub(super) struct Recorder {
     /// Traced instances open (nested ones included).
     depth: u32,
     instances_done: u64,
+    /// Accesses written.
+    recorded: u64,
+    /// Whether the access budget ended the recording.
+    budget_reached: bool,
 }
 
 static CLAIMED: AtomicBool = AtomicBool::new(false);
@@ -121,8 +260,15 @@ pub(super) fn claim() -> Option<Box<Recorder>> {
     if CLAIMED.swap(true, Ordering::AcqRel) {
         return None;
     }
-    let writer = File::create(&request.output)
-        .and_then(|f| PartialWriter::new(BufWriter::with_capacity(1 << 16, f)));
+    let file = match &request.tool {
+        Some(_) => TOOL_FILE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| std::io::Error::other("its file was not created")),
+        None => File::create(&request.output),
+    };
+    let writer = file.and_then(|f| PartialWriter::new(BufWriter::with_capacity(1 << 16, f)));
     match writer {
         Ok(writer) => Some(Box::new(Recorder {
             writer: Some(writer),
@@ -130,14 +276,60 @@ pub(super) fn claim() -> Option<Box<Recorder>> {
             traced: HashMap::new(),
             depth: 0,
             instances_done: 0,
+            recorded: 0,
+            budget_reached: false,
         })),
         Err(e) => {
             eprintln!(
-                "epcache: cannot write the trace {} ({TRACE_OUTPUT_ENV}): {e}; nothing is traced",
+                "epcache: cannot write the trace {}: {e}; nothing is traced",
                 request.output.display()
+            );
+            tell_tool(
+                request,
+                &TraceOutcome {
+                    message: format!("cannot write the trace: {e}"),
+                    ..TraceOutcome::default()
+                },
+                false,
             );
             None
         }
+    }
+}
+
+/// At the process's end: an order a tool placed that no thread ever claimed (nothing was
+/// captured) is said to have recorded nothing.
+pub(super) fn unclaimed_at_exit() {
+    if CLAIMED.load(Ordering::Acquire) {
+        return;
+    }
+    if let Some(Some(request)) = REQUEST.get()
+        && request.tool.is_some()
+    {
+        // The file created for it holds nothing a replay could read.
+        if TOOL_FILE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .is_some()
+        {
+            let _ = std::fs::remove_file(&request.output);
+        }
+        tell_tool(
+            request,
+            &TraceOutcome {
+                message: "no access was captured: is the program built with `epcache cc`?".into(),
+                ..TraceOutcome::default()
+            },
+            false,
+        );
+    }
+}
+
+/// Leaves a tool's order's outcome in the trace block (nothing for `EPCACHE_TRACE`).
+fn tell_tool(request: &Request, outcome: &TraceOutcome, written: bool) {
+    if let (Some(order), Some(mcc)) = (&request.tool, mcc::get()) {
+        mcc.trace_ended(order.generation, outcome, written);
     }
 }
 
@@ -159,12 +351,32 @@ impl Recorder {
         let Some(writer) = &mut self.writer else {
             return false;
         };
+        let tool = self.request.tool.as_ref();
+        if let Some(order) = tool
+            && !order.ranges.is_empty()
+            && !order.ranges.iter().any(|r| r.contains(addr))
+        {
+            return true;
+        }
         if let Err(e) = writer.record(&access) {
             eprintln!(
                 "epcache: cannot write the trace {}: {e}; tracing stops",
                 self.request.output.display()
             );
             self.writer = None;
+            return false;
+        }
+        self.recorded += 1;
+        if let Some(budget) = tool.and_then(|o| o.access_budget)
+            && self.recorded >= budget
+        {
+            // The open instance ends here; the recorder's drop writes the trace.
+            if self.depth > 0 {
+                writer.mark(Mark::End);
+                self.depth = 0;
+                self.instances_done += 1;
+            }
+            self.budget_reached = true;
             return false;
         }
         true
@@ -175,9 +387,13 @@ impl Recorder {
         if let Some(&traced) = self.traced.get(&region.id) {
             return traced;
         }
-        let traced = region_registry::all()
-            .get(region.id as usize)
-            .is_some_and(|meta| meta.name == self.request.region);
+        let traced = match &self.request.tool {
+            // By index: a tool named one region, and names may repeat.
+            Some(order) => region.entry.is_some_and(|e| e.region == order.region),
+            None => region_registry::all()
+                .get(region.id as usize)
+                .is_some_and(|meta| meta.name == self.request.region),
+        };
         self.traced.insert(region.id, traced);
         traced
     }
@@ -218,7 +434,23 @@ impl Recorder {
     /// Writes the trace: the site table, the data structures and the end.
     pub(super) fn finish(mut self: Box<Self>) {
         if let Some(writer) = self.writer.take() {
-            write(writer, self.request, self.instances_done);
+            write(writer, self.request, &self.outcome());
+        }
+    }
+
+    /// What the recording holds so far.
+    fn outcome(&self) -> TraceOutcome {
+        let complete = !self.budget_reached
+            && match self.request.instances {
+                Some(n) => self.instances_done >= n,
+                None => self.instances_done > 0,
+            };
+        TraceOutcome {
+            accesses: self.recorded,
+            instances: self.instances_done,
+            complete,
+            budget_reached: self.budget_reached,
+            message: String::new(),
         }
     }
 }
@@ -227,15 +459,16 @@ impl Drop for Recorder {
     /// A recording thread that ends before the process writes its trace then (not in a
     /// forked child, whose file is its parent's).
     fn drop(&mut self) {
-        if let Some(writer) = self.writer.take()
-            && !switches::forked_child()
+        if !switches::forked_child()
+            && let Some(writer) = self.writer.take()
         {
-            write(writer, self.request, self.instances_done);
+            let outcome = self.outcome();
+            write(writer, self.request, &outcome);
         }
     }
 }
 
-fn write(mut writer: PartialWriter<BufWriter<File>>, request: &Request, instances: u64) {
+fn write(mut writer: PartialWriter<BufWriter<File>>, request: &Request, outcome: &TraceOutcome) {
     let structures: Vec<_> = data::all()
         .into_iter()
         .filter(|s| s.range.end > s.range.start)
@@ -258,14 +491,34 @@ fn write(mut writer: PartialWriter<BufWriter<File>>, request: &Request, instance
         });
     }
     let path = request.output.display().to_string();
-    if instances == 0 {
-        eprintln!(
-            "epcache: region `{}` ({TRACE_ENV}) never ran; the trace {path} counts nothing",
+    let mut outcome = outcome.clone();
+    if outcome.instances == 0 {
+        let asked = if request.tool.is_some() {
+            "the tool's trace"
+        } else {
+            TRACE_ENV
+        };
+        outcome.message = format!(
+            "region `{}` ({asked}) never ran; the trace {path} counts nothing",
             request.region
         );
+        eprintln!("epcache: {}", outcome.message);
+    } else if outcome.budget_reached {
+        outcome.message = format!(
+            "the access budget ended the recording after {} accesses, within instance {}",
+            outcome.accesses, outcome.instances
+        );
     }
-    if let Err(e) = writer.finish() {
-        eprintln!("epcache: cannot write the trace {path}: {e}");
+    let finished = writer
+        .finish()
+        .and_then(|mut sink| std::io::Write::flush(&mut sink));
+    match finished {
+        Ok(_) => tell_tool(request, &outcome, true),
+        Err(e) => {
+            eprintln!("epcache: cannot write the trace {path}: {e}");
+            outcome.message = format!("cannot write the trace {path}: {e}");
+            tell_tool(request, &outcome, false);
+        }
     }
 }
 

@@ -40,6 +40,7 @@ mod heap_naming;
 mod heap_requests;
 mod line_attribution;
 mod partial_recording;
+mod partial_trace_requests;
 mod partial_traces;
 mod replay_matches_cachegrind;
 mod request_results;

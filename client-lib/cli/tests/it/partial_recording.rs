@@ -1,7 +1,8 @@
 //! Recording a partial data trace in the runtime (`EPCACHE_TRACE`, `EPCACHE_TRACE_OUTPUT`) and
 //! re-simulating it: under the run's cache, `epcache replay` of the recording gives exactly the
 //! counts the run's standalone report gives for the traced region, for a regular C kernel, an
-//! irregular one and a Fortran one; a recording of fewer instances stops after them.
+//! irregular one and a Fortran one; a recording of fewer instances stops after them. Sampled
+//! miss-ratio curves of the recordings stay within the error the replay states.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -28,6 +29,18 @@ fn record_and_replay(
     trace: &str,
     cache: &str,
 ) -> Option<(serde_json::Value, serde_json::Value)> {
+    let (dir, report) = record(compiler, source, trace, cache)?;
+    Some((report, replay(&dir.path().join("t.eppt"), cache)))
+}
+
+/// Builds `source` with `epcache cc -- COMPILER -O2`, runs it tracing `trace` under `cache`
+/// into `t.eppt` of the directory returned, and returns the directory and the report.
+fn record(
+    compiler: &str,
+    source: &str,
+    trace: &str,
+    cache: &str,
+) -> Option<(tempfile::TempDir, serde_json::Value)> {
     let who = format!("partial recording of {source}");
     if !(available(compiler, &who) && runtime_built(&who)) {
         return None;
@@ -55,12 +68,17 @@ fn record_and_replay(
     );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    Some((report, replay(&recording, cache)))
+    Some((dir, report))
 }
 
-fn replay(trace: &Path, cache: &str) -> serde_json::Value {
+pub(crate) fn replay(trace: &Path, cache: &str) -> serde_json::Value {
+    replay_with(trace, cache, &[])
+}
+
+fn replay_with(trace: &Path, cache: &str, options: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
         .args(["replay", "--json", "--cache", cache])
+        .args(options)
         .arg(trace)
         .output()
         .unwrap();
@@ -72,7 +90,7 @@ fn replay(trace: &Path, cache: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn assert_exact(report: &serde_json::Value, replayed: &serde_json::Value, name: &str) {
+pub(crate) fn assert_exact(report: &serde_json::Value, replayed: &serde_json::Value, name: &str) {
     let events = &region(report, name)["events"];
     for (event, level, field) in EVENTS {
         assert_eq!(
@@ -213,4 +231,99 @@ fn epcache_run_trace_records_what_the_environment_does() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never ran"));
+}
+
+/// The mean absolute difference of two curve sets' miss ratios at the points both have.
+fn mean_absolute_error(exact: &serde_json::Value, sampled: &serde_json::Value) -> f64 {
+    let (mut sum, mut n) = (0.0, 0);
+    for curve in sampled.as_array().unwrap() {
+        let Some(twin) = exact
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["structure"] == curve["structure"])
+        else {
+            continue;
+        };
+        for p in curve["points"].as_array().unwrap() {
+            if let Some(q) = twin["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|q| q["size"] == p["size"])
+            {
+                sum +=
+                    (p["miss_ratio"].as_f64().unwrap() - q["miss_ratio"].as_f64().unwrap()).abs();
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 0, "no common point");
+    sum / f64::from(n)
+}
+
+/// SHARDS-sampled curves of recorded traces (a regular, an irregular and a Fortran kernel) stay
+/// within the error `epcache replay --mrc-sample` states for their sample, and say how they were
+/// made; set-associative sampling is refused with the way out.
+#[test]
+fn sampled_curves_stay_within_the_stated_error() {
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    for (compiler, source, region) in [
+        ("gcc", "partial_matmul.c", "multiply"),
+        ("gcc", "partial_gather.c", "gather"),
+        ("gfortran", "partial_sweep.f90", "sweep"),
+    ] {
+        let Some((dir, _)) = record(compiler, source, region, cache) else {
+            return;
+        };
+        let trace = dir.path().join("t.eppt");
+        let exact = replay_with(&trace, cache, &["--mrc", "full,32"]);
+        assert!(exact.get("mrc_sample").is_none());
+        for rate in ["0.5", "0.1"] {
+            let sampled = replay_with(&trace, cache, &["--mrc", "full,32", "--mrc-sample", rate]);
+            let sample = &sampled["mrc_sample"];
+            assert_eq!(sample["method"], "SHARDS fixed-rate");
+            let stated = sample["expected_mean_absolute_error"].as_f64().unwrap();
+            let error = mean_absolute_error(&exact["mrc"], &sampled["mrc"]);
+            eprintln!(
+                "{source} at {rate}: {} lines sampled, mean absolute error {error:.4} (stated {stated})",
+                sample["sampled_lines"]
+            );
+            assert!(error <= stated, "{source} at {rate}: {error} > {stated}");
+            // Each structure's access count is exact; only misses are estimated.
+            assert_eq!(
+                sampled["mrc"].as_array().unwrap().last().unwrap()["accesses"],
+                exact["mrc"].as_array().unwrap().last().unwrap()["accesses"]
+            );
+        }
+        let text = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args([
+                "replay",
+                "--cache",
+                cache,
+                "--mrc",
+                "full,32",
+                "--mrc-sample",
+                "0.1",
+            ])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&text.stdout).contains("sampled (SHARDS, rate"));
+        let refused = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args([
+                "replay",
+                "--cache",
+                cache,
+                "--mrc",
+                "2,32",
+                "--mrc-sample",
+                "0.1",
+            ])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(!refused.status.success());
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("--mrc full,32"));
+    }
 }

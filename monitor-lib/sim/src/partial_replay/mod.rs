@@ -25,11 +25,16 @@
 
 mod mrc;
 mod owners;
+mod shards;
 
 use std::collections::HashMap;
 
 pub use mrc::{MissRatioCurve, MrcError, MrcPoint, miss_ratio_curves};
 use owners::{MAX_LINE_SIZE, OwnerTracker};
+pub use shards::{
+    SAMPLING_ERRORS, SampledCurves, Sampler, mean_absolute_error, sampled_miss_ratio_curves,
+    smallest_lines, stated_error,
+};
 
 use crate::cache::{AccessKind, Hierarchy, LevelStats};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};

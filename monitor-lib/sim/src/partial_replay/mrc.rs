@@ -9,6 +9,8 @@
 //!   re-simulating the trace with that first level gives (LRU stack distances do not carry
 //!   across set counts, since the set of a line changes with them).
 //!
+//! For traces too long for exact distances, `shards.rs` samples the fully associative curves.
+//!
 //! Only the accesses of a trace's counted spans are counted (see `MARK` in the format); the
 //! others are simulated all the same. Both follow native replay's conventions: sizes are whole, and a modify is a read then a
 //! write, both counted. The curves are of the program's own stream: a second level's curve
@@ -22,7 +24,7 @@ use crate::trace::partial::{CountedSpans, PartialError, PartialTrace};
 use super::Owners;
 
 /// Largest number of points one curve gets (sizes double from one line, or one set, up).
-const MAX_POINTS: usize = 40;
+pub(super) const MAX_POINTS: usize = 40;
 
 /// Why the curves could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +35,8 @@ pub enum MrcError {
     Cache(#[from] CacheError),
     #[error("the line size {0} is not a power of two of at least 4 bytes")]
     BadLine(u32),
+    #[error("the sampling rate {0} is not a number above 0 and at most 1 (e.g. 0.01)")]
+    BadRate(f64),
 }
 
 /// One point of a curve.
@@ -171,7 +175,7 @@ pub fn miss_ratio_curves(
 }
 
 /// The cache accesses a record makes in native mode.
-fn cache_accesses(kind: TraceKind) -> &'static [AccessKind] {
+pub(super) fn cache_accesses(kind: TraceKind) -> &'static [AccessKind] {
     match kind {
         TraceKind::Load | TraceKind::Instr => &[AccessKind::Read],
         TraceKind::Store => &[AccessKind::Write],
@@ -179,7 +183,7 @@ fn cache_accesses(kind: TraceKind) -> &'static [AccessKind] {
     }
 }
 
-fn point(size: u64, misses: u64, accesses: u64) -> MrcPoint {
+pub(super) fn point(size: u64, misses: u64, accesses: u64) -> MrcPoint {
     MrcPoint {
         size,
         misses,

@@ -303,3 +303,86 @@ fn marked_spans_count_only_their_accesses_from_the_warm_cache() {
     assert_eq!(all.accesses, 450);
     assert_eq!(all.points.last().unwrap().misses, expected[0][1]);
 }
+
+/// SHARDS at rate 1 samples every line: its curves are the exact ones, point for point.
+#[test]
+fn sampling_every_line_gives_the_exact_curves() {
+    let trace = trace_of(&matmul(20), &MATMUL_RANGES, &[]);
+    let exact = miss_ratio_curves(&trace, None, 32, Some(16384)).unwrap();
+    let sampled = sampled_miss_ratio_curves(&trace, 32, 1.0, Some(16384)).unwrap();
+    assert_eq!(sampled.rate, 1.0);
+    assert_eq!(sampled.curves, exact);
+    assert_eq!(mean_absolute_error(&exact, &sampled.curves), Some(0.0));
+    for bad in [0.0, -0.5, 1.5, f64::NAN] {
+        assert!(matches!(
+            sampled_miss_ratio_curves(&trace, 32, bad, None),
+            Err(MrcError::BadRate(_))
+        ));
+    }
+}
+
+/// A rate keeps about that share of the lines, spread over the address space, and curves start
+/// at `1 / rate` lines.
+#[test]
+fn the_sampler_keeps_its_share_of_lines_and_points_start_at_its_inverse() {
+    let sampler = Sampler::new(0.01).unwrap();
+    assert!((sampler.rate() - 0.01).abs() < 1e-6);
+    let kept = (0..1_000_000u64).filter(|&l| sampler.takes(l)).count();
+    assert!((9_000..11_000).contains(&kept), "{kept}");
+    // Neighbouring lines are not sampled together.
+    let runs = (0..1_000_000u64)
+        .filter(|&l| sampler.takes(l) && sampler.takes(l + 1))
+        .count();
+    assert!(runs < 300, "{runs}");
+    assert_eq!(smallest_lines(0.01), 512);
+    assert_eq!(smallest_lines(0.5), 8);
+}
+
+/// A long irregular stream (a working set of 64K lines, mostly hot, gathered at random): the
+/// sampled curve stays within the error `epcache replay` states for its sample size.
+#[test]
+fn a_sampled_curve_of_a_long_stream_stays_near_the_exact_one() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut accesses = Vec::with_capacity(400_000);
+    for i in 0..400_000u64 {
+        let r = next();
+        // Half the accesses in a 2K-line hot set, the rest over 64K lines, plus a sweep.
+        let line = match i % 4 {
+            0 | 1 => r % 2048,
+            2 => 2048 + r % 65536,
+            _ => 70_000 + i / 4 % 8192,
+        };
+        accesses.push(access(
+            0xa + i % 4,
+            TraceKind::Load,
+            0x100_0000 + line * 64,
+            8,
+        ));
+    }
+    let trace = trace_of(&accesses, &[], &[]);
+    let exact = miss_ratio_curves(&trace, None, 64, None).unwrap();
+    for rate in [0.1, 0.01] {
+        let sampled = sampled_miss_ratio_curves(&trace, 64, rate, None).unwrap();
+        let error = mean_absolute_error(&exact, &sampled.curves).unwrap();
+        eprintln!(
+            "rate {rate}: {} lines, mean absolute error {error}",
+            sampled.sampled_lines
+        );
+        assert!(
+            sampled.sampled_lines > 400,
+            "{rate}: {}",
+            sampled.sampled_lines
+        );
+        assert!(
+            error <= stated_error(sampled.sampled_lines),
+            "rate {rate}: mean absolute error {error} over {} lines",
+            sampled.sampled_lines
+        );
+    }
+}

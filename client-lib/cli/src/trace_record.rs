@@ -1,0 +1,149 @@
+//! `epcache trace record`: ask a target waiting at its start (`EPCACHE_WAIT`) to record a
+//! partial data trace of a region through the daemon (the MRI's StartTrace), let it run, and
+//! wait until the target says what it wrote.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use epcache_client::{TraceInfo, TraceOrder, TraceState};
+
+use crate::connection::{DaemonArgs, block_on, json};
+use crate::numbers::grouped;
+use crate::output::print_stdout;
+
+/// How often the order's state is read while the target records.
+const POLL: Duration = Duration::from_millis(100);
+
+/// `epcache trace record`'s options (its help is the `TraceCommand::Record` variant's).
+#[derive(Debug, Args)]
+pub(crate) struct RecordArgs {
+    /// The target's pid.
+    #[arg(long = "target", value_name = "PID")]
+    pid: u32,
+    /// The region (a function or a marker's label) whose instances the trace counts.
+    #[arg(long, value_name = "NAME")]
+    region: String,
+    /// Record this many instances of the region [default: every one until the program ends].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    instances: Option<u64>,
+    /// Stop after writing this many accesses (cutting the instance under way; the trace is then
+    /// incomplete) [default: no limit].
+    #[arg(long, value_name = "ACCESSES", value_parser = clap::value_parser!(u64).range(1..))]
+    budget: Option<u64>,
+    /// Write only the accesses to this data structure (a global or an address range's name;
+    /// repeat for up to 8). The trace then re-simulates those alone, not the live counts
+    /// [default: every access].
+    #[arg(long = "data", value_name = "NAME")]
+    data: Vec<String>,
+    /// The file the target writes.
+    #[arg(long, short, value_name = "FILE")]
+    output: PathBuf,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    overwrite: bool,
+    /// Leave the target waiting at its start (another tool releases it), and wait for the trace.
+    #[arg(long)]
+    no_release: bool,
+    /// Return once the order is placed (read it later with the daemon's ReadTrace), instead of
+    /// waiting until the trace is written.
+    #[arg(long)]
+    no_wait: bool,
+    #[command(flatten)]
+    daemon: DaemonArgs,
+    /// Print JSON (a failure too, as {"error": ...} on stdout).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<()> {
+    let output = std::path::absolute(&args.output)
+        .with_context(|| format!("making {} absolute", args.output.display()))?;
+    let output = output
+        .to_str()
+        .with_context(|| format!("{} is not UTF-8", output.display()))?
+        .to_owned();
+    let order = TraceOrder {
+        instances: args.instances,
+        access_budget: args.budget,
+        data: args.data.iter().map(|d| d.as_str().into()).collect(),
+        overwrite: args.overwrite,
+        ..TraceOrder::new(args.region.as_str(), output)
+    };
+    let (trace, spec) = block_on(async {
+        let mut client = args.daemon.connect().await?;
+        let spec = client
+            .describe(args.pid)
+            .await
+            .ok()
+            .and_then(|d| d.cache_spec);
+        let placed = client.start_trace(args.pid, &order).await?;
+        if !args.no_release {
+            client
+                .resume(args.pid, false)
+                .await
+                .context("releasing the target from its start wait")?;
+        }
+        if args.no_wait {
+            return Ok((placed, spec));
+        }
+        loop {
+            let now = client.read_trace(args.pid, placed.id).await?;
+            if now.state.is_final() {
+                return Ok((now, spec));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    })?;
+    if args.json {
+        print_stdout(&json(&trace)?)?;
+    } else {
+        print_stdout(&describe(&trace, spec.as_deref()))?;
+    }
+    match trace.state {
+        TraceState::Written if trace.instances == 0 => bail!(
+            "region `{}` never ran in pid {}, so the trace {} counts nothing (is it the name `epcache describe` lists?)",
+            trace.region,
+            trace.pid,
+            trace.output
+        ),
+        TraceState::Pending | TraceState::Recording | TraceState::Written => Ok(()),
+        state => bail!(
+            "the trace of `{}` in pid {} was not written ({state:?}): {}",
+            trace.region,
+            trace.pid,
+            trace.message
+        ),
+    }
+}
+
+/// The order in words.
+fn describe(t: &TraceInfo, spec: Option<&str>) -> String {
+    match t.state {
+        TraceState::Pending | TraceState::Recording => format!(
+            "pid {}: trace {} of `{}` into {} is asked for ({:?})\n",
+            t.pid, t.id, t.region, t.output, t.state
+        ),
+        TraceState::Written => {
+            let how = if t.complete {
+                "complete".to_owned()
+            } else if t.message.is_empty() {
+                "incomplete".to_owned()
+            } else {
+                format!("incomplete: {}", t.message)
+            };
+            format!(
+                "pid {}: recorded {} instance(s) of `{}` in {}: {} accesses ({how}); replay it with `epcache replay --cache {} {}`\n",
+                t.pid,
+                t.instances,
+                t.region,
+                t.output,
+                grouped(t.accesses),
+                spec.unwrap_or("SPEC"),
+                t.output
+            )
+        }
+        _ => String::new(),
+    }
+}
