@@ -317,7 +317,8 @@ fn enter(region: Option<RegionRef>, function: bool, sp: u64) {
             (Some(m), Some(e)) => m.has_request(e),
             _ => false,
         };
-    let monitored = region.is_some() && (requested || switches::standalone());
+    let monitored =
+        region.is_some() && (requested || switches::standalone() || switches::trace_asked());
     push(Frame::resolved(region, function, monitored), sp);
     if let Some(r) = region
         && monitored

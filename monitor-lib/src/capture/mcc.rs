@@ -123,7 +123,7 @@ pub(super) fn quiet() -> bool {
 /// tool sequence moved since the last look.
 #[inline(never)]
 pub(super) fn armed() -> bool {
-    if switches::standalone() {
+    if switches::standalone() || switches::trace_asked() {
         return true;
     }
     // No segment of this process's own (switched off, or the parent's after a fork): no tool

@@ -78,7 +78,13 @@ fn start_up() -> Option<PathBuf> {
         // Not `enable_all`: its sync would re-enter this start-up.
         switches::set_switch(true);
     }
-    if segment.is_some() || report.is_some() {
+    // A trace asked by the environment records with or without a report.
+    let traced = tracing::asked_by_environment();
+    if traced {
+        switches::ask_trace();
+        switches::set_switch(true);
+    }
+    if segment.is_some() || report.is_some() || traced {
         let objects = program::objects();
         region_registry::register_functions(&objects);
         globals::register_globals(&objects);

@@ -35,6 +35,8 @@ static START_UP_COUNTED: AtomicBool = AtomicBool::new(false);
 static EPOCH: AtomicU32 = AtomicU32::new(1);
 /// Standalone mode (`EPCACHE_REPORT`): every region is monitored, every access attributed.
 static STANDALONE: AtomicBool = AtomicBool::new(false);
+/// A partial trace is asked of this run (see [`trace_asked`]).
+static TRACE_ASKED: AtomicBool = AtomicBool::new(false);
 /// Set in a child of `fork` (that has not exec'd): the report and the segment are the parent's.
 static FORKED: AtomicBool = AtomicBool::new(false);
 
@@ -114,6 +116,19 @@ pub(super) fn monitored_region_closed() {
 #[inline]
 pub(crate) fn standalone() -> bool {
     STANDALONE.load(Ordering::Relaxed)
+}
+
+/// Whether a partial trace is asked of this run (`EPCACHE_TRACE`, or a tool's order taken at
+/// start-up): every region boundary is then monitored, as in standalone mode, so the recorder
+/// sees the traced region's instances begin and end with or without a report.
+pub(crate) fn trace_asked() -> bool {
+    TRACE_ASKED.load(Ordering::Relaxed)
+}
+
+/// A partial trace is asked of this run (at start-up, before region tracking starts or any
+/// boundary looked at what is armed).
+pub(super) fn ask_trace() {
+    TRACE_ASKED.store(true, Ordering::Release);
 }
 
 /// The standalone report is wanted (at start-up).

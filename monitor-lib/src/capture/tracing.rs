@@ -139,6 +139,14 @@ fn request() -> Option<&'static Request> {
     REQUEST.get_or_init(env_request).as_ref()
 }
 
+/// Whether `EPCACHE_TRACE` asks this run for a trace that can be recorded. Start-up asks, so
+/// a bad value is said before the program runs and a good one switches capture on, with or
+/// without a standalone report. The variable unset leaves the request open for a tool's
+/// order ([`take_tool_order`]).
+pub(super) fn asked_by_environment() -> bool {
+    std::env::var(TRACE_ENV).is_ok_and(|trace| !trace.trim().is_empty()) && request().is_some()
+}
+
 /// Takes the trace order a tool left in the segment while the program waited at its start
 /// (start-up calls this once the wait ends, before any thread captures): creates its file
 /// and makes it the trace this run records, switching capture on. An order that cannot be
@@ -192,6 +200,7 @@ pub(super) fn take_tool_order(mcc: &Mcc) {
         );
     }
     *TOOL_FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
+    switches::ask_trace();
     switches::set_switch(true);
 }
 

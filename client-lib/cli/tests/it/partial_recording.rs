@@ -144,6 +144,43 @@ fn regular_c_kernel_recording_replays_to_the_live_counts() {
     );
 }
 
+/// `EPCACHE_TRACE` alone, with no `EPCACHE_REPORT`, switches capture on and records the same
+/// trace: its replay gives the first level's counts (which no load address changes) of the
+/// recording made beside a report.
+#[test]
+fn the_environment_alone_records_without_a_report() {
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    let Some((dir, _)) = record("gcc", "partial_matmul.c", "multiply", cache) else {
+        return;
+    };
+    let alone = dir.path().join("alone.eppt");
+    let out = Command::new(dir.path().join("prog"))
+        .env_remove("EPCACHE_REPORT")
+        .env("EPCACHE_CACHE", cache)
+        .env("EPCACHE_TRACE", "multiply")
+        .env("EPCACHE_TRACE_OUTPUT", &alone)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(alone.exists(), "no trace written without a report");
+    let (beside, alone) = (
+        replay(&dir.path().join("t.eppt"), cache),
+        replay(&alone, cache),
+    );
+    assert_eq!(alone["levels"]["D1"], beside["levels"]["D1"]);
+    assert_eq!(
+        alone["levels"]["LL"]["reads"],
+        beside["levels"]["LL"]["reads"]
+    );
+    assert!(alone["levels"]["D1"]["reads"].as_u64().unwrap() > 1000);
+}
+
 #[test]
 fn irregular_c_kernel_recording_replays_to_the_live_counts() {
     let Some((report, replayed)) = record_and_replay(
