@@ -19,7 +19,7 @@
 use crate::analysis::{DistanceHistogram, LruStack};
 use crate::cache::{AccessKind, CacheError, Hierarchy, HierarchySpec, LevelResult};
 use crate::trace::TraceKind;
-use crate::trace::partial::{CountedSpans, PartialError, PartialTrace};
+use crate::trace::partial::{CountedSpans, PartialAccess, PartialError, PartialTrace};
 
 use super::Owners;
 
@@ -78,11 +78,12 @@ pub fn miss_ratio_curves(
     // Per structure, in buckets exact at every power-of-two number of lines, so memory stays
     // a few hundred words per structure however long the trace.
     let mut distances: Vec<DistanceHistogram> = vec![DistanceHistogram::default(); n];
-    let mut spans = CountedSpans::new(trace.marks());
-    for (seq, access) in trace.accesses().enumerate() {
-        let a = access?;
-        let counting = spans.counts(seq as u64);
-        let structure = owners.structure_of(a.addr, owners.site_index[&a.site]) as usize;
+    for attributed in attributed(trace, &owners) {
+        let Attributed {
+            access: a,
+            counting,
+            structure,
+        } = attributed?;
         let times = cache_accesses(a.kind).len() as u64;
         if counting {
             accesses[structure] += times;
@@ -112,18 +113,7 @@ pub fn miss_ratio_curves(
     let max_size = max_size
         .unwrap_or_else(|| (distinct.max(1) << bits).next_power_of_two())
         .max(u64::from(line_size) * u64::from(ways.unwrap_or(1)));
-    let mut curves: Vec<MissRatioCurve> = owners
-        .structures
-        .iter()
-        .cloned()
-        .chain([String::from("(all)")])
-        .zip(&accesses)
-        .map(|(structure, &accesses)| MissRatioCurve {
-            structure,
-            accesses,
-            points: Vec::new(),
-        })
-        .collect();
+    let mut curves = empty_curves(&owners, &accesses);
     match ways {
         None => {
             for (s, curve) in curves.iter_mut().enumerate() {
@@ -148,12 +138,12 @@ pub fn miss_ratio_curves(
                 let spec = HierarchySpec::parse(&format!("D1={size},{ways},{line_size}"))?;
                 let mut hierarchy = Hierarchy::new(&spec)?;
                 let mut misses = vec![0u64; n];
-                let mut spans = CountedSpans::new(trace.marks());
-                for (seq, access) in trace.accesses().enumerate() {
-                    let a = access?;
-                    let counting = spans.counts(seq as u64);
-                    let structure =
-                        owners.structure_of(a.addr, owners.site_index[&a.site]) as usize;
+                for attributed in attributed(trace, &owners) {
+                    let Attributed {
+                        access: a,
+                        counting,
+                        structure,
+                    } = attributed?;
                     for &kind in cache_accesses(a.kind) {
                         let missed =
                             hierarchy.access(a.addr, a.size, kind).levels[0] == LevelResult::Miss;
@@ -172,6 +162,46 @@ pub fn miss_ratio_curves(
     }
     curves.retain(|c| c.accesses > 0);
     Ok(curves)
+}
+
+/// One access of a trace as the curves take it: the access, whether it lies in a counted span,
+/// and the index of its data structure's curve (the last index, "(all)", stands for none).
+pub(super) struct Attributed {
+    pub(super) access: PartialAccess,
+    pub(super) counting: bool,
+    pub(super) structure: usize,
+}
+
+/// The accesses of `trace` in order, each with its span and structure ([`Attributed`]).
+pub(super) fn attributed<'a>(
+    trace: &'a PartialTrace,
+    owners: &'a Owners,
+) -> impl Iterator<Item = Result<Attributed, PartialError>> + 'a {
+    let mut spans = CountedSpans::new(trace.marks());
+    trace.accesses().enumerate().map(move |(seq, access)| {
+        let access = access?;
+        Ok(Attributed {
+            counting: spans.counts(seq as u64),
+            structure: owners.structure_of(access.addr, owners.site_index[&access.site]) as usize,
+            access,
+        })
+    })
+}
+
+/// One empty curve per data structure of `owners`, then "(all)", with their counted accesses.
+pub(super) fn empty_curves(owners: &Owners, accesses: &[u64]) -> Vec<MissRatioCurve> {
+    owners
+        .structures
+        .iter()
+        .cloned()
+        .chain([String::from("(all)")])
+        .zip(accesses)
+        .map(|(structure, &accesses)| MissRatioCurve {
+            structure,
+            accesses,
+            points: Vec::new(),
+        })
+        .collect()
 }
 
 /// The cache accesses a record makes in native mode.

@@ -28,7 +28,7 @@
 //! measured; `epcache replay` prints it with the number of lines sampled).
 
 use crate::analysis::{DistanceHistogram, LruStack};
-use crate::trace::partial::{CountedSpans, PartialTrace};
+use crate::trace::partial::PartialTrace;
 
 use super::Owners;
 use super::mrc::{self, MissRatioCurve, MrcError};
@@ -109,11 +109,12 @@ pub fn sampled_miss_ratio_curves(
     let mut accesses = vec![0u64; n];
     let mut stack = LruStack::new(1 << 10);
     let mut distances: Vec<DistanceHistogram> = vec![DistanceHistogram::default(); n];
-    let mut spans = CountedSpans::new(trace.marks());
-    for (seq, access) in trace.accesses().enumerate() {
-        let a = access?;
-        let counting = spans.counts(seq as u64);
-        let structure = owners.structure_of(a.addr, owners.site_index[&a.site]) as usize;
+    for attributed in mrc::attributed(trace, &owners) {
+        let mrc::Attributed {
+            access: a,
+            counting,
+            structure,
+        } = attributed?;
         let times = mrc::cache_accesses(a.kind).len() as u64;
         if counting {
             accesses[structure] += times;
@@ -140,18 +141,7 @@ pub fn sampled_miss_ratio_curves(
     let sampled_lines = stack.distinct_lines() as u64;
     let footprint = (sampled_lines as f64 / rate).ceil() as u64;
     let max_size = max_size.unwrap_or_else(|| (footprint.max(1) << bits).next_power_of_two());
-    let mut curves: Vec<MissRatioCurve> = owners
-        .structures
-        .iter()
-        .cloned()
-        .chain([String::from("(all)")])
-        .zip(&accesses)
-        .map(|(structure, &accesses)| MissRatioCurve {
-            structure,
-            accesses,
-            points: Vec::new(),
-        })
-        .collect();
+    let mut curves = mrc::empty_curves(&owners, &accesses);
     let smallest = if rate >= 1.0 { 1 } else { smallest_lines(rate) };
     for (s, curve) in curves.iter_mut().enumerate() {
         let mut lines = smallest;
