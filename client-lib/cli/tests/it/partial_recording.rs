@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built};
 
 /// The standalone report's events of a region, as replay's level fields.
-const EVENTS: [(&str, &str, &str); 8] = [
+pub(crate) const EVENTS: [(&str, &str, &str); 8] = [
     ("PAPI_L1_DCR", "D1", "reads"),
     ("PAPI_L1_LDM", "D1", "read_misses"),
     ("PAPI_L1_DCW", "D1", "writes"),
@@ -52,12 +52,25 @@ fn record(
         &[compiler, "-O2", "-o", "prog", src.to_str().unwrap()],
     );
     let (report, recording) = (dir.path().join("r.json"), dir.path().join("t.eppt"));
-    let out = Command::new(dir.path().join("prog"))
-        .env("EPCACHE_REPORT", &report)
+    run_traced(dir.path(), cache, trace, &recording, Some(&report));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    Some((dir, report))
+}
+
+/// Runs `dir`'s `prog` under `cache` tracing `trace` into `recording`, with the standalone
+/// report `report` when given, and checks it succeeded.
+fn run_traced(dir: &Path, cache: &str, trace: &str, recording: &Path, report: Option<&Path>) {
+    let mut command = Command::new(dir.join("prog"));
+    match report {
+        Some(report) => command.env("EPCACHE_REPORT", report),
+        None => command.env_remove("EPCACHE_REPORT"),
+    };
+    let out = command
         .env("EPCACHE_CACHE", cache)
         .env("EPCACHE_TRACE", trace)
-        .env("EPCACHE_TRACE_OUTPUT", &recording)
-        .current_dir(dir.path())
+        .env("EPCACHE_TRACE_OUTPUT", recording)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -66,9 +79,6 @@ fn record(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    Some((dir, report))
 }
 
 pub(crate) fn replay(trace: &Path, cache: &str) -> serde_json::Value {
@@ -154,20 +164,7 @@ fn the_environment_alone_records_without_a_report() {
         return;
     };
     let alone = dir.path().join("alone.eppt");
-    let out = Command::new(dir.path().join("prog"))
-        .env_remove("EPCACHE_REPORT")
-        .env("EPCACHE_CACHE", cache)
-        .env("EPCACHE_TRACE", "multiply")
-        .env("EPCACHE_TRACE_OUTPUT", &alone)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_traced(dir.path(), cache, "multiply", &alone, None);
     assert!(alone.exists(), "no trace written without a report");
     let (beside, alone) = (
         replay(&dir.path().join("t.eppt"), cache),

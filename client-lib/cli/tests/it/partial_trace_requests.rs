@@ -38,11 +38,20 @@ fn build(dir: &Path, who: &str) -> Option<std::path::PathBuf> {
 
 /// The program, waiting at start for a tool, its record in `dir`, its report at `dir/r.json`.
 fn start(program: &Path, dir: &Path) -> Child {
-    Command::new(program)
+    start_with_report(program, dir, true)
+}
+
+/// Starts `program` waiting for a tool under the test's daemon directory and cache, with the
+/// standalone report `r.json` or without any.
+fn start_with_report(program: &Path, dir: &Path, report: bool) -> Child {
+    let mut command = Command::new(program);
+    if report {
+        command.env("EPCACHE_REPORT", dir.join("r.json"));
+    }
+    command
         .env("EPCACHE_WAIT", "30")
         .env("EPCACHE_RUNTIME_DIR", dir)
         .env("EPCACHE_CACHE", CACHE)
-        .env("EPCACHE_REPORT", dir.join("r.json"))
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -122,26 +131,11 @@ async fn a_trace_beside_requests_replays_to_their_results() {
     };
     let daemon = start_daemon(&dir).await;
     let addr = daemon.endpoint();
-    let mut target = Command::new(&program)
-        .env("EPCACHE_WAIT", "30")
-        .env("EPCACHE_RUNTIME_DIR", &dir)
-        .env("EPCACHE_CACHE", CACHE)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut target = start_with_report(&program, &dir, false);
     let pid = target.id();
     let mut client = epcache_client::Client::connect(&addr).await.unwrap();
     wait_listed(&mut client, pid).await;
-    let events = [
-        ("PAPI_L1_DCR", "D1", "reads"),
-        ("PAPI_L1_LDM", "D1", "read_misses"),
-        ("PAPI_L1_DCW", "D1", "writes"),
-        ("PAPI_L1_STM", "D1", "write_misses"),
-        ("PAPI_L2_DCR", "LL", "reads"),
-        ("PAPI_L2_LDM", "LL", "read_misses"),
-    ];
+    let events = &crate::partial_recording::EVENTS[..6];
     let requests: Vec<epcache_client::Request> = events
         .iter()
         .map(|(event, _, _)| epcache_client::Request::count("multiply", 0..u64::MAX, *event))
