@@ -16,6 +16,11 @@ use crate::output::print_stdout;
 /// How often the order's state is read while the target records.
 const POLL: Duration = Duration::from_millis(100);
 
+/// How long `trace record` waits for a target started just before it (`./prog & epcache trace
+/// record --target $!`) to announce itself to the daemon, which it does once its start-up has
+/// read the program's debug info.
+const ANNOUNCE_WAIT: Duration = Duration::from_secs(10);
+
 /// `epcache trace record`'s options (its help is the `TraceCommand::Record` variant's).
 #[derive(Debug, Args)]
 pub(crate) struct RecordArgs {
@@ -73,11 +78,19 @@ pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<()> {
     };
     let (trace, spec) = block_on(async {
         let mut client = args.daemon.connect().await?;
-        let spec = client
-            .describe(args.pid)
-            .await
-            .ok()
-            .and_then(|d| d.cache_spec);
+        // A target not known yet may still be starting: waited for while its process lives;
+        // the trace order below then says why, if it never came.
+        let deadline = std::time::Instant::now() + ANNOUNCE_WAIT;
+        let running = || std::path::Path::new(&format!("/proc/{}", args.pid)).exists();
+        let spec = loop {
+            match client.describe(args.pid).await {
+                Ok(d) => break d.cache_spec,
+                Err(_) if std::time::Instant::now() < deadline && running() => {
+                    tokio::time::sleep(POLL).await
+                }
+                Err(_) => break None,
+            }
+        };
         let placed = client.start_trace(args.pid, &order).await?;
         if !args.no_release {
             client

@@ -232,6 +232,41 @@ async fn a_budget_cuts_the_trace_and_a_selection_keeps_one_structure() {
     daemon.shutdown().await;
 }
 
+/// `./prog & epcache trace record --target $!`, as the README writes it: the command asks
+/// before the target has announced itself to the daemon, waits for it, and records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_asked_as_the_target_starts_waits_for_it_to_announce_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let Some(program) = build(&dir, "trace asked at start") else {
+        return;
+    };
+    let daemon = start_daemon(&dir).await;
+    let addr = daemon.endpoint();
+    let mut target = start(&program, &dir);
+    let trace = dir.join("at-start.eppt");
+    let pid = target.id().to_string();
+    let args = [
+        "trace",
+        "record",
+        "--target",
+        &pid,
+        "--region",
+        "multiply",
+        "--output",
+        trace.to_str().unwrap(),
+    ];
+    let out = epcache(&addr, &args).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ends_well(&mut target);
+    assert!(trace.exists());
+    daemon.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_trace_requests_are_refused_and_the_target_runs_to_its_end() {
     let dir = tempfile::tempdir().unwrap();
