@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_client::{TraceInfo, TraceOrder, TraceState};
+use epcache_client::{TargetState, TraceInfo, TraceOrder, TraceState};
 
 use crate::connection::{DaemonArgs, block_on, json};
 use crate::numbers::grouped;
@@ -78,18 +78,20 @@ pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<()> {
     };
     let (trace, spec) = block_on(async {
         let mut client = args.daemon.connect().await?;
-        // A target not known yet may still be starting: waited for while its process lives;
-        // the trace order below then says why, if it never came.
+        // A target not known yet, or still registering its regions, may just be starting:
+        // waited for while its process lives; the trace order below then says why, if it
+        // never came to wait for a tool.
         let deadline = std::time::Instant::now() + ANNOUNCE_WAIT;
         let running = || std::path::Path::new(&format!("/proc/{}", args.pid)).exists();
         let spec = loop {
-            match client.describe(args.pid).await {
-                Ok(d) => break d.cache_spec,
-                Err(_) if std::time::Instant::now() < deadline && running() => {
-                    tokio::time::sleep(POLL).await
-                }
-                Err(_) => break None,
+            let (spec, starting) = match client.describe(args.pid).await {
+                Ok(d) => (d.cache_spec, d.target.state == TargetState::Starting),
+                Err(_) => (None, true),
+            };
+            if !starting || std::time::Instant::now() >= deadline || !running() {
+                break spec;
             }
+            tokio::time::sleep(POLL).await;
         };
         let placed = client.start_trace(args.pid, &order).await?;
         if !args.no_release {
