@@ -426,10 +426,7 @@ impl Client {
             .start_trace(order.to_mri(pid))
             .await?
             .into_inner();
-        reply
-            .trace
-            .ok_or_else(|| ClientError::Protocol("the daemon's answer lacks the trace".into()))?
-            .try_into()
+        trace_info(reply.trace)
     }
 
     /// What became of trace order `id` on target `pid`.
@@ -439,11 +436,15 @@ impl Client {
             .read_trace(v1::ReadTraceRequest { pid, id })
             .await?
             .into_inner();
-        reply
-            .trace
-            .ok_or_else(|| ClientError::Protocol("the daemon's answer lacks the trace".into()))?
-            .try_into()
+        trace_info(reply.trace)
     }
+}
+
+/// The trace a daemon's `StartTrace` or `ReadTrace` answer carries.
+fn trace_info(trace: Option<v1::TraceInfo>) -> Result<TraceInfo, ClientError> {
+    trace
+        .ok_or_else(|| ClientError::Protocol("the daemon's answer lacks the trace".into()))?
+        .try_into()
 }
 
 #[cfg(test)]
