@@ -341,10 +341,18 @@ impl Simulator {
     ) {
         for (piece, piece_size) in line_pieces(addr, size, self.l1_line) {
             let out = machine.access(core, piece, piece_size, kind);
-            self.hierarchy.count_outcome(&out.outcome);
-            self.monitor.observe_bits(piece, out.event_bits());
+            self.count_machine_piece(piece, &out);
             observe(piece, &out);
         }
+    }
+
+    /// Counts one piece of an access a machine simulated for this thread (possibly on
+    /// another thread, earlier): its levels in this simulator's totals, its event bits with
+    /// the monitor, as [`Self::access_on`] does.
+    #[inline]
+    pub fn count_machine_piece(&mut self, piece: u64, out: &CoreOutcome) {
+        self.hierarchy.count_outcome(&out.outcome);
+        self.monitor.observe_bits(piece, out.event_bits());
     }
 
     /// Kept out of line: the analyses are off on the plain path, and inlining them would bloat
@@ -387,7 +395,7 @@ impl Drop for MonitorMut<'_> {
 /// The pieces an access of `size` bytes at `addr` is simulated as, with lines of `line` bytes:
 /// the access whole when it is no wider than a line (a straddling one included: the hierarchy
 /// splits that), else one piece per line it touches; a zero-sized access is one piece.
-fn line_pieces(addr: u64, size: u32, line: u64) -> impl Iterator<Item = (u64, u32)> {
+pub fn line_pieces(addr: u64, size: u32, line: u64) -> impl Iterator<Item = (u64, u32)> {
     let end = addr.saturating_add(u64::from(size));
     let whole = u64::from(size) <= line;
     let mut next = Some(addr);

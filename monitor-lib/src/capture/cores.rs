@@ -1,100 +1,117 @@
 //! The simulated machine whose cores the threads are, when `EPCACHE_CORES` asks for one: one
-//! `epcache_sim::cache::Machine` behind one lock, and which core each thread gets.
+//! `epcache_sim::cache::Machine` behind one lock, which core each thread gets, and the order
+//! in which the threads' accesses reach it.
 //!
-//! Why one lock and no filter: the machine's contract is one global order of the accesses it
-//! observes (see `epcache_sim`'s crate doc). The order in which threads take this lock is an
-//! interleaving the program really had, and the machine applies each access whole in it, so
-//! coherence events are exact for it. For every access to reach the lock, a thread on a core of
-//! the machine runs without its repeat-hit filter (which would count a line another core
-//! invalidated as a hit until the thread's next sync point, and a thread spinning on filter
-//! hits takes none) and without the worker pipeline (which would reorder a thread's accesses
-//! against the others'). A thread holds the lock only to simulate: counting and attribution
-//! (which may take the data structures' lock) happen after it lets go, so each registry still
-//! takes only its own lock.
+//! The machine's contract is one global order of the accesses it observes (see `epcache_sim`'s
+//! crate doc): it applies each access whole, in that order, so coherence events are exact for
+//! it. The order is the order in time: each thread appends its accesses to a log of its own
+//! with a timestamp (`access_log.rs`), and whichever thread takes the machine simulates every
+//! log's waiting accesses merged by their times, before any later access. A thread takes the
+//! machine when its log is full, and before anything reads its counts (a region's boundary, a
+//! hand-over, a change of data structures, its end). So the machine sees the program's own
+//! interleaving, to the clock's resolution: two threads writing one line by turns take it
+//! from each other at nearly every write, as on hardware; threads taking turns under a
+//! barrier are simulated turn by turn, since the barrier orders their clocks too. Each
+//! thread's own accesses always keep their order; an access whose time was read just before
+//! another thread's merge but appended after it comes after that merge, which is still an
+//! order the threads could have had.
+//!
+//! The clock is the processor's time-stamp counter (`quanta`'s raw reading, about 10 ns),
+//! read only while more than one thread has a log: alone, a thread's accesses need no time.
+//!
+//! For every access to reach the machine, a thread on a core of it runs without its repeat-hit
+//! filter (which would count a line another core invalidated as a hit) and without the worker
+//! pipeline (the log is its pipeline). A thread holds the lock only to simulate: counting and
+//! attribution (which may take the data structures' lock) happen after it lets go, by each
+//! thread for its own accesses, so each registry still takes only its own lock. An access
+//! wider than a line is simulated at once, after every waiting one, not logged.
 //!
 //! Threads get cores in the order they start capturing (`settings::CoreMap`): one to one up to
 //! the core count, round-robin past it, or as `EPCACHE_CORES=N:c0,c1,...` places them. Under
 //! OpenMP the master thread starts first, so core `i` is usually OpenMP thread `i`.
 //!
-//! The machine is taken in turn, first come first served, with patience: a thread takes a
-//! ticket, spins for its turn for [`TURN_PATIENCE`] at most and makes [`TURN_ACCESSES`]
-//! accesses in it; when its patience runs out it goes ahead (the mutex still keeps the accesses
-//! apart) and takes no turns for its next [`IMPATIENT_ACCESSES`].
-//! Why turns: a plain mutex lets the thread that just let go take it again at once, so two
-//! threads writing one line in a loop reached the machine in runs of tens of thousands of
-//! accesses each, and an OpenMP false-sharing loop of 400,000 writes showed 15 coherence misses
-//! where hardware, the threads running side by side on their cores, takes the line back and
-//! forth at nearly every write (about 300,000 in turns); letting only a running waiter go
-//! first (politeness) depended on the host's scheduling, and on a loaded host the threads
-//! seldom ran side by side. Why patience: a strict turn held every thread up while the one
-//! whose turn it was was not scheduled, and a thread waiting in the program (a barrier, a lock)
-//! for one waiting for its turn would wait for ever. Why a short patience, spun and never
-//! yielded: a partner that is running takes its turn within a microsecond (one access), so a
-//! longer wait only finds partners that are descheduled or blocked in the program; yielding to
-//! the scheduler there gave the core away for whole time slices, and an OpenMP Jacobi on a
-//! loaded 2-core host ran 17 times slower with 50 microseconds of yielding patience than with
-//! 5 spun (the capture bench's `openmp` section), with the same false-sharing counts. Why
-//! turns of a few accesses: while both threads run, every turn sends the ticket and the lock
-//! across the cores, and a turn per access cost an OpenMP Jacobi on the idle 2-core host 22.9 s
-//! where turns of 4 accesses take 9.9 s and of 16 take 8.0 s; the false-sharing example's
-//! packed counters, 280,000 to 340,000 coherence misses of 400,000 increments with a turn per
-//! access, show 90,000 to 175,000 with turns of 4 (0 on the padded ones, as before). The line
-//! still changes hands far more often than once per round, and the counts stay exact for the
-//! order the machine saw.
-//!
 //! A forked child never simulates (its parent's threads may have held the lock at the fork).
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, TryLockError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
-use epcache_sim::cache::{CoherenceStats, MAX_LEVELS, Machine};
+use epcache_sim::cache::{AccessKind, CoherenceStats, MAX_LEVELS, Machine};
 
+use super::access_log::{AccessLog, LogWriter, Simulated};
 use super::settings::{CORES_ENV, CoreMap, process_cores, process_spec, report_spec_error_once};
+use super::switches::forked_child;
 
 struct Cores {
-    machine: Mutex<Machine>,
+    shared: Mutex<Shared>,
     map: CoreMap,
-    /// The next ticket to give.
-    next_ticket: OwnLine<AtomicU64>,
-    /// Every ticket below this one has had its turn (or gone ahead without it). Waiters spin
-    /// reading it, so it has a host cache line of its own: sharing one with the lock, which
-    /// the thread whose turn it is takes at every access, sent the line back and forth between
-    /// the cores at every access.
-    serving: OwnLine<AtomicU64>,
+    /// The time-stamp counter's reader.
+    clock: quanta::Clock,
+    /// Threads with a log now: while only one has, its accesses need no time.
+    logs: AtomicUsize,
+    /// The machine's line size: a wider access is simulated at once, not logged.
+    line: u64,
 }
 
-/// A value alone in its (128-byte, two adjacent lines prefetched together) host cache line.
-#[repr(align(128))]
-struct OwnLine<T>(T);
+/// What the lock keeps together: the machine and the logs whose accesses it simulates.
+struct Shared {
+    machine: Machine,
+    logs: Vec<Arc<AccessLog>>,
+    /// Per log while merging: the next waiting position and the end.
+    cursors: Vec<(u64, u64)>,
+}
 
-impl<T> std::ops::Deref for OwnLine<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
+impl Shared {
+    /// Simulates every log's waiting accesses in the order of their times (each log's own in
+    /// its order): the earliest log's run up to the next log's earliest time, then again.
+    fn simulate_waiting(&mut self) {
+        let Shared {
+            machine,
+            logs,
+            cursors,
+        } = self;
+        cursors.clear();
+        cursors.extend(logs.iter().map(|log| log.waiting()));
+        loop {
+            let mut first: Option<(usize, u64)> = None;
+            let mut second = u64::MAX;
+            for (i, &(at, end)) in cursors.iter().enumerate() {
+                if at == end {
+                    continue;
+                }
+                let time = logs[i].time_at(at);
+                match first {
+                    Some((_, best)) if time >= best => second = second.min(time),
+                    _ => {
+                        if let Some((_, best)) = first {
+                            second = second.min(best);
+                        }
+                        first = Some((i, time));
+                    }
+                }
+            }
+            let Some((i, _)) = first else {
+                break;
+            };
+            let (at, end) = &mut cursors[i];
+            let log = &logs[i];
+            while *at < *end && log.time_at(*at) <= second {
+                log.simulate(*at, machine);
+                *at += 1;
+            }
+            // Published run by run: a thread waiting for room in its log goes on as soon as
+            // its run is done.
+            log.simulated_up_to(*at);
+        }
     }
 }
 
-/// Spins a waiting thread makes between two looks at the clock.
-const SPINS_PER_LOOK: u32 = 64;
-
-/// How long a thread waits for its turn before it goes ahead.
-const TURN_PATIENCE: Duration = Duration::from_micros(5);
-
-/// Accesses a thread makes without a turn after its patience ran out.
-const IMPATIENT_ACCESSES: u32 = 256;
-
-/// Accesses a thread makes in one turn.
-const TURN_ACCESSES: u32 = 4;
-
-thread_local! {
-    /// Accesses this thread has left without a turn (see [`IMPATIENT_ACCESSES`]).
-    static IMPATIENT: Cell<u32> = const { Cell::new(0) };
-    /// The ticket of the turn this thread holds and the accesses it has left in it (see
-    /// [`TURN_ACCESSES`]).
-    static TURN: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
-}
+/// Looks for room in a full log between two tries of the machine's lock.
+const LOOKS_PER_TRY: u32 = 16;
+/// Looks for room in a full log before a thread sleeps on the machine's lock (tens of
+/// microseconds, about one holder's simulation of two full logs): a holder that is not running
+/// (the host is busy) is waited for on the lock, not spun against.
+const LOOKS_BEFORE_BLOCKING: u32 = 1024;
 
 static CORES: OnceLock<Option<Cores>> = OnceLock::new();
 
@@ -118,10 +135,15 @@ fn cores() -> Option<&'static Cores> {
             let (_, spec) = process_spec().as_ref().ok()?;
             match Machine::new(spec, map.cores) {
                 Ok(machine) => Some(Cores {
-                    machine: Mutex::new(machine),
+                    line: machine.line_size(),
+                    shared: Mutex::new(Shared {
+                        machine,
+                        logs: Vec::new(),
+                        cursors: Vec::new(),
+                    }),
                     map,
-                    next_ticket: OwnLine(AtomicU64::new(0)),
-                    serving: OwnLine(AtomicU64::new(0)),
+                    clock: quanta::Clock::new(),
+                    logs: AtomicUsize::new(0),
                 }),
                 Err(e) => {
                     report_spec_error_once(&format!(
@@ -135,16 +157,24 @@ fn cores() -> Option<&'static Cores> {
         .as_ref()
 }
 
+impl Cores {
+    /// The machine and the logs. A panic mid-access poisons the lock; the machine is still a
+    /// machine.
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The number of cores of the machine, when threads are cores of one.
 pub(super) fn count() -> Option<usize> {
     cores().map(|c| c.map.cores)
 }
 
-/// The core of a thread starting to capture now, when threads are cores of one machine.
-/// Without one, the second thread to start capturing says once that the threads keep
+/// The seat at the machine of a thread starting to capture now, when threads are cores of
+/// one. Without one, the second thread to start capturing says once that the threads keep
 /// hierarchies of their own, unless `EPCACHE_CORES` was given (`off` asks for that silently):
 /// a multithreaded program's shared levels and false sharing would go unseen without a word.
-pub(super) fn assign() -> Option<usize> {
+pub(super) fn assign() -> Option<Seat> {
     let Some(cores) = cores() else {
         if PRIVATE_THREADS.fetch_add(1, Ordering::Relaxed) == 1
             && std::env::var_os(CORES_ENV).is_none()
@@ -153,7 +183,121 @@ pub(super) fn assign() -> Option<usize> {
         }
         return None;
     };
-    Some(cores.map.core_of(THREADS.fetch_add(1, Ordering::Relaxed)))
+    let core = cores.map.core_of(THREADS.fetch_add(1, Ordering::Relaxed));
+    let (writer, log) = LogWriter::new(core);
+    cores.lock().logs.push(log);
+    cores.logs.fetch_add(1, Ordering::Relaxed);
+    Some(Seat {
+        cores,
+        core,
+        writer,
+    })
+}
+
+/// A thread's place at the machine: its core and its log (`access_log.rs`). Every method that
+/// may simulate hands the thread's simulated accesses to `count`, in order, after the lock is
+/// let go.
+pub(super) struct Seat {
+    cores: &'static Cores,
+    core: usize,
+    writer: LogWriter,
+}
+
+impl Seat {
+    /// The thread's core of the machine.
+    pub(super) fn core(&self) -> usize {
+        self.core
+    }
+
+    /// The line size of the machine: a wider access goes through [`Self::simulate_now`].
+    pub(super) fn line_size(&self) -> u64 {
+        self.cores.line
+    }
+
+    /// Logs an access of at most one line. When the log is full, the thread first counts what
+    /// others simulated of it; when nothing was, it takes the machine and simulates every
+    /// waiting access.
+    #[inline]
+    pub(super) fn log(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+        pc: u64,
+        mut count: impl FnMut(Simulated),
+    ) {
+        let time = if self.cores.logs.load(Ordering::Relaxed) > 1 {
+            self.cores.clock.raw()
+        } else {
+            0
+        };
+        if self.writer.append(time, addr, size, kind, pc) {
+            return;
+        }
+        // Full. While another thread holds the machine it is simulating this log's accesses
+        // too, run by run: watch for room a while before asking for the lock (sleeping on it
+        // and waking cost more than the wait), then take it.
+        let mut looks = 0u32;
+        loop {
+            self.writer.count_simulated(&mut count);
+            if self.writer.append(time, addr, size, kind, pc) {
+                return;
+            }
+            looks += 1;
+            if looks % LOOKS_PER_TRY != 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            match self.cores.shared.try_lock() {
+                Ok(mut shared) => shared.simulate_waiting(),
+                Err(TryLockError::Poisoned(e)) => e.into_inner().simulate_waiting(),
+                Err(TryLockError::WouldBlock) if looks < LOOKS_BEFORE_BLOCKING => {}
+                Err(TryLockError::WouldBlock) => self.cores.lock().simulate_waiting(),
+            }
+        }
+    }
+
+    /// Simulates every waiting access (every thread's, so this thread's come in their place)
+    /// and counts this thread's: before its counts are read.
+    pub(super) fn settle(&mut self, count: impl FnMut(Simulated)) {
+        if self.writer.waiting() {
+            self.cores.lock().simulate_waiting();
+        }
+        self.writer.count_simulated(count);
+    }
+
+    /// Runs `f` on the machine after every waiting access, under one hold of the lock (an
+    /// access wider than a line), then counts this thread's waiting accesses.
+    pub(super) fn simulate_now<R>(
+        &mut self,
+        f: impl FnOnce(&mut Machine) -> R,
+        count: impl FnMut(Simulated),
+    ) -> R {
+        let result = {
+            let mut shared = self.cores.lock();
+            shared.simulate_waiting();
+            f(&mut shared.machine)
+        };
+        self.writer.count_simulated(count);
+        result
+    }
+}
+
+impl Drop for Seat {
+    /// The log leaves the machine, its waiting accesses simulated first (the thread counted
+    /// what it could: `Core::settle_machine` runs before its capture goes). A forked child
+    /// takes no lock.
+    fn drop(&mut self) {
+        if forked_child() {
+            return;
+        }
+        let mut shared = self.cores.lock();
+        shared.simulate_waiting();
+        shared
+            .logs
+            .retain(|log| !Arc::ptr_eq(log, self.writer.log()));
+        self.cores.logs.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// What a program's second capturing thread is told without a machine.
@@ -163,73 +307,19 @@ const PRIVATE_THREADS_WARNING: &str = "epcache: a second thread captures, and ea
     simulate the threads as the N cores of one machine, or EPCACHE_CORES=off to keep \
     hierarchies per thread without this note";
 
-/// Runs `f` on the machine, under its lock, in turn with patience (see the module doc);
-/// `None` when there is no machine.
-pub(super) fn with_machine<R>(f: impl FnOnce(&mut Machine) -> R) -> Option<R> {
-    let cores = cores()?;
-    let impatient = IMPATIENT.try_with(Cell::get).unwrap_or(0);
-    let (turn, accesses_left) = TURN.try_with(Cell::get).unwrap_or((0, 0));
-    // The ticket whose turn this access ends, if it ends one.
-    let ending = if accesses_left > 0 {
-        // Within this thread's turn.
-        let _ = TURN.try_with(|t| t.set((turn, accesses_left - 1)));
-        (accesses_left == 1).then_some(turn)
-    } else if impatient > 0 {
-        let _ = IMPATIENT.try_with(|i| i.set(impatient - 1));
-        None
-    } else {
-        let ticket = cores.next_ticket.fetch_add(1, Ordering::Relaxed);
-        if wait_for_turn(cores, ticket) {
-            let _ = TURN.try_with(|t| t.set((ticket, TURN_ACCESSES - 1)));
-            (TURN_ACCESSES == 1).then_some(ticket)
-        } else {
-            let _ = IMPATIENT.try_with(|i| i.set(IMPATIENT_ACCESSES));
-            Some(ticket)
-        }
-    };
-    let result = {
-        // A panic mid-access poisons the lock; the machine is still a machine.
-        let mut machine = cores.machine.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut machine)
-    };
-    if let Some(ticket) = ending {
-        // Later tickets that went ahead may have moved it past this one already.
-        cores.serving.fetch_max(ticket + 1, Ordering::AcqRel);
-    }
-    Some(result)
-}
-
-/// Waits until every ticket before `ticket` has had its turn; `false` when [`TURN_PATIENCE`]
-/// ran out first.
-fn wait_for_turn(cores: &Cores, ticket: u64) -> bool {
-    let mut spins = 0u32;
-    let mut since: Option<Instant> = None;
-    while cores.serving.load(Ordering::Acquire) < ticket {
-        spins += 1;
-        std::hint::spin_loop();
-        if spins % SPINS_PER_LOOK == 0 {
-            let started = *since.get_or_insert_with(Instant::now);
-            if started.elapsed() > TURN_PATIENCE {
-                return false;
-            }
-        }
-    }
-    true
-}
-
 /// How long the report waits for an access in progress to let go of the machine.
 const REPORT_PATIENCE: Duration = Duration::from_secs(1);
 
-/// The coherence totals of every core so far, when there is a machine. Read for the report
-/// between two accesses, without a turn: the report may be written on a crash inside an
-/// access, whose thread never lets go, and then goes without them after [`REPORT_PATIENCE`]
-/// rather than waiting for ever.
+/// The coherence totals of every core so far, when there is a machine, every waiting access
+/// simulated first. Read for the report with patience: the report may be written on a crash
+/// inside a simulation, whose thread never lets go, and then goes without them after
+/// [`REPORT_PATIENCE`] rather than waiting for ever.
 pub(super) fn coherence_totals() -> Option<CoherenceStats> {
     let cores = cores()?;
     let deadline = Instant::now() + REPORT_PATIENCE;
-    let machine = loop {
-        match cores.machine.try_lock() {
-            Ok(machine) => break machine,
+    let mut shared = loop {
+        match cores.shared.try_lock() {
+            Ok(shared) => break shared,
             Err(TryLockError::Poisoned(e)) => break e.into_inner(),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                 std::thread::yield_now();
@@ -237,6 +327,8 @@ pub(super) fn coherence_totals() -> Option<CoherenceStats> {
             Err(TryLockError::WouldBlock) => return None,
         }
     };
+    shared.simulate_waiting();
+    let machine = &shared.machine;
     let mut sum = CoherenceStats::default();
     for core in 0..machine.cores() {
         let c = machine.coherence_stats(core);

@@ -20,16 +20,19 @@
 //! the per-record state travels by value beside each step (`Steps::Context`).
 //!
 //! A thread that is a core of the machine `EPCACHE_CORES` asks for (`cores.rs`) takes none of
-//! these paths: its filter is off, and each access is simulated on the machine under its lock
-//! (`Core::access_on_machine`), then counted per level, data structure and coherence event once
-//! the lock is let go, since attributing may take the data structures' lock.
+//! these paths: its filter is off, and each access goes to its log (`access_log.rs`), to be
+//! simulated on the machine in time order with the other threads' (`Core::access_on_machine`);
+//! the thread counts it per level, data structure and coherence event later, with no lock
+//! held, since attributing may take the data structures' lock, and always before its counts
+//! are read ([`Core::flush_filter`] settles the log first).
 //!
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
 use epcache_sim::cache::{AccessKind, CoreOutcome};
-use epcache_sim::simulator::{Simulator, capture_path::CaptureFastPath};
+use epcache_sim::simulator::{Simulator, capture_path::CaptureFastPath, line_pieces};
 
+use super::access_log::Simulated;
 use super::cores;
 use super::filter::{self, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::Monitoring;
@@ -42,10 +45,11 @@ pub(super) struct Core {
     pub(super) simulator: Simulator,
     pub(super) monitoring: Monitoring,
     pub(super) counting: Counting,
-    /// The thread's core of the machine `EPCACHE_CORES` asks for (`cores.rs`), which then
+    /// The thread's seat at the machine `EPCACHE_CORES` asks for (`cores.rs`), which then
     /// simulates its accesses instead of `simulator`'s own hierarchy; `None` without one.
-    pub(super) machine_core: Option<usize>,
-    /// The per-line pieces of the access on the machine, counted once its lock is let go.
+    seat: Option<cores::Seat>,
+    /// The per-line pieces of an access wider than a line, simulated on the machine at once
+    /// and counted once its lock is let go.
     machine_pieces: Vec<(u64, CoreOutcome)>,
     /// The partial trace `EPCACHE_TRACE` asks for, when this thread records it (`tracing.rs`):
     /// then, as on a core of a machine, every access must reach [`Core::access`].
@@ -53,36 +57,57 @@ pub(super) struct Core {
 }
 
 impl Core {
-    /// A thread's core: its simulator (whose hierarchy simulates unless `machine_core` names
-    /// a core of the machine), its monitoring and its counting.
+    /// A thread's core: its simulator (whose hierarchy simulates unless `seat` is at the
+    /// machine), its monitoring and its counting.
     pub(super) fn new(
         simulator: Simulator,
         monitoring: Monitoring,
-        machine_core: Option<usize>,
+        seat: Option<cores::Seat>,
     ) -> Core {
         Core {
             counting: Counting::new(&simulator),
             simulator,
             monitoring,
-            machine_core,
+            seat,
             machine_pieces: Vec::with_capacity(2),
             tracer: tracing::claim(),
         }
     }
 
+    /// The thread's core of the machine, when it is one.
+    pub(super) fn machine_core(&self) -> Option<usize> {
+        self.seat.as_ref().map(cores::Seat::core)
+    }
+
     /// Adds the repeat-hit filter's pending counts to the thread's and settles its pending
     /// dirty marks; with `forget`, empties it too (the simulator goes away, data structures
-    /// changed, or the table switches off).
+    /// changed, or the table switches off). On a core of the machine, every access logged is
+    /// simulated and counted first.
     pub(super) fn flush_filter(&mut self, forget: bool) {
+        self.settle_machine();
         self.counting
             .flush(&mut self.simulator, &mut self.monitoring, forget);
+    }
+
+    /// On a core of the machine: simulates every waiting access and counts this thread's.
+    fn settle_machine(&mut self) {
+        let Core {
+            simulator,
+            monitoring,
+            counting,
+            seat,
+            ..
+        } = self;
+        if let Some(seat) = seat {
+            seat.settle(|s| count_on_machine(simulator, monitoring, counting.levels, s));
+        }
     }
 
     /// Switches the repeat-hit filter on or off for what the thread counts now: on only in
     /// standalone counting with no event on L1 hits and no analysis.
     pub(super) fn refresh_filter(&mut self) {
         // On a core of a machine every access must reach it (`cores.rs`).
-        let on = self.machine_core.is_none()
+        let on = self.seat.is_none()
             && self.tracer.is_none()
             && self.monitoring.counting
             && self.simulator.l1_hits_unobserved();
@@ -265,8 +290,8 @@ impl Core {
         {
             self.tracer = None;
         }
-        if let Some(core) = self.machine_core {
-            self.access_on_machine(core, addr, size, kind, pc);
+        if self.seat.is_some() {
+            self.access_on_machine(addr, size, kind, pc);
             return;
         }
         if self.monitoring.counting {
@@ -283,33 +308,50 @@ impl Core {
         }
     }
 
-    /// An access of a thread on core `core` of the machine: simulated there under its lock
-    /// (the monitor's requests count it meanwhile), then counted per level, per data structure
-    /// and per coherence event once the lock is let go.
+    /// An access of a thread on a core of the machine: logged, to be simulated in time order
+    /// with the other threads' and counted later (`cores.rs`); one wider than a line is
+    /// simulated at once, after every waiting access, and counted per line.
     #[inline(never)]
-    fn access_on_machine(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+    fn access_on_machine(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         let Core {
             simulator,
             monitoring,
             counting,
             machine_pieces,
+            seat: Some(seat),
             ..
-        } = self;
-        machine_pieces.clear();
-        cores::with_machine(|machine| {
-            simulator.access_on(machine, core, addr, size, kind, |piece, out| {
-                machine_pieces.push((piece, *out));
+        } = self
+        else {
+            return;
+        };
+        let levels = counting.levels;
+        if u64::from(size) <= seat.line_size() {
+            seat.log(addr, size, kind, pc, |s| {
+                count_on_machine(simulator, monitoring, levels, s);
             });
-        });
-        if !monitoring.counting {
             return;
         }
-        for (piece, out) in machine_pieces.iter() {
-            let structure = monitoring.finder.structure_of(*piece);
-            monitoring.count_in(structure, &out.outcome, counting.levels, pc);
-            if out.coherence != 0 {
-                monitoring.count_coherence(structure, out.coherence, pc);
-            }
+        machine_pieces.clear();
+        let core = seat.core();
+        seat.simulate_now(
+            |machine| {
+                for (piece, piece_size) in line_pieces(addr, size, machine.line_size()) {
+                    machine_pieces.push((piece, machine.access(core, piece, piece_size, kind)));
+                }
+            },
+            |s| count_on_machine(simulator, monitoring, levels, s),
+        );
+        for &(piece, outcome) in machine_pieces.iter() {
+            count_on_machine(
+                simulator,
+                monitoring,
+                levels,
+                Simulated {
+                    addr: piece,
+                    pc,
+                    outcome,
+                },
+            );
         }
     }
 
@@ -317,6 +359,27 @@ impl Core {
     #[inline(never)]
     fn uncounted(&mut self, addr: u64, size: u32, kind: AccessKind) {
         self.simulator.access(addr, size, kind);
+    }
+}
+
+/// Counts one access (or line of one) the machine simulated for this thread: in the
+/// simulator's totals and monitor, and, in standalone counting, per level, data structure and
+/// coherence event.
+#[inline]
+fn count_on_machine(
+    simulator: &mut Simulator,
+    monitoring: &mut Monitoring,
+    levels: usize,
+    s: Simulated,
+) {
+    simulator.count_machine_piece(s.addr, &s.outcome);
+    if !monitoring.counting {
+        return;
+    }
+    let structure = monitoring.finder.structure_of(s.addr);
+    monitoring.count_in(structure, &s.outcome.outcome, levels, s.pc);
+    if s.outcome.coherence != 0 {
+        monitoring.count_coherence(structure, s.outcome.coherence, s.pc);
     }
 }
 

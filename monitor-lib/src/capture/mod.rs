@@ -36,7 +36,7 @@
 //!    (Fortran arrays followed through their descriptors), `data` (the named data structures),
 //!    `program` (the program's own debug information), `mcc` (the segment, and what tools
 //!    armed in it), `cores` (the simulated machine whose cores the threads are, when
-//!    `EPCACHE_CORES` asks for one).
+//!    `EPCACHE_CORES` asks for one), `access_log` (a thread's accesses waiting for the machine).
 //! 8. **Process-wide words**: `signal_abi` (termination signals held for the report),
 //!    `switches` (what every thread follows, and the epoch that says it moved), `settings` (what
 //!    the environment asks), `tag_key` (the tag word's key), `gate_abi` (the words generated
@@ -60,6 +60,7 @@
 //! they call is safe Rust.
 
 mod access;
+mod access_log;
 mod boundaries;
 mod cores;
 mod counting;

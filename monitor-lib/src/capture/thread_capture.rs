@@ -102,8 +102,8 @@ impl ThreadCapture {
     pub(super) fn new(core: Core, finder: StructureFinder) -> ThreadCapture {
         let line_bits = core.counting.line_bits;
         // A core of a machine simulates every access in the order it happens (`cores.rs`).
-        let ships = standalone() && worker::enabled() && core.machine_core.is_none();
-        let machine_core = core.machine_core;
+        let ships = standalone() && worker::enabled() && core.machine_core().is_none();
+        let machine_core = core.machine_core();
         ThreadCapture {
             core: Some(Box::new(core)),
             shared: None,
@@ -326,7 +326,7 @@ impl ThreadCapture {
             return;
         }
         if let Some(core) = self.core() {
-            if with_filter(Filter::is_on) {
+            if with_filter(Filter::is_on) || core.machine_core().is_some() {
                 core.flush_filter(true);
             }
             core.monitoring.finder.refresh();

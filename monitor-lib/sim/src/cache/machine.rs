@@ -29,7 +29,13 @@
 //! the same one AND ([`CoreOutcome::event_bits`]).
 //!
 //! A read that hits a private first level needs nothing from the directory (another core's
-//! write would have removed the copy), so only writes and first-level misses look it up.
+//! write would have removed the copy), so only writes and first-level misses look it up; and a
+//! write needs nothing from it either when the line is in its core's *owned* table: a small
+//! direct-mapped table per core of lines the core holds modified with no other core pending on
+//! them, filled by a write that found that in the directory and emptied of a line whenever the
+//! directory takes its ownership away (a read downgrades it, a write takes it). While a
+//! line is there, another core's pending entry on it cannot appear: only a write by a core that
+//! is not the owner adds one, and that write takes the line away first.
 
 use super::coherence::{Directory, MAX_CORES, byte_mask};
 use super::level::{CacheLevel, Probe, Victim};
@@ -61,6 +67,42 @@ impl CoreOutcome {
     #[inline]
     pub fn event_bits(&self) -> u32 {
         self.outcome.event_bits() | self.coherence
+    }
+
+    /// The outcome as one word, for a thread that counts it later than it was simulated
+    /// (the runtime's access log): the coherence bits low, two bits per level's result above
+    /// them, the kind above those. [`Self::from_word`] reads it back.
+    #[inline]
+    pub fn to_word(&self) -> u64 {
+        let mut levels = 0u64;
+        for (level, result) in self.outcome.levels.iter().enumerate() {
+            levels |= (*result as u64) << (2 * level);
+        }
+        u64::from(self.coherence)
+            | levels << 32
+            | u64::from(self.outcome.kind == AccessKind::Write) << (32 + 2 * MAX_LEVELS)
+    }
+
+    /// The outcome [`Self::to_word`] made `word` of.
+    #[inline]
+    pub fn from_word(word: u64) -> CoreOutcome {
+        let mut levels = [LevelResult::NotReached; MAX_LEVELS];
+        for (level, result) in levels.iter_mut().enumerate() {
+            *result = match (word >> (32 + 2 * level)) & 3 {
+                1 => LevelResult::Hit,
+                2 => LevelResult::Miss,
+                _ => LevelResult::NotReached,
+            };
+        }
+        let kind = if word >> (32 + 2 * MAX_LEVELS) & 1 == 1 {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        CoreOutcome {
+            outcome: AccessOutcome { kind, levels },
+            coherence: word as u32,
+        }
     }
 }
 
@@ -101,6 +143,9 @@ pub struct Machine {
     line_bits: u32,
     /// Whether every core has its own first level (a read hit there needs no directory).
     private_first: bool,
+    /// Per core, [`OWNED_SLOTS`] lines it owns with no core pending on them, by block number's
+    /// low bits ([`NOT_OWNED`] for none): a write hit on one skips the directory.
+    owned: Vec<u64>,
     /// Whether [`Self::first_level_hit`] may finish an access (off only in tests that check it
     /// against the directory step and walk).
     fast_hits: bool,
@@ -161,6 +206,7 @@ impl Machine {
             directory: Directory::default(),
             line_bits: line.trailing_zeros(),
             private_first,
+            owned: vec![NOT_OWNED; cores * OWNED_SLOTS],
             fast_hits: true,
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
@@ -171,6 +217,12 @@ impl Machine {
     /// The spec the machine was built from.
     pub fn spec(&self) -> &HierarchySpec {
         &self.spec
+    }
+
+    /// The coherence line's size in bytes (the first level's line): an access no wider is
+    /// one piece of [`crate::simulator::line_pieces`].
+    pub fn line_size(&self) -> u64 {
+        1 << self.line_bits
     }
 
     /// Number of cores.
@@ -293,21 +345,33 @@ impl Machine {
         let hit = match kind {
             AccessKind::Read => first.copies[core].probe_hit(block, false),
             AccessKind::Write => {
-                let me = core as u8;
-                let Some(line) = self.directory.get_mut(&block) else {
-                    return false;
-                };
-                if first.write != WritePolicy::WriteBack
-                    || line.owner != Some(me)
-                    || line.pending.iter().any(|p| p.core == me)
-                    || !first.copies[core].probe_hit(block, true)
-                {
-                    return false;
+                let slot = owned_slot(core, block);
+                if self.owned[slot] == block {
+                    // Owned, nobody pending (see the module doc): only the copy must be there.
+                    first.copies[core].probe_hit(block, true)
+                } else {
+                    // A miss needs the directory step anyway: look it up only for a hit.
+                    if !first.copies[core].contains(block) {
+                        return false;
+                    }
+                    let me = core as u8;
+                    let Some(line) = self.directory.get_mut(&block) else {
+                        return false;
+                    };
+                    if first.write != WritePolicy::WriteBack
+                        || line.owner != Some(me)
+                        || line.pending.iter().any(|p| p.core == me)
+                        || !first.copies[core].probe_hit(block, true)
+                    {
+                        return false;
+                    }
+                    if line.pending.is_empty() {
+                        self.owned[slot] = block;
+                    } else {
+                        line.written_by(me, byte_mask(block, self.line_bits, addr, len));
+                    }
+                    true
                 }
-                if !line.pending.is_empty() {
-                    line.written_by(me, byte_mask(block, self.line_bits, addr, len));
-                }
-                true
             }
         };
         if hit {
@@ -347,7 +411,10 @@ impl Machine {
         let me = core as u8;
         let cores = self.cores;
         let Self {
-            directory, levels, ..
+            directory,
+            levels,
+            owned,
+            ..
         } = self;
         let line = directory.entry(block).or_default();
         let lost = line.take_pending(me).map(|p| (p.levels, p.written));
@@ -390,12 +457,19 @@ impl Machine {
                     }
                     *invalidated |= removed.iter().any(|&r| r != 0);
                     line.holders = holders;
+                    if let Some(owner) = line.owner {
+                        disown(owned, usize::from(owner), block);
+                    }
                     line.owner = Some(me);
+                }
+                if line.pending.is_empty() && levels[0].write == WritePolicy::WriteBack {
+                    owned[owned_slot(core, block)] = block;
                 }
             }
             AccessKind::Read => {
                 if let Some(owner) = line.owner.filter(|&o| o != me) {
                     downgrade_from = Some(usize::from(owner));
+                    disown(owned, usize::from(owner), block);
                     line.owner = None;
                 }
                 line.holders |= 1 << core;
@@ -556,6 +630,26 @@ impl Machine {
                 self.evicted(core, depth, victim);
             }
         }
+    }
+}
+
+/// Lines per core in [`Machine`]'s owned table.
+const OWNED_SLOTS: usize = 1024;
+/// An empty slot of the owned table (no block number is this large).
+const NOT_OWNED: u64 = u64::MAX;
+
+/// The owned table's slot of `block` for `core`.
+#[inline(always)]
+fn owned_slot(core: usize, block: u64) -> usize {
+    core * OWNED_SLOTS + (block as usize & (OWNED_SLOTS - 1))
+}
+
+/// `core` no longer owns `block`: out of its owned table.
+#[inline]
+fn disown(owned: &mut [u64], core: usize, block: u64) {
+    let slot = owned_slot(core, block);
+    if owned[slot] == block {
+        owned[slot] = NOT_OWNED;
     }
 }
 
