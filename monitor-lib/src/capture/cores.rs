@@ -310,11 +310,20 @@ const PRIVATE_THREADS_WARNING: &str = "epcache: a second thread captures, and ea
 /// How long the report waits for an access in progress to let go of the machine.
 const REPORT_PATIENCE: Duration = Duration::from_secs(1);
 
-/// The coherence totals of every core so far, when there is a machine, every waiting access
+/// What the machine counted that the threads' own counts lack: coherence, and per data level
+/// the dirty lines written to the next level (a write-back happens in the machine, for the
+/// core whose access displaced the line, not in any thread's outcomes).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MachineTotals {
+    pub(crate) coherence: CoherenceStats,
+    pub(crate) writebacks: [u64; MAX_LEVELS],
+}
+
+/// The machine's totals over every core so far, when there is a machine, every waiting access
 /// simulated first. Read for the report with patience: the report may be written on a crash
 /// inside a simulation, whose thread never lets go, and then goes without them after
 /// [`REPORT_PATIENCE`] rather than waiting for ever.
-pub(super) fn coherence_totals() -> Option<CoherenceStats> {
+pub(super) fn machine_totals() -> Option<MachineTotals> {
     let cores = cores()?;
     let deadline = Instant::now() + REPORT_PATIENCE;
     let mut shared = loop {
@@ -329,7 +338,8 @@ pub(super) fn coherence_totals() -> Option<CoherenceStats> {
     };
     shared.simulate_waiting();
     let machine = &shared.machine;
-    let mut sum = CoherenceStats::default();
+    let mut totals = MachineTotals::default();
+    let sum = &mut totals.coherence;
     for core in 0..machine.cores() {
         let c = machine.coherence_stats(core);
         sum.invalidations += c.invalidations;
@@ -340,5 +350,13 @@ pub(super) fn coherence_totals() -> Option<CoherenceStats> {
             sum.true_sharing[level] += c.true_sharing[level];
         }
     }
-    Some(sum)
+    for (level, writebacks) in totals
+        .writebacks
+        .iter_mut()
+        .enumerate()
+        .take(machine.depth())
+    {
+        *writebacks = machine.level_stats(level).writebacks;
+    }
+    Some(totals)
 }

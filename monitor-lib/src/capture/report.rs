@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use epcache_shm::layout::{DataStructureKind, RegionKind, Shape};
-use epcache_sim::cache::{CoherenceStats, HierarchySpec};
+use epcache_sim::cache::HierarchySpec;
 
-use super::cores;
+use super::cores::{self, MachineTotals};
 use super::data::{self, DataStructure};
 use super::monitoring::{COHERENCE_COUNTS, Counts};
 use super::region_registry::{self, RegionMeta};
@@ -328,7 +328,8 @@ impl CaptureReport {
     /// The report of `totals` and the standalone counts, simulated with `spec` (given as
     /// `cache`), naming regions and structures from their registries; `machine` the cores
     /// and coherence totals of the machine the threads ran on, if they did (the totals absent
-    /// when an access never let go of the machine: `cores::coherence_totals`).
+    /// when an access never let go of the machine: `cores::machine_totals`), whose write-backs
+    /// replace the threads' own (a machine's write-backs are its own).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         cache: String,
@@ -338,10 +339,10 @@ impl CaptureReport {
         standalone: &StandaloneTotals,
         regions: &[RegionMeta],
         structures: &[DataStructure],
-        machine: Option<(usize, Option<CoherenceStats>)>,
+        machine: Option<(usize, Option<MachineTotals>)>,
     ) -> Self {
-        let (cores, coherence_totals) = machine.unzip();
-        let coherence_totals = coherence_totals.flatten();
+        let (cores, machine_totals) = machine.unzip();
+        let machine_totals = machine_totals.flatten();
         let data_level_names: Vec<&str> = spec.as_ref().map_or_else(Vec::new, |spec| {
             spec.data.iter().map(|l| l.name.as_str()).collect()
         });
@@ -357,6 +358,12 @@ impl CaptureReport {
                 writebacks: s.writebacks,
             })
             .collect();
+        let mut levels = levels;
+        if let Some(machine) = &machine_totals {
+            for (level, totals) in levels.iter_mut().enumerate() {
+                totals.writebacks = machine.writebacks.get(level).copied().unwrap_or(0);
+            }
+        }
         let mut events = BTreeMap::new();
         for (index, level) in levels.iter().enumerate() {
             let papi = |suffix: &str| format!("PAPI_L{}_{suffix}", index + 1);
@@ -371,7 +378,7 @@ impl CaptureReport {
 
         let coherence = cores.is_some();
         let mut rows = line_rows(&standalone.lines, structures, depth, coherence);
-        if let Some(totals) = coherence_totals {
+        if let Some(totals) = machine_totals.map(|m| m.coherence) {
             add_coherence_events(&mut events, depth, |level, event| match event {
                 0 => totals.coherence_misses[level],
                 1 => totals.false_sharing[level],
@@ -461,7 +468,7 @@ pub fn report_from_totals() -> CaptureReport {
         &standalone,
         &region_registry::all(),
         &data::all(),
-        cores::count().map(|n| (n, cores::coherence_totals())),
+        cores::count().map(|n| (n, cores::machine_totals())),
     );
     report.threads_unreported = hand_over::unreported();
     report.simulated_on_second_core = worker::simulated();

@@ -137,6 +137,31 @@ fn lock_step_threads_count_exactly_the_hand_computed_coherence_events() {
 
 /// The same program with every thread simulating a hierarchy of its own (no `EPCACHE_CORES`):
 /// no coherence event, no `cores`, and the report keeps its old shape.
+/// One thread on a machine of two cores counts what a hierarchy of its own counts, write-backs
+/// included (they happen in the machine, not in the thread's outcomes): an in-place LU of
+/// 200x200 doubles (320 KB, past L1 and L2) writes dirty lines back at both.
+#[test]
+fn one_thread_on_a_machine_counts_what_its_own_hierarchy_counts_write_backs_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "one_thread_on_a_machine_counts_what_its_own_hierarchy_counts_write_backs_too";
+    let Some(program) = build(dir.path(), "lu.c", &["-DLU_N=200"], who) else {
+        return;
+    };
+    let (machine_stdout, on_machine) = run(dir.path(), &program, &[("EPCACHE_CORES", "2")]);
+    let (own_stdout, own) = run(dir.path(), &program, &[("EPCACHE_CORES", "off")]);
+    assert_eq!(machine_stdout, own_stdout);
+    assert_eq!(on_machine["cores"], 2, "{on_machine:#}");
+    assert_eq!(
+        on_machine["levels"], own["levels"],
+        "on the machine {:#} against its own {:#}",
+        on_machine["levels"], own["levels"]
+    );
+    for level in 0..2 {
+        let writebacks = own["levels"][level]["writebacks"].as_u64().unwrap();
+        assert!(writebacks > 1_000, "level {level}: {:#}", own["levels"]);
+    }
+}
+
 #[test]
 fn without_cores_threads_keep_hierarchies_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
