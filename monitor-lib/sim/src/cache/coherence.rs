@@ -84,10 +84,41 @@ impl LineState {
     }
 }
 
-/// The directory: line (block number at the machine's line size) to what is known of it.
-pub(super) type Directory = HashMap<u64, LineState, BuildHasherDefault<BlockHasher>>;
+/// Lines per chunk of the [`Directory`].
+const CHUNK_LINES: u64 = 64;
 
-/// A multiplicative hash for block numbers: the directory is looked up on every write and
+/// The directory: line (block number at the machine's line size) to what is known of it,
+/// kept in chunks of the states of [`CHUNK_LINES`] consecutive lines. Why chunks: a kernel
+/// streaming through arrays larger than the host's caches looks up consecutive lines, and a
+/// map of one state per line put each lookup at a random place in a table as large as the
+/// arrays' line count (a host cache and TLB miss per first-level miss); in chunks, consecutive
+/// lines' states sit side by side and the map holds one key per chunk.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Directory {
+    chunks: HashMap<u64, Box<[LineState]>, BuildHasherDefault<BlockHasher>>,
+}
+
+impl Directory {
+    /// What is known of line `block`, if any line of its chunk was ever looked at (a state
+    /// never touched is the default: no owner, no holder, nobody pending).
+    #[inline]
+    pub(super) fn get_mut(&mut self, block: u64) -> Option<&mut LineState> {
+        let chunk = self.chunks.get_mut(&(block / CHUNK_LINES))?;
+        Some(&mut chunk[(block % CHUNK_LINES) as usize])
+    }
+
+    /// What is known of line `block`, its chunk made when it has none.
+    #[inline]
+    pub(super) fn line(&mut self, block: u64) -> &mut LineState {
+        let chunk = self
+            .chunks
+            .entry(block / CHUNK_LINES)
+            .or_insert_with(|| vec![LineState::default(); CHUNK_LINES as usize].into());
+        &mut chunk[(block % CHUNK_LINES) as usize]
+    }
+}
+
+/// A multiplicative hash for chunk numbers: the directory is looked up on every write and
 /// every first-level miss, and SipHash's resistance to chosen keys buys nothing here.
 #[derive(Default)]
 pub(super) struct BlockHasher(u64);

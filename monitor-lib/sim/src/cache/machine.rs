@@ -355,7 +355,7 @@ impl Machine {
                         return false;
                     }
                     let me = core as u8;
-                    let Some(line) = self.directory.get_mut(&block) else {
+                    let Some(line) = self.directory.get_mut(block) else {
                         return false;
                     };
                     if first.write != WritePolicy::WriteBack
@@ -416,7 +416,7 @@ impl Machine {
             owned,
             ..
         } = self;
-        let line = directory.entry(block).or_default();
+        let line = directory.line(block);
         let lost = line.take_pending(me).map(|p| (p.levels, p.written));
         let mut downgrade_from = None;
         match kind {
