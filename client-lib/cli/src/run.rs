@@ -113,8 +113,15 @@ pub(crate) struct RunArgs {
     /// Seed-paper analyses to run with every request (repeatable, or comma-separated); the
     /// results' `--json` holds their reports. With --by-field, `reuse` also gives spatial use
     /// per field: of each member's bytes the lines brought into L1, the share the program read
-    /// or wrote before the line left.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "ANALYSIS")]
+    /// or wrote before the line left. Not with --cores: the analyses follow one hierarchy's
+    /// lines, not a machine's.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "ANALYSIS",
+        conflicts_with = "cores"
+    )]
     analysis: Vec<crate::request::AnalysisArg>,
     /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
     /// allocated last (`latest`, following the array when the line allocates it again) or the

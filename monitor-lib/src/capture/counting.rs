@@ -61,9 +61,10 @@ impl Core {
     /// machine), its monitoring and its counting.
     pub(super) fn new(
         simulator: Simulator,
-        monitoring: Monitoring,
+        mut monitoring: Monitoring,
         seat: Option<cores::Seat>,
     ) -> Core {
+        monitoring.on_machine = seat.is_some();
         Core {
             counting: Counting::new(&simulator),
             simulator,

@@ -187,6 +187,9 @@ pub(crate) struct Monitoring {
     thread_id: Option<u32>,
     /// The thread's OpenMP number, as its per-thread results found it.
     openmp_number: Option<u32>,
+    /// The thread is a core of a machine (`cores.rs`), whose accesses the analyses, which
+    /// follow one hierarchy's line events, never see: requests for them count without them.
+    pub(crate) on_machine: bool,
 }
 
 impl Monitoring {
@@ -205,6 +208,7 @@ impl Monitoring {
             lines: LineTable::default(),
             thread_id: None,
             openmp_number: None,
+            on_machine: false,
         }
     }
 
@@ -489,7 +493,11 @@ impl Monitoring {
             });
         }
         if !analysed.is_empty() {
-            start_analyses(sim, &analysed);
+            if self.on_machine {
+                no_analyses_on_a_machine();
+            } else {
+                start_analyses(sim, &analysed);
+            }
         }
         self.start(sim);
     }
@@ -508,7 +516,7 @@ impl Monitoring {
             let report = ending
                 .iter()
                 .any(Binding::is_analysis)
-                .then(|| analysis_text(sim));
+                .then(|| analysis_text(sim, self.on_machine));
             for binding in ending {
                 self.publish(binding, report.as_ref());
             }
@@ -712,6 +720,20 @@ fn field_layout(spans: &layout::FieldSpans) -> FieldLayout {
     }
 }
 
+/// Says once, on stderr, that a request's analyses are not run on a machine of cores: with no
+/// word, the tool would show an analysis of no accesses.
+fn no_analyses_on_a_machine() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        eprintln!("epcache: a request asks for analyses: {ANALYSES_NOT_ON_A_MACHINE}")
+    });
+}
+
+/// Why a request's analyses have no report when its thread is a core of a machine.
+const ANALYSES_NOT_ON_A_MACHINE: &str = "the analyses (reuse, evictors, miss classes, reuse \
+    distance) follow one hierarchy's lines and are not run when threads are cores of a machine \
+    (EPCACHE_CORES); the request counts without them: run with EPCACHE_CORES=off for them";
+
 /// Switches on the analyses the requests entering together ask for (the union of them: one
 /// simulator runs one set), over every live data structure and the requests' own ranges where
 /// they name one, as METRIC reports per data structure; a by-field request's array is divided
@@ -770,7 +792,10 @@ fn start_analyses(sim: &mut Simulator, requests: &[ActiveRequest]) {
 
 /// The analysis report as JSON, or why there is none (the result block says when it does not
 /// fit, `layout::write_result`).
-fn analysis_text(sim: &Simulator) -> ResultText {
+fn analysis_text(sim: &Simulator, on_machine: bool) -> ResultText {
+    if on_machine {
+        return ResultText::Missing(ANALYSES_NOT_ON_A_MACHINE.into());
+    }
     match sim.analysis_report().map(|r| serde_json::to_string(&r)) {
         Some(Ok(json)) => ResultText::Report(json),
         Some(Err(e)) => {

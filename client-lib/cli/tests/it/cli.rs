@@ -189,3 +189,29 @@ fn cachegrind_mode_rejects_shapes_cachegrind_rejects() {
         stderr(&out)
     );
 }
+
+#[test]
+fn run_refuses_analyses_on_a_machine_of_cores_before_the_program_starts() {
+    // The program does not exist: the refusal must come before anything is started.
+    let out = epcache(&[
+        "run",
+        "--cores",
+        "2",
+        "--analysis",
+        "reuse",
+        "--region",
+        "main",
+        "--array",
+        "a",
+        "--",
+        "/nonexistent/program",
+    ]);
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    assert!(
+        text.contains("--analysis")
+            && text.contains("--cores")
+            && text.contains("cannot be used with"),
+        "{text}"
+    );
+}

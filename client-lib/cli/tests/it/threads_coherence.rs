@@ -263,7 +263,7 @@ async fn launch_on_two_cores(program: &Path, env: &[(&str, &str)]) -> epcache_cl
 /// on: 499 each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_count_coherence_events_per_thread_and_in_histograms() {
-    use epcache_client::{Aggregation, Request};
+    use epcache_client::{Aggregation, Analysis, Request};
     let dir = tempfile::tempdir().unwrap();
     let who = "requests_count_coherence_events_per_thread_and_in_histograms";
     let Some(program) = build(dir.path(), "lockstep_sharing.c", &["-pthread", "-g"], who) else {
@@ -282,6 +282,7 @@ async fn requests_count_coherence_events_per_thread_and_in_histograms() {
                 Request::histogram("take_turns", "packed", "EPC_L1_FSM", 1),
                 Request::count("take_turns", "same", "EPC_L1_TSM"),
                 Request::count("take_turns", "packed", "PAPI_CA_INV"),
+                Request::count("take_turns", "packed", "PAPI_CA_INV").analysis(Analysis::Reuse),
             ],
         )
         .await
@@ -306,6 +307,12 @@ async fn requests_count_coherence_events_per_thread_and_in_histograms() {
     );
     assert_eq!(result(3).total, 998);
     assert_eq!(result(4).total, 999);
+    // The analyses follow one hierarchy, not a machine: the request counts, and says why it
+    // has no report rather than reporting an analysis of nothing.
+    assert_eq!(result(5).total, 999);
+    assert!(result(5).analysis.is_none(), "{:?}", result(5));
+    let why = result(5).analysis_missing.as_deref().unwrap_or_default();
+    assert!(why.contains("EPCACHE_CORES=off"), "{why:?}");
     target.finish().await.unwrap();
 }
 
