@@ -58,6 +58,13 @@ impl Group {
         true
     }
 
+    /// Whether this group repeats runs (one-dimensional descriptors) of `count` accesses: what
+    /// [`Self::completed_by`] of a run needs first.
+    #[inline(always)]
+    fn repeats_runs_of(&self, count: u64) -> bool {
+        matches!(self.inner.dims.as_slice(), [only] if only.count == count)
+    }
+
     /// Whether a descriptor of `inner` dimensions then `outer`, starting at `base`, is exactly
     /// this group's next repetition. The one below closes it at once when it is, so a run
     /// that could go on (the last row of a matrix continuing into the next) does not swallow
@@ -115,18 +122,21 @@ impl StreamCompressor {
                 run.stride = delta;
                 run.count += 1;
                 run.last = (seq, addr);
-                let done = Dim {
-                    count: run.count,
-                    seq_stride: run.stride.0,
-                    addr_stride: run.stride.1,
-                };
-                let run = *run;
-                if self.groups[0]
-                    .as_ref()
-                    .is_some_and(|up| up.completed_by(&[], done, run.first))
+                // Only a run as long as the runs the group above repeats can complete it: one
+                // compare per access, the whole test when the lengths agree.
+                if let Some(up) = &self.groups[0]
+                    && up.repeats_runs_of(run.count)
                 {
-                    self.run = None;
-                    self.close_run(run, out);
+                    let done = Dim {
+                        count: run.count,
+                        seq_stride: run.stride.0,
+                        addr_stride: run.stride.1,
+                    };
+                    let run = *run;
+                    if up.completed_by(&[], done, run.first) {
+                        self.run = None;
+                        self.close_run(run, out);
+                    }
                 }
                 return;
             }

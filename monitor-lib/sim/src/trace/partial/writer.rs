@@ -72,6 +72,7 @@ impl<W: Write> PartialWriter<W> {
     }
 
     /// Appends the next access.
+    #[inline]
     pub fn record(&mut self, access: &PartialAccess) -> io::Result<()> {
         let key = (access.site, kind_code(access.kind), access.size);
         let slot = (access.site ^ access.site >> 9 ^ u64::from(key.1) << 3) as usize % RECENT;
