@@ -279,7 +279,12 @@ impl Machine {
     /// Simulates a data load or store of `size` bytes at `addr` by core `core` (taken modulo the
     /// number of cores), coherence first (see the module doc).
     pub fn access(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> CoreOutcome {
-        let core = core % self.cores;
+        // A division only for a core past the count (callers give their own core).
+        let core = if core < self.cores {
+            core
+        } else {
+            core % self.cores
+        };
         if self.cores == 1 {
             return CoreOutcome {
                 outcome: self.walk(core, addr, size, kind),
