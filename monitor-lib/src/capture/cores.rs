@@ -30,8 +30,11 @@
 //! the core count, round-robin past it, or as `EPCACHE_CORES=N:c0,c1,...` places them. Under
 //! OpenMP the master thread starts first, so core `i` is usually OpenMP thread `i`.
 //!
-//! A forked child never simulates (its parent's threads may have held the lock at the fork).
+//! A forked child never simulates (its parent's threads may have held the lock at the fork),
+//! and a thread interrupted inside a simulation (a crash whose handler writes the report on
+//! it) never waits for the lock it holds itself: what it had waiting goes unsimulated.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
@@ -157,11 +160,64 @@ fn cores() -> Option<&'static Cores> {
         .as_ref()
 }
 
+thread_local! {
+    /// Whether this thread holds the machine's lock: a crash inside a simulation whose handler
+    /// writes the report on the same thread must not wait for the lock it holds itself.
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The machine's lock, held by this thread (see [`HOLDING`]).
+struct Held<'a>(MutexGuard<'a, Shared>);
+
+impl<'a> Held<'a> {
+    fn new(guard: MutexGuard<'a, Shared>) -> Self {
+        HOLDING.set(true);
+        Held(guard)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        HOLDING.set(false);
+    }
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Shared {
+        &mut self.0
+    }
+}
+
 impl Cores {
-    /// The machine and the logs. A panic mid-access poisons the lock; the machine is still a
-    /// machine.
-    fn lock(&self) -> MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    /// The machine and the logs; `None` when this thread holds them already (it was
+    /// interrupted inside a simulation). A panic mid-access poisons the lock; the machine is
+    /// still a machine.
+    fn lock(&self) -> Option<Held<'_>> {
+        if HOLDING.get() {
+            return None;
+        }
+        Some(Held::new(
+            self.shared.lock().unwrap_or_else(|e| e.into_inner()),
+        ))
+    }
+
+    /// [`Self::lock`] if it is free now.
+    fn try_lock(&self) -> Option<Held<'_>> {
+        if HOLDING.get() {
+            return None;
+        }
+        match self.shared.try_lock() {
+            Ok(guard) => Some(Held::new(guard)),
+            Err(TryLockError::Poisoned(e)) => Some(Held::new(e.into_inner())),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 }
 
@@ -175,6 +231,10 @@ pub(super) fn count() -> Option<usize> {
 /// hierarchies of their own, unless `EPCACHE_CORES` was given (`off` asks for that silently):
 /// a multithreaded program's shared levels and false sharing would go unseen without a word.
 pub(super) fn assign() -> Option<Seat> {
+    // A forked child takes no lock a parent's thread may have held at the fork.
+    if forked_child() {
+        return None;
+    }
     let Some(cores) = cores() else {
         if PRIVATE_THREADS.fetch_add(1, Ordering::Relaxed) == 1
             && std::env::var_os(CORES_ENV).is_none()
@@ -185,7 +245,7 @@ pub(super) fn assign() -> Option<Seat> {
     };
     let core = cores.map.core_of(THREADS.fetch_add(1, Ordering::Relaxed));
     let (writer, log) = LogWriter::new(core);
-    cores.lock().logs.push(log);
+    cores.lock()?.logs.push(log);
     cores.logs.fetch_add(1, Ordering::Relaxed);
     Some(Seat {
         cores,
@@ -248,11 +308,14 @@ impl Seat {
                 std::hint::spin_loop();
                 continue;
             }
-            match self.cores.shared.try_lock() {
-                Ok(mut shared) => shared.simulate_waiting(),
-                Err(TryLockError::Poisoned(e)) => e.into_inner().simulate_waiting(),
-                Err(TryLockError::WouldBlock) if looks < LOOKS_BEFORE_BLOCKING => {}
-                Err(TryLockError::WouldBlock) => self.cores.lock().simulate_waiting(),
+            if let Some(mut shared) = self.cores.try_lock() {
+                shared.simulate_waiting();
+            } else if looks >= LOOKS_BEFORE_BLOCKING {
+                match self.cores.lock() {
+                    Some(mut shared) => shared.simulate_waiting(),
+                    // Interrupted inside a simulation: the access cannot be logged.
+                    None => return,
+                }
             }
         }
     }
@@ -260,26 +323,26 @@ impl Seat {
     /// Simulates every waiting access (every thread's, so this thread's come in their place)
     /// and counts this thread's: before its counts are read.
     pub(super) fn settle(&mut self, count: impl FnMut(Simulated)) {
-        if self.writer.waiting() {
-            self.cores.lock().simulate_waiting();
+        if self.writer.waiting()
+            && let Some(mut shared) = self.cores.lock()
+        {
+            shared.simulate_waiting();
         }
         self.writer.count_simulated(count);
     }
 
     /// Runs `f` on the machine after every waiting access, under one hold of the lock (an
     /// access wider than a line), then counts this thread's waiting accesses.
-    pub(super) fn simulate_now<R>(
+    pub(super) fn simulate_now(
         &mut self,
-        f: impl FnOnce(&mut Machine) -> R,
+        f: impl FnOnce(&mut Machine),
         count: impl FnMut(Simulated),
-    ) -> R {
-        let result = {
-            let mut shared = self.cores.lock();
+    ) {
+        if let Some(mut shared) = self.cores.lock() {
             shared.simulate_waiting();
-            f(&mut shared.machine)
-        };
+            f(&mut shared.machine);
+        }
         self.writer.count_simulated(count);
-        result
     }
 }
 
@@ -291,7 +354,9 @@ impl Drop for Seat {
         if forked_child() {
             return;
         }
-        let mut shared = self.cores.lock();
+        let Some(mut shared) = self.cores.lock() else {
+            return;
+        };
         shared.simulate_waiting();
         shared
             .logs
@@ -327,13 +392,10 @@ pub(super) fn machine_totals() -> Option<MachineTotals> {
     let cores = cores()?;
     let deadline = Instant::now() + REPORT_PATIENCE;
     let mut shared = loop {
-        match cores.shared.try_lock() {
-            Ok(shared) => break shared,
-            Err(TryLockError::Poisoned(e)) => break e.into_inner(),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::yield_now();
-            }
-            Err(TryLockError::WouldBlock) => return None,
+        match cores.try_lock() {
+            Some(shared) => break shared,
+            None if !HOLDING.get() && Instant::now() < deadline => std::thread::yield_now(),
+            None => return None,
         }
     };
     shared.simulate_waiting();
