@@ -5,7 +5,8 @@
 //! the threads one at a time; monitored with a hierarchy per thread (the default: no
 //! coherence, nothing shared); and monitored as cores of one machine (`EPCACHE_CORES`, the LL
 //! shared, the D1s kept coherent by MESI). The goal (issue 27): coherence makes a monitored run
-//! at most 1.5 times slower than the private-only one.
+//! at most 1.5 times slower than the private-only one. With 2 threads the two monitored
+//! variants run again beside a CPU-bound process (the busy machine line).
 //!
 //! Every variant runs with `OMP_WAIT_POLICY=passive`, so threads waiting at a barrier sleep
 //! rather than spin: under Cachegrind, which runs one thread at a time, a spinning waiter only
@@ -49,6 +50,9 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// The busy machine's competitor: CPU-bound until killed.
+const SPIN_C: &str = "int main(void) { volatile unsigned long x = 0; for (;;) x++; }\n";
+
 /// The grid's order: two grids of 8 MiB, as large as the LL.
 const DEFAULT_OMP_N: u32 = 1024;
 /// Sweeps per run.
@@ -87,7 +91,10 @@ pub(super) fn openmp(dir: &Path, runtime: &Path, runs: usize) {
             "omp_epcache",
         ],
     );
+    std::fs::write(dir.join("spin.c"), SPIN_C).unwrap();
+    super::gcc(dir, &["-O1", "spin.c", "-o", "spin"]);
     let (plain, captured) = (dir.join("omp_plain"), dir.join("omp_epcache"));
+    let mut busy_line = String::new();
     let shared_cache = format!("{EPCACHE_CACHE},shared");
     let slow_runs = (runs / 5).max(3);
     println!(
@@ -161,7 +168,28 @@ pub(super) fn openmp(dir: &Path, runtime: &Path, runs: usize) {
             cachegrind_s / cores_s,
             verdict(ratio <= GOAL_COHERENCE_RATIO)
         );
+        if threads == 2 {
+            // The same two variants again beside a CPU-bound process: a machine whose threads
+            // wait for one another must not wait for one that is not running.
+            let mut spin = std::process::Command::new(dir.join("spin"))
+                .stdin(std::process::Stdio::null())
+                .spawn()
+                .expect("starting the competitor");
+            let busy = interleaved(dir, &[&per_thread, &cores], slow_runs);
+            let _ = spin.kill();
+            let _ = spin.wait();
+            let [busy_per_thread, busy_cores] = [0, 1]
+                .map(|i| Spread::of(&busy[i].iter().map(|(s, _)| *s).collect::<Vec<_>>()).median);
+            busy_line = format!(
+                "busy machine (one CPU-bound process beside it), 2 threads: per-thread {busy_per_thread:.3} s \
+                 ({:.2}x idle), cores {busy_cores:.3} s ({:.2}x idle), cores/per-thread {:.2}x",
+                busy_per_thread / per_thread_s,
+                busy_cores / cores_s,
+                busy_cores / busy_per_thread
+            );
+        }
     }
+    println!("{busy_line}");
     println!(
         "caches: per thread {EPCACHE_CACHE}; cores {shared_cache}; cachegrind {} (its LL is \
          the one process's)",
