@@ -20,6 +20,16 @@ use super::data::{self, Lookup};
 use super::filter::Filter;
 
 const FOUND_SLOTS: usize = 64;
+
+/// The slot of `addr`'s 4 KiB page in a finder's answers: a multiplicative mix of the page
+/// number, as arrays a power of two of pages apart (two 8 MiB grids) took one slot by turns
+/// under the page number's low bits, and every access searched.
+#[inline(always)]
+fn found_slot(addr: u64) -> usize {
+    const _: () = assert!(FOUND_SLOTS.is_power_of_two());
+    ((addr >> 12).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FOUND_SLOTS.trailing_zeros()))
+        as usize
+}
 /// A slot that holds no answer (its range is empty).
 const NOT_FOUND: (u64, u64, u32) = (1, 0, 0);
 
@@ -62,7 +72,7 @@ impl StructureFinder {
     /// answer when `addr` lies in its range, else a search.
     #[inline(always)]
     pub(crate) fn structure_of(&mut self, addr: u64) -> Option<usize> {
-        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
+        let (lo, hi, found) = self.found[found_slot(addr)];
         if lo <= addr && addr < hi {
             return (found as usize).checked_sub(1);
         }
@@ -109,7 +119,7 @@ impl StructureFinder {
         );
         self.line_bits = Some(line_bits);
         let structure = self.structure_of(addr);
-        let (lo, hi, found) = self.found[(addr >> 12) as usize % FOUND_SLOTS];
+        let (lo, hi, found) = self.found[found_slot(addr)];
         // Lines wholly inside `lo..hi`: from the first starting at or after `lo` to the last
         // ending at or before `hi` (exclusive).
         let (first, end) = (lo.div_ceil(1 << line_bits), hi >> line_bits);
@@ -124,7 +134,31 @@ impl StructureFinder {
     #[inline(never)]
     fn find(&mut self, addr: u64) -> Option<usize> {
         let (lo, hi, index) = self.lookup.find_with_extent(addr);
-        self.found[(addr >> 12) as usize % FOUND_SLOTS] = (lo, hi, index.map_or(0, |i| i + 1));
+        self.found[found_slot(addr)] = (lo, hi, index.map_or(0, |i| i + 1));
         Some(index? as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_a_power_of_two_of_pages_apart_take_slots_of_their_own() {
+        // Two or three arrays interleaved by a kernel, a power of two of pages apart (the
+        // page number's low bits took one slot for all of them): each page its own slot.
+        let base = 0x5555_0000_0000u64;
+        for pages in [64u64, 2048, 4096, 1 << 20] {
+            let step = pages << 12;
+            let slots = [
+                found_slot(base),
+                found_slot(base + step),
+                found_slot(base + 2 * step),
+            ];
+            assert!(
+                slots[0] != slots[1] && slots[1] != slots[2] && slots[0] != slots[2],
+                "{pages} pages apart: slots {slots:?}"
+            );
+        }
     }
 }
