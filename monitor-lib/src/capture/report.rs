@@ -348,22 +348,22 @@ impl CaptureReport {
         });
         let levels: Vec<LevelTotals> = data_level_names
             .iter()
-            .filter_map(|name| totals.levels.iter().find(|(n, _)| n == name))
-            .map(|(name, s)| LevelTotals {
-                name: name.clone(),
-                reads: s.reads,
-                read_misses: s.read_misses,
-                writes: s.writes,
-                write_misses: s.write_misses,
-                writebacks: s.writebacks,
+            .enumerate()
+            .filter_map(|(level, name)| {
+                let (name, s) = totals.levels.iter().find(|(n, _)| n == name)?;
+                Some(LevelTotals {
+                    name: name.clone(),
+                    reads: s.reads,
+                    read_misses: s.read_misses,
+                    writes: s.writes,
+                    write_misses: s.write_misses,
+                    // A machine's write-backs are its own, none of them a thread's.
+                    writebacks: machine_totals.as_ref().map_or(s.writebacks, |m| {
+                        m.writebacks.get(level).copied().unwrap_or(0)
+                    }),
+                })
             })
             .collect();
-        let mut levels = levels;
-        if let Some(machine) = &machine_totals {
-            for (level, totals) in levels.iter_mut().enumerate() {
-                totals.writebacks = machine.writebacks.get(level).copied().unwrap_or(0);
-            }
-        }
         let mut events = BTreeMap::new();
         for (index, level) in levels.iter().enumerate() {
             let papi = |suffix: &str| format!("PAPI_L{}_{suffix}", index + 1);

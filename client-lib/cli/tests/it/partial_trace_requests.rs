@@ -6,7 +6,7 @@
 //! while one is asked for, a trace once the target runs) are refused with the reason, and the
 //! target still runs to its end.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
@@ -27,13 +27,31 @@ async fn epcache(daemon: &str, args: &[&str]) -> Output {
 }
 
 /// `partial_matmul.c` built with `epcache cc -- gcc -O2` into `dir`, or `None` (skipped).
-fn build(dir: &Path, who: &str) -> Option<std::path::PathBuf> {
+fn build(dir: &Path, who: &str) -> Option<PathBuf> {
     if !(available("gcc", who) && runtime_built(who)) {
         return None;
     }
     let src = kernel("partial_matmul.c");
     epcache_cc(dir, &["gcc", "-O2", "-o", "prog", src.to_str().unwrap()]);
     Some(dir.join("prog"))
+}
+
+/// A test's directory (the guard that removes it, and its canonical path, the daemon's
+/// runtime directory), the program built in it and a daemon on it; `None` (skipped) when the
+/// program cannot be built.
+async fn set_up(
+    who: &str,
+) -> Option<(
+    tempfile::TempDir,
+    PathBuf,
+    PathBuf,
+    epcache_daemon::DaemonHandle,
+)> {
+    let guard = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(guard.path()).unwrap();
+    let program = build(&dir, who)?;
+    let daemon = start_daemon(&dir).await;
+    Some((guard, dir, program, daemon))
 }
 
 /// The program, waiting at start for a tool, its record in `dir`, its report at `dir/r.json`.
@@ -67,12 +85,9 @@ fn ends_well(target: &mut Child) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_asked_through_the_daemon_replays_to_the_live_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let Some(program) = build(&dir, "trace request") else {
+    let Some((_guard, dir, program, daemon)) = set_up("trace request").await else {
         return;
     };
-    let daemon = start_daemon(&dir).await;
     let addr = daemon.endpoint();
     let mut target = start(&program, &dir);
     let mut client = epcache_client::Client::connect(&addr).await.unwrap();
@@ -124,12 +139,9 @@ async fn a_trace_asked_through_the_daemon_replays_to_the_live_counts() {
 /// placed on the region beside the trace, over every byte; the trace replays to them exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_beside_requests_replays_to_their_results() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let Some(program) = build(&dir, "trace beside requests") else {
+    let Some((_guard, dir, program, daemon)) = set_up("trace beside requests").await else {
         return;
     };
-    let daemon = start_daemon(&dir).await;
     let addr = daemon.endpoint();
     let mut target = start_with_report(&program, &dir, false);
     let pid = target.id();
@@ -168,12 +180,9 @@ async fn a_trace_beside_requests_replays_to_their_results() {
 /// accesses written); a data-structure selection writes only that structure's accesses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_cuts_the_trace_and_a_selection_keeps_one_structure() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let Some(program) = build(&dir, "trace budget and selection") else {
+    let Some((_guard, dir, program, daemon)) = set_up("trace budget and selection").await else {
         return;
     };
-    let daemon = start_daemon(&dir).await;
     let addr = daemon.endpoint();
     let mut client = epcache_client::Client::connect(&addr).await.unwrap();
     for (name, extra) in [("budget", ["--budget", "10000"]), ("b", ["--data", "b"])] {
@@ -236,12 +245,9 @@ async fn a_budget_cuts_the_trace_and_a_selection_keeps_one_structure() {
 /// before the target has announced itself to the daemon, waits for it, and records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_asked_as_the_target_starts_waits_for_it_to_announce_itself() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let Some(program) = build(&dir, "trace asked at start") else {
+    let Some((_guard, dir, program, daemon)) = set_up("trace asked at start").await else {
         return;
     };
-    let daemon = start_daemon(&dir).await;
     let addr = daemon.endpoint();
     let mut target = start(&program, &dir);
     let trace = dir.join("at-start.eppt");
@@ -269,12 +275,9 @@ async fn a_trace_asked_as_the_target_starts_waits_for_it_to_announce_itself() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_trace_requests_are_refused_and_the_target_runs_to_its_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let Some(program) = build(&dir, "bad trace requests") else {
+    let Some((_guard, dir, program, daemon)) = set_up("bad trace requests").await else {
         return;
     };
-    let daemon = start_daemon(&dir).await;
     let addr = daemon.endpoint();
     let mut target = start(&program, &dir);
     let mut client = epcache_client::Client::connect(&addr).await.unwrap();
