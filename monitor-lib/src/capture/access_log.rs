@@ -54,7 +54,8 @@ const WRITE_BIT: u64 = 1 << 32;
 pub(super) struct AccessLog {
     /// The core of the machine the thread is.
     core: usize,
-    slots: Box<[Slot]>,
+    /// A fixed length, so a position's slot is a mask with no bounds check.
+    slots: Box<[Slot; LOG_SLOTS]>,
     /// Accesses appended so far.
     appended: LineOfItsOwn<AtomicU64>,
     /// Accesses simulated so far.
@@ -137,7 +138,7 @@ impl LogWriter {
     pub(super) fn new(core: usize) -> (LogWriter, Arc<AccessLog>) {
         let log = Arc::new(AccessLog {
             core,
-            slots: (0..LOG_SLOTS).map(|_| Slot::default()).collect(),
+            slots: Box::new(std::array::from_fn(|_| Slot::default())),
             appended: LineOfItsOwn(AtomicU64::new(0)),
             simulated: LineOfItsOwn(AtomicU64::new(0)),
         });
