@@ -1288,6 +1288,9 @@ pub struct Description {
     pub model: Option<v1::CacheModel>,
     /// Counters in its counter array, once published.
     pub counters: Option<u32>,
+    /// The cores of the machine its threads are (`EPCACHE_CORES`), once published; `None` when
+    /// each thread simulates a hierarchy of its own (coherence events count nothing).
+    pub cores: Option<u32>,
     /// The events it can count.
     pub events: Vec<EventInfo>,
     /// The requests placed on it through the daemon.
@@ -1313,6 +1316,7 @@ impl TryFrom<v1::DescribeTargetResponse> for Description {
                 .collect::<Result<_, _>>()?,
             cache_spec: d.model.as_ref().map(|m| m.spec.clone()),
             counters: d.model.as_ref().map(|m| m.counters),
+            cores: d.model.as_ref().map(|m| m.cores).filter(|&n| n > 0),
             model: d.model,
             events: d
                 .events

@@ -58,7 +58,12 @@ pub fn trace_info(
 }
 
 /// The MRI description of a target's simulated hardware.
-pub fn cache_model(spec: &HierarchySpec, counters: u32, counter_bits: u32) -> v1::CacheModel {
+pub fn cache_model(
+    spec: &HierarchySpec,
+    counters: u32,
+    counter_bits: u32,
+    cores: u32,
+) -> v1::CacheModel {
     let level = |l: &LevelSpec, instruction_only: bool| {
         let (replacement, random_seed) = match l.replacement {
             Replacement::Lru => (v1::Replacement::Lru, 0),
@@ -95,6 +100,7 @@ pub fn cache_model(spec: &HierarchySpec, counters: u32, counter_bits: u32) -> v1
             .collect(),
         counters,
         counter_bits,
+        cores,
     }
 }
 
@@ -476,7 +482,7 @@ mod tests {
         let spec: HierarchySpec = "I1=32K,8,64;D1=32K,8,64,plru;L2=1M,16,64,random:5,wt,inclusive"
             .parse()
             .unwrap();
-        let m = cache_model(&spec, 64, 32);
+        let m = cache_model(&spec, 64, 32, 0);
         assert_eq!(m.spec, spec.to_string());
         let names: Vec<_> = m.levels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["I1", "D1", "L2"]);
@@ -494,13 +500,11 @@ mod tests {
         let machine: HierarchySpec = "D1=32K,8,64;L2=1M,16,64,shared=2;L3=8M,16,64,shared"
             .parse()
             .unwrap();
-        let shared: Vec<u32> = cache_model(&machine, 64, 32)
-            .levels
-            .iter()
-            .map(|l| l.shared_by)
-            .collect();
+        let on_four_cores = cache_model(&machine, 64, 32, 4);
+        let shared: Vec<u32> = on_four_cores.levels.iter().map(|l| l.shared_by).collect();
         assert_eq!(shared, [1, 2, 0]);
-        assert_eq!((m.counters, m.counter_bits), (64, 32));
+        assert_eq!(on_four_cores.cores, 4);
+        assert_eq!((m.counters, m.counter_bits, m.cores), (64, 32, 0));
     }
 
     /// What issue 25 asks the data-structure table to publish reaches the MRI: C's

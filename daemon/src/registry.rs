@@ -462,7 +462,7 @@ impl TargetEntry {
                     .model()
                     .ok()
                     .flatten()
-                    .and_then(|(text, _)| text.parse::<HierarchySpec>().ok())
+                    .and_then(|m| m.spec.parse::<HierarchySpec>().ok())
                     .and_then(|h| h.data.first().map(|l| u64::from(l.geometry.line_size)))
                     .unwrap_or(1);
                 let width = counted

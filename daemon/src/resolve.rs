@@ -487,6 +487,7 @@ pub(crate) fn request(
     regions: &[RegionInfo],
     structures: &[DataStructureInfo],
     model: Option<&HierarchySpec>,
+    cores: u32,
 ) -> Result<Resolved, DaemonError> {
     let region = region(pid, request.region.as_ref(), regions)?;
     let site_block = v1::SiteBlock::try_from(request.site_block)
@@ -509,6 +510,16 @@ pub(crate) fn request(
         ));
     }
     let event = event(pid, &request.event, model)?;
+    if event.is_coherence() && cores < 2 {
+        let threads = if cores == 0 {
+            "its threads each simulate a cache hierarchy of their own"
+        } else {
+            "its machine has one core"
+        };
+        return Err(DaemonError::FailedPrecondition(format!(
+            "target pid {pid}: {event} counts coherence events, which only a machine of several cores simulates, and {threads}, so it would count nothing; start the program with EPCACHE_CORES=N (`epcache run --cores N`)"
+        )));
+    }
     let analyses = model::analysis_mask(&request.analyses).map_err(DaemonError::InvalidArgument)?;
     let line = u64::from(model.data[0].geometry.line_size);
     let (target, range, structure, site, bound_later) = match data {
@@ -923,7 +934,7 @@ mod tests {
             analyses: vec![],
             site_block: 0,
         };
-        let r = request(5, &req, &regions(), &structures(), Some(&model)).unwrap();
+        let r = request(5, &req, &regions(), &structures(), Some(&model), 0).unwrap();
         assert_eq!(
             r.spec.mode,
             Mode::Histogram {
@@ -942,9 +953,35 @@ mod tests {
             ..req
         };
         assert!(matches!(
-            request(5, &bad, &regions(), &structures(), Some(&model)),
+            request(5, &bad, &regions(), &structures(), Some(&model), 0),
             Err(DaemonError::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn coherence_events_need_a_machine_of_several_cores() {
+        let model: HierarchySpec = "D1=32K,2,32;LL=1M,8,64,shared".parse().unwrap();
+        let req = v1::MonitoringRequest {
+            region: Some(by_name("init")),
+            data: Some(v1::DataSelector {
+                by: Some(v1::data_selector::By::Name("a.c:50".into())),
+            }),
+            event: "EPC_L1_FSM".into(),
+            mode: Some(v1::monitoring_request::Mode::StaticCount(v1::StaticMode {})),
+            aggregation: 0,
+            analyses: vec![],
+            site_block: 0,
+        };
+        let refused = |cores| request(5, &req, &regions(), &structures(), Some(&model), cores);
+        for (cores, says) in [(0, "hierarchy of their own"), (1, "one core")] {
+            match refused(cores) {
+                Err(DaemonError::FailedPrecondition(why)) => {
+                    assert!(why.contains(says) && why.contains("EPCACHE_CORES"), "{why}");
+                }
+                other => panic!("{cores} cores: {other:?}"),
+            }
+        }
+        assert!(refused(2).is_ok());
     }
 
     #[test]
@@ -989,22 +1026,22 @@ mod tests {
             analyses: vec![],
             site_block: 0,
         };
-        let r = request(5, &req, &regions(), &structures(), Some(&model)).unwrap();
+        let r = request(5, &req, &regions(), &structures(), Some(&model), 0).unwrap();
         assert_eq!(r.info.event, "PAPI_L1_LDM");
         assert_eq!((r.info.buckets, r.info.bucket_bytes), (25, 1600));
         assert_eq!(r.info.aggregation(), v1::Aggregation::Summed);
         assert_eq!(r.spec.region, RegionIndex(1));
         req.event = "PAPI_L3_LDM".into();
-        let err = request(5, &req, &regions(), &structures(), Some(&model)).unwrap_err();
+        let err = request(5, &req, &regions(), &structures(), Some(&model), 0).unwrap_err();
         assert!(err.to_string().contains("has 2 data level"), "{err}");
         req.event = "PAPI_L1_XYZ".into();
         assert!(matches!(
-            request(5, &req, &regions(), &structures(), Some(&model)),
+            request(5, &req, &regions(), &structures(), Some(&model), 0),
             Err(DaemonError::InvalidArgument(_))
         ));
         req.event = "PAPI_L1_LDM".into();
         assert!(matches!(
-            request(5, &req, &regions(), &structures(), None),
+            request(5, &req, &regions(), &structures(), None, 0),
             Err(DaemonError::FailedPrecondition(_))
         ));
     }
@@ -1041,6 +1078,7 @@ mod tests {
             &regions(),
             &structures(),
             Some(&model),
+            0,
         )
         .unwrap();
         let Mode::Fields(spans) = r.spec.mode else {
@@ -1059,6 +1097,7 @@ mod tests {
             &regions(),
             &structures(),
             Some(&model),
+            0,
         )
         .unwrap_err();
         assert!(e.to_string().contains("lists no members"), "{e}");
@@ -1068,6 +1107,7 @@ mod tests {
             &regions(),
             &structures(),
             Some(&model),
+            0,
         )
         .unwrap_err();
         assert!(
@@ -1086,6 +1126,7 @@ mod tests {
             &regions(),
             &typed,
             Some(&model),
+            0,
         )
         .unwrap_err();
         assert!(e.to_string().contains("its type says 24 bytes"), "{e}");

@@ -52,24 +52,34 @@ fn tool_of<T>(request: &Request<T>) -> String {
 }
 
 /// The target's cache hierarchy, when it published one that parses.
-fn hierarchy(entry: &TargetEntry) -> Result<Option<(HierarchySpec, u32)>, DaemonError> {
+fn hierarchy(entry: &TargetEntry) -> Result<Option<ParsedModel>, DaemonError> {
     Ok(published_hierarchy(entry)?.and_then(Result::ok))
 }
 
-/// A published cache model: the hierarchy and its counter count, or the text that did not parse.
-type PublishedModel = Result<(HierarchySpec, u32), String>;
+/// A published cache model whose spec parsed.
+struct ParsedModel {
+    spec: HierarchySpec,
+    counters: u32,
+    cores: u32,
+}
 
 /// What the target published as its cache: `None` before it did; `Err` with the text when that
 /// does not parse (the runtime publishes its own complaint about a bad `EPCACHE_CACHE`).
-fn published_hierarchy(entry: &TargetEntry) -> Result<Option<PublishedModel>, DaemonError> {
-    let Some((text, counters)) = entry.handle.model()? else {
+fn published_hierarchy(
+    entry: &TargetEntry,
+) -> Result<Option<Result<ParsedModel, String>>, DaemonError> {
+    let Some(model) = entry.handle.model()? else {
         return Ok(None);
     };
-    Ok(Some(match text.parse::<HierarchySpec>() {
-        Ok(spec) => Ok((spec, counters)),
+    Ok(Some(match model.spec.parse::<HierarchySpec>() {
+        Ok(spec) => Ok(ParsedModel {
+            spec,
+            counters: model.counters,
+            cores: model.cores,
+        }),
         Err(e) => {
-            tracing::warn!(pid = entry.pid(), spec = %text, error = %e, "target published a cache spec this daemon cannot parse");
-            Err(text)
+            tracing::warn!(pid = entry.pid(), spec = %model.spec, error = %e, "target published a cache spec this daemon cannot parse");
+            Err(model.spec)
         }
     }))
 }
@@ -171,9 +181,9 @@ impl Mri for MriService {
         let regions = entry.handle.regions().map_err(DaemonError::from)?;
         let structures = entry.handle.data_structures().map_err(DaemonError::from)?;
         let (model, events) = match hierarchy(&entry)? {
-            Some((spec, counters)) => (
-                Some(model::cache_model(&spec, counters, 0)),
-                model::events(spec.data.len()),
+            Some(m) => (
+                Some(model::cache_model(&m.spec, m.counters, 0, m.cores)),
+                model::events(m.spec.data.len()),
             ),
             None => (None, Vec::new()),
         };
@@ -206,8 +216,8 @@ impl Mri for MriService {
         let structures = entry.handle.data_structures().map_err(DaemonError::from)?;
         // A target that cannot simulate (a bad EPCACHE_CACHE) would leave requests active and
         // never answered: refuse them with what the target said.
-        let spec = match published_hierarchy(&entry)? {
-            Some(Ok((spec, _))) => Some(spec),
+        let (spec, cores) = match published_hierarchy(&entry)? {
+            Some(Ok(m)) => (Some(m.spec), m.cores),
             Some(Err(published)) => {
                 return Err(DaemonError::FailedPrecondition(format!(
                     "target pid {} cannot simulate a cache, so it can serve no request: {published}; restart it with a valid EPCACHE_CACHE (the spec syntax of `epcache replay --help`)",
@@ -215,22 +225,21 @@ impl Mri for MriService {
                 ))
                 .into());
             }
-            None => None,
+            None => (None, 0),
         };
         // Resolve everything first: a refused call must leave the target untouched.
-        let resolved = call
-            .requests
-            .iter()
-            .enumerate()
-            .map(|(index, r)| {
-                resolve::request(call.pid, r, &regions, &structures, spec.as_ref()).map_err(
-                    |source| DaemonError::InRequest {
-                        index,
-                        source: Box::new(source),
-                    },
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let resolved =
+            call.requests
+                .iter()
+                .enumerate()
+                .map(|(index, r)| {
+                    resolve::request(call.pid, r, &regions, &structures, spec.as_ref(), cores)
+                        .map_err(|source| DaemonError::InRequest {
+                            index,
+                            source: Box::new(source),
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
         let mut placed: Vec<Placed> = Vec::with_capacity(resolved.len());
         for (index, r) in resolved.into_iter().enumerate() {
             match entry.handle.submit(&r.spec) {

@@ -112,6 +112,7 @@ mod tests {
             }],
             counters: 64,
             counter_bits: 32,
+            cores: 2,
         };
         let bytes = model.encode_to_vec();
         assert_eq!(v1::CacheModel::decode(bytes.as_slice()).unwrap(), model);

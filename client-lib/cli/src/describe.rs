@@ -30,10 +30,18 @@ pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
     }
     out.push('\n');
     match (&d.cache_spec, d.counters) {
-        (Some(spec), Some(counters)) => out.push_str(&format!(
-            "cache {spec}, counter array of {counters} counters, {} request slots\n",
-            d.request_slots
-        )),
+        (Some(spec), Some(counters)) => {
+            out.push_str(&format!(
+                "cache {spec}, counter array of {counters} counters, {} request slots\n",
+                d.request_slots
+            ));
+            out.push_str(&match d.cores {
+                Some(cores) => format!(
+                    "threads are the {cores} cores of one machine: shared levels and coherence events are simulated\n"
+                ),
+                None => "each thread simulates a hierarchy of its own: no level is shared, coherence events count nothing (EPCACHE_CORES=N makes them cores)\n".to_owned(),
+            });
+        }
         _ => out.push_str("cache model not published yet\n"),
     }
     out.push_str("\nregions\n");

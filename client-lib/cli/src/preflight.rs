@@ -50,6 +50,31 @@ pub(crate) fn events<'a>(
     Ok(())
 }
 
+/// Checks that a coherence event is asked for only of threads that are cores of one machine
+/// (`cores`: `--cores`, else `EPCACHE_CORES` as the program will inherit it): without one it
+/// would count nothing.
+pub(crate) fn coherence_events<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    cores: Option<&str>,
+) -> anyhow::Result<()> {
+    // The runtime checks the value itself; here only whether it asks for several cores.
+    let machine = cores.is_some_and(|c| {
+        let count = c.split(':').next().unwrap_or_default().trim();
+        !matches!(count.to_ascii_lowercase().as_str(), "" | "off" | "0" | "1")
+    });
+    if machine {
+        return Ok(());
+    }
+    for name in names {
+        if name.parse::<Event>().is_ok_and(|e| e.is_coherence()) {
+            bail!(
+                "--event {name} counts coherence events, which only threads simulated as the cores of one machine have; add --cores N (N of at least 2, or `host`); nothing was started"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The most buckets one histogram can have: a request's result block holds this many.
 pub(crate) fn max_buckets() -> u32 {
     Capacities::default().buckets_per_slot

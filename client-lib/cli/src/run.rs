@@ -365,6 +365,9 @@ fn exit_code(status: ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
+/// The runtime's variable for `--cores`, which the program also inherits from the caller.
+const CORES_ENV: &str = "EPCACHE_CORES";
+
 /// Exit status when epcache could not monitor as asked, though the program ran.
 const NOT_MONITORED: i32 = 2;
 
@@ -373,6 +376,8 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     // Everything that can be checked is checked before the program starts.
     let (_, spec) = preflight::cache(args.cache.as_deref())?;
     preflight::events(&args.event, &spec)?;
+    let inherited = std::env::var(CORES_ENV).ok();
+    preflight::coherence_events(&args.event, args.cores.as_deref().or(inherited.as_deref()))?;
     preflight::buckets(&args.buckets)?;
     if args.all_regions || !requests.is_empty() || args.trace.is_some() {
         preflight::built_with_capture(&args.command[0])?;
@@ -454,7 +459,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
         command.env("EPCACHE_CACHE", cache);
     }
     if let Some(cores) = &args.cores {
-        command.env("EPCACHE_CORES", cores);
+        command.env(CORES_ENV, cores);
     }
     if args.all_regions {
         command.env("EPCACHE_REPORT", &report);

@@ -640,6 +640,13 @@ async fn bad_requests_get_the_right_status_and_the_target_runs_on() {
     assert!(e.message().contains("unknown event"), "{e}");
     let e = bad(refuse(vec![static_request("kernel", "A", "PAPI_L3_LDM")])).await;
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    // A coherence event on a target whose threads are no machine's cores would count nothing.
+    let e = bad(refuse(vec![static_request("kernel", "A", "EPC_L1_FSM")])).await;
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e}");
+    assert!(
+        e.message().contains("hierarchy of their own") && e.message().contains("EPCACHE_CORES=N"),
+        "{e}"
+    );
     // 1,250 one-line buckets: more than the target's 1,024 per request.
     let e = bad(refuse(vec![histogram_request(
         "kernel",

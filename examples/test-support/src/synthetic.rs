@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use epcache_shm::config_table::ConfigEntry;
 use epcache_shm::layout::{
-    Aggregation, Boundary, DataStructureDetails, DataStructureKind, Mode, RegionKind,
-    RequestResult, ResultRow, ResultText, RowThreads, SiteKey, analysis_bits,
+    Aggregation, Boundary, DataStructureDetails, DataStructureKind, Mode, PublishedModel,
+    RegionKind, RequestResult, ResultRow, ResultText, RowThreads, SiteKey, analysis_bits,
 };
 use epcache_shm::target::{ActiveRequest, Mcc, MccOptions};
 use epcache_sim::analysis::{Analyses, AnalysisConfig};
@@ -298,8 +298,12 @@ pub fn run_target() {
     )
     .unwrap();
     let model = var(MODEL_TEXT).unwrap_or_else(|| SPEC.to_owned());
-    mcc.publish_model(&model, CounterArrayConfig::default().counters as u32)
-        .unwrap();
+    mcc.publish_model(&PublishedModel {
+        spec: model,
+        counters: CounterArrayConfig::default().counters as u32,
+        cores: 0,
+    })
+    .unwrap();
     let spec: HierarchySpec = SPEC.parse().unwrap();
     let mut program = Program {
         hierarchy: Hierarchy::new(&spec).unwrap(),

@@ -43,7 +43,7 @@ use epcache_sim::ranges::AddressRange;
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
 /// Bumped whenever the meaning of any byte changes; readers refuse other versions.
-pub const LAYOUT_VERSION: u32 = 6;
+pub const LAYOUT_VERSION: u32 = 7;
 /// Bytes before the first table.
 pub const HEADER_BYTES: usize = 256;
 /// Request slots are bits of one 64-bit flag word per region, so at most 64.
@@ -106,8 +106,23 @@ pub mod header {
     /// u32 histogram buckets one request may ask for (at most one row of them fits a result
     /// block, see [`super::write_result`]).
     pub const MAX_BUCKETS: usize = 116;
+    /// u32 the cores of the machine the target's threads are (`EPCACHE_CORES`), written with the
+    /// cache spec; 0 when each thread simulates a hierarchy of its own.
+    pub const CORES: usize = 120;
     /// Table descriptors: per [`super::Table`], u64 offset, u32 capacity, u32 entry bytes.
     pub const TABLES: usize = 128;
+}
+
+/// What a target simulates, as it publishes it for tools to describe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedModel {
+    /// The cache spec, as the user gave it.
+    pub spec: String,
+    /// Counters in the simulated counter array.
+    pub counters: u32,
+    /// Cores of the machine the threads are (1 to `epcache_sim::cache::MAX_CORES`), or 0 when
+    /// each thread simulates a hierarchy of its own.
+    pub cores: u32,
 }
 
 /// The tables of a segment, in descriptor order.

@@ -20,8 +20,8 @@ use super::discovery::{self, DiscoveryError, TargetRecord};
 use super::futex;
 use super::layout::{
     self, Boundary, Capacities, DataStructureDetails, DataStructureIndex, DataStructureKind,
-    Layout, LayoutError, RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget,
-    SiteBlock, SiteKey, SlotState, Table, header,
+    Layout, LayoutError, PublishedModel, RegionIndex, RegionKind, RequestResult, RequestSpec,
+    RequestTarget, SiteBlock, SiteKey, SlotState, Table, header,
 };
 use super::process;
 use super::sysv::{Segment, SegmentError, ViewError};
@@ -302,12 +302,15 @@ impl Mcc {
     }
 
     /// Publishes what the target simulates, for tools to describe: the cache spec (as the user
-    /// gave it) and the number of counters in the counter array.
-    pub fn publish_model(&self, cache_spec: &str, counters: u32) -> Result<(), MccError> {
-        let spec = self.add_string(&mut self.tables(), cache_spec)?;
+    /// gave it), the number of counters in the counter array and the machine's cores.
+    pub fn publish_model(&self, model: &PublishedModel) -> Result<(), MccError> {
+        let spec = self.add_string(&mut self.tables(), &model.spec)?;
         let view = self.segment.view();
         view.u32_at(header::COUNTERS)?
-            .store(counters, Ordering::Relaxed);
+            .store(model.counters, Ordering::Relaxed);
+        view.u32_at(header::CORES)?
+            .store(model.cores, Ordering::Relaxed);
+        // Release publishes the two words above to a tool that loads the spec with Acquire.
         view.u64_at(header::CACHE_SPEC)?
             .store(spec, Ordering::Release);
         Ok(())

@@ -11,11 +11,13 @@ use super::discovery::TargetRecord;
 use super::futex;
 use super::layout::{
     self, Boundary, DataStructureIndex, DataStructureInfo, DataStructureKind, HaltingPoint, Layout,
-    LayoutError, MAX_REQUEST_SLOTS, Mode, RegionIndex, RegionInfo, RequestResult, RequestSpec,
-    RequestTarget, SlotOwner, SlotState, Table, TargetState, TraceState, analysis_bits, header,
+    LayoutError, MAX_REQUEST_SLOTS, Mode, PublishedModel, RegionIndex, RegionInfo, RequestResult,
+    RequestSpec, RequestTarget, SlotOwner, SlotState, Table, TargetState, TraceState,
+    analysis_bits, header,
 };
 use super::process;
 use super::sysv::{Access, Segment, SegmentError, ViewError};
+use epcache_sim::cache::MAX_CORES;
 
 /// How often a waiting tool checks that the target still lives; a halt wakes it at once anyway.
 const LIVENESS_CHECK: Duration = Duration::from_millis(100);
@@ -320,9 +322,9 @@ impl TargetHandle {
             .map_err(|e| self.corrupt(e))
     }
 
-    /// The cache spec the target simulates and its counter-array size, once the target published
-    /// them (`None` before).
-    pub fn model(&self) -> Result<Option<(String, u32)>, ToolError> {
+    /// The cache spec the target simulates, its counter-array size and its machine's cores,
+    /// once the target published them (`None` before).
+    pub fn model(&self) -> Result<Option<PublishedModel>, ToolError> {
         let view = self.segment.view();
         let spec = view
             .load_u64(header::CACHE_SPEC, Ordering::Acquire)
@@ -333,11 +335,25 @@ impl TargetHandle {
         let counters = view
             .load_u32(header::COUNTERS, Ordering::Relaxed)
             .map_err(|e| self.view_err(e))?;
+        let cores = view
+            .load_u32(header::CORES, Ordering::Relaxed)
+            .map_err(|e| self.view_err(e))?;
+        if cores as usize > MAX_CORES {
+            return Err(self.corrupt(LayoutError::BadHeaderField {
+                field: "cores",
+                value: u64::from(cores),
+                why: "a machine has at most 64 cores",
+            }));
+        }
         let text = self
             .layout
             .read_name(view, spec as u32, (spec >> 32) as u32)
             .map_err(|e| self.corrupt(e))?;
-        Ok(Some((text, counters)))
+        Ok(Some(PublishedModel {
+            spec: text,
+            counters,
+            cores,
+        }))
     }
 
     /// The regions the target registered so far.

@@ -10,6 +10,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use epcache_shm::layout::PublishedModel;
 use epcache_shm::target::{Mcc, MccError, MccOptions};
 
 use super::{gate_abi, switches};
@@ -41,7 +42,7 @@ pub(crate) fn leave_to_parent() {
 
 /// Creates the segment and its discovery record, unless switched off; says on stderr why not
 /// when it cannot, and the program runs on unmonitored by tools.
-pub(crate) fn create(cache_spec: &str, counters: u32) -> Option<&'static Mcc> {
+pub(crate) fn create(model: &PublishedModel) -> Option<&'static Mcc> {
     MCC.get_or_init(|| {
         let off = std::env::var(MCC_ENV)
             .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no"));
@@ -60,7 +61,7 @@ pub(crate) fn create(cache_spec: &str, counters: u32) -> Option<&'static Mcc> {
             Ok(mcc) => {
                 // Tools wait while the state says `Starting`, as `Mcc::create` leaves it; the
                 // caller ends it (`Mcc::ready`) once regions and data structures are registered.
-                if let Err(e) = mcc.publish_model(cache_spec, counters) {
+                if let Err(e) = mcc.publish_model(model) {
                     eprintln!("epcache: cannot publish the cache model to tools: {e}");
                 }
                 Some(mcc)

@@ -12,6 +12,7 @@
 
 use std::path::PathBuf;
 
+use epcache_shm::layout::PublishedModel;
 use epcache_shm::target::Mcc;
 use epcache_sim::monitor::CounterArrayConfig;
 
@@ -19,7 +20,7 @@ use super::runtime_guard::{RuntimeGuard, in_runtime};
 use super::settings::{self, REPORT_ENV, process_spec, report_spec_error_once};
 use super::switches::{self, standalone};
 use super::{
-    gate_abi, globals, heap, mcc, process_end, process_end_abi, program, region_registry,
+    cores, gate_abi, globals, heap, mcc, process_end, process_end_abi, program, region_registry,
     signal_abi, this_thread, tracing,
 };
 
@@ -67,8 +68,12 @@ fn start_up() -> Option<PathBuf> {
             }
         }
     }
-    let counters = CounterArrayConfig::default().counters as u32;
-    let segment = mcc::create(&spec_text, counters);
+    let segment = mcc::create(&PublishedModel {
+        spec: spec_text,
+        counters: CounterArrayConfig::default().counters as u32,
+        // The machine is made now, its spec or core count refused now if it must be.
+        cores: cores::count().map_or(0, |n| n as u32),
+    });
     // Dual-compiled functions run their instrumented copies while a tool arms anything.
     if let Some(hint) = segment.and_then(Mcc::capture_hint) {
         gate_abi::follow(hint);

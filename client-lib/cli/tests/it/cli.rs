@@ -191,6 +191,48 @@ fn cachegrind_mode_rejects_shapes_cachegrind_rejects() {
 }
 
 #[test]
+fn run_refuses_coherence_events_without_a_machine_before_the_program_starts() {
+    // The program does not exist: the refusal must come before anything is started.
+    let args = |cores: &'static [&'static str]| {
+        let mut all = vec![
+            "run",
+            "--region",
+            "main",
+            "--array",
+            "a",
+            "--event",
+            "EPC_L1_FSM",
+        ];
+        all.extend(cores);
+        all.extend(["--", "/nonexistent/program"]);
+        all
+    };
+    // Not inherited from whoever runs the tests.
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(args)
+            .env_remove("EPCACHE_CORES")
+            .output()
+            .expect("running epcache")
+    };
+    for cores in [&[][..], &["--cores", "1"], &["--cores", "off"]] {
+        let out = run(&args(cores));
+        assert!(!out.status.success());
+        let text = stderr(&out);
+        assert!(
+            text.contains("EPC_L1_FSM counts coherence events")
+                && text.contains("--cores N")
+                && text.contains("nothing was started"),
+            "{cores:?}: {text}"
+        );
+    }
+    // With a machine the same request passes the check and fails only at the missing program.
+    let text = stderr(&run(&args(&["--cores", "2"])));
+    assert!(!text.contains("coherence events"), "{text}");
+    assert!(text.contains("/nonexistent/program"), "{text}");
+}
+
+#[test]
 fn run_refuses_analyses_on_a_machine_of_cores_before_the_program_starts() {
     // The program does not exist: the refusal must come before anything is started.
     let out = epcache(&[

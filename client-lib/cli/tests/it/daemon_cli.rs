@@ -56,7 +56,14 @@ async fn cli_drives_a_target_from_request_to_histogram() {
     );
 
     let text = ok(&epcache(&addr, &["describe", &pid]).await);
-    for needle in ["kernel", "init", "A", "PAPI_L1_LDM", "counter array of 64"] {
+    for needle in [
+        "kernel",
+        "init",
+        "A",
+        "PAPI_L1_LDM",
+        "counter array of 64",
+        "each thread simulates a hierarchy of its own",
+    ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
 

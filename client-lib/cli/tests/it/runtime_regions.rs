@@ -95,9 +95,11 @@ fn a_tool_steps_the_program_and_reads_a_histogram_through_the_segment() {
         &dir.path().join("run"),
         &[("EPCACHE_CACHE", PAPER_L1)],
     );
-    let (spec, counters) = tool.model().unwrap().expect("the model is published");
-    assert_eq!(spec, PAPER_L1);
-    assert!(counters > 0);
+    let model = tool.model().unwrap().expect("the model is published");
+    assert_eq!(model.spec, PAPER_L1);
+    assert!(model.counters > 0);
+    // One thread's program, with no EPCACHE_CORES: a hierarchy per thread.
+    assert_eq!(model.cores, 0);
 
     let regions = tool.regions().unwrap();
     let original = regions.iter().find(|r| r.name == "original").unwrap();

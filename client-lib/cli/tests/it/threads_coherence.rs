@@ -271,6 +271,9 @@ async fn requests_count_coherence_events_per_thread_and_in_histograms() {
     };
     let mut target = launch_on_two_cores(&program, &[]).await;
     let pid = target.pid();
+    // Tools see the machine before they place coherence requests.
+    let described = target.client().describe(pid).await.unwrap();
+    assert_eq!(described.cores, Some(2));
     let placed = target
         .client()
         .requests(

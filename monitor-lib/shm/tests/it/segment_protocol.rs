@@ -8,7 +8,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use epcache_shm::discovery;
 use epcache_shm::layout::{
     Aggregation, Boundary, DataStructureIndex, DataStructureKind, HaltingPoint, LayoutError, Mode,
-    RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget, TargetState,
+    PublishedModel, RegionIndex, RegionKind, RequestResult, RequestSpec, RequestTarget,
+    TargetState,
 };
 use epcache_shm::target::{HaltOutcome, Mcc, MccOptions};
 use epcache_shm::tool::{TargetHandle, ToolError};
@@ -56,7 +57,12 @@ fn run_target() {
         DataStructureKind::HeapRegistered,
     )
     .unwrap();
-    mcc.publish_model("D1=8K,2,32;LL=1M,8,64", 64).unwrap();
+    mcc.publish_model(&PublishedModel {
+        spec: "D1=8K,2,32;LL=1M,8,64".to_owned(),
+        counters: 64,
+        cores: 2,
+    })
+    .unwrap();
     println!("SHMID {}", mcc.shm_id());
     assert_eq!(
         mcc.wait_for_tool(Duration::from_secs(20)),
@@ -138,7 +144,11 @@ fn a_tool_drives_a_target_in_another_process() {
     assert_eq!(tool.regions().unwrap()[1].file, "main.c");
     assert_eq!(
         tool.model().unwrap(),
-        Some(("D1=8K,2,32;LL=1M,8,64".to_owned(), 64))
+        Some(PublishedModel {
+            spec: "D1=8K,2,32;LL=1M,8,64".to_owned(),
+            counters: 64,
+            cores: 2,
+        })
     );
     let data = tool.data_structures().unwrap();
     assert_eq!(data[0].name, "data");
