@@ -309,11 +309,18 @@ impl Core {
         }
     }
 
+    /// Whether every access of the thread goes to its log on the machine and nowhere else (it
+    /// has a seat and records no partial trace).
+    #[inline]
+    pub(super) fn logs_to_machine(&self) -> bool {
+        self.seat.is_some() && self.tracer.is_none()
+    }
+
     /// An access of a thread on a core of the machine: logged, to be simulated in time order
     /// with the other threads' and counted later (`cores.rs`); one wider than a line is
     /// simulated at once, after every waiting access, and counted per line.
     #[inline(never)]
-    fn access_on_machine(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+    pub(super) fn access_on_machine(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         let Core {
             simulator,
             monitoring,

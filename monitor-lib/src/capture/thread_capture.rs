@@ -437,6 +437,16 @@ impl ThreadCapture {
     /// Kept out of line, so the thread-local access around it stays small enough to inline.
     #[inline(never)]
     pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        // A thread on a core of the machine ships nothing and has no batch (its filter is off,
+        // `Core::refresh_filter`): its accesses go straight to its log, which saves about a
+        // tenth of their instructions.
+        if let Some(core) = self.core.as_deref_mut()
+            && core.logs_to_machine()
+            && !forked_child()
+        {
+            core.access_on_machine(addr, size, kind, pc);
+            return;
+        }
         if self.ships && self.defer(addr, size, kind, pc) {
             return;
         }
