@@ -64,9 +64,13 @@ fn each_corrupt_header_field_is_a_typed_error() {
         (header::MAGIC, 0x1234, true, |e| {
             matches!(e, LayoutError::BadMagic { found: 0x1234 })
         }),
-        (header::VERSION, 7, false, |e| {
-            matches!(e, LayoutError::UnsupportedVersion { found: 7 })
-        }),
+        // The next version: one this build does not read.
+        (
+            header::VERSION,
+            LAYOUT_VERSION as u64 + 1,
+            false,
+            |e| matches!(e, LayoutError::UnsupportedVersion { found } if *found == LAYOUT_VERSION + 1),
+        ),
         (header::HEADER_SIZE, 8, false, |e| {
             matches!(
                 e,

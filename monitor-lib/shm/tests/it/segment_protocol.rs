@@ -276,3 +276,33 @@ fn foreign_and_bad_segments_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_machine_of_more_cores_than_any_is_a_corrupt_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcc = Mcc::create(MccOptions {
+        program: "segment-test-cores".into(),
+        runtime_dir: Some(dir.path().to_owned()),
+        ..MccOptions::default()
+    })
+    .unwrap();
+    mcc.publish_model(&PublishedModel {
+        spec: "D1=8K,2,32".to_owned(),
+        counters: 64,
+        cores: 65,
+    })
+    .unwrap();
+    let tool = TargetHandle::attach(mcc.shm_id()).unwrap();
+    let err = tool.model().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ToolError::Layout {
+                source: LayoutError::BadHeaderField { field: "cores", .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("at most 64 cores"), "{err}");
+}
