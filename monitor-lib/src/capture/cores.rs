@@ -278,7 +278,7 @@ impl Seat {
 
     /// Logs an access of at most one line. When the log is full, the thread first counts what
     /// others simulated of it; when nothing was, it takes the machine and simulates every
-    /// waiting access.
+    /// waiting access ([`Self::log_into_full`]).
     #[inline]
     pub(super) fn log(
         &mut self,
@@ -286,19 +286,33 @@ impl Seat {
         size: u32,
         kind: AccessKind,
         pc: u64,
-        mut count: impl FnMut(Simulated),
+        count: impl FnMut(Simulated),
     ) {
         let time = if self.cores.logs.load(Ordering::Relaxed) > 1 {
             self.cores.clock.raw()
         } else {
             0
         };
-        if self.writer.append(time, addr, size, kind, pc) {
-            return;
+        if !self.writer.append(time, addr, size, kind, pc) {
+            self.log_into_full(time, addr, size, kind, pc, count);
         }
-        // Full. While another thread holds the machine it is simulating this log's accesses
-        // too, run by run: watch for room a while before asking for the lock (sleeping on it
-        // and waking cost more than the wait), then take it.
+    }
+
+    /// [`Self::log`] once the log is full, out of line so that the common append keeps a small
+    /// frame. While another thread holds the machine it is simulating this log's accesses too,
+    /// run by run: watch for room a while before asking for the lock (sleeping on it and
+    /// waking cost more than the wait), then take it.
+    #[cold]
+    #[inline(never)]
+    fn log_into_full(
+        &mut self,
+        time: u64,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+        pc: u64,
+        mut count: impl FnMut(Simulated),
+    ) {
         let mut looks = 0u32;
         loop {
             self.writer.count_simulated(&mut count);

@@ -325,7 +325,6 @@ impl Core {
             simulator,
             monitoring,
             counting,
-            machine_pieces,
             seat: Some(seat),
             ..
         } = self
@@ -339,6 +338,25 @@ impl Core {
             });
             return;
         }
+        self.wide_access_on_machine(addr, size, kind, pc);
+    }
+
+    /// [`Self::access_on_machine`] of an access wider than a line, out of line (it is rare).
+    #[cold]
+    #[inline(never)]
+    fn wide_access_on_machine(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        let Core {
+            simulator,
+            monitoring,
+            counting,
+            machine_pieces,
+            seat: Some(seat),
+            ..
+        } = self
+        else {
+            return;
+        };
+        let levels = counting.levels;
         machine_pieces.clear();
         let core = seat.core();
         seat.simulate_now(
