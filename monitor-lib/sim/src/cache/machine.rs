@@ -279,6 +279,10 @@ impl Machine {
 
     /// Simulates a data load or store of `size` bytes at `addr` by core `core` (taken modulo the
     /// number of cores), coherence first (see the module doc).
+    ///
+    /// Inline only as far as a first-level hit, the common access: the rest is a call of its
+    /// own, so that the hit keeps a small frame where it is inlined.
+    #[inline]
     pub fn access(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> CoreOutcome {
         // A division only for a core past the count (callers give their own core).
         let core = if core < self.cores {
@@ -286,6 +290,30 @@ impl Machine {
         } else {
             core % self.cores
         };
+        let len = u64::from(size.max(1));
+        let bits = self.line_bits;
+        if self.cores > 1
+            && (addr & ((1 << bits) - 1)) + len <= 1 << bits
+            && self.first_level_hit(core, addr, len, kind)
+        {
+            return CoreOutcome {
+                outcome: AccessOutcome::l1_hit(kind),
+                coherence: 0,
+            };
+        }
+        self.access_past_first_level(core, addr, size, kind)
+    }
+
+    /// [`Self::access`] of an access that is not a first-level hit needing nothing from the
+    /// directory, or of a machine of one core.
+    #[inline(never)]
+    fn access_past_first_level(
+        &mut self,
+        core: usize,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) -> CoreOutcome {
         if self.cores == 1 {
             return CoreOutcome {
                 outcome: self.walk(core, addr, size, kind),
@@ -294,14 +322,6 @@ impl Machine {
         }
         let len = u64::from(size.max(1));
         let bits = self.line_bits;
-        if (addr & ((1 << bits) - 1)) + len <= 1 << bits
-            && self.first_level_hit(core, addr, len, kind)
-        {
-            return CoreOutcome {
-                outcome: AccessOutcome::l1_hit(kind),
-                coherence: 0,
-            };
-        }
         let mut classify = std::mem::take(&mut self.classify);
         classify.clear();
         let mut invalidated = false;
