@@ -10,9 +10,11 @@
 //! machine when its log is full, and before anything reads its counts (a region's boundary, a
 //! hand-over, a change of data structures, its end). So the machine sees the program's own
 //! interleaving, to the clock's resolution: two threads writing one line take it from each
-//! other whenever they really ran side by side (the time a thread spends simulating is time
-//! its program does not run, so less often than on hardware: the false-sharing example's
-//! packed counters show about 170,000 coherence misses in 400,000 increments); threads taking
+//! other whenever they really ran side by side. The time a thread spends simulating and
+//! counting is time its program does not run, so that happens less often than on hardware, and
+//! the less often the cheaper logging is against simulating: the false-sharing example's packed
+//! counters show about 100,000 coherence misses in 400,000 increments on a loaded 2-core host
+//! (`docs/performance.md`). Threads taking
 //! turns under a barrier are simulated turn by turn, since the barrier orders their clocks. Each
 //! thread's own accesses always keep their order; an access whose time was read just before
 //! another thread's merge but appended after it comes after that merge, which is still an
