@@ -144,6 +144,9 @@ pub struct Target {
     pub data_structures: u32,
     /// Requests placed through the daemon.
     pub requests: u32,
+    /// The cores of the machine its threads are; `None` when each thread simulates a
+    /// hierarchy of its own.
+    pub cores: Option<u32>,
 }
 
 impl TryFrom<v1::Target> for Target {
@@ -158,6 +161,7 @@ impl TryFrom<v1::Target> for Target {
             regions: t.regions,
             data_structures: t.data_structures,
             requests: t.requests,
+            cores: Some(t.cores).filter(|&n| n > 0),
         })
     }
 }

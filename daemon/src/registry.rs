@@ -283,6 +283,7 @@ impl TargetEntry {
             regions: self.handle.regions().map_or(0, |r| r.len() as u32),
             data_structures: self.handle.data_structures().map_or(0, |d| d.len() as u32),
             requests: lock(&self.requests).len() as u32,
+            cores: self.handle.model().ok().flatten().map_or(0, |m| m.cores),
         }
     }
 

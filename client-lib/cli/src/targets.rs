@@ -39,6 +39,7 @@ pub(crate) fn run(args: &TargetsArgs) -> anyhow::Result<()> {
                 t.regions.to_string(),
                 t.data_structures.to_string(),
                 t.requests.to_string(),
+                t.cores.map_or(String::new(), |n| n.to_string()),
             ]
         })
         .collect();
@@ -51,6 +52,7 @@ pub(crate) fn run(args: &TargetsArgs) -> anyhow::Result<()> {
             ">REGIONS",
             ">DATA",
             ">REQUESTS",
+            ">CORES",
         ],
         &rows,
     ))

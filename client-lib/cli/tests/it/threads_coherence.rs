@@ -274,6 +274,9 @@ async fn requests_count_coherence_events_per_thread_and_in_histograms() {
     // Tools see the machine before they place coherence requests.
     let described = target.client().describe(pid).await.unwrap();
     assert_eq!(described.cores, Some(2));
+    let listed = target.client().targets().await.unwrap();
+    let this = listed.iter().find(|t| t.pid == pid).unwrap();
+    assert_eq!(this.cores, Some(2));
     let placed = target
         .client()
         .requests(
