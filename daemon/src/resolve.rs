@@ -512,7 +512,7 @@ pub(crate) fn request(
     let event = event(pid, &request.event, model)?;
     if event.is_coherence() && cores < 2 {
         let threads = if cores == 0 {
-            "its threads each simulate a cache hierarchy of their own"
+            "its threads each simulate a cache hierarchy of their own (no EPCACHE_CORES, or one its cache could not make a machine of, as it said on its stderr)"
         } else {
             "its machine has one core"
         };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use epcache_shm::layout::Capacities;
-use epcache_sim::cache::HierarchySpec;
+use epcache_sim::cache::{CoreMap, HierarchySpec, Machine};
 use epcache_sim::monitor::Event;
 
 /// The cache the program will simulate, as it will resolve it: `--cache`, else
@@ -50,22 +50,36 @@ pub(crate) fn events<'a>(
     Ok(())
 }
 
-/// Checks that a coherence event is asked for only of threads that are cores of one machine
-/// (`cores`: `--cores`, else `EPCACHE_CORES` as the program will inherit it): without one it
-/// would count nothing.
-pub(crate) fn coherence_events<'a>(
-    names: impl IntoIterator<Item = &'a String>,
-    cores: Option<&str>,
+/// Checks the machine asked for (`--cores`, else `EPCACHE_CORES` as the program will inherit
+/// it; `source` names it as the user gave it, `--cores ` or `EPCACHE_CORES=`, before its value `text`): that it parses, that the cache can be a
+/// machine of that many cores, and that a coherence event is asked for only of a machine of two
+/// cores or more (without one it would count nothing).
+pub(crate) fn cores<'a>(
+    asked: Option<(&str, &str)>,
+    spec: &HierarchySpec,
+    events: impl IntoIterator<Item = &'a String>,
 ) -> anyhow::Result<()> {
-    // The runtime checks the value itself; here only whether it asks for several cores.
-    let machine = cores.is_some_and(|c| {
-        let count = c.split(':').next().unwrap_or_default().trim();
-        !matches!(count.to_ascii_lowercase().as_str(), "" | "off" | "0" | "1")
-    });
-    if machine {
+    let host = std::thread::available_parallelism().map_or(1, usize::from);
+    let map = match asked {
+        None => None,
+        Some((source, text)) => match CoreMap::parse(text, host) {
+            Err(e) => bail!("{source}{text}: {e}; nothing was started"),
+            Ok(Some(map)) => {
+                Machine::new(spec, map.cores).with_context(|| {
+                    format!(
+                        "{source}{text}: the cache cannot be a machine of {} cores; nothing was started",
+                        map.cores
+                    )
+                })?;
+                Some(map)
+            }
+            Ok(None) => None,
+        },
+    };
+    if map.is_some_and(|m| m.cores > 1) {
         return Ok(());
     }
-    for name in names {
+    for name in events {
         if name.parse::<Event>().is_ok_and(|e| e.is_coherence()) {
             bail!(
                 "--event {name} counts coherence events, which only threads simulated as the cores of one machine have; add --cores N (N of at least 2, or `host`); nothing was started"

@@ -377,7 +377,12 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let (_, spec) = preflight::cache(args.cache.as_deref())?;
     preflight::events(&args.event, &spec)?;
     let inherited = std::env::var(CORES_ENV).ok();
-    preflight::coherence_events(&args.event, args.cores.as_deref().or(inherited.as_deref()))?;
+    let asked = match (&args.cores, &inherited) {
+        (Some(cores), _) => Some(("--cores ", cores.as_str())),
+        (None, Some(cores)) => Some(("EPCACHE_CORES=", cores.as_str())),
+        (None, None) => None,
+    };
+    preflight::cores(asked, &spec, &args.event)?;
     preflight::buckets(&args.buckets)?;
     if args.all_regions || !requests.is_empty() || args.trace.is_some() {
         preflight::built_with_capture(&args.command[0])?;

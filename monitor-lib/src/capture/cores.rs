@@ -34,9 +34,9 @@
 //! thread for its own accesses, so each registry still takes only its own lock. An access
 //! wider than a line is simulated at once, after every waiting one, not logged.
 //!
-//! Threads get cores in the order they start capturing (`settings::CoreMap`): one to one up to
-//! the core count, round-robin past it, or as `EPCACHE_CORES=N:c0,c1,...` places them. Under
-//! OpenMP the master thread starts first, so core `i` is usually OpenMP thread `i`.
+//! Threads get cores in the order they start capturing (`epcache_sim::cache::CoreMap`): one
+//! to one up to the core count, round-robin past it, or as `EPCACHE_CORES=N:c0,c1,...` places
+//! them. Under OpenMP the master thread starts first, so core `i` is usually OpenMP thread `i`.
 //!
 //! A forked child never simulates (its parent's threads may have held the lock at the fork),
 //! and a thread interrupted inside a simulation (a crash whose handler writes the report on
@@ -47,10 +47,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
-use epcache_sim::cache::{AccessKind, CoherenceStats, MAX_LEVELS, Machine};
+use epcache_sim::cache::{AccessKind, CoherenceStats, CoreMap, MAX_LEVELS, Machine};
 
 use super::access_log::{AccessLog, LogWriter, Simulated};
-use super::settings::{CORES_ENV, CoreMap, process_cores, process_spec, report_spec_error_once};
+use super::settings::{CORES_ENV, process_cores, process_spec, report_spec_error_once};
 use super::switches::forked_child;
 
 struct Cores {

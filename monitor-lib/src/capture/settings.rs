@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use epcache_sim::cache::{CacheError, HierarchySpec};
+use epcache_sim::cache::{CacheError, CoreMap, HierarchySpec};
 
 /// Environment variable naming the cache to simulate (the `epcache replay --cache` syntax).
 pub const CACHE_ENV: &str = "EPCACHE_CACHE";
@@ -23,70 +23,15 @@ pub const REPORT_ENV: &str = "EPCACHE_REPORT";
 /// or `off`, every thread simulates a whole hierarchy of its own.
 pub const CORES_ENV: &str = "EPCACHE_CORES";
 
-/// How threads map to the cores of the machine `EPCACHE_CORES` asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct CoreMap {
-    /// Cores of the machine.
-    pub(super) cores: usize,
-    /// The cores of the first threads, in the order threads start capturing.
-    pub(super) placement: Vec<usize>,
-}
-
-impl CoreMap {
-    /// The core of the `thread`th thread to start capturing: as placed, else round-robin.
-    pub(super) fn core_of(&self, thread: usize) -> usize {
-        self.placement
-            .get(thread)
-            .copied()
-            .unwrap_or(thread % self.cores)
-    }
-
-    /// Parses `EPCACHE_CORES`'s value; `host_cpus` is what `host` stands for.
-    pub(super) fn parse(text: &str, host_cpus: usize) -> Result<Option<CoreMap>, String> {
-        let text = text.trim();
-        if text.is_empty() || text.eq_ignore_ascii_case("off") {
-            return Ok(None);
-        }
-        let said = |why: String| {
-            format!(
-                "epcache: {CORES_ENV}={text}: {why}; give a number of cores such as 4, or host, optionally followed by the threads' cores, as in 2:0,1"
-            )
-        };
-        let (count, placement) = text.split_once(':').unwrap_or((text, ""));
-        let cores = if count.trim().eq_ignore_ascii_case("host") {
-            host_cpus
-        } else {
-            count
-                .trim()
-                .parse()
-                .map_err(|_| said(format!("`{count}` is not a number of cores")))?
-        };
-        if !(1..=epcache_sim::cache::MAX_CORES).contains(&cores) {
-            return Err(said(format!(
-                "a machine has 1 to {} cores, not {cores}",
-                epcache_sim::cache::MAX_CORES
-            )));
-        }
-        let placement = placement
-            .split(',')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(|c| match c.parse::<usize>() {
-                Ok(core) if core < cores => Ok(core),
-                _ => Err(said(format!("`{c}` is not a core from 0 to {}", cores - 1))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(CoreMap { cores, placement }))
-    }
-}
-
 static CORES: OnceLock<Result<Option<CoreMap>, String>> = OnceLock::new();
 
 /// The machine `EPCACHE_CORES` asks for, resolved once (`None`: one hierarchy per thread).
 pub(super) fn process_cores() -> &'static Result<Option<CoreMap>, String> {
     CORES.get_or_init(|| {
         let host = std::thread::available_parallelism().map_or(1, usize::from);
-        CoreMap::parse(&std::env::var(CORES_ENV).unwrap_or_default(), host)
+        let text = std::env::var(CORES_ENV).unwrap_or_default();
+        CoreMap::parse(&text, host)
+            .map_err(|e| format!("epcache: {CORES_ENV}={}: {e}", text.trim()))
     })
 }
 
@@ -181,42 +126,4 @@ pub(super) fn report_path(path: PathBuf) -> PathBuf {
         );
     }
     path
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cores_are_a_count_or_the_host_and_threads_are_placed_as_asked() {
-        assert_eq!(CoreMap::parse("", 8), Ok(None));
-        assert_eq!(CoreMap::parse("off", 8), Ok(None));
-        let four = CoreMap::parse("4", 8).unwrap().unwrap();
-        assert_eq!(
-            (0..6).map(|t| four.core_of(t)).collect::<Vec<_>>(),
-            [0, 1, 2, 3, 0, 1]
-        );
-        assert_eq!(CoreMap::parse("host", 8).unwrap().unwrap().cores, 8);
-        let placed = CoreMap::parse("2:1,1, 0", 8).unwrap().unwrap();
-        assert_eq!(
-            (0..5).map(|t| placed.core_of(t)).collect::<Vec<_>>(),
-            [1, 1, 0, 1, 0]
-        );
-        let e = CoreMap::parse("four", 8).unwrap_err();
-        assert!(
-            e.contains("EPCACHE_CORES=four") && e.contains("not a number"),
-            "{e}"
-        );
-        assert!(
-            CoreMap::parse("0", 8)
-                .unwrap_err()
-                .contains("1 to 64 cores")
-        );
-        assert!(CoreMap::parse("65", 8).is_err());
-        assert!(
-            CoreMap::parse("2:0,2", 8)
-                .unwrap_err()
-                .contains("`2` is not a core from 0 to 1")
-        );
-    }
 }

@@ -233,6 +233,47 @@ fn run_refuses_coherence_events_without_a_machine_before_the_program_starts() {
 }
 
 #[test]
+fn run_refuses_a_machine_it_cannot_make_before_the_program_starts() {
+    // The program does not exist: each refusal must come before anything is started.
+    let run = |cores: &str, cache: &str, env: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_epcache"));
+        command.args(["run", "--all-regions", "--cache", cache]);
+        if !cores.is_empty() {
+            command.args(["--cores", cores]);
+        }
+        command
+            .args(["--", "/nonexistent/program"])
+            .env_remove("EPCACHE_CORES");
+        if let Some(value) = env {
+            command.env("EPCACHE_CORES", value);
+        }
+        stderr(&command.output().expect("running epcache"))
+    };
+    let same = "D1=32K,8,64;LL=8M,16,64,shared";
+    let text = run("2x", same, None);
+    assert!(
+        text.contains("--cores 2x: `2x` is not a number of cores")
+            && text.contains("nothing was started"),
+        "{text}"
+    );
+    let text = run("", same, Some("2:0,5"));
+    assert!(
+        text.contains("EPCACHE_CORES=2:0,5: `5` is not a core from 0 to 1"),
+        "{text}"
+    );
+    // Coherence needs one line size at every level.
+    let text = run("2", "D1=32K,8,32;LL=8M,16,64", None);
+    assert!(
+        text.contains("cannot be a machine of 2 cores") && text.contains("one line size"),
+        "{text}"
+    );
+    // A machine that can be made passes: the run fails only at the missing program.
+    let text = run("2", same, None);
+    assert!(!text.contains("machine"), "{text}");
+    assert!(text.contains("/nonexistent/program"), "{text}");
+}
+
+#[test]
 fn run_refuses_analyses_on_a_machine_of_cores_before_the_program_starts() {
     // The program does not exist: the refusal must come before anything is started.
     let out = epcache(&[

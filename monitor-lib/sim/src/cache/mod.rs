@@ -2,6 +2,7 @@
 //! syntax; and a machine of cores sharing some levels, kept coherent (`machine.rs`).
 
 mod coherence;
+mod core_map;
 mod hierarchy;
 mod level;
 mod machine;
@@ -9,6 +10,7 @@ mod spec;
 pub(crate) mod two_level;
 
 pub use coherence::MAX_CORES;
+pub use core_map::{CoreMap, CoreMapError};
 pub(crate) use hierarchy::MissStep;
 pub use hierarchy::{
     AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
