@@ -51,9 +51,10 @@ pub(crate) fn events<'a>(
 }
 
 /// Checks the machine asked for (`--cores`, else `EPCACHE_CORES` as the program will inherit
-/// it; `source` names it as the user gave it, `--cores ` or `EPCACHE_CORES=`, before its value `text`): that it parses, that the cache can be a
-/// machine of that many cores, and that a coherence event is asked for only of a machine of two
-/// cores or more (without one it would count nothing).
+/// it; `source` names it as the user gave it, `--cores ` or `EPCACHE_CORES=`, before its value
+/// `text`): that it parses, that the cache can be a machine of that many cores, and that a
+/// coherence event is asked for only of a machine of two cores or more (without one it would
+/// count nothing).
 pub(crate) fn cores<'a>(
     asked: Option<(&str, &str)>,
     spec: &HierarchySpec,
@@ -65,7 +66,7 @@ pub(crate) fn cores<'a>(
         Some((source, text)) => match CoreMap::parse(text, host) {
             Err(e) => bail!("{source}{text}: {e}; nothing was started"),
             Ok(Some(map)) => {
-                Machine::new(spec, map.cores).with_context(|| {
+                Machine::check(spec, map.cores).with_context(|| {
                     format!(
                         "{source}{text}: the cache cannot be a machine of {} cores; nothing was started",
                         map.cores

@@ -14,6 +14,7 @@ use epcache_client::{
     Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult, SiteBlock,
     TargetState,
 };
+use epcache_sim::cache::CORES_ENV;
 use tokio_stream::StreamExt;
 
 use crate::by_field;
@@ -365,9 +366,6 @@ fn exit_code(status: ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// The runtime's variable for `--cores`, which the program also inherits from the caller.
-const CORES_ENV: &str = "EPCACHE_CORES";
-
 /// Exit status when epcache could not monitor as asked, though the program ran.
 const NOT_MONITORED: i32 = 2;
 
@@ -376,10 +374,12 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     // Everything that can be checked is checked before the program starts.
     let (_, spec) = preflight::cache(args.cache.as_deref())?;
     preflight::events(&args.event, &spec)?;
+    // The program inherits the caller's EPCACHE_CORES when --cores does not set it.
     let inherited = std::env::var(CORES_ENV).ok();
+    let env_name = format!("{CORES_ENV}=");
     let asked = match (&args.cores, &inherited) {
         (Some(cores), _) => Some(("--cores ", cores.as_str())),
-        (None, Some(cores)) => Some(("EPCACHE_CORES=", cores.as_str())),
+        (None, Some(cores)) => Some((env_name.as_str(), cores.as_str())),
         (None, None) => None,
     };
     preflight::cores(asked, &spec, &args.event)?;

@@ -17,11 +17,10 @@ pub const CACHE_ENV: &str = "EPCACHE_CACHE";
 /// it switches capture on at start.
 pub const REPORT_ENV: &str = "EPCACHE_REPORT";
 
-/// Environment variable making the threads cores of one simulated machine: `N` cores (1 to
-/// 64), `host` for as many as this machine has CPUs, optionally followed by `:c0,c1,...`, the
-/// cores of the first threads in the order they start capturing (the rest round-robin); unset
-/// or `off`, every thread simulates a whole hierarchy of its own.
-pub const CORES_ENV: &str = "EPCACHE_CORES";
+/// Environment variable making the threads cores of one simulated machine, in the syntax of
+/// `epcache_sim::cache::CoreMap`; unset or `off`, every thread simulates a whole hierarchy of
+/// its own.
+pub use epcache_sim::cache::CORES_ENV;
 
 static CORES: OnceLock<Result<Option<CoreMap>, String>> = OnceLock::new();
 

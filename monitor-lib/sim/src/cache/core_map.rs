@@ -8,6 +8,9 @@
 
 use super::MAX_CORES;
 
+/// The environment variable the runtime reads a core map from (`epcache run --cores` sets it).
+pub const CORES_ENV: &str = "EPCACHE_CORES";
+
 /// How threads map to the cores of a machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoreMap {

@@ -158,8 +158,9 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// An empty machine of `cores` cores (1 to [`MAX_CORES`]) over the data levels of `spec`.
-    pub fn new(spec: &HierarchySpec, cores: usize) -> Result<Self, CacheError> {
+    /// Whether `spec` can be a machine of `cores` cores, as [`Self::new`] decides it, without
+    /// making one (a tool checks before the program starts).
+    pub fn check(spec: &HierarchySpec, cores: usize) -> Result<(), CacheError> {
         let err = |why: String| CacheError::Spec {
             spec: spec.to_string(),
             why,
@@ -180,6 +181,13 @@ impl Machine {
                 "coherence among {cores} cores needs one line size at every data level; give every level {line}-byte lines"
             )));
         }
+        Ok(())
+    }
+
+    /// An empty machine of `cores` cores (1 to [`MAX_CORES`]) over the data levels of `spec`.
+    pub fn new(spec: &HierarchySpec, cores: usize) -> Result<Self, CacheError> {
+        Self::check(spec, cores)?;
+        let line = spec.data[0].geometry.line_size;
         let levels = spec
             .data
             .iter()

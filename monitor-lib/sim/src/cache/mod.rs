@@ -10,7 +10,7 @@ mod spec;
 pub(crate) mod two_level;
 
 pub use coherence::MAX_CORES;
-pub use core_map::{CoreMap, CoreMapError};
+pub use core_map::{CORES_ENV, CoreMap, CoreMapError};
 pub(crate) use hierarchy::MissStep;
 pub use hierarchy::{
     AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
