@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use epcache_sim::cache::{Hierarchy, HierarchySpec};
+use epcache_sim::cache::{Hierarchy, HierarchySpec, MAX_SHARDS, SetShards};
 use epcache_sim::replay::{ReplaySummary, cachegrind_hierarchy, replay_with_progress};
-use epcache_sim::trace::{EpctReader, LackeyReader};
+use epcache_sim::sharded_replay::replay_in_shards;
+use epcache_sim::trace::{EpctReader, LackeyReader, TraceRecord};
 
 use crate::output::print_stdout;
 use crate::progress::Progress;
@@ -99,6 +100,16 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "FILE", requires = "mrc")]
     svg: Option<PathBuf>,
 
+    /// Simulate on N threads (a power of two), each owning a slice of every level's sets, while
+    /// another reads the trace; the counts are exactly those of one thread. Refused, with the
+    /// reason, for a cache whose sets cannot be shared out (a level with random replacement or
+    /// a number of sets that is not a power of two) and for a partial trace. Reading a trace
+    /// takes about as long as simulating it under a two-level cache, so this pays only with
+    /// idle cores and a deep cache: on two busy cores it took 0.89 to 1.10 times one thread's
+    /// time (docs/performance.md).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = thread_count)]
+    threads: u32,
+
     /// Partial traces: rows of each text table.
     #[arg(long, value_name = "N", default_value_t = 20)]
     top: usize,
@@ -106,6 +117,37 @@ pub(crate) struct ReplayArgs {
     /// The trace file, or `-` for standard input.
     #[arg(value_name = "TRACE")]
     trace: PathBuf,
+}
+
+/// `--threads`: a power of two from 1 to [`MAX_SHARDS`].
+fn thread_count(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n.is_power_of_two() && n <= MAX_SHARDS => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a thread count: give a power of two from 1 to {MAX_SHARDS}"
+        )),
+    }
+}
+
+/// How a replay of `format` through `spec` is shared out among `threads` threads: `None` on
+/// one thread.
+fn sharding(
+    threads: u32,
+    spec: &HierarchySpec,
+    format: TraceFormat,
+) -> anyhow::Result<Option<SetShards>> {
+    if threads == 1 {
+        return Ok(None);
+    }
+    if format == TraceFormat::Partial {
+        bail!(
+            "--threads {threads}: a partial trace is replayed on one thread (its per-site tables follow every access in order); drop --threads"
+        );
+    }
+    let shards = SetShards::new(spec, threads).with_context(|| {
+        format!("--threads {threads}: cache `{spec}` cannot be simulated in {threads} slices of its sets; use --threads 1")
+    })?;
+    Ok(Some(shards))
 }
 
 /// One Cachegrind-style `SIZE,ASSOC,LINE` triple.
@@ -210,6 +252,7 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             format.name()
         );
     }
+    let shards = sharding(args.threads, &spec, format)?;
     let started = Instant::now();
     let mut progress = Progress::on_terminal();
     let on_progress = |n| progress.update(n);
@@ -218,13 +261,13 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
     let summary = match format {
         TraceFormat::Lackey => {
             let reader = LackeyReader::new(input);
-            replay_with_progress(reader, &mut hierarchy, compat, on_progress)
+            replay(reader, &mut hierarchy, compat, shards.as_ref(), on_progress)
                 .with_context(|| format!("in lackey trace `{trace_name}`"))?
         }
         TraceFormat::Epct => {
             let reader =
                 EpctReader::new(input).with_context(|| format!("in epct trace `{trace_name}`"))?;
-            replay_with_progress(reader, &mut hierarchy, compat, on_progress)
+            replay(reader, &mut hierarchy, compat, shards.as_ref(), on_progress)
                 .with_context(|| format!("in epct trace `{trace_name}`"))?
         }
         TraceFormat::Partial => {
@@ -254,7 +297,21 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             "`{trace_name}` holds no trace records (is it a `valgrind --tool=lackey --trace-mem=yes` log?)"
         );
     }
-    print(&summary, args, format, seconds)
+    print(&summary, args, format, seconds, shards.as_ref())
+}
+
+/// Replays `records` on one thread, or in `shards` on as many.
+fn replay<E: Send>(
+    records: impl IntoIterator<Item = Result<TraceRecord, E>, IntoIter: Send>,
+    hierarchy: &mut Hierarchy,
+    compat: bool,
+    shards: Option<&SetShards>,
+    on_progress: impl FnMut(u64),
+) -> Result<ReplaySummary, E> {
+    match shards {
+        Some(shards) => replay_in_shards(records, hierarchy, compat, shards, on_progress),
+        None => replay_with_progress(records, hierarchy, compat, on_progress),
+    }
 }
 
 fn print(
@@ -262,7 +319,9 @@ fn print(
     args: &ReplayArgs,
     format: TraceFormat,
     seconds: f64,
+    shards: Option<&SetShards>,
 ) -> anyhow::Result<()> {
+    let threads = shards.map_or(1, SetShards::count);
     if args.json {
         let mut value = serde_json::to_value(summary)?;
         value["trace"] = serde_json::json!({
@@ -270,9 +329,17 @@ fn print(
             "format": format.name(),
         });
         value["elapsed_seconds"] = serde_json::json!(seconds);
+        value["threads"] = serde_json::json!(threads);
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
     } else {
-        print_stdout(&report::table(summary, seconds))
+        let mut text = report::table(summary, seconds);
+        if let Some(shards) = shards {
+            text.push_str(&format!(
+                "simulated on {threads} threads, each owning the sets of one {} KiB block in {threads}\n",
+                (1u64 << shards.shift()) / 1024
+            ));
+        }
+        print_stdout(&text)
     }
 }
 

@@ -2,7 +2,7 @@
 //! apart by their magic.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, StdinLock};
+use std::io::{self, BufRead, BufReader, Read, Stdin};
 use std::path::Path;
 
 use anyhow::Context;
@@ -38,7 +38,9 @@ const BUFFER_LEN: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) enum TraceInput {
     File(BufReader<File>),
-    Stdin(BufReader<StdinLock<'static>>),
+    /// Standard input itself rather than its lock, so a reader can move to another thread
+    /// (`epcache replay --threads`); the buffer takes the lock once per fill.
+    Stdin(BufReader<Stdin>),
 }
 
 impl TraceInput {
@@ -47,7 +49,7 @@ impl TraceInput {
         if path == Path::new("-") {
             return Ok(TraceInput::Stdin(BufReader::with_capacity(
                 BUFFER_LEN,
-                io::stdin().lock(),
+                io::stdin(),
             )));
         }
         let file = File::open(path)

@@ -63,6 +63,7 @@ pub mod monitor;
 pub mod partial_replay;
 pub mod ranges;
 pub mod replay;
+pub mod sharded_replay;
 pub mod simulator;
 pub mod trace;
 

@@ -169,6 +169,67 @@ fn errors_name_the_file_the_line_and_the_offset() {
 }
 
 #[test]
+fn replay_on_threads_reads_stdin_and_refuses_caches_it_cannot_share_out() {
+    // Standard input moves to the reading thread; the counts are one thread's.
+    let spec = "I1=1K,2,32;D1=1K,2,32;L2=8K,4,64";
+    let replay_stdin = |threads: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args([
+                "replay",
+                "--json",
+                "--cache",
+                spec,
+                "--threads",
+                threads,
+                "-",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(LACKEY_LOG.as_bytes()).unwrap();
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (one, two) = (replay_stdin("1"), replay_stdin("2"));
+    assert_eq!(one["levels"], two["levels"]);
+    assert_eq!(
+        (one["threads"].as_u64(), two["threads"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path());
+    let refusals = [
+        (vec!["--threads", "3"], "power of two"),
+        (
+            vec!["--threads", "2", "--cache", "D1=32K,8,64,random:1"],
+            "random replacement",
+        ),
+        (
+            vec!["--threads", "2", "--cache", "D1=24K,8,64"],
+            "48 sets, not a power of two",
+        ),
+        (
+            vec!["--threads", "2", "--cache", "D1=4K,64,64;LL=1M,8,64"],
+            "too few for 2",
+        ),
+    ];
+    for (args, why) in refusals {
+        let mut all = vec!["replay"];
+        all.extend(&args);
+        all.push(&log);
+        let out = epcache(&all);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
 fn cachegrind_mode_rejects_shapes_cachegrind_rejects() {
     let dir = tempfile::tempdir().unwrap();
     let log = write_log(dir.path());

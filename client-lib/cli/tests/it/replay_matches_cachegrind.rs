@@ -2,7 +2,9 @@
 //!
 //! Each kernel is compiled with gcc -O2, traced once with lackey and converted once to `.epct`;
 //! then for every cache shape Cachegrind runs the program and `epcache replay --cachegrind-compat`
-//! replays both the lackey text and the `.epct` file. All nine events must be equal, not close.
+//! replays both the lackey text and the `.epct` file, and the `.epct` file again on 2 and 4
+//! threads (`--threads`, the sets shared out among them). All nine events must be equal, not
+//! close.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -43,7 +45,7 @@ fn kernel(name: &str) -> PathBuf {
         .join(format!("{name}.c"))
 }
 
-fn replay_json(format: &str, trace: &Path, shape: &Shape) -> serde_json::Value {
+fn replay_json(format: &str, trace: &Path, shape: &Shape, threads: u32) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
         .args([
             "replay",
@@ -51,6 +53,8 @@ fn replay_json(format: &str, trace: &Path, shape: &Shape) -> serde_json::Value {
             format,
             "--cachegrind-compat",
             "--json",
+            "--threads",
+            &threads.to_string(),
         ])
         .args(shape.cachegrind_args())
         .arg(trace)
@@ -58,7 +62,7 @@ fn replay_json(format: &str, trace: &Path, shape: &Shape) -> serde_json::Value {
         .expect("running epcache");
     assert!(
         out.status.success(),
-        "epcache replay {format} failed:\n{}",
+        "epcache replay {format} --threads {threads} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("epcache printed JSON")
@@ -86,12 +90,22 @@ fn check_kernel(name: &str) {
     );
     for shape in &SHAPES {
         let expected = cachegrind::summary(&program, shape);
-        for (format, trace) in [("lackey", &lackey), ("epct", &epct)] {
-            let json = replay_json(format, trace, shape);
+        let runs = [
+            ("lackey", &lackey, 1),
+            ("epct", &epct, 1),
+            ("epct", &epct, 2),
+            ("epct", &epct, 4),
+        ];
+        for (format, trace, threads) in runs {
+            let json = replay_json(format, trace, shape, threads);
+            assert_eq!(
+                json["threads"], threads,
+                "{name}: the replay says on how many threads"
+            );
             let got = events_from_replay_json(&json);
             assert_eq!(
                 got, expected,
-                "{name}, {format} trace, shape {shape:?}: replay vs Cachegrind"
+                "{name}, {format} trace on {threads} threads, shape {shape:?}: replay vs Cachegrind"
             );
             let summary: std::collections::BTreeMap<String, u64> =
                 serde_json::from_value(json["cachegrind"].clone()).expect("the cachegrind object");

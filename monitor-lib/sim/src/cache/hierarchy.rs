@@ -447,6 +447,97 @@ impl Hierarchy {
         }
     }
 
+    /// Whether the hierarchy follows Cachegrind's conventions ([`Self::cachegrind_compatible`]).
+    pub(super) fn follows_cachegrind(&self) -> bool {
+        self.refetch_whole_access
+    }
+
+    /// Takes back from level `depth` of the instruction (`instr`) or data path one demand
+    /// access of `kind` counted there, and with `miss` its miss too: for an access simulated in
+    /// pieces, each of which counted it (`set_shards.rs`).
+    pub(super) fn uncount(&mut self, instr: bool, depth: usize, kind: AccessKind, miss: bool) {
+        let path = if instr { Path::Instr } else { Path::Data };
+        let stats = &mut self.level_mut(path, depth).stats;
+        let miss = u64::from(miss);
+        let (accesses, misses) = match (path, kind) {
+            (Path::Instr, _) => (&mut stats.instr_fetches, &mut stats.instr_misses),
+            (Path::Data, AccessKind::Read) => (&mut stats.reads, &mut stats.read_misses),
+            (Path::Data, AccessKind::Write) => (&mut stats.writes, &mut stats.write_misses),
+        };
+        *accesses -= 1;
+        *misses -= miss;
+    }
+
+    /// Looks `block` up in level `depth` of the instruction (`instr`) or data path, filling it
+    /// on a miss (dirty when `dirty`); whether it missed. Under Cachegrind's conventions only
+    /// (no write-backs, no inclusion, write-allocate everywhere), where the victim goes nowhere:
+    /// one line's part of an access whose lines lie in several set shards (`set_shards.rs`).
+    pub(super) fn probe_line_cachegrind(
+        &mut self,
+        instr: bool,
+        depth: usize,
+        block: u64,
+        dirty: bool,
+    ) -> bool {
+        debug_assert!(self.refetch_whole_access && !self.model_writebacks);
+        let path = if instr { Path::Instr } else { Path::Data };
+        let level = self.level_mut(path, depth);
+        !matches!(level.cache.probe(block, true, dirty), Probe::Hit)
+    }
+
+    /// Counts one demand access of `kind` at level `depth` of the instruction (`instr`) or
+    /// data path, a miss when `missed`.
+    pub(super) fn count_access(
+        &mut self,
+        instr: bool,
+        depth: usize,
+        kind: AccessKind,
+        missed: bool,
+    ) {
+        let path = if instr { Path::Instr } else { Path::Data };
+        self.count(path, depth, kind, missed);
+    }
+
+    /// The line size (log2) of level `depth` of the instruction (`instr`) or data path.
+    pub(super) fn line_bits_of(&self, instr: bool, depth: usize) -> u32 {
+        match (instr, depth, &self.instr) {
+            (true, 0, Some(i1)) => i1.cache.line_bits(),
+            _ => self.data[depth].cache.line_bits(),
+        }
+    }
+
+    /// Adds `other`'s totals, level by level, to this hierarchy's (`other` has the same levels):
+    /// the totals of the copies a sharded replay simulated, summed.
+    pub fn add_stats(&mut self, other: &Hierarchy) {
+        let mine = self.instr.iter_mut().chain(self.data.iter_mut());
+        let theirs = other.instr.iter().chain(other.data.iter());
+        for (to, from) in mine.zip(theirs) {
+            to.stats += &from.stats;
+        }
+    }
+
+    /// Copies from `other`, a hierarchy of the same spec, the contents and replacement state
+    /// of every set that `wanted(line_bits, set)` accepts, level by level (`line_bits` is the
+    /// level's); totals stay as they are. How the copies of a sharded replay hand their sets
+    /// to one another (`set_shards.rs`).
+    ///
+    /// # Panics
+    ///
+    /// If `other` has another spec.
+    pub fn copy_sets_from(&mut self, other: &Hierarchy, wanted: impl Fn(u32, usize) -> bool) {
+        assert_eq!(
+            self.spec, other.spec,
+            "sets are copied only between one spec's hierarchies"
+        );
+        let mine = self.instr.iter_mut().chain(self.data.iter_mut());
+        let theirs = other.instr.iter().chain(other.data.iter());
+        for (to, from) in mine.zip(theirs) {
+            let line_bits = to.cache.line_bits();
+            to.cache
+                .copy_sets_from(&from.cache, |set| wanted(line_bits, set));
+        }
+    }
+
     /// Empties every level and zeroes its totals.
     pub fn clear(&mut self) {
         for l in self.instr.iter_mut().chain(self.data.iter_mut()) {

@@ -489,6 +489,26 @@ impl CacheLevel {
         }
     }
 
+    /// Copies from `from` (a level of the same geometry and replacement) the lines and
+    /// replacement state of every set whose index `wanted` accepts; the other sets stay as they
+    /// are. What set sharding (`set_shards.rs`) hands between the copies of one hierarchy.
+    ///
+    /// # Panics
+    ///
+    /// If `from` is a level of another shape.
+    pub fn copy_sets_from(&mut self, from: &CacheLevel, wanted: impl Fn(usize) -> bool) {
+        assert!(
+            self.geometry == from.geometry && self.replacement == from.replacement,
+            "sets are copied only between levels of one shape"
+        );
+        match (&mut self.store, &from.store) {
+            (Store::Lru8(to), Store::Lru8(from)) => to.copy_sets_from(from, wanted),
+            (Store::Lru16(to), Store::Lru16(from)) => to.copy_sets_from(from, wanted),
+            (Store::Other(to), Store::Other(from)) => to.copy_sets_from(from, wanted),
+            _ => unreachable!("one geometry and replacement make one store"),
+        }
+    }
+
     /// Block numbers of the lines present, in no particular order.
     pub fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
         let blocks: Box<dyn Iterator<Item = u64> + '_> = match &self.store {
@@ -818,6 +838,15 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
         (&self.shape, self.sets.as_mut_slice())
     }
 
+    /// [`CacheLevel::copy_sets_from`] for this store.
+    fn copy_sets_from(&mut self, from: &Self, wanted: impl Fn(usize) -> bool) {
+        for (index, (to, from)) in self.sets.iter_mut().zip(&from.sets).enumerate() {
+            if wanted(index) {
+                *to = *from;
+            }
+        }
+    }
+
     fn empty_set(assoc: usize) -> PackedSet<W, S> {
         PackedSet {
             tags: [INVALID; W],
@@ -1104,6 +1133,30 @@ impl General {
 
     fn resident_blocks(&self) -> impl Iterator<Item = u64> + '_ {
         self.tags.iter().copied().filter(|&t| t != INVALID)
+    }
+
+    /// [`CacheLevel::copy_sets_from`] for this store. LRU times of the two stores come from
+    /// two clocks, but only ways of one set are ever compared, and every way of a set comes
+    /// from one store; the clock then goes on from the later of the two, so a use after the
+    /// copy is later than every use copied. The line touched last may lie in a set replaced,
+    /// so it is forgotten.
+    fn copy_sets_from(&mut self, from: &Self, wanted: impl Fn(usize) -> bool) {
+        let sets = self.tags.len() / self.assoc;
+        for set in (0..sets).filter(|&set| wanted(set)) {
+            let ways = set * self.assoc..(set + 1) * self.assoc;
+            self.tags[ways.clone()].copy_from_slice(&from.tags[ways.clone()]);
+            self.dirty[ways.clone()].copy_from_slice(&from.dirty[ways.clone()]);
+            if !self.last_use.is_empty() {
+                self.last_use[ways.clone()].copy_from_slice(&from.last_use[ways]);
+            }
+            let words = set * self.sig_words..(set + 1) * self.sig_words;
+            self.signatures[words.clone()].copy_from_slice(&from.signatures[words]);
+            if !self.plru_bits.is_empty() {
+                self.plru_bits[set] = from.plru_bits[set];
+            }
+        }
+        self.clock = self.clock.max(from.clock);
+        self.last_block = INVALID;
     }
 
     fn next_random(&mut self) -> u64 {
