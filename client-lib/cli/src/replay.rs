@@ -100,8 +100,9 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "FILE", requires = "mrc")]
     svg: Option<PathBuf>,
 
-    /// Simulate on N threads (a power of two), each owning a slice of every level's sets, while
-    /// another reads the trace; the counts are exactly those of one thread. Refused, with the
+    /// Simulate on N threads (a power of two), each owning a slice of every level's sets; the
+    /// counts are exactly those of one thread. Whatever N, the trace is read on a thread of its
+    /// own when the machine has more than one core. Refused, with the
     /// reason, for a cache whose sets cannot be shared out (a level with random replacement or
     /// a number of sets that is not a power of two) and for a partial trace. Reading a trace
     /// takes about as long as simulating it under a two-level cache, so this pays only with
@@ -129,14 +130,17 @@ fn thread_count(s: &str) -> Result<u32, String> {
     }
 }
 
-/// How a replay of `format` through `spec` is shared out among `threads` threads: `None` on
-/// one thread.
+/// How a replay of `format` through `spec` is shared out among `threads` simulating threads,
+/// with the trace read on a thread of its own when the machine has more than one core (even for
+/// one simulating thread: reading takes about as long as simulating); `None`: all on this
+/// thread.
 fn sharding(
     threads: u32,
     spec: &HierarchySpec,
     format: TraceFormat,
 ) -> anyhow::Result<Option<SetShards>> {
-    if threads == 1 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads == 1 && (cores == 1 || format == TraceFormat::Partial) {
         return Ok(None);
     }
     if format == TraceFormat::Partial {

@@ -1,19 +1,21 @@
 //! Replaying a trace on several threads at once, each simulating its own slice of the
 //! hierarchy's sets ([`SetShards`]), with exactly the totals of one thread's replay.
 //!
-//! The trace is read on the calling thread, a chunk of [`CHUNK`] records at a time. Each copy
-//! of the hierarchy then simulates, on a thread of its own, the chunk's accesses whose lines
-//! its slice owns, in the chunk's order; the calling thread simulates the first slice itself.
-//! An access whose bytes lie in two slices (`SetShards::of_access` is `None`) needs both copies
-//! at once, so the threads stop before it and it is simulated across the copies on the calling
-//! thread (`cache::simulate_across`); a chunk with more than [`MOST_STOPS`] of them (a code
-//! loop that straddles a border on every iteration) is simulated on the calling thread alone,
-//! each access in its owner's copy. At the end the copies' sets and totals are gathered into
-//! the caller's hierarchy, which then holds what one replay would have left in it.
+//! A thread of its own reads the trace, [`CHUNK`] records at a time, while the copies simulate
+//! the chunk before (two chunks wait at most). Each copy of the hierarchy simulates, on a
+//! thread of its own, the chunk's accesses whose lines its slice owns, in the chunk's order;
+//! the calling thread simulates the first slice itself. An access whose bytes lie in two slices
+//! (`SetShards::of_access` is `None`) needs both copies at once, so the threads stop before it
+//! and it is simulated across the copies on the calling thread (`cache::simulate_across`); a
+//! chunk with more than [`MOST_STOPS`] of them (a code loop that straddles a border on every
+//! iteration) is simulated on the calling thread alone, each access in its owner's copy. At the
+//! end the copies' sets and totals are gathered into the caller's hierarchy, which then holds
+//! what one replay would have left in it. With one slice this is one simulating thread beside
+//! the reading one.
 //!
-//! Reading and simulating take turns, so the replay takes the reading time plus the longest
-//! slice's simulation: it pays where the simulation dominates (a binary `.epct` trace of a
-//! miss-heavy program), not for a lackey trace, whose parsing takes most of the time.
+//! Reading a binary trace costs about as much as simulating it under a two-level cache, so the
+//! reading thread bounds what more simulating threads gain: they pay for deep caches and
+//! general replacement policies on idle cores (`docs/performance.md`).
 
 use std::sync::mpsc;
 

@@ -62,6 +62,13 @@ impl SetShards {
         if !count.is_power_of_two() || count > MAX_SHARDS {
             return Err(ShardError::BadCount(count));
         }
+        if count == 1 {
+            // Every set is the one copy's, whatever the hierarchy.
+            return Ok(SetShards {
+                count,
+                shift: u64::BITS - 1,
+            });
+        }
         let (lowest, highest) = Self::common_index_bits(spec)?;
         let common = highest.saturating_sub(lowest);
         let bits = count.trailing_zeros();
@@ -131,7 +138,7 @@ impl SetShards {
     #[inline(always)]
     pub fn of_access(&self, addr: u64, size: u32) -> Option<usize> {
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        (addr >> self.shift == last >> self.shift).then(|| self.of(addr))
+        (self.count == 1 || addr >> self.shift == last >> self.shift).then(|| self.of(addr))
     }
 
     /// Whether set `set` of a level of `1 << line_bits`-byte lines belongs to `shard`.
@@ -176,6 +183,12 @@ pub fn simulate_across(
         return;
     }
     let end = addr + u64::from(size);
+    if end - addr > 1 << shards.shift {
+        // Wider than a slice: it may come back to a slice it left, whose copy would then
+        // walk its two pieces one after the other rather than level by level together.
+        gather_then_share_out(shards, copies, fetch, addr, size, kind);
+        return;
+    }
     let mut reached = [false; super::MAX_LEVELS];
     let mut missed = [false; super::MAX_LEVELS];
     let mut start = addr;
@@ -203,6 +216,35 @@ pub fn simulate_across(
             missed[depth] |= miss;
         }
         start = piece_end;
+    }
+}
+
+/// [`simulate_across`] of an access wider than a slice: every copy's sets are gathered into the
+/// first copy, which simulates the access as one hierarchy, and then handed back to their
+/// owners. Costs a copy of the whole hierarchy twice; no trace of loads and stores seen so far
+/// has an access that wide (slices are at least a few KiB for real caches).
+#[cold]
+fn gather_then_share_out(
+    shards: &SetShards,
+    copies: &mut [&mut Hierarchy],
+    fetch: bool,
+    addr: u64,
+    size: u32,
+    kind: AccessKind,
+) {
+    let Some((first, rest)) = copies.split_first_mut() else {
+        return;
+    };
+    for (index, copy) in rest.iter().enumerate() {
+        first.copy_sets_from(copy, |bits, set| shards.owns_set(index + 1, bits, set));
+    }
+    if fetch {
+        first.fetch(addr, size);
+    } else {
+        first.access(addr, size, kind);
+    }
+    for (index, copy) in rest.iter_mut().enumerate() {
+        copy.copy_sets_from(first, |bits, set| shards.owns_set(index + 1, bits, set));
     }
 }
 
@@ -288,7 +330,13 @@ mod tests {
             SetShards::new(&spec("D1=32K,8,64"), 3),
             Err(ShardError::BadCount(3))
         );
-        // One shard is every hierarchy's, even one of a single set.
-        assert!(SetShards::new(&spec("D1=4K,64,64;LL=8M,16,64"), 1).is_ok());
+        // One shard is every hierarchy's, even one of a single set or with random replacement.
+        for s in ["D1=4K,64,64;LL=8M,16,64", "D1=24K,8,64,random:3"] {
+            let one = SetShards::new(&spec(s), 1).unwrap();
+            assert_eq!(
+                (one.of_access(0x7ff, 2), one.of_access(u64::MAX - 8, 8)),
+                (Some(0), Some(0))
+            );
+        }
     }
 }

@@ -24,8 +24,8 @@ const SPECS: [&str; 6] = [
     "I1=2K,2,64;D1=2K,2,64;LL=16K,8,64",
 ];
 
-/// Records over `span` bytes: loads, stores, modifies and fetches of sizes 1 to 128 bytes, a
-/// few of them straddling lines and borders.
+/// Records over `span` bytes: loads, stores, modifies and fetches of sizes 1 to 700 bytes, some
+/// straddling lines and borders, some wider than a slice.
 fn trace(span: u64) -> impl Strategy<Value = Vec<TraceRecord>> {
     let kind = prop_oneof![
         Just(TraceKind::Load),
@@ -33,7 +33,7 @@ fn trace(span: u64) -> impl Strategy<Value = Vec<TraceRecord>> {
         Just(TraceKind::Modify),
         Just(TraceKind::Instr),
     ];
-    let size = prop_oneof![8 => Just(8u32), 2 => 1u32..16, 1 => 16u32..129];
+    let size = prop_oneof![8 => Just(8u32), 2 => 1u32..16, 1 => 16u32..129, 1 => 129u32..700];
     prop::collection::vec((kind, 0..span, size), 1..3000).prop_map(|records| {
         records
             .into_iter()
