@@ -54,6 +54,11 @@ pub(super) struct Core {
     /// The partial trace `EPCACHE_TRACE` asks for, when this thread records it (`tracing.rs`):
     /// then, as on a core of a machine, every access must reach [`Core::access`].
     pub(super) tracer: Option<Box<tracing::Recorder>>,
+    /// Whether this thread's repeat-hit filter is on, as [`Core::refresh_filter`] last set it
+    /// (the only place that switches it on): while it is off, no access is batched and no
+    /// entry holds counts, so an access needs none of the filter's bookkeeping
+    /// ([`Core::access_unfiltered`]).
+    filter_on: bool,
 }
 
 impl Core {
@@ -72,6 +77,7 @@ impl Core {
             seat,
             machine_pieces: Vec::with_capacity(2),
             tracer: tracing::claim(),
+            filter_on: false,
         }
     }
 
@@ -117,9 +123,47 @@ impl Core {
             && with_hooks(|h| h.switch_filter_on(line_bits, sets))
         {
             self.counting.filter_switched_on(line_bits, sets);
+            self.filter_on = true;
         } else {
             self.flush_filter(true);
             with_filter(Filter::switch_off);
+            self.filter_on = false;
+        }
+    }
+
+    /// Whether an access of this thread is counted with no filter to keep
+    /// ([`Self::access_unfiltered`]): standalone counting, not on a core of the machine, the
+    /// filter off (a partial trace being recorded, an event on L1 hits, an analysis).
+    #[inline]
+    pub(super) fn counts_unfiltered(&self) -> bool {
+        !self.filter_on && self.seat.is_none() && self.monitoring.counting
+    }
+
+    /// [`Self::access`] of a thread that [`Self::counts_unfiltered`]: what `Counting::access`
+    /// does, without the batch to drain, the dirty marks to settle and the entry to take
+    /// over, none of which exist while the filter is off. The recording thread of a partial
+    /// trace takes this path at every access.
+    #[inline(never)]
+    pub(super) fn access_unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        debug_assert!(self.counts_unfiltered() && !with_filter(Filter::batch_waiting));
+        if let Some(tracer) = &mut self.tracer
+            && !tracer.record(addr, size, kind, pc)
+        {
+            self.tracer = None;
+        }
+        match self.simulator.access_in_line(addr, size, kind) {
+            Some(outcome) => {
+                let structure = self.monitoring.finder.structure_of(addr);
+                self.monitoring.count_bits(structure, outcome, pc);
+            }
+            None => self.counting.access_lines(
+                &mut self.simulator,
+                &mut self.monitoring,
+                addr,
+                size,
+                kind,
+                pc,
+            ),
         }
     }
 

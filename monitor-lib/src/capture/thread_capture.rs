@@ -447,6 +447,16 @@ impl ThreadCapture {
             core.access_on_machine(addr, size, kind, pc);
             return;
         }
+        // Nor does a thread whose filter is off (it records a partial trace, or counts an
+        // event on L1 hits or an analysis): with no batch and no entries, its accesses need
+        // none of the filter's bookkeeping.
+        if let Some(core) = self.core.as_deref_mut()
+            && core.counts_unfiltered()
+            && !forked_child()
+        {
+            core.access_unfiltered(addr, size, kind, pc);
+            return;
+        }
         if self.ships && self.defer(addr, size, kind, pc) {
             return;
         }
