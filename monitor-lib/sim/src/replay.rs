@@ -14,7 +14,7 @@
 //! sending them through a data cache would mix two streams that real hardware keeps apart.
 
 use crate::cache::{
-    AccessKind, CacheError, Hierarchy, HierarchySpec, LevelStats, Replacement, WritePolicy,
+    AccessKind, CacheError, Hierarchy, HierarchySpec, LevelStats, Op, Replacement, WritePolicy,
 };
 use crate::trace::{TraceKind, TraceRecord};
 
@@ -209,7 +209,7 @@ pub fn replay_with_progress<E>(
     compat: bool,
     mut on_progress: impl FnMut(u64),
 ) -> Result<ReplaySummary, E> {
-    let (clamp_to, mut counts) = Op::setting_for(hierarchy, compat);
+    let (clamp_to, mut counts) = setting_for(hierarchy, compat);
     let mut done = 0u64;
     for record in records {
         let TraceRecord { kind, addr, size } = record?;
@@ -247,89 +247,65 @@ pub fn replay_with_progress<E>(
     Ok(summarize(hierarchy, compat, counts))
 }
 
-/// What a record asks of the caches: an instruction fetch or a data access, after the mode's
-/// conventions (a modify is one read in Cachegrind's, a read and a write otherwise).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Op {
-    pub(crate) addr: u64,
-    pub(crate) size: u32,
-    /// `None` for an instruction fetch.
-    pub(crate) kind: Option<AccessKind>,
+/// The data sizes are clamped to (the smallest line in Cachegrind's mode, else none), and the
+/// record counts to start from, for a replay through `hierarchy`.
+pub(crate) fn setting_for(hierarchy: &Hierarchy, compat: bool) -> (u32, RecordCounts) {
+    let clamp_to = if compat {
+        hierarchy.min_line_size()
+    } else {
+        u32::MAX
+    };
+    let counts = RecordCounts {
+        instr_simulated: hierarchy.spec().instr.is_some(),
+        ..RecordCounts::default()
+    };
+    (clamp_to, counts)
 }
 
-impl Op {
-    /// The data sizes are clamped to (the smallest line in Cachegrind's mode, else none), and
-    /// the record counts to start from, for a replay through `hierarchy`.
-    pub(crate) fn setting_for(hierarchy: &Hierarchy, compat: bool) -> (u32, RecordCounts) {
-        let clamp_to = if compat {
-            hierarchy.min_line_size()
-        } else {
-            u32::MAX
-        };
-        let counts = RecordCounts {
-            instr_simulated: hierarchy.spec().instr.is_some(),
-            ..RecordCounts::default()
-        };
-        (clamp_to, counts)
-    }
-
-    /// Appends the operations of `record` to `ops` (none for an instruction fetch a hierarchy
-    /// without an I1 does not simulate), counting it in `counts`.
-    #[inline]
-    pub(crate) fn push(
-        ops: &mut Vec<Op>,
-        record: TraceRecord,
-        compat: bool,
-        clamp_to: u32,
-        counts: &mut RecordCounts,
-    ) {
-        let TraceRecord { kind, addr, size } = record;
-        if kind == TraceKind::Instr {
-            counts.instr += 1;
-            if counts.instr_simulated {
-                ops.push(Op {
-                    addr,
-                    size,
-                    kind: None,
-                });
-            }
-            return;
+/// Appends to `ops` what `record` asks of the caches after the mode's conventions (a modify is
+/// one read in Cachegrind's, a read and a write otherwise; nothing for an instruction fetch a
+/// hierarchy without an I1 does not simulate), counting it in `counts`.
+#[inline]
+pub(crate) fn push_ops(
+    ops: &mut Vec<Op>,
+    record: TraceRecord,
+    compat: bool,
+    clamp_to: u32,
+    counts: &mut RecordCounts,
+) {
+    let TraceRecord { kind, addr, size } = record;
+    if kind == TraceKind::Instr {
+        counts.instr += 1;
+        if counts.instr_simulated {
+            ops.push(Op {
+                addr,
+                size,
+                kind: None,
+            });
         }
-        let clamped = size.min(clamp_to);
-        counts.clamped += u64::from(clamped != size);
-        let data = |kind| Op {
-            addr,
-            size: clamped,
-            kind: Some(kind),
-        };
-        match kind {
-            TraceKind::Load => {
-                counts.loads += 1;
-                ops.push(data(AccessKind::Read));
-            }
-            TraceKind::Store => {
-                counts.stores += 1;
+        return;
+    }
+    let clamped = size.min(clamp_to);
+    counts.clamped += u64::from(clamped != size);
+    let data = |kind| Op {
+        addr,
+        size: clamped,
+        kind: Some(kind),
+    };
+    match kind {
+        TraceKind::Load => {
+            counts.loads += 1;
+            ops.push(data(AccessKind::Read));
+        }
+        TraceKind::Store => {
+            counts.stores += 1;
+            ops.push(data(AccessKind::Write));
+        }
+        _ => {
+            counts.modifies += 1;
+            ops.push(data(AccessKind::Read));
+            if !compat {
                 ops.push(data(AccessKind::Write));
-            }
-            _ => {
-                counts.modifies += 1;
-                ops.push(data(AccessKind::Read));
-                if !compat {
-                    ops.push(data(AccessKind::Write));
-                }
-            }
-        }
-    }
-
-    /// Simulates the operation in `hierarchy`.
-    #[inline]
-    pub(crate) fn simulate(self, hierarchy: &mut Hierarchy) {
-        match self.kind {
-            None => {
-                hierarchy.fetch(self.addr, self.size);
-            }
-            Some(kind) => {
-                hierarchy.access(self.addr, self.size, kind);
             }
         }
     }

@@ -19,8 +19,8 @@
 
 use std::sync::mpsc;
 
-use crate::cache::{Hierarchy, SetShards, simulate_across};
-use crate::replay::{Op, PROGRESS_EVERY, ReplaySummary, summarize_stats};
+use crate::cache::{Hierarchy, Op, SetShards, simulate_across};
+use crate::replay::{PROGRESS_EVERY, ReplaySummary, push_ops, setting_for, summarize_stats};
 use crate::trace::TraceRecord;
 
 /// Records read before the copies simulate them.
@@ -38,7 +38,7 @@ pub fn replay_in_shards<E: Send>(
     shards: &SetShards,
     mut on_progress: impl FnMut(u64),
 ) -> Result<ReplaySummary, E> {
-    let (clamp_to, counts) = Op::setting_for(hierarchy, compat);
+    let (clamp_to, counts) = setting_for(hierarchy, compat);
     let mut copies: Vec<Hierarchy> = (1..shards.count())
         .map(|_| {
             let mut copy = hierarchy.clone();
@@ -62,7 +62,7 @@ pub fn replay_in_shards<E: Send>(
                 let mut read = 0;
                 for record in records.by_ref().take(CHUNK) {
                     match record {
-                        Ok(record) => Op::push(&mut ops, record, compat, clamp_to, &mut counts),
+                        Ok(record) => push_ops(&mut ops, record, compat, clamp_to, &mut counts),
                         Err(e) => {
                             // What was read before the error is simulated, as one replay would.
                             let _ = full.send((ops, read));
@@ -156,13 +156,7 @@ fn simulate_side_by_side(shards: &SetShards, copies: &mut [&mut Hierarchy], ops:
 fn simulate_in_owner(shards: &SetShards, copies: &mut [&mut Hierarchy], op: Op) {
     match shards.of_access(op.addr, op.size) {
         Some(shard) => op.simulate(copies[shard]),
-        None => {
-            let (fetch, kind) = match op.kind {
-                None => (true, crate::cache::AccessKind::Read),
-                Some(kind) => (false, kind),
-            };
-            simulate_across(shards, copies, fetch, op.addr, op.size, kind);
-        }
+        None => simulate_across(shards, copies, op),
     }
 }
 

@@ -22,7 +22,7 @@ pub use machine::{
     COHERENCE_MISS, CoherenceStats, CoreOutcome, FALSE_SHARING_MISS, INVALIDATION, Machine,
     TRUE_SHARING_MISS,
 };
-pub use set_shards::{MAX_SHARDS, SetShards, ShardError, simulate_across};
+pub use set_shards::{MAX_SHARDS, Op, SetShards, ShardError, simulate_across};
 pub use spec::{HierarchySpec, LevelSpec, PRESETS, Sharing, host_spec_from_sysfs};
 pub(crate) use two_level::{Watch, outcome as two_level_outcome};
 

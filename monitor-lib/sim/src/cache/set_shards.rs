@@ -159,9 +159,38 @@ impl SetShards {
     }
 }
 
-/// One access (a data access of `kind`, or an instruction fetch when `fetch`), whose bytes lie
-/// in more than one shard, simulated across the copies that own its lines (`copies[s]` is
-/// shard `s`'s) and counted once per level, in the copy of its first byte.
+/// What a trace asks of the caches: a data access of `kind`, or an instruction fetch (`kind` is
+/// `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Op {
+    pub addr: u64,
+    pub size: u32,
+    pub kind: Option<AccessKind>,
+}
+
+impl Op {
+    /// Simulates the operation in `hierarchy`.
+    #[inline]
+    pub fn simulate(self, hierarchy: &mut Hierarchy) {
+        match self.kind {
+            None => {
+                hierarchy.fetch(self.addr, self.size);
+            }
+            Some(kind) => {
+                hierarchy.access(self.addr, self.size, kind);
+            }
+        }
+    }
+
+    /// Whether it is an instruction fetch, and the kind its levels count it as.
+    fn path(self) -> (bool, AccessKind) {
+        (self.kind.is_none(), self.kind.unwrap_or(AccessKind::Read))
+    }
+}
+
+/// One operation whose bytes lie in more than one shard, simulated across the copies that own
+/// its lines (`copies[s]` is shard `s`'s) and counted once per level, in the copy of its first
+/// byte.
 ///
 /// Under Cachegrind's conventions a miss in any line sends the whole access on to the next
 /// level, so the lines are walked level by level together. Otherwise each line goes down on its
@@ -169,24 +198,21 @@ impl SetShards {
 /// whole access in its owner's copy, which walks its lines as one hierarchy would, the pieces'
 /// sets disjoint), and what every piece but the first to reach a level counted there again is
 /// taken back.
-pub fn simulate_across(
-    shards: &SetShards,
-    copies: &mut [&mut Hierarchy],
-    fetch: bool,
-    addr: u64,
-    size: u32,
-    kind: AccessKind,
-) {
-    let size = size.max(1);
+pub fn simulate_across(shards: &SetShards, copies: &mut [&mut Hierarchy], op: Op) {
+    let op = Op {
+        size: op.size.max(1),
+        ..op
+    };
     if copies[0].follows_cachegrind() {
-        walk_lines_together(shards, copies, fetch, addr, size, kind);
+        walk_lines_together(shards, copies, op);
         return;
     }
-    let end = addr + u64::from(size);
+    let (fetch, kind) = op.path();
+    let (addr, end) = (op.addr, op.addr + u64::from(op.size));
     if end - addr > 1 << shards.shift {
         // Wider than a slice: it may come back to a slice it left, whose copy would then
         // walk its two pieces one after the other rather than level by level together.
-        gather_then_share_out(shards, copies, fetch, addr, size, kind);
+        gather_then_share_out(shards, copies, op);
         return;
     }
     let mut reached = [false; super::MAX_LEVELS];
@@ -197,11 +223,11 @@ pub fn simulate_across(
         let piece_end = border.min(end);
         let shard = shards.of(start);
         let copy = &mut *copies[shard];
-        let piece = (piece_end - start) as u32;
+        let size = (piece_end - start) as u32;
         let outcome = if fetch {
-            copy.fetch(start, piece)
+            copy.fetch(start, size)
         } else {
-            copy.access(start, piece, kind)
+            copy.access(start, size, kind)
         };
         for (depth, result) in outcome.levels.iter().enumerate() {
             if *result == super::LevelResult::NotReached {
@@ -224,25 +250,14 @@ pub fn simulate_across(
 /// owners. Costs a copy of the whole hierarchy twice; no trace of loads and stores seen so far
 /// has an access that wide (slices are at least a few KiB for real caches).
 #[cold]
-fn gather_then_share_out(
-    shards: &SetShards,
-    copies: &mut [&mut Hierarchy],
-    fetch: bool,
-    addr: u64,
-    size: u32,
-    kind: AccessKind,
-) {
+fn gather_then_share_out(shards: &SetShards, copies: &mut [&mut Hierarchy], op: Op) {
     let Some((first, rest)) = copies.split_first_mut() else {
         return;
     };
     for (index, copy) in rest.iter().enumerate() {
         first.copy_sets_from(copy, |bits, set| shards.owns_set(index + 1, bits, set));
     }
-    if fetch {
-        first.fetch(addr, size);
-    } else {
-        first.access(addr, size, kind);
-    }
+    op.simulate(first);
     for (index, copy) in rest.iter_mut().enumerate() {
         copy.copy_sets_from(first, |bits, set| shards.owns_set(index + 1, bits, set));
     }
@@ -250,15 +265,9 @@ fn gather_then_share_out(
 
 /// [`simulate_across`] under Cachegrind's conventions: I1 or D1, then LL, each line probed in
 /// its owner's copy, the whole access going on to LL when any line missed.
-fn walk_lines_together(
-    shards: &SetShards,
-    copies: &mut [&mut Hierarchy],
-    fetch: bool,
-    addr: u64,
-    size: u32,
-    kind: AccessKind,
-) {
-    let last = addr + u64::from(size) - 1;
+fn walk_lines_together(shards: &SetShards, copies: &mut [&mut Hierarchy], op: Op) {
+    let (fetch, kind) = op.path();
+    let (addr, last) = (op.addr, op.addr + u64::from(op.size) - 1);
     let depths = copies[0].depth();
     for depth in 0..depths {
         let bits = copies[0].line_bits_of(fetch, depth);
