@@ -26,6 +26,11 @@
 //! held, since attributing may take the data structures' lock, and always before its counts
 //! are read ([`Core::flush_filter`] settles the log first).
 //!
+//! A thread whose filter is off (it records a partial trace, counts an event on L1 hits or runs
+//! an analysis) has no batch and no entries to keep, so its accesses skip all of that
+//! ([`Core::access_unfiltered`]): the recording thread of a partial trace spent a seventh of its
+//! instructions on bookkeeping that found nothing to do.
+//!
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
