@@ -74,10 +74,10 @@ pub enum LocalError {
     #[error("cannot create a runtime directory for the embedded daemon: {0}")]
     RuntimeDir(std::io::Error),
     /// The embedded daemon did not start.
-    #[error("cannot start the embedded daemon: {0}")]
+    #[error("cannot start the embedded daemon")]
     Daemon(#[from] epcache_daemon::ServeError),
     /// The program did not start.
-    #[error("cannot start {program}: {source}; is the path right and the file executable?")]
+    #[error("cannot start {program}: is the path right and the file executable?")]
     Spawn {
         /// The program.
         program: PathBuf,

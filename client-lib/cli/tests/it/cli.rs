@@ -359,3 +359,20 @@ fn run_refuses_analyses_on_a_machine_of_cores_before_the_program_starts() {
         "{text}"
     );
 }
+
+#[test]
+fn a_launch_error_says_its_cause_once() {
+    // Printed as `epcache` prints errors, message then causes: the OS error is the cause, not
+    // also part of the message.
+    let error = anyhow::Error::from(epcache_client::LocalError::Spawn {
+        program: "/x/prog".into(),
+        source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+    });
+    let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    assert!(
+        chain[0].contains("/x/prog") && !chain[0].contains("denied"),
+        "{chain:?}"
+    );
+    assert!(chain[1].contains("denied"), "{chain:?}");
+}
