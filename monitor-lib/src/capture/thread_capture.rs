@@ -457,6 +457,13 @@ impl ThreadCapture {
             core.access_unfiltered(addr, size, kind, pc);
             return;
         }
+        self.access_filtered(addr, size, kind, pc);
+    }
+
+    /// [`Self::access`] of a thread with its filter on (or not counting): staged for the
+    /// worker, or simulated here. Out of line, so the two paths above keep a small frame.
+    #[inline(never)]
+    fn access_filtered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         if self.ships && self.defer(addr, size, kind, pc) {
             return;
         }
