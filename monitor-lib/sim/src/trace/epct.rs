@@ -363,7 +363,7 @@ impl<R: Read> EpctReader<R> {
     }
 
     /// The next record, `Ok(None)` after the declared count (when nothing follows it).
-    #[inline]
+    #[inline(always)]
     pub fn next_record(&mut self) -> Result<Option<TraceRecord>, EpctError> {
         if self.records_read == self.declared {
             self.refill(1)?;
@@ -424,6 +424,7 @@ impl<R: Read> EpctReader<R> {
 impl<R: Read> Iterator for EpctReader<R> {
     type Item = Result<TraceRecord, EpctError>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         if self.finished {
             return None;
