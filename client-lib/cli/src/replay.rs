@@ -337,10 +337,15 @@ fn print(
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
     } else {
         let mut text = report::table(summary, seconds);
-        if let Some(shards) = shards {
+        if let Some(shards) = shards.filter(|s| s.count() > 1) {
+            let block = 1u64 << shards.shift();
+            let block = if block >= 1024 {
+                format!("{} KiB", block / 1024)
+            } else {
+                format!("{block}-byte")
+            };
             text.push_str(&format!(
-                "simulated on {threads} threads, each owning the sets of one {} KiB block in {threads}\n",
-                (1u64 << shards.shift()) / 1024
+                "simulated on {threads} threads, each owning the sets of one {block} block in {threads}\n"
             ));
         }
         print_stdout(&text)

@@ -111,6 +111,9 @@ fn reads_a_trace_from_stdin_and_prints_a_table() {
     assert!(out.status.success(), "{}", stderr(&out));
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("native"), "{table}");
+    // One simulating thread (beside the reading one, on a machine of several cores) is not
+    // worth a line.
+    assert!(!table.contains("simulated on"), "{table}");
     // Native mode: the modify is a read and a write.
     let d1 = table.lines().find(|l| l.starts_with("D1")).unwrap();
     let fields: Vec<&str> = d1.split_whitespace().collect();
@@ -196,14 +199,21 @@ fn replay_on_threads_reads_stdin_and_refuses_caches_it_cannot_share_out() {
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
     let (one, two) = (replay_stdin("1"), replay_stdin("2"));
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path());
+    let table = epcache(&["replay", "--cache", spec, "--threads", "2", &log]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    // The levels' set indexes share address bits 6 to 8: two slices of 256 bytes.
+    assert!(
+        table.contains("simulated on 2 threads, each owning the sets of one 256-byte block in 2"),
+        "{table}"
+    );
     assert_eq!(one["levels"], two["levels"]);
     assert_eq!(
         (one["threads"].as_u64(), two["threads"].as_u64()),
         (Some(1), Some(2))
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let log = write_log(dir.path());
     let refusals = [
         (vec!["--threads", "3"], "power of two"),
         (
