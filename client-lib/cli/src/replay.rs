@@ -102,12 +102,11 @@ pub(crate) struct ReplayArgs {
 
     /// Simulate on N threads (a power of two), each owning a slice of every level's sets; the
     /// counts are exactly those of one thread. Whatever N, the trace is read on a thread of its
-    /// own when the machine has more than one core. Refused, with the
-    /// reason, for a cache whose sets cannot be shared out (a level with random replacement or
-    /// a number of sets that is not a power of two) and for a partial trace. Reading a trace
-    /// takes about as long as simulating it under a two-level cache, so this pays only with
-    /// idle cores and a deep cache: on two busy cores it took 0.89 to 1.10 times one thread's
-    /// time (docs/performance.md).
+    /// own when the machine has more than one core. Refused, with the reason, for a cache whose
+    /// sets cannot be shared out (a level with random replacement or a number of sets that is
+    /// not a power of two) and for a partial trace. Reading a trace takes about as long as
+    /// simulating it under a two-level cache, so N above 1 pays only with idle cores and a deep
+    /// cache; on two cores the default was the fastest (docs/performance.md).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = thread_count)]
     threads: u32,
 
