@@ -386,3 +386,21 @@ fn a_launch_error_says_its_cause_once() {
     );
     assert!(chain[1].contains("denied"), "{chain:?}");
 }
+
+#[test]
+fn a_trace_that_cannot_be_read_says_why_once() {
+    // A directory opens but cannot be read: the OS error is the last cause, said once.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    for format in ["lackey", "epct", "partial"] {
+        let out = epcache(&["replay", "--format", format, path]);
+        assert!(!out.status.success());
+        let text = stderr(&out);
+        assert_eq!(
+            text.matches("Is a directory").count(),
+            1,
+            "{format}: {text}"
+        );
+        assert!(text.contains("cannot read the trace"), "{format}: {text}");
+    }
+}

@@ -43,7 +43,7 @@ const MAX_RECORD_LEN: usize = 16;
 /// Why an `.epct` trace could not be read. Every variant names the byte offset in the file.
 #[derive(Debug, thiserror::Error)]
 pub enum EpctError {
-    #[error("offset {offset}: {source}")]
+    #[error("offset {offset}: cannot read the trace")]
     Io {
         offset: u64,
         #[source]

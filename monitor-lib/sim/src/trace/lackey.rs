@@ -12,7 +12,7 @@ use super::{TraceKind, TraceRecord};
 /// Why a lackey log could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LackeyError {
-    #[error("reading the trace after line {line}: {source}")]
+    #[error("cannot read the trace after line {line}")]
     Io {
         line: u64,
         #[source]

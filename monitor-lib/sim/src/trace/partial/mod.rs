@@ -171,7 +171,7 @@ pub struct StructureRange {
 /// Why a partial trace could not be read. Every variant names the byte offset in the file.
 #[derive(Debug, thiserror::Error)]
 pub enum PartialError {
-    #[error("offset {offset}: {source}")]
+    #[error("offset {offset}: cannot read the trace")]
     Io {
         offset: u64,
         #[source]
