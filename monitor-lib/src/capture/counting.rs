@@ -151,11 +151,7 @@ impl Core {
     #[inline(never)]
     pub(super) fn access_unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         debug_assert!(self.counts_unfiltered() && !with_filter(Filter::batch_waiting));
-        if let Some(tracer) = &mut self.tracer
-            && !tracer.record(addr, size, kind, pc)
-        {
-            self.tracer = None;
-        }
+        self.record_trace(addr, size, kind, pc);
         match self.simulator.access_in_line(addr, size, kind) {
             Some(outcome) => {
                 let structure = self.monitoring.finder.structure_of(addr);
@@ -335,11 +331,7 @@ impl Core {
     /// LTO), as it was when both lived in one module: the call cost about 9% of the path.
     #[inline]
     pub(super) fn access(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
-        if let Some(tracer) = &mut self.tracer
-            && !tracer.record(addr, size, kind, pc)
-        {
-            self.tracer = None;
-        }
+        self.record_trace(addr, size, kind, pc);
         if self.seat.is_some() {
             self.access_on_machine(addr, size, kind, pc);
             return;
@@ -355,6 +347,17 @@ impl Core {
             );
         } else {
             self.uncounted(addr, size, kind);
+        }
+    }
+
+    /// Records the access in the partial trace this thread writes, if any; a recorder that
+    /// gives up (the budget is reached, the file cannot be written) is dropped.
+    #[inline(always)]
+    fn record_trace(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        if let Some(tracer) = &mut self.tracer
+            && !tracer.record(addr, size, kind, pc)
+        {
+            self.tracer = None;
         }
     }
 
