@@ -351,8 +351,15 @@ impl Simulator {
     /// the monitor, as [`Self::access_on`] does.
     #[inline]
     pub fn count_machine_piece(&mut self, piece: u64, out: &CoreOutcome) {
-        self.hierarchy.count_outcome(&out.outcome);
-        self.monitor.observe_bits(piece, out.event_bits());
+        self.count_machine_bits(piece, out.event_bits());
+    }
+
+    /// [`Self::count_machine_piece`] of an outcome given as its [`CoreOutcome::event_bits`]
+    /// (what a thread's access log keeps, [`Machine::access_bits`]): nothing to decode.
+    #[inline]
+    pub fn count_machine_bits(&mut self, piece: u64, bits: u32) {
+        self.hierarchy.count_event_bits(bits);
+        self.monitor.observe_bits(piece, bits);
     }
 
     /// Kept out of line: the analyses are off on the plain path, and inlining them would bloat

@@ -23,7 +23,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use epcache_sim::cache::{AccessKind, CoreOutcome, Machine};
+use epcache_sim::cache::{AccessKind, Machine};
 
 /// Accesses a ring holds: a thread takes the machine at most once per this many accesses
 /// (fewer when another thread simulates its accesses first).
@@ -39,7 +39,7 @@ struct Slot {
     shape: AtomicU64,
     /// The code address (0: unknown).
     pc: AtomicU64,
-    /// [`CoreOutcome::to_word`], written when simulated.
+    /// The outcome's event bits ([`Machine::access_bits`]), written when simulated.
     outcome: AtomicU64,
 }
 
@@ -102,8 +102,8 @@ impl AccessLog {
         } else {
             AccessKind::Read
         };
-        let out = machine.access(self.core, addr, shape as u32, kind);
-        slot.outcome.store(out.to_word(), Ordering::Relaxed);
+        let bits = machine.access_bits(self.core, addr, shape as u32, kind);
+        slot.outcome.store(u64::from(bits), Ordering::Relaxed);
     }
 
     /// Every access before position `to` is simulated, its outcome kept; under the machine's
@@ -123,7 +123,9 @@ impl AccessLog {
 pub(super) struct Simulated {
     pub(super) addr: u64,
     pub(super) pc: u64,
-    pub(super) outcome: CoreOutcome,
+    /// The outcome's event bits, levels and coherence events
+    /// ([`CoreOutcome::event_bits`](epcache_sim::cache::CoreOutcome::event_bits)).
+    pub(super) bits: u32,
 }
 
 /// The thread's side of its ring: it appends and counts.
@@ -199,7 +201,7 @@ impl LogWriter {
             count(Simulated {
                 addr: slot.addr.load(Ordering::Relaxed),
                 pc: slot.pc.load(Ordering::Relaxed),
-                outcome: CoreOutcome::from_word(slot.outcome.load(Ordering::Relaxed)),
+                bits: slot.outcome.load(Ordering::Relaxed) as u32,
             });
             self.counted += 1;
         }
@@ -209,6 +211,7 @@ impl LogWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use epcache_sim::cache::CoreOutcome;
 
     fn machine() -> Machine {
         Machine::new(&"D1=1K,2,64;LL=8K,8,64,shared".parse().unwrap(), 2).unwrap()
@@ -239,11 +242,17 @@ mod tests {
         for (i, s) in counted.iter().enumerate() {
             assert_eq!(s.addr, 0x1000 + 8 * i as u64);
             assert_eq!(s.pc, 0x40_0000 + i as u64);
-            assert_eq!(s.outcome.outcome.kind, AccessKind::Read);
+            assert_eq!(
+                CoreOutcome::from_event_bits(s.bits).outcome.kind,
+                AccessKind::Read
+            );
         }
         let misses = counted
             .iter()
-            .filter(|s| s.outcome.outcome.levels[0] == epcache_sim::cache::LevelResult::Miss)
+            .filter(|s| {
+                CoreOutcome::from_event_bits(s.bits).outcome.levels[0]
+                    == epcache_sim::cache::LevelResult::Miss
+            })
             .count();
         assert_eq!(misses, LOG_SLOTS / 2 / 8);
         assert_eq!(m.core_stats(1, 0).read_misses, misses as u64);

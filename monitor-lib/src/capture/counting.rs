@@ -34,7 +34,7 @@
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
-use epcache_sim::cache::{AccessKind, CoreOutcome};
+use epcache_sim::cache::{AccessKind, COHERENCE_BITS, CoreOutcome, RESULT_BITS};
 use epcache_sim::simulator::{Simulator, capture_path::CaptureFastPath, line_pieces};
 
 use super::access_log::Simulated;
@@ -106,12 +106,11 @@ impl Core {
         let Core {
             simulator,
             monitoring,
-            counting,
             seat,
             ..
         } = self;
         if let Some(seat) = seat {
-            seat.settle(|s| count_on_machine(simulator, monitoring, counting.levels, s));
+            seat.settle(|s| count_on_machine(simulator, monitoring, s));
         }
     }
 
@@ -371,22 +370,20 @@ impl Core {
     /// An access of a thread on a core of the machine: logged, to be simulated in time order
     /// with the other threads' and counted later (`cores.rs`); one wider than a line is
     /// simulated at once, after every waiting access, and counted per line.
-    #[inline(never)]
+    #[inline(always)]
     pub(super) fn access_on_machine(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         let Core {
             simulator,
             monitoring,
-            counting,
             seat: Some(seat),
             ..
         } = self
         else {
             return;
         };
-        let levels = counting.levels;
         if u64::from(size) <= seat.line_size() {
             seat.log(addr, size, kind, pc, |s| {
-                count_on_machine(simulator, monitoring, levels, s);
+                count_on_machine(simulator, monitoring, s);
             });
             return;
         }
@@ -400,7 +397,6 @@ impl Core {
         let Core {
             simulator,
             monitoring,
-            counting,
             machine_pieces,
             seat: Some(seat),
             ..
@@ -408,7 +404,6 @@ impl Core {
         else {
             return;
         };
-        let levels = counting.levels;
         machine_pieces.clear();
         let core = seat.core();
         seat.simulate_now(
@@ -417,17 +412,16 @@ impl Core {
                     machine_pieces.push((piece, machine.access(core, piece, piece_size, kind)));
                 }
             },
-            |s| count_on_machine(simulator, monitoring, levels, s),
+            |s| count_on_machine(simulator, monitoring, s),
         );
         for &(piece, outcome) in machine_pieces.iter() {
             count_on_machine(
                 simulator,
                 monitoring,
-                levels,
                 Simulated {
                     addr: piece,
                     pc,
-                    outcome,
+                    bits: outcome.event_bits(),
                 },
             );
         }
@@ -442,22 +436,19 @@ impl Core {
 
 /// Counts one access (or line of one) the machine simulated for this thread: in the
 /// simulator's totals and monitor, and, in standalone counting, per level, data structure and
-/// coherence event.
-#[inline]
-fn count_on_machine(
-    simulator: &mut Simulator,
-    monitoring: &mut Monitoring,
-    levels: usize,
-    s: Simulated,
-) {
-    simulator.count_machine_piece(s.addr, &s.outcome);
+/// coherence event, all from the outcome's event bits as the log keeps them. Inlined into the
+/// loop that counts a log's simulated accesses: a call per access cost a large frame.
+#[inline(always)]
+fn count_on_machine(simulator: &mut Simulator, monitoring: &mut Monitoring, s: Simulated) {
+    simulator.count_machine_bits(s.addr, s.bits);
     if !monitoring.counting {
         return;
     }
     let structure = monitoring.finder.structure_of(s.addr);
-    monitoring.count_in(structure, &s.outcome.outcome, levels, s.pc);
-    if s.outcome.coherence != 0 {
-        monitoring.count_coherence(structure, s.outcome.coherence, s.pc);
+    monitoring.count_bits(structure, s.bits & RESULT_BITS, s.pc);
+    let coherence = s.bits & COHERENCE_BITS;
+    if coherence != 0 {
+        monitoring.count_coherence(structure, coherence, s.pc);
     }
 }
 

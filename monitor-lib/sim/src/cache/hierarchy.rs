@@ -187,6 +187,9 @@ impl LevelStats {
     }
 }
 
+/// In [`AccessOutcome::event_bits`], the results of every level past the first.
+const RESULTS_PAST_FIRST: u32 = 0x0F0F_0F00;
+
 /// The data levels, first to last, in a fixed array: the first level then sits at a fixed
 /// offset of the hierarchy, and the L1 fast path reaches its sets without first loading where
 /// a vector keeps them and checking its length. Slots past `len` hold a one-line placeholder
@@ -547,16 +550,37 @@ impl Hierarchy {
     }
 
     /// Counts in the levels' totals an access simulated elsewhere (by a core of a
-    /// [`Machine`](super::Machine)) with this outcome, as if this hierarchy had: a thread's
-    /// totals stay its own while its caches are a machine's. Write-backs are the machine's.
-    pub(crate) fn count_outcome(&mut self, outcome: &AccessOutcome) {
-        for (level, result) in self.data.iter_mut().zip(outcome.levels) {
-            if result == LevelResult::NotReached {
+    /// [`Machine`](super::Machine)) whose outcome has these [`AccessOutcome::event_bits`], as if
+    /// this hierarchy had: a thread's totals stay its own while its caches are a machine's.
+    /// Write-backs are the machine's. Other bits (a machine's coherence events) are ignored: a
+    /// level's byte holds 1 or 2 for a read's hit or miss, 4 or 8 for a write's, and 0 past the
+    /// last level reached.
+    #[inline(always)]
+    pub(crate) fn count_event_bits(&mut self, bits: u32) {
+        let kind = if bits & 0xC != 0 {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        // The first level, always reached, at its fixed place: a hit (nearly every access)
+        // touches nothing else.
+        self.data.levels[0]
+            .stats
+            .record(Path::Data, kind, bits & 0xA != 0);
+        if (bits & RESULTS_PAST_FIRST) != 0 {
+            self.count_event_bits_past_first(kind, bits);
+        }
+    }
+
+    /// [`Self::count_event_bits`] of the levels past the first, out of line.
+    #[inline(never)]
+    fn count_event_bits_past_first(&mut self, kind: AccessKind, bits: u32) {
+        for (at, level) in self.data.iter_mut().enumerate().take(MAX_LEVELS).skip(1) {
+            let result = (bits >> (8 * at)) & 0xF;
+            if result == 0 {
                 break;
             }
-            level
-                .stats
-                .record(Path::Data, outcome.kind, result == LevelResult::Miss);
+            level.stats.record(Path::Data, kind, result & 0xA != 0);
         }
     }
 

@@ -69,43 +69,35 @@ impl CoreOutcome {
         self.outcome.event_bits() | self.coherence
     }
 
-    /// The outcome as one word, for a thread that counts it later than it was simulated
-    /// (the runtime's access log): the coherence bits low, two bits per level's result above
-    /// them, the kind above those. [`Self::from_word`] reads it back.
-    #[inline]
-    pub fn to_word(&self) -> u64 {
-        let mut levels = 0u64;
-        for (level, result) in self.outcome.levels.iter().enumerate() {
-            levels |= (*result as u64) << (2 * level);
-        }
-        u64::from(self.coherence)
-            | levels << 32
-            | u64::from(self.outcome.kind == AccessKind::Write) << (32 + 2 * MAX_LEVELS)
-    }
-
-    /// The outcome [`Self::to_word`] made `word` of.
-    #[inline]
-    pub fn from_word(word: u64) -> CoreOutcome {
-        // A table, not a match: the match cost about ten instructions a level.
-        const RESULTS: [LevelResult; 4] = [
-            LevelResult::NotReached,
-            LevelResult::Hit,
-            LevelResult::Miss,
-            LevelResult::NotReached,
-        ];
-        let levels: [LevelResult; MAX_LEVELS] =
-            std::array::from_fn(|level| RESULTS[(word >> (32 + 2 * level)) as usize & 3]);
-        let kind = if word >> (32 + 2 * MAX_LEVELS) & 1 == 1 {
+    /// The outcome whose [`Self::event_bits`] are `bits`: they say everything the outcome
+    /// does (each level's result in the low half of its byte, moved by the kind, and its
+    /// coherence events in the high half), so a thread that counts an access later than it was
+    /// simulated keeps only them ([`Machine::access_bits`]).
+    pub fn from_event_bits(bits: u32) -> CoreOutcome {
+        let kind = if bits & WRITE_RESULTS != 0 {
             AccessKind::Write
         } else {
             AccessKind::Read
         };
+        let shift = 2 * kind as u32;
+        let levels = std::array::from_fn(|level| match (bits >> (8 * level as u32 + shift)) & 3 {
+            1 => LevelResult::Hit,
+            2 => LevelResult::Miss,
+            _ => LevelResult::NotReached,
+        });
         CoreOutcome {
             outcome: AccessOutcome { kind, levels },
-            coherence: word as u32,
+            coherence: bits & COHERENCE_BITS,
         }
     }
 }
+
+/// In [`CoreOutcome::event_bits`], the results of every level (the low half of each byte).
+pub const RESULT_BITS: u32 = 0x0F0F_0F0F;
+/// In [`CoreOutcome::event_bits`], the coherence events of every level (the high half).
+pub const COHERENCE_BITS: u32 = !RESULT_BITS;
+/// In [`CoreOutcome::event_bits`], the results of a write (hit 4, miss 8 in each byte).
+const WRITE_RESULTS: u32 = 0x0C0C_0C0C;
 
 /// One core's coherence totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -292,24 +284,61 @@ impl Machine {
     /// own, so that the hit keeps a small frame where it is inlined.
     #[inline]
     pub fn access(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> CoreOutcome {
-        // A division only for a core past the count (callers give their own core).
-        let core = if core < self.cores {
-            core
-        } else {
-            core % self.cores
-        };
-        let len = u64::from(size.max(1));
-        let bits = self.line_bits;
-        if self.cores > 1
-            && (addr & ((1 << bits) - 1)) + len <= 1 << bits
-            && self.first_level_hit(core, addr, len, kind)
-        {
+        let core = self.core_index(core);
+        if self.hits_first_level(core, addr, size, kind) {
             return CoreOutcome {
                 outcome: AccessOutcome::l1_hit(kind),
                 coherence: 0,
             };
         }
         self.access_past_first_level(core, addr, size, kind)
+    }
+
+    /// [`Self::access`] returning only the outcome's [`CoreOutcome::event_bits`], the word a
+    /// thread that counts later keeps: a first-level hit builds no outcome at all.
+    #[inline]
+    pub fn access_bits(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> u32 {
+        let core = self.core_index(core);
+        if self.hits_first_level(core, addr, size, kind) {
+            // `event_bits` of a first-level hit: Hit (1) in level 0's byte, moved by the kind.
+            return 1 << (2 * kind as u32);
+        }
+        self.bits_past_first_level(core, addr, size, kind)
+    }
+
+    /// [`Self::access_past_first_level`]'s event bits.
+    #[inline(never)]
+    fn bits_past_first_level(
+        &mut self,
+        core: usize,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    ) -> u32 {
+        self.access_past_first_level(core, addr, size, kind)
+            .event_bits()
+    }
+
+    /// `core` as an index of the machine's cores: a division only for a core past the count
+    /// (callers give their own core).
+    #[inline(always)]
+    fn core_index(&self, core: usize) -> usize {
+        if core < self.cores {
+            core
+        } else {
+            core % self.cores
+        }
+    }
+
+    /// Whether the access lies in one line and is a first-level hit needing nothing from the
+    /// directory, which it then is, simulated and counted ([`Self::first_level_hit`]).
+    #[inline(always)]
+    fn hits_first_level(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> bool {
+        let len = u64::from(size.max(1));
+        let bits = self.line_bits;
+        self.cores > 1
+            && (addr & ((1 << bits) - 1)) + len <= 1 << bits
+            && self.first_level_hit(core, addr, len, kind)
     }
 
     /// [`Self::access`] of an access that is not a first-level hit needing nothing from the
@@ -369,7 +398,7 @@ impl Machine {
     /// coherence action (a read of any copy it holds; a write by the line's owner, which has
     /// no copy of its own pending), simulated and counted as [`Self::access`]'s directory step
     /// and walk would, and `true` returned. Anything else changes nothing and returns `false`.
-    #[inline]
+    #[inline(always)]
     fn first_level_hit(&mut self, core: usize, addr: u64, len: u64, kind: AccessKind) -> bool {
         if !(self.private_first && self.fast_hits) {
             return false;

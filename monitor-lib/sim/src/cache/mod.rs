@@ -19,8 +19,8 @@ pub use hierarchy::{
 pub(crate) use level::RunEnd;
 pub use level::{CacheLevel, Geometry, Probe, Victim};
 pub use machine::{
-    COHERENCE_MISS, CoherenceStats, CoreOutcome, FALSE_SHARING_MISS, INVALIDATION, Machine,
-    TRUE_SHARING_MISS,
+    COHERENCE_BITS, COHERENCE_MISS, CoherenceStats, CoreOutcome, FALSE_SHARING_MISS, INVALIDATION,
+    Machine, RESULT_BITS, TRUE_SHARING_MISS,
 };
 pub use set_shards::{MAX_SHARDS, Op, SetShards, ShardError, simulate_across};
 pub use spec::{HierarchySpec, LevelSpec, PRESETS, Sharing, host_spec_from_sysfs};
