@@ -119,8 +119,9 @@ impl Shared {
 /// Looks for room in a full log between two tries of the machine's lock.
 const LOOKS_PER_TRY: u32 = 16;
 /// Looks for room in a full log before a thread sleeps on the machine's lock (tens of
-/// microseconds, about one holder's simulation of two full logs): a holder that is not running
-/// (the host is busy) is waited for on the lock, not spun against.
+/// microseconds, a holder's simulation of several hundred accesses; room appears as soon as the
+/// holder has simulated this log's run, `Shared::simulate_waiting`): a holder that is not
+/// running (the host is busy) is waited for on the lock, not spun against.
 const LOOKS_BEFORE_BLOCKING: u32 = 1024;
 
 static CORES: OnceLock<Option<Cores>> = OnceLock::new();
