@@ -13,13 +13,13 @@
 //! other whenever they really ran side by side. The time a thread spends simulating and
 //! counting is time its program does not run, so that happens less often than on hardware, and
 //! the less often the cheaper logging is against simulating: the false-sharing example's packed
-//! counters show about 100,000 coherence misses in 400,000 increments on a loaded 2-core host
+//! counters show 200,000 to 350,000 coherence misses in 400,000 increments on a 2-core host
 //! (`docs/performance.md`). Threads taking turns under a barrier are simulated turn by turn,
 //! since the barrier orders their clocks. Each thread's own accesses always keep their order;
 //! an access whose time was read just before another thread's merge but appended after it
 //! comes after that merge, which is still an order the threads could have had.
 //!
-//! One lock holds the whole machine: a thread whose log is full waits for it about 6% of its
+//! One lock holds the whole machine: a thread whose log is full waits for it about a tenth of its
 //! time, the rest is work per access, so a machine split by line into shards with a lock each
 //! (which the sets allow) can save no more than that, and on two cores it ran slower.
 //!
