@@ -369,8 +369,10 @@ impl Core {
 
     /// An access of a thread on a core of the machine: logged, to be simulated in time order
     /// with the other threads' and counted later (`cores.rs`); one wider than a line is
-    /// simulated at once, after every waiting access, and counted per line.
-    #[inline(always)]
+    /// simulated at once, after every waiting access, and counted per line. A call of its
+    /// own, as `access_unfiltered` is: inlined, it gave `ThreadCapture::access` a frame that
+    /// every path through it pays.
+    #[inline(never)]
     pub(super) fn access_on_machine(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         let Core {
             simulator,
