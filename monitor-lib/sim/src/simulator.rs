@@ -652,11 +652,13 @@ mod tests {
     #[test]
     fn accesses_on_a_machine_count_in_the_thread_totals_and_its_monitor() {
         use crate::cache::Machine;
-        let spec: HierarchySpec = "D1=1K,2,64;L2=4K,4,64,shared".parse().unwrap();
+        // Three levels, so that the thread's totals count past the second from the bits.
+        let three = "D1=1K,2,64;L2=2K,4,64;L3=8K,8,64,shared";
+        let spec: HierarchySpec = three.parse().unwrap();
         let range = AddressRange::new(0x1000, 0x400);
         // One core: the same counts as the simulator's own hierarchy, wide accesses split.
-        let mut own = sim("D1=1K,2,64;L2=4K,4,64,shared");
-        let mut on_machine = sim("D1=1K,2,64;L2=4K,4,64,shared");
+        let mut own = sim(three);
+        let mut on_machine = sim(three);
         let mut machine = Machine::new(&spec, 1).unwrap();
         for s in [&mut own, &mut on_machine] {
             s.monitor_mut().add_event("PAPI_L1_DCM", range).unwrap();
@@ -676,7 +678,7 @@ mod tests {
             on_machine.monitor().read().unwrap()
         );
         let totals = |s: &Simulator| {
-            (0..2)
+            (0..3)
                 .map(|l| *s.hierarchy().level_stats(l))
                 .collect::<Vec<_>>()
         };
@@ -684,8 +686,10 @@ mod tests {
         for t in &mut machine_totals {
             t.writebacks = 0; // the machine's, not the thread's
         }
+        assert!(machine_totals[2].reads > 0, "the stream reaches L3");
         assert_eq!(totals(&on_machine), machine_totals);
         // Two cores: a request for false-sharing misses counts them.
+        let spec: HierarchySpec = "D1=1K,2,64;L2=4K,4,64,shared".parse().unwrap();
         let mut machine = Machine::new(&spec, 2).unwrap();
         let mut cores: Vec<Simulator> = (0..2)
             .map(|_| sim("D1=1K,2,64;L2=4K,4,64,shared"))
