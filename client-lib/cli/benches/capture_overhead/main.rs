@@ -42,11 +42,14 @@
 //! `EPCACHE_BENCH_PROFILE=1` adds Callgrind's instruction counts per region pair and per kernel
 //! iteration, with the hottest functions. `EPCACHE_BENCH_SECTIONS` runs some sections only
 //! (comma-separated: `pairs`, `matmul`, `info`, `openmp`; all by default), and
-//! `EPCACHE_BENCH_OMP_N` and `EPCACHE_BENCH_OMP_SWEEPS` size the OpenMP kernel.
+//! `EPCACHE_BENCH_OMP_N` and `EPCACHE_BENCH_OMP_SWEEPS` size the OpenMP kernel;
+//! `EPCACHE_BENCH_BASELINE_EPCACHE` and `EPCACHE_BENCH_BASELINE_RUNTIME` (copies of another
+//! build's `epcache` and `libepcache_monitor.a`) add that build's monitored OpenMP variants,
+//! interleaved with this build's ([`Baseline`]).
 
 mod threads;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
@@ -251,7 +254,18 @@ fn epcache_cc(dir: &Path, runtime: &Path, args: &[&str]) {
 
 /// [`epcache_cc`] with extra environment (`EPCACHE_CC_DUAL=off`).
 fn epcache_cc_with(dir: &Path, runtime: &Path, env: &[(&str, &str)], args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+    epcache_cc_by(
+        Path::new(env!("CARGO_BIN_EXE_epcache")),
+        dir,
+        runtime,
+        env,
+        args,
+    );
+}
+
+/// [`epcache_cc_with`] by the `epcache` binary `epcache` (another build's: [`Baseline`]).
+fn epcache_cc_by(epcache: &Path, dir: &Path, runtime: &Path, env: &[(&str, &str)], args: &[&str]) {
+    let out = Command::new(epcache)
         .env("EPCACHE_RUNTIME", runtime)
         .envs(env.iter().copied())
         .arg("cc")
@@ -262,6 +276,37 @@ fn epcache_cc_with(dir: &Path, runtime: &Path, env: &[(&str, &str)], args: &[&st
         .output()
         .expect("running epcache cc");
     checked(&format!("epcache cc -- gcc {args:?}"), out);
+}
+
+/// Another build's `epcache` and runtime (copies of both made before a change), named by
+/// `EPCACHE_BENCH_BASELINE_EPCACHE` and `EPCACHE_BENCH_BASELINE_RUNTIME`: the OpenMP section
+/// then runs that build's copies of its monitored variants interleaved with this build's, so a
+/// change is measured against the build before it in the same minutes of a shared host.
+struct Baseline {
+    epcache: PathBuf,
+    runtime: PathBuf,
+}
+
+impl Baseline {
+    /// The baseline the environment names, if any; one of the two variables alone is a
+    /// mistake, refused before anything runs.
+    fn from_env() -> Option<Baseline> {
+        let epcache = std::env::var_os("EPCACHE_BENCH_BASELINE_EPCACHE").map(PathBuf::from);
+        let runtime = std::env::var_os("EPCACHE_BENCH_BASELINE_RUNTIME").map(PathBuf::from);
+        match (epcache, runtime) {
+            (None, None) => None,
+            (Some(epcache), Some(runtime)) => {
+                for path in [&epcache, &runtime] {
+                    assert!(path.is_file(), "no baseline file {}", path.display());
+                }
+                Some(Baseline { epcache, runtime })
+            }
+            _ => panic!(
+                "EPCACHE_BENCH_BASELINE_EPCACHE and EPCACHE_BENCH_BASELINE_RUNTIME go together: \
+                 name a copy of another build's `epcache` and its libepcache_monitor.a"
+            ),
+        }
+    }
 }
 
 /// Order statistics of one figure over many runs. On a shared host the low end is the runs
@@ -870,6 +915,7 @@ fn main() {
         panic!("no libepcache_monitor.a for this profile: run the bench through `cargo bench -p epcache-cli`")
     });
     eprintln!("runtime: {}", runtime.display());
+    let baseline = Baseline::from_env();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let sections = std::env::var("EPCACHE_BENCH_SECTIONS").unwrap_or_default();
     let wanted = |name: &str| sections.is_empty() || sections.split(',').any(|s| s.trim() == name);
@@ -883,7 +929,7 @@ fn main() {
         for_information(dir.path(), &runtime, runs);
     }
     if wanted("openmp") && tools::available("valgrind", "capture_overhead") {
-        threads::openmp(dir.path(), &runtime, runs);
+        threads::openmp(dir.path(), &runtime, baseline.as_ref(), runs);
     }
     if std::env::var_os("EPCACHE_BENCH_PROFILE").is_some()
         && tools::available("valgrind", "capture_overhead")

@@ -6,7 +6,10 @@
 //! coherence, nothing shared); and monitored as cores of one machine (`EPCACHE_CORES`, the LL
 //! shared, the D1s kept coherent by MESI). The goal (issue 27): coherence makes a monitored run
 //! at most 1.5 times slower than the private-only one. With 2 threads the two monitored
-//! variants run again beside a CPU-bound process (the busy machine line).
+//! variants run again beside a CPU-bound process (the busy machine line). With a baseline
+//! build (`Baseline`), its two monitored variants run in the same rounds, and a line per thread
+//! count compares the builds: on this shared host that, not two runs of the bench, is what
+//! tells a change from the host's load.
 //!
 //! Every variant runs with `OMP_WAIT_POLICY=passive`, so threads waiting at a barrier sleep
 //! rather than spin: under Cachegrind, which runs one thread at a time, a spinning waiter only
@@ -15,8 +18,8 @@
 use std::path::Path;
 
 use super::{
-    CACHEGRIND_CACHE, EPCACHE_CACHE, Spread, Variant, cachegrind_wrapper, env_or, interleaved,
-    verdict,
+    Baseline, CACHEGRIND_CACHE, EPCACHE_CACHE, Spread, Variant, cachegrind_wrapper, env_or,
+    interleaved, verdict,
 };
 
 /// The Jacobi kernel: `N` from the build, sweeps from `argv[1]`, threads from
@@ -61,8 +64,9 @@ const DEFAULT_OMP_SWEEPS: u32 = 10;
 const GOAL_COHERENCE_RATIO: f64 = 1.5;
 
 /// Builds the kernel plainly and with `epcache cc` (`-fopenmp`), then for 2 and 4 threads
-/// prints the four variants' median wall times and the ratios.
-pub(super) fn openmp(dir: &Path, runtime: &Path, runs: usize) {
+/// prints the four variants' median wall times and the ratios; with a `baseline`, also that
+/// build's two monitored variants, run in the same rounds.
+pub(super) fn openmp(dir: &Path, runtime: &Path, baseline: Option<&Baseline>, runs: usize) {
     let n: u32 = env_or("EPCACHE_BENCH_OMP_N", DEFAULT_OMP_N);
     let sweeps: u32 = env_or("EPCACHE_BENCH_OMP_SWEEPS", DEFAULT_OMP_SWEEPS);
     let define = format!("-DN={n}");
@@ -91,10 +95,28 @@ pub(super) fn openmp(dir: &Path, runtime: &Path, runs: usize) {
             "omp_epcache",
         ],
     );
+    if let Some(b) = baseline {
+        super::epcache_cc_by(
+            &b.epcache,
+            dir,
+            &b.runtime,
+            &[],
+            &[
+                "-O2",
+                "-fopenmp",
+                &define,
+                "omp_jacobi.c",
+                "-o",
+                "omp_baseline",
+            ],
+        );
+    }
     std::fs::write(dir.join("spin.c"), SPIN_C).unwrap();
     super::gcc(dir, &["-O1", "spin.c", "-o", "spin"]);
     let (plain, captured) = (dir.join("omp_plain"), dir.join("omp_epcache"));
+    let before = dir.join("omp_baseline");
     let mut busy_line = String::new();
+    let mut baseline_lines = Vec::new();
     let shared_cache = format!("{EPCACHE_CACHE},shared");
     let slow_runs = (runs / 5).max(3);
     println!(
@@ -153,14 +175,39 @@ pub(super) fn openmp(dir: &Path, runtime: &Path, runs: usize) {
             ]),
             ..native.clone()
         };
+        let per_thread_before = Variant {
+            name: "OpenMP Jacobi, baseline per thread",
+            program: &before,
+            ..per_thread.clone()
+        };
+        let cores_before = Variant {
+            name: "OpenMP Jacobi, baseline cores",
+            program: &before,
+            ..cores.clone()
+        };
+        let mut variants = vec![&native, &cachegrind, &per_thread, &cores];
+        if baseline.is_some() {
+            variants.extend([&per_thread_before, &cores_before]);
+        }
         eprintln!("OpenMP Jacobi, {threads} threads: {slow_runs} runs of each variant");
-        let results = interleaved(dir, &[&native, &cachegrind, &per_thread, &cores], slow_runs);
+        let results = interleaved(dir, &variants, slow_runs);
         let checksum = |r: &[(f64, String)]| r[0].1.split_whitespace().next().map(str::to_owned);
         for r in &results[1..] {
             assert_eq!(checksum(r), checksum(&results[0]), "different results");
         }
-        let [native_s, cachegrind_s, per_thread_s, cores_s] = [0, 1, 2, 3]
-            .map(|i| Spread::of(&results[i].iter().map(|(s, _)| *s).collect::<Vec<_>>()).median);
+        let median =
+            |i: usize| Spread::of(&results[i].iter().map(|(s, _)| *s).collect::<Vec<_>>()).median;
+        let [native_s, cachegrind_s, per_thread_s, cores_s] = [0, 1, 2, 3].map(median);
+        if baseline.is_some() {
+            let [per_thread_b, cores_b] = [4, 5].map(median);
+            baseline_lines.push(format!(
+                "baseline build, {threads} threads: per-thread {per_thread_b:.3} s, cores \
+                 {cores_b:.3} s ({:.2}x); this build against it: per-thread {:.2}x, cores {:.2}x",
+                cores_b / per_thread_b,
+                per_thread_s / per_thread_b,
+                cores_s / cores_b
+            ));
+        }
         let ratio = cores_s / per_thread_s;
         println!(
             "{threads:<8} {native_s:>8.3} {cachegrind_s:>11.3} {per_thread_s:>14.3} {cores_s:>14.3} \
@@ -190,6 +237,9 @@ pub(super) fn openmp(dir: &Path, runtime: &Path, runs: usize) {
         }
     }
     println!("{busy_line}");
+    for line in &baseline_lines {
+        println!("{line}");
+    }
     println!(
         "caches: per thread {EPCACHE_CACHE}; cores {shared_cache}; cachegrind {} (its LL is \
          the one process's)",
