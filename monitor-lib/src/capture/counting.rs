@@ -34,7 +34,7 @@
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
-use epcache_sim::cache::{AccessKind, COHERENCE_BITS, CoreOutcome, RESULT_BITS};
+use epcache_sim::cache::{AccessKind, COHERENCE_BITS, RESULT_BITS};
 use epcache_sim::simulator::{Simulator, capture_path::CaptureFastPath, line_pieces};
 
 use super::access_log::Simulated;
@@ -53,9 +53,9 @@ pub(super) struct Core {
     /// The thread's seat at the machine `EPCACHE_CORES` asks for (`cores.rs`), which then
     /// simulates its accesses instead of `simulator`'s own hierarchy; `None` without one.
     seat: Option<cores::Seat>,
-    /// The per-line pieces of an access wider than a line, simulated on the machine at once
-    /// and counted once its lock is let go.
-    machine_pieces: Vec<(u64, CoreOutcome)>,
+    /// The per-line pieces of an access wider than a line with their outcomes' event bits,
+    /// simulated on the machine at once and counted once its lock is let go.
+    machine_pieces: Vec<(u64, u32)>,
     /// The partial trace `EPCACHE_TRACE` asks for, when this thread records it (`tracing.rs`):
     /// then, as on a core of a machine, every access must reach [`Core::access`].
     pub(super) tracer: Option<Box<tracing::Recorder>>,
@@ -411,19 +411,20 @@ impl Core {
         seat.simulate_now(
             |machine| {
                 for (piece, piece_size) in line_pieces(addr, size, machine.line_size()) {
-                    machine_pieces.push((piece, machine.access(core, piece, piece_size, kind)));
+                    machine_pieces
+                        .push((piece, machine.access_bits(core, piece, piece_size, kind)));
                 }
             },
             |s| count_on_machine(simulator, monitoring, s),
         );
-        for &(piece, outcome) in machine_pieces.iter() {
+        for &(piece, bits) in machine_pieces.iter() {
             count_on_machine(
                 simulator,
                 monitoring,
                 Simulated {
                     addr: piece,
                     pc,
-                    bits: outcome.event_bits(),
+                    bits,
                 },
             );
         }
