@@ -163,6 +163,36 @@ fn one_thread_on_a_machine_counts_what_its_own_hierarchy_counts_write_backs_too(
 }
 
 #[test]
+fn accesses_wider_than_a_machines_line_count_per_line_as_a_hierarchy_does() {
+    // The memory intrinsics count 64-byte pieces; under 32-byte lines each is wider than a
+    // line, so a thread on the machine simulates it at once, line by line
+    // (`Core::wide_access_on_machine`), and counts what its own hierarchy would.
+    let dir = tempfile::tempdir().unwrap();
+    let who = "accesses_wider_than_a_machines_line_count_per_line_as_a_hierarchy_does";
+    let Some(program) = build(dir.path(), "mem_intrinsics.c", &[], who) else {
+        return;
+    };
+    let cache = ("EPCACHE_CACHE", "D1=4K,4,32;L2=64K,8,32,shared");
+    let (machine_stdout, on_machine) = run(dir.path(), &program, &[cache, ("EPCACHE_CORES", "2")]);
+    let (own_stdout, own) = run(dir.path(), &program, &[cache, ("EPCACHE_CORES", "off")]);
+    assert_eq!(machine_stdout, own_stdout);
+    assert_eq!(on_machine["cores"], 2, "{on_machine:#}");
+    assert_eq!(
+        on_machine["levels"], own["levels"],
+        "on the machine {:#} against its own {:#}",
+        on_machine["levels"], own["levels"]
+    );
+    // Each 64-byte piece is one access over two lines: memset and memcpy of 8 KiB write 256
+    // pieces each, the memmove 255.
+    assert_eq!(
+        own["levels"][0]["writes"],
+        256 + 256 + 255,
+        "{:#}",
+        own["levels"]
+    );
+}
+
+#[test]
 fn without_cores_threads_keep_hierarchies_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
     let who = "without_cores_threads_keep_hierarchies_of_their_own";
