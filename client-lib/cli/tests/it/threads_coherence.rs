@@ -30,6 +30,22 @@ fn run(dir: &Path, program: &Path, env: &[(&str, &str)]) -> (String, serde_json:
     (stdout, report)
 }
 
+/// The report of `program` run with `env` and a hierarchy of its own, after checking that on
+/// a machine of two cores (`EPCACHE_CORES=2`) it printed the same and counted the same levels.
+fn alone_as_on_a_machine(dir: &Path, program: &Path, env: &[(&str, &str)]) -> serde_json::Value {
+    let with = |cores| [env, &[("EPCACHE_CORES", cores)]].concat();
+    let (machine_stdout, on_machine) = run(dir, program, &with("2"));
+    let (own_stdout, own) = run(dir, program, &with("off"));
+    assert_eq!(machine_stdout, own_stdout);
+    assert_eq!(on_machine["cores"], 2, "{on_machine:#}");
+    assert_eq!(
+        on_machine["levels"], own["levels"],
+        "on the machine {:#} against its own {:#}",
+        on_machine["levels"], own["levels"]
+    );
+    own
+}
+
 /// [`run`], with the program's stderr.
 fn run_with_stderr(
     dir: &Path,
@@ -147,15 +163,7 @@ fn one_thread_on_a_machine_counts_what_its_own_hierarchy_counts_write_backs_too(
     let Some(program) = build(dir.path(), "lu.c", &["-DLU_N=200"], who) else {
         return;
     };
-    let (machine_stdout, on_machine) = run(dir.path(), &program, &[("EPCACHE_CORES", "2")]);
-    let (own_stdout, own) = run(dir.path(), &program, &[("EPCACHE_CORES", "off")]);
-    assert_eq!(machine_stdout, own_stdout);
-    assert_eq!(on_machine["cores"], 2, "{on_machine:#}");
-    assert_eq!(
-        on_machine["levels"], own["levels"],
-        "on the machine {:#} against its own {:#}",
-        on_machine["levels"], own["levels"]
-    );
+    let own = alone_as_on_a_machine(dir.path(), &program, &[]);
     for level in 0..2 {
         let writebacks = own["levels"][level]["writebacks"].as_u64().unwrap();
         assert!(writebacks > 1_000, "level {level}: {:#}", own["levels"]);
@@ -173,15 +181,7 @@ fn accesses_wider_than_a_machines_line_count_per_line_as_a_hierarchy_does() {
         return;
     };
     let cache = ("EPCACHE_CACHE", "D1=4K,4,32;L2=64K,8,32,shared");
-    let (machine_stdout, on_machine) = run(dir.path(), &program, &[cache, ("EPCACHE_CORES", "2")]);
-    let (own_stdout, own) = run(dir.path(), &program, &[cache, ("EPCACHE_CORES", "off")]);
-    assert_eq!(machine_stdout, own_stdout);
-    assert_eq!(on_machine["cores"], 2, "{on_machine:#}");
-    assert_eq!(
-        on_machine["levels"], own["levels"],
-        "on the machine {:#} against its own {:#}",
-        on_machine["levels"], own["levels"]
-    );
+    let own = alone_as_on_a_machine(dir.path(), &program, &[cache]);
     // Each 64-byte piece is one access over two lines: memset and memcpy of 8 KiB write 256
     // pieces each, the memmove 255.
     assert_eq!(
