@@ -37,7 +37,9 @@
 //! - `EPCACHE_SUITE_PROFILE=1`: instead of timed runs, Callgrind's instruction counts (which do
 //!   not depend on what else the machine runs): the whole one-core monitored run, the
 //!   instructions per access the program's thread adds over the plain build, and the simulating
-//!   thread's instructions per record it simulated. Compare builds with these.
+//!   thread's instructions per record it simulated. Compare builds with these;
+//! - `EPCACHE_SUITE_FILTER_MODEL=1`: instead of timed runs, the share of accesses that would
+//!   reach the inline miss path with repeat-hit tables of other shapes (`filter_model.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,8 @@ use std::time::Instant;
 
 use epcache_test_support::{artifacts, tools};
 use serde_json::{Value, json};
+
+mod filter_model;
 
 /// One kernel of the suite.
 struct Kernel {
@@ -63,7 +67,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "matmul",
         file: "matmul.c",
-        source: include_str!("suite_kernels/matmul.c"),
+        source: include_str!("../suite_kernels/matmul.c"),
         compiler: "gcc",
         reps: 8.0,
         what: "hit-heavy i-k-j matrix multiply, N=256",
@@ -71,7 +75,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "jacobi2d",
         file: "jacobi2d.c",
-        source: include_str!("suite_kernels/jacobi2d.c"),
+        source: include_str!("../suite_kernels/jacobi2d.c"),
         compiler: "gcc",
         reps: 24.0,
         what: "2-D five-point Jacobi over two 1024x1024 grids",
@@ -79,7 +83,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "heat3d",
         file: "heat3d.c",
-        source: include_str!("suite_kernels/heat3d.c"),
+        source: include_str!("../suite_kernels/heat3d.c"),
         compiler: "gcc",
         reps: 7.0,
         what: "3-D seven-point heat over two 128^3 grids",
@@ -87,7 +91,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "fdtd",
         file: "fdtd.c",
-        source: include_str!("suite_kernels/fdtd.c"),
+        source: include_str!("../suite_kernels/fdtd.c"),
         compiler: "gcc",
         reps: 16.0,
         what: "FDTD-like update of three 1000x1000 fields",
@@ -95,7 +99,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "colsweep",
         file: "colsweep.c",
-        source: include_str!("suite_kernels/colsweep.c"),
+        source: include_str!("../suite_kernels/colsweep.c"),
         compiler: "gcc",
         reps: 40.0,
         what: "column-order sweep (transposed copy), 1536x1536",
@@ -103,7 +107,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "triad",
         file: "triad.c",
-        source: include_str!("suite_kernels/triad.c"),
+        source: include_str!("../suite_kernels/triad.c"),
         compiler: "gcc",
         reps: 60.0,
         what: "streaming triad over three arrays of 2M doubles",
@@ -111,7 +115,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "spmv",
         file: "spmv.c",
-        source: include_str!("suite_kernels/spmv.c"),
+        source: include_str!("../suite_kernels/spmv.c"),
         compiler: "gcc",
         reps: 12.0,
         what: "CSR sparse matrix-vector product (gather), 200000 rows of 27",
@@ -119,7 +123,7 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "list",
         file: "list.c",
-        source: include_str!("suite_kernels/list.c"),
+        source: include_str!("../suite_kernels/list.c"),
         compiler: "gcc",
         reps: 30.0,
         what: "linked-list walk over 1M heap nodes in shuffled order",
@@ -127,15 +131,15 @@ const KERNELS: [Kernel; 9] = [
     Kernel {
         name: "adi",
         file: "adi.f90",
-        source: include_str!("suite_kernels/adi.f90"),
+        source: include_str!("../suite_kernels/adi.f90"),
         compiler: "gfortran",
         reps: 14.0,
         what: "ADI integration (Fortran), three 1024x1024 arrays",
     },
 ];
 
-const COMMON_H: &str = include_str!("suite_kernels/common.h");
-const SPIN_C: &str = include_str!("suite_kernels/spin.c");
+const COMMON_H: &str = include_str!("../suite_kernels/common.h");
+const SPIN_C: &str = include_str!("../suite_kernels/spin.c");
 
 /// One cache, as epcache and Cachegrind each take it.
 struct Cache {
@@ -570,6 +574,10 @@ fn main() {
     let builds = Builds::build(temp.path(), &epcache, &runtime, &kernels);
     if std::env::var("EPCACHE_SUITE_PROFILE").is_ok_and(|v| v == "1") {
         profile(&builds, &kernels, &caches, scale);
+        return;
+    }
+    if std::env::var("EPCACHE_SUITE_FILTER_MODEL").is_ok_and(|v| v == "1") {
+        filter_model::report(&builds, &kernels, &caches, scale);
         return;
     }
     let started = Instant::now();
