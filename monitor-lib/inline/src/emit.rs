@@ -3,8 +3,8 @@
 //! an earlier site left in the registers ([`Carried`]); [`hooked_access`] says which calls get
 //! one.
 //!
-//! Why: with everything monitored, most accesses touch the line their L1 set touched last, and
-//! the runtime answers them from a per-thread table without simulating (`capture/filter.rs` in
+//! Why: with everything monitored, most accesses touch one of the few lines their L1 set
+//! touched last, and the runtime answers them from a per-thread table without simulating (`capture/filter.rs` in
 //! `epcache-monitor`). Reaching that table through a call per access (and the hook's own
 //! checks) cost about as much as Cachegrind's whole instrumentation. Inline, the test reads
 //! the same table at the same thread-local addresses and counts the same hit; every access it
@@ -35,9 +35,11 @@ use std::fmt::Write as _;
 
 use crate::layout::{
     self, DIRTY_MARK, META_SHIFT, OFFSET_SCALE_SHIFT, RECORD_ADDRESS, RECORD_BYTES,
-    RECORD_CODE_ADDRESS, RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_STRUCTURE, TAG_WORD_SYMBOL,
-    ThreadWord, WHOLE_PAGE_SHIFT, WHOLE_SLOT_MULTIPLIER, WHOLE_SLOTS,
+    RECORD_CODE_ADDRESS, RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_OLD_WRITE_HITS,
+    RECORD_ORDER_SHIFT, RECORD_STRUCTURE, SLOT_STRIDE, SLOTS, TAG_WORD_SYMBOL, ThreadWord,
+    WHOLE_PAGE_SHIFT, WHOLE_SLOT_MULTIPLIER, WHOLE_SLOTS,
 };
+use crate::order::{self, TABLE_BYTES};
 use crate::tag_word::{MASK_SHIFT, MASK_UNIT_BITS};
 
 /// Where every path of a site leaves the tag word ...
@@ -50,7 +52,7 @@ const MASK_32: &str = "%r10d";
 /// (`%r10d`, `%r11b`, ...), may have written it.
 pub const CARRIED_REGISTERS: [&str; 2] = [MASK, WORD];
 /// Every register a site writes besides the flags: all are clobbered by the call it guards.
-pub const CLOBBERED: [&str; 8] = ["%rax", "%rcx", "%rdx", "%rsi", "%r8", MASK, WORD, "%xmm0"];
+pub const CLOBBERED: [&str; 7] = ["%rax", "%rcx", "%rdx", "%rsi", "%r8", MASK, WORD];
 /// The access sizes the fixed-size hooks report.
 pub const HOOK_SIZES: [u32; 5] = [1, 2, 4, 8, 16];
 
@@ -58,6 +60,7 @@ pub const HOOK_SIZES: [u32; 5] = [1, 2, 4, 8, 16];
 // structure, `incb`/`decb` for `in_miss`, and scaled indexes into the whole-line cache.
 const _: () = {
     assert!(ThreadWord::WholeStructure.bytes() == 4 && ThreadWord::InMiss.bytes() == 1);
+    assert!(ThreadWord::Order.bytes() == 1 && ThreadWord::OrderTables.bytes() == 1);
     assert!(ThreadWord::WholeLo.bytes() == 8 && ThreadWord::WholeHi.bytes() == 8);
     assert!(ThreadWord::SyncedWord.bytes() == 8 && ThreadWord::BatchPos.bytes() == 8);
 };
@@ -139,21 +142,22 @@ impl Sites {
     /// meets at. `carried` is what the registers hold from an earlier site; every path leaves
     /// [`WORD`] holding the tag word and [`MASK`] the table's offset mask for the next.
     ///
-    /// The common path of a read whose site finds both is 7 instructions, its taken branch to
-    /// the count included, and two loads: the tag compared and the count. The tag of the last
-    /// byte is `addr + size - 1 | tag_word` (`crate::tag_word`), so a thread with a switch to
-    /// pick up matches nothing and goes to the miss path, which checks; the entry's offset is
-    /// `addr & mask`, from the first byte, scaled by the addressing mode of every entry word
-    /// (`crate::layout::OFFSET_SCALE_SHIFT`), which costs nothing and lets 32-byte lines have an
-    /// entry each. The word and mask are carried from site to site
-    /// where nothing in between can change them, since a monitored program's thread is bound by
-    /// its loads (docs/performance.md).
+    /// The common path of a read whose site finds both and hits the entry's first slot is 11
+    /// instructions, its taken branches included, and four loads: the tag compared, the
+    /// count, the order byte and its table's byte (`crate::order`); each later slot adds a
+    /// compare and a branch. The tag of the last byte is `addr + size - 1 | tag_word`
+    /// (`crate::tag_word`), so a thread with a switch to pick up matches nothing and goes to
+    /// the miss path, which checks; the entry's offset is `addr & mask`, from the first byte,
+    /// scaled by the addressing mode of every entry word (`crate::layout::OFFSET_SCALE_SHIFT`),
+    /// which costs nothing and lets 32-byte lines have an entry each. The word and mask are
+    /// carried from site to site where nothing in between can change them, since a monitored
+    /// program's thread is bound by its loads (docs/performance.md).
     ///
-    /// One compare also tells that the access lies in one line: an entry holds only tags of
+    /// Each compare also tells that the access lies in one line: an entry holds only tags of
     /// lines whose offset is its own, and consecutive lines have different offsets (the runtime
-    /// keeps at least two entries, `Filter::entries_for`), so the last byte's tag matches the
-    /// first byte's entry only when both bytes are in its line. The miss path, which takes the
-    /// entry over, tests that before it does.
+    /// keeps at least two entries, `Filter::entries_for`), so the last byte's tag matches a
+    /// slot of the first byte's entry only when both bytes are in its line. The miss path,
+    /// which takes a slot over, tests that before it does.
     pub fn write(&mut self, access: Access, carried: Carried, call: &str, out: &mut String) {
         debug_assert!(HOOK_SIZES.contains(&access.size), "{access:?}");
         self.count += 1;
@@ -161,7 +165,7 @@ impl Sites {
         let n = self.count;
         let slow = format!(".Lepcache.slow.{n}");
         let miss = format!(".Lepcache.miss.{n}");
-        let hit = format!(".Lepcache.hit.{n}");
+        let hit = |slot: usize| format!(".Lepcache.hit.{n}.{slot}");
         let done = format!(".Lepcache.done.{n}");
         let back = format!(".Lepcache.back.{n}");
         match carried {
@@ -169,8 +173,8 @@ impl Sites {
             Carried::Mask => load_word(out),
             Carried::MaskAndWord => {}
         }
-        // The tag: the address of the last line's last byte with the key on top, which is the
-        // entry's only when the access lies in the entry's line (see above) and the thread
+        // The tag: the address of the last line's last byte with the key on top, which is a
+        // slot's only when the access lies in the slot's line (see above) and the thread
         // has no switch to pick up.
         if access.size > 1 {
             let _ = writeln!(out, "\tleaq\t{}(%rdi), %rax", access.size - 1);
@@ -178,35 +182,43 @@ impl Sites {
             let _ = writeln!(out, "\tmovq\t%rdi, %rax");
         }
         let _ = writeln!(out, "\torq\t{WORD}, %rax");
-        // The entry's byte offset in the table, halved: the first byte's address ANDed with the
-        // mask (each entry word's address scales it).
+        // The entry's byte offset in the table, scaled down: the first byte's address ANDed
+        // with the mask (each entry word's address scales it).
         let _ = writeln!(out, "\tmovl\t%edi, %edx");
         let _ = writeln!(out, "\tandl\t{MASK_32}, %edx");
         let count = if access.write {
-            // A write matches a written entry; one that owns its block clean is marked written
+            // A write matches a written slot; one that owns its line clean is marked written
             // and dirty pending (the runtime marks the line dirty before it next simulates an
             // access to the set), then counted.
-            let clean = format!(".Lepcache.clean.{n}");
-            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::WriteTags));
-            let _ = writeln!(out, "\tje\t{hit}");
-            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags));
-            let _ = writeln!(out, "\tje\t{clean}");
+            let clean = |slot: usize| format!(".Lepcache.clean.{n}.{slot}");
+            for slot in 0..SLOTS {
+                let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::WriteTags, slot));
+                let _ = writeln!(out, "\tje\t{}", hit(slot));
+            }
+            for slot in 0..SLOTS {
+                let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags, slot));
+                let _ = writeln!(out, "\tje\t{}", clean(slot));
+            }
             miss_path(access, &miss, &slow, &back, &done, out);
-            let _ = writeln!(out, "{clean}:");
-            let _ = writeln!(out, "\tmovq\t%rax, {}", entry(ThreadWord::WriteTags));
-            // The mark is the record's dirty bit, so the miss path ORs it into the meta byte
-            // as it is.
-            let _ = writeln!(
-                out,
-                "\tmovq\t${DIRTY_MARK}, {}",
-                entry(ThreadWord::DirtyPending)
-            );
-            let _ = writeln!(out, "\tjmp\t{hit}");
+            for slot in 0..SLOTS {
+                let _ = writeln!(out, "{}:", clean(slot));
+                let _ = writeln!(out, "\tmovq\t%rax, {}", entry(ThreadWord::WriteTags, slot));
+                // The mark is the record's dirty bit, so the miss path ORs it into the meta
+                // byte as it is.
+                let _ = writeln!(
+                    out,
+                    "\tmovq\t${DIRTY_MARK}, {}",
+                    entry(ThreadWord::DirtyPending, slot)
+                );
+                let _ = writeln!(out, "\tjmp\t{}", hit(slot));
+            }
             ThreadWord::WriteHits
         } else {
-            // A read matches a clean or a written entry.
-            let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags));
-            let _ = writeln!(out, "\tje\t{hit}");
+            // A read matches a clean or a written slot.
+            for slot in 0..SLOTS {
+                let _ = writeln!(out, "\tcmpq\t%rax, {}", entry(ThreadWord::ReadTags, slot));
+                let _ = writeln!(out, "\tje\t{}", hit(slot));
+            }
             miss_path(access, &miss, &slow, &back, &done, out);
             ThreadWord::ReadHits
         };
@@ -216,8 +228,24 @@ impl Sites {
         // The call may have switched the thread, and clobbered both registers.
         load_word_and_mask(out);
         let _ = writeln!(out, "\tjmp\t{done}");
-        let _ = writeln!(out, "{hit}:");
-        let _ = writeln!(out, "\tincq\t{}", entry(count));
+        // A hit counts, and its slot becomes the entry's most recent (`crate::order`).
+        for slot in 0..SLOTS {
+            let _ = writeln!(out, "{}:", hit(slot));
+            let _ = writeln!(out, "\tincq\t{}", entry(count, slot));
+            let _ = writeln!(out, "\tmovzbl\t{}, %ecx", entry(ThreadWord::Order, 0));
+            let _ = writeln!(
+                out,
+                "\tmovzbl\t{}(%rcx), %ecx",
+                tls_at(
+                    ThreadWord::OrderTables,
+                    order::AFTER_HIT + slot * TABLE_BYTES
+                )
+            );
+            let _ = writeln!(out, "\tmovb\t%cl, {}", entry(ThreadWord::Order, 0));
+            if slot + 1 < SLOTS {
+                let _ = writeln!(out, "\tjmp\t{done}");
+            }
+        }
         let _ = writeln!(out, "{done}:");
     }
 }
@@ -241,11 +269,30 @@ fn tls(word: ThreadWord) -> String {
     format!("%fs:{}@tpoff", word.symbol())
 }
 
-/// The word of the table entry whose byte offset, scaled down by the addressing mode's scale
-/// ([`OFFSET_SCALE_SHIFT`]), is in `%rdx`.
-fn entry(word: ThreadWord) -> String {
+/// A thread-local word, `bytes` past its first value.
+fn tls_at(word: ThreadWord, bytes: usize) -> String {
+    match bytes {
+        0 => tls(word),
+        _ => format!("{}+{bytes}", tls(word)),
+    }
+}
+
+/// The word of `slot` in the table entry whose byte offset, scaled down by the addressing
+/// mode's scale ([`OFFSET_SCALE_SHIFT`]), is in `%rdx`.
+fn entry(word: ThreadWord, slot: usize) -> String {
     debug_assert!(word.entry_offset().is_some(), "{word:?}");
-    format!("{}(,%rdx,{})", tls(word), 1 << OFFSET_SCALE_SHIFT)
+    format!(
+        "{}(,%rdx,{})",
+        tls_at(word, slot * SLOT_STRIDE),
+        1 << OFFSET_SCALE_SHIFT
+    )
+}
+
+/// The word of the slot the miss path takes: `%rcx` holds the entry's scaled-down offset plus
+/// the slot's number (a slot's words are one scale apart).
+fn taken(word: ThreadWord) -> String {
+    debug_assert!(word.entry_offset().is_some(), "{word:?}");
+    format!("{}(,%rcx,{})", tls(word), 1 << OFFSET_SCALE_SHIFT)
 }
 
 /// The whole-line cache's word for the slot in `%rcx`.
@@ -302,34 +349,48 @@ fn miss_path(access: Access, miss: &str, slow: &str, back: &str, done: &str, out
     let _ = writeln!(out, "\tmovq\t{}, %rsi", tls(ThreadWord::BatchPos));
     let _ = writeln!(out, "\tcmpq\t{}, %rsi", tls(ThreadWord::BatchEnd));
     let _ = writeln!(out, "\tjae\t{full}");
+    // The line's data structure, from the whole-line cache, with the entry's order byte before
+    // the access above it, for the runtime to learn the order the slots' hits left.
+    let _ = writeln!(out, "\tmovq\t%rcx, {}", record(RECORD_STRUCTURE));
+    let _ = writeln!(out, "\tmovzbl\t{}, %r8d", entry(ThreadWord::Order, 0));
+    let _ = writeln!(
+        out,
+        "\tmovb\t%r8b, {}(%rsi)",
+        RECORD_STRUCTURE * 8 + RECORD_ORDER_SHIFT as usize / 8
+    );
+    // The entry's order after the access, and the slot it takes: the least recent one.
+    let tables = ThreadWord::OrderTables;
+    let _ = writeln!(
+        out,
+        "\tmovzbl\t{}(%r8), %ecx",
+        tls_at(tables, order::AFTER_MISS)
+    );
+    let _ = writeln!(out, "\tmovb\t%cl, {}", entry(ThreadWord::Order, 0));
+    let _ = writeln!(out, "\tmovzbl\t{}(%r8), %ecx", tls_at(tables, order::VICTIM));
+    let _ = writeln!(out, "\taddq\t%rdx, %rcx");
     // The first word: the address, its top byte the meta byte (size, write, the old dirty
     // mark), made in a register and stored once.
-    let _ = writeln!(out, "\tmovq\t{}, %r8", entry(ThreadWord::DirtyPending));
+    let _ = writeln!(out, "\tmovq\t{}, %r8", taken(ThreadWord::DirtyPending));
     let _ = writeln!(out, "\torq\t${meta}, %r8");
     let _ = writeln!(out, "\tshlq\t${META_SHIFT}, %r8");
     let _ = writeln!(out, "\torq\t%rdi, %r8");
     let _ = writeln!(out, "\tmovq\t%r8, {}", record(RECORD_ADDRESS));
-    let _ = writeln!(out, "\tmovq\t$0, {}", entry(ThreadWord::DirtyPending));
-    // The old tag.
-    let _ = writeln!(out, "\tmovq\t{}, %r8", entry(ThreadWord::ReadTags));
-    let _ = writeln!(out, "\tmovq\t%r8, {}", record(RECORD_OLD_TAG));
-    // The old read and write hits, adjacent in the entry as in the record, moved and cleared
-    // 16 bytes at a time. The call clobbers every `xmm` register, so the program keeps nothing
-    // in them across the site (and the compiler clears the upper halves before the call, so
-    // legacy SSE costs no AVX transition).
-    let hits = entry(ThreadWord::ReadHits);
-    let _ = writeln!(out, "\tmovdqu\t{hits}, %xmm0");
-    let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", record(RECORD_OLD_READ_HITS));
-    let _ = writeln!(out, "\tpxor\t%xmm0, %xmm0");
-    let _ = writeln!(out, "\tmovdqu\t%xmm0, {hits}");
-    // The entry becomes the access's: its tag as read tag, and as write tag for a write.
-    let _ = writeln!(out, "\tmovq\t%rax, %xmm0");
-    if access.write {
-        let _ = writeln!(out, "\tpunpcklqdq\t%xmm0, %xmm0");
+    let _ = writeln!(out, "\tmovq\t$0, {}", taken(ThreadWord::DirtyPending));
+    // The old owner's tag and hits move into the record; the hits start again at 0.
+    for (word, index) in [
+        (ThreadWord::ReadTags, RECORD_OLD_TAG),
+        (ThreadWord::ReadHits, RECORD_OLD_READ_HITS),
+        (ThreadWord::WriteHits, RECORD_OLD_WRITE_HITS),
+    ] {
+        let _ = writeln!(out, "\tmovq\t{}, %r8", taken(word));
+        let _ = writeln!(out, "\tmovq\t%r8, {}", record(index));
     }
-    let _ = writeln!(out, "\tmovdqu\t%xmm0, {}", entry(ThreadWord::ReadTags));
-    // The line's data structure, from the whole-line cache.
-    let _ = writeln!(out, "\tmovq\t%rcx, {}", record(RECORD_STRUCTURE));
+    let _ = writeln!(out, "\tmovq\t$0, {}", taken(ThreadWord::ReadHits));
+    let _ = writeln!(out, "\tmovq\t$0, {}", taken(ThreadWord::WriteHits));
+    // The slot becomes the access's: its tag as read tag, and as write tag for a write.
+    let _ = writeln!(out, "\tmovq\t%rax, {}", taken(ThreadWord::ReadTags));
+    let written = if access.write { "%rax" } else { "$0" };
+    let _ = writeln!(out, "\tmovq\t{written}, {}", taken(ThreadWord::WriteTags));
     // The site's code address, for the access's source line.
     let _ = writeln!(out, "\tleaq\t{back}(%rip), %r8");
     let _ = writeln!(out, "\tmovq\t%r8, {}", record(RECORD_CODE_ADDRESS));
@@ -390,6 +451,16 @@ mod tests {
         (sites, out)
     }
 
+    /// The entry word `word` of slot `slot`, as the sites address it.
+    fn entry_word(word: &str, slot: usize) -> String {
+        let at = if slot == 0 {
+            String::new()
+        } else {
+            format!("+{}", slot * 8)
+        };
+        format!("%fs:epcache_inline_v9_{word}@tpoff{at}(,%rdx,8)")
+    }
+
     #[test]
     fn each_site_has_its_own_labels_and_keeps_its_call() {
         let read = "\tcall\t__tsan_read8@PLT";
@@ -399,24 +470,16 @@ mod tests {
         ]);
         assert_eq!(sites.count(), 2);
         let labels: Vec<&str> = out.lines().filter(|l| l.ends_with(':')).collect();
-        assert_eq!(
-            labels,
-            [
-                ".Lepcache.miss.1:",
-                ".Lepcache.full.1:",
-                ".Lepcache.slow.1:",
-                ".Lepcache.back.1:",
-                ".Lepcache.hit.1:",
-                ".Lepcache.done.1:",
-                ".Lepcache.miss.2:",
-                ".Lepcache.full.2:",
-                ".Lepcache.clean.2:",
-                ".Lepcache.slow.2:",
-                ".Lepcache.back.2:",
-                ".Lepcache.hit.2:",
-                ".Lepcache.done.2:"
-            ]
-        );
+        let mut expected = vec![".Lepcache.miss.1:".to_owned(), ".Lepcache.full.1:".to_owned()];
+        expected.extend([".Lepcache.slow.1:", ".Lepcache.back.1:"].map(str::to_owned));
+        expected.extend((0..SLOTS).map(|s| format!(".Lepcache.hit.1.{s}:")));
+        expected.push(".Lepcache.done.1:".to_owned());
+        expected.extend([".Lepcache.miss.2:", ".Lepcache.full.2:"].map(str::to_owned));
+        expected.extend((0..SLOTS).map(|s| format!(".Lepcache.clean.2.{s}:")));
+        expected.extend([".Lepcache.slow.2:", ".Lepcache.back.2:"].map(str::to_owned));
+        expected.extend((0..SLOTS).map(|s| format!(".Lepcache.hit.2.{s}:")));
+        expected.push(".Lepcache.done.2:".to_owned());
+        assert_eq!(labels, expected);
         // The call follows its slow label, returns to the label whose address the miss path
         // records, reloads the registers the next site may take and skips the count; the read
         // counts reads, the write writes.
@@ -430,71 +493,115 @@ mod tests {
         assert_eq!(
             lines[slow + 3..slow + 8],
             [
-                "\tmovq\tepcache_inline_v8_tag_word(%rip), %r11",
+                "\tmovq\tepcache_inline_v9_tag_word(%rip), %r11",
                 "\tmovq\t%r11, %r10",
                 "\tshrq\t$56, %r10",
                 "\tshll\t$5, %r10d",
                 "\tjmp\t.Lepcache.done.1"
             ]
         );
-        assert_eq!(
-            lines[slow + 9],
-            "\tincq\t%fs:epcache_inline_v8_read_hits@tpoff(,%rdx,2)"
-        );
+        // Each slot's hit counts in its slot and makes the slot the most recent by the table
+        // of its slot.
+        for slot in 0..SLOTS {
+            let at = lines
+                .iter()
+                .position(|l| *l == format!(".Lepcache.hit.1.{slot}:"))
+                .unwrap();
+            assert_eq!(
+                lines[at + 1..at + 5],
+                [
+                    format!("\tincq\t{}", entry_word("read_hits", slot)),
+                    format!("\tmovzbl\t{}, %ecx", entry_word("order", 0)),
+                    format!(
+                        "\tmovzbl\t%fs:epcache_inline_v9_order_tables@tpoff{}(%rcx), %ecx",
+                        if slot == 0 {
+                            String::new()
+                        } else {
+                            format!("+{}", slot * 256)
+                        }
+                    ),
+                    format!("\tmovb\t%cl, {}", entry_word("order", 0)),
+                ]
+            );
+        }
         let (first_site, second_site) = out.split_at(out.find(".Lepcache.done.1:").unwrap());
         let first_test = &first_site[..first_site.find(".Lepcache.miss.1:").unwrap()];
         assert!(!first_test.contains("write_tags") && !first_test.contains("dirty_pending"));
-        assert!(!first_site.contains("incq\t%fs:epcache_inline_v8_write_hits"));
-        assert!(second_site.contains("\tincq\t%fs:epcache_inline_v8_write_hits@tpoff(,%rdx,2)\n"));
-        // A write matches a written entry first; one owning its block clean is marked written
+        assert!(!first_site.contains("incq\t%fs:epcache_inline_v9_write_hits"));
+        assert!(second_site.contains(&format!("\tincq\t{}\n", entry_word("write_hits", 3))));
+        // A write matches a written slot first; one owning its line clean is marked written
         // and dirty pending, then counted.
         let second_test = &second_site[..second_site.find(".Lepcache.miss.2:").unwrap()];
-        assert!(second_test.contains(
-            "\tcmpq\t%rax, %fs:epcache_inline_v8_write_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.2\n\tcmpq\t%rax, %fs:epcache_inline_v8_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.clean.2\n"
-        ));
-        let clean = &second_site[second_site.find(".Lepcache.clean.2:").unwrap()..];
-        assert!(clean.starts_with(
-            ".Lepcache.clean.2:\n\tmovq\t%rax, %fs:epcache_inline_v8_write_tags@tpoff(,%rdx,2)\n\tmovq\t$64, %fs:epcache_inline_v8_dirty_pending@tpoff(,%rdx,2)\n\tjmp\t.Lepcache.hit.2\n"
-        ));
+        let mut compares = String::new();
+        for (word, label) in [("write_tags", "hit"), ("read_tags", "clean")] {
+            for slot in 0..SLOTS {
+                compares.push_str(&format!(
+                    "\tcmpq\t%rax, {}\n\tje\t.Lepcache.{label}.2.{slot}\n",
+                    entry_word(word, slot)
+                ));
+            }
+        }
+        assert!(second_test.ends_with(&compares), "{second_test}");
+        for slot in 0..SLOTS {
+            let clean = &second_site[second_site
+                .find(&format!(".Lepcache.clean.2.{slot}:"))
+                .unwrap()..];
+            assert!(clean.starts_with(&format!(
+                ".Lepcache.clean.2.{slot}:\n\tmovq\t%rax, {}\n\tmovq\t$64, {}\n\tjmp\t.Lepcache.hit.2.{slot}\n",
+                entry_word("write_tags", slot),
+                entry_word("dirty_pending", slot)
+            )));
+        }
         // A one-byte access cannot straddle lines: its tag is its own address's.
         assert!(!second_test.contains("leaq"));
         assert!(second_test.contains("\tmovq\t%rdi, %rax\n"));
     }
 
     #[test]
-    fn a_miss_takes_the_entry_over_and_appends_a_record_or_calls() {
+    fn a_miss_takes_the_least_recent_slot_and_appends_a_record_or_calls() {
         let (_, read) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
         let (_, write) = written(&[(access(4, true), "\tcall\t__tsan_write4")]);
         for (out, meta, written) in [(&read, 8, "$0"), (&write, 4 | 1 << 5, "%rax")] {
             let miss = &out
                 [out.find(".Lepcache.miss.1:").unwrap()..out.find(".Lepcache.slow.1:").unwrap()];
-            let miss = &miss[..miss.find(".Lepcache.clean.1:").unwrap_or(miss.len())];
+            let miss = &miss[..miss.find(".Lepcache.clean.1.0:").unwrap_or(miss.len())];
             // Only for a thread with nothing to sync, one-line accesses, in whole lines, while
             // the batch has room; else the call.
             assert!(
                 miss.starts_with(
-                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v8_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v8_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
+                    ".Lepcache.miss.1:\n\tmovq\tepcache_inline_v9_tag_word(%rip), %rcx\n\tcmpq\t%rcx, %fs:epcache_inline_v9_synced_word@tpoff\n\tjne\t.Lepcache.slow.1\n\torq\t%rdi, %rcx\n\tcmpq\t%rax, %rcx\n\tjne\t.Lepcache.slow.1\n"
                 ),
                 "{miss}"
             );
-            assert_eq!(
-                miss.matches("\tjb\t.Lepcache.slow.1\n").count(),
-                1,
-                "{miss}"
-            );
-            assert_eq!(
-                miss.matches("\tjae\t.Lepcache.slow.1\n").count(),
-                1,
-                "{miss}"
-            );
+            assert_eq!(miss.matches("\tjb\t.Lepcache.slow.1\n").count(), 1);
+            assert_eq!(miss.matches("\tjae\t.Lepcache.slow.1\n").count(), 1);
             // The batch position is loaded and stored back inside `in_miss`, on both ways out.
-            assert!(miss.contains("\tincb\t%fs:epcache_inline_v8_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v8_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v8_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
-            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v8_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
-            // The meta byte over the address's top byte: size, write, the old dirty mark.
-            let entry = |word: &str| format!("%fs:epcache_inline_v8_{word}@tpoff(,%rdx,2)");
+            assert!(miss.contains("\tincb\t%fs:epcache_inline_v9_in_miss@tpoff\n\tmovq\t%fs:epcache_inline_v9_batch_pos@tpoff, %rsi\n\tcmpq\t%fs:epcache_inline_v9_batch_end@tpoff, %rsi\n\tjae\t.Lepcache.full.1\n"), "{miss}");
+            assert!(miss.ends_with(".Lepcache.full.1:\n\tdecb\t%fs:epcache_inline_v9_in_miss@tpoff\n\tjmp\t.Lepcache.slow.1\n"), "{miss}");
+            // The structure, the order byte before the access above it; the order after it
+            // and the slot taken, by the tables; the slot's words at `%rcx`.
+            let order = entry_word("order", 0);
+            let tables = "%fs:epcache_inline_v9_order_tables@tpoff";
+            assert!(
+                miss.contains(&format!(
+                    "\tmovl\t%fs:epcache_inline_v9_whole_structure@tpoff(,%rcx,4), %ecx\n\
+                     \tincb\t%fs:epcache_inline_v9_in_miss@tpoff\n"
+                )),
+                "{miss}"
+            );
+            assert!(
+                miss.contains(&format!(
+                    "\tjae\t.Lepcache.full.1\n\tmovq\t%rcx, 32(%rsi)\n\tmovzbl\t{order}, %r8d\n\
+                     \tmovb\t%r8b, 36(%rsi)\n\tmovzbl\t{tables}+1024(%r8), %ecx\n\
+                     \tmovb\t%cl, {order}\n\tmovzbl\t{tables}+1280(%r8), %ecx\n\
+                     \taddq\t%rdx, %rcx\n"
+                )),
+                "{miss}"
+            );
+            let taken = |word: &str| format!("%fs:epcache_inline_v9_{word}@tpoff(,%rcx,8)");
             // Word 0, stored once: the meta byte (size, write, the old dirty mark) over the
             // address's top byte; the mark is cleared.
-            let dirty = entry("dirty_pending");
+            let dirty = taken("dirty_pending");
             assert!(
                 miss.contains(&format!(
                     "\tmovq\t{dirty}, %r8\n\torq\t${meta}, %r8\n\tshlq\t$56, %r8\n\
@@ -502,35 +609,21 @@ mod tests {
                 )),
                 "{miss}"
             );
-            // The old owner's tag and its two hit counts (16 bytes at once) move into the
-            // record; the counts start again at 0 and the tags become the access's, the
-            // write tag only for a write.
-            let tags = entry("read_tags");
-            let hits = entry("read_hits");
-            assert!(miss.contains(&format!("\tmovq\t{tags}, %r8\n\tmovq\t%r8, 8(%rsi)\n")));
+            // The old owner's tag and hits move into the record; the hits start again at 0
+            // and the tags become the access's, the write tag only for a write.
             assert!(miss.contains(&format!(
-                "\tmovdqu\t{hits}, %xmm0\n\tmovdqu\t%xmm0, 16(%rsi)\n\
-                 \tpxor\t%xmm0, %xmm0\n\tmovdqu\t%xmm0, {hits}\n"
+                "\tmovq\t{}, %r8\n\tmovq\t%r8, 8(%rsi)\n\tmovq\t{}, %r8\n\tmovq\t%r8, 16(%rsi)\n\
+                 \tmovq\t{}, %r8\n\tmovq\t%r8, 24(%rsi)\n\tmovq\t$0, {}\n\tmovq\t$0, {}\n\
+                 \tmovq\t%rax, {}\n\tmovq\t{written}, {}\n",
+                taken("read_tags"),
+                taken("read_hits"),
+                taken("write_hits"),
+                taken("read_hits"),
+                taken("write_hits"),
+                taken("read_tags"),
+                taken("write_tags"),
             )));
-            let both = if written == "%rax" {
-                "\tpunpcklqdq\t%xmm0, %xmm0\n"
-            } else {
-                ""
-            };
-            assert!(
-                miss.contains(&format!(
-                    "\tmovq\t%rax, %xmm0\n{both}\tmovdqu\t%xmm0, {tags}\n"
-                )),
-                "{miss}"
-            );
-            assert_eq!(miss.matches("write_tags").count(), 0, "{miss}");
-            assert_eq!(miss.matches("write_hits").count(), 0, "{miss}");
-            assert!(
-                miss.contains(
-                    "\tmovl\t%fs:epcache_inline_v8_whole_structure@tpoff(,%rcx,4), %ecx\n"
-                )
-            );
-            assert!(miss.contains("\tmovq\t%rcx, 32(%rsi)\n\tleaq\t.Lepcache.back.1(%rip), %r8\n\tmovq\t%r8, 40(%rsi)\n\taddq\t$48, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v8_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v8_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
+            assert!(miss.contains("\tleaq\t.Lepcache.back.1(%rip), %r8\n\tmovq\t%r8, 40(%rsi)\n\taddq\t$48, %rsi\n\tmovq\t%rsi, %fs:epcache_inline_v9_batch_pos@tpoff\n\tdecb\t%fs:epcache_inline_v9_in_miss@tpoff\n\tjmp\t.Lepcache.done.1\n"));
         }
     }
 
@@ -538,22 +631,27 @@ mod tests {
     fn every_access_compares_its_last_bytes_tag_with_its_first_bytes_entry() {
         let (_, aligned) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
         // The common path: the tag word (one load) and the mask from its top byte (3), the tag
-        // (2), the offset from the first byte (2), the compare (2) before the miss label, then
+        // (2), the offset from the first byte (2), the compares with each slot's tag, then
         // the count; no epoch compare, no alignment test, no thread-local mask.
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
-        assert_eq!(
-            common,
-            "\tmovq\tepcache_inline_v8_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
+        let mut expected = String::from(
+            "\tmovq\tepcache_inline_v9_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
              \tshrq\t$56, %r10\n\tshll\t$5, %r10d\n\tleaq\t7(%rdi), %rax\n\
-             \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n\
-             \tcmpq\t%rax, %fs:epcache_inline_v8_read_tags@tpoff(,%rdx,2)\n\tje\t.Lepcache.hit.1\n"
+             \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n",
         );
+        for slot in 0..SLOTS {
+            expected.push_str(&format!(
+                "\tcmpq\t%rax, {}\n\tje\t.Lepcache.hit.1.{slot}\n",
+                entry_word("read_tags", slot)
+            ));
+        }
+        assert_eq!(common, expected);
         // A site that finds the mask loads the word only; one that finds both loads nothing.
         let tail = "\tleaq\t7(%rdi), %rax\n";
         for (carried, head) in [
             (
                 Carried::Mask,
-                "\tmovq\tepcache_inline_v8_tag_word(%rip), %r11\n",
+                "\tmovq\tepcache_inline_v9_tag_word(%rip), %r11\n",
             ),
             (Carried::MaskAndWord, ""),
         ] {

@@ -1,6 +1,7 @@
 //! The words of a thread's block the sequence reads and writes, under the names the runtime
-//! defines them by (inline capture ABI v8), and the shape of what they hold: a table entry, a
-//! batch record with its meta byte, the whole-line cache.
+//! defines them by (inline capture ABI v9), and the shape of what they hold: a table entry of
+//! [`SLOTS`] lines and their recency order, a batch record with its meta byte, the whole-line
+//! cache, the order tables (`crate::order`).
 //!
 //! The runtime places the words where the Rust compiler lays its block out and names each
 //! with a thread-local symbol at its offset (`capture/thread_block.rs`), which the sequence
@@ -8,24 +9,30 @@
 //! links cannot disagree on where a word is. What the sequence assumes beyond the names is
 //! written here, and the runtime checks its types against it (at compile time, or in its tests
 //! where a field's type cannot be named there): each word's size, an entry's size and the
-//! place of its words (the tags are adjacent, and so are the hit counts, each pair moved as 16
-//! bytes), and the record the miss path writes.
+//! place of its words (each of a slot's words 8 bytes after the previous slot's), and the
+//! record the miss path writes.
+//!
+//! An entry's words lie in three host lines, so that a read touches two: the read tags and
+//! the order byte, then the hit counts; the write tags and dirty marks, which only writes
+//! read, in the third.
 //!
 //! A program whose runtime lacks a symbol of this version fails to link, naming it.
 
+pub use crate::order::SLOTS;
+use crate::order::TABLES_BYTES;
 use crate::tag_word::MAX_OFFSET_MASK;
 
 /// The ABI version every symbol's name carries (`epcache_inline_v8_...`): a new version for
 /// any change of what a word means, so objects and runtimes of different versions do not link.
-pub const ABI_VERSION: u32 = 8;
+pub const ABI_VERSION: u32 = 9;
 
 /// The full name of the inline capture ABI's symbol `name`, as a string literal (so the
 /// runtime's `global_asm!` and `export_name` can use it): `abi_symbol!(read_tags)` is
-/// `"epcache_inline_v8_read_tags"`.
+/// `"epcache_inline_v9_read_tags"`.
 #[macro_export]
 macro_rules! abi_symbol {
     ($name:ident) => {
-        concat!("epcache_inline_v8_", stringify!($name))
+        concat!("epcache_inline_v9_", stringify!($name))
     };
 }
 
@@ -36,17 +43,17 @@ pub const TAG_WORD_SYMBOL: &str = abi_symbol!(tag_word);
 /// without it.
 pub const ABI_PROBE: &str = ThreadWord::ReadTags.symbol();
 
-/// log2 of a table entry's size: one host cache line per entry, so an entry's tag and counts
-/// share a line.
-pub const ENTRY_SHIFT: u32 = 6;
+/// log2 of a table entry's size: four host cache lines, three of them used.
+pub const ENTRY_SHIFT: u32 = 8;
 /// Bytes per table entry.
 pub const ENTRY_BYTES: usize = 1 << ENTRY_SHIFT;
 /// log2 of the scale of the sequence's addressing mode: an entry's byte offset is the access's
-/// address masked, times 2, which the address of every entry word does at no cost
-/// (`sym@tpoff(,%rdx,2)`). So the masked address needs only a multiple of half an entry, and
-/// one entry per line fits lines as short as 32 bytes (the EP-Cache and METRIC papers' L1)
-/// with no shift in the sequence.
-pub const OFFSET_SCALE_SHIFT: u32 = 1;
+/// address masked, times 8, which the address of every entry word does at no cost
+/// (`sym@tpoff(,%rdx,8)`). So the masked address needs only a multiple of an eighth of an
+/// entry, and one entry per line fits lines as short as 32 bytes (the EP-Cache and METRIC
+/// papers' L1) with no shift in the sequence. With the scale the slot's size, the miss path
+/// reaches the slot it takes by adding its number to the masked address.
+pub const OFFSET_SCALE_SHIFT: u32 = 3;
 /// log2 of the shortest L1 line the table takes: one entry per line, at the line's address
 /// masked and scaled ([`OFFSET_SCALE_SHIFT`]).
 pub const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT - OFFSET_SCALE_SHIFT;
@@ -54,17 +61,22 @@ pub const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT - OFFSET_SCALE_SHIFT;
 pub const TABLE_ENTRIES: usize =
     ((MAX_OFFSET_MASK as usize) << OFFSET_SCALE_SHIFT >> ENTRY_SHIFT) + 1;
 
-/// Byte offsets of an entry's words in the entry: the owning line's tag ...
+/// Bytes from one slot's word to the next slot's: slot `s`'s word `W` is at `W + s * SLOT_STRIDE`.
+pub const SLOT_STRIDE: usize = 8;
+/// Byte offsets of an entry's words in the entry, each the first slot's: the owning line's tag
+/// (0 for none) ...
 pub const ENTRY_READ_TAG: usize = 0;
-/// ... the same tag once the line was written since it took the entry over (else 0) ...
-pub const ENTRY_WRITE_TAG: usize = 8;
+/// ... the entry's recency order (`crate::order`), one byte ...
+pub const ENTRY_ORDER: usize = SLOTS * SLOT_STRIDE;
 /// ... the repeat hits not yet counted, reads ...
-pub const ENTRY_READ_HITS: usize = 16;
+pub const ENTRY_READ_HITS: usize = 64;
 /// ... and writes ...
-pub const ENTRY_WRITE_HITS: usize = 24;
-/// ... and [`DIRTY_MARK`] once a write to the line was counted while the entry was clean: the
+pub const ENTRY_WRITE_HITS: usize = ENTRY_READ_HITS + SLOTS * SLOT_STRIDE;
+/// ... the owning line's tag once the line was written since it took the slot over (else 0) ...
+pub const ENTRY_WRITE_TAG: usize = 128;
+/// ... and [`DIRTY_MARK`] once a write to the line was counted while the slot was clean: the
 /// runtime has yet to mark the line dirty in its simulator.
-pub const ENTRY_DIRTY_PENDING: usize = 32;
+pub const ENTRY_DIRTY_PENDING: usize = ENTRY_WRITE_TAG + SLOTS * SLOT_STRIDE;
 
 /// Words per batch record, each 8 bytes.
 pub const RECORD_WORDS: usize = 6;
@@ -72,14 +84,17 @@ pub const RECORD_WORDS: usize = 6;
 pub const RECORD_BYTES: usize = RECORD_WORDS * 8;
 /// Word indices in a record: the access's address with the meta byte on top ...
 pub const RECORD_ADDRESS: usize = 0;
-/// ... the entry's old owner's tag ...
+/// ... the old owner's tag (the owner of the slot the access took) ...
 pub const RECORD_OLD_TAG: usize = 1;
 /// ... its uncounted read hits ...
 pub const RECORD_OLD_READ_HITS: usize = 2;
 /// ... and write hits ...
 pub const RECORD_OLD_WRITE_HITS: usize = 3;
-/// ... the data structure of the access's line (from the whole-line cache) ...
+/// ... the data structure of the access's line (from the whole-line cache), in the low 32 bits,
+/// and the entry's order byte before the access at [`RECORD_ORDER_SHIFT`] ...
 pub const RECORD_STRUCTURE: usize = 4;
+/// The order byte's place in the structure word (its fifth byte).
+pub const RECORD_ORDER_SHIFT: u32 = 32;
 /// ... and the site's code address: where its hook call returns to, the address the runtime
 /// is given for the same access on the hook path, so a miss counts for the site's source line
 /// whichever path batched it.
@@ -129,10 +144,14 @@ pub enum ThreadWord {
     SyncedWord,
     /// The entries' words ([`ENTRY_READ_TAG`] and the following).
     ReadTags,
+    Order,
     WriteTags,
     ReadHits,
     WriteHits,
     DirtyPending,
+    /// The order tables (`crate::order::OrderTables::bytes`), which the runtime fills for the
+    /// slots it uses.
+    OrderTables,
     /// The address where the miss path writes its next record ...
     BatchPos,
     /// ... while it is below this one (both 0 while the thread has no batch).
@@ -150,13 +169,15 @@ pub enum ThreadWord {
 
 impl ThreadWord {
     /// Every word, in the order the runtime's symbol list names them.
-    pub const ALL: [ThreadWord; 12] = [
+    pub const ALL: [ThreadWord; 14] = [
         ThreadWord::SyncedWord,
         ThreadWord::ReadTags,
+        ThreadWord::Order,
         ThreadWord::WriteTags,
         ThreadWord::ReadHits,
         ThreadWord::WriteHits,
         ThreadWord::DirtyPending,
+        ThreadWord::OrderTables,
         ThreadWord::BatchPos,
         ThreadWord::BatchEnd,
         ThreadWord::InMiss,
@@ -170,10 +191,12 @@ impl ThreadWord {
         match self {
             ThreadWord::SyncedWord => abi_symbol!(synced_word),
             ThreadWord::ReadTags => abi_symbol!(read_tags),
+            ThreadWord::Order => abi_symbol!(order),
             ThreadWord::WriteTags => abi_symbol!(write_tags),
             ThreadWord::ReadHits => abi_symbol!(read_hits),
             ThreadWord::WriteHits => abi_symbol!(write_hits),
             ThreadWord::DirtyPending => abi_symbol!(dirty_pending),
+            ThreadWord::OrderTables => abi_symbol!(order_tables),
             ThreadWord::BatchPos => abi_symbol!(batch_pos),
             ThreadWord::BatchEnd => abi_symbol!(batch_end),
             ThreadWord::InMiss => abi_symbol!(in_miss),
@@ -183,10 +206,10 @@ impl ThreadWord {
         }
     }
 
-    /// Bytes of one value (one entry's or one slot's).
+    /// Bytes of one value (one entry's slot's, one table byte, one whole-line slot's).
     pub const fn bytes(self) -> usize {
         match self {
-            ThreadWord::InMiss => 1,
+            ThreadWord::InMiss | ThreadWord::Order | ThreadWord::OrderTables => 1,
             ThreadWord::WholeStructure => 4,
             _ => 8,
         }
@@ -200,6 +223,7 @@ impl ThreadWord {
                 ThreadWord::WholeLo | ThreadWord::WholeHi | ThreadWord::WholeStructure => {
                     (WHOLE_SLOTS, self.bytes())
                 }
+                ThreadWord::OrderTables => (TABLES_BYTES, 1),
                 _ => (1, self.bytes()),
             },
         }
@@ -209,6 +233,7 @@ impl ThreadWord {
     pub const fn entry_offset(self) -> Option<usize> {
         match self {
             ThreadWord::ReadTags => Some(ENTRY_READ_TAG),
+            ThreadWord::Order => Some(ENTRY_ORDER),
             ThreadWord::WriteTags => Some(ENTRY_WRITE_TAG),
             ThreadWord::ReadHits => Some(ENTRY_READ_HITS),
             ThreadWord::WriteHits => Some(ENTRY_WRITE_HITS),
@@ -220,12 +245,16 @@ impl ThreadWord {
 
 // What the sequence's instructions take for granted.
 const _: () = {
-    // The miss path moves and clears each pair of entry words in one 16-byte access, and
-    // stores the hits into adjacent record words.
-    assert!(ENTRY_WRITE_TAG == ENTRY_READ_TAG + 8);
-    assert!(ENTRY_WRITE_HITS == ENTRY_READ_HITS + 8);
-    assert!(RECORD_OLD_WRITE_HITS == RECORD_OLD_READ_HITS + 1);
-    assert!(ENTRY_DIRTY_PENDING + 8 <= ENTRY_BYTES);
+    // A slot's words are 8 bytes apart, the scale of the offset: the miss path adds the slot
+    // it takes to the masked address and reaches each word of that slot.
+    assert!(SLOT_STRIDE == 8 && SLOT_STRIDE == 1 << OFFSET_SCALE_SHIFT);
+    // The read tags and the order byte share the first host line, the hits the second, the
+    // write tags and dirty marks the third.
+    assert!(ENTRY_ORDER + 1 <= 64 && ENTRY_READ_TAG + SLOTS * SLOT_STRIDE <= ENTRY_ORDER);
+    assert!(ENTRY_READ_HITS == 64 && ENTRY_WRITE_HITS + SLOTS * SLOT_STRIDE == 128);
+    assert!(ENTRY_DIRTY_PENDING + SLOTS * SLOT_STRIDE <= 192 && 192 <= ENTRY_BYTES);
+    // The order byte goes into the structure word's fifth byte, above any structure.
+    assert!(RECORD_ORDER_SHIFT == 32);
     // The offset is computed in a 32-bit register.
     assert!(TABLE_ENTRIES * ENTRY_BYTES <= u32::MAX as usize);
     // The slot is the top bits of a 32-bit product, shifted down by 32 less log2 of the slots.
@@ -255,7 +284,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ThreadWord::ALL.len() + 1);
-        assert_eq!(ABI_PROBE, "epcache_inline_v8_read_tags");
+        assert_eq!(ABI_PROBE, "epcache_inline_v9_read_tags");
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! instrumented copy of a function, and what the runtime it links against must hold for that
 //! sequence to count exactly what the call would have.
 //!
-//! The sequence tests whether the access repeats a hit on its L1 set's most recent line by
-//! reading the thread's repeat-hit table (`capture/filter.rs` in `epcache-monitor`) at
+//! The sequence tests whether the access repeats a hit on one of its L1 set's most recent lines
+//! by reading the thread's repeat-hit table (`capture/filter.rs` in `epcache-monitor`) at
 //! thread-local addresses, counts the hit, takes the entry over and appends a record to the
 //! thread's batch on a miss it can handle, and falls through to the original call otherwise.
 //! Both sides depend on the same words: the runtime defines them, the sequence reads and writes
@@ -15,6 +15,8 @@
 //! Layout:
 //! - [`tag_word`]: the process-wide tag word's fields (line bits, key, the table's offset mask)
 //!   and how a tag and an entry's offset are made from it;
+//! - [`order`]: an entry's recency order of its lines in one byte, and the tables that update
+//!   it;
 //! - [`layout`]: the thread-local words the sequence reads and writes, their symbols (ABI v6),
 //!   a table entry's words, a batch record's words and the meta byte, the whole-line cache;
 //! - [`emit`]: the sequence as AT&T assembly, every variant (access size, read or write, what the
@@ -35,4 +37,5 @@
 pub mod emit;
 pub mod layout;
 pub mod model;
+pub mod order;
 pub mod tag_word;

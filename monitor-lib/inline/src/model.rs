@@ -17,9 +17,10 @@ use std::collections::BTreeMap;
 use crate::emit::{Access, HOOK_SIZES};
 use crate::layout::{
     self, DIRTY_MARK, ENTRY_BYTES, META_SHIFT, RECORD_ADDRESS, RECORD_BYTES, RECORD_CODE_ADDRESS,
-    RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_OLD_WRITE_HITS, RECORD_STRUCTURE, RECORD_WORDS,
-    TABLE_ENTRIES, WHOLE_SLOTS,
+    RECORD_OLD_READ_HITS, RECORD_OLD_TAG, RECORD_OLD_WRITE_HITS, RECORD_ORDER_SHIFT,
+    RECORD_STRUCTURE, RECORD_WORDS, SLOTS, TABLE_ENTRIES, WHOLE_SLOTS,
 };
+use crate::order::{self, OrderTables, TABLE_BYTES};
 use crate::tag_word;
 
 /// What a site works with from its registers: the tag word and the table's offset mask.
@@ -39,14 +40,16 @@ impl Registers {
     }
 }
 
-/// A table entry's words ([`crate::layout::ENTRY_READ_TAG`] and the following).
+/// A table entry's words ([`crate::layout::ENTRY_READ_TAG`] and the following), by slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Entry {
-    pub read_tag: u64,
-    pub write_tag: u64,
-    pub read_hits: u64,
-    pub write_hits: u64,
-    pub dirty_pending: u64,
+    pub read_tag: [u64; SLOTS],
+    /// The stored order byte (`crate::order`).
+    pub order: u8,
+    pub read_hits: [u64; SLOTS],
+    pub write_hits: [u64; SLOTS],
+    pub write_tag: [u64; SLOTS],
+    pub dirty_pending: [u64; SLOTS],
 }
 
 /// One slot of the whole-line cache.
@@ -69,6 +72,8 @@ pub trait SiteMemory {
     /// The entry at byte `offset` in the table (a multiple of [`ENTRY_BYTES`]).
     fn entry(&self, offset: u32) -> Entry;
     fn set_entry(&mut self, offset: u32, entry: Entry);
+    /// The byte at `offset` of the order tables (`crate::order::OrderTables::bytes`).
+    fn order_table(&self, offset: usize) -> u8;
     /// The whole-line cache's slot `slot`.
     fn whole_lines(&self, slot: usize) -> WholeLines;
     fn batch_pos(&self) -> u64;
@@ -81,10 +86,11 @@ pub trait SiteMemory {
 /// The path a site takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Path {
-    /// A repeat hit: the entry's read or write count went up.
+    /// A repeat hit: the slot's read or write count went up, and the slot is the entry's most
+    /// recent.
     Hit,
-    /// A write to a line that owns its entry clean: the entry is marked written and dirty
-    /// pending, and the write counted.
+    /// A write to a line that owns its slot clean: the slot is marked written and dirty
+    /// pending, and the write counted as a hit.
     CleanWrite,
     /// A miss the site handled: the entry is the access's, and the old owner went into a
     /// record appended to the batch.
@@ -122,27 +128,28 @@ pub fn hit_test(
     let tag = tag_of(regs, access, addr);
     let offset = tag_word::entry_offset(addr, regs.mask);
     let mut entry = mem.entry(offset);
-    let path = if access.write {
-        if entry.write_tag == tag {
-            Path::Hit
-        } else if entry.read_tag == tag {
-            entry.write_tag = tag;
-            entry.dirty_pending = DIRTY_MARK;
-            Path::CleanWrite
+    // The slots are compared in order; the first that matches answers.
+    let slot_of = |tags: &[u64; SLOTS]| tags.iter().position(|&t| t == tag);
+    let (path, slot) = if access.write {
+        if let Some(slot) = slot_of(&entry.write_tag) {
+            (Path::Hit, slot)
+        } else if let Some(slot) = slot_of(&entry.read_tag) {
+            entry.write_tag[slot] = tag;
+            entry.dirty_pending[slot] = DIRTY_MARK;
+            (Path::CleanWrite, slot)
         } else {
             return None;
         }
-    } else if entry.read_tag == tag {
-        Path::Hit
     } else {
-        return None;
+        (Path::Hit, slot_of(&entry.read_tag)?)
     };
     let count = if access.write {
-        &mut entry.write_hits
+        &mut entry.write_hits[slot]
     } else {
-        &mut entry.read_hits
+        &mut entry.read_hits[slot]
     };
     *count = count.wrapping_add(1);
+    entry.order = mem.order_table(order::AFTER_HIT + slot * TABLE_BYTES + usize::from(entry.order));
     mem.set_entry(offset, entry);
     Some(path)
 }
@@ -174,26 +181,26 @@ pub fn miss_path(
         return Err(Slow::BatchFull);
     }
     let offset = tag_word::entry_offset(addr, regs.mask);
-    let old = mem.entry(offset);
-    let meta = old.dirty_pending | u64::from(layout::meta(access.size, access.write));
+    let mut entry = mem.entry(offset);
+    let before = usize::from(entry.order);
+    // The slot the access takes: its entry's least recent usable one.
+    let slot = usize::from(mem.order_table(order::VICTIM + before)) % SLOTS;
+    let meta = entry.dirty_pending[slot] | u64::from(layout::meta(access.size, access.write));
     let mut record = [0; RECORD_WORDS];
     record[RECORD_ADDRESS] = meta << META_SHIFT | addr;
-    record[RECORD_OLD_TAG] = old.read_tag;
-    record[RECORD_OLD_READ_HITS] = old.read_hits;
-    record[RECORD_OLD_WRITE_HITS] = old.write_hits;
-    record[RECORD_STRUCTURE] = u64::from(whole.structure);
+    record[RECORD_OLD_TAG] = entry.read_tag[slot];
+    record[RECORD_OLD_READ_HITS] = entry.read_hits[slot];
+    record[RECORD_OLD_WRITE_HITS] = entry.write_hits[slot];
+    record[RECORD_STRUCTURE] = u64::from(whole.structure) | (before as u64) << RECORD_ORDER_SHIFT;
     record[RECORD_CODE_ADDRESS] = code;
     mem.write_record(at, record);
-    mem.set_entry(
-        offset,
-        Entry {
-            read_tag: tag,
-            write_tag: if access.write { tag } else { 0 },
-            read_hits: 0,
-            write_hits: 0,
-            dirty_pending: 0,
-        },
-    );
+    entry.order = mem.order_table(order::AFTER_MISS + before);
+    entry.read_tag[slot] = tag;
+    entry.write_tag[slot] = if access.write { tag } else { 0 };
+    entry.read_hits[slot] = 0;
+    entry.write_hits[slot] = 0;
+    entry.dirty_pending[slot] = 0;
+    mem.set_entry(offset, entry);
     mem.set_batch_pos(at.wrapping_add(RECORD_BYTES as u64));
     Ok(())
 }
@@ -238,6 +245,7 @@ pub struct ModelBlock {
     pub synced_word: u64,
     pub entries: Vec<Entry>,
     pub whole: [WholeLines; WHOLE_SLOTS],
+    pub tables: OrderTables,
     pub batch_pos: u64,
     pub batch_end: u64,
     pub records: BTreeMap<u64, RecordWords>,
@@ -250,6 +258,7 @@ impl Default for ModelBlock {
             synced_word: 0,
             entries: vec![Entry::default(); TABLE_ENTRIES],
             whole: [WholeLines::default(); WHOLE_SLOTS],
+            tables: OrderTables::new(SLOTS),
             batch_pos: 0,
             batch_end: 0,
             records: BTreeMap::new(),
@@ -269,6 +278,9 @@ impl SiteMemory for ModelBlock {
     }
     fn set_entry(&mut self, offset: u32, entry: Entry) {
         self.entries[offset as usize / ENTRY_BYTES] = entry;
+    }
+    fn order_table(&self, offset: usize) -> u8 {
+        self.tables.byte(offset)
     }
     fn whole_lines(&self, slot: usize) -> WholeLines {
         self.whole[slot]
@@ -304,15 +316,16 @@ mod tests {
     /// The code address of the sites in these tests.
     const CODE: u64 = 0x5555_0000_1234;
 
-    /// A thread that captures with 64-byte lines and 64 entries, the page at `page` known
-    /// whole (structure 3) and room for two records.
-    fn block(page: u64) -> ModelBlock {
+    /// A thread that captures with 64-byte lines and 64 entries of `usable` slots, the page at
+    /// `page` known whole (structure 3) and room for two records.
+    fn block(page: u64, usable: usize) -> ModelBlock {
         let word = word_of(0x5a, 63, 63 << 6);
         let mut b = ModelBlock {
             tag_word: word,
             synced_word: word,
             batch_pos: 0x1000,
             batch_end: 0x1000 + 2 * RECORD_BYTES as u64,
+            tables: OrderTables::new(usable),
             ..ModelBlock::default()
         };
         b.whole[layout::whole_slot(page)] = WholeLines {
@@ -326,7 +339,7 @@ mod tests {
     #[test]
     fn a_miss_takes_the_entry_over_and_later_accesses_to_its_line_hit() {
         let page = 0x7f00_0000_1000;
-        let mut b = block(page);
+        let mut b = block(page, 1);
         let regs = Registers::loaded(b.tag_word);
         assert_eq!(site(&mut b, regs, READ8, page + 8, CODE), Path::Batched);
         assert_eq!(site(&mut b, regs, READ8, page + 56, CODE), Path::Hit);
@@ -338,11 +351,11 @@ mod tests {
         assert_eq!(site(&mut b, regs, WRITE4, page + 20, CODE), Path::Hit);
         let e = b.entries[0];
         assert_eq!(
-            (e.read_hits, e.write_hits, e.dirty_pending),
+            (e.read_hits[0], e.write_hits[0], e.dirty_pending[0]),
             (1, 2, DIRTY_MARK)
         );
-        assert_eq!(e.read_tag, (page + 63) | b.tag_word);
-        assert_eq!(e.write_tag, e.read_tag);
+        assert_eq!(e.read_tag[0], (page + 63) | b.tag_word);
+        assert_eq!(e.write_tag[0], e.read_tag[0]);
         // The next line's owner takes another entry; a line of the same set takes this one
         // over, and the record carries the old owner's hits and dirty mark.
         assert_eq!(
@@ -363,14 +376,14 @@ mod tests {
             record[RECORD_ADDRESS],
             (4 | 32 | 64) << 56 | (page + 64 * 64 + 8)
         );
-        assert_eq!(record[RECORD_OLD_TAG], e.read_tag);
+        assert_eq!(record[RECORD_OLD_TAG], e.read_tag[0]);
         assert_eq!(
             (record[RECORD_OLD_READ_HITS], record[RECORD_OLD_WRITE_HITS]),
             (1, 2)
         );
         assert_eq!(record[RECORD_STRUCTURE], 4);
         assert_eq!(record[RECORD_CODE_ADDRESS], CODE);
-        assert_eq!(b.entries[0].dirty_pending, 0);
+        assert_eq!(b.entries[0].dirty_pending[0], 0);
         // The batch is full now.
         assert_eq!(
             site(&mut b, regs, READ8, page + 128, CODE),
@@ -381,7 +394,7 @@ mod tests {
     #[test]
     fn a_straddling_access_a_thread_to_sync_and_a_stale_key_go_to_the_call() {
         let page = 0x7f00_0000_1000;
-        let mut b = block(page);
+        let mut b = block(page, 4);
         let regs = Registers::loaded(b.tag_word);
         assert_eq!(
             site(&mut b, regs, READ8, page + 60, CODE),
@@ -406,5 +419,64 @@ mod tests {
             Path::Slow(Slow::MustSync)
         );
         assert_eq!(b, before);
+    }
+
+    #[test]
+    fn an_entry_answers_for_its_sets_four_most_recent_lines_and_a_fifth_takes_the_least_recent() {
+        let page = 0x7f00_0000_0000;
+        let mut b = block(page, 4);
+        b.batch_end = 0x1000 + 8 * RECORD_BYTES as u64;
+        // Five pages of one structure, whose lines at the same offset share entry 0.
+        let line = |i: u64| page + i * 4096;
+        for i in 0..5 {
+            b.whole[layout::whole_slot(line(i))] = WholeLines {
+                lo: page,
+                hi: page + 5 * 4096,
+                structure: 7,
+            };
+        }
+        let regs = Registers::loaded(b.tag_word);
+        for i in 0..4 {
+            assert_eq!(site(&mut b, regs, READ8, line(i), CODE), Path::Batched);
+        }
+        // Each of the four is in a slot of its own; the first took the least recent.
+        let e = b.entries[0];
+        let tags: Vec<u64> = (0..4).map(|i| (line(i) + 63) | b.tag_word).collect();
+        assert_eq!(e.read_tag, [tags[3], tags[2], tags[1], tags[0]]);
+        assert_eq!(order::by_recency(e.order), [0, 1, 2, 3]);
+        // Hits on lines 1, 0 and 0 again, in turn: counted in their slots, 0 then 1 the most
+        // recent.
+        for i in [1, 0, 0] {
+            assert_eq!(site(&mut b, regs, READ8, line(i) + 8, CODE), Path::Hit);
+        }
+        let e = b.entries[0];
+        assert_eq!(e.read_hits, [0, 0, 1, 2]);
+        assert_eq!(order::by_recency(e.order), [3, 2, 0, 1]);
+        // The fifth line takes the least recent line's slot (line 2's, slot 1) and records the
+        // order before it.
+        let at = b.batch_pos;
+        assert_eq!(site(&mut b, regs, READ8, line(4), CODE), Path::Batched);
+        let record = b.records[&at];
+        assert_eq!(record[RECORD_OLD_TAG], tags[2]);
+        assert_eq!(
+            record[RECORD_STRUCTURE],
+            7 | u64::from(e.order) << RECORD_ORDER_SHIFT
+        );
+        assert_eq!(order::by_recency(b.entries[0].order), [1, 3, 2, 0]);
+        // Line 3 is next (slot 0).
+        let at = b.batch_pos;
+        assert_eq!(
+            site(&mut b, regs, WRITE4, line(5), CODE),
+            Path::Slow(Slow::NotWhole)
+        );
+        b.whole[layout::whole_slot(line(5))] = WholeLines {
+            lo: page,
+            hi: page + 6 * 4096,
+            structure: 7,
+        };
+        assert_eq!(site(&mut b, regs, WRITE4, line(5), CODE), Path::Batched);
+        let record = b.records[&at];
+        assert_eq!(record[RECORD_OLD_TAG], tags[3]);
+        assert_eq!(b.entries[0].write_tag[0], (line(5) + 3) | b.tag_word);
     }
 }

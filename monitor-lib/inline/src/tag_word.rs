@@ -88,9 +88,9 @@ mod tests {
         // Every address a program can use (below 2^47) keeps its bits in a tag.
         assert_eq!(tag((1 << 47) - 1, word) & ADDRESS_MASK, (1 << 47) - 1);
         // 64-byte lines, 64 entries: every other slot; 32-byte lines, 256: every slot.
-        assert_eq!(entry_offset(0x7f00_0000_1047, 0x0fc0), 0x80);
-        assert_eq!(entry_offset(0x7f00_0000_e027, 0x1fe0), 0x40);
-        assert_eq!(entry_offset(0x7f00_0000_e047, 0x1fe0), 0x80);
-        assert_eq!(entry_offset(0x7f00_0000_ffff, 0x1fe0), 0x3fc0);
+        assert_eq!(entry_offset(0x7f00_0000_1047, 0x0fc0), 0x200);
+        assert_eq!(entry_offset(0x7f00_0000_e027, 0x1fe0), 0x100);
+        assert_eq!(entry_offset(0x7f00_0000_e047, 0x1fe0), 0x200);
+        assert_eq!(entry_offset(0x7f00_0000_ffff, 0x1fe0), 0xff00);
     }
 }

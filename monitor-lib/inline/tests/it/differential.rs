@@ -17,13 +17,14 @@ use std::process::{Command, Stdio};
 
 use epcache_inline::emit::{self, Access, Carried, HOOK_SIZES, Sites};
 use epcache_inline::layout::{
-    ABI_VERSION, ENTRY_BYTES, ENTRY_DIRTY_PENDING, ENTRY_READ_HITS, ENTRY_READ_TAG,
+    ABI_VERSION, ENTRY_BYTES, ENTRY_DIRTY_PENDING, ENTRY_ORDER, ENTRY_READ_HITS, ENTRY_READ_TAG,
     ENTRY_WRITE_HITS, ENTRY_WRITE_TAG, RECORD_BYTES, RECORD_CODE_ADDRESS, RECORD_WORDS,
-    TABLE_ENTRIES, TAG_WORD_SYMBOL, ThreadWord, WHOLE_SLOTS, whole_slot,
+    SLOT_STRIDE, SLOTS, TABLE_ENTRIES, TAG_WORD_SYMBOL, ThreadWord, WHOLE_SLOTS, whole_slot,
 };
 use epcache_inline::model::{
     self, Entry, ModelBlock, Path as SitePath, Registers, Slow, WholeLines,
 };
+use epcache_inline::order::{OrderTables, TABLES_BYTES};
 use epcache_inline::tag_word;
 
 /// Records the harness's batch holds.
@@ -147,6 +148,15 @@ impl FakeBlock {
             let _ = writeln!(s, "#define OFF_{name} {offset}u");
         }
         let _ = writeln!(s, "#define TAG_WORD_SYMBOL {TAG_WORD_SYMBOL}");
+        // The order tables of every count of usable slots, the `K` command's choice.
+        let _ = writeln!(s, "#define TABLES_BYTES {TABLES_BYTES}u");
+        let _ = writeln!(s, "static const unsigned char order_tables[{SLOTS}][{TABLES_BYTES}] = {{");
+        for usable in 1..=SLOTS {
+            let bytes = OrderTables::new(usable).bytes();
+            let list: Vec<String> = bytes.iter().map(u8::to_string).collect();
+            let _ = writeln!(s, "  {{{}}},", list.join(","));
+        }
+        s.push_str("};\n");
         s
     }
 }
@@ -302,6 +312,8 @@ enum Step {
     Batch(u64, u64),
     /// A slot of the whole-line cache.
     Whole { slot: usize, lines: WholeLines },
+    /// The order tables of this many usable slots.
+    Usable(usize),
     /// An entry emptied, as the runtime empties them.
     Clear(usize),
     /// The word the next hook call sets the tag word to.
@@ -323,6 +335,7 @@ impl Step {
                 )
             }
             Step::Clear(e) => format!("C {e:x}"),
+            Step::Usable(k) => format!("K {k:x}"),
             Step::HookSets(w) => format!("H {w:x}"),
             Step::Run(f, a, b) => format!("A {f:x} {a:x} {b:x}"),
         }
@@ -383,6 +396,7 @@ fn stream(seed: u64, accesses: usize, variants: &[Access], functions: &[Function
         Step::TagWord(word),
         Step::Synced(word),
         Step::Batch(0, BATCH_RECORDS),
+        Step::Usable(1 + rng.below(SLOTS as u64) as usize),
     ];
     let whole = |rng: &mut Rng, page: u64| {
         let (lo, hi) = match rng.below(4) {
@@ -424,7 +438,12 @@ fn stream(seed: u64, accesses: usize, variants: &[Access], functions: &[Function
         match rng.below(1000) {
             0..=14 => steps.push(Step::Clear(rng.below(TABLE_ENTRIES as u64) as usize)),
             15..=29 => steps.push(Step::Batch(0, rng.below(BATCH_RECORDS + 1))),
-            30..=37 => {
+            // The runtime changes the tables only with every entry empty.
+            30..=31 => {
+                steps.extend((0..TABLE_ENTRIES).map(Step::Clear));
+                steps.push(Step::Usable(1 + rng.below(SLOTS as u64) as usize));
+            }
+            32..=37 => {
                 word = rekeyed(word, random_key(&mut rng));
                 steps.push(Step::TagWord(word));
                 if rng.below(2) == 0 {
@@ -477,6 +496,8 @@ fn stream(seed: u64, accesses: usize, variants: &[Access], functions: &[Function
 #[derive(Default)]
 struct Coverage {
     paths: HashSet<(usize, SitePath)>,
+    /// Each variant's hits by the slot they hit.
+    slots: HashSet<(usize, usize)>,
     carried_after: HashSet<(usize, Carried, &'static str)>,
 }
 
@@ -515,6 +536,7 @@ impl ModelRun<'_> {
             }
             Step::Whole { slot, lines } => self.block.whole[slot] = lines,
             Step::Clear(e) => self.block.entries[e] = Entry::default(),
+            Step::Usable(k) => self.block.tables = OrderTables::new(k),
             Step::HookSets(w) => self.hook_sets = w,
             Step::Run(f, a, b) => self.run(functions[f], self.numbers[f], a, b, coverage, out),
         }
@@ -561,15 +583,19 @@ impl ModelRun<'_> {
         for (e, (before, now)) in entries.iter().zip(&self.block.entries).enumerate() {
             if before != now {
                 let mut words = [0u64; ENTRY_BYTES / 8];
-                for (offset, value) in [
+                for (offset, values) in [
                     (ENTRY_READ_TAG, now.read_tag),
                     (ENTRY_WRITE_TAG, now.write_tag),
                     (ENTRY_READ_HITS, now.read_hits),
                     (ENTRY_WRITE_HITS, now.write_hits),
                     (ENTRY_DIRTY_PENDING, now.dirty_pending),
                 ] {
-                    words[offset / 8] = value;
+                    for (slot, value) in values.into_iter().enumerate() {
+                        words[(offset + slot * SLOT_STRIDE) / 8] = value;
+                    }
                 }
+                // The order byte is the low byte of its word, little-endian.
+                words[ENTRY_ORDER / 8] |= u64::from(now.order) << (ENTRY_ORDER % 8 * 8);
                 let _ = writeln!(out, "entry {e}{}", hex_words(&words));
             }
         }
@@ -602,8 +628,17 @@ impl ModelRun<'_> {
         out: &mut String,
     ) -> (Registers, SitePath) {
         let access = self.variants[v];
+        let before = self.block.entries.clone();
         let path = model::site(&mut self.block, regs, access, addr, code);
         coverage.paths.insert((v, path));
+        if matches!(path, SitePath::Hit | SitePath::CleanWrite) {
+            let hits = |e: &Entry, slot: usize| e.read_hits[slot] + e.write_hits[slot];
+            for (old, new) in before.iter().zip(&self.block.entries) {
+                if let Some(slot) = (0..SLOTS).find(|&s| hits(old, s) != hits(new, s)) {
+                    coverage.slots.insert((v, slot));
+                }
+            }
+        }
         if let SitePath::Slow(_) = path {
             let kind = if access.write { 'w' } else { 'r' };
             let _ = writeln!(out, "call {} {kind} {addr:x} site {code:x}", access.size);
@@ -739,6 +774,11 @@ fn every_assembled_variant_writes_what_the_model_says_on_random_streams() {
         for path in paths {
             if !coverage.paths.contains(&(v, path)) {
                 missing.push(format!("{access:?} {path:?}"));
+            }
+        }
+        for slot in 0..SLOTS {
+            if !coverage.slots.contains(&(v, slot)) {
+                missing.push(format!("{access:?} a hit on slot {slot}"));
             }
         }
         for carried in [Carried::Mask, Carried::MaskAndWord] {

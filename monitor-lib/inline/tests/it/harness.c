@@ -85,6 +85,11 @@ int main(void) {
       WORD64(OFF_WHOLE_HI + a * 8) = c;
       WORD32(OFF_WHOLE_STRUCTURE + a * 4) = (uint32_t)d;
       break;
+    case 'K':
+      read_u64(&a);
+      if (a < 1 || a > sizeof order_tables / sizeof order_tables[0]) return 2;
+      memcpy(fake_block + OFF_ORDER_TABLES, order_tables[a - 1], TABLES_BYTES);
+      break;
     case 'C':
       read_u64(&a);
       if (a >= TABLE_ENTRIES) return 2;
