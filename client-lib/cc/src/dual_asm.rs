@@ -964,15 +964,23 @@ A:
         assert!(
             copy.contains(
                 "\tjmp\t.Lepcache.slow.1\n.Lepcache.slow.1:\n\tcall\t__tsan_read8@PLT\n\
-                 .Lepcache.back.1:\n\tmovq\tepcache_inline_v8_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
+                 .Lepcache.back.1:\n\tmovq\tepcache_inline_v9_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
                  \tshrq\t$56, %r10\n\tshll\t$5, %r10d\n\
-                 \tjmp\t.Lepcache.done.1\n.Lepcache.hit.1:\n\
-                 \tincq\t%fs:epcache_inline_v8_read_hits@tpoff(,%rdx,2)\n\
+                 \tjmp\t.Lepcache.done.1\n.Lepcache.hit.1.0:\n\
+                 \tincq\t%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)\n"
+            ),
+            "{copy}"
+        );
+        // The last slot's hit falls through to where every path meets, before the code the
+        // call came before.
+        assert!(
+            copy.contains(
+                "\tmovb\t%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)\n\
                  .Lepcache.done.1:\n\tmovsd\tA(%rip), %xmm0\n"
             ),
             "{copy}"
         );
-        assert!(copy.contains("%fs:epcache_inline_v8_read_hits@tpoff(,%rdx,2)"));
+        assert!(copy.contains("%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)"));
         // The function entry hook stays a call, and the plain copy is untouched.
         assert!(copy.contains("\tcall\t__tsan_func_entry@PLT\n"));
         assert_eq!(plain_copy(&inlined), plain_copy(&merged()));

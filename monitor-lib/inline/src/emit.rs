@@ -366,7 +366,11 @@ fn miss_path(access: Access, miss: &str, slow: &str, back: &str, done: &str, out
         tls_at(tables, order::AFTER_MISS)
     );
     let _ = writeln!(out, "\tmovb\t%cl, {}", entry(ThreadWord::Order, 0));
-    let _ = writeln!(out, "\tmovzbl\t{}(%r8), %ecx", tls_at(tables, order::VICTIM));
+    let _ = writeln!(
+        out,
+        "\tmovzbl\t{}(%r8), %ecx",
+        tls_at(tables, order::VICTIM)
+    );
     let _ = writeln!(out, "\taddq\t%rdx, %rcx");
     // The first word: the address, its top byte the meta byte (size, write, the old dirty
     // mark), made in a register and stored once.
@@ -470,7 +474,10 @@ mod tests {
         ]);
         assert_eq!(sites.count(), 2);
         let labels: Vec<&str> = out.lines().filter(|l| l.ends_with(':')).collect();
-        let mut expected = vec![".Lepcache.miss.1:".to_owned(), ".Lepcache.full.1:".to_owned()];
+        let mut expected = vec![
+            ".Lepcache.miss.1:".to_owned(),
+            ".Lepcache.full.1:".to_owned(),
+        ];
         expected.extend([".Lepcache.slow.1:", ".Lepcache.back.1:"].map(str::to_owned));
         expected.extend((0..SLOTS).map(|s| format!(".Lepcache.hit.1.{s}:")));
         expected.push(".Lepcache.done.1:".to_owned());

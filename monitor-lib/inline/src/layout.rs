@@ -22,7 +22,7 @@ pub use crate::order::SLOTS;
 use crate::order::TABLES_BYTES;
 use crate::tag_word::MAX_OFFSET_MASK;
 
-/// The ABI version every symbol's name carries (`epcache_inline_v8_...`): a new version for
+/// The ABI version every symbol's name carries (`epcache_inline_v9_...`): a new version for
 /// any change of what a word means, so objects and runtimes of different versions do not link.
 pub const ABI_VERSION: u32 = 9;
 

@@ -169,7 +169,11 @@ mod tests {
         assert_eq!(by_recency(t.after_hit[0][usize::from(o)]), [0, 1, 2, 3]);
         // One: slot 0 always.
         let t = OrderTables::new(1);
-        assert!(t.victim.iter().all(|&v| v == by_recency(0)[0] as u8 || v < 4));
+        assert!(
+            t.victim
+                .iter()
+                .all(|&v| v == by_recency(0)[0] as u8 || v < 4)
+        );
         assert_eq!(t.victim[0], 0);
         assert_eq!(t.after_miss[0], 0);
         assert_eq!(t.after_hit[0][0], 0);

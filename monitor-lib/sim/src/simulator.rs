@@ -420,7 +420,7 @@ pub fn line_pieces(addr: u64, size: u32, line: u64) -> impl Iterator<Item = (u64
 
 #[cfg(test)]
 mod tests {
-    use super::capture_path::{CaptureFastPath, Step, Steps};
+    use super::capture_path::{CaptureFastPath, NO_BLOCK, RECENT_FIRST, Step, Steps};
     use super::*;
     use crate::monitor::EventSet;
     use crate::ranges::{AddressRange, NamedRange};
@@ -609,7 +609,8 @@ mod tests {
             );
             assert!(!line.l1_hits_unobserved(), "a hit event is bound");
             let l1 = &line.hierarchy().spec().data[0].geometry;
-            assert_eq!(line.repeat_hit_shape(), Some((l1.line_bits(), l1.sets())));
+            let shape = line.repeat_hit_shape().expect("a shape");
+            assert_eq!((shape.line_bits, shape.sets), (l1.line_bits(), l1.sets()));
         }
         assert_eq!(
             sim("D1=2K,4,64;LL=4K,2,64,inclusive").repeat_hit_shape(),
@@ -971,10 +972,17 @@ mod tests {
                         let dirty_first = before
                             .filter(|&b| i % 3 == 0 && one_line(b))
                             .map(|(a, _)| a >> bits);
+                        // Now and then the line before made the most recent first (it is
+                        // in L1), as the runtime does for its filter's hits.
+                        let mut recent_first = [NO_BLOCK; RECENT_FIRST];
+                        if let Some((a, _)) = before.filter(|&b| i % 5 == 1 && one_line(b)) {
+                            recent_first[0] = a >> bits;
+                        }
                         let step = Step {
                             addr,
                             size,
                             kind,
+                            recent_first,
                             dirty_first,
                         };
                         (step, i)
@@ -983,6 +991,9 @@ mod tests {
                 let expected: Vec<(usize, u32)> = steps
                     .iter()
                     .map(|&(step, i)| {
+                        for block in step.recent_first.into_iter().take_while(|&b| b != NO_BLOCK) {
+                            general.make_l1_recent(block);
+                        }
                         if let Some(block) = step.dirty_first {
                             general.mark_l1_dirty(block);
                         }

@@ -58,8 +58,8 @@ pub(super) extern "C" fn simulate_on_at(addr: u64, size: u32, write: bool, pc: u
     }
     // The first write to the line a read just brought to the front of its set (`x += ...`):
     // an L1 hit whose data structure the filter knows, simulated without the rest of the path.
-    if with_filter(|f| f.clean_write(addr, size)) {
-        this_thread::clean_write(addr, size, pc);
+    if let Some(slot) = with_filter(|f| f.clean_write(addr, size)) {
+        this_thread::clean_write(addr, size, slot, pc);
     } else {
         this_thread::simulate(addr, size, AccessKind::Write, pc);
     }

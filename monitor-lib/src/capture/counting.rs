@@ -34,8 +34,11 @@
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
 
+use epcache_inline::layout::SLOTS;
+use epcache_inline::order::{self, OrderTables};
 use epcache_sim::cache::{AccessKind, COHERENCE_BITS, RESULT_BITS};
-use epcache_sim::simulator::{Simulator, capture_path::CaptureFastPath, line_pieces};
+use epcache_sim::simulator::capture_path::{CaptureFastPath, NO_BLOCK, RECENT_FIRST};
+use epcache_sim::simulator::{Simulator, line_pieces};
 
 use super::access_log::Simulated;
 use super::cores;
@@ -123,10 +126,11 @@ impl Core {
             && self.monitoring.counting
             && self.simulator.l1_hits_unobserved();
         let shape = on.then(|| self.simulator.repeat_hit_shape()).flatten();
-        if let Some((line_bits, sets)) = shape
-            && with_hooks(|h| h.switch_filter_on(line_bits, sets))
+        if let Some(shape) = shape
+            && with_hooks(|h| h.switch_filter_on(shape.line_bits, shape.sets, usable_slots(shape)))
         {
-            self.counting.filter_switched_on(line_bits, sets);
+            self.counting
+                .filter_switched_on(shape.line_bits, shape.sets, usable_slots(shape));
             self.filter_on = true;
         } else {
             self.flush_filter(true);
@@ -268,12 +272,16 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
             "a record at {:#x} straddles lines",
             r.addr
         );
-        let entry = (r.addr >> line_bits) as usize & self.entry_mask;
-        // The entry's structure becomes the access's (0 for a line that is not whole, whose
-        // entry the miss path left empty) now rather than after the access is simulated, which
-        // reads no entry's structure: one lookup of the entry per record.
+        let entry = ((r.addr >> line_bits) as usize & self.entry_mask) % filter::ENTRIES;
+        // The order the hits since the entry's last record left, applied before the access;
+        // the slot it took is the least recent one.
+        let recent_first = self.counting.recent_first(entry, r.order);
+        let slot = self.counting.take_slot(entry, r.order, r.addr >> line_bits);
+        // The slot's structure becomes the access's (0 for a line that is not whole, whose
+        // slot the miss path left empty) now rather than after the access is simulated, which
+        // reads no slot's structure.
         let old_owner = std::mem::replace(
-            &mut self.counting.entry_structures[entry % filter::ENTRIES],
+            &mut self.counting.slot_structures[slot],
             r.structure.unwrap_or(0),
         );
         // Added whatever they are: nine records in ten bring hits, and the test cost more than
@@ -295,6 +303,7 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
             } else {
                 AccessKind::Read
             },
+            recent_first,
             dirty_first: r.old_dirty.then_some(r.old_tag >> line_bits),
         };
         Some((step, context))
@@ -456,7 +465,7 @@ fn count_on_machine(simulator: &mut Simulator, monitoring: &mut Monitoring, s: S
 }
 
 /// How a thread in standalone mode counts the accesses it simulates.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Counting {
     /// The hierarchy's depth, for counting without asking it per access.
     levels: usize,
@@ -468,10 +477,20 @@ pub(super) struct Counting {
     /// The filter's entries in use less one: `(addr >> line_bits) & entry_mask` is an
     /// address's entry, as `Filter::index` computes it.
     entry_mask: usize,
-    /// The data structure (index + 1, 0 for none) of each filter entry's owner, as of the last
-    /// access simulated for it; a record not yet simulated leaves it behind the filter, which
-    /// is why it lives here rather than in the filter.
-    entry_structures: [u32; filter::ENTRIES],
+    /// Slots of each entry in use, and their order tables (`Filter::switch_on`).
+    usable: usize,
+    tables: OrderTables,
+    /// The data structure (index + 1, 0 for none) of each filter slot's owner (numbered
+    /// `entry * SLOTS + slot`), as of the last access simulated for it; a record not yet
+    /// simulated leaves it behind the filter, which is why it lives here rather than in the
+    /// filter.
+    slot_structures: [u32; filter::ENTRIES * SLOTS],
+    /// The L1 block each slot stands for in the simulator's order of its set (also a line that
+    /// is not whole, whose slot holds no tag), `NO_BLOCK` for none: the lines to make the most
+    /// recent, in the entry's order, when the filter's hits changed it.
+    slot_blocks: [u64; filter::ENTRIES * SLOTS],
+    /// Each entry's order byte as the simulator's L1 follows it now.
+    synced_orders: [u8; filter::ENTRIES],
 }
 
 impl Counting {
@@ -481,13 +500,78 @@ impl Counting {
             line_bits: simulator.hierarchy().line_size(0).trailing_zeros(),
             repeat_hits: [0; 2],
             entry_mask: 0,
-            entry_structures: [0; filter::ENTRIES],
+            usable: 1,
+            tables: OrderTables::new(1),
+            slot_structures: [0; filter::ENTRIES * SLOTS],
+            slot_blocks: [NO_BLOCK; filter::ENTRIES * SLOTS],
+            synced_orders: [0; filter::ENTRIES],
         }
     }
 
-    /// The filter switched on for L1's shape (`Filter::switch_on`).
-    fn filter_switched_on(&mut self, line_bits: u32, sets: u64) {
+    /// The filter is on for L1's shape, `usable` slots an entry (`Filter::switch_on`, which
+    /// leaves a table that is on as it is). The slots' lines are kept: every flush that empties
+    /// the table forgets them here too ([`Self::flush`]), and switching off needs one.
+    fn filter_switched_on(&mut self, line_bits: u32, sets: u64, usable: usize) {
         self.entry_mask = Filter::entries_for(line_bits, sets).unwrap_or(1) - 1;
+        let usable = usable.clamp(1, SLOTS);
+        if usable != self.usable {
+            self.usable = usable;
+            self.tables = OrderTables::new(usable);
+        }
+    }
+
+    /// The filter emptied `entries`: their slots stand for no line, in the identity order.
+    fn forget_entries(&mut self, entries: impl Iterator<Item = usize>) {
+        for e in entries {
+            let e = e % filter::ENTRIES;
+            self.slot_blocks[e * SLOTS..][..SLOTS].fill(NO_BLOCK);
+            self.synced_orders[e] = 0;
+        }
+    }
+
+    /// The blocks to make the most recent, least recent first, for the simulator's L1 to follow
+    /// the order `order` of entry `e`'s slots (none when it does already); it then does.
+    #[inline(always)]
+    fn recent_first(&mut self, e: usize, order: u8) -> [u64; RECENT_FIRST] {
+        let mut blocks = [NO_BLOCK; RECENT_FIRST];
+        if self.synced_orders[e] == order {
+            return blocks;
+        }
+        self.synced_orders[e] = order;
+        let slots = order::by_recency(order);
+        let mut n = 0;
+        for p in (0..self.usable).rev() {
+            let block = self.slot_blocks[e * SLOTS + slots[p]];
+            if block != NO_BLOCK {
+                blocks[n] = block;
+                n += 1;
+            }
+        }
+        blocks
+    }
+
+    /// Makes the simulator's L1 follow the filter's order of entry `e` now.
+    #[inline(always)]
+    fn sync_order(&mut self, simulator: &mut Simulator, f: &Filter, e: usize) {
+        let e = e % filter::ENTRIES;
+        for block in self.recent_first(e, f.order_of(e)) {
+            if block == NO_BLOCK {
+                break;
+            }
+            simulator.make_l1_recent(block);
+        }
+    }
+
+    /// An access to `block` missed entry `e`'s slots in the order `before` (after the
+    /// simulator followed it): it takes the least recent slot, whose number across the table
+    /// is returned, and the simulator follows the order after it once it is simulated.
+    #[inline(always)]
+    fn take_slot(&mut self, e: usize, before: u8, block: u64) -> usize {
+        let b = usize::from(before);
+        let slot = e * SLOTS + usize::from(self.tables.victim[b]) % SLOTS;
+        self.slot_blocks[slot] = block;
+        self.synced_orders[e] = self.tables.after_miss[b];
+        slot
     }
 
     /// The filter entry of `addr`'s line.
@@ -513,10 +597,14 @@ impl Counting {
     ) {
         // Accesses the inline miss path batched come first.
         self.drain_batch(simulator, monitoring);
-        // A write the inline test left dirty pending in this line's entry is settled first:
-        // this access may evict that line.
+        // A write the inline test left dirty pending in this line's entry is settled first,
+        // and the order of its hits applied: this access may evict one of its lines.
         let line = addr >> self.line_bits;
-        with_filter(|f| f.settle(line, |block| simulator.mark_l1_dirty(block)));
+        let e = self.entry_of(addr);
+        with_filter(|f| {
+            f.settle(line, |block| simulator.mark_l1_dirty(block));
+            self.sync_order(simulator, f, e);
+        });
         let Some(outcome) = simulator.access_in_line(addr, size, kind) else {
             self.access_lines(simulator, monitoring, addr, size, kind, pc);
             return;
@@ -526,9 +614,12 @@ impl Counting {
             let (structure, whole_line) =
                 monitoring.finder.structure_of_line(addr, self.line_bits, f);
             monitoring.count_bits(structure, outcome, pc);
-            f.take_over(line, write, whole_line, |p| self.take(monitoring, p));
-            if whole_line {
-                self.entry_structures[self.entry_of(addr)] = structure.map_or(0, |s| s as u32 + 1);
+            if let Some(slot) = f.take_over(line, write, whole_line, |p| self.take(monitoring, p)) {
+                self.slot_blocks[slot] = line;
+                self.synced_orders[e % filter::ENTRIES] = f.order_of(e);
+                if whole_line {
+                    self.slot_structures[slot] = structure.map_or(0, |s| s as u32 + 1);
+                }
             }
         });
     }
@@ -560,12 +651,21 @@ impl Counting {
     fn flush(&mut self, simulator: &mut Simulator, monitoring: &mut Monitoring, forget: bool) {
         self.drain_batch(simulator, monitoring);
         with_filter(|f| {
+            // Emptied, the entries lose their order: the simulator follows it first.
+            if forget && f.is_on() {
+                for e in 0..=self.entry_mask {
+                    self.sync_order(simulator, f, e);
+                }
+            }
             f.flush(
                 forget,
                 |p| self.take(monitoring, p),
                 |block| simulator.mark_l1_dirty(block),
             );
         });
+        if forget {
+            self.forget_entries(0..filter::ENTRIES);
+        }
     }
 
     /// A wider or straddling access, counted per line; its sets' filter entries are given up.
@@ -581,15 +681,27 @@ impl Counting {
         pc: u64,
     ) {
         let levels = self.levels;
-        with_filter(|f| f.settle_lines(addr, size, |block| simulator.mark_l1_dirty(block)));
+        with_filter(|f| {
+            f.settle_lines(addr, size, |block| simulator.mark_l1_dirty(block));
+            if f.is_on() {
+                for e in f.indices(addr, size) {
+                    self.sync_order(simulator, f, e);
+                }
+            }
+        });
         simulator.access_observed(addr, size, kind, |a, o| monitoring.count(a, o, levels, pc));
-        with_filter(|f| f.forget_lines(addr, size, |p| self.take(monitoring, p)));
+        with_filter(|f| {
+            f.forget_lines(addr, size, |p| self.take(monitoring, p));
+            if f.is_on() {
+                self.forget_entries(f.indices(addr, size));
+            }
+        });
     }
 
-    /// A write the filter found to hit its set's most recent line, clean until now
-    /// (`Filter::clean_write` marked the entry written): simulated after the batch (it marks
-    /// the line dirty) and counted for the entry's data structure without a lookup; the
-    /// simulator counts it in L1's totals itself.
+    /// A write the filter found to hit one of its set's most recent lines, clean until now
+    /// (`Filter::clean_write` marked slot `slot` written and the entry's most recent):
+    /// simulated after the batch (it marks the line dirty) and counted for the slot's data
+    /// structure without a lookup; the simulator counts it in L1's totals itself.
     #[inline(always)]
     pub(super) fn clean_write(
         &mut self,
@@ -597,22 +709,28 @@ impl Counting {
         monitoring: &mut Monitoring,
         addr: u64,
         size: u32,
+        slot: usize,
         pc: u64,
     ) {
-        // The batch may hold the access that made this line the entry's owner: after it, the
-        // entry's data structure is the line's.
+        // The batch may hold the access that made this line the slot's owner: after it, the
+        // slot's data structure is the line's.
         self.drain_batch(simulator, monitoring);
+        // The filter made the line the entry's most recent already: with its order followed,
+        // the line is its set's most recent, as the write finds it.
+        let e = self.entry_of(addr);
+        with_filter(|f| self.sync_order(simulator, f, e));
         let outcome = match simulator.access_in_line_recent(addr, size, AccessKind::Write) {
             Some(outcome) => outcome,
             None => straddling_access(simulator, addr, size, AccessKind::Write),
         };
-        let structure = (self.entry_structures[self.entry_of(addr)] as usize).checked_sub(1);
+        let structure =
+            (self.slot_structures[(e % filter::ENTRIES) * SLOTS + slot] as usize).checked_sub(1);
         monitoring.count_bits(structure, outcome, pc);
     }
 
     /// Counts repeat hits the filter hands back.
-    fn take(&mut self, monitoring: &mut Monitoring, (entry, reads, writes): filter::Pending) {
-        let structure = self.entry_structures[entry as usize % filter::ENTRIES];
+    fn take(&mut self, monitoring: &mut Monitoring, (slot, reads, writes): filter::Pending) {
+        let structure = self.slot_structures[slot as usize % (filter::ENTRIES * SLOTS)];
         self.repeat_hits[0] += reads;
         self.repeat_hits[1] += writes;
         monitoring.add_l1_hits(structure, reads, writes);
@@ -631,6 +749,12 @@ fn straddling_access(simulator: &mut Simulator, addr: u64, size: u32, kind: Acce
     simulator.access_line(addr, size, kind).event_bits()
 }
 
+/// Slots of each filter entry a thread uses under L1's shape: as many of the set's most recent
+/// lines as may be hit (`RepeatHitShape`), up to what an entry holds.
+pub(super) fn usable_slots(shape: epcache_sim::simulator::capture_path::RepeatHitShape) -> usize {
+    (shape.recent_lines as usize).clamp(1, SLOTS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,11 +770,11 @@ mod tests {
     /// Switches this thread's filter on, waiting a while for other tests' threads whose filters
     /// hold the tag word's shape for another L1 (one process simulates one L1, so
     /// only tests meet this).
-    fn switch_on_when_shape_free(line_bits: u32, sets: u64) -> bool {
+    fn switch_on_when_shape_free(line_bits: u32, sets: u64, usable: usize) -> bool {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
             let word = TAG_WORD.load(Ordering::SeqCst);
-            if with_filter(|f| f.switch_on(line_bits, sets, word))
+            if with_filter(|f| f.switch_on(line_bits, sets, usable, word))
                 || Filter::entries_for(line_bits, sets).is_none()
                 || std::time::Instant::now() > deadline
             {
@@ -712,10 +836,11 @@ mod tests {
             let (mut fast_sim, mut slow_sim) = (new_sim(), new_sim());
             let mut counting = Counting::new(&fast_sim);
             let (mut fast, mut slow) = (Monitoring::new(true), Monitoring::new(true));
-            if let Some((line_bits, sets)) = fast_sim.repeat_hit_shape()
-                && switch_on_when_shape_free(line_bits, sets)
+            let shape = fast_sim.repeat_hit_shape();
+            if let Some(shape) = shape
+                && switch_on_when_shape_free(shape.line_bits, shape.sets, usable_slots(shape))
             {
-                counting.filter_switched_on(line_bits, sets);
+                counting.filter_switched_on(shape.line_bits, shape.sets, usable_slots(shape));
             }
             assert_eq!(with_filter(Filter::is_on), filtered, "{spec:?}");
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -763,9 +888,12 @@ mod tests {
                     batched += 1;
                 // What `active` and `simulate_on` do (after the inline test, if any).
                 } else if !with_filter(|f| f.repeat_hit(addr, size, write)) {
-                    if write && with_filter(|f| f.clean_write(addr, size)) {
+                    if let Some(slot) = write
+                        .then(|| with_filter(|f| f.clean_write(addr, size)))
+                        .flatten()
+                    {
                         clean_writes += 1;
-                        counting.clean_write(&mut fast_sim, &mut fast, addr, size, pc);
+                        counting.clean_write(&mut fast_sim, &mut fast, addr, size, slot, pc);
                     } else {
                         counting.access(&mut fast_sim, &mut fast, addr, size, kind, pc);
                     }
@@ -775,6 +903,19 @@ mod tests {
                 if step % 50_000 == 25_000 {
                     let forget = step % 100_000 == 25_000;
                     counting.flush(&mut fast_sim, &mut fast, forget);
+                    // A region boundary then refreshes the filter, which stays on as it is.
+                    if let Some(shape) = shape
+                        && filtered
+                    {
+                        let usable = usable_slots(shape);
+                        assert!(with_filter(|f| f.switch_on(
+                            shape.line_bits,
+                            shape.sets,
+                            usable,
+                            0
+                        )));
+                        counting.filter_switched_on(shape.line_bits, shape.sets, usable);
+                    }
                 }
             }
             counting.flush(&mut fast_sim, &mut fast, true);

@@ -1,36 +1,43 @@
 //! The standalone mode's repeat-hit filter: a per-thread table that answers, before the
 //! simulator is reached, most accesses of a kernel that walks its arrays line by line.
 //!
-//! One entry per L1 set (sets beyond the table share entries by their low bits) remembers the
-//! block its set's last simulated access touched and whether a write to it was simulated
-//! since. An access within one line whose block is its entry's (and, for a write, whose entry
-//! says written) is a hit on the set's most recent line: under the shapes
-//! [`epcache_sim::simulator::capture_path::CaptureFastPath::repeat_hit_shape`] admits, simulating it would change
-//! nothing but L1's hit count. Such an access only increments the entry's read or write
-//! count, which is added to the thread's counts (and the entry's data structure's) when the
-//! entry changes hands and before anyone reads the counts: at region boundaries, when data
-//! structures change, when the thread's capture is dropped. Every other access goes through
-//! the simulator and then takes over its set's entry.
+//! One entry per L1 set (sets beyond the table share entries by their low bits) holds, in up to
+//! four slots, the blocks its set's most recent accesses touched (as many as the shape allows,
+//! `usable`), whether a write to each was simulated since, and their order of recency in one
+//! byte (`epcache_inline::order`). An access within one line whose block is in a slot (and,
+//! for a write, whose slot says written) is a hit on one of the set's most recent lines: under
+//! the shapes [`epcache_sim::simulator::capture_path::CaptureFastPath::repeat_hit_shape`]
+//! admits, simulating it would change nothing but L1's hit count and the order of those
+//! lines. Such an access only increments its slot's read or write count and makes the slot
+//! the most recent; the count is added to the thread's counts (and the slot's data
+//! structure's) when the slot changes hands and before anyone reads the counts: at region
+//! boundaries, when data structures change, when the thread's capture is dropped. Every other
+//! access goes through the simulator and then takes its entry's least recent slot over. Before
+//! the simulator next uses the set, the simulating side makes the slots' lines the most recent
+//! in the entry's order (`Counting::sync_order`, or a record's order byte on the batch's path),
+//! so its LRU state is what simulating every hit would have left. Why four: a stencil's rows and
+//! a triad's arrays lie a multiple of the set span apart and take turns in one set, which an
+//! entry of one line cannot hold (docs/performance.md, the filter model).
 //!
 //! `epcache cc` writes the same test inline into instrumented code (the sequence, the layout of the
 //! words it reads and its model are `epcache-inline`'s; `thread_block.rs` names the words). Inline,
-//! a write to a block whose entry is clean is answered too: the entry is marked written and *dirty
+//! a write to a block whose slot is clean is answered too: the slot is marked written and *dirty
 //! pending*, and the write counted as a hit, because simulating it would only have set the line's
-//! dirty bit. The bit matters only when the line is evicted, which only a simulated access to the
+//! dirty bit (the dirty mark moves no line in its set's order). The bit matters only when the line is evicted, which only a simulated access to the
 //! same set can do, so the runtime settles a pending entry (marks the line dirty in the simulator,
 //! `Simulator::mark_l1_dirty`) before it simulates an access whose block maps to that entry (a
 //! block's set and its entry share low bits, so an access that could evict the line always maps to
 //! its entry) and before an entry is emptied.
 //!
-//! Inline too, an access the entry does not answer takes the entry over at once, when its line
-//! is whole (all its bytes in one data structure, by the whole-line cache kept here) and the
-//! thread's batch has room: the old owner's tag, hits and dirty mark go into a [`Record`]
-//! appended to the batch, and the runtime simulates the batch, in order, before it next
-//! touches the simulator or the counts (`Counting::drain_batch`), or hands it to the
-//! simulation worker to simulate meanwhile (`worker.rs`). Which block owns an entry is thus
-//! decided ahead of the simulator, as the filter's answer needs only the order of accesses;
-//! the entry's data structure, which the simulating side keeps (`counting.rs`), follows
-//! when the record is simulated.
+//! Inline too, an access the entry does not answer takes its least recent slot over at once,
+//! when its line is whole (all its bytes in one data structure, by the whole-line cache kept
+//! here) and the thread's batch has room: the old owner's tag, hits and dirty mark, and the
+//! entry's order before the access, go into a [`Record`] appended to the batch, and the
+//! runtime simulates the batch, in order, before it next touches the simulator or the counts
+//! (`Counting::drain_batch`), or hands it to the simulation worker to simulate meanwhile
+//! (`worker.rs`). Which block owns a slot is thus decided ahead of the simulator, as the
+//! filter's answer needs only the order of accesses; the slot's data structure, which the
+//! simulating side keeps (`counting.rs`), follows when the record is simulated.
 //!
 //! A tag carries the process-wide key of `tag_key.rs` (and the table's offset mask, the same
 //! for every thread), so that a switch (a new key) makes every entry stop matching until its
@@ -42,9 +49,10 @@
 //! runtime empties an entry's tags before its counts, so a handler's hit is never left behind
 //! in an entry being emptied (at worst it is counted for the entry's next owner).
 //!
-//! The answer depends only on the order of accesses, not on the simulator: if the block is its
-//! entry's, no access has touched its set since the block was last simulated (or it would own
-//! the entry). A shared entry only sees fewer repeats.
+//! The answer depends only on the order of accesses, not on the simulator: if the block is in a
+//! slot, fewer accesses than the entry has slots touched other blocks of its set since it was
+//! last used (each would have taken a slot, and the least recent goes first), so under LRU it
+//! is still in L1. A shared entry only sees fewer repeats.
 //!
 //! The table is off (no tag matches) unless the thread counts every access in standalone mode,
 //! no event counts L1 hits and no analysis runs; see `ThreadCapture::refresh_filter`.
@@ -52,7 +60,8 @@
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
-use epcache_inline::layout;
+use epcache_inline::layout::{self, SLOTS};
+use epcache_inline::order::{self, TABLES_BYTES};
 
 use super::tag_key;
 
@@ -75,9 +84,9 @@ const RECORD_BYTES: u64 = layout::RECORD_BYTES as u64;
 /// The whole-line cache's slots, direct-mapped by 4 KiB page.
 const LINE_SLOTS: usize = layout::WHOLE_SLOTS;
 
-/// A record's structure word for an access to a line that is not whole (no structure index
-/// + 1 is this large).
-const NOT_WHOLE: u64 = u64::MAX;
+/// A record's structure (the structure word's low 32 bits) for an access to a line that is not
+/// whole (no structure index + 1 is this large).
+const NOT_WHOLE: u32 = u32::MAX;
 
 /// A [`Record`] as the miss path writes it.
 pub(super) type RecordWords = [u64; RECORD_WORDS];
@@ -146,6 +155,12 @@ pub(super) struct Filter {
     key_slot: Cell<u8>,
     /// The entries, one per slot (see [`Filter::word`]).
     entries: [Entry; ENTRIES],
+    /// The order tables for the slots in use (`epcache_inline::order`), as the inline
+    /// sequence reads them.
+    order_tables: [Cell<u8>; TABLES_BYTES],
+    /// Slots of each entry in use: at most L1's ways, 1 unless L1 replaces by LRU (0 while
+    /// off).
+    usable: Cell<u8>,
     /// The address where the inline miss path writes its next record, in `batch`.
     batch_pos: Cell<u64>,
     /// The address of the end of `batch`'s room: 0 while off (and `batch_pos` too), so the
@@ -182,66 +197,84 @@ pub(super) struct Filter {
     on: Cell<bool>,
 }
 
-/// One entry of the table, a host cache line of its own: the inline test's tag and count are
-/// in the same line (one line per hit), and the entry's offset is the address masked, with no
-/// shift (an entry per 64-byte line); arrays by field would need the address shifted for every
-/// offset, an instruction per access.
+/// One entry of the table: its L1 set's most recently used lines, up to [`SLOTS`], each in a
+/// slot with its tag and counts, and their order of recency. The words lie as
+/// `epcache_inline::layout` says: the read tags and the order byte in the entry's first host
+/// line, the hit counts in the second, what only writes read in the third, so that a read's
+/// test and count touch two lines. An entry's offset is the address masked, with no shift;
+/// arrays by field would need the address shifted for every offset, an instruction per access.
 #[repr(C, align(64))]
 struct Entry {
-    /// The tag of the block owning the entry, or 0.
-    read_tag: Cell<u64>,
-    /// The same tag when the block was written since it took the entry over (a write only
+    /// The tag of the block owning each slot, or 0.
+    read_tag: [Cell<u64>; SLOTS],
+    /// The slots by recency (`epcache_inline::order`), XORed with the identity.
+    order: Cell<u8>,
+    _first_line: [u8; 64 - SLOTS * 8 - 1],
+    /// Repeat hits not yet counted, by slot.
+    read_hits: [Cell<u64>; SLOTS],
+    write_hits: [Cell<u64>; SLOTS],
+    /// The slot's tag when its block was written since it took the slot over (a write only
     /// matches then), else 0.
-    write_tag: Cell<u64>,
-    /// Repeat hits not yet counted.
-    read_hits: Cell<u64>,
-    write_hits: Cell<u64>,
+    write_tag: [Cell<u64>; SLOTS],
     /// `epcache_inline::layout::DIRTY_MARK` (the record's dirty bit) when the inline test
-    /// counted a write to the block while the entry was clean: the simulator has yet to mark
-    /// the line dirty.
-    dirty_pending: Cell<u64>,
+    /// counted a write to the slot's block while the slot was clean: the simulator has yet to
+    /// mark the line dirty.
+    dirty_pending: [Cell<u64>; SLOTS],
+    _last_line: [u8; 64],
 }
 
 impl Entry {
     const fn new() -> Entry {
         Entry {
-            read_tag: Cell::new(0),
-            write_tag: Cell::new(0),
-            read_hits: Cell::new(0),
-            write_hits: Cell::new(0),
-            dirty_pending: Cell::new(0),
+            read_tag: [const { Cell::new(0) }; SLOTS],
+            order: Cell::new(0),
+            _first_line: [0; 64 - SLOTS * 8 - 1],
+            read_hits: [const { Cell::new(0) }; SLOTS],
+            write_hits: [const { Cell::new(0) }; SLOTS],
+            write_tag: [const { Cell::new(0) }; SLOTS],
+            dirty_pending: [const { Cell::new(0) }; SLOTS],
+            _last_line: [0; 64],
         }
     }
 
-    /// Whether the entry owns no block and holds nothing pending.
-    fn is_free(&self) -> bool {
-        self.read_tag.get() == 0
-            && self.write_tag.get() == 0
-            && self.read_hits.get() == 0
-            && self.write_hits.get() == 0
-            && self.dirty_pending.get() == 0
+    /// Every word of the entry's slots.
+    fn words(&self) -> impl Iterator<Item = &Cell<u64>> {
+        self.read_tag
+            .iter()
+            .chain(&self.read_hits)
+            .chain(&self.write_hits)
+            .chain(&self.write_tag)
+            .chain(&self.dirty_pending)
     }
 
-    /// Empties everything, counts and mark included.
+    /// Whether the entry owns no block, holds nothing pending and has the identity order.
+    fn is_free(&self) -> bool {
+        self.words().all(|w| w.get() == 0) && self.order.get() == 0
+    }
+
+    /// Empties everything, counts, marks and order included.
     fn clear_all(&self) {
-        for word in [
-            &self.read_tag,
-            &self.write_tag,
-            &self.read_hits,
-            &self.write_hits,
-            &self.dirty_pending,
-        ] {
+        for word in self.words() {
             word.set(0);
         }
+        self.order.set(0);
+    }
+
+    /// The slot whose tag in `tags` is `tag`, if any (the first, as the inline test compares
+    /// them in order).
+    #[inline(always)]
+    fn slot_of(tags: &[Cell<u64>; SLOTS], tag: u64) -> Option<usize> {
+        tags.iter().position(|t| t.get() == tag)
     }
 }
 
 /// Bytes per entry.
 const ENTRY_BYTES: usize = layout::ENTRY_BYTES;
 
-/// An access the inline miss path took its entry over for, not yet simulated: a one-line
-/// access within a whole line (`Filter::whole_line`) that missed the filter. The previous
-/// owner's hits and dirty mark moved into it, so they are counted and settled in order.
+/// An access the inline miss path took a slot over for, not yet simulated: a one-line access
+/// within a whole line (`Filter::whole_line`) that missed the filter. The slot's previous
+/// owner's hits and dirty mark moved into it, so they are counted and settled in order, and
+/// the entry's order before it, so the order of the hits since is applied first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Record {
     pub(super) addr: u64,
@@ -256,9 +289,11 @@ pub(super) struct Record {
     /// The access's line's data structure (index + 1, 0 for none), from the whole-line
     /// cache: the answer of the data structures the thread attributes with until its next
     /// sync point, which the simulating side's finder holds too. `None` for an access to a
-    /// line that is not whole (`Filter::stage_unowned`), which leaves its entry empty and is
+    /// line that is not whole (`Filter::stage_unowned`), which leaves its slot empty and is
     /// counted for its first byte's structure.
     pub(super) structure: Option<u32>,
+    /// The entry's order byte before the access (`epcache_inline::order`).
+    pub(super) order: u8,
     /// The access's code address: where its site's hook call returns to (0: unknown), so its
     /// misses count for its source line (`line_table.rs`).
     pub(super) code: u64,
@@ -287,7 +322,8 @@ impl Record {
                 words[layout::RECORD_OLD_READ_HITS],
                 words[layout::RECORD_OLD_WRITE_HITS],
             ),
-            structure: u32::try_from(words[layout::RECORD_STRUCTURE]).ok(),
+            structure: Some(words[layout::RECORD_STRUCTURE] as u32).filter(|&s| s != NOT_WHOLE),
+            order: (words[layout::RECORD_STRUCTURE] >> layout::RECORD_ORDER_SHIFT) as u8,
             code: words[layout::RECORD_CODE_ADDRESS],
         }
     }
@@ -302,10 +338,12 @@ impl Record {
 const _: () = {
     assert!(std::mem::size_of::<Entry>() == ENTRY_BYTES);
     assert!(std::mem::offset_of!(Entry, read_tag) == layout::ENTRY_READ_TAG);
+    assert!(std::mem::offset_of!(Entry, order) == layout::ENTRY_ORDER);
     assert!(std::mem::offset_of!(Entry, write_tag) == layout::ENTRY_WRITE_TAG);
     assert!(std::mem::offset_of!(Entry, read_hits) == layout::ENTRY_READ_HITS);
     assert!(std::mem::offset_of!(Entry, write_hits) == layout::ENTRY_WRITE_HITS);
     assert!(std::mem::offset_of!(Entry, dirty_pending) == layout::ENTRY_DIRTY_PENDING);
+    assert!(std::mem::size_of::<Cell<u64>>() == layout::SLOT_STRIDE);
     assert!(std::mem::size_of::<RecordCells>() == layout::RECORD_BYTES);
     // `append_record` writes the words in the record's order.
     assert!(
@@ -318,9 +356,10 @@ const _: () = {
     );
 };
 
-/// Repeat hits handed back to be counted: `(entry index, reads, writes)`; the simulating side
-/// keeps each entry's data structure (`Counting`, `counting.rs`), since it is known only once the
-/// access that took the entry over is simulated.
+/// Repeat hits handed back to be counted: `(slot, reads, writes)`, the slot numbered across
+/// the table (`entry * SLOTS + slot`); the simulating side keeps each slot's data structure
+/// (`Counting`, `counting.rs`), since it is known only once the access that took the slot over
+/// is simulated.
 pub(super) type Pending = (u32, u64, u64);
 
 impl Filter {
@@ -336,6 +375,9 @@ impl Filter {
         Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, write_hits);
     pub(super) const DIRTY_PENDING_OFFSET: usize =
         Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, dirty_pending);
+    pub(super) const ORDER_OFFSET: usize =
+        Self::ENTRIES_OFFSET + std::mem::offset_of!(Entry, order);
+    pub(super) const ORDER_TABLES_OFFSET: usize = std::mem::offset_of!(Filter, order_tables);
     const ENTRIES_OFFSET: usize = std::mem::offset_of!(Filter, entries);
     pub(super) const BATCH_POS_OFFSET: usize = std::mem::offset_of!(Filter, batch_pos);
     pub(super) const BATCH_END_OFFSET: usize = std::mem::offset_of!(Filter, batch_end);
@@ -355,6 +397,8 @@ impl Filter {
             entry_mask: Cell::new(0),
             key_slot: Cell::new(0),
             entries: [const { Entry::new() }; ENTRIES],
+            order_tables: [const { Cell::new(0) }; TABLES_BYTES],
+            usable: Cell::new(0),
             batch_pos: Cell::new(0),
             batch_end: Cell::new(0),
             batch_start: Cell::new(0),
@@ -377,6 +421,7 @@ impl Filter {
             && self.entry_mask.get() == 0
             && self.key_slot.get() == 0
             && self.entries.iter().all(Entry::is_free)
+            && self.usable.get() == 0
             && self.batch_pos.get() == 0
             && self.batch_end.get() == 0
             && self.batch_start.get() == 0
@@ -427,66 +472,99 @@ impl Filter {
         addr | self.tag_bits.get()
     }
 
-    /// Hands entry `i`'s pending dirty mark to `mark`, as the block to mark dirty.
+    /// The block of the slot tag `tag` (a tag's address bits shifted down by the line bits).
     #[inline(always)]
-    fn settle_entry(&self, i: usize, mark: impl FnOnce(u64)) {
-        let w = self.word(i);
-        self.settle_owner(w, self.entries[w].read_tag.get(), mark);
+    fn block_of(&self, tag: u64) -> u64 {
+        (tag & tag_key::ADDRESS_MASK) >> (self.line_bits.get() & 63)
     }
 
-    /// Hands the pending dirty mark of the entry in slot `w`, whose owner's tag is `owner`,
-    /// to `mark`.
+    /// Hands the pending dirty marks of entry `i`'s slots to `mark`, as the blocks to mark
+    /// dirty.
     #[inline(always)]
-    fn settle_owner(&self, w: usize, owner: u64, mark: impl FnOnce(u64)) {
-        if self.entries[w].dirty_pending.replace(0) != 0 {
-            mark((owner & tag_key::ADDRESS_MASK) >> (self.line_bits.get() & 63));
+    fn settle_entry(&self, i: usize, mut mark: impl FnMut(u64)) {
+        let e = &self.entries[self.word(i)];
+        for s in 0..SLOTS {
+            if e.dirty_pending[s].replace(0) != 0 {
+                mark(self.block_of(e.read_tag[s].get()));
+            }
         }
     }
 
-    /// Hands entry `i`'s pending hits to `take`.
+    /// Hands the pending hits of entry `i`'s slots to `take`.
     #[inline(always)]
-    fn drain_entry(&self, i: usize, take: impl FnOnce(Pending)) {
-        let w = self.word(i);
-        let (reads, writes) = (
-            self.entries[w].read_hits.replace(0),
-            self.entries[w].write_hits.replace(0),
-        );
+    fn drain_entry(&self, i: usize, mut take: impl FnMut(Pending)) {
+        let e = &self.entries[self.word(i)];
+        for s in 0..SLOTS {
+            self.drain_slot(i, e, s, &mut take);
+        }
+    }
+
+    /// Hands the pending hits of slot `s` of entry `i` (`e`) to `take`.
+    #[inline(always)]
+    fn drain_slot(&self, i: usize, e: &Entry, s: usize, take: impl FnOnce(Pending)) {
+        let (reads, writes) = (e.read_hits[s].replace(0), e.write_hits[s].replace(0));
         if reads | writes != 0 {
-            take((i as u32, reads, writes));
+            take(((i * SLOTS + s) as u32, reads, writes));
         }
     }
 
-    /// Empties entry `i`'s tags.
+    /// Empties entry `i`'s tags, and its order goes back to the identity.
     #[inline(always)]
     fn clear_entry(&self, i: usize) {
-        let w = self.word(i);
-        self.entries[w].read_tag.set(0);
-        self.entries[w].write_tag.set(0);
+        let e = &self.entries[self.word(i)];
+        for s in 0..SLOTS {
+            e.read_tag[s].set(0);
+            e.write_tag[s].set(0);
+        }
+        e.order.set(0);
+    }
+
+    /// The order byte after a use of slot `slot` in the order `before`.
+    #[inline(always)]
+    fn after_hit(&self, slot: usize, before: u8) -> u8 {
+        self.order_tables[order::AFTER_HIT + slot * order::TABLE_BYTES + usize::from(before)].get()
+    }
+
+    /// The slot a miss takes in the order `before`, and the order after.
+    #[inline(always)]
+    fn miss_in(&self, before: u8) -> (usize, u8) {
+        let b = usize::from(before);
+        (
+            usize::from(self.order_tables[order::VICTIM + b].get()) % SLOTS,
+            self.order_tables[order::AFTER_MISS + b].get(),
+        )
+    }
+
+    /// Entry `i`'s order byte now: the order the hits since the last access the runtime
+    /// simulated for it left.
+    #[inline(always)]
+    pub(super) fn order_of(&self, i: usize) -> u8 {
+        self.entries[self.word(i)].order.get()
     }
 
     /// Counts the access as a repeat hit if it is one; `false` means it must be simulated.
     #[inline(always)]
     pub(super) fn repeat_hit(&self, addr: u64, size: u32, write: bool) -> bool {
         let tag = self.tag(addr);
-        let i = self.word(self.index(addr));
-        // A read matches a clean or written entry, a write only a written one.
-        let owner = if write {
-            self.entries[i].write_tag.get()
-        } else {
-            self.entries[i].read_tag.get()
-        };
+        let e = &self.entries[self.word(self.index(addr))];
+        // A read matches a clean or written slot, a write only a written one.
+        let tags = if write { &e.write_tag } else { &e.read_tag };
         // Its last byte in the same line (a size of 0 counts as 1). The zero check keeps an
-        // explicit access to address 0 from matching an empty entry while the table is off.
+        // explicit access to address 0 from matching an empty slot while the table is off.
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        if owner != tag || self.tag(last) != tag || owner == 0 {
+        if self.tag(last) != tag || tag == 0 {
             return false;
         }
+        let Some(slot) = Entry::slot_of(tags, tag) else {
+            return false;
+        };
         let count = if write {
-            &self.entries[i].write_hits
+            &e.write_hits[slot]
         } else {
-            &self.entries[i].read_hits
+            &e.read_hits[slot]
         };
         count.set(count.get() + 1);
+        e.order.set(self.after_hit(slot, e.order.get()));
         true
     }
 
@@ -515,28 +593,29 @@ impl Filter {
         InlineView { filter: self, word }
     }
 
-    /// Whether the entry of `addr`'s block has a dirty mark pending.
+    /// Whether the slot of `addr`'s block has a dirty mark pending.
     #[cfg(test)]
     pub(super) fn dirty_pending(&self, addr: u64) -> bool {
-        self.entries[self.word(self.index(addr))]
-            .dirty_pending
-            .get()
-            != 0
+        let e = &self.entries[self.word(self.index(addr))];
+        Entry::slot_of(&e.read_tag, self.tag(addr)).is_some_and(|s| e.dirty_pending[s].get() != 0)
     }
 
-    /// A write within one line to a block that owns its entry clean: it hits the set's most
-    /// recent line, and simulating it only marks that line dirty. The entry is marked written
-    /// and `true` returned; `false` for any other access.
+    /// A write within one line to a block that owns its slot clean: it hits one of the set's
+    /// most recent lines, and simulating it only marks that line dirty and makes it the most
+    /// recent. The slot is marked written and made the entry's most recent, and returned;
+    /// `None` for any other access.
     #[inline(always)]
-    pub(super) fn clean_write(&self, addr: u64, size: u32) -> bool {
+    pub(super) fn clean_write(&self, addr: u64, size: u32) -> Option<usize> {
         let tag = self.tag(addr);
-        let i = self.word(self.index(addr));
+        let e = &self.entries[self.word(self.index(addr))];
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        if self.entries[i].read_tag.get() != tag || self.tag(last) != tag || tag == 0 {
-            return false;
+        if self.tag(last) != tag || tag == 0 {
+            return None;
         }
-        self.entries[i].write_tag.set(tag);
-        true
+        let slot = Entry::slot_of(&e.read_tag, tag)?;
+        e.write_tag[slot].set(tag);
+        e.order.set(self.after_hit(slot, e.order.get()));
+        Some(slot)
     }
 
     /// What the inline miss path `epcache cc` writes into instrumented code does, after its
@@ -566,9 +645,10 @@ impl Filter {
     }
 
     /// Appends the record of a one-line access to the batch if it has room, moving the old
-    /// owner's tag, hits and dirty mark into it: the access's block then owns the entry when
-    /// its line is whole (`structure` is its data structure, index + 1), and nothing does
-    /// when it is not (`None`). `code` is the access's code address.
+    /// owner of the slot it takes (its entry's least recent) into it with its hits and dirty
+    /// mark, and the entry's order before it: the access's block then owns the slot when its
+    /// line is whole (`structure` is its data structure, index + 1), and nothing does when it
+    /// is not (`None`). `code` is the access's code address.
     fn append_record(
         &self,
         addr: u64,
@@ -591,18 +671,22 @@ impl Filter {
         };
         let tag = self.tag(addr);
         let owner = if structure.is_some() { tag } else { 0 };
-        let i = self.word(self.index(addr));
-        let dirty = self.entries[i].dirty_pending.replace(0) != 0;
+        let e = &self.entries[self.word(self.index(addr))];
+        let before = e.order.get();
+        let (slot, after) = self.miss_in(before);
+        let dirty = e.dirty_pending[slot].replace(0) != 0;
         let meta = Record::meta(size, write) | u8::from(dirty) << layout::META_DIRTY_SHIFT;
         let words = [
             addr | u64::from(meta) << Record::META_SHIFT,
-            self.entries[i].read_tag.replace(owner),
-            self.entries[i].read_hits.replace(0),
-            self.entries[i].write_hits.replace(0),
-            structure.map_or(NOT_WHOLE, u64::from),
+            e.read_tag[slot].replace(owner),
+            e.read_hits[slot].replace(0),
+            e.write_hits[slot].replace(0),
+            u64::from(structure.unwrap_or(NOT_WHOLE))
+                | u64::from(before) << layout::RECORD_ORDER_SHIFT,
             code,
         ];
-        self.entries[i].write_tag.set(if write { owner } else { 0 });
+        e.write_tag[slot].set(if write { owner } else { 0 });
+        e.order.set(after);
         for (cell, w) in record.iter().zip(words) {
             cell.set(w);
         }
@@ -760,15 +844,17 @@ impl Filter {
         (entries >= 2 && entries.is_power_of_two()).then_some(entries as usize)
     }
 
-    /// Switches the table on for an L1 of `1 << line_bits`-byte lines in `sets` sets (what
+    /// Switches the table on for an L1 of `1 << line_bits`-byte lines in `sets` sets, with
+    /// `usable` lines an entry may hold (what
     /// [`epcache_sim::simulator::capture_path::CaptureFastPath::repeat_hit_shape`] admits), keyed with the tag word
     /// `word` the thread last synced to; a no-op when already on. It stays off (and `false` is
     /// returned) when [`Self::entries_for`] declines the shape, when every `tag_key` slot is
     /// taken, or when another thread's filter set another shape in the tag word.
-    pub(super) fn switch_on(&self, line_bits: u32, sets: u64, word: u64) -> bool {
+    pub(super) fn switch_on(&self, line_bits: u32, sets: u64, usable: usize, word: u64) -> bool {
         if self.on.get() {
             return true;
         }
+        let usable = usable.clamp(1, SLOTS);
         let Some(entries) = Self::entries_for(line_bits, sets) else {
             return false;
         };
@@ -799,6 +885,14 @@ impl Filter {
             offset_mask,
         ));
         self.set_shape(line_bits, entries);
+        for (cell, byte) in self
+            .order_tables
+            .iter()
+            .zip(order::OrderTables::new(usable).bytes())
+        {
+            cell.set(byte);
+        }
+        self.usable.set(usable as u8);
         self.install_batch(Some(new_batch(BATCH_RECORDS)));
         self.on.set(true);
         true
@@ -833,7 +927,7 @@ impl Filter {
         }
         for e in 0..self.used() {
             let entry = &self.entries[self.word(e)];
-            for tag in [&entry.read_tag, &entry.write_tag] {
+            for tag in entry.read_tag.iter().chain(&entry.write_tag) {
                 if tag.get() != 0 {
                     tag.set(tag_key::rekeyed(tag.get(), word));
                 }
@@ -858,6 +952,7 @@ impl Filter {
         self.line_bits.set(0);
         self.spread.set(0);
         self.entry_mask.set(0);
+        self.usable.set(0);
         self.install_batch(None);
         self.forget_whole_lines();
         self.on.set(false);
@@ -875,7 +970,7 @@ impl Filter {
 
     /// Hands every pending count to `take` and every pending dirty mark to `mark`; with
     /// `forget`, also empties the table (after the simulator was replaced, or when data
-    /// structures changed).
+    /// structures changed). The caller applies each entry's order first (`Self::order_of`).
     pub(super) fn flush(
         &self,
         forget: bool,
@@ -887,13 +982,18 @@ impl Filter {
             self.forget_whole_lines();
         }
         for i in 0..self.used().min(ENTRIES) {
+            let e = &self.entries[self.word(i)];
             if forget {
                 // The tags go first: from then on a signal handler's inline test cannot count
                 // into the entry being emptied, which switching off requires empty.
-                let w = self.word(i);
-                let owner = self.entries[w].read_tag.replace(0);
-                self.entries[w].write_tag.set(0);
-                self.settle_owner(w, owner, &mut mark);
+                let owners: [u64; SLOTS] = std::array::from_fn(|s| e.read_tag[s].replace(0));
+                for s in 0..SLOTS {
+                    e.write_tag[s].set(0);
+                    if e.dirty_pending[s].replace(0) != 0 {
+                        mark(self.block_of(owners[s]));
+                    }
+                }
+                e.order.set(0);
             } else {
                 self.settle_entry(i, &mut mark);
             }
@@ -901,10 +1001,10 @@ impl Filter {
         }
     }
 
-    /// Before the simulator runs a one-line access to `block`: the pending dirty mark of the
-    /// block's entry, if any, is handed to `mark` (the block to mark dirty).
+    /// Before the simulator runs a one-line access to `block`: the pending dirty marks of the
+    /// block's entry, if any, are handed to `mark` (the blocks to mark dirty).
     #[inline(always)]
-    pub(super) fn settle(&self, block: u64, mark: impl FnOnce(u64)) {
+    pub(super) fn settle(&self, block: u64, mark: impl FnMut(u64)) {
         self.settle_entry(self.index(self.address(block)), mark);
     }
 
@@ -920,7 +1020,7 @@ impl Filter {
     }
 
     /// The indices of the entries an access's lines map to, each once.
-    fn indices(&self, addr: u64, size: u32) -> impl Iterator<Item = usize> + use<> {
+    pub(super) fn indices(&self, addr: u64, size: u32) -> impl Iterator<Item = usize> + use<> {
         let used = self.used().min(ENTRIES);
         let bits = self.line_bits.get() & 63;
         let first = addr >> bits;
@@ -933,9 +1033,11 @@ impl Filter {
         (0..count).map(move |k| (first as usize).wrapping_add(k) % used)
     }
 
-    /// After the simulator ran a one-line access to `block`: the block owns its set's entry
-    /// now if its line is `whole` (all its bytes in one data structure, or in none), else the
-    /// entry is emptied. The previous owner's pending counts are handed to `take`.
+    /// After the simulator ran a one-line access to `block`: the block's slot becomes its
+    /// entry's most recent, or, if it has none, it takes the least recent slot over, as the
+    /// inline miss path does (with a tag only if its line is `whole`: all its bytes in one data
+    /// structure, or in none), the slot's previous owner's pending counts handed to `take`.
+    /// Returns the slot (numbered across the table, as [`Pending`]'s), `None` while off.
     #[inline(always)]
     pub(super) fn take_over(
         &self,
@@ -943,31 +1045,47 @@ impl Filter {
         write: bool,
         whole: bool,
         take: impl FnOnce(Pending),
-    ) {
+    ) -> Option<usize> {
         if !self.on.get() {
-            return;
+            return None;
         }
         let addr = self.address(block);
-        let e = self.index(addr);
-        let w = self.word(e);
+        let i = self.index(addr);
+        let e = &self.entries[self.word(i)];
         let tag = self.tag(addr);
-        match whole {
+        let before = e.order.get();
+        let slot = match Entry::slot_of(&e.read_tag, tag) {
             // The same block keeps its pending hits and its written mark.
-            true if self.entries[w].read_tag.get() == tag => {}
-            true => {
-                self.drain_entry(e, take);
-                self.entries[w].read_tag.set(tag);
-                self.entries[w].write_tag.set(0);
+            Some(slot) => {
+                e.order.set(self.after_hit(slot, before));
+                if !whole {
+                    self.drain_slot(i, e, slot, take);
+                    e.read_tag[slot].set(0);
+                    e.write_tag[slot].set(0);
+                    return Some(i * SLOTS + slot);
+                }
+                slot
             }
-            false => {
-                self.drain_entry(e, take);
-                self.clear_entry(e);
-                return;
+            None => {
+                let (slot, after) = self.miss_in(before);
+                debug_assert!(
+                    e.dirty_pending[slot].get() == 0,
+                    "settled before the access"
+                );
+                self.drain_slot(i, e, slot, take);
+                e.read_tag[slot].set(if whole { tag } else { 0 });
+                e.write_tag[slot].set(0);
+                e.order.set(after);
+                if !whole {
+                    return Some(i * SLOTS + slot);
+                }
+                slot
             }
-        }
+        };
         if write {
-            self.entries[w].write_tag.set(tag);
+            e.write_tag[slot].set(tag);
         }
+        Some(i * SLOTS + slot)
     }
 
     /// After the simulator ran an access over several lines (or straddling two), whose
@@ -979,7 +1097,10 @@ impl Filter {
         }
         for i in self.indices(addr, size) {
             debug_assert!(
-                self.entries[self.word(i)].dirty_pending.get() == 0,
+                self.entries[self.word(i)]
+                    .dirty_pending
+                    .iter()
+                    .all(|d| d.get() == 0),
                 "settled before the access"
             );
             self.drain_entry(i, &mut take);
@@ -1007,21 +1128,32 @@ impl epcache_inline::model::SiteMemory for InlineView<'_> {
     }
     fn entry(&self, offset: u32) -> epcache_inline::model::Entry {
         let e = &self.filter.entries[offset as usize / ENTRY_BYTES];
+        let get = |cells: &[Cell<u64>; SLOTS]| std::array::from_fn(|s| cells[s].get());
         epcache_inline::model::Entry {
-            read_tag: e.read_tag.get(),
-            write_tag: e.write_tag.get(),
-            read_hits: e.read_hits.get(),
-            write_hits: e.write_hits.get(),
-            dirty_pending: e.dirty_pending.get(),
+            read_tag: get(&e.read_tag),
+            order: e.order.get(),
+            read_hits: get(&e.read_hits),
+            write_hits: get(&e.write_hits),
+            write_tag: get(&e.write_tag),
+            dirty_pending: get(&e.dirty_pending),
         }
     }
     fn set_entry(&mut self, offset: u32, entry: epcache_inline::model::Entry) {
         let e = &self.filter.entries[offset as usize / ENTRY_BYTES];
-        e.read_tag.set(entry.read_tag);
-        e.write_tag.set(entry.write_tag);
-        e.read_hits.set(entry.read_hits);
-        e.write_hits.set(entry.write_hits);
-        e.dirty_pending.set(entry.dirty_pending);
+        let set = |cells: &[Cell<u64>; SLOTS], values: [u64; SLOTS]| {
+            for (cell, value) in cells.iter().zip(values) {
+                cell.set(value);
+            }
+        };
+        set(&e.read_tag, entry.read_tag);
+        e.order.set(entry.order);
+        set(&e.read_hits, entry.read_hits);
+        set(&e.write_hits, entry.write_hits);
+        set(&e.write_tag, entry.write_tag);
+        set(&e.dirty_pending, entry.dirty_pending);
+    }
+    fn order_table(&self, offset: usize) -> u8 {
+        self.filter.order_tables[offset].get()
     }
     fn whole_lines(&self, slot: usize) -> epcache_inline::model::WholeLines {
         epcache_inline::model::WholeLines {
@@ -1115,6 +1247,14 @@ mod tests {
         f.set_shape(line_bits, entries);
         f.tag_bits
             .set(tag_key::word_of(key, (1 << line_bits) - 1, f.offset_mask()));
+        for (cell, byte) in f
+            .order_tables
+            .iter()
+            .zip(order::OrderTables::new(SLOTS).bytes())
+        {
+            cell.set(byte);
+        }
+        f.usable.set(SLOTS as u8);
     }
 
     /// The inline test's read path, by its model (`epcache_inline::model`): the offset from
@@ -1274,7 +1414,9 @@ mod tests {
         f.tag_bits.set(old);
         let mut pending = Vec::new();
         f.flush(true, |p| pending.push(p), |_| {});
-        assert_eq!(pending, [(((addr >> 6) & 63) as u32, 2, 0)]);
+        // An empty entry's first owner takes its least recent slot, the last.
+        let slot = ((addr >> 6) & 63) as usize * SLOTS + SLOTS - 1;
+        assert_eq!(pending, [(slot as u32, 2, 0)]);
         // Emptied (capture switched off empties it first): nothing matches, whatever the key.
         assert!(!inline_read(&f, addr, 8));
         f.switch_off();
@@ -1306,13 +1448,23 @@ mod tests {
             (ThreadWord::InMiss, std::mem::size_of_val(&f.in_miss), 1),
             (
                 ThreadWord::ReadTags,
-                std::mem::size_of_val(&f.entries[0].read_tag),
+                std::mem::size_of_val(&f.entries[0].read_tag[0]),
                 f.entries.len(),
             ),
             (
                 ThreadWord::DirtyPending,
-                std::mem::size_of_val(&f.entries[0].dirty_pending),
+                std::mem::size_of_val(&f.entries[0].dirty_pending[0]),
                 f.entries.len(),
+            ),
+            (
+                ThreadWord::Order,
+                std::mem::size_of_val(&f.entries[0].order),
+                f.entries.len(),
+            ),
+            (
+                ThreadWord::OrderTables,
+                std::mem::size_of_val(&f.order_tables[0]),
+                f.order_tables.len(),
             ),
         ] {
             assert_eq!((bytes, count), (word.bytes(), word.values().0), "{word:?}");
@@ -1320,6 +1472,7 @@ mod tests {
         // The symbols of the entry's words are entry 0's, at the layout's offsets.
         for (word, offset) in [
             (ThreadWord::ReadTags, Filter::READ_TAGS_OFFSET),
+            (ThreadWord::Order, Filter::ORDER_OFFSET),
             (ThreadWord::WriteTags, Filter::WRITE_TAGS_OFFSET),
             (ThreadWord::ReadHits, Filter::READ_HITS_OFFSET),
             (ThreadWord::WriteHits, Filter::WRITE_HITS_OFFSET),
@@ -1334,19 +1487,11 @@ mod tests {
         assert_eq!(Filter::ENTRIES_OFFSET % ENTRY_BYTES, 0);
     }
 
-    /// Every entry's words, in order.
-    fn entry_words(f: &Filter) -> Vec<[u64; 5]> {
+    /// Every entry's words and order byte, in order.
+    fn entry_words(f: &Filter) -> Vec<(Vec<u64>, u8)> {
         f.entries
             .iter()
-            .map(|e| {
-                [
-                    e.read_tag.get(),
-                    e.write_tag.get(),
-                    e.read_hits.get(),
-                    e.write_hits.get(),
-                    e.dirty_pending.get(),
-                ]
-            })
+            .map(|e| (e.words().map(Cell::get).collect(), e.order.get()))
             .collect()
     }
 
@@ -1367,8 +1512,14 @@ mod tests {
         use epcache_inline::model::{self, Registers};
         let page = 0x7f00_0000_1000;
         let (runtime, modelled) = (table_with_batch(32, page), table_with_batch(32, page));
+        // Sixteen pages, more lines than the table holds; the second page half whole, and
+        // pages 2 to 15 whole.
         for f in [&runtime, &modelled] {
             f.remember_whole_lines(page + 4096, page + 4096, page + 6144, 5);
+            for p in 2..16 {
+                let at = page + p * 4096;
+                f.remember_whole_lines(at, at, at + 4096, 6);
+            }
         }
         let word = runtime.tag_bits.get();
         let regs = Registers::loaded(word);
@@ -1381,7 +1532,7 @@ mod tests {
             // Two pages, the second half whole; now and then a page whose slot the first's
             // holds (not whole).
             let far = if x >> 40 & 15 == 0 { 64 * 4096 } else { 0 };
-            let addr = page + far + (x >> 16) % 8192;
+            let addr = page + far + (x >> 16) % (16 * 4096);
             let access = Access { size, write };
             let hit = model::hit_test(&mut runtime.inline_view(word), regs, access, addr);
             let hit_modelled = model::hit_test(&mut modelled.inline_view(word), regs, access, addr);

@@ -186,9 +186,9 @@ impl HookBlock {
     /// whether it is on. If the word or the epoch changed since the sync, a rekey may have
     /// picked the key before the filter's slot held it: the thread is then sent to sync again
     /// before its next access (`tag_key.rs`).
-    pub(super) fn switch_filter_on(&self, line_bits: u32, sets: u64) -> bool {
+    pub(super) fn switch_filter_on(&self, line_bits: u32, sets: u64, usable: usize) -> bool {
         let word = self.seen_word.get();
-        if !self.filter.switch_on(line_bits, sets, word) {
+        if !self.filter.switch_on(line_bits, sets, usable, word) {
             return false;
         }
         if TAG_WORD.load(Ordering::SeqCst) != word

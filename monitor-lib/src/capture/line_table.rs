@@ -7,7 +7,7 @@
 //! test) without the access's address of code, and giving them one would cost the hit path. So
 //! a line's accesses and hits are not known; its misses are, exactly, as far as the access
 //! carries its code address. Every path carries it: the hook call's return address, and the
-//! inline miss path's and the pipeline's batch records hold the same address (inline ABI v8's
+//! inline miss path's and the pipeline's batch records hold the same address (inline ABI v9's
 //! code-address word). pc 0 stands for "unknown": only the explicit `epcache_read`/`write`
 //! calls of the runtime's Rust API give it (code built without `-g` has addresses, but no
 //! lines to name them by).

@@ -76,12 +76,12 @@ pub(super) fn simulate(addr: u64, size: u32, kind: AccessKind, pc: u64) {
     });
 }
 
-/// A write of a thread known to capture that the filter found to hit a clean line it owns
-/// (`Filter::clean_write`), simulated and counted without the rest of the path.
+/// A write of a thread known to capture that the filter found to hit a clean line it owns in
+/// slot `slot` (`Filter::clean_write`), simulated and counted without the rest of the path.
 #[inline(always)]
-pub(super) fn clean_write(addr: u64, size: u32, pc: u64) {
+pub(super) fn clean_write(addr: u64, size: u32, slot: usize, pc: u64) {
     let _busy = RuntimeGuard::enter_capturing();
-    with_existing_capture(|c| c.clean_write(addr, size, pc));
+    with_existing_capture(|c| c.clean_write(addr, size, slot, pc));
 }
 
 /// A thread's first simulated access: its capture is created, then the access simulated.

@@ -99,10 +99,12 @@ macro_rules! inline_abi_words {
 inline_abi_words!(
     synced_word = HOOKS + HookBlock::SYNCED_WORD_OFFSET,
     read_tags = FILTER + Filter::READ_TAGS_OFFSET,
+    order = FILTER + Filter::ORDER_OFFSET,
     write_tags = FILTER + Filter::WRITE_TAGS_OFFSET,
     read_hits = FILTER + Filter::READ_HITS_OFFSET,
     write_hits = FILTER + Filter::WRITE_HITS_OFFSET,
     dirty_pending = FILTER + Filter::DIRTY_PENDING_OFFSET,
+    order_tables = FILTER + Filter::ORDER_TABLES_OFFSET,
     batch_pos = FILTER + Filter::BATCH_POS_OFFSET,
     batch_end = FILTER + Filter::BATCH_END_OFFSET,
     in_miss = FILTER + Filter::IN_MISS_OFFSET,

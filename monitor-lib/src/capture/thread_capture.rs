@@ -474,10 +474,16 @@ impl ThreadCapture {
 
     /// `Counting::clean_write`, out of line for the same reason as [`Self::access`].
     #[inline(never)]
-    pub(super) fn clean_write(&mut self, addr: u64, size: u32, pc: u64) {
+    pub(super) fn clean_write(&mut self, addr: u64, size: u32, slot: usize, pc: u64) {
         if let Some(core) = self.core() {
-            core.counting
-                .clean_write(&mut core.simulator, &mut core.monitoring, addr, size, pc);
+            core.counting.clean_write(
+                &mut core.simulator,
+                &mut core.monitoring,
+                addr,
+                size,
+                slot,
+                pc,
+            );
         }
     }
 }

@@ -632,7 +632,7 @@ fn a_link_against_a_runtime_older_than_epcache_says_so() {
     let source = source.to_str().unwrap();
     let stderr = cc_failing(dir.path(), "libold.a", &["gcc", "-O2", source, "-o", "sum"]);
     assert!(
-        stderr.contains("undefined reference to `epcache_inline_v8_"),
+        stderr.contains("undefined reference to `epcache_inline_v9_"),
         "{stderr}"
     );
     assert!(

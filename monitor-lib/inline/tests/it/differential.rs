@@ -150,7 +150,10 @@ impl FakeBlock {
         let _ = writeln!(s, "#define TAG_WORD_SYMBOL {TAG_WORD_SYMBOL}");
         // The order tables of every count of usable slots, the `K` command's choice.
         let _ = writeln!(s, "#define TABLES_BYTES {TABLES_BYTES}u");
-        let _ = writeln!(s, "static const unsigned char order_tables[{SLOTS}][{TABLES_BYTES}] = {{");
+        let _ = writeln!(
+            s,
+            "static const unsigned char order_tables[{SLOTS}][{TABLES_BYTES}] = {{"
+        );
         for usable in 1..=SLOTS {
             let bytes = OrderTables::new(usable).bytes();
             let list: Vec<String> = bytes.iter().map(u8::to_string).collect();

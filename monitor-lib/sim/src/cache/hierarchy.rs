@@ -673,7 +673,12 @@ impl Hierarchy {
     #[cold]
     #[inline(never)]
     fn mark_l1_dirty_searched(&mut self, block: u64) -> bool {
-        self.data.levels[0].cache.probe_hit(block, true)
+        self.data.levels[0].cache.mark_dirty(block)
+    }
+
+    /// Makes L1's line `block` its set's most recent, counting nothing; whether it was in L1.
+    pub(crate) fn make_l1_recent(&mut self, block: u64) -> bool {
+        self.data.levels[0].cache.probe_hit(block, false)
     }
 
     /// [`Self::l1_hit`] that looks only at the line `addr`'s set used last: a hit there is

@@ -168,17 +168,26 @@ fn run_lines<
     done
 }
 
-/// One access of a run of `run_steps` (the hierarchy's step loop), with a line of L1 to mark
-/// modified before it: a write another layer counted as a hit on its set's most recent line and
-/// left for the simulator to settle (the runtime's repeat-hit filter does).
+/// One access of a run of `run_steps` (the hierarchy's step loop), with lines of L1 to make the
+/// most recent and a line to mark modified before it: hits another layer counted on its set's
+/// most recent lines, whose order it kept, and a write it counted there and left for the
+/// simulator to settle (the runtime's repeat-hit filter does).
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
     pub addr: u64,
     pub size: u32,
     pub kind: AccessKind,
-    /// The block (address >> line bits) to mark dirty in L1 first, if any.
+    /// Blocks (addresses >> line bits) of L1 to make their sets' most recent first, in this
+    /// order, up to the first [`NO_BLOCK`]; each must be in L1.
+    pub recent_first: [u64; RECENT_FIRST],
+    /// The block to mark dirty in L1 first, if any, which keeps its place in its set.
     pub dirty_first: Option<u64>,
 }
+
+/// Blocks a [`Step`] may make the most recent before its access.
+pub const RECENT_FIRST: usize = 4;
+/// What ends a [`Step::recent_first`] list shorter than [`RECENT_FIRST`].
+pub const NO_BLOCK: u64 = u64::MAX;
 
 /// Where a run of `run_steps` takes its accesses one at a time, and whom it tells each
 /// one's outcome: a source that keeps its own per-access state (the runtime's staged records)
@@ -257,12 +266,23 @@ fn run_step_lines<
     let (mut simulated, mut writes) = (0u64, 0u64);
     let mut stopped = None;
     while let Some((step, context)) = steps.next_step::<LINE_BITS>() {
+        for recent in step.recent_first {
+            if recent == NO_BLOCK {
+                break;
+            }
+            // A hit that marks nothing dirty: the line becomes its set's most recent.
+            let present = shape1.hit(&mut sets1[(recent & k.l1_mask) as usize], recent, false);
+            debug_assert!(present, "line {recent:#x} to make recent is not in L1");
+        }
         if let Some(dirty) = step.dirty_first {
-            // As `Hierarchy::mark_l1_dirty`: the line is its set's most recent, which `hit`
-            // tries first; a line found elsewhere is also made the most recent. (Indexed: the
-            // masked index is in bounds, `for_loop`.)
-            let present = shape1.hit(&mut sets1[(dirty & k.l1_mask) as usize], dirty, true);
-            debug_assert!(present, "line {dirty:#x} to mark dirty is not in L1");
+            // As `Hierarchy::mark_l1_dirty`: the line keeps its place. (Indexed: the masked
+            // index is in bounds, `for_loop`.)
+            let set = &mut sets1[(dirty & k.l1_mask) as usize];
+            let way = shape1.find_in(set, dirty);
+            debug_assert!(way.is_some(), "line {dirty:#x} to mark dirty is not in L1");
+            if let Some(way) = way {
+                shape1.set_dirty(set, way);
+            }
         }
         let (addr, kind) = (step.addr, step.kind);
         let block = addr >> bits;

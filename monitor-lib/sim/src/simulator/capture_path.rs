@@ -15,14 +15,15 @@
 //! `simulator.rs` compare the two on random streams).
 
 use super::Simulator;
-pub use crate::cache::two_level::{Step, Steps};
+pub use crate::cache::two_level::{NO_BLOCK, RECENT_FIRST, Step, Steps};
 use crate::cache::{AccessKind, AccessOutcome, Watch};
 
 /// What the runtime's capture needs of a [`Simulator`] beyond its general API (see the
 /// [module documentation](self)); implemented by [`Simulator`] alone.
 pub trait CaptureFastPath {
     /// Simulates the accesses `steps` gives, in order, exactly as [`Self::access_line`] would
-    /// each (after marking its `dirty_first` line modified, as [`Self::mark_l1_dirty`]), and
+    /// each (after making its `recent_first` lines the most recent, as [`Self::make_l1_recent`],
+    /// and marking its `dirty_first` line modified, as [`Self::mark_l1_dirty`]), and
     /// tells `steps` each one's outcome. On the two-level shape with no analysis they go
     /// through the hierarchy's step loop, with its stores' constants in registers; otherwise
     /// one at a time.
@@ -54,27 +55,31 @@ pub trait CaptureFastPath {
     /// used again (so an eviction writes it back). The line must be in L1.
     fn mark_l1_dirty(&mut self, block: u64);
 
+    /// Makes L1's line `block` (an address shifted right by L1's line bits) its set's most
+    /// recent, counting nothing. For a caller that counted hits on its sets' most recent lines
+    /// itself and kept their order, under [`Self::repeat_hit_shape`]: it replays the order
+    /// before the set is used again. The line must be in L1.
+    fn make_l1_recent(&mut self, block: u64);
+
     /// Whether an L1 hit of either kind may be left unsimulated by a caller that knows it
     /// changes no cache state (a repeat of the line its set used last): no event counts L1
     /// hits now and no analysis watches the stream. Such a caller must count the hits it
     /// skips itself, and ask again whenever the event set or the analyses change.
     fn l1_hits_unobserved(&self) -> bool;
 
-    /// L1's line bits and set count when the hierarchy's shape makes a repeat hit free of
-    /// state: an access within one L1 line whose block is the one its L1 set used last (and,
-    /// for a write, that was written since it became so) hits, and simulating it changes
-    /// nothing but L1's hit count. That holds when L1 is write-back with a power-of-two number
-    /// of sets (a repeated hit on the most recent way is idempotent under LRU, tree-PLRU and
-    /// random replacement, and only an access to the set changes it) and no level below is
-    /// inclusive (whose evictions would reach back into other L1 sets); the shape also needs
-    /// two sets at least (see below). `None` otherwise.
-    fn repeat_hit_shape(&self) -> Option<(u32, u64)>;
+    /// L1's shape when it lets a caller count repeat hits itself ([`RepeatHitShape`]), `None`
+    /// otherwise: L1 is write-back with a power-of-two number of sets, two at least (see
+    /// below), and no level below is inclusive (whose evictions would reach back into L1 sets).
+    fn repeat_hit_shape(&self) -> Option<RepeatHitShape>;
 }
 
 impl CaptureFastPath for Simulator {
     fn simulate_steps<T: Steps>(&mut self, steps: &mut T) {
         if self.analyses.is_some() || !self.hierarchy.two_level() {
             while let Some((step, context)) = steps.next_step::<0>() {
+                for block in step.recent_first.into_iter().take_while(|&b| b != NO_BLOCK) {
+                    self.make_l1_recent(block);
+                }
                 if let Some(block) = step.dirty_first {
                     self.mark_l1_dirty(block);
                 }
@@ -137,13 +142,19 @@ impl CaptureFastPath for Simulator {
         debug_assert!(present, "line {block:#x} is not in L1");
     }
 
+    #[inline(always)]
+    fn make_l1_recent(&mut self, block: u64) {
+        let present = self.hierarchy.make_l1_recent(block);
+        debug_assert!(present, "line {block:#x} is not in L1");
+    }
+
     fn l1_hits_unobserved(&self) -> bool {
         self.analyses.is_none()
             && !self.monitor.counts_l1_hit(AccessKind::Read)
             && !self.monitor.counts_l1_hit(AccessKind::Write)
     }
 
-    fn repeat_hit_shape(&self) -> Option<(u32, u64)> {
+    fn repeat_hit_shape(&self) -> Option<RepeatHitShape> {
         let spec = self.hierarchy.spec();
         let l1 = spec.data.first()?;
         let sets = l1.geometry.sets();
@@ -155,8 +166,37 @@ impl CaptureFastPath for Simulator {
             && sets >= 2
             && l1.geometry.line_bits() >= 3
             && spec.data.iter().skip(1).all(|l| !l.inclusive);
-        fits.then(|| (l1.geometry.line_bits(), sets))
+        // Under LRU every one of a set's `ways` most recent lines is still in it; under
+        // tree-PLRU or random replacement only the most recent one surely is.
+        let recent_lines = match l1.replacement {
+            crate::cache::Replacement::Lru => l1.geometry.assoc,
+            _ => 1,
+        };
+        fits.then(|| RepeatHitShape {
+            line_bits: l1.geometry.line_bits(),
+            sets,
+            recent_lines,
+        })
     }
+}
+
+/// An L1 under which a caller may count repeat hits itself ([`CaptureFastPath::repeat_hit_shape`]):
+/// an access within one line whose block is one of its set's `recent_lines` most recently used
+/// (and, for a write, was written since it became so) hits, and simulating it would change
+/// nothing but L1's hit count and the order of those lines. So a caller that counts such hits
+/// itself, keeps their order and, before the set is next used, makes the lines the most recent
+/// in that order ([`CaptureFastPath::make_l1_recent`]) leaves the simulator as it would have
+/// been. Under LRU that holds for all of a set's ways: none of its `ways` most recent lines can
+/// have been evicted. Under tree-PLRU and random replacement it holds for the most recent line
+/// only (a repeated hit on it is idempotent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepeatHitShape {
+    /// log2 of L1's line size.
+    pub line_bits: u32,
+    /// L1's sets (a power of two, at least two).
+    pub sets: u64,
+    /// How many of a set's most recent lines a repeat hit may be on.
+    pub recent_lines: u32,
 }
 
 /// The fast paths' out-of-line and shared parts.
