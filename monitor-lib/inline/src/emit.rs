@@ -590,10 +590,10 @@ mod tests {
             let order = entry_word("order", 0);
             let tables = "%fs:epcache_inline_v9_order_tables@tpoff";
             assert!(
-                miss.contains(&format!(
+                miss.contains(
                     "\tmovl\t%fs:epcache_inline_v9_whole_structure@tpoff(,%rcx,4), %ecx\n\
                      \tincb\t%fs:epcache_inline_v9_in_miss@tpoff\n"
-                )),
+                ),
                 "{miss}"
             );
             assert!(

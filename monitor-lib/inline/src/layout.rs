@@ -250,7 +250,7 @@ const _: () = {
     assert!(SLOT_STRIDE == 8 && SLOT_STRIDE == 1 << OFFSET_SCALE_SHIFT);
     // The read tags and the order byte share the first host line, the hits the second, the
     // write tags and dirty marks the third.
-    assert!(ENTRY_ORDER + 1 <= 64 && ENTRY_READ_TAG + SLOTS * SLOT_STRIDE <= ENTRY_ORDER);
+    assert!(ENTRY_ORDER < 64 && ENTRY_READ_TAG + SLOTS * SLOT_STRIDE <= ENTRY_ORDER);
     assert!(ENTRY_READ_HITS == 64 && ENTRY_WRITE_HITS + SLOTS * SLOT_STRIDE == 128);
     assert!(ENTRY_DIRTY_PENDING + SLOTS * SLOT_STRIDE <= 192 && 192 <= ENTRY_BYTES);
     // The order byte goes into the structure word's fifth byte, above any structure.

@@ -6,11 +6,19 @@
 //! the repeat-hit filter (`filter.rs`) answers them, inline or in the hooks, with an increment.
 //! What reaches [`Counting::access`] is simulated through the one-line path
 //! (`Simulator::access_in_line`, outcomes as event bits in a register), counted per level and
-//! per data structure (`Monitoring::count_bits`), and its block takes over its set's filter
-//! entry; the old owner's hits are counted then, for the old owner's data structure, which is
-//! why each entry's data structure lives here rather than in the filter: a record not yet
-//! simulated leaves it behind the filter. A pending dirty mark of the inline test is settled
-//! (`Filter::settle`, `Simulator::mark_l1_dirty`) before an access that could evict its line.
+//! per data structure (`Monitoring::count_bits`), and its block takes over a slot of its set's
+//! filter entry; the slot's old owner's hits are counted then, for the old owner's data
+//! structure, which is why each slot's data structure lives here rather than in the filter: a
+//! record not yet simulated leaves it behind the filter. A pending dirty mark of the inline test
+//! is settled (`Filter::settle`, `Simulator::mark_l1_dirty`) before an access that could evict
+//! its line.
+//!
+//! The filter counts hits on any of a set's few most recent lines and keeps only their order,
+//! so this side keeps which line each slot stands for (`Counting::slot_blocks`) and, before the
+//! simulator next uses a set, makes those lines the most recent in the entry's order
+//! (`Counting::recent_first`: from a record's order byte, or the filter's own on the runtime's
+//! path), unless the simulator follows that order already. L1's LRU state is then what
+//! simulating every hit would have left, and the next miss evicts what it would have.
 //!
 //! Records the inline miss path batched are simulated before anything else touches the
 //! simulator or the counts (before an access the runtime simulates itself, a clean write, and

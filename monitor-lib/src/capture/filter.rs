@@ -987,10 +987,10 @@ impl Filter {
                 // The tags go first: from then on a signal handler's inline test cannot count
                 // into the entry being emptied, which switching off requires empty.
                 let owners: [u64; SLOTS] = std::array::from_fn(|s| e.read_tag[s].replace(0));
-                for s in 0..SLOTS {
+                for (s, owner) in owners.into_iter().enumerate() {
                     e.write_tag[s].set(0);
                     if e.dirty_pending[s].replace(0) != 0 {
-                        mark(self.block_of(owners[s]));
+                        mark(self.block_of(owner));
                     }
                 }
                 e.order.set(0);

@@ -1,5 +1,5 @@
 //! Every site variant, written out, against `data/sites.s`: the sequence exactly as `epcache cc`
-//! wrote it when its speed was last measured (the figures in ARCHITECTURE.md). A change
+//! wrote it when its speed was last measured (the figures in docs/performance.md). A change
 //! to the emitted instructions fails here; one made on purpose updates the file with the
 //! measurement that justifies it.
 
