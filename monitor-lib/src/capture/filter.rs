@@ -884,7 +884,18 @@ impl Filter {
             line_low,
             offset_mask,
         ));
-        self.set_shape(line_bits, entries);
+        self.set_shape(line_bits, entries, usable);
+        self.install_batch(Some(new_batch(BATCH_RECORDS)));
+        self.on.set(true);
+        true
+    }
+
+    /// Where each entry's words sit for `entries` entries of `1 << line_bits`-byte lines (as
+    /// [`Self::entries_for`] gives them), and the order tables for `usable` slots an entry.
+    fn set_shape(&self, line_bits: u32, entries: usize, usable: usize) {
+        self.line_bits.set(line_bits);
+        self.spread.set(line_bits - SHORTEST_LINE_BITS);
+        self.entry_mask.set(entries as u32 - 1);
         for (cell, byte) in self
             .order_tables
             .iter()
@@ -893,17 +904,6 @@ impl Filter {
             cell.set(byte);
         }
         self.usable.set(usable as u8);
-        self.install_batch(Some(new_batch(BATCH_RECORDS)));
-        self.on.set(true);
-        true
-    }
-
-    /// Where each entry's words sit for `entries` entries of `1 << line_bits`-byte lines (as
-    /// [`Self::entries_for`] gives them).
-    fn set_shape(&self, line_bits: u32, entries: usize) {
-        self.line_bits.set(line_bits);
-        self.spread.set(line_bits - SHORTEST_LINE_BITS);
-        self.entry_mask.set(entries as u32 - 1);
     }
 
     /// `entry_mask << line_bits`: `addr & mask` is the byte offset of `addr`'s entry in the
@@ -1244,17 +1244,9 @@ mod tests {
     /// Shapes `f` for `entries` entries of `1 << line_bits`-byte lines with the made-up key
     /// `key`, as `switch_on` does without taking a key slot or touching the tag word.
     fn shape_keyed(f: &Filter, line_bits: u32, entries: usize, key: u8) {
-        f.set_shape(line_bits, entries);
+        f.set_shape(line_bits, entries, SLOTS);
         f.tag_bits
             .set(tag_key::word_of(key, (1 << line_bits) - 1, f.offset_mask()));
-        for (cell, byte) in f
-            .order_tables
-            .iter()
-            .zip(order::OrderTables::new(SLOTS).bytes())
-        {
-            cell.set(byte);
-        }
-        f.usable.set(SLOTS as u8);
     }
 
     /// The inline test's read path, by its model (`epcache_inline::model`): the offset from
