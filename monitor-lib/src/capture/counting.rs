@@ -137,8 +137,9 @@ impl Core {
         if let Some(shape) = shape
             && with_hooks(|h| h.switch_filter_on(shape.line_bits, shape.sets, usable_slots(shape)))
         {
+            let usable = usable_slots(shape);
             self.counting
-                .filter_switched_on(shape.line_bits, shape.sets, usable_slots(shape));
+                .filter_switched_on(shape.line_bits, shape.sets, usable);
             self.filter_on = true;
         } else {
             self.flush_filter(true);

@@ -1055,14 +1055,12 @@ impl Filter {
         let tag = self.tag(addr);
         let before = e.order.get();
         let slot = match Entry::slot_of(&e.read_tag, tag) {
-            // The same block keeps its pending hits and its written mark.
+            // The same block keeps its pending hits and its written mark while its line is
+            // whole.
             Some(slot) => {
                 e.order.set(self.after_hit(slot, before));
                 if !whole {
                     self.drain_slot(i, e, slot, take);
-                    e.read_tag[slot].set(0);
-                    e.write_tag[slot].set(0);
-                    return Some(i * SLOTS + slot);
                 }
                 slot
             }
@@ -1073,17 +1071,16 @@ impl Filter {
                     "settled before the access"
                 );
                 self.drain_slot(i, e, slot, take);
-                e.read_tag[slot].set(if whole { tag } else { 0 });
                 e.write_tag[slot].set(0);
                 e.order.set(after);
-                if !whole {
-                    return Some(i * SLOTS + slot);
-                }
                 slot
             }
         };
-        if write {
-            e.write_tag[slot].set(tag);
+        // A line that is not whole keeps its place in the order with no tag.
+        let owner = if whole { tag } else { 0 };
+        e.read_tag[slot].set(owner);
+        if write || !whole {
+            e.write_tag[slot].set(owner);
         }
         Some(i * SLOTS + slot)
     }

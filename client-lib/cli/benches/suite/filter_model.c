@@ -4,8 +4,9 @@
  * or a hook call) go to the file named by FILTER_MODEL_OUT.
  *
  * FILTER_MODEL_L1 is "line_bytes,sets,ways,table_entries" (powers of two). Shapes:
- * - today: one entry per table slot holding the most recent line of the sets that share the
- *   slot (sets beyond the table share entries by their low bits), as `capture/filter.rs`;
+ * - today: as `capture/filter.rs`, one entry per table slot, shared by the sets beyond the
+ *   table by their low bits, holding the 4 most recently used lines of those sets (at most
+ *   `ways` of them);
  * - k = 1, 2, 4, 8: one entry per set holding its k most recently used lines (at most `ways`
  *   of them), any of which answers an access: the miss path runs only for the other lines. */
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #define SHAPES 4
+#define TODAY_SLOTS 4
 static const unsigned slots_of[SHAPES] = {1, 2, 4, 8};
 
 static unsigned line_bits, sets, ways, table_entries;
@@ -35,20 +37,19 @@ static void set_up(void) {
     exit(2);
   }
   line_bits = log2_of(line);
-  today = calloc(table_entries, sizeof *today);
+  today = calloc((size_t)table_entries * TODAY_SLOTS, sizeof *today);
   for (int s = 0; s < SHAPES; s++) recent[s] = calloc((size_t)sets * slots_of[s], sizeof(uint64_t));
 }
 
-/* An entry of `slots` lines, most recent first: whether `tag` is one of the first `usable`;
- * either way `tag` becomes the most recent. */
-static int touch(uint64_t *entry, unsigned slots, unsigned usable, uint64_t tag) {
+/* An entry's lines, most recent first: whether `tag` is one of the first `usable`; either way
+ * `tag` becomes the most recent. */
+static int touch(uint64_t *entry, unsigned usable, uint64_t tag) {
   unsigned j = 0;
   while (j < usable && entry[j] != tag) j++;
   int hit = j < usable;
   if (!hit) j = usable - 1;
   memmove(entry + 1, entry, j * sizeof *entry);
   entry[0] = tag;
-  (void)slots;
   return hit;
 }
 
@@ -61,13 +62,12 @@ static void model(uint64_t addr, uint64_t size) {
     return;
   }
   uint64_t tag = line + 1; /* 0 is an empty slot */
-  uint64_t *entry = &today[line & (table_entries - 1)];
-  if (*entry != tag) today_misses++;
-  *entry = tag;
+  unsigned today_usable = TODAY_SLOTS < ways ? TODAY_SLOTS : ways;
+  if (!touch(today + (line & (table_entries - 1)) * TODAY_SLOTS, today_usable, tag)) today_misses++;
   uint64_t set = line & (sets - 1);
   for (int s = 0; s < SHAPES; s++) {
     unsigned k = slots_of[s], usable = k < ways ? k : ways;
-    if (!touch(recent[s] + set * k, k, usable, tag)) misses[s]++;
+    if (!touch(recent[s] + set * k, usable, tag)) misses[s]++;
   }
 }
 

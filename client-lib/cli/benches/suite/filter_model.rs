@@ -12,31 +12,21 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use epcache_inline::layout::{SHORTEST_LINE_BITS, TABLE_ENTRIES};
+use epcache_sim::cache::HierarchySpec;
 use serde_json::Value;
 
 use super::{Builds, Cache, Kernel, reps, run_checked};
 
 const MODEL_C: &str = include_str!("filter_model.c");
-/// The table's slots (`epcache_inline::layout::TABLE_ENTRIES`) and the shortest line it takes
-/// (`SHORTEST_LINE_BITS`): with longer lines, fewer entries fit (`Filter::entries_for`).
-const TABLE_ENTRIES: u64 = 256;
-const SHORTEST_LINE_BITS: u32 = 5;
 /// The shapes `filter_model.c` counts, after today's: k lines per set.
 const SLOTS: [u32; 4] = [1, 2, 4, 8];
 
 /// The L1 of an epcache cache spec (`D1=32K,8,64;...`): line bytes, sets and ways.
 fn l1_of(spec: &str) -> (u64, u64, u64) {
-    let d1 = spec
-        .split(';')
-        .find_map(|level| level.strip_prefix("D1="))
-        .unwrap_or_else(|| panic!("no D1 in {spec}"));
-    let fields: Vec<&str> = d1.split(',').collect();
-    let size = match fields[0].strip_suffix('K') {
-        Some(kib) => kib.parse::<u64>().unwrap() << 10,
-        None => fields[0].parse().unwrap(),
-    };
-    let (ways, line): (u64, u64) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
-    (line, size / ways / line, ways)
+    let spec = HierarchySpec::parse(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let l1 = spec.data[0].geometry;
+    (u64::from(l1.line_size), l1.sets(), u64::from(l1.assoc))
 }
 
 /// Builds every kernel for the model; returns nothing, the programs are `<name>_model`.
@@ -103,8 +93,9 @@ pub(super) fn report(builds: &Builds, kernels: &[&Kernel], caches: &[&Cache], sc
         let reps = reps(k, scale);
         for cache in caches {
             let (line, sets, ways) = l1_of(cache.epcache);
+            // As `Filter::entries_for`: with longer lines than the shortest, fewer entries fit.
             let spread = line.trailing_zeros() - SHORTEST_LINE_BITS;
-            let entries = sets.min(TABLE_ENTRIES >> spread);
+            let entries = sets.min(TABLE_ENTRIES as u64 >> spread);
             let out = dir.join(format!("model-{}-{}.txt", k.name, cache.label));
             run(
                 dir,
