@@ -540,13 +540,23 @@ impl Counting {
 
     /// The blocks to make the most recent, least recent first, for the simulator's L1 to follow
     /// the order `order` of entry `e`'s slots (none when it does already); it then does.
+    ///
+    /// Most often the entry's hits since the simulator last followed it come to one slot moved
+    /// to the front, and only that slot's line is made recent (one step, not one per slot);
+    /// otherwise every slot's line is, least recent first.
     #[inline(always)]
     fn recent_first(&mut self, e: usize, order: u8) -> [u64; RECENT_FIRST] {
         let mut blocks = [NO_BLOCK; RECENT_FIRST];
-        if self.synced_orders[e] == order {
+        let synced = self.synced_orders[e];
+        if synced == order {
             return blocks;
         }
         self.synced_orders[e] = order;
+        let front = order::by_recency(order)[0];
+        if self.tables.after_hit[front][usize::from(synced)] == order {
+            blocks[0] = self.slot_blocks[e * SLOTS + front];
+            return blocks;
+        }
         let slots = order::by_recency(order);
         let mut n = 0;
         for p in (0..self.usable).rev() {
