@@ -82,6 +82,13 @@ pub(crate) struct Lookup {
 }
 
 impl Lookup {
+    /// A lookup over `spans`, sorted by start, for tests of its users.
+    #[cfg(test)]
+    pub(crate) fn of_spans(spans: Vec<(u64, u64, u32)>) -> Self {
+        debug_assert!(spans.is_sorted_by_key(|s| s.0));
+        Lookup { spans }
+    }
+
     /// The index of the structure holding `addr`; the first by start when structures overlap.
     #[cfg(test)]
     pub(crate) fn find(&self, addr: u64) -> Option<u32> {

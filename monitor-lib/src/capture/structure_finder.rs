@@ -161,4 +161,46 @@ mod tests {
             );
         }
     }
+
+    /// A finder over `spans` (start, end, index), as a snapshot would give.
+    fn finder_over(spans: Vec<(u64, u64, u32)>) -> StructureFinder {
+        StructureFinder {
+            lookup: Arc::new(Lookup::of_spans(spans)),
+            generation: 0,
+            found: [NOT_FOUND; FOUND_SLOTS],
+            line_bits: None,
+        }
+    }
+
+    #[test]
+    fn answers_equal_the_search_whichever_slot_they_come_from() {
+        // Three 8 MiB arrays with gaps between, walked as ADI's row sweep walks them (a new
+        // page every access, the arrays in turn), then at random: every answer, from a page
+        // slot or a search, is the search's.
+        let mib = 1u64 << 20;
+        let spans = vec![
+            (0x10_0000_0000, 0x10_0000_0000 + 8 * mib, 0),
+            (0x10_0000_0000 + 8 * mib + 64, 0x10_0000_0000 + 16 * mib, 1),
+            (0x10_0000_0000 + 16 * mib, 0x10_0000_0000 + 24 * mib - 8, 2),
+        ];
+        let mut finder = finder_over(spans.clone());
+        let lookup = Lookup::of_spans(spans);
+        let mut addrs = Vec::new();
+        for j in 0..3000u64 {
+            for a in 0..3 {
+                addrs.push(0x10_0000_0000 + a * 8 * mib + j * 8192 + 8 * (j % 7));
+            }
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            addrs.push(0x10_0000_0000 - mib + x % (26 * mib));
+        }
+        for addr in addrs {
+            let want = lookup.find_with_extent(addr).2.map(|i| i as usize);
+            assert_eq!(finder.structure_of(addr), want, "{addr:#x}");
+        }
+    }
 }
