@@ -623,8 +623,7 @@ impl Filter {
     /// (`whole_line`) and the batch has room, the entry is taken over for the access (its old
     /// owner's tag, hits and dirty mark moved into a record appended to the batch) and `true`
     /// returned; the access is simulated when the runtime drains the batch. The runtime does the
-    /// same for an access that reaches it while its thread simulates on a second core
-    /// (`ThreadCapture::defer`). `code` is the access's code address (0: unknown).
+    /// same for a one-line access that reaches it (`ThreadCapture::stage`). `code` is the access's code address (0: unknown).
     pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool, code: u64) -> bool {
         let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == self.tag(addr);
         match self.whole_line(addr).filter(|_| one_line) {
@@ -633,8 +632,8 @@ impl Filter {
         }
     }
 
-    /// What the runtime does, while its thread simulates on a second core, with a one-line
-    /// access whose line is not whole (it holds bytes of two data structures), which the
+    /// What the runtime does with a one-line access that reaches it (`ThreadCapture::stage`)
+    /// whose line is not whole (it holds bytes of two data structures), which the
     /// inline miss path leaves to it: as the simulator would have after simulating it, the
     /// entry is emptied, and its old owner's tag, hits and dirty mark go into a record
     /// appended to the batch (with [`NOT_WHOLE`] for the structure). `false` when the access

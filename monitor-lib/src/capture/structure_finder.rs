@@ -10,9 +10,10 @@
 //! after its writes keeps them, where attributing at simulation time lost the writes still
 //! batched (all of them once visits were staged for a second core).
 //!
-//! A thread that simulates on a second core has two: one in its monitoring, which travels with
-//! the simulator, and one that stays on the thread to find whole lines for the inline miss path
-//! while the simulator is away (`ThreadCapture::defer`). Both are refreshed together.
+//! A thread has two: one in its monitoring, which travels with the simulator to a second core,
+//! and one that stays on the thread to find whole lines for the accesses it stages in its
+//! filter's batch, with the simulator here or away (`ThreadCapture::stage`). Both are
+//! refreshed together.
 
 use std::sync::Arc;
 

@@ -80,8 +80,6 @@ pub(super) struct ThreadCapture {
     /// window over which it judges whether the machine is busy.
     clock: Option<SchedClock>,
     window: ShareWindow,
-    /// Accesses that reached the runtime while falling back, to look at the time every so often.
-    calls_here: u32,
     /// Whether the process totals already count this thread (it published before).
     published: bool,
     /// Whether it holds standalone counts the totals lack, as `hand_over.rs` tracks.
@@ -122,7 +120,6 @@ impl ThreadCapture {
             backoff: Backoff::new(),
             clock: None,
             window: ShareWindow::default(),
-            calls_here: 0,
             published: false,
             holding: standalone() && hand_over::start_holding(),
         }
@@ -180,26 +177,29 @@ impl ThreadCapture {
         }
     }
 
-    /// Standalone counting on a second core (`worker.rs`): a full batch of the inline miss
-    /// path's records is handed to the worker (8192 at a time), and this
-    /// access joins the batch as the inline miss path would have let it, when it can: the
-    /// thread then runs on without its simulator. `false` when the access needs the simulator
-    /// now (it straddles lines, or its line holds more than one data structure).
-    fn defer(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
-        // With no core spare, staging would only delay the simulation.
-        if !with_filter(Filter::is_on) || (self.core.is_some() && !worker::core_spare()) {
+    /// The access joins the filter's batch as the inline miss path would have let it, when it
+    /// can: a record taking its entry over (or, for a line that is not whole, emptying it), to
+    /// be simulated in order with the rest of the batch. `false` when the filter is off or the
+    /// access straddles lines: it needs the simulator now.
+    ///
+    /// Every access that reaches the runtime with the filter on comes here first, whether the
+    /// thread ships its batches to a second core or not: the batch's step loop simulates a
+    /// record for less than simulating the access at once costs, which drains the batch
+    /// first, then settles the line's dirty mark, syncs the entry's order, counts and takes
+    /// the entry over, each through the general path. (ADI's sweep along rows, whose pages
+    /// take each other's whole-line slots, sends a sixth of its accesses here.) A full batch
+    /// goes to the worker ([`Self::ship`]) or, when the thread does not ship, is simulated
+    /// here first.
+    fn stage(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
+        if !with_filter(Filter::is_on) {
             return false;
         }
         if with_filter(Filter::batch_full) {
-            self.ship();
-        }
-        // On a busy machine the thread simulates what reaches it until its time is up (asked
-        // every so often here, as a thread whose accesses often reach the runtime drains its
-        // batch each time and seldom fills one for `ship` to ask).
-        if self.core.is_some() && self.backoff.is_falling_back() {
-            self.calls_here = self.calls_here.wrapping_add(1);
-            if self.calls_here % 64 != 0 || self.still_falling_back(Instant::now()) {
-                return false;
+            if self.ships {
+                self.ship();
+            } else {
+                // `core` simulates what is batched.
+                let _ = self.core();
             }
         }
         let write = kind == AccessKind::Write;
@@ -464,7 +464,7 @@ impl ThreadCapture {
     /// worker, or simulated here. Out of line, so the two paths above keep a small frame.
     #[inline(never)]
     fn access_filtered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
-        if self.ships && self.defer(addr, size, kind, pc) {
+        if self.stage(addr, size, kind, pc) {
             return;
         }
         if let Some(core) = self.core() {
