@@ -178,8 +178,8 @@ impl LineTable {
     /// Counts the misses in `bits` ([`epcache_sim::cache::AccessOutcome::event_bits`]: per level
     /// a byte, read hit, read miss, write hit, write miss) and the coherence events in
     /// `coherence` (a machine's `CoreOutcome::coherence`: per level a byte, its bits 4 to 7 the
-    /// events) for `key` (its fields apart, so they come in registers). Inlined into the
-    /// caller's one out-of-line call (`Monitoring::count_line`), so a miss pays one call.
+    /// events) for `key` (its fields apart, so they come in registers). Inlined, as
+    /// `Monitoring::count_line` is into its callers: a miss pays no call.
     #[inline(always)]
     pub(crate) fn count(&mut self, pc: u64, node: u32, structure: u32, bits: u32, coherence: u32) {
         let key = LineKey {

@@ -296,7 +296,7 @@ impl Monitoring {
     /// [`Self::count_in`] of an access whose outcome is given as its
     /// [`AccessOutcome::event_bits`]: each level reached has one bit set in its byte, so the
     /// bit's position names the counter, with no outcome read back from memory. A miss is also
-    /// counted for its code address `pc` (`line_table.rs`), out of line.
+    /// counted for its code address `pc` (`line_table.rs`).
     #[inline(always)]
     pub(crate) fn count_bits(&mut self, structure: Option<usize>, bits: u32, pc: u64) {
         let mut counts = counts_of(&mut self.structures, structure);
@@ -383,7 +383,9 @@ impl Monitoring {
     }
 
     /// Counts the misses in `bits` for code address `pc`, the regions open and `structure`.
-    #[inline(never)]
+    /// Inlined into the batch's step loop: as a call, its frame and the spills around it cost
+    /// more than its work (docs/performance.md).
+    #[inline(always)]
     fn count_line(&mut self, pc: u64, structure: Option<usize>, bits: u32) {
         self.count_line_events(pc, structure, bits, 0);
     }
