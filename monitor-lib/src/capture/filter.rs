@@ -98,6 +98,14 @@ pub(super) type RecordWords = [u64; RECORD_WORDS];
 /// 14 instructions more per record on the worker).
 pub(super) type BatchWords = Box<[RecordCells]>;
 
+/// Whole-line misses remembered for their strides ([`Filter::remember_whole_lines`]) ...
+const WHOLE_MISSES: usize = 4;
+/// ... the steps ahead whose pages get a miss's range too ...
+const WHOLE_STEPS_AHEAD: u64 = 7;
+/// ... and the strides, in pages, that do so: from two (a stride of one page meets each page
+/// for many accesses) to this.
+const WHOLE_LONGEST_STRIDE: u64 = 8;
+
 /// One record's words in a batch.
 pub(super) type RecordCells = [Cell<u64>; RECORD_WORDS];
 
@@ -193,6 +201,9 @@ pub(super) struct Filter {
     whole_lo: [Cell<u64>; LINE_SLOTS],
     whole_hi: [Cell<u64>; LINE_SLOTS],
     whole_structure: [Cell<u32>; LINE_SLOTS],
+    /// The last few whole-line misses, `(page, structure, stride in pages or 0)`, the latest
+    /// first: a structure's stride across pages, for [`Filter::remember_whole_lines`].
+    whole_misses: [Cell<(u64, u32, i64)>; WHOLE_MISSES],
     /// Whether the table is on.
     on: Cell<bool>,
 }
@@ -407,6 +418,7 @@ impl Filter {
             whole_lo: [const { Cell::new(0) }; LINE_SLOTS],
             whole_hi: [const { Cell::new(0) }; LINE_SLOTS],
             whole_structure: [const { Cell::new(0) }; LINE_SLOTS],
+            whole_misses: [const { Cell::new((0, 0, 0)) }; WHOLE_MISSES],
             on: Cell::new(false),
         }
     }
@@ -808,12 +820,62 @@ impl Filter {
     }
 
     /// Remembers, in `addr`'s page's slot, that the lines of `lo..hi` (line-aligned) are whole,
-    /// with the answer `structure` (index + 1, 0 for none).
+    /// with the answer `structure` (index + 1, 0 for none); called when the whole-line cache
+    /// missed at `addr`.
+    ///
+    /// When the same structure's last miss was a few pages back (a stride of 2 to
+    /// [`WHOLE_LONGEST_STRIDE`] pages), or this miss is the step after those its last one
+    /// filled, the pages of the next [`WHOLE_STEPS_AHEAD`] steps at that stride get the range
+    /// too, as far as it reaches. Why: a sweep along the rows of column-major arrays (ADI's
+    /// second sweep) meets a new page at every step, and when it walks several arrays in step
+    /// their pages take each other's slots, so most of its steps missed and went to the
+    /// runtime. Why only strides: filling the pages after every miss took the slots that a
+    /// column sweep's other array was using, which then missed in turn.
     pub(super) fn remember_whole_lines(&self, addr: u64, lo: u64, hi: u64, structure: u32) {
-        let slot = layout::whole_slot(addr);
-        self.whole_lo[slot].set(lo);
-        self.whole_hi[slot].set(hi);
-        self.whole_structure[slot].set(structure);
+        let remember = |at: u64| {
+            let slot = layout::whole_slot(at);
+            self.whole_lo[slot].set(lo);
+            self.whole_hi[slot].set(hi);
+            self.whole_structure[slot].set(structure);
+        };
+        remember(addr);
+        let page = addr >> layout::WHOLE_PAGE_SHIFT;
+        // This structure's last miss, kept or the oldest made way for; the latest first.
+        let same = self
+            .whole_misses
+            .iter()
+            .position(|m| m.get().1 == structure);
+        let last = same.map(|i| self.whole_misses[i].get());
+        let gone = same.unwrap_or(WHOLE_MISSES - 1);
+        for i in (1..=gone).rev() {
+            self.whole_misses[i].set(self.whole_misses[i - 1].get());
+        }
+        let stride = last.map_or(0, |(last, _, stride)| {
+            let moved = page.wrapping_sub(last) as i64;
+            // The stride it had, when this miss is the step after those filled ahead ...
+            let ahead = WHOLE_STEPS_AHEAD as i64 + 1;
+            if stride != 0 && moved % stride == 0 && (1..=ahead).contains(&(moved / stride)) {
+                stride
+            // ... or the pages since its last miss.
+            } else if (2..=WHOLE_LONGEST_STRIDE).contains(&moved.unsigned_abs()) {
+                moved
+            } else {
+                0
+            }
+        });
+        self.whole_misses[0].set((page, structure, stride));
+        if stride == 0 {
+            return;
+        }
+        let step = stride << layout::WHOLE_PAGE_SHIFT;
+        let mut at = addr;
+        for _ in 0..WHOLE_STEPS_AHEAD {
+            at = at.wrapping_add_signed(step);
+            if at < lo || at >= hi {
+                break;
+            }
+            remember(at);
+        }
     }
 
     /// Forgets every whole line (data structures changed).
@@ -824,6 +886,9 @@ impl Filter {
         }
         for structure in &self.whole_structure {
             structure.set(0);
+        }
+        for miss in &self.whole_misses {
+            miss.set((0, 0, 0));
         }
     }
 
@@ -1260,6 +1325,43 @@ mod tests {
         f.install_batch(Some(new_batch(records)));
         f.remember_whole_lines(page, page, page + 4096, 3);
         f
+    }
+
+    #[test]
+    fn a_whole_range_is_remembered_ahead_along_a_structures_stride() {
+        let page = 0x7f00_0010_0000u64;
+        let pages = |n: u64| n << layout::WHOLE_PAGE_SHIFT;
+        let range = (page - pages(1), page + pages(40));
+        // Misses of structure 4 three pages apart, another structure's between them: the
+        // second fills the next steps at that stride, as far as the range reaches.
+        let f = Filter::new();
+        f.remember_whole_lines(page + 8, range.0, range.1, 4);
+        f.remember_whole_lines(page + pages(100), page + pages(100), page + pages(101), 9);
+        f.remember_whole_lines(page + pages(3) + 8, range.0, range.1, 4);
+        for k in 1..=WHOLE_STEPS_AHEAD {
+            let at = page + pages(3 + 3 * k) + 16;
+            assert_eq!(f.whole_line(at), Some(4), "step {k} ahead");
+        }
+        // The step after those filled misses (the sweep went on), and keeps the stride.
+        let next = 3 + 3 * (WHOLE_STEPS_AHEAD + 1);
+        f.remember_whole_lines(page + pages(next), range.0, range.1, 4);
+        assert_eq!(f.whole_line(page + pages(next + 3)), Some(4));
+        // Backwards too, and never past the range's end.
+        let g = Filter::new();
+        g.remember_whole_lines(page + pages(6), range.0, range.1, 5);
+        g.remember_whole_lines(page + pages(4), range.0, range.1, 5);
+        assert_eq!(g.whole_line(page + pages(2)), Some(5));
+        assert_eq!(g.whole_line(page), Some(5));
+        let filled = g.whole_lo.iter().filter(|c| c.get() != 0).count();
+        assert_eq!(filled, 4, "slots written: pages 6, 4, 2 and 0");
+        // A stride of one page, or of more than the longest, fills nothing ahead.
+        for stride in [1, WHOLE_LONGEST_STRIDE + 1] {
+            let h = Filter::new();
+            h.remember_whole_lines(page, range.0, range.1, 6);
+            h.remember_whole_lines(page + pages(stride), range.0, range.1, 6);
+            let filled = h.whole_lo.iter().filter(|c| c.get() != 0).count();
+            assert_eq!(filled, 2, "stride {stride}");
+        }
     }
 
     #[test]
