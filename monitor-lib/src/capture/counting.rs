@@ -552,12 +552,11 @@ impl Counting {
             return blocks;
         }
         self.synced_orders[e] = order;
-        let front = order::by_recency(order)[0];
-        if self.tables.after_hit[front][usize::from(synced)] == order {
-            blocks[0] = self.slot_blocks[e * SLOTS + front];
+        let slots = order::by_recency(order);
+        if self.tables.after_hit[slots[0]][usize::from(synced)] == order {
+            blocks[0] = self.slot_blocks[e * SLOTS + slots[0]];
             return blocks;
         }
-        let slots = order::by_recency(order);
         let mut n = 0;
         for p in (0..self.usable).rev() {
             let block = self.slot_blocks[e * SLOTS + slots[p]];

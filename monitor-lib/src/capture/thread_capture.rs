@@ -179,17 +179,15 @@ impl ThreadCapture {
 
     /// The access joins the filter's batch as the inline miss path would have let it, when it
     /// can: a record taking its entry over (or, for a line that is not whole, emptying it), to
-    /// be simulated in order with the rest of the batch. `false` when the filter is off or the
-    /// access straddles lines: it needs the simulator now.
+    /// be simulated in order with the rest of the batch. `false` when the filter is off, the
+    /// access straddles lines or the batch has no room: it needs the simulator now.
     ///
     /// Every access that reaches the runtime with the filter on comes here first, whether the
     /// thread ships its batches to a second core or not: the batch's step loop simulates a
     /// record for less than simulating the access at once costs, which drains the batch
     /// first, then settles the line's dirty mark, syncs the entry's order, counts and takes
-    /// the entry over, each through the general path. (ADI's sweep along rows, whose pages
-    /// take each other's whole-line slots, sends a sixth of its accesses here.) A full batch
-    /// goes to the worker ([`Self::ship`]) or, when the thread does not ship, is simulated
-    /// here first.
+    /// the entry over, each through the general path. A full batch goes to the worker
+    /// ([`Self::ship`]) or, when the thread does not ship, is simulated here first.
     fn stage(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
         if !with_filter(Filter::is_on) {
             return false;
