@@ -39,7 +39,10 @@
 //!   instructions per access the program's thread adds over the plain build, and the simulating
 //!   thread's instructions per record it simulated. Compare builds with these;
 //! - `EPCACHE_SUITE_FILTER_MODEL=1`: instead of timed runs, the share of accesses that would
-//!   reach the inline miss path with repeat-hit tables of other shapes (`filter_model.rs`).
+//!   reach the inline miss path with repeat-hit tables of other shapes (`filter_model.rs`);
+//! - `EPCACHE_SUITE_AGAINST=DIR`: instead of the table against Cachegrind, this build's
+//!   monitored runs against another build's (`DIR` holds its `epcache` and
+//!   `libepcache_monitor.a`), alternating run by run, with the ratios (`against.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -49,6 +52,7 @@ use std::time::Instant;
 use epcache_test_support::{artifacts, tools};
 use serde_json::{Value, json};
 
+mod against;
 mod filter_model;
 
 /// One kernel of the suite.
@@ -570,6 +574,11 @@ fn main() {
         epcache.display(),
         runtime.display()
     );
+    let against = std::env::var_os("EPCACHE_SUITE_AGAINST").map(|dir| {
+        let dir = PathBuf::from(dir);
+        let files = against::other_build(&dir);
+        (dir, files)
+    });
     let temp = tempfile::tempdir().expect("a temporary directory");
     let builds = Builds::build(temp.path(), &epcache, &runtime, &kernels);
     if std::env::var("EPCACHE_SUITE_PROFILE").is_ok_and(|v| v == "1") {
@@ -578,6 +587,13 @@ fn main() {
     }
     if std::env::var("EPCACHE_SUITE_FILTER_MODEL").is_ok_and(|v| v == "1") {
         filter_model::report(&builds, &kernels, &caches, scale);
+        return;
+    }
+    if let Some((dir, (other_epcache, other_runtime))) = &against {
+        let other_dir = temp.path().join("against");
+        std::fs::create_dir_all(&other_dir).expect("a directory for the other build");
+        let other = Builds::build(&other_dir, other_epcache, other_runtime, &kernels);
+        against::report(&builds, &other, dir, &kernels, &caches, runs, scale);
         return;
     }
     let started = Instant::now();
