@@ -142,10 +142,13 @@ impl Sites {
     /// meets at. `carried` is what the registers hold from an earlier site; every path leaves
     /// [`WORD`] holding the tag word and [`MASK`] the table's offset mask for the next.
     ///
-    /// The common path of a read whose site finds both and hits the entry's first slot is 11
-    /// instructions, its taken branches included, and four loads: the tag compared, the
-    /// count, the order byte and its table's byte (`crate::order`); each later slot adds a
-    /// compare and a branch. The tag of the last byte is `addr + size - 1 | tag_word`
+    /// The common path of a read whose site finds both and hits the entry's first slot, its
+    /// most recent, is 12 instructions, its taken branches included, and four loads: the tag
+    /// compared, the count, the order byte and its table's byte (`crate::order`); each later
+    /// slot adds a compare and a branch. The order byte is stored only when the hit changes
+    /// it: a line read or written again and again (a stream's eight accesses to each line)
+    /// then leaves no store for the next hit's load of the byte to wait for, which made every
+    /// hit on an entry wait for the one before. The tag of the last byte is `addr + size - 1 | tag_word`
     /// (`crate::tag_word`), so a thread with a switch to pick up matches nothing and goes to
     /// the miss path, which checks; the entry's offset is `addr & mask`, from the first byte,
     /// scaled by the addressing mode of every entry word (`crate::layout::OFFSET_SCALE_SHIFT`),
@@ -228,20 +231,23 @@ impl Sites {
         // The call may have switched the thread, and clobbered both registers.
         load_word_and_mask(out);
         let _ = writeln!(out, "\tjmp\t{done}");
-        // A hit counts, and its slot becomes the entry's most recent (`crate::order`).
+        // A hit counts, and its slot becomes the entry's most recent (`crate::order`), the
+        // order stored only if it changes.
         for slot in 0..SLOTS {
             let _ = writeln!(out, "{}:", hit(slot));
             let _ = writeln!(out, "\tincq\t{}", entry(count, slot));
             let _ = writeln!(out, "\tmovzbl\t{}, %ecx", entry(ThreadWord::Order, 0));
             let _ = writeln!(
                 out,
-                "\tmovzbl\t{}(%rcx), %ecx",
+                "\tmovzbl\t{}(%rcx), %r8d",
                 tls_at(
                     ThreadWord::OrderTables,
                     order::AFTER_HIT + slot * TABLE_BYTES
                 )
             );
-            let _ = writeln!(out, "\tmovb\t%cl, {}", entry(ThreadWord::Order, 0));
+            let _ = writeln!(out, "\tcmpb\t%r8b, %cl");
+            let _ = writeln!(out, "\tje\t{done}");
+            let _ = writeln!(out, "\tmovb\t%r8b, {}", entry(ThreadWord::Order, 0));
             if slot + 1 < SLOTS {
                 let _ = writeln!(out, "\tjmp\t{done}");
             }
@@ -508,26 +514,28 @@ mod tests {
             ]
         );
         // Each slot's hit counts in its slot and makes the slot the most recent by the table
-        // of its slot.
+        // of its slot, storing the order only when it changes.
         for slot in 0..SLOTS {
             let at = lines
                 .iter()
                 .position(|l| *l == format!(".Lepcache.hit.1.{slot}:"))
                 .unwrap();
             assert_eq!(
-                lines[at + 1..at + 5],
+                lines[at + 1..at + 7],
                 [
                     format!("\tincq\t{}", entry_word("read_hits", slot)),
                     format!("\tmovzbl\t{}, %ecx", entry_word("order", 0)),
                     format!(
-                        "\tmovzbl\t%fs:epcache_inline_v9_order_tables@tpoff{}(%rcx), %ecx",
+                        "\tmovzbl\t%fs:epcache_inline_v9_order_tables@tpoff{}(%rcx), %r8d",
                         if slot == 0 {
                             String::new()
                         } else {
                             format!("+{}", slot * 256)
                         }
                     ),
-                    format!("\tmovb\t%cl, {}", entry_word("order", 0)),
+                    "\tcmpb\t%r8b, %cl".to_owned(),
+                    "\tje\t.Lepcache.done.1".to_owned(),
+                    format!("\tmovb\t%r8b, {}", entry_word("order", 0)),
                 ]
             );
         }

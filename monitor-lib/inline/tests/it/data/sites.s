@@ -75,26 +75,34 @@
 .Lepcache.hit.1.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.1
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.1
 .Lepcache.hit.1.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.1
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.1
 .Lepcache.hit.1.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.1
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.1
 .Lepcache.hit.1.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.1
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.1:
 # size 2 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -176,26 +184,34 @@
 .Lepcache.hit.2.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.2
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.2
 .Lepcache.hit.2.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.2
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.2
 .Lepcache.hit.2.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.2
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.2
 .Lepcache.hit.2.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.2
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.2:
 # size 4 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -277,26 +293,34 @@
 .Lepcache.hit.3.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.3
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.3
 .Lepcache.hit.3.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.3
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.3
 .Lepcache.hit.3.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.3
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.3
 .Lepcache.hit.3.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.3
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.3:
 # size 8 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -378,26 +402,34 @@
 .Lepcache.hit.4.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.4
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.4
 .Lepcache.hit.4.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.4
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.4
 .Lepcache.hit.4.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.4
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.4
 .Lepcache.hit.4.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.4
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.4:
 # size 16 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -479,26 +511,34 @@
 .Lepcache.hit.5.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.5
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.5
 .Lepcache.hit.5.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.5
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.5
 .Lepcache.hit.5.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.5
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.5
 .Lepcache.hit.5.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.5
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.5:
 # size 1 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -601,26 +641,34 @@
 .Lepcache.hit.6.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.6
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.6
 .Lepcache.hit.6.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.6
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.6
 .Lepcache.hit.6.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.6
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.6
 .Lepcache.hit.6.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.6
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.6:
 # size 2 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -726,26 +774,34 @@
 .Lepcache.hit.7.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.7
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.7
 .Lepcache.hit.7.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.7
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.7
 .Lepcache.hit.7.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.7
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.7
 .Lepcache.hit.7.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.7
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.7:
 # size 4 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -851,26 +907,34 @@
 .Lepcache.hit.8.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.8
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.8
 .Lepcache.hit.8.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.8
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.8
 .Lepcache.hit.8.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.8
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.8
 .Lepcache.hit.8.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.8
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.8:
 # size 8 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -976,26 +1040,34 @@
 .Lepcache.hit.9.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.9
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.9
 .Lepcache.hit.9.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.9
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.9
 .Lepcache.hit.9.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.9
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.9
 .Lepcache.hit.9.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.9
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.9:
 # size 16 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1101,26 +1173,34 @@
 .Lepcache.hit.10.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.10
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.10
 .Lepcache.hit.10.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.10
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.10
 .Lepcache.hit.10.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.10
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.10
 .Lepcache.hit.10.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.10
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.10:
 # size 1 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1196,26 +1276,34 @@
 .Lepcache.hit.11.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.11
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.11
 .Lepcache.hit.11.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.11
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.11
 .Lepcache.hit.11.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.11
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.11
 .Lepcache.hit.11.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.11
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.11:
 # size 2 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1294,26 +1382,34 @@
 .Lepcache.hit.12.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.12
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.12
 .Lepcache.hit.12.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.12
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.12
 .Lepcache.hit.12.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.12
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.12
 .Lepcache.hit.12.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.12
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.12:
 # size 4 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1392,26 +1488,34 @@
 .Lepcache.hit.13.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.13
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.13
 .Lepcache.hit.13.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.13
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.13
 .Lepcache.hit.13.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.13
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.13
 .Lepcache.hit.13.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.13
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.13:
 # size 8 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1490,26 +1594,34 @@
 .Lepcache.hit.14.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.14
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.14
 .Lepcache.hit.14.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.14
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.14
 .Lepcache.hit.14.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.14
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.14
 .Lepcache.hit.14.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.14
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.14:
 # size 16 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1588,26 +1700,34 @@
 .Lepcache.hit.15.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.15
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.15
 .Lepcache.hit.15.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.15
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.15
 .Lepcache.hit.15.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.15
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.15
 .Lepcache.hit.15.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.15
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.15:
 # size 1 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1707,26 +1827,34 @@
 .Lepcache.hit.16.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.16
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.16
 .Lepcache.hit.16.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.16
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.16
 .Lepcache.hit.16.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.16
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.16
 .Lepcache.hit.16.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.16
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.16:
 # size 2 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1829,26 +1957,34 @@
 .Lepcache.hit.17.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.17
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.17
 .Lepcache.hit.17.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.17
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.17
 .Lepcache.hit.17.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.17
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.17
 .Lepcache.hit.17.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.17
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.17:
 # size 4 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1951,26 +2087,34 @@
 .Lepcache.hit.18.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.18
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.18
 .Lepcache.hit.18.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.18
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.18
 .Lepcache.hit.18.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.18
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.18
 .Lepcache.hit.18.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.18
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.18:
 # size 8 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -2073,26 +2217,34 @@
 .Lepcache.hit.19.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.19
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.19
 .Lepcache.hit.19.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.19
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.19
 .Lepcache.hit.19.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.19
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.19
 .Lepcache.hit.19.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.19
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.19:
 # size 16 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -2195,26 +2347,34 @@
 .Lepcache.hit.20.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.20
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.20
 .Lepcache.hit.20.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.20
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.20
 .Lepcache.hit.20.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.20
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.20
 .Lepcache.hit.20.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.20
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.20:
 # size 1 write false carried MaskAndWord
 	movq	%rdi, %rax
@@ -2289,26 +2449,34 @@
 .Lepcache.hit.21.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.21
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.21
 .Lepcache.hit.21.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.21
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.21
 .Lepcache.hit.21.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.21
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.21
 .Lepcache.hit.21.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.21
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.21:
 # size 2 write false carried MaskAndWord
 	leaq	1(%rdi), %rax
@@ -2386,26 +2554,34 @@
 .Lepcache.hit.22.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.22
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.22
 .Lepcache.hit.22.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.22
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.22
 .Lepcache.hit.22.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.22
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.22
 .Lepcache.hit.22.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.22
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.22:
 # size 4 write false carried MaskAndWord
 	leaq	3(%rdi), %rax
@@ -2483,26 +2659,34 @@
 .Lepcache.hit.23.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.23
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.23
 .Lepcache.hit.23.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.23
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.23
 .Lepcache.hit.23.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.23
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.23
 .Lepcache.hit.23.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.23
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.23:
 # size 8 write false carried MaskAndWord
 	leaq	7(%rdi), %rax
@@ -2580,26 +2764,34 @@
 .Lepcache.hit.24.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.24
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.24
 .Lepcache.hit.24.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.24
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.24
 .Lepcache.hit.24.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.24
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.24
 .Lepcache.hit.24.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.24
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.24:
 # size 16 write false carried MaskAndWord
 	leaq	15(%rdi), %rax
@@ -2677,26 +2869,34 @@
 .Lepcache.hit.25.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.25
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.25
 .Lepcache.hit.25.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.25
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.25
 .Lepcache.hit.25.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.25
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.25
 .Lepcache.hit.25.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.25
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.25:
 # size 1 write true carried MaskAndWord
 	movq	%rdi, %rax
@@ -2795,26 +2995,34 @@
 .Lepcache.hit.26.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.26
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.26
 .Lepcache.hit.26.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.26
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.26
 .Lepcache.hit.26.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.26
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.26
 .Lepcache.hit.26.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.26
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.26:
 # size 2 write true carried MaskAndWord
 	leaq	1(%rdi), %rax
@@ -2916,26 +3124,34 @@
 .Lepcache.hit.27.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.27
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.27
 .Lepcache.hit.27.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.27
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.27
 .Lepcache.hit.27.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.27
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.27
 .Lepcache.hit.27.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.27
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.27:
 # size 4 write true carried MaskAndWord
 	leaq	3(%rdi), %rax
@@ -3037,26 +3253,34 @@
 .Lepcache.hit.28.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.28
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.28
 .Lepcache.hit.28.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.28
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.28
 .Lepcache.hit.28.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.28
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.28
 .Lepcache.hit.28.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.28
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.28:
 # size 8 write true carried MaskAndWord
 	leaq	7(%rdi), %rax
@@ -3158,26 +3382,34 @@
 .Lepcache.hit.29.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.29
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.29
 .Lepcache.hit.29.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.29
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.29
 .Lepcache.hit.29.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.29
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.29
 .Lepcache.hit.29.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.29
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.29:
 # size 16 write true carried MaskAndWord
 	leaq	15(%rdi), %rax
@@ -3279,24 +3511,32 @@
 .Lepcache.hit.30.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.30
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.30
 .Lepcache.hit.30.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.30
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.30
 .Lepcache.hit.30.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.30
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.30
 .Lepcache.hit.30.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
-	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
+	cmpb	%r8b, %cl
+	je	.Lepcache.done.30
+	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.30:
