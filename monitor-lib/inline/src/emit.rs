@@ -147,8 +147,8 @@ impl Sites {
     /// compared, the count, the order byte and its table's byte (`crate::order`); each later
     /// slot adds a compare and a branch. The order byte is stored only when the hit changes
     /// it: a line read or written again and again (a stream's eight accesses to each line)
-    /// then leaves no store for the next hit's load of the byte to wait for, which made every
-    /// hit on an entry wait for the one before. The tag of the last byte is `addr + size - 1 | tag_word`
+    /// then leaves no store for the next hit's load of the byte to wait for (a store each time
+    /// makes every hit on the entry wait for the one before). The tag of the last byte is `addr + size - 1 | tag_word`
     /// (`crate::tag_word`), so a thread with a switch to pick up matches nothing and goes to
     /// the miss path, which checks; the entry's offset is `addr & mask`, from the first byte,
     /// scaled by the addressing mode of every entry word (`crate::layout::OFFSET_SCALE_SHIFT`),
