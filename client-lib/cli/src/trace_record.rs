@@ -141,8 +141,10 @@ fn describe(t: &TraceInfo, spec: Option<&str>) -> String {
             t.pid, t.id, t.region, t.output, t.state
         ),
         TraceState::Written => {
-            let how = if t.complete {
+            let how = if t.complete && t.message.is_empty() {
                 "complete".to_owned()
+            } else if t.complete {
+                format!("complete; {}", t.message)
             } else if t.message.is_empty() {
                 "incomplete".to_owned()
             } else {
@@ -160,5 +162,36 @@ fn describe(t: &TraceInfo, spec: Option<&str>) -> String {
             )
         }
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(complete: bool, message: &str) -> TraceInfo {
+        TraceInfo {
+            pid: 42,
+            id: 1,
+            region: "axpy._omp_fn.0".into(),
+            output: "/tmp/t.eppt".into(),
+            state: TraceState::Written,
+            accesses: 750_000,
+            instances: 1,
+            complete,
+            budget_reached: false,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_written_trace_says_what_the_target_noted_complete_or_not() {
+        let plain = describe(&written(true, ""), Some("D1=32K,8,64"));
+        assert!(plain.contains("750,000 accesses (complete)"), "{plain}");
+        let note = "3 instance(s) of the region on other threads are not in the trace";
+        let noted = describe(&written(true, note), None);
+        assert!(noted.contains(&format!("(complete; {note})")), "{noted}");
+        let cut = describe(&written(false, "the budget"), None);
+        assert!(cut.contains("(incomplete: the budget)"), "{cut}");
     }
 }

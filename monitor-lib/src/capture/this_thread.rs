@@ -38,7 +38,7 @@ use super::settings::{process_spec, report_spec_error_once};
 use super::switches::{self, forked_child, standalone};
 use super::thread_block::{self, with_frames, with_hooks};
 use super::thread_capture::ThreadCapture;
-use super::{cores, data, descriptors, hand_over, worker};
+use super::{cores, data, descriptors, hand_over, tracing, worker};
 
 thread_local! {
     static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
@@ -172,6 +172,8 @@ pub(crate) fn monitored_enter(region: RegionRef, requested: bool) {
                 .enter(&mut core.simulator, region, requested);
             if let Some(tracer) = &mut core.tracer {
                 tracer.region_entered(region);
+            } else {
+                tracing::entered_without_recorder(region);
             }
             core.refresh_filter();
         }

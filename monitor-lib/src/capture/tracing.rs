@@ -17,6 +17,11 @@
 //! the recording thread ends, if it ends first. The recorder belongs to the recording thread's
 //! core (`Core::tracer`), so recording takes no lock.
 //!
+//! One thread is recorded. A traced region that other threads run too (an OpenMP parallel
+//! region's outlined body) is said, not left silent: the first such instance while the trace
+//! is being recorded prints a notice naming the region and the file, and the outcome a tool
+//! reads counts those instances ([`entered_without_recorder`]).
+//!
 //! The trace's site table names each code address's source line and function from the
 //! program's line tables, and the data structure holding the first address it accessed; its
 //! ranges are the data structures known at the end.
@@ -41,7 +46,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use epcache_shm::layout::{RegionIndex, TraceOutcome};
@@ -261,6 +266,10 @@ pub(super) struct Recorder {
 }
 
 static CLAIMED: AtomicBool = AtomicBool::new(false);
+/// Set while a recorder writes (from its claim until the trace is written).
+static RECORDING: AtomicBool = AtomicBool::new(false);
+/// Instances of the traced region other threads began while the trace was being recorded.
+static OTHER_THREADS_INSTANCES: AtomicU64 = AtomicU64::new(0);
 
 /// The recorder of the thread whose capture starts now: the first one, when a trace is asked
 /// for and its file could be created.
@@ -278,6 +287,9 @@ pub(super) fn claim() -> Option<Box<Recorder>> {
         None => File::create(&request.output),
     };
     let writer = file.and_then(|f| PartialWriter::new(BufWriter::with_capacity(1 << 16, f)));
+    if writer.is_ok() {
+        RECORDING.store(true, Ordering::Release);
+    }
     match writer {
         Ok(writer) => Some(Box::new(Recorder {
             writer: Some(writer),
@@ -332,6 +344,40 @@ pub(super) fn unclaimed_at_exit() {
             },
             false,
         );
+    }
+}
+
+/// A monitored instance of `region` begins on a thread that records nothing: if it is the
+/// traced region and a trace is being recorded, its accesses are not in the trace, which the
+/// first such instance says on stderr and the outcome counts.
+pub(super) fn entered_without_recorder(region: RegionRef) {
+    if !RECORDING.load(Ordering::Acquire) {
+        return;
+    }
+    let Some(request) = request() else {
+        return;
+    };
+    if !is_traced(request, region) {
+        return;
+    }
+    if OTHER_THREADS_INSTANCES.fetch_add(1, Ordering::AcqRel) == 0 {
+        eprintln!(
+            "epcache: the traced region `{}` runs on another thread too; a partial trace records \
+             one thread (the first that captured), so this thread's accesses are not in {}",
+            request.region,
+            request.output.display()
+        );
+    }
+}
+
+/// Whether `region` is the one `request` traces: by index for a tool's order (names may
+/// repeat), by name for `EPCACHE_TRACE`.
+fn is_traced(request: &Request, region: RegionRef) -> bool {
+    match &request.tool {
+        Some(order) => region.entry.is_some_and(|e| e.region == order.region),
+        None => region_registry::all()
+            .get(region.id as usize)
+            .is_some_and(|meta| meta.name == request.region),
     }
 }
 
@@ -396,13 +442,7 @@ impl Recorder {
         if let Some(&traced) = self.traced.get(&region.id) {
             return traced;
         }
-        let traced = match &self.request.tool {
-            // By index: a tool named one region, and names may repeat.
-            Some(order) => region.entry.is_some_and(|e| e.region == order.region),
-            None => region_registry::all()
-                .get(region.id as usize)
-                .is_some_and(|meta| meta.name == self.request.region),
-        };
+        let traced = is_traced(self.request, region);
         self.traced.insert(region.id, traced);
         traced
     }
@@ -443,8 +483,23 @@ impl Recorder {
     /// Writes the trace: the site table, the data structures and the end.
     pub(super) fn finish(mut self: Box<Self>) {
         if let Some(writer) = self.writer.take() {
-            write(writer, self.request, &self.outcome());
+            write(writer, self.request, &self.outcome_at_end());
         }
+    }
+
+    /// What the recording holds, and the instances other threads ran meanwhile: the
+    /// recording ends with this.
+    fn outcome_at_end(&self) -> TraceOutcome {
+        RECORDING.store(false, Ordering::Release);
+        let mut outcome = self.outcome();
+        let others = OTHER_THREADS_INSTANCES.load(Ordering::Acquire);
+        if others > 0 {
+            outcome.message = format!(
+                "{others} instance(s) of the region on other threads are not in the trace: one \
+                 thread is recorded"
+            );
+        }
+        outcome
     }
 
     /// What the recording holds so far.
@@ -471,7 +526,7 @@ impl Drop for Recorder {
         if !switches::forked_child()
             && let Some(writer) = self.writer.take()
         {
-            let outcome = self.outcome();
+            let outcome = self.outcome_at_end();
             write(writer, self.request, &outcome);
         }
     }

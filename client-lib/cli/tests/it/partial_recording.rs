@@ -361,3 +361,60 @@ fn sampled_curves_stay_within_the_stated_error() {
         assert!(String::from_utf8_lossy(&refused.stderr).contains("--mrc full,32"));
     }
 }
+
+/// A traced region that other threads run too (an OpenMP loop's outlined body) is said, not
+/// left silent: one thread is recorded, the first that captured (the main thread, OpenMP
+/// thread 0), the run says once on stderr that the region's other threads are not in the
+/// trace, and the trace replays to thread 0's share of the loop alone.
+#[test]
+fn a_region_other_threads_run_too_is_said_to_be_recorded_on_one() {
+    let who = "partial recording of an OpenMP region";
+    if !(available("gcc", who) && runtime_built(who)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = kernel("omp_axpy.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-fopenmp",
+            "-o",
+            "prog",
+            src.to_str().unwrap(),
+        ],
+    );
+    let recording = dir.path().join("t.eppt");
+    let cache = "D1=32K,8,64;LL=8M,16,64";
+    let out = Command::new(dir.path().join("prog"))
+        .env_remove("EPCACHE_REPORT")
+        .env("OMP_NUM_THREADS", "4")
+        .env("EPCACHE_CACHE", cache)
+        .env("EPCACHE_TRACE", "axpy._omp_fn.0")
+        .env("EPCACHE_TRACE_OUTPUT", &recording)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let notice = "the traced region `axpy._omp_fn.0` runs on another thread too";
+    assert_eq!(stderr.matches(notice).count(), 1, "{stderr}");
+    assert!(stderr.contains(recording.to_str().unwrap()), "{stderr}");
+    // Thread 0's static share of `a[i] += s * b[i]` over a million elements.
+    let share = 1_000_000 / 4;
+    let replayed = replay(&recording, cache);
+    let structure = |name: &str| {
+        replayed["structures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no structure {name}: {replayed}"))
+            .clone()
+    };
+    let (a, b) = (structure("a"), structure("b"));
+    assert_eq!((&a["loads"], &a["stores"]), (&share.into(), &share.into()));
+    assert_eq!((&b["loads"], &b["stores"]), (&share.into(), &0.into()));
+}
