@@ -100,6 +100,16 @@ fn replay_with(trace: &Path, cache: &str, options: &[&str]) -> serde_json::Value
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Data structure `name`'s row in a replay's JSON.
+fn replayed_structure<'a>(replayed: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    replayed["structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no structure {name} in the replay: {replayed}"))
+}
+
 pub(crate) fn assert_exact(report: &serde_json::Value, replayed: &serde_json::Value, name: &str) {
     let events = &region(report, name)["events"];
     for (event, level, field) in EVENTS {
@@ -139,13 +149,7 @@ fn regular_c_kernel_recording_replays_to_the_live_counts() {
             .any(|s| s["structure"] == "b" && s["loads"] == 48 * 48 * 48 && s["stores"] == 0),
         "{sites:?}"
     );
-    let b = replayed["structures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "b")
-        .unwrap();
-    assert_eq!(b["accesses"], 48 * 48 * 48);
+    assert_eq!(replayed_structure(&replayed, "b")["accesses"], 48 * 48 * 48);
     assert!(
         replayed["compression"]["accesses_per_byte"]
             .as_f64()
@@ -405,16 +409,10 @@ fn a_region_other_threads_run_too_is_said_to_be_recorded_on_one() {
     // Thread 0's static share of `a[i] += s * b[i]` over a million elements.
     let share = 1_000_000 / 4;
     let replayed = replay(&recording, cache);
-    let structure = |name: &str| {
-        replayed["structures"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name)
-            .unwrap_or_else(|| panic!("no structure {name}: {replayed}"))
-            .clone()
-    };
-    let (a, b) = (structure("a"), structure("b"));
+    let (a, b) = (
+        replayed_structure(&replayed, "a"),
+        replayed_structure(&replayed, "b"),
+    );
     assert_eq!((&a["loads"], &a["stores"]), (&share.into(), &share.into()));
     assert_eq!((&b["loads"], &b["stores"]), (&share.into(), &0.into()));
 }
