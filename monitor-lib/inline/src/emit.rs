@@ -143,12 +143,13 @@ impl Sites {
     /// [`WORD`] holding the tag word and [`MASK`] the table's offset mask for the next.
     ///
     /// The common path of a read whose site finds both and hits the entry's first slot, its
-    /// most recent, is 12 instructions, its taken branches included, and four loads: the tag
+    /// most recent, is 11 instructions, its taken branches included, and four loads: the tag
     /// compared, the count, the order byte and its table's byte (`crate::order`); each later
-    /// slot adds a compare and a branch. The order byte is stored only when the hit changes
-    /// it: a line read or written again and again (a stream's eight accesses to each line)
-    /// then leaves no store for the next hit's load of the byte to wait for (a store each time
-    /// makes every hit on the entry wait for the one before). The tag of the last byte is `addr + size - 1 | tag_word`
+    /// slot adds a compare and a branch, and a hit that changes the order its store and a
+    /// jump. The order byte is stored only then: a line read or written again and again (a
+    /// stream's eight accesses to each line) leaves no store for the next hit's load of the
+    /// byte to wait for (a store each time makes every hit on the entry wait for the one
+    /// before). The tag of the last byte is `addr + size - 1 | tag_word`
     /// (`crate::tag_word`), so a thread with a switch to pick up matches nothing and goes to
     /// the miss path, which checks; the entry's offset is `addr & mask`, from the first byte,
     /// scaled by the addressing mode of every entry word (`crate::layout::OFFSET_SCALE_SHIFT`),
