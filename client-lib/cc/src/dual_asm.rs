@@ -975,7 +975,7 @@ A:
         // call came before.
         assert!(
             copy.contains(
-                "\tmovb\t%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)\n\
+                "\tmovb\t%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)\n\
                  .Lepcache.done.1:\n\tmovsd\tA(%rip), %xmm0\n"
             ),
             "{copy}"

@@ -142,14 +142,15 @@ impl Sites {
     /// meets at. `carried` is what the registers hold from an earlier site; every path leaves
     /// [`WORD`] holding the tag word and [`MASK`] the table's offset mask for the next.
     ///
-    /// The common path of a read whose site finds both and hits the entry's first slot, its
-    /// most recent, is 11 instructions, its taken branches included, and four loads: the tag
-    /// compared, the count, the order byte and its table's byte (`crate::order`); each later
-    /// slot adds a compare and a branch, and a hit that changes the order its store and a
-    /// jump. The order byte is stored only then: a line read or written again and again (a
-    /// stream's eight accesses to each line) leaves no store for the next hit's load of the
-    /// byte to wait for (a store each time makes every hit on the entry wait for the one
-    /// before). The tag of the last byte is `addr + size - 1 | tag_word`
+    /// The common path, a read whose site finds both registers and hits its entry's most
+    /// recent slot, is 11 instructions, its taken branches included, and three loads: the
+    /// order byte, whose low two bits name that slot (`crate::order`), the slot's tag and its
+    /// count. The order stays as it is, so only the count is stored: a stream's accesses to
+    /// one line, and a gather's to lines it met last, leave no store of the order byte for the
+    /// next hit's load of it to wait for (such a store at every hit makes each hit on the
+    /// entry wait for the one before). Any other hit compares the slots in turn, a compare
+    /// and a branch each, counts, and makes its slot the most recent by one table lookup and
+    /// a store. The tag of the last byte is `addr + size - 1 | tag_word`
     /// (`crate::tag_word`), so a thread with a switch to pick up matches nothing and goes to
     /// the miss path, which checks; the entry's offset is `addr & mask`, from the first byte,
     /// scaled by the addressing mode of every entry word (`crate::layout::OFFSET_SCALE_SHIFT`),
@@ -190,6 +191,22 @@ impl Sites {
         // with the mask (each entry word's address scales it).
         let _ = writeln!(out, "\tmovl\t%edi, %edx");
         let _ = writeln!(out, "\tandl\t{MASK_32}, %edx");
+        // The entry's most recent slot first (the low two bits of the stored order,
+        // `crate::order`): a hit there counts and leaves the order as it is.
+        let (tags, counts) = if access.write {
+            (ThreadWord::WriteTags, ThreadWord::WriteHits)
+        } else {
+            (ThreadWord::ReadTags, ThreadWord::ReadHits)
+        };
+        let scan = format!(".Lepcache.scan.{n}");
+        let _ = writeln!(out, "\tmovzbl\t{}, %ecx", entry(ThreadWord::Order, 0));
+        let _ = writeln!(out, "\tandl\t$3, %ecx");
+        let _ = writeln!(out, "\taddq\t%rdx, %rcx");
+        let _ = writeln!(out, "\tcmpq\t%rax, {}", taken(tags));
+        let _ = writeln!(out, "\tjne\t{scan}");
+        let _ = writeln!(out, "\tincq\t{}", taken(counts));
+        let _ = writeln!(out, "\tjmp\t{done}");
+        let _ = writeln!(out, "{scan}:");
         let count = if access.write {
             // A write matches a written slot; one that owns its line clean is marked written
             // and dirty pending (the runtime marks the line dirty before it next simulates an
@@ -240,15 +257,13 @@ impl Sites {
             let _ = writeln!(out, "\tmovzbl\t{}, %ecx", entry(ThreadWord::Order, 0));
             let _ = writeln!(
                 out,
-                "\tmovzbl\t{}(%rcx), %r8d",
+                "\tmovzbl\t{}(%rcx), %ecx",
                 tls_at(
                     ThreadWord::OrderTables,
                     order::AFTER_HIT + slot * TABLE_BYTES
                 )
             );
-            let _ = writeln!(out, "\tcmpb\t%r8b, %cl");
-            let _ = writeln!(out, "\tje\t{done}");
-            let _ = writeln!(out, "\tmovb\t%r8b, {}", entry(ThreadWord::Order, 0));
+            let _ = writeln!(out, "\tmovb\t%cl, {}", entry(ThreadWord::Order, 0));
             if slot + 1 < SLOTS {
                 let _ = writeln!(out, "\tjmp\t{done}");
             }
@@ -482,13 +497,21 @@ mod tests {
         assert_eq!(sites.count(), 2);
         let labels: Vec<&str> = out.lines().filter(|l| l.ends_with(':')).collect();
         let mut expected = vec![
+            ".Lepcache.scan.1:".to_owned(),
             ".Lepcache.miss.1:".to_owned(),
             ".Lepcache.full.1:".to_owned(),
         ];
         expected.extend([".Lepcache.slow.1:", ".Lepcache.back.1:"].map(str::to_owned));
         expected.extend((0..SLOTS).map(|s| format!(".Lepcache.hit.1.{s}:")));
         expected.push(".Lepcache.done.1:".to_owned());
-        expected.extend([".Lepcache.miss.2:", ".Lepcache.full.2:"].map(str::to_owned));
+        expected.extend(
+            [
+                ".Lepcache.scan.2:",
+                ".Lepcache.miss.2:",
+                ".Lepcache.full.2:",
+            ]
+            .map(str::to_owned),
+        );
         expected.extend((0..SLOTS).map(|s| format!(".Lepcache.clean.2.{s}:")));
         expected.extend([".Lepcache.slow.2:", ".Lepcache.back.2:"].map(str::to_owned));
         expected.extend((0..SLOTS).map(|s| format!(".Lepcache.hit.2.{s}:")));
@@ -514,29 +537,27 @@ mod tests {
                 "\tjmp\t.Lepcache.done.1"
             ]
         );
-        // Each slot's hit counts in its slot and makes the slot the most recent by the table
-        // of its slot, storing the order only when it changes.
+        // A hit on a slot found by the scan counts in its slot and makes the slot the most
+        // recent by the table of its slot.
         for slot in 0..SLOTS {
             let at = lines
                 .iter()
                 .position(|l| *l == format!(".Lepcache.hit.1.{slot}:"))
                 .unwrap();
             assert_eq!(
-                lines[at + 1..at + 7],
+                lines[at + 1..at + 5],
                 [
                     format!("\tincq\t{}", entry_word("read_hits", slot)),
                     format!("\tmovzbl\t{}, %ecx", entry_word("order", 0)),
                     format!(
-                        "\tmovzbl\t%fs:epcache_inline_v9_order_tables@tpoff{}(%rcx), %r8d",
+                        "\tmovzbl\t%fs:epcache_inline_v9_order_tables@tpoff{}(%rcx), %ecx",
                         if slot == 0 {
                             String::new()
                         } else {
                             format!("+{}", slot * 256)
                         }
                     ),
-                    "\tcmpb\t%r8b, %cl".to_owned(),
-                    "\tje\t.Lepcache.done.1".to_owned(),
-                    format!("\tmovb\t%r8b, {}", entry_word("order", 0)),
+                    format!("\tmovb\t%cl, {}", entry_word("order", 0)),
                 ]
             );
         }
@@ -558,6 +579,15 @@ mod tests {
             }
         }
         assert!(second_test.ends_with(&compares), "{second_test}");
+        // A write tries the most recent slot's write tag first, and counts a write there.
+        assert!(
+            second_test.contains(
+                "\tcmpq\t%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)\n\
+                 \tjne\t.Lepcache.scan.2\n\
+                 \tincq\t%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)\n"
+            ),
+            "{second_test}"
+        );
         for slot in 0..SLOTS {
             let clean = &second_site[second_site
                 .find(&format!(".Lepcache.clean.2.{slot}:"))
@@ -647,13 +677,18 @@ mod tests {
     fn every_access_compares_its_last_bytes_tag_with_its_first_bytes_entry() {
         let (_, aligned) = written(&[(access(8, false), "\tcall\t__tsan_read8")]);
         // The common path: the tag word (one load) and the mask from its top byte (3), the tag
-        // (2), the offset from the first byte (2), the compares with each slot's tag, then
-        // the count; no epoch compare, no alignment test, no thread-local mask.
+        // (2), the offset from the first byte (2), the most recent slot's tag compared and its
+        // count, then the compares with each slot's tag; no epoch compare, no alignment test,
+        // no thread-local mask.
         let common = &aligned[..aligned.find(".Lepcache.miss.1:").unwrap()];
         let mut expected = String::from(
             "\tmovq\tepcache_inline_v9_tag_word(%rip), %r11\n\tmovq\t%r11, %r10\n\
              \tshrq\t$56, %r10\n\tshll\t$5, %r10d\n\tleaq\t7(%rdi), %rax\n\
-             \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n",
+             \torq\t%r11, %rax\n\tmovl\t%edi, %edx\n\tandl\t%r10d, %edx\n\
+             \tmovzbl\t%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx\n\tandl\t$3, %ecx\n\
+             \taddq\t%rdx, %rcx\n\tcmpq\t%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)\n\
+             \tjne\t.Lepcache.scan.1\n\tincq\t%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)\n\
+             \tjmp\t.Lepcache.done.1\n.Lepcache.scan.1:\n",
         );
         for slot in 0..SLOTS {
             expected.push_str(&format!(

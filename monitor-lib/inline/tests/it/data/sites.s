@@ -7,6 +7,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.1
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.1
+.Lepcache.scan.1:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.1.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -75,34 +83,26 @@
 .Lepcache.hit.1.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.1
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.1
 .Lepcache.hit.1.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.1
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.1
 .Lepcache.hit.1.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.1
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.1
 .Lepcache.hit.1.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.1
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.1:
 # size 2 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -113,6 +113,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.2
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.2
+.Lepcache.scan.2:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.2.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -184,34 +192,26 @@
 .Lepcache.hit.2.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.2
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.2
 .Lepcache.hit.2.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.2
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.2
 .Lepcache.hit.2.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.2
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.2
 .Lepcache.hit.2.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.2
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.2:
 # size 4 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -222,6 +222,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.3
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.3
+.Lepcache.scan.3:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.3.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -293,34 +301,26 @@
 .Lepcache.hit.3.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.3
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.3
 .Lepcache.hit.3.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.3
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.3
 .Lepcache.hit.3.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.3
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.3
 .Lepcache.hit.3.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.3
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.3:
 # size 8 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -331,6 +331,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.4
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.4
+.Lepcache.scan.4:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.4.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -402,34 +410,26 @@
 .Lepcache.hit.4.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.4
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.4
 .Lepcache.hit.4.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.4
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.4
 .Lepcache.hit.4.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.4
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.4
 .Lepcache.hit.4.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.4
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.4:
 # size 16 write false carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -440,6 +440,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.5
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.5
+.Lepcache.scan.5:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.5.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -511,34 +519,26 @@
 .Lepcache.hit.5.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.5
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.5
 .Lepcache.hit.5.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.5
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.5
 .Lepcache.hit.5.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.5
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.5
 .Lepcache.hit.5.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.5
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.5:
 # size 1 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -549,6 +549,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.6
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.6
+.Lepcache.scan.6:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.6.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -641,34 +649,26 @@
 .Lepcache.hit.6.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.6
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.6
 .Lepcache.hit.6.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.6
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.6
 .Lepcache.hit.6.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.6
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.6
 .Lepcache.hit.6.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.6
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.6:
 # size 2 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -679,6 +679,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.7
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.7
+.Lepcache.scan.7:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.7.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -774,34 +782,26 @@
 .Lepcache.hit.7.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.7
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.7
 .Lepcache.hit.7.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.7
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.7
 .Lepcache.hit.7.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.7
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.7
 .Lepcache.hit.7.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.7
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.7:
 # size 4 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -812,6 +812,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.8
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.8
+.Lepcache.scan.8:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.8.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -907,34 +915,26 @@
 .Lepcache.hit.8.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.8
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.8
 .Lepcache.hit.8.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.8
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.8
 .Lepcache.hit.8.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.8
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.8
 .Lepcache.hit.8.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.8
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.8:
 # size 8 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -945,6 +945,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.9
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.9
+.Lepcache.scan.9:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.9.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -1040,34 +1048,26 @@
 .Lepcache.hit.9.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.9
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.9
 .Lepcache.hit.9.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.9
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.9
 .Lepcache.hit.9.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.9
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.9
 .Lepcache.hit.9.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.9
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.9:
 # size 16 write true carried Nothing
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1078,6 +1078,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.10
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.10
+.Lepcache.scan.10:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.10.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -1173,34 +1181,26 @@
 .Lepcache.hit.10.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.10
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.10
 .Lepcache.hit.10.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.10
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.10
 .Lepcache.hit.10.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.10
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.10
 .Lepcache.hit.10.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.10
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.10:
 # size 1 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1208,6 +1208,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.11
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.11
+.Lepcache.scan.11:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.11.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -1276,34 +1284,26 @@
 .Lepcache.hit.11.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.11
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.11
 .Lepcache.hit.11.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.11
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.11
 .Lepcache.hit.11.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.11
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.11
 .Lepcache.hit.11.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.11
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.11:
 # size 2 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1311,6 +1311,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.12
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.12
+.Lepcache.scan.12:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.12.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -1382,34 +1390,26 @@
 .Lepcache.hit.12.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.12
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.12
 .Lepcache.hit.12.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.12
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.12
 .Lepcache.hit.12.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.12
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.12
 .Lepcache.hit.12.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.12
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.12:
 # size 4 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1417,6 +1417,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.13
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.13
+.Lepcache.scan.13:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.13.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -1488,34 +1496,26 @@
 .Lepcache.hit.13.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.13
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.13
 .Lepcache.hit.13.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.13
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.13
 .Lepcache.hit.13.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.13
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.13
 .Lepcache.hit.13.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.13
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.13:
 # size 8 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1523,6 +1523,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.14
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.14
+.Lepcache.scan.14:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.14.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -1594,34 +1602,26 @@
 .Lepcache.hit.14.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.14
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.14
 .Lepcache.hit.14.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.14
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.14
 .Lepcache.hit.14.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.14
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.14
 .Lepcache.hit.14.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.14
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.14:
 # size 16 write false carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1629,6 +1629,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.15
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.15
+.Lepcache.scan.15:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.15.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -1700,34 +1708,26 @@
 .Lepcache.hit.15.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.15
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.15
 .Lepcache.hit.15.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.15
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.15
 .Lepcache.hit.15.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.15
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.15
 .Lepcache.hit.15.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.15
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.15:
 # size 1 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1735,6 +1735,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.16
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.16
+.Lepcache.scan.16:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.16.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -1827,34 +1835,26 @@
 .Lepcache.hit.16.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.16
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.16
 .Lepcache.hit.16.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.16
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.16
 .Lepcache.hit.16.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.16
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.16
 .Lepcache.hit.16.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.16
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.16:
 # size 2 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1862,6 +1862,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.17
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.17
+.Lepcache.scan.17:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.17.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -1957,34 +1965,26 @@
 .Lepcache.hit.17.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.17
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.17
 .Lepcache.hit.17.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.17
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.17
 .Lepcache.hit.17.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.17
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.17
 .Lepcache.hit.17.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.17
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.17:
 # size 4 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -1992,6 +1992,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.18
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.18
+.Lepcache.scan.18:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.18.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -2087,34 +2095,26 @@
 .Lepcache.hit.18.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.18
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.18
 .Lepcache.hit.18.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.18
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.18
 .Lepcache.hit.18.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.18
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.18
 .Lepcache.hit.18.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.18
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.18:
 # size 8 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -2122,6 +2122,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.19
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.19
+.Lepcache.scan.19:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.19.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -2217,34 +2225,26 @@
 .Lepcache.hit.19.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.19
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.19
 .Lepcache.hit.19.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.19
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.19
 .Lepcache.hit.19.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.19
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.19
 .Lepcache.hit.19.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.19
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.19:
 # size 16 write true carried Mask
 	movq	epcache_inline_v9_tag_word(%rip), %r11
@@ -2252,6 +2252,14 @@
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.20
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.20
+.Lepcache.scan.20:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.20.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -2347,40 +2355,40 @@
 .Lepcache.hit.20.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.20
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.20
 .Lepcache.hit.20.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.20
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.20
 .Lepcache.hit.20.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.20
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.20
 .Lepcache.hit.20.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.20
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.20:
 # size 1 write false carried MaskAndWord
 	movq	%rdi, %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.21
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.21
+.Lepcache.scan.21:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.21.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -2449,40 +2457,40 @@
 .Lepcache.hit.21.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.21
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.21
 .Lepcache.hit.21.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.21
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.21
 .Lepcache.hit.21.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.21
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.21
 .Lepcache.hit.21.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.21
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.21:
 # size 2 write false carried MaskAndWord
 	leaq	1(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.22
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.22
+.Lepcache.scan.22:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.22.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -2554,40 +2562,40 @@
 .Lepcache.hit.22.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.22
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.22
 .Lepcache.hit.22.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.22
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.22
 .Lepcache.hit.22.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.22
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.22
 .Lepcache.hit.22.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.22
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.22:
 # size 4 write false carried MaskAndWord
 	leaq	3(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.23
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.23
+.Lepcache.scan.23:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.23.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -2659,40 +2667,40 @@
 .Lepcache.hit.23.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.23
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.23
 .Lepcache.hit.23.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.23
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.23
 .Lepcache.hit.23.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.23
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.23
 .Lepcache.hit.23.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.23
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.23:
 # size 8 write false carried MaskAndWord
 	leaq	7(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.24
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.24
+.Lepcache.scan.24:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.24.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -2764,40 +2772,40 @@
 .Lepcache.hit.24.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.24
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.24
 .Lepcache.hit.24.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.24
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.24
 .Lepcache.hit.24.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.24
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.24
 .Lepcache.hit.24.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.24
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.24:
 # size 16 write false carried MaskAndWord
 	leaq	15(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.25
+	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.25
+.Lepcache.scan.25:
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.25.0
 	cmpq	%rax, %fs:epcache_inline_v9_read_tags@tpoff+8(,%rdx,8)
@@ -2869,40 +2877,40 @@
 .Lepcache.hit.25.0:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.25
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.25
 .Lepcache.hit.25.1:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.25
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.25
 .Lepcache.hit.25.2:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.25
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.25
 .Lepcache.hit.25.3:
 	incq	%fs:epcache_inline_v9_read_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.25
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.25:
 # size 1 write true carried MaskAndWord
 	movq	%rdi, %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.26
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.26
+.Lepcache.scan.26:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.26.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -2995,40 +3003,40 @@
 .Lepcache.hit.26.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.26
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.26
 .Lepcache.hit.26.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.26
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.26
 .Lepcache.hit.26.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.26
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.26
 .Lepcache.hit.26.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.26
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.26:
 # size 2 write true carried MaskAndWord
 	leaq	1(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.27
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.27
+.Lepcache.scan.27:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.27.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -3124,40 +3132,40 @@
 .Lepcache.hit.27.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.27
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.27
 .Lepcache.hit.27.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.27
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.27
 .Lepcache.hit.27.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.27
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.27
 .Lepcache.hit.27.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.27
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.27:
 # size 4 write true carried MaskAndWord
 	leaq	3(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.28
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.28
+.Lepcache.scan.28:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.28.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -3253,40 +3261,40 @@
 .Lepcache.hit.28.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.28
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.28
 .Lepcache.hit.28.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.28
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.28
 .Lepcache.hit.28.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.28
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.28
 .Lepcache.hit.28.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.28
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.28:
 # size 8 write true carried MaskAndWord
 	leaq	7(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.29
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.29
+.Lepcache.scan.29:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.29.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -3382,40 +3390,40 @@
 .Lepcache.hit.29.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.29
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.29
 .Lepcache.hit.29.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.29
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.29
 .Lepcache.hit.29.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.29
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.29
 .Lepcache.hit.29.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.29
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.29:
 # size 16 write true carried MaskAndWord
 	leaq	15(%rdi), %rax
 	orq	%r11, %rax
 	movl	%edi, %edx
 	andl	%r10d, %edx
+	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
+	andl	$3, %ecx
+	addq	%rdx, %rcx
+	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rcx,8)
+	jne	.Lepcache.scan.30
+	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rcx,8)
+	jmp	.Lepcache.done.30
+.Lepcache.scan.30:
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff(,%rdx,8)
 	je	.Lepcache.hit.30.0
 	cmpq	%rax, %fs:epcache_inline_v9_write_tags@tpoff+8(,%rdx,8)
@@ -3511,32 +3519,24 @@
 .Lepcache.hit.30.0:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.30
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.30
 .Lepcache.hit.30.1:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+8(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.30
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+256(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.30
 .Lepcache.hit.30.2:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+16(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.30
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+512(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 	jmp	.Lepcache.done.30
 .Lepcache.hit.30.3:
 	incq	%fs:epcache_inline_v9_write_hits@tpoff+24(,%rdx,8)
 	movzbl	%fs:epcache_inline_v9_order@tpoff(,%rdx,8), %ecx
-	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %r8d
-	cmpb	%r8b, %cl
-	je	.Lepcache.done.30
-	movb	%r8b, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
+	movzbl	%fs:epcache_inline_v9_order_tables@tpoff+768(%rcx), %ecx
+	movb	%cl, %fs:epcache_inline_v9_order@tpoff(,%rdx,8)
 .Lepcache.done.30:
