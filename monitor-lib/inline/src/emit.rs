@@ -191,8 +191,8 @@ impl Sites {
         // with the mask (each entry word's address scales it).
         let _ = writeln!(out, "\tmovl\t%edi, %edx");
         let _ = writeln!(out, "\tandl\t{MASK_32}, %edx");
-        // The entry's most recent slot first (the low two bits of the stored order,
-        // `crate::order`): a hit there counts and leaves the order as it is.
+        // The entry's most recent slot first (`crate::order::MOST_RECENT_MASK` of the stored
+        // order): a hit there counts and leaves the order as it is.
         let (tags, counts) = if access.write {
             (ThreadWord::WriteTags, ThreadWord::WriteHits)
         } else {
@@ -200,7 +200,7 @@ impl Sites {
         };
         let scan = format!(".Lepcache.scan.{n}");
         let _ = writeln!(out, "\tmovzbl\t{}, %ecx", entry(ThreadWord::Order, 0));
-        let _ = writeln!(out, "\tandl\t$3, %ecx");
+        let _ = writeln!(out, "\tandl\t${}, %ecx", order::MOST_RECENT_MASK);
         let _ = writeln!(out, "\taddq\t%rdx, %rcx");
         let _ = writeln!(out, "\tcmpq\t%rax, {}", taken(tags));
         let _ = writeln!(out, "\tjne\t{scan}");

@@ -15,13 +15,20 @@
 //! empties one) holds the identity order. The tables depend on `usable` only: a hit on slot
 //! `j` moves it to position 0 (a slot beyond the usable ones, which never holds a line, leaves
 //! the order as it is), and a miss takes the slot at position `usable - 1` (the least recent)
-//! and moves it to position 0.
+//! and moves it to position 0. The stored byte's low two bits name the most recent slot, which
+//! the sequence tries before the others.
 
 /// Lines an entry holds at most.
 pub const SLOTS: usize = 4;
 
 /// The order byte of a zeroed entry: slot `p` at position `p`.
 pub const IDENTITY: u8 = 0b11_10_01_00;
+
+/// The stored order byte's bits that name the most recent slot, which the sequence tries
+/// first: [`IDENTITY`] has slot 0 at position 0, so the XOR leaves them as they are.
+pub const MOST_RECENT_MASK: u8 = (SLOTS - 1) as u8;
+
+const _: () = assert!(IDENTITY & MOST_RECENT_MASK == 0 && SLOTS.is_power_of_two());
 
 /// Bytes of each table: one value per order byte.
 pub const TABLE_BYTES: usize = 256;
@@ -149,6 +156,8 @@ mod tests {
         assert_eq!(stored([3, 0, 1, 2]), 0b10_01_00_11 ^ IDENTITY);
         for b in 0..=u8::MAX {
             assert_eq!(stored(by_recency(b)), b);
+            // The sequence's probe of the most recent slot reads it from the low bits.
+            assert_eq!(usize::from(b & MOST_RECENT_MASK), by_recency(b)[0]);
         }
     }
 
