@@ -249,8 +249,9 @@ impl Sites {
         // The call may have switched the thread, and clobbered both registers.
         load_word_and_mask(out);
         let _ = writeln!(out, "\tjmp\t{done}");
-        // A hit counts, and its slot becomes the entry's most recent (`crate::order`), the
-        // order stored only if it changes.
+        // A hit the scan found counts, and its slot becomes the entry's most recent
+        // (`crate::order`): never the most recent already (the probe above took that one), so
+        // the new order is always stored.
         for slot in 0..SLOTS {
             let _ = writeln!(out, "{}:", hit(slot));
             let _ = writeln!(out, "\tincq\t{}", entry(count, slot));

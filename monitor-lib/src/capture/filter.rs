@@ -635,7 +635,8 @@ impl Filter {
     /// (`whole_line`) and the batch has room, the entry is taken over for the access (its old
     /// owner's tag, hits and dirty mark moved into a record appended to the batch) and `true`
     /// returned; the access is simulated when the runtime drains the batch. The runtime does the
-    /// same for a one-line access that reaches it (`ThreadCapture::stage`). `code` is the access's code address (0: unknown).
+    /// same for a one-line access that reaches it (`ThreadCapture::stage`). `code` is the
+    /// access's code address (0: unknown).
     pub(super) fn inline_miss(&self, addr: u64, size: u32, write: bool, code: u64) -> bool {
         let one_line = self.tag(addr + u64::from(size.max(1)) - 1) == self.tag(addr);
         match self.whole_line(addr).filter(|_| one_line) {
