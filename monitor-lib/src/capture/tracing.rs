@@ -487,10 +487,8 @@ impl Recorder {
         }
     }
 
-    /// What the recording holds, and the instances other threads ran meanwhile: the
-    /// recording ends with this.
+    /// What the recording holds, and the instances other threads ran meanwhile.
     fn outcome_at_end(&self) -> TraceOutcome {
-        RECORDING.store(false, Ordering::Release);
         let mut outcome = self.outcome();
         let others = OTHER_THREADS_INSTANCES.load(Ordering::Acquire);
         if others > 0 {
@@ -521,8 +519,11 @@ impl Recorder {
 
 impl Drop for Recorder {
     /// A recording thread that ends before the process writes its trace then (not in a
-    /// forked child, whose file is its parent's).
+    /// forked child, whose file is its parent's). The recording ends here however it ends
+    /// (written, or given up on a write error), so other threads stop being told they are
+    /// left out.
     fn drop(&mut self) {
+        RECORDING.store(false, Ordering::Release);
         if !switches::forked_child()
             && let Some(writer) = self.writer.take()
         {
