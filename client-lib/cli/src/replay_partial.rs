@@ -154,7 +154,7 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
     let c = &report.compression;
     let _ = writeln!(
         out,
-        "\ntrace    {} accesses in {} bytes: {:.1} accesses per byte; {:.1}% in {} descriptors, {} raw, {} streams",
+        "\ntrace    {} accesses in {} bytes: {:.1} accesses per byte; {:.1}% in {} descriptors, {} raw, {} streams{}",
         grouped(c.stats.accesses),
         grouped(c.stats.bytes),
         c.accesses_per_byte,
@@ -162,7 +162,18 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
         grouped(c.stats.descriptors),
         grouped(c.stats.raw_accesses),
         c.stats.streams,
+        match report.threads {
+            1 => String::new(),
+            n => format!("; {n} threads, each replayed on caches of its own"),
+        },
     );
+    if !report.unfinished_threads.is_empty() {
+        let _ = writeln!(
+            out,
+            "note     thread(s) {:?} never finished their last part (blocked when the program exited): their accesses after their last finished instance are not counted",
+            report.unfinished_threads
+        );
+    }
     for (title, rows) in [
         ("access site", &report.sites),
         ("data structure", &report.structures),

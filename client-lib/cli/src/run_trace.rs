@@ -31,11 +31,13 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
             return Err(());
         }
     };
-    let instances = trace
-        .marks()
+    let per_thread: Vec<usize> = trace
+        .threads()
         .iter()
-        .filter(|(_, m)| *m == Mark::Begin)
-        .count();
+        .map(|t| t.marks().iter().filter(|(_, m)| *m == Mark::Begin).count())
+        .filter(|&n| n > 0)
+        .collect();
+    let instances: usize = per_thread.iter().sum();
     if instances == 0 {
         eprintln!(
             "epcache: region `{region}` never ran, so the trace {name} counts nothing (is it the name `epcache run --all-regions` shows?)"
@@ -43,8 +45,12 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
         return Err(());
     }
     let stats = trace.stats();
+    let threads = match per_thread.len() {
+        1 => String::new(),
+        n => format!(" on {n} threads"),
+    };
     eprintln!(
-        "epcache: recorded {instances} instance(s) of `{region}` in {name}: {} accesses in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `epcache replay --cache {} {name}`",
+        "epcache: recorded {instances} instance(s) of `{region}`{threads} in {name}: {} accesses in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `epcache replay --cache {} {name}`",
         grouped(stats.accesses),
         grouped(stats.bytes),
         stats.accesses_per_byte(),

@@ -18,7 +18,9 @@
 //! A trace with marks (a recording that began before the traced region's instances) counts
 //! only the accesses of its counted spans, in the levels totals and in the tables alike; the
 //! others are simulated all the same, so the counted ones meet the cache state they met when
-//! recorded.
+//! recorded. Each thread of the trace replays on a hierarchy of its own (a copy of the one
+//! given, as given), as each thread of the live run simulated its own; the totals and tables
+//! add the threads up.
 //!
 //! An access belongs to the data structure whose named range holds its first byte; without
 //! one, to the structure its site names in the site table; else to `(other)`.
@@ -40,7 +42,7 @@ use crate::cache::{AccessKind, Hierarchy, LevelStats};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};
 use crate::replay::{RecordCounts, ReplaySummary, summarize_stats};
 use crate::trace::TraceKind;
-use crate::trace::partial::{CountedSpans, PartialError, PartialTrace, TraceStats};
+use crate::trace::partial::{PartialError, PartialTrace, TraceStats};
 
 /// Name of the owner of accesses of no named structure.
 pub const OTHER: &str = "(other)";
@@ -127,6 +129,11 @@ pub struct PartialReplayReport {
     pub summary: ReplaySummary,
     /// Compression figures of the trace.
     pub compression: Compression,
+    /// Threads the trace holds, each replayed on caches of its own.
+    pub threads: usize,
+    /// Threads whose last body never ended: what they recorded after their last finished
+    /// body (an instance that was going on when the program exited) is not in the counts.
+    pub unfinished_threads: Vec<u64>,
     /// The data level the per-owner temporal/spatial and evictor columns are about.
     pub watched_level: String,
     pub sites: Vec<OwnerRow>,
@@ -184,62 +191,77 @@ pub fn replay_partial(
             *sum += s;
         }
     };
-    let mut spans = CountedSpans::new(trace.marks());
+    // Each thread replays on caches of its own, from the state the caller's hierarchy is in.
+    let fresh = hierarchy.clone();
     // Nothing counts until the first access says whether it does.
     let mut in_span = false;
     sites.counting = false;
     structures.counting = false;
     let mut ignored = RecordCounts::default();
-    for (seq, access) in trace.accesses().enumerate() {
-        let access = access?;
-        let counting = spans.counts(seq as u64);
-        if counting != in_span {
-            if counting {
-                hierarchy.reset_stats();
-            } else {
+    for (index, thread) in trace.threads().iter().enumerate() {
+        if index > 0 {
+            if in_span {
                 add_span(&mut counted, hierarchy);
             }
-            in_span = counting;
-            sites.counting = counting;
-            structures.counting = counting;
+            in_span = false;
+            (sites.counting, structures.counting) = (false, false);
+            // The residencies end with the thread's caches.
+            sites.finish();
+            structures.finish();
+            *hierarchy = fresh.clone();
         }
-        let counts = if counting { &mut counts } else { &mut ignored };
-        let site = owners.site_index[&access.site];
-        let structure = owners.structure_of(access.addr, site);
-        sites.on_record(site, access.kind);
-        structures.on_record(structure, access.kind);
-        let size = access.size.min(clamp_to);
-        counts.clamped += u64::from(size != access.size);
-        let kinds: &[AccessKind] = match access.kind {
-            TraceKind::Instr => {
-                counts.instr += 1;
-                if hierarchy.spec().instr.is_some() {
-                    hierarchy.fetch(access.addr, access.size);
-                }
-                &[]
-            }
-            TraceKind::Load => {
-                counts.loads += 1;
-                &[AccessKind::Read]
-            }
-            TraceKind::Store => {
-                counts.stores += 1;
-                &[AccessKind::Write]
-            }
-            TraceKind::Modify => {
-                counts.modifies += 1;
-                if compat {
-                    &[AccessKind::Read]
+        let mut spans = thread.counted_spans();
+        for (seq, access) in thread.accesses().enumerate() {
+            let access = access?;
+            let counting = spans.counts(seq as u64);
+            if counting != in_span {
+                if counting {
+                    hierarchy.reset_stats();
                 } else {
-                    &[AccessKind::Read, AccessKind::Write]
+                    add_span(&mut counted, hierarchy);
                 }
+                in_span = counting;
+                sites.counting = counting;
+                structures.counting = counting;
             }
-        };
-        for &kind in kinds {
-            let outcome = hierarchy.access(access.addr, size, kind);
-            let events = hierarchy.line_events();
-            sites.on_access(site, (access.addr, size), &outcome, events);
-            structures.on_access(structure, (access.addr, size), &outcome, events);
+            let counts = if counting { &mut counts } else { &mut ignored };
+            let site = owners.site_index[&access.site];
+            let structure = owners.structure_of(access.addr, site);
+            sites.on_record(site, access.kind);
+            structures.on_record(structure, access.kind);
+            let size = access.size.min(clamp_to);
+            counts.clamped += u64::from(size != access.size);
+            let kinds: &[AccessKind] = match access.kind {
+                TraceKind::Instr => {
+                    counts.instr += 1;
+                    if hierarchy.spec().instr.is_some() {
+                        hierarchy.fetch(access.addr, access.size);
+                    }
+                    &[]
+                }
+                TraceKind::Load => {
+                    counts.loads += 1;
+                    &[AccessKind::Read]
+                }
+                TraceKind::Store => {
+                    counts.stores += 1;
+                    &[AccessKind::Write]
+                }
+                TraceKind::Modify => {
+                    counts.modifies += 1;
+                    if compat {
+                        &[AccessKind::Read]
+                    } else {
+                        &[AccessKind::Read, AccessKind::Write]
+                    }
+                }
+            };
+            for &kind in kinds {
+                let outcome = hierarchy.access(access.addr, size, kind);
+                let events = hierarchy.line_events();
+                sites.on_access(site, (access.addr, size), &outcome, events);
+                structures.on_access(structure, (access.addr, size), &outcome, events);
+            }
         }
     }
     if in_span {
@@ -277,6 +299,8 @@ pub fn replay_partial(
             accesses_per_byte: stats.accesses_per_byte(),
             described_share: stats.described_share(),
         },
+        threads: trace.threads().len(),
+        unfinished_threads: trace.unfinished_threads().to_vec(),
         watched_level: level_names[level].clone(),
         sites: site_rows,
         structures: rows(&structures, &owners.structures, &level_names)

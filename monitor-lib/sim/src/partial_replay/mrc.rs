@@ -19,7 +19,7 @@
 use crate::analysis::{DistanceHistogram, LruStack};
 use crate::cache::{AccessKind, CacheError, Hierarchy, HierarchySpec, LevelResult};
 use crate::trace::TraceKind;
-use crate::trace::partial::{CountedSpans, PartialAccess, PartialError, PartialTrace};
+use crate::trace::partial::{PartialAccess, PartialError, PartialTrace};
 
 use super::Owners;
 
@@ -75,15 +75,21 @@ pub fn miss_ratio_curves(
     // Pass 1: accesses per structure, and (fully associative) the distances.
     let mut accesses = vec![0u64; n];
     let mut stack = LruStack::new(1 << 12);
+    let (mut thread, mut distinct) = (0, 0);
     // Per structure, in buckets exact at every power-of-two number of lines, so memory stays
     // a few hundred words per structure however long the trace.
     let mut distances: Vec<DistanceHistogram> = vec![DistanceHistogram::default(); n];
     for attributed in attributed(trace, &owners) {
         let Attributed {
+            thread: t,
             access: a,
             counting,
             structure,
         } = attributed?;
+        if t != thread {
+            distinct = distinct.max(stack.distinct_lines() as u64);
+            (thread, stack) = (t, LruStack::new(1 << 12));
+        }
         let times = cache_accesses(a.kind).len() as u64;
         if counting {
             accesses[structure] += times;
@@ -106,7 +112,7 @@ pub fn miss_ratio_curves(
         }
     }
     let distinct = if ways.is_none() {
-        stack.distinct_lines() as u64
+        distinct.max(stack.distinct_lines() as u64)
     } else {
         footprint(trace, bits)?
     };
@@ -136,14 +142,19 @@ pub fn miss_ratio_curves(
             {
                 let size = sets * u64::from(ways) * u64::from(line_size);
                 let spec = HierarchySpec::parse(&format!("D1={size},{ways},{line_size}"))?;
-                let mut hierarchy = Hierarchy::new(&spec)?;
+                let fresh = Hierarchy::new(&spec)?;
+                let (mut hierarchy, mut thread) = (fresh.clone(), 0);
                 let mut misses = vec![0u64; n];
                 for attributed in attributed(trace, &owners) {
                     let Attributed {
+                        thread: t,
                         access: a,
                         counting,
                         structure,
                     } = attributed?;
+                    if t != thread {
+                        (thread, hierarchy) = (t, fresh.clone());
+                    }
                     for &kind in cache_accesses(a.kind) {
                         let missed =
                             hierarchy.access(a.addr, a.size, kind).levels[0] == LevelResult::Miss;
@@ -167,25 +178,37 @@ pub fn miss_ratio_curves(
 /// One access of a trace as the curves take it: the access, whether it lies in a counted span,
 /// and the index of its data structure's curve (the last index, "(all)", stands for none).
 pub(super) struct Attributed {
+    /// The thread's index in the trace: each thread has caches of its own, so a consumer starts
+    /// afresh when it changes.
+    pub(super) thread: usize,
     pub(super) access: PartialAccess,
     pub(super) counting: bool,
     pub(super) structure: usize,
 }
 
-/// The accesses of `trace` in order, each with its span and structure ([`Attributed`]).
+/// The accesses of `trace` in order, thread after thread, each with its span and structure
+/// ([`Attributed`]).
 pub(super) fn attributed<'a>(
     trace: &'a PartialTrace,
     owners: &'a Owners,
 ) -> impl Iterator<Item = Result<Attributed, PartialError>> + 'a {
-    let mut spans = CountedSpans::new(trace.marks());
-    trace.accesses().enumerate().map(move |(seq, access)| {
-        let access = access?;
-        Ok(Attributed {
-            counting: spans.counts(seq as u64),
-            structure: owners.structure_of(access.addr, owners.site_index[&access.site]) as usize,
-            access,
+    trace
+        .threads()
+        .iter()
+        .enumerate()
+        .flat_map(move |(thread, t)| {
+            let mut spans = t.counted_spans();
+            t.accesses().enumerate().map(move |(seq, access)| {
+                let access = access?;
+                Ok(Attributed {
+                    thread,
+                    counting: spans.counts(seq as u64),
+                    structure: owners.structure_of(access.addr, owners.site_index[&access.site])
+                        as usize,
+                    access,
+                })
+            })
         })
-    })
 }
 
 /// One empty curve per data structure of `owners`, then "(all)", with their counted accesses.
@@ -221,13 +244,17 @@ pub(super) fn point(size: u64, misses: u64, accesses: u64) -> MrcPoint {
     }
 }
 
-/// Distinct lines the trace touches.
+/// Distinct lines the thread touching the most touches (each thread has caches of its own).
 fn footprint(trace: &PartialTrace, bits: u32) -> Result<u64, PartialError> {
-    let mut lines = std::collections::HashSet::new();
-    for access in trace.accesses() {
-        let a = access?;
-        let end = a.addr.saturating_add(u64::from(a.size.max(1)));
-        lines.extend((a.addr >> bits)..=((end - 1) >> bits));
+    let mut most = 0;
+    for thread in trace.threads() {
+        let mut lines = std::collections::HashSet::new();
+        for access in thread.accesses() {
+            let a = access?;
+            let end = a.addr.saturating_add(u64::from(a.size.max(1)));
+            lines.extend((a.addr >> bits)..=((end - 1) >> bits));
+        }
+        most = most.max(lines.len() as u64);
     }
-    Ok(lines.len() as u64)
+    Ok(most)
 }

@@ -108,13 +108,22 @@ pub fn sampled_miss_ratio_curves(
     let bits = line_size.trailing_zeros();
     let mut accesses = vec![0u64; n];
     let mut stack = LruStack::new(1 << 10);
+    // Lines sampled in all threads together (for the stated error), and by the thread that
+    // sampled the most (each has caches of its own: the footprint a curve needs to reach).
+    let (mut thread, mut sampled_lines, mut most_lines) = (0, 0u64, 0u64);
     let mut distances: Vec<DistanceHistogram> = vec![DistanceHistogram::default(); n];
     for attributed in mrc::attributed(trace, &owners) {
         let mrc::Attributed {
+            thread: t,
             access: a,
             counting,
             structure,
         } = attributed?;
+        if t != thread {
+            let lines = stack.distinct_lines() as u64;
+            (sampled_lines, most_lines) = (sampled_lines + lines, most_lines.max(lines));
+            (thread, stack) = (t, LruStack::new(1 << 10));
+        }
         let times = mrc::cache_accesses(a.kind).len() as u64;
         if counting {
             accesses[structure] += times;
@@ -138,8 +147,9 @@ pub fn sampled_miss_ratio_curves(
             }
         }
     }
-    let sampled_lines = stack.distinct_lines() as u64;
-    let footprint = (sampled_lines as f64 / rate).ceil() as u64;
+    let lines = stack.distinct_lines() as u64;
+    let (sampled_lines, most_lines) = (sampled_lines + lines, most_lines.max(lines));
+    let footprint = (most_lines as f64 / rate).ceil() as u64;
     let max_size = max_size.unwrap_or_else(|| (footprint.max(1) << bits).next_power_of_two());
     let mut curves = mrc::empty_curves(&owners, &accesses);
     let smallest = if rate >= 1.0 { 1 } else { smallest_lines(rate) };

@@ -386,3 +386,81 @@ fn a_sampled_curve_of_a_long_stream_stays_near_the_exact_one() {
         );
     }
 }
+
+/// One thread of [`threads_trace`]: its accesses and its counted span, if any.
+type ThreadPart<'a> = (&'a [PartialAccess], Option<(usize, usize)>);
+
+/// A marked trace of the threads in `parts`.
+fn threads_trace(parts: &[ThreadPart<'_>]) -> PartialTrace {
+    use crate::trace::partial::{Mark, ThreadWriter, TraceFile};
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    for (id, &(accesses, span)) in parts.iter().enumerate() {
+        let mut w = ThreadWriter::new(Vec::new());
+        for (i, a) in accesses.iter().enumerate() {
+            match span {
+                Some((b, _)) if b == i => w.mark(Mark::Begin),
+                Some((_, e)) if e == i => w.mark(Mark::End),
+                _ => {}
+            }
+            w.record(a).unwrap();
+        }
+        file.chunk(id as u64, &w.finish().unwrap()).unwrap();
+    }
+    PartialTrace::parse(
+        file.finish(&std::collections::BTreeMap::new(), &[])
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn each_thread_replays_on_caches_of_its_own_and_the_threads_add_up() {
+    let cache = spec("D1=1K,2,32;L2=4K,4,64");
+    // Two threads sweep the same 2 KiB (each misses on its own caches); a third never ran the
+    // region (no marks), so it only warms caches of its own and counts nothing.
+    let sweep: Vec<_> = (0..3)
+        .flat_map(|_| (0..256).map(|i| access(0x10, TraceKind::Load, 0x1000 + 8 * i, 8)))
+        .collect();
+    let other: Vec<_> = (0..256)
+        .map(|i| access(0x20, TraceKind::Store, 0x1000 + 8 * i, 8))
+        .collect();
+    let span = Some((256, 768));
+    let both = threads_trace(&[(&sweep, span), (&sweep, span), (&other, None)]);
+    assert_eq!(both.threads().len(), 3);
+    let one = threads_trace(&[(&sweep, span)]);
+    let replay = |t: &PartialTrace| {
+        replay_partial(t, &mut Hierarchy::new(&cache).unwrap(), false, 0).unwrap()
+    };
+    let (two, single) = (replay(&both), replay(&one));
+    for (l2, l1) in two.summary.levels.iter().zip(&single.summary.levels) {
+        assert_eq!(
+            (l2.reads, l2.read_misses, l2.writes),
+            (2 * l1.reads, 2 * l1.read_misses, 0),
+            "{}",
+            l1.name
+        );
+    }
+    // The sweep repeats within the 1 KiB D1 of 2 KiB: every line misses, each thread alone.
+    assert_eq!(single.summary.levels[0].read_misses, 2 * 64);
+    assert_eq!(two.summary.records.loads, 2 * 512);
+    assert_eq!(two.summary.records.stores, 0);
+    let site = |r: &PartialReplayReport, name: &str| {
+        r.sites.iter().find(|s| s.name == name).map(|s| s.accesses)
+    };
+    assert_eq!(site(&two, "0x10"), Some(1024));
+    assert_eq!(site(&two, "0x20"), Some(0));
+    // The curves too: each thread's own, added up.
+    let c2 = miss_ratio_curves(&both, Some(2), 32, Some(1024)).unwrap();
+    let c1 = miss_ratio_curves(&one, Some(2), 32, Some(1024)).unwrap();
+    let all = |c: &[MissRatioCurve]| c.iter().find(|c| c.structure == "(all)").unwrap().clone();
+    let (a2, a1) = (all(&c2), all(&c1));
+    assert_eq!(a2.accesses, 2 * a1.accesses);
+    for (p2, p1) in a2.points.iter().zip(&a1.points) {
+        assert_eq!(p2.misses, 2 * p1.misses, "size {}", p1.size);
+    }
+    let f2 = miss_ratio_curves(&both, None, 32, Some(4096)).unwrap();
+    let f1 = miss_ratio_curves(&one, None, 32, Some(4096)).unwrap();
+    for (p2, p1) in all(&f2).points.iter().zip(&all(&f1).points) {
+        assert_eq!(p2.misses, 2 * p1.misses, "size {}", p1.size);
+    }
+}

@@ -96,6 +96,24 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The next `n` bytes.
+    pub(super) fn bytes(
+        &mut self,
+        n: usize,
+        inside: &'static str,
+    ) -> Result<&'a [u8], PartialError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(PartialError::Truncated {
+                offset: self.base + self.bytes.len() as u64,
+                inside,
+            });
+        };
+        let piece = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(piece)
+    }
+
     pub(super) fn varint(&mut self, inside: &'static str) -> Result<u64, PartialError> {
         Ok(self.varint128(64, inside)? as u64)
     }

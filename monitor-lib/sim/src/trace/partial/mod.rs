@@ -24,7 +24,21 @@
 //! everything closed is written out at once, so its memory is bounded by the number of streams,
 //! not by the length of the trace.
 //!
-//! # Layout (version 1)
+//! # Threads
+//!
+//! A trace holds one or more *threads*, each its own access order (sequence numbers from 0),
+//! replayed on a hierarchy of its own: the runtime records every thread of a program that
+//! captures while the trace is open, and each simulates a private hierarchy in the live run.
+//! A thread's records are a sequence of *bodies*, each a complete stream table, descriptors,
+//! raw blocks and marks ending with its own `END`; a thread that ends a body at each traced
+//! instance's end (every recording thread but the first) leaves everything up to its last
+//! instance in the file even if it never gets to finish (an OpenMP worker asleep in its pool
+//! when the program exits). The reader joins a thread's bodies into one order, and drops a
+//! last body that never reached its `END` ([`PartialTrace::unfinished_threads`]). Bodies reach
+//! the file as *chunks* of bytes tagged with their thread, so threads write one file at once,
+//! each chunk whole under a lock, in any interleaving.
+//!
+//! # Layout (version 2)
 //!
 //! Integers are LEB128 varints unless said otherwise; `zz` marks a zigzag-encoded signed value.
 //!
@@ -32,14 +46,25 @@
 //! |-------:|-----:|-------|
 //! | 0 | 8 | magic `89 45 50 50 54 0d 0a 1a` (`\x89EPPT\r\n\x1a`) |
 //! | 8 | 4 | format version, little-endian, [`PARTIAL_VERSION`] |
-//! | 12 | 4 | flags, little-endian, zero in version 1 |
-//! | 16 | .. | records, each a tag byte and its fields, the last one `END` |
+//! | 12 | 4 | flags, little-endian: bit 0 [`FLAG_MARKED`], the others zero |
+//! | 16 | .. | file records, each a tag byte and its fields, the last one `END` |
 //!
-//! Records:
+//! File records:
+//!
+//! - `0x08 CHUNK`: thread number (below [`MAX_THREADS`]), byte count `n` (1 to [`MAX_CHUNK`]),
+//!   then `n` bytes of that thread's body records, continuing its previous chunk.
+//! - `0x04 SITE`: code address, source file (varint length + UTF-8), line, function, data
+//!   structure name (empty when unknown). Optional, at most one per code address.
+//! - `0x05 RANGE`: data structure name, first byte, one past its last byte: the named address
+//!   ranges per-structure tables attribute accesses to.
+//! - `0x06 END`: the number of chunks. Nothing may follow it; a file without it was never
+//!   finished.
+//!
+//! Body records (inside a thread's chunks):
 //!
 //! - `0x01 STREAM`: code address, kind byte (1 load, 2 store, 3 modify, 0 instruction), size.
-//!   Streams are numbered from 0 in the order of their `STREAM` records, each defined before its
-//!   first use.
+//!   Streams are numbered from 0 in the order of their body's `STREAM` records, each defined
+//!   before its first use.
 //! - `0x02 DESC`: stream, depth `d` (1..=[`MAX_DEPTH`]), first sequence number, first address,
 //!   then `d` dimensions innermost first, each `count` (at least 2), sequence stride, `zz`
 //!   address stride (wrapping). Element `(i_0, .., i_{d-1})` is at
@@ -49,21 +74,23 @@
 //!   address, then `n - 1` entries: a 65-bit varint `zz(address delta) << 1 | p`, where `p` says
 //!   the sequence delta equals the previous entry's (1 for the first entry); when `p` is 0 the
 //!   sequence delta (at least 1) follows.
-//! - `0x04 SITE`: code address, source file (varint length + UTF-8), line, function, data
-//!   structure name (empty when unknown). Optional, at most one per code address.
-//! - `0x05 RANGE`: data structure name, first byte, one past its last byte: the named address
-//!   ranges per-structure tables attribute accesses to.
 //! - `0x07 MARK`: a sequence number and a kind byte, 1 *begin* or 2 *end*: the accesses from
 //!   that sequence number on are counted (begin) or only simulated (end). Marks come in order,
-//!   alternating from a begin. A trace with marks counts only the accesses between a begin and
-//!   the next end (or the end of the trace); the others warm the caches up, so a recording
-//!   that starts before a region's instances replays them from the cache state they met. A
-//!   trace without marks counts every access.
-//! - `0x06 END`: access count, descriptor count, raw entry count. Nothing may follow it; a file
-//!   without it was never finished.
+//!   alternating from a begin; a body's open span ends with the body. With [`FLAG_MARKED`] a
+//!   thread counts only the accesses between a begin and the next end, and a thread with no
+//!   marks counts nothing (it never ran the traced region; its accesses still warm its
+//!   caches); without it a thread with no marks counts every access (a trace converted from a
+//!   whole-program log). The accesses outside the spans warm the caches up, so a recording
+//!   that starts before a region's instances replays them from the cache state they met.
+//! - `0x06 END`: access count, descriptor count, raw entry count of the body; sequence numbers
+//!   and stream numbers start again from 0 after it.
 //!
-//! Descriptors and raw blocks are written when they close, so their order in the file is not
+//! Descriptors and raw blocks are written when they close, so their order in a body is not
 //! the access order; the reader sorts them by first sequence number.
+//!
+//! Version 1, which this build still reads, is one thread's single body with its `SITE` and
+//! `RANGE` records among the body records and no chunks: everything after the header up to
+//! the body's `END`, with flags 0.
 
 mod codec;
 mod compress;
@@ -72,15 +99,21 @@ mod reader;
 mod tests;
 mod writer;
 
-pub use reader::{PartialAccesses, PartialTrace, TraceStats};
-pub use writer::PartialWriter;
+pub use reader::{PartialAccesses, PartialTrace, ThreadTrace, TraceStats};
+pub use writer::{PartialWriter, ThreadWriter, TraceFile};
 
 use super::TraceKind;
 
 /// The eight bytes every partial trace starts with.
 pub const PARTIAL_MAGIC: [u8; 8] = *b"\x89EPPT\r\n\x1a";
-/// The format version this code reads and writes.
-pub const PARTIAL_VERSION: u32 = 1;
+/// The format version this code writes (it reads version 1 too).
+pub const PARTIAL_VERSION: u32 = 2;
+/// Header flag: counting follows the marks, and a thread without marks counts nothing.
+pub const FLAG_MARKED: u32 = 1;
+/// Most threads one trace holds (thread numbers are below it).
+pub const MAX_THREADS: u64 = 1 << 16;
+/// Most bytes of one chunk.
+pub const MAX_CHUNK: u64 = 1 << 24;
 /// Most dimensions a descriptor may have.
 pub const MAX_DEPTH: usize = 6;
 /// Most entries of one raw block.
@@ -95,6 +128,7 @@ const TAG_SITE: u8 = 4;
 const TAG_RANGE: u8 = 5;
 const TAG_END: u8 = 6;
 const TAG_MARK: u8 = 7;
+const TAG_CHUNK: u8 = 8;
 
 /// Where counting starts or stops (see the `MARK` record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -115,13 +149,13 @@ pub struct CountedSpans<'a> {
 }
 
 impl<'a> CountedSpans<'a> {
-    /// The spans of `marks` (in order, alternating from a begin); every access is counted when
-    /// there are none.
-    pub fn new(marks: &'a [(u64, Mark)]) -> Self {
+    /// The spans of `marks` (in order, alternating from a begin). With none, every access is
+    /// counted unless `marked` (the trace's [`FLAG_MARKED`]), and then none is.
+    pub fn new(marks: &'a [(u64, Mark)], marked: bool) -> Self {
         Self {
             marks,
             next: 0,
-            counting: marks.is_empty(),
+            counting: marks.is_empty() && !marked,
         }
     }
 
@@ -180,7 +214,7 @@ pub enum PartialError {
     #[error("offset 0: not a partial trace (bad magic {found:02x?})")]
     BadMagic { found: Vec<u8> },
     #[error(
-        "offset 8: partial trace format version {found} is not supported (this build reads version {PARTIAL_VERSION})"
+        "offset 8: partial trace format version {found} is not supported (this build reads versions 1 to {PARTIAL_VERSION}); replay it with the epcache that wrote it, or a newer one"
     )]
     UnsupportedVersion { found: u32 },
     #[error("offset 12: unknown partial trace flags {found:#x}")]

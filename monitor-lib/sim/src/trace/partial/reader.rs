@@ -1,6 +1,7 @@
 //! Reading a partial trace: the whole file is parsed and checked up front (it is compact by
-//! design), then [`PartialTrace::accesses`] merges the descriptors' and raw blocks' streams by
-//! sequence number.
+//! design), each thread's chunks joined and its bodies into one order; then
+//! [`ThreadTrace::accesses`] merges a thread's descriptors' and raw blocks' streams by sequence
+//! number.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -9,9 +10,10 @@ use std::ops::Range;
 
 use super::codec::{Cursor, unzigzag};
 use super::{
-    Descriptor, Dim, MAX_DEPTH, Mark, PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION,
-    PartialAccess, PartialError, RAW_BLOCK, SiteInfo, StructureRange, TAG_DESC, TAG_END, TAG_MARK,
-    TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_of,
+    CountedSpans, Descriptor, Dim, FLAG_MARKED, MAX_CHUNK, MAX_DEPTH, MAX_THREADS, Mark,
+    PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess, PartialError, RAW_BLOCK,
+    SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK, TAG_RANGE, TAG_RAW, TAG_SITE,
+    TAG_STREAM, kind_of,
 };
 use crate::trace::TraceKind;
 
@@ -61,17 +63,47 @@ impl TraceStats {
     }
 }
 
-/// A whole partial trace, parsed and checked.
+/// A whole partial trace, parsed and checked: its threads and the tables they share.
 #[derive(Debug, Clone)]
 pub struct PartialTrace {
+    threads: Vec<ThreadTrace>,
+    sites: BTreeMap<u64, SiteInfo>,
+    ranges: Vec<StructureRange>,
+    stats: TraceStats,
+    /// Threads whose last body never reached its `END` (dropped).
+    unfinished: Vec<u64>,
+}
+
+/// One thread of a partial trace: its bodies joined into one access order.
+#[derive(Debug, Clone)]
+pub struct ThreadTrace {
+    /// Its number in the file.
+    id: u64,
+    marked: bool,
+    /// Its body records, the chunks joined.
     bytes: Vec<u8>,
     streams: Vec<StreamDef>,
     pub(super) descriptors: Vec<Descriptor>,
     raw: Vec<RawBlock>,
-    sites: BTreeMap<u64, SiteInfo>,
-    ranges: Vec<StructureRange>,
     marks: Vec<(u64, Mark)>,
     stats: TraceStats,
+}
+
+/// The records of one body, its numbers still its own (from 0).
+#[derive(Debug, Default)]
+struct Body {
+    streams: Vec<StreamDef>,
+    descriptors: Vec<Descriptor>,
+    raw: Vec<RawBlock>,
+    marks: Vec<(u64, Mark)>,
+    stats: TraceStats,
+}
+
+/// The site table and ranges, which version 1 keeps among a body's records.
+#[derive(Debug, Default)]
+struct Tables {
+    sites: BTreeMap<u64, SiteInfo>,
+    ranges: Vec<StructureRange>,
 }
 
 fn bad(offset: u64, why: impl Into<String>) -> PartialError {
@@ -110,232 +142,80 @@ impl PartialTrace {
         }
         let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let version = word(8);
-        if version != PARTIAL_VERSION {
+        if version == 0 || version > PARTIAL_VERSION {
             return Err(PartialError::UnsupportedVersion { found: version });
         }
         let flags = word(12);
-        if flags != 0 {
+        let known = if version == 1 { 0 } else { FLAG_MARKED };
+        if flags & !known != 0 {
             return Err(PartialError::UnsupportedFlags { found: flags });
         }
-        let mut trace = Self {
-            streams: Vec::new(),
-            descriptors: Vec::new(),
-            raw: Vec::new(),
-            sites: BTreeMap::new(),
-            ranges: Vec::new(),
-            marks: Vec::new(),
-            stats: TraceStats {
-                bytes: bytes.len() as u64,
-                ..TraceStats::default()
-            },
-            bytes: Vec::new(),
-        };
-        let mut cursor = Cursor::new(&bytes[PARTIAL_HEADER_LEN..], PARTIAL_HEADER_LEN as u64);
-        let mut raw_ranges = Vec::new();
-        loop {
-            if cursor.is_empty() {
-                return Err(PartialError::Unfinished {
-                    offset: cursor.offset(),
-                });
+        let marked = flags & FLAG_MARKED != 0;
+        let file_bytes = bytes.len() as u64;
+        let mut tables = Tables::default();
+        let mut unfinished = Vec::new();
+        let threads = if version == 1 {
+            let mut cursor = Cursor::new(&bytes[PARTIAL_HEADER_LEN..], PARTIAL_HEADER_LEN as u64);
+            let body = parse_body(&mut cursor, PARTIAL_HEADER_LEN, Some(&mut tables))?;
+            if !cursor.is_empty() {
+                return Err(bad(cursor.offset(), "data after the END record"));
             }
-            let at = cursor.offset();
-            match cursor.byte("a record")? {
-                TAG_STREAM => {
-                    let site = cursor.varint("a stream's code address")?;
-                    let kind = kind_of(cursor.byte("a stream's kind")?)
-                        .ok_or_else(|| bad(at, "unknown access kind"))?;
-                    let size = cursor.varint("a stream's size")?;
-                    let size = u32::try_from(size)
-                        .ok()
-                        .filter(|&s| s > 0)
-                        .ok_or_else(|| bad(at, format!("access size {size} is not 1..2^32")))?;
-                    trace.streams.push(StreamDef { site, kind, size });
-                }
-                TAG_DESC => {
-                    let d = trace.read_descriptor(&mut cursor, at)?;
-                    trace.stats.described_accesses += d.elements();
-                    trace.descriptors.push(d);
-                }
-                TAG_RAW => {
-                    let block = trace.read_raw(&mut cursor, at, PARTIAL_HEADER_LEN)?;
-                    trace.stats.raw_accesses += block.entries;
-                    raw_ranges.push(block);
-                }
-                TAG_SITE => {
-                    let site = cursor.varint("a site's code address")?;
-                    let info = SiteInfo {
-                        file: cursor.string("a site's file")?,
-                        line: u32::try_from(cursor.varint("a site's line")?)
-                            .map_err(|_| bad(at, "the line number does not fit in 32 bits"))?,
-                        function: cursor.string("a site's function")?,
-                        structure: cursor.string("a site's data structure")?,
-                    };
-                    if trace.sites.insert(site, info).is_some() {
-                        return Err(bad(at, format!("site {site:#x} is described twice")));
-                    }
-                }
-                TAG_RANGE => {
-                    let name = cursor.string("a range's name")?;
-                    let start = cursor.varint("a range's start")?;
-                    let end = cursor.varint("a range's end")?;
-                    if end <= start {
-                        return Err(bad(at, format!("range `{name}` is empty or reversed")));
-                    }
-                    trace.ranges.push(StructureRange { name, start, end });
-                }
-                TAG_MARK => {
-                    let seq = cursor.varint("a mark's sequence number")?;
-                    let mark = match cursor.byte("a mark's kind")? {
-                        1 => Mark::Begin,
-                        2 => Mark::End,
-                        k => return Err(bad(at, format!("unknown mark kind {k}"))),
-                    };
-                    let expected = match trace.marks.last() {
-                        Some((_, Mark::Begin)) => Mark::End,
-                        _ => Mark::Begin,
-                    };
-                    if mark != expected || trace.marks.last().is_some_and(|&(s, _)| s > seq) {
-                        return Err(bad(
-                            at,
-                            "marks must come in order, alternating from a begin",
-                        ));
-                    }
-                    trace.marks.push((seq, mark));
-                }
-                TAG_END => {
-                    let accesses = cursor.varint("the access count")?;
-                    let descriptors = cursor.varint("the descriptor count")?;
-                    let raw = cursor.varint("the raw entry count")?;
-                    if !cursor.is_empty() {
-                        return Err(bad(cursor.offset(), "data after the END record"));
-                    }
-                    let s = &mut trace.stats;
-                    if descriptors != trace.descriptors.len() as u64
-                        || raw != s.raw_accesses
-                        || s.described_accesses.checked_add(s.raw_accesses) != Some(accesses)
-                    {
-                        return Err(bad(
-                            at,
-                            format!(
-                                "END declares {accesses} accesses in {descriptors} descriptors and {raw} raw entries; the file holds {} in {} and {}",
-                                s.described_accesses + s.raw_accesses,
-                                trace.descriptors.len(),
-                                s.raw_accesses
-                            ),
-                        ));
-                    }
-                    if trace.marks.last().is_some_and(|&(seq, _)| seq > accesses) {
-                        return Err(bad(at, "a mark lies beyond the last access"));
-                    }
-                    s.accesses = accesses;
-                    s.descriptors = descriptors;
-                    s.streams = trace.streams.len() as u64;
-                    break;
-                }
-                tag => return Err(bad(at, format!("unknown record tag {tag:#04x}"))),
-            }
-        }
-        trace.raw = raw_ranges;
-        trace.bytes = bytes;
-        Ok(trace)
-    }
-
-    fn stream_index(&self, value: u64, at: u64) -> Result<u32, PartialError> {
-        if value < self.streams.len() as u64 {
-            Ok(value as u32)
+            let mut thread = ThreadTrace::new(0, marked, bytes);
+            thread.append(body)?;
+            vec![thread]
         } else {
-            Err(bad(at, format!("stream {value} is not defined before use")))
-        }
-    }
-
-    fn read_descriptor(&self, c: &mut Cursor<'_>, at: u64) -> Result<Descriptor, PartialError> {
-        let stream = self.stream_index(c.varint("a descriptor's stream")?, at)?;
-        let depth = c.varint("a descriptor's depth")?;
-        if depth == 0 || depth > MAX_DEPTH as u64 {
-            return Err(bad(at, format!("depth {depth} is not 1..={MAX_DEPTH}")));
-        }
-        let seq = c.varint("a descriptor's sequence number")?;
-        let addr = c.varint("a descriptor's address")?;
-        let mut dims = Vec::with_capacity(depth as usize);
-        let mut span = 0u128;
-        let mut elements = 1u64;
-        for _ in 0..depth {
-            let dim = Dim {
-                count: c.varint("a dimension's count")?,
-                seq_stride: c.varint("a dimension's sequence stride")?,
-                addr_stride: unzigzag(c.varint("a dimension's address stride")?),
-            };
-            if dim.count < 2 {
-                return Err(bad(at, "a dimension's count is below 2"));
+            let streams = read_chunks(&bytes, &mut tables)?;
+            let mut threads = Vec::with_capacity(streams.len());
+            for (id, stream) in streams {
+                let (thread, finished) = ThreadTrace::of_bodies(id, marked, stream)?;
+                if !finished {
+                    unfinished.push(id);
+                }
+                threads.push(thread);
             }
-            if u128::from(dim.seq_stride) <= span {
-                return Err(bad(
-                    at,
-                    "a dimension's sequence stride does not exceed the span inside it",
-                ));
-            }
-            span += u128::from(dim.count - 1) * u128::from(dim.seq_stride);
-            elements = elements
-                .checked_mul(dim.count)
-                .ok_or_else(|| bad(at, "the descriptor's element count overflows"))?;
-            if u128::from(seq) + span > u128::from(u64::MAX) {
-                return Err(bad(at, "the descriptor's sequence numbers overflow"));
-            }
-            dims.push(dim);
-        }
-        Ok(Descriptor {
-            stream,
-            seq,
-            addr,
-            dims,
-        })
-    }
-
-    fn read_raw(&self, c: &mut Cursor<'_>, at: u64, base: usize) -> Result<RawBlock, PartialError> {
-        let stream = self.stream_index(c.varint("a raw block's stream")?, at)?;
-        let entries = c.varint("a raw block's entry count")?;
-        if entries == 0 || entries > RAW_BLOCK as u64 {
-            return Err(bad(
-                at,
-                format!("a raw block of {entries} entries (1..={RAW_BLOCK})"),
-            ));
-        }
-        let seq = c.varint("a raw block's sequence number")?;
-        let addr = c.varint("a raw block's address")?;
-        let start = c.position();
-        let offset = c.offset();
-        // Decode once to check, so replay cannot meet a bad entry.
-        let mut decoder = RawDecoder {
-            seq,
-            addr,
-            seq_delta: 1,
+            threads
         };
-        for _ in 1..entries {
-            decoder.next(c)?;
+        let mut stats = TraceStats {
+            bytes: file_bytes,
+            ..TraceStats::default()
+        };
+        for t in &threads {
+            stats.accesses += t.stats.accesses;
+            stats.streams += t.stats.streams;
+            stats.descriptors += t.stats.descriptors;
+            stats.described_accesses += t.stats.described_accesses;
+            stats.raw_accesses += t.stats.raw_accesses;
         }
-        Ok(RawBlock {
-            stream,
-            entries,
-            seq,
-            addr,
-            bytes: base + start..base + c.position(),
-            offset,
+        Ok(Self {
+            threads,
+            sites: tables.sites,
+            ranges: tables.ranges,
+            stats,
+            unfinished,
         })
     }
 
-    /// What the trace holds and how well it compressed.
+    /// What the trace holds and how well it compressed, all threads together.
     pub fn stats(&self) -> TraceStats {
         self.stats
+    }
+
+    /// The threads, by number.
+    pub fn threads(&self) -> &[ThreadTrace] {
+        &self.threads
+    }
+
+    /// Numbers of the threads whose last body never ended (its writer did not get to finish: a
+    /// thread blocked when the program exited) after it had begun a counted span, which is
+    /// lost; what they recorded before it is kept. A last body of accesses outside any span
+    /// (a pool thread asleep at exit) loses nothing and is not listed.
+    pub fn unfinished_threads(&self) -> &[u64] {
+        &self.unfinished
     }
 
     /// The site table: code address to source, for the sites the writer described.
     pub fn sites(&self) -> &BTreeMap<u64, SiteInfo> {
         &self.sites
-    }
-
-    /// The marks (see the format's `MARK`), in order.
-    pub fn marks(&self) -> &[(u64, Mark)] {
-        &self.marks
     }
 
     /// The named address ranges (data structures).
@@ -345,12 +225,397 @@ impl PartialTrace {
 
     /// Every access site's code address, in address order.
     pub fn site_addresses(&self) -> Vec<u64> {
-        let mut sites: Vec<u64> = self.streams.iter().map(|s| s.site).collect();
+        let mut sites: Vec<u64> = self
+            .threads
+            .iter()
+            .flat_map(|t| t.streams.iter().map(|s| s.site))
+            .collect();
         sites.sort_unstable();
         sites.dedup();
         sites
     }
+}
 
+/// The file records of a version 2 trace after its header: the threads' chunks joined, by
+/// thread number, and the tables.
+fn read_chunks(bytes: &[u8], tables: &mut Tables) -> Result<BTreeMap<u64, Vec<u8>>, PartialError> {
+    let mut threads: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut chunks = 0u64;
+    let mut cursor = Cursor::new(&bytes[PARTIAL_HEADER_LEN..], PARTIAL_HEADER_LEN as u64);
+    loop {
+        if cursor.is_empty() {
+            return Err(PartialError::Unfinished {
+                offset: cursor.offset(),
+            });
+        }
+        let at = cursor.offset();
+        match cursor.byte("a record")? {
+            TAG_CHUNK => {
+                let thread = cursor.varint("a chunk's thread")?;
+                if thread >= MAX_THREADS {
+                    return Err(bad(
+                        at,
+                        format!("thread {thread} is not below {MAX_THREADS}"),
+                    ));
+                }
+                let len = cursor.varint("a chunk's length")?;
+                if len == 0 || len > MAX_CHUNK {
+                    return Err(bad(at, format!("a chunk of {len} bytes (1..={MAX_CHUNK})")));
+                }
+                let piece = cursor.bytes(len as usize, "a chunk")?;
+                threads.entry(thread).or_default().extend_from_slice(piece);
+                chunks += 1;
+            }
+            TAG_SITE | TAG_RANGE => {
+                read_table_record(&mut cursor, at, bytes[at as usize], tables)?;
+            }
+            TAG_END => {
+                let declared = cursor.varint("the chunk count")?;
+                if !cursor.is_empty() {
+                    return Err(bad(cursor.offset(), "data after the END record"));
+                }
+                if declared != chunks {
+                    return Err(bad(
+                        at,
+                        format!("END declares {declared} chunks; the file holds {chunks}"),
+                    ));
+                }
+                return Ok(threads);
+            }
+            tag => return Err(bad(at, format!("unknown record tag {tag:#04x}"))),
+        }
+    }
+}
+
+/// A `SITE` or `RANGE` record (`tag`) after its tag byte, into `tables`.
+fn read_table_record(
+    cursor: &mut Cursor<'_>,
+    at: u64,
+    tag: u8,
+    tables: &mut Tables,
+) -> Result<(), PartialError> {
+    if tag == TAG_SITE {
+        let site = cursor.varint("a site's code address")?;
+        let info = SiteInfo {
+            file: cursor.string("a site's file")?,
+            line: u32::try_from(cursor.varint("a site's line")?)
+                .map_err(|_| bad(at, "the line number does not fit in 32 bits"))?,
+            function: cursor.string("a site's function")?,
+            structure: cursor.string("a site's data structure")?,
+        };
+        if tables.sites.insert(site, info).is_some() {
+            return Err(bad(at, format!("site {site:#x} is described twice")));
+        }
+    } else {
+        let name = cursor.string("a range's name")?;
+        let start = cursor.varint("a range's start")?;
+        let end = cursor.varint("a range's end")?;
+        if end <= start {
+            return Err(bad(at, format!("range `{name}` is empty or reversed")));
+        }
+        tables.ranges.push(StructureRange { name, start, end });
+    }
+    Ok(())
+}
+
+/// One body's records from `cursor` up to and including its `END`. `base` is the position of
+/// the cursor's first byte in the bytes raw blocks will be decoded from; `tables` takes the
+/// `SITE` and `RANGE` records a version 1 body holds (they are bad records in version 2).
+fn parse_body(
+    cursor: &mut Cursor<'_>,
+    base: usize,
+    tables: Option<&mut Tables>,
+) -> Result<Body, PartialError> {
+    let mut body = Body::default();
+    parse_body_into(&mut body, cursor, base, tables)?;
+    Ok(body)
+}
+
+/// [`parse_body`] into `body`, which holds what was read before an error.
+fn parse_body_into(
+    body: &mut Body,
+    cursor: &mut Cursor<'_>,
+    base: usize,
+    mut tables: Option<&mut Tables>,
+) -> Result<(), PartialError> {
+    loop {
+        if cursor.is_empty() {
+            return Err(PartialError::Unfinished {
+                offset: cursor.offset(),
+            });
+        }
+        let at = cursor.offset();
+        let tag = cursor.byte("a record")?;
+        match tag {
+            TAG_STREAM => {
+                let site = cursor.varint("a stream's code address")?;
+                let kind = kind_of(cursor.byte("a stream's kind")?)
+                    .ok_or_else(|| bad(at, "unknown access kind"))?;
+                let size = cursor.varint("a stream's size")?;
+                let size = u32::try_from(size)
+                    .ok()
+                    .filter(|&s| s > 0)
+                    .ok_or_else(|| bad(at, format!("access size {size} is not 1..2^32")))?;
+                body.streams.push(StreamDef { site, kind, size });
+            }
+            TAG_DESC => {
+                let d = read_descriptor(body, cursor, at)?;
+                body.stats.described_accesses += d.elements();
+                body.descriptors.push(d);
+            }
+            TAG_RAW => {
+                let block = read_raw(body, cursor, at, base)?;
+                body.stats.raw_accesses += block.entries;
+                body.raw.push(block);
+            }
+            TAG_SITE | TAG_RANGE => match tables.as_deref_mut() {
+                Some(tables) => read_table_record(cursor, at, tag, tables)?,
+                None => return Err(bad(at, "a site or range record inside a thread's body")),
+            },
+            TAG_MARK => {
+                let seq = cursor.varint("a mark's sequence number")?;
+                let mark = match cursor.byte("a mark's kind")? {
+                    1 => Mark::Begin,
+                    2 => Mark::End,
+                    k => return Err(bad(at, format!("unknown mark kind {k}"))),
+                };
+                let expected = match body.marks.last() {
+                    Some((_, Mark::Begin)) => Mark::End,
+                    _ => Mark::Begin,
+                };
+                if mark != expected || body.marks.last().is_some_and(|&(s, _)| s > seq) {
+                    return Err(bad(
+                        at,
+                        "marks must come in order, alternating from a begin",
+                    ));
+                }
+                body.marks.push((seq, mark));
+            }
+            TAG_END => {
+                let accesses = cursor.varint("the access count")?;
+                let descriptors = cursor.varint("the descriptor count")?;
+                let raw = cursor.varint("the raw entry count")?;
+                let s = &mut body.stats;
+                if descriptors != body.descriptors.len() as u64
+                    || raw != s.raw_accesses
+                    || s.described_accesses.checked_add(s.raw_accesses) != Some(accesses)
+                {
+                    return Err(bad(
+                        at,
+                        format!(
+                            "END declares {accesses} accesses in {descriptors} descriptors and {raw} raw entries; the body holds {} in {} and {}",
+                            s.described_accesses + s.raw_accesses,
+                            body.descriptors.len(),
+                            s.raw_accesses
+                        ),
+                    ));
+                }
+                if body.marks.last().is_some_and(|&(seq, _)| seq > accesses) {
+                    return Err(bad(at, "a mark lies beyond the last access"));
+                }
+                s.accesses = accesses;
+                s.descriptors = descriptors;
+                s.streams = body.streams.len() as u64;
+                return Ok(());
+            }
+            tag => return Err(bad(at, format!("unknown record tag {tag:#04x}"))),
+        }
+    }
+}
+
+/// `e`, a thread's body's error, saying which thread (its offset is in the thread's bytes).
+fn in_thread(id: u64, e: PartialError) -> PartialError {
+    match e {
+        PartialError::BadRecord { offset, why } => PartialError::BadRecord {
+            offset,
+            why: format!("thread {id}'s records, byte {offset}: {why}"),
+        },
+        e => e,
+    }
+}
+
+fn stream_index(body: &Body, value: u64, at: u64) -> Result<u32, PartialError> {
+    if value < body.streams.len() as u64 {
+        Ok(value as u32)
+    } else {
+        Err(bad(at, format!("stream {value} is not defined before use")))
+    }
+}
+
+impl ThreadTrace {
+    fn new(id: u64, marked: bool, bytes: Vec<u8>) -> Self {
+        Self {
+            id,
+            marked,
+            bytes,
+            streams: Vec::new(),
+            descriptors: Vec::new(),
+            raw: Vec::new(),
+            marks: Vec::new(),
+            stats: TraceStats::default(),
+        }
+    }
+
+    /// Thread `id`'s bodies from its joined chunks, and whether all it recorded in spans is
+    /// there: a last body cut short is left out, which loses counted accesses only if it had
+    /// begun a span. Offsets in errors are positions in the thread's bytes.
+    fn of_bodies(id: u64, marked: bool, bytes: Vec<u8>) -> Result<(Self, bool), PartialError> {
+        let mut bodies = Vec::new();
+        let mut cursor = Cursor::new(&bytes, 0);
+        let mut finished = true;
+        while !cursor.is_empty() {
+            let mut body = Body::default();
+            match parse_body_into(&mut body, &mut cursor, 0, None) {
+                Ok(()) => bodies.push(body),
+                Err(PartialError::Unfinished { .. } | PartialError::Truncated { .. }) => {
+                    let open_span = bodies
+                        .last()
+                        .and_then(|b: &Body| b.marks.last())
+                        .is_some_and(|&(_, m)| m == Mark::Begin);
+                    finished = body.marks.is_empty() && !open_span;
+                    break;
+                }
+                Err(e) => return Err(in_thread(id, e)),
+            }
+        }
+        let mut thread = Self::new(id, marked, bytes);
+        for body in bodies {
+            thread.append(body).map_err(|e| in_thread(id, e))?;
+        }
+        Ok((thread, finished))
+    }
+
+    /// Joins `body` after the bodies already here: its sequence and stream numbers move past
+    /// theirs, and a span the last one left open ends with it.
+    fn append(&mut self, mut body: Body) -> Result<(), PartialError> {
+        let (seq_base, stream_base) = (self.stats.accesses, self.streams.len() as u32);
+        for d in &mut body.descriptors {
+            d.seq += seq_base;
+            d.stream += stream_base;
+        }
+        for r in &mut body.raw {
+            r.seq += seq_base;
+            r.stream += stream_base;
+        }
+        if self.marks.last().is_some_and(|&(_, m)| m == Mark::Begin) {
+            self.marks.push((seq_base, Mark::End));
+        }
+        self.marks
+            .extend(body.marks.iter().map(|&(seq, m)| (seq + seq_base, m)));
+        self.streams.extend(body.streams);
+        self.descriptors.extend(body.descriptors);
+        self.raw.extend(body.raw);
+        let (s, b) = (&mut self.stats, body.stats);
+        s.accesses += b.accesses;
+        s.streams += b.streams;
+        s.descriptors += b.descriptors;
+        s.described_accesses += b.described_accesses;
+        s.raw_accesses += b.raw_accesses;
+        Ok(())
+    }
+
+    /// The thread's number in the file.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// What the thread holds and how well it compressed (`bytes` is 0: chunks interleave).
+    pub fn stats(&self) -> TraceStats {
+        self.stats
+    }
+
+    /// The marks (see the format's `MARK`), in order.
+    pub fn marks(&self) -> &[(u64, Mark)] {
+        &self.marks
+    }
+
+    /// Which of the thread's accesses are counted.
+    pub fn counted_spans(&self) -> CountedSpans<'_> {
+        CountedSpans::new(&self.marks, self.marked)
+    }
+}
+
+fn read_descriptor(body: &Body, c: &mut Cursor<'_>, at: u64) -> Result<Descriptor, PartialError> {
+    let stream = stream_index(body, c.varint("a descriptor's stream")?, at)?;
+    let depth = c.varint("a descriptor's depth")?;
+    if depth == 0 || depth > MAX_DEPTH as u64 {
+        return Err(bad(at, format!("depth {depth} is not 1..={MAX_DEPTH}")));
+    }
+    let seq = c.varint("a descriptor's sequence number")?;
+    let addr = c.varint("a descriptor's address")?;
+    let mut dims = Vec::with_capacity(depth as usize);
+    let mut span = 0u128;
+    let mut elements = 1u64;
+    for _ in 0..depth {
+        let dim = Dim {
+            count: c.varint("a dimension's count")?,
+            seq_stride: c.varint("a dimension's sequence stride")?,
+            addr_stride: unzigzag(c.varint("a dimension's address stride")?),
+        };
+        if dim.count < 2 {
+            return Err(bad(at, "a dimension's count is below 2"));
+        }
+        if u128::from(dim.seq_stride) <= span {
+            return Err(bad(
+                at,
+                "a dimension's sequence stride does not exceed the span inside it",
+            ));
+        }
+        span += u128::from(dim.count - 1) * u128::from(dim.seq_stride);
+        elements = elements
+            .checked_mul(dim.count)
+            .ok_or_else(|| bad(at, "the descriptor's element count overflows"))?;
+        if u128::from(seq) + span > u128::from(u64::MAX) {
+            return Err(bad(at, "the descriptor's sequence numbers overflow"));
+        }
+        dims.push(dim);
+    }
+    Ok(Descriptor {
+        stream,
+        seq,
+        addr,
+        dims,
+    })
+}
+
+fn read_raw(
+    body: &Body,
+    c: &mut Cursor<'_>,
+    at: u64,
+    base: usize,
+) -> Result<RawBlock, PartialError> {
+    let stream = stream_index(body, c.varint("a raw block's stream")?, at)?;
+    let entries = c.varint("a raw block's entry count")?;
+    if entries == 0 || entries > RAW_BLOCK as u64 {
+        return Err(bad(
+            at,
+            format!("a raw block of {entries} entries (1..={RAW_BLOCK})"),
+        ));
+    }
+    let seq = c.varint("a raw block's sequence number")?;
+    let addr = c.varint("a raw block's address")?;
+    let start = c.position();
+    let offset = c.offset();
+    // Decode once to check, so replay cannot meet a bad entry.
+    let mut decoder = RawDecoder {
+        seq,
+        addr,
+        seq_delta: 1,
+    };
+    for _ in 1..entries {
+        decoder.next(c)?;
+    }
+    Ok(RawBlock {
+        stream,
+        entries,
+        seq,
+        addr,
+        bytes: base + start..base + c.position(),
+        offset,
+    })
+}
+
+impl ThreadTrace {
     /// The accesses in the order they were recorded.
     pub fn accesses(&self) -> PartialAccesses<'_> {
         let mut pending: Vec<(u64, Source)> = self
@@ -432,7 +697,7 @@ enum Position {
 /// The accesses of a [`PartialTrace`] in recorded order (see [`PartialTrace::accesses`]).
 #[derive(Debug)]
 pub struct PartialAccesses<'a> {
-    trace: &'a PartialTrace,
+    trace: &'a ThreadTrace,
     /// Sources not started yet, latest first sequence number first (popped from the end).
     pending: Vec<(u64, Source)>,
     active: Vec<Option<Position>>,

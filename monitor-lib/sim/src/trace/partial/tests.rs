@@ -1,6 +1,8 @@
 //! The partial trace format's tests: round trips of any stream (proptest), constant size for
 //! regular loop nests, compact raw remainders, hand-built files as documented, and errors.
 
+use std::collections::BTreeMap;
+
 use proptest::prelude::*;
 
 use super::*;
@@ -14,7 +16,8 @@ fn encode(accesses: &[PartialAccess]) -> Vec<u8> {
 }
 
 fn decode(bytes: &[u8]) -> Result<Vec<PartialAccess>, PartialError> {
-    PartialTrace::parse(bytes.to_vec())?.accesses().collect()
+    let trace = PartialTrace::parse(bytes.to_vec())?;
+    trace.threads().iter().flat_map(|t| t.accesses()).collect()
 }
 
 fn load(site: u64, addr: u64) -> PartialAccess {
@@ -93,7 +96,7 @@ fn a_loop_is_one_rsd_per_site() {
         (2, 2000, 0)
     );
     assert_eq!(
-        trace.descriptors[0].dims,
+        trace.threads()[0].descriptors[0].dims,
         [Dim {
             count: 1000,
             seq_stride: 2,
@@ -236,11 +239,11 @@ fn header_and_record_errors_are_typed() {
         Err(PartialError::BadMagic { .. })
     ));
     let good = encode(&matmul(3));
-    let mut v2 = good.clone();
-    v2[8] = 2;
+    let mut v3 = good.clone();
+    v3[8] = 3;
     assert!(matches!(
-        decode(&v2),
-        Err(PartialError::UnsupportedVersion { found: 2 })
+        decode(&v3),
+        Err(PartialError::UnsupportedVersion { found: 3 })
     ));
     let unfinished = &good[..good.len() - 4];
     assert!(decode(unfinished).is_err());
@@ -379,12 +382,17 @@ fn marks_round_trip_and_must_alternate() {
     w.mark(Mark::End);
     w.record(&load(1, 0x20)).unwrap();
     let trace = PartialTrace::parse(w.finish().unwrap()).unwrap();
-    assert_eq!(trace.marks(), [(1, Mark::Begin), (2, Mark::End)]);
-    let mut spans = CountedSpans::new(trace.marks());
+    let thread = &trace.threads()[0];
+    assert_eq!(thread.marks(), [(1, Mark::Begin), (2, Mark::End)]);
+    let mut spans = thread.counted_spans();
     assert_eq!([0, 1, 2].map(|s| spans.counts(s)), [false, true, false]);
     assert!(
-        CountedSpans::new(&[]).counts(5),
+        CountedSpans::new(&[], false).counts(5),
         "no marks: everything counts"
+    );
+    assert!(
+        !CountedSpans::new(&[], true).counts(5),
+        "no marks in a marked trace: nothing counts"
     );
 
     let mut bytes = PARTIAL_MAGIC.to_vec();
@@ -402,5 +410,174 @@ fn marks_round_trip_and_must_alternate() {
     assert!(matches!(
         decode(&beyond),
         Err(PartialError::BadRecord { .. })
+    ));
+}
+
+/// Thread `id`'s body records for `accesses`, with a body ended after each of `ends` accesses
+/// and the instances `spans` marked (as the runtime's recording threads write them).
+fn thread_bytes(accesses: &[PartialAccess], spans: &[(u64, u64)], ends: &[u64]) -> Vec<u8> {
+    let mut w = ThreadWriter::new(Vec::new());
+    for (i, a) in accesses.iter().enumerate() {
+        let i = i as u64;
+        if spans.iter().any(|&(_, e)| e == i) {
+            w.mark(Mark::End);
+        }
+        if ends.contains(&i) {
+            w.end_body().unwrap();
+        }
+        if spans.iter().any(|&(b, _)| b == i) {
+            w.mark(Mark::Begin);
+        }
+        w.record(a).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn threads_written_in_interleaved_chunks_read_back_apart() {
+    let a = matmul(6);
+    let mut state = 3u64;
+    let b: Vec<_> = (0..3000)
+        .map(|_| load(0x30, xorshift(&mut state) % (1 << 20)))
+        .collect();
+    // Thread 0 one body; thread 7 a body ended at each of its instances' ends.
+    let bytes_a = thread_bytes(&a, &[(10, 50)], &[]);
+    let bytes_b = thread_bytes(&b, &[(100, 900), (1000, 2000)], &[900, 2000]);
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    // Pieces of 7 and 5 bytes by turns: chunk boundaries fall inside records.
+    let (mut pa, mut pb) = (bytes_a.chunks(7), bytes_b.chunks(5));
+    loop {
+        let (x, y) = (pa.next(), pb.next());
+        if x.is_none() && y.is_none() {
+            break;
+        }
+        file.chunk(0, x.unwrap_or(&[])).unwrap();
+        file.chunk(7, y.unwrap_or(&[])).unwrap();
+    }
+    let trace = PartialTrace::parse(file.finish(&BTreeMap::new(), &[]).unwrap()).unwrap();
+    let threads = trace.threads();
+    assert_eq!(
+        threads.iter().map(ThreadTrace::id).collect::<Vec<_>>(),
+        [0, 7]
+    );
+    let got = |t: &ThreadTrace| t.accesses().collect::<Result<Vec<_>, _>>().unwrap();
+    assert_eq!(got(&threads[0]), a);
+    assert_eq!(got(&threads[1]), b);
+    assert_eq!(threads[0].marks(), [(10, Mark::Begin), (50, Mark::End)]);
+    assert_eq!(
+        threads[1].marks(),
+        [
+            (100, Mark::Begin),
+            (900, Mark::End),
+            (1000, Mark::Begin),
+            (2000, Mark::End)
+        ]
+    );
+    assert!(trace.unfinished_threads().is_empty());
+    assert_eq!(trace.stats().accesses, (a.len() + b.len()) as u64);
+}
+
+#[test]
+fn a_body_ended_inside_a_span_goes_on_counting_in_the_next() {
+    let a = matmul(4);
+    let bytes = thread_bytes(&a, &[(5, 40)], &[20]);
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    file.chunk(0, &bytes).unwrap();
+    let trace = PartialTrace::parse(file.finish(&BTreeMap::new(), &[]).unwrap()).unwrap();
+    let thread = &trace.threads()[0];
+    let mut spans = thread.counted_spans();
+    let counted: Vec<u64> = (0..a.len() as u64).filter(|&s| spans.counts(s)).collect();
+    assert_eq!(counted, (5..40).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_thread_whose_last_body_never_ended_keeps_the_bodies_before_it() {
+    let a = matmul(5);
+    let whole = thread_bytes(&a, &[(0, 100), (150, 200), (250, 300)], &[100, 200]);
+    // Cut the thread's bytes inside its last body (after the second END), as a thread that
+    // was never finished leaves them; the file itself is finished.
+    let first_two = {
+        let mut w = ThreadWriter::new(Vec::new());
+        for (i, x) in a.iter().enumerate().take(200) {
+            match i {
+                0 | 150 => w.mark(Mark::Begin),
+                100 => {
+                    w.mark(Mark::End);
+                    w.end_body().unwrap();
+                }
+                _ => {}
+            }
+            w.record(x).unwrap();
+        }
+        w.mark(Mark::End);
+        w.finish().unwrap()
+    };
+    assert!(whole.starts_with(&first_two));
+    // Cut before the last body's begin mark, nothing counted is lost; after it, its span is.
+    for (cut, lost) in [(first_two.len() + 1, false), (whole.len() - 3, true)] {
+        let mut file = TraceFile::new(Vec::new(), true).unwrap();
+        file.chunk(3, &whole[..cut]).unwrap();
+        let trace = PartialTrace::parse(file.finish(&BTreeMap::new(), &[]).unwrap()).unwrap();
+        let expected: &[u64] = if lost { &[3] } else { &[] };
+        assert_eq!(trace.unfinished_threads(), expected, "cut at {cut}");
+        let thread = &trace.threads()[0];
+        let got: Vec<_> = thread.accesses().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got, a[..200]);
+        assert_eq!(
+            thread.marks(),
+            [
+                (0, Mark::Begin),
+                (100, Mark::End),
+                (150, Mark::Begin),
+                (200, Mark::End)
+            ]
+        );
+    }
+    // A file cut short is an error, not a thread cut short.
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    file.chunk(3, &whole).unwrap();
+    let bytes = file.finish(&BTreeMap::new(), &[]).unwrap();
+    assert!(matches!(
+        PartialTrace::parse(bytes[..bytes.len() - 2].to_vec()),
+        Err(PartialError::Unfinished { .. } | PartialError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn chunk_records_are_checked() {
+    let mut bytes = PARTIAL_MAGIC.to_vec();
+    bytes.extend_from_slice(&2u32.to_le_bytes());
+    bytes.extend_from_slice(&FLAG_MARKED.to_le_bytes());
+    let with = |tail: &[u8]| {
+        let mut b = bytes.clone();
+        b.extend_from_slice(tail);
+        PartialTrace::parse(b)
+    };
+    // No chunks at all: a trace with no threads.
+    assert!(with(&[TAG_END, 0]).unwrap().threads().is_empty());
+    // An END that miscounts the chunks.
+    assert!(matches!(
+        with(&[TAG_CHUNK, 0, 1, TAG_END, TAG_END, 2]),
+        Err(PartialError::BadRecord { .. })
+    ));
+    // An empty chunk, and a thread number too large.
+    assert!(matches!(
+        with(&[TAG_CHUNK, 0, 0, TAG_END, 1]),
+        Err(PartialError::BadRecord { .. })
+    ));
+    assert!(matches!(
+        with(&[TAG_CHUNK, 0x80, 0x80, 0x04, 1, 0, TAG_END, 1]),
+        Err(PartialError::BadRecord { .. })
+    ));
+    // A site record inside a thread's body.
+    let err = with(&[TAG_CHUNK, 0, 2, TAG_SITE, 0x10, TAG_END, 1]).unwrap_err();
+    assert!(err.to_string().contains("thread 0"), "{err}");
+    // Unknown flags.
+    let mut flagged = bytes.clone();
+    flagged[12] = 2;
+    flagged.extend_from_slice(&[TAG_END, 0]);
+    assert!(matches!(
+        PartialTrace::parse(flagged),
+        Err(PartialError::UnsupportedFlags { found: 2 })
     ));
 }

@@ -1,5 +1,8 @@
-//! Writing a partial trace: streams found on the fly, each compressed online, closed
-//! descriptors and full raw blocks written out as they come.
+//! Writing a partial trace: a [`ThreadWriter`] per recorded thread compresses its accesses
+//! online (streams found on the fly, closed descriptors and full raw blocks written out as they
+//! come) into body records for its sink; a [`TraceFile`] takes the bodies' bytes as chunks
+//! tagged with their thread and ends the file with the site table and ranges. A
+//! [`PartialWriter`] is the two for one thread.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -7,9 +10,9 @@ use std::io::{self, Write};
 use super::codec::{put_str, put_varint, put_varint128, zigzag};
 use super::compress::{Closed, StreamCompressor};
 use super::{
-    Descriptor, Mark, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess, RAW_BLOCK, SiteInfo,
-    StructureRange, TAG_DESC, TAG_END, TAG_MARK, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM,
-    kind_code,
+    Descriptor, FLAG_MARKED, MAX_CHUNK, Mark, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess,
+    RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK, TAG_RANGE,
+    TAG_RAW, TAG_SITE, TAG_STREAM, kind_code,
 };
 
 /// A stream's identity: code address, kind code and size.
@@ -18,10 +21,11 @@ type StreamKey = (u64, u8, u32);
 /// Slots of the recent-streams cache.
 const RECENT: usize = 64;
 
-/// Compresses accesses online into a partial trace on `sink`; [`PartialWriter::finish`] closes
-/// everything still open and writes the site table and the `END` record.
+/// Compresses one thread's accesses online into body records on `sink` (see the format),
+/// writing them in pieces of about 64 KiB; [`ThreadWriter::end_body`] closes everything still
+/// open and ends the body.
 #[derive(Debug)]
-pub struct PartialWriter<W: Write> {
+pub struct ThreadWriter<W: Write> {
     sink: W,
     buffer: Vec<u8>,
     bytes: u64,
@@ -29,46 +33,46 @@ pub struct PartialWriter<W: Write> {
     /// Streams by a hash of their key, in front of `streams`: a loop body's few sites take
     /// turns, and a hash map's lookup per access cost more than compressing the access.
     recent: Box<[Option<(StreamKey, u32)>; RECENT]>,
-    /// Each stream's key and first address, in stream order.
-    stream_keys: Vec<(StreamKey, u64)>,
+    /// Every site recorded, in any body, with the first address it accessed.
+    site_firsts: BTreeMap<u64, u64>,
     compressors: Vec<StreamCompressor>,
     raw: Vec<Vec<(u64, u64)>>,
     closed: Vec<Closed>,
+    /// The body's accesses so far (its next sequence number), and those of the bodies ended.
     seq: u64,
+    earlier_accesses: u64,
     descriptors: u64,
     raw_entries: u64,
-    sites: BTreeMap<u64, SiteInfo>,
-    ranges: Vec<StructureRange>,
-    /// The last mark written, which the next must differ from.
+    /// The last mark written in this body, which the next must differ from.
     last_mark: Option<Mark>,
 }
 
-impl<W: Write> PartialWriter<W> {
+impl<W: Write> ThreadWriter<W> {
     const FLUSH_AT: usize = 1 << 16;
 
-    /// Writes the header.
-    pub fn new(mut sink: W) -> io::Result<Self> {
-        let mut header = PARTIAL_MAGIC.to_vec();
-        header.extend_from_slice(&PARTIAL_VERSION.to_le_bytes());
-        header.extend_from_slice(&0u32.to_le_bytes());
-        sink.write_all(&header)?;
-        Ok(Self {
+    /// A writer of body records on `sink`, which gets them in pieces of about 64 KiB.
+    pub fn new(sink: W) -> Self {
+        Self {
             sink,
             buffer: Vec::with_capacity(Self::FLUSH_AT + 256),
-            bytes: header.len() as u64,
+            bytes: 0,
             streams: HashMap::new(),
             recent: Box::new([None; RECENT]),
-            stream_keys: Vec::new(),
+            site_firsts: BTreeMap::new(),
             compressors: Vec::new(),
             raw: Vec::new(),
             closed: Vec::new(),
             seq: 0,
+            earlier_accesses: 0,
             descriptors: 0,
             raw_entries: 0,
-            sites: BTreeMap::new(),
-            ranges: Vec::new(),
             last_mark: None,
-        })
+        }
+    }
+
+    /// The sink, for a caller that moves what it got elsewhere.
+    pub fn sink_mut(&mut self) -> &mut W {
+        &mut self.sink
     }
 
     /// Appends the next access.
@@ -109,19 +113,9 @@ impl<W: Write> PartialWriter<W> {
         });
     }
 
-    /// Names the source of the access site at code address `site` (the last call wins).
-    pub fn set_site(&mut self, site: u64, info: SiteInfo) {
-        self.sites.insert(site, info);
-    }
-
-    /// Adds a named address range (a data structure) for per-structure tables.
-    pub fn add_range(&mut self, range: StructureRange) {
-        self.ranges.push(range);
-    }
-
-    /// Accesses recorded so far.
+    /// Accesses recorded so far, in every body.
     pub fn accesses(&self) -> u64 {
-        self.seq
+        self.earlier_accesses + self.seq
     }
 
     /// Bytes written so far (the open descriptors and raw entries not included).
@@ -131,11 +125,7 @@ impl<W: Write> PartialWriter<W> {
 
     /// The code address of every site recorded so far, with the first address it accessed.
     pub fn sites(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let mut seen = std::collections::HashSet::new();
-        self.stream_keys
-            .iter()
-            .filter(move |((site, _, _), _)| seen.insert(*site))
-            .map(|&((site, _, _), addr)| (site, addr))
+        self.site_firsts.iter().map(|(&site, &addr)| (site, addr))
     }
 
     fn stream_of(&mut self, key: StreamKey, addr: u64) -> u32 {
@@ -144,7 +134,7 @@ impl<W: Write> PartialWriter<W> {
         }
         let s = self.compressors.len() as u32;
         self.streams.insert(key, s);
-        self.stream_keys.push((key, addr));
+        self.site_firsts.entry(key.0).or_insert(addr);
         self.compressors.push(StreamCompressor::new(s));
         self.raw.push(Vec::new());
         self.buffer.push(TAG_STREAM);
@@ -226,36 +216,201 @@ impl<W: Write> PartialWriter<W> {
         Ok(())
     }
 
-    /// Closes every open descriptor, writes the remaining raw entries, the site table, the
-    /// ranges and the `END` record; returns the sink.
-    pub fn finish(mut self) -> io::Result<W> {
-        for stream in 0..self.compressors.len() {
-            self.compressors[stream].finish(&mut self.closed);
-            self.write_closed(stream as u32)?;
-            self.write_raw_block(stream as u32);
+    /// Ends the body: closes every open descriptor, writes the remaining raw entries and the
+    /// body's `END`, and hands everything to the sink. The next access starts a new body
+    /// (streams and sequence numbers from 0), inside a counted span if this one ended in one. A
+    /// body without accesses is not written.
+    pub fn end_body(&mut self) -> io::Result<()> {
+        let in_span = self.last_mark == Some(Mark::Begin);
+        if self.seq == 0 {
+            // Marks before any access describe nothing.
+            self.buffer.clear();
+        } else {
+            for stream in 0..self.compressors.len() {
+                self.compressors[stream].finish(&mut self.closed);
+                self.write_closed(stream as u32)?;
+                self.write_raw_block(stream as u32);
+            }
+            self.buffer.push(TAG_END);
+            put_varint(&mut self.buffer, self.seq);
+            put_varint(&mut self.buffer, self.descriptors);
+            put_varint(&mut self.buffer, self.raw_entries);
         }
-        for (site, info) in std::mem::take(&mut self.sites) {
-            let out = &mut self.buffer;
-            out.push(TAG_SITE);
-            put_varint(out, site);
-            put_str(out, &info.file);
-            put_varint(out, u64::from(info.line));
-            put_str(out, &info.function);
-            put_str(out, &info.structure);
-        }
-        for range in std::mem::take(&mut self.ranges) {
-            let out = &mut self.buffer;
-            out.push(TAG_RANGE);
-            put_str(out, &range.name);
-            put_varint(out, range.start);
-            put_varint(out, range.end);
-        }
-        self.buffer.push(TAG_END);
-        put_varint(&mut self.buffer, self.seq);
-        put_varint(&mut self.buffer, self.descriptors);
-        put_varint(&mut self.buffer, self.raw_entries);
         self.flush_buffer()?;
+        self.earlier_accesses += self.seq;
+        self.seq = 0;
+        self.descriptors = 0;
+        self.raw_entries = 0;
+        self.streams.clear();
+        *self.recent = [None; RECENT];
+        self.compressors.clear();
+        self.raw.clear();
+        self.last_mark = None;
+        if in_span {
+            self.mark(Mark::Begin);
+        }
+        Ok(())
+    }
+
+    /// Ends the body ([`Self::end_body`]) and returns the sink, flushed.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.end_body()?;
+        self.buffer.clear();
         self.sink.flush()?;
         Ok(self.sink)
+    }
+}
+
+/// A partial trace file: the header, then the threads' body bytes as chunks
+/// ([`TraceFile::chunk`], in any interleaving), then [`TraceFile::finish`]'s site table,
+/// ranges and `END`.
+#[derive(Debug)]
+pub struct TraceFile<W: Write> {
+    sink: W,
+    chunks: u64,
+    bytes: u64,
+}
+
+impl<W: Write> TraceFile<W> {
+    /// Writes the header; `marked` sets [`FLAG_MARKED`] (a recording of a region's instances,
+    /// whose threads without marks count nothing).
+    pub fn new(mut sink: W, marked: bool) -> io::Result<Self> {
+        let mut header = PARTIAL_MAGIC.to_vec();
+        header.extend_from_slice(&PARTIAL_VERSION.to_le_bytes());
+        let flags = if marked { FLAG_MARKED } else { 0 };
+        header.extend_from_slice(&flags.to_le_bytes());
+        sink.write_all(&header)?;
+        Ok(Self {
+            sink,
+            chunks: 0,
+            bytes: header.len() as u64,
+        })
+    }
+
+    /// Appends `bytes` of thread `thread`'s body records (nothing when empty).
+    pub fn chunk(&mut self, thread: u64, bytes: &[u8]) -> io::Result<()> {
+        for piece in bytes.chunks(MAX_CHUNK as usize) {
+            let mut head = vec![TAG_CHUNK];
+            put_varint(&mut head, thread);
+            put_varint(&mut head, piece.len() as u64);
+            self.sink.write_all(&head)?;
+            self.sink.write_all(piece)?;
+            self.chunks += 1;
+            self.bytes += (head.len() + piece.len()) as u64;
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Writes the site table, the ranges and the `END`; returns the sink, flushed.
+    pub fn finish(
+        mut self,
+        sites: &BTreeMap<u64, SiteInfo>,
+        ranges: &[StructureRange],
+    ) -> io::Result<W> {
+        let mut out = Vec::new();
+        for (&site, info) in sites {
+            out.push(TAG_SITE);
+            put_varint(&mut out, site);
+            put_str(&mut out, &info.file);
+            put_varint(&mut out, u64::from(info.line));
+            put_str(&mut out, &info.function);
+            put_str(&mut out, &info.structure);
+        }
+        for range in ranges {
+            out.push(TAG_RANGE);
+            put_str(&mut out, &range.name);
+            put_varint(&mut out, range.start);
+            put_varint(&mut out, range.end);
+        }
+        out.push(TAG_END);
+        put_varint(&mut out, self.chunks);
+        self.sink.write_all(&out)?;
+        self.sink.flush()?;
+        Ok(self.sink)
+    }
+}
+
+/// One thread's accesses compressed online into a whole trace file on `sink` (a
+/// [`ThreadWriter`] and a [`TraceFile`]): for traces converted from another format, which
+/// count every access.
+#[derive(Debug)]
+pub struct PartialWriter<W: Write> {
+    file: TraceFile<W>,
+    thread: ThreadWriter<Vec<u8>>,
+    sites: BTreeMap<u64, SiteInfo>,
+    ranges: Vec<StructureRange>,
+}
+
+impl<W: Write> PartialWriter<W> {
+    /// Writes the header.
+    pub fn new(sink: W) -> io::Result<Self> {
+        Ok(Self {
+            file: TraceFile::new(sink, false)?,
+            thread: ThreadWriter::new(Vec::new()),
+            sites: BTreeMap::new(),
+            ranges: Vec::new(),
+        })
+    }
+
+    /// Appends the next access.
+    #[inline]
+    pub fn record(&mut self, access: &PartialAccess) -> io::Result<()> {
+        self.thread.record(access)?;
+        if !self.thread.sink_mut().is_empty() {
+            self.pass_on()?;
+        }
+        Ok(())
+    }
+
+    fn pass_on(&mut self) -> io::Result<()> {
+        let bytes = std::mem::take(self.thread.sink_mut());
+        self.file.chunk(0, &bytes)?;
+        // The buffer's room is kept for the next piece.
+        *self.thread.sink_mut() = bytes;
+        self.thread.sink_mut().clear();
+        Ok(())
+    }
+
+    /// Marks that counting begins or ends before the next access (see the format's `MARK`).
+    pub fn mark(&mut self, mark: Mark) {
+        self.thread.mark(mark);
+    }
+
+    /// Names the source of the access site at code address `site` (the last call wins).
+    pub fn set_site(&mut self, site: u64, info: SiteInfo) {
+        self.sites.insert(site, info);
+    }
+
+    /// Adds a named address range (a data structure) for per-structure tables.
+    pub fn add_range(&mut self, range: StructureRange) {
+        self.ranges.push(range);
+    }
+
+    /// Accesses recorded so far.
+    pub fn accesses(&self) -> u64 {
+        self.thread.accesses()
+    }
+
+    /// Bytes written so far (the open descriptors and raw entries not included).
+    pub fn bytes(&self) -> u64 {
+        self.file.bytes() + self.thread.bytes() - self.thread.bytes
+    }
+
+    /// The code address of every site recorded so far, with the first address it accessed.
+    pub fn sites(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.thread.sites()
+    }
+
+    /// Ends the thread's body, writes the site table, the ranges and the `END`; returns the
+    /// sink.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.thread.end_body()?;
+        self.pass_on()?;
+        self.file.finish(&self.sites, &self.ranges)
     }
 }
