@@ -75,6 +75,7 @@ pub(super) extern "C" fn at_exit() {
     // A tool's trace is written, and said to be, before the segment says the program ended.
     if !switches::forked_child() {
         this_thread::finish_trace_here();
+        tracing::close_at_exit();
         tracing::unclaimed_at_exit();
     }
     if let Some(m) = mcc::get() {

@@ -3,24 +3,30 @@
 //! and how many of its instances to record (default: all), `EPCACHE_TRACE_OUTPUT=FILE` where
 //! the trace goes (`%p` stands for the process id).
 //!
-//! Exactness: the recording thread (the first to capture, one thread only) runs without its
-//! repeat-hit filter and so without the worker pipeline, as a core of a machine does
-//! (`cores.rs`, `Core::refresh_filter`): every access reaches `Core::access` with its code
-//! address, in program order, and is written there. The recording starts at the thread's
-//! first access, not at the region's first instance, and marks each traced instance's span
-//! (`Mark::Begin`, `Mark::End`): replay simulates the accesses before and between the
-//! instances (which leave the caches as the instances met them) and counts only the spans, so
-//! re-simulating the trace under the run's cache gives exactly the counts the run reports for
-//! the region on that thread. Nested instances (recursion) are one span, as the standalone
-//! counts take only the outermost. Once the last asked-for instance ends the trace is written
-//! and the thread gets its filter back; otherwise it is written at the process's end, or when
-//! the recording thread ends, if it ends first. The recorder belongs to the recording thread's
-//! core (`Core::tracer`), so recording takes no lock.
+//! Exactness: a recording thread runs without its repeat-hit filter and so without the worker
+//! pipeline, as a core of a machine does (`cores.rs`, `Core::refresh_filter`): every access
+//! reaches `Core::access` with its code address, in program order, and is written there. Each
+//! thread records from its first access, not from the region's first instance, and marks each
+//! traced instance's span (`Mark::Begin`, `Mark::End`): replay simulates the accesses before
+//! and between the instances (which leave the caches as the instances met them) and counts
+//! only the spans, so re-simulating the trace under the run's cache gives exactly the counts
+//! the run reports for the region. Nested instances (recursion) are one span, as the
+//! standalone counts take only the outermost.
 //!
-//! One thread is recorded. A traced region that other threads run too (an OpenMP parallel
-//! region's outlined body) is said, not left silent: the first such instance while the trace
-//! is being recorded prints a notice naming the region and the file, and the outcome a tool
-//! reads counts those instances ([`entered_without_recorder`]).
+//! Threads: every thread that starts capturing while the trace is open records, into the one
+//! file (the first opens it): each thread's records go to the file as chunks of its own
+//! (`epcache_sim::trace::partial`'s threads), under a lock taken once per 64 KiB of them, and
+//! replay simulates each thread on caches of its own, as the run did (an OpenMP parallel
+//! region's outlined body on every thread of the team). A thread's part ends when its
+//! instances asked for (each thread's own count) have ended, or its access budget, or the
+//! thread; every thread but the first also ends a body at each instance's end, so what it
+//! recorded is in the file even if it never ends (libgomp's pool threads sleep through the
+//! program's exit). The trace is closed (site table, ranges, end) once the first thread's part
+//! and every other open part have ended, or at the process's end, whichever comes first; an
+//! instance going on then is left out and said. The recorder belongs to its thread's core
+//! (`Core::tracer`), so recording an access takes no lock but a chunk's. With threads as
+//! cores of one machine (`EPCACHE_CORES`) the trace keeps each thread's order but not the
+//! interleaving, so replay does not reproduce shared levels and coherence, which the run says.
 //!
 //! The trace's site table names each code address's source line and function from the
 //! program's line tables, and the data structure holding the first address it accessed; its
@@ -29,11 +35,11 @@
 //! A tool asks for the same recording over the MRI (the "trace" request, the segment's trace
 //! block, `epcache_shm::layout::TraceOrder`): the target must wait at its start
 //! (`EPCACHE_WAIT`), and takes the order once, when released ([`take_tool_order`], from
-//! start-up), before any thread captured, so recording still starts at the recording thread's
-//! first access and stays exact; capture is then switched on for the run. An order that comes
+//! start-up), before any thread captured, so recording still starts at each recording
+//! thread's first access and stays exact; capture is then switched on for the run. An order that comes
 //! after the start wait is never taken: the tool refuses to place it, or takes it back, with
-//! the reason. Such an order may also name an access budget (the recording ends, its open
-//! instance cut, once that many accesses are written) and data structures (only accesses to
+//! the reason. Such an order may also name an access budget (a thread's recording ends, its
+//! open instance cut, once it has written that many accesses) and data structures (only accesses to
 //! their bytes are written: re-simulation then shows those structures alone, not the live
 //! counts, which need every access). The target writes the file itself (it is the tool's
 //! user): the path must be absolute, its directory must exist and be reached through no
@@ -42,9 +48,9 @@
 //! not, why not) goes back to the trace block when the trace is written, at the latest at the
 //! process's end.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -54,10 +60,12 @@ use epcache_shm::target::Mcc;
 use epcache_sim::cache::AccessKind;
 use epcache_sim::ranges::AddressRange;
 use epcache_sim::trace::TraceKind;
-use epcache_sim::trace::partial::{Mark, PartialAccess, PartialWriter, SiteInfo, StructureRange};
+use epcache_sim::trace::partial::{
+    Mark, PartialAccess, SiteInfo, StructureRange, ThreadWriter, TraceFile,
+};
 
 use super::region_registry::{self, RegionRef};
-use super::{data, mcc, program, switches};
+use super::{cores, data, mcc, program, switches};
 
 /// Environment variable naming the region to trace, optionally with a number of instances.
 pub const TRACE_ENV: &str = "EPCACHE_TRACE";
@@ -248,74 +256,159 @@ fn create_trace_file(path: &Path, overwrite: bool) -> Result<File, String> {
     }
 }
 
-/// The trace being written, owned by the recording thread's core (`Core::tracer`), so
-/// recording an access takes no lock.
+/// The trace file and what the recording threads told it, behind one lock: a thread takes it
+/// to append a chunk (about every 64 KiB of its records), at a traced instance's bounds and
+/// when it finishes.
+struct Shared {
+    /// The file while the trace is open: from the first claim until it is closed.
+    file: Option<TraceFile<BufWriter<File>>>,
+    /// Whether the first claim was made (no thread claims once the trace is closed).
+    opened: bool,
+    next_thread: u64,
+    /// Recorders not finished, and whether thread 0's (the first claim's) is one of them.
+    open_recorders: u32,
+    first_finished: bool,
+    /// Recorders inside a traced instance now.
+    inside: u32,
+    /// What the recorders wrote: accesses, instances ended, threads that ran an instance.
+    accesses: u64,
+    instances: u64,
+    threads_with_instances: u64,
+    budget_reached: bool,
+    /// Every site recorded, with the first address it accessed.
+    sites: BTreeMap<u64, u64>,
+    /// Why the file could not be written, once it could not.
+    write_error: Option<String>,
+}
+
+static SHARED: Mutex<Shared> = Mutex::new(Shared {
+    file: None,
+    opened: false,
+    next_thread: 0,
+    open_recorders: 0,
+    first_finished: false,
+    inside: 0,
+    accesses: 0,
+    instances: 0,
+    threads_with_instances: 0,
+    budget_reached: false,
+    sites: BTreeMap::new(),
+    write_error: None,
+});
+
+fn shared() -> std::sync::MutexGuard<'static, Shared> {
+    SHARED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A recording thread's sink: each piece its writer hands over becomes one chunk of the file,
+/// appended under the lock.
+struct Chunks {
+    thread: u64,
+}
+
+impl Write for Chunks {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut shared = shared();
+        let Some(file) = &mut shared.file else {
+            return Err(std::io::Error::other("the trace is closed"));
+        };
+        if let Err(e) = file.chunk(self.thread, bytes) {
+            // A chunk half written spoils the file for every thread: the trace is given up.
+            shared.write_error = Some(e.to_string());
+            shared.file = None;
+            RECORDING.store(false, Ordering::Release);
+            return Err(e);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One thread's recording, owned by its core (`Core::tracer`), so recording an access takes no
+/// lock but a chunk's.
 pub(super) struct Recorder {
-    /// `None` once the trace is written (or given up on).
-    writer: Option<PartialWriter<BufWriter<File>>>,
+    /// `None` once given up on (a write error).
+    writer: Option<ThreadWriter<Chunks>>,
+    /// The thread's number in the file, 0 for the first claim.
+    thread: u64,
     request: &'static Request,
     /// Region id to whether it is the traced region.
     traced: HashMap<u32, bool>,
     /// Traced instances open (nested ones included).
     depth: u32,
     instances_done: u64,
-    /// Accesses written.
+    /// Accesses written, and how many of them and of its instances the shared state has.
     recorded: u64,
+    told: (u64, u64),
     /// Whether the access budget ended the recording.
     budget_reached: bool,
 }
 
 static CLAIMED: AtomicBool = AtomicBool::new(false);
-/// Set while a recorder writes (from its claim until the trace is written).
+/// Set while the trace is open (from the first claim until it is closed).
 static RECORDING: AtomicBool = AtomicBool::new(false);
-/// Instances of the traced region other threads began while the trace was being recorded.
+/// Instances of the traced region threads without a recorder began while the trace was open.
 static OTHER_THREADS_INSTANCES: AtomicU64 = AtomicU64::new(0);
 
-/// The recorder of the thread whose capture starts now: the first one, when a trace is asked
-/// for and its file could be created.
+/// The recorder of the thread whose capture starts now, when a trace is asked for and open:
+/// the first such thread opens it (creates its file), and every thread that starts capturing
+/// before it is closed records too.
 pub(super) fn claim() -> Option<Box<Recorder>> {
     let request = request()?;
-    if CLAIMED.swap(true, Ordering::AcqRel) {
-        return None;
-    }
-    let file = match &request.tool {
-        Some(_) => TOOL_FILE
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| std::io::Error::other("its file was not created")),
-        None => File::create(&request.output),
-    };
-    let writer = file.and_then(|f| PartialWriter::new(BufWriter::with_capacity(1 << 16, f)));
-    if writer.is_ok() {
-        RECORDING.store(true, Ordering::Release);
-    }
-    match writer {
-        Ok(writer) => Some(Box::new(Recorder {
-            writer: Some(writer),
-            request,
-            traced: HashMap::new(),
-            depth: 0,
-            instances_done: 0,
-            recorded: 0,
-            budget_reached: false,
-        })),
-        Err(e) => {
-            eprintln!(
-                "epcache: cannot write the trace {}: {e}; nothing is traced",
-                request.output.display()
-            );
-            tell_tool(
-                request,
-                &TraceOutcome {
-                    message: format!("cannot write the trace: {e}"),
-                    ..TraceOutcome::default()
-                },
-                false,
-            );
-            None
+    let mut shared = shared();
+    let thread = if !shared.opened {
+        shared.opened = true;
+        CLAIMED.store(true, Ordering::Release);
+        let file = match &request.tool {
+            Some(_) => TOOL_FILE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .ok_or_else(|| std::io::Error::other("its file was not created")),
+            None => File::create(&request.output),
+        };
+        match file.and_then(|f| TraceFile::new(BufWriter::with_capacity(1 << 16, f), true)) {
+            Ok(file) => shared.file = Some(file),
+            Err(e) => {
+                drop(shared);
+                eprintln!(
+                    "epcache: cannot write the trace {}: {e}; nothing is traced",
+                    request.output.display()
+                );
+                tell_tool(
+                    request,
+                    &TraceOutcome {
+                        message: format!("cannot write the trace: {e}"),
+                        ..TraceOutcome::default()
+                    },
+                    false,
+                );
+                return None;
+            }
         }
-    }
+        RECORDING.store(true, Ordering::Release);
+        0
+    } else if shared.file.is_some() {
+        shared.next_thread
+    } else {
+        return None;
+    };
+    shared.next_thread = thread + 1;
+    shared.open_recorders += 1;
+    Some(Box::new(Recorder {
+        writer: Some(ThreadWriter::new(Chunks { thread })),
+        thread,
+        request,
+        traced: HashMap::new(),
+        depth: 0,
+        instances_done: 0,
+        recorded: 0,
+        told: (0, 0),
+        budget_reached: false,
+    }))
 }
 
 /// At the process's end: an order a tool placed that no thread ever claimed (nothing was
@@ -347,9 +440,19 @@ pub(super) fn unclaimed_at_exit() {
     }
 }
 
+/// At the process's end, after the exiting thread's recorder finished: closes the trace if
+/// threads still record (one blocked, or asleep in a thread pool). What they recorded up to
+/// their last ended instance is in the file; an instance going on now is not.
+pub(super) fn close_at_exit() {
+    if let Some(Some(request)) = REQUEST.get() {
+        close(&mut shared(), request);
+    }
+}
+
 /// A monitored instance of `region` begins on a thread that records nothing: if it is the
-/// traced region and a trace is being recorded, its accesses are not in the trace, which the
-/// first such instance says on stderr and the outcome counts.
+/// traced region and the trace is open, its accesses are not in the trace (the thread began
+/// capturing before the trace was asked for, or gave its recording up), which the first such
+/// instance says on stderr and the outcome counts.
 pub(super) fn entered_without_recorder(region: RegionRef) {
     if !RECORDING.load(Ordering::Acquire) {
         return;
@@ -362,8 +465,9 @@ pub(super) fn entered_without_recorder(region: RegionRef) {
     }
     if OTHER_THREADS_INSTANCES.fetch_add(1, Ordering::AcqRel) == 0 {
         eprintln!(
-            "epcache: the traced region `{}` runs on another thread too; a partial trace records \
-             one thread (the first that captured), so this thread's accesses are not in {}",
+            "epcache: the traced region `{}` runs on a thread that does not record it (it \
+             stopped recording, or began capturing before the trace was open), so its accesses \
+             are not in {}",
             request.region,
             request.output.display()
         );
@@ -389,8 +493,9 @@ fn tell_tool(request: &Request, outcome: &TraceOutcome, written: bool) {
 }
 
 impl Recorder {
-    /// Records one access at code address `pc`; `false` once the trace is given up on (the
-    /// thread may then take its filter back).
+    /// Records one access at code address `pc`; `false` once the thread's recording is over
+    /// (the budget is reached, the file cannot be written): the thread may then take its
+    /// filter back, and the recorder's drop finishes its part.
     #[inline]
     pub(super) fn record(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
         let kind = match kind {
@@ -414,27 +519,35 @@ impl Recorder {
             return true;
         }
         if let Err(e) = writer.record(&access) {
-            eprintln!(
-                "epcache: cannot write the trace {}: {e}; tracing stops",
-                self.request.output.display()
-            );
-            self.writer = None;
+            self.give_up(&e);
             return false;
         }
         self.recorded += 1;
         if let Some(budget) = tool.and_then(|o| o.access_budget)
             && self.recorded >= budget
         {
-            // The open instance ends here; the recorder's drop writes the trace.
+            // The open instance ends here; the recorder's drop ends the thread's part.
             if self.depth > 0 {
                 writer.mark(Mark::End);
                 self.depth = 0;
                 self.instances_done += 1;
+                shared().inside -= 1;
             }
             self.budget_reached = true;
             return false;
         }
         true
+    }
+
+    /// The file could not be written (or the trace was closed under this thread).
+    fn give_up(&mut self, e: &std::io::Error) {
+        if shared().write_error.is_some() {
+            eprintln!(
+                "epcache: cannot write the trace {}: {e}; tracing stops",
+                self.request.output.display()
+            );
+        }
+        self.writer = None;
     }
 
     /// Whether `region` is the traced one (its name looked up once per region).
@@ -449,18 +562,22 @@ impl Recorder {
 
     /// A monitored instance of `region` begins on the recording thread.
     pub(super) fn region_entered(&mut self, region: RegionRef) {
-        if self.is_traced(region) {
-            if self.depth == 0
-                && let Some(w) = &mut self.writer
-            {
-                w.mark(Mark::Begin);
-            }
-            self.depth += 1;
+        if !self.is_traced(region) {
+            return;
         }
+        if self.depth == 0
+            && let Some(w) = &mut self.writer
+        {
+            w.mark(Mark::Begin);
+            shared().inside += 1;
+        }
+        self.depth += 1;
     }
 
     /// A monitored instance of `region` ends on the recording thread; the recorder back, or
-    /// `None` once the trace is done (the last instance asked for ended and it is written).
+    /// `None` once the thread's part is done (the last instance asked for ended). Every
+    /// thread but the first ends a body of the file here, so what it recorded is in the file
+    /// whatever becomes of the thread.
     pub(super) fn region_exited(mut self: Box<Self>, region: RegionRef) -> Option<Box<Self>> {
         if !self.is_traced(region) || self.depth == 0 {
             return Some(self);
@@ -469,113 +586,171 @@ impl Recorder {
         if self.depth > 0 {
             return Some(self);
         }
-        if let Some(w) = &mut self.writer {
-            w.mark(Mark::End);
-        }
-        self.instances_done += 1;
-        if self.request.instances != Some(self.instances_done) {
+        let Some(w) = &mut self.writer else {
             return Some(self);
+        };
+        w.mark(Mark::End);
+        self.instances_done += 1;
+        shared().inside -= 1;
+        if self.request.instances == Some(self.instances_done) {
+            return None;
         }
-        self.finish();
-        None
+        if self.thread > 0 {
+            match w.end_body() {
+                Ok(()) => self.tell(&mut shared()),
+                Err(e) => self.give_up(&e),
+            }
+        }
+        Some(self)
     }
 
-    /// Writes the trace: the site table, the data structures and the end.
-    pub(super) fn finish(mut self: Box<Self>) {
-        if let Some(writer) = self.writer.take() {
-            write(writer, self.request, &self.outcome_at_end());
-        }
-    }
+    /// Ends the thread's part of the trace (as its drop does).
+    pub(super) fn finish(self: Box<Self>) {}
 
-    /// What the recording holds, and the instances other threads ran meanwhile.
-    fn outcome_at_end(&self) -> TraceOutcome {
-        let mut outcome = self.outcome();
-        let others = OTHER_THREADS_INSTANCES.load(Ordering::Acquire);
-        if others > 0 {
-            outcome.message = format!(
-                "{others} instance(s) of the region on other threads are not in the trace: one \
-                 thread is recorded"
-            );
+    /// Adds what this recorder wrote since it last told to the shared counts.
+    fn tell(&mut self, shared: &mut Shared) {
+        shared.accesses += self.recorded - self.told.0;
+        shared.instances += self.instances_done - self.told.1;
+        if self.told.1 == 0 && self.instances_done > 0 {
+            shared.threads_with_instances += 1;
         }
-        outcome
-    }
-
-    /// What the recording holds so far.
-    fn outcome(&self) -> TraceOutcome {
-        let complete = !self.budget_reached
-            && match self.request.instances {
-                Some(n) => self.instances_done >= n,
-                None => self.instances_done > 0,
-            };
-        TraceOutcome {
-            accesses: self.recorded,
-            instances: self.instances_done,
-            complete,
-            budget_reached: self.budget_reached,
-            message: String::new(),
-        }
+        self.told = (self.recorded, self.instances_done);
     }
 }
 
 impl Drop for Recorder {
-    /// A recording thread that ends before the process writes its trace then (not in a
-    /// forked child, whose file is its parent's). The recording ends here however it ends
-    /// (written, or given up on a write error), so other threads stop being told they are
-    /// left out.
+    /// The thread's part ends however it ends (its instances done, the budget, a write error,
+    /// the thread's end, the process's): its last body goes to the file, and the last part to
+    /// end closes the trace once the first thread's has ended. Not in a forked child, whose
+    /// file and lock are its parent's.
     fn drop(&mut self) {
-        RECORDING.store(false, Ordering::Release);
-        if !switches::forked_child()
-            && let Some(writer) = self.writer.take()
-        {
-            let outcome = self.outcome_at_end();
-            write(writer, self.request, &outcome);
+        if switches::forked_child() {
+            return;
+        }
+        let mut sites = Vec::new();
+        if let Some(writer) = self.writer.take() {
+            sites.extend(writer.sites());
+            if let Err(e) = writer.finish() {
+                self.give_up(&e);
+            }
+        }
+        let mut shared = shared();
+        if self.depth > 0 {
+            // An instance cut short (the thread or process ended inside it): not counted.
+            shared.inside -= 1;
+        }
+        self.tell(&mut shared);
+        for (site, addr) in sites {
+            shared.sites.entry(site).or_insert(addr);
+        }
+        shared.budget_reached |= self.budget_reached;
+        shared.open_recorders -= 1;
+        if self.thread == 0 {
+            shared.first_finished = true;
+        }
+        if shared.first_finished && shared.open_recorders == 0 {
+            close(&mut shared, self.request);
         }
     }
 }
 
-fn write(mut writer: PartialWriter<BufWriter<File>>, request: &Request, outcome: &TraceOutcome) {
+/// Closes the trace, if open: the site table, the data structures and the end, then the
+/// outcome told to the tool that asked. Threads still recording stop at their next chunk.
+fn close(shared: &mut Shared, request: &Request) {
+    let path = request.output.display().to_string();
+    let file = shared.file.take();
+    if file.is_none() && shared.write_error.is_none() {
+        return;
+    }
+    RECORDING.store(false, Ordering::Release);
+    let mut outcome = TraceOutcome {
+        accesses: shared.accesses,
+        instances: shared.instances,
+        complete: false,
+        budget_reached: shared.budget_reached,
+        message: String::new(),
+    };
+    let Some(file) = file else {
+        let why = shared.write_error.take().unwrap_or_default();
+        eprintln!("epcache: cannot write the trace {path}: {why}");
+        outcome.message = format!("cannot write the trace {path}: {why}");
+        return tell_tool(request, &outcome, false);
+    };
     let structures: Vec<_> = data::all()
         .into_iter()
         .filter(|s| s.range.end > s.range.start)
         .collect();
     // Each site is named by the data structure holding the first address it accessed.
-    let sites: Vec<(u64, u64)> = writer.sites().collect();
-    for (site, addr) in sites {
+    let mut sites = BTreeMap::new();
+    for (&site, &addr) in &shared.sites {
         if let Some(mut info) = site_info(site) {
             if let Some(s) = structures.iter().find(|s| s.range.contains(addr)) {
                 info.structure = s.name.clone();
             }
-            writer.set_site(site, info);
+            sites.insert(site, info);
         }
     }
-    for structure in structures {
-        writer.add_range(StructureRange {
-            name: structure.name,
-            start: structure.range.start,
-            end: structure.range.end,
-        });
-    }
-    let path = request.output.display().to_string();
-    let mut outcome = outcome.clone();
+    let ranges: Vec<StructureRange> = structures
+        .into_iter()
+        .map(|s| StructureRange {
+            name: s.name,
+            start: s.range.start,
+            end: s.range.end,
+        })
+        .collect();
+    let cut = shared.inside;
+    let others = OTHER_THREADS_INSTANCES.load(Ordering::Acquire);
+    outcome.complete = !outcome.budget_reached
+        && cut == 0
+        && others == 0
+        && match request.instances {
+            Some(n) => outcome.instances >= n,
+            None => outcome.instances > 0,
+        };
+    let mut notes = Vec::new();
     if outcome.instances == 0 {
         let asked = if request.tool.is_some() {
             "the tool's trace"
         } else {
             TRACE_ENV
         };
-        outcome.message = format!(
+        notes.push(format!(
             "region `{}` ({asked}) never ran; the trace {path} counts nothing",
             request.region
-        );
-        eprintln!("epcache: {}", outcome.message);
+        ));
+        eprintln!("epcache: {}", notes[0]);
     } else if outcome.budget_reached {
-        outcome.message = format!(
-            "the access budget ended the recording after {} accesses, within instance {}",
-            outcome.accesses, outcome.instances
-        );
+        notes.push(format!(
+            "the access budget ended a thread's recording, within its instance {}",
+            outcome.instances
+        ));
     }
-    let finished = writer
-        .finish()
+    if shared.threads_with_instances > 1 {
+        notes.push(format!(
+            "{} threads ran the region, each recorded on its own",
+            shared.threads_with_instances
+        ));
+    }
+    if cores::count().is_some() && shared.next_thread > 1 {
+        let note = "the threads ran as cores of one machine (EPCACHE_CORES): the trace keeps \
+                    each thread's order but not how they interleaved, so a replay simulates each \
+                    on caches of its own, without the shared levels and coherence of the run";
+        eprintln!("epcache: {note}");
+        notes.push(note.into());
+    }
+    if cut > 0 {
+        notes.push(format!(
+            "{cut} thread(s) were inside an instance when the trace was closed; those instances are not in it"
+        ));
+    }
+    if others > 0 {
+        notes.push(format!(
+            "{others} instance(s) ran on threads that did not record them and are not in the trace"
+        ));
+    }
+    outcome.message = notes.join("; ");
+    let finished = file
+        .finish(&sites, &ranges)
         .and_then(|mut sink| std::io::Write::flush(&mut sink));
     match finished {
         Ok(_) => tell_tool(request, &outcome, true),
