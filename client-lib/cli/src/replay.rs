@@ -335,7 +335,7 @@ fn print(
         value["threads"] = serde_json::json!(threads);
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
     } else {
-        let mut text = report::table(summary, seconds);
+        let mut text = report::table(summary, seconds, summary.records.total());
         if let Some(shards) = shards.filter(|s| s.count() > 1) {
             let block = 1u64 << shards.shift();
             let block = if block >= 1024 {

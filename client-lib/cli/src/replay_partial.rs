@@ -119,7 +119,7 @@ pub(crate) fn run(
         }
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
     } else {
-        let mut out = report::table(&report.summary, seconds);
+        let mut out = report::table(&report.summary, seconds, report.compression.stats.accesses);
         out.push_str(&tables(&report, options.top));
         if let Some(curves) = &curves {
             out.push_str(&curve_table(curves));

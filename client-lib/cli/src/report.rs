@@ -6,8 +6,10 @@ use epcache_sim::replay::ReplaySummary;
 
 use crate::numbers::{grouped, millions_per_second, percent};
 
-/// The summary as a table: one row per level with reads, writes and their local miss rates.
-pub(crate) fn table(s: &ReplaySummary, seconds: f64) -> String {
+/// The summary as a table: one row per level with reads, writes and their local miss rates, and
+/// the rate of a replay that simulated `simulated` records in `seconds` (more than the summary
+/// counts when a partial trace's spans count only some).
+pub(crate) fn table(s: &ReplaySummary, seconds: f64, simulated: u64) -> String {
     let mut out = String::new();
     let r = &s.records;
     let mode = if s.cachegrind_compat {
@@ -40,7 +42,7 @@ pub(crate) fn table(s: &ReplaySummary, seconds: f64) -> String {
     let _ = writeln!(
         out,
         "time     {seconds:.2} s ({:.1} M records/s)\n",
-        millions_per_second(r.total(), seconds)
+        millions_per_second(simulated, seconds)
     );
     let _ = writeln!(
         out,
