@@ -314,6 +314,7 @@ impl Write for Chunks {
         };
         if let Err(e) = file.chunk(self.thread, bytes) {
             // A chunk half written spoils the file for every thread: the trace is given up.
+            eprintln!("epcache: cannot write the trace: {e}; tracing stops");
             shared.write_error = Some(e.to_string());
             shared.file = None;
             RECORDING.store(false, Ordering::Release);
@@ -337,8 +338,10 @@ pub(super) struct Recorder {
     request: &'static Request,
     /// Region id to whether it is the traced region.
     traced: HashMap<u32, bool>,
-    /// Traced instances open (nested ones included).
+    /// Traced instances open (nested ones included), and whether the shared count of threads
+    /// inside an instance has this one.
     depth: u32,
+    inside: bool,
     instances_done: u64,
     /// Accesses written, and how many of them and of its instances the shared state has.
     recorded: u64,
@@ -404,6 +407,7 @@ pub(super) fn claim() -> Option<Box<Recorder>> {
         request,
         traced: HashMap::new(),
         depth: 0,
+        inside: false,
         instances_done: 0,
         recorded: 0,
         told: (0, 0),
@@ -518,8 +522,8 @@ impl Recorder {
         {
             return true;
         }
-        if let Err(e) = writer.record(&access) {
-            self.give_up(&e);
+        if writer.record(&access).is_err() {
+            self.give_up();
             return false;
         }
         self.recorded += 1;
@@ -531,7 +535,7 @@ impl Recorder {
                 writer.mark(Mark::End);
                 self.depth = 0;
                 self.instances_done += 1;
-                shared().inside -= 1;
+                self.set_inside(false);
             }
             self.budget_reached = true;
             return false;
@@ -539,15 +543,24 @@ impl Recorder {
         true
     }
 
-    /// The file could not be written (or the trace was closed under this thread).
-    fn give_up(&mut self, e: &std::io::Error) {
-        if shared().write_error.is_some() {
-            eprintln!(
-                "epcache: cannot write the trace {}: {e}; tracing stops",
-                self.request.output.display()
-            );
-        }
+    /// The file could not be written (`Chunks` said why), or the trace was closed under this
+    /// thread: its part ends.
+    fn give_up(&mut self) {
         self.writer = None;
+        self.set_inside(false);
+    }
+
+    /// Tells the shared count whether this thread is inside a traced instance.
+    fn set_inside(&mut self, inside: bool) {
+        if self.inside != inside {
+            self.inside = inside;
+            let mut shared = shared();
+            if inside {
+                shared.inside += 1;
+            } else {
+                shared.inside -= 1;
+            }
+        }
     }
 
     /// Whether `region` is the traced one (its name looked up once per region).
@@ -569,7 +582,7 @@ impl Recorder {
             && let Some(w) = &mut self.writer
         {
             w.mark(Mark::Begin);
-            shared().inside += 1;
+            self.set_inside(true);
         }
         self.depth += 1;
     }
@@ -591,15 +604,15 @@ impl Recorder {
         };
         w.mark(Mark::End);
         self.instances_done += 1;
-        shared().inside -= 1;
         if self.request.instances == Some(self.instances_done) {
             return None;
         }
-        if self.thread > 0 {
-            match w.end_body() {
-                Ok(()) => self.tell(&mut shared()),
-                Err(e) => self.give_up(&e),
-            }
+        let ended = self.thread == 0 || w.end_body().is_ok();
+        self.set_inside(false);
+        if ended {
+            self.tell(&mut shared());
+        } else {
+            self.give_up();
         }
         Some(self)
     }
@@ -630,15 +643,12 @@ impl Drop for Recorder {
         let mut sites = Vec::new();
         if let Some(writer) = self.writer.take() {
             sites.extend(writer.sites());
-            if let Err(e) = writer.finish() {
-                self.give_up(&e);
-            }
+            // A failure is the file's, which `Chunks` said and the close reports.
+            let _ = writer.finish();
         }
+        // An instance still open ends with the thread's last body, written now.
+        self.set_inside(false);
         let mut shared = shared();
-        if self.depth > 0 {
-            // An instance cut short (the thread or process ended inside it): not counted.
-            shared.inside -= 1;
-        }
         self.tell(&mut shared);
         for (site, addr) in sites {
             shared.sites.entry(site).or_insert(addr);
@@ -708,7 +718,7 @@ fn close(shared: &mut Shared, request: &Request) {
             None => outcome.instances > 0,
         };
     let mut notes = Vec::new();
-    if outcome.instances == 0 {
+    if outcome.instances == 0 && cut == 0 {
         let asked = if request.tool.is_some() {
             "the tool's trace"
         } else {
@@ -739,9 +749,13 @@ fn close(shared: &mut Shared, request: &Request) {
         notes.push(note.into());
     }
     if cut > 0 {
-        notes.push(format!(
-            "{cut} thread(s) were inside an instance when the trace was closed; those instances are not in it"
-        ));
+        let note = format!(
+            "{cut} thread(s) were inside an instance of `{}` when the trace {path} was closed at \
+             exit; those instances are not in it",
+            request.region
+        );
+        eprintln!("epcache: {note}");
+        notes.push(note);
     }
     if others > 0 {
         notes.push(format!(

@@ -432,3 +432,61 @@ fn every_thread_of_an_openmp_region_is_recorded_and_replays_to_the_live_counts()
         }
     }
 }
+
+#[test]
+fn threads_still_inside_the_region_at_exit_leave_their_ended_instances_and_are_said() {
+    let who = "partial recording at an exit with threads";
+    if !(available("gcc", who) && runtime_built(who)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = kernel("exit_with_threads.c");
+    // Not inlined: `sweep_x` stays a region of its own inside the runner's endless loop.
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-fno-inline",
+            "-pthread",
+            "-o",
+            "prog",
+            src.to_str().unwrap(),
+        ],
+    );
+    let cache = "D1=32K,8,64;LL=8M,16,64";
+    let trace = |region: &str| {
+        let recording = dir.path().join(format!("{region}.eppt"));
+        let out = Command::new(dir.path().join("prog"))
+            .env_remove("EPCACHE_REPORT")
+            .env("EPCACHE_CACHE", cache)
+            .env("EPCACHE_TRACE", region)
+            .env("EPCACHE_TRACE_OUTPUT", &recording)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        (replay(&recording, cache), stderr)
+    };
+    // The blocked thread never leaves its instance: the trace is closed at exit, finished,
+    // with nothing counted, and says why.
+    let (replayed, stderr) = trace("sweep_y_then_block");
+    assert!(
+        stderr.contains("1 thread(s) were inside an instance of `sweep_y_then_block`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("never ran"), "{stderr}");
+    assert_eq!(replayed["records"]["loads"], 0, "{replayed}");
+    // The sweeping thread ends an instance (a body of the file) at each sweep: at least the
+    // ten main waited for are there, whole, whatever it was doing at exit.
+    let (replayed, stderr) = trace("sweep_x");
+    let loads = replayed["records"]["loads"].as_u64().unwrap();
+    assert!(
+        loads >= 10 * 4096 && loads % 4096 == 0,
+        "{loads} loads; {stderr}"
+    );
+    assert_eq!(replayed["records"]["stores"].as_u64().unwrap(), loads);
+    assert_eq!(replayed["unfinished_threads"], serde_json::json!([]));
+}
