@@ -153,11 +153,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "N")]
     top: Option<usize>,
     /// Record a partial data trace of REGION (a function, or a marker's label) into --output
-    /// FILE (EPCACHE_TRACE): every access of the program's first capturing thread with its code
-    /// address, compressed per access site, from its start to the end of the last instance
+    /// FILE (EPCACHE_TRACE): every access of each capturing thread with its code address,
+    /// compressed per access site, from the thread's start to the end of the last instance
     /// recorded, the instances' spans marked. `epcache replay --cache SPEC FILE` re-simulates it
-    /// (counting only the instances) with per-site and per-structure tables; under the run's
-    /// cache it gives exactly the counts the run measured for the region.
+    /// (counting only the instances, each thread on caches of its own) with per-site and
+    /// per-structure tables; under the run's cache it gives exactly the counts the run measured
+    /// for the region.
     #[arg(
         long,
         value_name = "REGION",
@@ -165,7 +166,8 @@ pub(crate) struct RunArgs {
         conflicts_with_all = ["all_regions", "region"]
     )]
     trace: Option<String>,
-    /// With --trace: record only the region's first N instances (default: every one).
+    /// With --trace: record only the region's first N instances on each thread (default: every
+    /// one).
     #[arg(long, value_name = "N", requires = "trace", value_parser = clap::value_parser!(u64).range(1..))]
     instances: Option<u64>,
     /// The program and its arguments.

@@ -30,11 +30,12 @@ pub(crate) struct RecordArgs {
     /// The region (a function or a marker's label) whose instances the trace counts.
     #[arg(long, value_name = "NAME")]
     region: String,
-    /// Record this many instances of the region [default: every one until the program ends].
+    /// Record this many instances of the region on each thread that runs it [default: every
+    /// one until the program ends].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     instances: Option<u64>,
-    /// Stop after writing this many accesses (cutting the instance under way; the trace is then
-    /// incomplete) [default: no limit].
+    /// Stop a thread's recording after it wrote this many accesses (cutting the instance under
+    /// way; the trace is then incomplete) [default: no limit].
     #[arg(long, value_name = "ACCESSES", value_parser = clap::value_parser!(u64).range(1..))]
     budget: Option<u64>,
     /// Write only the accesses to this data structure (a global or an address range's name;
@@ -117,11 +118,20 @@ pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<()> {
         print_stdout(&describe(&trace, spec.as_deref()))?;
     }
     match trace.state {
+        TraceState::Written if trace.instances == 0 && trace.message.contains("never ran") => {
+            bail!(
+                "region `{}` never ran in pid {}, so the trace {} counts nothing (is it the name `epcache describe` lists?)",
+                trace.region,
+                trace.pid,
+                trace.output
+            )
+        }
         TraceState::Written if trace.instances == 0 => bail!(
-            "region `{}` never ran in pid {}, so the trace {} counts nothing (is it the name `epcache describe` lists?)",
+            "the trace {} of `{}` in pid {} counts no instance: {}",
+            trace.output,
             trace.region,
             trace.pid,
-            trace.output
+            trace.message
         ),
         TraceState::Pending | TraceState::Recording | TraceState::Written => Ok(()),
         state => bail!(
