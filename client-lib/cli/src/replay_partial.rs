@@ -148,6 +148,41 @@ fn ratio(r: Option<f64>) -> String {
     r.map_or_else(|| "-".into(), |r| format!("{:.1}%", 100.0 * r))
 }
 
+/// Each thread's counted records and its misses per level, when the trace has several.
+fn thread_table(report: &PartialReplayReport) -> String {
+    let mut out = String::from("\nper thread (each on caches of its own):\n");
+    let _ = write!(out, "{:<8} {:>12} {:>12}", "thread", "loads", "stores");
+    let names: Vec<&str> = report
+        .summary
+        .levels
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect();
+    for name in &names {
+        let _ = write!(out, " {:>13}", format!("{name} misses"));
+    }
+    out.push('\n');
+    for t in &report.per_thread {
+        let r = &t.records;
+        let _ = write!(
+            out,
+            "{:<8} {:>12} {:>12}",
+            t.thread,
+            grouped(r.loads + r.modifies),
+            grouped(r.stores)
+        );
+        for level in &t.levels {
+            let _ = write!(
+                out,
+                " {:>13}",
+                grouped(level.read_misses + level.write_misses)
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// The compression line and the two tables, as text.
 fn tables(report: &PartialReplayReport, top: usize) -> String {
     let mut out = String::new();
@@ -173,6 +208,9 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
             "note     thread(s) {:?} never finished their last part (blocked when the program exited): their accesses after their last finished instance are not counted",
             report.unfinished_threads
         );
+    }
+    if report.per_thread.len() > 1 {
+        out.push_str(&thread_table(report));
     }
     for (title, rows) in [
         ("access site", &report.sites),

@@ -47,6 +47,18 @@ pub struct RecordCounts {
 }
 
 impl RecordCounts {
+    /// The records counted since `earlier`, a copy of these counts taken before.
+    pub fn since(&self, earlier: &RecordCounts) -> RecordCounts {
+        RecordCounts {
+            instr: self.instr - earlier.instr,
+            loads: self.loads - earlier.loads,
+            stores: self.stores - earlier.stores,
+            modifies: self.modifies - earlier.modifies,
+            clamped: self.clamped - earlier.clamped,
+            instr_simulated: self.instr_simulated,
+        }
+    }
+
     /// All records.
     pub fn total(&self) -> u64 {
         self.instr + self.loads + self.stores + self.modifies
@@ -73,7 +85,7 @@ pub struct LevelTotals {
 }
 
 impl LevelTotals {
-    fn new(name: &str, s: &LevelStats) -> Self {
+    pub(crate) fn new(name: &str, s: &LevelStats) -> Self {
         Self {
             name: name.to_owned(),
             reads: s.instr_fetches + s.reads,
@@ -127,7 +139,10 @@ impl ReplaySummary {
     }
 }
 
-fn levels_by_name<S: serde::Serializer>(levels: &[LevelTotals], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn levels_by_name<S: serde::Serializer>(
+    levels: &[LevelTotals],
+    s: S,
+) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut map = s.serialize_map(Some(levels.len()))?;
     for level in levels {

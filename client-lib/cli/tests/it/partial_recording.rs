@@ -423,6 +423,26 @@ fn every_thread_of_an_openmp_region_is_recorded_and_replays_to_the_live_counts()
             );
             assert_eq!((&a["loads"], &a["stores"]), (&n.into(), &n.into()));
             assert_eq!((&b["loads"], &b["stores"]), (&n.into(), &0.into()));
+            // Each thread's static quarter: a load of `a` and of `b` and a store of `a` each,
+            // and one load of `s` from the block libgomp passes the outlined body.
+            let per_thread: Vec<_> = replayed["per_thread"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    (
+                        t["records"]["loads"].clone(),
+                        t["records"]["stores"].clone(),
+                    )
+                })
+                .collect();
+            let quarter = n / 4;
+            assert_eq!(
+                per_thread,
+                vec![((2 * quarter + 1).into(), quarter.into()); 4],
+                "{}",
+                replayed["per_thread"]
+            );
         } else {
             let small = replayed_structure(&replayed, "small");
             assert_eq!(small["loads"], 2 * 2048);

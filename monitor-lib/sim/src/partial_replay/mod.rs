@@ -40,7 +40,7 @@ pub use shards::{
 
 use crate::cache::{AccessKind, Hierarchy, LevelStats};
 use crate::ranges::{AddressRange, NamedRange, RangeSet};
-use crate::replay::{RecordCounts, ReplaySummary, summarize_stats};
+use crate::replay::{self, LevelTotals, RecordCounts, ReplaySummary, summarize_stats};
 use crate::trace::TraceKind;
 use crate::trace::partial::{PartialError, PartialTrace, TraceStats};
 
@@ -131,6 +131,8 @@ pub struct PartialReplayReport {
     pub compression: Compression,
     /// Threads the trace holds, each replayed on caches of its own.
     pub threads: usize,
+    /// Each thread's counted records and level totals (the summary adds them up).
+    pub per_thread: Vec<ThreadRow>,
     /// Threads whose last body never ended: what they recorded after their last finished
     /// body (an instance that was going on when the program exited) is not in the counts.
     pub unfinished_threads: Vec<u64>,
@@ -138,6 +140,18 @@ pub struct PartialReplayReport {
     pub watched_level: String,
     pub sites: Vec<OwnerRow>,
     pub structures: Vec<OwnerRow>,
+}
+
+/// One thread's part of a replay.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ThreadRow {
+    /// The thread's number in the trace.
+    pub thread: u64,
+    /// Its records in counted spans.
+    pub records: RecordCounts,
+    /// Its level totals over its counted spans, keyed by level name in JSON.
+    #[serde(serialize_with = "replay::levels_by_name")]
+    pub levels: Vec<LevelTotals>,
 }
 
 /// How well the trace compressed.
@@ -186,11 +200,34 @@ pub fn replay_partial(
         .stats()
         .map(|(name, _)| (name.to_owned(), LevelStats::default()))
         .collect();
+    // A thread's, added to `counted` when it ends.
+    let mut thread_counted = counted.clone();
     let add_span = |counted: &mut Vec<(String, LevelStats)>, hierarchy: &Hierarchy| {
         for ((_, sum), (_, s)) in counted.iter_mut().zip(hierarchy.stats()) {
             *sum += s;
         }
     };
+    let mut per_thread = Vec::with_capacity(trace.threads().len());
+    let mut end_thread = |id: u64,
+                          thread_counted: &mut Vec<(String, LevelStats)>,
+                          counted: &mut Vec<(String, LevelStats)>,
+                          records: RecordCounts| {
+        for ((_, sum), (_, s)) in counted.iter_mut().zip(thread_counted.iter()) {
+            *sum += s;
+        }
+        per_thread.push(ThreadRow {
+            thread: id,
+            records,
+            levels: thread_counted
+                .iter()
+                .map(|(name, s)| LevelTotals::new(name, s))
+                .collect(),
+        });
+        for (_, s) in thread_counted.iter_mut() {
+            *s = LevelStats::default();
+        }
+    };
+    let mut thread_start = counts;
     // Each thread replays on caches of its own, from the state the caller's hierarchy is in.
     let fresh = hierarchy.clone();
     // Nothing counts until the first access says whether it does.
@@ -201,8 +238,16 @@ pub fn replay_partial(
     for (index, thread) in trace.threads().iter().enumerate() {
         if index > 0 {
             if in_span {
-                add_span(&mut counted, hierarchy);
+                add_span(&mut thread_counted, hierarchy);
             }
+            let previous = trace.threads()[index - 1].id();
+            end_thread(
+                previous,
+                &mut thread_counted,
+                &mut counted,
+                counts.since(&thread_start),
+            );
+            thread_start = counts;
             in_span = false;
             (sites.counting, structures.counting) = (false, false);
             // The residencies end with the thread's caches.
@@ -218,7 +263,7 @@ pub fn replay_partial(
                 if counting {
                     hierarchy.reset_stats();
                 } else {
-                    add_span(&mut counted, hierarchy);
+                    add_span(&mut thread_counted, hierarchy);
                 }
                 in_span = counting;
                 sites.counting = counting;
@@ -265,7 +310,15 @@ pub fn replay_partial(
         }
     }
     if in_span {
-        add_span(&mut counted, hierarchy);
+        add_span(&mut thread_counted, hierarchy);
+    }
+    if let Some(last) = trace.threads().last() {
+        end_thread(
+            last.id(),
+            &mut thread_counted,
+            &mut counted,
+            counts.since(&thread_start),
+        );
     }
     hierarchy.set_record_lines(false);
     sites.finish();
@@ -300,6 +353,7 @@ pub fn replay_partial(
             described_share: stats.described_share(),
         },
         threads: trace.threads().len(),
+        per_thread,
         unfinished_threads: trace.unfinished_threads().to_vec(),
         watched_level: level_names[level].clone(),
         sites: site_rows,

@@ -442,6 +442,28 @@ fn each_thread_replays_on_caches_of_its_own_and_the_threads_add_up() {
     }
     // The sweep repeats within the 1 KiB D1 of 2 KiB: every line misses, each thread alone.
     assert_eq!(single.summary.levels[0].read_misses, 2 * 64);
+    // Per thread: the two sweeping threads count what one alone does; the third nothing.
+    let per: Vec<_> = two
+        .per_thread
+        .iter()
+        .map(|t| {
+            (
+                t.thread,
+                t.records.loads,
+                t.levels[0].read_misses,
+                t.levels[1].reads,
+            )
+        })
+        .collect();
+    let (l1, l2) = (&single.summary.levels[0], &single.summary.levels[1]);
+    assert_eq!(
+        per,
+        [
+            (0, 512, l1.read_misses, l2.reads),
+            (1, 512, l1.read_misses, l2.reads),
+            (2, 0, 0, 0)
+        ]
+    );
     assert_eq!(two.summary.records.loads, 2 * 512);
     assert_eq!(two.summary.records.stores, 0);
     let site = |r: &PartialReplayReport, name: &str| {
