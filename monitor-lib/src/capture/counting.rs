@@ -67,7 +67,7 @@ pub(super) struct Core {
     /// The per-line pieces of an access wider than a line with their outcomes' event bits,
     /// simulated on the machine at once and counted once its lock is let go.
     machine_pieces: Vec<(u64, u32)>,
-    /// The partial trace `EPCACHE_TRACE` asks for, when this thread records it (`tracing.rs`):
+    /// The partial trace `EPCACHE_TRACE` asks for, when this thread records it (`tracing/`):
     /// then, as on a core of a machine, every access must reach [`Core::access`].
     pub(super) tracer: Option<Box<tracing::Recorder>>,
     /// Whether this thread's repeat-hit filter is on, as [`Core::refresh_filter`] last set it

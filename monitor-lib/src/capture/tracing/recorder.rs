@@ -1,20 +1,7 @@
-//! Recording a partial data trace (`epcache_sim::trace::partial`) of a region in a standalone
-//! run: `EPCACHE_TRACE=REGION[:INSTANCES]` names the region (a function or a marker's label)
-//! and how many of its instances to record (default: all), `EPCACHE_TRACE_OUTPUT=FILE` where
-//! the trace goes (`%p` stands for the process id).
+//! One recording per capturing thread, and the one file they share.
 //!
-//! Exactness: a recording thread runs without its repeat-hit filter and so without the worker
-//! pipeline, as a core of a machine does (`cores.rs`, `Core::refresh_filter`): every access
-//! reaches `Core::access` with its code address, in program order, and is written there. Each
-//! thread records from its first access, not from the region's first instance, and marks each
-//! traced instance's span (`Mark::Begin`, `Mark::End`): replay simulates the accesses before
-//! and between the instances (which leave the caches as the instances met them) and counts
-//! only the spans, so re-simulating the trace under the run's cache gives exactly the counts
-//! the run reports for the region. Nested instances (recursion) are one span, as the
-//! standalone counts take only the outermost.
-//!
-//! Threads: every thread that starts capturing while the trace is open records, into the one
-//! file (the first opens it): each thread's records go to the file as chunks of its own
+//! Every thread that starts capturing while the trace is open records, into the one file (the
+//! first opens it): each thread's records go to the file as chunks of its own
 //! (`epcache_sim::trace::partial`'s threads), under a lock taken once per 64 KiB of them, and
 //! replay simulates each thread on caches of its own, as the run did (an OpenMP parallel
 //! region's outlined body on every thread of the team). A thread's part ends when its
@@ -27,234 +14,23 @@
 //! (`Core::tracer`), so recording an access takes no lock but a chunk's. With threads as
 //! cores of one machine (`EPCACHE_CORES`) the trace keeps each thread's order but not the
 //! interleaving, so replay does not reproduce shared levels and coherence, which the run says.
-//!
-//! The trace's site table names each code address's source line and function from the
-//! program's line tables, and the data structure holding the first address it accessed; its
-//! ranges are the data structures known at the end.
-//!
-//! A tool asks for the same recording over the MRI (the "trace" request, the segment's trace
-//! block, `epcache_shm::layout::TraceOrder`): the target must wait at its start
-//! (`EPCACHE_WAIT`), and takes the order once, when released ([`take_tool_order`], from
-//! start-up), before any thread captured, so recording still starts at each recording
-//! thread's first access and stays exact; capture is then switched on for the run. An order that comes
-//! after the start wait is never taken: the tool refuses to place it, or takes it back, with
-//! the reason. Such an order may also name an access budget (a thread's recording ends, its
-//! open instance cut, once it has written that many accesses) and data structures (only accesses to
-//! their bytes are written: re-simulation then shows those structures alone, not the live
-//! counts, which need every access). The target writes the file itself (it is the tool's
-//! user): the path must be absolute, its directory must exist and be reached through no
-//! symbolic link, and the file is created new (replaced only when the order allows, never
-//! through a link). What became of the order (accesses and instances recorded, complete or
-//! not, why not) goes back to the trace block when the trace is written, at the latest at the
-//! process's end.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 
-use epcache_shm::layout::{RegionIndex, TraceOutcome};
-use epcache_shm::target::Mcc;
+use epcache_shm::layout::TraceOutcome;
 use epcache_sim::cache::AccessKind;
-use epcache_sim::ranges::AddressRange;
 use epcache_sim::trace::TraceKind;
-use epcache_sim::trace::partial::{
-    Mark, PartialAccess, SiteInfo, StructureRange, ThreadWriter, TraceFile,
+use epcache_sim::trace::partial::{Mark, PartialAccess, StructureRange, ThreadWriter, TraceFile};
+
+use super::super::region_registry::RegionRef;
+use super::super::{cores, data, switches};
+use super::{
+    CLAIMED, REQUEST, Request, TOOL_FILE, TRACE_ENV, is_traced, request, site_info, tell_tool,
 };
-
-use super::region_registry::{self, RegionRef};
-use super::{cores, data, mcc, program, switches};
-
-/// Environment variable naming the region to trace, optionally with a number of instances.
-pub const TRACE_ENV: &str = "EPCACHE_TRACE";
-/// Environment variable naming the partial trace file to write.
-pub const TRACE_OUTPUT_ENV: &str = "EPCACHE_TRACE_OUTPUT";
-
-/// What the environment or a tool asks to trace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Request {
-    region: String,
-    /// Instances to record; `None`: every one.
-    instances: Option<u64>,
-    output: PathBuf,
-    /// Set when a tool asked (the trace block's order), unset for `EPCACHE_TRACE`.
-    tool: Option<ToolOrder>,
-}
-
-/// What only a tool's order carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct ToolOrder {
-    /// The order's generation in the trace block, to say what became of it.
-    generation: u32,
-    /// The traced region by its index in the segment (names may repeat).
-    region: RegionIndex,
-    /// Accesses to write at most.
-    access_budget: Option<u64>,
-    /// Only accesses to these bytes are written; empty: every access.
-    ranges: Vec<AddressRange>,
-}
-
-/// Parses `EPCACHE_TRACE`'s and `EPCACHE_TRACE_OUTPUT`'s values.
-fn parse(trace: &str, output: Option<&str>) -> Result<Option<Request>, String> {
-    let trace = trace.trim();
-    if trace.is_empty() {
-        return Ok(None);
-    }
-    let said = |why: String| format!("epcache: {TRACE_ENV}={trace}: {why}; nothing is traced");
-    let (region, instances) = match trace.rsplit_once(':') {
-        Some((region, count)) => {
-            let count = count
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|&c| c > 0)
-                .ok_or_else(|| said(format!("`{count}` is not a positive number of instances")))?;
-            (region.trim(), Some(count))
-        }
-        None => (trace, None),
-    };
-    if region.is_empty() {
-        return Err(said(
-            "no region named (give REGION or REGION:INSTANCES)".into(),
-        ));
-    }
-    let output = match output.map(str::trim).filter(|o| !o.is_empty()) {
-        Some(o) => o.replace("%p", &std::process::id().to_string()),
-        None => return Err(said(format!("{TRACE_OUTPUT_ENV} names no file to write"))),
-    };
-    let output = std::path::absolute(&output).unwrap_or_else(|_| PathBuf::from(&output));
-    Ok(Some(Request {
-        region: region.to_owned(),
-        instances,
-        output,
-        tool: None,
-    }))
-}
-
-/// The trace asked for: set by a tool's order at start-up ([`take_tool_order`]), else read
-/// from the environment at the first capture.
-static REQUEST: OnceLock<Option<Request>> = OnceLock::new();
-/// The file a tool's order names, created when the order was taken, for [`claim`].
-static TOOL_FILE: Mutex<Option<File>> = Mutex::new(None);
-
-fn env_request() -> Option<Request> {
-    let trace = std::env::var(TRACE_ENV).unwrap_or_default();
-    let output = std::env::var(TRACE_OUTPUT_ENV).ok();
-    parse(&trace, output.as_deref()).unwrap_or_else(|why| {
-        eprintln!("{why}");
-        None
-    })
-}
-
-fn request() -> Option<&'static Request> {
-    REQUEST.get_or_init(env_request).as_ref()
-}
-
-/// Whether `EPCACHE_TRACE` asks this run for a trace that can be recorded. Start-up asks, so
-/// a bad value is said before the program runs and a good one switches capture on, with or
-/// without a standalone report. The variable unset leaves the request open for a tool's
-/// order ([`take_tool_order`]).
-pub(super) fn asked_by_environment() -> bool {
-    std::env::var(TRACE_ENV).is_ok_and(|trace| !trace.trim().is_empty()) && request().is_some()
-}
-
-/// Takes the trace order a tool left in the segment while the program waited at its start
-/// (start-up calls this once the wait ends, before any thread captures): creates its file
-/// and makes it the trace this run records, switching capture on. An order that cannot be
-/// served is failed with the reason, for the tool to read; the program runs on either way.
-pub(super) fn take_tool_order(mcc: &Mcc) {
-    let Some(taken) = mcc.taken_trace() else {
-        return;
-    };
-    let Ok(taken) = taken else {
-        return;
-    };
-    let order = taken.order;
-    let fail = |message: String| {
-        eprintln!("epcache: the trace a tool asked for is not recorded: {message}");
-        mcc.trace_ended(
-            taken.generation,
-            &TraceOutcome {
-                message,
-                ..TraceOutcome::default()
-            },
-            false,
-        );
-    };
-    if let Ok(trace) = std::env::var(TRACE_ENV)
-        && !trace.trim().is_empty()
-    {
-        return fail(format!(
-            "{TRACE_ENV}={trace} already asks this run for a trace; one trace at a time"
-        ));
-    }
-    let path = PathBuf::from(&order.path);
-    let file = match create_trace_file(&path, order.overwrite) {
-        Ok(file) => file,
-        Err(why) => return fail(why),
-    };
-    let request = Request {
-        region: taken.region_name,
-        instances: (order.instances > 0).then_some(order.instances),
-        output: path.clone(),
-        tool: Some(ToolOrder {
-            generation: taken.generation,
-            region: order.region,
-            access_budget: (order.access_budget > 0).then_some(order.access_budget),
-            ranges: order.ranges,
-        }),
-    };
-    if REQUEST.set(Some(request)).is_err() || CLAIMED.load(Ordering::Acquire) {
-        let _ = std::fs::remove_file(&path);
-        return fail(
-            "a thread captured before the order was taken, so recording could not start at its first access".into(),
-        );
-    }
-    *TOOL_FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
-    switches::ask_trace();
-    switches::set_switch(true);
-}
-
-/// Creates a tool's trace file at `path`: absolute, in an existing directory reached through
-/// no symbolic link, created new (or, with `overwrite`, replacing a regular file), never
-/// through a link, readable by the user alone.
-fn create_trace_file(path: &Path, overwrite: bool) -> Result<File, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let shown = path.display();
-    let parent = path
-        .parent()
-        .filter(|p| path.is_absolute() && !p.as_os_str().is_empty())
-        .ok_or_else(|| format!("{shown} is not an absolute path of a file"))?;
-    let real = std::fs::canonicalize(parent)
-        .map_err(|e| format!("the directory of {shown} cannot be used ({e}); create it first"))?;
-    if real != parent {
-        return Err(format!(
-            "the directory of {shown} is reached through a symbolic link (it is {}); give the real path",
-            real.display()
-        ));
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-    if overwrite {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    let file = options.open(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::EEXIST) => format!("{shown} exists; ask to overwrite it, or name another file"),
-        Some(libc::ELOOP) => format!("{shown} is a symbolic link; name the file itself"),
-        _ => format!("cannot create {shown}: {e}"),
-    })?;
-    match file.metadata() {
-        Ok(m) if m.is_file() => Ok(file),
-        _ => Err(format!("{shown} is not a regular file")),
-    }
-}
 
 /// The trace file and what the recording threads told it, behind one lock: a thread takes it
 /// to append a chunk (about every 64 KiB of its records), at a traced instance's bounds and
@@ -330,7 +106,7 @@ impl Write for Chunks {
 
 /// One thread's recording, owned by its core (`Core::tracer`), so recording an access takes no
 /// lock but a chunk's.
-pub(super) struct Recorder {
+pub(in crate::capture) struct Recorder {
     /// `None` once given up on (a write error).
     writer: Option<ThreadWriter<Chunks>>,
     /// The thread's number in the file, 0 for the first claim.
@@ -350,7 +126,6 @@ pub(super) struct Recorder {
     budget_reached: bool,
 }
 
-static CLAIMED: AtomicBool = AtomicBool::new(false);
 /// Set while the trace is open (from the first claim until it is closed).
 static RECORDING: AtomicBool = AtomicBool::new(false);
 /// Instances of the traced region threads without a recorder began while the trace was open.
@@ -359,7 +134,7 @@ static OTHER_THREADS_INSTANCES: AtomicU64 = AtomicU64::new(0);
 /// The recorder of the thread whose capture starts now, when a trace is asked for and open:
 /// the first such thread opens it (creates its file), and every thread that starts capturing
 /// before it is closed records too.
-pub(super) fn claim() -> Option<Box<Recorder>> {
+pub(in crate::capture) fn claim() -> Option<Box<Recorder>> {
     let request = request()?;
     let mut shared = shared();
     let thread = if !shared.opened {
@@ -415,39 +190,10 @@ pub(super) fn claim() -> Option<Box<Recorder>> {
     }))
 }
 
-/// At the process's end: an order a tool placed that no thread ever claimed (nothing was
-/// captured) is said to have recorded nothing.
-pub(super) fn unclaimed_at_exit() {
-    if CLAIMED.load(Ordering::Acquire) {
-        return;
-    }
-    if let Some(Some(request)) = REQUEST.get()
-        && request.tool.is_some()
-    {
-        // The file created for it holds nothing a replay could read.
-        if TOOL_FILE
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .is_some()
-        {
-            let _ = std::fs::remove_file(&request.output);
-        }
-        tell_tool(
-            request,
-            &TraceOutcome {
-                message: "no access was captured: is the program built with `epcache cc`?".into(),
-                ..TraceOutcome::default()
-            },
-            false,
-        );
-    }
-}
-
 /// At the process's end, after the exiting thread's recorder finished: closes the trace if
 /// threads still record (one blocked, or asleep in a thread pool). What they recorded up to
 /// their last ended instance is in the file; an instance going on now is not.
-pub(super) fn close_at_exit() {
+pub(in crate::capture) fn close_at_exit() {
     if let Some(Some(request)) = REQUEST.get() {
         close(&mut shared(), request);
     }
@@ -457,7 +203,7 @@ pub(super) fn close_at_exit() {
 /// traced region and the trace is open, its accesses are not in the trace (the thread began
 /// capturing before the trace was asked for, or gave its recording up), which the first such
 /// instance says on stderr and the outcome counts.
-pub(super) fn entered_without_recorder(region: RegionRef) {
+pub(in crate::capture) fn entered_without_recorder(region: RegionRef) {
     if !RECORDING.load(Ordering::Acquire) {
         return;
     }
@@ -478,30 +224,18 @@ pub(super) fn entered_without_recorder(region: RegionRef) {
     }
 }
 
-/// Whether `region` is the one `request` traces: by index for a tool's order (names may
-/// repeat), by name for `EPCACHE_TRACE`.
-fn is_traced(request: &Request, region: RegionRef) -> bool {
-    match &request.tool {
-        Some(order) => region.entry.is_some_and(|e| e.region == order.region),
-        None => region_registry::all()
-            .get(region.id as usize)
-            .is_some_and(|meta| meta.name == request.region),
-    }
-}
-
-/// Leaves a tool's order's outcome in the trace block (nothing for `EPCACHE_TRACE`).
-fn tell_tool(request: &Request, outcome: &TraceOutcome, written: bool) {
-    if let (Some(order), Some(mcc)) = (&request.tool, mcc::get()) {
-        mcc.trace_ended(order.generation, outcome, written);
-    }
-}
-
 impl Recorder {
     /// Records one access at code address `pc`; `false` once the thread's recording is over
     /// (the budget is reached, the file cannot be written): the thread may then take its
     /// filter back, and the recorder's drop finishes its part.
     #[inline]
-    pub(super) fn record(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) -> bool {
+    pub(in crate::capture) fn record(
+        &mut self,
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+        pc: u64,
+    ) -> bool {
         let kind = match kind {
             AccessKind::Read => TraceKind::Load,
             AccessKind::Write => TraceKind::Store,
@@ -574,7 +308,7 @@ impl Recorder {
     }
 
     /// A monitored instance of `region` begins on the recording thread.
-    pub(super) fn region_entered(&mut self, region: RegionRef) {
+    pub(in crate::capture) fn region_entered(&mut self, region: RegionRef) {
         if !self.is_traced(region) {
             return;
         }
@@ -591,7 +325,10 @@ impl Recorder {
     /// `None` once the thread's part is done (the last instance asked for ended). Every
     /// thread but the first ends a body of the file here, so what it recorded is in the file
     /// whatever becomes of the thread.
-    pub(super) fn region_exited(mut self: Box<Self>, region: RegionRef) -> Option<Box<Self>> {
+    pub(in crate::capture) fn region_exited(
+        mut self: Box<Self>,
+        region: RegionRef,
+    ) -> Option<Box<Self>> {
         if !self.is_traced(region) || self.depth == 0 {
             return Some(self);
         }
@@ -618,7 +355,7 @@ impl Recorder {
     }
 
     /// Ends the thread's part of the trace (as its drop does).
-    pub(super) fn finish(self: Box<Self>) {}
+    pub(in crate::capture) fn finish(self: Box<Self>) {}
 
     /// Adds what this recorder wrote since it last told to the shared counts.
     fn tell(&mut self, shared: &mut Shared) {
@@ -773,50 +510,5 @@ fn close(shared: &mut Shared, request: &Request) {
             outcome.message = format!("cannot write the trace {path}: {e}");
             tell_tool(request, &outcome, false);
         }
-    }
-}
-
-/// The source line and function of the access whose hook returns to `pc`.
-fn site_info(pc: u64) -> Option<SiteInfo> {
-    let object = program::object_at(pc.checked_sub(1)?)?;
-    let line = object.call_site(pc);
-    let function = object.function_at(pc - 1).map(|(name, _)| name.to_owned());
-    if line.is_none() && function.is_none() {
-        return None;
-    }
-    let (file, line) = line.map_or((String::new(), 0), |l| (l.file, l.line));
-    Some(SiteInfo {
-        file,
-        line,
-        function: function.unwrap_or_default(),
-        structure: String::new(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn requests_parse_and_reject_clearly() {
-        assert_eq!(parse("", Some("t")).unwrap(), None);
-        let r = parse("multiply:3", Some("/tmp/t.eppt")).unwrap().unwrap();
-        assert_eq!((r.region.as_str(), r.instances), ("multiply", Some(3)));
-        assert_eq!(r.output, PathBuf::from("/tmp/t.eppt"));
-        assert_eq!(parse("sweep", Some("/x")).unwrap().unwrap().instances, None);
-        assert!(
-            parse("sweep:0", Some("/x"))
-                .unwrap_err()
-                .contains("positive")
-        );
-        assert!(parse(":2", Some("/x")).unwrap_err().contains("no region"));
-        assert!(parse("sweep", None).unwrap_err().contains(TRACE_OUTPUT_ENV));
-        let p = parse("f", Some("t.%p")).unwrap().unwrap();
-        assert!(p.output.is_absolute());
-        assert!(
-            p.output
-                .to_string_lossy()
-                .ends_with(&format!("t.{}", std::process::id()))
-        );
     }
 }
