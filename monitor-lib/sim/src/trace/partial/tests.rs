@@ -369,6 +369,49 @@ proptest! {
         bytes.extend_from_slice(&tail);
         let _ = decode(&bytes);
     }
+
+    /// Version 2's chunks with arbitrary bytes inside (as a thread's records) and around them.
+    #[test]
+    fn arbitrary_chunks_never_panic(
+        chunks in proptest::collection::vec(
+            (0u64..4, proptest::collection::vec(any::<u8>(), 1..60)), 0..6),
+        tail in proptest::collection::vec(any::<u8>(), 0..20),
+    ) {
+        let mut file = TraceFile::new(Vec::new(), true).unwrap();
+        for (thread, bytes) in &chunks {
+            file.chunk(*thread, bytes).unwrap();
+        }
+        let mut bytes = file.finish(&BTreeMap::new(), &[]).unwrap();
+        let _ = decode(&bytes);
+        bytes.extend_from_slice(&tail);
+        let _ = decode(&bytes);
+    }
+
+    /// Two threads' traces, chunked at random points and interleaved, read back apart.
+    #[test]
+    fn threads_round_trip_whatever_the_chunking(
+        a in proptest::collection::vec(any_access(), 1..200),
+        b in proptest::collection::vec(any_access(), 1..200),
+        cuts in proptest::collection::vec(1usize..40, 1..20),
+    ) {
+        let (ta, tb) = (thread_bytes(&a, &[], &[]), thread_bytes(&b, &[], &[]));
+        let mut file = TraceFile::new(Vec::new(), false).unwrap();
+        let (mut pa, mut pb) = (&ta[..], &tb[..]);
+        for (i, &cut) in cuts.iter().cycle().enumerate() {
+            if pa.is_empty() && pb.is_empty() {
+                break;
+            }
+            let (thread, rest) = if i % 2 == 0 { (1, &mut pa) } else { (5, &mut pb) };
+            let n = cut.min(rest.len());
+            file.chunk(thread, &rest[..n]).unwrap();
+            *rest = &rest[n..];
+        }
+        let trace = PartialTrace::parse(file.finish(&BTreeMap::new(), &[]).unwrap()).unwrap();
+        let got = |t: &ThreadTrace| t.accesses().collect::<Result<Vec<_>, _>>().unwrap();
+        prop_assert_eq!(trace.threads().len(), 2);
+        prop_assert_eq!(got(&trace.threads()[0]), a);
+        prop_assert_eq!(got(&trace.threads()[1]), b);
+    }
 }
 
 #[test]
