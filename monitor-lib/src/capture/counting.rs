@@ -226,6 +226,9 @@ struct StagedRecords<'a, I> {
     /// `counting`'s constants, copied so the loop keeps them in registers.
     line_bits: u32,
     entry_mask: usize,
+    /// The line table's node of the regions open, which no record changes
+    /// (`Monitoring::line_node`).
+    line_node: u32,
     /// The old owners' hits, `(reads, writes)`, not yet in the totals.
     hits: (u64, u64),
 }
@@ -243,6 +246,7 @@ impl<'a, I: Iterator<Item = RecordWords>> StagedRecords<'a, I> {
             records,
             line_bits: counting.line_bits,
             entry_mask: counting.entry_mask,
+            line_node: monitoring.line_node(),
             counting,
             monitoring,
             hits: (0, 0),
@@ -322,6 +326,23 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
     fn outcome(&mut self, context: RecordContext, bits: u32) {
         self.monitoring
             .count_bits(context.structure, bits, context.code);
+    }
+
+    #[inline(always)]
+    fn l1_hit(&mut self, context: RecordContext, kind: AccessKind) {
+        self.monitoring
+            .count_l1_hit(context.structure, kind == AccessKind::Write);
+    }
+
+    #[inline(always)]
+    fn l1_miss(&mut self, context: RecordContext, kind: AccessKind, l2_missed: bool) {
+        self.monitoring.count_two_level_miss(
+            context.structure,
+            kind == AccessKind::Write,
+            l2_missed,
+            context.code,
+            self.line_node,
+        );
     }
 }
 

@@ -139,6 +139,33 @@ fn memo_slot(pc: u64, structure: u32) -> usize {
         as usize
 }
 
+/// A key of [`LineTable`]'s memo as two words, compared with two comparisons: the code
+/// address, and the regions' node above the structure. A slot holding no key has code address
+/// [`NO_CODE`], which no access has, and index `u32::MAX`.
+#[derive(Debug, Clone, Copy)]
+struct MemoKey {
+    pc: u64,
+    node_structure: u64,
+    index: u32,
+}
+
+/// The code address of a memo slot that holds no key: the last byte of the address space,
+/// where no code lies.
+const NO_CODE: u64 = u64::MAX;
+
+/// [`MemoKey::node_structure`] of a key.
+#[inline(always)]
+fn node_structure(node: u32, structure: u32) -> u64 {
+    u64::from(node) << 32 | u64::from(structure)
+}
+
+/// A memo slot holding no key.
+const NO_MEMO: MemoKey = MemoKey {
+    pc: NO_CODE,
+    node_structure: 0,
+    index: u32::MAX,
+};
+
 /// One thread's misses per code address, regions open and data structure.
 #[derive(Debug)]
 pub(crate) struct LineTable {
@@ -148,7 +175,7 @@ pub(crate) struct LineTable {
     index: KeyMap<LineKey, u32>,
     /// The keys that missed last, by code address, with their index: most misses of a loop
     /// find their key here, without hashing it.
-    memo: [[(LineKey, u32); 2]; MEMO_SLOTS],
+    memo: [[MemoKey; 2]; MEMO_SLOTS],
     /// Misses of keys the table had no room for.
     pub(crate) unattributed: LineMisses,
     pub(crate) paths: RegionPaths,
@@ -159,15 +186,7 @@ impl Default for LineTable {
         LineTable {
             misses: Vec::new(),
             index: KeyMap::default(),
-            // Index `u32::MAX` matches nothing.
-            memo: [[(
-                LineKey {
-                    pc: 0,
-                    node: 0,
-                    structure: 0,
-                },
-                u32::MAX,
-            ); 2]; MEMO_SLOTS],
+            memo: [[NO_MEMO; 2]; MEMO_SLOTS],
             unattributed: [0; LINE_COUNTS],
             paths: RegionPaths::default(),
         }
@@ -182,27 +201,54 @@ impl LineTable {
     /// `Monitoring::count_line` is into its callers: a miss pays no call.
     #[inline(always)]
     pub(crate) fn count(&mut self, pc: u64, node: u32, structure: u32, bits: u32, coherence: u32) {
-        let key = LineKey {
-            pc,
-            node,
-            structure,
-        };
-        let slot = memo_slot(pc, structure);
-        let memo = &self.memo[slot];
-        let index = if memo[0].0 == key && memo[0].1 != u32::MAX {
-            memo[0].1
-        } else if memo[1].0 == key && memo[1].1 != u32::MAX {
-            memo[1].1
-        } else {
-            self.look_up(key, slot)
-        };
-        let misses = match self.misses.get_mut(index as usize) {
-            Some(misses) => misses,
-            None => &mut self.unattributed,
-        };
+        let misses = self.misses_of(pc, node, structure);
         add_misses(misses, bits);
         if coherence != 0 {
             add_coherence(misses, coherence);
+        }
+    }
+
+    /// [`Self::count`] of an L1 miss of a hierarchy of two levels, which L2 held or not
+    /// (`l2_missed`): L1's read or write miss, and L2's added as 0 or 1, with no loop over the
+    /// bits and no branch on the outcome.
+    #[inline(always)]
+    pub(crate) fn count_two_level_miss(
+        &mut self,
+        pc: u64,
+        node: u32,
+        structure: u32,
+        write: bool,
+        l2_missed: bool,
+    ) {
+        let misses = self.misses_of(pc, node, structure);
+        let w = usize::from(write);
+        // A count cannot reach 2^64: no overflow check.
+        misses[w] = misses[w].wrapping_add(1);
+        misses[2 + w] = misses[2 + w].wrapping_add(u64::from(l2_missed));
+    }
+
+    /// The misses of the key `(pc, node, structure)`: from the memo, else the map (made if the
+    /// table has room), else the unattributed ones.
+    #[inline(always)]
+    fn misses_of(&mut self, pc: u64, node: u32, structure: u32) -> &mut LineMisses {
+        let wanted = node_structure(node, structure);
+        let slot = memo_slot(pc, structure);
+        let memo = &self.memo[slot];
+        let index = if memo[0].pc == pc && memo[0].node_structure == wanted {
+            memo[0].index
+        } else if memo[1].pc == pc && memo[1].node_structure == wanted {
+            memo[1].index
+        } else {
+            let key = LineKey {
+                pc,
+                node,
+                structure,
+            };
+            self.look_up(key, slot)
+        };
+        match self.misses.get_mut(index as usize) {
+            Some(misses) => misses,
+            None => &mut self.unattributed,
         }
     }
 
@@ -222,7 +268,11 @@ impl LineTable {
         };
         let memo = &mut self.memo[slot];
         memo[1] = memo[0];
-        memo[0] = (key, index);
+        memo[0] = MemoKey {
+            pc: key.pc,
+            node_structure: node_structure(key.node, key.structure),
+            index,
+        };
         index
     }
 
@@ -237,9 +287,7 @@ impl LineTable {
     pub(crate) fn clear_counts(&mut self) {
         self.misses.clear();
         self.index.clear();
-        for key in self.memo.iter_mut().flatten() {
-            key.1 = u32::MAX;
-        }
+        self.memo = [[NO_MEMO; 2]; MEMO_SLOTS];
         self.unattributed = [0; LINE_COUNTS];
     }
 }
@@ -350,10 +398,10 @@ mod tests {
             table.count(pcs[0], 0, 1, read_miss, 0);
             table.count(pcs[1], 0, 1, read_miss, 0);
         }
-        let held: Vec<u64> = table.memo[slot].iter().map(|(k, _)| k.pc).collect();
+        let held: Vec<u64> = table.memo[slot].iter().map(|k| k.pc).collect();
         assert_eq!(held, [pcs[1], pcs[0]]);
         table.count(pcs[2], 0, 1, read_miss, 0);
-        let held: Vec<u64> = table.memo[slot].iter().map(|(k, _)| k.pc).collect();
+        let held: Vec<u64> = table.memo[slot].iter().map(|k| k.pc).collect();
         assert_eq!(held, [pcs[2], pcs[1]]);
         let counted: Vec<u64> = pcs
             .iter()
@@ -365,6 +413,35 @@ mod tests {
             })
             .collect();
         assert_eq!(counted, [3, 3, 1]);
+    }
+
+    /// The two-level count adds what counting the outcome's bits adds, for each of the four
+    /// outcomes of an L1 miss; a table cleared forgets its memo's keys too.
+    #[test]
+    fn a_two_level_miss_counts_as_its_bits() {
+        let (mut bits_table, mut table) = (LineTable::default(), LineTable::default());
+        for (i, (write, l2_missed)) in [(false, false), (false, true), (true, false), (true, true)]
+            .into_iter()
+            .enumerate()
+        {
+            let l2 = if l2_missed { 2 } else { 1 };
+            let bits = (2 | l2 << 8) << (2 * u32::from(write));
+            for pc in [0x40_1000, 0x40_1000 + 4 * i as u64] {
+                bits_table.count(pc, 3, 2, bits, 0);
+                table.count_two_level_miss(pc, 3, 2, write, l2_missed);
+            }
+        }
+        let rows = |t: &LineTable| {
+            let mut rows: Vec<_> = t.entries().map(|(k, m)| (*k, *m)).collect();
+            rows.sort_by_key(|(k, _)| k.pc);
+            rows
+        };
+        assert_eq!(rows(&table), rows(&bits_table));
+        assert_eq!(rows(&table)[0].1[..4], [3, 2, 1, 1]);
+        table.clear_counts();
+        table.count_two_level_miss(0x40_1000, 3, 2, false, false);
+        assert_eq!(rows(&table).len(), 1);
+        assert_eq!(rows(&table)[0].1[..4], [1, 0, 0, 0]);
     }
 
     #[test]

@@ -339,6 +339,52 @@ impl Monitoring {
         self.count_line(pc, structure, bits);
     }
 
+    /// [`Self::count_bits`] of an L1 hit of a hierarchy of two levels or more (the batch's
+    /// step loop tells its outcomes apart): the read or write hit's counter, picked by `write`.
+    #[inline(always)]
+    pub(crate) fn count_l1_hit(&mut self, structure: Option<usize>, write: bool) {
+        let index = 2 * usize::from(write);
+        self.totals[index] += 1;
+        if let Some(counts) = counts_of(&mut self.structures, structure) {
+            counts[index] += 1;
+        }
+    }
+
+    /// [`Self::count_bits`] of an L1 miss of a hierarchy of two levels, which L2 held or not
+    /// (`l2_missed`), counted for code address `pc` under the regions open at line-table node
+    /// `node` ([`Self::line_node`]). Both levels' counters are picked by arithmetic on `write`
+    /// and `l2_missed`, with no bit to search and no branch on the outcome: which of the four
+    /// outcomes a miss has follows the data, and a branch on it mispredicts.
+    #[inline(always)]
+    pub(crate) fn count_two_level_miss(
+        &mut self,
+        structure: Option<usize>,
+        write: bool,
+        l2_missed: bool,
+        pc: u64,
+        node: u32,
+    ) {
+        let (w, m) = (usize::from(write), usize::from(l2_missed));
+        // Read hit, read miss, write hit, write miss per level: L1's miss, then L2's hit or miss.
+        let (first, second) = (2 * w + 1, 4 + 2 * w + m);
+        self.totals[first] += 1;
+        self.totals[second] += 1;
+        if let Some(counts) = counts_of(&mut self.structures, structure) {
+            counts[first] += 1;
+            counts[second] += 1;
+        }
+        let structure = structure.map_or(0, |s| s as u32 + 1);
+        self.lines
+            .count_two_level_miss(pc, node, structure, write, l2_missed);
+    }
+
+    /// The line table's node of the regions open now, which only a region's entry or exit
+    /// changes: a batch of records, simulated between two boundaries, reads it once.
+    #[inline]
+    pub(crate) fn line_node(&self) -> u32 {
+        self.stack.last().map_or(NO_REGION_NODE, |s| s.line_node)
+    }
+
     /// L1 hits counted elsewhere (the repeat-hit filter's), of the structure `structure`
     /// (index + 1, 0 for none).
     pub(crate) fn add_l1_hits(&mut self, structure: u32, reads: u64, writes: u64) {
@@ -393,7 +439,7 @@ impl Monitoring {
     /// [`Self::count_line`] of misses (`bits`) and coherence events (`coherence`).
     #[inline(always)]
     fn count_line_events(&mut self, pc: u64, structure: Option<usize>, bits: u32, coherence: u32) {
-        let node = self.stack.last().map_or(NO_REGION_NODE, |s| s.line_node);
+        let node = self.line_node();
         let structure = structure.map_or(0, |s| s as u32 + 1);
         self.lines.count(pc, node, structure, bits, coherence);
     }

@@ -205,6 +205,24 @@ pub trait Steps {
     fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(Step, Self::Context)>;
     /// The outcome of an access [`Self::next_step`] gave, as [`AccessOutcome::event_bits`].
     fn outcome(&mut self, context: Self::Context, bits: u32);
+    /// [`Self::outcome`] of an access the two-level loop found in L1. The loop tells its
+    /// outcomes apart by kind, so a source can count each with no bits to decode.
+    #[inline(always)]
+    fn l1_hit(&mut self, context: Self::Context, kind: AccessKind) {
+        // `event_bits` of an L1 hit: Hit (1) in level 0's byte, moved by the kind.
+        self.outcome(context, 1 << (2 * kind as u32));
+    }
+    /// [`Self::outcome`] of an access the two-level loop found missing from L1, which L2 then
+    /// held (`l2_missed` false) or did not: the whole outcome of a hierarchy of two levels.
+    #[inline(always)]
+    fn l1_miss(&mut self, context: Self::Context, kind: AccessKind, l2_missed: bool) {
+        let l2 = if l2_missed {
+            LevelResult::Miss
+        } else {
+            LevelResult::Hit
+        };
+        self.outcome(context, AccessOutcome::l1_miss_event_bits(kind, l2));
+    }
 }
 
 /// Simulates the accesses `steps` gives, in order, until it has no more (`None`) or gives one
@@ -300,8 +318,7 @@ fn run_step_lines<
             if HITS {
                 watch.hit(addr, kind);
             }
-            // `event_bits` of an L1 hit: Hit (1) in level 0's byte, moved by the kind.
-            steps.outcome(context, 1 << (2 * kind as u32));
+            steps.l1_hit(context, kind);
             continue;
         }
         let l2_result = miss(
@@ -314,7 +331,7 @@ fn run_step_lines<
             l2_stats,
         );
         watch.miss(addr, kind, l2_result);
-        steps.outcome(context, AccessOutcome::l1_miss_event_bits(kind, l2_result));
+        steps.l1_miss(context, kind, l2_result == LevelResult::Miss);
     }
     l1_stats.writes += writes;
     l1_stats.reads += simulated - writes;
