@@ -420,7 +420,7 @@ pub fn line_pieces(addr: u64, size: u32, line: u64) -> impl Iterator<Item = (u64
 
 #[cfg(test)]
 mod tests {
-    use super::capture_path::{CaptureFastPath, NO_BLOCK, RECENT_FIRST, Step, Steps};
+    use super::capture_path::{CaptureFastPath, SettleL1, Step, Steps};
     use super::*;
     use crate::monitor::EventSet;
     use crate::ranges::{AddressRange, NamedRange};
@@ -911,16 +911,30 @@ mod tests {
         }
     }
 
+    /// A listed step: the access, the line to make the most recent and the line to mark
+    /// dirty before it, if any, and its index.
+    type Listed = (Step, Option<u64>, Option<u64>, usize);
+
     /// Steps from a list, keeping each outcome: the step loop's source in tests.
     struct ListedSteps {
-        steps: std::vec::IntoIter<(Step, usize)>,
+        steps: std::vec::IntoIter<Listed>,
         outcomes: Vec<(usize, u32)>,
     }
 
     impl Steps for ListedSteps {
         type Context = usize;
-        fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(Step, usize)> {
-            self.steps.next()
+        fn next_step<const LINE_BITS: u32, L: SettleL1>(
+            &mut self,
+            l1: &mut L,
+        ) -> Option<(Step, usize)> {
+            let (step, recent, dirty, i) = self.steps.next()?;
+            if let Some(block) = recent {
+                l1.make_recent(block);
+            }
+            if let Some(block) = dirty {
+                l1.mark_dirty(block);
+            }
+            Some((step, i))
         }
         fn outcome(&mut self, index: usize, bits: u32) {
             self.outcomes.push((index, bits));
@@ -964,7 +978,7 @@ mod tests {
                 let line = u64::from(general.hierarchy().line_size(0));
                 let bits = line.trailing_zeros();
                 let one_line = |(addr, size): (u64, u32)| addr % line + u64::from(size) <= line;
-                let steps: Vec<(Step, usize)> = stream
+                let steps: Vec<Listed> = stream
                     .iter()
                     .enumerate()
                     .map(|(i, &(addr, size, kind))| {
@@ -974,27 +988,20 @@ mod tests {
                             .map(|(a, _)| a >> bits);
                         // Now and then the line before made the most recent first (it is
                         // in L1), as the runtime does for its filter's hits.
-                        let mut recent_first = [NO_BLOCK; RECENT_FIRST];
-                        if let Some((a, _)) = before.filter(|&b| i % 5 == 1 && one_line(b)) {
-                            recent_first[0] = a >> bits;
-                        }
-                        let step = Step {
-                            addr,
-                            size,
-                            kind,
-                            recent_first,
-                            dirty_first,
-                        };
-                        (step, i)
+                        let recent_first = before
+                            .filter(|&b| i % 5 == 1 && one_line(b))
+                            .map(|(a, _)| a >> bits);
+                        let step = Step { addr, size, kind };
+                        (step, recent_first, dirty_first, i)
                     })
                     .collect();
                 let expected: Vec<(usize, u32)> = steps
                     .iter()
-                    .map(|&(step, i)| {
-                        for block in step.recent_first.into_iter().take_while(|&b| b != NO_BLOCK) {
+                    .map(|&(step, recent_first, dirty_first, i)| {
+                        if let Some(block) = recent_first {
                             general.make_l1_recent(block);
                         }
-                        if let Some(block) = step.dirty_first {
+                        if let Some(block) = dirty_first {
                             general.mark_l1_dirty(block);
                         }
                         let outcome = general.access_line(step.addr, step.size, step.kind);

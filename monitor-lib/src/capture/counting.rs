@@ -16,7 +16,7 @@
 //! The filter counts hits on any of a set's few most recent lines and keeps only their order,
 //! so this side keeps which line each slot stands for (`Counting::slot_blocks`) and, before the
 //! simulator next uses a set, makes those lines the most recent in the entry's order
-//! (`Counting::recent_first`: from a record's order byte, or the filter's own on the runtime's
+//! (`Counting::follow_order`: from a record's order byte, or the filter's own on the runtime's
 //! path), unless the simulator follows that order already. L1's LRU state is then what
 //! simulating every hit would have left, and the next miss evicts what it would have.
 //!
@@ -25,7 +25,10 @@
 //! every flush). They are simulated by one function wherever they are, on the thread or on the
 //! worker ([`simulate_records`]): they are the simulator's *steps* (`cache::Steps`), so on the
 //! two-level shape they run through the hierarchy's step loop with its constants in registers;
-//! the per-record state travels by value beside each step (`Steps::Context`).
+//! the per-record state travels by value beside each step (`Steps::Context`). A record settles
+//! its order and its old owner's dirty mark in L1 itself, through the loop's `SettleL1`, and
+//! only when it has one to settle: most have neither, and a list of lines to settle, built
+//! for each record and scanned by the loop, cost them all.
 //!
 //! A thread that is a core of the machine `EPCACHE_CORES` asks for (`cores.rs`) takes none of
 //! these paths: its filter is off, and each access goes to its log (`access_log.rs`), to be
@@ -45,7 +48,7 @@
 use epcache_inline::layout::SLOTS;
 use epcache_inline::order::{self, OrderTables};
 use epcache_sim::cache::{AccessKind, COHERENCE_BITS, RESULT_BITS};
-use epcache_sim::simulator::capture_path::{CaptureFastPath, NO_BLOCK, RECENT_FIRST};
+use epcache_sim::simulator::capture_path::{CaptureFastPath, SettleL1};
 use epcache_sim::simulator::{Simulator, line_pieces};
 
 use super::access_log::Simulated;
@@ -270,8 +273,9 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
     const ONE_LINE: bool = true;
 
     #[inline(always)]
-    fn next_step<const LINE_BITS: u32>(
+    fn next_step<const LINE_BITS: u32, L: SettleL1>(
         &mut self,
+        l1: &mut L,
     ) -> Option<(epcache_sim::simulator::capture_path::Step, RecordContext)> {
         let r = Record::decode(self.records.next()?);
         let line_bits = if LINE_BITS != 0 {
@@ -288,7 +292,7 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
         let entry = ((r.addr >> line_bits) as usize & self.entry_mask) % filter::ENTRIES;
         // The order the hits since the entry's last record left, applied before the access;
         // the slot it took is the least recent one.
-        let recent_first = self.counting.recent_first(entry, r.order);
+        self.counting.follow_order(entry, r.order, l1);
         let slot = self.counting.take_slot(entry, r.order, r.addr >> line_bits);
         // The slot's structure becomes the access's (0 for a line that is not whole, whose
         // slot the miss path left empty) now rather than after the access is simulated, which
@@ -304,6 +308,10 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
         self.hits.1 += writes;
         self.monitoring
             .add_l1_hits_to_structure(old_owner, reads, writes);
+        // The old owner's write the inline test counted, settled before the access.
+        if r.old_dirty {
+            l1.mark_dirty(r.old_tag >> line_bits);
+        }
         let context = RecordContext {
             structure: record_structure(self.monitoring, &r),
             code: r.code,
@@ -316,8 +324,6 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
             } else {
                 AccessKind::Read
             },
-            recent_first,
-            dirty_first: r.old_dirty.then_some(r.old_tag >> line_bits),
         };
         Some((step, context))
     }
@@ -494,6 +500,9 @@ fn count_on_machine(simulator: &mut Simulator, monitoring: &mut Monitoring, s: S
     }
 }
 
+/// A [`Counting::slot_blocks`] slot standing for no line.
+const NO_BLOCK: u64 = u64::MAX;
+
 /// How a thread in standalone mode counts the accesses it simulates.
 #[derive(Debug, Clone)]
 pub(super) struct Counting {
@@ -559,32 +568,48 @@ impl Counting {
         }
     }
 
-    /// The blocks to make the most recent, least recent first, for the simulator's L1 to follow
-    /// the order `order` of entry `e`'s slots (none when it does already); it then does.
+    /// Makes `l1` follow the order `order` of entry `e`'s slots (nothing to do when it does
+    /// already, as it mostly does); it then does.
+    #[inline(always)]
+    fn follow_order<L: SettleL1>(&mut self, e: usize, order: u8, l1: &mut L) {
+        let synced = self.synced_orders[e];
+        if synced != order {
+            self.follow_changed_order(e, synced, order, l1);
+        }
+    }
+
+    /// [`Self::follow_order`] when `l1` follows `synced`, another order.
     ///
     /// Most often the entry's hits since the simulator last followed it come to one slot moved
     /// to the front, and only that slot's line is made recent (one step, not one per slot);
     /// otherwise every slot's line is, least recent first.
     #[inline(always)]
-    fn recent_first(&mut self, e: usize, order: u8) -> [u64; RECENT_FIRST] {
-        let mut blocks = [NO_BLOCK; RECENT_FIRST];
-        let synced = self.synced_orders[e];
-        if synced == order {
-            return blocks;
-        }
+    fn follow_changed_order<L: SettleL1>(&mut self, e: usize, synced: u8, order: u8, l1: &mut L) {
         self.synced_orders[e] = order;
         let slots = order::by_recency(order);
         if self.tables.after_hit[slots[0]][usize::from(synced)] == order {
-            blocks[0] = self.slot_blocks[e * SLOTS + slots[0]];
-            return blocks;
-        }
-        let mut n = 0;
-        for p in (0..self.usable).rev() {
-            let block = self.slot_blocks[e * SLOTS + slots[p]];
+            let block = self.slot_blocks[e * SLOTS + slots[0]];
             if block != NO_BLOCK {
-                blocks[n] = block;
-                n += 1;
+                l1.make_recent(block);
             }
+            return;
+        }
+        for block in self.replay_order(e, slots) {
+            if block != NO_BLOCK {
+                l1.make_recent(block);
+            }
+        }
+    }
+
+    /// The lines of every slot of entry `e` to make the most recent, least recent first
+    /// (`slots` in order of recency), [`NO_BLOCK`] for a slot standing for none. Out of line,
+    /// rarer than one slot moved to the front, and it takes no `SettleL1`: the step loop's
+    /// would then be built in memory for every record.
+    #[inline(never)]
+    fn replay_order(&self, e: usize, slots: [usize; SLOTS]) -> [u64; SLOTS] {
+        let mut blocks = [NO_BLOCK; SLOTS];
+        for (n, p) in (0..self.usable).rev().enumerate() {
+            blocks[n] = self.slot_blocks[e * SLOTS + slots[p]];
         }
         blocks
     }
@@ -593,12 +618,7 @@ impl Counting {
     #[inline(always)]
     fn sync_order(&mut self, simulator: &mut Simulator, f: &Filter, e: usize) {
         let e = e % filter::ENTRIES;
-        for block in self.recent_first(e, f.order_of(e)) {
-            if block == NO_BLOCK {
-                break;
-            }
-            simulator.make_l1_recent(block);
-        }
+        self.follow_order(e, f.order_of(e), simulator);
     }
 
     /// An access to `block` missed entry `e`'s slots in the order `before` (after the

@@ -168,26 +168,54 @@ fn run_lines<
     done
 }
 
-/// One access of a run of `run_steps` (the hierarchy's step loop), with lines of L1 to make the
-/// most recent and a line to mark modified before it: hits another layer counted on its set's
-/// most recent lines, whose order it kept, and a write it counted there and left for the
-/// simulator to settle (the runtime's repeat-hit filter does).
+/// One access of a run of `run_steps` (the hierarchy's step loop).
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
     pub addr: u64,
     pub size: u32,
     pub kind: AccessKind,
-    /// Blocks (addresses >> line bits) of L1 to make their sets' most recent first, in this
-    /// order, up to the first [`NO_BLOCK`]; each must be in L1.
-    pub recent_first: [u64; RECENT_FIRST],
-    /// The block to mark dirty in L1 first, if any, which keeps its place in its set.
-    pub dirty_first: Option<u64>,
 }
 
-/// Blocks a [`Step`] may make the most recent before its access.
-pub const RECENT_FIRST: usize = 4;
-/// What ends a [`Step::recent_first`] list shorter than [`RECENT_FIRST`].
-pub const NO_BLOCK: u64 = u64::MAX;
+/// What a source of [`Steps`] may do to L1 before it gives an access: settle what another
+/// layer counted on its sets' most recent lines without simulating it (the runtime's repeat-hit
+/// filter), the order of their hits and a write's dirty bit. Neither counts anything. The
+/// source calls these only when there is something to settle, so an access with nothing
+/// pending carries no list of lines to be built and scanned.
+pub trait SettleL1 {
+    /// Makes L1's line `block` (an address shifted right by L1's line bits), which must be in
+    /// L1, its set's most recent.
+    fn make_recent(&mut self, block: u64);
+    /// Marks L1's line `block`, which must be in L1, modified; it keeps its place in its set.
+    fn mark_dirty(&mut self, block: u64);
+}
+
+/// L1's packed sets as the step loop hands them to its source ([`SettleL1`]).
+struct PackedL1<'a, const W: usize, const S: usize> {
+    shape: PackedShape<W, S>,
+    sets: &'a mut [PackedSet<W, S>],
+    mask: u64,
+}
+
+impl<const W: usize, const S: usize> SettleL1 for PackedL1<'_, W, S> {
+    #[inline(always)]
+    fn make_recent(&mut self, block: u64) {
+        // A hit that marks nothing dirty: the line becomes its set's most recent.
+        let set = &mut self.sets[(block & self.mask) as usize];
+        let present = self.shape.hit(set, block, false);
+        debug_assert!(present, "line {block:#x} to make recent is not in L1");
+    }
+
+    #[inline(always)]
+    fn mark_dirty(&mut self, block: u64) {
+        // As `Hierarchy::mark_l1_dirty`: the line keeps its place.
+        let set = &mut self.sets[(block & self.mask) as usize];
+        let way = self.shape.find_in(set, block);
+        debug_assert!(way.is_some(), "line {block:#x} to mark dirty is not in L1");
+        if let Some(way) = way {
+            self.shape.set_dirty(set, way);
+        }
+    }
+}
 
 /// Where a run of `run_steps` takes its accesses one at a time, and whom it tells each
 /// one's outcome: a source that keeps its own per-access state (the runtime's staged records)
@@ -199,10 +227,13 @@ pub trait Steps {
     /// Whether every access lies in one line, so the loop need not check (a source that
     /// says so and gives one that straddles has it simulated in its first line only).
     const ONE_LINE: bool = false;
-    /// The next access, or `None` at the end. `LINE_BITS` is log2 of the line size when the
-    /// caller knows it at compile time (0 when it does not), so a source that shifts by it
-    /// can take an immediate.
-    fn next_step<const LINE_BITS: u32>(&mut self) -> Option<(Step, Self::Context)>;
+    /// The next access, or `None` at the end, having settled in `l1` what the access needs
+    /// settled before it. `LINE_BITS` is log2 of the line size when the caller knows it at
+    /// compile time (0 when it does not), so a source that shifts by it can take an immediate.
+    fn next_step<const LINE_BITS: u32, L: SettleL1>(
+        &mut self,
+        l1: &mut L,
+    ) -> Option<(Step, Self::Context)>;
     /// The outcome of an access [`Self::next_step`] gave, as [`AccessOutcome::event_bits`].
     fn outcome(&mut self, context: Self::Context, bits: u32);
     /// [`Self::outcome`] of an access the two-level loop found in L1. The loop tells its
@@ -226,8 +257,8 @@ pub trait Steps {
 }
 
 /// Simulates the accesses `steps` gives, in order, until it has no more (`None`) or gives one
-/// that does not lie in one line, which is returned with its context, its dirty mark applied
-/// and the access itself not simulated nor told (for the general walk). Counts as [`run`] does; L1 hits are
+/// that does not lie in one line, which is returned with its context, what it settled in L1
+/// applied and the access itself not simulated nor told (for the general walk). Counts as [`run`] does; L1 hits are
 /// told to `watch` when `HITS`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -283,25 +314,16 @@ fn run_step_lines<
     // Reads are the steps that are not writes: one counter fewer in the loop.
     let (mut simulated, mut writes) = (0u64, 0u64);
     let mut stopped = None;
-    while let Some((step, context)) = steps.next_step::<LINE_BITS>() {
-        for recent in step.recent_first {
-            if recent == NO_BLOCK {
-                break;
-            }
-            // A hit that marks nothing dirty: the line becomes its set's most recent.
-            let present = shape1.hit(&mut sets1[(recent & k.l1_mask) as usize], recent, false);
-            debug_assert!(present, "line {recent:#x} to make recent is not in L1");
-        }
-        if let Some(dirty) = step.dirty_first {
-            // As `Hierarchy::mark_l1_dirty`: the line keeps its place. (Indexed: the masked
-            // index is in bounds, `for_loop`.)
-            let set = &mut sets1[(dirty & k.l1_mask) as usize];
-            let way = shape1.find_in(set, dirty);
-            debug_assert!(way.is_some(), "line {dirty:#x} to mark dirty is not in L1");
-            if let Some(way) = way {
-                shape1.set_dirty(set, way);
-            }
-        }
+    loop {
+        // (The masked index is in bounds, `for_loop`.)
+        let mut settle = PackedL1 {
+            shape: shape1,
+            sets: &mut *sets1,
+            mask: k.l1_mask,
+        };
+        let Some((step, context)) = steps.next_step::<LINE_BITS, _>(&mut settle) else {
+            break;
+        };
         let (addr, kind) = (step.addr, step.kind);
         let block = addr >> bits;
         let state = match sets1.get_mut((block & k.l1_mask) as usize) {

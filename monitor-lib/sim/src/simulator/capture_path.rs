@@ -7,7 +7,7 @@
 //! simulator was busy elsewhere. For that it needs more than the general API: the shapes under
 //! which a repeat hit changes nothing, a way to settle the dirty bit of a write it counted, and
 //! access paths that return the outcome of one line. [`CaptureFastPath`] is all of it, with
-//! [`Step`] and [`Steps`] for the staged records.
+//! [`Step`], [`Steps`] and [`SettleL1`] for the staged records.
 //!
 //! Architecture Invariant: only `epcache-monitor`'s capture uses this module; tools, the daemon
 //! and replay go through [`Simulator`]'s own methods. Whatever path an access takes here, it
@@ -15,15 +15,15 @@
 //! `simulator.rs` compare the two on random streams).
 
 use super::Simulator;
-pub use crate::cache::two_level::{NO_BLOCK, RECENT_FIRST, Step, Steps};
+pub use crate::cache::two_level::{SettleL1, Step, Steps};
 use crate::cache::{AccessKind, AccessOutcome, Watch};
 
 /// What the runtime's capture needs of a [`Simulator`] beyond its general API (see the
 /// [module documentation](self)); implemented by [`Simulator`] alone.
 pub trait CaptureFastPath {
     /// Simulates the accesses `steps` gives, in order, exactly as [`Self::access_line`] would
-    /// each (after making its `recent_first` lines the most recent, as [`Self::make_l1_recent`],
-    /// and marking its `dirty_first` line modified, as [`Self::mark_l1_dirty`]), and
+    /// each (after what the source settled in L1 as it gave it: lines made the most recent, as
+    /// [`Self::make_l1_recent`], and marked modified, as [`Self::mark_l1_dirty`]), and
     /// tells `steps` each one's outcome. On the two-level shape with no analysis they go
     /// through the hierarchy's step loop, with its stores' constants in registers; otherwise
     /// one at a time.
@@ -73,16 +73,24 @@ pub trait CaptureFastPath {
     fn repeat_hit_shape(&self) -> Option<RepeatHitShape>;
 }
 
+/// The simulator's L1 as a source of steps settles it one access at a time (off the step
+/// loop) and as the runtime's capture does outside the batch.
+impl SettleL1 for Simulator {
+    #[inline(always)]
+    fn make_recent(&mut self, block: u64) {
+        self.make_l1_recent(block);
+    }
+
+    #[inline(always)]
+    fn mark_dirty(&mut self, block: u64) {
+        self.mark_l1_dirty(block);
+    }
+}
+
 impl CaptureFastPath for Simulator {
     fn simulate_steps<T: Steps>(&mut self, steps: &mut T) {
         if self.analyses.is_some() || !self.hierarchy.two_level() {
-            while let Some((step, context)) = steps.next_step::<0>() {
-                for block in step.recent_first.into_iter().take_while(|&b| b != NO_BLOCK) {
-                    self.make_l1_recent(block);
-                }
-                if let Some(block) = step.dirty_first {
-                    self.mark_l1_dirty(block);
-                }
+            while let Some((step, context)) = steps.next_step::<0, _>(&mut *self) {
                 let bits = match self.access_in_line(step.addr, step.size, step.kind) {
                     Some(bits) => bits,
                     None => self.access_line_out_of_loop(step),
