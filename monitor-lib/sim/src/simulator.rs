@@ -464,13 +464,15 @@ mod tests {
 
     /// The two-level shapes the fast paths are checked on against the general walk: 8 and 16
     /// ways at either level, L2 smaller than L1, and 32-byte lines.
-    const TWO_LEVEL_SPECS: [&str; 6] = [
+    const TWO_LEVEL_SPECS: [&str; 7] = [
         "D1=1K,8,64;L2=4K,16,64",
         "D1=1K,16,64;L2=2K,8,64",
         "D1=2K,8,64;L2=1K,8,64",
         "D1=1K,16,64;L2=4K,16,64",
         "D1=512,8,32;L2=2K,16,32",
+        // 2-way L1s, whose step loops are their own.
         "D1=1K,2,32;L2=4K,8,64",
+        "D1=1K,2,64;L2=4K,16,64",
     ];
 
     /// A simulator of `spec` (in Cachegrind mode when `cachegrind`) whose counter array has

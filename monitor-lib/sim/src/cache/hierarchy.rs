@@ -839,18 +839,25 @@ impl Hierarchy {
         };
         let (s1, s2) = (&mut l1.stats, &mut l2.stats);
         // One match per run, so the loop is compiled once per pair of store representations.
+        // A 2-way L1 (the papers' 32-byte one) gets loops of its own (`PackedShape::hit_in`).
         Some(match (l1.cache.store_mut(), l2.cache.store_mut()) {
+            (Store::Lru8(a), Store::Lru8(b)) if a.assoc() == 2 => {
+                two_level::run_steps::<_, _, 2, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+            }
+            (Store::Lru8(a), Store::Lru16(b)) if a.assoc() == 2 => {
+                two_level::run_steps::<_, _, 2, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+            }
             (Store::Lru8(a), Store::Lru8(b)) => {
-                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+                two_level::run_steps::<_, _, 0, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
             }
             (Store::Lru8(a), Store::Lru16(b)) => {
-                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+                two_level::run_steps::<_, _, 0, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
             }
             (Store::Lru16(a), Store::Lru8(b)) => {
-                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+                two_level::run_steps::<_, _, 0, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
             }
             (Store::Lru16(a), Store::Lru16(b)) => {
-                two_level::run_steps::<_, _, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
+                two_level::run_steps::<_, _, 0, _, _, HITS, T, O>(a, b, k, s1, s2, steps, watch)
             }
             _ => return None,
         })

@@ -753,6 +753,51 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         false
     }
 
+    /// [`Self::hit`] in a set of `WAYS` ways, or of any number when `WAYS` is 0: with two (the
+    /// EP-Cache and METRIC papers' L1), the way after the most recent is the only other, so a
+    /// lookup compares both tags and no signatures. The representation is the same, so every
+    /// other operation on the set sees what [`Self::hit`] would have left.
+    #[inline(always)]
+    pub(super) fn hit_in<const WAYS: usize>(
+        self,
+        state: &mut PackedSet<W, S>,
+        block: u64,
+        dirty: bool,
+    ) -> bool {
+        if W == 8 && WAYS == 2 {
+            debug_assert!(self.assoc == 2 && state.mru < 2);
+            let mru = state.mru as usize & 1;
+            if state.tags[mru] == block {
+                state.dirty[mru] |= dirty;
+                return true;
+            }
+            let other = mru ^ 1;
+            if state.tags[other] != block {
+                return false;
+            }
+            self.touch(state, other);
+            state.dirty[other] |= dirty;
+            return true;
+        }
+        self.hit(state, block, dirty)
+    }
+
+    /// [`Self::find_in`] in a set of `WAYS` ways, or of any number when `WAYS` is 0 (see
+    /// [`Self::hit_in`]).
+    #[inline(always)]
+    pub(super) fn find_in_ways<const WAYS: usize>(
+        self,
+        state: &PackedSet<W, S>,
+        block: u64,
+    ) -> Option<usize> {
+        if W == 8 && WAYS == 2 {
+            debug_assert!(self.assoc == 2);
+            let second = usize::from(state.tags[1] == block);
+            return (state.tags[0] == block || second == 1).then_some(second);
+        }
+        self.find_in(state, block)
+    }
+
     /// Looks `block` up in `state` and, if present, records the use (and marks it dirty when
     /// `dirty`); a miss changes nothing.
     #[inline(always)]
@@ -829,6 +874,12 @@ impl<const W: usize, const S: usize> PackedLru<W, S> {
     #[inline(always)]
     pub(super) fn parts(&mut self) -> (PackedShape<W, S>, &mut [PackedSet<W, S>]) {
         (self.shape, self.sets.as_mut_slice())
+    }
+
+    /// The number of ways of each set.
+    #[inline(always)]
+    pub(super) fn assoc(&self) -> usize {
+        self.shape.assoc
     }
 
     /// [`Self::parts`] with the constants by reference, for a caller that uses a few of them

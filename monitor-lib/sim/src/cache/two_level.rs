@@ -8,7 +8,10 @@
 //! hierarchy's general walk (a loop over levels, a dispatch on each level's store, request
 //! lists) costs several times what the work itself does. Here the two stores' representations
 //! are fixed at compile time (four monomorphised loops), their constants and set pointers sit in
-//! registers, and an L1 miss goes to L2 in the same iteration. The decisions are exactly those
+//! registers, and an L1 miss goes to L2 in the same iteration. The step loop has two more for a
+//! 2-way L1 (the EP-Cache and METRIC papers' 32-byte one), whose lookup compares the set's two
+//! tags and skips the signatures: on a kernel missing L1 at every record, a fifth of the
+//! simulating side's instructions went to L1's signature search. The decisions are exactly those
 //! of [`super::Hierarchy`]'s walk (tested against it on random streams): the L1 fill, the
 //! write-back of a dirty L1 victim into L2 (marking it dirty there, or filling it), then the
 //! demand probe of L2 and its fill.
@@ -189,19 +192,20 @@ pub trait SettleL1 {
     fn mark_dirty(&mut self, block: u64);
 }
 
-/// L1's packed sets as the step loop hands them to its source ([`SettleL1`]).
-struct PackedL1<'a, const W: usize, const S: usize> {
+/// L1's packed sets of `WAYS` ways (0: any number) as the step loop hands them to its source
+/// ([`SettleL1`]).
+struct PackedL1<'a, const W: usize, const S: usize, const WAYS: usize> {
     shape: PackedShape<W, S>,
     sets: &'a mut [PackedSet<W, S>],
     mask: u64,
 }
 
-impl<const W: usize, const S: usize> SettleL1 for PackedL1<'_, W, S> {
+impl<const W: usize, const S: usize, const WAYS: usize> SettleL1 for PackedL1<'_, W, S, WAYS> {
     #[inline(always)]
     fn make_recent(&mut self, block: u64) {
         // A hit that marks nothing dirty: the line becomes its set's most recent.
         let set = &mut self.sets[(block & self.mask) as usize];
-        let present = self.shape.hit(set, block, false);
+        let present = self.shape.hit_in::<WAYS>(set, block, false);
         debug_assert!(present, "line {block:#x} to make recent is not in L1");
     }
 
@@ -209,7 +213,7 @@ impl<const W: usize, const S: usize> SettleL1 for PackedL1<'_, W, S> {
     fn mark_dirty(&mut self, block: u64) {
         // As `Hierarchy::mark_l1_dirty`: the line keeps its place.
         let set = &mut self.sets[(block & self.mask) as usize];
-        let way = self.shape.find_in(set, block);
+        let way = self.shape.find_in_ways::<WAYS>(set, block);
         debug_assert!(way.is_some(), "line {block:#x} to mark dirty is not in L1");
         if let Some(way) = way {
             self.shape.set_dirty(set, way);
@@ -259,12 +263,14 @@ pub trait Steps {
 /// Simulates the accesses `steps` gives, in order, until it has no more (`None`) or gives one
 /// that does not lie in one line, which is returned with its context, what it settled in L1
 /// applied and the access itself not simulated nor told (for the general walk). Counts as [`run`] does; L1 hits are
-/// told to `watch` when `HITS`.
+/// told to `watch` when `HITS`. L1's sets have `WAYS1` ways, or any number when it is 0 (see
+/// `PackedShape::hit_in`).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) fn run_steps<
     const W1: usize,
     const S1: usize,
+    const WAYS1: usize,
     const W2: usize,
     const S2: usize,
     const HITS: bool,
@@ -280,10 +286,15 @@ pub(super) fn run_steps<
     watch: &mut O,
 ) -> Option<(Step, T::Context)> {
     // As in `run`: a loop of its own for 64-byte lines.
+    debug_assert!(WAYS1 == 0 || l1.assoc() == WAYS1);
     if k.line_bits == 6 {
-        run_step_lines::<W1, S1, W2, S2, HITS, 6, T, O>(l1, l2, k, l1_stats, l2_stats, steps, watch)
+        run_step_lines::<W1, S1, WAYS1, W2, S2, HITS, 6, T, O>(
+            l1, l2, k, l1_stats, l2_stats, steps, watch,
+        )
     } else {
-        run_step_lines::<W1, S1, W2, S2, HITS, 0, T, O>(l1, l2, k, l1_stats, l2_stats, steps, watch)
+        run_step_lines::<W1, S1, WAYS1, W2, S2, HITS, 0, T, O>(
+            l1, l2, k, l1_stats, l2_stats, steps, watch,
+        )
     }
 }
 
@@ -293,6 +304,7 @@ pub(super) fn run_steps<
 fn run_step_lines<
     const W1: usize,
     const S1: usize,
+    const WAYS1: usize,
     const W2: usize,
     const S2: usize,
     const HITS: bool,
@@ -316,7 +328,7 @@ fn run_step_lines<
     let mut stopped = None;
     loop {
         // (The masked index is in bounds, `for_loop`.)
-        let mut settle = PackedL1 {
+        let mut settle = PackedL1::<W1, S1, WAYS1> {
             shape: shape1,
             sets: &mut *sets1,
             mask: k.l1_mask,
@@ -336,7 +348,7 @@ fn run_step_lines<
         let write = kind == AccessKind::Write;
         writes += u64::from(write);
         simulated += 1;
-        if shape1.hit(state, block, write) {
+        if shape1.hit_in::<WAYS1>(state, block, write) {
             if HITS {
                 watch.hit(addr, kind);
             }
