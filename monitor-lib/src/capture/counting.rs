@@ -236,10 +236,11 @@ struct StagedRecords<'a, I> {
     hits: (u64, u64),
 }
 
-/// What counting a record's outcome needs: its data structure and code address.
+/// What counting a record's outcome needs: its data structure (index + 1, 0 for none, the
+/// form the record and the line table keep it in) and code address.
 #[derive(Debug, Clone, Copy)]
 struct RecordContext {
-    structure: Option<usize>,
+    structure: u32,
     code: u64,
 }
 
@@ -330,8 +331,8 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
 
     #[inline(always)]
     fn outcome(&mut self, context: RecordContext, bits: u32) {
-        self.monitoring
-            .count_bits(context.structure, bits, context.code);
+        let structure = (context.structure as usize).checked_sub(1);
+        self.monitoring.count_bits(structure, bits, context.code);
     }
 
     #[inline(always)]
@@ -357,15 +358,21 @@ impl<I: Iterator<Item = RecordWords>> epcache_sim::simulator::capture_path::Step
 /// it: the answer of the data structures this thread attributes with until its next sync
 /// point, which is also what the simulating side's finder would answer. A record of a line
 /// that is not whole (`Filter::stage_unowned`) is counted for its first byte's.
+/// The answer is the structure's index + 1, 0 for none.
 #[inline(always)]
-fn record_structure(monitoring: &mut Monitoring, r: &Record) -> Option<usize> {
+fn record_structure(monitoring: &mut Monitoring, r: &Record) -> u32 {
     match r.structure {
         Some(s) => {
-            let structure = (s as usize).checked_sub(1);
-            debug_assert_eq!(structure, monitoring.finder.structure_of(r.addr));
-            structure
+            debug_assert_eq!(
+                (s as usize).checked_sub(1),
+                monitoring.finder.structure_of(r.addr)
+            );
+            s
         }
-        None => monitoring.finder.structure_of(r.addr),
+        None => monitoring
+            .finder
+            .structure_of(r.addr)
+            .map_or(0, |s| s as u32 + 1),
     }
 }
 

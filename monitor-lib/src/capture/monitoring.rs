@@ -102,6 +102,28 @@ fn grow(structures: &mut Vec<Counts>, s: usize) {
     structures.resize(s + 1, [0; COUNTS]);
 }
 
+/// [`counts_of`] of a structure given as its index + 1 (0 for none), the form records and
+/// filter slots carry it in: one comparison with the length answers both "none" (0 less one
+/// wraps past any length) and "not grown yet", so the batch's loop never makes an `Option`
+/// of it only to undo it for the line table's key.
+#[inline(always)]
+fn counts_of_plus_one(structures: &mut Vec<Counts>, plus_one: u32) -> Option<&mut Counts> {
+    let index = (plus_one as usize).wrapping_sub(1);
+    if index >= structures.len() {
+        return grown_counts(structures, plus_one);
+    }
+    Some(&mut structures[index])
+}
+
+/// [`counts_of_plus_one`] past the vector's length: none for 0, else the vector grown to it.
+#[cold]
+#[inline(never)]
+fn grown_counts(structures: &mut Vec<Counts>, plus_one: u32) -> Option<&mut Counts> {
+    let index = (plus_one as usize).checked_sub(1)?;
+    grow(structures, index);
+    structures.get_mut(index)
+}
+
 fn add(a: &mut Counts, b: &Counts) {
     for (x, y) in a.iter_mut().zip(b) {
         *x += y;
@@ -340,25 +362,27 @@ impl Monitoring {
     }
 
     /// [`Self::count_bits`] of an L1 hit of a hierarchy of two levels or more (the batch's
-    /// step loop tells its outcomes apart): the read or write hit's counter, picked by `write`.
+    /// step loop tells its outcomes apart), of the structure `structure` (index + 1, 0 for
+    /// none): the read or write hit's counter, picked by `write`.
     #[inline(always)]
-    pub(crate) fn count_l1_hit(&mut self, structure: Option<usize>, write: bool) {
+    pub(crate) fn count_l1_hit(&mut self, structure: u32, write: bool) {
         let index = 2 * usize::from(write);
         self.totals[index] += 1;
-        if let Some(counts) = counts_of(&mut self.structures, structure) {
+        if let Some(counts) = counts_of_plus_one(&mut self.structures, structure) {
             counts[index] += 1;
         }
     }
 
     /// [`Self::count_bits`] of an L1 miss of a hierarchy of two levels, which L2 held or not
-    /// (`l2_missed`), counted for code address `pc` under the regions open at line-table node
-    /// `node` ([`Self::line_node`]). Both levels' counters are picked by arithmetic on `write`
-    /// and `l2_missed`, with no bit to search and no branch on the outcome: which of the four
-    /// outcomes a miss has follows the data, and a branch on it mispredicts.
+    /// (`l2_missed`), of the structure `structure` (index + 1, 0 for none), counted for code
+    /// address `pc` under the regions open at line-table node `node` ([`Self::line_node`]).
+    /// Both levels' counters are picked by arithmetic on `write` and `l2_missed`, with no bit
+    /// to search and no branch on the outcome: which of the four outcomes a miss has follows
+    /// the data, and a branch on it mispredicts.
     #[inline(always)]
     pub(crate) fn count_two_level_miss(
         &mut self,
-        structure: Option<usize>,
+        structure: u32,
         write: bool,
         l2_missed: bool,
         pc: u64,
@@ -369,11 +393,10 @@ impl Monitoring {
         let (first, second) = (2 * w + 1, 4 + 2 * w + m);
         self.totals[first] += 1;
         self.totals[second] += 1;
-        if let Some(counts) = counts_of(&mut self.structures, structure) {
+        if let Some(counts) = counts_of_plus_one(&mut self.structures, structure) {
             counts[first] += 1;
             counts[second] += 1;
         }
-        let structure = structure.map_or(0, |s| s as u32 + 1);
         self.lines
             .count_two_level_miss(pc, node, structure, write, l2_missed);
     }
@@ -401,7 +424,7 @@ impl Monitoring {
     /// [`Self::add_l1_hits`]'s part in the data structure's counts.
     #[inline(always)]
     pub(crate) fn add_l1_hits_to_structure(&mut self, structure: u32, reads: u64, writes: u64) {
-        if let Some(counts) = counts_of(&mut self.structures, (structure as usize).checked_sub(1)) {
+        if let Some(counts) = counts_of_plus_one(&mut self.structures, structure) {
             counts[0] += reads;
             counts[2] += writes;
         }
