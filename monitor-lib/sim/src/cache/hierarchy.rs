@@ -1359,7 +1359,7 @@ fn two_level_miss_in<const W1: usize, const S1: usize, const W2: usize, const S2
     s2: &mut LevelStats,
 ) -> LevelResult {
     let (shape1, sets1) = l1.parts();
-    two_level::miss(
+    two_level::miss::<W1, S1, 0, W2, S2>(
         (shape1, &mut sets1[set1]),
         || l2.parts_ref(),
         k,

@@ -750,8 +750,30 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
         block: u64,
         dirty: bool,
     ) -> (Option<Victim>, usize) {
-        let way = self.victim(state.order);
-        self.filled(state, way);
+        self.fill_in::<0>(state, block, dirty)
+    }
+
+    /// [`Self::fill`] in a set of `WAYS` ways, or of any number when `WAYS` is 0 (see
+    /// [`Self::hit_in`]).
+    #[inline(always)]
+    pub(super) fn fill_in<const WAYS: usize>(
+        self,
+        state: &mut PackedSet<W, S>,
+        block: u64,
+        dirty: bool,
+    ) -> (Option<Victim>, usize) {
+        let way = if W == 8 && WAYS == 2 {
+            // Of two rows one is zero at least (the least recent way's, or an empty way's),
+            // and way 0 goes first when both are, as the zero-byte search takes it.
+            let way = usize::from(state.order & 0xFF != 0);
+            debug_assert_eq!(way, self.victim(state.order));
+            self.touch_in::<WAYS>(state, way);
+            way
+        } else {
+            let way = self.victim(state.order);
+            self.filled(state, way);
+            way
+        };
         state.signatures[way] = self.signature(block);
         let was_dirty = std::mem::replace(&mut state.dirty[way], dirty);
         let old = std::mem::replace(&mut state.tags[way], block);
@@ -796,11 +818,32 @@ impl<const W: usize, const S: usize> PackedShape<W, S> {
             if state.tags[other] != block {
                 return false;
             }
-            self.touch(state, other);
+            self.touch_in::<WAYS>(state, other);
             state.dirty[other] |= dirty;
             return true;
         }
         self.hit(state, block, dirty)
+    }
+
+    /// [`Self::touch`] in a set of `WAYS` ways, or of any number when `WAYS` is 0. With two
+    /// ways the age matrix after a use of `way` is one of two words whatever it was: way 0's
+    /// row holding way 1's bit (`0x0002`) or way 1's row holding way 0's (`0x0100`), as a use
+    /// sets its row to the ways that exist less itself and clears its column from the other.
+    #[inline(always)]
+    fn touch_in<const WAYS: usize>(self, state: &mut PackedSet<W, S>, way: usize) {
+        if W == 8 && WAYS == 2 {
+            let way = way & 1;
+            let order = 2 + 0xFE * way as u64;
+            debug_assert_eq!(order, {
+                let mut touched = *state;
+                self.touch(&mut touched, way);
+                touched.order
+            });
+            state.order = order;
+            state.mru = way as u32;
+            return;
+        }
+        self.touch(state, way)
     }
 
     /// [`Self::find_in`] in a set of `WAYS` ways, or of any number when `WAYS` is 0 (see

@@ -155,7 +155,7 @@ fn run_lines<
             }
             continue;
         }
-        let l2_result = miss(
+        let l2_result = miss::<W1, S1, 0, W2, S2>(
             (shape1, state),
             || (&shape2, &mut *sets2),
             k,
@@ -355,7 +355,7 @@ fn run_step_lines<
             steps.l1_hit(context, kind);
             continue;
         }
-        let l2_result = miss(
+        let l2_result = miss::<W1, S1, WAYS1, W2, S2>(
             (shape1, state),
             || (&shape2, &mut *sets2),
             k,
@@ -386,7 +386,14 @@ pub(crate) fn outcome(kind: AccessKind, l2: LevelResult) -> AccessOutcome {
 /// it there on a miss. Counts the misses, L2's demand access and the write-backs, not L1's
 /// demand access. Returns what L2 did.
 #[inline(always)]
-pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const S2: usize>(
+pub(super) fn miss<
+    'a,
+    const W1: usize,
+    const S1: usize,
+    const WAYS1: usize,
+    const W2: usize,
+    const S2: usize,
+>(
     l1: (PackedShape<W1, S1>, &mut PackedSet<W1, S1>),
     l2: impl FnOnce() -> (&'a PackedShape<W2, S2>, &'a mut [PackedSet<W2, S2>]),
     k: TwoLevel,
@@ -396,7 +403,7 @@ pub(super) fn miss<'a, const W1: usize, const S1: usize, const W2: usize, const 
     l2_stats: &mut LevelStats,
 ) -> LevelResult {
     let write = kind == AccessKind::Write;
-    let (victim, _) = l1.0.fill(l1.1, block, write);
+    let (victim, _) = l1.0.fill_in::<WAYS1>(l1.1, block, write);
     *l1_stats.demand_misses(kind) += 1;
     // L2's constants are asked for only now, and by reference: a caller that reads them from
     // the store (one access) would otherwise load them all before the fill and hold them
