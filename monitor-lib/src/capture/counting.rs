@@ -593,27 +593,30 @@ impl Counting {
     #[inline(always)]
     fn follow_changed_order<L: SettleL1>(&mut self, e: usize, synced: u8, order: u8, l1: &mut L) {
         self.synced_orders[e] = order;
-        let slots = order::by_recency(order);
-        if self.tables.after_hit[slots[0]][usize::from(synced)] == order {
-            let block = self.slot_blocks[e * SLOTS + slots[0]];
+        // The most recent slot is the stored byte's low bits: the whole order is unpacked
+        // only for a replay.
+        let first = usize::from(order & order::MOST_RECENT_MASK);
+        if self.tables.after_hit[first][usize::from(synced)] == order {
+            let block = self.slot_blocks[e * SLOTS + first];
             if block != NO_BLOCK {
                 l1.make_recent(block);
             }
             return;
         }
-        for block in self.replay_order(e, slots) {
+        for block in self.replay_order(e, order) {
             if block != NO_BLOCK {
                 l1.make_recent(block);
             }
         }
     }
 
-    /// The lines of every slot of entry `e` to make the most recent, least recent first
-    /// (`slots` in order of recency), [`NO_BLOCK`] for a slot standing for none. Out of line,
-    /// rarer than one slot moved to the front, and it takes no `SettleL1`: the step loop's
-    /// would then be built in memory for every record.
+    /// The lines of every slot of entry `e` to make the most recent in the order `order`,
+    /// least recent first, [`NO_BLOCK`] for a slot standing for none. Out of line, rarer
+    /// than one slot moved to the front, and it takes no `SettleL1`: the step loop's would
+    /// then be built in memory for every record.
     #[inline(never)]
-    fn replay_order(&self, e: usize, slots: [usize; SLOTS]) -> [u64; SLOTS] {
+    fn replay_order(&self, e: usize, order: u8) -> [u64; SLOTS] {
+        let slots = order::by_recency(order);
         let mut blocks = [NO_BLOCK; SLOTS];
         for (n, p) in (0..self.usable).rev().enumerate() {
             blocks[n] = self.slot_blocks[e * SLOTS + slots[p]];
