@@ -27,8 +27,8 @@
 //! two-level shape they run through the hierarchy's step loop with its constants in registers;
 //! the per-record state travels by value beside each step (`Steps::Context`). A record settles
 //! its order and its old owner's dirty mark in L1 itself, through the loop's `SettleL1`, and
-//! only when it has one to settle: most have neither, and a list of lines to settle, built
-//! for each record and scanned by the loop, cost them all.
+//! only when it has one to settle: most records have neither, so they build no list of lines
+//! for the loop to scan.
 //!
 //! A thread that is a core of the machine `EPCACHE_CORES` asks for (`cores.rs`) takes none of
 //! these paths: its filter is off, and each access goes to its log (`access_log.rs`), to be

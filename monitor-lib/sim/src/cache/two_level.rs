@@ -10,8 +10,8 @@
 //! are fixed at compile time (four monomorphised loops), their constants and set pointers sit in
 //! registers, and an L1 miss goes to L2 in the same iteration. The step loop has two more for a
 //! 2-way L1 (the EP-Cache and METRIC papers' 32-byte one), whose lookup compares the set's two
-//! tags and skips the signatures: on a kernel missing L1 at every record, a fifth of the
-//! simulating side's instructions went to L1's signature search. The decisions are exactly those
+//! tags and skips the signatures, which cost more than two compares (on a kernel that misses L1
+//! at every record, the search is most of the L1 step). The decisions are exactly those
 //! of [`super::Hierarchy`]'s walk (tested against it on random streams): the L1 fill, the
 //! write-back of a dirty L1 victim into L2 (marking it dirty there, or filling it), then the
 //! demand probe of L2 and its fill.
