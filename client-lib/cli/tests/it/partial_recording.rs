@@ -1,8 +1,9 @@
 //! Recording a partial data trace in the runtime (`EPCACHE_TRACE`, `EPCACHE_TRACE_OUTPUT`) and
 //! re-simulating it: under the run's cache, `epcache replay` of the recording gives exactly the
 //! counts the run's standalone report gives for the traced region, for a regular C kernel, an
-//! irregular one and a Fortran one; a recording of fewer instances stops after them. Sampled
-//! miss-ratio curves of the recordings stay within the error the replay states.
+//! irregular one, a Fortran one and an OpenMP loop on four threads; a recording of fewer
+//! instances stops after them, and threads still inside the region at exit keep what they
+//! ended. Sampled miss-ratio curves of the recordings stay within the error the replay states.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -59,14 +60,23 @@ fn record(
 }
 
 /// Runs `dir`'s `prog` under `cache` tracing `trace` into `recording`, with the standalone
-/// report `report` when given, and checks it succeeded.
-fn run_traced(dir: &Path, cache: &str, trace: &str, recording: &Path, report: Option<&Path>) {
+/// report `report` when given and the variables `env` besides, checks it succeeded and
+/// returns its stderr.
+fn run_traced_with(
+    dir: &Path,
+    cache: &str,
+    trace: &str,
+    recording: &Path,
+    report: Option<&Path>,
+    env: &[(&str, &str)],
+) -> String {
     let mut command = Command::new(dir.join("prog"));
     match report {
         Some(report) => command.env("EPCACHE_REPORT", report),
         None => command.env_remove("EPCACHE_REPORT"),
     };
     let out = command
+        .envs(env.iter().copied())
         .env("EPCACHE_CACHE", cache)
         .env("EPCACHE_TRACE", trace)
         .env("EPCACHE_TRACE_OUTPUT", recording)
@@ -74,11 +84,29 @@ fn run_traced(dir: &Path, cache: &str, trace: &str, recording: &Path, report: Op
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+/// [`run_traced_with`] and no other variables.
+fn run_traced(dir: &Path, cache: &str, trace: &str, recording: &Path, report: Option<&Path>) {
+    run_traced_with(dir, cache, trace, recording, report, &[]);
+}
+
+/// `source` built by `epcache cc -- gcc -O2 FLAGS` into `prog` of the directory returned;
+/// `None` (said) when gcc or the runtime is missing.
+fn built_with_gcc(source: &str, flags: &[&str], who: &str) -> Option<tempfile::TempDir> {
+    if !(available("gcc", who) && runtime_built(who)) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = kernel(source);
+    let mut args = vec!["gcc", "-O2"];
+    args.extend_from_slice(flags);
+    args.extend(["-o", "prog", src.to_str().unwrap()]);
+    epcache_cc(dir.path(), &args);
+    Some(dir)
 }
 
 pub(crate) fn replay(trace: &Path, cache: &str) -> serde_json::Value {
@@ -366,47 +394,23 @@ fn sampled_curves_stay_within_the_stated_error() {
     }
 }
 
-/// A traced region that other threads run too (an OpenMP loop's outlined body) is said, not
-/// left silent: one thread is recorded, the first that captured (the main thread, OpenMP
-/// thread 0), the run says once on stderr that the region's other threads are not in the
-/// trace, and the trace replays to thread 0's share of the loop alone.
+/// Every thread of an OpenMP team records its share of a traced parallel loop (its outlined
+/// body), each from its own first access, and the trace replays, each thread on caches of its
+/// own, to the region's live counts, which add the threads up.
 #[test]
 fn every_thread_of_an_openmp_region_is_recorded_and_replays_to_the_live_counts() {
     let who = "partial recording of an OpenMP region";
-    if !(available("gcc", who) && runtime_built(who)) {
+    let Some(dir) = built_with_gcc("omp_axpy.c", &["-fopenmp"], who) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let src = kernel("omp_axpy.c");
-    epcache_cc(
-        dir.path(),
-        &[
-            "gcc",
-            "-O2",
-            "-fopenmp",
-            "-o",
-            "prog",
-            src.to_str().unwrap(),
-        ],
-    );
+    };
     let cache = "D1=32K,8,64;LL=8M,16,64";
     // `axpy`'s loop runs once; `touch_small`'s twice, each thread's second pass hitting the
     // lines its first brought in: the threads' bodies, ended at each instance, keep their
     // caches warm across the bodies.
     for region in ["axpy._omp_fn.0", "touch_small._omp_fn.0"] {
         let (recording, report) = (dir.path().join("t.eppt"), dir.path().join("r.json"));
-        let out = Command::new(dir.path().join("prog"))
-            .env("EPCACHE_REPORT", &report)
-            .env("OMP_NUM_THREADS", "4")
-            .env("EPCACHE_CACHE", cache)
-            .env("EPCACHE_TRACE", region)
-            .env("EPCACHE_TRACE_OUTPUT", &recording)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
+        let env = [("OMP_NUM_THREADS", "4")];
+        let stderr = run_traced_with(dir.path(), cache, region, &recording, Some(&report), &env);
         assert!(!stderr.contains("does not record"), "{stderr}");
         let report: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
@@ -456,38 +460,15 @@ fn every_thread_of_an_openmp_region_is_recorded_and_replays_to_the_live_counts()
 #[test]
 fn threads_still_inside_the_region_at_exit_leave_their_ended_instances_and_are_said() {
     let who = "partial recording at an exit with threads";
-    if !(available("gcc", who) && runtime_built(who)) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let src = kernel("exit_with_threads.c");
     // Not inlined: `sweep_x` stays a region of its own inside the runner's endless loop.
-    epcache_cc(
-        dir.path(),
-        &[
-            "gcc",
-            "-O2",
-            "-fno-inline",
-            "-pthread",
-            "-o",
-            "prog",
-            src.to_str().unwrap(),
-        ],
-    );
+    let flags = ["-fno-inline", "-pthread"];
+    let Some(dir) = built_with_gcc("exit_with_threads.c", &flags, who) else {
+        return;
+    };
     let cache = "D1=32K,8,64;LL=8M,16,64";
     let trace = |region: &str| {
         let recording = dir.path().join(format!("{region}.eppt"));
-        let out = Command::new(dir.path().join("prog"))
-            .env_remove("EPCACHE_REPORT")
-            .env("EPCACHE_CACHE", cache)
-            .env("EPCACHE_TRACE", region)
-            .env("EPCACHE_TRACE_OUTPUT", &recording)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
+        let stderr = run_traced_with(dir.path(), cache, region, &recording, None, &[]);
         (replay(&recording, cache), stderr)
     };
     // The blocked thread never leaves its instance: the trace is closed at exit, finished,
