@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use epcache_shm::layout::TraceOutcome;
 use epcache_sim::cache::AccessKind;
@@ -33,8 +33,8 @@ use super::{
 };
 
 /// The trace file and what the recording threads told it, behind one lock: a thread takes it
-/// to append a chunk (about every 64 KiB of its records), at a traced instance's bounds and
-/// when it finishes.
+/// to append a chunk (about every 64 KiB of its records) and when it finishes. What a thread
+/// tells at a traced instance's bounds is in [`Progress`], taken with no lock.
 struct Shared {
     /// The file while the trace is open: from the first claim until it is closed.
     file: Option<TraceFile<BufWriter<File>>>,
@@ -44,12 +44,6 @@ struct Shared {
     /// Recorders not finished, and whether thread 0's (the first claim's) is one of them.
     open_recorders: u32,
     first_finished: bool,
-    /// Recorders inside a traced instance now.
-    inside: u32,
-    /// What the recorders wrote: accesses, instances ended, threads that ran an instance.
-    accesses: u64,
-    instances: u64,
-    threads_with_instances: u64,
     budget_reached: bool,
     /// Every site recorded, with the first address it accessed.
     sites: BTreeMap<u64, u64>,
@@ -63,14 +57,27 @@ static SHARED: Mutex<Shared> = Mutex::new(Shared {
     next_thread: 0,
     open_recorders: 0,
     first_finished: false,
-    inside: 0,
-    accesses: 0,
-    instances: 0,
-    threads_with_instances: 0,
     budget_reached: false,
     sites: BTreeMap::new(),
     write_error: None,
 });
+
+/// What the recorders wrote, told at their instances' bounds: the counts a close reports.
+struct Progress {
+    /// Recorders inside a traced instance now.
+    inside: AtomicU32,
+    accesses: AtomicU64,
+    /// Instances ended, and threads that ended one.
+    instances: AtomicU64,
+    threads_with_instances: AtomicU64,
+}
+
+static PROGRESS: Progress = Progress {
+    inside: AtomicU32::new(0),
+    accesses: AtomicU64::new(0),
+    instances: AtomicU64::new(0),
+    threads_with_instances: AtomicU64::new(0),
+};
 
 fn shared() -> std::sync::MutexGuard<'static, Shared> {
     SHARED.lock().unwrap_or_else(|e| e.into_inner())
@@ -288,11 +295,10 @@ impl Recorder {
     fn set_inside(&mut self, inside: bool) {
         if self.inside != inside {
             self.inside = inside;
-            let mut shared = shared();
             if inside {
-                shared.inside += 1;
+                PROGRESS.inside.fetch_add(1, Ordering::Relaxed);
             } else {
-                shared.inside -= 1;
+                PROGRESS.inside.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }
@@ -347,7 +353,7 @@ impl Recorder {
         let ended = self.thread == 0 || w.end_body().is_ok();
         self.set_inside(false);
         if ended {
-            self.tell(&mut shared());
+            self.tell();
         } else {
             self.give_up();
         }
@@ -357,12 +363,15 @@ impl Recorder {
     /// Ends the thread's part of the trace (as its drop does).
     pub(in crate::capture) fn finish(self: Box<Self>) {}
 
-    /// Adds what this recorder wrote since it last told to the shared counts.
-    fn tell(&mut self, shared: &mut Shared) {
-        shared.accesses += self.recorded - self.told.0;
-        shared.instances += self.instances_done - self.told.1;
+    /// Adds what this recorder wrote since it last told to the shared counts ([`PROGRESS`]).
+    fn tell(&mut self) {
+        let p = &PROGRESS;
+        p.accesses
+            .fetch_add(self.recorded - self.told.0, Ordering::Relaxed);
+        p.instances
+            .fetch_add(self.instances_done - self.told.1, Ordering::Relaxed);
         if self.told.1 == 0 && self.instances_done > 0 {
-            shared.threads_with_instances += 1;
+            p.threads_with_instances.fetch_add(1, Ordering::Relaxed);
         }
         self.told = (self.recorded, self.instances_done);
     }
@@ -385,8 +394,8 @@ impl Drop for Recorder {
         }
         // An instance still open ends with the thread's last body, written now.
         self.set_inside(false);
+        self.tell();
         let mut shared = shared();
-        self.tell(&mut shared);
         for (site, addr) in sites {
             shared.sites.entry(site).or_insert(addr);
         }
@@ -411,8 +420,8 @@ fn close(shared: &mut Shared, request: &Request) {
     }
     RECORDING.store(false, Ordering::Release);
     let mut outcome = TraceOutcome {
-        accesses: shared.accesses,
-        instances: shared.instances,
+        accesses: PROGRESS.accesses.load(Ordering::Relaxed),
+        instances: PROGRESS.instances.load(Ordering::Relaxed),
         complete: false,
         budget_reached: shared.budget_reached,
         message: String::new(),
@@ -445,7 +454,7 @@ fn close(shared: &mut Shared, request: &Request) {
             end: s.range.end,
         })
         .collect();
-    let cut = shared.inside;
+    let cut = PROGRESS.inside.load(Ordering::Relaxed);
     let others = OTHER_THREADS_INSTANCES.load(Ordering::Acquire);
     outcome.complete = !outcome.budget_reached
         && cut == 0
@@ -472,10 +481,11 @@ fn close(shared: &mut Shared, request: &Request) {
             outcome.instances
         ));
     }
-    if shared.threads_with_instances > 1 {
+    let threads_with_instances = PROGRESS.threads_with_instances.load(Ordering::Relaxed);
+    if threads_with_instances > 1 {
         notes.push(format!(
             "{} threads ran the region, each recorded on its own",
-            shared.threads_with_instances
+            threads_with_instances
         ));
     }
     if cores::count().is_some() && shared.next_thread > 1 {

@@ -52,6 +52,15 @@ pub struct TraceStats {
 }
 
 impl TraceStats {
+    /// Adds `other`'s counts (all but the bytes, which are the file's).
+    fn add_counts(&mut self, other: &TraceStats) {
+        self.accesses += other.accesses;
+        self.streams += other.streams;
+        self.descriptors += other.descriptors;
+        self.described_accesses += other.described_accesses;
+        self.raw_accesses += other.raw_accesses;
+    }
+
     /// Accesses per byte of trace.
     pub fn accesses_per_byte(&self) -> f64 {
         self.accesses as f64 / self.bytes.max(1) as f64
@@ -161,7 +170,7 @@ impl PartialTrace {
                 return Err(bad(cursor.offset(), "data after the END record"));
             }
             let mut thread = ThreadTrace::new(0, marked, bytes);
-            thread.append(body)?;
+            thread.append(body);
             vec![thread]
         } else {
             let streams = read_chunks(&bytes, &mut tables)?;
@@ -180,11 +189,7 @@ impl PartialTrace {
             ..TraceStats::default()
         };
         for t in &threads {
-            stats.accesses += t.stats.accesses;
-            stats.streams += t.stats.streams;
-            stats.descriptors += t.stats.descriptors;
-            stats.described_accesses += t.stats.described_accesses;
-            stats.raw_accesses += t.stats.raw_accesses;
+            stats.add_counts(&t.stats);
         }
         Ok(Self {
             threads,
@@ -480,14 +485,14 @@ impl ThreadTrace {
         }
         let mut thread = Self::new(id, marked, bytes);
         for body in bodies {
-            thread.append(body).map_err(|e| in_thread(id, e))?;
+            thread.append(body);
         }
         Ok((thread, finished))
     }
 
     /// Joins `body` after the bodies already here: its sequence and stream numbers move past
     /// theirs, and a span the last one left open ends with it.
-    fn append(&mut self, mut body: Body) -> Result<(), PartialError> {
+    fn append(&mut self, mut body: Body) {
         let (seq_base, stream_base) = (self.stats.accesses, self.streams.len() as u32);
         for d in &mut body.descriptors {
             d.seq += seq_base;
@@ -505,13 +510,7 @@ impl ThreadTrace {
         self.streams.extend(body.streams);
         self.descriptors.extend(body.descriptors);
         self.raw.extend(body.raw);
-        let (s, b) = (&mut self.stats, body.stats);
-        s.accesses += b.accesses;
-        s.streams += b.streams;
-        s.descriptors += b.descriptors;
-        s.described_accesses += b.described_accesses;
-        s.raw_accesses += b.raw_accesses;
-        Ok(())
+        self.stats.add_counts(&body.stats);
     }
 
     /// The thread's number in the file.

@@ -120,7 +120,12 @@ impl<W: Write> ThreadWriter<W> {
 
     /// Bytes written so far (the open descriptors and raw entries not included).
     pub fn bytes(&self) -> u64 {
-        self.bytes + self.buffer.len() as u64
+        self.bytes + self.buffered()
+    }
+
+    /// Bytes of records not yet handed to the sink.
+    fn buffered(&self) -> u64 {
+        self.buffer.len() as u64
     }
 
     /// The code address of every site recorded so far, with the first address it accessed.
@@ -368,11 +373,9 @@ impl<W: Write> PartialWriter<W> {
     }
 
     fn pass_on(&mut self) -> io::Result<()> {
-        let bytes = std::mem::take(self.thread.sink_mut());
-        self.file.chunk(0, &bytes)?;
-        // The buffer's room is kept for the next piece.
-        *self.thread.sink_mut() = bytes;
-        self.thread.sink_mut().clear();
+        let piece = self.thread.sink_mut();
+        self.file.chunk(0, piece)?;
+        piece.clear();
         Ok(())
     }
 
@@ -398,7 +401,7 @@ impl<W: Write> PartialWriter<W> {
 
     /// Bytes written so far (the open descriptors and raw entries not included).
     pub fn bytes(&self) -> u64 {
-        self.file.bytes() + self.thread.bytes() - self.thread.bytes
+        self.file.bytes() + self.thread.buffered()
     }
 
     /// The code address of every site recorded so far, with the first address it accessed.
