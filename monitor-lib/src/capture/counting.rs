@@ -40,7 +40,9 @@
 //! A thread whose filter is off (it records a partial trace, counts an event on L1 hits or runs
 //! an analysis) has no batch and no entries to keep, so its accesses skip all of that
 //! ([`Core::access_unfiltered`]): the recording thread of a partial trace spent a seventh of its
-//! instructions on bookkeeping that found nothing to do.
+//! instructions on bookkeeping that found nothing to do. Recording, simulating and counting such
+//! an access read nothing of the thread's own, so a thread that ships hands its accesses to the
+//! worker whole ([`Core::simulate_unfiltered`]), where they run as they would have on the thread.
 //!
 //! Exactness is tested below: the hooks' logic (half through the inline sequence's model) against
 //! counting every outcome through the general per-line path, for every shape of hierarchy.
@@ -166,6 +168,22 @@ impl Core {
     #[inline(never)]
     pub(super) fn access_unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         debug_assert!(self.counts_unfiltered() && !with_filter(Filter::batch_waiting));
+        self.unfiltered(addr, size, kind, pc);
+    }
+
+    /// Simulates and counts, in order, accesses a thread that [`Self::counts_unfiltered`] kept
+    /// for the worker (`ThreadCapture::stage_unfiltered`), each as [`Self::access_unfiltered`]
+    /// would have when it happened; runs on the worker or on the thread.
+    pub(super) fn simulate_unfiltered(&mut self, accesses: &[UnfilteredAccess]) {
+        for a in accesses {
+            self.unfiltered(a.addr, a.size, a.kind, a.pc);
+        }
+    }
+
+    /// [`Self::access_unfiltered`]'s work, wherever it runs: nothing in it reads the thread's
+    /// own state, so the worker runs it too.
+    #[inline(always)]
+    fn unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         self.record_trace(addr, size, kind, pc);
         match self.simulator.access_in_line(addr, size, kind) {
             Some(outcome) => {
@@ -200,6 +218,17 @@ impl Core {
         self.counting
             .drain_batch(&mut self.simulator, &mut self.monitoring);
     }
+}
+
+/// An access of a thread that counts unfiltered, kept in order for the worker to simulate
+/// ([`Core::simulate_unfiltered`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct UnfilteredAccess {
+    pub(super) addr: u64,
+    /// Its code address (0: unknown).
+    pub(super) pc: u64,
+    pub(super) size: u32,
+    pub(super) kind: AccessKind,
 }
 
 /// Simulates and counts records of the inline miss path (`filter.rs`) in order, each as

@@ -13,6 +13,13 @@
 //! it stalled the pipeline at every such line. While the core is away the thread's own
 //! [`StructureFinder`] keeps the whole-line cache filled for the inline miss path.
 //!
+//! A thread whose core counts with its filter off (it records a partial trace, counts an event
+//! on L1 hits or runs an analysis) has no records to stage: every access reaches the runtime,
+//! and while the thread ships, each is kept whole, in order, and handed to the worker
+//! [`SHIP_AT`] at a time with the core ([`ThreadCapture::stage_unfiltered`]), which records,
+//! simulates and counts them there: the thread's part is the hook and one store. An access
+//! that straddles lines takes the core back (its path reads the thread's own filter).
+//!
 //! Attribution is by the thread's last sync point: a finder answers from the snapshot of the
 //! data structures it took last, and takes the current one only once everything captured
 //! before is simulated ([`ThreadCapture::data_changed`]); attributing at simulation time lost a
@@ -33,7 +40,7 @@ use std::time::Instant;
 
 use epcache_sim::cache::AccessKind;
 
-use super::counting::Core;
+use super::counting::{Core, UnfilteredAccess};
 use super::filter::{self, BatchWords, Filter};
 use super::structure_finder::StructureFinder;
 use super::switches::{forked_child, standalone};
@@ -58,7 +65,7 @@ pub(super) struct ThreadCapture {
     in_flight: usize,
     /// The channel the worker sends each batch back on once simulated, which also tells that
     /// the batch is done; made at the first hand-off.
-    spares: Option<(Sender<BatchWords>, Receiver<BatchWords>)>,
+    spares: Option<(Sender<Emptied>, Receiver<Emptied>)>,
     /// Whether this thread counts for the standalone report (its monitoring's `counting`).
     counts: bool,
     /// Whether this thread hands its batches to the worker: standalone counting in a process
@@ -66,6 +73,13 @@ pub(super) struct ThreadCapture {
     ships: bool,
     /// Batches the worker simulated, for the filter to fill next.
     free: Vec<BatchWords>,
+    /// Accesses of a core that counts unfiltered, in order, not yet simulated
+    /// ([`Self::stage_unfiltered`]), and emptied vectors for the next ones.
+    unfiltered: Vec<UnfilteredAccess>,
+    free_unfiltered: Vec<Vec<UnfilteredAccess>>,
+    /// Whether the core is with the worker for unfiltered accesses: every access joins
+    /// `unfiltered` until the core is back.
+    unfiltered_away: bool,
     /// Finds whole lines for the filter while the core is away (the core's monitoring has its
     /// own finder).
     finder: StructureFinder,
@@ -94,6 +108,14 @@ const SHIP_AT: usize = 8192;
 /// when it finishes one, while the thread runs on; a thread that gets further ahead waits.
 const MOST_IN_FLIGHT: usize = 2;
 
+/// A batch the worker simulated, sent back for the thread to fill again.
+enum Emptied {
+    /// The filter's records.
+    Records(BatchWords),
+    /// A core's unfiltered accesses.
+    Unfiltered(Vec<UnfilteredAccess>),
+}
+
 impl ThreadCapture {
     /// A thread's capture around `core`, with `finder` (a copy of the core's) for the filter
     /// while the core is away.
@@ -110,6 +132,9 @@ impl ThreadCapture {
             counts: standalone(),
             ships,
             free: Vec::new(),
+            unfiltered: Vec::new(),
+            free_unfiltered: Vec::new(),
+            unfiltered_away: false,
             finder,
             line_bits,
             identity: ThreadIdentity {
@@ -138,6 +163,10 @@ impl ThreadCapture {
         }
         self.reclaim();
         let core = self.core.as_deref_mut()?;
+        if !self.unfiltered.is_empty() {
+            core.simulate_unfiltered(&self.unfiltered);
+            self.unfiltered.clear();
+        }
         core.drain_batch();
         Some(core)
     }
@@ -153,6 +182,7 @@ impl ThreadCapture {
         };
         // No job holds the lock now: every batch came back.
         self.core = shared.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.unfiltered_away = false;
         if self.core.is_none() {
             report_worker_lost_once();
         }
@@ -170,9 +200,14 @@ impl ThreadCapture {
                 return;
             };
             self.in_flight -= 1;
-            // The filter's first batch is smaller than those it fills while shipping.
-            if emptied.len() == SHIP_AT {
-                self.free.push(emptied);
+            match emptied {
+                // The filter's first batch is smaller than those it fills while shipping.
+                Emptied::Records(batch) if batch.len() == SHIP_AT => self.free.push(batch),
+                Emptied::Records(_) => {}
+                Emptied::Unfiltered(mut accesses) => {
+                    accesses.clear();
+                    self.free_unfiltered.push(accesses);
+                }
             }
         }
     }
@@ -270,7 +305,85 @@ impl ThreadCapture {
             drop(core);
             // Always sent, so the thread never waits for a batch in vain; if the thread is
             // gone, so is the need.
-            let _ = back.send(batch);
+            let _ = back.send(Emptied::Records(batch));
+            simulated
+        }));
+    }
+
+    /// An access of a thread whose core counts unfiltered (`Core::counts_unfiltered`: it
+    /// records a partial trace, counts an event on L1 hits or runs an analysis), while the
+    /// thread ships: kept in order, to be simulated with the next ones on the worker. An access
+    /// that straddles lines is simulated here, after those (its path reads the thread's own
+    /// filter).
+    fn stage_unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
+        if (addr ^ last) >> self.line_bits != 0 {
+            if let Some(core) = self.core() {
+                core.access_unfiltered(addr, size, kind, pc);
+            }
+            return;
+        }
+        if self.unfiltered.capacity() == 0 {
+            self.unfiltered = self
+                .free_unfiltered
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(SHIP_AT));
+        }
+        self.unfiltered.push(UnfilteredAccess {
+            addr,
+            pc,
+            size,
+            kind,
+        });
+        if self.unfiltered.len() >= SHIP_AT {
+            self.ship_unfiltered();
+        }
+    }
+
+    /// Hands the unfiltered accesses to the worker, and the core with the first of them, as
+    /// [`Self::ship`] does the filter's batch; simulates them here when no core is spare.
+    fn ship_unfiltered(&mut self) {
+        if forked_child() || !worker::core_spare() || self.machine_busy() {
+            // `core` simulates what is kept.
+            let _ = self.core();
+            self.unfiltered.clear();
+            return;
+        }
+        if let Some(core) = self.core.take() {
+            let shared = self.shared.get_or_insert_with(Arc::default);
+            *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
+        }
+        let Some(shared) = self.shared.as_ref().map(Arc::clone) else {
+            // No core to count them with.
+            self.unfiltered.clear();
+            return;
+        };
+        self.wait_in_flight(MOST_IN_FLIGHT - 1);
+        let next = self
+            .free_unfiltered
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(SHIP_AT));
+        let accesses = std::mem::replace(&mut self.unfiltered, next);
+        self.unfiltered_away = true;
+        let back = self.spares.get_or_insert_with(mpsc::channel).0.clone();
+        self.in_flight += 1;
+        worker::run(Box::new(move || {
+            let mut core = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let simulated = match core.as_deref_mut() {
+                Some(simulating) => {
+                    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        simulating.simulate_unfiltered(&accesses);
+                    }));
+                    if done.is_err() {
+                        // As in `ship`: the thread learns the core is lost when it takes it back.
+                        *core = None;
+                    }
+                    accesses.len()
+                }
+                None => 0,
+            };
+            drop(core);
+            let _ = back.send(Emptied::Unfiltered(accesses));
             simulated
         }));
     }
@@ -447,12 +560,20 @@ impl ThreadCapture {
         }
         // Nor does a thread whose filter is off (it records a partial trace, or counts an
         // event on L1 hits or an analysis): with no batch and no entries, its accesses need
-        // none of the filter's bookkeeping.
+        // none of the filter's bookkeeping, and while it ships they go to the worker whole.
+        if self.unfiltered_away && !forked_child() {
+            self.stage_unfiltered(addr, size, kind, pc);
+            return;
+        }
         if let Some(core) = self.core.as_deref_mut()
             && core.counts_unfiltered()
             && !forked_child()
         {
-            core.access_unfiltered(addr, size, kind, pc);
+            if self.ships {
+                self.stage_unfiltered(addr, size, kind, pc);
+            } else {
+                core.access_unfiltered(addr, size, kind, pc);
+            }
             return;
         }
         self.access_filtered(addr, size, kind, pc);

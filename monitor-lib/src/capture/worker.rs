@@ -4,11 +4,11 @@
 //! Cachegrind simulates on the core that runs the program, so a monitored run costs the
 //! program's time plus the simulation's. In standalone counting most accesses are answered
 //! inline (`filter.rs`) and the rest reach the runtime as batches of line visits, which need
-//! nothing from the thread but their order: a thread hands its simulator and a few thousand
-//! line visits to this worker and goes on running while they are simulated
-//! (`ThreadCapture::ship`), taking the simulator back only before anything else reads
-//! it. The run then takes about the longer of the two halves
-//! instead of their sum.
+//! nothing from the thread but their order (and a thread whose filter is off, recording a
+//! partial trace or running an analysis, sends its accesses themselves): a thread hands its
+//! simulator and a few thousand line visits to this worker and goes on running while they are
+//! simulated (`ThreadCapture::ship`), taking the simulator back only before anything else
+//! reads it. The run then takes about the longer of the two halves instead of their sum.
 //!
 //! It is used only while the process's capturing threads leave a core spare (a program's own
 //! threads on every core would only be slowed by it), and `EPCACHE_PIPELINE=off` turns it off.

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built};
+use crate::capture_support::{available, epcache_cc, kernel, region, runtime_built, skipped};
 
 /// The standalone report's events of a region, as replay's level fields.
 pub(crate) const EVENTS: [(&str, &str, &str); 8] = [
@@ -184,6 +184,60 @@ fn regular_c_kernel_recording_replays_to_the_live_counts() {
             .unwrap()
             > 100.0
     );
+}
+
+/// A recording thread hands its accesses to the simulation worker on a second core whole
+/// (`ThreadCapture::stage_unfiltered`), which simulates, counts and records them there: the
+/// report and the recording are what the thread makes simulating them itself, and the
+/// recording still replays to the live counts.
+#[test]
+fn a_recording_simulated_on_a_second_core_is_the_one_made_on_the_thread() {
+    let who = "partial recording on a second core";
+    let Some(dir) = built_with_gcc("partial_matmul.c", &[], who) else {
+        return;
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 && !skipped(&format!("{who}: {cpus} CPU here; the worker needs two")) {
+        return;
+    }
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    // `always`: a busy machine must not send the accesses back to the thread.
+    let [alone, shipped] = ["off", "always"].map(|pipeline| {
+        let recording = dir.path().join(format!("{pipeline}.eppt"));
+        let report = dir.path().join(format!("{pipeline}.json"));
+        let env = [("EPCACHE_PIPELINE", pipeline)];
+        run_traced_with(
+            dir.path(),
+            cache,
+            "multiply",
+            &recording,
+            Some(&report),
+            &env,
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (report, replay(&recording, cache))
+    });
+    let on_worker = |run: &(serde_json::Value, serde_json::Value)| {
+        run.0["simulated_on_second_core"].as_u64().unwrap()
+    };
+    assert_eq!(on_worker(&alone), 0);
+    // Two loads an iteration of the 48^3 loop (221,184), all but the last batch's shipped.
+    assert!(on_worker(&shipped) > 200_000, "{}", on_worker(&shipped));
+    assert_eq!(alone.0["levels"], shipped.0["levels"]);
+    assert_eq!(
+        region(&alone.0, "multiply")["events"],
+        region(&shipped.0, "multiply")["events"]
+    );
+    for field in ["levels", "structures", "records"] {
+        assert_eq!(alone.1[field], shipped.1[field], "the replays' {field}");
+    }
+    // The same descriptors (the bytes may differ by where each run's program was loaded).
+    for field in ["accesses", "descriptors", "raw_accesses"] {
+        let (a, b) = (&alone.1["compression"], &shipped.1["compression"]);
+        assert_eq!(a[field], b[field], "the recordings' {field}");
+    }
+    assert_exact(&shipped.0, &shipped.1, "multiply");
 }
 
 /// `EPCACHE_TRACE` alone, with no `EPCACHE_REPORT`, switches capture on and records the same
