@@ -18,7 +18,9 @@
 //! and while the thread ships, each is kept whole, in order, and handed to the worker
 //! [`SHIP_AT`] at a time with the core ([`ThreadCapture::stage_unfiltered`]), which records,
 //! simulates and counts them there: the thread's part is the hook and one store. An access
-//! that straddles lines takes the core back (its path reads the thread's own filter).
+//! that straddles lines takes the core back (its path reads the thread's own filter). When
+//! the worker cannot take a batch (a busy machine, no core spare), the thread simulates the
+//! next [`UNFILTERED_HERE`] accesses at once, unstaged, before it asks again.
 //!
 //! Attribution is by the thread's last sync point: a finder answers from the snapshot of the
 //! data structures it took last, and takes the current one only once everything captured
@@ -80,6 +82,9 @@ pub(super) struct ThreadCapture {
     /// Whether the core is with the worker for unfiltered accesses: every access joins
     /// `unfiltered` until the core is back.
     unfiltered_away: bool,
+    /// Unfiltered accesses still to simulate at once, with no staging, after the worker could
+    /// not take the last ones (the machine is busy, or no core is spare).
+    unfiltered_here: u32,
     /// Finds whole lines for the filter while the core is away (the core's monitoring has its
     /// own finder).
     finder: StructureFinder,
@@ -108,6 +113,11 @@ const SHIP_AT: usize = 8192;
 /// when it finishes one, while the thread runs on; a thread that gets further ahead waits.
 const MOST_IN_FLIGHT: usize = 2;
 
+/// Unfiltered accesses a thread simulates at once after the worker could not take a batch of
+/// them, before it stages again and asks anew: while the machine stays busy, most accesses
+/// skip the staging they would not gain by.
+const UNFILTERED_HERE: u32 = 16 * SHIP_AT as u32;
+
 /// A batch the worker simulated, sent back for the thread to fill again.
 enum Emptied {
     /// The filter's records.
@@ -135,6 +145,7 @@ impl ThreadCapture {
             unfiltered: Vec::new(),
             free_unfiltered: Vec::new(),
             unfiltered_away: false,
+            unfiltered_here: 0,
             finder,
             line_bits,
             identity: ThreadIdentity {
@@ -312,16 +323,47 @@ impl ThreadCapture {
 
     /// An access of a thread whose core counts unfiltered (`Core::counts_unfiltered`: it
     /// records a partial trace, counts an event on L1 hits or runs an analysis), while the
-    /// thread ships: kept in order, to be simulated with the next ones on the worker. An access
-    /// that straddles lines is simulated here, after those (its path reads the thread's own
-    /// filter).
+    /// thread ships: kept in order, to be simulated with the next ones on the worker. Inlined:
+    /// the common case is one test and a store.
+    #[inline(always)]
     fn stage_unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
+        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
+        let one_line = (addr ^ last) >> self.line_bits == 0;
+        if !one_line || self.unfiltered.len() == self.unfiltered.capacity() {
+            return self.stage_unfiltered_otherwise(addr, size, kind, pc);
+        }
+        self.unfiltered.push(UnfilteredAccess {
+            addr,
+            pc,
+            size,
+            kind,
+        });
+    }
+
+    /// [`Self::stage_unfiltered`] of an access that straddles lines, simulated here after
+    /// those kept (its path reads the thread's own filter), or that finds no room: the kept
+    /// ones go to the worker first.
+    #[cold]
+    #[inline(never)]
+    fn stage_unfiltered_otherwise(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
         if (addr ^ last) >> self.line_bits != 0 {
             if let Some(core) = self.core() {
                 core.access_unfiltered(addr, size, kind, pc);
             }
             return;
+        }
+        if !self.unfiltered.is_empty() {
+            self.ship_unfiltered();
+            if self.unfiltered_here > 0 {
+                // The worker could not take them, and simulated here they went first: this
+                // access and the next ones follow them here.
+                self.unfiltered_here -= 1;
+                if let Some(core) = self.core() {
+                    core.access_unfiltered(addr, size, kind, pc);
+                }
+                return;
+            }
         }
         if self.unfiltered.capacity() == 0 {
             self.unfiltered = self
@@ -335,9 +377,6 @@ impl ThreadCapture {
             size,
             kind,
         });
-        if self.unfiltered.len() >= SHIP_AT {
-            self.ship_unfiltered();
-        }
     }
 
     /// Hands the unfiltered accesses to the worker, and the core with the first of them, as
@@ -347,6 +386,7 @@ impl ThreadCapture {
             // `core` simulates what is kept.
             let _ = self.core();
             self.unfiltered.clear();
+            self.unfiltered_here = UNFILTERED_HERE;
             return;
         }
         if let Some(core) = self.core.take() {
@@ -569,10 +609,15 @@ impl ThreadCapture {
             && core.counts_unfiltered()
             && !forked_child()
         {
-            if self.ships {
-                self.stage_unfiltered(addr, size, kind, pc);
-            } else {
+            if !self.ships {
                 core.access_unfiltered(addr, size, kind, pc);
+            } else if self.unfiltered_here > 0 {
+                // Nothing is kept while the thread simulates at once (`ship_unfiltered`).
+                debug_assert!(self.unfiltered.is_empty());
+                self.unfiltered_here -= 1;
+                core.access_unfiltered(addr, size, kind, pc);
+            } else {
+                self.stage_unfiltered(addr, size, kind, pc);
             }
             return;
         }

@@ -58,11 +58,24 @@ fn run(
     pipeline: &str,
     dir: &std::path::Path,
 ) -> serde_json::Value {
+    run_with(program, cpus, pipeline, dir, "40", &[])
+}
+
+/// [`run`] of `sweeps` sweeps with the variables `env` besides.
+fn run_with(
+    program: &std::path::Path,
+    cpus: &str,
+    pipeline: &str,
+    dir: &std::path::Path,
+    sweeps: &str,
+    env: &[(&str, &std::path::Path)],
+) -> serde_json::Value {
     let report = dir.join(format!("report-{pipeline}.json"));
     let out = Command::new("taskset")
         .args(["-c", cpus])
         .arg(program)
-        .arg("40")
+        .arg(sweeps)
+        .envs(env.iter().copied())
         .env("EPCACHE_REPORT", &report)
         .env("EPCACHE_CACHE", CACHE)
         .env("EPCACHE_PIPELINE", pipeline)
@@ -74,17 +87,18 @@ fn run(
     serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
 }
 
-#[test]
-fn beside_busy_processes_the_program_simulates_on_its_own_thread_and_counts_alike() {
+/// The stencil built in a new directory, and the two CPUs to pin it to; `None` (said) when a
+/// tool or the second CPU is missing.
+fn stencil_and_cpus() -> Option<(tempfile::TempDir, std::path::PathBuf, (u32, u32))> {
     if !available("gcc", "capture_busy_machine")
         || !available("taskset", "capture_busy_machine")
         || !runtime_built("capture_busy_machine")
     {
-        return;
+        return None;
     }
-    let Some((first, second)) = two_cpus() else {
+    let Some(cpus) = two_cpus() else {
         skipped("capture_busy_machine: fewer than two CPUs here; the simulation thread needs two");
-        return;
+        return None;
     };
     let dir = tempfile::tempdir().unwrap();
     let source = kernel("stencil_sweeps.c");
@@ -93,6 +107,14 @@ fn beside_busy_processes_the_program_simulates_on_its_own_thread_and_counts_alik
         &["gcc", "-O2", source.to_str().unwrap(), "-o", "stencil"],
     );
     let program = dir.path().join("stencil");
+    Some((dir, program, cpus))
+}
+
+#[test]
+fn beside_busy_processes_the_program_simulates_on_its_own_thread_and_counts_alike() {
+    let Some((dir, program, (first, second))) = stencil_and_cpus() else {
+        return;
+    };
     let cpus = format!("{first},{second}");
     let busy = {
         let _spinners = [Spinner::on(first), Spinner::on(second)];
@@ -109,4 +131,37 @@ fn beside_busy_processes_the_program_simulates_on_its_own_thread_and_counts_alik
     let one_core = run(&program, &cpus, "off", dir.path());
     assert_eq!(one_core["handled"]["pipeline_fallbacks"], 0);
     assert_eq!(counts_of(busy), counts_of(one_core));
+}
+
+/// A thread recording a partial trace hands its accesses to the worker whole
+/// (`ThreadCapture::stage_unfiltered`); beside busy processes it falls back and tries again
+/// the same way, and counts and records what a run on one core does.
+#[test]
+fn beside_busy_processes_a_recording_thread_simulates_on_its_own_thread_too() {
+    let Some((dir, program, (first, second))) = stencil_and_cpus() else {
+        return;
+    };
+    let cpus = format!("{first},{second}");
+    let record = |pipeline: &str| {
+        let recording = dir.path().join(format!("{pipeline}.eppt"));
+        let env = [
+            ("EPCACHE_TRACE", std::path::Path::new("sweep:200")),
+            ("EPCACHE_TRACE_OUTPUT", &recording),
+        ];
+        let report = run_with(&program, &cpus, pipeline, dir.path(), "100", &env);
+        (report, std::fs::metadata(&recording).unwrap().len())
+    };
+    let (busy, busy_bytes) = {
+        let _spinners = [Spinner::on(first), Spinner::on(second)];
+        record("on")
+    };
+    let handled = &busy["handled"];
+    assert!(
+        handled["pipeline_fallbacks"].as_u64().unwrap() >= 2,
+        "recording beside a busy loop on each of its CPUs, the program did not fall back, try \
+         again and fall back again: {handled}"
+    );
+    let (one_core, one_core_bytes) = record("off");
+    assert_eq!(counts_of(busy), counts_of(one_core));
+    assert_eq!(busy_bytes, one_core_bytes, "the recordings' sizes");
 }
