@@ -84,8 +84,13 @@ pub(super) fn report(
     }
     println!(
         "\nthis build against {} at scale {scale} ({runs} runs of each, alternating; wall \
-         seconds, medians; counts equal)",
-        other_dir.display()
+         seconds, medians; counts equal){}",
+        other_dir.display(),
+        if super::records() {
+            "; every monitored run records the program's partial trace"
+        } else {
+            ""
+        }
     );
     println!(
         "{:<9} {:<4} {:<17} {:>9} {:>9} {:>11}",

@@ -42,7 +42,10 @@
 //!   reach the inline miss path with repeat-hit tables of other shapes (`filter_model.rs`);
 //! - `EPCACHE_SUITE_AGAINST=DIR`: instead of the table against Cachegrind, this build's
 //!   monitored runs against another build's (`DIR` holds its `epcache` and
-//!   `libepcache_monitor.a`), alternating run by run, with the ratios (`against.rs`).
+//!   `libepcache_monitor.a`), alternating run by run, with the ratios (`against.rs`);
+//! - `EPCACHE_SUITE_RECORD=1`: every monitored run also records a partial trace of the whole
+//!   program (`main`, or the Fortran program's own name), so `EPCACHE_SUITE_AGAINST` compares
+//!   two builds' recordings (a recording costs about ten monitored runs: scale it down).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -305,6 +308,14 @@ fn run_variant(
             if variant == Variant::EpcacheOneCore {
                 command.env("EPCACHE_PIPELINE", "off");
             }
+            if records() {
+                command
+                    .env("EPCACHE_TRACE", format!("{}:1", traced_region(k)))
+                    .env(
+                        "EPCACHE_TRACE_OUTPUT",
+                        dir.join(format!("trace-{tag}.eppt")),
+                    );
+            }
         }
     }
     command
@@ -411,6 +422,21 @@ fn verdict(met: bool) -> &'static str {
 }
 
 /// The kernel's repetitions at `scale`.
+/// Whether monitored runs record a partial trace too (`EPCACHE_SUITE_RECORD=1`).
+fn records() -> bool {
+    std::env::var("EPCACHE_SUITE_RECORD").is_ok_and(|v| v == "1")
+}
+
+/// The region a recording run traces: the whole program (`main` in C; the Fortran kernel's
+/// program carries the kernel's name).
+fn traced_region(k: &Kernel) -> &'static str {
+    if k.compiler == "gfortran" {
+        k.name
+    } else {
+        "main"
+    }
+}
+
 fn reps(k: &Kernel, scale: f64) -> u32 {
     ((k.reps * scale).round() as u32).max(1)
 }
