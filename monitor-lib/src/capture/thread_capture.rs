@@ -67,7 +67,7 @@ pub(super) struct ThreadCapture {
     in_flight: usize,
     /// The channel the worker sends each batch back on once simulated, which also tells that
     /// the batch is done; made at the first hand-off.
-    spares: Option<(Sender<Emptied>, Receiver<Emptied>)>,
+    spares: Option<(Sender<Shipment>, Receiver<Shipment>)>,
     /// Whether this thread counts for the standalone report (its monitoring's `counting`).
     counts: bool,
     /// Whether this thread hands its batches to the worker: standalone counting in a process
@@ -118,12 +118,30 @@ const MOST_IN_FLIGHT: usize = 2;
 /// skip the staging they would not gain by.
 const UNFILTERED_HERE: u32 = 16 * SHIP_AT as u32;
 
-/// A batch the worker simulated, sent back for the thread to fill again.
-enum Emptied {
-    /// The filter's records.
-    Records(BatchWords),
+/// A batch on its way to the worker, and back to the thread to be filled again.
+enum Shipment {
+    /// The filter's batch, with the number of records it holds.
+    Records(BatchWords, usize),
     /// A core's unfiltered accesses.
     Unfiltered(Vec<UnfilteredAccess>),
+}
+
+impl Shipment {
+    /// Records or accesses it holds.
+    fn len(&self) -> usize {
+        match self {
+            Shipment::Records(_, filled) => *filled,
+            Shipment::Unfiltered(accesses) => accesses.len(),
+        }
+    }
+
+    /// Simulates and counts what it holds with `core`, in order.
+    fn simulate_on(&self, core: &mut Core) {
+        match self {
+            Shipment::Records(batch, filled) => core.simulate_shipped(batch, *filled),
+            Shipment::Unfiltered(accesses) => core.simulate_unfiltered(accesses),
+        }
+    }
 }
 
 impl ThreadCapture {
@@ -213,9 +231,9 @@ impl ThreadCapture {
             self.in_flight -= 1;
             match emptied {
                 // The filter's first batch is smaller than those it fills while shipping.
-                Emptied::Records(batch) if batch.len() == SHIP_AT => self.free.push(batch),
-                Emptied::Records(_) => {}
-                Emptied::Unfiltered(mut accesses) => {
+                Shipment::Records(batch, _) if batch.len() == SHIP_AT => self.free.push(batch),
+                Shipment::Records(..) => {}
+                Shipment::Unfiltered(mut accesses) => {
                     accesses.clear();
                     self.free_unfiltered.push(accesses);
                 }
@@ -278,11 +296,7 @@ impl ThreadCapture {
             let _ = self.core();
             return;
         }
-        if let Some(core) = self.core.take() {
-            let shared = self.shared.get_or_insert_with(Arc::default);
-            *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
-        }
-        let Some(shared) = self.shared.as_ref().map(Arc::clone) else {
+        let Some(shared) = self.core_for_worker() else {
             // No core to count them with.
             with_filter(|f| f.drain_batch_with(|_| ()));
             return;
@@ -295,6 +309,23 @@ impl ThreadCapture {
         let Some((batch, filled)) = with_filter(|f| f.replace_batch(next)) else {
             return;
         };
+        self.send_to_worker(shared, Shipment::Records(batch, filled));
+    }
+
+    /// The mutex the worker's jobs find the core in, with the core put there if the thread
+    /// has it; `None` when there is no core to count with.
+    fn core_for_worker(&mut self) -> Option<Arc<Mutex<Option<Box<Core>>>>> {
+        if let Some(core) = self.core.take() {
+            let shared = self.shared.get_or_insert_with(Arc::default);
+            *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
+        }
+        self.shared.as_ref().map(Arc::clone)
+    }
+
+    /// Sends the worker a job that simulates `shipment` with the core in `shared`, then sends
+    /// the shipment back to this thread emptied, whether or not there was a core to simulate
+    /// it with.
+    fn send_to_worker(&mut self, shared: Arc<Mutex<Option<Box<Core>>>>, shipment: Shipment) {
         let back = self.spares.get_or_insert_with(mpsc::channel).0.clone();
         self.in_flight += 1;
         worker::run(Box::new(move || {
@@ -302,21 +333,21 @@ impl ThreadCapture {
             let simulated = match core.as_deref_mut() {
                 Some(simulating) => {
                     let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        simulating.simulate_shipped(&batch, filled);
+                        shipment.simulate_on(simulating);
                     }));
                     if done.is_err() {
                         // A bug in the simulator: the core is no longer trusted, and the thread
                         // learns it is lost when it takes it back (`reclaim`).
                         *core = None;
                     }
-                    filled
+                    shipment.len()
                 }
                 None => 0,
             };
             drop(core);
             // Always sent, so the thread never waits for a batch in vain; if the thread is
             // gone, so is the need.
-            let _ = back.send(Emptied::Records(batch));
+            let _ = back.send(shipment);
             simulated
         }));
     }
@@ -389,11 +420,7 @@ impl ThreadCapture {
             self.unfiltered_here = UNFILTERED_HERE;
             return;
         }
-        if let Some(core) = self.core.take() {
-            let shared = self.shared.get_or_insert_with(Arc::default);
-            *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
-        }
-        let Some(shared) = self.shared.as_ref().map(Arc::clone) else {
+        let Some(shared) = self.core_for_worker() else {
             // No core to count them with.
             self.unfiltered.clear();
             return;
@@ -405,27 +432,7 @@ impl ThreadCapture {
             .unwrap_or_else(|| Vec::with_capacity(SHIP_AT));
         let accesses = std::mem::replace(&mut self.unfiltered, next);
         self.unfiltered_away = true;
-        let back = self.spares.get_or_insert_with(mpsc::channel).0.clone();
-        self.in_flight += 1;
-        worker::run(Box::new(move || {
-            let mut core = shared.lock().unwrap_or_else(|e| e.into_inner());
-            let simulated = match core.as_deref_mut() {
-                Some(simulating) => {
-                    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        simulating.simulate_unfiltered(&accesses);
-                    }));
-                    if done.is_err() {
-                        // As in `ship`: the thread learns the core is lost when it takes it back.
-                        *core = None;
-                    }
-                    accesses.len()
-                }
-                None => 0,
-            };
-            drop(core);
-            let _ = back.send(Emptied::Unfiltered(accesses));
-            simulated
-        }));
+        self.send_to_worker(shared, Shipment::Unfiltered(accesses));
     }
 
     /// Whether this thread simulates its batches itself for now because the machine has more
