@@ -17,7 +17,7 @@
 //! on L1 hits or runs an analysis) has no records to stage: every access reaches the runtime,
 //! and while the thread ships, each is kept whole, in order, and handed to the worker
 //! [`SHIP_AT`] at a time with the core ([`ThreadCapture::stage_unfiltered`]), which records,
-//! simulates and counts them there: the thread's part is the hook and one store. An access
+//! simulates and counts them there: the thread's part is the hook and a push. An access
 //! that straddles lines takes the core back (its path reads the thread's own filter). When
 //! the worker cannot take a batch (a busy machine, no core spare), the thread simulates the
 //! next [`UNFILTERED_HERE`] accesses at once, unstaged, before it asks again.
