@@ -174,8 +174,9 @@ impl Core {
     /// Simulates and counts, in order, accesses a thread that [`Self::counts_unfiltered`] kept
     /// for the worker (`ThreadCapture::stage_unfiltered`), each as [`Self::access_unfiltered`]
     /// would have when it happened; runs on the worker or on the thread.
-    pub(super) fn simulate_unfiltered(&mut self, accesses: &[UnfilteredAccess]) {
-        for a in accesses {
+    pub(super) fn simulate_unfiltered(&mut self, accesses: &[UnfilteredWords]) {
+        for &words in accesses {
+            let a = UnfilteredAccess::from_words(words);
             self.unfiltered(a.addr, a.size, a.kind, a.pc);
         }
     }
@@ -222,13 +223,41 @@ impl Core {
 
 /// An access of a thread that counts unfiltered, kept in order for the worker to simulate
 /// ([`Core::simulate_unfiltered`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct UnfilteredAccess {
     pub(super) addr: u64,
     /// Its code address (0: unknown).
     pub(super) pc: u64,
     pub(super) size: u32,
     pub(super) kind: AccessKind,
+}
+
+/// An [`UnfilteredAccess`] as the words the thread stores (`streaming.rs` writes words).
+pub(super) type UnfilteredWords = [u64; 3];
+
+impl UnfilteredAccess {
+    /// The access as words: its address, its code address, and its size with the kind above.
+    #[inline(always)]
+    pub(super) fn words(self) -> UnfilteredWords {
+        let write = u64::from(self.kind == AccessKind::Write);
+        [self.addr, self.pc, u64::from(self.size) | write << 32]
+    }
+
+    /// The access [`Self::words`] made.
+    #[inline(always)]
+    pub(super) fn from_words([addr, pc, rest]: UnfilteredWords) -> UnfilteredAccess {
+        let kind = if rest >> 32 & 1 == 1 {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        UnfilteredAccess {
+            addr,
+            pc,
+            size: rest as u32,
+            kind,
+        }
+    }
 }
 
 /// Simulates and counts records of the inline miss path (`filter.rs`) in order, each as
@@ -864,6 +893,21 @@ mod tests {
     use super::super::data;
     use super::super::tag_key::TAG_WORD;
     use std::sync::atomic::Ordering;
+
+    #[test]
+    fn an_unfiltered_access_reads_back_from_its_words() {
+        for kind in [AccessKind::Read, AccessKind::Write] {
+            for (addr, size, pc) in [(0x7fff_ffff_fff8, 8, 0x40_1234), (1, 1, 0), (64, 4096, 9)] {
+                let access = UnfilteredAccess {
+                    addr,
+                    pc,
+                    size,
+                    kind,
+                };
+                assert_eq!(UnfilteredAccess::from_words(access.words()), access);
+            }
+        }
+    }
 
     /// Switches this thread's filter on, waiting a while for other tests' threads whose filters
     /// hold the tag word's shape for another L1 (one process simulates one L1, so

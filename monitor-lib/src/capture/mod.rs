@@ -22,7 +22,8 @@
 //! 4. **The thread**: `this_thread` (the calling thread's capture and what happens to it),
 //!    `thread_capture` (one thread's capture, and its hand-off to the worker), `counting` (how
 //!    its accesses are simulated and counted), `worker` (the simulation thread), `hand_over`
-//!    (which threads hold counts the totals lack).
+//!    (which threads hold counts the totals lack), `streaming` (the stores that fill what goes
+//!    to the worker).
 //! 5. **What is counted**: `totals` (the run's sums), `monitoring` (requests bound at a
 //!    region's entry, results published at its exit, standalone counts), `structure_finder`
 //!    (which data structure holds an address), `heap` (heap blocks named by allocation context),
@@ -53,11 +54,11 @@
 //!
 //! # Unsafe code
 //!
-//! Only the `*_abi.rs` modules and `thread_block.rs` hold unsafe code (the `extern "C"` entry
-//! points, the atomics they must really perform, the exported words of generated code, the
-//! termination and crash signal handlers and the process's exit and fork handlers, the
-//! `pthread_join` and `dlopen` wraps, the thread's local-exec thread-local block); everything
-//! they call is safe Rust.
+//! Only the `*_abi.rs` modules, `thread_block.rs` and `streaming.rs` hold unsafe code (the
+//! `extern "C"` entry points, the atomics they must really perform, the exported words of
+//! generated code, the termination and crash signal handlers and the process's exit and fork
+//! handlers, the `pthread_join` and `dlopen` wraps, the thread's local-exec thread-local block,
+//! the non-temporal stores); everything they call is safe Rust.
 
 mod access;
 mod access_log;
@@ -105,6 +106,8 @@ mod process_end_abi;
 mod sancov_abi;
 #[allow(unsafe_code)]
 mod signal_abi;
+#[allow(unsafe_code)]
+mod streaming;
 #[allow(unsafe_code)]
 mod thread_block;
 #[allow(unsafe_code)]

@@ -17,7 +17,9 @@
 //! on L1 hits or runs an analysis) has no records to stage: every access reaches the runtime,
 //! and while the thread ships, each is kept whole, in order, and handed to the worker
 //! [`SHIP_AT`] at a time with the core ([`ThreadCapture::stage_unfiltered`]), which records,
-//! simulates and counts them there: the thread's part is the hook and a push. An access
+//! simulates and counts them there: the thread's part is the hook and three streaming stores
+//! (`streaming.rs`: every access is written for the other core, so the thread must not wait
+//! to take lines back from it). An access
 //! that straddles lines takes the core back (its path reads the thread's own filter). When
 //! the worker cannot take a batch (a busy machine, no core spare), the thread simulates the
 //! next [`UNFILTERED_HERE`] accesses at once, unstaged, before it asks again.
@@ -42,14 +44,14 @@ use std::time::Instant;
 
 use epcache_sim::cache::AccessKind;
 
-use super::counting::{Core, UnfilteredAccess};
+use super::counting::{Core, UnfilteredAccess, UnfilteredWords};
 use super::filter::{self, BatchWords, Filter};
 use super::structure_finder::StructureFinder;
 use super::switches::{forked_child, standalone};
 use super::thread_block::with_filter;
 use super::totals::ThreadIdentity;
 use super::worker::{Backoff, SchedClock, ShareWindow};
-use super::{gate_abi, hand_over, totals, worker};
+use super::{gate_abi, hand_over, streaming, totals, worker};
 
 /// Order in which threads started capturing.
 static THREAD_COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -75,10 +77,12 @@ pub(super) struct ThreadCapture {
     ships: bool,
     /// Batches the worker simulated, for the filter to fill next.
     free: Vec<BatchWords>,
-    /// Accesses of a core that counts unfiltered, in order, not yet simulated
-    /// ([`Self::stage_unfiltered`]), and emptied vectors for the next ones.
-    unfiltered: Vec<UnfilteredAccess>,
-    free_unfiltered: Vec<Vec<UnfilteredAccess>>,
+    /// Room for accesses of a core that counts unfiltered ([`Self::stage_unfiltered`]); the
+    /// first `kept` are kept, in order, not yet simulated. Empty until the first is kept.
+    unfiltered: Box<[UnfilteredWords]>,
+    kept: usize,
+    /// Emptied rooms for the next accesses.
+    free_unfiltered: Vec<Box<[UnfilteredWords]>>,
     /// Whether the core is with the worker for unfiltered accesses: every access joins
     /// `unfiltered` until the core is back.
     unfiltered_away: bool,
@@ -122,8 +126,8 @@ const UNFILTERED_HERE: u32 = 16 * SHIP_AT as u32;
 enum Shipment {
     /// The filter's batch, with the number of records it holds.
     Records(BatchWords, usize),
-    /// A core's unfiltered accesses.
-    Unfiltered(Vec<UnfilteredAccess>),
+    /// A room of a core's unfiltered accesses, with the number it holds.
+    Unfiltered(Box<[UnfilteredWords]>, usize),
 }
 
 impl Shipment {
@@ -131,7 +135,7 @@ impl Shipment {
     fn len(&self) -> usize {
         match self {
             Shipment::Records(_, filled) => *filled,
-            Shipment::Unfiltered(accesses) => accesses.len(),
+            Shipment::Unfiltered(_, kept) => *kept,
         }
     }
 
@@ -139,7 +143,7 @@ impl Shipment {
     fn simulate_on(&self, core: &mut Core) {
         match self {
             Shipment::Records(batch, filled) => core.simulate_shipped(batch, *filled),
-            Shipment::Unfiltered(accesses) => core.simulate_unfiltered(accesses),
+            Shipment::Unfiltered(room, kept) => core.simulate_unfiltered(&room[..*kept]),
         }
     }
 }
@@ -160,7 +164,8 @@ impl ThreadCapture {
             counts: standalone(),
             ships,
             free: Vec::new(),
-            unfiltered: Vec::new(),
+            unfiltered: Box::default(),
+            kept: 0,
             free_unfiltered: Vec::new(),
             unfiltered_away: false,
             unfiltered_here: 0,
@@ -192,9 +197,9 @@ impl ThreadCapture {
         }
         self.reclaim();
         let core = self.core.as_deref_mut()?;
-        if !self.unfiltered.is_empty() {
-            core.simulate_unfiltered(&self.unfiltered);
-            self.unfiltered.clear();
+        if self.kept > 0 {
+            core.simulate_unfiltered(&self.unfiltered[..self.kept]);
+            self.kept = 0;
         }
         core.drain_batch();
         Some(core)
@@ -233,10 +238,7 @@ impl ThreadCapture {
                 // The filter's first batch is smaller than those it fills while shipping.
                 Shipment::Records(batch, _) if batch.len() == SHIP_AT => self.free.push(batch),
                 Shipment::Records(..) => {}
-                Shipment::Unfiltered(mut accesses) => {
-                    accesses.clear();
-                    self.free_unfiltered.push(accesses);
-                }
+                Shipment::Unfiltered(room, _) => self.free_unfiltered.push(room),
             }
         }
     }
@@ -360,15 +362,19 @@ impl ThreadCapture {
     fn stage_unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
         let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
         let one_line = (addr ^ last) >> self.line_bits == 0;
-        if !one_line || self.unfiltered.len() == self.unfiltered.capacity() {
-            return self.stage_unfiltered_otherwise(addr, size, kind, pc);
+        match self.unfiltered.get_mut(self.kept) {
+            Some(slot) if one_line => {
+                let access = UnfilteredAccess {
+                    addr,
+                    pc,
+                    size,
+                    kind,
+                };
+                streaming::store(slot, access.words());
+                self.kept += 1;
+            }
+            _ => self.stage_unfiltered_otherwise(addr, size, kind, pc),
         }
-        self.unfiltered.push(UnfilteredAccess {
-            addr,
-            pc,
-            size,
-            kind,
-        });
     }
 
     /// [`Self::stage_unfiltered`] of an access that straddles lines, simulated here after
@@ -384,7 +390,7 @@ impl ThreadCapture {
             }
             return;
         }
-        if !self.unfiltered.is_empty() {
+        if self.kept > 0 {
             self.ship_unfiltered();
             if self.unfiltered_here > 0 {
                 // The worker could not take them, and simulated here they went first: this
@@ -396,18 +402,17 @@ impl ThreadCapture {
                 return;
             }
         }
-        if self.unfiltered.capacity() == 0 {
-            self.unfiltered = self
-                .free_unfiltered
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(SHIP_AT));
+        if self.unfiltered.is_empty() {
+            self.unfiltered = self.free_unfiltered.pop().unwrap_or_else(new_room);
         }
-        self.unfiltered.push(UnfilteredAccess {
+        let access = UnfilteredAccess {
             addr,
             pc,
             size,
             kind,
-        });
+        };
+        streaming::store(&mut self.unfiltered[self.kept], access.words());
+        self.kept += 1;
     }
 
     /// Hands the unfiltered accesses to the worker, and the core with the first of them, as
@@ -416,23 +421,23 @@ impl ThreadCapture {
         if forked_child() || !worker::core_spare() || self.machine_busy() {
             // `core` simulates what is kept.
             let _ = self.core();
-            self.unfiltered.clear();
+            self.kept = 0;
             self.unfiltered_here = UNFILTERED_HERE;
             return;
         }
         let Some(shared) = self.core_for_worker() else {
             // No core to count them with.
-            self.unfiltered.clear();
+            self.kept = 0;
             return;
         };
         self.wait_in_flight(MOST_IN_FLIGHT - 1);
-        let next = self
-            .free_unfiltered
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(SHIP_AT));
-        let accesses = std::mem::replace(&mut self.unfiltered, next);
+        let next = self.free_unfiltered.pop().unwrap_or_else(new_room);
+        let room = std::mem::replace(&mut self.unfiltered, next);
+        let kept = std::mem::take(&mut self.kept);
+        // The worker reads what the streaming stores wrote only after this.
+        streaming::publish();
         self.unfiltered_away = true;
-        self.send_to_worker(shared, Shipment::Unfiltered(accesses));
+        self.send_to_worker(shared, Shipment::Unfiltered(room, kept));
     }
 
     /// Whether this thread simulates its batches itself for now because the machine has more
@@ -581,6 +586,11 @@ impl Drop for ThreadCapture {
     }
 }
 
+/// Room for [`SHIP_AT`] unfiltered accesses.
+fn new_room() -> Box<[UnfilteredWords]> {
+    vec![UnfilteredWords::default(); SHIP_AT].into_boxed_slice()
+}
+
 fn report_worker_lost_once() {
     static SAID: AtomicBool = AtomicBool::new(false);
     if !SAID.swap(true, Ordering::Relaxed) {
@@ -620,7 +630,7 @@ impl ThreadCapture {
                 core.access_unfiltered(addr, size, kind, pc);
             } else if self.unfiltered_here > 0 {
                 // Nothing is kept while the thread simulates at once (`ship_unfiltered`).
-                debug_assert!(self.unfiltered.is_empty());
+                debug_assert_eq!(self.kept, 0);
                 self.unfiltered_here -= 1;
                 core.access_unfiltered(addr, size, kind, pc);
             } else {
