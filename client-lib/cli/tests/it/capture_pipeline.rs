@@ -1,5 +1,6 @@
 //! Simulation on a second core (`monitor-lib/src/capture/worker.rs`): a program whose batched
-//! line visits are handed to the simulation thread (`EPCACHE_PIPELINE=always`, so a busy
+//! line visits (or, under a cache the filter cannot serve, whose accesses) are handed to the
+//! simulation thread (`EPCACHE_PIPELINE=always`, so a busy
 //! machine does not send them back to the program's thread) reports exactly what it reports
 //! when its own thread simulates them (`EPCACHE_PIPELINE=off`), with a heap array freed while its last
 //! visits are still staged, regions entered between hand-offs and a child forked in the middle
@@ -128,6 +129,36 @@ fn the_second_core_reports_exactly_what_the_programs_thread_would() {
     }
     // And everything else, misses at every level included, is the same.
     assert_eq!(counts_of(on), counts_of(off));
+}
+
+/// Caches the repeat-hit filter cannot serve keep it off, and the thread then hands its
+/// accesses to the worker whole (`ThreadCapture::stage_unfiltered`, written with streaming
+/// stores): the second core still reports what the program's thread would, heap array, fork
+/// and all.
+#[test]
+fn with_the_filter_off_the_second_core_reports_exactly_what_the_programs_thread_would() {
+    if !ready(true) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "pipeline");
+    for cache in [
+        "D1=32K,8,64;LL=256K,64,64,inclusive",
+        "D1=32K,8,64,write-through;LL=256K,64,64",
+        "D1=32K,8,64,plru;LL=256K,64,64",
+    ] {
+        let on = run_cached(dir.path(), &program, &["fork"], "always", cache);
+        let off = run_cached(dir.path(), &program, &["fork"], "off", cache);
+        let handed = on["simulated_on_second_core"].as_u64().unwrap();
+        assert!(
+            handed > ELEMENTS,
+            "{cache}: the worker simulated {handed} accesses"
+        );
+        assert_eq!(off["simulated_on_second_core"], 0, "{cache}");
+        let reads = &structure(region(&on, "transpose_add"), "A")["events"]["PAPI_L1_DCR"];
+        assert_eq!(reads, ROUNDS * ELEMENTS, "{cache}");
+        assert_eq!(counts_of(on), counts_of(off), "{cache}");
+    }
 }
 
 #[test]
