@@ -6,7 +6,7 @@
 //! worker's caches. Where the two cores share no cache, each such line costs a round trip
 //! between them; the thread's store buffer fills with stores waiting on those lines, and the
 //! thread stalls at whatever store comes next (its own stack, its thread-local block). On the
-//! 2-core VMs here that happens in about half the runs, as the host places the two vCPUs, and a
+//! 2-core VMs here that happens for minutes at a time, as the host places the two vCPUs, and a
 //! pipelined run then took longer than the same run on one core (docs/performance.md,
 //! "Timed" and "Recording a partial trace"). A non-temporal store (`movnti`) writes around the
 //! caches through a write-combining buffer without reading the line first, so the thread
