@@ -360,8 +360,7 @@ impl ThreadCapture {
     /// the common case is one test and a store.
     #[inline(always)]
     fn stage_unfiltered(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
-        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        let one_line = (addr ^ last) >> self.line_bits == 0;
+        let one_line = self.in_one_line(addr, size);
         match self.unfiltered.get_mut(self.kept) {
             Some(slot) if one_line => {
                 let access = UnfilteredAccess {
@@ -377,42 +376,37 @@ impl ThreadCapture {
         }
     }
 
-    /// [`Self::stage_unfiltered`] of an access that straddles lines, simulated here after
-    /// those kept (its path reads the thread's own filter), or that finds no room: the kept
-    /// ones go to the worker first.
+    /// [`Self::stage_unfiltered`] of an access that finds no room (the kept ones go to the
+    /// worker first) or that straddles lines (simulated here after those kept: its path reads
+    /// the thread's own filter).
     #[cold]
     #[inline(never)]
     fn stage_unfiltered_otherwise(&mut self, addr: u64, size: u32, kind: AccessKind, pc: u64) {
-        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
-        if (addr ^ last) >> self.line_bits != 0 {
-            if let Some(core) = self.core() {
-                core.access_unfiltered(addr, size, kind, pc);
+        if self.in_one_line(addr, size) {
+            if self.kept > 0 {
+                self.ship_unfiltered();
             }
-            return;
-        }
-        if self.kept > 0 {
-            self.ship_unfiltered();
-            if self.unfiltered_here > 0 {
-                // The worker could not take them, and simulated here they went first: this
-                // access and the next ones follow them here.
-                self.unfiltered_here -= 1;
-                if let Some(core) = self.core() {
-                    core.access_unfiltered(addr, size, kind, pc);
+            if self.unfiltered_here == 0 {
+                if self.unfiltered.is_empty() {
+                    self.unfiltered = self.free_unfiltered.pop().unwrap_or_else(new_room);
                 }
-                return;
+                // There is room now.
+                return self.stage_unfiltered(addr, size, kind, pc);
             }
+            // The worker could not take them, and simulated here they went first: this
+            // access and the next ones follow them here.
+            self.unfiltered_here -= 1;
         }
-        if self.unfiltered.is_empty() {
-            self.unfiltered = self.free_unfiltered.pop().unwrap_or_else(new_room);
+        if let Some(core) = self.core() {
+            core.access_unfiltered(addr, size, kind, pc);
         }
-        let access = UnfilteredAccess {
-            addr,
-            pc,
-            size,
-            kind,
-        };
-        streaming::store(&mut self.unfiltered[self.kept], access.words());
-        self.kept += 1;
+    }
+
+    /// Whether an access of `size` bytes at `addr` lies in one L1 line.
+    #[inline(always)]
+    fn in_one_line(&self, addr: u64, size: u32) -> bool {
+        let last = addr.wrapping_add(u64::from(size.max(1)) - 1);
+        (addr ^ last) >> self.line_bits == 0
     }
 
     /// Hands the unfiltered accesses to the worker, and the core with the first of them, as
