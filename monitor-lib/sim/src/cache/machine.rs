@@ -10,7 +10,10 @@
 //! sharing says (a property test holds it to that on random specs and streams). The machine
 //! models data accesses only: an instruction cache in the spec is ignored (the runtime captures
 //! no fetches; replay keeps using the hierarchy), and it has none of the hierarchy's fast paths
-//! or line events.
+//! or line events. Its own fast paths are below: a first-level hit that needs nothing from the
+//! directory, and an access in one line, whose request is that line at every level (every
+//! level has the first level's line size with more than one core), walked with no list of
+//! requests.
 //!
 //! Before its walk, an access deals with the other cores, per line it touches (lines of the
 //! first level's size, which every level must share in a machine of more than one core):
@@ -119,6 +122,8 @@ struct MachineLevel {
     inclusive: bool,
     /// Consecutive cores per copy.
     group: usize,
+    /// Per core, the copy it uses (`core / group`, with no division on the walk).
+    copy_of: Vec<usize>,
     copies: Vec<CacheLevel>,
 }
 
@@ -139,9 +144,14 @@ pub struct Machine {
     /// Per core, [`OWNED_SLOTS`] lines it owns with no core pending on them, by block number's
     /// low bits ([`NOT_OWNED`] for none): a write hit on one skips the directory.
     owned: Vec<u64>,
-    /// Whether [`Self::first_level_hit`] may finish an access (off only in tests that check it
-    /// against the directory step and walk).
+    /// Whether [`Self::first_level_hit`] may finish an access: a machine of more than one
+    /// core whose first level is private (one core has no coherence to skip, and a shared
+    /// first level's hit may need the directory), and not a test that checks the directory
+    /// step and walk against it.
     fast_hits: bool,
+    /// Whether an access in one line takes [`Self::walk_line`] rather than the general loop
+    /// and walk (off only in tests that check the one against the other).
+    line_walks: bool,
     requests: Vec<(u64, u64)>,
     next_requests: Vec<(u64, u64)>,
     /// Per line of the access being simulated that its core had lost: (levels lost, bytes
@@ -193,6 +203,7 @@ impl Machine {
                     write: l.write,
                     inclusive: l.inclusive,
                     group,
+                    copy_of: (0..cores).map(|core| core / group).collect(),
                     copies,
                 })
             })
@@ -208,7 +219,8 @@ impl Machine {
             line_bits: line.trailing_zeros(),
             private_first,
             owned: vec![NOT_OWNED; cores * OWNED_SLOTS],
-            fast_hits: true,
+            fast_hits: cores > 1 && private_first,
+            line_walks: true,
             requests: Vec::with_capacity(8),
             next_requests: Vec::with_capacity(8),
             classify: Vec::with_capacity(2),
@@ -296,7 +308,7 @@ impl Machine {
 
     /// [`Self::access`] returning only the outcome's [`CoreOutcome::event_bits`], the word a
     /// thread that counts later keeps: a first-level hit builds no outcome at all.
-    #[inline]
+    #[inline(always)]
     pub fn access_bits(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> u32 {
         let core = self.core_index(core);
         if self.hits_first_level(core, addr, size, kind) {
@@ -335,9 +347,9 @@ impl Machine {
     #[inline(always)]
     fn hits_first_level(&mut self, core: usize, addr: u64, size: u32, kind: AccessKind) -> bool {
         let len = u64::from(size.max(1));
-        let bits = self.line_bits;
-        self.cores > 1
-            && (addr & ((1 << bits) - 1)) + len <= 1 << bits
+        // In one line: its first and last bytes differ in no bit above the line's.
+        self.fast_hits
+            && (addr ^ (addr + len - 1)) >> self.line_bits == 0
             && self.first_level_hit(core, addr, len, kind)
     }
 
@@ -359,32 +371,34 @@ impl Machine {
         }
         let len = u64::from(size.max(1));
         let bits = self.line_bits;
-        let mut classify = std::mem::take(&mut self.classify);
-        classify.clear();
+        let (first, last) = (addr >> bits, (addr + len - 1) >> bits);
         let mut invalidated = false;
-        for block in addr >> bits..=(addr + len - 1) >> bits {
-            let bytes = byte_mask(block, bits, addr, len);
-            let lost = self.before_access(core, block, bytes, kind, &mut invalidated);
-            if let Some((levels, written)) = lost {
-                classify.push((levels, written, bytes));
-            }
-        }
-        let outcome = self.walk(core, addr, size, kind);
-        let mut coherence = 0u32;
-        for &(levels, written, bytes) in &classify {
-            for (level, result) in outcome.levels.iter().enumerate().take(self.levels.len()) {
-                if levels & (1 << level) == 0 || *result != LevelResult::Miss {
-                    continue;
+        let (outcome, mut coherence) = if first == last && self.line_walks {
+            // The common case: one line, one directory step, a walk with one request a level.
+            let bytes = byte_mask(first, bits, addr, len);
+            let lost = self.before_access(core, first, bytes, kind, &mut invalidated);
+            let outcome = self.walk_line(core, first, kind);
+            let coherence = lost.map_or(0, |(levels, written)| {
+                self.sharing_misses(&outcome, levels, written, bytes)
+            });
+            (outcome, coherence)
+        } else {
+            let mut classify = std::mem::take(&mut self.classify);
+            classify.clear();
+            for block in first..=last {
+                let bytes = byte_mask(block, bits, addr, len);
+                let lost = self.before_access(core, block, bytes, kind, &mut invalidated);
+                if let Some((levels, written)) = lost {
+                    classify.push((levels, written, bytes));
                 }
-                let sharing = if written & bytes != 0 {
-                    TRUE_SHARING_MISS
-                } else {
-                    FALSE_SHARING_MISS
-                };
-                coherence |= u32::from(COHERENCE_MISS | sharing) << (8 * level);
             }
-        }
-        self.classify = classify;
+            let outcome = self.walk(core, addr, size, kind);
+            let coherence = classify.iter().fold(0, |bits, &(levels, written, bytes)| {
+                bits | self.sharing_misses(&outcome, levels, written, bytes)
+            });
+            self.classify = classify;
+            (outcome, coherence)
+        };
         if invalidated {
             coherence |= u32::from(INVALIDATION);
         }
@@ -394,15 +408,32 @@ impl Machine {
         CoreOutcome { outcome, coherence }
     }
 
+    /// The coherence miss bits of a line its core had lost from `levels` (a bit per level),
+    /// others having written `written` of its bytes since, which the access touches at
+    /// `bytes`: at each of those levels it now misses at, a coherence miss, false sharing when
+    /// the bytes are disjoint, true sharing otherwise.
+    fn sharing_misses(&self, outcome: &AccessOutcome, levels: u8, written: u64, bytes: u64) -> u32 {
+        let sharing = if written & bytes != 0 {
+            TRUE_SHARING_MISS
+        } else {
+            FALSE_SHARING_MISS
+        };
+        let mut coherence = 0u32;
+        for (level, result) in outcome.levels.iter().enumerate().take(self.levels.len()) {
+            if levels & (1 << level) != 0 && *result == LevelResult::Miss {
+                coherence |= u32::from(COHERENCE_MISS | sharing) << (8 * level);
+            }
+        }
+        coherence
+    }
+
     /// The common access, `len` bytes at `addr` in one line: a hit in `core`'s own first level that needs no
     /// coherence action (a read of any copy it holds; a write by the line's owner, which has
     /// no copy of its own pending), simulated and counted as [`Self::access`]'s directory step
     /// and walk would, and `true` returned. Anything else changes nothing and returns `false`.
+    /// Only where [`Self::fast_hits`] allows it.
     #[inline(always)]
     fn first_level_hit(&mut self, core: usize, addr: u64, len: u64, kind: AccessKind) -> bool {
-        if !(self.private_first && self.fast_hits) {
-            return false;
-        }
         let block = addr >> self.line_bits;
         let first = &mut self.levels[0];
         let hit = match kind {
@@ -490,7 +521,7 @@ impl Machine {
                     let mut removed = [0u64; MAX_LEVELS];
                     for other in cores_of(others) {
                         for (level, l) in levels.iter_mut().enumerate() {
-                            let (theirs, mine) = (other / l.group, core / l.group);
+                            let (theirs, mine) = (l.copy_of[other], l.copy_of[core]);
                             if theirs != mine
                                 && removed[level] & (1 << theirs) == 0
                                 && l.copies[theirs].invalidate(block).is_some()
@@ -504,7 +535,7 @@ impl Machine {
                         let mut gone = 0u8;
                         let mut shares_a_copy = false;
                         for (level, l) in levels.iter().enumerate() {
-                            let (theirs, mine) = (other / l.group, core / l.group);
+                            let (theirs, mine) = (l.copy_of[other], l.copy_of[core]);
                             if theirs != mine {
                                 gone |= u8::from(removed[level] & (1 << theirs) != 0) << level;
                             } else if l.group < cores {
@@ -550,8 +581,8 @@ impl Machine {
         let mut dirty_at = None;
         let mut common = None;
         for (level, l) in self.levels.iter_mut().enumerate() {
-            let theirs = owner / l.group;
-            if theirs == core / l.group {
+            let theirs = l.copy_of[owner];
+            if theirs == l.copy_of[core] {
                 common = Some(level);
                 break;
             }
@@ -586,7 +617,7 @@ impl Machine {
             let write_through = self.levels[depth].write == WritePolicy::WriteThrough;
             let dirty = carries_write && !write_through;
             let allocate = !(carries_write && write_through);
-            let copy = core / self.levels[depth].group;
+            let copy = self.levels[depth].copy_of[core];
             let bits = self.levels[depth].copies[copy].line_bits();
             next.clear();
             let mut missed = false;
@@ -628,6 +659,47 @@ impl Machine {
         }
         self.requests = requests;
         self.next_requests = next;
+        out
+    }
+
+    /// [`Self::walk`] of an access in one line, `block`, of a machine of more than one core,
+    /// whose levels all have that line's size ([`Self::check`]): the request at every level
+    /// is that one block, so the walk keeps no list of requests.
+    fn walk_line(&mut self, core: usize, block: u64, kind: AccessKind) -> AccessOutcome {
+        let mut out = AccessOutcome {
+            kind,
+            levels: [LevelResult::NotReached; MAX_LEVELS],
+        };
+        let mut carries_write = kind == AccessKind::Write;
+        for depth in 0..self.levels.len() {
+            let level = &mut self.levels[depth];
+            let write_through = level.write == WritePolicy::WriteThrough;
+            let dirty = carries_write && !write_through;
+            let allocate = !(carries_write && write_through);
+            let copy = level.copy_of[core];
+            let (missed, pass_down) = match level.copies[copy].probe(block, allocate, dirty) {
+                Probe::Hit => (false, carries_write && write_through),
+                Probe::Filled { victim } => {
+                    if let Some(v) = victim {
+                        self.evicted(core, depth, v);
+                    }
+                    (true, true)
+                }
+                Probe::Bypassed => (true, true),
+            };
+            out.levels[depth] = if missed {
+                LevelResult::Miss
+            } else {
+                LevelResult::Hit
+            };
+            let stats = &mut self.stats[core][depth];
+            *stats.demand(kind) += 1;
+            *stats.demand_misses(kind) += u64::from(missed);
+            if !pass_down {
+                break;
+            }
+            carries_write &= write_through;
+        }
         out
     }
 
@@ -679,7 +751,7 @@ impl Machine {
             self.write_back(core, depth + 1, start, len);
             return;
         }
-        let copy = core / l.group;
+        let copy = l.copy_of[core];
         let bits = l.copies[copy].line_bits();
         for block in start >> bits..=(start + len - 1) >> bits {
             let cache = &mut self.levels[depth].copies[copy];
@@ -716,9 +788,16 @@ fn disown(owned: &mut [u64], core: usize, block: u64) {
     }
 }
 
-/// The cores of a core set, lowest first.
-fn cores_of(set: u64) -> impl Iterator<Item = usize> {
-    (0..MAX_CORES).filter(move |&c| set & (1 << c) != 0)
+/// The cores of a core set, lowest first: one step per core in it (the set is most often
+/// empty or one core, and a write miss asks twice).
+fn cores_of(mut set: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (set != 0).then(|| {
+            let core = set.trailing_zeros() as usize;
+            set &= set - 1;
+            core
+        })
+    })
 }
 
 #[cfg(test)]

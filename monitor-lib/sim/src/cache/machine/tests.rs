@@ -301,8 +301,9 @@ fn shared_levels_see_every_core_and_the_totals_add_up() {
 fn first_level_hits_decide_exactly_as_the_directory_and_the_walk() {
     // Cores reading and writing a small shared range (so lines change hands, are downgraded,
     // invalidated and pending) and ranges of their own, with straddling accesses: the machine
-    // that finishes its first-level hits early and the one that always takes the directory
-    // step and the walk give the same outcomes, coherence events, totals and contents.
+    // that finishes its first-level hits early and walks a one-line access with one request a
+    // level, and the one that always takes the general directory step and walk, give the same
+    // outcomes, coherence events, totals and contents.
     for (spec, cores) in [
         (THREE_LEVELS, 2),
         (THREE_LEVELS, 4),
@@ -312,6 +313,7 @@ fn first_level_hits_decide_exactly_as_the_directory_and_the_walk() {
     ] {
         let (mut fast, mut walked) = (machine(spec, cores), machine(spec, cores));
         walked.fast_hits = false;
+        walked.line_walks = false;
         let streams: Vec<_> = (0..cores as u64)
             .map(|core| random_stream(core + 5, 30_000, 6_000))
             .collect();
