@@ -58,11 +58,13 @@ impl Group {
         true
     }
 
-    /// Whether this group repeats runs (one-dimensional descriptors) of `count` accesses: what
-    /// [`Self::completed_by`] of a run needs first.
-    #[inline(always)]
-    fn repeats_runs_of(&self, count: u64) -> bool {
-        matches!(self.inner.dims.as_slice(), [only] if only.count == count)
+    /// The length of the runs (one-dimensional descriptors) this group repeats, 0 when it
+    /// repeats something else: what [`Self::completed_by`] of a run needs first.
+    fn run_length(&self) -> u64 {
+        match self.inner.dims.as_slice() {
+            [only] => only.count,
+            _ => 0,
+        }
     }
 
     /// Whether a descriptor of `inner` dimensions then `outer`, starting at `base`, is exactly
@@ -102,6 +104,10 @@ pub(super) struct StreamCompressor {
     run: Option<Run>,
     /// `groups[l]` repeats descriptors of up to `l + 1` dimensions.
     groups: [Option<Group>; MAX_DEPTH - 1],
+    /// The length of the runs `groups[0]` repeats (0 for none): the one length at which the
+    /// open run is compared against it. Kept here, beside the run, because every access asks
+    /// and the group's dimensions lie behind a pointer (a load every access waited for).
+    completing_length: u64,
 }
 
 impl StreamCompressor {
@@ -110,6 +116,7 @@ impl StreamCompressor {
             stream,
             run: None,
             groups: Default::default(),
+            completing_length: 0,
         }
     }
 
@@ -124,8 +131,8 @@ impl StreamCompressor {
                 run.last = (seq, addr);
                 // Only a run as long as the runs the group above repeats can complete it: one
                 // compare per access, the whole test when the lengths agree.
-                if let Some(up) = &self.groups[0]
-                    && up.repeats_runs_of(run.count)
+                if run.count == self.completing_length
+                    && let Some(up) = &self.groups[0]
                 {
                     let done = Dim {
                         count: run.count,
@@ -161,9 +168,16 @@ impl StreamCompressor {
                 self.offer(level + 1, group.into_descriptor(), out);
             }
         }
+        self.completing_length = 0;
     }
 
+    /// Closes `run`, then notes the length of the runs the first group now repeats.
     fn close_run(&mut self, run: Run, out: &mut Vec<Closed>) {
+        self.offer_run(run, out);
+        self.completing_length = self.groups[0].as_ref().map_or(0, Group::run_length);
+    }
+
+    fn offer_run(&mut self, run: Run, out: &mut Vec<Closed>) {
         if run.count == 1 {
             out.push(Closed::Raw {
                 seq: run.first.0,
