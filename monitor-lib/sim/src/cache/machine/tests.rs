@@ -310,6 +310,11 @@ fn first_level_hits_decide_exactly_as_the_directory_and_the_walk() {
         ("D1=1K,8,64;L2=8K,8,64,shared=2", 4),
         ("D1=1K,2,64,write-through;L2=8K,8,64,shared", 2),
         ("D1=512,4,32;L2=4K,8,32,inclusive,shared", 3),
+        // A write carried through two write-through levels into a shared third.
+        (
+            "D1=1K,4,64,write-through;L2=4K,8,64,write-through;L3=16K,8,64,shared",
+            2,
+        ),
     ] {
         let (mut fast, mut walked) = (machine(spec, cores), machine(spec, cores));
         walked.fast_hits = false;
