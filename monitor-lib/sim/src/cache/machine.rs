@@ -614,47 +614,25 @@ impl Machine {
         // level absorbs them; below it, the requests are fills).
         let mut carries_write = kind == AccessKind::Write;
         for depth in 0..self.levels.len() {
-            let write_through = self.levels[depth].write == WritePolicy::WriteThrough;
-            let dirty = carries_write && !write_through;
-            let allocate = !(carries_write && write_through);
-            let copy = self.levels[depth].copy_of[core];
-            let bits = self.levels[depth].copies[copy].line_bits();
+            let level = &self.levels[depth];
+            let bits = level.copies[level.copy_of[core]].line_bits();
             next.clear();
             let mut missed = false;
             for &(a, len) in &requests {
                 for block in a >> bits..=(a + len - 1) >> bits {
-                    let probe = self.levels[depth].copies[copy].probe(block, allocate, dirty);
-                    let pass_down = match probe {
-                        Probe::Hit => carries_write && write_through,
-                        Probe::Filled { victim } => {
-                            missed = true;
-                            if let Some(v) = victim {
-                                self.evicted(core, depth, v);
-                            }
-                            true
-                        }
-                        Probe::Bypassed => {
-                            missed = true;
-                            true
-                        }
-                    };
+                    let (block_missed, pass_down) =
+                        self.step_block(core, depth, block, carries_write);
+                    missed |= block_missed;
                     if pass_down {
                         next.push((block << bits, 1 << bits));
                     }
                 }
             }
-            out.levels[depth] = if missed {
-                LevelResult::Miss
-            } else {
-                LevelResult::Hit
-            };
-            let stats = &mut self.stats[core][depth];
-            *stats.demand(kind) += 1;
-            *stats.demand_misses(kind) += u64::from(missed);
+            self.settle_level(&mut out, core, depth, missed);
             if next.is_empty() {
                 break;
             }
-            carries_write &= write_through;
+            carries_write &= self.levels[depth].write == WritePolicy::WriteThrough;
             std::mem::swap(&mut requests, &mut next);
         }
         self.requests = requests;
@@ -672,35 +650,58 @@ impl Machine {
         };
         let mut carries_write = kind == AccessKind::Write;
         for depth in 0..self.levels.len() {
-            let level = &mut self.levels[depth];
-            let write_through = level.write == WritePolicy::WriteThrough;
-            let dirty = carries_write && !write_through;
-            let allocate = !(carries_write && write_through);
-            let copy = level.copy_of[core];
-            let (missed, pass_down) = match level.copies[copy].probe(block, allocate, dirty) {
-                Probe::Hit => (false, carries_write && write_through),
-                Probe::Filled { victim } => {
-                    if let Some(v) = victim {
-                        self.evicted(core, depth, v);
-                    }
-                    (true, true)
-                }
-                Probe::Bypassed => (true, true),
-            };
-            out.levels[depth] = if missed {
-                LevelResult::Miss
-            } else {
-                LevelResult::Hit
-            };
-            let stats = &mut self.stats[core][depth];
-            *stats.demand(kind) += 1;
-            *stats.demand_misses(kind) += u64::from(missed);
+            let (missed, pass_down) = self.step_block(core, depth, block, carries_write);
+            self.settle_level(&mut out, core, depth, missed);
             if !pass_down {
                 break;
             }
-            carries_write &= write_through;
+            carries_write &= self.levels[depth].write == WritePolicy::WriteThrough;
         }
         out
+    }
+
+    /// One block's step at `depth`, in `core`'s copy, of a request that carries the bytes a
+    /// write stores (`carries_write`) or not: probed under the level's write policy (the
+    /// written line made dirty at a write-back level, not allocated at a write-through one),
+    /// the line it displaced handed to [`Self::evicted`]. Returns whether it missed and
+    /// whether the request goes on to the level below. Both walks take this one step.
+    #[inline(always)]
+    fn step_block(
+        &mut self,
+        core: usize,
+        depth: usize,
+        block: u64,
+        carries_write: bool,
+    ) -> (bool, bool) {
+        let level = &mut self.levels[depth];
+        let write_through = level.write == WritePolicy::WriteThrough;
+        let dirty = carries_write && !write_through;
+        let allocate = !(carries_write && write_through);
+        let copy = level.copy_of[core];
+        match level.copies[copy].probe(block, allocate, dirty) {
+            Probe::Hit => (false, carries_write && write_through),
+            Probe::Filled { victim } => {
+                if let Some(v) = victim {
+                    self.evicted(core, depth, v);
+                }
+                (true, true)
+            }
+            Probe::Bypassed => (true, true),
+        }
+    }
+
+    /// The access's result at `depth` (a miss if any of its blocks missed there) in `out`
+    /// and in `core`'s counts.
+    #[inline(always)]
+    fn settle_level(&mut self, out: &mut AccessOutcome, core: usize, depth: usize, missed: bool) {
+        out.levels[depth] = if missed {
+            LevelResult::Miss
+        } else {
+            LevelResult::Hit
+        };
+        let stats = &mut self.stats[core][depth];
+        *stats.demand(out.kind) += 1;
+        *stats.demand_misses(out.kind) += u64::from(missed);
     }
 
     /// A line displaced from `core`'s copy of `depth`: back-invalidation above an inclusive
