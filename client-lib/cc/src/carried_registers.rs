@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 
 use epcache_inline::emit::{CARRIED_REGISTERS, Carried};
 
-use crate::dual_asm::{is_symbol_char, symbols};
+use crate::asm_tokens::{is_symbol_char, symbols};
 
 /// What a point of the listing is known to hold, ordered by the meet of two ways in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -7,25 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{CcError, Doing as _};
+use crate::runtime_names::{RUNTIME_ENV, RUNTIME_FILE, RUNTIME_NATIVE_LIBS};
 use crate::{command_line, dual_asm, inline_capture};
 
 /// Environment variable that turns dual compilation off (`off`, `0`, `no`): every function is
 /// then built instrumented only.
 pub const DUAL_ENV: &str = "EPCACHE_CC_DUAL";
-/// Environment variable naming the runtime library, overriding the one beside `epcache`.
-pub const RUNTIME_ENV: &str = "EPCACHE_RUNTIME";
-/// File name of the runtime that `cargo build -p epcache-monitor` produces.
-pub const RUNTIME_FILE: &str = "libepcache_monitor.a";
-/// What the Rust staticlib needs from the system (`rustc --print native-static-libs`).
-const RUNTIME_NATIVE_LIBS: &[&str] = &[
-    "-lgcc_s",
-    "-lutil",
-    "-lrt",
-    "-lpthread",
-    "-lm",
-    "-ldl",
-    "-lc",
-];
 /// Flags that make gcc-family compilers call the TSan entry points, with the debug information
 /// later steps resolve regions and data structures from.
 const INSTRUMENT_FLAGS: &[&str] = &["-fsanitize=thread", "-g"];

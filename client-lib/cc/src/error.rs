@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::driver::{RUNTIME_ENV, RUNTIME_FILE};
+use crate::runtime_names::{RUNTIME_ENV, RUNTIME_FILE};
 
 /// Everything that stops `epcache cc` before the compiler's own exit code decides.
 #[derive(Debug, thiserror::Error)]

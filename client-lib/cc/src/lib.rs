@@ -22,7 +22,9 @@
 //!   choose their copy at entry;
 //! - `inline_capture.rs`: the inline repeat-hit test put in front of access hook calls (the
 //!   sequence itself is `epcache-inline`'s);
-//! - `carried_registers.rs`: which inline sites find the tag word and mask still in registers;
+//! - `carried_registers.rs`: which inline sites find the tag word and mask still in registers,
+//!   over `asm_tokens.rs`, the symbols of an assembler line (shared with `dual_asm.rs`);
+//! - `runtime_names.rs`: the runtime's variable, file and system libraries, by name;
 //! - [`CcError`] (`error.rs`): why a command could not be run.
 //!
 //! Architecture Invariant: the driver never links the runtime into itself and reads nothing of
@@ -34,13 +36,16 @@
 
 #![forbid(unsafe_code)]
 
+mod asm_tokens;
 mod carried_registers;
 mod command_line;
 mod driver;
 mod dual_asm;
 mod error;
 mod inline_capture;
+mod runtime_names;
 
-pub use driver::{DUAL_ENV, RUNTIME_ENV, RUNTIME_FILE, compile, compile_os_args};
+pub use driver::{DUAL_ENV, compile, compile_os_args};
 pub use error::CcError;
 pub use inline_capture::INLINE_ENV;
+pub use runtime_names::{RUNTIME_ENV, RUNTIME_FILE};
