@@ -14,19 +14,11 @@ use clap::Args;
 use epcache_client::{Launch, LocalTarget, Request, RequestResult, StepOutcome, StepTo};
 
 use crate::connection::block_on;
-use crate::demo_plot;
+use crate::demo_plot::{self, EVENTS, VersionResults};
 
 /// The Gauss program and the header it includes, as shipped in `examples/c/`.
 const GAUSS_SOURCE: &str = include_str!("../../../examples/c/gauss.c");
 const MARKERS_HEADER: &str = include_str!("../../../examples/c/markers.h");
-
-/// The events of the paper's Figure 3: L1 read hits, read misses, write hits, write misses.
-pub(crate) const EVENTS: [(&str, &str); 4] = [
-    ("EPC_L1_LDH", "L1 read hits"),
-    ("PAPI_L1_LDM", "L1 read misses"),
-    ("EPC_L1_STH", "L1 write hits"),
-    ("PAPI_L1_STM", "L1 write misses"),
-];
 
 /// The two versions of the elimination: function regions of the Gauss program, known from its
 /// debug information before it runs (its marker regions appear only when first met).
@@ -50,12 +42,6 @@ pub(crate) struct DemoArgs {
     /// The C compiler that builds the example.
     #[arg(long, value_name = "CC", default_value = "gcc")]
     compiler: String,
-}
-
-/// One version's four histograms.
-pub(crate) struct VersionResults {
-    pub(crate) label: &'static str,
-    pub(crate) histograms: Vec<RequestResult>,
 }
 
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {

@@ -3,8 +3,23 @@
 
 use std::fmt::Write as _;
 
-use crate::demo::{EVENTS, VersionResults};
+use epcache_client::RequestResult;
+
 use crate::histogram::{count_ticks, svg_axes};
+
+/// The events of the paper's Figure 3: L1 read hits, read misses, write hits, write misses.
+pub(crate) const EVENTS: [(&str, &str); 4] = [
+    ("EPC_L1_LDH", "L1 read hits"),
+    ("PAPI_L1_LDM", "L1 read misses"),
+    ("EPC_L1_STH", "L1 write hits"),
+    ("PAPI_L1_STM", "L1 write misses"),
+];
+
+/// One version's four histograms.
+pub(crate) struct VersionResults {
+    pub(crate) label: &'static str,
+    pub(crate) histograms: Vec<RequestResult>,
+}
 
 /// Bars of `width` characters at most, the two versions in adjacent columns per bucket.
 pub(crate) fn side_by_side(results: &[VersionResults], width: usize) -> String {

@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use epcache_client::{
-    Aggregation, Analysis, Binding, DataRef, Mode, RegionRef, Request, RequestInfo,
+    Aggregation, Analysis, Binding, DataRef, Mode, RegionRef, Request, RequestInfo, SiteBlock,
 };
 
 use crate::connection::{DaemonArgs, block_on, json, table};
@@ -29,6 +29,24 @@ impl From<AnalysisArg> for Analysis {
             AnalysisArg::Evictors => Analysis::Evictors,
             AnalysisArg::MissClasses => Analysis::MissClasses,
             AnalysisArg::ReuseDistance => Analysis::ReuseDistance,
+        }
+    }
+}
+
+/// `--site-block` of `epcache run` and `epcache request`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum SiteBlockArg {
+    /// The block allocated last (the array a line allocates again is followed to each block).
+    Latest,
+    /// The largest live block.
+    Largest,
+}
+
+impl From<SiteBlockArg> for SiteBlock {
+    fn from(a: SiteBlockArg) -> Self {
+        match a {
+            SiteBlockArg::Latest => SiteBlock::Latest,
+            SiteBlockArg::Largest => SiteBlock::Largest,
         }
     }
 }
@@ -83,7 +101,7 @@ pub(crate) struct RequestArgs {
     /// program allocated there) binds to at each entry of the region: the one allocated last
     /// (`latest`) or the largest live one.
     #[arg(long, value_enum, default_value = "latest", value_name = "WHICH")]
-    site_block: crate::run::SiteBlockArg,
+    site_block: SiteBlockArg,
     #[command(flatten)]
     daemon: DaemonArgs,
     /// Print JSON (a failure too, as {"error": ...} on stdout).

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use epcache_client::{
-    Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult, SiteBlock,
-    TargetState,
+    Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult, TargetState,
 };
 use epcache_sim::cache::CORES_ENV;
 use tokio_stream::StreamExt;
@@ -23,7 +22,7 @@ use crate::line_report::{self, LineFormat, LineReport, Selection};
 use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
-use crate::request::fewer_buckets_note;
+use crate::request::{AnalysisArg, SiteBlockArg, fewer_buckets_note};
 use crate::run_trace;
 
 /// How long the program waits at start for its requests (EPCACHE_WAIT).
@@ -123,7 +122,7 @@ pub(crate) struct RunArgs {
         value_name = "ANALYSIS",
         conflicts_with = "cores"
     )]
-    analysis: Vec<crate::request::AnalysisArg>,
+    analysis: Vec<AnalysisArg>,
     /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
     /// allocated last (`latest`, following the array when the line allocates it again) or the
     /// largest live one.
@@ -184,24 +183,6 @@ pub(crate) enum RunReportFormat {
     Callgrind,
     /// Every region's lines as CSV.
     Csv,
-}
-
-/// `--site-block` of `epcache run` and `epcache request`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub(crate) enum SiteBlockArg {
-    /// The block allocated last (the array a line allocates again is followed to each block).
-    Latest,
-    /// The largest live block.
-    Largest,
-}
-
-impl From<SiteBlockArg> for SiteBlock {
-    fn from(a: SiteBlockArg) -> Self {
-        match a {
-            SiteBlockArg::Latest => SiteBlock::Latest,
-            SiteBlockArg::Largest => SiteBlock::Largest,
-        }
-    }
 }
 
 impl RunArgs {
