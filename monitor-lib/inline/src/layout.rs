@@ -20,7 +20,6 @@
 
 pub use crate::order::SLOTS;
 use crate::order::TABLES_BYTES;
-use crate::tag_word::MAX_OFFSET_MASK;
 
 /// The ABI version every symbol's name carries (`epcache_inline_v9_...`): a new version for
 /// any change of what a word means, so objects and runtimes of different versions do not link.
@@ -57,9 +56,9 @@ pub const OFFSET_SCALE_SHIFT: u32 = 3;
 /// log2 of the shortest L1 line the table takes: one entry per line, at the line's address
 /// masked and scaled ([`OFFSET_SCALE_SHIFT`]).
 pub const SHORTEST_LINE_BITS: u32 = ENTRY_SHIFT - OFFSET_SCALE_SHIFT;
-/// Entries the table must hold: every offset the tag word's mask byte can select.
-pub const TABLE_ENTRIES: usize =
-    ((MAX_OFFSET_MASK as usize) << OFFSET_SCALE_SHIFT >> ENTRY_SHIFT) + 1;
+/// Entries the table must hold: one per value of the tag word's mask byte, every offset it can
+/// select (`tag_word.rs` checks the two agree).
+pub const TABLE_ENTRIES: usize = 256;
 
 /// Bytes from one slot's word to the next slot's: slot `s`'s word `W` is at `W + s * SLOT_STRIDE`.
 pub const SLOT_STRIDE: usize = 8;

@@ -17,8 +17,9 @@
 //!   and how a tag and an entry's offset are made from it;
 //! - [`order`]: an entry's recency order of its lines in one byte, and the tables that update
 //!   it;
-//! - [`layout`]: the thread-local words the sequence reads and writes, their symbols (ABI v6),
-//!   a table entry's words, a batch record's words and the meta byte, the whole-line cache;
+//! - [`layout`]: the thread-local words the sequence reads and writes, their symbols (versioned
+//!   by `layout::ABI_VERSION`), a table entry's words, a batch record's words and the meta byte,
+//!   the whole-line cache;
 //! - [`emit`]: the sequence as AT&T assembly, every variant (access size, read or write, what the
 //!   registers carry from an earlier site), and which hook calls get one;
 //! - [`model`]: what a site does, in plain Rust over any memory holding those words: the path it

@@ -18,7 +18,7 @@
 //! stay below 2^47 unless a program maps above it on purpose (five-level paging and an `mmap`
 //! hint), which the inline test does not support.
 
-use crate::layout::{OFFSET_SCALE_SHIFT, SHORTEST_LINE_BITS};
+use crate::layout::{ENTRY_SHIFT, OFFSET_SCALE_SHIFT, SHORTEST_LINE_BITS, TABLE_ENTRIES};
 
 /// The key's place in the word and in every tag: bits 48 to 55.
 pub const KEY_SHIFT: u32 = 48;
@@ -34,6 +34,10 @@ pub const MASK_UNIT_BITS: u32 = SHORTEST_LINE_BITS;
 pub const ADDRESS_MASK: u64 = (1 << KEY_SHIFT) - 1;
 /// The largest offset mask the top byte can hold.
 pub const MAX_OFFSET_MASK: u32 = 0xff << MASK_UNIT_BITS;
+
+// The table has an entry for every offset the largest mask selects, and no more.
+const _: () =
+    assert!(((MAX_OFFSET_MASK as usize) << OFFSET_SCALE_SHIFT >> ENTRY_SHIFT) + 1 == TABLE_ENTRIES);
 
 /// A word with `key`, L1's line size less one (`line_low`) and the table's offset mask (in units
 /// of `1 << MASK_UNIT_BITS`, at most [`MAX_OFFSET_MASK`]).
