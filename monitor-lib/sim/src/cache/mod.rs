@@ -6,22 +6,22 @@ mod core_map;
 mod hierarchy;
 mod level;
 mod machine;
+mod outcome;
 mod set_shards;
 mod spec;
 pub(crate) mod two_level;
 
 pub use coherence::MAX_CORES;
 pub use core_map::{CORES_ENV, CoreMap, CoreMapError};
+pub use hierarchy::Hierarchy;
 pub(crate) use hierarchy::MissStep;
-pub use hierarchy::{
-    AccessOutcome, Hierarchy, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS,
-};
 pub(crate) use level::RunEnd;
 pub use level::{CacheLevel, Geometry, Probe, Victim};
 pub use machine::{
     COHERENCE_BITS, COHERENCE_MISS, CoherenceStats, CoreOutcome, FALSE_SHARING_MISS, INVALIDATION,
     Machine, RESULT_BITS, TRUE_SHARING_MISS,
 };
+pub use outcome::{AccessOutcome, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS};
 pub use set_shards::{MAX_SHARDS, Op, SetShards, ShardError, simulate_across};
 pub use spec::{HierarchySpec, LevelSpec, PRESETS, Sharing, host_spec_from_sysfs};
 pub(crate) use two_level::{Watch, outcome as two_level_outcome};

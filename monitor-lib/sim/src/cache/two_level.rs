@@ -17,8 +17,8 @@
 //! demand probe of L2 and its fill.
 
 use super::AccessKind;
-use super::hierarchy::{AccessOutcome, LevelResult, LevelStats, MAX_LEVELS};
 use super::level::{PackedLru, PackedSet, PackedShape, in_one_line};
+use super::outcome::{AccessOutcome, LevelResult, LevelStats, MAX_LEVELS};
 
 /// What the loop needs to know about the hierarchy besides the stores.
 #[derive(Debug, Clone, Copy)]
