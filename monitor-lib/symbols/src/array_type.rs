@@ -7,7 +7,7 @@
 
 use gimli::AttributeValue;
 
-use super::debug_info::{Reader, bound, extent, index_type_is_signed, subrange_count, type_size};
+use super::dwarf_types::{Reader, bound, extent, index_type_is_signed, subrange_count, type_size};
 
 /// One dimension of an array: its lower bound and its number of elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -4,7 +4,7 @@
 
 use gimli::AttributeValue;
 
-use super::debug_info::{Reader, type_size};
+use super::dwarf_types::{Reader, type_size};
 
 /// One member of a structure element.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

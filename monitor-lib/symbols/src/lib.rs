@@ -8,6 +8,8 @@
 //! Layout:
 //! - [`DebugInfo`] (`debug_info.rs`): one ELF file's global variables and functions, names and
 //!   scopes from DWARF, exact sizes from the symbol table;
+//! - `dwarf_types.rs`: a DWARF type's size and an array dimension's count, which the three
+//!   readers of types below share;
 //! - `allocation_wrappers.rs`: which functions only pass an allocation on (the default rule
 //!   behind [`DebugInfo::allocation_wrappers`]);
 //! - `array_type.rs`: what a variable's array type says: a fixed shape, or how to evaluate a
@@ -34,6 +36,7 @@ mod array_type;
 mod capture_hooks;
 mod code_lines;
 mod debug_info;
+mod dwarf_types;
 mod element_members;
 mod load_bias;
 mod maps;
