@@ -1,6 +1,7 @@
 //! Repository-wide rules that no compiler checks: module docs, where unsafe code may live, what
 //! each crate root says about unsafe code, the workspace lints, which crates may link the
-//! runtime, one integration-test binary per crate with no files borrowed by path, fmt.
+//! runtime, one integration-test binary per crate with no files borrowed by path, fmt, the
+//! capture runtime's layers, and no circle of uses among the files of a folder.
 
 use std::path::{Path, PathBuf};
 
@@ -366,6 +367,11 @@ fn capture_layers(face: &str, modules: &[String]) -> Vec<Vec<String>> {
 
 /// The sibling modules a capture module's code names through `super::` (comments left out).
 fn capture_uses(source: &str) -> Vec<String> {
+    names_after(source, "super::")
+}
+
+/// The first names of the paths that follow `prefix` in `source` (comments left out).
+fn names_after(source: &str, prefix: &str) -> Vec<String> {
     let code: String = source
         .lines()
         .map(|l| l.split("//").next().unwrap_or(""))
@@ -378,8 +384,8 @@ fn capture_uses(source: &str) -> Vec<String> {
             .collect()
     };
     let mut used = Vec::new();
-    for (i, _) in code.match_indices("super::") {
-        let rest = &code[i + "super::".len()..];
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // `super::{a, b::c, d::{e, f}}`: the first name of each top-level item.
             let mut depth = 0;
@@ -456,6 +462,137 @@ fn capture_modules_use_only_their_own_layer_and_those_below() {
          layer, in capture/mod.rs's `# Layers` list): {upward:#?}; move the code to the layer \
          where it belongs, or hand the lower module a function"
     );
+}
+
+/// The files of one folder use one another in one direction: no circle of `super::` uses (and
+/// `crate::` uses at a crate's root) among the modules a folder's files are, so each folder reads
+/// as layers from the leaves up. The folder's `mod.rs`, `lib.rs` or `main.rs` declares the
+/// others and is left out; a circle found names its files and what to do.
+#[test]
+fn the_files_of_a_folder_use_one_another_in_one_direction() {
+    let mut folders: std::collections::BTreeMap<PathBuf, Vec<PathBuf>> = Default::default();
+    for file in sources() {
+        let folder = file.parent().unwrap().to_path_buf();
+        folders.entry(folder).or_default().push(file);
+    }
+    let mut circles = Vec::new();
+    for (folder, files) in &folders {
+        let hub = |f: &Path| {
+            matches!(
+                f.file_stem().unwrap().to_str(),
+                Some("mod" | "lib" | "main")
+            )
+        };
+        let crate_root = files
+            .iter()
+            .any(|f| f.ends_with("lib.rs") || f.ends_with("main.rs"))
+            && folder.ends_with("src");
+        let modules: Vec<String> = files
+            .iter()
+            .filter(|f| !hub(f))
+            .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let uses: Vec<Vec<usize>> = modules
+            .iter()
+            .map(|m| {
+                let source = std::fs::read_to_string(folder.join(format!("{m}.rs"))).unwrap();
+                let mut named = names_after(&source, "super::");
+                if crate_root {
+                    named.extend(names_after(&source, "crate::"));
+                }
+                let mut to: Vec<usize> = named
+                    .iter()
+                    .filter_map(|n| modules.iter().position(|o| o == n))
+                    .filter(|&o| modules[o] != *m)
+                    .collect();
+                to.sort_unstable();
+                to.dedup();
+                to
+            })
+            .collect();
+        for circle in circles_of(&uses) {
+            let names: Vec<&str> = circle.iter().map(|&i| modules[i].as_str()).collect();
+            let shown = folder.strip_prefix(repo_root()).unwrap_or(folder);
+            circles.push(format!("{}: {}", shown.display(), names.join(" <-> ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "these files use one another in a circle: {circles:#?}; move what both need into a \
+         module of its own that neither uses back (`farm-studio look` draws the uses)"
+    );
+}
+
+/// The strongly connected groups of more than one node of a directed graph (`uses[i]` are the
+/// nodes `i` points at), each as its nodes in order: Tarjan's algorithm.
+fn circles_of(uses: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    struct Walk<'a> {
+        uses: &'a [Vec<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        stack: Vec<usize>,
+        on_stack: Vec<bool>,
+        next: usize,
+        found: Vec<Vec<usize>>,
+    }
+    impl Walk<'_> {
+        fn visit(&mut self, v: usize) {
+            self.index[v] = Some(self.next);
+            self.low[v] = self.next;
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack[v] = true;
+            for &w in &self.uses[v] {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(i) if self.on_stack[w] => self.low[v] = self.low[v].min(i),
+                    Some(_) => {}
+                }
+            }
+            if Some(self.low[v]) == self.index[v] {
+                let mut group = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack[w] = false;
+                    group.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    group.sort_unstable();
+                    self.found.push(group);
+                }
+            }
+        }
+    }
+    let n = uses.len();
+    let mut walk = Walk {
+        uses,
+        index: vec![None; n],
+        low: vec![0; n],
+        stack: Vec::new(),
+        on_stack: vec![false; n],
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in 0..n {
+        if walk.index[v].is_none() {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn a_circle_of_three_is_found_and_a_chain_is_not() {
+    assert_eq!(
+        circles_of(&[vec![1], vec![2], vec![0], vec![0]]),
+        vec![vec![0, 1, 2]]
+    );
+    assert!(circles_of(&[vec![1, 2], vec![2], vec![]]).is_empty());
 }
 
 /// ARCHITECTURE.md stays a map a newcomer reads in one sitting: a word budget, one sentence per
