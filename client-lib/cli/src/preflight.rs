@@ -1,6 +1,6 @@
 //! What `epcache run` checks before it starts a program: the cache resolves, every event exists
-//! at a level that cache has, histograms fit a result block, and the program carries the capture
-//! runtime. A mistake found here costs the user nothing; found after the launch, it costs a run.
+//! at a level that cache has, histograms fit a result block, `--output` can be written, and the
+//! program carries the capture runtime. A mistake found here costs the user nothing; found after the launch, it costs a run.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -106,6 +106,44 @@ pub(crate) fn buckets(counts: &[u32]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks that `--output FILE` can be written: not a directory, its directory exists and takes
+/// a new file, and an existing file may be written. Found after the run, the results or the
+/// recorded trace would be lost with the run's time.
+pub(crate) fn output(path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    if path.is_dir() {
+        bail!(
+            "--output {shown} is a directory; give the name of a file in it; nothing was started"
+        );
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--output {shown}: the directory {} does not exist; create it or choose another; nothing was started",
+            dir.display()
+        );
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(|| {
+                format!("--output {shown} exists and cannot be written; nothing was started")
+            })?;
+    } else {
+        tempfile::NamedTempFile::new_in(dir).with_context(|| {
+            format!(
+                "--output {shown}: cannot create a file in {}; choose a directory you may write; nothing was started",
+                dir.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Where `program` is, as the launch will find it: a path as given, else the first match on
 /// `$PATH`.
 pub(crate) fn locate(program: &OsStr) -> Option<PathBuf> {
@@ -161,6 +199,23 @@ mod tests {
         assert!(buckets(&[max_buckets()]).is_ok());
         let err = buckets(&[max_buckets() + 1]).unwrap_err();
         assert!(err.to_string().contains("at most 1024 buckets"), "{err}");
+    }
+
+    #[test]
+    fn an_output_that_cannot_be_written_is_refused_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(output(&dir.path().join("t.eppt")).is_ok());
+        let err = output(&dir.path().join("missing/t.eppt")).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("does not exist") && text.contains("nothing was started"),
+            "{text}"
+        );
+        let err = output(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        // A file in the current directory, named without a folder.
+        assert!(output(Path::new("epcache-preflight-output-check")).is_ok());
+        assert!(!Path::new("epcache-preflight-output-check").exists());
     }
 
     #[test]

@@ -351,6 +351,23 @@ fn epcache_run_trace_records_what_the_environment_does() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never ran"));
+    // An output in a directory that does not exist is refused before the program starts: it
+    // prints nothing, and no run's time is lost on a trace that cannot be kept.
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", cache, "--trace", "multiply"])
+        .arg("--output")
+        .arg(dir.path().join("missing").join("t.eppt"))
+        .arg("--")
+        .arg(dir.path().join("prog"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("does not exist") && stderr.contains("nothing was started"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "the program ran: {:?}", out.stdout);
 }
 
 /// The mean absolute difference of two curve sets' miss ratios at the points both have.
