@@ -297,7 +297,7 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
     progress.finish();
     if summary.records.total() == 0 {
         bail!(
-            "`{trace_name}` holds no trace records (is it a `valgrind --tool=lackey --trace-mem=yes` log?)"
+            "`{trace_name}` holds no trace records: replay reads a lackey log (`valgrind --tool=lackey --trace-mem=yes`), an epct trace (`epcache trace convert`) or a partial trace (`epcache run --trace`), each told by its first bytes"
         );
     }
     print(&summary, args, format, seconds, shards.as_ref())
