@@ -109,8 +109,9 @@ pub(crate) struct RequestArgs {
     pub(crate) json: bool,
 }
 
-/// Parses `--aggregation` with the names [`Aggregation::name`] gives, which tables and JSON show.
-fn aggregation(text: &str) -> Result<Aggregation, String> {
+/// Parses `--aggregation` (of `epcache request` and `epcache run`) with the names
+/// [`Aggregation::name`] gives, which tables and JSON show.
+pub(crate) fn aggregation(text: &str) -> Result<Aggregation, String> {
     text.parse()
         .map_err(|e: epcache_client::UnknownAggregation| e.to_string())
 }

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use epcache_client::{
-    Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult, TargetState,
+    Aggregation, Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult,
+    TargetState,
 };
 use epcache_sim::cache::CORES_ENV;
 use tokio_stream::StreamExt;
@@ -22,7 +23,7 @@ use crate::line_report::{self, LineFormat, LineReport, Selection};
 use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
-use crate::request::{AnalysisArg, SiteBlockArg, fewer_buckets_note};
+use crate::request::{AnalysisArg, SiteBlockArg, aggregation, fewer_buckets_note};
 use crate::run_trace;
 
 /// How long the program waits at start for its requests (EPCACHE_WAIT).
@@ -123,6 +124,11 @@ pub(crate) struct RunArgs {
         conflicts_with = "cores"
     )]
     analysis: Vec<AnalysisArg>,
+    /// How every request's region instances combine: summed, per-instance (the latest
+    /// instance's counts), or per-thread (one row per thread, with its thread id and OpenMP
+    /// thread number).
+    #[arg(long, default_value_t = Aggregation::Summed, value_parser = aggregation)]
+    aggregation: Aggregation,
     /// Which block a request on an allocation site (`--array FILE:LINE`) measures: the one
     /// allocated last (`latest`, following the array when the line allocates it again) or the
     /// largest live one.
@@ -219,6 +225,7 @@ impl RunArgs {
                     Some(&b) if b > 0 => Request::histogram(region, array, event, b),
                     _ => Request::count(region, array, event),
                 }
+                .aggregation(self.aggregation)
                 .site_block(self.site_block.into());
                 for &a in &self.analysis {
                     request = request.analysis(a.into());

@@ -401,3 +401,56 @@ async fn per_thread_results_carry_each_threads_openmp_number() {
     );
     target.finish().await.unwrap();
 }
+
+/// `epcache run --aggregation per-thread` asks its requests per thread too: the padded
+/// counters' OpenMP region gives one row per OpenMP thread, 200,000 writes each, in the JSON
+/// results of the run.
+#[test]
+fn epcache_run_asks_per_thread_results_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "epcache_run_asks_per_thread_results_too";
+    let Some(program) = build(dir.path(), "omp_false_sharing.c", &["-fopenmp", "-g"], who) else {
+        return;
+    };
+    let results = dir.path().join("results.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cores", "2", "--cache", MACHINE])
+        .args(["--region", "count_padded._omp_fn.0", "--array", "padded"])
+        .args([
+            "--event",
+            "PAPI_L1_DCW",
+            "--aggregation",
+            "per-thread",
+            "--json",
+        ])
+        .arg("--output")
+        .arg(&results)
+        .arg("--")
+        .arg(&program)
+        .env("OMP_NUM_THREADS", "2")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+    let result = &results[0];
+    assert_eq!(result["request"]["aggregation"], "per-thread", "{result:#}");
+    let mut rows: Vec<(u64, u64)> = result["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["openmp_thread"].as_u64().unwrap(),
+                t["total"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort_unstable();
+    assert_eq!(rows, [(0, 200_000), (1, 200_000)], "{result:#}");
+}
