@@ -106,15 +106,13 @@ pub(crate) fn buckets(counts: &[u32]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks that `--output FILE` can be written: not a directory, its directory exists and takes
-/// a new file, and an existing file may be written. Found after the run, the results or the
-/// recorded trace would be lost with the run's time.
-pub(crate) fn output(path: &Path) -> anyhow::Result<()> {
+/// Checks that the file `flag` names (`--output`, `--svg`) can be written: not a directory, its
+/// directory exists and takes a new file, and an existing file may be written. Found after the
+/// work, the results, the recorded trace or the plot would be lost with the work's time.
+pub(crate) fn output(flag: &str, path: &Path) -> anyhow::Result<()> {
     let shown = path.display();
     if path.is_dir() {
-        bail!(
-            "--output {shown} is a directory; give the name of a file in it; nothing was started"
-        );
+        bail!("{flag} {shown} is a directory; give the name of a file in it; nothing was started");
     }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -122,7 +120,7 @@ pub(crate) fn output(path: &Path) -> anyhow::Result<()> {
     };
     if !dir.is_dir() {
         bail!(
-            "--output {shown}: the directory {} does not exist; create it or choose another; nothing was started",
+            "{flag} {shown}: the directory {} does not exist; create it or choose another; nothing was started",
             dir.display()
         );
     }
@@ -131,12 +129,12 @@ pub(crate) fn output(path: &Path) -> anyhow::Result<()> {
             .write(true)
             .open(path)
             .with_context(|| {
-                format!("--output {shown} exists and cannot be written; nothing was started")
+                format!("{flag} {shown} exists and cannot be written; nothing was started")
             })?;
     } else {
         tempfile::NamedTempFile::new_in(dir).with_context(|| {
             format!(
-                "--output {shown}: cannot create a file in {}; choose a directory you may write; nothing was started",
+                "{flag} {shown}: cannot create a file in {}; choose a directory you may write; nothing was started",
                 dir.display()
             )
         })?;
@@ -204,17 +202,18 @@ mod tests {
     #[test]
     fn an_output_that_cannot_be_written_is_refused_before_the_run() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(output(&dir.path().join("t.eppt")).is_ok());
-        let err = output(&dir.path().join("missing/t.eppt")).unwrap_err();
+        assert!(output("--output", &dir.path().join("t.eppt")).is_ok());
+        let err = output("--output", &dir.path().join("missing/t.eppt")).unwrap_err();
         let text = format!("{err:#}");
         assert!(
             text.contains("does not exist") && text.contains("nothing was started"),
             "{text}"
         );
-        let err = output(dir.path()).unwrap_err();
+        let err = output("--svg", dir.path()).unwrap_err();
+        assert!(err.to_string().starts_with("--svg "), "{err}");
         assert!(err.to_string().contains("is a directory"), "{err}");
         // A file in the current directory, named without a folder.
-        assert!(output(Path::new("epcache-preflight-output-check")).is_ok());
+        assert!(output("--output", Path::new("epcache-preflight-output-check")).is_ok());
         assert!(!Path::new("epcache-preflight-output-check").exists());
     }
 

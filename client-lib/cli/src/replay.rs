@@ -12,6 +12,7 @@ use epcache_sim::sharded_replay::replay_in_shards;
 use epcache_sim::trace::{EpctReader, LackeyReader, TraceRecord};
 
 use crate::output::print_stdout;
+use crate::preflight;
 use crate::progress::Progress;
 use crate::replay_partial::{self, MrcGeometry, PartialOptions};
 use crate::report;
@@ -254,6 +255,9 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             args.trace.display(),
             format.name()
         );
+    }
+    if let Some(svg) = &args.svg {
+        preflight::output("--svg", svg)?;
     }
     let shards = sharding(args.threads, &spec, format)?;
     let started = Instant::now();

@@ -375,7 +375,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     preflight::cores(asked, &spec, &args.event)?;
     preflight::buckets(&args.buckets)?;
     if let Some(path) = &args.output {
-        preflight::output(path)?;
+        preflight::output("--output", path)?;
     }
     if args.all_regions || !requests.is_empty() || args.trace.is_some() {
         preflight::built_with_capture(&args.command[0])?;
