@@ -35,6 +35,7 @@ mod demo;
 mod demo_plot;
 mod describe;
 mod histogram;
+mod inlined_regions;
 mod line_report;
 mod numbers;
 mod output;

@@ -7,6 +7,7 @@ use epcache_client::{
 };
 
 use crate::connection::{DaemonArgs, block_on, json, table};
+use crate::inlined_regions;
 use crate::output::print_stdout;
 
 /// `--analysis` of `epcache request` and `epcache run`: the seed papers' analyses.
@@ -236,6 +237,18 @@ pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
             .await?
             .request(args.pid, request.clone())
             .await?)
+    })
+    .map_err(|e| {
+        // A function inlined everywhere has no region: say so, with what to ask for instead.
+        let exe = std::path::PathBuf::from(format!("/proc/{}/exe", args.pid));
+        match args
+            .region
+            .as_deref()
+            .and_then(|r| inlined_regions::note(&exe, r))
+        {
+            Some(note) => e.context(note),
+            None => e,
+        }
     })?;
     if let Some(note) = fewer_buckets_note(&request, &placed) {
         eprintln!("epcache: {note}");

@@ -19,6 +19,7 @@ use tokio_stream::StreamExt;
 
 use crate::by_field;
 use crate::connection::json;
+use crate::inlined_regions;
 use crate::line_report::{self, LineFormat, LineReport, Selection};
 use crate::output::print_stdout;
 use crate::preflight;
@@ -517,6 +518,13 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
             Err(e) => {
                 // The program must not pay for a bad command line: let it run to its end.
                 eprintln!("epcache: {e}");
+                if let Some(exe) = preflight::locate(program) {
+                    for name in &args.region {
+                        if let Some(note) = inlined_regions::note(&exe, name) {
+                            eprintln!("epcache: {note}");
+                        }
+                    }
+                }
                 eprintln!(
                     "epcache: no request was placed; the program runs to its end unmonitored"
                 );

@@ -1,7 +1,8 @@
 //! `epcache run` with an embedded daemon and real programs: the synthetic target, where requests
 //! from the command line give hand-checked results and an unknown array is refused by name with a
-//! non-zero exit while the program still runs to its end; and a C program built with `epcache cc`,
-//! whose `--all-regions --json` report equals the standalone mode's.
+//! non-zero exit while the program still runs to its end; and C programs built with `epcache cc`:
+//! an `--all-regions --json` report equal to the standalone mode's, and a request on a function
+//! inlined everywhere explained with its caller.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -444,4 +445,63 @@ fn interrupted_run(signal: nix::sys::signal::Signal, to_group: bool, said: &str)
     assert!(sweep["instances"].as_u64().unwrap() >= 1, "{sweep}");
     let left: Vec<_> = std::fs::read_dir(&temporary).unwrap().flatten().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A request on a function gcc inlined into every caller names no region (its entry and exit
+/// are gone); `epcache run` says so, and what to ask for instead, read from the program's
+/// DWARF. The program still runs to its end.
+#[test]
+fn a_region_inlined_everywhere_is_explained_with_its_caller() {
+    let who = "a_region_inlined_everywhere_is_explained_with_its_caller";
+    if !available("gcc", who) || !runtime_built(who) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = capture_support::kernel("lines_inlined.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            "-o",
+            "inlined",
+            source.to_str().unwrap(),
+        ],
+    );
+    let program = dir.path().join("inlined");
+    let out = epcache_run(
+        &[
+            "--region",
+            "transpose",
+            "--array",
+            "t",
+            "--event",
+            "PAPI_L1_STM",
+        ],
+        &[program.as_os_str()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`transpose` was inlined into `main`")
+            && stderr.contains("ask for `main` instead"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("runs to its end unmonitored"), "{stderr}");
+    // A misspelt name that is no function gets no such note.
+    let out = epcache_run(
+        &[
+            "--region",
+            "transpos",
+            "--array",
+            "t",
+            "--event",
+            "PAPI_L1_STM",
+        ],
+        &[program.as_os_str()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no region `transpos`"), "{stderr}");
+    assert!(!stderr.contains("was inlined"), "{stderr}");
 }

@@ -1,0 +1,41 @@
+//! Why a function asked for as a region may have none: the compiler inlined it into every
+//! caller, so it has no entry and exit of its own, which is where a function's region begins
+//! and ends (the instrumented code's entry and exit hooks). Read from the program's DWARF
+//! (`epcache_symbols`) only after a request failed, to say so and what to do; a request that
+//! binds never pays for it.
+
+use std::path::Path;
+
+/// A note for a request on region `region` of the program file `exe` that found no such
+/// region, when the program's own code has `region` only inlined: into which functions, and
+/// the three ways to measure it anyway. `None` when it is compiled on its own somewhere, is not
+/// a function of the program, or the file cannot be read.
+pub(crate) fn note(exe: &Path, region: &str) -> Option<String> {
+    let info = epcache_symbols::DebugInfo::load_program(exe).ok()?;
+    if info.functions.iter().any(|f| f.name == region) {
+        return None;
+    }
+    let id = u32::try_from(info.inlined_functions.iter().position(|n| n == region)?).ok()?;
+    let mut callers: Vec<&str> = info
+        .inlined
+        .iter()
+        .filter(|call| call.function == id)
+        .filter_map(|call| info.function_at(call.low_pc))
+        .map(|f| f.name.as_str())
+        .collect();
+    callers.sort_unstable();
+    callers.dedup();
+    let first = callers.first()?;
+    Some(format!(
+        "`{region}` was inlined into {} wherever it is called, so it has no entry or exit of its \
+         own to count between: ask for `{first}` instead (the report's per-line misses still \
+         show `{region}`'s lines), declare it `__attribute__((noinline))` (or build with \
+         `-fno-inline`), or put EPCACHE_REGION_BEGIN(\"{region}\") and EPCACHE_REGION_END() \
+         around its body",
+        callers
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
