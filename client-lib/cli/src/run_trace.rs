@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use epcache_sim::trace::partial::{Mark, PartialTrace};
+use epcache_sim::trace::partial::{Mark, PartialTrace, ThreadTrace};
 
 use crate::numbers::grouped;
 
@@ -49,8 +49,17 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
         1 => String::new(),
         n => format!(" on {n} threads"),
     };
+    let counted: u64 = trace.threads().iter().map(counted_accesses).sum();
+    let in_instances = if counted == stats.accesses {
+        String::new()
+    } else {
+        format!(
+            " ({} in the instances; the others only warm the caches for them)",
+            grouped(counted)
+        )
+    };
     eprintln!(
-        "epcache: recorded {instances} instance(s) of `{region}`{threads} in {name}: {} accesses in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `epcache replay --cache {} {name}`",
+        "epcache: recorded {instances} instance(s) of `{region}`{threads} in {name}: {} accesses{in_instances} in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `epcache replay --cache {} {name}`",
         grouped(stats.accesses),
         grouped(stats.bytes),
         stats.accesses_per_byte(),
@@ -58,4 +67,26 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
         cache.unwrap_or("SPEC"),
     );
     Ok(())
+}
+
+/// The accesses of `thread` inside the traced region's instances, from its marks (a span from a
+/// begin to the next end; a begin with no end runs to the thread's last access): what a replay
+/// counts, where the others are only simulated.
+fn counted_accesses(thread: &ThreadTrace) -> u64 {
+    let mut counted = 0;
+    let mut begun = None;
+    for &(at, mark) in thread.marks() {
+        match (mark, begun) {
+            (Mark::Begin, None) => begun = Some(at),
+            (Mark::End, Some(from)) => {
+                counted += at.saturating_sub(from);
+                begun = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = begun {
+        counted += thread.stats().accesses.saturating_sub(from);
+    }
+    counted
 }
