@@ -17,7 +17,7 @@ use crate::output::print_stdout;
 ///
 /// Only misses are counted per line (each level's read and write misses, named as Cachegrind
 /// names them: D1mr, D1mw, L2mr, ...), and on a machine of cores (EPCACHE_CORES) the coherence
-/// events (EPC_L1_FSM, ...; in the callgrind and CSV columns, and as --event): most hits are
+/// events (EPC_L1_FSM, ...; as columns of every format, and as --event): most hits are
 /// counted without their code address.
 /// A line's misses within a region count the accesses made while the region was open,
 /// nested regions included; `program` (the default) is the whole run.

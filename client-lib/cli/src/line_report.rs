@@ -321,17 +321,23 @@ pub(crate) fn render_text(
         "-- {} of {event} in the region's lines; only misses are counted per line",
         grouped(total)
     );
-    let names: Vec<String> = selected
+    // Every level's misses, then the machine's coherence events that a line shown counts (or
+    // that the lines are ordered by): a column of zeros says nothing.
+    let misses = 2 * selected.columns.len();
+    let shown: Vec<(usize, String)> = selected
         .columns
         .iter()
         .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)])
-        .collect();
-    let widths: Vec<usize> = names
-        .iter()
+        .chain(selected.extras.iter().cloned())
         .enumerate()
+        .filter(|&(i, _)| i < misses || by.contains(&i) || rows.iter().any(|(_, c)| c[i] > 0))
+        .collect();
+    let names: Vec<&String> = shown.iter().map(|(_, n)| n).collect();
+    let widths: Vec<usize> = shown
+        .iter()
         .map(|(i, n)| {
             rows.iter()
-                .map(|(_, c)| grouped(c[i]).len())
+                .map(|(_, c)| grouped(c[*i]).len())
                 .chain([n.len()])
                 .max()
                 .unwrap_or(0)
@@ -345,10 +351,10 @@ pub(crate) fn render_text(
     let _ = writeln!(out, "{}  position", header.join(" "));
     let mut sources = SourceCache::default();
     for (position, counts) in rows {
-        let cells: Vec<String> = counts
+        let cells: Vec<String> = shown
             .iter()
             .zip(&widths)
-            .map(|(c, w)| format!("{:>w$}", grouped(*c)))
+            .map(|((i, _), w)| format!("{:>w$}", grouped(counts[*i])))
             .collect();
         let mut place = short(position.file.as_deref(), position.line);
         if let Some(f) = &position.function {
@@ -597,6 +603,44 @@ mod tests {
         assert_eq!(csv_field("gauss_mod::a"), "gauss_mod::a");
         assert_eq!(csv_field("f(a, b)"), "\"f(a, b)\"");
         assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+    }
+
+    /// On a machine of cores the text shows the coherence events next to the misses, those
+    /// that a line shown counts and the one the lines are ordered by; a column of zeros is left
+    /// out.
+    #[test]
+    fn a_machines_lines_show_their_coherence_events() {
+        let text = r#"{"cache": "D1=32K,8,64;LL=8M,16,64,shared", "levels": [{"name": "D1"}, {"name": "LL"}],
+            "regions": [{"name": "program", "lines": [
+              {"file": "fs.c", "line": 38, "data_structure": "packed",
+               "events": {"PAPI_L1_STM": 40, "EPC_L1_COHM": 35, "EPC_L1_FSM": 35, "EPC_L1_TSM": 0}},
+              {"file": "fs.c", "line": 49, "data_structure": "padded",
+               "events": {"PAPI_L1_LDM": 2, "EPC_L1_TSM": 0}}]}]}"#;
+        let report = LineReport::parse(text, "a test report").unwrap();
+        let shown = render_text(&report, &Selection::default(), Some("EPC_L1_FSM"), 5).unwrap();
+        let header = shown.lines().nth(2).unwrap();
+        let names: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(
+            names,
+            [
+                "D1mr",
+                "D1mw",
+                "LLmr",
+                "LLmw",
+                "EPC_L1_COHM",
+                "EPC_L1_FSM",
+                "position"
+            ],
+            "{shown}"
+        );
+        let first: Vec<&str> = shown.lines().nth(3).unwrap().split_whitespace().collect();
+        assert_eq!(first[..6], ["0", "40", "0", "0", "35", "35"], "{shown}");
+        // Ordered by a column all zeros, that column is shown all the same.
+        let shown = render_text(&report, &Selection::default(), Some("EPC_L1_TSM"), 5).unwrap();
+        assert!(
+            shown.lines().nth(2).unwrap().contains("EPC_L1_TSM"),
+            "{shown}"
+        );
     }
 
     #[test]
