@@ -179,8 +179,10 @@ pub fn sampled_miss_ratio_curves(
 /// recorded six times since its addresses, and so its sample, change from run to run) and the
 /// suite's jacobi2d, heat3d and spmv (64-byte lines, rates 0.1 to 0.001), sizes from
 /// [`smallest_lines`]: the largest seen in each band, rounded up (0.067 for 100 to 1,000 lines,
-/// 0.012 for 1,000 to 10,000, 0.005 above, 0.12 below 100). The tests hold every figure.
-pub const SAMPLING_ERRORS: [(u64, f64); 4] = [(0, 0.15), (100, 0.1), (1_000, 0.02), (10_000, 0.01)];
+/// 0.023 for 1,000 to 10,000, 0.005 above, 0.12 below 100). The gather kernel at rate 0.1
+/// (about 3,100 lines) spreads most with its addresses: 42 recordings gave 0.001 to 0.023, one
+/// above 0.016. The tests hold every figure.
+pub const SAMPLING_ERRORS: [(u64, f64); 4] = [(0, 0.15), (100, 0.1), (1_000, 0.03), (10_000, 0.01)];
 
 /// The mean absolute error to expect of curves sampled from `sampled_lines` distinct lines
 /// ([`SAMPLING_ERRORS`]).
