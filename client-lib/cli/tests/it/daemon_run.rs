@@ -470,19 +470,16 @@ fn a_region_inlined_everywhere_is_explained_with_its_caller() {
         ],
     );
     let program = dir.path().join("inlined");
-    let out = epcache_run(
-        &[
-            "--region",
-            "transpose",
-            "--array",
-            "t",
-            "--event",
-            "PAPI_L1_STM",
-        ],
-        &[program.as_os_str()],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let ask = |region: &str| {
+        let args = ["--region", region, "--array", "t", "--event", "PAPI_L1_STM"];
+        let out = epcache_run(&args, &[program.as_os_str()]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = ask("transpose");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("`transpose` was inlined into `main`")
             && stderr.contains("ask for `main` instead"),
@@ -490,18 +487,7 @@ fn a_region_inlined_everywhere_is_explained_with_its_caller() {
     );
     assert!(stderr.contains("runs to its end unmonitored"), "{stderr}");
     // A misspelt name that is no function gets no such note.
-    let out = epcache_run(
-        &[
-            "--region",
-            "transpos",
-            "--array",
-            "t",
-            "--event",
-            "PAPI_L1_STM",
-        ],
-        &[program.as_os_str()],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, stderr) = ask("transpos");
     assert!(stderr.contains("no region `transpos`"), "{stderr}");
     assert!(!stderr.contains("was inlined"), "{stderr}");
 }
