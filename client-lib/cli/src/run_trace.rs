@@ -59,7 +59,7 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
         )
     };
     eprintln!(
-        "epcache: recorded {instances} instance(s) of `{region}`{threads} in {name}: {} accesses{in_instances} in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `epcache replay --cache {} {name}`",
+        "epcache: recorded {instances} instance(s) of `{region}`{threads} in {name}: {} accesses{in_instances} in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `epcache replay --cache '{}' {name}`",
         grouped(stats.accesses),
         grouped(stats.bytes),
         stats.accesses_per_byte(),

@@ -89,7 +89,9 @@ fn parse(trace: &str, output: Option<&str>) -> Result<Option<Request>, String> {
         return Ok(None);
     }
     let said = |why: String| format!("epcache: {TRACE_ENV}={trace}: {why}; nothing is traced");
-    let (region, instances) = match trace.rsplit_once(':') {
+    // The count follows the last colon, unless that colon ends a scope separator (`::`): a
+    // C++ or Fortran module name (`alpha::A::init`) is a name whole.
+    let (region, instances) = match trace.rsplit_once(':').filter(|(r, _)| !r.ends_with(':')) {
         Some((region, count)) => {
             let count = count
                 .trim()
@@ -325,6 +327,14 @@ mod tests {
                 .contains("positive")
         );
         assert!(parse(":2", Some("/x")).unwrap_err().contains("no region"));
+        // A scoped name is a name whole, with or without a count after it.
+        let r = parse("alpha::A::init", Some("/x")).unwrap().unwrap();
+        assert_eq!((r.region.as_str(), r.instances), ("alpha::A::init", None));
+        let r = parse("alpha::A::init:2", Some("/x")).unwrap().unwrap();
+        assert_eq!(
+            (r.region.as_str(), r.instances),
+            ("alpha::A::init", Some(2))
+        );
         assert!(parse("sweep", None).unwrap_err().contains(TRACE_OUTPUT_ENV));
         let p = parse("f", Some("t.%p")).unwrap().unwrap();
         assert!(p.output.is_absolute());
