@@ -183,6 +183,17 @@ impl Machine {
                 "coherence among {cores} cores needs one line size at every data level; give every level {line}-byte lines"
             )));
         }
+        if let Some(l) = spec
+            .data
+            .iter()
+            .find(|l| cores % l.sharing.group_size(cores) != 0)
+        {
+            let group = l.sharing.group_size(cores);
+            return Err(err(format!(
+                "{} is shared by groups of {group} cores, which do not divide {cores} cores evenly; give a group size dividing the number of cores, or a number of cores that is a multiple of {group}",
+                l.name
+            )));
+        }
         Ok(())
     }
 

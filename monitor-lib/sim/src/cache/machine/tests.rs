@@ -183,6 +183,15 @@ fn a_machine_needs_a_sensible_shape() {
     assert!(e.contains("one line size"), "{e}");
     // One core has no coherence to keep: any lines will do.
     assert!(Machine::new(&mixed, 1).is_ok());
+    // Groups of three cores cannot share out four, but can two (a group is at most all).
+    let threes: HierarchySpec = "D1=1K,2,64;L2=8K,4,64,shared=3".parse().unwrap();
+    let e = Machine::new(&threes, 4).unwrap_err().to_string();
+    assert!(
+        e.contains("groups of 3 cores") && e.contains("4 cores"),
+        "{e}"
+    );
+    assert!(Machine::new(&threes, 6).is_ok());
+    assert!(Machine::new(&threes, 2).is_ok());
 }
 
 /// A random data stream over `span` bytes: mixed sizes (some straddling, some wider than a
