@@ -519,7 +519,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
                 // The program must not pay for a bad command line: let it run to its end.
                 eprintln!("epcache: {e}");
                 if let Some(exe) = preflight::locate(program) {
-                    for name in &args.region {
+                    // Each name once: several requests often name one region.
+                    let names: std::collections::BTreeSet<&String> = args.region.iter().collect();
+                    for name in names {
                         if let Some(note) = inlined_regions::note(&exe, name) {
                             eprintln!("epcache: {note}");
                         }

@@ -49,7 +49,11 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
         1 => String::new(),
         n => format!(" on {n} threads"),
     };
-    let counted: u64 = trace.threads().iter().map(counted_accesses).sum();
+    let counted: u64 = trace
+        .threads()
+        .iter()
+        .map(ThreadTrace::counted_accesses)
+        .sum();
     let in_instances = if counted == stats.accesses {
         String::new()
     } else {
@@ -67,26 +71,4 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
         cache.unwrap_or("SPEC"),
     );
     Ok(())
-}
-
-/// The accesses of `thread` inside the traced region's instances, from its marks (a span from a
-/// begin to the next end; a begin with no end runs to the thread's last access): what a replay
-/// counts, where the others are only simulated.
-fn counted_accesses(thread: &ThreadTrace) -> u64 {
-    let mut counted = 0;
-    let mut begun = None;
-    for &(at, mark) in thread.marks() {
-        match (mark, begun) {
-            (Mark::Begin, None) => begun = Some(at),
-            (Mark::End, Some(from)) => {
-                counted += at.saturating_sub(from);
-                begun = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(from) = begun {
-        counted += thread.stats().accesses.saturating_sub(from);
-    }
-    counted
 }

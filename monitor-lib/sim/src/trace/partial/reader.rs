@@ -532,6 +532,28 @@ impl ThreadTrace {
     pub fn counted_spans(&self) -> CountedSpans<'_> {
         CountedSpans::new(&self.marks, self.marked)
     }
+
+    /// How many of the thread's accesses are counted, as [`Self::counted_spans`] tells them:
+    /// from each begin to the next end, from a last begin to the thread's last access.
+    pub fn counted_accesses(&self) -> u64 {
+        let total = self.stats.accesses;
+        if self.marks.is_empty() {
+            return if self.marked { 0 } else { total };
+        }
+        let mut counted = 0;
+        let mut begun = None;
+        for &(at, mark) in &self.marks {
+            match (mark, begun) {
+                (Mark::Begin, None) => begun = Some(at),
+                (Mark::End, Some(from)) => {
+                    counted += at.saturating_sub(from);
+                    begun = None;
+                }
+                _ => {}
+            }
+        }
+        counted + begun.map_or(0, |from| total.saturating_sub(from))
+    }
 }
 
 fn read_descriptor(body: &Body, c: &mut Cursor<'_>, at: u64) -> Result<Descriptor, PartialError> {

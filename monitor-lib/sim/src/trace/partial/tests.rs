@@ -429,6 +429,7 @@ fn marks_round_trip_and_must_alternate() {
     assert_eq!(thread.marks(), [(1, Mark::Begin), (2, Mark::End)]);
     let mut spans = thread.counted_spans();
     assert_eq!([0, 1, 2].map(|s| spans.counts(s)), [false, true, false]);
+    assert_eq!(thread.counted_accesses(), 1);
     assert!(
         CountedSpans::new(&[], false).counts(5),
         "no marks: everything counts"
