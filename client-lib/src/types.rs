@@ -1129,6 +1129,9 @@ pub struct Halt {
     pub state: TargetState,
     /// The boundary; `None` while waiting at start.
     pub position: Option<Position>,
+    /// Seconds the daemon keeps the target halted with no call naming it before it lets the
+    /// program go on; `None` from a daemon that keeps halts for ever.
+    pub lease_seconds: Option<u32>,
 }
 
 impl TryFrom<v1::Halt> for Halt {
@@ -1138,6 +1141,7 @@ impl TryFrom<v1::Halt> for Halt {
             generation: h.generation,
             state: h.state().into(),
             position: h.position.map(Position::try_from).transpose()?,
+            lease_seconds: (h.lease_seconds > 0).then_some(h.lease_seconds),
         })
     }
 }

@@ -1,6 +1,6 @@
 //! What an epcached instance is told: where to listen, the bearer token, TLS files, who may
-//! connect, where targets announce themselves, how long ended targets stay readable, and the
-//! bounds on idle and silent connections.
+//! connect, where targets announce themselves, how long ended targets stay readable, how long a
+//! halt outlasts the tools that stopped calling, and the bounds on idle and silent connections.
 //!
 //! The default is the safe one: a Unix socket, `epcached.sock` in the user's runtime directory
 //! (mode 0700, this user's), created mode 0600, and every connection's peer credentials checked
@@ -17,6 +17,9 @@ pub use epcache_shm::discovery::DAEMON_SOCKET;
 
 /// The port of the examples of a TCP listener (`--listen 127.0.0.1:50551`, with a token).
 pub const DEFAULT_PORT: u16 = 50551;
+
+/// How long a halt lasts with no tool call about its target (`epcached --halt-lease`).
+pub const DEFAULT_HALT_LEASE: Duration = Duration::from_secs(600);
 
 /// The shortest bearer token accepted.
 pub const MIN_TOKEN_CHARS: usize = 16;
@@ -140,6 +143,10 @@ pub struct Config {
     pub discovery_interval: Duration,
     /// How long an ended target stays listed, so tools can read its last results.
     pub exited_retention: Duration,
+    /// How long a target stays halted (or waiting at start) with no tool call naming it before
+    /// the daemon lets it go on: a stepping tool that died, or a user who walked away, never
+    /// leaves a program halted for as long as the daemon runs.
+    pub halt_lease: Duration,
     /// How long a new connection may take to send the HTTP/2 preface before it is closed.
     pub handshake_timeout: Duration,
     /// How long a connection may stay quiet before the daemon pings it (HTTP/2 keepalive).
@@ -158,6 +165,7 @@ impl Default for Config {
             runtime_dir: epcache_shm::discovery::runtime_dir(),
             discovery_interval: Duration::from_millis(150),
             exited_retention: Duration::from_secs(60),
+            halt_lease: DEFAULT_HALT_LEASE,
             handshake_timeout: Duration::from_secs(10),
             keepalive_interval: Duration::from_secs(30),
             keepalive_timeout: Duration::from_secs(10),

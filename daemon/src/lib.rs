@@ -49,7 +49,9 @@ use tonic::service::Interceptor;
 use tonic::transport::Server;
 use tonic::{Request, Status};
 
-pub use config::{Config, DAEMON_SOCKET, DEFAULT_PORT, ListenAddr, MIN_TOKEN_CHARS, TlsFiles};
+pub use config::{
+    Config, DAEMON_SOCKET, DEFAULT_HALT_LEASE, DEFAULT_PORT, ListenAddr, MIN_TOKEN_CHARS, TlsFiles,
+};
 pub use error::{DaemonError, ServeError};
 pub use service::TOOL_METADATA;
 pub use transport::{ConnectionInfo, Peer, connection_of};
@@ -203,6 +205,7 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
     let registry = Arc::new(Registry::new(
         config.runtime_dir.clone(),
         config.exited_retention,
+        config.halt_lease,
     ));
     let (stop, stopped) = watch::channel(false);
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use epcache_daemon::{Config, ListenAddr, MIN_TOKEN_CHARS, TlsFiles};
+use epcache_daemon::{Config, DEFAULT_HALT_LEASE, ListenAddr, MIN_TOKEN_CHARS, TlsFiles};
 use tracing_subscriber::EnvFilter;
 
 /// epcached: serves the Monitoring Request Interface of the epcache targets of this user.
@@ -48,6 +48,12 @@ struct Args {
     /// Seconds an ended target stays listed so its last results can be read.
     #[arg(long, default_value_t = 60)]
     keep_exited: u64,
+    /// Seconds a program stays halted (or waiting at start) with no tool call naming it (a
+    /// step, results, a request, a status) before epcached lets it go on by itself, so a
+    /// stepping tool that died never leaves it halted for as long as the daemon runs.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HALT_LEASE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
+    halt_lease: u64,
 }
 
 async fn termination() {
@@ -130,6 +136,7 @@ async fn run() -> anyhow::Result<()> {
             .map(|(cert, key)| TlsFiles { cert, key }),
         runtime_dir,
         exited_retention: Duration::from_secs(args.keep_exited),
+        halt_lease: Duration::from_secs(args.halt_lease),
         ..Config::default()
     };
     let daemon = epcache_daemon::serve(config)

@@ -23,6 +23,12 @@
 //! takes the point back if the target has not reached it, and releases the target if it halted
 //! there with nobody to receive the halt: no program stays halted for a tool that is gone. A halt
 //! a `Step` returned stays, so a tool can read results and step again from another process.
+//!
+//! Every halt, delivered or not, is held on a lease ([`crate::Config::halt_lease`]): each call
+//! naming the target ([`Registry::get`]) and each new halt renews it, and a watcher that finds
+//! its target halted (or waiting at start) with the lease run out lets it go on and says so in
+//! the log. A tool that stepped and died, or a user who walked away, thus never leaves a program
+//! halted for as long as the daemon runs, and a tool that keeps calling keeps it halted.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -199,6 +205,10 @@ pub(crate) struct TargetEntry {
     pub(crate) halt_owner: Mutex<Option<HaltOwner>>,
     /// The last halt generation a `Step` returned to its tool.
     delivered: Mutex<Option<u32>>,
+    /// When the halt lease was last renewed: a call naming the target, or a new halt.
+    renewed: Mutex<Instant>,
+    /// How long a halt lasts unrenewed.
+    halt_lease: Duration,
     region_names: Mutex<Vec<String>>,
     stop: AtomicBool,
 }
@@ -293,6 +303,57 @@ impl TargetEntry {
             generation: status.generation,
             state: model::target_state(status.state) as i32,
             position: self.position(status.position),
+            lease_seconds: u32::try_from(self.halt_lease.as_secs()).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Renews the halt lease: a tool is still about.
+    pub(crate) fn renew_lease(&self) {
+        *lock(&self.renewed) = Instant::now();
+    }
+
+    /// Lets the target go on if it is halted (or waiting at start) and nothing renewed the
+    /// lease for [`crate::Config::halt_lease`]. Only the halt the watcher saw is released: one
+    /// the target reached since is left for the next look.
+    fn end_unrenewed_halt(&self) {
+        let status = self.status();
+        if status.end.is_some()
+            || !matches!(
+                status.state,
+                TargetState::Halted | TargetState::WaitingForTool
+            )
+        {
+            return;
+        }
+        let idle = lock(&self.renewed).elapsed();
+        if idle < self.halt_lease {
+            return;
+        }
+        match self.handle.release_halt(status.generation) {
+            Ok(true) => {
+                let at = status.position.map_or_else(
+                    || "its start".to_owned(),
+                    |(region, boundary)| {
+                        let side = match boundary {
+                            Boundary::Entry => "entry",
+                            Boundary::Exit => "exit",
+                        };
+                        format!("the {side} of region `{}`", self.region_name(region))
+                    },
+                );
+                tracing::warn!(
+                    pid = self.pid(),
+                    program = %self.record.program,
+                    idle_seconds = idle.as_secs(),
+                    "let a program halted at {at} go on: no tool called about it for the halt lease (epcached --halt-lease)"
+                );
+                *lock(&self.halt_owner) = None;
+                self.renew_lease();
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::debug!(pid = self.pid(), error = %e, "cannot release an unrenewed halt")
+            }
         }
     }
 
@@ -553,6 +614,7 @@ pub(crate) struct Registry {
     next_step: AtomicU64,
     runtime_dir: PathBuf,
     retention: Duration,
+    halt_lease: Duration,
     watchers: Mutex<Vec<JoinHandle<()>>>,
     refused: Mutex<HashSet<(u32, u64)>>,
     dir_refused: AtomicBool,
@@ -560,8 +622,9 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// An empty registry watching `runtime_dir`.
-    pub(crate) fn new(runtime_dir: PathBuf, retention: Duration) -> Registry {
+    /// An empty registry watching `runtime_dir`, keeping ended targets for `retention` and
+    /// halts for `halt_lease` unrenewed.
+    pub(crate) fn new(runtime_dir: PathBuf, retention: Duration, halt_lease: Duration) -> Registry {
         Registry {
             targets: DashMap::new(),
             events: broadcast::channel(EVENT_BACKLOG).0,
@@ -569,6 +632,7 @@ impl Registry {
             next_step: AtomicU64::new(1),
             runtime_dir,
             retention,
+            halt_lease,
             watchers: Mutex::new(Vec::new()),
             refused: Mutex::new(HashSet::new()),
             dir_refused: AtomicBool::new(false),
@@ -598,9 +662,10 @@ impl Registry {
         all
     }
 
-    /// The target with `pid`.
+    /// The target with `pid`, for a call naming it: renews its halt lease.
     pub(crate) fn get(&self, pid: u32) -> Result<Arc<TargetEntry>, DaemonError> {
         if let Some(e) = self.targets.get(&pid) {
+            e.renew_lease();
             return Ok(e.value().clone());
         }
         let known = self.all();
@@ -695,6 +760,8 @@ impl Registry {
             requests: Mutex::new(BTreeMap::new()),
             halt_owner: Mutex::new(None),
             delivered: Mutex::new(None),
+            renewed: Mutex::new(Instant::now()),
+            halt_lease: self.halt_lease,
             region_names: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -904,6 +971,7 @@ fn watch_target(registry: &Registry, entry: &TargetEntry) {
                 };
                 let message = entry.halt_message(&status);
                 entry.status.send_replace(status);
+                entry.renew_lease();
                 tracing::debug!(
                     pid = entry.pid(),
                     generation = halt.generation,
@@ -917,6 +985,7 @@ fn watch_target(registry: &Registry, entry: &TargetEntry) {
             }
             Err(ToolError::Timeout { .. }) => {
                 notice_running(entry);
+                entry.end_unrenewed_halt();
                 continue;
             }
             Err(ToolError::TargetExited { .. }) => End {

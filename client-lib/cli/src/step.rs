@@ -13,7 +13,9 @@ use crate::output::print_stdout;
 ///
 /// The halting point belongs to this step: if the step ends without the halt (Ctrl-C, killed,
 /// --timeout), the daemon takes the point back and the target runs on. A halt the step reported
-/// stays, for `epcache results` and the next `epcache step`.
+/// stays, for `epcache results` and the next `epcache step`, as long as tools keep calling about
+/// the target: after `epcached --halt-lease` seconds (default 600) with no call naming it, the
+/// daemon lets it go on.
 ///
 /// Exit status: 0 halted at the point; 3 the program finished before reaching it; 4 the
 /// program died (killed or crashed); 1 anything else (the daemon refused or is unreachable,
@@ -33,13 +35,25 @@ pub(crate) struct StepArgs {
     count: u32,
     /// Give up waiting after this many seconds (the point is taken back and the target runs on;
     /// exit status 1).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    timeout: Option<Duration>,
     #[command(flatten)]
     daemon: DaemonArgs,
     /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// A `--timeout`: a positive, finite number of seconds.
+fn positive_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Err(format!("`{text}`: give a positive number of seconds"));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` seconds is too long"))
 }
 
 /// Exit status when the program finished before reaching the point.
@@ -54,16 +68,12 @@ pub(crate) fn run(args: &StepArgs) -> anyhow::Result<i32> {
         (None, Some(r)) => StepTo::RegionEntry(RegionRef::Name(r.clone())),
         (None, None) => StepTo::NextBoundary,
     };
-    let timeout = args
-        .timeout
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .map(Duration::from_secs_f64);
     let outcome = block_on(async {
         Ok(args
             .daemon
             .connect()
             .await?
-            .step_by(args.pid, to, args.count, timeout)
+            .step_by(args.pid, to, args.count, args.timeout)
             .await?)
     })?;
     let status = match &outcome {

@@ -280,3 +280,47 @@ async fn continue_releases_a_target_whose_state_word_is_corrupted() {
     drop(segment);
     daemon.shutdown().await;
 }
+
+/// A daemon whose halts last `lease` with no call naming their target.
+async fn daemon_with_lease(dir: &std::path::Path, lease: Duration) -> epcache_daemon::DaemonHandle {
+    epcache_daemon::serve(epcache_daemon::Config {
+        discovery_interval: Duration::from_millis(50),
+        halt_lease: lease,
+        ..epcache_daemon::Config::private(dir)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivered_halt_lasts_while_a_tool_calls_and_ends_with_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon_with_lease(dir.path(), Duration::from_secs(1)).await;
+    let mut target = slow_target(dir.path());
+    let mut tool = connect(&daemon, "stepper").await;
+    wait_listed(&mut tool, target.pid).await;
+    let halt = step_to_exit(&mut tool, target.pid, "kernel").await;
+    assert_eq!(halt.lease_seconds, 1, "{halt:?}");
+    // A tool that keeps asking about the target keeps it halted, three leases long.
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let described = tool
+            .describe_target(v1::DescribeTargetRequest { pid: target.pid })
+            .await
+            .unwrap()
+            .into_inner();
+        let state = described.target.unwrap().state();
+        assert_eq!(
+            state,
+            v1::TargetState::Halted,
+            "released while a tool called"
+        );
+    }
+    assert!(target.child.try_wait().unwrap().is_none(), "it ran on");
+    // The tool goes quiet (it died, or its user walked away): the daemon lets the target go.
+    assert!(
+        runs_to_its_end(&mut target, Duration::from_secs(10)),
+        "the target stayed halted after its lease ran out"
+    );
+    daemon.shutdown().await;
+}
