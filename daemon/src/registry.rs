@@ -955,7 +955,7 @@ fn watch_target(registry: &Registry, entry: &TargetEntry) {
             return;
         }
         slices = slices.wrapping_add(1);
-        if slices % RECLAIM_EVERY == 0 {
+        if slices.is_multiple_of(RECLAIM_EVERY) {
             registry.adopt_abandoned(entry);
         }
         let outcome = entry.handle.wait_for_halt(after, WATCH_SLICE);

@@ -100,7 +100,7 @@ fn outer_span(shape: &Shape, first: u64, last: u64) -> String {
         .filter(|&(d, _)| d != outer)
         .fold(1u64, |n, (_, d)| n.saturating_mul(d.extent));
     let (a, b) = (indices(shape, first), indices(shape, last));
-    let whole = first % per_outer == 0 && (last + 1) % per_outer == 0;
+    let whole = first.is_multiple_of(per_outer) && (last + 1).is_multiple_of(per_outer);
     if whole {
         let outer_span = span(shape.column_major, a[outer], b[outer]);
         return if shape.column_major {

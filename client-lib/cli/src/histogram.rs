@@ -128,7 +128,7 @@ pub(crate) fn bars(r: &RequestResult, width: usize) -> String {
         for b in buckets {
             let eighths = (b.count as u128 * width as u128 * 8 / max as u128) as usize;
             let mut bar = "█".repeat(eighths / 8);
-            if eighths % 8 != 0 {
+            if !eighths.is_multiple_of(8) {
                 bar.push(EIGHTHS[eighths % 8]);
             }
             let _ = writeln!(

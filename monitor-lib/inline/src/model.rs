@@ -123,7 +123,8 @@ pub fn hit_test(
     addr: u64,
 ) -> Option<Path> {
     debug_assert!(
-        HOOK_SIZES.contains(&access.size) && regs.mask % (1 << tag_word::MASK_UNIT_BITS) == 0
+        HOOK_SIZES.contains(&access.size)
+            && regs.mask.is_multiple_of(1 << tag_word::MASK_UNIT_BITS)
     );
     let tag = tag_of(regs, access, addr);
     let offset = tag_word::entry_offset(addr, regs.mask);

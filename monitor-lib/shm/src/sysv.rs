@@ -179,7 +179,7 @@ impl View {
     fn check(&self, offset: usize, width: usize, store: bool) -> Result<(), ViewError> {
         let problem = if offset.checked_add(width).is_none_or(|end| end > self.len) {
             Some(ViewProblem::OutOfBounds)
-        } else if offset % width != 0 {
+        } else if !offset.is_multiple_of(width) {
             Some(ViewProblem::Misaligned)
         } else if store && !self.writable {
             Some(ViewProblem::ReadOnly)

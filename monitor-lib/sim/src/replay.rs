@@ -255,7 +255,7 @@ pub fn replay_with_progress<E>(
             }
         }
         done += 1;
-        if done % PROGRESS_EVERY == 0 {
+        if done.is_multiple_of(PROGRESS_EVERY) {
             on_progress(done);
         }
     }

@@ -84,7 +84,7 @@ pub fn replay_in_shards<E: Send>(
                 .collect();
             simulate_chunk(shards, &mut all, &ops);
             done += read as u64;
-            if read > 0 && done % PROGRESS_EVERY == 0 {
+            if read > 0 && done.is_multiple_of(PROGRESS_EVERY) {
                 on_progress(done);
             }
             let _ = emptied.send(ops);

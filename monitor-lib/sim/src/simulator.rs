@@ -785,7 +785,7 @@ mod tests {
             .map(|_| {
                 crate::test_rng::xorshift(&mut x);
                 let size = [4, 8, 8, 8, 16, 200][(x >> 20) as usize % 6];
-                let kind = if (x >> 30) % 3 == 0 {
+                let kind = if (x >> 30).is_multiple_of(3) {
                     AccessKind::Write
                 } else {
                     AccessKind::Read

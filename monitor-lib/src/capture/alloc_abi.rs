@@ -137,7 +137,7 @@ extern "C" fn posix_memalign_at(
     return_pc: u64,
 ) -> c_int {
     let word = size_of::<*mut c_void>();
-    if align == 0 || align % word != 0 || !(align / word).is_power_of_two() {
+    if align == 0 || !align.is_multiple_of(word) || !(align / word).is_power_of_two() {
         return libc::EINVAL;
     }
     // SAFETY: as for `memalign_at`, with an alignment posix_memalign accepts.

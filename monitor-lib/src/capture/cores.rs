@@ -326,7 +326,7 @@ impl Seat {
                 return;
             }
             looks += 1;
-            if looks % LOOKS_PER_TRY != 0 {
+            if !looks.is_multiple_of(LOOKS_PER_TRY) {
                 std::hint::spin_loop();
                 continue;
             }

@@ -216,10 +216,10 @@ impl Analyses {
                 return;
             };
             let slot = self.index.locate(addr);
-            if let Some(classes) = &mut self.miss_classes {
-                if outcome.levels[self.config.level] == LevelResult::Miss {
-                    classes.record_miss(slot, distance);
-                }
+            if let Some(classes) = &mut self.miss_classes
+                && outcome.levels[self.config.level] == LevelResult::Miss
+            {
+                classes.record_miss(slot, distance);
             }
             if let Some(distances) = &mut self.distances {
                 distances.record(slot.map(|s| s.range), distance);

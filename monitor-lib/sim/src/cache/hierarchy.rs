@@ -877,10 +877,10 @@ impl Hierarchy {
         let l1 = &mut self.data[0];
         *l1.stats.demand(kind) += 1;
         *l1.stats.demand_misses(kind) += 1;
-        if let Some(v) = victim {
-            if (v.dirty && model_writebacks) || l1.inclusive {
-                self.evicted(Path::Data, 0, v);
-            }
+        if let Some(v) = victim
+            && ((v.dirty && model_writebacks) || l1.inclusive)
+        {
+            self.evicted(Path::Data, 0, v);
         }
         for depth in 1..self.data.len().min(MAX_LEVELS) {
             let level = &mut self.data[depth];
@@ -891,10 +891,10 @@ impl Hierarchy {
             }
             out.levels[depth] = LevelResult::Miss;
             *level.stats.demand_misses(kind) += 1;
-            if let Some(v) = level.cache.fill(block, false) {
-                if (v.dirty && model_writebacks) || level.inclusive {
-                    self.evicted(Path::Data, depth, v);
-                }
+            if let Some(v) = level.cache.fill(block, false)
+                && ((v.dirty && model_writebacks) || level.inclusive)
+            {
+                self.evicted(Path::Data, depth, v);
             }
         }
         out
@@ -1419,7 +1419,11 @@ mod tests {
                 crate::test_rng::xorshift(&mut x);
                 let addr = x % 16_384;
                 let size = [1, 4, 8, 8, 16][(x >> 20) as usize % 5];
-                let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                let kind = if (x >> 30).is_multiple_of(3) {
+                    Write
+                } else {
+                    Read
+                };
                 assert_eq!(
                     fast.access(addr, size, kind),
                     general.access(addr, size, kind),
@@ -1446,7 +1450,11 @@ mod tests {
             .map(|_| {
                 crate::test_rng::xorshift(&mut x);
                 let size = [1, 4, 8, 8, 8, 16, 0, 100][(x >> 20) as usize % 8];
-                let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                let kind = if (x >> 30).is_multiple_of(3) {
+                    Write
+                } else {
+                    Read
+                };
                 (x % span, size, kind)
             })
             .collect()
@@ -1543,13 +1551,17 @@ mod tests {
                 let stream: Vec<(u64, u32, AccessKind)> = (0..60_000)
                     .map(|_| {
                         crate::test_rng::xorshift(&mut x);
-                        addr = if x % 4 == 0 {
+                        addr = if x.is_multiple_of(4) {
                             (x >> 8) % 12_000
                         } else {
                             addr + 8
                         };
                         let size = [8, 8, 8, 4, 1, 0, 16, 100][(x >> 20) as usize % 8];
-                        let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+                        let kind = if (x >> 30).is_multiple_of(3) {
+                            Write
+                        } else {
+                            Read
+                        };
                         (addr, size, kind)
                     })
                     .collect();

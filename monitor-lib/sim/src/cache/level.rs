@@ -42,7 +42,7 @@ impl Geometry {
             return Err(bad("associativity above 1024 ways is not supported"));
         }
         let set_bytes = u64::from(assoc) * u64::from(line_size);
-        if size == 0 || size % set_bytes != 0 {
+        if size == 0 || !size.is_multiple_of(set_bytes) {
             return Err(bad(&format!(
                 "the size must be a non-zero multiple of associativity x line size ({set_bytes} bytes)"
             )));
@@ -297,15 +297,15 @@ impl CacheLevel {
     /// An empty level.
     pub fn new(geometry: Geometry, replacement: Replacement) -> Result<Self, CacheError> {
         let sets = geometry.sets();
-        if let Replacement::TreePlru = replacement {
-            if !geometry.assoc.is_power_of_two() || geometry.assoc > 64 {
-                return Err(CacheError::Geometry {
-                    size: geometry.size,
-                    assoc: geometry.assoc,
-                    line_size: geometry.line_size,
-                    why: "tree-PLRU needs a power-of-two associativity of at most 64".to_owned(),
-                });
-            }
+        if let Replacement::TreePlru = replacement
+            && (!geometry.assoc.is_power_of_two() || geometry.assoc > 64)
+        {
+            return Err(CacheError::Geometry {
+                size: geometry.size,
+                assoc: geometry.assoc,
+                line_size: geometry.line_size,
+                why: "tree-PLRU needs a power-of-two associativity of at most 64".to_owned(),
+            });
         }
         let assoc = geometry.assoc as usize;
         let store = match replacement {
@@ -1575,11 +1575,11 @@ mod tests {
                 let (gone, was_dirty) = list.remove(list.len() / 2);
                 assert_eq!(c.invalidate(gone), Some(was_dirty), "{assoc} ways");
             }
-            if i % 89 == 0 {
-                if let Some(entry) = list.last_mut() {
-                    assert!(c.mark_dirty(entry.0));
-                    entry.1 = true;
-                }
+            if i % 89 == 0
+                && let Some(entry) = list.last_mut()
+            {
+                assert!(c.mark_dirty(entry.0));
+                entry.1 = true;
             }
         }
         let mut resident: Vec<u64> = c.resident_blocks().collect();

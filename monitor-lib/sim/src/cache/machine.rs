@@ -186,7 +186,7 @@ impl Machine {
         if let Some(l) = spec
             .data
             .iter()
-            .find(|l| cores % l.sharing.group_size(cores) != 0)
+            .find(|l| !cores.is_multiple_of(l.sharing.group_size(cores)))
         {
             let group = l.sharing.group_size(cores);
             return Err(err(format!(

@@ -147,12 +147,11 @@ impl OwnerTracker {
         for event in events.iter().filter(|e| usize::from(e.level) == level) {
             match event.kind {
                 LineEventKind::Fill { evicted } | LineEventKind::WritebackFill { evicted } => {
-                    if let Some(victim) = evicted {
-                        if let Some(victim) = self.close(victim >> self.line_bits)
-                            && counting
-                        {
-                            *self.evictions.entry((owner, victim)).or_default() += 1;
-                        }
+                    if let Some(victim) = evicted
+                        && let Some(victim) = self.close(victim >> self.line_bits)
+                        && counting
+                    {
+                        *self.evictions.entry((owner, victim)).or_default() += 1;
                     }
                     if counting {
                         self.counts[owner as usize].fills += 1;

@@ -202,7 +202,11 @@ fn random_stream(seed: u64, len: usize, span: u64) -> Vec<(u64, u32, AccessKind)
         .map(|_| {
             crate::test_rng::xorshift(&mut x);
             let size = [1, 4, 8, 8, 8, 16, 0, 100][(x >> 20) as usize % 8];
-            let kind = if (x >> 30) % 3 == 0 { Write } else { Read };
+            let kind = if (x >> 30).is_multiple_of(3) {
+                Write
+            } else {
+                Read
+            };
             (x % span, size, kind)
         })
         .collect()

@@ -236,18 +236,18 @@ impl StreamCompressor {
 
 /// Writes `d` out, or its elements raw when it is a lone pair (cheaper raw than described).
 fn emit(d: Descriptor, out: &mut Vec<Closed>) {
-    if let [dim] = d.dims[..] {
-        if dim.count == 2 {
-            out.push(Closed::Raw {
-                seq: d.seq,
-                addr: d.addr,
-            });
-            out.push(Closed::Raw {
-                seq: d.seq + dim.seq_stride,
-                addr: d.addr.wrapping_add(dim.addr_stride),
-            });
-            return;
-        }
+    if let [dim] = d.dims[..]
+        && dim.count == 2
+    {
+        out.push(Closed::Raw {
+            seq: d.seq,
+            addr: d.addr,
+        });
+        out.push(Closed::Raw {
+            seq: d.seq + dim.seq_stride,
+            addr: d.addr.wrapping_add(dim.addr_stride),
+        });
+        return;
     }
     out.push(Closed::Desc(d));
 }

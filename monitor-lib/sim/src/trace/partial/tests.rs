@@ -321,7 +321,7 @@ fn loop_nest() -> impl Strategy<Value = Vec<PartialAccess>> {
                     rest /= c;
                 }
                 for (n, &(site, inner, outer)) in body.iter().enumerate() {
-                    if skip_every > 1 && (flat + n as u64) % skip_every == 0 {
+                    if skip_every > 1 && (flat + n as u64).is_multiple_of(skip_every) {
                         continue;
                     }
                     let addr = base
