@@ -143,6 +143,22 @@ pub(crate) fn output(flag: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks the file `epcache run --trace` records into: not a symbolic link (the runtime never
+/// writes through one), and not an existing file unless `overwrite`, as `epcache trace record`
+/// and the daemon ask.
+pub(crate) fn new_trace_file(path: &Path, overwrite: bool) -> anyhow::Result<()> {
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bail!(
+            "--output {shown} is a symbolic link, which a trace is never written through; name the file itself; nothing was started"
+        ),
+        Ok(_) if !overwrite => bail!(
+            "--output {shown} exists; add --overwrite to replace it, or name another file; nothing was started"
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Where `program` is, as the launch will find it: a path as given, else the first match on
 /// `$PATH`.
 pub(crate) fn locate(program: &OsStr) -> Option<PathBuf> {
@@ -215,6 +231,26 @@ mod tests {
         assert!(err.to_string().contains("is a directory"), "{err}");
         // A file named without a folder is in the current directory.
         assert!(output("--output", Path::new("epcache-preflight-output-check")).is_ok());
+    }
+
+    #[test]
+    fn a_trace_never_replaces_a_file_unasked_nor_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.eppt");
+        assert!(new_trace_file(&trace, false).is_ok());
+        std::fs::write(&trace, b"an earlier trace").unwrap();
+        let err = new_trace_file(&trace, false).unwrap_err().to_string();
+        assert!(
+            err.contains("exists") && err.contains("--overwrite"),
+            "{err}"
+        );
+        assert!(new_trace_file(&trace, true).is_ok());
+        let link = dir.path().join("link.eppt");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+        for overwrite in [false, true] {
+            let err = new_trace_file(&link, overwrite).unwrap_err().to_string();
+            assert!(err.contains("symbolic link"), "{err}");
+        }
     }
 
     #[test]

@@ -176,6 +176,10 @@ pub(crate) struct RunArgs {
     /// one).
     #[arg(long, value_name = "N", requires = "trace", value_parser = clap::value_parser!(u64).range(1..))]
     instances: Option<u64>,
+    /// With --trace: replace an existing --output file (without it, a recorded trace is never
+    /// replaced by accident). A symbolic link is refused either way.
+    #[arg(long, requires = "trace")]
+    overwrite: bool,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
     command: Vec<OsString>,
@@ -377,6 +381,9 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     preflight::buckets(&args.buckets)?;
     if let Some(path) = &args.output {
         preflight::output("--output", path)?;
+        if args.trace.is_some() {
+            preflight::new_trace_file(path, args.overwrite)?;
+        }
     }
     if args.all_regions || !requests.is_empty() || args.trace.is_some() {
         preflight::built_with_capture(&args.command[0])?;

@@ -382,6 +382,62 @@ fn epcache_run_trace_records_what_the_environment_does() {
         "{stderr}"
     );
     assert!(out.stdout.is_empty(), "the program ran: {:?}", out.stdout);
+    // The trace recorded above is not replaced unasked, nor written through a link.
+    let link = dir.path().join("link.eppt");
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    let before = std::fs::read(&trace).unwrap();
+    for (output, overwrite, said) in [
+        (&trace, false, "--overwrite"),
+        (&link, true, "symbolic link"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["run", "--cache", cache, "--trace", "multiply"])
+            .args(overwrite.then_some("--overwrite"))
+            .arg("--output")
+            .arg(output)
+            .arg("--")
+            .arg(dir.path().join("prog"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(said) && stderr.contains("nothing was started"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace changed");
+}
+
+/// A standalone run never writes its trace into a file another process is writing (two ranks
+/// given one `EPCACHE_TRACE_OUTPUT` would interleave their chunks), nor through a symbolic
+/// link: it says so, records nothing, and the program runs to its end.
+#[test]
+fn a_trace_file_in_use_or_behind_a_link_is_left_alone() {
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    let Some(dir) = built_with_gcc("partial_matmul.c", &[], "a trace file in use") else {
+        return;
+    };
+    let busy = dir.path().join("busy.eppt");
+    std::fs::write(&busy, b"another recording").unwrap();
+    let holder = std::fs::File::open(&busy).unwrap();
+    holder.lock().unwrap();
+    let stderr = run_traced_with(dir.path(), cache, "multiply", &busy, None, &[]);
+    assert!(stderr.contains("another process is writing"), "{stderr}");
+    assert_eq!(std::fs::read(&busy).unwrap(), b"another recording");
+    drop(holder);
+
+    let elsewhere = dir.path().join("elsewhere.txt");
+    std::fs::write(&elsewhere, b"not a trace").unwrap();
+    let link = dir.path().join("link.eppt");
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    let stderr = run_traced_with(dir.path(), cache, "multiply", &link, None, &[]);
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), b"not a trace");
+
+    // Unlocked, the same file is replaced by a whole trace.
+    run_traced(dir.path(), cache, "multiply", &busy, None);
+    assert!(replay(&busy, cache)["records"]["loads"].as_u64().unwrap() > 1000);
 }
 
 /// The mean absolute difference of two curve sets' miss ratios at the points both have.

@@ -32,7 +32,8 @@
 //! counts, which need every access). The target writes the file itself (it is the tool's
 //! user): the path must be absolute, its directory must exist and be reached through no
 //! symbolic link, and the file is created new (replaced only when the order allows, never
-//! through a link). What became of the order (accesses and instances recorded, complete or
+//! through a link). Either way the file is locked while the process writes it, so a second
+//! process given the same file is refused rather than interleaving its chunks. What became of the order (accesses and instances recorded, complete or
 //! not, why not) goes back to the trace block when the trace is written, at the latest at the
 //! process's end.
 
@@ -231,7 +232,7 @@ fn create_trace_file(path: &Path, overwrite: bool) -> Result<File, String> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
     if overwrite {
-        options.create(true).truncate(true);
+        options.create(true);
     } else {
         options.create_new(true);
     }
@@ -240,10 +241,50 @@ fn create_trace_file(path: &Path, overwrite: bool) -> Result<File, String> {
         Some(libc::ELOOP) => format!("{shown} is a symbolic link; name the file itself"),
         _ => format!("cannot create {shown}: {e}"),
     })?;
+    own_trace_file(file, path)
+}
+
+/// Makes an opened trace file this process's alone: a regular file, locked (`flock`) against
+/// any other epcache process writing it, then emptied. Two programs given one output (two
+/// ranks, two runs started together) would otherwise interleave their chunks into a file no
+/// replay can read; the second one is told instead, before it writes anything. The lock goes
+/// with the process.
+fn own_trace_file(file: File, path: &Path) -> Result<File, String> {
+    let shown = path.display();
     match file.metadata() {
-        Ok(m) if m.is_file() => Ok(file),
-        _ => Err(format!("{shown} is not a regular file")),
+        Ok(m) if m.is_file() => {}
+        _ => return Err(format!("{shown} is not a regular file")),
     }
+    file.try_lock().map_err(|e| match e {
+        std::fs::TryLockError::WouldBlock => format!(
+            "another process is writing {shown}; give each process a file of its own (`%p` in {TRACE_OUTPUT_ENV} stands for the process id)"
+        ),
+        std::fs::TryLockError::Error(e) => format!("cannot lock {shown}: {e}"),
+    })?;
+    file.set_len(0)
+        .map_err(|e| format!("cannot empty {shown} to write the trace: {e}"))?;
+    Ok(file)
+}
+
+/// Opens the trace file a standalone run asked for (`EPCACHE_TRACE_OUTPUT`): created, or an
+/// existing regular file replaced, never written through a symbolic link, readable by the user
+/// alone, and owned by this process ([`own_trace_file`]).
+pub(super) fn create_standalone_trace_file(path: &Path) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => format!(
+                "{} is a symbolic link; name the file itself",
+                path.display()
+            ),
+            _ => format!("cannot create {}: {e}", path.display()),
+        })?;
+    own_trace_file(file, path)
 }
 
 /// At the process's end: an order a tool placed that no thread ever claimed (nothing was

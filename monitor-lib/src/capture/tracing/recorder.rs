@@ -153,7 +153,9 @@ pub(in crate::capture) fn claim() -> Option<Box<Recorder>> {
                 .unwrap_or_else(|e| e.into_inner())
                 .take()
                 .ok_or_else(|| std::io::Error::other("its file was not created")),
-            None => File::create(&request.output),
+            None => {
+                super::create_standalone_trace_file(&request.output).map_err(std::io::Error::other)
+            }
         };
         match file.and_then(|f| TraceFile::new(BufWriter::with_capacity(1 << 16, f), true)) {
             Ok(file) => shared.file = Some(file),
