@@ -78,6 +78,11 @@ pub(crate) fn run(
     let trace = PartialTrace::read(input).with_context(|| format!("in partial trace `{name}`"))?;
     let report = replay_partial(&trace, hierarchy, compat, options.level)
         .with_context(|| format!("replaying partial trace `{name}`"))?;
+    if let Some(at) = report.never_finished_at_byte {
+        eprintln!(
+            "warning: `{name}` was never finished: it stops at byte {at} without its END record (the recording process was killed, or the file was cut). Replayed: what each thread had recorded up to its last safe point (the end of an instance once 65,536 accesses were recorded since the one before); later accesses are lost, and sites the file's end would have named are shown by code address."
+        );
+    }
     let mut sample = None;
     let curves = match (options.mrc, options.mrc_sample) {
         (Some(g), Some(rate)) => {

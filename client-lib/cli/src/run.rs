@@ -185,6 +185,16 @@ pub(crate) struct RunArgs {
     command: Vec<OsString>,
 }
 
+/// The cache the program simulated: `--cache`, else the `EPCACHE_CACHE` it inherited, else
+/// the runtime's default, `host`.
+fn run_cache(args: &RunArgs) -> String {
+    args.cache
+        .clone()
+        .or_else(|| std::env::var("EPCACHE_CACHE").ok())
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_else(|| "host".to_owned())
+}
+
 /// `--format` of `epcache run --all-regions`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum RunReportFormat {
@@ -579,10 +589,8 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
 
     if let (Some(region), Some(output)) = (&args.trace, &args.output) {
-        return Ok(
-            run_trace::check_recording(region, output, args.cache.as_deref())
-                .map_or(NOT_MONITORED, |()| exit_code(status)),
-        );
+        return Ok(run_trace::check_recording(region, output, &run_cache(args))
+            .map_or(NOT_MONITORED, |()| exit_code(status)));
     }
     if !results.is_empty() {
         emit(

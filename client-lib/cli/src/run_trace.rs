@@ -16,8 +16,9 @@ pub(crate) fn trace_env(region: &str, instances: Option<u64>) -> String {
 }
 
 /// Checks the recording the program left at `output` and says on stderr what it holds and
-/// how to replay it; `Err` (after saying why) when there is none or the region never ran.
-pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) -> Result<(), ()> {
+/// how to replay it under `cache`, the one it ran with; `Err` (after saying why) when there is
+/// none or the region never ran.
+pub(crate) fn check_recording(region: &str, output: &Path, cache: &str) -> Result<(), ()> {
     let name = output.display();
     let trace = match std::fs::File::open(output)
         .map_err(|e| e.to_string())
@@ -31,6 +32,11 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
             return Err(());
         }
     };
+    if let Some(at) = trace.never_finished() {
+        eprintln!(
+            "epcache: warning: the trace {name} was never finished (it stops at byte {at}: the program was killed before its end); what its threads had recorded up to their last safe point is readable"
+        );
+    }
     let per_thread: Vec<usize> = trace
         .threads()
         .iter()
@@ -68,7 +74,7 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: Option<&str>) 
         grouped(stats.bytes),
         stats.accesses_per_byte(),
         100.0 * stats.described_share(),
-        cache.unwrap_or("SPEC"),
+        cache,
     );
     Ok(())
 }

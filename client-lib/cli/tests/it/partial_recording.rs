@@ -440,6 +440,64 @@ fn a_trace_file_in_use_or_behind_a_link_is_left_alone() {
     assert!(replay(&busy, cache)["records"]["loads"].as_u64().unwrap() > 1000);
 }
 
+/// A recording process killed outright (SIGKILL: the out-of-memory killer, a batch system's
+/// time limit) leaves a trace without its end, whose replay says so and counts the whole
+/// instances its thread had handed to the file: a sweep of 32 KiB through an 8 KiB first
+/// level misses each of its 1,024 lines of 32 bytes once, so whole sweeps make a multiple of
+/// 1,024 read misses, and every load has its store.
+#[test]
+fn a_killed_recording_leaves_its_ended_instances_readable() {
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    let Some(dir) = built_with_gcc("until_signal.c", &["-fno-inline"], "a killed recording") else {
+        return;
+    };
+    let trace = dir.path().join("killed.eppt");
+    let mut child = Command::new(dir.path().join("prog"))
+        .env_remove("EPCACHE_REPORT")
+        .env("EPCACHE_CACHE", cache)
+        .env("EPCACHE_TRACE", "sweep")
+        .env("EPCACHE_TRACE_OUTPUT", &trace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    // Recording goes on for ever: kill it once several safe points' worth reached the file.
+    let started = std::time::Instant::now();
+    while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 4096 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the trace never grew"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["replay", "--json", "--cache", cache])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("was never finished"), "{stderr}");
+    let replayed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(replayed["never_finished_at_byte"].as_u64().is_some());
+    let d1 = &replayed["levels"]["D1"];
+    let misses = d1["read_misses"].as_u64().unwrap();
+    assert!(misses >= 1024 && misses.is_multiple_of(1024), "{d1}");
+    assert_eq!(d1["reads"], d1["writes"], "{d1}");
+    assert_eq!(d1["write_misses"], 0, "{d1}");
+}
+
 /// The mean absolute difference of two curve sets' miss ratios at the points both have.
 fn mean_absolute_error(exact: &serde_json::Value, sampled: &serde_json::Value) -> f64 {
     let (mut sum, mut n) = (0.0, 0);

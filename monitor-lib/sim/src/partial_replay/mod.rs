@@ -136,6 +136,9 @@ pub struct PartialReplayReport {
     /// Threads whose last body never ended: what they recorded after their last finished
     /// body (an instance that was going on when the program exited) is not in the counts.
     pub unfinished_threads: Vec<u64>,
+    /// Where the file stops when it has no `END` record (its writer was killed): the counts
+    /// are those of the bodies its threads ended before, and sites may be unnamed.
+    pub never_finished_at_byte: Option<u64>,
     /// The data level the per-owner temporal/spatial and evictor columns are about.
     pub watched_level: String,
     pub sites: Vec<OwnerRow>,
@@ -355,6 +358,7 @@ pub fn replay_partial(
         threads: trace.threads().len(),
         per_thread,
         unfinished_threads: trace.unfinished_threads().to_vec(),
+        never_finished_at_byte: trace.never_finished(),
         watched_level: level_names[level].clone(),
         sites: site_rows,
         structures: rows(&structures, &owners.structures, &level_names)

@@ -8,7 +8,12 @@
 //! instances asked for (each thread's own count) have ended, or its access budget, or the
 //! thread; every thread but the first also ends a body at each instance's end, so what it
 //! recorded is in the file even if it never ends (libgomp's pool threads sleep through the
-//! program's exit). The trace is closed (site table, ranges, end) once the first thread's part
+//! program's exit). The first ends one at an instance's end only once its body holds
+//! [`SAFE_POINT_ACCESSES`]: a body's end closes its descriptors, and a region entered often in
+//! a loop would lose its compression across instances. Each thread also hands the file what it
+//! wrote at most once per [`SAFE_POINT_ACCESSES`], at an instance's end, so a process killed
+//! outright (SIGKILL, the out-of-memory killer, a batch system's time limit) leaves a file whose
+//! ended bodies a replay reads. The trace is closed (site table, ranges, end) once the first thread's part
 //! and every other open part have ended, or at the process's end, whichever comes first; an
 //! instance going on then is left out and said. The recorder belongs to its thread's core
 //! (`Core::tracer`), so recording an access takes no lock but a chunk's. With threads as
@@ -31,6 +36,11 @@ use super::super::{cores, data, switches};
 use super::{
     CLAIMED, REQUEST, Request, TOOL_FILE, TRACE_ENV, is_traced, request, site_info, tell_tool,
 };
+
+/// How many accesses a thread records between the points where what it recorded is made
+/// readable from the file (its body ended and handed over): a few hundred bytes of trace for a
+/// regular kernel, and one system call per point.
+const SAFE_POINT_ACCESSES: u64 = 1 << 16;
 
 /// The trace file and what the recording threads told it, behind one lock: a thread takes it
 /// to append a chunk (about every 64 KiB of its records) and when it finishes. What a thread
@@ -95,20 +105,30 @@ impl Write for Chunks {
         let Some(file) = &mut shared.file else {
             return Err(std::io::Error::other("the trace is closed"));
         };
-        if let Err(e) = file.chunk(self.thread, bytes) {
-            // A chunk half written spoils the file for every thread: the trace is given up.
-            eprintln!("epcache: cannot write the trace: {e}; tracing stops");
-            shared.write_error = Some(e.to_string());
-            shared.file = None;
-            RECORDING.store(false, Ordering::Release);
-            return Err(e);
+        match file.chunk(self.thread, bytes) {
+            Ok(()) => Ok(bytes.len()),
+            Err(e) => Err(give_up_file(&mut shared, e)),
         }
-        Ok(bytes.len())
     }
 
+    /// Hands the chunks appended so far, every thread's, to the file.
     fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        let mut shared = shared();
+        let Some(file) = &mut shared.file else {
+            return Err(std::io::Error::other("the trace is closed"));
+        };
+        file.flush().map_err(|e| give_up_file(&mut shared, e))
     }
+}
+
+/// A chunk half written spoils the file for every thread: the trace is given up, said, and
+/// the error handed back.
+fn give_up_file(shared: &mut Shared, e: std::io::Error) -> std::io::Error {
+    eprintln!("epcache: cannot write the trace: {e}; tracing stops");
+    shared.write_error = Some(e.to_string());
+    shared.file = None;
+    RECORDING.store(false, Ordering::Release);
+    e
 }
 
 /// One thread's recording, owned by its core (`Core::tracer`), so recording an access takes no
@@ -128,6 +148,8 @@ pub(in crate::capture) struct Recorder {
     instances_done: u64,
     /// Accesses written, and how many of them and of its instances the shared state has.
     recorded: u64,
+    /// The thread's accesses when it last handed the file what it wrote.
+    handed_over: u64,
     told: (u64, u64),
     /// Whether the access budget ended the recording.
     budget_reached: bool,
@@ -194,6 +216,7 @@ pub(in crate::capture) fn claim() -> Option<Box<Recorder>> {
         inside: false,
         instances_done: 0,
         recorded: 0,
+        handed_over: 0,
         told: (0, 0),
         budget_reached: false,
     }))
@@ -330,9 +353,8 @@ impl Recorder {
     }
 
     /// A monitored instance of `region` ends on the recording thread; the recorder back, or
-    /// `None` once the thread's part is done (the last instance asked for ended). Every
-    /// thread but the first ends a body of the file here, so what it recorded is in the file
-    /// whatever becomes of the thread.
+    /// `None` once the thread's part is done (the last instance asked for ended). It is a safe
+    /// point ([`Self::reach_safe_point`]).
     pub(in crate::capture) fn region_exited(
         mut self: Box<Self>,
         region: RegionRef,
@@ -352,7 +374,7 @@ impl Recorder {
         if self.request.instances == Some(self.instances_done) {
             return None;
         }
-        let ended = self.thread == 0 || w.end_body().is_ok();
+        let ended = self.reach_safe_point().is_ok();
         self.set_inside(false);
         if ended {
             self.tell();
@@ -360,6 +382,24 @@ impl Recorder {
             self.give_up();
         }
         Some(self)
+    }
+
+    /// At a traced instance's end: every thread but the first ends its body, so what it
+    /// recorded is in the file whatever becomes of the thread; the first once the body holds
+    /// [`SAFE_POINT_ACCESSES`]. What the thread wrote goes to the file at most once per
+    /// [`SAFE_POINT_ACCESSES`], so a killed process leaves its ended bodies readable.
+    fn reach_safe_point(&mut self) -> std::io::Result<()> {
+        let Some(w) = &mut self.writer else {
+            return Ok(());
+        };
+        if self.thread != 0 || w.body_accesses() >= SAFE_POINT_ACCESSES {
+            w.end_body()?;
+        }
+        if w.accesses() - self.handed_over >= SAFE_POINT_ACCESSES {
+            w.sink_mut().flush()?;
+            self.handed_over = w.accesses();
+        }
+        Ok(())
     }
 
     /// Ends the thread's part of the trace (as its drop does).

@@ -30,11 +30,11 @@
 //! replayed on a hierarchy of its own: the runtime records every thread of a program that
 //! captures while the trace is open, and each simulates a private hierarchy in the live run.
 //! A thread's records are a sequence of *bodies*, each a complete stream table, descriptors,
-//! raw blocks and marks ending with its own `END`; a thread that ends a body at each traced
-//! instance's end (every recording thread but the first) leaves everything up to its last
-//! instance in the file even if it never gets to finish (an OpenMP worker asleep in its pool
-//! when the program exits). The reader joins a thread's bodies into one order, and drops a
-//! last body that never reached its `END` ([`PartialTrace::unfinished_threads`]). Bodies reach
+//! raw blocks and marks ending with its own `END`; a thread that ends a body at a traced
+//! instance's end (the runtime's safe points) leaves everything up to that instance in the
+//! file even if it never gets to finish (an OpenMP worker asleep in its pool when the program
+//! exits, or a process killed outright). The reader joins a thread's bodies into one order,
+//! and drops a last body that never reached its `END` ([`PartialTrace::unfinished_threads`]). Bodies reach
 //! the file as *chunks* of bytes tagged with their thread, so threads write one file at once,
 //! each chunk whole under a lock, in any interleaving.
 //!
@@ -58,7 +58,8 @@
 //! - `0x05 RANGE`: data structure name, first byte, one past its last byte: the named address
 //!   ranges per-structure tables attribute accesses to.
 //! - `0x06 END`: the number of chunks. Nothing may follow it; a file without it was never
-//!   finished.
+//!   finished, and a reader keeps the ended bodies of the chunks before the point where it
+//!   stops (a last record cut short included) and says so ([`PartialTrace::never_finished`]).
 //!
 //! Body records (inside a thread's chunks):
 //!

@@ -81,6 +81,8 @@ pub struct PartialTrace {
     stats: TraceStats,
     /// Threads whose last body never reached its `END` (dropped).
     unfinished: Vec<u64>,
+    /// Where a file with no `END` record stops.
+    never_finished: Option<u64>,
 }
 
 /// One thread of a partial trace: its bodies joined into one access order.
@@ -163,6 +165,7 @@ impl PartialTrace {
         let file_bytes = bytes.len() as u64;
         let mut tables = Tables::default();
         let mut unfinished = Vec::new();
+        let mut never_finished = None;
         let threads = if version == 1 {
             let mut cursor = Cursor::new(&bytes[PARTIAL_HEADER_LEN..], PARTIAL_HEADER_LEN as u64);
             let body = parse_body(&mut cursor, PARTIAL_HEADER_LEN, Some(&mut tables))?;
@@ -173,7 +176,8 @@ impl PartialTrace {
             thread.append(body);
             vec![thread]
         } else {
-            let streams = read_chunks(&bytes, &mut tables)?;
+            let (streams, stopped_at) = read_chunks(&bytes, &mut tables)?;
+            never_finished = stopped_at;
             let mut threads = Vec::with_capacity(streams.len());
             for (id, stream) in streams {
                 let (thread, finished) = ThreadTrace::of_bodies(id, marked, stream)?;
@@ -197,7 +201,17 @@ impl PartialTrace {
             ranges: tables.ranges,
             stats,
             unfinished,
+            never_finished,
         })
+    }
+
+    /// Where the file stops, when it has no `END` record: its writer was killed (or the file
+    /// was cut) before it finished. What is read is what the threads' ended bodies hold (they
+    /// reach the file at the recorder's safe points); the site table and ranges, written at the
+    /// end, are missing or partial, and a body going on is lost (see
+    /// [`Self::unfinished_threads`]).
+    pub fn never_finished(&self) -> Option<u64> {
+        self.never_finished
     }
 
     /// What the trace holds and how well it compressed, all threads together.
@@ -241,54 +255,74 @@ impl PartialTrace {
     }
 }
 
-/// The file records of a version 2 trace after its header: the threads' chunks joined, by
-/// thread number, and the tables.
-fn read_chunks(bytes: &[u8], tables: &mut Tables) -> Result<BTreeMap<u64, Vec<u8>>, PartialError> {
+/// The threads' chunks of a version 2 trace joined, by thread number (with the tables), and,
+/// for a file that stops before its `END` record (its last record cut or missing), where it
+/// stops: the chunks before are kept, for [`ThreadTrace::of_bodies`] to take the ended bodies
+/// from. Anything else wrong is an error.
+type Chunks = (BTreeMap<u64, Vec<u8>>, Option<u64>);
+
+fn read_chunks(bytes: &[u8], tables: &mut Tables) -> Result<Chunks, PartialError> {
     let mut threads: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut chunks = 0u64;
     let mut cursor = Cursor::new(&bytes[PARTIAL_HEADER_LEN..], PARTIAL_HEADER_LEN as u64);
     loop {
-        if cursor.is_empty() {
-            return Err(PartialError::Unfinished {
-                offset: cursor.offset(),
-            });
-        }
         let at = cursor.offset();
-        match cursor.byte("a record")? {
-            TAG_CHUNK => {
-                let thread = cursor.varint("a chunk's thread")?;
-                if thread >= MAX_THREADS {
-                    return Err(bad(
-                        at,
-                        format!("thread {thread} is not below {MAX_THREADS}"),
-                    ));
-                }
-                let len = cursor.varint("a chunk's length")?;
-                if len == 0 || len > MAX_CHUNK {
-                    return Err(bad(at, format!("a chunk of {len} bytes (1..={MAX_CHUNK})")));
-                }
-                let piece = cursor.bytes(len as usize, "a chunk")?;
-                threads.entry(thread).or_default().extend_from_slice(piece);
-                chunks += 1;
-            }
-            TAG_SITE | TAG_RANGE => {
-                read_table_record(&mut cursor, at, bytes[at as usize], tables)?;
-            }
-            TAG_END => {
-                let declared = cursor.varint("the chunk count")?;
-                if !cursor.is_empty() {
-                    return Err(bad(cursor.offset(), "data after the END record"));
-                }
-                if declared != chunks {
-                    return Err(bad(
-                        at,
-                        format!("END declares {declared} chunks; the file holds {chunks}"),
-                    ));
-                }
-                return Ok(threads);
-            }
-            tag => return Err(bad(at, format!("unknown record tag {tag:#04x}"))),
+        if cursor.is_empty() {
+            return Ok((threads, Some(at)));
         }
+        match read_file_record(&mut cursor, at, &mut threads, &mut chunks, tables) {
+            Ok(true) => return Ok((threads, None)),
+            Ok(false) => {}
+            Err(PartialError::Truncated { .. }) => return Ok((threads, Some(at))),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One file record at `at` into `threads` and `tables`; whether it was the `END`.
+fn read_file_record(
+    cursor: &mut Cursor<'_>,
+    at: u64,
+    threads: &mut BTreeMap<u64, Vec<u8>>,
+    chunks: &mut u64,
+    tables: &mut Tables,
+) -> Result<bool, PartialError> {
+    match cursor.byte("a record")? {
+        TAG_CHUNK => {
+            let thread = cursor.varint("a chunk's thread")?;
+            if thread >= MAX_THREADS {
+                return Err(bad(
+                    at,
+                    format!("thread {thread} is not below {MAX_THREADS}"),
+                ));
+            }
+            let len = cursor.varint("a chunk's length")?;
+            if len == 0 || len > MAX_CHUNK {
+                return Err(bad(at, format!("a chunk of {len} bytes (1..={MAX_CHUNK})")));
+            }
+            let piece = cursor.bytes(len as usize, "a chunk")?;
+            threads.entry(thread).or_default().extend_from_slice(piece);
+            *chunks += 1;
+            Ok(false)
+        }
+        tag @ (TAG_SITE | TAG_RANGE) => {
+            read_table_record(cursor, at, tag, tables)?;
+            Ok(false)
+        }
+        TAG_END => {
+            let declared = cursor.varint("the chunk count")?;
+            if !cursor.is_empty() {
+                return Err(bad(cursor.offset(), "data after the END record"));
+            }
+            if declared != *chunks {
+                return Err(bad(
+                    at,
+                    format!("END declares {declared} chunks; the file holds {chunks}"),
+                ));
+            }
+            Ok(true)
+        }
+        tag => Err(bad(at, format!("unknown record tag {tag:#04x}"))),
     }
 }
 

@@ -245,8 +245,8 @@ fn header_and_record_errors_are_typed() {
         decode(&v3),
         Err(PartialError::UnsupportedVersion { found: 3 })
     ));
-    let unfinished = &good[..good.len() - 4];
-    assert!(decode(unfinished).is_err());
+    let unfinished = PartialTrace::parse(good[..good.len() - 4].to_vec()).unwrap();
+    assert!(unfinished.never_finished().is_some());
     let mut trailing = good.clone();
     trailing.push(0);
     assert!(matches!(
@@ -354,10 +354,17 @@ proptest! {
     }
 
     #[test]
-    fn every_truncation_is_an_error(accesses in proptest::collection::vec(any_access(), 1..30)) {
+    fn every_truncation_is_said(accesses in proptest::collection::vec(any_access(), 1..30)) {
         let bytes = encode(&accesses);
-        for cut in 0..bytes.len() {
+        for cut in 0..PARTIAL_HEADER_LEN {
             prop_assert!(decode(&bytes[..cut]).is_err(), "cut at {}", cut);
+        }
+        // One body: a cut loses it, unless only the file's END is cut.
+        for cut in PARTIAL_HEADER_LEN..bytes.len() {
+            let trace = PartialTrace::parse(bytes[..cut].to_vec()).unwrap();
+            prop_assert!(trace.never_finished().is_some(), "cut at {}", cut);
+            let kept = decode(&bytes[..cut]).unwrap();
+            prop_assert!(kept.is_empty() || kept == accesses, "cut at {}", cut);
         }
     }
 
@@ -577,14 +584,41 @@ fn a_thread_whose_last_body_never_ended_keeps_the_bodies_before_it() {
             ]
         );
     }
-    // A file cut short is an error, not a thread cut short.
+}
+
+/// A file whose writer was killed: cut anywhere after its header, it reads as never finished,
+/// with the bodies that reached the file whole, and never as an error or a panic.
+#[test]
+fn a_file_cut_anywhere_keeps_the_bodies_its_threads_ended() {
+    let a = matmul(5);
+    let body_ends = [100u64, 200];
+    let whole = thread_bytes(&a, &[(0, 100), (150, 200), (250, 300)], &body_ends);
     let mut file = TraceFile::new(Vec::new(), true).unwrap();
-    file.chunk(3, &whole).unwrap();
+    // Two chunks of the thread, as a recorder hands them over.
+    let half = whole.len() / 2;
+    file.chunk(3, &whole[..half]).unwrap();
+    file.chunk(3, &whole[half..]).unwrap();
     let bytes = file.finish(&BTreeMap::new(), &[]).unwrap();
-    assert!(matches!(
-        PartialTrace::parse(bytes[..bytes.len() - 2].to_vec()),
-        Err(PartialError::Unfinished { .. } | PartialError::Truncated { .. })
-    ));
+    let finished = PartialTrace::parse(bytes.clone()).unwrap();
+    assert_eq!(finished.never_finished(), None);
+    let all = finished.threads()[0].stats().accesses;
+    for cut in PARTIAL_HEADER_LEN..bytes.len() {
+        let trace = PartialTrace::parse(bytes[..cut].to_vec())
+            .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        assert!(trace.never_finished().is_some(), "cut at {cut}");
+        let kept = trace.threads().first().map_or(0, |t| t.stats().accesses);
+        assert!(
+            kept == 0 || body_ends.contains(&kept) || kept == all,
+            "cut at {cut}: {kept} accesses, not a whole number of bodies"
+        );
+        if let Some(thread) = trace.threads().first() {
+            let got: Vec<_> = thread.accesses().collect::<Result<_, _>>().unwrap();
+            assert_eq!(got, a[..kept as usize], "cut at {cut}");
+        }
+    }
+    // Only the END missing: every body is there.
+    let without_end = PartialTrace::parse(bytes[..bytes.len() - 2].to_vec()).unwrap();
+    assert_eq!(without_end.threads()[0].stats().accesses, all);
 }
 
 #[test]

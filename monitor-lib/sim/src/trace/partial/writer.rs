@@ -130,6 +130,12 @@ impl<W: Write> ThreadWriter<W> {
         self.earlier_accesses + self.seq
     }
 
+    /// Accesses of the body going on, which only its end puts in the file as something a
+    /// reader can use.
+    pub fn body_accesses(&self) -> u64 {
+        self.seq
+    }
+
     /// Bytes written so far (the open descriptors and raw entries not included).
     pub fn bytes(&self) -> u64 {
         self.bytes + self.buffered()
@@ -321,6 +327,12 @@ impl<W: Write> TraceFile<W> {
     /// Bytes written so far.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Hands every chunk appended so far to the file (a buffering sink keeps them otherwise),
+    /// so a reader finds them even if the writer is killed before [`TraceFile::finish`].
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.sink.flush()
     }
 
     /// Writes the site table, the ranges and the `END`; returns the sink, flushed.
