@@ -94,7 +94,7 @@ pub(crate) struct ReplayArgs {
     /// the miss ratio measured against exact curves for samples of that size (on the tests'
     /// kernels and suite traces): at most 0.01 from 10,000 lines sampled, 0.02 from 1,000, 0.1
     /// from 100, 0.15 below. Exact curves stay the default.
-    #[arg(long, value_name = "RATE", requires = "mrc")]
+    #[arg(long, value_name = "RATE", requires = "mrc", value_parser = replay_partial::sample_rate)]
     mrc_sample: Option<f64>,
 
     /// Write the miss-ratio curves as an SVG plot to FILE.
@@ -238,16 +238,26 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             .sniff_format()
             .with_context(|| format!("reading `{}`", args.trace.display()))?,
     };
-    if let (Some(rate), Some(g)) = (args.mrc_sample, args.mrc) {
-        if !(rate > 0.0 && rate <= 1.0) {
-            bail!("--mrc-sample {rate}: the rate must lie above 0 and at most 1 (e.g. 0.01)");
-        }
-        if g.ways.is_some() {
+    if let (Some(max), Some(g)) = (args.mrc_max, args.mrc) {
+        let smallest = g.smallest_cache(args.mrc_sample);
+        if max < smallest {
             bail!(
-                "--mrc-sample samples LRU stack distances, which give fully associative curves: use --mrc full,{} with it, or drop --mrc-sample for exact set-associative curves",
-                g.line
+                "--mrc-max {max} is below the smallest cache the curves have ({smallest} bytes{}); raise it or leave it out",
+                if args.mrc_sample.is_some() {
+                    ": a sampled point needs 4/RATE lines"
+                } else {
+                    ": one set of the associativity asked"
+                }
             );
         }
+    }
+    if let (Some(_), Some(g)) = (args.mrc_sample, args.mrc)
+        && g.ways.is_some()
+    {
+        bail!(
+            "--mrc-sample samples LRU stack distances, which give fully associative curves: use --mrc full,{} with it, or drop --mrc-sample for exact set-associative curves",
+            g.line
+        );
     }
     if args.mrc.is_some() && format != TraceFormat::Partial {
         bail!(

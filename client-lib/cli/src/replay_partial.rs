@@ -60,9 +60,44 @@ impl FromStr for MrcGeometry {
             .trim()
             .parse::<u32>()
             .map_err(|_| format!("the line size in `{s}` is not a number"))?;
+        if line < 4 || !line.is_power_of_two() {
+            return Err(format!(
+                "the line size {line} in `{s}` is not a power of two of at least 4 bytes (e.g. 32 or 64)"
+            ));
+        }
         Ok(Self { ways, line })
     }
 }
+
+impl MrcGeometry {
+    /// The smallest cache the curves have, in bytes: one set (one line, fully associative),
+    /// or, sampled at `rate`, the fewest lines a sampled point has.
+    pub(crate) fn smallest_cache(&self, sample_rate: Option<f64>) -> u64 {
+        let lines = match sample_rate {
+            Some(rate) => epcache_sim::partial_replay::smallest_lines(rate),
+            None => u64::from(self.ways.unwrap_or(1)),
+        };
+        lines.saturating_mul(u64::from(self.line))
+    }
+}
+
+/// Parses `--mrc-sample`: a rate from [`MIN_SAMPLE_RATE`] to 1.
+pub(crate) fn sample_rate(s: &str) -> Result<f64, String> {
+    let rate: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if (MIN_SAMPLE_RATE..=1.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(format!(
+            "the rate {s} is not from {MIN_SAMPLE_RATE} to 1 (e.g. 0.01); below one line in a million no cache under 4 million lines would get a point"
+        ))
+    }
+}
+
+/// The lowest `--mrc-sample` rate: one line in a million.
+pub(crate) const MIN_SAMPLE_RATE: f64 = 1e-6;
 
 /// Replays the partial trace in `input` and prints the report.
 pub(crate) fn run(
@@ -435,5 +470,30 @@ mod tests {
                 .unwrap_err()
                 .contains("positive")
         );
+        for bad in ["2,48", "full,0", "4,2"] {
+            let err = bad.parse::<MrcGeometry>().unwrap_err();
+            assert!(err.contains("power of two"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn sampling_rates_and_the_smallest_cache_are_bounded() {
+        assert_eq!(sample_rate("0.01").unwrap(), 0.01);
+        assert_eq!(sample_rate("1").unwrap(), 1.0);
+        for bad in ["0", "1e-300", "1.5", "-0.1", "NaN", "x"] {
+            assert!(sample_rate(bad).is_err(), "{bad}");
+        }
+        let full = MrcGeometry {
+            ways: None,
+            line: 64,
+        };
+        assert_eq!(full.smallest_cache(None), 64);
+        // 4/0.01 = 400 lines, rounded up to 512.
+        assert_eq!(full.smallest_cache(Some(0.01)), 512 * 64);
+        let four_way = MrcGeometry {
+            ways: Some(4),
+            line: 32,
+        };
+        assert_eq!(four_way.smallest_cache(None), 128);
     }
 }
