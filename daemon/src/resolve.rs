@@ -520,6 +520,11 @@ pub(crate) fn request(
             "target pid {pid}: {event} counts coherence events, which only a machine of several cores simulates, and {threads}, so it would count nothing; start the program with EPCACHE_CORES=N (`epcache run --cores N`)"
         )));
     }
+    if let Some(why) = event.never_counts_on(model, cores as usize) {
+        return Err(DaemonError::FailedPrecondition(format!(
+            "target pid {pid}: {why}"
+        )));
+    }
     let analyses = model::analysis_mask(&request.analyses).map_err(DaemonError::InvalidArgument)?;
     let line = u64::from(model.data[0].geometry.line_size);
     let (target, range, structure, site, bound_later) = match data {
@@ -982,6 +987,20 @@ mod tests {
             }
         }
         assert!(refused(2).is_ok());
+        // At the last level, which both cores share, a coherence miss never happens.
+        let at_ll = v1::MonitoringRequest {
+            event: "EPC_L2_TSM".into(),
+            ..req.clone()
+        };
+        match request(5, &at_ll, &regions(), &structures(), Some(&model), 2) {
+            Err(DaemonError::FailedPrecondition(why)) => {
+                assert!(
+                    why.contains("LL is one cache shared by all 2 cores"),
+                    "{why}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

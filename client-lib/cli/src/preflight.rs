@@ -78,7 +78,16 @@ pub(crate) fn cores<'a>(
             Ok(None) => None,
         },
     };
-    if map.is_some_and(|m| m.cores > 1) {
+    if let Some(map) = map.filter(|m| m.cores > 1) {
+        for name in events {
+            if let Some(why) = name
+                .parse::<Event>()
+                .ok()
+                .and_then(|e| e.never_counts_on(spec, map.cores))
+            {
+                bail!("--event {name}: {why}; nothing was started");
+            }
+        }
         return Ok(());
     }
     for name in events {

@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use epcache_sim::cache::{AccessKind, CoherenceStats, CoreMap, MAX_LEVELS, Machine};
 
 use super::access_log::{AccessLog, LogWriter, Simulated};
-use super::settings::{CORES_ENV, process_cores, process_spec, report_spec_error_once};
+use super::settings::{CORES_ENV, process_cores, process_spec};
 use super::switches::forked_child;
 
 struct Cores {
@@ -139,7 +139,7 @@ fn cores() -> Option<&'static Cores> {
                 Ok(Some(map)) => map.clone(),
                 Ok(None) => return None,
                 Err(why) => {
-                    report_spec_error_once(why);
+                    say_no_machine(why);
                     return None;
                 }
             };
@@ -157,7 +157,7 @@ fn cores() -> Option<&'static Cores> {
                     logs: AtomicUsize::new(0),
                 }),
                 Err(e) => {
-                    report_spec_error_once(&format!(
+                    say_no_machine(&format!(
                         "epcache: cannot make a machine of {} cores of the cache: {e}",
                         map.cores
                     ));
@@ -166,6 +166,14 @@ fn cores() -> Option<&'static Cores> {
             }
         })
         .as_ref()
+}
+
+/// Says why the machine `EPCACHE_CORES` asks for cannot be made, and what happens instead
+/// (once: [`cores`] resolves the machine once).
+fn say_no_machine(why: &str) {
+    eprintln!(
+        "{why}; every thread simulates a cache of its own instead (no shared levels, no coherence events)"
+    );
 }
 
 thread_local! {

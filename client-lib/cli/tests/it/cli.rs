@@ -301,6 +301,28 @@ fn run_refuses_coherence_events_without_a_machine_before_the_program_starts() {
     let text = stderr(&run(&args(&["--cores", "2"])));
     assert!(!text.contains("coherence events"), "{text}");
     assert!(text.contains("/nonexistent/program"), "{text}");
+    // A coherence miss at a level every core shares would count nothing.
+    let text = stderr(&run(&[
+        "run",
+        "--cores",
+        "2",
+        "--cache",
+        "D1=32K,8,64;LL=8M,16,64,shared",
+        "--region",
+        "main",
+        "--array",
+        "a",
+        "--event",
+        "EPC_L2_TSM",
+        "--",
+        "/nonexistent/program",
+    ]));
+    assert!(
+        text.contains("LL is one cache shared by all 2 cores")
+            && text.contains("(D1)")
+            && text.contains("nothing was started"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -327,6 +349,8 @@ fn run_refuses_a_machine_it_cannot_make_before_the_program_starts() {
             && text.contains("nothing was started"),
         "{text}"
     );
+    let text = run("2:", same, None);
+    assert!(text.contains("empty place"), "{text}");
     let text = run("", same, Some("2:0,5"));
     assert!(
         text.contains("EPCACHE_CORES=2:0,5: `5` is not a core from 0 to 1"),

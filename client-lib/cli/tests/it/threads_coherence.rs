@@ -214,6 +214,19 @@ fn without_cores_threads_keep_hierarchies_of_their_own() {
     assert!(!quiet.contains("hierarchy of its own"), "{quiet}");
     let (_, on_cores, _) = run_with_stderr(dir.path(), &program, &[("EPCACHE_CORES", "2")]);
     assert!(!on_cores.contains("hierarchy of its own"), "{on_cores}");
+    // A machine that cannot be made is said, with what happens instead: the threads' own
+    // hierarchies count as without one.
+    let (_, bad, fallen_back) = run_with_stderr(dir.path(), &program, &[("EPCACHE_CORES", "two")]);
+    assert!(
+        bad.contains("EPCACHE_CORES=two") && bad.contains("a cache of its own instead"),
+        "{bad}"
+    );
+    assert!(!bad.contains("nothing is captured"), "{bad}");
+    assert_eq!(
+        event(program_events(&fallen_back, "packed"), "PAPI_L1_LDM"),
+        3,
+        "{fallen_back:#}"
+    );
     let packed = program_events(&report, "packed");
     assert!(packed.get("EPC_L1_FSM").is_none(), "{packed:#}");
     // Each thread's private hierarchy misses once on the line, then always hits; main's

@@ -29,6 +29,8 @@ pub enum CoreMapError {
     OutOfRange(usize),
     #[error("`{core}` is not a core from 0 to {last}; {HOW}")]
     NoSuchCore { core: String, last: usize },
+    #[error("`{0}` has an empty place in the threads' cores after `:`; {HOW}")]
+    EmptyCore(String),
 }
 
 /// What every refusal of a core map says to do.
@@ -56,8 +58,9 @@ impl CoreMap {
         let placement = placement
             .split(',')
             .map(str::trim)
-            .filter(|c| !c.is_empty())
+            .filter(|_| text.contains(':'))
             .map(|c| match c.parse::<usize>() {
+                _ if c.is_empty() => Err(CoreMapError::EmptyCore(text.to_owned())),
                 Ok(core) if core < cores => Ok(core),
                 _ => Err(CoreMapError::NoSuchCore {
                     core: c.to_owned(),
@@ -114,5 +117,9 @@ mod tests {
                 .to_string()
                 .contains("`2` is not a core from 0 to 1")
         );
+        for empty in ["2:", "2:0,", "2:0,,1", "2: "] {
+            let e = CoreMap::parse(empty, 8).unwrap_err().to_string();
+            assert!(e.contains("empty place"), "{empty}: {e}");
+        }
     }
 }

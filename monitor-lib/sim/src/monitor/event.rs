@@ -12,7 +12,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::cache::{
-    AccessOutcome, COHERENCE_MISS, FALSE_SHARING_MISS, INVALIDATION, MAX_LEVELS, TRUE_SHARING_MISS,
+    AccessOutcome, COHERENCE_MISS, FALSE_SHARING_MISS, HierarchySpec, INVALIDATION, MAX_LEVELS,
+    TRUE_SHARING_MISS,
 };
 
 /// Outcome bits, as [`AccessOutcome::bits_at`] produces them.
@@ -135,6 +136,30 @@ impl Event {
     /// Whether this is a coherence event, which only a machine of several cores counts.
     pub fn is_coherence(&self) -> bool {
         self.mask & (COHERENCE_MISS | FALSE_SHARING_MISS | TRUE_SHARING_MISS | INVALIDATION) != 0
+    }
+
+    /// Why this coherence miss event can never count on a machine of `cores` cores of `spec`:
+    /// its level is one copy shared by every core, which no core's write invalidates for
+    /// another. `None` for any other event, or a level with several copies.
+    pub fn never_counts_on(&self, spec: &HierarchySpec, cores: usize) -> Option<String> {
+        if self.mask & (COHERENCE_MISS | FALSE_SHARING_MISS | TRUE_SHARING_MISS) == 0 {
+            return None;
+        }
+        let level = spec.data.get(self.level())?;
+        if level.sharing.group_size(cores) < cores {
+            return None;
+        }
+        let with_copies: Vec<&str> = spec
+            .data
+            .iter()
+            .filter(|l| l.sharing.group_size(cores) < cores)
+            .map(|l| l.name.as_str())
+            .collect();
+        Some(format!(
+            "{self} would count nothing: {} is one cache shared by all {cores} cores, so no core's write invalidates a line there for another; coherence misses happen at levels with a copy per core or per group ({})",
+            level.name,
+            with_copies.join(", ")
+        ))
     }
 
     /// Data level the event counts at, 0 for L1.
@@ -405,6 +430,18 @@ mod tests {
         }
         // 20 writes: 19 invalidations, 18 false-sharing misses at L1, none at the shared L2.
         assert_eq!(counts, [19, 18, 18, 0, 0]);
+        // That shared L2 is refused before a run, the private L1 and invalidations are not.
+        let why = events[4].never_counts_on(&spec, 2).unwrap();
+        assert!(why.contains("L2 is one cache shared by all 2 cores") && why.contains("(D1)"));
+        assert!(
+            events[..4]
+                .iter()
+                .all(|e| e.never_counts_on(&spec, 2).is_none())
+        );
+        // Shared by groups of two of four cores, L2 has two copies to invalidate.
+        let grouped: HierarchySpec = "D1=1K,2,64;L2=8K,4,64,shared=2".parse().unwrap();
+        assert_eq!(events[4].never_counts_on(&grouped, 4), None);
+        assert!(events[4].never_counts_on(&grouped, 2).is_some());
         assert!(Event::for_hierarchy("EPC_L3_FSM", &spec).is_err());
         assert!("epc_l1_tsm".parse::<Event>().is_ok());
     }
