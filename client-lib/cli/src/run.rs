@@ -589,8 +589,25 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
 
     if let (Some(region), Some(output)) = (&args.trace, &args.output) {
-        return Ok(run_trace::check_recording(region, output, &run_cache(args))
-            .map_or(NOT_MONITORED, |()| exit_code(status)));
+        return Ok(
+            match run_trace::check_recording(region, output, &run_cache(args)) {
+                Ok(recording) if args.json => {
+                    print_stdout(&json(&recording)?)?;
+                    exit_code(status)
+                }
+                Ok(recording) => {
+                    eprintln!("epcache: {}", recording.summary());
+                    exit_code(status)
+                }
+                Err(why) => {
+                    if args.json {
+                        print_stdout(&json(&serde_json::json!({ "error": why }))?)?;
+                    }
+                    eprintln!("epcache: {why}");
+                    NOT_MONITORED
+                }
+            },
+        );
     }
     if !results.is_empty() {
         emit(

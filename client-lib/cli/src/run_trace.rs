@@ -15,23 +15,70 @@ pub(crate) fn trace_env(region: &str, instances: Option<u64>) -> String {
     }
 }
 
-/// Checks the recording the program left at `output` and says on stderr what it holds and
-/// how to replay it under `cache`, the one it ran with; `Err` (after saying why) when there is
-/// none or the region never ran.
-pub(crate) fn check_recording(region: &str, output: &Path, cache: &str) -> Result<(), ()> {
+/// What a recording holds, as `epcache run --trace` reports it (the JSON of `--json`).
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Recording {
+    pub(crate) region: String,
+    pub(crate) path: String,
+    /// Instances recorded, all threads together, and threads that recorded one.
+    pub(crate) instances: usize,
+    pub(crate) threads: usize,
+    /// Accesses in the trace, and those inside the instances (the others warm the caches).
+    pub(crate) accesses: u64,
+    pub(crate) counted_accesses: u64,
+    pub(crate) bytes: u64,
+    pub(crate) accesses_per_byte: f64,
+    pub(crate) described_share: f64,
+    /// Where the file stops when the program was killed before the trace's end.
+    pub(crate) never_finished_at_byte: Option<u64>,
+    /// The command that re-simulates it under the run's cache.
+    pub(crate) replay: String,
+}
+
+impl Recording {
+    /// The summary line for stderr.
+    pub(crate) fn summary(&self) -> String {
+        let threads = match self.threads {
+            1 => String::new(),
+            n => format!(" on {n} threads"),
+        };
+        let in_instances = if self.counted_accesses == self.accesses {
+            String::new()
+        } else {
+            format!(
+                " ({} in the instances; the others only warm the caches for them)",
+                grouped(self.counted_accesses)
+            )
+        };
+        format!(
+            "recorded {} instance(s) of `{}`{threads} in {}: {} accesses{in_instances} in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `{}`",
+            self.instances,
+            self.region,
+            self.path,
+            grouped(self.accesses),
+            grouped(self.bytes),
+            self.accesses_per_byte,
+            100.0 * self.described_share,
+            self.replay,
+        )
+    }
+}
+
+/// Reads the recording the program left at `output` (warning on stderr when it was never
+/// finished) and says what it holds and how to replay it under `cache`, the one it ran with;
+/// `Err` with the reason when there is none or the region never ran.
+pub(crate) fn check_recording(
+    region: &str,
+    output: &Path,
+    cache: &str,
+) -> Result<Recording, String> {
     let name = output.display();
-    let trace = match std::fs::File::open(output)
+    let trace = std::fs::File::open(output)
         .map_err(|e| e.to_string())
         .and_then(|f| PartialTrace::read(f).map_err(|e| e.to_string()))
-    {
-        Ok(trace) => trace,
-        Err(why) => {
-            eprintln!(
-                "epcache: the program left no finished trace at {name} ({why}): was it built with `epcache cc`, and did it end by returning or calling exit?"
-            );
-            return Err(());
-        }
-    };
+        .map_err(|why| {
+            format!("the program left no trace at {name} ({why}): was it built with `epcache cc`?")
+        })?;
     if let Some(at) = trace.never_finished() {
         eprintln!(
             "epcache: warning: the trace {name} was never finished (it stops at byte {at}: the program was killed before its end); what its threads had recorded up to their last safe point is readable"
@@ -45,36 +92,26 @@ pub(crate) fn check_recording(region: &str, output: &Path, cache: &str) -> Resul
         .collect();
     let instances: usize = per_thread.iter().sum();
     if instances == 0 {
-        eprintln!(
-            "epcache: region `{region}` never ran, so the trace {name} counts nothing (is it the name `epcache run --all-regions` shows?)"
-        );
-        return Err(());
+        return Err(format!(
+            "region `{region}` never ran, so the trace {name} counts nothing (is it the name `epcache run --all-regions` shows?)"
+        ));
     }
     let stats = trace.stats();
-    let threads = match per_thread.len() {
-        1 => String::new(),
-        n => format!(" on {n} threads"),
-    };
-    let counted: u64 = trace
-        .threads()
-        .iter()
-        .map(ThreadTrace::counted_accesses)
-        .sum();
-    let in_instances = if counted == stats.accesses {
-        String::new()
-    } else {
-        format!(
-            " ({} in the instances; the others only warm the caches for them)",
-            grouped(counted)
-        )
-    };
-    eprintln!(
-        "epcache: recorded {instances} instance(s) of `{region}`{threads} in {name}: {} accesses{in_instances} in {} bytes ({:.1} per byte), {:.1}% in descriptors; replay it with `epcache replay --cache '{}' {name}`",
-        grouped(stats.accesses),
-        grouped(stats.bytes),
-        stats.accesses_per_byte(),
-        100.0 * stats.described_share(),
-        cache,
-    );
-    Ok(())
+    Ok(Recording {
+        region: region.to_owned(),
+        path: name.to_string(),
+        instances,
+        threads: per_thread.len(),
+        accesses: stats.accesses,
+        counted_accesses: trace
+            .threads()
+            .iter()
+            .map(ThreadTrace::counted_accesses)
+            .sum(),
+        bytes: stats.bytes,
+        accesses_per_byte: stats.accesses_per_byte(),
+        described_share: stats.described_share(),
+        never_finished_at_byte: trace.never_finished(),
+        replay: format!("epcache replay --cache '{cache}' {name}"),
+    })
 }
