@@ -133,19 +133,26 @@ fn pair(text: &str, what: &str) -> anyhow::Result<(u64, u64)> {
     Ok((number(a)?, number(b)?))
 }
 
+/// The region of `--region NAME` or `--region-key FILE_ID:LINE`.
+pub(crate) fn region_ref(name: Option<&String>, key: Option<&String>) -> anyhow::Result<RegionRef> {
+    Ok(match (name, key) {
+        (Some(name), _) => RegionRef::Name(name.clone()),
+        (None, Some(key)) => {
+            let (file_id, line) = pair(key, "FILE_ID:LINE")?;
+            RegionRef::Key {
+                file_id: u32::try_from(file_id)
+                    .with_context(|| format!("the file id of `{key}` is too large"))?,
+                line: u32::try_from(line)
+                    .with_context(|| format!("the line of `{key}` is too large"))?,
+            }
+        }
+        (None, None) => bail!("give --region NAME or --region-key FILE_ID:LINE"),
+    })
+}
+
 impl RequestArgs {
     fn request(&self) -> anyhow::Result<Request> {
-        let region = match (&self.region, &self.region_key) {
-            (Some(name), _) => RegionRef::Name(name.clone()),
-            (None, Some(key)) => {
-                let (file_id, line) = pair(key, "FILE_ID:LINE")?;
-                RegionRef::Key {
-                    file_id: u32::try_from(file_id)?,
-                    line: u32::try_from(line)?,
-                }
-            }
-            (None, None) => bail!("give --region NAME or --region-key FILE_ID:LINE"),
-        };
+        let region = region_ref(self.region.as_ref(), self.region_key.as_ref())?;
         let data = match (&self.array, &self.range) {
             (Some(name), _) => DataRef::Name(name.clone()),
             (None, Some(r)) => {

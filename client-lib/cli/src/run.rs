@@ -158,8 +158,9 @@ pub(crate) struct RunArgs {
     /// With --all-regions: show at most N regions (after sorting), and N data structures in each.
     #[arg(long, value_name = "N")]
     top: Option<usize>,
-    /// Record a partial data trace of REGION (a function, or a marker's label) into --output
-    /// FILE (EPCACHE_TRACE): every access of each capturing thread with its code address,
+    /// Record a partial data trace of REGION (a function, or a marker's label; NAME@FILE picks
+    /// the one of that source file when several share the name) into --output FILE
+    /// (EPCACHE_TRACE): every access of each capturing thread with its code address,
     /// compressed per access site, from the thread's start to the end of the last instance
     /// recorded, the instances' spans marked. `epcache replay --cache SPEC FILE` re-simulates it
     /// (counting only the instances, each thread on caches of its own) with per-site and

@@ -28,8 +28,12 @@ pub(crate) struct RecordArgs {
     #[arg(long = "target", value_name = "PID")]
     pid: u32,
     /// The region (a function or a marker's label) whose instances the trace counts.
-    #[arg(long, value_name = "NAME")]
-    region: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "region_key")]
+    region: Option<String>,
+    /// The region by key FILE_ID:LINE (see `epcache describe`), when its name is ambiguous
+    /// (static functions of one name in several files).
+    #[arg(long, value_name = "FILE_ID:LINE", conflicts_with = "region")]
+    region_key: Option<String>,
     /// Record this many instances of the region on each thread that runs it [default: every
     /// one until the program ends].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -75,7 +79,10 @@ pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<()> {
         access_budget: args.budget,
         data: args.data.iter().map(|d| d.as_str().into()).collect(),
         overwrite: args.overwrite,
-        ..TraceOrder::new(args.region.as_str(), output)
+        ..TraceOrder::new(
+            crate::request::region_ref(args.region.as_ref(), args.region_key.as_ref())?,
+            output,
+        )
     };
     let (trace, spec) = block_on(async {
         let mut client = args.daemon.connect().await?;

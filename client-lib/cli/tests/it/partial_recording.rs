@@ -498,6 +498,58 @@ fn a_killed_recording_leaves_its_ended_instances_readable() {
     assert_eq!(d1["write_misses"], 0, "{d1}");
 }
 
+/// Two static functions named `init` in two files: `EPCACHE_TRACE=init` records both and says
+/// so, `init@FILE` records the one of that file (one instance in `same_name_a.c`, two in
+/// `same_name_b.c`).
+#[test]
+fn regions_of_one_name_are_told_apart_by_their_file() {
+    let who = "regions of one name";
+    if !(available("gcc", who) && runtime_built(who)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (kernel("same_name_a.c"), kernel("same_name_b.c"));
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-o",
+            "prog",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+        ],
+    );
+    for (trace, instances, warned) in [
+        ("init", 3, true),
+        ("init@same_name_b.c", 2, false),
+        ("init@kernels/same_name_a.c", 1, false),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["run", "--json", "--overwrite", "--trace", trace, "--output"])
+            .arg(dir.path().join("t.eppt"))
+            .arg("--")
+            .arg(dir.path().join("prog"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{trace}: {stderr}");
+        // The program prints one line before the summary.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let summary: serde_json::Value =
+            serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+        assert_eq!(summary["instances"], instances, "{trace}: {summary}");
+        assert_eq!(
+            stderr.contains("two regions are named `init`"),
+            warned,
+            "{trace}: {stderr}"
+        );
+        if warned {
+            assert!(stderr.contains("EPCACHE_TRACE=init@same_name_"), "{stderr}");
+        }
+    }
+}
+
 /// The mean absolute difference of two curve sets' miss ratios at the points both have.
 fn mean_absolute_error(exact: &serde_json::Value, sampled: &serde_json::Value) -> f64 {
     let (mut sum, mut n) = (0.0, 0);

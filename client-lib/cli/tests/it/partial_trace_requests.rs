@@ -135,6 +135,83 @@ async fn a_trace_asked_through_the_daemon_replays_to_the_live_counts() {
     daemon.shutdown().await;
 }
 
+/// A name two regions share (static functions of two files) is refused with their keys, and
+/// `--region-key` records the one asked for: `same_name_b.c`'s `init`, entered twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_of_a_shared_name_is_traced_by_its_key() {
+    let who = "a region traced by its key";
+    if !(available("gcc", who) && runtime_built(who)) {
+        return;
+    }
+    let guard = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(guard.path()).unwrap();
+    let (a, b) = (kernel("same_name_a.c"), kernel("same_name_b.c"));
+    epcache_cc(
+        &dir,
+        &[
+            "gcc",
+            "-O2",
+            "-o",
+            "prog",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+        ],
+    );
+    let daemon = start_daemon(&dir).await;
+    let addr = daemon.endpoint();
+    let mut target = start_with_report(&dir.join("prog"), &dir, false);
+    let mut client = epcache_client::Client::connect(&addr).await.unwrap();
+    wait_listed(&mut client, target.id()).await;
+    let pid = target.id().to_string();
+    let trace = dir.join("b.eppt");
+    let record = |region: [&'static str; 2]| {
+        let (addr, pid, trace) = (addr.clone(), pid.clone(), trace.clone());
+        async move {
+            epcache(
+                &addr,
+                &[
+                    "trace",
+                    "record",
+                    "--target",
+                    &pid,
+                    region[0],
+                    region[1],
+                    "--json",
+                    "--output",
+                    trace.to_str().unwrap(),
+                ],
+            )
+            .await
+        }
+    };
+    let out = record(["--region", "init"]).await;
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("`--region-key` of `epcache request` and `epcache trace record`"),
+        "{said}"
+    );
+
+    let described: serde_json::Value =
+        serde_json::from_slice(&epcache(&addr, &["describe", &pid, "--json"]).await.stdout)
+            .unwrap();
+    let in_b = described["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "init" && r["file"].as_str().unwrap().ends_with("same_name_b.c"))
+        .expect("same_name_b.c's init is listed");
+    let key: &'static str = format!("{}:{}", in_b["file_id"], in_b["line"]).leak();
+    let out = record(["--region-key", key]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(said["state"], "written", "{said}");
+    assert_eq!(said["instances"], 2, "{said}");
+    ends_well(&mut target);
+    daemon.shutdown().await;
+}
+
 /// Under a daemon alone (no standalone report): the live counts are the results of requests
 /// placed on the region beside the trace, over every byte; the trace replays to them exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

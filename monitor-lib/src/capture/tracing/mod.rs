@@ -63,6 +63,9 @@ pub const TRACE_OUTPUT_ENV: &str = "EPCACHE_TRACE_OUTPUT";
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Request {
     region: String,
+    /// `REGION@FILE`: only the region of that name whose source file is FILE (or ends with
+    /// `/FILE`), for names that repeat (static functions of different files).
+    file: Option<String>,
     /// Instances to record; `None`: every one.
     instances: Option<u64>,
     output: PathBuf,
@@ -104,6 +107,18 @@ fn parse(trace: &str, output: Option<&str>) -> Result<Option<Request>, String> {
         }
         None => (trace, None),
     };
+    let (region, file) = match region.rsplit_once('@') {
+        Some((name, file)) if !name.trim().is_empty() && !file.trim().is_empty() => {
+            (name.trim(), Some(file.trim().to_owned()))
+        }
+        Some(_) => {
+            return Err(said(
+                "give REGION@FILE, both parts, to trace the region of that name in that file"
+                    .into(),
+            ));
+        }
+        None => (region, None),
+    };
     if region.is_empty() {
         return Err(said(
             "no region named (give REGION or REGION:INSTANCES)".into(),
@@ -116,6 +131,7 @@ fn parse(trace: &str, output: Option<&str>) -> Result<Option<Request>, String> {
     let output = std::path::absolute(&output).unwrap_or_else(|_| PathBuf::from(&output));
     Ok(Some(Request {
         region: region.to_owned(),
+        file,
         instances,
         output,
         tool: None,
@@ -188,6 +204,7 @@ pub(super) fn take_tool_order(mcc: &Mcc) {
     };
     let request = Request {
         region: taken.region_name,
+        file: None,
         instances: (order.instances > 0).then_some(order.instances),
         output: path.clone(),
         tool: Some(ToolOrder {
@@ -323,7 +340,48 @@ fn is_traced(request: &Request, region: RegionRef) -> bool {
         Some(order) => region.entry.is_some_and(|e| e.region == order.region),
         None => region_registry::all()
             .get(region.id as usize)
-            .is_some_and(|meta| meta.name == request.region),
+            .is_some_and(|meta| {
+                let traced = meta.name == request.region
+                    && request
+                        .file
+                        .as_deref()
+                        .is_none_or(|f| in_file(&meta.file, f));
+                if traced && request.file.is_none() {
+                    say_if_the_name_repeats(request, meta);
+                }
+                traced
+            }),
+    }
+}
+
+/// Whether `path` is the source file `file` names: the same, or ending with `/FILE`.
+fn in_file(path: &str, file: &str) -> bool {
+    path == file
+        || path
+            .strip_suffix(file)
+            .is_some_and(|rest| rest.ends_with('/'))
+}
+
+/// `EPCACHE_TRACE` named a region by name alone, and a second region of that name (a static
+/// function of another file) is traced too: says so once, and how to pick one.
+fn say_if_the_name_repeats(request: &Request, meta: &region_registry::RegionMeta) {
+    static FIRST: OnceLock<(String, u32)> = OnceLock::new();
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let first = FIRST.get_or_init(|| (meta.file.clone(), meta.line));
+    if (first.0.as_str(), first.1) != (meta.file.as_str(), meta.line)
+        && !SAID.swap(true, Ordering::Relaxed)
+    {
+        let file_name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
+        eprintln!(
+            "epcache: two regions are named `{}` ({}:{} and {}:{}), and {TRACE_ENV} records both into one trace; to record one, name its file: {TRACE_ENV}={}@{}",
+            request.region,
+            first.0,
+            first.1,
+            meta.file,
+            meta.line,
+            request.region,
+            file_name(&meta.file)
+        );
     }
 }
 
@@ -376,6 +434,19 @@ mod tests {
             (r.region.as_str(), r.instances),
             ("alpha::A::init", Some(2))
         );
+        // A file picks one of the regions a name stands for.
+        let r = parse("init@src/b.c:2", Some("/x")).unwrap().unwrap();
+        assert_eq!(
+            (r.region.as_str(), r.file.as_deref(), r.instances),
+            ("init", Some("src/b.c"), Some(2))
+        );
+        assert!(
+            parse("init@", Some("/x"))
+                .unwrap_err()
+                .contains("REGION@FILE")
+        );
+        assert!(in_file("/home/u/src/b.c", "src/b.c") && in_file("b.c", "b.c"));
+        assert!(!in_file("/home/u/src/ab.c", "b.c"));
         assert!(parse("sweep", None).unwrap_err().contains(TRACE_OUTPUT_ENV));
         let p = parse("f", Some("t.%p")).unwrap().unwrap();
         assert!(p.output.is_absolute());
