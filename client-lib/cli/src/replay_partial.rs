@@ -242,6 +242,9 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
             n => format!("; {n} threads, each replayed on caches of its own"),
         },
     );
+    for note in &report.recording_notes {
+        let _ = writeln!(out, "note     (from the recording) {note}");
+    }
     if !report.unfinished_threads.is_empty() {
         let _ = writeln!(
             out,

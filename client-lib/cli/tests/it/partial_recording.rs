@@ -731,6 +731,15 @@ fn threads_still_inside_the_region_at_exit_leave_their_ended_instances_and_are_s
     );
     assert!(!stderr.contains("never ran"), "{stderr}");
     assert_eq!(replayed["records"]["loads"], 0, "{replayed}");
+    // The replay says it too, from the recording: its counts lack the instance the run had.
+    let notes = replayed["recording_notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("1 thread(s) were inside an instance of `sweep_y_then_block`")),
+        "{replayed}"
+    );
     // The sweeping thread ends an instance (a body of the file) at each sweep: at least the
     // ten main waited for are there, whole, whatever it was doing at exit.
     let (replayed, stderr) = trace("sweep_x");

@@ -139,6 +139,9 @@ pub struct PartialReplayReport {
     /// Where the file stops when it has no `END` record (its writer was killed): the counts
     /// are those of the bodies its threads ended before, and sites may be unnamed.
     pub never_finished_at_byte: Option<u64>,
+    /// What the recorder said every replay should say (a thread's instance cut at exit, threads
+    /// that ran as cores of one machine).
+    pub recording_notes: Vec<String>,
     /// The data level the per-owner temporal/spatial and evictor columns are about.
     pub watched_level: String,
     pub sites: Vec<OwnerRow>,
@@ -359,6 +362,7 @@ pub fn replay_partial(
         per_thread,
         unfinished_threads: trace.unfinished_threads().to_vec(),
         never_finished_at_byte: trace.never_finished(),
+        recording_notes: trace.notes().to_vec(),
         watched_level: level_names[level].clone(),
         sites: site_rows,
         structures: rows(&structures, &owners.structures, &level_names)

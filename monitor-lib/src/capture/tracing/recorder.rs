@@ -468,7 +468,7 @@ fn close(shared: &mut Shared, request: &Request) {
         budget_reached: shared.budget_reached,
         message: String::new(),
     };
-    let Some(file) = file else {
+    let Some(mut file) = file else {
         let why = shared.write_error.take().unwrap_or_default();
         eprintln!("epcache: cannot write the trace {path}: {why}");
         outcome.message = format!("cannot write the trace {path}: {why}");
@@ -552,8 +552,11 @@ fn close(shared: &mut Shared, request: &Request) {
         ));
     }
     outcome.message = notes.join("; ");
-    let finished = file
-        .finish(&sites, &ranges)
+    // Every replay repeats them: what the trace lacks that the run counted, and why.
+    let finished = notes
+        .iter()
+        .try_for_each(|note| file.note(note))
+        .and_then(|()| file.finish(&sites, &ranges))
         .and_then(|mut sink| std::io::Write::flush(&mut sink));
     match finished {
         Ok(_) => tell_tool(request, &outcome, true),

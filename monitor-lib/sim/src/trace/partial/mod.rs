@@ -38,7 +38,7 @@
 //! the file as *chunks* of bytes tagged with their thread, so threads write one file at once,
 //! each chunk whole under a lock, in any interleaving.
 //!
-//! # Layout (version 2)
+//! # Layout (version 3)
 //!
 //! Integers are LEB128 varints unless said otherwise; `zz` marks a zigzag-encoded signed value.
 //!
@@ -57,6 +57,9 @@
 //!   structure name (empty when unknown). Optional, at most one per code address.
 //! - `0x05 RANGE`: data structure name, first byte, one past its last byte: the named address
 //!   ranges per-structure tables attribute accesses to.
+//! - `0x09 NOTE`: a UTF-8 text (varint length, at most [`MAX_NOTE`] bytes) the recorder wants
+//!   every replay to say: what the trace lacks that the run counted (an instance going on in a
+//!   thread blocked at exit), or how the run differed from a replay (threads as cores).
 //! - `0x06 END`: the number of chunks. Nothing may follow it; a file without it was never
 //!   finished, and a reader keeps the ended bodies of the chunks before the point where it
 //!   stops (a last record cut short included) and says so ([`PartialTrace::never_finished`]).
@@ -89,7 +92,8 @@
 //! Descriptors and raw blocks are written when they close, so their order in a body is not
 //! the access order; the reader sorts them by first sequence number.
 //!
-//! Version 1, which this build still reads, is one thread's single body with its `SITE` and
+//! Version 2, which this build still reads, is version 3 without `NOTE` records. Version 1 is
+//! one thread's single body with its `SITE` and
 //! `RANGE` records among the body records and no chunks: everything after the header up to
 //! the body's `END`, with flags 0.
 
@@ -107,8 +111,10 @@ use super::TraceKind;
 
 /// The eight bytes every partial trace starts with.
 pub const PARTIAL_MAGIC: [u8; 8] = *b"\x89EPPT\r\n\x1a";
-/// The format version this code writes (it reads version 1 too).
-pub const PARTIAL_VERSION: u32 = 2;
+/// The format version this code writes (it reads versions 1 and 2 too).
+pub const PARTIAL_VERSION: u32 = 3;
+/// Most bytes of one `NOTE` record's text.
+pub const MAX_NOTE: u64 = 4096;
 /// Header flag: counting follows the marks, and a thread without marks counts nothing.
 pub const FLAG_MARKED: u32 = 1;
 /// Most threads one trace holds (thread numbers are below it).
@@ -130,6 +136,7 @@ const TAG_RANGE: u8 = 5;
 const TAG_END: u8 = 6;
 const TAG_MARK: u8 = 7;
 const TAG_CHUNK: u8 = 8;
+const TAG_NOTE: u8 = 9;
 
 /// Where counting starts or stops (see the `MARK` record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -10,10 +10,10 @@ use std::ops::Range;
 
 use super::codec::{Cursor, unzigzag};
 use super::{
-    CountedSpans, Descriptor, Dim, FLAG_MARKED, MAX_CHUNK, MAX_DEPTH, MAX_THREADS, Mark,
+    CountedSpans, Descriptor, Dim, FLAG_MARKED, MAX_CHUNK, MAX_DEPTH, MAX_NOTE, MAX_THREADS, Mark,
     PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess, PartialError, RAW_BLOCK,
-    SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK, TAG_RANGE, TAG_RAW, TAG_SITE,
-    TAG_STREAM, kind_of,
+    SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK, TAG_NOTE, TAG_RANGE, TAG_RAW,
+    TAG_SITE, TAG_STREAM, kind_of,
 };
 use crate::trace::TraceKind;
 
@@ -83,6 +83,8 @@ pub struct PartialTrace {
     unfinished: Vec<u64>,
     /// Where a file with no `END` record stops.
     never_finished: Option<u64>,
+    /// The recorder's `NOTE` records, in file order.
+    notes: Vec<String>,
 }
 
 /// One thread of a partial trace: its bodies joined into one access order.
@@ -110,11 +112,13 @@ struct Body {
     stats: TraceStats,
 }
 
-/// The site table and ranges, which version 1 keeps among a body's records.
+/// The site table and ranges (which version 1 keeps among a body's records), and the
+/// recorder's notes (version 3).
 #[derive(Debug, Default)]
 struct Tables {
     sites: BTreeMap<u64, SiteInfo>,
     ranges: Vec<StructureRange>,
+    notes: Vec<String>,
 }
 
 fn bad(offset: u64, why: impl Into<String>) -> PartialError {
@@ -176,7 +180,7 @@ impl PartialTrace {
             thread.append(body);
             vec![thread]
         } else {
-            let (streams, stopped_at) = read_chunks(&bytes, &mut tables)?;
+            let (streams, stopped_at) = read_chunks(&bytes, version, &mut tables)?;
             never_finished = stopped_at;
             let mut threads = Vec::with_capacity(streams.len());
             for (id, stream) in streams {
@@ -202,7 +206,13 @@ impl PartialTrace {
             stats,
             unfinished,
             never_finished,
+            notes: tables.notes,
         })
+    }
+
+    /// What the recorder said every replay should say (see the format's `NOTE`).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Where the file stops, when it has no `END` record: its writer was killed (or the file
@@ -261,7 +271,7 @@ impl PartialTrace {
 /// from. Anything else wrong is an error.
 type Chunks = (BTreeMap<u64, Vec<u8>>, Option<u64>);
 
-fn read_chunks(bytes: &[u8], tables: &mut Tables) -> Result<Chunks, PartialError> {
+fn read_chunks(bytes: &[u8], version: u32, tables: &mut Tables) -> Result<Chunks, PartialError> {
     let mut threads: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut chunks = 0u64;
     let mut cursor = Cursor::new(&bytes[PARTIAL_HEADER_LEN..], PARTIAL_HEADER_LEN as u64);
@@ -270,7 +280,7 @@ fn read_chunks(bytes: &[u8], tables: &mut Tables) -> Result<Chunks, PartialError
         if cursor.is_empty() {
             return Ok((threads, Some(at)));
         }
-        match read_file_record(&mut cursor, at, &mut threads, &mut chunks, tables) {
+        match read_file_record(&mut cursor, at, version, &mut threads, &mut chunks, tables) {
             Ok(true) => return Ok((threads, None)),
             Ok(false) => {}
             Err(PartialError::Truncated { .. }) => return Ok((threads, Some(at))),
@@ -283,6 +293,7 @@ fn read_chunks(bytes: &[u8], tables: &mut Tables) -> Result<Chunks, PartialError
 fn read_file_record(
     cursor: &mut Cursor<'_>,
     at: u64,
+    version: u32,
     threads: &mut BTreeMap<u64, Vec<u8>>,
     chunks: &mut u64,
     tables: &mut Tables,
@@ -307,6 +318,14 @@ fn read_file_record(
         }
         tag @ (TAG_SITE | TAG_RANGE) => {
             read_table_record(cursor, at, tag, tables)?;
+            Ok(false)
+        }
+        TAG_NOTE if version >= 3 => {
+            let note = cursor.string("a note")?;
+            if note.len() as u64 > MAX_NOTE {
+                return Err(bad(at, format!("a note of {} bytes", note.len())));
+            }
+            tables.notes.push(note);
             Ok(false)
         }
         TAG_END => {

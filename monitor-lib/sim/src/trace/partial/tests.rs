@@ -239,11 +239,11 @@ fn header_and_record_errors_are_typed() {
         Err(PartialError::BadMagic { .. })
     ));
     let good = encode(&matmul(3));
-    let mut v3 = good.clone();
-    v3[8] = 3;
+    let mut v4 = good.clone();
+    v4[8] = 4;
     assert!(matches!(
-        decode(&v3),
-        Err(PartialError::UnsupportedVersion { found: 3 })
+        decode(&v4),
+        Err(PartialError::UnsupportedVersion { found: 4 })
     ));
     let unfinished = PartialTrace::parse(good[..good.len() - 4].to_vec()).unwrap();
     assert!(unfinished.never_finished().is_some());
@@ -619,6 +619,38 @@ fn a_file_cut_anywhere_keeps_the_bodies_its_threads_ended() {
     // Only the END missing: every body is there.
     let without_end = PartialTrace::parse(bytes[..bytes.len() - 2].to_vec()).unwrap();
     assert_eq!(without_end.threads()[0].stats().accesses, all);
+}
+
+/// A recorder's notes come back in order; version 2 knows no notes, and a note too long is a
+/// bad record.
+#[test]
+fn notes_are_read_back_in_version_3_only() {
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    file.chunk(0, &thread_bytes(&matmul(3), &[(0, 10)], &[]))
+        .unwrap();
+    file.note("1 thread(s) were inside an instance").unwrap();
+    file.note(&"é".repeat(3000)).unwrap();
+    let bytes = file.finish(&BTreeMap::new(), &[]).unwrap();
+    let trace = PartialTrace::parse(bytes.clone()).unwrap();
+    assert_eq!(trace.notes().len(), 2);
+    assert_eq!(trace.notes()[0], "1 thread(s) were inside an instance");
+    // Cut at a character boundary to at most MAX_NOTE bytes.
+    assert_eq!(trace.notes()[1].len(), MAX_NOTE as usize);
+    let mut v2 = bytes.clone();
+    v2[8] = 2;
+    assert!(matches!(
+        PartialTrace::parse(v2),
+        Err(PartialError::BadRecord { .. })
+    ));
+    let mut long = bytes[..PARTIAL_HEADER_LEN].to_vec();
+    long.push(TAG_NOTE);
+    long.extend_from_slice(&[0x81, 0x20]); // 4097 bytes
+    long.extend(std::iter::repeat_n(b'x', 4097));
+    long.extend_from_slice(&[TAG_END, 0]);
+    assert!(matches!(
+        PartialTrace::parse(long),
+        Err(PartialError::BadRecord { .. })
+    ));
 }
 
 #[test]

@@ -12,9 +12,9 @@ use std::io::{self, Write};
 use super::codec::{put_str, put_varint, put_varint128, zigzag};
 use super::compress::{Closed, StreamCompressor};
 use super::{
-    Descriptor, FLAG_MARKED, MAX_CHUNK, Mark, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess,
-    RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK, TAG_RANGE,
-    TAG_RAW, TAG_SITE, TAG_STREAM, kind_code,
+    Descriptor, FLAG_MARKED, MAX_CHUNK, MAX_NOTE, Mark, PARTIAL_MAGIC, PARTIAL_VERSION,
+    PartialAccess, RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK,
+    TAG_NOTE, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_code,
 };
 
 /// A stream's identity: code address, kind code and size.
@@ -327,6 +327,20 @@ impl<W: Write> TraceFile<W> {
     /// Bytes written so far.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Writes a `NOTE` record: a sentence every replay of the trace repeats (cut to
+    /// [`MAX_NOTE`] bytes, at a character boundary).
+    pub fn note(&mut self, text: &str) -> io::Result<()> {
+        let mut end = text.len().min(MAX_NOTE as usize);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut out = vec![TAG_NOTE];
+        put_str(&mut out, &text[..end]);
+        self.sink.write_all(&out)?;
+        self.bytes += out.len() as u64;
+        Ok(())
     }
 
     /// Hands every chunk appended so far to the file (a buffering sink keeps them otherwise),
