@@ -115,7 +115,7 @@ pub(crate) fn run(
         .with_context(|| format!("replaying partial trace `{name}`"))?;
     if let Some(at) = report.never_finished_at_byte {
         eprintln!(
-            "warning: `{name}` was never finished: it stops at byte {at} without its END record (the recording process was killed, or the file was cut). Replayed: what each thread had recorded up to its last safe point (the end of an instance once 65,536 accesses were recorded since the one before); later accesses are lost, and sites the file's end would have named are shown by code address."
+            "warning: `{name}` was never finished: it stops at byte {at} without its END record (the recording process was killed, or the file was cut). Replayed: what each thread had recorded up to its last safe point (the end of an instance once 65,536 accesses were recorded since the one before, or every 16,777,216 inside a long one); later accesses are lost, and sites the file's end would have named are shown by code address."
         );
     }
     let mut sample = None;
@@ -248,7 +248,7 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
     if !report.unfinished_threads.is_empty() {
         let _ = writeln!(
             out,
-            "note     thread(s) {:?} never finished their last part (blocked when the program exited): their accesses after their last finished instance are not counted",
+            "note     thread(s) {:?} never finished their last part (blocked when the program exited, or the process was killed): what they recorded after their last safe point is not counted, and an instance it cut is counted up to there",
             report.unfinished_threads
         );
     }

@@ -451,46 +451,59 @@ fn a_killed_recording_leaves_its_ended_instances_readable() {
     let Some(dir) = built_with_gcc("until_signal.c", &["-fno-inline"], "a killed recording") else {
         return;
     };
-    let trace = dir.path().join("killed.eppt");
-    let mut child = Command::new(dir.path().join("prog"))
-        .env_remove("EPCACHE_REPORT")
-        .env("EPCACHE_CACHE", cache)
-        .env("EPCACHE_TRACE", "sweep")
-        .env("EPCACHE_TRACE_OUTPUT", &trace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    // Recording goes on for ever: killed once the file holds `bytes`, it replays (with a
+    // warning) what reached the file.
+    let killed_at = |region: &str, bytes: u64| {
+        let trace = dir.path().join(format!("{region}.eppt"));
+        let mut child = Command::new(dir.path().join("prog"))
+            .env_remove("EPCACHE_REPORT")
+            .env("EPCACHE_CACHE", cache)
+            .env("EPCACHE_TRACE", region)
+            .env("EPCACHE_TRACE_OUTPUT", &trace)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut ready,
+        )
         .unwrap();
-    let mut ready = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut ready,
-    )
-    .unwrap();
-    assert_eq!(ready.trim(), "ready");
-    // Recording goes on for ever: kill it once several safe points' worth reached the file.
-    let started = std::time::Instant::now();
-    while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 4096 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "the trace never grew"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["replay", "--json", "--cache", cache])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("was never finished"), "{stderr}");
-    let replayed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(replayed["never_finished_at_byte"].as_u64().is_some());
+        assert_eq!(ready.trim(), "ready");
+        let started = std::time::Instant::now();
+        while std::fs::metadata(&trace).map_or(0, |m| m.len()) < bytes {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "the trace of {region} never grew"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["replay", "--json", "--cache", cache])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("was never finished"), "{stderr}");
+        let replayed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(replayed["never_finished_at_byte"].as_u64().is_some());
+        replayed
+    };
+    // `main` is one instance that never ends: its safe points inside it keep what came before
+    // the last one, counted, and the thread is said to be cut.
+    let replayed = killed_at("main", 1);
+    assert!(
+        replayed["levels"]["D1"]["reads"].as_u64().unwrap() >= 1 << 22,
+        "{replayed}"
+    );
+    assert_eq!(replayed["unfinished_threads"], serde_json::json!([0]));
+    // The sweeps: several safe points' worth of whole instances.
+    let replayed = killed_at("sweep", 4096);
     let d1 = &replayed["levels"]["D1"];
     let misses = d1["read_misses"].as_u64().unwrap();
     assert!(misses >= 1024 && misses.is_multiple_of(1024), "{d1}");

@@ -11,9 +11,11 @@
 //! program's exit). The first ends one at an instance's end only once its body holds
 //! [`SAFE_POINT_ACCESSES`]: a body's end closes its descriptors, and a region entered often in
 //! a loop would lose its compression across instances. Each thread also hands the file what it
-//! wrote at most once per [`SAFE_POINT_ACCESSES`], at an instance's end, so a process killed
-//! outright (SIGKILL, the out-of-memory killer, a batch system's time limit) leaves a file whose
-//! ended bodies a replay reads. The trace is closed (site table, ranges, end) once the first thread's part
+//! wrote at most once per [`SAFE_POINT_ACCESSES`], at an instance's end, and inside an instance
+//! that long runs on every [`LONG_INSTANCE_SAFE_POINT`] accesses (a body may end inside a
+//! span, which the next one goes on counting), so a process killed outright (SIGKILL, the
+//! out-of-memory killer, a batch system's time limit) leaves a file whose ended bodies a replay
+//! reads, a long instance included up to its last safe point. The trace is closed (site table, ranges, end) once the first thread's part
 //! and every other open part have ended, or at the process's end, whichever comes first; an
 //! instance going on then is left out and said. The recorder belongs to its thread's core
 //! (`Core::tracer`), so recording an access takes no lock but a chunk's. With threads as
@@ -41,6 +43,10 @@ use super::{
 /// readable from the file (its body ended and handed over): a few hundred bytes of trace for a
 /// regular kernel, and one system call per point.
 const SAFE_POINT_ACCESSES: u64 = 1 << 16;
+
+/// How many accesses a thread records inside one instance between safe points (a traced
+/// `main` is one instance): a few tenths of a second of recording.
+const LONG_INSTANCE_SAFE_POINT: u64 = 1 << 24;
 
 /// The trace file and what the recording threads told it, behind one lock: a thread takes it
 /// to append a chunk (about every 64 KiB of its records) and when it finishes. What a thread
@@ -293,6 +299,17 @@ impl Recorder {
             return false;
         }
         self.recorded += 1;
+        if self.recorded - self.handed_over >= LONG_INSTANCE_SAFE_POINT {
+            if writer
+                .end_body()
+                .and_then(|()| writer.sink_mut().flush())
+                .is_err()
+            {
+                self.give_up();
+                return false;
+            }
+            self.handed_over = self.recorded;
+        }
         if let Some(budget) = tool.and_then(|o| o.access_budget)
             && self.recorded >= budget
         {
@@ -395,9 +412,9 @@ impl Recorder {
         if self.thread != 0 || w.body_accesses() >= SAFE_POINT_ACCESSES {
             w.end_body()?;
         }
-        if w.accesses() - self.handed_over >= SAFE_POINT_ACCESSES {
+        if self.recorded - self.handed_over >= SAFE_POINT_ACCESSES {
             w.sink_mut().flush()?;
-            self.handed_over = w.accesses();
+            self.handed_over = self.recorded;
         }
         Ok(())
     }

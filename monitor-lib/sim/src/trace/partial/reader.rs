@@ -184,7 +184,8 @@ impl PartialTrace {
             never_finished = stopped_at;
             let mut threads = Vec::with_capacity(streams.len());
             for (id, stream) in streams {
-                let (thread, finished) = ThreadTrace::of_bodies(id, marked, stream)?;
+                let (thread, finished) =
+                    ThreadTrace::of_bodies(id, marked, stream, stopped_at.is_none())?;
                 if !finished {
                     unfinished.push(id);
                 }
@@ -516,8 +517,15 @@ impl ThreadTrace {
 
     /// Thread `id`'s bodies from its joined chunks, and whether all it recorded in spans is
     /// there: a last body cut short is left out, which loses counted accesses only if it had
-    /// begun a span. Offsets in errors are positions in the thread's bytes.
-    fn of_bodies(id: u64, marked: bool, bytes: Vec<u8>) -> Result<(Self, bool), PartialError> {
+    /// begun a span; in a file that was never finished (`file_finished` false), a last body
+    /// ending inside a span was cut there too. Offsets in errors are positions in the thread's
+    /// bytes.
+    fn of_bodies(
+        id: u64,
+        marked: bool,
+        bytes: Vec<u8>,
+        file_finished: bool,
+    ) -> Result<(Self, bool), PartialError> {
         let mut bodies = Vec::new();
         let mut cursor = Cursor::new(&bytes, 0);
         let mut finished = true;
@@ -535,6 +543,12 @@ impl ThreadTrace {
                 }
                 Err(e) => return Err(in_thread(id, e)),
             }
+        }
+        if finished && !file_finished {
+            finished = !bodies
+                .last()
+                .and_then(|b: &Body| b.marks.last())
+                .is_some_and(|&(_, m)| m == Mark::Begin);
         }
         let mut thread = Self::new(id, marked, bytes);
         for body in bodies {

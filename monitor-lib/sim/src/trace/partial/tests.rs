@@ -619,6 +619,30 @@ fn a_file_cut_anywhere_keeps_the_bodies_its_threads_ended() {
     // Only the END missing: every body is there.
     let without_end = PartialTrace::parse(bytes[..bytes.len() - 2].to_vec()).unwrap();
     assert_eq!(without_end.threads()[0].stats().accesses, all);
+    assert!(without_end.unfinished_threads().is_empty());
+}
+
+/// A body ended inside an instance (a long instance's safe point) is the last the file holds
+/// when the writer is killed: its part of the instance counts, and the thread is said to be
+/// cut. In a finished file the same body (an instance going on at exit) is no cut.
+#[test]
+fn a_killed_file_whose_last_body_ends_inside_an_instance_says_the_thread_was_cut() {
+    let a = matmul(4);
+    let mut w = ThreadWriter::new(Vec::new());
+    w.mark(Mark::Begin);
+    for x in &a[..60] {
+        w.record(x).unwrap();
+    }
+    w.end_body().unwrap();
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    file.chunk(5, w.sink_mut()).unwrap();
+    let bytes = file.finish(&BTreeMap::new(), &[]).unwrap();
+    let killed = PartialTrace::parse(bytes[..bytes.len() - 2].to_vec()).unwrap();
+    assert_eq!(killed.unfinished_threads(), [5]);
+    assert_eq!(killed.threads()[0].counted_accesses(), 60);
+    let finished = PartialTrace::parse(bytes).unwrap();
+    assert!(finished.unfinished_threads().is_empty());
+    assert_eq!(finished.threads()[0].counted_accesses(), 60);
 }
 
 /// A recorder's notes come back in order; version 2 knows no notes, and a note too long is a
