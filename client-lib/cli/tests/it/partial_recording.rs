@@ -300,6 +300,28 @@ fn fortran_recording_replays_to_the_live_counts_and_stops_after_its_instances() 
     assert_eq!(recorded * 3, all * 2);
 }
 
+/// `epcache run OPTIONS --output OUTPUT -- DIR/prog`, in `dir`.
+fn epcache_run_trace(dir: &Path, options: &[&str], output: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .arg("run")
+        .args(options)
+        .arg("--output")
+        .arg(output)
+        .arg("--")
+        .arg(dir.join("prog"))
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// `same_name_a.c` and `same_name_b.c` built together by `epcache cc -- gcc -O2` into
+/// `dir/prog`: two static functions named `init`, one in each file.
+pub(crate) fn build_same_names(dir: &Path) {
+    let (a, b) = (kernel("same_name_a.c"), kernel("same_name_b.c"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    epcache_cc(dir, &["gcc", "-O2", "-o", "prog", a, b]);
+}
+
 #[test]
 fn epcache_run_trace_records_what_the_environment_does() {
     let cache = "D1=8K,2,32;LL=64K,8,64";
@@ -314,23 +336,12 @@ fn epcache_run_trace_records_what_the_environment_does() {
         &["gcc", "-O2", "-o", "prog", src.to_str().unwrap()],
     );
     let trace = dir.path().join("run.eppt");
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args([
-            "run",
-            "--cache",
-            cache,
-            "--trace",
-            "multiply",
-            "--instances",
-            "1",
-        ])
-        .arg("--output")
-        .arg(&trace)
-        .arg("--")
-        .arg(dir.path().join("prog"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let traced = ["--cache", cache, "--trace", "multiply"];
+    let out = epcache_run_trace(
+        dir.path(),
+        &[&traced[..], &["--instances", "1"]].concat(),
+        &trace,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -355,26 +366,20 @@ fn epcache_run_trace_records_what_the_environment_does() {
     };
     assert_eq!(said.parse::<u64>().unwrap(), counted, "{stderr}");
     // A region that never runs is said, with exit status 2.
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["run", "--cache", cache, "--trace", "no_such_region"])
-        .arg("--output")
-        .arg(dir.path().join("none.eppt"))
-        .arg("--")
-        .arg(dir.path().join("prog"))
-        .output()
-        .unwrap();
+    let out = epcache_run_trace(
+        dir.path(),
+        &["--cache", cache, "--trace", "no_such_region"],
+        &dir.path().join("none.eppt"),
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never ran"));
     // An output in a directory that does not exist is refused before the program starts: it
     // prints nothing, and no run's time is lost on a trace that cannot be kept.
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["run", "--cache", cache, "--trace", "multiply"])
-        .arg("--output")
-        .arg(dir.path().join("missing").join("t.eppt"))
-        .arg("--")
-        .arg(dir.path().join("prog"))
-        .output()
-        .unwrap();
+    let out = epcache_run_trace(
+        dir.path(),
+        &traced,
+        &dir.path().join("missing").join("t.eppt"),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -387,18 +392,10 @@ fn epcache_run_trace_records_what_the_environment_does() {
     std::os::unix::fs::symlink(&trace, &link).unwrap();
     let before = std::fs::read(&trace).unwrap();
     for (output, overwrite, said) in [
-        (&trace, false, "--overwrite"),
-        (&link, true, "symbolic link"),
+        (&trace, &[][..], "--overwrite"),
+        (&link, &["--overwrite"][..], "symbolic link"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-            .args(["run", "--cache", cache, "--trace", "multiply"])
-            .args(overwrite.then_some("--overwrite"))
-            .arg("--output")
-            .arg(output)
-            .arg("--")
-            .arg(dir.path().join("prog"))
-            .output()
-            .unwrap();
+        let out = epcache_run_trace(dir.path(), &[&traced[..], overwrite].concat(), output);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(
@@ -521,30 +518,17 @@ fn regions_of_one_name_are_told_apart_by_their_file() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (kernel("same_name_a.c"), kernel("same_name_b.c"));
-    epcache_cc(
-        dir.path(),
-        &[
-            "gcc",
-            "-O2",
-            "-o",
-            "prog",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-        ],
-    );
+    build_same_names(dir.path());
     for (trace, instances, warned) in [
         ("init", 3, true),
         ("init@same_name_b.c", 2, false),
         ("init@kernels/same_name_a.c", 1, false),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-            .args(["run", "--json", "--overwrite", "--trace", trace, "--output"])
-            .arg(dir.path().join("t.eppt"))
-            .arg("--")
-            .arg(dir.path().join("prog"))
-            .output()
-            .unwrap();
+        let out = epcache_run_trace(
+            dir.path(),
+            &["--json", "--overwrite", "--trace", trace],
+            &dir.path().join("t.eppt"),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{trace}: {stderr}");
         // The program prints one line before the summary.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use epcache_test_support::client::{processes, start_daemon, synthetic, wait_listed};
 
 use crate::capture_support::{available, epcache_cc, kernel, runtime_built, wait_within};
-use crate::partial_recording::{assert_exact, replay};
+use crate::partial_recording::{assert_exact, build_same_names, replay};
 
 const CACHE: &str = "D1=8K,2,32;LL=64K,8,64";
 
@@ -145,18 +145,7 @@ async fn a_region_of_a_shared_name_is_traced_by_its_key() {
     }
     let guard = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(guard.path()).unwrap();
-    let (a, b) = (kernel("same_name_a.c"), kernel("same_name_b.c"));
-    epcache_cc(
-        &dir,
-        &[
-            "gcc",
-            "-O2",
-            "-o",
-            "prog",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-        ],
-    );
+    build_same_names(&dir);
     let daemon = start_daemon(&dir).await;
     let addr = daemon.endpoint();
     let mut target = start_with_report(&dir.join("prog"), &dir, false);
