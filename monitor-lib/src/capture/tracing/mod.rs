@@ -29,13 +29,13 @@
 //! the reason. Such an order may also name an access budget (a thread's recording ends, its
 //! open instance cut, once it has written that many accesses) and data structures (only accesses to
 //! their bytes are written: re-simulation then shows those structures alone, not the live
-//! counts, which need every access). The target writes the file itself (it is the tool's
-//! user): the path must be absolute, its directory must exist and be reached through no
-//! symbolic link, and the file is created new (replaced only when the order allows, never
-//! through a link). Either way the file is locked while the process writes it, so a second
-//! process given the same file is refused rather than interleaving its chunks. What became of the order (accesses and instances recorded, complete or
-//! not, why not) goes back to the trace block when the trace is written, at the latest at the
-//! process's end.
+//! counts, which need every access). The target writes the file itself (it is the tool's user): the
+//! path must be absolute, its directory must exist and be reached through no symbolic link, and the
+//! file is created new (replaced only when the order allows, never through a link). Either way the
+//! file is locked while the process writes it, so a second process given the same file is refused
+//! rather than interleaving its chunks. What became of the order (accesses and instances recorded,
+//! complete or not, why not) goes back to the trace block when the trace is written, at the latest
+//! at the process's end.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

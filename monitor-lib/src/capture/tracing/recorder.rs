@@ -1,26 +1,26 @@
 //! One recording per capturing thread, and the one file they share.
 //!
-//! Every thread that starts capturing while the trace is open records, into the one file (the
-//! first opens it): each thread's records go to the file as chunks of its own
+//! Every thread that starts capturing while the trace is open records, into the one file (the first
+//! opens it): each thread's records go to the file as chunks of its own
 //! (`epcache_sim::trace::partial`'s threads), under a lock taken once per 64 KiB of them, and
-//! replay simulates each thread on caches of its own, as the run did (an OpenMP parallel
-//! region's outlined body on every thread of the team). A thread's part ends when its
-//! instances asked for (each thread's own count) have ended, or its access budget, or the
-//! thread; every thread but the first also ends a body at each instance's end, so what it
-//! recorded is in the file even if it never ends (libgomp's pool threads sleep through the
-//! program's exit). The first ends one at an instance's end only once its body holds
-//! [`SAFE_POINT_ACCESSES`]: a body's end closes its descriptors, and a region entered often in
-//! a loop would lose its compression across instances. Each thread also hands the file what it
-//! wrote at most once per [`SAFE_POINT_ACCESSES`], at an instance's end, and inside an instance
-//! that long runs on every [`LONG_INSTANCE_SAFE_POINT`] accesses (a body may end inside a
-//! span, which the next one goes on counting), so a process killed outright (SIGKILL, the
-//! out-of-memory killer, a batch system's time limit) leaves a file whose ended bodies a replay
-//! reads, a long instance included up to its last safe point. The trace is closed (site table, ranges, end) once the first thread's part
-//! and every other open part have ended, or at the process's end, whichever comes first; an
-//! instance going on then is left out and said. The recorder belongs to its thread's core
-//! (`Core::tracer`), so recording an access takes no lock but a chunk's. With threads as
-//! cores of one machine (`EPCACHE_CORES`) the trace keeps each thread's order but not the
-//! interleaving, so replay does not reproduce shared levels and coherence, which the run says.
+//! replay simulates each thread on caches of its own, as the run did (an OpenMP parallel region's
+//! outlined body on every thread of the team). A thread's part ends when its instances asked for
+//! (each thread's own count) have ended, or its access budget, or the thread; every thread but the
+//! first also ends a body at each instance's end, so what it recorded is in the file even if it
+//! never ends (libgomp's pool threads sleep through the program's exit). The first ends one at an
+//! instance's end only once its body holds [`SAFE_POINT_ACCESSES`]: a body's end closes its
+//! descriptors, and a region entered often in a loop would lose its compression across instances.
+//! Each thread also hands the file what it wrote at most once per [`SAFE_POINT_ACCESSES`], at an
+//! instance's end, and inside an instance that long runs on every [`LONG_INSTANCE_SAFE_POINT`]
+//! accesses (a body may end inside a span, which the next one goes on counting), so a process
+//! killed outright (SIGKILL, the out-of-memory killer, a batch system's time limit) leaves a file
+//! whose ended bodies a replay reads, a long instance included up to its last safe point. The trace
+//! is closed (site table, ranges, end) once the first thread's part and every other open part have
+//! ended, or at the process's end, whichever comes first; an instance going on then is left out and
+//! said. The recorder belongs to its thread's core (`Core::tracer`), so recording an access takes
+//! no lock but a chunk's. With threads as cores of one machine (`EPCACHE_CORES`) the trace keeps
+//! each thread's order but not the interleaving, so replay does not reproduce shared levels and
+//! coherence, which the run says.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
