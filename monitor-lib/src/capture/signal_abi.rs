@@ -1,7 +1,7 @@
-//! Termination signals while the standalone report is being made: SIGINT, SIGTERM and SIGHUP
-//! are held until the program's next captured access, where the report is written and the
-//! signal raised again, so an interrupted run (Ctrl-C, a batch system's time limit) still leaves
-//! its counts and still dies of the signal it got.
+//! Termination signals while the standalone report or a partial trace is being made: SIGINT,
+//! SIGTERM and SIGHUP are held until the program's next captured access, where the report is
+//! written (the trace finished) and the signal raised again, so an interrupted run (Ctrl-C, a
+//! batch system's time limit) still leaves its counts and still dies of the signal it got.
 //!
 //! Why a deferral, not the report in the handler: the signal can land while the thread is inside
 //! the allocator or the runtime's own counting, and writing the report needs both. A captured
@@ -77,9 +77,14 @@ extern "C" fn on_held_signal(signal: c_int) {
         libc::SIGTERM => b"SIGTERM",
         _ => b"SIGHUP",
     });
+    say(match (switches::standalone(), switches::trace_asked()) {
+        (true, true) => b": the report and the trace are written",
+        (false, true) => b": the trace is finished",
+        _ => b": the report is written",
+    });
     say(
-        b": the report is written at the program's next captured access, then the program \
-          ends (send it again to end at once, without the report)\n",
+        b" at the program's next captured access, then the program ends (send it again to \
+          end at once, without them)\n",
     );
     switches::wake_all_sync_points();
 }

@@ -39,7 +39,9 @@ pub(crate) fn init_process() {
         let _busy = RuntimeGuard::enter();
         settings::start_once(start_up);
     }
-    if standalone() {
+    // A trace without a report is closed by the same safe points as a report: an interrupted
+    // or crashing recording otherwise leaves a file without its end.
+    if standalone() || switches::trace_asked() {
         // Once per process: `init_process` returns early above once it ran.
         static HELD: std::sync::Once = std::sync::Once::new();
         HELD.call_once(|| {

@@ -52,8 +52,12 @@ fn start(dir: &Path, program: &Path, args: &[&str]) -> Child {
 
 /// [`start`] for a prepared command.
 fn start_command(dir: &Path, command: &mut Command) -> Child {
+    start_without_report(dir, command.env("EPCACHE_REPORT", dir.join("report.json")))
+}
+
+/// [`start_command`] with no standalone report asked for.
+fn start_without_report(dir: &Path, command: &mut Command) -> Child {
     let mut child = command
-        .env("EPCACHE_REPORT", dir.join("report.json"))
         .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
         .current_dir(dir)
         .stdin(Stdio::piped())
@@ -132,6 +136,44 @@ fn an_interrupted_run_writes_its_report_and_dies_of_the_signal() {
         );
         no_partial_files(dir.path());
     }
+}
+
+/// A partial trace without a report is finished at the signal's safe point too: a whole file
+/// (no warning on replay) whose sweeps the replay counts, and the program dies of its signal.
+#[test]
+fn an_interrupted_recording_without_a_report_is_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path()) else {
+        return;
+    };
+    let trace = dir.path().join("t.eppt");
+    let mut child = start_without_report(
+        dir.path(),
+        Command::new(&program)
+            .env_remove("EPCACHE_REPORT")
+            .env("EPCACHE_TRACE", "sweep")
+            .env("EPCACHE_TRACE_OUTPUT", &trace),
+    );
+    send(&child, Signal::SIGTERM);
+    let (status, stderr) = wait_ended(&mut child);
+    assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{stderr}");
+    assert!(
+        stderr.contains("SIGTERM: the trace is finished"),
+        "{stderr}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["replay", "--json", "--cache", "D1=32K,8,64;LL=8M,16,64"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !said.contains("never finished"),
+        "{said}"
+    );
+    let replayed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(replayed["never_finished_at_byte"].is_null(), "{replayed}");
+    assert!(replayed["records"]["loads"].as_u64().unwrap() >= 4096);
 }
 
 #[test]
