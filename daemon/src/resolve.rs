@@ -150,7 +150,7 @@ pub(crate) fn region<'r>(
                         .map(|r| describe_region(r))
                         .collect::<Vec<_>>()
                         .join("; "),
-                    hint: "name it by one of the keys listed (FILE_ID:LINE: `--region-key` of `epcache request` and `epcache trace record`, `--region` of `epcache run`) or by index",
+                    hint: "name it by one of the keys listed, FILE_ID:LINE, which `--region-key` of `epcache request` and `epcache trace record` and `--region` of `epcache run` take (an MRI client may give its index)",
                 }),
             }
         }

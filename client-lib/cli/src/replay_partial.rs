@@ -9,8 +9,8 @@ use std::str::FromStr;
 use anyhow::Context;
 use epcache_sim::cache::Hierarchy;
 use epcache_sim::partial_replay::{
-    MissRatioCurve, OwnerRow, PartialReplayReport, SampledCurves, miss_ratio_curves,
-    replay_partial, sampled_miss_ratio_curves, stated_error,
+    MissRatioCurve, OwnerRow, PartialReplayReport, SampledCurves, expected_error,
+    miss_ratio_curves, replay_partial, sampled_miss_ratio_curves, stated_error,
 };
 use epcache_sim::trace::partial::PartialTrace;
 
@@ -154,7 +154,7 @@ pub(crate) fn run(
                 "rate": s.rate,
                 "sampled_lines": s.sampled_lines,
                 "sampled_accesses": s.sampled_accesses,
-                "expected_mean_absolute_error": stated_error(s.sampled_lines),
+                "expected_mean_absolute_error": expected_error(s.rate, s.sampled_lines),
             });
         }
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
@@ -173,6 +173,13 @@ pub(crate) fn run(
 
 /// What a sampled curve is, in words.
 fn sample_note(s: &SampledCurves) -> String {
+    if s.rate >= 1.0 {
+        return format!(
+            "sampled at rate 1: every one of {} distinct lines followed, so the curves are exact (from {} lines up)\n",
+            grouped(s.sampled_lines),
+            epcache_sim::partial_replay::smallest_lines(s.rate)
+        );
+    }
     format!(
         "sampled (SHARDS, rate {}): {} distinct lines, {} accesses; miss ratios are estimates, within about {:.1} percentage points of exact on average for a sample of this size\n",
         format!("{:.6}", s.rate)

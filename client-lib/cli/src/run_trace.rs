@@ -6,6 +6,7 @@ use std::path::Path;
 use epcache_sim::trace::partial::{Mark, PartialTrace, ThreadTrace};
 
 use crate::numbers::grouped;
+use crate::output::shell_word;
 
 /// `EPCACHE_TRACE`'s value: the region, and the number of instances when one is given.
 pub(crate) fn trace_env(region: &str, instances: Option<u64>) -> String {
@@ -92,9 +93,14 @@ pub(crate) fn check_recording(
         .collect();
     let instances: usize = per_thread.iter().sum();
     if instances == 0 {
-        return Err(format!(
-            "region `{region}` never ran, so the trace {name} counts nothing (is it the name `epcache run --all-regions` shows?)"
-        ));
+        return Err(match region.rsplit_once('@') {
+            Some((_, file)) => format!(
+                "no instance of `{region}` was recorded, so the trace {name} counts nothing (the program said why above; is `{file}` a source file of that region, as `epcache run --all-regions` shows?)"
+            ),
+            None => format!(
+                "region `{region}` never ran, so the trace {name} counts nothing (is it the name `epcache run --all-regions` shows?)"
+            ),
+        });
     }
     let stats = trace.stats();
     Ok(Recording {
@@ -112,6 +118,10 @@ pub(crate) fn check_recording(
         accesses_per_byte: stats.accesses_per_byte(),
         described_share: stats.described_share(),
         never_finished_at_byte: trace.never_finished(),
-        replay: format!("epcache replay --cache '{cache}' {name}"),
+        replay: format!(
+            "epcache replay --cache {} {}",
+            shell_word(cache),
+            shell_word(&name.to_string())
+        ),
     })
 }

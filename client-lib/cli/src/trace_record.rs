@@ -11,7 +11,7 @@ use epcache_client::{TargetState, TraceInfo, TraceOrder, TraceState};
 
 use crate::connection::{DaemonArgs, block_on, json};
 use crate::numbers::grouped;
-use crate::output::print_stdout;
+use crate::output::{print_stdout, shell_word};
 
 /// How often the order's state is read while the target records.
 const POLL: Duration = Duration::from_millis(100);
@@ -174,8 +174,8 @@ fn describe(t: &TraceInfo, spec: Option<&str>) -> String {
                 t.region,
                 t.output,
                 grouped(t.accesses),
-                spec.unwrap_or("SPEC"),
-                t.output
+                shell_word(spec.unwrap_or("SPEC")),
+                shell_word(&t.output)
             )
         }
         _ => String::new(),

@@ -133,6 +133,22 @@ pub(crate) fn all() -> Vec<RegionMeta> {
     registry().regions.clone()
 }
 
+/// Region `id`, if registered.
+pub(crate) fn meta(id: u32) -> Option<RegionMeta> {
+    registry().regions.get(id as usize).cloned()
+}
+
+/// Every region registered so far under `name`.
+pub(crate) fn named(name: &str) -> Vec<RegionMeta> {
+    let registry = registry();
+    registry
+        .regions
+        .iter()
+        .filter(|r| r.name == name)
+        .cloned()
+        .collect()
+}
+
 /// Whether the process start-up ran and regions are tracked (heap blocks are named only then;
 /// allocations before it, from the C library's own start-up, are not the program's), in the
 /// process that started them: never in a forked child (see `switches::forked_child`).

@@ -542,9 +542,23 @@ fn regions_of_one_name_are_told_apart_by_their_file() {
             "{trace}: {stderr}"
         );
         if warned {
-            assert!(stderr.contains("EPCACHE_TRACE=init@same_name_"), "{stderr}");
+            assert!(stderr.contains("init@same_name_"), "{stderr}");
         }
     }
+    // A file none of them is in: said, with where the regions of that name are.
+    let out = epcache_run_trace(
+        dir.path(),
+        &["--overwrite", "--trace", "init@nosuch.c"],
+        &dir.path().join("t.eppt"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no region `init` is in a file `nosuch.c` names")
+            && stderr.contains("same_name_a.c:")
+            && stderr.contains("same_name_b.c:"),
+        "{stderr}"
+    );
 }
 
 /// The mean absolute difference of two curve sets' miss ratios at the points both have.

@@ -34,8 +34,8 @@ use std::collections::HashMap;
 pub use mrc::{MissRatioCurve, MrcError, MrcPoint, miss_ratio_curves};
 use owners::{MAX_LINE_SIZE, OwnerTracker};
 pub use shards::{
-    SAMPLING_ERRORS, SampledCurves, Sampler, mean_absolute_error, sampled_miss_ratio_curves,
-    smallest_lines, stated_error,
+    SAMPLING_ERRORS, SampledCurves, Sampler, expected_error, mean_absolute_error,
+    sampled_miss_ratio_curves, smallest_lines, stated_error,
 };
 
 use crate::cache::{AccessKind, Hierarchy, LevelStats};

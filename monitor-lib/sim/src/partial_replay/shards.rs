@@ -184,6 +184,17 @@ pub fn sampled_miss_ratio_curves(
 /// above 0.016. The tests hold every figure.
 pub const SAMPLING_ERRORS: [(u64, f64); 4] = [(0, 0.15), (100, 0.1), (1_000, 0.03), (10_000, 0.01)];
 
+/// The mean absolute error to expect of curves sampled at `rate` from `sampled_lines` distinct
+/// lines: none at rate 1, where every line is followed and distances are not scaled, else
+/// [`stated_error`].
+pub fn expected_error(rate: f64, sampled_lines: u64) -> f64 {
+    if rate >= 1.0 {
+        0.0
+    } else {
+        stated_error(sampled_lines)
+    }
+}
+
 /// The mean absolute error to expect of curves sampled from `sampled_lines` distinct lines
 /// ([`SAMPLING_ERRORS`]).
 pub fn stated_error(sampled_lines: u64) -> f64 {

@@ -486,3 +486,10 @@ fn each_thread_replays_on_caches_of_its_own_and_the_threads_add_up() {
         assert_eq!(p2.misses, 2 * p1.misses, "size {}", p1.size);
     }
 }
+
+#[test]
+fn sampling_every_line_is_expected_to_be_exact() {
+    assert_eq!(expected_error(1.0, 50), 0.0);
+    assert_eq!(expected_error(0.5, 50), stated_error(50));
+    assert!(expected_error(0.01, 20_000) <= 0.01);
+}

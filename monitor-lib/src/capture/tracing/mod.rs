@@ -338,20 +338,51 @@ pub(super) fn unclaimed_at_exit() {
 fn is_traced(request: &Request, region: RegionRef) -> bool {
     match &request.tool {
         Some(order) => region.entry.is_some_and(|e| e.region == order.region),
-        None => region_registry::all()
-            .get(region.id as usize)
-            .is_some_and(|meta| {
-                let traced = meta.name == request.region
-                    && request
-                        .file
-                        .as_deref()
-                        .is_none_or(|f| in_file(&meta.file, f));
-                if traced && request.file.is_none() {
-                    say_if_the_name_repeats(request, meta);
-                }
-                traced
-            }),
+        None => region_registry::meta(region.id).is_some_and(|meta| {
+            let traced = meta.name == request.region
+                && request
+                    .file
+                    .as_deref()
+                    .is_none_or(|f| in_file(&meta.file, f));
+            if traced && request.file.is_none() {
+                say_if_the_name_repeats(request, &meta);
+            }
+            traced
+        }),
     }
+}
+
+/// Why nothing was recorded when no instance of the region ran: the region never ran, or, for
+/// `REGION@FILE`, no region of that name is in a file FILE names (and which files have one).
+fn never_ran(request: &Request) -> String {
+    let asked = if request.tool.is_some() {
+        "the tool's trace"
+    } else {
+        TRACE_ENV
+    };
+    let path = request.output.display();
+    if let Some(file) = &request.file {
+        let named = region_registry::named(&request.region);
+        if !named.iter().any(|r| in_file(&r.file, file)) {
+            let places: Vec<String> = named
+                .iter()
+                .map(|r| format!("{}:{}", r.file, r.line))
+                .collect();
+            let found = match places.as_slice() {
+                [] => format!("there is no region `{}` at all", request.region),
+                [one] => format!("the region `{}` is at {one}", request.region),
+                _ => format!("regions `{}` are at {}", request.region, places.join(", ")),
+            };
+            return format!(
+                "no region `{}` is in a file `{file}` names ({asked}): {found}; the trace {path} counts nothing",
+                request.region
+            );
+        }
+    }
+    format!(
+        "region `{}` ({asked}) never ran; the trace {path} counts nothing",
+        request.region
+    )
 }
 
 /// Whether `path` is the source file `file` names: the same, or ending with `/FILE`.
@@ -373,7 +404,7 @@ fn say_if_the_name_repeats(request: &Request, meta: &region_registry::RegionMeta
     {
         let file_name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
         eprintln!(
-            "epcache: two regions are named `{}` ({}:{} and {}:{}), and {TRACE_ENV} records both into one trace; to record one, name its file: {TRACE_ENV}={}@{}",
+            "epcache: two regions are named `{}` ({}:{} and {}:{}), and {TRACE_ENV} records both into one trace; to record one, name its file, as in `{}@{}` ({TRACE_ENV}, or `epcache run --trace`)",
             request.region,
             first.0,
             first.1,

@@ -36,7 +36,7 @@ use epcache_sim::trace::partial::{Mark, PartialAccess, StructureRange, ThreadWri
 use super::super::region_registry::RegionRef;
 use super::super::{cores, data, switches};
 use super::{
-    CLAIMED, REQUEST, Request, TOOL_FILE, TRACE_ENV, is_traced, request, site_info, tell_tool,
+    CLAIMED, REQUEST, Request, TOOL_FILE, is_traced, never_ran, request, site_info, tell_tool,
 };
 
 /// How many accesses a thread records between the points where what it recorded is made
@@ -524,15 +524,7 @@ fn close(shared: &mut Shared, request: &Request) {
         };
     let mut notes = Vec::new();
     if outcome.instances == 0 && cut == 0 {
-        let asked = if request.tool.is_some() {
-            "the tool's trace"
-        } else {
-            TRACE_ENV
-        };
-        notes.push(format!(
-            "region `{}` ({asked}) never ran; the trace {path} counts nothing",
-            request.region
-        ));
+        notes.push(never_ran(request));
         eprintln!("epcache: {}", notes[0]);
     } else if outcome.budget_reached {
         notes.push(format!(
