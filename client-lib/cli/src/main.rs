@@ -126,7 +126,16 @@ fn error_json(error: &anyhow::Error) -> serde_json::Value {
 }
 
 fn main() {
-    let command = Cli::parse().command;
+    let command = match Cli::try_parse() {
+        Ok(cli) => cli.command,
+        Err(e) => {
+            // Help and version go to stdout with status 0. A wrong command line is status 1,
+            // the "anything else" of every command's help: clap's own 2 would read as `epcache
+            // run`'s "could not monitor the program".
+            let _ = e.print();
+            std::process::exit(if e.use_stderr() { 1 } else { 0 });
+        }
+    };
     let json = command.json();
     if let Err(error) = run(command) {
         if json {

@@ -76,7 +76,7 @@ pub(crate) struct RunArgs {
     /// kept coherent (MESI), and the coherence events (PAPI_CA_INV, EPC_L<n>_COHM, EPC_L<n>_FSM
     /// for false sharing, EPC_L<n>_TSM for true sharing) count. Without it every thread
     /// simulates a whole hierarchy of its own.
-    #[arg(long, value_name = "N[:CORES]")]
+    #[arg(long, value_name = "N[:CORES]", allow_negative_numbers = true)]
     cores: Option<String>,
     /// Monitor every region with static counts of every event (the standalone report,
     /// EPCACHE_REPORT) and print it when the program ends: a table of each region and the data

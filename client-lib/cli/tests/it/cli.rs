@@ -428,3 +428,22 @@ fn a_trace_that_cannot_be_read_says_why_once() {
         assert!(text.contains("cannot read the trace"), "{format}: {text}");
     }
 }
+
+/// A wrong command line is exit status 1, as every command's help says ("1 anything else"),
+/// never 2, which `epcache run` gives a program it could not monitor; help is status 0.
+#[test]
+fn a_wrong_command_line_is_status_one_and_help_zero() {
+    for args in [
+        &["step", "1", "--timeout", "0"][..],
+        &["run", "--cores", "-1", "--", "/nonexistent/program"],
+        &["replay", "--mrc", "2,48", "t.eppt"],
+        &["no-such-command"],
+    ] {
+        let out = epcache(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty(), "{args:?}: said nothing");
+    }
+    let out = epcache(&["step", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Exit status"));
+}
