@@ -28,6 +28,9 @@ pub(crate) struct Report {
     /// The cores of the machine the threads ran on, when they did.
     #[serde(default)]
     cores: Option<u64>,
+    /// Why the machine `EPCACHE_CORES` asked for could not be made.
+    #[serde(default)]
+    cores_refused: Option<String>,
     regions: Vec<Region>,
 }
 
@@ -298,6 +301,9 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
     out.push_str(
         "Counts are inclusive: a region's include those of the regions it calls; `program` is the whole run.\n",
     );
+    if let Some(why) = &report.cores_refused {
+        out.push_str(&format!("no machine of cores: {why}\n"));
+    }
     if report.threads_unreported > 0 {
         out.push_str(&format!(
             "{} thread(s) ended inside a region without handing their counts on: missing above\n",

@@ -168,12 +168,22 @@ fn cores() -> Option<&'static Cores> {
         .as_ref()
 }
 
+/// Why the machine `EPCACHE_CORES` asked for could not be made, once that was found.
+static NO_MACHINE: OnceLock<String> = OnceLock::new();
+
 /// Says why the machine `EPCACHE_CORES` asks for cannot be made, and what happens instead
-/// (once: [`cores`] resolves the machine once).
+/// (once: [`cores`] resolves the machine once), and keeps it for the report.
 fn say_no_machine(why: &str) {
-    eprintln!(
+    let said = format!(
         "{why}; every thread simulates a cache of its own instead (no shared levels, no coherence events)"
     );
+    eprintln!("{said}");
+    let _ = NO_MACHINE.set(said.trim_start_matches("epcache: ").to_owned());
+}
+
+/// Why the machine `EPCACHE_CORES` asked for could not be made, if it could not.
+pub(super) fn refused() -> Option<&'static str> {
+    NO_MACHINE.get().map(String::as_str)
 }
 
 thread_local! {

@@ -47,6 +47,10 @@ pub struct CaptureReport {
     /// structure's events. Absent when every thread simulated a hierarchy of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cores: Option<u32>,
+    /// Why the machine `EPCACHE_CORES` asked for could not be made (every thread then
+    /// simulated a hierarchy of its own); absent when none was asked or it was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores_refused: Option<String>,
     /// Line visits the simulation thread simulated while the program ran on (`worker.rs`,
     /// `EPCACHE_PIPELINE`); 0 when every access was simulated on the program's own threads.
     pub simulated_on_second_core: u64,
@@ -431,6 +435,7 @@ impl CaptureReport {
             threads: totals.threads,
             threads_unreported: 0,
             cores: cores.map(|c| c as u32),
+            cores_refused: None,
             simulated_on_second_core: 0,
             handled: AccessHandling::default(),
             levels,
@@ -471,6 +476,7 @@ pub fn report_from_totals() -> CaptureReport {
         cores::count().map(|n| (n, cores::machine_totals())),
     );
     report.threads_unreported = hand_over::unreported();
+    report.cores_refused = cores::refused().map(str::to_owned);
     report.simulated_on_second_core = worker::simulated();
     let (repeat_hits, batched) = totals::handled();
     report.handled = AccessHandling {

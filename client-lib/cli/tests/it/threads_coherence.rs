@@ -222,6 +222,9 @@ fn without_cores_threads_keep_hierarchies_of_their_own() {
         "{bad}"
     );
     assert!(!bad.contains("nothing is captured"), "{bad}");
+    let refused = fallen_back["cores_refused"].as_str().unwrap_or_default();
+    assert!(refused.starts_with("EPCACHE_CORES=two"), "{fallen_back:#}");
+    assert!(report.get("cores_refused").is_none(), "{report:#}");
     assert_eq!(
         event(program_events(&fallen_back, "packed"), "PAPI_L1_LDM"),
         3,
