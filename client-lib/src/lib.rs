@@ -104,12 +104,19 @@ pub enum ClientError {
         /// What failed.
         source: tonic::transport::Error,
     },
-    /// The daemon refused or failed the call; the code says why (see the crate docs).
+    /// The daemon refused or failed the call; the code says why (see the crate docs). The
+    /// status is not the error's source: its message is the error's, said once.
     #[error("{}", .0.message())]
-    Rpc(#[from] tonic::Status),
+    Rpc(tonic::Status),
     /// The daemon's answer was not what this client understands.
     #[error("{0}; is the daemon from the same epcache release?")]
     Protocol(String),
+}
+
+impl From<tonic::Status> for ClientError {
+    fn from(status: tonic::Status) -> Self {
+        ClientError::Rpc(status)
+    }
 }
 
 impl ClientError {

@@ -79,7 +79,7 @@ pub enum DaemonError {
     #[error("{0}")]
     FailedPrecondition(String),
     /// A step did not reach its point in time.
-    #[error("target pid {pid} did not reach the halting point within {} s; the point was taken back and the target runs on: step again to stop it", waited.as_secs_f64())]
+    #[error("target pid {pid} did not reach the halting point within {:.1} s; the point was taken back and the target runs on: step again to stop it", waited.as_secs_f64())]
     StepTimeout {
         /// The target.
         pid: u32,

@@ -50,7 +50,8 @@ struct Args {
     keep_exited: u64,
     /// Seconds a program stays halted (or waiting at start) with no tool call naming it (a
     /// step, results, a request, a status) before epcached lets it go on by itself, so a
-    /// stepping tool that died never leaves it halted for as long as the daemon runs.
+    /// stepping tool that died never leaves it halted for as long as the daemon runs (1 to
+    /// 604800, a week).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HALT_LEASE.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
     halt_lease: u64,

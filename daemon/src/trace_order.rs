@@ -105,7 +105,7 @@ fn check_path(pid: u32, output: &str, overwrite: bool) -> Result<(), DaemonError
             echo(output)
         ))),
         Ok(_) if !overwrite => Err(bad(format!(
-            "`{}` exists; allow overwriting it, or name another file",
+            "`{}` exists; ask to overwrite it (`epcache trace record --overwrite`, the MRI's `overwrite`), or name another file",
             echo(output)
         ))),
         _ => Ok(()),

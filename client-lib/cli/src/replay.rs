@@ -81,9 +81,9 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "WAYS,LINE")]
     mrc: Option<MrcGeometry>,
 
-    /// Largest cache size of the curves in bytes (default: the trace's footprint, rounded up to a
-    /// power of two).
-    #[arg(long, value_name = "BYTES", requires = "mrc")]
+    /// Largest cache size of the curves in bytes, K, M and G allowed as in `32M` (default: the
+    /// trace's footprint, rounded up to a power of two).
+    #[arg(long, value_name = "BYTES", requires = "mrc", value_parser = epcache_sim::cache::parse_size)]
     mrc_max: Option<u64>,
 
     /// Sample the curves instead of computing them exactly (fully associative only, `--mrc

@@ -82,7 +82,8 @@ pub(crate) fn check_recording(
         })?;
     if let Some(at) = trace.never_finished() {
         eprintln!(
-            "epcache: warning: the trace {name} was never finished (it stops at byte {at}: the program was killed before its end); what its threads had recorded up to their last safe point is readable"
+            "epcache: warning: the trace {name} was never finished (no END record; its last whole record ends at byte {at} of {}: the program was killed before its end); what its threads had recorded up to their last safe point is readable",
+            trace.stats().bytes
         );
     }
     let per_thread: Vec<usize> = trace

@@ -309,7 +309,9 @@ fn count_cpu_list(list: &str) -> Option<u32> {
 }
 
 /// Parses `32768`, `32K`, `1M`, `2G` (binary multiples).
-fn parse_size(s: &str) -> Result<u64, String> {
+/// A size in bytes as cache specs write it: a number with an optional K, M or G suffix
+/// (powers of 1024), as in `32K`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
     let (digits, mult) = match s.char_indices().last() {
         Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
         Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
