@@ -11,16 +11,17 @@
 //! instance's end only once its body holds [`SAFE_POINT_ACCESSES`]: a body's end closes its
 //! descriptors, and a region entered often in a loop would lose its compression across instances.
 //! Each thread also hands the file what it wrote at most once per [`SAFE_POINT_ACCESSES`], at an
-//! instance's end, and inside an instance that long runs on every [`LONG_INSTANCE_SAFE_POINT`]
-//! accesses (a body may end inside a span, which the next one goes on counting), so a process
-//! killed outright (SIGKILL, the out-of-memory killer, a batch system's time limit) leaves a file
-//! whose ended bodies a replay reads, a long instance included up to its last safe point. The trace
-//! is closed (site table, ranges, end) once the first thread's part and every other open part have
-//! ended, or at the process's end, whichever comes first; an instance going on then is left out and
-//! said. The recorder belongs to its thread's core (`Core::tracer`), so recording an access takes
-//! no lock but a chunk's. With threads as cores of one machine (`EPCACHE_CORES`) the trace keeps
-//! each thread's order but not the interleaving, so replay does not reproduce shared levels and
-//! coherence, which the run says.
+//! instance's end, and inside an instance that runs long at the entry of a region it calls once
+//! [`LONG_INSTANCE_SAFE_POINT`] accesses came since (a body may end inside a span, which the next
+//! one goes on counting; an entry, since a body ended inside a loop nest starts its compression
+//! over), so a process killed outright (SIGKILL, the out-of-memory killer, a batch system's time
+//! limit) leaves a file whose ended bodies a replay reads, a long instance included up to its last
+//! safe point. The trace is closed (site table, ranges, end) once the first thread's part and every
+//! other open part have ended, or at the process's end, whichever comes first; an instance going on
+//! then is left out and said. The recorder belongs to its thread's core (`Core::tracer`), so
+//! recording an access takes no lock but a chunk's. With threads as cores of one machine
+//! (`EPCACHE_CORES`) the trace keeps each thread's order but not the interleaving, so replay does
+//! not reproduce shared levels and coherence, which the run says.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -44,8 +45,9 @@ use super::{
 /// regular kernel, and one system call per point.
 const SAFE_POINT_ACCESSES: u64 = 1 << 16;
 
-/// How many accesses a thread records inside one instance between safe points (a traced
-/// `main` is one instance): a few tenths of a second of recording.
+/// How many accesses a thread records inside one instance before its next safe point, at the
+/// entry of a region the instance calls (a traced `main` is one instance): a few tenths of a
+/// second of recording.
 const LONG_INSTANCE_SAFE_POINT: u64 = 1 << 24;
 
 /// The trace file and what the recording threads told it, behind one lock: a thread takes it
@@ -299,17 +301,6 @@ impl Recorder {
             return false;
         }
         self.recorded += 1;
-        if self.recorded - self.handed_over >= LONG_INSTANCE_SAFE_POINT {
-            if writer
-                .end_body()
-                .and_then(|()| writer.sink_mut().flush())
-                .is_err()
-            {
-                self.give_up();
-                return false;
-            }
-            self.handed_over = self.recorded;
-        }
         if let Some(budget) = tool.and_then(|o| o.access_budget)
             && self.recorded >= budget
         {
@@ -358,6 +349,9 @@ impl Recorder {
     /// A monitored instance of `region` begins on the recording thread.
     pub(in crate::capture) fn region_entered(&mut self, region: RegionRef) {
         if !self.is_traced(region) {
+            if self.depth > 0 && self.recorded - self.handed_over >= LONG_INSTANCE_SAFE_POINT {
+                self.hand_over_inside_instance();
+            }
             return;
         }
         if self.depth == 0
@@ -417,6 +411,21 @@ impl Recorder {
             self.handed_over = self.recorded;
         }
         Ok(())
+    }
+
+    /// A safe point inside a long traced instance, at the entry of a region it calls: the body
+    /// ends inside the instance's span (the next goes on counting) and goes to the file. Only
+    /// at an entry: the callee's loops begin there, so its descriptors lose nothing, where a
+    /// body ended inside a loop nest starts the nest's compression over from a partial row.
+    fn hand_over_inside_instance(&mut self) {
+        let Some(w) = &mut self.writer else {
+            return;
+        };
+        if w.end_body().and_then(|()| w.sink_mut().flush()).is_err() {
+            self.give_up();
+        } else {
+            self.handed_over = self.recorded;
+        }
     }
 
     /// Ends the thread's part of the trace (as its drop does).
