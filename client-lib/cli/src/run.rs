@@ -186,16 +186,6 @@ pub(crate) struct RunArgs {
     command: Vec<OsString>,
 }
 
-/// The cache the program simulated: `--cache`, else the `EPCACHE_CACHE` it inherited, else
-/// the runtime's default, `host`.
-fn run_cache(args: &RunArgs) -> String {
-    args.cache
-        .clone()
-        .or_else(|| std::env::var("EPCACHE_CACHE").ok())
-        .filter(|c| !c.trim().is_empty())
-        .unwrap_or_else(|| "host".to_owned())
-}
-
 /// `--format` of `epcache run --all-regions`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum RunReportFormat {
@@ -378,7 +368,7 @@ const NOT_MONITORED: i32 = 2;
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let requests = args.requests()?;
     // Everything that can be checked is checked before the program starts.
-    let (_, spec) = preflight::cache(args.cache.as_deref())?;
+    let (cache, spec) = preflight::cache(args.cache.as_deref())?;
     preflight::events(&args.event, &spec)?;
     // The program inherits the caller's EPCACHE_CORES when --cores does not set it.
     let inherited = std::env::var(CORES_ENV).ok();
@@ -404,7 +394,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(run_async(args, requests))
+        .block_on(run_async(args, requests, &cache))
 }
 
 /// Says on stderr when a histogram got fewer buckets than asked.
@@ -427,7 +417,9 @@ fn emit(args: &RunArgs, text: &str) -> anyhow::Result<()> {
     }
 }
 
-async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32> {
+/// Runs the program under an embedded (or the given) daemon; `cache` is the spec it simulates,
+/// as [`preflight::cache`] resolved it.
+async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyhow::Result<i32> {
     let runtime_dir = tempfile::Builder::new()
         .prefix("epcache-run-")
         .tempdir()
@@ -590,25 +582,23 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>) -> anyhow::Result<i32
     }
 
     if let (Some(region), Some(output)) = (&args.trace, &args.output) {
-        return Ok(
-            match run_trace::check_recording(region, output, &run_cache(args)) {
-                Ok(recording) if args.json => {
-                    print_stdout(&json(&recording)?)?;
-                    exit_code(status)
+        return Ok(match run_trace::check_recording(region, output, cache) {
+            Ok(recording) if args.json => {
+                print_stdout(&json(&recording)?)?;
+                exit_code(status)
+            }
+            Ok(recording) => {
+                eprintln!("epcache: {}", recording.summary());
+                exit_code(status)
+            }
+            Err(why) => {
+                if args.json {
+                    print_stdout(&json(&serde_json::json!({ "error": why }))?)?;
                 }
-                Ok(recording) => {
-                    eprintln!("epcache: {}", recording.summary());
-                    exit_code(status)
-                }
-                Err(why) => {
-                    if args.json {
-                        print_stdout(&json(&serde_json::json!({ "error": why }))?)?;
-                    }
-                    eprintln!("epcache: {why}");
-                    NOT_MONITORED
-                }
-            },
-        );
+                eprintln!("epcache: {why}");
+                NOT_MONITORED
+            }
+        });
     }
     if !results.is_empty() {
         emit(

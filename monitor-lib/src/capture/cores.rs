@@ -158,7 +158,7 @@ fn cores() -> Option<&'static Cores> {
                 }),
                 Err(e) => {
                     say_no_machine(&format!(
-                        "epcache: cannot make a machine of {} cores of the cache: {e}",
+                        "cannot make a machine of {} cores of the cache: {e}",
                         map.cores
                     ));
                     None
@@ -177,8 +177,8 @@ fn say_no_machine(why: &str) {
     let said = format!(
         "{why}; every thread simulates a cache of its own instead (no shared levels, no coherence events)"
     );
-    eprintln!("{said}");
-    let _ = NO_MACHINE.set(said.trim_start_matches("epcache: ").to_owned());
+    eprintln!("epcache: {said}");
+    let _ = NO_MACHINE.set(said);
 }
 
 /// Why the machine `EPCACHE_CORES` asked for could not be made, if it could not.

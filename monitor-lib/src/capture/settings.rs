@@ -29,8 +29,7 @@ pub(super) fn process_cores() -> &'static Result<Option<CoreMap>, String> {
     CORES.get_or_init(|| {
         let host = std::thread::available_parallelism().map_or(1, usize::from);
         let text = std::env::var(CORES_ENV).unwrap_or_default();
-        CoreMap::parse(&text, host)
-            .map_err(|e| format!("epcache: {CORES_ENV}={}: {e}", text.trim()))
+        CoreMap::parse(&text, host).map_err(|e| format!("{CORES_ENV}={}: {e}", text.trim()))
     })
 }
 

@@ -153,8 +153,9 @@ async fn a_region_of_a_shared_name_is_traced_by_its_key() {
     wait_listed(&mut client, target.id()).await;
     let pid = target.id().to_string();
     let trace = dir.join("b.eppt");
-    let record = |region: [&'static str; 2]| {
+    let record = |region: [&str; 2]| {
         let (addr, pid, trace) = (addr.clone(), pid.clone(), trace.clone());
+        let region = region.map(str::to_owned);
         async move {
             epcache(
                 &addr,
@@ -163,8 +164,8 @@ async fn a_region_of_a_shared_name_is_traced_by_its_key() {
                     "record",
                     "--target",
                     &pid,
-                    region[0],
-                    region[1],
+                    &region[0],
+                    &region[1],
                     "--json",
                     "--output",
                     trace.to_str().unwrap(),
@@ -190,8 +191,8 @@ async fn a_region_of_a_shared_name_is_traced_by_its_key() {
         .iter()
         .find(|r| r["name"] == "init" && r["file"].as_str().unwrap().ends_with("same_name_b.c"))
         .expect("same_name_b.c's init is listed");
-    let key: &'static str = format!("{}:{}", in_b["file_id"], in_b["line"]).leak();
-    let out = record(["--region-key", key]).await;
+    let key = format!("{}:{}", in_b["file_id"], in_b["line"]);
+    let out = record(["--region-key", &key]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -447,11 +447,7 @@ fn epcache_run_asks_per_thread_results_too() {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    epcache_test_support::tools::check_output("epcache run --aggregation per-thread", &out);
     let results: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
     let result = &results[0];
