@@ -17,10 +17,9 @@
 //! Cachegrind models no write-backs, so these agree closely, not exactly); and, when
 //! `suite_kernels/reference.json` holds counts for this scale, every level's totals must equal
 //! them (the counts must not change with the runtime). `EPCACHE_SUITE_REFERENCE=write` records
-//! this run's counts there. Every run is made without address-space randomisation, and the C
-//! kernels' arrays are 2 MiB-aligned (`common.h`), so where they lie does not depend on the
-//! runtime linked in (ADI's Fortran module arrays are not aligned; they start wherever the
-//! runtime's data ends, which has not changed their counts so far).
+//! this run's counts there. Every run is made without address-space randomisation, and every
+//! kernel's arrays are 2 MiB-aligned (`common.h`; ADI carves its three out of one allocation),
+//! so where they lie does not depend on the runtime linked in.
 //!
 //! Settings (environment):
 //! - `EPCACHE_SUITE_SCALE` (default 1): multiplies every kernel's repetitions (at 1,
