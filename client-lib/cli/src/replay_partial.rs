@@ -115,7 +115,7 @@ pub(crate) fn run(
         .with_context(|| format!("replaying partial trace `{name}`"))?;
     if let Some(at) = report.never_finished_at_byte {
         eprintln!(
-            "warning: `{name}` was never finished: it has no END record, and its last whole record ends at byte {at} of {} (the recording process was killed, or the file was cut). Replayed: what each thread had recorded up to its last safe point (the end of an instance once 65,536 accesses were recorded since the one before, or, inside a long one, the entry of a region it calls once 16,777,216 were); later accesses are lost, and sites the file's end would have named are shown by code address.",
+            "warning: `{name}` was never finished: it has no END record, and its last whole record ends at byte {at} of {} (the recording process was killed, or the file was cut). Replayed: what each thread had recorded up to its last safe point (the end of an instance once 65,536 accesses were recorded since the one before, or, inside a long one, the entry of a region it calls once 16,777,216 were); later accesses are lost, and data structures are known only by the sites that accessed them.",
             report.compression.stats.bytes
         );
     }

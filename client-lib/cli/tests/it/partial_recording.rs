@@ -506,6 +506,25 @@ fn a_killed_recording_leaves_its_ended_instances_readable() {
     assert!(misses >= 1024 && misses.is_multiple_of(1024), "{d1}");
     assert_eq!(d1["reads"], d1["writes"], "{d1}");
     assert_eq!(d1["write_misses"], 0, "{d1}");
+    // The sites were described as the thread handed the file its bodies, not at the close the
+    // kill prevented: the sweep's load and store are named by their line and their array.
+    let sweep_sites: Vec<&serde_json::Value> = replayed["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["accesses"].as_u64() > Some(0))
+        .collect();
+    assert_eq!(sweep_sites.len(), 2, "{}", replayed["sites"]);
+    for site in sweep_sites {
+        assert!(
+            site["source"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("until_signal.c:9")),
+            "{site}"
+        );
+        assert_eq!(site["function"], "sweep", "{site}");
+        assert_eq!(site["structure"], "a", "{site}");
+    }
 }
 
 /// Two static functions named `init` in two files: `EPCACHE_TRACE=init` records both and says

@@ -17,8 +17,10 @@
 //! file, and replay simulates each on caches of its own, as the run did (`recorder.rs`).
 //!
 //! The trace's site table names each code address's source line and function from the
-//! program's line tables, and the data structure holding the first address it accessed; its
-//! ranges are the data structures known at the end.
+//! program's line tables, and the data structure holding the first address it accessed when the
+//! site is described: as its thread hands the file what it recorded (a safe point), so a file
+//! whose process is killed names its sites too, or at the close. Its ranges are the data
+//! structures known at the close (a killed file has none: its structures come from the sites).
 //!
 //! A tool asks for the same recording over the MRI (the "trace" request, the segment's trace
 //! block, `epcache_shm::layout::TraceOrder`): the target must wait at its start

@@ -16,14 +16,15 @@
 //! one goes on counting; an entry, since a body ended inside a loop nest starts its compression
 //! over), so a process killed outright (SIGKILL, the out-of-memory killer, a batch system's time
 //! limit) leaves a file whose ended bodies a replay reads, a long instance included up to its last
-//! safe point. The trace is closed (site table, ranges, end) once the first thread's part and every
+//! safe point, with the sites they hold described (each hand-over writes the sites the file does
+//! not describe yet). The trace is closed (the other sites, ranges, end) once the first thread's part and every
 //! other open part have ended, or at the process's end, whichever comes first; an instance going on
 //! then is left out and said. The recorder belongs to its thread's core (`Core::tracer`), so
 //! recording an access takes no lock but a chunk's. With threads as cores of one machine
 //! (`EPCACHE_CORES`) the trace keeps each thread's order but not the interleaving, so replay does
 //! not reproduce shared levels and coherence, which the run says.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Mutex;
@@ -32,7 +33,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use epcache_shm::layout::TraceOutcome;
 use epcache_sim::cache::AccessKind;
 use epcache_sim::trace::TraceKind;
-use epcache_sim::trace::partial::{Mark, PartialAccess, StructureRange, ThreadWriter, TraceFile};
+use epcache_sim::trace::partial::{
+    Mark, PartialAccess, SiteInfo, StructureRange, ThreadWriter, TraceFile,
+};
 
 use super::super::region_registry::RegionRef;
 use super::super::{cores, data, switches};
@@ -65,6 +68,8 @@ struct Shared {
     budget_reached: bool,
     /// Every site recorded, with the first address it accessed.
     sites: BTreeMap<u64, u64>,
+    /// Sites the file describes already (a `SITE` record, or none to write).
+    described: BTreeSet<u64>,
     /// Why the file could not be written, once it could not.
     write_error: Option<String>,
 }
@@ -77,6 +82,7 @@ static SHARED: Mutex<Shared> = Mutex::new(Shared {
     first_finished: false,
     budget_reached: false,
     sites: BTreeMap::new(),
+    described: BTreeSet::new(),
     write_error: None,
 });
 
@@ -407,9 +413,25 @@ impl Recorder {
             w.end_body()?;
         }
         if self.recorded - self.handed_over >= SAFE_POINT_ACCESSES {
-            w.sink_mut().flush()?;
-            self.handed_over = self.recorded;
+            self.hand_over()?;
         }
+        Ok(())
+    }
+
+    /// Hands the file what this thread wrote, its sites not described yet described first, so
+    /// a file whose process is killed before the close names them too.
+    fn hand_over(&mut self) -> std::io::Result<()> {
+        let Some(w) = &mut self.writer else {
+            return Ok(());
+        };
+        {
+            let mut shared = shared();
+            if let Err(e) = describe_new_sites(&mut shared, w.sites()) {
+                return Err(give_up_file(&mut shared, e));
+            }
+        }
+        w.sink_mut().flush()?;
+        self.handed_over = self.recorded;
         Ok(())
     }
 
@@ -421,10 +443,8 @@ impl Recorder {
         let Some(w) = &mut self.writer else {
             return;
         };
-        if w.end_body().and_then(|()| w.sink_mut().flush()).is_err() {
+        if w.end_body().and_then(|()| self.hand_over()).is_err() {
             self.give_up();
-        } else {
-            self.handed_over = self.recorded;
         }
     }
 
@@ -478,6 +498,49 @@ impl Drop for Recorder {
     }
 }
 
+/// Writes a `SITE` record for each of `sites` (a code address and the first address it
+/// accessed) that the file does not describe yet.
+fn describe_new_sites(
+    shared: &mut Shared,
+    sites: impl Iterator<Item = (u64, u64)>,
+) -> std::io::Result<()> {
+    let new: Vec<(u64, u64)> = sites
+        .filter(|(site, _)| !shared.described.contains(site))
+        .collect();
+    if new.is_empty() {
+        return Ok(());
+    }
+    let structures = live_structures();
+    let Some(file) = &mut shared.file else {
+        return Err(std::io::Error::other("the trace is closed"));
+    };
+    for (site, addr) in new {
+        if let Some(info) = describe(site, addr, &structures) {
+            file.site(site, &info)?;
+        }
+        shared.described.insert(site);
+    }
+    Ok(())
+}
+
+/// The data structures that hold addresses now.
+fn live_structures() -> Vec<data::DataStructure> {
+    data::all()
+        .into_iter()
+        .filter(|s| s.range.end > s.range.start)
+        .collect()
+}
+
+/// The source of the accesses at code address `site`, named by the data structure holding the
+/// first address it accessed (`None` when the program's line tables know nothing of it).
+fn describe(site: u64, addr: u64, structures: &[data::DataStructure]) -> Option<SiteInfo> {
+    let mut info = site_info(site)?;
+    if let Some(s) = structures.iter().find(|s| s.range.contains(addr)) {
+        info.structure = s.name.clone();
+    }
+    Some(info)
+}
+
 /// Closes the trace, if open: the site table, the data structures and the end, then the
 /// outcome told to the tool that asked. Threads still recording stop at their next chunk.
 fn close(shared: &mut Shared, request: &Request) {
@@ -500,20 +563,13 @@ fn close(shared: &mut Shared, request: &Request) {
         outcome.message = format!("cannot write the trace {path}: {why}");
         return tell_tool(request, &outcome, false);
     };
-    let structures: Vec<_> = data::all()
-        .into_iter()
-        .filter(|s| s.range.end > s.range.start)
+    let structures = live_structures();
+    let sites: BTreeMap<u64, SiteInfo> = shared
+        .sites
+        .iter()
+        .filter(|(site, _)| !shared.described.contains(site))
+        .filter_map(|(&site, &addr)| Some((site, describe(site, addr, &structures)?)))
         .collect();
-    // Each site is named by the data structure holding the first address it accessed.
-    let mut sites = BTreeMap::new();
-    for (&site, &addr) in &shared.sites {
-        if let Some(mut info) = site_info(site) {
-            if let Some(s) = structures.iter().find(|s| s.range.contains(addr)) {
-                info.structure = s.name.clone();
-            }
-            sites.insert(site, info);
-        }
-    }
     let ranges: Vec<StructureRange> = structures
         .into_iter()
         .map(|s| StructureRange {

@@ -54,7 +54,9 @@
 //! - `0x08 CHUNK`: thread number (below [`MAX_THREADS`]), byte count `n` (1 to [`MAX_CHUNK`]),
 //!   then `n` bytes of that thread's body records, continuing its previous chunk.
 //! - `0x04 SITE`: code address, source file (varint length + UTF-8), line, function, data
-//!   structure name (empty when unknown). Optional, at most one per code address.
+//!   structure name (empty when unknown). Optional, at most one per code address, anywhere
+//!   between chunks (a recorder describes its sites at its safe points, so a file never
+//!   finished names them too).
 //! - `0x05 RANGE`: data structure name, first byte, one past its last byte: the named address
 //!   ranges per-structure tables attribute accesses to.
 //! - `0x09 NOTE`: a UTF-8 text (varint length, at most [`MAX_NOTE`] bytes) the recorder wants

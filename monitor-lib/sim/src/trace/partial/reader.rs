@@ -218,8 +218,8 @@ impl PartialTrace {
 
     /// Where the file stops, when it has no `END` record: its writer was killed (or the file
     /// was cut) before it finished. What is read is what the threads' ended bodies hold (they
-    /// reach the file at the recorder's safe points); the site table and ranges, written at the
-    /// end, are missing or partial, and a body going on is lost (see
+    /// reach the file at the recorder's safe points, with the sites they hold described); the
+    /// ranges, written at the end, are missing, and a body going on is lost (see
     /// [`Self::unfinished_threads`]).
     pub fn never_finished(&self) -> Option<u64> {
         self.never_finished

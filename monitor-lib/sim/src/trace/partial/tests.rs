@@ -645,6 +645,43 @@ fn a_killed_file_whose_last_body_ends_inside_an_instance_says_the_thread_was_cut
     assert_eq!(finished.threads()[0].counted_accesses(), 60);
 }
 
+/// Sites described between chunks (a recorder's hand-overs) are read whether or not the file
+/// was finished, with those the end describes; a site described twice is a bad record.
+#[test]
+fn sites_described_along_the_way_survive_a_kill() {
+    let site = |line| SiteInfo {
+        file: "k.c".into(),
+        line,
+        function: "sweep".into(),
+        structure: "a".into(),
+    };
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    file.chunk(0, &thread_bytes(&matmul(3), &[(0, 10)], &[]))
+        .unwrap();
+    file.site(0x40_1000, &site(9)).unwrap();
+    let handed_over = file.bytes() as usize;
+    let at_end = BTreeMap::from([(0x40_1008, site(10))]);
+    let bytes = file.finish(&at_end, &[]).unwrap();
+    let finished = PartialTrace::parse(bytes.clone()).unwrap();
+    assert_eq!(finished.sites().len(), 2);
+    let killed = PartialTrace::parse(bytes[..handed_over].to_vec()).unwrap();
+    assert!(killed.never_finished().is_some());
+    assert_eq!(
+        killed.sites().keys().copied().collect::<Vec<_>>(),
+        [0x40_1000]
+    );
+    assert_eq!(killed.sites()[&0x40_1000].line, 9);
+    let mut twice = TraceFile::new(Vec::new(), true).unwrap();
+    twice.site(0x40_1000, &site(9)).unwrap();
+    let bytes = twice
+        .finish(&BTreeMap::from([(0x40_1000, site(9))]), &[])
+        .unwrap();
+    assert!(matches!(
+        PartialTrace::parse(bytes),
+        Err(PartialError::BadRecord { .. })
+    ));
+}
+
 /// A recorder's notes come back in order; version 2 knows no notes, and a note too long is a
 /// bad record.
 #[test]

@@ -1,7 +1,8 @@
 //! Writing a partial trace: a [`ThreadWriter`] per recorded thread compresses its accesses
 //! online (streams found on the fly, closed descriptors and full raw blocks written out as they
 //! come) into body records for its sink; a [`TraceFile`] takes the bodies' bytes as chunks
-//! tagged with their thread and ends the file with the site table and ranges. A
+//! tagged with their thread, the sites described as they come, and ends the file with the
+//! sites not described yet and the ranges. A
 //! [`PartialWriter`] is the two for one thread.
 
 use std::collections::{BTreeMap, HashMap};
@@ -285,8 +286,8 @@ impl<W: Write> ThreadWriter<W> {
 }
 
 /// A partial trace file: the header, then the threads' body bytes as chunks
-/// ([`TraceFile::chunk`], in any interleaving), then [`TraceFile::finish`]'s site table,
-/// ranges and `END`.
+/// ([`TraceFile::chunk`], in any interleaving) and the sites described as they come
+/// ([`TraceFile::site`]), then [`TraceFile::finish`]'s other sites, ranges and `END`.
 #[derive(Debug)]
 pub struct TraceFile<W: Write> {
     sink: W,
@@ -349,7 +350,19 @@ impl<W: Write> TraceFile<W> {
         self.sink.flush()
     }
 
-    /// Writes the site table, the ranges and the `END`; returns the sink, flushed.
+    /// Writes a `SITE` record: the source of the accesses at code address `site`. A site is
+    /// described at most once in a file: a recorder describes its sites as it hands the file
+    /// what it recorded, so a file never finished names them too, and [`Self::finish`] the
+    /// rest.
+    pub fn site(&mut self, site: u64, info: &SiteInfo) -> io::Result<()> {
+        let mut out = Vec::new();
+        put_site(&mut out, site, info);
+        self.sink.write_all(&out)?;
+        self.bytes += out.len() as u64;
+        Ok(())
+    }
+
+    /// Writes the sites not described yet, the ranges and the `END`; returns the sink, flushed.
     pub fn finish(
         mut self,
         sites: &BTreeMap<u64, SiteInfo>,
@@ -357,12 +370,7 @@ impl<W: Write> TraceFile<W> {
     ) -> io::Result<W> {
         let mut out = Vec::new();
         for (&site, info) in sites {
-            out.push(TAG_SITE);
-            put_varint(&mut out, site);
-            put_str(&mut out, &info.file);
-            put_varint(&mut out, u64::from(info.line));
-            put_str(&mut out, &info.function);
-            put_str(&mut out, &info.structure);
+            put_site(&mut out, site, info);
         }
         for range in ranges {
             out.push(TAG_RANGE);
@@ -376,6 +384,16 @@ impl<W: Write> TraceFile<W> {
         self.sink.flush()?;
         Ok(self.sink)
     }
+}
+
+/// A `SITE` record for `site` into `out`.
+fn put_site(out: &mut Vec<u8>, site: u64, info: &SiteInfo) {
+    out.push(TAG_SITE);
+    put_varint(out, site);
+    put_str(out, &info.file);
+    put_varint(out, u64::from(info.line));
+    put_str(out, &info.function);
+    put_str(out, &info.structure);
 }
 
 /// One thread's accesses compressed online into a whole trace file on `sink` (a
