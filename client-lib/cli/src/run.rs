@@ -153,10 +153,16 @@ pub(crate) struct RunArgs {
     )]
     format: Option<RunReportFormat>,
     /// With --all-regions: the order of regions and of the data structures within each.
-    #[arg(long, value_enum, default_value_t = SortKey::Program, value_name = "KEY")]
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = SortKey::Program,
+        value_name = "KEY",
+        requires = "all_regions"
+    )]
     sort: SortKey,
     /// With --all-regions: show at most N regions (after sorting), and N data structures in each.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "all_regions")]
     top: Option<usize>,
     /// Record a partial data trace of REGION (a function, or a marker's label; NAME@FILE picks
     /// the one of that source file when several share the name) into --output FILE
@@ -386,9 +392,14 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
             preflight::new_trace_file(path, args.overwrite)?;
         }
     }
-    if args.all_regions || !requests.is_empty() || args.trace.is_some() {
-        preflight::built_with_capture(&args.command[0])?;
+    if !(args.all_regions || !requests.is_empty() || args.trace.is_some()) {
+        bail!(
+            "nothing to measure: give --all-regions (every region and data structure), a request \
+             (--region R --array A --event E), or --trace REGION --output FILE; the program was \
+             not started"
+        );
     }
+    preflight::built_with_capture(&args.command[0])?;
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -59,7 +59,8 @@ pub(super) extern "C" fn at_exit() {
             eprintln!("{e}");
         }
         let captured = totals().levels.iter().any(|(_, l)| l.reads + l.writes > 0);
-        if !captured {
+        // A refused cache spec was said at start, and is why nothing was captured.
+        if !captured && settings::process_spec().is_ok() {
             // An all-zero report is easy to take for a result: a later plain build of the same
             // program (`cargo build --release` after `cargo rustc` with the flags) links the
             // runtime without calling it.

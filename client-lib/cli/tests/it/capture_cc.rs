@@ -106,6 +106,9 @@ fn c_kernel_counts_equal_the_hand_counts() {
         .output()
         .unwrap();
     assert!(out.status.success());
+    // The cache is the reason nothing was captured, not the build.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("built with capture"), "{stderr}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
     assert_eq!(report["cache"], "D1=32K,8,60");

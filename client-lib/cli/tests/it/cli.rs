@@ -436,6 +436,9 @@ fn a_wrong_command_line_is_status_one_and_help_zero() {
     for args in [
         &["step", "1", "--timeout", "0"][..],
         &["run", "--cores", "-1", "--", "/nonexistent/program"],
+        // Nothing to measure: refused rather than run with nothing printed.
+        &["run", "--", "/bin/true"],
+        &["run", "--sort", "name", "--", "/bin/true"],
         &["replay", "--mrc", "2,48", "t.eppt"],
         &["no-such-command"],
     ] {

@@ -293,10 +293,66 @@ impl FastHit for General {
     }
 }
 
+/// The most memory one simulated hierarchy's levels may take (their sets' state, as
+/// [`CacheLevel::state_bytes`] counts it). Each thread simulates a hierarchy of its own, so a
+/// spec past it is refused before any program starts rather than left to exhaust the machine.
+pub const MAX_HIERARCHY_STATE_BYTES: u64 = 4 << 30;
+
+/// Why a hierarchy whose sets take `bytes` is refused; `which` says where most of them go.
+pub(super) fn too_large(bytes: u64, which: &str) -> String {
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    format!(
+        "simulating it takes {:.1} GiB of memory per thread ({which}), more than the {:.0} GiB \
+         a hierarchy may take; give a smaller size, or more ways (a set of up to 8 ways takes \
+         128 bytes, whatever its lines)",
+        gib(bytes),
+        gib(MAX_HIERARCHY_STATE_BYTES)
+    )
+}
+
 impl CacheLevel {
+    /// The bytes an empty level of this shape allocates for its sets: a packed set of 128 bytes
+    /// (at most 8 ways, LRU) or 192 (at most 16), else tags, dirty marks, signatures and the
+    /// replacement's state per line.
+    pub fn state_bytes(geometry: Geometry, replacement: Replacement) -> u64 {
+        let sets = geometry.sets();
+        let lines = geometry.lines();
+        let assoc = u64::from(geometry.assoc);
+        match replacement {
+            Replacement::Lru if assoc <= 8 => {
+                sets.saturating_mul(std::mem::size_of::<PackedSet<8, 1>>() as u64)
+            }
+            Replacement::Lru if assoc <= 16 => {
+                sets.saturating_mul(std::mem::size_of::<PackedSet<16, 2>>() as u64)
+            }
+            _ => {
+                let per_line = 8
+                    + 1
+                    + if replacement == Replacement::Lru {
+                        8
+                    } else {
+                        0
+                    };
+                let per_set = 8 * assoc.div_ceil(8) + 8;
+                lines
+                    .saturating_mul(per_line)
+                    .saturating_add(sets.saturating_mul(per_set))
+            }
+        }
+    }
+
     /// An empty level.
     pub fn new(geometry: Geometry, replacement: Replacement) -> Result<Self, CacheError> {
         let sets = geometry.sets();
+        let bytes = Self::state_bytes(geometry, replacement);
+        if bytes > MAX_HIERARCHY_STATE_BYTES {
+            return Err(CacheError::Geometry {
+                size: geometry.size,
+                assoc: geometry.assoc,
+                line_size: geometry.line_size,
+                why: too_large(bytes, &format!("{} sets", sets)),
+            });
+        }
         if let Replacement::TreePlru = replacement
             && (!geometry.assoc.is_power_of_two() || geometry.assoc > 64)
         {

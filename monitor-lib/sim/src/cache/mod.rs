@@ -16,7 +16,7 @@ pub use core_map::{CORES_ENV, CoreMap, CoreMapError};
 pub use hierarchy::Hierarchy;
 pub(crate) use hierarchy::MissStep;
 pub(crate) use level::RunEnd;
-pub use level::{CacheLevel, Geometry, Probe, Victim};
+pub use level::{CacheLevel, Geometry, MAX_HIERARCHY_STATE_BYTES, Probe, Victim};
 pub use machine::{
     COHERENCE_BITS, COHERENCE_MISS, CoherenceStats, CoreOutcome, FALSE_SHARING_MISS, INVALIDATION,
     Machine, RESULT_BITS, TRUE_SHARING_MISS,

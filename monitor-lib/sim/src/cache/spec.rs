@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
+use super::level::{CacheLevel, MAX_HIERARCHY_STATE_BYTES, too_large};
 use super::{CacheError, Geometry, Replacement, WritePolicy};
 
 /// One level of a hierarchy, as described by a user.
@@ -198,6 +199,7 @@ impl FromStr for HierarchySpec {
             ));
         }
         check_sharing(&out.data).map_err(err)?;
+        check_memory(&out).map_err(err)?;
         Ok(out)
     }
 }
@@ -270,6 +272,26 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
 
 /// Sharing must widen going down, so the levels of a machine form a tree: a private level never
 /// sits below a shared one, and each group size divides the next one's.
+/// Refuses a hierarchy whose levels together would take more than
+/// [`MAX_HIERARCHY_STATE_BYTES`] of simulator state, naming the largest level.
+fn check_memory(spec: &HierarchySpec) -> Result<(), String> {
+    let bytes = |l: &LevelSpec| CacheLevel::state_bytes(l.geometry, l.replacement);
+    let total = spec
+        .levels()
+        .fold(0u64, |sum, l| sum.saturating_add(bytes(l)));
+    if total <= MAX_HIERARCHY_STATE_BYTES {
+        return Ok(());
+    }
+    let largest = spec
+        .levels()
+        .max_by_key(|l| bytes(l))
+        .expect("a data level");
+    Err(too_large(
+        total,
+        &format!("{} most, {} sets", largest.name, largest.geometry.sets()),
+    ))
+}
+
 fn check_sharing(data: &[LevelSpec]) -> Result<(), String> {
     for pair in data.windows(2) {
         let (upper, lower) = (&pair[0], &pair[1]);
@@ -606,5 +628,26 @@ mod tests {
                 .warnings()
                 .is_empty()
         );
+    }
+
+    /// A spec whose sets would not fit in memory is refused before anything is allocated,
+    /// naming the level; the largest real last levels (a gigabyte) still fit.
+    #[test]
+    fn a_hierarchy_too_large_to_simulate_is_refused() {
+        for spec in ["D1=8G,1,64", "D1=32K,8,64;L2=4G,4,64;L3=4G,4,64"] {
+            let e = HierarchySpec::parse(spec).unwrap_err().to_string();
+            assert!(e.contains("GiB of memory per thread"), "{e}");
+        }
+        let e = HierarchySpec::parse("D1=8G,1,64").unwrap_err().to_string();
+        assert!(e.contains("(D1 most, 134217728 sets)"), "{e}");
+        for spec in ["D1=32K,8,64;LL=1G,16,64", "D1=32K,8,64;LL=1G,32,64,plru"] {
+            HierarchySpec::parse(spec).unwrap();
+        }
+        // A level built directly is held to the same bound.
+        let huge = Geometry::new(8 << 30, 1, 64).unwrap();
+        assert!(CacheLevel::new(huge, Replacement::Lru).is_err());
+        // What the estimate says is what a packed level allocates.
+        let g = Geometry::new(1 << 20, 8, 64).unwrap();
+        assert_eq!(CacheLevel::state_bytes(g, Replacement::Lru), 2048 * 128);
     }
 }
