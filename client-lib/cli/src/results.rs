@@ -109,8 +109,9 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
         let _ = match (&r.analysis, &r.analysis_missing) {
             (Some(a), _) => writeln!(
                 out,
-                "request {id}: analysis report at {} over {} range(s); `--json` shows it",
+                "request {id}: analysis report at {}{}, over {} range(s) (the counts are of every instance); `--json` shows it",
                 a.level_name,
+                last_instance_of(r),
                 a.ranges.len()
             ),
             (None, Some(why)) => writeln!(out, "request {id}: no analysis report: {why}"),
@@ -121,6 +122,17 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
         }
     }
     out
+}
+
+/// What an analysis report covers when the request counted several instances (empty for
+/// one): the runtime analyses each instance afresh and keeps the last one's report, while the
+/// counts add up.
+fn last_instance_of(r: &RequestResult) -> String {
+    if r.instances > 1 {
+        format!(", of the last of {} instances", r.instances)
+    } else {
+        String::new()
+    }
 }
 
 /// Spatial use per field of a by-field request's array, as a table under a line naming it;
@@ -157,10 +169,11 @@ fn field_use_text(r: &RequestResult, a: &epcache_client::AnalysisReport) -> Stri
             .collect();
         let _ = writeln!(
             out,
-            "request {}: spatial use per field of {} at {} (bytes the lines brought in, and those used before they left):",
+            "request {}: spatial use per field of {} at {}{} (bytes the lines brought in, and those used before they left):",
             r.request.id,
             r.request.data_name(),
-            a.level_name
+            a.level_name,
+            last_instance_of(r)
         );
         out.push_str(&table(
             &["FIELD", ">FETCHED BYTES", ">USED BYTES", ">SPATIAL USE"],
