@@ -666,7 +666,7 @@ fn field_spans(
         && shape.element_bytes != mode.element_bytes
     {
         return Err(DaemonError::InvalidArgument(format!(
-            "the by-field request on {name} in pid {pid} gives {}-byte elements, but its type says {} bytes; read the members from the running program's own build",
+            "the by-field request on {name} in pid {pid} divides it into {}-byte elements, but its declared elements are {} bytes: the member table is of another type (an --element-type of another size, or another build of the program)",
             mode.element_bytes, shape.element_bytes
         )));
     }
@@ -1148,6 +1148,9 @@ mod tests {
             0,
         )
         .unwrap_err();
-        assert!(e.to_string().contains("its type says 24 bytes"), "{e}");
+        assert!(
+            e.to_string().contains("its declared elements are 24 bytes"),
+            "{e}"
+        );
     }
 }

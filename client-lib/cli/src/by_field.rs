@@ -85,6 +85,21 @@ pub(crate) fn element_type(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<F
     Ok((ty.bytes, fields_of(&ty.members)))
 }
 
+/// The element size of the one global array `name` names in `exe`, when its type is known.
+fn global_element_bytes(exe: &Path, name: &str) -> Option<u64> {
+    let info = epcache_symbols::DebugInfo::load(exe).ok()?;
+    let mut found = info
+        .globals
+        .iter()
+        .filter(|g| g.qualified_name == name || g.name == name);
+    let global = found.next().filter(|_| found.next().is_none())?;
+    global
+        .shape
+        .as_ref()
+        .map(|s| s.element_bytes)
+        .or(global.descriptor.as_ref().map(|d| d.element_bytes))
+}
+
 /// DWARF members as the MRI's member table.
 fn fields_of(members: &[epcache_symbols::Member]) -> Vec<Field> {
     members
@@ -105,6 +120,17 @@ pub(crate) fn request(
     element_type: Option<&str>,
 ) -> anyhow::Result<Request> {
     let (element_bytes, fields) = match (&request.data, element_type) {
+        (epcache_client::DataRef::Name(name), Some(ty)) => {
+            let (bytes, fields) = self::element_type(exe, ty)?;
+            if let Some(own) = global_element_bytes(exe, name)
+                && own != bytes
+            {
+                bail!(
+                    "--element-type `{ty}` is {bytes} bytes, but `{name}` is an array of {own}-byte elements (its declared type); --element-type is for heap blocks, whose type the debug info does not give, and a declared array is counted by its own type's members without it"
+                );
+            }
+            (bytes, fields)
+        }
         (_, Some(ty)) => self::element_type(exe, ty)?,
         (epcache_client::DataRef::Name(name), None) => members(exe, name)?,
         (_, None) => bail!(

@@ -310,6 +310,36 @@ fn a_heap_array_divides_by_the_element_type_it_is_given() {
     }
 }
 
+/// `--element-type` of another size over a declared array is refused before the program runs,
+/// naming both sizes: the array's own type decides.
+#[test]
+fn an_element_type_that_does_not_fit_a_declared_array_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "gcc", "parts.c", C_SOURCE) {
+        return;
+    }
+    let out = run(
+        dir.path(),
+        &[
+            "--by-field",
+            "--element-type",
+            "particle",
+            "--region",
+            "sum_x",
+            "--array",
+            "plain",
+            "--event",
+            "PAPI_L1_DCR",
+        ],
+    );
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert!(
+        text.contains("is 32 bytes, but `plain` is an array of 8-byte elements"),
+        "{text}"
+    );
+}
+
 /// Without `--element-type` a heap block is refused before the program runs on, and the
 /// refusal names the option; so is a type the program does not declare.
 #[test]
