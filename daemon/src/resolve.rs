@@ -69,6 +69,19 @@ pub(crate) fn nearest<'a>(
     out
 }
 
+/// Whether a data structure is offered as a nearest name: live ones, Fortran allocatables not
+/// allocated yet and allocation sites (a request may name them before they hold bytes), but
+/// not gfortran's own tables (`__vtab_...`, `__def_init_...`, `__copy_...`).
+fn worth_suggesting(d: &DataStructureInfo) -> bool {
+    let compilers = ["__vtab_", "__def_init_", "__copy_"];
+    (d.live
+        || matches!(
+            d.kind,
+            DataStructureKind::Allocatable | DataStructureKind::AllocationSite
+        ))
+        && !compilers.iter().any(|c| d.name.contains(c))
+}
+
 fn describe_region(r: &RegionInfo) -> String {
     format!(
         "{} (index {}, key {}:{}{})",
@@ -256,7 +269,7 @@ pub(crate) fn data(
                             name,
                             structures
                                 .iter()
-                                .filter(|d| d.live)
+                                .filter(|d| worth_suggesting(d))
                                 .map(|d| d.name.as_str()),
                         ),
                     });
@@ -822,6 +835,28 @@ mod tests {
         ));
         let err = data(&name("a")).unwrap_err();
         assert!(err.to_string().contains("nearest: A"), "{err}");
+        // A module allocatable not allocated yet is suggested (a request may wait for it);
+        // gfortran's own tables are not.
+        let mut d = structures();
+        for (name, kind) in [
+            ("fields::u", DataStructureKind::Allocatable),
+            ("fields::__vtab_fields_Grid_t", DataStructureKind::Global),
+        ] {
+            d.push(DataStructureInfo {
+                index: DataStructureIndex(d.len() as u32),
+                name: name.into(),
+                range: AddressRange::new(0, 0),
+                kind,
+                live: name.contains("vtab"),
+                details: Default::default(),
+                context: Vec::new(),
+            });
+        }
+        let err = super::data(1, Some(&name("u")), &regions(), &d, SiteBlock::Latest)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nearest: fields::u"), "{err}");
+        assert!(!err.contains("vtab"), "{err}");
         let empty = v1::DataSelector {
             by: Some(v1::data_selector::By::Range(v1::AddressRange {
                 start: 9,
