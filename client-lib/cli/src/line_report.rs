@@ -95,8 +95,11 @@ struct Selected<'a> {
 impl LineReport {
     /// Parses a report's JSON (`what` names it in errors).
     pub(crate) fn parse(text: &str, what: &str) -> anyhow::Result<LineReport> {
-        let report: LineReport =
-            serde_json::from_str(text).with_context(|| format!("reading the report {what}"))?;
+        let report: LineReport = serde_json::from_str(text).with_context(|| {
+            format!(
+                "reading the report {what}: not a report of a monitored run (`EPCACHE_REPORT=FILE`, or `epcache run --all-regions --json`)"
+            )
+        })?;
         if let Some(error) = &report.error {
             bail!("the run of {what} was not monitored: {error}");
         }

@@ -187,6 +187,9 @@ pub(crate) fn built_with_capture(program: &OsStr) -> anyhow::Result<()> {
     let Some(path) = locate(program) else {
         let shown = program.to_string_lossy();
         if Path::new(program).components().count() > 1 {
+            if Path::new(program).is_dir() {
+                bail!("`{shown}` is a directory, not a program; nothing was started");
+            }
             bail!("there is no program file `{shown}`; check the path; nothing was started");
         }
         bail!(
@@ -275,6 +278,10 @@ mod tests {
             "a path is not prefixed again: {err}"
         );
         assert!(err.to_string().contains("nothing was started"), "{err}");
+        let err = built_with_capture(OsStr::new("/tmp"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`/tmp` is a directory"), "{err}");
         let err = built_with_capture(OsStr::new("no-such-program-on-path-x")).unwrap_err();
         assert!(err.to_string().contains("cannot find the program"), "{err}");
         assert!(

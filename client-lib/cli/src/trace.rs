@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use epcache_sim::trace::partial::{PartialAccess, PartialWriter};
 use epcache_sim::trace::{EpctWriter, LackeyReader, TraceKind};
@@ -202,6 +202,15 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
             "partial trace"
         }
     };
+    if read == 0 {
+        // An empty trace replays to nothing, which replay refuses: no file is left behind.
+        let _ = std::fs::remove_file(&args.output);
+        bail!(
+            "`{}` holds no lackey records ({} bytes read): give the log of `valgrind --tool=lackey --trace-mem=yes`; nothing was written",
+            args.input.display(),
+            reader.bytes_read()
+        );
+    }
     let bytes_out = std::fs::metadata(&args.output).with_context(writing)?.len();
     let bytes_in = reader.bytes_read();
     let seconds = started.elapsed().as_secs_f64();

@@ -84,6 +84,21 @@ fn lackey_and_epct_replays_agree_and_show_the_conventions() {
         );
     }
     assert_eq!(results[0], results[1]);
+    // A file with no lackey record is refused and leaves no output behind.
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "hello\n").unwrap();
+    let empty = dir.path().join("empty.epct");
+    let convert = epcache(&[
+        "trace",
+        "convert",
+        "--from",
+        "lackey",
+        &text.display().to_string(),
+        &empty.display().to_string(),
+    ]);
+    assert_eq!(convert.status.code(), Some(1));
+    assert!(stderr(&convert).contains("holds no lackey records"));
+    assert!(!empty.exists());
     // Three fetches; two loads and the modify (one read); one store.
     let cg = &results[0];
     assert_eq!(
