@@ -55,6 +55,8 @@ mod types;
 
 pub use client::{Client, ConnectOptions};
 pub use epcache_proto::v1 as mri;
+/// How a name a user types finds regions (`init` finds `mesh::init`), as the daemon resolves it.
+pub use epcache_shm::region_names;
 /// The analysis report an analysis request's result carries ([`RequestResult::analysis`]): the
 /// runtime's own types, with their methods (predictions from reuse distances, evictor look-ups).
 pub use epcache_sim::analysis::{

@@ -8,6 +8,7 @@ use epcache_shm::layout::{
     self, DataStructureIndex, DataStructureInfo, DataStructureKind, Mode, RegionInfo, RequestSpec,
     RequestTarget, SiteBlock, SiteKey,
 };
+use epcache_shm::region_names;
 use epcache_sim::cache::HierarchySpec;
 use epcache_sim::monitor::{Event, EventError};
 use epcache_sim::ranges::AddressRange;
@@ -135,7 +136,12 @@ pub(crate) fn region<'r>(
                     .collect(),
             }),
         v1::region_selector::By::Name(name) => {
-            let found: Vec<&RegionInfo> = regions.iter().filter(|r| &r.name == name).collect();
+            // Exact names first, else the short, symbol or other-case forms of them.
+            let found: Vec<&RegionInfo> =
+                region_names::find(regions.iter().map(|r| r.name.as_str()), name)
+                    .into_iter()
+                    .map(|i| &regions[i])
+                    .collect();
             match found.as_slice() {
                 [one] => Ok(one),
                 [] if regions.is_empty() => Err(DaemonError::NotFound {
@@ -803,6 +809,25 @@ mod tests {
             region(1, None, &r),
             Err(DaemonError::InvalidArgument(_))
         ));
+        // Fortran module procedures are named with their module; the short name, the symbol
+        // and capitals find one, and a short name two modules share is ambiguous.
+        let mut f = regions();
+        for name in ["mesh::init", "grid::init", "fields::sweep"] {
+            let mut r = f[0].clone();
+            r.index = RegionIndex(f.len() as u32);
+            r.name = name.into();
+            f.push(r);
+        }
+        let found = |n: &str| region(1, Some(&by_name(n)), &f).map(|r| r.name.clone());
+        assert_eq!(found("__mesh_MOD_init").unwrap(), "mesh::init");
+        assert_eq!(found("SWEEP").unwrap(), "fields::sweep");
+        assert_eq!(found("init").unwrap(), "init", "the exact name first");
+        f.remove(1);
+        let err = region(1, Some(&by_name("init")), &f).unwrap_err();
+        assert!(
+            err.to_string().contains("mesh::init") && err.to_string().contains("grid::init"),
+            "{err}"
+        );
         // A target with no region yet (a Rust program before its first marker) says why.
         let err = region(1, Some(&by_name("sum_v")), &[]).unwrap_err();
         assert!(

@@ -33,6 +33,12 @@ const EVENT_SUFFIXES: [&str; 4] = ["DCR", "LDM", "DCW", "STM"];
 /// and a look take about 3.6 ms in a debug build: 7 s at most).
 pub const LOOK_LIMIT: u32 = 2_000;
 
+/// Whether `asked` (a region the user listed) names `region`: whole, or by its short, symbol
+/// or other-case form (`epcache_client::region_names`).
+fn names(asked: &str, region: &str) -> bool {
+    epcache_client::region_names::name_match(region, asked).is_some()
+}
+
 /// Why the tables could not be measured.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricError {
@@ -105,7 +111,7 @@ pub async fn measure(
         if options.regions.is_empty() {
             crate::surveyed_by_default(r)
         } else {
-            options.regions.contains(&r.name)
+            options.regions.iter().any(|n| names(n, &r.name))
         }
     };
     // Four counts per pair, the region's own four over the whole address space, and the
@@ -249,7 +255,7 @@ pub async fn measure(
     if let Some(name) = options
         .regions
         .iter()
-        .find(|n| !tables.iter().any(|(r, _)| r.name == **n))
+        .find(|n| !tables.iter().any(|(r, _)| names(n, &r.name)))
     {
         return Err(MetricError::NoSuchRegion {
             program,
@@ -263,7 +269,7 @@ pub async fn measure(
     if options.regions.is_empty() {
         tables.sort_by_key(|(r, _)| r.index);
     } else {
-        tables.sort_by_key(|(r, _)| options.regions.iter().position(|n| *n == r.name));
+        tables.sort_by_key(|(r, _)| options.regions.iter().position(|n| names(n, &r.name)));
     }
     Ok(tables.into_iter().map(|(_, t)| t).collect())
 }

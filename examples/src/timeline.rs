@@ -245,7 +245,12 @@ async fn first_entry(
         region: name.to_owned(),
         names: names.clone(),
     };
-    if let Some(region) = description.regions.iter().find(|r| r.name == name) {
+    let found = epcache_client::region_names::find(
+        description.regions.iter().map(|r| r.name.as_str()),
+        name,
+    );
+    if let [one] = found.as_slice() {
+        let region = &description.regions[*one];
         return match target
             .client()
             .step(pid, StepTo::RegionEntry(RegionRef::Index(region.index)))
@@ -259,7 +264,7 @@ async fn first_entry(
         match target.client().step(pid, StepTo::NextBoundary).await? {
             StepOutcome::Halted(halt) => {
                 if let Some(p) = halt.position
-                    && p.region == name
+                    && epcache_client::region_names::name_match(&p.region, name).is_some()
                     && p.boundary == Boundary::Entry
                 {
                     return Ok(p.region_index);

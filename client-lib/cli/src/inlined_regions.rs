@@ -15,7 +15,15 @@ pub(crate) fn note(exe: &Path, region: &str) -> Option<String> {
     if info.functions.iter().any(|f| f.name == region) {
         return None;
     }
-    let id = u32::try_from(info.inlined_functions.iter().position(|n| n == region)?).ok()?;
+    // Inlined copies are named as declared (`at`), regions with their scopes
+    // (`linalg::Matrix<double>::at`).
+    let declared = region.rsplit("::").next().unwrap_or(region);
+    let id = u32::try_from(
+        info.inlined_functions
+            .iter()
+            .position(|n| n == region || n == declared)?,
+    )
+    .ok()?;
     let mut callers: Vec<&str> = info
         .inlined
         .iter()

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use epcache_shm::region_names;
 use serde::Deserialize;
 
 /// The fields of the report the per-line views use.
@@ -167,12 +168,21 @@ impl LineReport {
 
     fn select(&self, selection: &Selection) -> anyhow::Result<Selected<'_>> {
         let wanted = selection.region.as_deref().unwrap_or("program");
-        let Some(region) = self.regions.iter().find(|r| r.name == wanted) else {
-            let names: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
-            bail!(
+        let names: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
+        let region = match region_names::find(names.iter().copied(), wanted).as_slice() {
+            [one] => &self.regions[*one],
+            [] => bail!(
                 "the report has no region {wanted:?}; its regions are {}",
                 names.join(", ")
-            );
+            ),
+            many => bail!(
+                "{wanted:?} names {} regions of the report ({}); give the whole name",
+                many.len(),
+                many.iter()
+                    .map(|&i| names[i])
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         if let Some(s) = &selection.data_structure
             && !region

@@ -285,7 +285,12 @@ fn allocatable_arrays_count_as_the_module_arrays_in_fortran() {
         &["elim_original", "gauss_optimised"],
     );
     for (table, region) in tables.iter().zip(["elim_original", "gauss_optimised"]) {
-        assert_eq!(table.region, region);
+        // A module procedure's table is named with its module, a marker's by its label.
+        let shown = match region {
+            "elim_original" => "gauss_mod::elim_original",
+            marker => marker,
+        };
+        assert_eq!(table.region, shown);
         for name in ["gauss_mod::a", "gauss_mod::b"] {
             let row = table
                 .rows

@@ -205,12 +205,14 @@ impl Report {
             .unwrap_or_else(|| panic!("no regions[] in the report: {}", self.json))
     }
 
-    /// The one region called `name`.
+    /// The one region `name` finds, as a request's name does (`elim` finds
+    /// `gauss_mod::elim`: `epcache_shm::region_names`).
     pub(crate) fn region(&self, name: &str) -> &Value {
-        let found: Vec<&Value> = self
-            .regions()
-            .iter()
-            .filter(|r| r["name"] == name)
+        let regions = self.regions();
+        let names = regions.iter().map(|r| r["name"].as_str().unwrap_or(""));
+        let found: Vec<&Value> = epcache_shm::region_names::find(names, name)
+            .into_iter()
+            .map(|i| &regions[i])
             .collect();
         match found.as_slice() {
             [one] => one,

@@ -14,6 +14,7 @@
 //! - [`tool`]: the tool's side: attach, validate, request, step, release, read results;
 //! - [`discovery`]: the runtime directory, its checks and the targets' record files;
 //! - [`process`]: whether a process is alive and is the one a record names;
+//! - [`region_names`]: how a name a user types finds regions of the region table;
 //! - `sysv` and `futex`: System V segments behind a bounds-checked view of atomics, and
 //!   cross-process waiting on a word of one (re-exported below).
 //!
@@ -33,6 +34,7 @@ pub mod config_table;
 pub mod discovery;
 pub mod layout;
 pub mod process;
+pub mod region_names;
 pub mod target;
 pub mod tool;
 

@@ -144,7 +144,7 @@ pub(crate) fn named(name: &str) -> Vec<RegionMeta> {
     registry
         .regions
         .iter()
-        .filter(|r| r.name == name)
+        .filter(|r| epcache_shm::region_names::name_match(&r.name, name).is_some())
         .cloned()
         .collect()
 }

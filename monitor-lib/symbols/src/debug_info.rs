@@ -523,7 +523,19 @@ fn read_unit(
                             });
                         }
                         let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
-                        let shown = if cpp { &qualified } else { &name };
+                        // A Fortran module procedure by its module, as its module's data
+                        // are (`mesh::init` beside `mesh::parts`); a bare name still finds it
+                        // where no other region has that name (`epcache_shm::region_names`).
+                        let module_procedure = column_major
+                            && scopes.last().is_some_and(|(_, _, s)| *s == Scope::Named);
+                        // gfortran names an OpenMP body outlined from one by its symbol
+                        // (`__mesh_MOD_init._omp_fn.0`): by its module too.
+                        let outlined = column_major.then(|| module_symbol_as_name(&name)).flatten();
+                        let shown = if cpp || module_procedure {
+                            &qualified
+                        } else {
+                            outlined.as_ref().unwrap_or(&name)
+                        };
                         for (low_pc, high_pc) in ranges {
                             out.functions.push(Function {
                                 name: shown.clone(),
@@ -810,6 +822,12 @@ fn final_declaration<'a>(
 }
 
 /// `name` inside the scope called `outer`.
+/// A gfortran module procedure's symbol (`__mesh_MOD_init...`) as `mesh::init...`.
+fn module_symbol_as_name(symbol: &str) -> Option<String> {
+    let (module, procedure) = symbol.strip_prefix("__")?.split_once("_MOD_")?;
+    (!module.is_empty() && !procedure.is_empty()).then(|| format!("{module}::{procedure}"))
+}
+
 fn qualify(outer: Option<&str>, name: &str) -> String {
     match outer {
         Some(outer) => format!("{outer}::{name}"),

@@ -105,14 +105,18 @@ pub(crate) fn run_with_report(
     captured::run_with_report(dir, program, &[], cache)
 }
 
-/// Region `name` of a standalone report.
+/// The one region `name` finds in a standalone report, as a request's name does (`sweep`
+/// finds `grids::sweep`: `epcache_shm::region_names`).
 pub(crate) fn region<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["regions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == name)
-        .unwrap_or_else(|| panic!("no region {name} in the report:\n{report:#}"))
+    let regions = report["regions"].as_array().unwrap();
+    let names = regions.iter().map(|r| r["name"].as_str().unwrap_or(""));
+    match epcache_shm::region_names::find(names, name).as_slice() {
+        [one] => &regions[*one],
+        found => panic!(
+            "{} regions named {name} in the report:\n{report:#}",
+            found.len()
+        ),
+    }
 }
 
 /// Data structure `name` within a report's region.
