@@ -87,10 +87,15 @@ pub enum DaemonError {
         waited: Duration,
     },
     /// One request of several failed; the others were withdrawn.
-    #[error("request {index}: {source} (no request of this call was placed)")]
+    #[error(
+        "the call's request {} of {count}: {source} (no request of this call was placed)",
+        index + 1
+    )]
     InRequest {
-        /// Its position in the call, from 0.
+        /// Its position in the call, from 0 (said from 1, as tables number requests).
         index: usize,
+        /// How many requests the call held.
+        count: usize,
         /// What was wrong with it.
         source: Box<DaemonError>,
     },
@@ -285,12 +290,14 @@ mod tests {
     fn a_failing_request_of_several_keeps_its_code_and_says_which() {
         let e = DaemonError::InRequest {
             index: 2,
+            count: 3,
             source: Box::new(DaemonError::Tool(ToolError::NoFreeSlot { capacity: 64 })),
         };
         let s = Status::from(e);
         assert_eq!(s.code(), Code::ResourceExhausted);
         assert!(
-            s.message().starts_with("request 2: all 64 request slots"),
+            s.message()
+                .starts_with("the call's request 3 of 3: all 64 request slots"),
             "{}",
             s.message()
         );

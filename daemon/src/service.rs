@@ -236,11 +236,13 @@ impl Mri for MriService {
                     resolve::request(call.pid, r, &regions, &structures, spec.as_ref(), cores)
                         .map_err(|source| DaemonError::InRequest {
                             index,
+                            count: call.requests.len(),
                             source: Box::new(source),
                         })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-        let mut placed: Vec<Placed> = Vec::with_capacity(resolved.len());
+        let count = resolved.len();
+        let mut placed: Vec<Placed> = Vec::with_capacity(count);
         for (index, r) in resolved.into_iter().enumerate() {
             match entry.handle.submit(&r.spec) {
                 Ok(handle) => {
@@ -255,6 +257,7 @@ impl Mri for MriService {
                     }
                     return Err(DaemonError::InRequest {
                         index,
+                        count,
                         source: Box::new(e.into()),
                     }
                     .into());

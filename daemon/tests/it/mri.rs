@@ -672,7 +672,10 @@ async fn bad_requests_get_the_right_status_and_the_target_runs_on() {
         static_request("nowhere", "A", "PAPI_L1_STM"),
     ]))
     .await;
-    assert!(e.message().starts_with("request 1: "), "{e}");
+    assert!(
+        e.message().starts_with("the call's request 2 of 2: "),
+        "{e}"
+    );
     let e = tool
         .describe_target(v1::DescribeTargetRequest { pid: 999_999_999 })
         .await
