@@ -685,6 +685,11 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
         eprintln!("epcache: a request stayed unbound: {why}");
     }
     if !unbound.is_empty() {
+        eprintln!(
+            "epcache: a request takes its array's bytes when an instance of its region begins; \
+             ask for a region entered once the array exists (a function called after the \
+             allocation), not one entered before it (such as `main`)"
+        );
         return Ok(2);
     }
     Ok(exit_code(status))

@@ -198,6 +198,11 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
         "{}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out).contains("ask for a region entered once the array exists"),
+        "{}",
+        stderr(&out)
+    );
     let result = &results(&out)[0];
     assert_eq!(result["available"], false);
     assert_eq!(result["request"]["binding"], "waiting", "{result:#}");
