@@ -105,7 +105,13 @@ fn tcp_uri(address: &str) -> Result<String, ClientError> {
         return Ok(a.to_owned());
     }
     if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) {
-        return Ok(format!("http://127.0.0.1:{a}"));
+        // A port alone: one a TCP port can be.
+        return match a.parse::<u16>() {
+            Ok(port) if port > 0 => Ok(format!("http://127.0.0.1:{port}")),
+            _ => Err(ClientError::Address {
+                address: address.to_owned(),
+            }),
+        };
     }
     if a.contains(':') {
         return Ok(format!("http://{a}"));
@@ -458,5 +464,7 @@ mod tests {
         assert_eq!(tcp_uri("http://h:1").unwrap(), "http://h:1");
         assert_eq!(tcp_uri("[::1]:7").unwrap(), "http://[::1]:7");
         assert!(tcp_uri("nowhere").is_err());
+        assert!(tcp_uri("99999999").is_err());
+        assert!(tcp_uri("0").is_err());
     }
 }

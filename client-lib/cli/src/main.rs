@@ -144,8 +144,13 @@ fn main() {
         // The message and its causes, one per line, and nothing else: anyhow's default report
         // from `main` also prints a backtrace whenever RUST_BACKTRACE is set for other reasons.
         eprintln!("epcache: {error}");
-        for cause in error.chain().skip(1) {
-            eprintln!("  caused by: {cause}");
+        // A transport error's causes repeat what was said (tonic wraps hyper's words in its own).
+        let mut said = vec![error.to_string()];
+        for cause in error.chain().skip(1).map(|c| c.to_string()) {
+            if !said.iter().any(|s| s.contains(cause.as_str())) {
+                eprintln!("  caused by: {cause}");
+                said.push(cause);
+            }
         }
         std::process::exit(1);
     }
