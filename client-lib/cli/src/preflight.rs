@@ -180,6 +180,68 @@ pub(crate) fn locate(program: &OsStr) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// Says, before the program starts, of each request on an allocation site (`--array FILE:LINE`)
+/// whose file has code in the program but whose line has none, that no block can be allocated
+/// there, with the nearest lines that have code: the request would wait for ever. Only said:
+/// a program without line tables, or a name that is no site, is left to the daemon.
+pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Request]) {
+    let sites: Vec<(&str, u32)> = requests
+        .iter()
+        .filter_map(|r| match &r.data {
+            epcache_client::DataRef::Name(name) => {
+                let (file, line) = name.rsplit_once(':')?;
+                Some((file, line.parse().ok().filter(|&l| l > 0)?))
+            }
+            _ => None,
+        })
+        .filter(|(file, _)| file.contains('.'))
+        .collect();
+    if sites.is_empty() {
+        return;
+    }
+    let Some(path) = locate(program) else {
+        return;
+    };
+    let (Ok(lines), Ok(info)) = (
+        epcache_symbols::CodeLines::load(&path),
+        epcache_symbols::DebugInfo::load_program(&path),
+    ) else {
+        return;
+    };
+    for (file, line) in sites {
+        let Ok(mut with_code) = lines.lines_of_file(file) else {
+            continue;
+        };
+        // A call inlined away (an allocation wrapper) is in no line table row of its line,
+        // only in its inlined copy's call line.
+        let base = file.rsplit('/').next().unwrap_or(file);
+        with_code.extend(
+            info.inlined
+                .iter()
+                .filter(|c| {
+                    info.files
+                        .get(c.file as usize)
+                        .is_some_and(|f| f.rsplit('/').next() == Some(base))
+                })
+                .map(|c| c.line),
+        );
+        if with_code.is_empty() || with_code.contains(&line) {
+            continue;
+        }
+        let before = with_code.range(..line).next_back();
+        let after = with_code.range(line..).next();
+        let near: Vec<String> = [before, after]
+            .into_iter()
+            .flatten()
+            .map(|l| format!("{file}:{l}"))
+            .collect();
+        eprintln!(
+            "epcache: warning: {file}:{line} has no code in the program, so no block is allocated there and its request will measure nothing; lines with code nearest to it: {}",
+            near.join(", ")
+        );
+    }
+}
+
 /// Refuses a program whose symbol table shows it was built without capture: it would run
 /// unmonitored and report nothing. Scripts and stripped programs cannot be told and pass; the
 /// run then checks that a report came back.

@@ -400,6 +400,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
         );
     }
     preflight::built_with_capture(&args.command[0])?;
+    preflight::allocation_lines(&args.command[0], &requests);
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

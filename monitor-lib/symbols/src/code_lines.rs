@@ -94,6 +94,35 @@ impl CodeLines {
         })
     }
 
+    /// The lines of source file `name` (a path, or the base name alone) that have code, from
+    /// the line tables; empty when the program has none of that file.
+    pub fn lines_of_file(
+        &self,
+        name: &str,
+    ) -> Result<std::collections::BTreeSet<u32>, SymbolError> {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let names_it = |file: &str| {
+            file == name
+                || file.rsplit('/').next() == Some(base) && (name == base || file.ends_with(name))
+        };
+        let mut lines = std::collections::BTreeSet::new();
+        let rows =
+            self.context
+                .find_location_range(0, u64::MAX)
+                .map_err(|e| SymbolError::Dwarf {
+                    path: self.path.clone(),
+                    why: e.to_string(),
+                })?;
+        for (_, _, location) in rows {
+            if let (Some(file), Some(line)) = (location.file, location.line)
+                && names_it(file)
+            {
+                lines.insert(line);
+            }
+        }
+        Ok(lines)
+    }
+
     /// The source positions of the code at link-time address `pc`, innermost first: the line
     /// of `pc` itself in the innermost inlined function, then for each inlined function the
     /// line of its call in the function it was inlined into, out to the compiled function.

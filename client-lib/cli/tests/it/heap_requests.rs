@@ -203,10 +203,34 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
         "{}",
         stderr(&out)
     );
+    // The line has code (a branch never taken): no warning before the start.
+    assert!(!stderr(&out).contains("has no code"), "{}", stderr(&out));
     let result = &results(&out)[0];
     assert_eq!(result["available"], false);
     assert_eq!(result["request"]["binding"], "waiting", "{result:#}");
     assert_eq!(result["request"]["allocation_site"]["line"], NEVER_LINE);
+
+    // A line past the file's code is said before the program starts, with the nearest line
+    // that has code.
+    let past = format!("{PROGRAM}.c:999");
+    let out = run(
+        dir.path(),
+        &[
+            "--region",
+            "scale",
+            "--array",
+            &past,
+            "--event",
+            "PAPI_L1_LDM",
+        ],
+    );
+    let said = stderr(&out);
+    let warning = format!("{past} has no code in the program");
+    assert!(said.contains(&warning), "{said}");
+    assert!(
+        said.find(&warning) < said.find("daemon for this run"),
+        "{said}"
+    );
 
     let out = run(
         dir.path(),
