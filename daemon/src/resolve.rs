@@ -243,7 +243,26 @@ pub(crate) fn data(
                     )],
                 })?
         }
-        v1::data_selector::By::Name(name) => {
+        v1::data_selector::By::Name(asked) => {
+            // The same text, else a short or other-case form of one name (`u` for
+            // `fields::u`, `U` in Fortran), as regions are found.
+            let mut names: Vec<&str> =
+                region_names::find(structures.iter().map(|d| d.name.as_str()), asked)
+                    .into_iter()
+                    .map(|i| structures[i].name.as_str())
+                    .collect();
+            names.sort_unstable();
+            names.dedup();
+            if names.len() > 1 {
+                return Err(DaemonError::Ambiguous {
+                    what: "data structure",
+                    name: asked.clone(),
+                    pid,
+                    candidates: names.join(", "),
+                    hint: "give the whole name",
+                });
+            }
+            let name = &names.first().map_or(asked.as_str(), |n| n).to_owned();
             let all: Vec<&DataStructureInfo> =
                 structures.iter().filter(|d| &d.name == name).collect();
             // An allocatable's entries share its name; the last is where it is now.
@@ -858,7 +877,7 @@ mod tests {
             data(&name("old")),
             Err(DaemonError::FailedPrecondition(_))
         ));
-        let err = data(&name("a")).unwrap_err();
+        let err = data(&name("Ab")).unwrap_err();
         assert!(err.to_string().contains("nearest: A"), "{err}");
         // A module allocatable not allocated yet is suggested (a request may wait for it);
         // gfortran's own tables are not.
@@ -877,11 +896,29 @@ mod tests {
                 context: Vec::new(),
             });
         }
-        let err = super::data(1, Some(&name("u")), &regions(), &d, SiteBlock::Latest)
+        let err = super::data(1, Some(&name("w")), &regions(), &d, SiteBlock::Latest)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("nearest: fields::u"), "{err}");
         assert!(!err.contains("vtab"), "{err}");
+        // A short or other-case name finds the one array it stands for; two make it ambiguous.
+        for short in ["u", "U", "fields::U"] {
+            let found = super::data(1, Some(&name(short)), &regions(), &d, SiteBlock::Latest);
+            assert!(
+                matches!(found, Ok(Data::InTarget { .. })),
+                "{short}: {found:?}"
+            );
+        }
+        let mut two = d.clone();
+        let mut other = two[2].clone();
+        other.name = "grid::u".into();
+        two.push(other);
+        let err = super::data(1, Some(&name("u")), &regions(), &two, SiteBlock::Latest)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("fields::u") && err.contains("grid::u"),
+            "{err}"
+        );
         let empty = v1::DataSelector {
             by: Some(v1::data_selector::By::Range(v1::AddressRange {
                 start: 9,

@@ -1,4 +1,5 @@
-//! How a region name a user types finds the regions of the region table.
+//! How a region name a user types finds the regions of the region table (and a data structure
+//! name the data structures, by the same rules).
 //!
 //! Regions are named as profilers show them: C++ functions with their namespaces and classes
 //! (`alpha::A::init`), Fortran module procedures with their module (`mesh::init`), the rest by
