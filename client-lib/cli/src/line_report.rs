@@ -118,7 +118,12 @@ impl LineReport {
                 .filter_map(|f| f.function.as_deref())
                 .chain(l.function.as_deref())
         });
-        let readable = crate::demangle::demangled(functions);
+        let mut readable = crate::demangle::demangled(functions.clone());
+        // gfortran's module procedures (`__mesh_MOD_init`) as their regions are named.
+        readable.extend(
+            functions
+                .filter_map(|f| region_names::fortran_symbol(f).map(|name| (f.to_owned(), name))),
+        );
         if readable.is_empty() {
             return;
         }

@@ -153,14 +153,9 @@ pub(crate) struct RunArgs {
     )]
     format: Option<RunReportFormat>,
     /// With --all-regions: the order of regions and of the data structures within each.
-    #[arg(
-        long,
-        value_enum,
-        default_value_t = SortKey::Program,
-        value_name = "KEY",
-        requires = "all_regions"
-    )]
-    sort: SortKey,
+    /// [default: program]
+    #[arg(long, value_enum, value_name = "KEY", requires = "all_regions")]
+    sort: Option<SortKey>,
     /// With --all-regions: show at most N regions (after sorting), and N data structures in each.
     #[arg(long, value_name = "N", requires = "all_regions")]
     top: Option<usize>,
@@ -391,6 +386,13 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
         if args.trace.is_some() {
             preflight::new_trace_file(path, args.overwrite)?;
         }
+    }
+    // clap's `requires` lets these through beside --trace.
+    if !args.all_regions && (args.sort.is_some() || args.top.is_some() || args.format.is_some()) {
+        bail!(
+            "--sort, --top and --format arrange the table of --all-regions; give --all-regions \
+             too, or leave them out; nothing was started"
+        );
     }
     if !(args.all_regions || !requests.is_empty() || args.trace.is_some()) {
         bail!(
@@ -670,7 +672,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                     report_table::render(
                         &parsed,
                         report_table::Layout {
-                            sort: args.sort,
+                            sort: args.sort.unwrap_or(SortKey::Program),
                             top: args.top,
                         },
                     )

@@ -5,17 +5,20 @@
 //! (`alpha::A::init`), Fortran module procedures with their module (`mesh::init`), the rest by
 //! their own names. People also type the short name (`init`), the symbol a profiler or
 //! `nm` printed (`__mesh_MOD_init`, gfortran's external `smooth_`), or Fortran in capitals
-//! (`SWEEP`). A name matches a region *exactly* (the same text) or as an *alias* (one of those
-//! forms); whoever looks a name up takes the exact matches when there are any and the aliases
-//! otherwise, so a short name finds its one region and is ambiguous when several share it.
+//! (`SWEEP`). A name matches a region exactly (the same text), as an alias (a short or symbol
+//! form) or in another case ([`NameMatch`], best first); whoever looks a name up takes only the
+//! best matches there are ([`find`], [`finds`]), so `foo` never finds `Foo` beside a `foo`, a
+//! short name finds its one region, and it is ambiguous when several share it.
 
-/// How `asked` names the region called `region`.
+/// How `asked` names the region called `region`, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NameMatch {
     /// The same text.
     Exact,
-    /// A short, symbol or differently cased form of it.
+    /// A short or symbol form of it (`init`, `__mesh_MOD_init`, `smooth_`).
     Alias,
+    /// The same or such a form in another letter case (`SWEEP`).
+    OtherCase,
 }
 
 /// How `asked` names the region `region`, if it does.
@@ -27,20 +30,39 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
         return None;
     }
     let symbol = fortran_symbol(asked);
-    let asked = symbol.as_deref().unwrap_or(asked).to_ascii_lowercase();
-    let region = region.to_ascii_lowercase();
+    let asked = symbol.as_deref().unwrap_or(asked);
+    if is_form_of(region, asked) {
+        return Some(NameMatch::Alias);
+    }
+    is_form_of(&region.to_ascii_lowercase(), &asked.to_ascii_lowercase())
+        .then_some(NameMatch::OtherCase)
+}
+
+/// Whether `asked` is `region`, its innermost part(s) after a `::`, or one of those with
+/// gfortran's trailing underscore (`smooth_` for `smooth`).
+fn is_form_of(region: &str, asked: &str) -> bool {
     let short = |asked: &str| {
         region == asked
             || region
                 .strip_suffix(asked)
                 .is_some_and(|scope| scope.ends_with("::"))
     };
-    // gfortran's external procedures (`smooth_`) are their source names (`smooth`).
-    let alias = short(&asked)
+    short(asked)
         || asked
             .strip_suffix('_')
-            .is_some_and(|bare| !bare.is_empty() && short(bare));
-    alias.then_some(NameMatch::Alias)
+            .is_some_and(|bare| !bare.is_empty() && short(bare))
+}
+
+/// Whether `asked` finds the region `region` among regions called `names`: its match is the
+/// best any of them has (a region found by a short form is not when another has the name
+/// whole).
+pub fn finds<'a>(region: &str, names: impl IntoIterator<Item = &'a str>, asked: &str) -> bool {
+    name_match(region, asked).is_some_and(|m| {
+        names
+            .into_iter()
+            .filter_map(|n| name_match(n, asked))
+            .all(|other| other >= m)
+    })
 }
 
 /// The regions of `names` that `asked` finds, by index: every exact match, or if there are
@@ -85,6 +107,11 @@ mod tests {
         assert_eq!(find(regions, "A::run"), [4]);
         assert_eq!(find(regions, "SWEEP"), [3]);
         assert_eq!(find(regions, "sweep_"), [3]);
+        // A short form in the same case comes before another case.
+        assert_eq!(find(["gamma::Run", "run"], "Run"), [0]);
+        assert!(finds("foo", ["Foo", "foo"], "foo"));
+        assert!(!finds("Foo", ["Foo", "foo"], "foo"));
+        assert!(!finds("mesh::init", ["mesh::init", "init"], "init"));
         assert!(find(regions, "weep").is_empty());
         assert!(find(regions, "").is_empty());
         assert!(find(regions, "_").is_empty());

@@ -138,15 +138,19 @@ pub(crate) fn meta(id: u32) -> Option<RegionMeta> {
     registry().regions.get(id as usize).cloned()
 }
 
-/// Every region registered so far under `name`.
-pub(crate) fn named(name: &str) -> Vec<RegionMeta> {
+/// Every region registered so far that `name` finds (`epcache_shm::region_names::find`: those
+/// named so, else those it is a short or other-case form of), by id.
+pub(crate) fn named_ids(name: &str) -> Vec<u32> {
     let registry = registry();
-    registry
-        .regions
-        .iter()
-        .filter(|r| epcache_shm::region_names::name_match(&r.name, name).is_some())
-        .cloned()
+    epcache_shm::region_names::find(registry.regions.iter().map(|r| r.name.as_str()), name)
+        .into_iter()
+        .map(|i| i as u32)
         .collect()
+}
+
+/// Every region registered so far that `name` finds ([`named_ids`]).
+pub(crate) fn named(name: &str) -> Vec<RegionMeta> {
+    named_ids(name).into_iter().filter_map(meta).collect()
 }
 
 /// Whether the process start-up ran and regions are tracked (heap blocks are named only then;

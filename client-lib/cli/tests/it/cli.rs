@@ -454,6 +454,17 @@ fn a_wrong_command_line_is_status_one_and_help_zero() {
         // Nothing to measure: refused rather than run with nothing printed.
         &["run", "--", "/bin/true"],
         &["run", "--sort", "name", "--", "/bin/true"],
+        &[
+            "run",
+            "--trace",
+            "f",
+            "--top",
+            "3",
+            "--output",
+            "t.eppt",
+            "--",
+            "/bin/true",
+        ],
         &["replay", "--mrc", "2,48", "t.eppt"],
         &["no-such-command"],
     ] {

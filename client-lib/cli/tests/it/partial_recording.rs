@@ -556,7 +556,7 @@ fn regions_of_one_name_are_told_apart_by_their_file() {
             serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
         assert_eq!(summary["instances"], instances, "{trace}: {summary}");
         assert_eq!(
-            stderr.contains("two regions are named `init`"),
+            stderr.contains("two regions answer to `init`"),
             warned,
             "{trace}: {stderr}"
         );

@@ -302,7 +302,7 @@ pub const MAX_HIERARCHY_STATE_BYTES: u64 = 4 << 30;
 pub(super) fn too_large(bytes: u64, which: &str) -> String {
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
     format!(
-        "simulating it takes {:.1} GiB of memory per thread ({which}), more than the {:.0} GiB \
+        "simulating it takes {:.2} GiB of memory per thread ({which}), more than the {:.0} GiB \
          a hierarchy may take; give a smaller size, or more ways (a set of up to 8 ways takes \
          128 bytes, whatever its lines)",
         gib(bytes),

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use super::level::{CacheLevel, MAX_HIERARCHY_STATE_BYTES, too_large};
-use super::{CacheError, Geometry, Replacement, WritePolicy};
+use super::{CacheError, Geometry, MAX_LEVELS, Replacement, WritePolicy};
 
 /// One level of a hierarchy, as described by a user.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -197,6 +197,12 @@ impl FromStr for HierarchySpec {
             return Err(err(
                 "no data level: give at least one, such as D1=32K,8,64".into()
             ));
+        }
+        if out.data.len() > MAX_LEVELS {
+            return Err(err(format!(
+                "{} data levels; a hierarchy has at most {MAX_LEVELS}",
+                out.data.len()
+            )));
         }
         check_sharing(&out.data).map_err(err)?;
         check_memory(&out).map_err(err)?;
@@ -634,6 +640,13 @@ mod tests {
     /// naming the level; the largest real last levels (a gigabyte) still fit.
     #[test]
     fn a_hierarchy_too_large_to_simulate_is_refused() {
+        let e = HierarchySpec::parse("D1=32K,8,64;L2=1M,16,64;L3=2M,16,64;L4=4M,16,64;L5=8M,16,64")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("5 data levels; a hierarchy has at most 4"),
+            "{e}"
+        );
         for spec in ["D1=8G,1,64", "D1=32K,8,64;L2=4G,4,64;L3=4G,4,64"] {
             let e = HierarchySpec::parse(spec).unwrap_err().to_string();
             assert!(e.contains("GiB of memory per thread"), "{e}");

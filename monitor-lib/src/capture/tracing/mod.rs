@@ -45,7 +45,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use epcache_shm::layout::{RegionIndex, TraceOutcome};
-use epcache_shm::region_names;
 use epcache_shm::target::Mcc;
 use epcache_sim::ranges::AddressRange;
 use epcache_sim::trace::partial::SiteInfo;
@@ -342,12 +341,12 @@ fn is_traced(request: &Request, region: RegionRef) -> bool {
     match &request.tool {
         Some(order) => region.entry.is_some_and(|e| e.region == order.region),
         None => region_registry::meta(region.id).is_some_and(|meta| {
-            let traced = region_names::name_match(&meta.name, &request.region).is_some()
+            let traced = region_registry::named_ids(&request.region).contains(&region.id)
                 && request
                     .file
                     .as_deref()
                     .is_none_or(|f| in_file(&meta.file, f));
-            if traced && request.file.is_none() {
+            if traced {
                 say_if_the_name_repeats(request, &meta);
             }
             traced
@@ -396,27 +395,33 @@ fn in_file(path: &str, file: &str) -> bool {
             .is_some_and(|rest| rest.ends_with('/'))
 }
 
-/// `EPCACHE_TRACE` named a region by name alone, and a second region of that name (a static
-/// function of another file) is traced too: says so once, and how to pick one.
+/// `EPCACHE_TRACE` found a second region (a static function of another file, a procedure of
+/// another module, a namesake in another scope): says once which two, and how to pick one.
 fn say_if_the_name_repeats(request: &Request, meta: &region_registry::RegionMeta) {
-    static FIRST: OnceLock<(String, u32)> = OnceLock::new();
+    static FIRST: OnceLock<(String, String, u32)> = OnceLock::new();
     static SAID: AtomicBool = AtomicBool::new(false);
-    let first = FIRST.get_or_init(|| (meta.file.clone(), meta.line));
-    if (first.0.as_str(), first.1) != (meta.file.as_str(), meta.line)
-        && !SAID.swap(true, Ordering::Relaxed)
+    let first = FIRST.get_or_init(|| (meta.name.clone(), meta.file.clone(), meta.line));
+    if (first.1.as_str(), first.2) == (meta.file.as_str(), meta.line)
+        || SAID.swap(true, Ordering::Relaxed)
     {
-        let file_name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
-        eprintln!(
-            "epcache: two regions are named `{}` ({}:{} and {}:{}), and {TRACE_ENV} records both into one trace; to record one, name its file, as in `{}@{}` ({TRACE_ENV}, or `epcache run --trace`)",
-            request.region,
-            first.0,
-            first.1,
-            meta.file,
-            meta.line,
+        return;
+    }
+    let file_name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
+    let pick = if first.0 != meta.name {
+        format!("give its whole name, as in `{}`", meta.name)
+    } else if request.file.is_none() && file_name(&first.1) != file_name(&meta.file) {
+        format!(
+            "name its file, as in `{}@{}`",
             request.region,
             file_name(&meta.file)
-        );
-    }
+        )
+    } else {
+        "mark the one to record with a region marker of its own name".to_owned()
+    };
+    eprintln!(
+        "epcache: two regions answer to `{}` ({} at {}:{} and {} at {}:{}), and {TRACE_ENV} records both into one trace; to record one, {pick} ({TRACE_ENV}, or `epcache run --trace`)",
+        request.region, first.0, first.1, first.2, meta.name, meta.file, meta.line
+    );
 }
 
 /// Leaves a tool's order's outcome in the trace block (nothing for `EPCACHE_TRACE`).
