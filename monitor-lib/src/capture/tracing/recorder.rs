@@ -17,9 +17,9 @@
 //! over), so a process killed outright (SIGKILL, the out-of-memory killer, a batch system's time
 //! limit) leaves a file whose ended bodies a replay reads, a long instance included up to its last
 //! safe point, with the sites they hold described (each hand-over writes the sites the file does
-//! not describe yet). The trace is closed (the other sites, ranges, end) once the first thread's part and every
-//! other open part have ended, or at the process's end, whichever comes first; an instance going on
-//! then is left out and said. The recorder belongs to its thread's core (`Core::tracer`), so
+//! not describe yet). The trace is closed (the other sites, ranges, end) once the first thread's
+//! part and every other open part have ended, or at the process's end, whichever comes first; an
+//! instance going on then is left out and said. The recorder belongs to its thread's core (`Core::tracer`), so
 //! recording an access takes no lock but a chunk's. With threads as cores of one machine
 //! (`EPCACHE_CORES`) the trace keeps each thread's order but not the interleaving, so replay does
 //! not reproduce shared levels and coherence, which the run says.
@@ -511,8 +511,9 @@ fn describe_new_sites(
         return Ok(());
     }
     let structures = live_structures();
+    // A trace closed under this thread: the hand-over's flush says so.
     let Some(file) = &mut shared.file else {
-        return Err(std::io::Error::other("the trace is closed"));
+        return Ok(());
     };
     for (site, addr) in new {
         if let Some(info) = describe(site, addr, &structures) {
