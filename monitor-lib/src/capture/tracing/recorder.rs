@@ -19,10 +19,10 @@
 //! safe point, with the sites they hold described (each hand-over writes the sites the file does
 //! not describe yet). The trace is closed (the other sites, ranges, end) once the first thread's
 //! part and every other open part have ended, or at the process's end, whichever comes first; an
-//! instance going on then is left out and said. The recorder belongs to its thread's core (`Core::tracer`), so
-//! recording an access takes no lock but a chunk's. With threads as cores of one machine
-//! (`EPCACHE_CORES`) the trace keeps each thread's order but not the interleaving, so replay does
-//! not reproduce shared levels and coherence, which the run says.
+//! instance going on then is left out and said. The recorder belongs to its thread's core
+//! (`Core::tracer`), so recording an access takes no lock but a chunk's. With threads as cores of
+//! one machine (`EPCACHE_CORES`) the trace keeps each thread's order but not the interleaving, so
+//! replay does not reproduce shared levels and coherence, which the run says.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
