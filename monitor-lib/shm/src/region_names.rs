@@ -7,7 +7,7 @@
 //! `nm` printed (`__mesh_MOD_init`, gfortran's external `smooth_`), or Fortran in capitals
 //! (`SWEEP`). A name matches a region exactly (the same text), as an alias (a short or symbol
 //! form) or in another case ([`NameMatch`], best first); whoever looks a name up takes only the
-//! best matches there are ([`find`], [`finds`]), so `foo` never finds `Foo` beside a `foo`, a
+//! best matches there are ([`find`]), so `foo` never finds `Foo` beside a `foo`, a
 //! short name finds its one region, and it is ambiguous when several share it.
 
 /// How `asked` names the region called `region`, best first.
@@ -31,42 +31,31 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
     }
     let symbol = fortran_symbol(asked);
     let asked = symbol.as_deref().unwrap_or(asked);
-    if is_form_of(region, asked) {
+    if is_form_of(region, asked, <[u8]>::eq) {
         return Some(NameMatch::Alias);
     }
-    is_form_of(&region.to_ascii_lowercase(), &asked.to_ascii_lowercase())
-        .then_some(NameMatch::OtherCase)
+    is_form_of(region, asked, <[u8]>::eq_ignore_ascii_case).then_some(NameMatch::OtherCase)
 }
 
 /// Whether `asked` is `region`, its innermost part(s) after a `::`, or one of those with
-/// gfortran's trailing underscore (`smooth_` for `smooth`).
-fn is_form_of(region: &str, asked: &str) -> bool {
-    let short = |asked: &str| {
-        region == asked
-            || region
-                .strip_suffix(asked)
-                .is_some_and(|scope| scope.ends_with("::"))
+/// gfortran's trailing underscore (`smooth_` for `smooth`), comparing text by `same`. On bytes,
+/// with no copy: a trace's region check runs at region entries.
+fn is_form_of(region: &str, asked: &str, same: fn(&[u8], &[u8]) -> bool) -> bool {
+    let (region, asked) = (region.as_bytes(), asked.as_bytes());
+    let short = |asked: &[u8]| {
+        let Some(cut) = region.len().checked_sub(asked.len()) else {
+            return false;
+        };
+        same(&region[cut..], asked) && (cut == 0 || region[..cut].ends_with(b"::"))
     };
     short(asked)
         || asked
-            .strip_suffix('_')
+            .strip_suffix(b"_")
             .is_some_and(|bare| !bare.is_empty() && short(bare))
 }
 
-/// Whether `asked` finds the region `region` among regions called `names`: its match is the
-/// best any of them has (a region found by a short form is not when another has the name
-/// whole).
-pub fn finds<'a>(region: &str, names: impl IntoIterator<Item = &'a str>, asked: &str) -> bool {
-    name_match(region, asked).is_some_and(|m| {
-        names
-            .into_iter()
-            .filter_map(|n| name_match(n, asked))
-            .all(|other| other >= m)
-    })
-}
-
-/// The regions of `names` that `asked` finds, by index: every exact match, or if there are
-/// none every alias.
+/// The regions of `names` that `asked` finds, by index: those it matches best ([`NameMatch`]),
+/// the exact ones when there are any.
 pub fn find<'a>(names: impl IntoIterator<Item = &'a str>, asked: &str) -> Vec<usize> {
     let mut best: Option<NameMatch> = None;
     let mut found = Vec::new();
@@ -109,9 +98,12 @@ mod tests {
         assert_eq!(find(regions, "sweep_"), [3]);
         // A short form in the same case comes before another case.
         assert_eq!(find(["gamma::Run", "run"], "Run"), [0]);
-        assert!(finds("foo", ["Foo", "foo"], "foo"));
-        assert!(!finds("Foo", ["Foo", "foo"], "foo"));
-        assert!(!finds("mesh::init", ["mesh::init", "init"], "init"));
+        assert_eq!(find(["Foo", "foo"], "foo"), [1]);
+        assert_eq!(find(["Foo", "foo"], "FOO"), [0, 1]);
+        assert_eq!(find(["mesh::init", "init"], "init"), [1]);
+        assert_eq!(find(["Mesh::Init"], "init"), [0]);
+        assert!(find(["xinit"], "init").is_empty());
+        assert!(find(["x:init"], "init").is_empty());
         assert!(find(regions, "weep").is_empty());
         assert!(find(regions, "").is_empty());
         assert!(find(regions, "_").is_empty());

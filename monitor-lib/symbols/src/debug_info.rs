@@ -821,13 +821,15 @@ fn final_declaration<'a>(
     Ok(Some(target))
 }
 
-/// `name` inside the scope called `outer`.
-/// A gfortran module procedure's symbol (`__mesh_MOD_init...`) as `mesh::init...`.
+/// A gfortran module procedure's symbol (`__mesh_MOD_init...`) as `mesh::init...`: the name
+/// regions get here, and the one `epcache_shm::region_names::fortran_symbol` reads a typed
+/// symbol as (that crate does not read DWARF, and this one takes no shared-memory protocol).
 fn module_symbol_as_name(symbol: &str) -> Option<String> {
     let (module, procedure) = symbol.strip_prefix("__")?.split_once("_MOD_")?;
     (!module.is_empty() && !procedure.is_empty()).then(|| format!("{module}::{procedure}"))
 }
 
+/// `name` inside the scope called `outer`.
 fn qualify(outer: Option<&str>, name: &str) -> String {
     match outer {
         Some(outer) => format!("{outer}::{name}"),

@@ -326,13 +326,13 @@ impl CacheLevel {
                 sets.saturating_mul(std::mem::size_of::<PackedSet<16, 2>>() as u64)
             }
             _ => {
-                let per_line = 8
-                    + 1
-                    + if replacement == Replacement::Lru {
-                        8
-                    } else {
-                        0
-                    };
+                // A tag and a dirty mark, and LRU's time of last use.
+                let last_use = if replacement == Replacement::Lru {
+                    8
+                } else {
+                    0
+                };
+                let per_line = 8 + 1 + last_use;
                 let per_set = 8 * assoc.div_ceil(8) + 8;
                 lines
                     .saturating_mul(per_line)

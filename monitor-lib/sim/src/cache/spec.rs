@@ -276,8 +276,6 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
     Ok(level)
 }
 
-/// Sharing must widen going down, so the levels of a machine form a tree: a private level never
-/// sits below a shared one, and each group size divides the next one's.
 /// Refuses a hierarchy whose levels together would take more than
 /// [`MAX_HIERARCHY_STATE_BYTES`] of simulator state, naming the largest level.
 fn check_memory(spec: &HierarchySpec) -> Result<(), String> {
@@ -298,6 +296,8 @@ fn check_memory(spec: &HierarchySpec) -> Result<(), String> {
     ))
 }
 
+/// Sharing must widen going down, so the levels of a machine form a tree: a private level never
+/// sits below a shared one, and each group size divides the next one's.
 fn check_sharing(data: &[LevelSpec]) -> Result<(), String> {
     for pair in data.windows(2) {
         let (upper, lower) = (&pair[0], &pair[1]);

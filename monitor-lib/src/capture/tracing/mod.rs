@@ -45,6 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use epcache_shm::layout::{RegionIndex, TraceOutcome};
+use epcache_shm::region_names;
 use epcache_shm::target::Mcc;
 use epcache_sim::ranges::AddressRange;
 use epcache_sim::trace::partial::SiteInfo;
@@ -341,7 +342,9 @@ fn is_traced(request: &Request, region: RegionRef) -> bool {
     match &request.tool {
         Some(order) => region.entry.is_some_and(|e| e.region == order.region),
         None => region_registry::meta(region.id).is_some_and(|meta| {
-            let traced = region_registry::named_ids(&request.region).contains(&region.id)
+            // The cheap test first: a thread that does not record asks at every entry.
+            let traced = region_names::name_match(&meta.name, &request.region).is_some()
+                && region_registry::named_ids(&request.region).contains(&region.id)
                 && request
                     .file
                     .as_deref()
