@@ -9,6 +9,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use super::SymbolError;
 use super::allocation_wrappers::{PointerFunctionInstance, find_wrappers};
 use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
+use super::derived_components::described_components;
 use super::dwarf_types::{Reader, type_size};
 use super::element_members::{Member, StructureType, element_members, structures_named};
 use super::running_executable::RunningExecutable;
@@ -487,6 +488,26 @@ fn read_unit(
                     None => (None, None),
                 };
                 let members = element_members(dwarf, unit, entry);
+                // A derived-type variable's described components are arrays of their own
+                // (`rho%val`), each followed through its descriptor like a module allocatable.
+                for component in
+                    described_components(dwarf, unit, entry, lower_default, column_major)
+                {
+                    let Some(at) = address.checked_add(component.offset) else {
+                        continue;
+                    };
+                    out.globals.push(GlobalVariable {
+                        name: format!("{name}%{}", component.path),
+                        qualified_name: format!("{qualified_name}%{}", component.path),
+                        address: at,
+                        size: component.bytes,
+                        file,
+                        line,
+                        shape: None,
+                        descriptor: Some(component.descriptor),
+                        members: Vec::new(),
+                    });
+                }
                 out.globals.push(GlobalVariable {
                     name,
                     qualified_name,

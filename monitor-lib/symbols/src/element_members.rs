@@ -110,7 +110,7 @@ pub(super) fn structures_named<'a>(
 
 /// The first type down `entry`'s `DW_AT_type` chain whose tag is one of `tags`, through typedefs
 /// and qualifiers a few deep (a cycle in malformed DWARF ends).
-fn follow<'a>(
+pub(super) fn follow<'a>(
     unit: &gimli::Unit<Reader<'a>>,
     entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
     tags: &[gimli::DwTag],
@@ -172,22 +172,7 @@ fn members<'a>(
             continue;
         }
         let bytes = type_size(unit, d, 0, 8).unwrap_or(0);
-        let offset = match d.attr_value(gimli::DW_AT_data_member_location) {
-            Some(AttributeValue::Udata(v)) => v,
-            Some(AttributeValue::Data1(v)) => u64::from(v),
-            Some(AttributeValue::Data2(v)) => u64::from(v),
-            Some(AttributeValue::Data4(v)) => u64::from(v),
-            Some(AttributeValue::Data8(v)) => v,
-            Some(AttributeValue::Sdata(v)) => u64::try_from(v).ok()?,
-            // An expression (a virtual base's place is found at run time).
-            Some(_) => return None,
-            // A bit-field in DWARF 4+ gives its place in bits; else a union member, at 0.
-            None => match d.attr_value(gimli::DW_AT_data_bit_offset) {
-                Some(AttributeValue::Udata(bits)) => bits / 8,
-                Some(_) => return None,
-                None => 0,
-            },
-        };
+        let offset = member_offset(d)?;
         let name = match d.attr_value(gimli::DW_AT_name) {
             Some(value) => name_of(dwarf, unit, value),
             None => base
@@ -209,7 +194,27 @@ fn members<'a>(
     Some(out)
 }
 
-fn name_of<'a>(
+/// Bytes from a structure's first byte to member `d`'s; None when its place is an expression
+/// (a C++ virtual base's, found at run time).
+pub(super) fn member_offset(d: &gimli::DebuggingInformationEntry<Reader<'_>>) -> Option<u64> {
+    Some(match d.attr_value(gimli::DW_AT_data_member_location) {
+        Some(AttributeValue::Udata(v)) => v,
+        Some(AttributeValue::Data1(v)) => u64::from(v),
+        Some(AttributeValue::Data2(v)) => u64::from(v),
+        Some(AttributeValue::Data4(v)) => u64::from(v),
+        Some(AttributeValue::Data8(v)) => v,
+        Some(AttributeValue::Sdata(v)) => u64::try_from(v).ok()?,
+        Some(_) => return None,
+        // A bit-field in DWARF 4+ gives its place in bits; else a union member, at 0.
+        None => match d.attr_value(gimli::DW_AT_data_bit_offset) {
+            Some(AttributeValue::Udata(bits)) => bits / 8,
+            Some(_) => return None,
+            None => 0,
+        },
+    })
+}
+
+pub(super) fn name_of<'a>(
     dwarf: &gimli::Dwarf<Reader<'a>>,
     unit: &gimli::Unit<Reader<'a>>,
     value: AttributeValue<Reader<'a>>,

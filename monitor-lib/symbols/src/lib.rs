@@ -16,6 +16,8 @@
 //!   descriptor ([`ArrayDescriptor`], [`evaluate`]);
 //! - [`CodeLines`] (`code_lines.rs`): code addresses to source lines with their chain of inlined
 //!   calls, through the `addr2line` crate (per-line attribution of misses);
+//! - `derived_components.rs`: a Fortran derived-type variable's ALLOCATABLE and POINTER
+//!   components, each a variable of its own (`rho%val`) with its descriptor;
 //! - `element_members.rs`: the members of an array's structure element, by name, offset and
 //!   size ([`Member`], [`GlobalVariable::members`]), which a by-field request buckets by;
 //! - [`calls_capture_hooks`] and [`defines_capture_runtime`] (`capture_hooks.rs`): the cheap
@@ -36,6 +38,7 @@ mod array_type;
 mod capture_hooks;
 mod code_lines;
 mod debug_info;
+mod derived_components;
 mod dwarf_types;
 mod element_members;
 mod load_bias;

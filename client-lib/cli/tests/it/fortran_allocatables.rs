@@ -22,16 +22,17 @@ const N1: u64 = 2000;
 const N2: u64 = 3000;
 const NP: u64 = 2048;
 
-fn build(dir: &Path) -> bool {
+/// Builds kernel `source` as `program` in `dir`; false when gfortran or the runtime is missing.
+fn build(dir: &Path, source: &str, program: &str) -> bool {
     if !available("gfortran", "fortran_allocatables") || !runtime_built("fortran_allocatables") {
         return false;
     }
-    let source = kernel("allocatable_module.f90");
+    let source = kernel(source);
     // -O0 keeps every array reference of the source a load or store: the hand counts are the
     // source's.
     epcache_cc(
         dir,
-        &["gfortran", "-O0", source.to_str().unwrap(), "-o", PROGRAM],
+        &["gfortran", "-O0", source.to_str().unwrap(), "-o", program],
     );
     true
 }
@@ -59,7 +60,7 @@ fn dims(value: &serde_json::Value) -> Vec<(i64, u64)> {
 #[test]
 fn allocatable_and_pointer_arrays_are_named_and_measured_over_their_data() {
     let dir = tempfile::tempdir().unwrap();
-    if !build(dir.path()) {
+    if !build(dir.path(), "allocatable_module.f90", PROGRAM) {
         return;
     }
     let (stdout, report) = run_with_report(dir.path(), &dir.path().join(PROGRAM), CACHE);
@@ -98,15 +99,7 @@ fn allocatable_and_pointer_arrays_are_named_and_measured_over_their_data() {
         reads_writes(structure(program, "fields::p")),
         (NP + 1, 2 * NP)
     );
-    // The blocks are the arrays': no allocation site of the program's is a structure of its own.
-    let sites: Vec<&serde_json::Value> = report["regions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["data_structures"].as_array().unwrap())
-        .filter(|d| d["kind"] == "alloc_site")
-        .collect();
-    assert!(sites.is_empty(), "{sites:#?}");
+    assert_no_allocation_sites(&report);
 
     // Requests placed while the program waits at start, before its first ALLOCATE: each binds
     // when its region is entered, `fields::u` in second_sweep to the array's second
@@ -158,4 +151,87 @@ fn allocatable_and_pointer_arrays_are_named_and_measured_over_their_data() {
         let sum: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
         assert_eq!(sum, expected, "{region_name}: {result:#}");
     }
+}
+
+/// The blocks are the arrays': no allocation site of the program's is a structure of its own.
+fn assert_no_allocation_sites(report: &serde_json::Value) {
+    let sites: Vec<&serde_json::Value> = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["data_structures"].as_array().unwrap())
+        .filter(|d| d["kind"] == "alloc_site")
+        .collect();
+    assert!(sites.is_empty(), "{sites:#?}");
+}
+
+/// `derived_components.f90`'s array length.
+const COMPONENT_N: u64 = 4000;
+
+/// A derived-type variable's ALLOCATABLE components were their allocation line's block, and
+/// the two components allocated on one line one structure: each is now an array of its own,
+/// named by its variable and path (a nested type's too), with its shape and the reads and
+/// writes counted by hand; a request names one by its short path.
+#[test]
+fn derived_type_components_are_arrays_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "derived_components";
+    if !build(dir.path(), "derived_components.f90", program) {
+        return;
+    }
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join(program), CACHE);
+    // rho%val(1) after advect (1 + 2) plus rho%grid%u(n, 2), a copy of rho%val(n).
+    assert_eq!(stdout.trim(), "6.0");
+    let n = COMPONENT_N;
+
+    let setup = region(&report, "setup");
+    for array in ["state::rho%val", "state::vel%val"] {
+        let value = structure(setup, array);
+        assert_eq!(value["kind"], "allocatable", "{value}");
+        assert_eq!(value["bytes"], 8 * n, "{value}");
+        assert_eq!(dims(value), [(1, n)]);
+        assert_eq!(reads_writes(value), (0, n), "{array} filled in setup");
+    }
+    let advect = region(&report, "advect");
+    assert_eq!(reads_writes(structure(advect, "state::rho%val")), (n, n));
+    assert_eq!(reads_writes(structure(advect, "state::vel%val")), (n, 0));
+    let fill = region(&report, "fill_grid");
+    let grid = structure(fill, "state::rho%grid%u");
+    assert_eq!(grid["kind"], "allocatable", "{grid}");
+    assert_eq!(dims(grid), [(1, n), (1, 2)]);
+    assert_eq!(reads_writes(grid), (0, n));
+    assert_eq!(reads_writes(structure(fill, "state::rho%val")), (n, 0));
+    // The variable keeps its own bytes, the descriptors the program reads on its way.
+    let rho = structure(advect, "state::rho");
+    assert_eq!(rho["kind"], "global", "{rho}");
+    assert!(event(rho, "PAPI_L1_DCR") > 0, "{rho}");
+    assert_no_allocation_sites(&report);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE, "--region", "advect"])
+        .args([
+            "--array",
+            "vel%val",
+            "--event",
+            "PAPI_L1_DCR",
+            "--json",
+            "--",
+        ])
+        .arg(dir.path().join(program))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+    let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+    let result = &results[0];
+    assert_eq!(result["request"]["binding"], "bound", "{result:#}");
+    assert_eq!(
+        result["request"]["data_structure"]["name"],
+        "state::vel%val"
+    );
+    assert_eq!(result["total"], n, "{result:#}");
 }

@@ -161,3 +161,80 @@ fn read_words(base: u64, words: &[u64]) -> impl Fn(u64, u8) -> Option<u64> + '_ 
         (size == 8 && addr % 8 == 0).then_some(*words.get(i)?)
     }
 }
+
+const DERIVED_TYPE_PROGRAM: &str = r#"module state
+  implicit none
+  type grid_t
+    real(8), allocatable :: u(:,:)
+  end type grid_t
+  type field_t
+    real(8), allocatable :: val(:)
+    real(8), pointer :: p(:) => null()
+    integer :: steps
+    type(grid_t) :: grid
+  end type field_t
+  type(field_t) :: rho
+end module
+
+program use_state
+  use state
+  implicit none
+  allocate(rho%val(10), rho%grid%u(2, 3))
+  rho%val(1) = 1.0d0
+  rho%steps = 2
+  rho%grid%u(1, 1) = 3.0d0
+  print *, rho%val(1) + rho%grid%u(1, 1) + rho%steps
+end program
+"#;
+
+/// A derived-type variable's ALLOCATABLE and POINTER components, a nested type's included, are
+/// variables of their own inside it, each its descriptor's bytes (up to the next member); a
+/// plain component (`steps`) is not.
+#[test]
+fn derived_type_components_have_descriptors_inside_their_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(
+        dir.path(),
+        &["gfortran", "-g", "-O0"],
+        "state.f90",
+        DERIVED_TYPE_PROGRAM,
+        ARRAY_SHAPE_PROGRAM,
+    ) else {
+        return;
+    };
+    let info = DebugInfo::load(&exe).unwrap();
+    let rho = only(&info, "state::rho");
+    assert!(rho.descriptor.is_none());
+    let val = only(&info, "state::rho%val");
+    assert_eq!(val.name, "rho%val");
+    assert_eq!(
+        (val.address, val.size),
+        (rho.address, 64),
+        "rank 1: 40 + 24"
+    );
+    assert!(!val.descriptor.as_ref().unwrap().pointer);
+    let p = only(&info, "state::rho%p");
+    assert_eq!((p.address, p.size), (rho.address + 64, 64));
+    assert!(p.descriptor.as_ref().unwrap().pointer);
+    // `steps` (4 bytes, padded to 8) then the nested type's descriptor, rank 2: 40 + 2 * 24.
+    let u = only(&info, "state::rho%grid%u");
+    assert_eq!((u.address, u.size), (rho.address + 136, 88));
+    assert_eq!(rho.size, 136 + 88);
+    assert!(
+        info.globals
+            .iter()
+            .all(|g| !g.qualified_name.contains("steps")),
+        "a plain component is no variable of its own"
+    );
+
+    // The component's descriptor, as gfortran fills it after `allocate(rho%grid%u(2, 3))`.
+    let words = [0x7f00_0000, 0, 8, 0x0302_0000_0000, 8, 1, 1, 2, 2, 1, 3];
+    let array = u
+        .descriptor
+        .as_ref()
+        .unwrap()
+        .array(0x5000, &read_words(0x5000, &words))
+        .unwrap();
+    assert_eq!((array.start, array.bytes), (0x7f00_0000, 8 * 6));
+    assert_eq!(array.shape.dims, extents(&[(1, 2), (1, 3)]));
+}
