@@ -497,8 +497,8 @@ fn read_unit(
                         continue;
                     };
                     out.globals.push(GlobalVariable {
-                        name: format!("{name}%{}", component.path),
-                        qualified_name: format!("{qualified_name}%{}", component.path),
+                        name: format!("{name}{}", component.path),
+                        qualified_name: format!("{qualified_name}{}", component.path),
                         address: at,
                         size: component.bytes,
                         file,

@@ -9,7 +9,7 @@
 //! derived types are followed a few levels deep (`s%grid%val`). The variable itself keeps its own
 //! bytes, the descriptors, which the program reads on its way to the data.
 
-use super::array_type::{ArrayDescriptor, ArrayType, array_type};
+use super::array_type::{ArrayDescriptor, ArrayType, Extent, array_type};
 use super::dwarf_types::Reader;
 use super::element_members::{follow, member_offset, name_of};
 
@@ -17,11 +17,15 @@ use super::element_members::{follow, member_offset, name_of};
 /// much), and how many derived types deep they are looked for.
 const MAX_COMPONENTS: usize = 256;
 const MAX_DEPTH: u32 = 4;
+/// Most elements of a fixed-size array of derived type whose components are followed, each
+/// named by its index (`f(2)%val`): a handful of fields or species, not a mesh of cells.
+const MAX_ELEMENTS: u64 = 64;
 
 /// One described array inside a structure variable.
 #[derive(Debug)]
 pub(super) struct Component {
-    /// The path from the variable, components joined by `%`: `val`, `grid%val`.
+    /// The path from the variable, each component after a `%`, an element's index in
+    /// parentheses: `%val`, `%grid%val`, `(2)%val`.
     pub path: String,
     /// Bytes from the variable's first byte to the component's descriptor.
     pub offset: u64,
@@ -31,8 +35,9 @@ pub(super) struct Component {
 }
 
 /// The described array components of variable `entry` when its type is a structure (through
-/// typedefs and qualifiers), in offset order; empty otherwise. `lower_default` and
-/// `column_major` are the language's, as for the variables themselves.
+/// typedefs and qualifiers), or a Fortran fixed-size array of at most [`MAX_ELEMENTS`]
+/// structures, in offset order; empty otherwise. `lower_default` and `column_major` are the
+/// language's, as for the variables themselves.
 pub(super) fn described_components<'a>(
     dwarf: &gimli::Dwarf<Reader<'a>>,
     unit: &gimli::Unit<Reader<'a>>,
@@ -40,9 +45,6 @@ pub(super) fn described_components<'a>(
     lower_default: i64,
     column_major: bool,
 ) -> Vec<Component> {
-    let Some(structure) = follow(unit, entry, &[gimli::DW_TAG_structure_type]) else {
-        return Vec::new();
-    };
     let mut walk = Walk {
         dwarf,
         unit,
@@ -50,8 +52,43 @@ pub(super) fn described_components<'a>(
         column_major,
         found: Vec::new(),
     };
-    walk.structure(&structure, "", 0, MAX_DEPTH);
+    if let Some(structure) = follow(unit, entry, &[gimli::DW_TAG_structure_type]) {
+        walk.structure(&structure, "", 0, MAX_DEPTH);
+    } else if column_major
+        && let Some(ArrayType::Fixed(shape)) = array_type(unit, entry, lower_default, column_major)
+        && let Some(array) = follow(unit, entry, &[gimli::DW_TAG_array_type])
+        && let Some(structure) = follow(unit, &array, &[gimli::DW_TAG_structure_type])
+    {
+        let count = shape
+            .dims
+            .iter()
+            .try_fold(1u64, |n, d| n.checked_mul(d.count));
+        for element in 0..count.filter(|&n| n <= MAX_ELEMENTS).unwrap_or(0) {
+            let Some(at) = element.checked_mul(shape.element_bytes) else {
+                return walk.found;
+            };
+            walk.structure(
+                &structure,
+                &fortran_index(&shape.dims, element),
+                at,
+                MAX_DEPTH,
+            );
+        }
+    }
     walk.found
+}
+
+/// The Fortran index of the `element`th element in memory order, its first dimension fastest:
+/// `(2)`, `(1,3)`.
+fn fortran_index(dims: &[Extent], mut element: u64) -> String {
+    let mut indexes = Vec::with_capacity(dims.len());
+    for dim in dims {
+        let count = dim.count.max(1);
+        let offset = i64::try_from(element % count).unwrap_or(i64::MAX);
+        indexes.push(dim.lower.saturating_add(offset).to_string());
+        element /= count;
+    }
+    format!("({})", indexes.join(","))
 }
 
 struct Walk<'u, 'a> {
@@ -64,7 +101,7 @@ struct Walk<'u, 'a> {
 
 impl<'a> Walk<'_, 'a> {
     /// Collects the described arrays of `structure`, which lies `base` bytes into the variable
-    /// and is reached by `prefix` (empty for the variable's own type).
+    /// and is reached by `prefix` (empty for the variable's own type, `(2)` for an element).
     fn structure(
         &mut self,
         structure: &gimli::DebuggingInformationEntry<Reader<'a>>,
@@ -92,11 +129,7 @@ impl<'a> Walk<'_, 'a> {
             else {
                 continue;
             };
-            let path = if prefix.is_empty() {
-                name.clone()
-            } else {
-                format!("{prefix}%{name}")
-            };
+            let path = format!("{prefix}%{name}");
             match array_type(self.unit, member, self.lower_default, self.column_major) {
                 Some(ArrayType::Described(descriptor)) if bytes > 0 => {
                     self.found.push(Component {

@@ -174,6 +174,8 @@ const DERIVED_TYPE_PROGRAM: &str = r#"module state
     type(grid_t) :: grid
   end type field_t
   type(field_t) :: rho
+  type(field_t) :: species(2, 2)
+  type(field_t) :: mesh(100)
 end module
 
 program use_state
@@ -183,7 +185,10 @@ program use_state
   rho%val(1) = 1.0d0
   rho%steps = 2
   rho%grid%u(1, 1) = 3.0d0
-  print *, rho%val(1) + rho%grid%u(1, 1) + rho%steps
+  allocate(species(2, 1)%val(4))
+  species(2, 1)%val = 1.0d0
+  mesh(1)%steps = 1
+  print *, rho%val(1) + rho%grid%u(1, 1) + rho%steps + species(2, 1)%val(1) + mesh(1)%steps
 end program
 "#;
 
@@ -225,6 +230,26 @@ fn derived_type_components_have_descriptors_inside_their_variable() {
             .iter()
             .all(|g| !g.qualified_name.contains("steps")),
         "a plain component is no variable of its own"
+    );
+
+    // A small array of derived type: each element's components by index, the first index
+    // fastest; a large one (`mesh`, 100 elements) is a mesh, not named element by element.
+    let species = only(&info, "state::species");
+    for (i, index) in ["(1,1)", "(2,1)", "(1,2)", "(2,2)"].into_iter().enumerate() {
+        let val = only(&info, &format!("state::species{index}%val"));
+        assert_eq!(
+            val.address,
+            species.address + i as u64 * rho.size,
+            "{index}"
+        );
+        let u = only(&info, &format!("state::species{index}%grid%u"));
+        assert_eq!(u.address, species.address + i as u64 * rho.size + 136);
+    }
+    assert!(
+        info.globals
+            .iter()
+            .all(|g| !g.qualified_name.starts_with("state::mesh(")),
+        "100 elements are no fields of a handful"
     );
 
     // The component's descriptor, as gfortran fills it after `allocate(rho%grid%u(2, 3))`.
