@@ -58,7 +58,7 @@ use super::cores;
 use super::filter::{self, Filter, Record, RecordCells, RecordWords};
 use super::monitoring::Monitoring;
 use super::thread_block::{with_filter, with_hooks};
-use super::{totals, tracing};
+use super::{state_memory, totals, tracing};
 
 /// The part of a thread's capture that simulates and counts, which can run on the simulation
 /// worker while the thread runs on.
@@ -80,6 +80,8 @@ pub(super) struct Core {
     /// entry holds counts, so an access needs none of the filter's bookkeeping
     /// ([`Core::access_unfiltered`]).
     filter_on: bool,
+    /// The simulator's hierarchy, counted among the threads' while it lives.
+    _memory: state_memory::Held,
 }
 
 impl Core {
@@ -87,6 +89,7 @@ impl Core {
     /// machine), its monitoring and its counting.
     pub(super) fn new(
         simulator: Simulator,
+        memory: state_memory::Held,
         mut monitoring: Monitoring,
         seat: Option<cores::Seat>,
     ) -> Core {
@@ -99,6 +102,7 @@ impl Core {
             machine_pieces: Vec::with_capacity(2),
             tracer: tracing::claim(),
             filter_on: false,
+            _memory: memory,
         }
     }
 

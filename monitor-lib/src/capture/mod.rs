@@ -41,7 +41,8 @@
 //! 8. **Process-wide words**: `signal_abi` (termination signals held for the report),
 //!    `switches` (what every thread follows, and the epoch that says it moved), `settings` (what
 //!    the environment asks), `tag_key` (the tag word's key), `gate_abi` (the words generated
-//!    code reads by symbol).
+//!    code reads by symbol), `state_memory` (what the threads' simulated caches take
+//!    together).
 //!
 //! Why this order: the hooks must reach the thread's block and the process-wide words with no
 //! lock and no call, so those sit lowest and know nothing above them; the thread block sits
@@ -84,6 +85,7 @@ mod report_lines;
 mod runtime_guard;
 mod settings;
 mod start_up;
+mod state_memory;
 mod structure_finder;
 mod switches;
 mod sync;

@@ -38,7 +38,7 @@ use super::settings::{process_spec, report_spec_error_once};
 use super::switches::{self, forked_child, standalone};
 use super::thread_block::{self, with_frames, with_hooks};
 use super::thread_capture::ThreadCapture;
-use super::{cores, data, descriptors, hand_over, tracing, worker};
+use super::{cores, data, descriptors, hand_over, state_memory, tracing, worker};
 
 thread_local! {
     static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
@@ -97,7 +97,7 @@ fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: Ac
 }
 
 fn new_thread_capture() -> Option<ThreadCapture> {
-    let (_, spec) = process_spec().as_ref().ok()?;
+    let (text, spec) = process_spec().as_ref().ok()?;
     let simulator = match Simulator::new(spec, CounterArrayConfig::default()) {
         Ok(simulator) => simulator,
         Err(e) => {
@@ -113,7 +113,12 @@ fn new_thread_capture() -> Option<ThreadCapture> {
     let _ = FILTER_GENERATION.try_with(|g| g.set(monitoring.finder.generation()));
     let finder = monitoring.finder.clone();
     Some(ThreadCapture::new(
-        Core::new(simulator, monitoring, cores::assign()),
+        Core::new(
+            simulator,
+            state_memory::Held::new(spec.state_bytes(), text),
+            monitoring,
+            cores::assign(),
+        ),
         finder,
     ))
 }

@@ -114,6 +114,14 @@ impl HierarchySpec {
         self.instr.iter().chain(&self.data)
     }
 
+    /// The bytes one hierarchy of this spec allocates for its levels' sets (each thread
+    /// simulates one).
+    pub fn state_bytes(&self) -> u64 {
+        self.levels().fold(0u64, |sum, l| {
+            sum.saturating_add(CacheLevel::state_bytes(l.geometry, l.replacement))
+        })
+    }
+
     /// What is legal but most likely a typo: a data level smaller than, or with shorter lines
     /// than, the level above it (`D1=32K,8,64;L2=16K,8,64`). The simulation runs as given; tools
     /// print these before the program starts.
@@ -280,9 +288,7 @@ fn parse_level(part: &str) -> Result<LevelSpec, String> {
 /// [`MAX_HIERARCHY_STATE_BYTES`] of simulator state, naming the largest level.
 fn check_memory(spec: &HierarchySpec) -> Result<(), String> {
     let bytes = |l: &LevelSpec| CacheLevel::state_bytes(l.geometry, l.replacement);
-    let total = spec
-        .levels()
-        .fold(0u64, |sum, l| sum.saturating_add(bytes(l)));
+    let total = spec.state_bytes();
     if total <= MAX_HIERARCHY_STATE_BYTES {
         return Ok(());
     }
