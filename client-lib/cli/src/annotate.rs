@@ -25,16 +25,18 @@ use crate::output::print_stdout;
 /// --format callgrind writes Callgrind's format for callgrind_annotate and KCachegrind (costs
 /// on the compiled function, inlined lines at their own file and line); one data structure's
 /// misses with --data-structure, else all summed. --format csv writes every region's lines
-/// (one row per region, line and data structure) for spreadsheets and pandas.
+/// (one row per region, line and data structure) for spreadsheets and pandas. --format
+/// functions sums the lines per function, each line counted for the function whose source it
+/// is: a kernel the compiler inlined into `main` (which has no region) gets its own row.
 #[derive(Debug, Args)]
 pub(crate) struct AnnotateArgs {
     /// The report (JSON) to read.
     #[arg(value_name = "REPORT")]
     report: PathBuf,
-    /// How many lines to show (text).
+    /// How many lines (text) or functions (functions) to show.
     #[arg(long, value_name = "N", default_value_t = 20)]
     top: usize,
-    /// The event the lines are ordered by (text): PAPI_L1_LDM, PAPI_L1_STM, PAPI_L1_DCM (the
+    /// The event the lines or functions are ordered by: PAPI_L1_LDM, PAPI_L1_STM, PAPI_L1_DCM (the
     /// default), ... or Cachegrind's names (D1mr, D1mw, L2mr, ...), or a coherence event.
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,

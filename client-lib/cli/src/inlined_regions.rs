@@ -37,7 +37,8 @@ pub(crate) fn note(exe: &Path, region: &str) -> Option<String> {
     Some(format!(
         "`{region}` was inlined into {} wherever it is called, so it has no entry or exit of its \
          own to count between: ask for `{first}` instead (the report's per-line misses still \
-         show `{region}`'s lines), declare it `__attribute__((noinline))` (or build with \
+         show `{region}`'s lines, and `epcache annotate --format functions` its own misses), \
+         declare it `__attribute__((noinline))` (or build with \
          `-fno-inline`), or put EPCACHE_REGION_BEGIN(\"{region}\") and EPCACHE_REGION_END() \
          around its body",
         callers

@@ -283,14 +283,16 @@ fn event_columns(
 /// `file:line`, the file by its name alone.
 fn short(file: Option<&str>, line: u32) -> String {
     match file {
-        Some(f) => format!(
-            "{}:{line}",
-            Path::new(f)
-                .file_name()
-                .map_or_else(|| f.to_owned(), |n| n.to_string_lossy().into_owned())
-        ),
+        Some(f) => format!("{}:{line}", file_name(f)),
         None => "(unknown)".to_owned(),
     }
+}
+
+/// A path's last part (the whole path when it has none).
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_owned(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Digits grouped by thousands, as `cg_annotate` prints counts.
@@ -339,41 +341,11 @@ pub(crate) fn render_text(
         "-- {} of {event} in the region's lines; only misses are counted per line",
         grouped(total)
     );
-    // Every level's misses, then the machine's coherence events that a line shown counts (or
-    // that the lines are ordered by): a column of zeros says nothing.
-    let misses = 2 * selected.columns.len();
-    let shown: Vec<(usize, String)> = selected
-        .columns
-        .iter()
-        .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)])
-        .chain(selected.extras.iter().cloned())
-        .enumerate()
-        .filter(|&(i, _)| i < misses || by.contains(&i) || rows.iter().any(|(_, c)| c[i] > 0))
-        .collect();
-    let names: Vec<&String> = shown.iter().map(|(_, n)| n).collect();
-    let widths: Vec<usize> = shown
-        .iter()
-        .map(|(i, n)| {
-            rows.iter()
-                .map(|(_, c)| grouped(c[*i]).len())
-                .chain([n.len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let header: Vec<String> = names
-        .iter()
-        .zip(&widths)
-        .map(|(n, w)| format!("{n:>w$}"))
-        .collect();
-    let _ = writeln!(out, "{}  position", header.join(" "));
+    let table = CountColumns::new(&selected, &by, rows.iter().map(|(_, c)| c.as_slice()));
+    let _ = writeln!(out, "{}  position", table.header());
     let mut sources = SourceCache::default();
     for (position, counts) in rows {
-        let cells: Vec<String> = shown
-            .iter()
-            .zip(&widths)
-            .map(|((i, _), w)| format!("{:>w$}", grouped(counts[*i])))
-            .collect();
+        let cells = table.cells(counts);
         let mut place = short(position.file.as_deref(), position.line);
         if let Some(f) = &position.function {
             let _ = write!(place, " {f}");
@@ -386,7 +358,7 @@ pub(crate) fn render_text(
                 short(frame.file.as_deref(), frame.line)
             );
         }
-        let _ = writeln!(out, "{}  {place}", cells.join(" "));
+        let _ = writeln!(out, "{cells}  {place}");
         if let Some(text) = sources.line(position.file.as_deref(), position.line) {
             let _ = writeln!(out, "  | {}", text.trim_end());
         }
@@ -424,6 +396,160 @@ pub(crate) fn render_text(
         );
     }
     Ok(out)
+}
+
+/// The count columns a table shows, right-aligned: every level's misses, then the machine's
+/// coherence events that a row shown counts (or that the rows are ordered by, `by`): a column
+/// of zeros says nothing.
+struct CountColumns {
+    /// Index into a row's counts, and the column's name.
+    shown: Vec<(usize, String)>,
+    widths: Vec<usize>,
+}
+
+impl CountColumns {
+    fn new<'c>(
+        selected: &Selected<'_>,
+        by: &[usize],
+        rows: impl Iterator<Item = &'c [u64]> + Clone,
+    ) -> CountColumns {
+        let misses = 2 * selected.columns.len();
+        let shown: Vec<(usize, String)> = selected
+            .columns
+            .iter()
+            .flat_map(|(n, _, _)| [cachegrind_event(n, false), cachegrind_event(n, true)])
+            .chain(selected.extras.iter().cloned())
+            .enumerate()
+            .filter(|&(i, _)| i < misses || by.contains(&i) || rows.clone().any(|c| c[i] > 0))
+            .collect();
+        let widths = shown
+            .iter()
+            .map(|(i, n)| {
+                rows.clone()
+                    .map(|c| grouped(c[*i]).len())
+                    .chain([n.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        CountColumns { shown, widths }
+    }
+
+    fn header(&self) -> String {
+        let header: Vec<String> = self
+            .shown
+            .iter()
+            .zip(&self.widths)
+            .map(|((_, n), w)| format!("{n:>w$}"))
+            .collect();
+        header.join(" ")
+    }
+
+    fn cells(&self, counts: &[u64]) -> String {
+        let cells: Vec<String> = self
+            .shown
+            .iter()
+            .zip(&self.widths)
+            .map(|((i, _), w)| format!("{:>w$}", grouped(counts[*i])))
+            .collect();
+        cells.join(" ")
+    }
+}
+
+/// The top `top` functions by `event`, each line's misses counted for the function whose
+/// source the line is, inlined or not: a kernel the compiler inlined into `main` has no region,
+/// but its own row here, with the functions it was inlined into.
+pub(crate) fn render_functions(
+    report: &LineReport,
+    selection: &Selection,
+    event: Option<&str>,
+    top: usize,
+) -> anyhow::Result<String> {
+    let selected = report.select(selection)?;
+    let event = event.unwrap_or("PAPI_L1_DCM");
+    let by = event_columns(&selected.columns, &selected.extras, event)?;
+    let key = |counts: &[u64]| by.iter().map(|&i| counts[i]).sum::<u64>();
+    let width = selected.rows.first().map_or(0, |(_, c)| c.len());
+    // Per function: its counts, its lines' files, and the functions it was inlined into.
+    let mut functions: BTreeMap<Option<&str>, FunctionRow<'_>> = BTreeMap::new();
+    for (position, counts) in &selected.rows {
+        let row = functions
+            .entry(position.function.as_deref())
+            .or_insert_with(|| FunctionRow {
+                counts: vec![0; width],
+                files: BTreeMap::new(),
+                inlined_into: BTreeMap::new(),
+            });
+        for (sum, count) in row.counts.iter_mut().zip(counts) {
+            *sum += count;
+        }
+        *row.files.entry(position.file.as_deref()).or_default() += key(counts);
+        if let Some(caller) = position.inlined_from.first() {
+            *row.inlined_into
+                .entry(caller.function.as_deref().unwrap_or("??"))
+                .or_default() += key(counts);
+        }
+    }
+    let total: u64 = functions.values().map(|r| key(&r.counts)).sum();
+    let mut rows: Vec<(Option<&str>, FunctionRow<'_>)> = functions.into_iter().collect();
+    rows.sort_by(|a, b| {
+        key(&b.1.counts)
+            .cmp(&key(&a.1.counts))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    rows.truncate(top);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "-- Functions of region {} by {event}, cache {}{}",
+        selected.region,
+        report.cache,
+        selection
+            .data_structure
+            .as_ref()
+            .map_or(String::new(), |s| format!(", data structure {s}"))
+    );
+    let _ = writeln!(
+        out,
+        "-- {} of {event} in the region's lines, each counted for the function whose source it \
+         is, inlined or not; only misses are counted per line",
+        grouped(total)
+    );
+    let table = CountColumns::new(
+        &selected,
+        &by,
+        rows.iter().map(|(_, r)| r.counts.as_slice()),
+    );
+    let _ = writeln!(out, "{}  function", table.header());
+    for (function, row) in &rows {
+        let mut name = function.unwrap_or("(unknown)").to_owned();
+        // The file most of its counted misses are in (a function's lines are in one file).
+        if let Some((Some(file), _)) = row
+            .files
+            .iter()
+            .max_by_key(|(f, n)| (**n, std::cmp::Reverse(**f)))
+        {
+            let _ = write!(name, "  {}", file_name(file));
+        }
+        if !row.inlined_into.is_empty() {
+            let mut callers: Vec<(&str, u64)> =
+                row.inlined_into.iter().map(|(f, n)| (*f, *n)).collect();
+            callers.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+            let names: Vec<&str> = callers.iter().map(|(f, _)| *f).collect();
+            let _ = write!(name, "  (inlined into {})", names.join(", "));
+        }
+        let _ = writeln!(out, "{}  {name}", table.cells(&row.counts));
+    }
+    Ok(out)
+}
+
+/// One function's row of [`render_functions`].
+struct FunctionRow<'a> {
+    counts: Vec<u64>,
+    /// Misses (by the event ordered by) per file of its lines.
+    files: BTreeMap<Option<&'a str>, u64>,
+    /// Misses per function it was inlined into, at its lines inlined there.
+    inlined_into: BTreeMap<&'a str, u64>,
 }
 
 /// Source files read for their lines, once each.
@@ -662,6 +788,60 @@ mod tests {
     }
 
     #[test]
+    fn an_inlined_kernel_has_its_own_row_among_the_functions() {
+        // `dot` inlined into `product` (two of its lines, two data structures on one), and
+        // `product` into `main`; `main`'s own line.
+        let text = r#"{"cache": "D1=32K,8,64;LL=8M,16,64", "levels": [{"name": "D1"}, {"name": "LL"}],
+            "regions": [{"name": "program", "lines": [
+              {"file": "k.c", "line": 12, "function": "dot", "data_structure": "a",
+               "inlined_from": [{"function": "product", "file": "k.c", "line": 19},
+                                {"function": "main", "file": "k.c", "line": 42}],
+               "events": {"PAPI_L1_LDM": 100, "PAPI_L2_LDM": 7}},
+              {"file": "k.c", "line": 12, "function": "dot", "data_structure": "b",
+               "inlined_from": [{"function": "product", "file": "k.c", "line": 19},
+                                {"function": "main", "file": "k.c", "line": 42}],
+               "events": {"PAPI_L1_LDM": 50}},
+              {"file": "k.c", "line": 13, "function": "dot",
+               "inlined_from": [{"function": "product", "file": "k.c", "line": 19},
+                                {"function": "main", "file": "k.c", "line": 42}],
+               "events": {"PAPI_L1_STM": 5}},
+              {"file": "k.c", "line": 19, "function": "product",
+               "inlined_from": [{"function": "main", "file": "k.c", "line": 42}],
+               "events": {"PAPI_L1_STM": 30}},
+              {"file": "k.c", "line": 40, "function": "main",
+               "events": {"PAPI_L1_STM": 20, "PAPI_L2_STM": 20}}]}]}"#;
+        let report = LineReport::parse(text, "a test report").unwrap();
+        let shown = render_functions(&report, &Selection::default(), None, 10).unwrap();
+        let rows: Vec<Vec<&str>> = shown
+            .lines()
+            .skip(3)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                vec![
+                    "150", "5", "7", "0", "dot", "k.c", "(inlined", "into", "product)"
+                ],
+                vec![
+                    "0", "30", "0", "0", "product", "k.c", "(inlined", "into", "main)"
+                ],
+                vec!["0", "20", "0", "20", "main", "k.c"],
+            ],
+            "{shown}"
+        );
+        assert!(shown.contains("205 of PAPI_L1_DCM"), "{shown}");
+        // One data structure's, ordered by writes, the top one only.
+        let selection = Selection {
+            region: None,
+            data_structure: Some("b".to_owned()),
+        };
+        let shown = render_functions(&report, &selection, Some("D1mr"), 1).unwrap();
+        assert_eq!(shown.lines().count(), 4, "{shown}");
+        assert!(shown.lines().nth(3).unwrap().contains("50"), "{shown}");
+    }
+
+    #[test]
     fn a_reports_cpp_functions_are_read_demangled() {
         if !epcache_test_support::tools::available("c++filt", "line_report") {
             return;
@@ -687,6 +867,9 @@ pub(crate) enum LineFormat {
     Callgrind,
     /// CSV with a header row, every region's lines.
     Csv,
+    /// The top functions, each line counted for the function whose source it is: an inlined
+    /// kernel has its own row.
+    Functions,
 }
 
 /// The report's lines in `format` (`command` names the program in Callgrind's `cmd:`).
@@ -702,5 +885,6 @@ pub(crate) fn render(
         LineFormat::Text => render_text(report, selection, event, top),
         LineFormat::Callgrind => render_callgrind(report, selection, command),
         LineFormat::Csv => render_csv(report, selection),
+        LineFormat::Functions => render_functions(report, selection, event, top),
     }
 }
