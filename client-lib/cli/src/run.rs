@@ -142,8 +142,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// With --all-regions: write the report's per-line misses instead of its table, in
-    /// Callgrind's format (`--output callgrind.out.PID` for callgrind_annotate and KCachegrind)
-    /// or as CSV; `epcache annotate --help` says what they hold.
+    /// Callgrind's format (`--output callgrind.out.PID` for callgrind_annotate and KCachegrind),
+    /// as CSV, or summed per function; `epcache annotate --help` says what they hold.
     #[arg(
         long,
         value_enum,
@@ -156,7 +156,8 @@ pub(crate) struct RunArgs {
     /// [default: program]
     #[arg(long, value_enum, value_name = "KEY", requires = "all_regions")]
     sort: Option<SortKey>,
-    /// With --all-regions: show at most N regions (after sorting), and N data structures in each.
+    /// With --all-regions: show at most N regions (after sorting), and N data structures in each
+    /// (with --format functions: N functions).
     #[arg(long, value_name = "N", requires = "all_regions")]
     top: Option<usize>,
     /// Record a partial data trace of REGION (a function, or a marker's label; NAME@FILE picks
@@ -196,6 +197,9 @@ pub(crate) enum RunReportFormat {
     Callgrind,
     /// Every region's lines as CSV.
     Csv,
+    /// The program region's misses per function, an inlined kernel on its own row (--top of
+    /// them, 20 by default).
+    Functions,
 }
 
 impl RunArgs {
@@ -644,6 +648,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
         let lines = match args.format {
             Some(RunReportFormat::Callgrind) => Some(LineFormat::Callgrind),
             Some(RunReportFormat::Csv) => Some(LineFormat::Csv),
+            Some(RunReportFormat::Functions) => Some(LineFormat::Functions),
             Some(RunReportFormat::Table) | None => None,
         };
         if let Some(format) = lines {
@@ -659,7 +664,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                 format,
                 &Selection::default(),
                 None,
-                usize::MAX,
+                args.top.unwrap_or(20),
                 &command.join(" "),
             )?;
             emit(args, &out)?;

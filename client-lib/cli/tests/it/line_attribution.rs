@@ -167,6 +167,60 @@ fn per_line_misses_of_inlined_kernels_agree_with_cg_annotate() {
         compared >= 5,
         "only {compared} lines carry 1% of the misses"
     );
+
+    // Per function: each inlined kernel's row holds the misses of its body's lines, as
+    // cg_annotate counts them line by line.
+    let report_path = dir.path().join("report.json");
+    let functions = epcache(
+        dir.path(),
+        &[
+            "annotate",
+            report_path.to_str().unwrap(),
+            "--format",
+            "functions",
+        ],
+    );
+    let source = std::fs::read_to_string(kernel(SOURCE)).unwrap();
+    for (kernel_name, header) in [
+        ("dot", "static inline double dot("),
+        ("transpose", "static inline void transpose("),
+        ("column_sums", "static inline double column_sums("),
+    ] {
+        let body = body_lines(&source, header);
+        let cg_d1: u64 = theirs
+            .iter()
+            .filter(|(line, _)| body.contains(line))
+            .map(|(_, c)| c.d1mr + c.d1mw)
+            .sum();
+        let row = functions
+            .lines()
+            .find(|l| l.split_whitespace().nth(4) == Some(kernel_name))
+            .unwrap_or_else(|| panic!("no row of {kernel_name}:\n{functions}"));
+        let counts: Vec<u64> = row.split_whitespace().take(2).filter_map(count).collect();
+        let ours = counts.iter().sum::<u64>();
+        let off = ours.abs_diff(cg_d1) as f64 / cg_d1.max(1) as f64;
+        assert!(
+            cg_d1 > 10_000 && off <= 0.03,
+            "{kernel_name}: epcache {ours} D1 misses, cg_annotate {cg_d1} over lines {body:?}\n{functions}"
+        );
+        assert!(row.contains("(inlined into"), "{row}");
+    }
+}
+
+/// The lines of the function whose definition starts with `header` in `source`, to the first
+/// line that is a closing brace alone (1-based).
+fn body_lines(source: &str, header: &str) -> std::ops::RangeInclusive<u32> {
+    let lines: Vec<&str> = source.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with(header))
+        .unwrap_or_else(|| panic!("no {header} in {SOURCE}"));
+    let end = start
+        + lines[start..]
+            .iter()
+            .position(|l| *l == "}")
+            .expect("a closing brace");
+    (start as u32 + 1)..=(end as u32 + 1)
 }
 
 /// Runs the `epcache` binary with `args` in `dir`; its stdout.
