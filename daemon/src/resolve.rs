@@ -169,7 +169,7 @@ pub(crate) fn region<'r>(
                         .map(|r| describe_region(r))
                         .collect::<Vec<_>>()
                         .join("; "),
-                    hint: "name it by one of the keys listed, FILE_ID:LINE, which `--region-key` of `epcache request` and `epcache trace record` and `--region` of `epcache run` take (an MRI client may give its index)",
+                    hint: "give its whole name as listed (an overload's with its parameter list), or one of the keys listed, FILE_ID:LINE, which `--region-key` of `epcache request` and `epcache trace record` and `--region` of `epcache run` take (an MRI client may give its index)",
                 }),
             }
         }

@@ -5,7 +5,8 @@
 //! (`alpha::A::init`), Fortran module procedures with their module (`mesh::init`), the rest by
 //! their own names. People also type the short name (`init`), the symbol a profiler or
 //! `nm` printed (`__mesh_MOD_init`, gfortran's external `smooth_`), or Fortran in capitals
-//! (`SWEEP`). A name matches a region exactly (the same text), as an alias (a short or symbol
+//! (`SWEEP`), or a C++ overload's name without its parameter list (`sum` for
+//! `sum(const float*)`). A name matches a region exactly (the same text), as an alias (a short or symbol
 //! form) or in another case ([`NameMatch`], best first); whoever looks a name up takes only the
 //! best matches there are ([`find`]), so `foo` never finds `Foo` beside a `foo`, a
 //! short name finds its one region, and it is ambiguous when several share it.
@@ -31,10 +32,39 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
     }
     let symbol = fortran_symbol(asked);
     let asked = symbol.as_deref().unwrap_or(asked);
-    if is_form_of(region, asked, <[u8]>::eq) {
+    // An overload's name carries its parameter list (`sum(const double*)`); a name asked
+    // without one matches its name alone.
+    let bare = without_parameters(region);
+    let matches = |same| {
+        is_form_of(region, asked, same) || bare.is_some_and(|bare| is_form_of(bare, asked, same))
+    };
+    if matches(<[u8]>::eq) {
         return Some(NameMatch::Alias);
     }
-    is_form_of(region, asked, <[u8]>::eq_ignore_ascii_case).then_some(NameMatch::OtherCase)
+    matches(<[u8]>::eq_ignore_ascii_case).then_some(NameMatch::OtherCase)
+}
+
+/// A name ending in a parenthesised parameter list, without it: `sum` of
+/// `sum(const vector<double>&)`, `operator()` of `operator()(int)`.
+fn without_parameters(name: &str) -> Option<&str> {
+    let bytes = name.as_bytes();
+    if bytes.last() != Some(&b')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (i, &b) in bytes.iter().enumerate().rev() {
+        match b {
+            b')' => depth += 1,
+            b'(' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return (i > 0).then(|| &name[..i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Whether `asked` is `region`, its innermost part(s) after a `::`, or one of those with
@@ -107,6 +137,26 @@ mod tests {
         assert!(find(regions, "weep").is_empty());
         assert!(find(regions, "").is_empty());
         assert!(find(regions, "_").is_empty());
+    }
+
+    #[test]
+    fn an_overload_is_found_by_its_name_or_with_its_parameters() {
+        let regions = [
+            "sum(const vector<double, std::allocator<double> >&)",
+            "sum(const float*)",
+            "ns::S::operator()(int)",
+            "main",
+        ];
+        assert_eq!(find(regions, "sum"), [0, 1]);
+        assert_eq!(find(regions, "sum(const float*)"), [1]);
+        assert_eq!(find(regions, "SUM(const float*)"), [1]);
+        assert_eq!(find(regions, "operator()"), [2]);
+        assert_eq!(find(regions, "S::operator()(int)"), [2]);
+        assert!(find(regions, "sum(double)").is_empty());
+        assert_eq!(without_parameters("f((int))"), Some("f"));
+        assert_eq!(without_parameters("(int)"), None);
+        assert_eq!(without_parameters("f)"), None);
+        assert_eq!(without_parameters("main"), None);
     }
 
     #[test]

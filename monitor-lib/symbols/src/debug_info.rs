@@ -12,6 +12,7 @@ use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
 use super::derived_components::described_components;
 use super::dwarf_types::{Reader, type_size};
 use super::element_members::{Member, StructureType, element_members, structures_named};
+use super::overloads::{name_overloads, parameter_list};
 use super::running_executable::RunningExecutable;
 
 /// A variable with a fixed address: a C global or file-scope static, a Fortran module or COMMON
@@ -239,6 +240,7 @@ impl DebugInfo {
         };
         let mut pointer_functions = Vec::new();
         let mut inlined_names: HashMap<String, u32> = HashMap::new();
+        let mut parameter_lists = Vec::new();
         let mut headers = dwarf.units();
         while let Some(header) = headers.next().map_err(dwarf_err)? {
             let unit = dwarf.unit(header).map_err(dwarf_err)?;
@@ -255,6 +257,7 @@ impl DebugInfo {
             let mut program = ProgramParts {
                 pointer_functions: &mut pointer_functions,
                 inlined_names: &mut inlined_names,
+                parameter_lists: &mut parameter_lists,
             };
             read_unit(
                 &dwarf,
@@ -277,6 +280,7 @@ impl DebugInfo {
         let mut seen = HashSet::new();
         out.globals
             .retain(|g| seen.insert((g.qualified_name.clone(), g.address, g.size)));
+        name_overloads(&mut out.functions, &parameter_lists);
         out.functions.sort_by_key(|f| f.low_pc);
         out.lines.sort_by_key(|row| (row.address, row.line != 0));
         place_undeclared_functions(&mut out.functions, &out.lines);
@@ -557,7 +561,13 @@ fn read_unit(
                         } else {
                             outlined.as_ref().unwrap_or(&name)
                         };
+                        let list = cpp.then(|| parameter_list(dwarf, unit, entry));
                         for (low_pc, high_pc) in ranges {
+                            if let Some(list) = &list {
+                                program
+                                    .parameter_lists
+                                    .push((out.functions.len(), list.clone()));
+                            }
                             out.functions.push(Function {
                                 name: shown.clone(),
                                 low_pc,
@@ -625,6 +635,9 @@ struct ProgramParts<'p> {
     pointer_functions: &'p mut Vec<PointerFunctionInstance>,
     /// Inlined functions' names to their index in [`DebugInfo::inlined_functions`].
     inlined_names: &'p mut HashMap<String, u32>,
+    /// Each C++ function's parameter list, by its index in [`DebugInfo::functions`] before
+    /// they are sorted, to tell overloads apart (`overloads.rs`).
+    parameter_lists: &'p mut Vec<(usize, String)>,
 }
 
 /// Whether the function `entry` (a subprogram, or an inlined copy naming its origin) returns a

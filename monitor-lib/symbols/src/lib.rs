@@ -18,6 +18,8 @@
 //!   calls, through the `addr2line` crate (per-line attribution of misses);
 //! - `derived_components.rs`: a Fortran derived-type variable's ALLOCATABLE and POINTER
 //!   components, each a variable of its own (`rho%val`) with its descriptor;
+//! - `overloads.rs`: C++ overloads named with their parameter lists (`sum(const double*)`)
+//!   where their name alone would be shared;
 //! - `element_members.rs`: the members of an array's structure element, by name, offset and
 //!   size ([`Member`], [`GlobalVariable::members`]), which a by-field request buckets by;
 //! - [`calls_capture_hooks`] and [`defines_capture_runtime`] (`capture_hooks.rs`): the cheap
@@ -43,6 +45,7 @@ mod dwarf_types;
 mod element_members;
 mod load_bias;
 mod maps;
+mod overloads;
 #[allow(unsafe_code)]
 mod running_executable;
 

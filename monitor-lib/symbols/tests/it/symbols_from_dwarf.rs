@@ -194,6 +194,8 @@ namespace alpha {
 struct T { static int count; int f(); };
 int T::count;
 int T::f() { static long calls; return (int)++calls + count; }
+__attribute__((noinline)) double norm(const double *v, int n) { return n ? v[0] : 0; }
+__attribute__((noinline)) double norm(const float *v, int n) { return n ? v[0] : 0; }
 }
 
 int main() {
@@ -202,6 +204,8 @@ int main() {
     S::table[3] = 3;
     table[4] = 4;
     alpha::T t;
+    float f1[1] = {1};
+    if (alpha::norm(alpha::table, 1) + alpha::norm(f1, 1) != 2) return 2;
     // Printing the addresses keeps every array (the file static too) in the program.
     printf("%p %p %p %p\n", (void *)alpha::table, (void *)beta::table, (void *)S::table,
            (void *)table);
@@ -290,6 +294,24 @@ fn cpp_globals_are_qualified_by_their_namespace_or_class() {
                 functions.contains(&name),
                 "{compiler}: no {name} in {functions:?}"
             );
+        }
+        // Overloads with their parameter lists, each at the address nm gives its symbol.
+        for (name, symbol) in [
+            (
+                "alpha::norm(const double*, int)",
+                "alpha::norm(double const*, int)",
+            ),
+            (
+                "alpha::norm(const float*, int)",
+                "alpha::norm(float const*, int)",
+            ),
+        ] {
+            let function = info
+                .functions
+                .iter()
+                .find(|f| f.name == name)
+                .unwrap_or_else(|| panic!("{compiler}: no {name} in {functions:?}"));
+            assert_eq!(function.low_pc, nm_of(symbol).0, "{compiler}: {name}");
         }
         compared += 1;
     }
