@@ -1,7 +1,7 @@
 //! `epcache describe`: one target's regions, data structures, cache model, events and requests.
 
 use clap::Args;
-use epcache_client::DataStructureKind;
+use epcache_client::{DataStructure, DataStructureKind};
 
 use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
@@ -74,12 +74,7 @@ pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
                 format!("{:#x}", s.range.start),
                 (s.range.end - s.range.start).to_string(),
                 format!("{:?}", s.kind).to_lowercase(),
-                match (s.live, s.kind) {
-                    (true, _) => "",
-                    (false, DataStructureKind::Allocatable) => "unallocated",
-                    (false, _) => "freed",
-                }
-                .to_owned(),
+                status(s, &d.data_structures),
                 s.context.join(" < "),
             ]
         })
@@ -102,4 +97,77 @@ pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
         out.push_str(&crate::request::requests_table(&d.requests));
     }
     print_stdout(&out)
+}
+
+/// What a structure's row says beside it: nothing when it is live; a heap block a Fortran
+/// allocatable took over (its descriptor points there) by that allocatable's name, an
+/// allocatable's entry for an earlier size as such, rather than `freed` and `unallocated`.
+fn status(s: &DataStructure, all: &[DataStructure]) -> String {
+    if s.live {
+        return String::new();
+    }
+    match s.kind {
+        DataStructureKind::AllocationSite => all
+            .iter()
+            .find(|o| {
+                o.live
+                    && o.kind == DataStructureKind::Allocatable
+                    && o.range.start <= s.range.start
+                    && s.range.start < o.range.end
+            })
+            .map_or_else(|| "freed".to_owned(), |o| format!("now {}", o.name)),
+        DataStructureKind::Allocatable
+            if all.iter().any(|o| o.name == s.name && o.index > s.index) =>
+        {
+            "earlier allocation".to_owned()
+        }
+        DataStructureKind::Allocatable => "unallocated".to_owned(),
+        _ => "freed".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn structure(
+        index: u32,
+        name: &str,
+        range: std::ops::Range<u64>,
+        kind: DataStructureKind,
+        live: bool,
+    ) -> DataStructure {
+        DataStructure {
+            index,
+            name: name.to_owned(),
+            range,
+            kind,
+            live,
+            shape: None,
+            context: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_block_an_allocatable_took_and_an_earlier_size_say_so() {
+        use DataStructureKind::{Allocatable, AllocationSite};
+        let all = [
+            structure(0, "phys::w%a", 0x1000..0x2000, Allocatable, false),
+            structure(1, "dt2.f90:19", 0x5000..0x6000, AllocationSite, false),
+            structure(2, "phys::w%a", 0x5000..0x6000, Allocatable, true),
+            structure(3, "dt2.f90:40", 0x9000..0xa000, AllocationSite, false),
+            structure(4, "phys::u", 0..0, Allocatable, false),
+        ];
+        let said: Vec<String> = all.iter().map(|s| status(s, &all)).collect();
+        assert_eq!(
+            said,
+            [
+                "earlier allocation",
+                "now phys::w%a",
+                "",
+                "freed",
+                "unallocated"
+            ]
+        );
+    }
 }

@@ -28,6 +28,10 @@ pub(crate) struct DataStructure {
     pub(crate) largest_bytes: u64,
     /// Its allocation site and shape, as published.
     pub(crate) details: DataStructureDetails,
+    /// Its bytes are another live structure's (a Fortran POINTER associated with another array,
+    /// or with a slice of a pool): published, so requests and tools see where it points, but
+    /// left out of the lookup, so accesses count for the structure that owns the bytes.
+    pub(crate) alias: bool,
     /// A heap block's allocation context (`file:line` frames, innermost first), as its site's
     /// first block had it; empty for other structures.
     pub(crate) context: Vec<String>,
@@ -225,6 +229,7 @@ fn push_entry(
         live,
         largest_bytes: if live { range.len() } else { 0 },
         details,
+        alias: false,
         context: Vec::new(),
         mcc_index,
     });
@@ -261,11 +266,13 @@ pub(crate) fn register_allocatable(name: &str, shape: Shape) -> Option<Allocatab
 ///
 /// Its data is usually a heap block, registered a moment before by its allocation site: that
 /// entry is taken off (it goes back to its site's entries for reuse) and the allocatable's
-/// takes its bytes and its site. Data that lies over another structure (a pointer associated
-/// with another array) or over a block just freed is not the allocatable's own: it is left
-/// unallocated. Data of a size its current entry never had goes into a new entry of the same
-/// name, which follows the old one for requests (`Mcc::set_successor`); the report shows each
-/// region the entry, and so the size, it used.
+/// takes its bytes and its site. Data that lies over another live structure (a pointer
+/// associated with another array, or with a slice of a pool) is that structure's: the
+/// allocatable is placed there as an alias ([`DataStructure::alias`]), which requests measure
+/// and the report leaves to the owner. Data over a block just freed is left unallocated. Data
+/// of a size its current entry never had goes into a new entry of the same name, which follows
+/// the old one for requests (`Mcc::set_successor`); the report shows each region the entry, and
+/// so the size, it used.
 pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
     if switches::forked_child() {
         return;
@@ -284,7 +291,7 @@ pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
     };
     {
         let entry = &mut reg.entries[current];
-        if entry.live && entry.range == now.range {
+        if entry.live && entry.range == now.range && !entry.alias {
             if entry.details.shape.as_ref() != Some(&now.shape) {
                 entry.details.shape = Some(now.shape);
                 if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
@@ -294,11 +301,11 @@ pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
             return;
         }
     }
-    let block = reg
-        .entries
-        .iter()
-        .enumerate()
-        .position(|(i, d)| i != current && d.live && d.range.start == now.range.start);
+    let block =
+        reg.entries.iter().enumerate().position(|(i, d)| {
+            i != current && d.live && !d.alias && d.range.start == now.range.start
+        });
+    let mut alias = false;
     let site = match block {
         // The descriptor is still being written (its address stored, its bounds not yet):
         // looked at again later.
@@ -314,9 +321,13 @@ pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
             reg.freed_by_site.entry(name).or_default().push(i);
             reg.entries[i].details.site
         }
-        Some(_) => return leave_unallocated(&mut reg, current),
+        Some(_) => {
+            alias = true;
+            None
+        }
         // Its own block, read while the descriptor was being written.
         None if reg.entries[current].live
+            && !reg.entries[current].alias
             && reg.entries[current].range.start == now.range.start =>
         {
             return;
@@ -325,15 +336,21 @@ pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
             let overlaps = reg.entries.iter().enumerate().any(|(i, d)| {
                 i != current
                     && d.live
+                    && !d.alias
                     && d.range.start < now.range.end
                     && now.range.start < d.range.end
             });
-            if overlaps || now.heap_block_expected {
+            if overlaps {
+                alias = true;
+            } else if now.heap_block_expected {
                 return leave_unallocated(&mut reg, current);
             }
             None
         }
     };
+    if alias && reg.entries[current].live && reg.entries[current].range == now.range {
+        return;
+    }
     if reg.entries[current].live {
         set_dead(&mut reg, current);
     }
@@ -347,6 +364,7 @@ pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
         let entry = &mut reg.entries[current];
         entry.range = now.range;
         entry.live = true;
+        entry.alias = alias;
         entry.largest_bytes = held.max(now.range.len());
         entry.details = details;
         if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
@@ -362,6 +380,7 @@ pub(crate) fn place_allocatable(id: AllocatableId, now: Option<Placement>) {
             true,
             details,
         );
+        reg.entries[next].alias = alias;
         if let (Some(m), Some(old), Some(new)) = (
             mcc::get(),
             reg.entries[current].mcc_index,
@@ -391,10 +410,9 @@ fn set_dead(reg: &mut Registry, index: usize) {
 
 /// Whether the block at `start` is a live heap block no allocatable has taken yet.
 pub(crate) fn is_unclaimed_block(start: u64) -> bool {
-    registry()
-        .entries
-        .iter()
-        .any(|d| d.live && d.range.start == start && d.kind == DataStructureKind::AllocationSite)
+    registry().entries.iter().any(|d| {
+        d.live && !d.alias && d.range.start == start && d.kind == DataStructureKind::AllocationSite
+    })
 }
 
 /// Marks the live structure starting at `start` as gone (a freed heap array).
@@ -406,7 +424,7 @@ pub(crate) fn unregister(start: u64) {
     let Some(index) = reg
         .entries
         .iter()
-        .rposition(|d| d.live && d.range.start == start)
+        .rposition(|d| d.live && !d.alias && d.range.start == start)
     else {
         return;
     };
@@ -424,7 +442,7 @@ fn rebuild(reg: &mut Registry) {
         .entries
         .iter()
         .enumerate()
-        .filter(|(_, d)| d.live)
+        .filter(|(_, d)| d.live && !d.alias)
         .map(|(i, d)| (d.range.start, d.range.end, i as u32))
         .collect();
     spans.sort_unstable();

@@ -86,12 +86,25 @@ pub(crate) fn follow(name: &str, address: u64, bytes: u64, descriptor: &'static 
     let Some(id) = data::register_allocatable(name, shape) else {
         return;
     };
-    followed().push(Followed {
-        id,
-        address,
-        bytes,
-        descriptor,
-    });
+    // ALLOCATABLEs are looked at before POINTERs: when a pointer is associated with an
+    // allocatable's data, the allocatable owns the bytes and the pointer is their alias
+    // (`data::place_allocatable`), whichever the look finds first.
+    let mut followed = followed();
+    let at = if descriptor.pointer {
+        followed.len()
+    } else {
+        followed.partition_point(|f| !f.descriptor.pointer)
+    };
+    followed.insert(
+        at,
+        Followed {
+            id,
+            address,
+            bytes,
+            descriptor,
+        },
+    );
+    drop(followed);
     ANY.store(true, Ordering::Release);
     // A library opened late may hold allocated arrays already.
     look();

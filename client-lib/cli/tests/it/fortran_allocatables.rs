@@ -235,3 +235,96 @@ fn derived_type_components_are_arrays_of_their_own() {
     );
     assert_eq!(result["total"], n, "{result:#}");
 }
+
+/// A POINTER associated with other arrays' data (slices of a pool, an ALLOCATABLE) was left
+/// unallocated, and a request on it measured nothing with a false "not allocated": each pointer
+/// is now measured over the bytes it points to, which still count for their owner.
+#[test]
+fn pointers_to_other_arrays_data_are_measured_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "pointer_aliases";
+    if !build(dir.path(), "pointer_aliases.f90", program) {
+        return;
+    }
+    let n: u64 = 2048;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_epcache"));
+    command.args(["run", "--cache", CACHE]);
+    for (region, array) in [
+        ("axpy", "u%val"),
+        ("axpy", "v%val"),
+        ("axpy", "pool"),
+        ("viaq", "q"),
+        ("viaq", "xx"),
+    ] {
+        command.args([
+            "--region",
+            region,
+            "--array",
+            array,
+            "--event",
+            "PAPI_L1_DCA",
+        ]);
+    }
+    let out = command
+        .args(["--all-regions", "--json", "--"])
+        .arg(dir.path().join(program))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // u%val(1): 1 + 3 sweeps adding 2 * 1; xx(n): 0 + 1.
+    assert_eq!(stdout.lines().next(), Some("  8.0"), "{stdout}");
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+    let documents: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let (results, report) = (&documents[0], &documents[1]);
+    // Three sweeps reading u and v and writing u; one reading and writing q.
+    for (i, (array, total, bytes)) in [
+        ("aliases::u%val", 3 * 2 * n, 8 * n),
+        ("aliases::v%val", 3 * n, 8 * n),
+        ("aliases::pool", 3 * 3 * n, 16 * n),
+        ("aliases::q", 2 * n, 8 * n),
+        ("aliases::xx", 2 * n, 8 * n),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let result = &results[i];
+        assert_eq!(result["request"]["binding"], "bound", "{array}: {result:#}");
+        assert_eq!(result["request"]["data_structure"]["name"], array);
+        assert_eq!(result["total"], total, "{array}: {result:#}");
+        let range = &result["request"]["range"];
+        assert_eq!(
+            range["end"].as_u64().unwrap() - range["start"].as_u64().unwrap(),
+            bytes,
+            "{array}: {result:#}"
+        );
+    }
+    // The report counts the bytes for their owners: the pool and xx, not the pointers.
+    let axpy = region(report, "axpy");
+    assert_eq!(
+        reads_writes(structure(axpy, "aliases::pool")),
+        (6 * n, 3 * n)
+    );
+    let viaq = region(report, "viaq");
+    assert_eq!(reads_writes(structure(viaq, "aliases::xx")), (n, n));
+    for region in [axpy, viaq] {
+        let names: Vec<&str> = region["data_structures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| ["aliases::u%val", "aliases::v%val", "aliases::q"].contains(n)),
+            "{names:?}"
+        );
+    }
+}
