@@ -453,6 +453,11 @@ fn read_unit(
                 let (Some(name), Some(address)) = (name, static_address(dwarf, unit, entry)) else {
                     continue;
                 };
+                // The compiler's own tables (gfortran's `__vtab_...` and `__def_init_...`) are
+                // no data structure of the program's.
+                if entry.attr_value(gimli::DW_AT_artificial).is_some() {
+                    continue;
+                }
                 let common = scopes
                     .last()
                     .filter(|(d, _, scope)| *scope == Scope::Common && d + 1 == depth)

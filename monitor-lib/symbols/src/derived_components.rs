@@ -6,8 +6,9 @@
 //! allocation line's, and one line allocating two components (`allocate(rho%val(n), vel%val(n))`)
 //! made two arrays one structure. A component's descriptor lies inside its variable at the
 //! member's offset, and its extent runs to the next member (or the structure's end); nested
-//! derived types are followed a few levels deep (`s%grid%val`). The variable itself keeps its own
-//! bytes, the descriptors, which the program reads on its way to the data.
+//! derived types are followed a few levels deep (`s%grid%val`), and an extended type's parent
+//! components are its own (`vel%val`, not gfortran's `vel%field_t%val`). The variable itself
+//! keeps its own bytes, the descriptors, which the program reads on its way to the data.
 
 use super::array_type::{ArrayDescriptor, ArrayType, Extent, array_type};
 use super::dwarf_types::Reader;
@@ -143,7 +144,14 @@ impl<'a> Walk<'_, 'a> {
                 None => {
                     if let Some(inner) = follow(self.unit, member, &[gimli::DW_TAG_structure_type])
                     {
-                        self.structure(&inner, &path, at, depth);
+                        // A type extending another holds its parent as a component named
+                        // after the parent type (`vel%field_t%val`): its components are the
+                        // extension's own in Fortran (`vel%val`).
+                        let parent = inner
+                            .attr_value(gimli::DW_AT_name)
+                            .is_some_and(|v| name_of(self.dwarf, self.unit, v) == *name);
+                        let path = if parent { prefix } else { &path };
+                        self.structure(&inner, path, at, depth);
                     }
                 }
             }

@@ -173,7 +173,11 @@ const DERIVED_TYPE_PROGRAM: &str = r#"module state
     integer :: steps
     type(grid_t) :: grid
   end type field_t
+  type, extends(field_t) :: vfield_t
+    real(8), allocatable :: grad(:)
+  end type vfield_t
   type(field_t) :: rho
+  type(vfield_t) :: vel
   type(field_t) :: species(2, 2)
   type(field_t) :: mesh(100)
 end module
@@ -188,6 +192,8 @@ program use_state
   allocate(species(2, 1)%val(4))
   species(2, 1)%val = 1.0d0
   mesh(1)%steps = 1
+  allocate(vel%val(3), vel%grad(3))
+  vel%grad = 2.0d0
   print *, rho%val(1) + rho%grid%u(1, 1) + rho%steps + species(2, 1)%val(1) + mesh(1)%steps
 end program
 "#;
@@ -251,6 +257,22 @@ fn derived_type_components_have_descriptors_inside_their_variable() {
             .all(|g| !g.qualified_name.starts_with("state::mesh(")),
         "100 elements are no fields of a handful"
     );
+    // An extended type's parent components are its own, as Fortran names them.
+    let vel = only(&info, "state::vel");
+    assert_eq!(only(&info, "state::vel%val").address, vel.address);
+    assert_eq!(only(&info, "state::vel%grid%u").address, vel.address + 136);
+    assert_eq!(
+        only(&info, "state::vel%grad").address,
+        vel.address + rho.size
+    );
+    // gfortran's own tables (default initialisations, type-bound tables) are not the program's.
+    let compilers: Vec<&str> = info
+        .globals
+        .iter()
+        .map(|g| g.qualified_name.as_str())
+        .filter(|n| n.contains("__def_init") || n.contains("__vtab") || n.contains("field_t%"))
+        .collect();
+    assert!(compilers.is_empty(), "{compilers:?}");
 
     // The component's descriptor, as gfortran fills it after `allocate(rho%grid%u(2, 3))`.
     let words = [0x7f00_0000, 0, 8, 0x0302_0000_0000, 8, 1, 1, 2, 2, 1, 3];
