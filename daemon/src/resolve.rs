@@ -286,17 +286,27 @@ pub(crate) fn data(
             match (live.as_slice(), all.is_empty()) {
                 ([one], _) => one,
                 ([], true) => {
+                    let mut nearest = nearest(
+                        name,
+                        structures
+                            .iter()
+                            .filter(|d| worth_suggesting(d))
+                            .map(|d| d.name.as_str()),
+                    );
+                    if name.contains('%') {
+                        nearest.push(
+                            "(components are followed in variables of a derived type and in \
+                             fixed-size arrays of at most 64 of them; those of an ALLOCATABLE \
+                             array of derived type, a larger array or a class(...) variable are \
+                             not: their blocks are named by their ALLOCATE line, FILE:LINE)"
+                                .to_owned(),
+                        );
+                    }
                     return Err(DaemonError::NotFound {
                         what: "data structure",
                         name: name.clone(),
                         pid,
-                        nearest: nearest(
-                            name,
-                            structures
-                                .iter()
-                                .filter(|d| worth_suggesting(d))
-                                .map(|d| d.name.as_str()),
-                        ),
+                        nearest,
                     });
                 }
                 ([], false) => all[all.len() - 1],

@@ -91,6 +91,8 @@ struct Selected<'a> {
     /// The lines' other events (a machine's coherence events), after the misses' columns.
     extras: Vec<String>,
     rows: Vec<(Position, Vec<u64>)>,
+    /// The data structure selected, by its whole name.
+    structure: Option<String>,
 }
 
 impl LineReport {
@@ -189,30 +191,40 @@ impl LineReport {
                     .join(", ")
             ),
         };
-        if let Some(s) = &selection.data_structure
-            && !region
-                .lines
-                .iter()
-                .any(|l| l.data_structure.as_deref() == Some(s))
-        {
-            let mut names: Vec<&str> = region
-                .lines
-                .iter()
-                .filter_map(|l| l.data_structure.as_deref())
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            bail!(
-                "no line of region {wanted:?} missed on data structure {s:?}; those with misses are {}",
-                names.join(", ")
-            );
-        }
+        // A data structure by its whole name, or a short or other-case form of one name
+        // (`u` for `fields::u`), as requests find them.
+        let structure = match &selection.data_structure {
+            None => None,
+            Some(s) => {
+                let mut names: Vec<&str> = region
+                    .lines
+                    .iter()
+                    .filter_map(|l| l.data_structure.as_deref())
+                    .collect();
+                names.sort_unstable();
+                names.dedup();
+                match region_names::find(names.iter().copied(), s).as_slice() {
+                    [one] => Some(names[*one].to_owned()),
+                    [] => bail!(
+                        "no line of region {wanted:?} missed on data structure {s:?}; those with misses are {}",
+                        names.join(", ")
+                    ),
+                    many => bail!(
+                        "{s:?} names {} data structures with misses in region {wanted:?} ({}); give the whole name",
+                        many.len(),
+                        many.iter()
+                            .map(|&i| names[i])
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
+            }
+        };
         let columns = self.columns();
         let extras = self.extras();
         let mut sums: BTreeMap<Position, Vec<u64>> = BTreeMap::new();
         for l in region.lines.iter().filter(|l| {
-            selection
-                .data_structure
+            structure
                 .as_ref()
                 .is_none_or(|s| l.data_structure.as_ref() == Some(s))
         }) {
@@ -238,6 +250,7 @@ impl LineReport {
             columns,
             extras,
             rows: sums.into_iter().collect(),
+            structure,
         })
     }
 }
@@ -331,8 +344,8 @@ pub(crate) fn render_text(
         "-- Lines of region {} by {event}, cache {}{}",
         selected.region,
         report.cache,
-        selection
-            .data_structure
+        selected
+            .structure
             .as_ref()
             .map_or(String::new(), |s| format!(", data structure {s}"))
     );
@@ -504,8 +517,8 @@ pub(crate) fn render_functions(
         "-- Functions of region {} by {event}, cache {}{}",
         selected.region,
         report.cache,
-        selection
-            .data_structure
+        selected
+            .structure
             .as_ref()
             .map_or(String::new(), |s| format!(", data structure {s}"))
     );
@@ -595,8 +608,8 @@ pub(crate) fn render_callgrind(
         out,
         "desc: Region: {}{}",
         selected.region,
-        selection
-            .data_structure
+        selected
+            .structure
             .as_ref()
             .map_or(String::new(), |s| format!(", data structure {s}"))
     );
@@ -680,17 +693,17 @@ pub(crate) fn render_csv(report: &LineReport, selection: &Selection) -> anyhow::
     header.extend(extras.iter().cloned());
     let _ = writeln!(out, "{}", header.join(","));
     // A region or data structure asked for that the report lacks is an error, not an empty file.
-    if selection.region.is_some() || selection.data_structure.is_some() {
-        report.select(selection)?;
-    }
+    let structure = match selection.region.is_some() || selection.data_structure.is_some() {
+        true => report.select(selection)?.structure,
+        false => None,
+    };
     for region in report
         .regions
         .iter()
         .filter(|r| selection.region.as_ref().is_none_or(|s| *s == r.name))
     {
         for l in region.lines.iter().filter(|l| {
-            selection
-                .data_structure
+            structure
                 .as_ref()
                 .is_none_or(|s| l.data_structure.as_ref() == Some(s))
         }) {
@@ -793,11 +806,11 @@ mod tests {
         // `product` into `main`; `main`'s own line.
         let text = r#"{"cache": "D1=32K,8,64;LL=8M,16,64", "levels": [{"name": "D1"}, {"name": "LL"}],
             "regions": [{"name": "program", "lines": [
-              {"file": "k.c", "line": 12, "function": "dot", "data_structure": "a",
+              {"file": "k.c", "line": 12, "function": "dot", "data_structure": "m::a",
                "inlined_from": [{"function": "product", "file": "k.c", "line": 19},
                                 {"function": "main", "file": "k.c", "line": 42}],
                "events": {"PAPI_L1_LDM": 100, "PAPI_L2_LDM": 7}},
-              {"file": "k.c", "line": 12, "function": "dot", "data_structure": "b",
+              {"file": "k.c", "line": 12, "function": "dot", "data_structure": "m::b",
                "inlined_from": [{"function": "product", "file": "k.c", "line": 19},
                                 {"function": "main", "file": "k.c", "line": 42}],
                "events": {"PAPI_L1_LDM": 50}},
@@ -831,7 +844,8 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("205 of PAPI_L1_DCM"), "{shown}");
-        // One data structure's, ordered by writes, the top one only.
+        // One data structure's, by its short name as requests take it, ordered by read
+        // misses, the top one only.
         let selection = Selection {
             region: None,
             data_structure: Some("b".to_owned()),
@@ -839,6 +853,22 @@ mod tests {
         let shown = render_functions(&report, &selection, Some("D1mr"), 1).unwrap();
         assert_eq!(shown.lines().count(), 4, "{shown}");
         assert!(shown.lines().nth(3).unwrap().contains("50"), "{shown}");
+        assert!(
+            shown
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with("data structure m::b"),
+            "{shown}"
+        );
+        let unknown = Selection {
+            region: None,
+            data_structure: Some("c".to_owned()),
+        };
+        let err = render_functions(&report, &unknown, None, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("those with misses are m::a, m::b"), "{err}");
     }
 
     #[test]
