@@ -174,6 +174,12 @@ static RECORDING: AtomicBool = AtomicBool::new(false);
 /// Instances of the traced region threads without a recorder began while the trace was open.
 static OTHER_THREADS_INSTANCES: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// This thread recorded every instance the trace asks of it (`--instances N`): its later
+    /// instances are left out on purpose, not missed.
+    static RECORDED_ITS_INSTANCES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// The recorder of the thread whose capture starts now, when a trace is asked for and open:
 /// the first such thread opens it (creates its file), and every thread that starts capturing
 /// before it is closed records too.
@@ -256,7 +262,7 @@ pub(in crate::capture) fn entered_without_recorder(region: RegionRef) {
     let Some(request) = request() else {
         return;
     };
-    if !is_traced(request, region) {
+    if !is_traced(request, region) || RECORDED_ITS_INSTANCES.with(std::cell::Cell::get) {
         return;
     }
     if OTHER_THREADS_INSTANCES.fetch_add(1, Ordering::AcqRel) == 0 {
@@ -389,6 +395,7 @@ impl Recorder {
         w.mark(Mark::End);
         self.instances_done += 1;
         if self.request.instances == Some(self.instances_done) {
+            RECORDED_ITS_INSTANCES.with(|done| done.set(true));
             return None;
         }
         let ended = self.reach_safe_point().is_ok();
