@@ -106,22 +106,37 @@ pub struct Position {
     pub region: String,
     /// Entry or exit.
     pub boundary: Boundary,
+    /// The thread that halted there: the target's index of it (in the order its threads began
+    /// capturing), when the target says.
+    pub thread_index: Option<u32>,
+    /// Its OpenMP thread number, when it is in an OpenMP team and the target says.
+    pub openmp_thread: Option<u32>,
 }
 
 impl TryFrom<v1::Position> for Position {
     type Error = ClientError;
     fn try_from(p: v1::Position) -> Result<Self, ClientError> {
+        let minus_one = |v: u32| v.checked_sub(1);
         Ok(Position {
             region_index: p.region_index,
             region: p.region_name,
             boundary: boundary(p.boundary)?,
+            thread_index: minus_one(p.thread_index),
+            openmp_thread: minus_one(p.openmp_thread),
         })
     }
 }
 
 impl std::fmt::Display for Position {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} of {}", self.boundary, self.region)
+        write!(f, "{} of {}", self.boundary, self.region)?;
+        // The first thread of a program without OpenMP goes unsaid: most halts are its.
+        match (self.thread_index, self.openmp_thread) {
+            (Some(index), Some(openmp)) => write!(f, " (OpenMP thread {openmp}, thread {index})"),
+            (None, Some(openmp)) => write!(f, " (OpenMP thread {openmp})"),
+            (Some(index), None) if index > 0 => write!(f, " (thread {index})"),
+            _ => Ok(()),
+        }
     }
 }
 

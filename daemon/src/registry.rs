@@ -40,7 +40,8 @@ use dashmap::DashMap;
 use epcache_proto::v1;
 use epcache_shm::discovery::{self, TargetRecord};
 use epcache_shm::layout::{
-    Aggregation, Boundary, Mode, RegionIndex, RequestResult, RequestTarget, ResultText, TargetState,
+    Aggregation, Boundary, HaltingThread, Mode, RegionIndex, RequestResult, RequestTarget,
+    ResultText, TargetState,
 };
 use epcache_shm::tool::{Abandoned, ArmedPoint, RequestHandle, TargetHandle, ToolError};
 use epcache_sim::analysis::AnalysisReport;
@@ -115,6 +116,8 @@ pub(crate) struct Status {
     pub(crate) state: TargetState,
     /// Where it is halted.
     pub(crate) position: Option<(RegionIndex, Boundary)>,
+    /// The thread that halted there, as far as the target said.
+    pub(crate) thread: HaltingThread,
     /// Set once it ended.
     pub(crate) end: Option<End>,
 }
@@ -262,11 +265,14 @@ impl TargetEntry {
         names.get(index.0 as usize).cloned().unwrap_or_default()
     }
 
-    fn position(&self, position: Option<(RegionIndex, Boundary)>) -> Option<v1::Position> {
-        position.map(|(region, boundary)| v1::Position {
+    fn position(&self, status: &Status) -> Option<v1::Position> {
+        let plus_one = |v: Option<u32>| v.map_or(0, |v| v.saturating_add(1));
+        status.position.map(|(region, boundary)| v1::Position {
             region_index: region.0,
             region_name: self.region_name(region),
             boundary: model::boundary(boundary) as i32,
+            thread_index: plus_one(status.thread.index),
+            openmp_thread: plus_one(status.thread.openmp),
         })
     }
 
@@ -285,11 +291,7 @@ impl TargetEntry {
             program: self.record.program.clone(),
             shm_id: self.record.shm_id,
             state: state as i32,
-            halted_at: if halted {
-                self.position(status.position)
-            } else {
-                None
-            },
+            halted_at: if halted { self.position(&status) } else { None },
             regions: self.handle.regions().map_or(0, |r| r.len() as u32),
             data_structures: self.handle.data_structures().map_or(0, |d| d.len() as u32),
             requests: lock(&self.requests).len() as u32,
@@ -302,7 +304,7 @@ impl TargetEntry {
         v1::Halt {
             generation: status.generation,
             state: model::target_state(status.state) as i32,
-            position: self.position(status.position),
+            position: self.position(status),
             lease_seconds: u32::try_from(self.halt_lease.as_secs()).unwrap_or(u32::MAX),
         }
     }
@@ -739,14 +741,15 @@ impl Registry {
         lock(&self.refused).remove(&key);
         let generation = handle.halt_generation();
         let state = handle.state().unwrap_or(TargetState::Running);
-        let position = match state {
+        let halt = match state {
             // Asking for the halt after the previous generation returns the current one at once.
             TargetState::Halted => handle
                 .wait_for_halt(generation.wrapping_sub(1), Duration::ZERO)
-                .ok()
-                .and_then(|h| h.position),
+                .ok(),
             _ => None,
         };
+        let (position, thread) =
+            halt.map_or((None, HaltingThread::default()), |h| (h.position, h.thread));
         let entry = Arc::new(TargetEntry {
             record,
             handle,
@@ -754,6 +757,7 @@ impl Registry {
                 generation,
                 state,
                 position,
+                thread,
                 end: None,
             })
             .0,
@@ -916,6 +920,7 @@ fn notice_running(entry: &TargetEntry) {
             if s.state == cached {
                 s.state = TargetState::Running;
                 s.position = None;
+                s.thread = HaltingThread::default();
             }
         });
     }
@@ -967,6 +972,7 @@ fn watch_target(registry: &Registry, entry: &TargetEntry) {
                     generation: halt.generation,
                     state: halt.state,
                     position: halt.position,
+                    thread: halt.thread,
                     end: None,
                 };
                 let message = entry.halt_message(&status);
@@ -1013,6 +1019,7 @@ fn watch_target(registry: &Registry, entry: &TargetEntry) {
         entry.status.send_modify(|s| {
             s.end = Some(end);
             s.position = None;
+            s.thread = HaltingThread::default();
         });
         let _ = events.send(v1::Event {
             pid: entry.pid(),

@@ -86,7 +86,8 @@ pub mod header {
     pub const HALTING_POINT: usize = 64;
     /// u32 boundaries the halting point lets pass before halting.
     pub const HALT_SKIP: usize = 72;
-    /// u64 where the target halted: region (bits 0..32), boundary (bits 32..40).
+    /// u64 where the target halted: region (bits 0..32), boundary (bits 32..40), and the
+    /// thread that halted ([`super::HaltingThread`], bits 40..64).
     pub const HALTED_AT: usize = 80;
     /// u32 published regions.
     pub const REGION_COUNT: usize = 88;
@@ -812,9 +813,47 @@ impl HaltingPoint {
     }
 }
 
-/// Packs a position (region, boundary) into a word, as `HALTED_AT` holds it.
-pub fn position_word(region: u32, boundary: Boundary) -> u64 {
-    u64::from(region) | (boundary as u64) << 32
+/// Packs a position (region, boundary) and the thread that halted there into a word, as
+/// `HALTED_AT` holds it.
+pub fn position_word(region: u32, boundary: Boundary, thread: HaltingThread) -> u64 {
+    u64::from(region) | (boundary as u64) << 32 | thread.bits() << 40
+}
+
+/// The thread that halted at a halting point, as far as the target knows it: its index in the
+/// order threads began capturing, and its OpenMP thread number. Each is kept plus one in 12 bits
+/// of `HALTED_AT` (0: not known; past 4094 it is not kept), so a segment written before the
+/// field says nothing rather than thread 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HaltingThread {
+    /// The runtime's index of the thread (0 for the first that captured).
+    pub index: Option<u32>,
+    /// Its OpenMP thread number within its team.
+    pub openmp: Option<u32>,
+}
+
+impl HaltingThread {
+    const FIELD: u64 = 0xfff;
+
+    fn bits(self) -> u64 {
+        let field = |v: Option<u32>| {
+            v.map(|v| u64::from(v) + 1)
+                .filter(|&v| v <= Self::FIELD)
+                .unwrap_or(0)
+        };
+        field(self.index) | field(self.openmp) << 12
+    }
+
+    /// The thread a `HALTED_AT` word names.
+    pub fn from_position_word(word: u64) -> HaltingThread {
+        let field = |shift: u32| match word >> shift & Self::FIELD {
+            0 => None,
+            v => Some(v as u32 - 1),
+        };
+        HaltingThread {
+            index: field(40),
+            openmp: field(52),
+        }
+    }
 }
 
 /// Kind of a region.

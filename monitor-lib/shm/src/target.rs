@@ -20,8 +20,8 @@ use super::discovery::{self, DiscoveryError, TargetRecord};
 use super::futex;
 use super::layout::{
     self, Boundary, Capacities, DataStructureDetails, DataStructureIndex, DataStructureKind,
-    Layout, LayoutError, PublishedModel, RegionIndex, RegionKind, RequestResult, RequestSpec,
-    RequestTarget, SiteBlock, SiteKey, SlotState, Table, header,
+    HaltingThread, Layout, LayoutError, PublishedModel, RegionIndex, RegionKind, RequestResult,
+    RequestSpec, RequestTarget, SiteBlock, SiteKey, SlotState, Table, header,
 };
 use super::process;
 use super::sysv::{Segment, SegmentError, ViewError};
@@ -673,18 +673,19 @@ impl Mcc {
     /// load when no halting point is armed.
     #[inline]
     pub fn boundary(&self, region: RegionIndex, boundary: Boundary) -> HaltOutcome {
-        self.boundary_then(region, boundary, || ())
+        self.boundary_then(region, boundary, HaltingThread::default)
     }
 
     /// [`Mcc::boundary`], running `before_halt` once the halting point matched (and was
     /// disarmed), before the halt is announced to tools: a threaded runtime stops its other
-    /// threads' publications there, so a tool that sees the halt reads complete results.
+    /// threads' publications there, so a tool that sees the halt reads complete results; it
+    /// says which thread halts, which the halt tells tools.
     #[inline]
     pub fn boundary_then(
         &self,
         region: RegionIndex,
         boundary: Boundary,
-        before_halt: impl FnOnce(),
+        before_halt: impl FnOnce() -> HaltingThread,
     ) -> HaltOutcome {
         let view = self.segment.view();
         let Ok(point) = view.u64_at(header::HALTING_POINT) else {
@@ -703,7 +704,7 @@ impl Mcc {
         armed: u64,
         region: RegionIndex,
         boundary: Boundary,
-        before_halt: impl FnOnce(),
+        before_halt: impl FnOnce() -> HaltingThread,
     ) -> HaltOutcome {
         let view = self.segment.view();
         let want_region = armed as u32;
@@ -725,10 +726,10 @@ impl Mcc {
         if let Ok(point) = view.u64_at(header::HALTING_POINT) {
             let _ = point.compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
-        before_halt();
+        let thread = before_halt();
         self.block(
             layout::TargetState::Halted,
-            layout::position_word(region.0, boundary),
+            layout::position_word(region.0, boundary, thread),
             None,
         )
     }

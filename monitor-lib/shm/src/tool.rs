@@ -10,10 +10,10 @@ use super::config_table::{ConfigEntry, ConfigTable};
 use super::discovery::TargetRecord;
 use super::futex;
 use super::layout::{
-    self, Boundary, DataStructureIndex, DataStructureInfo, DataStructureKind, HaltingPoint, Layout,
-    LayoutError, MAX_REQUEST_SLOTS, Mode, PublishedModel, RegionIndex, RegionInfo, RequestResult,
-    RequestSpec, RequestTarget, SlotOwner, SlotState, Table, TargetState, TraceState,
-    analysis_bits, header,
+    self, Boundary, DataStructureIndex, DataStructureInfo, DataStructureKind, HaltingPoint,
+    HaltingThread, Layout, LayoutError, MAX_REQUEST_SLOTS, Mode, PublishedModel, RegionIndex,
+    RegionInfo, RequestResult, RequestSpec, RequestTarget, SlotOwner, SlotState, Table,
+    TargetState, TraceState, analysis_bits, header,
 };
 use super::process;
 use super::sysv::{Access, Segment, SegmentError, ViewError};
@@ -205,6 +205,8 @@ pub struct Halt {
     pub state: TargetState,
     /// The region boundary it stopped at; `None` at start.
     pub position: Option<(RegionIndex, Boundary)>,
+    /// The thread that stopped there, as far as the target said.
+    pub thread: HaltingThread,
 }
 
 /// A tool's attachment to one target's segment.
@@ -723,7 +725,7 @@ impl TargetHandle {
 
     fn current_halt(&self, generation: u32) -> Result<Halt, ToolError> {
         let state = self.state()?;
-        let position = match state {
+        let (position, thread) = match state {
             TargetState::Halted => {
                 let at = self
                     .segment
@@ -731,14 +733,18 @@ impl TargetHandle {
                     .load_u64(header::HALTED_AT, Ordering::Relaxed)
                     .map_err(|e| self.view_err(e))?;
                 let boundary = Boundary::from_word(at >> 32 & 0xff).map_err(|e| self.corrupt(e))?;
-                Some((RegionIndex(at as u32), boundary))
+                (
+                    Some((RegionIndex(at as u32), boundary)),
+                    HaltingThread::from_position_word(at),
+                )
             }
-            _ => None,
+            _ => (None, HaltingThread::default()),
         };
         Ok(Halt {
             generation,
             state,
             position,
+            thread,
         })
     }
 

@@ -338,6 +338,7 @@ fn halting_point(m: &Mcc, e: ConfigEntry, boundary: Boundary) {
         switches::begin_halt();
         mcc::hold_slow_paths();
         halting = true;
+        this_thread::halting_thread()
     });
     if halting || outcome != HaltOutcome::NotHalted {
         // Before the halt ends: no other thread's halt can begin and be overwritten.

@@ -24,6 +24,7 @@
 
 use std::cell::{Cell, RefCell};
 
+use epcache_shm::layout::HaltingThread;
 use epcache_sim::cache::AccessKind;
 use epcache_sim::monitor::CounterArrayConfig;
 use epcache_sim::simulator::{Simulator, SimulatorError};
@@ -38,7 +39,7 @@ use super::settings::{process_spec, report_spec_error_once};
 use super::switches::{self, forked_child, standalone};
 use super::thread_block::{self, with_frames, with_hooks};
 use super::thread_capture::ThreadCapture;
-use super::{cores, data, descriptors, hand_over, state_memory, tracing, worker};
+use super::{cores, data, descriptors, gate_abi, hand_over, state_memory, tracing, worker};
 
 thread_local! {
     static THREAD: RefCell<Option<ThreadCapture>> = const { RefCell::new(None) };
@@ -164,6 +165,21 @@ fn captures_now() -> bool {
 /// can simulate.
 fn should_capture() -> bool {
     captures_now() && process_spec().is_ok()
+}
+
+/// The calling thread as a halt names it to tools: the runtime's index of it (when it has
+/// captured) and its OpenMP thread number (when the program has OpenMP).
+pub(crate) fn halting_thread() -> HaltingThread {
+    let mut index = None;
+    let _ = THREAD.try_with(|slot| {
+        if let Ok(slot) = slot.try_borrow() {
+            index = slot.as_ref().map(ThreadCapture::index);
+        }
+    });
+    HaltingThread {
+        index,
+        openmp: gate_abi::openmp_thread_number(),
+    }
 }
 
 /// A monitored region instance begins on this thread: requests are bound (or the standalone

@@ -526,6 +526,11 @@ impl ThreadCapture {
     /// The thread's OpenMP number as the OpenMP runtime says it now, at a monitored region's
     /// entry (in a parallel region when the thread is a team's worker); kept from the first
     /// entry that knew one other than 0, since every thread is 0 outside a parallel region.
+    /// The runtime's index of this thread (its order among the threads that captured).
+    pub(super) fn index(&self) -> u32 {
+        self.identity.index
+    }
+
     pub(super) fn note_openmp_number(&mut self) {
         if !self.counts || self.identity.openmp.is_some_and(|n| n != 0) {
             return;

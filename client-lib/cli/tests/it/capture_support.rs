@@ -185,7 +185,7 @@ pub(crate) fn run_to(
     tool: &epcache_shm::tool::TargetHandle,
     region: epcache_shm::layout::RegionIndex,
     boundary: epcache_shm::layout::Boundary,
-) {
+) -> epcache_shm::tool::Halt {
     tool.set_halting_point(Some(epcache_shm::layout::HaltingPoint {
         region: Some(region),
         boundary,
@@ -198,6 +198,7 @@ pub(crate) fn run_to(
         .wait_for_halt(generation, std::time::Duration::from_secs(30))
         .unwrap();
     assert_eq!(halt.state, epcache_shm::layout::TargetState::Halted);
+    halt
 }
 
 /// The counts `tests/kernels/copies.c` must report whatever the compiler: its library calls

@@ -151,9 +151,21 @@ fn a_halt_stops_every_thread_and_its_results_are_complete() {
         return;
     };
     let s = start(dir.path(), &program);
+    let mut halting = Vec::new();
     for turns in 1..=2 * ROUNDS {
-        run_to(&s.tool, s.turn, Boundary::Exit);
+        let halt = run_to(&s.tool, s.turn, Boundary::Exit);
         check_halt(&s, turns);
+        halting.push(halt.thread);
+    }
+    // The halt names its thread: the two threads' turns alternate, and neither has OpenMP.
+    let (odd, even) = (halting[0], halting[1]);
+    assert!(
+        odd.index.is_some() && odd.index != even.index,
+        "{halting:?}"
+    );
+    for (k, thread) in halting.iter().enumerate() {
+        assert_eq!(*thread, if k % 2 == 0 { odd } else { even }, "{halting:?}");
+        assert_eq!(thread.openmp, None, "{halting:?}");
     }
     // Continue: no halting point, every thread goes on.
     s.tool.set_halting_point(None).unwrap();

@@ -570,3 +570,29 @@ fn site_requests_round_trip_and_bindings_belong_to_one_generation() {
 fn spec_word(slot: &[AtomicU64], i: usize) -> u64 {
     slot[i].load(Ordering::Relaxed) & !0xffff_ffff
 }
+
+#[test]
+fn a_halt_position_word_carries_the_halting_thread() {
+    let thread = HaltingThread {
+        index: Some(3),
+        openmp: Some(0),
+    };
+    let word = position_word(17, Boundary::Exit, thread);
+    assert_eq!(word as u32, 17);
+    assert_eq!(word >> 32 & 0xff, Boundary::Exit as u64);
+    assert_eq!(HaltingThread::from_position_word(word), thread);
+    // A word from before the field, or a thread past what it keeps, says nothing.
+    let old = position_word(17, Boundary::Exit, HaltingThread::default());
+    assert_eq!(
+        HaltingThread::from_position_word(old),
+        HaltingThread::default()
+    );
+    let far = HaltingThread {
+        index: Some(5000),
+        openmp: Some(4095),
+    };
+    assert_eq!(
+        HaltingThread::from_position_word(position_word(1, Boundary::Entry, far)),
+        HaltingThread::default()
+    );
+}
