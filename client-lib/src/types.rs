@@ -972,7 +972,8 @@ pub struct RequestResult {
     pub total: u64,
     /// Histogram buckets, lowest addresses first (over every thread).
     pub buckets: Vec<Bucket>,
-    /// For a per-thread request, one row per thread, in the order they first ended an instance.
+    /// For a per-thread request, one row per thread: by OpenMP thread number where the program
+    /// has OpenMP, else by OS thread id; the row summing the threads past the target's room last.
     pub threads: Vec<ThreadResult>,
     /// For an analysis request, the report of the region's latest instance.
     pub analysis: Option<AnalysisReport>,
@@ -984,6 +985,12 @@ pub struct RequestResult {
 impl TryFrom<v1::RequestResult> for RequestResult {
     type Error = ClientError;
     fn try_from(r: v1::RequestResult) -> Result<Self, ClientError> {
+        let mut threads: Vec<ThreadResult> = r
+            .threads
+            .into_iter()
+            .map(ThreadResult::try_from)
+            .collect::<Result<_, _>>()?;
+        sort_threads(&mut threads);
         Ok(RequestResult {
             request: r
                 .request
@@ -993,15 +1000,25 @@ impl TryFrom<v1::RequestResult> for RequestResult {
             instances: r.instances,
             total: r.total,
             buckets: buckets(r.buckets)?,
-            threads: r
-                .threads
-                .into_iter()
-                .map(ThreadResult::try_from)
-                .collect::<Result<_, _>>()?,
+            threads,
             analysis: r.analysis.map(analysis_report).transpose()?,
             analysis_missing: Some(r.analysis_missing).filter(|m| !m.is_empty()),
         })
     }
+}
+
+/// Per-thread rows by OpenMP thread number where there is one, else by OS thread id, the row
+/// of other threads last: the target keeps them in the order they first ended an instance,
+/// which races.
+fn sort_threads(threads: &mut [ThreadResult]) {
+    threads.sort_by_key(|t| {
+        (
+            t.thread_id.is_none(),
+            t.openmp_thread.is_none(),
+            t.openmp_thread,
+            t.thread_id,
+        )
+    });
 }
 
 fn malformed(what: &str) -> ClientError {
@@ -1376,6 +1393,32 @@ pub use trace::{TraceInfo, TraceOrder, TraceState};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn per_thread_rows_come_by_openmp_number_then_thread_id_with_others_last() {
+        let row = |tid: Option<u32>, omp: Option<u32>| ThreadResult {
+            thread_id: tid,
+            openmp_thread: omp,
+            threads: 1,
+            instances: 1,
+            total: 1,
+            buckets: Vec::new(),
+        };
+        let mut rows = vec![
+            row(None, None),
+            row(Some(40), Some(2)),
+            row(Some(10), None),
+            row(Some(30), Some(0)),
+            row(Some(5), None),
+            row(Some(20), Some(1)),
+        ];
+        sort_threads(&mut rows);
+        let order: Vec<Option<u32>> = rows.iter().map(|t| t.thread_id).collect();
+        assert_eq!(
+            order,
+            [Some(30), Some(20), Some(40), Some(5), Some(10), None]
+        );
+    }
 
     /// A data structure's shape and an allocatable's kind come through from the MRI; so does a
     /// request's binding to an allocation site.
