@@ -12,7 +12,7 @@ use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
 use super::derived_components::described_components;
 use super::dwarf_types::{Reader, type_size};
 use super::element_members::{Member, StructureType, element_members, structures_named};
-use super::overloads::{name_overloads, parameter_list};
+use super::overloads::{overload_names, parameter_list};
 use super::running_executable::RunningExecutable;
 
 /// A variable with a fixed address: a C global or file-scope static, a Fortran module or COMMON
@@ -280,7 +280,10 @@ impl DebugInfo {
         let mut seen = HashSet::new();
         out.globals
             .retain(|g| seen.insert((g.qualified_name.clone(), g.address, g.size)));
-        name_overloads(&mut out.functions, &parameter_lists);
+        let names: Vec<&str> = out.functions.iter().map(|f| f.name.as_str()).collect();
+        for (i, name) in overload_names(&names, &parameter_lists) {
+            out.functions[i].name = name;
+        }
         out.functions.sort_by_key(|f| f.low_pc);
         out.lines.sort_by_key(|row| (row.address, row.line != 0));
         place_undeclared_functions(&mut out.functions, &out.lines);

@@ -14,7 +14,6 @@ use std::collections::{HashMap, HashSet};
 
 use gimli::AttributeValue;
 
-use super::debug_info::Function;
 use super::dwarf_types::Reader;
 use super::element_members::name_of;
 
@@ -124,27 +123,30 @@ fn qualified(qualifier: &str, inner: String) -> String {
     }
 }
 
-/// Names with their parameter lists the functions whose name other functions share with
-/// another list; `lists` gives `(index into functions, parameter list)` for every C++ function.
-pub(super) fn name_overloads(functions: &mut [Function], lists: &[(usize, String)]) {
+/// The functions to name with their parameter lists, `(index, new name)`: those whose name
+/// (`names[index]`) other functions share with another list. `lists` gives `(index, parameter
+/// list)` for every C++ function.
+pub(super) fn overload_names(names: &[&str], lists: &[(usize, String)]) -> Vec<(usize, String)> {
     let mut by_name: HashMap<&str, HashSet<&str>> = HashMap::new();
     for (i, list) in lists {
-        if let Some(f) = functions.get(*i) {
-            by_name.entry(&f.name).or_default().insert(list);
+        if let Some(name) = names.get(*i) {
+            by_name.entry(name).or_default().insert(list);
         }
     }
-    let overloaded: HashSet<String> = by_name
+    let overloaded: HashSet<&str> = by_name
         .into_iter()
         .filter(|(_, lists)| lists.len() > 1)
-        .map(|(name, _)| name.to_owned())
+        .map(|(name, _)| name)
         .collect();
-    for (i, list) in lists {
-        if let Some(f) = functions.get_mut(*i)
-            && overloaded.contains(&f.name)
-        {
-            f.name.push_str(list);
-        }
-    }
+    lists
+        .iter()
+        .filter_map(|(i, list)| {
+            let name = names.get(*i)?;
+            overloaded
+                .contains(name)
+                .then(|| (*i, format!("{name}{list}")))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -153,37 +155,19 @@ mod tests {
 
     #[test]
     fn only_names_with_two_lists_take_them() {
-        let function = |name: &str, low_pc| Function {
-            name: name.to_owned(),
-            low_pc,
-            high_pc: low_pc + 16,
-            file: None,
-            line: 1,
-        };
-        let mut functions = vec![
-            function("sum", 0x10),
-            function("sum", 0x20),
-            function("scale", 0x30),
-            // A hot and a cold part of one function: one list.
-            function("scale", 0x40),
-            function("main", 0x50),
-        ];
+        // A hot and a cold part of one function (`scale`) have one list.
+        let names = ["sum", "sum", "scale", "scale", "main"];
         let lists = [
             (0, "(const double*)".to_owned()),
             (1, "(const float*)".to_owned()),
             (2, "(double)".to_owned()),
             (3, "(double)".to_owned()),
         ];
-        name_overloads(&mut functions, &lists);
-        let names: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(
-            names,
+            overload_names(&names, &lists),
             [
-                "sum(const double*)",
-                "sum(const float*)",
-                "scale",
-                "scale",
-                "main"
+                (0, "sum(const double*)".to_owned()),
+                (1, "sum(const float*)".to_owned())
             ]
         );
         assert_eq!(qualified("const", "int*".to_owned()), "int* const");
