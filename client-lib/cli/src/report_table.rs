@@ -31,7 +31,16 @@ pub(crate) struct Report {
     /// Why the machine `EPCACHE_CORES` asked for could not be made.
     #[serde(default)]
     cores_refused: Option<String>,
+    /// How finely the threads' accesses interleaved on the machine.
+    #[serde(default)]
+    cores_interleaving: Option<Interleaving>,
     regions: Vec<Region>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Interleaving {
+    accesses: u64,
+    thread_switches: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -304,6 +313,19 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
     if let Some(why) = &report.cores_refused {
         out.push_str(&format!("no machine of cores: {why}\n"));
     }
+    if let Some(i) = &report.cores_interleaving
+        && i.accesses > 0
+    {
+        let stretch = i.accesses / (i.thread_switches + 1);
+        out.push_str(&format!(
+            "The threads took turns every {} accesses on the machine ({} switches in {} accesses): \
+             coherence misses need two threads' accesses close together, so compare runs, layouts \
+             or arrays with one another rather than with hardware counts.\n",
+            crate::numbers::grouped(stretch),
+            crate::numbers::grouped(i.thread_switches),
+            crate::numbers::grouped(i.accesses)
+        ));
+    }
     if report.threads_unreported > 0 {
         out.push_str(&format!(
             "{} thread(s) ended inside a region without handing their counts on: missing above\n",
@@ -381,6 +403,7 @@ mod tests {
         let report: Report = serde_json::from_value(serde_json::json!({
             "levels": [{"name": "D1"}],
             "cores": 2,
+            "cores_interleaving": {"accesses": 1000000, "thread_switches": 3999},
             "regions": [
                 {"name": "program", "instances": 1, "threads": 3, "events": events(7)},
                 {"name": "loop", "file": "/src/a.c", "line": 9, "instances": 2, "threads": 2,
@@ -415,6 +438,10 @@ mod tests {
         );
         assert_eq!(words(lines[4])[..2], ["thread", "2"]);
         assert_eq!(words(lines[5]), ["packed", "10", "10", "8", "7", "1"]);
+        assert!(
+            text.contains("took turns every 250 accesses on the machine (3,999 switches in 1,000,000 accesses)"),
+            "{text}"
+        );
     }
 
     #[test]

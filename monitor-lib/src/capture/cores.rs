@@ -69,6 +69,22 @@ struct Shared {
     logs: Vec<Arc<AccessLog>>,
     /// Per log while merging: the next waiting position and the end.
     cursors: Vec<(u64, u64)>,
+    /// How finely the threads' accesses interleaved in the merged order.
+    interleaving: Interleaving,
+    /// The log whose run was simulated last.
+    last_log: Option<usize>,
+}
+
+/// How finely the threads' accesses interleaved in the one order the machine simulated: its
+/// accesses, and how often the next one came from another thread than the one before. A
+/// thread does not run its program while it simulates, so threads take turns in stretches, and
+/// coherence misses need accesses of two threads close together: few switches, few misses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Interleaving {
+    /// Accesses the machine simulated.
+    pub accesses: u64,
+    /// Times the next of them came from another thread than the one before.
+    pub thread_switches: u64,
 }
 
 impl Shared {
@@ -79,6 +95,8 @@ impl Shared {
             machine,
             logs,
             cursors,
+            interleaving,
+            last_log,
         } = self;
         cursors.clear();
         cursors.extend(logs.iter().map(|log| log.waiting()));
@@ -105,9 +123,14 @@ impl Shared {
             };
             let (at, end) = &mut cursors[i];
             let log = &logs[i];
+            let from = *at;
             while *at < *end && log.time_at(*at) <= second {
                 log.simulate(*at, machine);
                 *at += 1;
+            }
+            interleaving.accesses += *at - from;
+            if last_log.replace(i).is_some_and(|last| last != i) {
+                interleaving.thread_switches += 1;
             }
             // Published run by run: a thread waiting for room in its log goes on as soon as
             // its run is done.
@@ -151,6 +174,8 @@ fn cores() -> Option<&'static Cores> {
                         machine,
                         logs: Vec::new(),
                         cursors: Vec::new(),
+                        interleaving: Interleaving::default(),
+                        last_log: None,
                     }),
                     map,
                     clock: quanta::Clock::new(),
@@ -422,6 +447,7 @@ const REPORT_PATIENCE: Duration = Duration::from_secs(1);
 pub(crate) struct MachineTotals {
     pub(crate) coherence: CoherenceStats,
     pub(crate) writebacks: [u64; MAX_LEVELS],
+    pub(crate) interleaving: Interleaving,
 }
 
 /// The machine's totals over every core so far, when there is a machine, every waiting access
@@ -440,7 +466,10 @@ pub(super) fn machine_totals() -> Option<MachineTotals> {
     };
     shared.simulate_waiting();
     let machine = &shared.machine;
-    let mut totals = MachineTotals::default();
+    let mut totals = MachineTotals {
+        interleaving: shared.interleaving,
+        ..MachineTotals::default()
+    };
     let sum = &mut totals.coherence;
     for core in 0..machine.cores() {
         let c = machine.coherence_stats(core);

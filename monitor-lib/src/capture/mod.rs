@@ -119,6 +119,7 @@ mod wrap_abi;
 
 pub use access::{read, write};
 pub use boundaries::{MarkerSite, RegionGuard};
+pub use cores::Interleaving;
 pub use mcc::MCC_ENV;
 pub use report::{
     AccessHandling, CaptureReport, LevelTotals, ReportDataStructure, ReportDimension, ReportRegion,

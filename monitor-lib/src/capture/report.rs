@@ -14,7 +14,7 @@ use serde::Serialize;
 use epcache_shm::layout::{DataStructureKind, RegionKind, Shape};
 use epcache_sim::cache::HierarchySpec;
 
-use super::cores::{self, MachineTotals};
+use super::cores::{self, Interleaving, MachineTotals};
 use super::data::{self, DataStructure};
 use super::monitoring::{COHERENCE_COUNTS, Counts};
 use super::region_registry::{self, RegionMeta};
@@ -51,6 +51,12 @@ pub struct CaptureReport {
     /// simulated a hierarchy of its own); absent when none was asked or it was made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cores_refused: Option<String>,
+    /// On a machine of cores: its accesses in the one order it simulated, and how often the
+    /// next came from another thread (`thread_switches`). Threads take turns in stretches
+    /// while they simulate, and coherence misses need two threads' accesses close together:
+    /// read them against this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores_interleaving: Option<Interleaving>,
     /// Line visits the simulation thread simulated while the program ran on (`worker.rs`,
     /// `EPCACHE_PIPELINE`); 0 when every access was simulated on the program's own threads.
     pub simulated_on_second_core: u64,
@@ -381,6 +387,7 @@ impl CaptureReport {
         let depth = data_level_names.len();
 
         let coherence = cores.is_some();
+        let interleaving = machine_totals.as_ref().map(|m| m.interleaving);
         let mut rows = line_rows(&standalone.lines, structures, depth, coherence);
         if let Some(totals) = machine_totals.map(|m| m.coherence) {
             add_coherence_events(&mut events, depth, |level, event| match event {
@@ -436,6 +443,7 @@ impl CaptureReport {
             threads_unreported: 0,
             cores: cores.map(|c| c as u32),
             cores_refused: None,
+            cores_interleaving: interleaving,
             simulated_on_second_core: 0,
             handled: AccessHandling::default(),
             levels,

@@ -102,6 +102,14 @@ fn lock_step_threads_count_exactly_the_hand_computed_coherence_events() {
     assert_eq!(stdout.trim(), "500 500 1000");
     assert_eq!(report["cores"], 2, "{report:#}");
     const TURNS: u64 = 2 * 500;
+    // Each turn begins with the other thread's accesses: the machine's one order switched
+    // thread at every turn at least.
+    let interleaving = &report["cores_interleaving"];
+    assert!(
+        event(interleaving, "thread_switches") >= TURNS - 1
+            && event(interleaving, "accesses") > 4 * TURNS,
+        "{interleaving}"
+    );
     // The threads' function: main's reads for its printf come after, outside it.
     let turns = region(&report, "take_turns");
     assert_eq!(turns["instances"], 2);
