@@ -103,6 +103,9 @@ impl ThreadRow {
 struct Structure {
     name: String,
     events: BTreeMap<String, u64>,
+    /// An allocation line whose blocks of two allocation calls were live at once.
+    #[serde(default)]
+    several_arrays: bool,
 }
 
 /// How the table orders regions, and the data structures within each.
@@ -312,6 +315,22 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
     );
     if let Some(why) = &report.cores_refused {
         out.push_str(&format!("no machine of cores: {why}\n"));
+    }
+    let mut shared_lines: Vec<&str> = report
+        .regions
+        .iter()
+        .flat_map(|r| &r.data_structures)
+        .filter(|d| d.several_arrays)
+        .map(|d| d.name.as_str())
+        .collect();
+    shared_lines.sort_unstable();
+    shared_lines.dedup();
+    if !shared_lines.is_empty() {
+        out.push_str(&format!(
+            "Several arrays allocated in one statement share the name {}, which counts them \
+             together: give each its own ALLOCATE (or allocation) line to tell them apart.\n",
+            shared_lines.join(", ")
+        ));
     }
     if let Some(i) = &report.cores_interleaving
         && i.accesses > 0

@@ -35,6 +35,12 @@ pub(crate) struct DataStructure {
     /// A heap block's allocation context (`file:line` frames, innermost first), as its site's
     /// first block had it; empty for other structures.
     pub(crate) context: Vec<String>,
+    /// A heap block's allocation call (the return address on its named line), 0 for others.
+    call: u64,
+    /// Blocks of two allocation calls on this entry's line were live at once: two arrays
+    /// allocated in one statement (`allocate(t(n), tnew(n))`) share the line's name, and its
+    /// counts are theirs together.
+    pub(crate) several_arrays: bool,
     /// Its index in the MCC's table, when the MCC has one and it had room.
     mcc_index: Option<DataStructureIndex>,
 }
@@ -158,6 +164,7 @@ pub(crate) fn register_heap_block(
     range: AddressRange,
     details: DataStructureDetails,
     context: &[String],
+    call: u64,
 ) {
     register_with_context(
         name,
@@ -166,6 +173,28 @@ pub(crate) fn register_heap_block(
         details,
         context,
     );
+    if switches::forked_child() {
+        return;
+    }
+    let mut reg = registry();
+    let Some(index) = reg
+        .entries
+        .iter()
+        .rposition(|d| d.live && !d.alias && d.range.start == range.start && d.name == name)
+    else {
+        return;
+    };
+    reg.entries[index].call = call;
+    // Another call on the line holds a live block too: several arrays share the name.
+    let together = reg
+        .entries
+        .iter()
+        .any(|d| d.live && d.name == name && d.call != 0 && d.call != call);
+    if together {
+        for d in reg.entries.iter_mut().filter(|d| d.name == name) {
+            d.several_arrays = true;
+        }
+    }
 }
 
 fn register_with_context(
@@ -231,6 +260,8 @@ fn push_entry(
         details,
         alias: false,
         context: Vec::new(),
+        call: 0,
+        several_arrays: false,
         mcc_index,
     });
     reg.entries.len() - 1

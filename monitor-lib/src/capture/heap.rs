@@ -50,6 +50,8 @@ struct Named {
     name: String,
     key: SiteKey,
     context: Vec<String>,
+    /// The return address of the call on the named line (one call instruction of the program).
+    call: u64,
 }
 
 #[derive(Debug, Default)]
@@ -86,7 +88,13 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64, walk_stack: Stac
         return;
     }
     let _busy = RuntimeGuard::enter();
-    let Some(Named { name, key, context }) = name_allocation(return_pc, walk_stack) else {
+    let Some(Named {
+        name,
+        key,
+        context,
+        call,
+    }) = name_allocation(return_pc, walk_stack)
+    else {
         return;
     };
     let stale = {
@@ -111,6 +119,7 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64, walk_stack: Stac
             shape: None,
         },
         &context,
+        call,
     );
     descriptors::block_allocated(start, key);
 }
@@ -120,6 +129,8 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64, walk_stack: Stac
 fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
     let innermost = frames_at(return_pc)?;
     let mut chain: Vec<CallFrame> = innermost.to_vec();
+    // The return address each frame of the chain was resolved from.
+    let mut calls: Vec<u64> = vec![return_pc; chain.len()];
     let mut stack = [0u64; MAX_STACK_FRAMES];
     let count = walk_stack(&mut stack);
     if let Some(from) = stack[..count].iter().position(|&pc| pc == return_pc) {
@@ -128,6 +139,7 @@ fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
             // what the program's own frames say.
             let Some(frames) = frames_at(pc) else { break };
             chain.extend(frames.iter().cloned());
+            calls.resize(chain.len(), pc);
         }
     }
     let wrappers = wrappers();
@@ -162,6 +174,7 @@ fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
         name: shown(named),
         key: SiteKey::new(file, named.line.line),
         context,
+        call: calls[asking],
     })
 }
 

@@ -172,6 +172,11 @@ pub struct ReportDataStructure {
     /// innermost first (as its first block had it); empty for other structures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<String>,
+    /// An allocation site whose line made blocks live at once from two allocation calls (two
+    /// arrays allocated in one statement, `allocate(t(n), tnew(n))`): its counts are theirs
+    /// together. Absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub several_arrays: bool,
 }
 
 /// A data structure's elements as its type declares them.
@@ -303,6 +308,7 @@ fn structures_of(
         }
         match out.iter_mut().find(|(r, _)| r.name == d.name) {
             Some((r, sum)) => {
+                r.several_arrays |= d.several_arrays;
                 // The shape of the largest entry, which the bytes are.
                 if d.largest_bytes > r.bytes {
                     r.bytes = d.largest_bytes;
@@ -321,6 +327,7 @@ fn structures_of(
                     shape: d.details.shape.as_ref().map(ReportShape::from),
                     events: BTreeMap::new(),
                     context: d.context.clone(),
+                    several_arrays: d.several_arrays,
                 },
                 *c,
             )),

@@ -132,7 +132,67 @@ fn cpp_new_and_vectors_are_named_by_the_programs_line() {
                 .all(|n| !n.contains(".h:") && !n.contains(".tcc:")),
             "{opt}: no structure is named by a standard library header: {all_names:?}"
         );
+        // A vector's growth frees its old block after the new one is live: one call, one
+        // array, not several.
+        assert_eq!(several_arrays(&report), Vec::<String>::new(), "{opt}");
     }
+}
+
+/// The names of the structures the report says several arrays share.
+fn several_arrays(report: &serde_json::Value) -> Vec<String> {
+    let mut names: Vec<String> = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["data_structures"].as_array().unwrap())
+        .filter(|d| d["several_arrays"] == true)
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// Two arrays allocated in one statement are one line's blocks, counted together: the report
+/// and `epcache run`'s table say so for that line, not for a line of its own, nor for a site
+/// whose one call keeps two blocks live at once (`heap_churn.c`, above and below).
+#[test]
+fn arrays_allocated_in_one_statement_are_said_to_share_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(
+        dir.path(),
+        "gcc",
+        &["-O1", "-g"],
+        "heap_one_line.c",
+        "one_line",
+    ) {
+        return;
+    }
+    let program = dir.path().join("one_line");
+    let (stdout, report) = run_with_report(dir.path(), &program, CACHE);
+    assert_eq!(stdout.trim(), "6.0");
+    let sweep = region(&report, "sweep");
+    // a and b: two sweeps' reads and writes under one name.
+    let shared = structure(sweep, "heap_one_line.c:11");
+    assert_eq!(shared["events"]["PAPI_L1_DCR"], 2 * N);
+    assert_eq!(several_arrays(&report), ["heap_one_line.c:11"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--all-regions", "--cache", CACHE, "--"])
+        .arg(&program)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table.contains(
+            "Several arrays allocated in one statement share the name heap_one_line.c:11,"
+        ),
+        "{table}"
+    );
 }
 
 #[test]
@@ -190,6 +250,7 @@ fn a_site_that_allocates_and_frees_in_a_loop_stays_one_structure() {
     assert_eq!(site["bytes"], 8192);
     assert_eq!(site["events"]["PAPI_L1_DCR"], accesses);
     assert_eq!(site["events"]["PAPI_L1_DCW"], accesses);
+    assert_eq!(several_arrays(&report), Vec::<String>::new());
 }
 
 /// A C++ program that uses nothing of libstdc++ but `operator new` and `delete`: the wrappers'
