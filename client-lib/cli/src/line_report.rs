@@ -338,17 +338,7 @@ pub(crate) fn render_text(
     let mut rows: Vec<&(Position, Vec<u64>)> = selected.rows.iter().collect();
     rows.sort_by(|a, b| key(&b.1).cmp(&key(&a.1)).then_with(|| a.0.cmp(&b.0)));
     rows.truncate(top);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "-- Lines of region {} by {event}, cache {}{}",
-        selected.region,
-        report.cache,
-        selected
-            .structure
-            .as_ref()
-            .map_or(String::new(), |s| format!(", data structure {s}"))
-    );
+    let mut out = title("Lines", &selected, report, event);
     let _ = writeln!(
         out,
         "-- {} of {event} in the region's lines; only misses are counted per line",
@@ -409,6 +399,20 @@ pub(crate) fn render_text(
         );
     }
     Ok(out)
+}
+
+/// The first line of a text view: what it lists (`Lines`, `Functions`), of which region, by
+/// which event, under which cache, of which data structure.
+fn title(what: &str, selected: &Selected<'_>, report: &LineReport, event: &str) -> String {
+    format!(
+        "-- {what} of region {} by {event}, cache {}{}\n",
+        selected.region,
+        report.cache,
+        selected
+            .structure
+            .as_ref()
+            .map_or(String::new(), |s| format!(", data structure {s}"))
+    )
 }
 
 /// The count columns a table shows, right-aligned: every level's misses, then the machine's
@@ -511,17 +515,7 @@ pub(crate) fn render_functions(
             .then_with(|| a.0.cmp(&b.0))
     });
     rows.truncate(top);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "-- Functions of region {} by {event}, cache {}{}",
-        selected.region,
-        report.cache,
-        selected
-            .structure
-            .as_ref()
-            .map_or(String::new(), |s| format!(", data structure {s}"))
-    );
+    let mut out = title("Functions", &selected, report, event);
     let _ = writeln!(
         out,
         "-- {} of {event} in the region's lines, each counted for the function whose source it \

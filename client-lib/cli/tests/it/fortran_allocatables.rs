@@ -118,14 +118,7 @@ fn allocatable_and_pointer_arrays_are_named_and_measured_over_their_data() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let start = stdout
-        .find("\n[")
-        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
-    let documents: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout[start..])
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let (results, report) = (&documents[0], &documents[1]);
+    let (results, report) = &results_and_report(&stdout, &said);
     for (i, (region_name, array, bytes)) in [
         ("first_sweep", "fields::u", 8 * N1),
         ("second_sweep", "fields::u", 8 * N2),
@@ -275,14 +268,7 @@ fn pointers_to_other_arrays_data_are_measured_over_it() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     // u%val(1): 1 + 3 sweeps adding 2 * 1; xx(n): 0 + 1.
     assert_eq!(stdout.lines().next(), Some("  8.0"), "{stdout}");
-    let start = stdout
-        .find("\n[")
-        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
-    let documents: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout[start..])
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let (results, report) = (&documents[0], &documents[1]);
+    let (results, report) = &results_and_report(&stdout, &said);
     // Three sweeps reading u and v and writing u; one reading and writing q.
     for (i, (array, total, bytes)) in [
         ("aliases::u%val", 3 * 2 * n, 8 * n),
@@ -327,4 +313,18 @@ fn pointers_to_other_arrays_data_are_measured_over_it() {
             "{names:?}"
         );
     }
+}
+
+/// The results and the report `epcache run --all-regions --json` prints after the program's own
+/// output (`said`, its stderr, shown when they are missing).
+fn results_and_report(stdout: &str, said: &str) -> (serde_json::Value, serde_json::Value) {
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+    let mut documents = serde_json::Deserializer::from_str(&stdout[start..])
+        .into_iter::<serde_json::Value>()
+        .map(Result::unwrap);
+    let results = documents.next().expect("the results");
+    let report = documents.next().expect("the report");
+    (results, report)
 }
