@@ -185,10 +185,7 @@ impl LineReport {
             many => bail!(
                 "{wanted:?} names {} regions of the report ({}); give the whole name",
                 many.len(),
-                many.iter()
-                    .map(|&i| names[i])
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                listed(&names, many)
             ),
         };
         // A data structure by its whole name, or a short or other-case form of one name
@@ -212,10 +209,7 @@ impl LineReport {
                     many => bail!(
                         "{s:?} names {} data structures with misses in region {wanted:?} ({}); give the whole name",
                         many.len(),
-                        many.iter()
-                            .map(|&i| names[i])
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        listed(&names, many)
                     ),
                 }
             }
@@ -253,6 +247,12 @@ impl LineReport {
             structure,
         })
     }
+}
+
+/// `names[i]` of each index, comma-separated.
+fn listed(names: &[&str], indices: &[usize]) -> String {
+    let chosen: Vec<&str> = indices.iter().map(|&i| names[i]).collect();
+    chosen.join(", ")
 }
 
 /// Cachegrind's name of a level's misses: `D1mr`, `L2mw`, `LLmr`.
