@@ -384,6 +384,11 @@ fn allocation_site(
     structures: &[DataStructureInfo],
     block: SiteBlock,
 ) -> Result<Data, DaemonError> {
+    // One array of a statement allocating several: `t@heat.f90:6`.
+    let (array, file) = match file.rsplit_once('@') {
+        Some((array, file)) if !array.is_empty() => (Some(array), file),
+        _ => (None, file),
+    };
     let base = base_name(file);
     if base.is_empty() || line == 0 {
         return Err(DaemonError::InvalidArgument(format!(
@@ -397,7 +402,8 @@ fn allocation_site(
             structures
                 .iter()
                 .filter(|d| d.kind == DataStructureKind::AllocationSite)
-                .filter_map(|d| d.name.rsplit_once(':').map(|(f, _)| f)),
+                .filter_map(|d| d.name.rsplit_once(':').map(|(f, _)| f))
+                .map(|f| f.rsplit_once('@').map_or(f, |(_, f)| f)),
         )
         .filter(|f| !f.is_empty())
         .collect();
@@ -421,13 +427,18 @@ fn allocation_site(
             nearest: near,
         });
     }
+    let site = match array {
+        Some(array) => SiteKey::of_object(base, line, array),
+        None => SiteKey::new(base, line),
+    };
+    let named = match array {
+        Some(array) => format!("{array}@{base}"),
+        None => base.to_owned(),
+    };
     Ok(Data::InTarget {
-        target: RequestTarget::AllocationSite {
-            site: SiteKey::new(base, line),
-            block,
-        },
+        target: RequestTarget::AllocationSite { site, block },
         structure: None,
-        site: Some((base.to_owned(), line)),
+        site: Some((named, line)),
     })
 }
 

@@ -190,6 +190,8 @@ pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Requ
         .filter_map(|r| match &r.data {
             epcache_client::DataRef::Name(name) => {
                 let (file, line) = name.rsplit_once(':')?;
+                // One array of a statement allocating several: `t@heat.f90:6`.
+                let file = file.rsplit_once('@').map_or(file, |(_, file)| file);
                 Some((file, line.parse().ok().filter(|&l| l > 0)?))
             }
             _ => None,

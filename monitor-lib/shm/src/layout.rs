@@ -926,16 +926,41 @@ pub struct RegionInfo {
 }
 
 /// The source line a heap block was allocated at, as a request names it: a 32-bit FNV-1a hash
-/// of the file's base name (`prog.c`, as heap blocks are named) and the line.
+/// of the file's base name (`prog.c`, as heap blocks are named) and the line; for one of
+/// several arrays allocated in one statement (`t@heat.f90:6`), a tag of the array's name in the
+/// line word's top byte ([`SiteKey::of_object`]). A key without a tag answers every array of its
+/// line ([`SiteKey::answers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SiteKey {
     /// [`SiteKey::file_hash`] of the file's base name.
     pub file: u32,
-    /// The line of the allocating call.
+    /// The line of the allocating call (bits 0..24), and the array's tag (bits 24..32).
     pub line: u32,
 }
 
+/// The bits of [`SiteKey::line`] that hold the line.
+const SITE_LINE_MASK: u32 = 0x00ff_ffff;
+
 impl SiteKey {
+    /// The key of array `object`, one of several allocated in one statement at `file`:`line`:
+    /// the line's key with a tag of 1 to 255 from the name's hash (two arrays of one statement
+    /// whose tags collide share a key, as a line's arrays did before).
+    pub fn of_object(file: &str, line: u32, object: &str) -> SiteKey {
+        let mut key = SiteKey::new(file, line & SITE_LINE_MASK);
+        let tag = 1 + Self::file_hash(object) % 255;
+        key.line |= tag << 24;
+        key
+    }
+
+    /// Whether a request for this key binds to a block of key `block`: the same key, or this
+    /// one names the whole line and `block` one of its arrays.
+    pub fn answers(self, block: SiteKey) -> bool {
+        self == block
+            || (self.file == block.file
+                && self.line & !SITE_LINE_MASK == 0
+                && self.line == block.line & SITE_LINE_MASK)
+    }
+
     /// The key of `file` (a path or a base name: only the base name counts) at `line`.
     pub fn new(file: &str, line: u32) -> SiteKey {
         let base = file.rsplit('/').next().unwrap_or(file);

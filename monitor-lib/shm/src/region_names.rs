@@ -32,9 +32,10 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
     }
     let symbol = fortran_symbol(asked);
     let asked = symbol.as_deref().unwrap_or(asked);
-    // An overload's name carries its parameter list (`sum(const double*)`); a name asked
-    // without one matches its name alone.
-    let bare = without_parameters(region);
+    // An overload's name carries its parameter list (`sum(const double*)`), one of several
+    // arrays of a statement its line (`t@heat.f90:6`); a name asked without them matches the
+    // name alone.
+    let bare = without_parameters(region).or_else(|| without_site(region));
     let matches = |same| {
         is_form_of(region, asked, same) || bare.is_some_and(|bare| is_form_of(bare, asked, same))
     };
@@ -42,6 +43,14 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
         return Some(NameMatch::Alias);
     }
     matches(<[u8]>::eq_ignore_ascii_case).then_some(NameMatch::OtherCase)
+}
+
+/// An array's name before the allocation line it is named with (`t` of `t@heat.f90:6`).
+fn without_site(name: &str) -> Option<&str> {
+    let (array, site) = name.split_once('@')?;
+    let (_, line) = site.rsplit_once(':')?;
+    (!array.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(array)
 }
 
 /// A name ending in a parenthesised parameter list, without it: `sum` of
@@ -157,6 +166,18 @@ mod tests {
         assert_eq!(without_parameters("(int)"), None);
         assert_eq!(without_parameters("f)"), None);
         assert_eq!(without_parameters("main"), None);
+    }
+
+    #[test]
+    fn an_array_of_a_statement_is_found_by_its_own_name() {
+        let names = ["t@heat.f90:6", "tnew@heat.f90:6", "heat.f90:9", "fields::t"];
+        assert_eq!(find(names, "tnew"), [1]);
+        assert_eq!(find(names, "t@heat.f90:6"), [0]);
+        // An exact name comes first; two arrays answering are both found.
+        assert_eq!(find(names, "t"), [0, 3]);
+        assert!(find(names, "heat.f90").is_empty());
+        assert_eq!(without_site("a@b.c:x"), None);
+        assert_eq!(without_site("@b.c:5"), None);
     }
 
     #[test]

@@ -621,11 +621,9 @@ impl Mcc {
         block: SiteBlock,
     ) -> Option<(DataStructureIndex, AddressRange)> {
         let tables = self.tables();
-        let candidates = tables
-            .data_structures
-            .iter()
-            .enumerate()
-            .filter(|(_, ds)| ds.live && ds.site == Some(site) && !ds.range.is_empty());
+        let candidates = tables.data_structures.iter().enumerate().filter(|(_, ds)| {
+            ds.live && ds.site.is_some_and(|b| site.answers(b)) && !ds.range.is_empty()
+        });
         let chosen = match block {
             SiteBlock::Latest => candidates.max_by_key(|(_, ds)| ds.serial),
             SiteBlock::Largest => candidates.max_by_key(|(_, ds)| (ds.range.len(), ds.serial)),

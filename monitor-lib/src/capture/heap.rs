@@ -27,7 +27,7 @@ use epcache_sim::ranges::AddressRange;
 use super::program::CallFrame;
 use super::region_registry::tracking_started;
 use super::runtime_guard::{RuntimeGuard, in_runtime};
-use super::{data, descriptors, program};
+use super::{allocation_statements, data, descriptors, program};
 
 /// How the caller walks its thread's stack: fills the slice with return addresses, innermost
 /// first, and says how many (the unwinder is unsafe code of the allocator entry points,
@@ -164,15 +164,30 @@ fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
         .rsplit('/')
         .next()
         .unwrap_or(&named.line.file);
+    // One of several arrays a statement allocates, when the call can tell which: only a call
+    // whose innermost position is the named line (not a library's, inlined into it).
+    let innermost = asking == 0 || calls[asking - 1] != calls[asking];
+    let array = innermost
+        .then(|| {
+            allocation_statements::array_of_call(calls[asking], &named.line.file, named.line.line)
+        })
+        .flatten();
     let own = |frames: &[CallFrame]| -> Vec<String> {
         frames.iter().filter(|f| !f.library).map(shown).collect()
     };
     let mut context = own(&chain[..asking]);
     context.push(shown(named));
     context.extend(own(&chain[asking + 1..]).into_iter().take(CONTEXT_DEPTH));
+    let (name, key) = match &array {
+        Some(array) => (
+            format!("{array}@{}", shown(named)),
+            SiteKey::of_object(file, named.line.line, array),
+        ),
+        None => (shown(named), SiteKey::new(file, named.line.line)),
+    };
     Some(Named {
-        name: shown(named),
-        key: SiteKey::new(file, named.line.line),
+        name,
+        key,
         context,
         call: calls[asking],
     })

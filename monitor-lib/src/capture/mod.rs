@@ -27,6 +27,7 @@
 //! 5. **What is counted**: `totals` (the run's sums), `monitoring` (requests bound at a
 //!    region's entry, results published at its exit, standalone counts), `structure_finder`
 //!    (which data structure holds an address), `heap` (heap blocks named by allocation context),
+//!    `allocation_statements` (which of a statement's several arrays a block is),
 //!    `line_table` (misses per code address), `tracing` (the partial data trace of a region
 //!    being recorded).
 //! 6. **The thread block**: `runtime_guard` (the state byte as the runtime changes it),
@@ -63,6 +64,7 @@
 
 mod access;
 mod access_log;
+mod allocation_statements;
 mod boundaries;
 mod cores;
 mod counting;

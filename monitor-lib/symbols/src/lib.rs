@@ -10,6 +10,8 @@
 //!   scopes from DWARF, exact sizes from the symbol table;
 //! - `dwarf_types.rs`: a DWARF type's size and an array dimension's count, which the three
 //!   readers of types below share;
+//! - `allocated_objects.rs`: the arrays one source line allocates (`allocate(t(n), tnew(n))`),
+//!   which name the blocks of a statement that allocates several;
 //! - `allocation_wrappers.rs`: which functions only pass an allocation on (the default rule
 //!   behind [`DebugInfo::allocation_wrappers`]);
 //! - `array_type.rs`: what a variable's array type says: a fixed shape, or how to evaluate a
@@ -35,6 +37,7 @@
 
 #![deny(unsafe_code)]
 
+mod allocated_objects;
 mod allocation_wrappers;
 mod array_type;
 mod capture_hooks;
@@ -49,6 +52,7 @@ mod overloads;
 #[allow(unsafe_code)]
 mod running_executable;
 
+pub use allocated_objects::{allocated_objects, is_fortran_source};
 pub use array_type::{
     ArrayDescriptor, ArrayShape, DescribedArray, DescriptorDim, DescriptorOp, DescriptorValue,
     Extent, ReadWord, evaluate,

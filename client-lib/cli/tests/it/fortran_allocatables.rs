@@ -328,3 +328,76 @@ fn results_and_report(stdout: &str, said: &str) -> (serde_json::Value, serde_jso
     let report = documents.next().expect("the report");
     (results, report)
 }
+
+/// `statement_arrays.f90`'s grids: 200 x 200 doubles, relaxed twice.
+const GRID: u64 = 200;
+
+/// A main program's two arrays allocated in one statement (their descriptors on its stack, which
+/// the runtime does not follow) were one structure named by the line: each is now named by its
+/// own name and the line (`t@statement_arrays.f90:9`), with hand-counted reads and writes, and
+/// a request placed before the allocation names one of them, or the line (whose latest block,
+/// `tnew`, it binds).
+#[test]
+fn arrays_of_one_allocate_statement_are_named_and_requested_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "statement_arrays";
+    if !build(dir.path(), "statement_arrays.f90", program) {
+        return;
+    }
+    let inner = (GRID - 2) * (GRID - 2);
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join(program), CACHE);
+    assert_eq!(stdout.trim(), "2.0");
+    let relax = region(&report, "relax");
+    assert_eq!(
+        reads_writes(structure(relax, "t@statement_arrays.f90:9")),
+        (2 * 4 * inner, 0)
+    );
+    assert_eq!(
+        reads_writes(structure(relax, "tnew@statement_arrays.f90:9")),
+        (0, 2 * inner)
+    );
+    assert_no_line_named_several(&report);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE])
+        .args([
+            "--region",
+            "relax",
+            "--array",
+            "tnew@statement_arrays.f90:9",
+        ])
+        .args(["--event", "PAPI_L1_DCW"])
+        .args(["--region", "relax", "--array", "t@statement_arrays.f90:9"])
+        .args(["--event", "PAPI_L1_DCR"])
+        .args(["--region", "relax", "--array", "statement_arrays.f90:9"])
+        .args(["--event", "PAPI_L1_DCW", "--json", "--"])
+        .arg(dir.path().join(program))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+    let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+    let totals: Vec<u64> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["total"].as_u64().unwrap())
+        .collect();
+    assert_eq!(totals, [2 * inner, 2 * 4 * inner, 2 * inner], "{results:#}");
+}
+
+/// No allocation line of the report covers several arrays.
+fn assert_no_line_named_several(report: &serde_json::Value) {
+    let several: Vec<&serde_json::Value> = report["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["data_structures"].as_array().unwrap())
+        .filter(|d| d["several_arrays"] == true)
+        .collect();
+    assert!(several.is_empty(), "{several:#?}");
+}

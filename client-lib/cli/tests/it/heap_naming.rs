@@ -153,11 +153,13 @@ fn several_arrays(report: &serde_json::Value) -> Vec<String> {
     names
 }
 
-/// Two arrays allocated in one statement are one line's blocks, counted together: the report
-/// and `epcache run`'s table say so for that line, not for a line of its own, nor for a site
-/// whose one call keeps two blocks live at once (`heap_churn.c`, above and below).
+/// Arrays allocated two to a line: a statement whose text lists them (`c`, `d`) names each
+/// block by its array and the line, with its own counts; one the runtime cannot read (a macro)
+/// keeps the line's name, which the report and `epcache run`'s table say covers several
+/// arrays; a site whose one call keeps two blocks live at once (`heap_churn.c`, below) is not
+/// marked.
 #[test]
-fn arrays_allocated_in_one_statement_are_said_to_share_their_line() {
+fn arrays_allocated_in_one_statement_are_named_apart_or_said_to_share_their_line() {
     let dir = tempfile::tempdir().unwrap();
     if !build(
         dir.path(),
@@ -170,12 +172,21 @@ fn arrays_allocated_in_one_statement_are_said_to_share_their_line() {
     }
     let program = dir.path().join("one_line");
     let (stdout, report) = run_with_report(dir.path(), &program, CACHE);
-    assert_eq!(stdout.trim(), "6.0");
+    // 1 + 1 for a, b, c, and 1 + 2 for d.
+    assert_eq!(stdout.trim(), "9.0");
     let sweep = region(&report, "sweep");
-    // a and b: two sweeps' reads and writes under one name.
-    let shared = structure(sweep, "heap_one_line.c:11");
+    // c swept once, d twice: each N reads and writes a sweep.
+    for (array, sweeps) in [("c@heap_one_line.c:15", 1), ("d@heap_one_line.c:15", 2)] {
+        let block = structure(sweep, array);
+        assert_eq!(block["kind"], "alloc_site", "{array}");
+        assert_eq!(block["bytes"], 8 * N, "{array}");
+        assert_eq!(block["events"]["PAPI_L1_DCR"], sweeps * N, "{array}");
+        assert_eq!(block["events"]["PAPI_L1_DCW"], sweeps * N, "{array}");
+    }
+    // a and b: two sweeps under the macro line's one name.
+    let shared = structure(sweep, "heap_one_line.c:14");
     assert_eq!(shared["events"]["PAPI_L1_DCR"], 2 * N);
-    assert_eq!(several_arrays(&report), ["heap_one_line.c:11"]);
+    assert_eq!(several_arrays(&report), ["heap_one_line.c:14"]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
         .args(["run", "--all-regions", "--cache", CACHE, "--"])
         .arg(&program)
@@ -189,7 +200,7 @@ fn arrays_allocated_in_one_statement_are_said_to_share_their_line() {
     );
     assert!(
         table.contains(
-            "Several arrays allocated in one statement share the name heap_one_line.c:11,"
+            "Several arrays allocated in one statement share the name heap_one_line.c:14,"
         ),
         "{table}"
     );

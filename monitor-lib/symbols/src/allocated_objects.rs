@@ -1,0 +1,264 @@
+//! The arrays one source line allocates, in the order its allocation calls come: a Fortran
+//! `allocate(t(n,n), tnew(n,n))` gives `t` and `tnew`, C's `double *a = malloc(..), *b =
+//! malloc(..);` gives `a` and `b`. The runtime names a block of such a line by its array
+//! (`t@heat.f90:6`) when the line's calls to the same allocator are as many as the arrays the text
+//! lists; anything this reader cannot take apart gives nothing, and the blocks keep their
+//! line's name.
+//!
+//! Text only, one line: a statement continued on the next line, a macro, or a name the
+//! compiler sees otherwise (a preprocessor's) is not read; the count check above guards them.
+
+/// Most arrays taken from one line.
+const MAX_OBJECTS: usize = 32;
+
+/// The arrays `line` allocates, in order: a Fortran `ALLOCATE` statement's objects when
+/// `fortran`, else the variables a C or C++ line assigns a call's result to. Empty when the line
+/// lists fewer than two, or cannot be read.
+pub fn allocated_objects(line: &str, fortran: bool) -> Vec<String> {
+    let found = if fortran {
+        fortran_allocate(line)
+    } else {
+        c_assignments(line)
+    };
+    let found = found.unwrap_or_default();
+    if found.len() < 2 || found.len() > MAX_OBJECTS {
+        return Vec::new();
+    }
+    found
+}
+
+/// Whether a file holds Fortran, by its extension.
+pub fn is_fortran_source(path: &str) -> bool {
+    let extension = path.rsplit_once('.').map_or("", |(_, e)| e);
+    matches!(
+        extension.to_ascii_lowercase().as_str(),
+        "f" | "for" | "f77" | "f90" | "f95" | "f03" | "f08" | "f18"
+    )
+}
+
+/// The objects of the line's first `ALLOCATE(...)`: each item's designator without its bounds
+/// (`rho%val(n)` gives `rho%val`), type specs (`real(8) :: a(n)`) and `stat=`, `source=`,
+/// `mold=`, `errmsg=` left out, in lower case as gfortran names them.
+fn fortran_allocate(line: &str) -> Option<Vec<String>> {
+    let code = line.split('!').next()?;
+    let lower = code.to_ascii_lowercase();
+    let mut from = 0;
+    let open = loop {
+        let at = from + lower[from..].find("allocate")?;
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + "allocate".len()..].trim_start();
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') && after.starts_with('(')
+        {
+            break lower.len() - after.len();
+        }
+        from = at + "allocate".len();
+    };
+    let inner = balanced(&lower[open..])?;
+    let inner = match top_level_find(inner, "::") {
+        Some(at) => &inner[at + 2..],
+        None => inner,
+    };
+    let mut objects = Vec::new();
+    for item in top_level_split(inner, &[',']) {
+        let item = item.trim();
+        if item.is_empty() {
+            return None;
+        }
+        if top_level_find(item, "=").is_some() {
+            continue;
+        }
+        let designator = strip_last_group(item).trim();
+        if designator.is_empty()
+            || !designator
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_%()*:, ".contains(c))
+        {
+            return None;
+        }
+        objects.push(designator.replace(' ', ""));
+    }
+    Some(objects)
+}
+
+/// The variables a C or C++ line assigns a call's (or `new`'s) result to: in each of its
+/// top-level statements and declarators, the name just before a lone `=` whose right side calls.
+fn c_assignments(line: &str) -> Option<Vec<String>> {
+    let code = line.split("//").next()?;
+    let mut objects = Vec::new();
+    for part in top_level_split(code, &[',', ';']) {
+        let Some(eq) = lone_equals(part) else {
+            continue;
+        };
+        let (left, right) = (&part[..eq], part[eq + 1..].trim());
+        if !(right.contains('(') || right.starts_with("new ")) {
+            continue;
+        }
+        let name: String = left
+            .trim_end()
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        objects.push(name);
+    }
+    Some(objects)
+}
+
+/// The byte index of the first `=` of `text` that is no part of `==`, `<=`, `>=`, `!=`, and
+/// lies outside brackets.
+fn lone_equals(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0i32;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'=' if depth == 0 => {
+                let before = i.checked_sub(1).map(|j| bytes[j]);
+                let after = bytes.get(i + 1).copied();
+                if !matches!(before, Some(b'=' | b'<' | b'>' | b'!')) && after != Some(b'=') {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The text inside the parenthesised group `text` starts with, without the parentheses.
+fn balanced(text: &str) -> Option<&str> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return text.get(1..i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `text` without a parenthesised group it ends with (`a(n,m)` gives `a`).
+fn strip_last_group(text: &str) -> &str {
+    let text = text.trim_end();
+    if !text.ends_with(')') {
+        return text;
+    }
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &text[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// The pieces of `text` between the `separators` that lie outside brackets.
+fn top_level_split<'t>(text: &'t str, separators: &[char]) -> Vec<&'t str> {
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut out = Vec::new();
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            c if depth == 0 && separators.contains(&c) => {
+                out.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+/// Where `needle` first occurs in `text` outside brackets.
+fn top_level_find(text: &str, needle: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ if depth == 0 && text[i..].starts_with(needle) => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fortran_allocate_statements_give_their_objects() {
+        let objects = |line: &str| allocated_objects(line, true);
+        assert_eq!(objects("  allocate(t(n,n), tnew(n,n))"), ["t", "tnew"]);
+        assert_eq!(
+            objects("ALLOCATE (Rho%Val(N), vel%val(0:n-1), stat=ierr) ! two"),
+            ["rho%val", "vel%val"]
+        );
+        assert_eq!(
+            objects("allocate(species(s)%val(1000*s), w(2,3))"),
+            ["species(s)%val", "w"]
+        );
+        assert_eq!(objects("allocate(real(8) :: a(n), b(n))"), ["a", "b"]);
+        assert_eq!(objects("if (.not. ok) allocate(x, y)"), ["x", "y"]);
+        // One object, a deallocation, a continued statement, a name this reader cannot take.
+        assert!(objects("allocate(t(n,n))").is_empty());
+        assert!(objects("deallocate(t, tnew)").is_empty());
+        assert!(objects("allocate(t(n,n), &").is_empty());
+        assert!(objects("allocate(a(n), \"b\"(n))").is_empty());
+        assert!(objects("x = 1").is_empty());
+    }
+
+    #[test]
+    fn c_lines_give_the_variables_calls_are_assigned_to() {
+        let objects = |line: &str| allocated_objects(line, false);
+        assert_eq!(
+            objects("  double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);"),
+            ["a", "b"]
+        );
+        assert_eq!(
+            objects("a = (double *)aligned_alloc(64, n); b = new double[n]; // both"),
+            ["a", "b"]
+        );
+        assert_eq!(objects("p->x = xmalloc(n), p->y = xmalloc(n);"), ["x", "y"]);
+        // A constant is no call; comparisons are no assignments.
+        assert_eq!(
+            objects("int k = 0, *a = malloc(n), *b = calloc(n, 8);"),
+            ["a", "b"]
+        );
+        assert!(objects("if (a == malloc(n)) b = f(x);").is_empty());
+        assert!(objects("double *a = malloc(n);").is_empty());
+        assert!(objects("std::vector<double> a(n), b(n);").is_empty());
+    }
+
+    #[test]
+    fn fortran_is_told_by_the_extension() {
+        assert!(is_fortran_source("/src/heat.F90"));
+        assert!(is_fortran_source("solver.f"));
+        assert!(!is_fortran_source("heat.c"));
+        assert!(!is_fortran_source("Makefile"));
+    }
+}
