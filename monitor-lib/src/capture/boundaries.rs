@@ -409,7 +409,13 @@ fn leave(frame: Frame) {
     if frame.monitored() {
         this_thread::monitored_exit(r);
     }
-    if armed && let (Some(m), Some(e)) = (mcc::get(), r.entry) {
+    // Another thread's halt under way: wait for its end here, then look at the halting point
+    // as the tool left it, which may be this very exit again (a step to the next exit of a
+    // parallel loop's body, which every thread of the team leaves).
+    stop_while_halted();
+    if mcc::armed()
+        && let (Some(m), Some(e)) = (mcc::get(), r.entry)
+    {
         halting_point(m, e, Boundary::Exit);
     }
 }

@@ -192,3 +192,69 @@ fn every_thread_goes_on_when_the_tool_goes_away_during_a_halt() {
     drop(tool);
     ends_having_finished(child);
 }
+
+/// Stepping to the exit of an OpenMP loop's body, with nothing requested, halts once at every
+/// thread's exit of every run of the loop: a thread that reached its exit while another was
+/// halted there stopped and then went on past it, never looking at the halting point the next
+/// step armed (3 or 4 halts of 6, by QA).
+#[test]
+fn every_threads_exit_of_a_parallel_loop_halts_a_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "every_threads_exit_of_a_parallel_loop_halts_a_step";
+    if !available("gcc", who) || !runtime_built(who) {
+        return;
+    }
+    let source = kernel("omp_axpy.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O1",
+            "-fopenmp",
+            source.to_str().unwrap(),
+            "-o",
+            "program",
+        ],
+    );
+    let threads = 4;
+    let (child, tool) = start_waiting(
+        &dir.path().join("program"),
+        &dir.path().join("run"),
+        &[("OMP_NUM_THREADS", "4"), ("OMP_WAIT_POLICY", "passive")],
+    );
+    let body = tool
+        .regions()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == "touch_small._omp_fn.0")
+        .expect("the loop's outlined body")
+        .index;
+    let mut halts = Vec::new();
+    loop {
+        tool.set_halting_point(Some(epcache_shm::layout::HaltingPoint {
+            region: Some(body),
+            boundary: Boundary::Exit,
+            skip: 0,
+        }))
+        .unwrap();
+        let generation = tool.halt_generation();
+        tool.release().unwrap();
+        match tool.wait_for_halt(generation, Duration::from_secs(30)) {
+            Ok(halt) => halts.push(halt.thread.openmp),
+            Err(_) => break,
+        }
+        assert!(halts.len() <= 2 * threads, "{halts:?}");
+    }
+    // `touch_small` runs its loop twice on a team of four.
+    assert_eq!(halts.len(), 2 * threads, "{halts:?}");
+    let mut numbers: Vec<u32> = halts.iter().map(|n| n.expect("an OpenMP number")).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, [0, 0, 1, 1, 2, 2, 3, 3]);
+    drop(tool);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
