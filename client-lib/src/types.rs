@@ -836,7 +836,9 @@ impl RequestInfo {
                 site.file, site.line, self.region.name
             ),
             None => format!(
-                "{} was not allocated when {} was entered",
+                "{} was not allocated when {} was entered (or, a POINTER, pointed at a strided \
+                 section, such as a(5,:) or x(1:n:2), whose gaps a request over its span would \
+                 count: ask for the array it points into)",
                 self.data_name(),
                 self.region.name
             ),

@@ -133,10 +133,13 @@ fn look() -> Looked {
     let memory = Memory::read(&followed);
     for f in followed.iter() {
         let read = |addr: u64, size: u8| memory.word(f, addr, size);
+        // A POINTER at a strided section (`row => a(5,:)`, `p => x(1:n:2)`) spans bytes it
+        // does not hold: a request over the span would count the gaps' accesses too, so it is
+        // left unplaced (its requests wait, saying why) rather than measured wrong.
         let placement = f
             .descriptor
             .array(f.address, &read)
-            .filter(|a| a.bytes > 0)
+            .filter(|a| a.bytes > 0 && contiguous(a))
             .map(|a| Placement {
                 range: AddressRange::new(a.start, a.bytes),
                 shape: shape(&a.shape),
@@ -212,6 +215,16 @@ pub(crate) fn retry_claim() {
 }
 
 /// A publishable shape from what the descriptor says.
+/// Whether the array's elements fill its span with no gap.
+fn contiguous(array: &epcache_symbols::DescribedArray) -> bool {
+    let elements = array
+        .shape
+        .dims
+        .iter()
+        .try_fold(1u64, |n, d| n.checked_mul(d.count));
+    elements.and_then(|n| n.checked_mul(array.shape.element_bytes)) == Some(array.bytes)
+}
+
 fn shape(array: &ArrayShape) -> Shape {
     Shape {
         element_bytes: array.element_bytes,

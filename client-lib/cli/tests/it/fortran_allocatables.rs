@@ -248,6 +248,7 @@ fn pointers_to_other_arrays_data_are_measured_over_it() {
         ("axpy", "pool"),
         ("viaq", "q"),
         ("viaq", "xx"),
+        ("read_evens", "evens"),
     ] {
         command.args([
             "--region",
@@ -264,7 +265,9 @@ fn pointers_to_other_arrays_data_are_measured_over_it() {
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    // The strided pointer's request stays unbound (status 2), saying why.
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("pointed at a strided section"), "{said}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     // u%val(1): 1 + 3 sweeps adding 2 * 1; xx(n): 0 + 1.
     assert_eq!(stdout.lines().next(), Some("  8.0"), "{stdout}");
@@ -291,6 +294,11 @@ fn pointers_to_other_arrays_data_are_measured_over_it() {
             "{array}: {result:#}"
         );
     }
+    // Every other element of the pool: a request over its span would count the gaps too (2n - 1
+    // of the pool's reads, not n), so it is not bound.
+    let evens = &results[5];
+    assert_ne!(evens["request"]["binding"], "bound", "{evens:#}");
+    assert_eq!(evens["total"], 0, "{evens:#}");
     // The report counts the bytes for their owners: the pool and xx, not the pointers.
     let axpy = region(report, "axpy");
     assert_eq!(
