@@ -30,6 +30,7 @@ pub(super) fn parameter_list<'a>(
     entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
 ) -> String {
     let mut names = Vec::new();
+    let mut const_method = false;
     if let Ok(mut tree) = unit.entries_tree(Some(entry.offset()))
         && let Ok(root) = tree.root()
     {
@@ -38,7 +39,11 @@ pub(super) fn parameter_list<'a>(
             let d = child.entry();
             match d.tag() {
                 gimli::DW_TAG_formal_parameter => {
-                    if d.attr_value(gimli::DW_AT_artificial).is_some() {
+                    // A member function's implicit `this` (marked artificial on its
+                    // declaration, named on an out-of-line definition): no parameter of the
+                    // list, but a pointer to const makes the method `const`.
+                    if is_this(dwarf, unit, d) {
+                        const_method = parameter_type(dwarf, unit, d).starts_with("const ");
                         continue;
                     }
                     names.push(parameter_type(dwarf, unit, d));
@@ -52,7 +57,36 @@ pub(super) fn parameter_list<'a>(
             }
         }
     }
-    format!("({})", names.join(", "))
+    let qualifier = if const_method { " const" } else { "" };
+    format!("({}){qualifier}", names.join(", "))
+}
+
+/// Whether `parameter` is a member function's implicit `this`: marked artificial, on itself or
+/// on the declaration it is a copy of, or named so.
+fn is_this<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    parameter: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> bool {
+    let mut holder = parameter.clone();
+    for _ in 0..MAX_TYPE_DEPTH {
+        if holder.attr_value(gimli::DW_AT_artificial).is_some()
+            || holder
+                .attr_value(gimli::DW_AT_name)
+                .is_some_and(|v| name_of(dwarf, unit, v) == "this")
+        {
+            return true;
+        }
+        let Some(AttributeValue::UnitRef(origin)) = holder.attr_value(gimli::DW_AT_abstract_origin)
+        else {
+            return false;
+        };
+        let Ok(next) = unit.entry(origin) else {
+            return false;
+        };
+        holder = next;
+    }
+    false
 }
 
 /// A parameter's type name; through its abstract origin when the parameter gives only that (an

@@ -191,9 +191,11 @@ struct S { static double table[700]; };
 double S::table[700];
 static double table[500];
 namespace alpha {
-struct T { static int count; int f(); };
+struct T { static int count; int f(); int g() const; int g(); };
 int T::count;
 int T::f() { static long calls; return (int)++calls + count; }
+__attribute__((noinline)) int T::g() const { return count; }
+__attribute__((noinline)) int T::g() { return count + 1; }
 __attribute__((noinline)) double norm(const double *v, int n) { return n ? v[0] : 0; }
 __attribute__((noinline)) double norm(const float *v, int n) { return n ? v[0] : 0; }
 }
@@ -206,6 +208,8 @@ int main() {
     alpha::T t;
     float f1[1] = {1};
     if (alpha::norm(alpha::table, 1) + alpha::norm(f1, 1) != 2) return 2;
+    const alpha::T &ct = t;
+    if (ct.g() + t.g() != 1) return 3;
     // Printing the addresses keeps every array (the file static too) in the program.
     printf("%p %p %p %p\n", (void *)alpha::table, (void *)beta::table, (void *)S::table,
            (void *)table);
@@ -305,6 +309,9 @@ fn cpp_globals_are_qualified_by_their_namespace_or_class() {
                 "alpha::norm(const float*, int)",
                 "alpha::norm(float const*, int)",
             ),
+            // A const member function and its non-const overload; `this` is no parameter.
+            ("alpha::T::g() const", "alpha::T::g() const"),
+            ("alpha::T::g()", "alpha::T::g()"),
         ] {
             let function = info
                 .functions
