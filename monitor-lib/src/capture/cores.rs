@@ -50,6 +50,7 @@ use epcache_sim::cache::{AccessKind, CoherenceStats, CoreMap, MAX_LEVELS, Machin
 
 use super::access_log::{AccessLog, LogWriter, Simulated};
 use super::settings::{CORES_ENV, process_cores, process_spec};
+use super::state_memory;
 use super::switches::forked_child;
 
 struct Cores {
@@ -61,6 +62,9 @@ struct Cores {
     logs: AtomicUsize,
     /// The machine's line size: a wider access is simulated at once, not logged.
     line: u64,
+    /// The machine's levels, counted among the threads' simulated caches (each thread on it
+    /// still builds a simulator of its own for its counting).
+    _memory: state_memory::Held,
 }
 
 /// What the lock keeps together: the machine and the logs whose accesses it simulates.
@@ -166,9 +170,10 @@ fn cores() -> Option<&'static Cores> {
                     return None;
                 }
             };
-            let (_, spec) = process_spec().as_ref().ok()?;
+            let (text, spec) = process_spec().as_ref().ok()?;
             match Machine::new(spec, map.cores) {
                 Ok(machine) => Some(Cores {
+                    _memory: state_memory::Held::new(spec.machine_state_bytes(map.cores), text),
                     line: machine.line_size(),
                     shared: Mutex::new(Shared {
                         machine,

@@ -1,6 +1,6 @@
 //! The memory the threads' simulated caches take together. Each thread builds a hierarchy of
-//! its own (its sets bounded per hierarchy when the spec is parsed), so a large cache times many
-//! threads can still exhaust a shared node. Each hierarchy is held here for as long as it lives
+//! its own (its sets bounded per hierarchy when the spec is parsed), and threads as cores add
+//! the machine's levels, so a large cache times many threads can still exhaust a shared node. Each hierarchy is held here for as long as it lives
 //! ([`Held`]); when those alive pass half the memory the machine had available when the first
 //! was built (`MemAvailable`), the runtime says so once, with the figures and what to change.
 //! It warns rather than refuses: a thread refused its hierarchy would go uncounted, and the
@@ -49,15 +49,15 @@ fn over_budget(total: u64, available: u64) -> bool {
     total > available / 2
 }
 
-fn warning(cache: &str, each: u64, count: u64, total: u64, available: u64) -> String {
+fn warning(cache: &str, latest: u64, count: u64, total: u64, available: u64) -> String {
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
     format!(
-        "epcache: warning: {count} threads simulate the cache `{cache}` in {:.2} GiB ({:.2} GiB \
-         each), more than half the {:.2} GiB this machine had available; the program may run \
-         out of memory. A smaller cache (EPCACHE_CACHE) or fewer threads (OMP_NUM_THREADS) \
-         needs less",
+        "epcache: warning: the simulated caches take {:.2} GiB ({count} hierarchies of `{cache}`, \
+         the latest {:.2} GiB), more than half the {:.2} GiB this machine had available; the \
+         program may run out of memory. A smaller cache (EPCACHE_CACHE) or fewer threads \
+         (OMP_NUM_THREADS) needs less",
         gib(total),
-        gib(each),
+        gib(latest),
         gib(available)
     )
 }
@@ -99,9 +99,9 @@ mod tests {
         assert!(over_budget((1 << 30) + 1, 2 << 30));
         let text = warning("D1=32K,8,64;LL=1G,16,64", 192 << 20, 64, 12 << 30, 20 << 30);
         for part in [
-            "64 threads",
+            "64 hierarchies",
             "12.00 GiB",
-            "0.19 GiB each",
+            "latest 0.19 GiB",
             "20.00 GiB",
             "EPCACHE_CACHE",
         ] {

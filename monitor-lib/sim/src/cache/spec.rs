@@ -122,6 +122,17 @@ impl HierarchySpec {
         })
     }
 
+    /// The bytes a machine of `cores` cores of this spec allocates for its levels' sets: a
+    /// copy of each level per group of cores sharing it.
+    pub fn machine_state_bytes(&self, cores: usize) -> u64 {
+        self.levels().fold(0u64, |sum, l| {
+            let copies = (cores.max(1) / l.sharing.group_size(cores)).max(1) as u64;
+            sum.saturating_add(
+                CacheLevel::state_bytes(l.geometry, l.replacement).saturating_mul(copies),
+            )
+        })
+    }
+
     /// What is legal but most likely a typo: a data level smaller than, or with shorter lines
     /// than, the level above it (`D1=32K,8,64;L2=16K,8,64`). The simulation runs as given; tools
     /// print these before the program starts.
