@@ -508,6 +508,7 @@ pub(crate) fn render_functions(
         }
     }
     let total: u64 = functions.values().map(|r| key(&r.counts)).sum();
+    let all = functions.len();
     let mut rows: Vec<(Option<&str>, FunctionRow<'_>)> = functions.into_iter().collect();
     rows.sort_by(|a, b| {
         key(&b.1.counts)
@@ -546,6 +547,13 @@ pub(crate) fn render_functions(
             let _ = write!(name, "  (inlined into {})", names.join(", "));
         }
         let _ = writeln!(out, "{}  {name}", table.cells(&row.counts));
+    }
+    if all > rows.len() {
+        let _ = writeln!(
+            out,
+            "-- {} more functions with misses (--top to show more)",
+            all - rows.len()
+        );
     }
     Ok(out)
 }
@@ -846,6 +854,11 @@ mod tests {
         };
         let shown = render_functions(&report, &selection, Some("D1mr"), 1).unwrap();
         assert_eq!(shown.lines().count(), 4, "{shown}");
+        let top = render_functions(&report, &Selection::default(), None, 2).unwrap();
+        assert!(
+            top.ends_with("-- 1 more functions with misses (--top to show more)\n"),
+            "{top}"
+        );
         assert!(shown.lines().nth(3).unwrap().contains("50"), "{shown}");
         assert!(
             shown

@@ -270,7 +270,11 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
         }
         row.extend(Counts::of(&region.events, levels).cells());
         rows.push(row);
-        for thread in &region.per_thread {
+        // By OpenMP thread number where the program has one, else by the runtime's index, as
+        // `epcache results` orders a per-thread request's rows.
+        let mut threads: Vec<&ThreadRow> = region.per_thread.iter().collect();
+        threads.sort_by_key(|t| (t.openmp_thread.is_none(), t.openmp_thread, t.thread));
+        for thread in threads {
             let mut row = vec![
                 String::new(),
                 String::new(),

@@ -303,8 +303,9 @@ pub(super) fn too_large(bytes: u64, which: &str) -> String {
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
     format!(
         "simulating it takes {:.2} GiB of memory per thread ({which}), more than the {:.0} GiB \
-         a hierarchy may take; give a smaller size, or more ways (a set of up to 8 ways takes \
-         128 bytes, whatever its lines)",
+         a hierarchy may take; give a smaller size, or up to 16 ways (a set of up to 8 ways \
+         takes 128 bytes and one of up to 16 192, whatever its lines; past 16 ways every line \
+         takes 17 bytes)",
         gib(bytes),
         gib(MAX_HIERARCHY_STATE_BYTES)
     )
