@@ -22,10 +22,20 @@ pub enum NameMatch {
     OtherCase,
 }
 
+/// Between the names of a region that several functions are (declared on one line: a
+/// template's instances, `tsum<double> | tsum<float>`); each of them finds it.
+pub const ALTERNATIVES: &str = " | ";
+
 /// How `asked` names the region `region`, if it does.
 pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
     if region == asked {
         return Some(NameMatch::Exact);
+    }
+    if region.contains(ALTERNATIVES) {
+        return region
+            .split(ALTERNATIVES)
+            .filter_map(|name| name_match(name, asked))
+            .min();
     }
     if asked.is_empty() {
         return None;
@@ -178,6 +188,16 @@ mod tests {
         assert!(find(names, "heat.f90").is_empty());
         assert_eq!(without_site("a@b.c:x"), None);
         assert_eq!(without_site("@b.c:5"), None);
+    }
+
+    #[test]
+    fn a_region_of_several_functions_is_found_by_each() {
+        let regions = ["tsum<double> | tsum<float>", "tsum<int>", "main"];
+        assert_eq!(find(regions, "tsum<float>"), [0]);
+        assert_eq!(find(regions, "tsum<double> | tsum<float>"), [0]);
+        assert_eq!(find(regions, "tsum<int>"), [1]);
+        assert!(find(regions, "tsum").is_empty());
+        assert_eq!(find(regions, "TSUM<FLOAT>"), [0]);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use epcache_shm::config_table::ConfigEntry;
 use epcache_shm::layout::RegionKind;
+use epcache_shm::region_names;
 
 use super::mcc;
 use super::program::{self, file_id};
@@ -111,16 +112,34 @@ fn register_locked(
 /// can request one before it first runs. Rust functions are left out: SanitizerCoverage gives
 /// them no entry or exit hook, so a region for one would accept requests and never serve them
 /// (Rust code marks its regions with `region!`).
+///
+/// A region is keyed by its declaration's file and line, so functions declared on one line (a
+/// template's instances, overloads written on one line) are one region: it is named by all of
+/// them (`tsum<double> | tsum<float>`), which `epcache_shm::region_names` finds by any one,
+/// rather than by the first, whose name would claim the others' counts.
 pub(crate) fn register_functions(objects: &[&program::ProgramInfo]) {
-    let mut reg = registry();
+    let mut declared: Vec<(String, u32, Vec<&str>)> = Vec::new();
+    let mut at: HashMap<(String, u32), usize> = HashMap::new();
     for p in objects {
         for f in &p.info.functions {
             let file = p.file_name(f.file);
             if is_rust_source(&file) {
                 continue;
             }
-            register_locked(&mut reg, &file, f.line, RegionKind::Function, &f.name);
+            let i = *at.entry((file.clone(), f.line)).or_insert_with(|| {
+                declared.push((file, f.line, Vec::new()));
+                declared.len() - 1
+            });
+            let names = &mut declared[i].2;
+            if !names.contains(&f.name.as_str()) {
+                names.push(&f.name);
+            }
         }
+    }
+    let mut reg = registry();
+    for (file, line, names) in declared {
+        let name = names.join(region_names::ALTERNATIVES);
+        register_locked(&mut reg, &file, line, RegionKind::Function, &name);
     }
 }
 

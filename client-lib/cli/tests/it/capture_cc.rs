@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::capture_support::{
-    self, available, epcache_cc, kernel, run_with_report, runtime_built, runtime_library,
+    self, available, epcache_cc, kernel, region, run_with_report, runtime_built, runtime_library,
 };
 
 /// A first-level cache smaller than the kernels' 16 KB array, so the read sweep after the write
@@ -554,6 +554,36 @@ fn cpp_threads_atomics_and_virtual_calls_stay_correct() {
     assert_eq!(stdout.trim(), "30000 2 1000");
     // 30000 fetch_adds, each a read and a write, at least.
     assert!(count(level(&report, "D1"), "writes") >= 30_000);
+}
+
+/// A template's instances share their declaration's line, and so one region: it is named by
+/// every instance (`tsum<double> | tsum<float>`) and found by each, rather than by the first,
+/// whose name claimed the other's counts.
+#[test]
+fn a_regions_functions_declared_on_one_line_all_name_it() {
+    if !ready(
+        "g++",
+        "a_regions_functions_declared_on_one_line_all_name_it",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("template_regions.cpp");
+    epcache_cc(
+        dir.path(),
+        &["g++", "-O1", "-o", "tsum", source.to_str().unwrap()],
+    );
+    let (stdout, report) = run_with_report(dir.path(), &dir.path().join("tsum"), SMALL_L1);
+    assert_eq!(stdout.trim(), "20480");
+    let found = region(&report, "tsum<float>");
+    assert_eq!(found["name"], "tsum<double> | tsum<float>", "{found}");
+    assert_eq!(region(&report, "tsum<double>")["name"], found["name"]);
+    assert_eq!(found["instances"], 2);
+    // Both instances' reads of their vectors' elements.
+    assert!(
+        count(&found["events"], "PAPI_L1_DCR") >= 4096 + 8192,
+        "{found}"
+    );
 }
 
 #[test]
