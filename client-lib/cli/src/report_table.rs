@@ -331,8 +331,9 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
     shared_lines.dedup();
     if !shared_lines.is_empty() {
         out.push_str(&format!(
-            "Several arrays allocated in one statement share the name {}, which counts them \
-             together: give each its own ALLOCATE (or allocation) line to tell them apart.\n",
+            "Several arrays allocated at one line (in one statement, or by a loop the compiler \
+             unrolled) share the name {}, which counts them together: give each its own \
+             allocation line to tell them apart.\n",
             shared_lines.join(", ")
         ));
     }

@@ -199,9 +199,7 @@ fn arrays_allocated_in_one_statement_are_named_apart_or_said_to_share_their_line
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        table.contains(
-            "Several arrays allocated in one statement share the name heap_one_line.c:14,"
-        ),
+        table.contains("share the name heap_one_line.c:14, which counts them together"),
         "{table}"
     );
 }
