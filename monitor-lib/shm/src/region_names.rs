@@ -86,7 +86,8 @@ fn without_parameters(name: &str) -> Option<&str> {
     None
 }
 
-/// Whether `asked` is `region`, its innermost part(s) after a `::`, or one of those with
+/// Whether `asked` is `region`, its innermost part(s) after a `::` (or, for a derived-type
+/// component, a `%`: `grid%u` of `state::rho%grid%u`), or one of those with
 /// gfortran's trailing underscore (`smooth_` for `smooth`), comparing text by `same`. On bytes,
 /// with no copy: a trace's region check runs at region entries.
 fn is_form_of(region: &str, asked: &str, same: fn(&[u8], &[u8]) -> bool) -> bool {
@@ -95,7 +96,8 @@ fn is_form_of(region: &str, asked: &str, same: fn(&[u8], &[u8]) -> bool) -> bool
         let Some(cut) = region.len().checked_sub(asked.len()) else {
             return false;
         };
-        same(&region[cut..], asked) && (cut == 0 || region[..cut].ends_with(b"::"))
+        same(&region[cut..], asked)
+            && (cut == 0 || region[..cut].ends_with(b"::") || region[..cut].ends_with(b"%"))
     };
     short(asked)
         || asked
@@ -188,6 +190,23 @@ mod tests {
         assert!(find(names, "heat.f90").is_empty());
         assert_eq!(without_site("a@b.c:x"), None);
         assert_eq!(without_site("@b.c:5"), None);
+    }
+
+    #[test]
+    fn a_component_is_found_by_its_innermost_path() {
+        let names = [
+            "state::rho%grid%u",
+            "state::vel%extra",
+            "fields::u",
+            "state::rho",
+        ];
+        assert_eq!(find(names, "grid%u"), [0]);
+        assert_eq!(find(names, "rho%grid%u"), [0]);
+        assert_eq!(find(names, "extra"), [1]);
+        // A short name two structures end in is both's.
+        assert_eq!(find(names, "u"), [0, 2]);
+        assert_eq!(find(names, "rho"), [3]);
+        assert!(find(names, "id%u").is_empty());
     }
 
     #[test]
