@@ -200,26 +200,10 @@ fn derived_type_components_are_arrays_of_their_own() {
     assert!(event(rho, "PAPI_L1_DCR") > 0, "{rho}");
     assert_no_allocation_sites(&report);
 
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["run", "--cache", CACHE, "--region", "advect"])
-        .args([
-            "--array",
-            "vel%val",
-            "--event",
-            "PAPI_L1_DCR",
-            "--json",
-            "--",
-        ])
-        .arg(dir.path().join(program))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let start = stdout
-        .find("\n[")
-        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
-    let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+    let results = run_requests(
+        &dir.path().join(program),
+        &[("advect", "vel%val", "PAPI_L1_DCR")],
+    );
     let result = &results[0];
     assert_eq!(result["request"]["binding"], "bound", "{result:#}");
     assert_eq!(
@@ -366,29 +350,14 @@ fn arrays_of_one_allocate_statement_are_named_and_requested_apart() {
     );
     assert_no_line_named_several(&report);
 
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["run", "--cache", CACHE])
-        .args([
-            "--region",
-            "relax",
-            "--array",
-            "tnew@statement_arrays.f90:9",
-        ])
-        .args(["--event", "PAPI_L1_DCW"])
-        .args(["--region", "relax", "--array", "t@statement_arrays.f90:9"])
-        .args(["--event", "PAPI_L1_DCR"])
-        .args(["--region", "relax", "--array", "statement_arrays.f90:9"])
-        .args(["--event", "PAPI_L1_DCW", "--json", "--"])
-        .arg(dir.path().join(program))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let start = stdout
-        .find("\n[")
-        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
-    let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+    let results = run_requests(
+        &dir.path().join(program),
+        &[
+            ("relax", "tnew@statement_arrays.f90:9", "PAPI_L1_DCW"),
+            ("relax", "t@statement_arrays.f90:9", "PAPI_L1_DCR"),
+            ("relax", "statement_arrays.f90:9", "PAPI_L1_DCW"),
+        ],
+    );
     let totals: Vec<u64> = results
         .as_array()
         .unwrap()
@@ -408,4 +377,26 @@ fn assert_no_line_named_several(report: &serde_json::Value) {
         .filter(|d| d["several_arrays"] == true)
         .collect();
     assert!(several.is_empty(), "{several:#?}");
+}
+
+/// The results `epcache run --json` prints for `requests` (region, array, event) over `program`,
+/// which must succeed.
+fn run_requests(program: &Path, requests: &[(&str, &str, &str)]) -> serde_json::Value {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_epcache"));
+    command.args(["run", "--cache", CACHE]);
+    for (region, array, event) in requests {
+        command.args(["--region", region, "--array", array, "--event", event]);
+    }
+    let out = command
+        .args(["--json", "--"])
+        .arg(program)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+    serde_json::from_str(stdout[start..].trim()).unwrap()
 }
