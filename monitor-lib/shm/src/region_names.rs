@@ -4,12 +4,15 @@
 //! Regions are named as profilers show them: C++ functions with their namespaces and classes
 //! (`alpha::A::init`), Fortran module procedures with their module (`mesh::init`), the rest by
 //! their own names. People also type the short name (`init`), the symbol a profiler or
-//! `nm` printed (`__mesh_MOD_init`, gfortran's external `smooth_`), or Fortran in capitals
-//! (`SWEEP`), or a C++ overload's name without its parameter list (`sum` for
-//! `sum(const float*)`). A name matches a region exactly (the same text), as an alias (a short or symbol
-//! form) or in another case ([`NameMatch`], best first); whoever looks a name up takes only the
-//! best matches there are ([`find`]), so `foo` never finds `Foo` beside a `foo`, a
-//! short name finds its one region, and it is ambiguous when several share it.
+//! `nm` printed (`__mesh_MOD_init`, gfortran's external `smooth_`), Fortran in capitals
+//! (`SWEEP`), a C++ overload's name without its parameter list (`sum` for `sum(const float*)`),
+//! one of the names of a region several functions are (`tsum<float>` for
+//! `tsum<double> | tsum<float>`), a component's tail (`grid%u` for `state::rho%grid%u`) or an
+//! array without its allocation line (`t` for `t@heat.f90:6`). A name matches a region exactly
+//! (the same text), as an alias (a short or symbol form) or in another case ([`NameMatch`],
+//! best first); whoever looks a name up takes only the best matches there are ([`find`]), so
+//! `foo` never finds `Foo` beside a `foo`, a short name finds its one region, and it is
+//! ambiguous when several share it.
 
 /// How `asked` names the region called `region`, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -21,7 +21,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-use epcache_symbols::{allocated_objects, is_fortran_source};
+use epcache_symbols::{allocated_objects, is_fortran_source, rel32_target};
 
 use super::program;
 
@@ -116,12 +116,9 @@ fn calls_on_line(call: u64, file: &str, line: u32) -> Option<Vec<u64>> {
 
 /// The target of a direct call (`e8 rel32`) at byte `at` of `code`, which starts at `start`.
 fn call_target(code: &[u8], at: usize, start: u64) -> Option<u64> {
-    if *code.get(at)? != 0xe8 {
-        return None;
-    }
-    let rel = i32::from_le_bytes(code.get(at + 1..at + 5)?.try_into().ok()?);
-    let returns = start.checked_add(at as u64 + 5)?;
-    Some(returns.wrapping_add_signed(i64::from(rel)))
+    rel32_target(code, at, start)
+        .filter(|&(opcode, _)| opcode == 0xe8)
+        .map(|(_, target)| target)
 }
 
 fn read_code(start: u64, bytes: u64) -> Option<Vec<u8>> {

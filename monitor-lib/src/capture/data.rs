@@ -153,7 +153,7 @@ pub(crate) fn register_with(
     kind: DataStructureKind,
     details: DataStructureDetails,
 ) {
-    register_with_context(name, range, kind, details, &[]);
+    register_with_context(name, range, kind, details, &[], 0);
 }
 
 /// Registers a tracked heap block named by its allocation context ([`super::heap`]): `name`
@@ -172,37 +172,19 @@ pub(crate) fn register_heap_block(
         DataStructureKind::AllocationSite,
         details,
         context,
+        call,
     );
-    if switches::forked_child() {
-        return;
-    }
-    let mut reg = registry();
-    let Some(index) = reg
-        .entries
-        .iter()
-        .rposition(|d| d.live && !d.alias && d.range.start == range.start && d.name == name)
-    else {
-        return;
-    };
-    reg.entries[index].call = call;
-    // Another call on the line holds a live block too: several arrays share the name.
-    let together = reg
-        .entries
-        .iter()
-        .any(|d| d.live && d.name == name && d.call != 0 && d.call != call);
-    if together {
-        for d in reg.entries.iter_mut().filter(|d| d.name == name) {
-            d.several_arrays = true;
-        }
-    }
 }
 
+/// Registers `name` over `range`; a heap block also with its allocation context and its
+/// allocation `call` (0 for other structures).
 fn register_with_context(
     name: &str,
     range: AddressRange,
     kind: DataStructureKind,
     details: DataStructureDetails,
     context: &[String],
+    call: u64,
 ) {
     // A forked child is not monitored, and its copy of the lock may be held by a thread that
     // did not survive the fork (see `switches::forked_child`).
@@ -221,6 +203,7 @@ fn register_with_context(
         if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
             m.reuse_data_structure(mcc_index, range, &entry.details);
         }
+        note_call(&mut reg, index, call);
         rebuild(&mut reg);
         return;
     }
@@ -234,7 +217,29 @@ fn register_with_context(
             mcc::full_once(&e);
         }
     }
+    note_call(&mut reg, index, call);
     rebuild(&mut reg);
+}
+
+/// Keeps the allocation `call` of the heap block entry `index` now holds; when another call
+/// of its line holds a live block too, several arrays share the name, and every entry of the
+/// name says so.
+fn note_call(reg: &mut Registry, index: usize, call: u64) {
+    if call == 0 {
+        return;
+    }
+    reg.entries[index].call = call;
+    let name = &reg.entries[index].name;
+    let together = reg
+        .entries
+        .iter()
+        .any(|d| d.live && d.name == *name && d.call != 0 && d.call != call);
+    if together {
+        let name = name.clone();
+        for d in reg.entries.iter_mut().filter(|d| d.name == name) {
+            d.several_arrays = true;
+        }
+    }
 }
 
 /// Appends an entry and publishes it; its index.

@@ -214,7 +214,6 @@ pub(crate) fn retry_claim() {
     }
 }
 
-/// A publishable shape from what the descriptor says.
 /// Whether the array's elements fill its span with no gap.
 fn contiguous(array: &epcache_symbols::DescribedArray) -> bool {
     let elements = array
@@ -225,6 +224,7 @@ fn contiguous(array: &epcache_symbols::DescribedArray) -> bool {
     elements.and_then(|n| n.checked_mul(array.shape.element_bytes)) == Some(array.bytes)
 }
 
+/// A publishable shape from what the descriptor says.
 fn shape(array: &ArrayShape) -> Shape {
     Shape {
         element_bytes: array.element_bytes,

@@ -161,18 +161,29 @@ fn count_calls(code: &[u8], at: u64, entries: &HashSet<u64>) -> usize {
     let mut count = 0;
     let mut i = 0;
     while i + 5 <= code.len() {
-        if matches!(code[i], 0xe8 | 0xe9) {
-            let rel = i32::from_le_bytes([code[i + 1], code[i + 2], code[i + 3], code[i + 4]]);
-            let next = at.wrapping_add(i as u64 + 5);
-            if entries.contains(&next.wrapping_add_signed(i64::from(rel))) {
-                count += 1;
-                i += 5;
-                continue;
-            }
+        if let Some((_, target)) = rel32_target(code, i, at)
+            && entries.contains(&target)
+        {
+            count += 1;
+            i += 5;
+            continue;
         }
         i += 1;
     }
     count
+}
+
+/// The x86_64 direct call (`e8`) or jump (`e9`) with a 32-bit displacement at byte `i` of
+/// `code`, which starts at address `start`: its opcode and target; `None` for anything else or
+/// an instruction cut short.
+pub fn rel32_target(code: &[u8], i: usize, start: u64) -> Option<(u8, u64)> {
+    let opcode = *code.get(i)?;
+    if !matches!(opcode, 0xe8 | 0xe9) {
+        return None;
+    }
+    let rel = i32::from_le_bytes(code.get(i + 1..i + 5)?.try_into().ok()?);
+    let next = start.wrapping_add(i as u64 + 5);
+    Some((opcode, next.wrapping_add_signed(i64::from(rel))))
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ mod overloads;
 mod running_executable;
 
 pub use allocated_objects::{allocated_objects, is_fortran_source};
+pub use allocation_wrappers::rel32_target;
 pub use array_type::{
     ArrayDescriptor, ArrayShape, DescribedArray, DescriptorDim, DescriptorOp, DescriptorValue,
     Extent, ReadWord, evaluate,

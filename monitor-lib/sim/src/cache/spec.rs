@@ -117,9 +117,8 @@ impl HierarchySpec {
     /// The bytes one hierarchy of this spec allocates for its levels' sets (each thread
     /// simulates one).
     pub fn state_bytes(&self) -> u64 {
-        self.levels().fold(0u64, |sum, l| {
-            sum.saturating_add(CacheLevel::state_bytes(l.geometry, l.replacement))
-        })
+        // One core's machine has one copy of every level.
+        self.machine_state_bytes(1)
     }
 
     /// The bytes a machine of `cores` cores of this spec allocates for its levels' sets: a
