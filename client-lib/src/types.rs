@@ -982,6 +982,27 @@ pub struct RequestResult {
     /// For an analysis request without a report, why (it did not fit the target's result
     /// block, or the analyses could not run).
     pub analysis_missing: Option<String>,
+    /// For a histogram whose target said so: the bytes counted in its smallest and largest
+    /// instance (see [`RequestResult::sizes_differ`]).
+    pub instance_bytes: Option<InstanceBytes>,
+}
+
+/// The sizes of the data a histogram counted over its instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct InstanceBytes {
+    /// Bytes counted in the smallest instance.
+    pub smallest: u64,
+    /// Bytes counted in the largest instance.
+    pub largest: u64,
+}
+
+impl RequestResult {
+    /// Whether the histogram's instances counted data of different sizes (an allocatable
+    /// reallocated, an allocation site's newer block): every bucket then counts the same
+    /// offsets from the data's start in each, and the buckets reach the largest size.
+    pub fn sizes_differ(&self) -> bool {
+        self.instance_bytes.is_some_and(|b| b.smallest != b.largest)
+    }
 }
 
 impl TryFrom<v1::RequestResult> for RequestResult {
@@ -1005,6 +1026,12 @@ impl TryFrom<v1::RequestResult> for RequestResult {
             threads,
             analysis: r.analysis.map(analysis_report).transpose()?,
             analysis_missing: Some(r.analysis_missing).filter(|m| !m.is_empty()),
+            instance_bytes: (r.largest_instance_bytes > 0
+                && r.smallest_instance_bytes <= r.largest_instance_bytes)
+                .then_some(InstanceBytes {
+                    smallest: r.smallest_instance_bytes,
+                    largest: r.largest_instance_bytes,
+                }),
         })
     }
 }

@@ -569,9 +569,22 @@ pub(crate) fn result_message(placed: &Placed, raw: Option<&RequestResult>) -> v1
         return out;
     };
     out.available = true;
-    let counted = info.range.map_or(AddressRange::new(0, 0), |r| {
+    let mut counted = info.range.map_or(AddressRange::new(0, 0), |r| {
         AddressRange::new(r.start, r.end.saturating_sub(r.start))
     });
+    // A histogram's buckets as the target cut them (`layout::BucketGeometry`): as wide as its
+    // largest instance needed, reaching that instance's size.
+    let mut info = info.clone();
+    let g = r.geometry;
+    if g.bucket_bytes > 0 && info.fields.is_empty() && info.buckets > 0 {
+        info.bucket_bytes = g.bucket_bytes;
+        info.buckets = u32::try_from(g.largest.div_ceil(g.bucket_bytes)).unwrap_or(u32::MAX);
+        counted = AddressRange::new(counted.start, counted.len().max(g.largest));
+        out.smallest_instance_bytes = g.smallest;
+        out.largest_instance_bytes = g.largest;
+        out.request = Some(info.clone());
+    }
+    let info = &info;
     let sum = r.sum();
     out.instances = sum.instances;
     out.total = sum.total;

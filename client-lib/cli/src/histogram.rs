@@ -62,6 +62,18 @@ fn title(r: &RequestResult) -> String {
     )
 }
 
+/// What a reader must know when the histogram's instances counted data of different sizes (an
+/// array reallocated between them): what a bucket then sums.
+fn sizes_note(r: &RequestResult) -> Option<String> {
+    let b = r.instance_bytes.filter(|_| r.sizes_differ())?;
+    Some(format!(
+        "{} had different sizes in these instances ({} to {} bytes): each bucket sums the same offsets from its start in every instance, in buckets wide enough for the largest",
+        r.request.data_name(),
+        b.smallest,
+        b.largest
+    ))
+}
+
 /// A bucket's label: its member in a by-field result, else the elements (or bytes) it covers.
 fn bucket_label(b: &Bucket, base: u64, shape: Option<&Shape>) -> String {
     match &b.field {
@@ -71,12 +83,25 @@ fn bucket_label(b: &Bucket, base: u64, shape: Option<&Shape>) -> String {
 }
 
 /// Where a result's array starts and what its type says: bucket labels name elements from
-/// there (see [`crate::array_labels`]).
-fn array_of(r: &RequestResult) -> (u64, Option<&Shape>) {
-    match &r.request.data_structure {
-        Some(d) => (d.range.start, d.shape.as_ref()),
-        None => (r.request.range.start, None),
-    }
+/// there (see [`crate::array_labels`]). When its instances had different sizes, the rows or
+/// columns of its latest shape are not those of the others: a 1-D array is labelled by
+/// elements up to its largest size, others by byte offsets.
+fn array_of(r: &RequestResult) -> (u64, Option<Shape>) {
+    let Some(d) = &r.request.data_structure else {
+        return (r.request.range.start, None);
+    };
+    let shape = match (&d.shape, r.instance_bytes) {
+        (Some(s), Some(bytes)) if r.sizes_differ() => match s.dimensions.as_slice() {
+            [only] if s.element_bytes > 0 => {
+                let mut grown = s.clone();
+                grown.dimensions[0].extent = only.extent.max(bytes.largest / s.element_bytes);
+                Some(grown)
+            }
+            _ => None,
+        },
+        (shape, _) => shape.clone(),
+    };
+    (d.range.start, shape)
 }
 
 /// The charts of a result: its buckets, or one chart per thread for a per-thread request, each
@@ -113,7 +138,7 @@ pub(crate) fn bars(r: &RequestResult, width: usize) -> String {
         .unwrap_or(0)
         .max(1);
     let (base, shape) = array_of(r);
-    let label = |b: &Bucket| bucket_label(b, base, shape);
+    let label = |b: &Bucket| bucket_label(b, base, shape.as_ref());
     let label_width = panels
         .iter()
         .flat_map(|(_, b)| b.iter().map(|b| label(b).len()))
@@ -121,6 +146,9 @@ pub(crate) fn bars(r: &RequestResult, width: usize) -> String {
         .unwrap_or(0);
     let count_width = max.to_string().len();
     let mut out = title(r) + "\n";
+    if let Some(note) = sizes_note(r) {
+        let _ = writeln!(out, "  {note}");
+    }
     for (heading, buckets) in panels {
         if let Some(heading) = heading {
             let _ = writeln!(out, "{heading}");
@@ -222,6 +250,14 @@ pub(crate) fn svg(r: &RequestResult) -> String {
         w / 2.0,
         escape(&title(r))
     );
+    if let Some(note) = sizes_note(r) {
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="36" text-anchor="middle" font-size="10">{}</text>"#,
+            w / 2.0,
+            escape(&note)
+        );
+    }
     for (p, (heading, buckets)) in panels.iter().enumerate() {
         let panel_top = top + p as f64 * (panel_h + bottom);
         let plot_top = panel_top + (panel_h - plot_h);
@@ -262,7 +298,7 @@ pub(crate) fn svg(r: &RequestResult) -> String {
                     r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
                     left + (i as f64 + 0.5) * slot,
                     plot_top + plot_h + 18.0,
-                    escape(&bucket_label(b, base, shape))
+                    escape(&bucket_label(b, base, shape.as_ref()))
                 );
             }
         }
@@ -271,7 +307,10 @@ pub(crate) fn svg(r: &RequestResult) -> String {
             r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
             left + plot_w / 2.0,
             plot_top + plot_h + 40.0,
-            escape(&array_labels::axis_title(shape, &r.request.data_name()))
+            escape(&array_labels::axis_title(
+                shape.as_ref(),
+                &r.request.data_name()
+            ))
         );
     }
     out.push_str("</svg>\n");
@@ -363,6 +402,7 @@ mod tests {
             threads: Vec::new(),
             analysis: None,
             analysis_missing: None,
+            instance_bytes: None,
         }
     }
 

@@ -18,8 +18,9 @@ use std::time::Duration;
 
 use epcache_shm::config_table::ConfigEntry;
 use epcache_shm::layout::{
-    Aggregation, Boundary, DataStructureDetails, DataStructureKind, Mode, PublishedModel,
-    RegionKind, RequestResult, ResultRow, ResultText, RowThreads, SiteKey, analysis_bits,
+    Aggregation, Boundary, BucketGeometry, DataStructureDetails, DataStructureKind, Mode,
+    PublishedModel, RegionKind, RequestResult, ResultRow, ResultText, RowThreads, SiteKey,
+    analysis_bits,
 };
 use epcache_shm::target::{ActiveRequest, Mcc, MccOptions};
 use epcache_sim::analysis::{Analyses, AnalysisConfig};
@@ -220,6 +221,7 @@ impl Program {
                 total: sum.total,
                 buckets: sum.buckets.clone(),
             }],
+            geometry: BucketGeometry::default(),
             text,
         };
         let _ = self.mcc.write_result(r.slot, &result);

@@ -43,14 +43,14 @@ use epcache_sim::ranges::AddressRange;
 /// First word of every epcache segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"EPCACHE\x01");
 /// Bumped whenever the meaning of any byte changes; readers refuse other versions.
-pub const LAYOUT_VERSION: u32 = 7;
+pub const LAYOUT_VERSION: u32 = 8;
 /// Bytes before the first table.
 pub const HEADER_BYTES: usize = 256;
 /// Request slots are bits of one 64-bit flag word per region, so at most 64.
 pub const MAX_REQUEST_SLOTS: u32 = 64;
 /// Words before a result block's rows: sequence, generation and row count, buckets per row,
-/// text length and kind (see [`write_result`]).
-pub const RESULT_HEADER_WORDS: usize = 4;
+/// text length and kind, and the histogram's [`BucketGeometry`] (see [`write_result`]).
+pub const RESULT_HEADER_WORDS: usize = 7;
 /// Words before a row's buckets: whose row it is, instances, total.
 pub const ROW_HEADER_WORDS: usize = 3;
 /// Upper bound on buckets per request, so a hostile header cannot make a reader allocate gigabytes.
@@ -344,6 +344,20 @@ pub enum LayoutError {
         value: u64,
         /// The exclusive limit.
         limit: u64,
+    },
+    /// A result whose bucket width and sizes do not describe its buckets.
+    #[error(
+        "a result's buckets of {bucket_bytes} bytes over {smallest} to {largest} bytes do not fit its {buckets} buckets per row; the segment is corrupt"
+    )]
+    BadGeometry {
+        /// Bucket width.
+        bucket_bytes: u64,
+        /// Smallest instance's bytes.
+        smallest: u64,
+        /// Largest instance's bytes.
+        largest: u64,
+        /// Buckets per row.
+        buckets: u64,
     },
     /// A name that is out of the string area or not UTF-8.
     #[error("name at string offset {offset}, length {len}: {why}; the segment is corrupt")]
@@ -1605,6 +1619,29 @@ impl ResultText {
     }
 }
 
+/// How a histogram's buckets cut the bytes it counted, as the target cut them: the same for
+/// every row. A request on an allocatable or an allocation site binds, at each instance of its
+/// region, to the data as it is then, which may have another size than at the last instance;
+/// its buckets then count the same offsets from the data's start in every instance, as wide as
+/// the largest instance needs (see the runtime's `capture::monitoring`). All zero for a static
+/// count, a by-field request and a result written before anything was bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BucketGeometry {
+    /// Width of every bucket in bytes (the last may cover less data).
+    pub bucket_bytes: u64,
+    /// Bytes counted in the smallest instance.
+    pub smallest: u64,
+    /// Bytes counted in the largest instance: the buckets cover offsets `0..largest`.
+    pub largest: u64,
+}
+
+impl BucketGeometry {
+    /// Whether the instances counted data of different sizes.
+    pub fn sizes_differ(&self) -> bool {
+        self.smallest != self.largest
+    }
+}
+
 /// A request's latest result, read consistently.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestResult {
@@ -1612,6 +1649,8 @@ pub struct RequestResult {
     pub generation: u32,
     /// Its counts: one [`RowThreads::All`] row, or one row per thread for a per-thread request.
     pub rows: Vec<ResultRow>,
+    /// How the rows' buckets cut the bytes.
+    pub geometry: BucketGeometry,
     /// The analysis report of an analysis request.
     pub text: ResultText,
 }
@@ -1627,6 +1666,7 @@ impl RequestResult {
                 total,
                 buckets,
             }],
+            geometry: BucketGeometry::default(),
             text: ResultText::None,
         }
     }
@@ -1710,6 +1750,7 @@ fn cut(text: &str, bytes: usize) -> &str {
 /// - word 1: generation (bits 0..32), rows (bits 32..64);
 /// - word 2: buckets per row;
 /// - word 3: text bytes (bits 0..32), text kind (bits 32..40: 0 none, 1 report, 2 why missing);
+/// - words 4, 5, 6: the [`BucketGeometry`]: bucket width, smallest and largest bytes counted;
 /// - then each row: whose ([`RowThreads`]: thread id in bits 0..32, kind 0 all / 1 one thread /
 ///   2 the others in bits 32..40, how many others in bits 40..64), instances, total, buckets;
 /// - then the text, 8 bytes per word, little-endian.
@@ -1758,6 +1799,10 @@ pub fn write_result(words: &[AtomicU64], result: &RequestResult) {
         text.text().len() as u64 | text.kind() << 32,
         Ordering::Relaxed,
     );
+    let g = result.geometry;
+    words[4].store(g.bucket_bytes, Ordering::Relaxed);
+    words[5].store(g.smallest, Ordering::Relaxed);
+    words[6].store(g.largest, Ordering::Relaxed);
     let mut at = RESULT_HEADER_WORDS;
     for row in &rows {
         words[at].store(row.threads.to_word(), Ordering::Relaxed);
@@ -1833,9 +1878,28 @@ fn decode_result(words: &[u64], block_words: usize) -> Result<RequestResult, Lay
             });
         }
     };
+    // Never trusted: a width and sizes that do not describe the rows' buckets are refused.
+    let geometry = BucketGeometry {
+        bucket_bytes: words[4],
+        smallest: words[5],
+        largest: words[6],
+    };
+    if geometry.smallest > geometry.largest
+        || geometry.largest > 0
+            && (geometry.bucket_bytes == 0
+                || geometry.largest.div_ceil(geometry.bucket_bytes) > buckets)
+    {
+        return Err(LayoutError::BadGeometry {
+            bucket_bytes: geometry.bucket_bytes,
+            smallest: geometry.smallest,
+            largest: geometry.largest,
+            buckets,
+        });
+    }
     Ok(RequestResult {
         generation: words[1] as u32,
         rows: out,
+        geometry,
         text,
     })
 }

@@ -631,6 +631,11 @@ impl Mcc {
         chosen.map(|(i, ds)| (DataStructureIndex(i as u32), ds.range))
     }
 
+    /// Buckets one row of a result block holds: a histogram never has more.
+    pub fn buckets_per_slot(&self) -> usize {
+        self.layout.buckets_per_slot()
+    }
+
     /// Marks the active request in `slot` (of `generation`) rejected: the runtime cannot serve
     /// it (an event at a level its cache does not have). Nothing if the tool changed the slot.
     pub fn reject(&self, slot: u32, generation: u32) {

@@ -84,6 +84,7 @@ mod region_registry;
 mod region_stack;
 mod report;
 mod report_lines;
+mod request_results;
 mod runtime_guard;
 mod settings;
 mod start_up;

@@ -2,13 +2,10 @@
 //! counter array at a region's entry and publishing their results at its exit, and, in standalone
 //! mode, counting every event per region and per data structure.
 
-use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use epcache_shm::layout::{
-    self, Aggregation, Mode, RequestResult, RequestSpec, ResultRow, ResultText, RowThreads,
-    analysis_bits,
+    self, Aggregation, Mode, RequestSpec, ResultRow, ResultText, RowThreads, analysis_bits,
 };
 use epcache_shm::target::ActiveRequest;
 use epcache_sim::analysis::AnalysisConfig;
@@ -22,6 +19,7 @@ use super::gate_abi;
 use super::line_table::{LineTable, NO_REGION_NODE};
 use super::mcc;
 use super::region_registry::RegionRef;
+use super::request_results;
 use super::structure_finder::StructureFinder;
 use super::switches;
 
@@ -155,19 +153,6 @@ impl Binding {
     fn is_analysis(&self) -> bool {
         self.request.spec.analyses != 0
     }
-}
-
-/// A request's results across region instances, on every thread: each thread publishes its
-/// instances' counts into the same rows, under [`SLOT_TOTALS`]'s lock, and writes them all.
-/// (Each thread writing only its own, the last thread to end an instance overwrote the others':
-/// a request on an OpenMP loop counted one thread's half of the array.) A summed or per-instance
-/// request has one row for all threads; a per-thread request one row per thread, in the order
-/// the threads first ended an instance (the result block sums the threads past its room into a
-/// last row, `layout::write_result`).
-#[derive(Debug, Default)]
-struct SlotTotals {
-    generation: u32,
-    rows: Vec<ResultRow>,
 }
 
 /// Snapshot taken at a standalone region's entry.
@@ -550,7 +535,14 @@ impl Monitoring {
                 m.reject(request.slot, request.generation);
                 continue;
             }
-            let bucket_bytes = bucket_bytes(&request.spec, request.range, line);
+            let bucket_bytes = match request.spec.mode {
+                Mode::Histogram { .. } => request_results::bucket_width(
+                    &request,
+                    bucket_bytes(&request.spec, request.range, line),
+                    m.buckets_per_slot() as u64,
+                ),
+                Mode::Static | Mode::Fields(_) => 0,
+            };
             if request.spec.analyses != 0 {
                 analysed.push(request);
             }
@@ -706,46 +698,9 @@ impl Monitoring {
         // No publication while a thread is halted, and no halt announced during one: a tool
         // reads at a halt only complete results, which stay as they were until it releases.
         let _gate = switches::PublicationGate::enter();
-        // A poisoned lock only means another thread panicked mid-publish; the sums stand.
-        let mut slots = SLOT_TOTALS.lock().unwrap_or_else(|e| e.into_inner());
-        let totals = slots.entry(request.slot).or_default();
-        // An instance bound before the tool replaced the request ends after another thread
-        // began summing the new one: it must not reset those sums (its result is stale anyway).
-        if (request.generation.wrapping_sub(totals.generation) as i32) < 0 {
-            return;
+        if let Some(result) = request_results::add(&request, instance, binding.bucket_bytes, text) {
+            let _ = m.write_result(request.slot, &result);
         }
-        if totals.generation != request.generation {
-            *totals = SlotTotals {
-                generation: request.generation,
-                ..SlotTotals::default()
-            };
-        }
-        match totals.rows.iter_mut().find(|r| r.threads == threads) {
-            None => totals.rows.push(instance),
-            // The latest instance's counts, after as many instances as there were.
-            Some(row) if request.spec.aggregation == Aggregation::PerInstance => {
-                *row = ResultRow {
-                    instances: row.instances + 1,
-                    ..instance
-                };
-            }
-            Some(row) => {
-                row.instances += 1;
-                row.total += instance.total;
-                if row.buckets.len() < instance.buckets.len() {
-                    row.buckets.resize(instance.buckets.len(), 0);
-                }
-                for (a, b) in row.buckets.iter_mut().zip(&instance.buckets) {
-                    *a += b;
-                }
-            }
-        }
-        let result = RequestResult {
-            generation: request.generation,
-            rows: totals.rows.clone(),
-            text,
-        };
-        let _ = m.write_result(request.slot, &result);
     }
 }
 
@@ -757,9 +712,6 @@ fn os_thread_id() -> u32 {
         .and_then(|p| p.file_name()?.to_str()?.parse().ok())
         .unwrap_or(0)
 }
-
-/// Every request's results so far, by slot (see [`SlotTotals`]).
-static SLOT_TOTALS: Mutex<BTreeMap<u32, SlotTotals>> = Mutex::new(BTreeMap::new());
 
 /// Bytes per bucket: the width asked for, or the range split into the number asked for, rounded
 /// up to whole lines (the counter array counts lines).

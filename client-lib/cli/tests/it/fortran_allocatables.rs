@@ -367,6 +367,90 @@ fn arrays_of_one_allocate_statement_are_named_and_requested_apart() {
     assert_eq!(totals, [2 * inner, 2 * 4 * inner, 2 * inner], "{results:#}");
 }
 
+/// `growing_allocatable.f90`'s sizes, in doubles, in the order the region sees them.
+const SIZES: [u64; 3] = [1000, 3000, 2000];
+
+/// A histogram over an allocatable whose size changes between the region's instances counts
+/// the same elements in every instance in each bucket (hand counts per bucket from its bytes:
+/// element k is read once per instance that has it), reaches the largest size, says the
+/// smallest and largest, and is labelled by elements up to the largest; a per-instance request
+/// keeps its latest instance's own buckets.
+#[test]
+fn a_histogram_over_an_array_of_changing_size_counts_the_same_elements_in_every_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "growing_allocatable";
+    if !build(dir.path(), "growing_allocatable.f90", program) {
+        return;
+    }
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["run", "--cache", CACHE])
+            .args(["--region", "total", "--array", "grid::u", "--event"])
+            .args(["PAPI_L1_DCR", "--buckets", "10"])
+            .args(extra)
+            .arg("--")
+            .arg(dir.path().join(program))
+            .output()
+            .unwrap()
+    };
+    let summed = run(&["--json"]);
+    let per_instance = run(&["--aggregation", "per-instance", "--json"]);
+    let text = run(&[]);
+    for out in [&summed, &per_instance, &text] {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let result = |out: &std::process::Output| {
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let start = stdout.find("\n[").unwrap_or_else(|| panic!("{stdout}"));
+        let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+        results[0].clone()
+    };
+
+    let summed = result(&summed);
+    let bytes = |b: &serde_json::Value, end: &str| b["range"][end].as_u64().unwrap();
+    let buckets = summed["buckets"].as_array().unwrap();
+    let base = bytes(&buckets[0], "start");
+    let largest = SIZES.iter().max().unwrap() * 8;
+    assert!(buckets.len() <= 10, "{summed:#}");
+    assert_eq!(bytes(buckets.last().unwrap(), "end") - base, largest);
+    for b in buckets {
+        let first = (bytes(b, "start") - base) / 8 + 1;
+        let last = (bytes(b, "end") - base) / 8;
+        let expected: u64 = (first..=last)
+            .map(|k| SIZES.iter().filter(|&&n| n >= k).count() as u64)
+            .sum();
+        assert_eq!(
+            b["count"], expected,
+            "elements ({first}:{last}) in {summed:#}"
+        );
+    }
+    assert_eq!(summed["total"], SIZES.iter().sum::<u64>());
+    assert_eq!(summed["instance_bytes"]["smallest"], 8000);
+    assert_eq!(summed["instance_bytes"]["largest"], largest);
+
+    let latest = result(&per_instance);
+    assert_eq!(latest["instances"], 3);
+    assert_eq!(latest["total"], SIZES[2]);
+    assert_eq!(
+        latest["buckets"].as_array().unwrap().len(),
+        10,
+        "{latest:#}"
+    );
+    assert_eq!(latest["instance_bytes"]["largest"], SIZES[2] * 8);
+
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("grid::u had different sizes in these instances (8000 to 24000 bytes)"),
+        "{text}"
+    );
+    // 32-byte lines: 800-byte tenths of the first instance, doubled twice for the largest.
+    assert!(text.contains("(1:400) 1200"), "{text}");
+}
+
 /// No allocation line of the report covers several arrays.
 fn assert_no_line_named_several(report: &serde_json::Value) {
     let several: Vec<&serde_json::Value> = report["regions"]

@@ -12,7 +12,7 @@ fn small() -> Capacities {
         data_structures: 8,
         request_slots: 4,
         buckets_per_slot: 8,
-        result_words: 32,
+        result_words: 35,
         string_bytes: 64,
     }
 }
@@ -29,7 +29,7 @@ fn a_fresh_header_validates_to_the_planned_layout() {
     let (image, layout) = formatted();
     assert_eq!(Layout::validate(image.view()).unwrap(), layout);
     assert_eq!(layout.buckets_per_slot(), 8);
-    assert_eq!(layout.result_words(), 32);
+    assert_eq!(layout.result_words(), 35);
     assert_eq!(layout.span(Table::Config).capacity, 16);
 }
 
@@ -297,6 +297,7 @@ fn per_thread_rows_round_trip_and_threads_past_the_room_are_summed_into_one_row(
             thread_row(101, 8, vec![1; 8]),
             thread_row(102, 16, vec![2; 8]),
         ],
+        geometry: BucketGeometry::default(),
         text: ResultText::None,
     };
     write_result(block, &two);
@@ -307,6 +308,7 @@ fn per_thread_rows_round_trip_and_threads_past_the_room_are_summed_into_one_row(
         rows: (0..5)
             .map(|i| thread_row(200 + i, 8 * u64::from(i + 1), vec![u64::from(i + 1); 8]))
             .collect(),
+        geometry: BucketGeometry::default(),
         text: ResultText::None,
     };
     write_result(block, &five);
@@ -323,6 +325,7 @@ fn per_thread_rows_round_trip_and_threads_past_the_room_are_summed_into_one_row(
     let many = RequestResult {
         generation: 1,
         rows: (0..9).map(|i| thread_row(i + 1, 1, Vec::new())).collect(),
+        geometry: BucketGeometry::default(),
         text: ResultText::None,
     };
     write_result(block, &many);
@@ -369,6 +372,34 @@ fn the_report_follows_the_counts_and_one_that_does_not_fit_is_replaced_by_a_note
         read_result(block, 10),
         Err(LayoutError::BadString { .. })
     ));
+}
+
+#[test]
+fn a_results_bucket_geometry_round_trips_and_one_that_does_not_fit_its_buckets_is_refused() {
+    let (image, layout) = formatted();
+    let block = layout.entry_words(image.view(), Table::Results, 0).unwrap();
+    // Three instances of 8,000 to 24,000 bytes, in buckets of 3,328: eight cover the largest.
+    let grown = RequestResult {
+        geometry: BucketGeometry {
+            bucket_bytes: 3328,
+            smallest: 8000,
+            largest: 24_000,
+        },
+        ..RequestResult::summed(1, 3, 48, vec![6; 8])
+    };
+    write_result(block, &grown);
+    let read = read_result(block, 10).unwrap().unwrap();
+    assert_eq!(read, grown);
+    assert!(read.geometry.sizes_differ());
+
+    for (word, value) in [(4, 0), (4, 2048), (5, 30_000)] {
+        write_result(block, &grown);
+        block[word].store(value, Ordering::Relaxed);
+        assert!(
+            matches!(read_result(block, 10), Err(LayoutError::BadGeometry { .. })),
+            "word {word} = {value}"
+        );
+    }
 }
 
 #[test]
