@@ -14,6 +14,7 @@ use epcache_client::{
     Aggregation, Client, ConnectOptions, Event, RegionRef, Request, RequestInfo, RequestResult,
     TargetState,
 };
+use epcache_shm::target::LAUNCHER_ENV;
 use epcache_sim::cache::CORES_ENV;
 use tokio_stream::StreamExt;
 
@@ -533,6 +534,10 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
     if !requests.is_empty() {
         command.env("EPCACHE_WAIT", START_WAIT_SECS.to_string());
     }
+    // The program ends (SIGTERM) when this process dies, even by SIGKILL. The kernel ties it to
+    // the thread that spawns it, which is the main thread: `block_on` polls this future there,
+    // and it lives as long as the process.
+    command.env(LAUNCHER_ENV, std::process::id().to_string());
     let mut child = command
         .spawn()
         .with_context(|| format!("starting {}", program.to_string_lossy()))?;

@@ -853,6 +853,11 @@ fn wait_notice(state: layout::TargetState, tools: u64) -> String {
     }
 }
 
+/// The environment variable in which the launcher a program must not outlive (`epcache run`)
+/// gives its pid: the runtime has the kernel end the program with SIGTERM when that process
+/// dies, if it is the program's parent.
+pub const LAUNCHER_ENV: &str = "EPCACHE_LAUNCHER_PID";
+
 /// What `EPCACHE_WAIT` asks for: unset, empty, `0`, `no`, `off`, `false` mean no wait; `yes`,
 /// `on`, `true` mean [`DEFAULT_START_WAIT`]; a number is seconds. Anything else is reported on
 /// stderr and treated as `yes`, since the user clearly wanted a wait.

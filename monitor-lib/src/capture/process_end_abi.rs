@@ -1,6 +1,7 @@
 //! How the runtime learns that the process ends, from the C library and the kernel: the exit
 //! handlers (`atexit`, `at_quick_exit`), the handler a fork child runs (the child is no longer
-//! the monitored process), and the crash signals' handler, which writes the standalone report
+//! the monitored process), the parent-death signal that ends a program whose `epcache run` was
+//! killed ([`end_with_launcher`]), and the crash signals' handler, which writes the standalone report
 //! before the program dies (`process_end.rs` does the work of each). The report survives a
 //! crash as Cachegrind's output does: a kernel that indexes past its array after an hour of
 //! simulation, or fails an `assert`, keeps that hour's counts.
@@ -31,6 +32,50 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 
 use super::process_end;
 use super::signal_abi::{action_is_default, arm_watchdog, die_of, say};
+
+/// Ends the program, by SIGTERM, when the launcher that started it dies: a killed
+/// `epcache run` (a batch system's `kill -9`, a closed terminal) must not leave its program
+/// running on the node, unmonitored and unseen. The kernel sends the signal
+/// (`PR_SET_PDEATHSIG`); SIGTERM rather than SIGKILL, so a standalone report and a trace are
+/// still finished (`signal_abi.rs`). Only a direct child of the launcher is tied to it: a
+/// program a script started under `epcache run`, or a program's own children, which inherit
+/// the variable, are left alone.
+pub(super) fn end_with_launcher() {
+    let Some(launcher) = std::env::var(epcache_shm::target::LAUNCHER_ENV)
+        .ok()
+        .and_then(|v| v.parse::<libc::pid_t>().ok())
+    else {
+        return;
+    };
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != launcher {
+        return;
+    }
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and unused zeros; it changes only this
+    // process's parent-death signal.
+    let set = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGTERM as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if set != 0 {
+        eprintln!(
+            "epcache: cannot tie this program to epcache run (pid {launcher}): {}; it runs on if epcache run is killed",
+            std::io::Error::last_os_error()
+        );
+        return;
+    }
+    // The launcher died between the check and the request: the kernel will not send it now.
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != launcher {
+        // SAFETY: raise only sends SIGTERM to this thread, which takes its usual action.
+        unsafe { libc::raise(libc::SIGTERM) };
+    }
+}
 
 /// Registers `hook` to run at process exit, after `main` returns or `exit` is called.
 pub(super) fn register_at_exit(hook: extern "C" fn()) {

@@ -55,6 +55,8 @@ pub(crate) fn init_process() {
 /// The start-up itself; says where the report goes, if one is wanted.
 fn start_up() -> Option<PathBuf> {
     this_thread::mark_started_process();
+    // First: a launcher killed during the start wait must not leave the program waiting.
+    process_end_abi::end_with_launcher();
     let report =
         std::env::var_os(REPORT_ENV).map(|path| settings::report_path(PathBuf::from(path)));
     let spec_text = match process_spec() {

@@ -4,7 +4,7 @@
 //! captured access at once, without the report; a signal the program inherited ignored stays
 //! ignored. A crash (SIGSEGV, a failed `assert`, glibc's abort on a corrupted heap) leaves the
 //! report too, and the program still dies of its signal, even when the report cannot be
-//! written (a watchdog ends it).
+//! written (a watchdog ends it). A program whose `epcache run` is killed ends too.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
@@ -512,4 +512,97 @@ fn a_crash_whose_report_blocks_still_ends_by_its_signal() {
         "{stderr}"
     );
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+/// The process whose parent is `parent`, once there is one (within a minute).
+fn child_of(parent: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // `pid (comm) state ppid ...`: the command may hold spaces, the fields after it not.
+            let ppid: u32 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == parent).then_some(pid)
+        });
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "pid {parent} started no program");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` still runs (a zombie nobody reaped has ended).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_owned())
+        })
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
+/// `epcache run` killed by SIGKILL (a batch system's limit, a closed session) takes its program
+/// with it, both running its standalone report and waiting at start for its requests: the
+/// program gets SIGTERM from the kernel.
+#[test]
+fn a_program_does_not_outlive_its_killed_epcache_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path()) else {
+        return;
+    };
+    let ways: [&[&str]; 2] = [
+        &["--all-regions"],
+        &[
+            "--region",
+            "sweep",
+            "--array",
+            "a",
+            "--event",
+            "PAPI_L1_DCA",
+        ],
+    ];
+    for way in ways {
+        let mut run = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["run", "--cache", "D1=32K,8,64;LL=8M,16,64"])
+            .args(way)
+            .arg("--")
+            .arg(&program)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child_of(run.id());
+        if way == ways[0] {
+            // Running its loop.
+            let mut line = String::new();
+            BufReader::new(run.stdout.as_mut().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line, "ready\n");
+        }
+        run.kill().unwrap();
+        run.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while running(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let still = running(pid);
+        if still {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+        assert!(
+            !still,
+            "{way:?}: the program ran on after epcache run was killed"
+        );
+    }
 }
