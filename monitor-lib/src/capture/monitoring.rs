@@ -698,9 +698,9 @@ impl Monitoring {
         // No publication while a thread is halted, and no halt announced during one: a tool
         // reads at a halt only complete results, which stay as they were until it releases.
         let _gate = switches::PublicationGate::enter();
-        if let Some(result) = request_results::add(&request, instance, binding.bucket_bytes, text) {
-            let _ = m.write_result(request.slot, &result);
-        }
+        request_results::add(&request, instance, binding.bucket_bytes, text, |result| {
+            let _ = m.write_result(request.slot, result);
+        });
     }
 }
 

@@ -115,17 +115,22 @@ pub(crate) fn bucket_width(request: &ActiveRequest, own: u64, room: u64) -> u64 
 }
 
 /// Adds one instance's counts of `request` (`instance`, with buckets `bucket_bytes` wide over
-/// the data it bound) to its totals and returns the result to publish; `None` when the request
-/// was replaced meanwhile.
+/// the data it bound) to its totals and has `write` publish the result, under the totals'
+/// lock: a thread that wrote after releasing it could overwrite a later thread's result, which
+/// holds its counts too, with its own older one. Nothing when the request was replaced
+/// meanwhile.
 pub(crate) fn add(
     request: &ActiveRequest,
     mut instance: ResultRow,
     bucket_bytes: u64,
     text: ResultText,
-) -> Option<RequestResult> {
+    write: impl FnOnce(&RequestResult),
+) {
     let histogram = matches!(request.spec.mode, Mode::Histogram { .. });
     let mut slots = SLOT_TOTALS.lock().unwrap_or_else(|e| e.into_inner());
-    let totals = SlotTotals::of(&mut slots, request)?;
+    let Some(totals) = SlotTotals::of(&mut slots, request) else {
+        return;
+    };
     let len = request.range.len();
     let per_instance = request.spec.aggregation == Aggregation::PerInstance;
     if histogram {
@@ -171,12 +176,12 @@ pub(crate) fn add(
             }
         }
     }
-    Some(RequestResult {
+    write(&RequestResult {
         generation: request.generation,
         rows: totals.rows.clone(),
         geometry: totals.geometry,
         text,
-    })
+    });
 }
 
 /// Buckets `from` bytes wide, summed into buckets `to` bytes wide over the same bytes: each
@@ -238,7 +243,11 @@ mod tests {
             total: len / 8,
             buckets,
         };
-        (width, add(&r, row, width, ResultText::None).unwrap())
+        let mut result = None;
+        add(&r, row, width, ResultText::None, |r| {
+            result = Some(r.clone())
+        });
+        (width, result.unwrap())
     }
 
     #[test]
