@@ -427,36 +427,6 @@ fn note_fewer_buckets(asked: &[Request], placed: &[RequestInfo]) {
     }
 }
 
-/// For each requested region that holds OpenMP parallel loops (gfortran's and gcc's outlined
-/// bodies, `f._omp_fn.N`), what its counts hold: the function runs on the thread that calls it,
-/// so the team's other threads are counted in the loops' regions only.
-fn openmp_team_notes<'a>(
-    asked: impl Iterator<Item = &'a str>,
-    regions: impl Iterator<Item = &'a str> + Clone,
-) -> Vec<String> {
-    let mut asked: Vec<&str> = asked.collect();
-    asked.sort_unstable();
-    asked.dedup();
-    asked
-        .into_iter()
-        .filter_map(|name| {
-            let prefix = format!("{name}._omp_fn.");
-            let mut loops: Vec<&str> = regions
-                .clone()
-                .filter(|r| r.starts_with(&prefix) && !r[prefix.len()..].contains('.'))
-                .collect();
-            loops.sort_unstable();
-            let first = *loops.first()?;
-            Some(format!(
-                "`{name}` runs OpenMP parallel loops ({}): its counts hold the thread that calls \
-                 it, and the team's other threads only in the loops' regions; ask for `{first}` \
-                 to count every thread of the team",
-                loops.join(", ")
-            ))
-        })
-        .collect()
-}
-
 /// Where the results go: stdout, or the file of --output.
 fn emit(args: &RunArgs, text: &str) -> anyhow::Result<()> {
     match &args.output {
@@ -598,15 +568,6 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
             }
         };
         note_fewer_buckets(&requests, &placed);
-        if !placed.is_empty()
-            && let Ok(description) = client.describe(pid).await
-        {
-            let names = description.regions.iter().map(|r| r.name.as_str());
-            let asked = placed.iter().map(|p| p.region.name.as_str());
-            for note in openmp_team_notes(asked, names) {
-                eprintln!("epcache: note: {note}");
-            }
-        }
         client.resume(pid, true).await?;
         while let Some(event) = events.next().await {
             match event? {
@@ -801,38 +762,5 @@ mod tests {
         for name in ["init", "alpha::A::init", "main.c:42", "f:x:1"] {
             assert_eq!(region_ref(name), RegionRef::Name(name.to_owned()), "{name}");
         }
-    }
-
-    #[test]
-    fn a_function_running_openmp_loops_says_where_the_team_is_counted() {
-        let regions = [
-            "sweep",
-            "sweep._omp_fn.1",
-            "sweep._omp_fn.0",
-            "sweep._omp_fn.0._omp_fn.2",
-            "sweeps",
-            "fields::relax",
-            "fields::relax._omp_fn.0",
-            "main",
-        ];
-        let notes = openmp_team_notes(
-            ["sweep", "main", "sweep", "fields::relax"].into_iter(),
-            regions.iter().copied(),
-        );
-        assert_eq!(notes.len(), 2, "{notes:#?}");
-        assert!(
-            notes[0]
-                .contains("`fields::relax` runs OpenMP parallel loops (fields::relax._omp_fn.0)"),
-            "{}",
-            notes[0]
-        );
-        assert!(
-            notes[1].contains("(sweep._omp_fn.0, sweep._omp_fn.1)")
-                && notes[1]
-                    .ends_with("ask for `sweep._omp_fn.0` to count every thread of the team"),
-            "{}",
-            notes[1]
-        );
-        assert!(openmp_team_notes(["main"].into_iter(), regions.iter().copied()).is_empty());
     }
 }

@@ -317,15 +317,69 @@ fn enter(region: Option<RegionRef>, function: bool, sp: u64) {
             (Some(m), Some(e)) => m.has_request(e),
             _ => false,
         };
-    let monitored =
-        region.is_some() && (requested || switches::standalone() || switches::trace_asked());
-    push(Frame::resolved(region, function, monitored), sp);
+    let counting = switches::standalone() || switches::trace_asked();
+    let parents = match region {
+        Some(r) if function => parents_to_open(r, m, counting),
+        _ => Vec::new(),
+    };
+    let monitored = region.is_some() && (requested || counting || !parents.is_empty());
+    for (i, &(parent, parent_requested)) in parents.iter().enumerate() {
+        let frame = Frame::resolved(Some(parent), false, true);
+        push(if i > 0 { frame.opening_parent() } else { frame }, sp);
+        this_thread::monitored_enter(parent, parent_requested);
+    }
+    let frame = Frame::resolved(region, function, monitored);
+    push(
+        if parents.is_empty() {
+            frame
+        } else {
+            frame.opening_parent()
+        },
+        sp,
+    );
     if let Some(r) = region
         && monitored
     {
         this_thread::monitored_enter(r, requested);
     }
 }
+
+/// The parallel parents to open, outermost first, with whether each is requested, when
+/// `region` is an OpenMP construct's outlined body entered on a thread where the function it
+/// belongs to is not open: a worker of the team. Its part of the construct is then counted in
+/// that function too, as the thread that called the function counts its own part: a request
+/// on `sweep` counts the whole team's work in `sweep`'s parallel loop, not the caller's share,
+/// and so do the standalone report's inclusive counts. Each thread's part is an instance, as
+/// it is of the outlined body's own region. Only where something counts them (a request on a
+/// parent, the standalone report, a trace); the halting points are not looked at, since no
+/// thread entered the function there.
+fn parents_to_open(region: RegionRef, m: Option<&Mcc>, counting: bool) -> Vec<(RegionRef, bool)> {
+    let mut parents = Vec::new();
+    let mut child = region;
+    // Under the registry's lock, as a resolution: marked as in the runtime, never in a forked
+    // child (see `resolve_pc`).
+    let parent_of = |id| resolve_pc(|| region_registry::parallel_parent(id));
+    while let Some(parent) = parent_of(child.id) {
+        if with_frames(|f| f.holds(parent.id)) || parents.len() >= MAX_PARALLEL_NESTING {
+            break;
+        }
+        let requested = mcc::armed()
+            && match (m, parent.entry) {
+                (Some(m), Some(e)) => m.has_request(e),
+                _ => false,
+            };
+        parents.push((parent, requested));
+        child = parent;
+    }
+    if !counting && !parents.iter().any(|&(_, requested)| requested) {
+        return Vec::new();
+    }
+    parents.reverse();
+    parents
+}
+
+/// Parallel constructs nested deeper than this in one function are not followed further out.
+const MAX_PARALLEL_NESTING: usize = 8;
 
 /// Halts here if the tool's halting point matches this boundary. The halt is the process's:
 /// before it is announced every other thread's boundaries leave the fast path
@@ -408,6 +462,20 @@ fn leave(frame: Frame) {
     let Some(r) = region else { return };
     if frame.monitored() {
         this_thread::monitored_exit(r);
+    }
+    // The parallel parents its entry opened close with it, before its halting point: a tool
+    // halted there reads the thread's part of them too.
+    let mut opener = frame;
+    while opener.opened_parent() {
+        let Some(parent) = with_frames(Frames::pop) else {
+            break;
+        };
+        if let Some(p) = parent.region()
+            && parent.monitored()
+        {
+            this_thread::monitored_exit(p);
+        }
+        opener = parent;
     }
     // Another thread's halt under way: wait for its end here, then look at the halting point
     // as the tool left it, which may be this very exit again (a step to the next exit of a

@@ -12,7 +12,7 @@
 //! `RuntimeGuard`), and never in a forked child, where a vanished thread may hold the lock.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use epcache_shm::config_table::ConfigEntry;
@@ -46,9 +46,17 @@ struct Registry {
     /// Code address → region (function regions by an address inside them, markers by call site);
     /// `None` for code without debug information.
     by_pc: HashMap<u64, Option<RegionRef>>,
+    /// Region id → the function whose OpenMP construct it is the outlined body of, once asked.
+    parents: HashMap<u32, Option<RegionRef>>,
 }
 
 static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+
+/// One bit per region id below [`OUTLINED_IDS`]: set for a region named as an OpenMP outlined
+/// body (`f._omp_fn.N`), so a region entry asks for a parallel parent without the registry's
+/// lock only where there can be one (a region past them always asks).
+static OUTLINED: [AtomicU64; OUTLINED_IDS / 64] = [const { AtomicU64::new(0) }; OUTLINED_IDS / 64];
+const OUTLINED_IDS: usize = 1 << 16;
 /// Whether anyone can want regions: a tool's segment exists, or the standalone report runs.
 static TRACKING: AtomicBool = AtomicBool::new(false);
 
@@ -98,6 +106,11 @@ fn register_locked(
         id: reg.regions.len() as u32,
         entry,
     };
+    if name.contains("._omp_fn.")
+        && let Some(word) = OUTLINED.get(r.id as usize / 64)
+    {
+        word.fetch_or(1 << (r.id % 64), Ordering::Relaxed);
+    }
     reg.regions.push(RegionMeta {
         name: name.to_owned(),
         file: file.to_owned(),
@@ -210,6 +223,38 @@ pub(super) fn function_at(pc: u64) -> Option<RegionRef> {
 /// The marker region whose begin call returns to `return_pc`, named `label` if it is new.
 pub(super) fn marker_at(return_pc: u64, label: impl FnOnce() -> String) -> Option<RegionRef> {
     resolved(return_pc, |reg| marker_region(reg, return_pc, &label()))
+}
+
+/// The function region that region `id` is the outlined body of, when `id` is one of gcc's and
+/// gfortran's OpenMP bodies: `f._omp_fn.N` (a parallel loop, a task) belongs to `f`, and
+/// `f._omp_fn.0._omp_fn.1` (nested) to `f._omp_fn.0`; `mesh::init._omp_fn.0` to `mesh::init`.
+/// The parent is the region of that name in the same file.
+pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
+    if OUTLINED
+        .get(id as usize / 64)
+        .is_some_and(|word| word.load(Ordering::Relaxed) & 1 << (id % 64) == 0)
+    {
+        return None;
+    }
+    let mut reg = registry();
+    if let Some(&parent) = reg.parents.get(&id) {
+        return parent;
+    }
+    let parent = reg.regions.get(id as usize).and_then(|r| {
+        let (name, number) = r.name.rsplit_once("._omp_fn.")?;
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let i = reg
+            .regions
+            .iter()
+            .position(|p| p.name == name && p.file == r.file && p.kind == RegionKind::Function)?;
+        reg.by_key
+            .get(&(file_id(&reg.regions[i].file), reg.regions[i].line))
+            .copied()
+    });
+    reg.parents.insert(id, parent);
+    parent
 }
 
 /// The function holding `pc`, from the program's debug information.

@@ -36,6 +36,7 @@ const FUNCTION: u32 = 2;
 const MONITORED: u32 = 4;
 const HAS_REGION: u32 = 8;
 const HAS_ENTRY: u32 = 16;
+const OPENED_PARENT: u32 = 32;
 
 impl Frame {
     /// What `pop` answers for a frame it lost (only while a thread's destructors run).
@@ -79,6 +80,25 @@ impl Frame {
             }
         }
         Frame { word, id, flags }
+    }
+
+    /// The same frame, marked as having opened the frame beneath it: its parallel parent's,
+    /// which closes with it (`boundaries::enter`).
+    pub(super) fn opening_parent(self) -> Frame {
+        Frame {
+            flags: self.flags | OPENED_PARENT,
+            ..self
+        }
+    }
+
+    /// Whether its entry opened the frame beneath it ([`Self::opening_parent`]).
+    pub(super) fn opened_parent(self) -> bool {
+        self.flags & OPENED_PARENT != 0
+    }
+
+    /// Whether it is region `id`'s frame.
+    fn is_region(self, id: u32) -> bool {
+        self.flags & HAS_REGION != 0 && self.id == id
     }
 
     #[inline(always)]
@@ -259,6 +279,21 @@ impl Frames {
             (Some(slot), Some(stack)) => (slot.get(), stack.get()),
             _ => pop_deep(),
         })
+    }
+
+    /// Whether region `id` is open on this thread.
+    pub(super) fn holds(&self, id: u32) -> bool {
+        let depth = self.depth.get();
+        self.shallow[..depth.min(SHALLOW_FRAMES)]
+            .iter()
+            .any(|f| f.get().is_region(id))
+            || depth > SHALLOW_FRAMES
+                && DEEP_FRAMES
+                    .try_with(|f| {
+                        f.try_borrow()
+                            .is_ok_and(|f| f.iter().any(|(frame, _)| frame.is_region(id)))
+                    })
+                    .unwrap_or(false)
     }
 
     /// The innermost open region, left open.

@@ -496,6 +496,17 @@ fn openmp_worker_threads_are_in_the_report() {
     assert_eq!(b["events"]["PAPI_L1_DCR"], n);
     // A worker's simulated caches outlive its hand-over: the second pass over `small` (16 KiB,
     // in a 32 KiB L1) misses nowhere, so its 2048 doubles miss once per 64-byte line in all.
+    // The function holding the loop counts the team too: each thread's part is an instance.
+    let function = capture_support::region(&report, "axpy");
+    assert_eq!(function["instances"], 4, "{function:#}");
+    assert_eq!(function["threads"], 4);
+    let a = capture_support::structure(function, "a");
+    assert_eq!(a["events"]["PAPI_L1_DCR"], n, "{function:#}");
+    assert_eq!(a["events"]["PAPI_L1_DCW"], n);
+    let touch = capture_support::region(&report, "touch_small");
+    assert_eq!(touch["instances"], 8, "{touch:#}");
+    let small = capture_support::structure(touch, "small");
+    assert_eq!(small["events"]["PAPI_L1_DCR"], 2 * 2048);
     let twice = report["regions"]
         .as_array()
         .unwrap()

@@ -1,7 +1,8 @@
 //! Requests a real target cannot serve, placed through the segment directly (as a tool without
 //! the daemon's checks would): the runtime rejects them once and runs on, instead of keeping
 //! them active, unanswered, with a complaint at every boundary.
-//! And a request on an OpenMP loop, which every thread's instances serve together.
+//! And requests on an OpenMP loop and on the function holding it, which every thread's
+//! instances serve together.
 
 use epcache_shm::layout::{Aggregation, Boundary, Mode, RequestSpec, RequestTarget, SlotState};
 
@@ -57,10 +58,10 @@ fn an_event_at_a_level_the_target_lacks_is_rejected_once() {
 }
 
 /// A request on an OpenMP loop counts every thread's share: each thread publishes its
-/// instances into one result. Before, each thread wrote its own, so the last to end won: half
-/// of `b` on two threads, a different half from run to run.
+/// instances into one result. So does one on the function holding the loop, `axpy`: the
+/// team's workers enter its part of the loop there too, each thread's part an instance.
 #[test]
-fn a_request_on_a_parallel_loop_counts_every_thread() {
+fn a_request_on_a_parallel_loop_or_its_function_counts_every_thread() {
     let dir = tempfile::tempdir().unwrap();
     if !capture_support::available("gcc", "runtime_requests")
         || !capture_support::runtime_built("runtime_requests")
@@ -84,33 +85,33 @@ fn a_request_on_a_parallel_loop_counts_every_thread() {
         &dir.path().join("run"),
         &[("EPCACHE_CACHE", TWO_LEVELS), ("OMP_NUM_THREADS", "2")],
     );
-    let outlined = tool
-        .regions()
-        .unwrap()
-        .into_iter()
-        .find(|r| r.name == "axpy._omp_fn.0")
-        .unwrap();
+    let regions = tool.regions().unwrap();
     let b = tool
         .data_structures()
         .unwrap()
         .into_iter()
         .find(|d| d.name == "b")
         .unwrap();
-    let request = |mode| RequestSpec {
-        region: outlined.index,
-        target: RequestTarget::DataStructure(b.index),
-        event: "PAPI_L1_DCR".parse().unwrap(),
-        mode,
-        aggregation: Aggregation::Summed,
-        analyses: 0,
-    };
-    let count = tool.submit(&request(Mode::Static)).unwrap();
-    let histogram = tool
-        .submit(&request(Mode::Histogram {
-            buckets: 4,
-            bucket_bytes: 0,
-        }))
-        .unwrap();
+    let mut placed = Vec::new();
+    for name in ["axpy._omp_fn.0", "axpy"] {
+        let region = regions.iter().find(|r| r.name == name).unwrap();
+        let request = |mode| RequestSpec {
+            region: region.index,
+            target: RequestTarget::DataStructure(b.index),
+            event: "PAPI_L1_DCR".parse().unwrap(),
+            mode,
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        };
+        let count = tool.submit(&request(Mode::Static)).unwrap();
+        let histogram = tool
+            .submit(&request(Mode::Histogram {
+                buckets: 4,
+                bucket_bytes: 0,
+            }))
+            .unwrap();
+        placed.push((name, count, histogram));
+    }
     tool.release().unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -120,18 +121,20 @@ fn a_request_on_a_parallel_loop_counts_every_thread() {
     );
     // N = 1000000 elements of b, each read once, by one thread or the other.
     let n = 1_000_000;
-    let count = tool.read_result(count).unwrap().unwrap().sum();
-    assert_eq!(count.instances, 2, "one instance per thread");
-    assert_eq!(count.total, n);
-    let histogram = tool.read_result(histogram).unwrap().unwrap().sum();
-    assert_eq!(histogram.total, n);
-    // A static schedule: each thread reads its half, so every quarter is there.
-    assert_eq!(histogram.buckets.len(), 4);
-    for bucket in &histogram.buckets {
-        assert!(
-            (n / 4 - 64..=n / 4 + 64).contains(bucket),
-            "{:?}",
-            histogram.buckets
-        );
+    for (name, count, histogram) in placed {
+        let count = tool.read_result(count).unwrap().unwrap().sum();
+        assert_eq!(count.instances, 2, "{name}: one instance per thread");
+        assert_eq!(count.total, n, "{name}");
+        let histogram = tool.read_result(histogram).unwrap().unwrap().sum();
+        assert_eq!(histogram.total, n, "{name}");
+        // A static schedule: each thread reads its half, so every quarter is there.
+        assert_eq!(histogram.buckets.len(), 4, "{name}");
+        for bucket in &histogram.buckets {
+            assert!(
+                (n / 4 - 64..=n / 4 + 64).contains(bucket),
+                "{name}: {:?}",
+                histogram.buckets
+            );
+        }
     }
 }
