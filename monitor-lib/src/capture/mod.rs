@@ -25,7 +25,8 @@
 //!    (which threads hold counts the totals lack), `streaming` (the stores that fill what goes
 //!    to the worker).
 //! 5. **What is counted**: `totals` (the run's sums), `monitoring` (requests bound at a
-//!    region's entry, results published at its exit, standalone counts), `structure_finder`
+//!    region's entry, results published at its exit, standalone counts), `request_results`
+//!    (a request's instances on every thread summed into one result), `structure_finder`
 //!    (which data structure holds an address), `heap` (heap blocks named by allocation context),
 //!    `allocation_statements` (which of a statement's several arrays a block is),
 //!    `line_table` (misses per code address), `tracing` (the partial data trace of a region

@@ -736,17 +736,17 @@ fn every_thread_of_an_openmp_region_is_recorded_and_replays_to_the_live_counts()
             assert_eq!(small["levels"]["D1"]["misses"], 256, "{small}");
         }
     }
-    // One instance of `touch_small`, which the first thread enters twice while the others
-    // still record (they never enter it): its second instance is left out as asked, which is
-    // no thread failing to record.
+    // One instance of `touch_small`, which every thread of the team enters twice (the
+    // workers for their parts of its loop): the second instances are left out as asked, which
+    // is no thread failing to record.
     let recording = dir.path().join("one.eppt");
     let env = [("OMP_NUM_THREADS", "4")];
     let stderr = run_traced_with(dir.path(), cache, "touch_small:1", &recording, None, &env);
     assert!(!stderr.contains("does not record"), "{stderr}");
     let replayed = replay(&recording, cache);
-    // One pass over the first thread's quarter of `small`: a function's instance holds its
-    // own thread's accesses, the other threads' being in the outlined body's region.
-    assert_eq!(replayed_structure(&replayed, "small")["loads"], 2048 / 4);
+    // One pass over `small`, each thread's quarter: the function's instance holds its
+    // team's accesses, as the outlined body's region does.
+    assert_eq!(replayed_structure(&replayed, "small")["loads"], 2048);
 }
 
 #[test]
