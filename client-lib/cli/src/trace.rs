@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -118,6 +118,38 @@ enum Output {
     Partial(Box<PartialWriter<BufWriter<File>>>),
 }
 
+/// Refuses an output that is the input itself: the conversion would replace the log it reads.
+fn refuse_same_file(input: &Path, output: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output))
+        && (i.dev(), i.ino()) == (o.dev(), o.ino())
+    {
+        bail!(
+            "`{}` is both the input and the output; give another output file (the input is left as it is)",
+            output.display()
+        );
+    }
+    Ok(())
+}
+
+/// A file beside `output` that becomes it only once the conversion succeeded: a failure leaves
+/// an existing `output` as it was, and no half-written file in its place.
+fn staged_output(output: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = output.file_name().map_or_else(
+        || "output".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create `{}`", output.display()))
+}
+
 fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
     let SourceFormat::Lackey = args.from;
     let started = Instant::now();
@@ -131,8 +163,12 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
         &args.code_range,
         program.as_ref().zip(args.binary.as_ref()),
     )?;
+    refuse_same_file(&args.input, &args.output)?;
     let input = TraceInput::open(&args.input)?;
-    let file = File::create(&args.output)
+    let staged = staged_output(&args.output)?;
+    let file = staged
+        .as_file()
+        .try_clone()
         .with_context(|| format!("cannot create `{}`", args.output.display()))?;
     let writing = || format!("writing `{}`", args.output.display());
     let mut output = match args.to {
@@ -203,14 +239,17 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
         }
     };
     if read == 0 {
-        // An empty trace replays to nothing, which replay refuses: no file is left behind.
-        let _ = std::fs::remove_file(&args.output);
+        // An empty trace replays to nothing, which replay refuses: the staged file goes.
         bail!(
             "`{}` holds no lackey records ({} bytes read): give the log of `valgrind --tool=lackey --trace-mem=yes`; nothing was written",
             args.input.display(),
             reader.bytes_read()
         );
     }
+    staged
+        .persist(&args.output)
+        .map_err(|e| e.error)
+        .with_context(writing)?;
     let bytes_out = std::fs::metadata(&args.output).with_context(writing)?.len();
     let bytes_in = reader.bytes_read();
     let seconds = started.elapsed().as_secs_f64();

@@ -99,6 +99,33 @@ fn lackey_and_epct_replays_agree_and_show_the_conventions() {
     assert_eq!(convert.status.code(), Some(1));
     assert!(stderr(&convert).contains("holds no lackey records"));
     assert!(!empty.exists());
+    // A failed conversion leaves an existing output as it was, and an output that is the
+    // input itself is refused before anything is touched.
+    let before = std::fs::read(&epct).unwrap();
+    let convert = epcache(&[
+        "trace",
+        "convert",
+        "--from",
+        "lackey",
+        &text.display().to_string(),
+        &epct,
+    ]);
+    assert_eq!(convert.status.code(), Some(1));
+    assert_eq!(std::fs::read(&epct).unwrap(), before);
+    let convert = epcache(&["trace", "convert", "--from", "lackey", &log, &log]);
+    assert_eq!(convert.status.code(), Some(1));
+    assert!(
+        stderr(&convert).contains("is both the input and the output"),
+        "{}",
+        stderr(&convert)
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), LACKEY_LOG);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     // Three fetches; two loads and the modify (one read); one store.
     let cg = &results[0];
     assert_eq!(
