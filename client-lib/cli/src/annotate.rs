@@ -2,7 +2,7 @@
 //! calls) as a table with their source text, or converted to Callgrind's format or CSV
 //! (`line_report.rs` writes them).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
@@ -54,11 +54,31 @@ pub(crate) struct AnnotateArgs {
     output: Option<PathBuf>,
 }
 
+/// Says, as cg_annotate does, which source files changed after the report was written: the
+/// text shown beside a line number may then not be the code that was measured there.
+fn warn_of_newer_sources(report: &LineReport, path: &Path) {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(written) = modified(path) else {
+        return;
+    };
+    for file in report.source_files() {
+        if modified(Path::new(file)).is_some_and(|m| m > written) {
+            eprintln!(
+                "epcache: warning: the source file {file} is more recent than the report {}: the lines shown may not be the code that was measured",
+                path.display()
+            );
+        }
+    }
+}
+
 pub(crate) fn annotate(args: &AnnotateArgs) -> anyhow::Result<()> {
     let shown = args.report.display().to_string();
     let text = std::fs::read_to_string(&args.report)
         .with_context(|| format!("reading the report {shown}"))?;
     let report = LineReport::parse(&text, &shown)?;
+    if args.format == LineFormat::Text {
+        warn_of_newer_sources(&report, &args.report);
+    }
     let selection = Selection {
         region: args.region.clone(),
         data_structure: args.data_structure.clone(),

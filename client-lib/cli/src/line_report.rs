@@ -13,7 +13,7 @@
 //! follow as columns of their own (`EPC_L1_FSM`, ...). A file holds one data structure's misses, or all of
 //! them summed, as `--data-structure` asks; one file per structure of interest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -44,6 +44,17 @@ struct Region {
     name: String,
     #[serde(default)]
     lines: Vec<Line>,
+}
+
+impl LineReport {
+    /// The source files the report's lines name, each once.
+    pub(crate) fn source_files(&self) -> BTreeSet<&str> {
+        self.regions
+            .iter()
+            .flat_map(|r| &r.lines)
+            .filter_map(|l| l.file.as_deref())
+            .collect()
+    }
 }
 
 /// One row: a source position's misses for one data structure.

@@ -139,10 +139,9 @@ fn staged_output(output: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = output.file_name().map_or_else(
-        || "output".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let name = output
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
     tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".partial")

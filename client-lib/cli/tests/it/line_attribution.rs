@@ -485,3 +485,55 @@ fn false_sharing_is_counted_for_the_line_that_writes_the_packed_counters() {
         .sum();
     assert_eq!(from_csv, packed_fsm);
 }
+
+/// `epcache annotate` says, as cg_annotate does, when a source file changed after the report
+/// was written (its lines may not be the code measured), and says nothing otherwise.
+#[test]
+fn annotate_warns_of_a_source_newer_than_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("kernel.c");
+    let report = dir.path().join("report.json");
+    std::fs::write(&source, "int a[64];\nvoid f(void) { a[0]++; }\n").unwrap();
+    let text = serde_json::json!({
+        "cache": "D1=32K,8,64",
+        "levels": [{ "name": "D1" }],
+        "regions": [{
+            "name": "program",
+            "lines": [{
+                "file": source.to_str().unwrap(),
+                "line": 2,
+                "function": "f",
+                "data_structure": "a",
+                "events": { "PAPI_L1_LDM": 3, "PAPI_L1_STM": 0 }
+            }]
+        }]
+    });
+    let annotate = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["annotate"])
+            .arg(&report)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    std::fs::write(&report, text.to_string()).unwrap();
+    let said = annotate();
+    assert!(!said.contains("more recent"), "{said}");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&source)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let said = annotate();
+    assert!(
+        said.contains("kernel.c is more recent than the report"),
+        "{said}"
+    );
+}
