@@ -5,7 +5,7 @@
 //! `==pid==` messages and, when its log shares a stream with the program, the program's output.
 //! Lines with the trace prefixes must parse; every other line is skipped and counted.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use super::{TraceKind, TraceRecord};
 
@@ -18,6 +18,10 @@ pub enum LackeyError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "line {line} is longer than {MAX_LINE_BYTES} bytes without a newline: not a lackey log (give the log of `valgrind --tool=lackey --trace-mem=yes`)"
+    )]
+    LineTooLong { line: u64 },
     #[error("line {line}: malformed trace line `{text}`: {why}")]
     Malformed {
         line: u64,
@@ -26,6 +30,11 @@ pub enum LackeyError {
         why: &'static str,
     },
 }
+
+/// The longest line read: a lackey record is a few dozen bytes and valgrind's own lines are
+/// short, so a longer one is some other file (`/dev/zero`, a binary), which would otherwise
+/// be read into memory whole.
+pub const MAX_LINE_BYTES: u64 = 64 * 1024;
 
 /// Reads [`TraceRecord`]s from a lackey log, one line at a time, reusing one line buffer.
 #[derive(Debug)]
@@ -85,12 +94,17 @@ impl<R: BufRead> LackeyReader<R> {
                 }
                 None => {
                     self.line.clear();
-                    let len = self
-                        .input
+                    let len = (&mut self.input)
+                        .take(MAX_LINE_BYTES)
                         .read_until(b'\n', &mut self.line)
                         .map_err(|source| io_error(self.line_number, source))?;
                     if len == 0 {
                         return Ok(None);
+                    }
+                    if len as u64 == MAX_LINE_BYTES && self.line.last() != Some(&b'\n') {
+                        return Err(LackeyError::LineTooLong {
+                            line: self.line_number + 1,
+                        });
                     }
                     (parse_line(&self.line).with_text(&self.line), len)
                 }
@@ -273,6 +287,16 @@ mod tests {
                 "{capacity}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_after_a_bounded_read() {
+        // `/dev/zero` as a trace: refused at the first line, not read into memory for ever.
+        let input = std::io::BufReader::new(std::io::repeat(0));
+        let mut reader = LackeyReader::new(input);
+        let err = reader.next_record().unwrap_err();
+        assert!(matches!(err, LackeyError::LineTooLong { line: 1 }), "{err}");
+        assert!(err.to_string().contains("not a lackey log"), "{err}");
     }
 
     #[test]
