@@ -605,23 +605,25 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
     }
 
     if let (Some(region), Some(output)) = (&args.trace, &args.output) {
-        return Ok(match run_trace::check_recording(region, output, cache) {
-            Ok(recording) if args.json => {
-                print_stdout(&json(&recording)?)?;
-                exit_code(status)
-            }
-            Ok(recording) => {
-                eprintln!("epcache: {}", recording.summary());
-                exit_code(status)
-            }
-            Err(why) => {
-                if args.json {
-                    print_stdout(&json(&serde_json::json!({ "error": why }))?)?;
+        return Ok(
+            match run_trace::check_recording(region, output, cache, &report) {
+                Ok(recording) if args.json => {
+                    print_stdout(&json(&recording)?)?;
+                    exit_code(status)
                 }
-                eprintln!("epcache: {why}");
-                NOT_MONITORED
-            }
-        });
+                Ok(recording) => {
+                    eprintln!("epcache: {}", recording.summary());
+                    exit_code(status)
+                }
+                Err(why) => {
+                    if args.json {
+                        print_stdout(&json(&serde_json::json!({ "error": why }))?)?;
+                    }
+                    eprintln!("epcache: {why}");
+                    NOT_MONITORED
+                }
+            },
+        );
     }
     if !results.is_empty() {
         emit(

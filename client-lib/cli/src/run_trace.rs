@@ -65,14 +65,54 @@ impl Recording {
     }
 }
 
+/// The trace file the program's report says it wrote (`report::TraceFileReport` of the
+/// runtime): `None` when the report says nothing of one (no thread tried to create it, or the
+/// program left no report), else its device and inode, or why it could not be written.
+fn traced_file(report: &Path) -> Option<Result<(u64, u64), String>> {
+    let text = std::fs::read_to_string(report).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let file = value.get("trace_file")?;
+    Some(if file["written"] == true {
+        Ok((file["device"].as_u64()?, file["inode"].as_u64()?))
+    } else {
+        Err(file["error"]
+            .as_str()
+            .unwrap_or("the report does not say why")
+            .to_owned())
+    })
+}
+
+/// Whether the file at `output` is the one the program's report (at `report`) says it wrote:
+/// another process may have written the same path meanwhile (its runtime refuses to write a
+/// file another one is writing, and says so, but the other's file stays there).
+fn check_own_file(output: &Path, report: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let name = output.display();
+    match traced_file(report) {
+        None => Ok(()),
+        Some(Err(why)) => Err(format!(
+            "the program could not write the trace {name} ({why}); nothing was traced"
+        )),
+        Some(Ok(written)) => match std::fs::metadata(output) {
+            Ok(m) if (m.dev(), m.ino()) == written => Ok(()),
+            _ => Err(format!(
+                "{name} is not the trace this program wrote: another process replaced it while the program ran; give each run a file of its own"
+            )),
+        },
+    }
+}
+
 /// Reads the recording the program left at `output` (warning on stderr when it was never
 /// finished) and says what it holds and how to replay it under `cache`, the one it ran with;
-/// `Err` with the reason when there is none or the region never ran.
+/// `Err` with the reason when there is none, when the file is not the one the program's report
+/// (at `report`) says it wrote, or when the region never ran.
 pub(crate) fn check_recording(
     region: &str,
     output: &Path,
     cache: &str,
+    report: &Path,
 ) -> Result<Recording, String> {
+    check_own_file(output, report)?;
     let name = output.display();
     let trace = std::fs::File::open(output)
         .map_err(|e| e.to_string())
@@ -125,4 +165,49 @@ pub(crate) fn check_recording(
             shell_word(&name.to_string())
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report whose `trace_file` says `written` with the inode of `file` (or not written).
+    fn report_of(dir: &Path, file: &Path, written: bool) -> std::path::PathBuf {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(file).unwrap();
+        let report = dir.join("report.json");
+        let trace_file = if written {
+            serde_json::json!({ "path": file, "written": true, "device": m.dev(), "inode": m.ino() })
+        } else {
+            serde_json::json!({ "path": file, "written": false, "device": 0, "inode": 0, "error": "cannot create it: Text file busy" })
+        };
+        std::fs::write(
+            &report,
+            serde_json::json!({ "trace_file": trace_file }).to_string(),
+        )
+        .unwrap();
+        report
+    }
+
+    #[test]
+    fn only_the_file_the_program_wrote_is_taken_for_its_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ours, other) = (dir.path().join("t.eppt"), dir.path().join("o.eppt"));
+        std::fs::write(&ours, b"ours").unwrap();
+        std::fs::write(&other, b"theirs").unwrap();
+        let report = report_of(dir.path(), &ours, true);
+        assert_eq!(check_own_file(&ours, &report), Ok(()));
+        // Another process's file now at the path.
+        std::fs::rename(&other, &ours).unwrap();
+        let why = check_own_file(&ours, &report).unwrap_err();
+        assert!(why.contains("is not the trace this program wrote"), "{why}");
+        let report = report_of(dir.path(), &ours, false);
+        let why = check_own_file(&ours, &report).unwrap_err();
+        assert!(
+            why.contains("could not write the trace") && why.contains("Text file busy"),
+            "{why}"
+        );
+        // No report, or one without a trace file: nothing to check.
+        assert_eq!(check_own_file(&ours, &dir.path().join("none.json")), Ok(()));
+    }
 }

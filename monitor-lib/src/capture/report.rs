@@ -23,7 +23,7 @@ use super::runtime_guard::RuntimeGuard;
 use super::settings::{CACHE_ENV, CaptureError, process_spec};
 use super::this_thread::{close_all_open, flush_current_thread};
 use super::totals::{self, CaptureTotals, StandaloneTotals, standalone_totals};
-use super::{hand_over, worker};
+use super::{hand_over, tracing, worker};
 
 /// What a captured run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -71,6 +71,27 @@ pub struct CaptureReport {
     /// Misses counted for no source line because the per-line tables were full (64 Ki keys per
     /// thread and for the process); every other miss is in a region's `lines`.
     pub unattributed_line_misses: BTreeMap<String, u64>,
+    /// The partial trace file the run was asked to write (`EPCACHE_TRACE_OUTPUT`), once a
+    /// thread tried to create it; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_file: Option<TraceFileReport>,
+}
+
+/// The file a standalone run traced into, as the runtime left it: whether it could create it
+/// and which file it is, so a launcher can tell its program's trace from a file another
+/// process wrote at the same path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TraceFileReport {
+    /// The path asked for.
+    pub path: String,
+    /// Whether the file was created (or an existing one taken over) for the trace.
+    pub written: bool,
+    /// The file's device and inode when written; 0 otherwise.
+    pub device: u64,
+    pub inode: u64,
+    /// Why it could not be, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Which paths a run's accesses took.
@@ -456,6 +477,7 @@ impl CaptureReport {
             levels,
             regions: report_regions,
             unattributed_line_misses: miss_events(&standalone.lines.unattributed, depth, coherence),
+            trace_file: None,
         }
     }
 
@@ -491,6 +513,25 @@ pub fn report_from_totals() -> CaptureReport {
         cores::count().map(|n| (n, cores::machine_totals())),
     );
     report.threads_unreported = hand_over::unreported();
+    report.trace_file = tracing::standalone_file().map(|(path, fate)| {
+        let path = path.display().to_string();
+        match fate {
+            Ok((device, inode)) => TraceFileReport {
+                path,
+                written: true,
+                device,
+                inode,
+                error: None,
+            },
+            Err(why) => TraceFileReport {
+                path,
+                written: false,
+                device: 0,
+                inode: 0,
+                error: Some(why),
+            },
+        }
+    });
     report.cores_refused = cores::refused().map(str::to_owned);
     report.simulated_on_second_core = worker::simulated();
     let (repeat_hits, batched) = totals::handled();

@@ -408,7 +408,8 @@ fn epcache_run_trace_records_what_the_environment_does() {
 
 /// A standalone run never writes its trace into a file another process is writing (two ranks
 /// given one `EPCACHE_TRACE_OUTPUT` would interleave their chunks), nor through a symbolic
-/// link: it says so, records nothing, and the program runs to its end.
+/// link: it says so, records nothing, and the program runs to its end; `epcache run --trace`
+/// then says its program traced nothing.
 #[test]
 fn a_trace_file_in_use_or_behind_a_link_is_left_alone() {
     let cache = "D1=8K,2,32;LL=64K,8,64";
@@ -435,6 +436,27 @@ fn a_trace_file_in_use_or_behind_a_link_is_left_alone() {
     // Unlocked, the same file is replaced by a whole trace.
     run_traced(dir.path(), cache, "multiply", &busy, None);
     assert!(replay(&busy, cache)["records"]["loads"].as_u64().unwrap() > 1000);
+
+    // `epcache run --trace` onto a file another process is writing says that its program
+    // traced nothing (status 2), and never sums up the other process's trace as its own.
+    let whole = std::fs::read(&busy).unwrap();
+    let holder = std::fs::File::open(&busy).unwrap();
+    holder.lock().unwrap();
+    let out = epcache_run_trace(
+        dir.path(),
+        &["--cache", cache, "--trace", "multiply", "--overwrite"],
+        &busy,
+    );
+    drop(holder);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the program could not write the trace")
+            && stderr.contains("another process is writing")
+            && !stderr.contains("recorded"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&busy).unwrap(), whole);
 }
 
 /// A recording process killed outright (SIGKILL: the out-of-memory killer, a batch system's

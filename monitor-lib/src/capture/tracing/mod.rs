@@ -286,10 +286,39 @@ fn own_trace_file(file: File, path: &Path) -> Result<File, String> {
     Ok(file)
 }
 
+/// What became of the file a standalone run was asked to trace into: its device and inode once
+/// created, or why it could not be. The report carries it (`report::TraceFileReport`), so the
+/// launcher (`epcache run --trace`) knows whether the file at the path is its program's.
+type StandaloneFile = (PathBuf, Result<(u64, u64), String>);
+
+static STANDALONE_FILE: Mutex<Option<StandaloneFile>> = Mutex::new(None);
+
+/// The standalone trace file's fate ([`StandaloneFile`]), once a thread tried to create it.
+pub(in crate::capture) fn standalone_file() -> Option<StandaloneFile> {
+    STANDALONE_FILE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 /// Opens the trace file a standalone run asked for (`EPCACHE_TRACE_OUTPUT`): created, or an
 /// existing regular file replaced, never written through a symbolic link, readable by the user
-/// alone, and owned by this process ([`own_trace_file`]).
+/// alone, and owned by this process ([`own_trace_file`]). Its fate is kept for the report.
 pub(super) fn create_standalone_trace_file(path: &Path) -> Result<File, String> {
+    use std::os::unix::fs::MetadataExt;
+    let file = open_standalone_trace_file(path);
+    let fate = match &file {
+        Ok(f) => f
+            .metadata()
+            .map(|m| (m.dev(), m.ino()))
+            .map_err(|e| e.to_string()),
+        Err(why) => Err(why.clone()),
+    };
+    *STANDALONE_FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some((path.to_owned(), fate));
+    file
+}
+
+fn open_standalone_trace_file(path: &Path) -> Result<File, String> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .write(true)
