@@ -72,6 +72,10 @@ fn warn_of_newer_sources(report: &LineReport, path: &Path) {
 }
 
 pub(crate) fn annotate(args: &AnnotateArgs) -> anyhow::Result<()> {
+    if let Some(output) = &args.output {
+        let report = ("the report", args.report.as_path());
+        crate::preflight::not_the_same_file("--output", output, report, "nothing was written")?;
+    }
     let shown = args.report.display().to_string();
     let text = std::fs::read_to_string(&args.report)
         .with_context(|| format!("reading the report {shown}"))?;

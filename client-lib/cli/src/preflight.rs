@@ -119,6 +119,26 @@ pub(crate) fn buckets(counts: &[u32]) -> anyhow::Result<()> {
 /// Checks that the file `flag` names (`--output`, `--svg`) can be written: not a directory, its
 /// directory exists and takes a new file, and an existing file may be written. Found after the
 /// work, the results, the recorded trace or the plot would be lost with the work's time.
+/// Refuses an output file that is `other` itself (the program measured, the report read):
+/// writing it would destroy what the command works from. `then` says what was not done.
+pub(crate) fn not_the_same_file(
+    flag: &str,
+    path: &Path,
+    (what, other): (&str, &Path),
+    then: &str,
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(o), Ok(p)) = (std::fs::metadata(other), std::fs::metadata(path))
+        && (o.dev(), o.ino()) == (p.dev(), p.ino())
+    {
+        bail!(
+            "{flag} {} is {what} itself; give another file; {then}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn output(flag: &str, path: &Path) -> anyhow::Result<()> {
     let shown = path.display();
     if path.is_dir() {

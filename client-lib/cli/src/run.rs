@@ -388,6 +388,10 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     preflight::buckets(&args.buckets)?;
     if let Some(path) = &args.output {
         preflight::output("--output", path)?;
+        if let Some(program) = preflight::locate(&args.command[0]) {
+            let program = ("the program", program.as_path());
+            preflight::not_the_same_file("--output", path, program, "nothing was started")?;
+        }
         if args.trace.is_some() {
             preflight::new_trace_file(path, args.overwrite)?;
         }

@@ -503,3 +503,46 @@ fn a_wrong_command_line_is_status_one_and_help_zero() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Exit status"));
 }
+
+/// An output that is the file the command works from is refused before anything is written:
+/// `epcache run --output` naming the program, `epcache annotate -o` naming its report.
+#[test]
+fn an_output_that_is_the_program_or_the_report_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("prog");
+    std::fs::copy("/bin/true", &program).unwrap();
+    let before = std::fs::read(&program).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--all-regions", "--output", "prog", "--", "./prog"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--output prog is the program itself")
+            && stderr(&out).contains("nothing was started"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&program).unwrap(), before);
+
+    let report = dir.path().join("report.json");
+    std::fs::write(
+        &report,
+        r#"{"cache":"D1=32K,8,64","levels":[],"regions":[]}"#,
+    )
+    .unwrap();
+    let before = std::fs::read(&report).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["annotate", "report.json", "-o", "./report.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is the report itself"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&report).unwrap(), before);
+}
