@@ -244,7 +244,8 @@ async fn a_trace_beside_requests_replays_to_their_results() {
 }
 
 /// An access budget cuts the recording (said incomplete, the budget reached, exactly that many
-/// accesses written); a data-structure selection writes only that structure's accesses.
+/// accesses written); a data-structure selection writes only that structure's accesses, and
+/// its replay says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_cuts_the_trace_and_a_selection_keeps_one_structure() {
     let Some((_guard, dir, program, daemon)) = set_up("trace budget and selection").await else {
@@ -302,6 +303,15 @@ async fn a_budget_cuts_the_trace_and_a_selection_keeps_one_structure() {
                     .iter()
                     .all(|s| s["name"] == "b" || s["accesses"] == 0),
                 "{structures:?}"
+            );
+            // Its replay says that only b was recorded, so its misses are not the run's.
+            let notes = replayed["recording_notes"].as_array().unwrap();
+            assert!(
+                notes.iter().any(|n| n
+                    .as_str()
+                    .unwrap()
+                    .starts_with("only the accesses to b were recorded")),
+                "{notes:?}"
             );
         }
     }

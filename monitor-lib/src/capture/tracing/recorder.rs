@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use epcache_shm::layout::TraceOutcome;
 use epcache_sim::cache::AccessKind;
+use epcache_sim::ranges::AddressRange;
 use epcache_sim::trace::TraceKind;
 use epcache_sim::trace::partial::{
     Mark, PartialAccess, SiteInfo, StructureRange, ThreadWriter, TraceFile,
@@ -605,6 +606,11 @@ fn close(shared: &mut Shared, request: &Request) {
             outcome.instances
         ));
     }
+    if let Some(order) = &request.tool
+        && !order.ranges.is_empty()
+    {
+        notes.push(filtered_note(&order.ranges, &ranges));
+    }
     let threads_with_instances = PROGRESS.threads_with_instances.load(Ordering::Relaxed);
     if threads_with_instances > 1 {
         notes.push(format!(
@@ -648,4 +654,24 @@ fn close(shared: &mut Shared, request: &Request) {
             tell_tool(request, &outcome, false);
         }
     }
+}
+
+/// What a replay of a trace recorded with a data filter (`--data`) must say: the caches it
+/// simulates see only those structures' accesses, so its misses are theirs alone, not the
+/// run's (no other data evicts their lines).
+fn filtered_note(kept: &[AddressRange], structures: &[StructureRange]) -> String {
+    let names: Vec<&str> = structures
+        .iter()
+        .filter(|s| kept.iter().any(|r| r.start < s.end && s.start < r.end))
+        .map(|s| s.name.as_str())
+        .collect();
+    let what = if names.is_empty() {
+        format!("{} address range(s)", kept.len())
+    } else {
+        names.join(", ")
+    };
+    format!(
+        "only the accesses to {what} were recorded (a data filter): a replay's caches see \
+         nothing else, so no other data evicts their lines and the misses are not the run's"
+    )
 }
