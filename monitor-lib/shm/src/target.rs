@@ -631,6 +631,36 @@ impl Mcc {
         chosen.map(|(i, ds)| (DataStructureIndex(i as u32), ds.range))
     }
 
+    /// Where the bytes of `request`, bound at its region's entry, are now: a request naming a
+    /// data structure follows the entry that succeeds it (an allocatable allocated again), one
+    /// naming an allocation site the site's block `block` asks for, with the binding word
+    /// written for tools; `None` while there are none (an allocatable deallocated, a site
+    /// without a live block). A request on an address range stays where it is.
+    pub fn where_now(&self, request: &ActiveRequest) -> Option<AddressRange> {
+        let (range, bound) = match request.spec.target {
+            RequestTarget::Range(r) => return Some(r),
+            RequestTarget::DataStructure(d) => match self.current_structure(d) {
+                Some((index, ds)) if ds.live && !ds.range.is_empty() => (ds.range, index),
+                _ => return None,
+            },
+            RequestTarget::AllocationSite { site, block } => self
+                .site_block(site, block)
+                .map(|(index, range)| (range, index))?,
+        };
+        if let Ok(words) = self.layout.entry_words(
+            self.segment.view(),
+            Table::RequestSlots,
+            request.slot as usize,
+        ) && words[0].load(Ordering::Acquire) >> 32 == u64::from(request.generation)
+        {
+            words[layout::SLOT_BINDING_WORD].store(
+                layout::binding_word(bound, request.generation),
+                Ordering::Release,
+            );
+        }
+        Some(range)
+    }
+
     /// Buckets one row of a result block holds: a histogram never has more.
     pub fn buckets_per_slot(&self) -> usize {
         self.layout.buckets_per_slot()

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use epcache_shm::layout::{
-    self, Aggregation, Mode, RequestSpec, ResultRow, ResultText, RowThreads, analysis_bits,
+    self, Aggregation, Mode, RequestSpec, RequestTarget, ResultRow, ResultText, RowThreads,
+    analysis_bits,
 };
 use epcache_shm::target::ActiveRequest;
 use epcache_sim::analysis::AnalysisConfig;
@@ -597,6 +598,49 @@ impl Monitoring {
         self.depth = self.depth.saturating_sub(1);
     }
 
+    /// The data structures changed (an allocation, a deallocation): a request bound at its
+    /// region's entry to an allocatable or an allocation site follows its data to where it is
+    /// now, so an instance that allocates its array again counts the new array, not the bytes
+    /// the old one left, which another array may hold by now. The counts so far are banked;
+    /// while the data is gone (deallocated) the request counts nothing. A histogram keeps its
+    /// buckets' offsets, widened as a larger array needs (`request_results`).
+    pub(crate) fn follow_moved_data(&mut self, sim: &mut Simulator) {
+        let movable = |b: &Binding| !matches!(b.request.spec.target, RequestTarget::Range(_));
+        if !self.bindings.iter().any(movable) {
+            return;
+        }
+        let Some(m) = mcc::get() else { return };
+        let moved: Vec<(usize, AddressRange)> = self
+            .bindings
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| movable(b))
+            .filter_map(|(i, b)| {
+                let now = m.where_now(&b.request).unwrap_or(AddressRange::new(0, 0));
+                (now != b.request.range).then_some((i, now))
+            })
+            .collect();
+        if moved.is_empty() {
+            return;
+        }
+        self.bank(sim);
+        let line = u64::from(sim.hierarchy().line_size(0));
+        let room = m.buckets_per_slot() as u64;
+        for (i, range) in moved {
+            let b = &mut self.bindings[i];
+            b.request.range = range;
+            if matches!(b.request.spec.mode, Mode::Histogram { .. }) && !range.is_empty() {
+                let own = bucket_bytes(&b.request.spec, range, line);
+                let width = request_results::bucket_width(&b.request, own, room);
+                if width > b.bucket_bytes {
+                    request_results::regroup(&mut b.banked_buckets, b.bucket_bytes, width);
+                    b.bucket_bytes = width;
+                }
+            }
+        }
+        self.start(sim);
+    }
+
     /// Stops the event set and moves every binding's counts into its bank.
     fn bank(&mut self, sim: &mut Simulator) {
         let mut monitor = sim.monitor_mut();
@@ -631,6 +675,10 @@ impl Monitoring {
         let mut monitor = sim.monitor_mut();
         let mut any = false;
         for b in &mut self.bindings {
+            // Its data is gone for now (`follow_moved_data`): nothing to count.
+            if b.request.range.is_empty() {
+                continue;
+            }
             let event = b.request.spec.event.to_string();
             let bound = match b.request.spec.mode {
                 Mode::Static => monitor

@@ -187,7 +187,7 @@ pub(crate) fn add(
 /// Buckets `from` bytes wide, summed into buckets `to` bytes wide over the same bytes: each
 /// into the one holding its first byte (exact when `to` is a multiple of `from`, as the widths
 /// of one request always are).
-fn regroup(buckets: &mut Vec<u64>, from: u64, to: u64) {
+pub(crate) fn regroup(buckets: &mut Vec<u64>, from: u64, to: u64) {
     let mut wide: Vec<u64> = Vec::with_capacity(buckets.len());
     for (i, &count) in buckets.iter().enumerate() {
         let at = (i as u128 * u128::from(from) / u128::from(to)) as usize;

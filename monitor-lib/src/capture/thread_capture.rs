@@ -487,6 +487,7 @@ impl ThreadCapture {
                 core.flush_filter(true);
             }
             core.monitoring.finder.refresh();
+            core.monitoring.follow_moved_data(&mut core.simulator);
         }
         // Counting remembers whole lines with the filter off too.
         with_filter(Filter::forget_whole_lines);

@@ -451,6 +451,37 @@ fn a_histogram_over_an_array_of_changing_size_counts_the_same_elements_in_every_
     assert!(text.contains("(1:400) 1200"), "{text}");
 }
 
+/// A request on a region that allocates its arrays again follows them inside the instance:
+/// the writes to the new `u` and `v` are counted for each (1,000 + 4,000 + 9,000 elements),
+/// never the old block's bytes, which the new `u` may reuse while the request is on `v`.
+#[test]
+fn a_request_follows_an_array_allocated_again_inside_its_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "reallocating_region";
+    if !build(dir.path(), "reallocating_region.f90", program) {
+        return;
+    }
+    let results = run_requests(
+        &dir.path().join(program),
+        &[
+            ("setup", "grid2::u", "PAPI_L1_DCW"),
+            ("setup", "grid2::v", "PAPI_L1_DCW"),
+        ],
+    );
+    let counts: Vec<(u64, u64)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["instances"].as_u64().unwrap(),
+                r["total"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, [(3, 14_000), (3, 14_000)], "{results:#}");
+}
+
 /// No allocation line of the report covers several arrays.
 fn assert_no_line_named_several(report: &serde_json::Value) {
     let several: Vec<&serde_json::Value> = report["regions"]
