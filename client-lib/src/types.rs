@@ -805,6 +805,9 @@ pub struct RequestInfo {
     pub analyses: Vec<Analysis>,
     /// The tool that placed it.
     pub owner: String,
+    /// Its tool is gone and the daemon took its slot back: it no longer counts, and its result
+    /// is the last it had.
+    pub adopted: bool,
     /// The allocation site it names, when it names one.
     pub allocation_site: Option<AllocationSite>,
     /// Which of the site's blocks it binds to.
@@ -884,6 +887,7 @@ impl TryFrom<v1::RequestInfo> for RequestInfo {
                 line: s.line,
             }),
             owner: r.owner,
+            adopted: r.adopted,
         })
     }
 }

@@ -552,6 +552,7 @@ impl TargetEntry {
             histogram,
         );
         info.owner = format!("epcached pid {} (gone)", abandoned.owner.pid);
+        info.adopted = true;
         Some(info)
     }
 }

@@ -383,6 +383,7 @@ mod tests {
                 aggregation: Aggregation::Summed,
                 analyses: vec![],
                 owner: String::new(),
+                adopted: false,
                 allocation_site: None,
                 site_block: SiteBlock::Latest,
                 binding: Binding::Fixed,

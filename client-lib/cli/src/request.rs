@@ -199,7 +199,11 @@ pub(crate) fn requests_table(requests: &[RequestInfo]) -> String {
                     (n, _) => format!("{n} x {} B", r.bucket_bytes),
                 },
                 r.aggregation.name().to_owned(),
-                r.owner.clone(),
+                if r.adopted {
+                    format!("{} (no longer counts)", r.owner)
+                } else {
+                    r.owner.clone()
+                },
             ]
         })
         .collect();

@@ -72,6 +72,7 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
         };
         if !r.available {
             let none = match (q.unbound_reason().is_some(), ended) {
+                _ if q.adopted => "(none: its tool is gone, it no longer counts)",
                 (true, true) => "(unbound: nothing was allocated there)",
                 (true, false) => "(unbound: nothing allocated yet)",
                 (false, true) => "(never ran)",
@@ -104,6 +105,18 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
         ],
         &rows,
     );
+    let stopped: Vec<String> = results
+        .iter()
+        .filter(|r| r.request.adopted && r.available)
+        .map(|r| r.request.id.to_string())
+        .collect();
+    if !stopped.is_empty() {
+        let _ = writeln!(
+            out,
+            "request(s) {}: their tool is gone and the daemon took their slots back, so these are their last counts; place them again to go on counting",
+            stopped.join(", ")
+        );
+    }
     for r in results.iter().filter(|r| !r.request.analyses.is_empty()) {
         let id = r.request.id;
         let _ = match (&r.analysis, &r.analysis_missing) {

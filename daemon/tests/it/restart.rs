@@ -171,6 +171,8 @@ async fn a_restarted_daemon_takes_back_a_killed_ones_slots_and_keeps_its_results
     assert_eq!(described.requests.len(), 40, "the killed daemon's requests");
     let gone = format!("epcached pid {killed} (gone)");
     assert!(described.requests.iter().all(|r| r.owner == gone));
+    // Said to count no more, rather than look live.
+    assert!(described.requests.iter().all(|r| r.adopted));
     assert_eq!(described.target.unwrap().requests, 40);
     assert_one_kernel(&results(&mut tool, target.pid).await);
 
