@@ -241,6 +241,10 @@ pub(crate) fn fewer_buckets_note(asked: &Request, placed: &RequestInfo) -> Optio
 
 pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
     let request = args.request()?;
+    // As `epcache run` does: an allocation line without code is said, from the program's own
+    // debug information.
+    let exe = format!("/proc/{}/exe", args.pid);
+    crate::preflight::allocation_lines(exe.as_ref(), std::slice::from_ref(&request));
     let placed = block_on(async {
         Ok(args
             .daemon

@@ -232,6 +232,27 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
         "{said}"
     );
 
+    // So does `epcache request` on a running program, from its executable, before it asks
+    // any daemon (here none answers).
+    let mut waiting = Command::new(dir.path().join(PROGRAM))
+        .env("EPCACHE_WAIT", "30")
+        .env("EPCACHE_RUNTIME_DIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = waiting.id().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["request", &pid, "--region", "scale", "--array", &past])
+        .args(["--event", "PAPI_L1_LDM", "--daemon"])
+        .arg(format!("unix:{}", dir.path().join("none.sock").display()))
+        .output()
+        .unwrap();
+    let _ = waiting.kill();
+    let _ = waiting.wait();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
+
     let out = run(
         dir.path(),
         &[
