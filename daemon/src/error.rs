@@ -86,6 +86,18 @@ pub enum DaemonError {
         /// How long the call waited.
         waited: Duration,
     },
+    /// Another tool armed its own halting point while a step waited: the target halted there.
+    #[error(
+        "target pid {pid} halted at {at}, where {by} asked it to: another tool's step or halting point replaced this step's while it waited; step again to go on to yours"
+    )]
+    StepReplaced {
+        /// The target.
+        pid: u32,
+        /// Where it halted.
+        at: String,
+        /// The tool whose point it was, as far as this daemon knows.
+        by: String,
+    },
     /// One request of several failed; the others were withdrawn.
     #[error(
         "the call's request {} of {count}: {source} (no request of this call was placed)",
@@ -153,6 +165,7 @@ impl DaemonError {
                 Code::InvalidArgument
             }
             DaemonError::StepTimeout { .. } => Code::DeadlineExceeded,
+            DaemonError::StepReplaced { .. } => Code::Aborted,
             DaemonError::InRequest { source, .. } => source.code(),
             DaemonError::Tool(e) => tool_code(e),
             DaemonError::Signal { errno, .. } => match errno {

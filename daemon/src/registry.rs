@@ -309,6 +309,20 @@ impl TargetEntry {
         }
     }
 
+    /// Where a halted target is, in words: `the entry of region `work``, or `its start`.
+    pub(crate) fn where_halted(&self, status: &Status) -> String {
+        status.position.map_or_else(
+            || "its start".to_owned(),
+            |(region, boundary)| {
+                let side = match boundary {
+                    Boundary::Entry => "entry",
+                    Boundary::Exit => "exit",
+                };
+                format!("the {side} of region `{}`", self.region_name(region))
+            },
+        )
+    }
+
     /// Renews the halt lease: a tool is still about.
     pub(crate) fn renew_lease(&self) {
         *lock(&self.renewed) = Instant::now();
@@ -333,16 +347,7 @@ impl TargetEntry {
         }
         match self.handle.release_halt(status.generation) {
             Ok(true) => {
-                let at = status.position.map_or_else(
-                    || "its start".to_owned(),
-                    |(region, boundary)| {
-                        let side = match boundary {
-                            Boundary::Entry => "entry",
-                            Boundary::Exit => "exit",
-                        };
-                        format!("the {side} of region `{}`", self.region_name(region))
-                    },
-                );
+                let at = self.where_halted(&status);
                 tracing::warn!(
                     pid = self.pid(),
                     program = %self.record.program,

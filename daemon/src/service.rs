@@ -436,6 +436,22 @@ impl Mri for MriService {
             }
             Ok(Ok(s)) => s.clone(),
         };
+        // A halt at another tool's point is that tool's to receive, not this step's.
+        if status.end.is_none() {
+            let owner = lock(&entry.halt_owner).clone();
+            if let Some(other) = owner.filter(|o| o.session != session.session) {
+                return Err(DaemonError::StepReplaced {
+                    pid: call.pid,
+                    at: entry.where_halted(&status),
+                    by: if other.tool.is_empty() {
+                        "another tool".into()
+                    } else {
+                        format!("tool `{}`", other.tool)
+                    },
+                }
+                .into());
+            }
+        }
         let outcome = match &status.end {
             Some(end) => v1::step_response::Outcome::Exited(v1::TargetExit {
                 died: end.died,

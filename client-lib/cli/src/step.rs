@@ -19,7 +19,7 @@ use crate::output::print_stdout;
 ///
 /// Exit status: 0 halted at the point; 3 the program finished before reaching it; 4 the
 /// program died (killed or crashed); 1 anything else (the daemon refused or is unreachable,
-/// the timeout passed).
+/// the timeout passed, another tool's step replaced this one's point while it waited).
 #[derive(Debug, Args)]
 pub(crate) struct StepArgs {
     /// The target's pid.

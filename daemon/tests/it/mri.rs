@@ -899,6 +899,58 @@ async fn a_target_that_dies_or_exits_while_a_tool_waits_ends_the_wait() {
     daemon.shutdown().await;
 }
 
+/// A step whose halting point another tool replaced while it waited does not take the other's
+/// halt for its own: it fails (ABORTED), saying where the target halted and whose point that
+/// was, and the other tool's step receives the halt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_whose_point_another_tool_replaced_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let target = spawn_target(dir.path(), &[WAIT, ("EPCACHE_SYNTH_ITERATIONS", "1000000")]);
+    let mut first = connect(&daemon, "first").await;
+    let mut second = connect(&daemon, "second").await;
+    wait_listed(&mut first, target.pid).await;
+    let pid = target.pid;
+    // Far ahead: the millionth entry of `idle`.
+    let waiting = tokio::spawn(async move {
+        first
+            .step(v1::StepRequest {
+                pid,
+                until: Some(v1::step_request::Until::RegionEntry(region("idle"))),
+                count: 1_000_000,
+                timeout_ms: 20_000,
+            })
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reply = second
+        .step(v1::StepRequest {
+            pid,
+            until: Some(v1::step_request::Until::RegionEntry(region("kernel"))),
+            count: 1,
+            timeout_ms: 10_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(v1::step_response::Outcome::Halted(h)) = reply.outcome else {
+        panic!("the second step did not halt: {reply:?}");
+    };
+    assert_eq!(h.position.unwrap().region_name, "kernel");
+    let replaced = waiting.await.unwrap().unwrap_err();
+    assert_eq!(replaced.code(), Code::Aborted, "{replaced:?}");
+    assert!(
+        replaced
+            .message()
+            .contains("halted at the entry of region `kernel`")
+            && replaced.message().contains("tool `second`"),
+        "{}",
+        replaced.message()
+    );
+    drop(target);
+    daemon.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stepping_visits_every_boundary_in_order() {
     let dir = tempfile::tempdir().unwrap();
