@@ -240,8 +240,9 @@ pub(crate) fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStat
 }
 
 /// A standalone report without what may differ between two runs of one program that count
-/// alike: where the allocator put the heap arrays, how much the second core simulated, and which
-/// paths accesses took. The per-line rows stay: every path counts a miss for its line.
+/// alike: where the allocator put the heap arrays, how much the second core simulated, which
+/// paths accesses took, and which file a trace went to. The per-line rows stay: every path
+/// counts a miss for its line.
 pub(crate) fn counts_of(mut report: serde_json::Value) -> serde_json::Value {
     fn strip(v: &mut serde_json::Value) {
         match v {
@@ -249,6 +250,7 @@ pub(crate) fn counts_of(mut report: serde_json::Value) -> serde_json::Value {
                 map.remove("start");
                 map.remove("simulated_on_second_core");
                 map.remove("handled");
+                map.remove("trace_file");
                 map.values_mut().for_each(strip);
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
