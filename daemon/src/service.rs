@@ -375,7 +375,16 @@ impl Mri for MriService {
         let tool = tool_of(&request);
         let call = request.into_inner();
         let entry = self.registry.get(call.pid)?;
-        entry.ensure_live("step")?;
+        // A target that ended is answered as a step that was waiting when it ended: a tool's
+        // step loop tells "it finished" or "it died" from a refusal the same way either way.
+        if let Some(end) = entry.status().end {
+            return Ok(Response::new(v1::StepResponse {
+                outcome: Some(v1::step_response::Outcome::Exited(v1::TargetExit {
+                    died: end.died,
+                    reason: end.reason,
+                })),
+            }));
+        }
         let skip = call.count.saturating_sub(1);
         let point = match call.until {
             None => v1::HaltingPoint {

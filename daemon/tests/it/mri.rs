@@ -896,6 +896,21 @@ async fn a_target_that_dies_or_exits_while_a_tool_waits_ends_the_wait() {
         other => panic!("expected the target's exit, got {other:?}"),
     }
     assert!(finishing.wait_for_exit(Duration::from_secs(10)).success());
+    // A step on the ended target says how it ended, as the waiting one was told.
+    let reply = tool
+        .step(v1::StepRequest {
+            pid: finishing.pid,
+            until: None,
+            count: 1,
+            timeout_ms: 5_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    match reply.outcome {
+        Some(v1::step_response::Outcome::Exited(e)) => assert!(!e.died, "{e:?}"),
+        other => panic!("expected the ended target's exit, got {other:?}"),
+    }
     daemon.shutdown().await;
 }
 
