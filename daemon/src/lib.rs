@@ -36,6 +36,7 @@ pub mod model;
 mod registry;
 mod resolve;
 mod service;
+mod token_file;
 mod trace_order;
 mod transport;
 
@@ -54,6 +55,7 @@ pub use config::{
 };
 pub use error::{DaemonError, ServeError};
 pub use service::TOOL_METADATA;
+pub use token_file::{TokenFileError, read_token_file};
 pub use transport::{ConnectionInfo, Peer, connection_of};
 
 use crate::registry::Registry;

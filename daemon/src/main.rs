@@ -100,12 +100,7 @@ async fn run() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let token = match &args.token_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("reading the token file {}", path.display()))?
-                .trim()
-                .to_owned(),
-        ),
+        Some(path) => Some(epcache_daemon::read_token_file(path)?),
         None => std::env::var("EPCACHED_TOKEN")
             .ok()
             .filter(|t| !t.trim().is_empty()),

@@ -45,10 +45,7 @@ impl DaemonArgs {
     /// Connects, with the token and tool name.
     pub(crate) async fn connect(&self) -> anyhow::Result<Client> {
         let token = match &self.token_file {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("reading the token file {}", path.display()))?,
-            ),
+            Some(path) => Some(epcache_daemon::read_token_file(path)?),
             None => std::env::var("EPCACHE_TOKEN")
                 .ok()
                 .filter(|t| !t.is_empty()),

@@ -440,8 +440,7 @@ fn refused_at_start(command: &mut Command) -> String {
 #[test]
 fn a_token_shorter_than_16_characters_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("token");
-    std::fs::write(&file, "abcde\n").unwrap();
+    let file = private_file(dir.path(), "abcde\n");
     let err = refused_at_start(
         Command::new(env!("CARGO_BIN_EXE_epcached"))
             .args(["--listen", "127.0.0.1:0", "--runtime-dir"])
@@ -465,6 +464,36 @@ fn a_token_shorter_than_16_characters_is_refused() {
     );
 }
 
+/// A token file only its owner can read, holding `token`.
+fn private_file(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let file = dir.join("token");
+    std::fs::write(&file, token).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    file
+}
+
+/// A token file other users can read is refused by the daemon, saying how to make it private:
+/// whoever reads the token can drive the user's programs (`cli.rs` checks the tools).
+#[test]
+fn a_token_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = private_file(dir.path(), "the-right-token-of-enough-length\n");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = refused_at_start(
+        Command::new(env!("CARGO_BIN_EXE_epcached"))
+            .args(["--listen", "127.0.0.1:0", "--runtime-dir"])
+            .arg(dir.path().join("rt"))
+            .arg("--token-file")
+            .arg(&file),
+    );
+    assert!(
+        err.contains("can be read by other users (mode 644)") && err.contains("chmod 600"),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_library_refuses_a_short_token_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -480,8 +509,7 @@ async fn the_library_refuses_a_short_token_too() {
 #[test]
 fn failed_authentications_are_logged_with_the_peer_and_without_the_token() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("token");
-    std::fs::write(&file, "the-right-token-of-enough-length\n").unwrap();
+    let file = private_file(dir.path(), "the-right-token-of-enough-length\n");
     let (daemon, endpoint) = start_epcached(
         Command::new(env!("CARGO_BIN_EXE_epcached"))
             .args(["--listen", "127.0.0.1:0", "--runtime-dir"])

@@ -546,3 +546,22 @@ fn an_output_that_is_the_program_or_the_report_is_refused() {
     );
     assert_eq!(std::fs::read(&report).unwrap(), before);
 }
+
+/// A tool refuses a token file other users can read before it connects, as the daemon does.
+#[test]
+fn a_token_file_others_can_read_is_refused_by_the_tool() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "the-right-token-of-enough-length\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = epcache(&[
+        "targets",
+        "--daemon",
+        "127.0.0.1:1",
+        "--token-file",
+        &token.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("chmod 600"), "{}", stderr(&out));
+}
