@@ -113,11 +113,31 @@ pub enum ClientError {
     /// The daemon's answer was not what this client understands.
     #[error("{0}; is the daemon from the same epcache release?")]
     Protocol(String),
+    /// The connection broke during a call: the daemon ended (or was killed) while it worked.
+    #[error(
+        "the connection to epcached broke during the call ({}): the daemon ended or was killed; the programs it held halted or waiting were let go and run on; start epcached again (they attach to it again) and call again",
+        .0.message()
+    )]
+    Lost(tonic::Status),
 }
 
 impl From<tonic::Status> for ClientError {
     fn from(status: tonic::Status) -> Self {
-        ClientError::Rpc(status)
+        // What tonic says of a connection that went away under a call, never a daemon's own
+        // refusal (those carry the daemon's words).
+        let message = status.message();
+        let broken = matches!(
+            status.code(),
+            tonic::Code::Unavailable | tonic::Code::Unknown
+        ) && (message.starts_with("transport error")
+            || message.starts_with("h2 protocol error")
+            || message.contains("connection reset")
+            || message.contains("broken pipe"));
+        if broken {
+            ClientError::Lost(status)
+        } else {
+            ClientError::Rpc(status)
+        }
     }
 }
 
@@ -125,8 +145,27 @@ impl ClientError {
     /// The gRPC code of a refusal, if the daemon answered with one.
     pub fn code(&self) -> Option<tonic::Code> {
         match self {
-            ClientError::Rpc(s) => Some(s.code()),
+            ClientError::Rpc(s) | ClientError::Lost(s) => Some(s.code()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_broken_under_a_call_is_told_from_a_refusal() {
+        for message in [
+            "transport error",
+            "h2 protocol error: error reading a body from connection",
+        ] {
+            let e = ClientError::from(tonic::Status::unknown(message));
+            assert!(matches!(e, ClientError::Lost(_)), "{message}: {e:?}");
+            assert!(e.to_string().contains("start epcached again"), "{e}");
+        }
+        let refusal = tonic::Status::unavailable("the daemon is shutting down");
+        assert!(matches!(ClientError::from(refusal), ClientError::Rpc(_)));
     }
 }
