@@ -1370,6 +1370,8 @@ pub struct Description {
     pub requests: Vec<RequestInfo>,
     /// How many requests it can hold at once, across every tool.
     pub request_slots: u32,
+    /// Why it simulates no cache (its `EPCACHE_CACHE` did not resolve), when it said so.
+    pub cache_error: Option<String>,
 }
 
 impl TryFrom<v1::DescribeTargetResponse> for Description {
@@ -1405,6 +1407,7 @@ impl TryFrom<v1::DescribeTargetResponse> for Description {
                 .map(RequestInfo::try_from)
                 .collect::<Result<_, _>>()?,
             request_slots: d.request_slots,
+            cache_error: Some(d.cache_error).filter(|e| !e.is_empty()),
         })
     }
 }

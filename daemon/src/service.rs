@@ -51,11 +51,6 @@ fn tool_of<T>(request: &Request<T>) -> String {
         .to_owned()
 }
 
-/// The target's cache hierarchy, when it published one that parses.
-fn hierarchy(entry: &TargetEntry) -> Result<Option<ParsedModel>, DaemonError> {
-    Ok(published_hierarchy(entry)?.and_then(Result::ok))
-}
-
 /// A published cache model whose spec parsed.
 struct ParsedModel {
     spec: HierarchySpec,
@@ -63,8 +58,9 @@ struct ParsedModel {
     cores: u32,
 }
 
-/// What the target published as its cache: `None` before it did; `Err` with the text when that
-/// does not parse (the runtime publishes its own complaint about a bad `EPCACHE_CACHE`).
+/// What the target published as its cache: `None` before it did; `Err` with why when that does
+/// not parse (the runtime publishes its own complaint about a bad `EPCACHE_CACHE`, which is
+/// passed on without its `epcache: ` prefix, not parsed as a spec).
 fn published_hierarchy(
     entry: &TargetEntry,
 ) -> Result<Option<Result<ParsedModel, String>>, DaemonError> {
@@ -77,10 +73,19 @@ fn published_hierarchy(
             counters: model.counters,
             cores: model.cores,
         }),
-        Err(e) => {
-            tracing::warn!(pid = entry.pid(), spec = %model.spec, error = %e, "target published a cache spec this daemon cannot parse");
-            Err(model.spec)
-        }
+        Err(e) => match model.spec.strip_prefix("epcache: ") {
+            Some(why) => {
+                tracing::info!(pid = entry.pid(), why, "target simulates no cache");
+                Err(why.to_owned())
+            }
+            None => {
+                tracing::warn!(pid = entry.pid(), spec = %model.spec, error = %e, "target published a cache spec this daemon cannot parse");
+                Err(format!(
+                    "its cache spec `{}` does not parse here: {e}",
+                    model.spec
+                ))
+            }
+        },
     }))
 }
 
@@ -180,12 +185,14 @@ impl Mri for MriService {
         let entry = self.registry.get(request.get_ref().pid)?;
         let regions = entry.handle.regions().map_err(DaemonError::from)?;
         let structures = entry.handle.data_structures().map_err(DaemonError::from)?;
-        let (model, events) = match hierarchy(&entry)? {
-            Some(m) => (
+        let (model, events, cache_error) = match published_hierarchy(&entry)? {
+            Some(Ok(m)) => (
                 Some(model::cache_model(&m.spec, m.counters, 0, m.cores)),
                 model::events(m.spec.data.len()),
+                String::new(),
             ),
-            None => (None, Vec::new()),
+            Some(Err(why)) => (None, Vec::new(), why),
+            None => (None, Vec::new(), String::new()),
         };
         Ok(Response::new(v1::DescribeTargetResponse {
             target: Some(entry.describe()),
@@ -198,6 +205,7 @@ impl Mri for MriService {
                 placed.iter().map(|p| entry.bound(p).info).collect()
             },
             request_slots: entry.handle.request_slots(),
+            cache_error,
         }))
     }
 

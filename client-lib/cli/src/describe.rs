@@ -42,7 +42,12 @@ pub(crate) fn run(args: &DescribeArgs) -> anyhow::Result<()> {
                 None => "each thread simulates a hierarchy of its own: no level is shared, coherence events count nothing (EPCACHE_CORES=N makes them cores)\n".to_owned(),
             });
         }
-        _ => out.push_str("cache model not published yet\n"),
+        _ => match &d.cache_error {
+            Some(why) => out.push_str(&format!(
+                "no cache is simulated, so no request can be served: {why}; restart the program with a valid EPCACHE_CACHE\n"
+            )),
+            None => out.push_str("cache model not published yet\n"),
+        },
     }
     out.push_str("\nregions\n");
     let rows: Vec<Vec<String>> = d

@@ -792,6 +792,11 @@ async fn a_target_that_cannot_simulate_refuses_requests_with_its_own_complaint()
         .unwrap()
         .into_inner();
     assert!(described.model.is_none(), "no model to show");
+    // Said as the target said it, once: no second `epcache: ` inside.
+    assert_eq!(
+        described.cache_error,
+        complaint.strip_prefix("epcache: ").unwrap()
+    );
     assert!(described.regions.iter().any(|r| r.name == "kernel"));
     let e = tool
         .add_requests(v1::AddRequestsRequest {
@@ -802,7 +807,9 @@ async fn a_target_that_cannot_simulate_refuses_requests_with_its_own_complaint()
         .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition, "{e}");
     assert!(
-        e.message().contains("cannot simulate") && e.message().contains("line size 60"),
+        e.message().contains("cannot simulate")
+            && e.message().contains("line size 60")
+            && !e.message().contains("epcache: "),
         "{e}"
     );
     drop(target);
