@@ -137,23 +137,38 @@ pub(super) extern "C" fn after_fork_in_child() {
 
 /// The safe point a held termination signal waited for (see `signal_abi.rs`), at a thread's
 /// sync point. Every thread that reaches one closes its open regions and hands its counts on,
-/// as a thread does when it ends; the first writes the report as at exit, after a short grace
-/// in which threads still running reach theirs, then ends the process by the signal. The others
-/// wait for the end rather than run on past the signal. A thread blocked meanwhile is in the
-/// report with what it handed on last (at its last region's end, or before it blocked in
-/// `pthread_join`). Never returns: the thread runs none of the program's code again.
+/// as a thread does when it ends, and counts nothing more. The first also starts the end: a
+/// thread of the runtime's own writes the report as at exit (every thread still holding counts
+/// hands them on at its next sync point, `hand_over.rs`, within its grace), then ends the
+/// process by the signal. The program's threads run on meanwhile, uncounted: a thread stopped
+/// here could hold up another that still has counts to hand on (at an OpenMP team's barrier,
+/// on a lock, in a join), and the report would lack them. A forked child, which writes no
+/// report, ends at once; a process that cannot start a thread writes the report on this one.
+/// The caller returns to the program without taking the sync point's other steps.
 #[cold]
 #[inline(never)]
-pub(super) fn end_for_signal(signal: std::ffi::c_int) -> ! {
+pub(super) fn end_for_signal(signal: std::ffi::c_int) {
     static ENDING: AtomicBool = AtomicBool::new(false);
+    if switches::forked_child() {
+        signal_abi::die_of(signal);
+    }
     close_all_open();
     flush_current_thread();
+    // Counted no more: every hook takes the thread for one inside the runtime from now on.
+    RuntimeGuard::enter().stay();
     if ENDING.swap(true, Ordering::AcqRel) {
-        loop {
-            std::thread::park();
-        }
+        return;
     }
-    // The report waits for the threads still running to reach theirs (`hand_over.rs`).
-    at_exit();
-    signal_abi::die_of(signal)
+    let ender = std::thread::Builder::new()
+        .name("epcache-end".into())
+        .spawn(move || {
+            // The runtime's own thread: nothing it runs is the program's.
+            RuntimeGuard::enter().stay();
+            at_exit();
+            signal_abi::die_of(signal)
+        });
+    if ender.is_err() {
+        at_exit();
+        signal_abi::die_of(signal);
+    }
 }

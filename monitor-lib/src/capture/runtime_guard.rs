@@ -23,8 +23,8 @@
 //!   counted); dropping theirs would let the hooks count what they then run;
 //! - a path that never returns while a guard is live: a signal handler that ends the process
 //!   (a second held signal, a crash inside the runtime) over a guarded scope dies with the
-//!   thread busy, which it is; a thread parked by `process_end::end_for_signal` runs nothing
-//!   of the program's again;
+//!   thread busy, which it is; a thread that handed its counts on at a held signal
+//!   (`process_end::end_for_signal`) runs on busy, counting nothing, until the process ends;
 //! - a fork child inherits the forking thread's byte as it was; the runtime never forks, so
 //!   that is the program's state, never a guard's, and the child's handler
 //!   (`process_end::after_fork_in_child`) takes its own.

@@ -36,7 +36,9 @@ pub(super) extern "C" fn sync() {
         return;
     }
     if let Some(signal) = signal_abi::pending() {
+        // The thread counts nothing more (its state stays busy): nothing else to sync.
         process_end::end_for_signal(signal);
+        return;
     }
     if state == ThreadState::NeedsSync {
         start_up::init_process();
