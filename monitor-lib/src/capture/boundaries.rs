@@ -302,6 +302,12 @@ fn warn_unbalanced(return_pc: u64, what: &str) {
 /// at.
 fn enter(region: Option<RegionRef>, function: bool, sp: u64) {
     sync::sync_point();
+    // A held termination signal ended this thread's counting at that sync point
+    // (`process_end::end_for_signal`): the frame only keeps the stack balanced.
+    if in_runtime() {
+        push(Frame::resolved(region, function, false), sp);
+        return;
+    }
     stop_while_halted();
     let m = mcc::get();
     // Halt before looking up requests: what a tool places while the program waits at this

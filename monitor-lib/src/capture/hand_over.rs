@@ -8,7 +8,9 @@
 //! the program never joins). So at exit the runtime bumps the switch epoch, and every thread
 //! that makes a captured access passes its sync point, where it hands its counts on
 //! (`this_thread::catch_up`); the exit handler waits for the threads it counted as holding, up
-//! to [`GRACE`]. A thread blocked meanwhile (in a system call, or running code built without
+//! to [`GRACE`] ([`SIGNAL_GRACE`] when a termination signal ends the program: its threads then
+//! run on uncounted to where they hand on, and one may first have to reach a thread waiting
+//! for it, as an OpenMP team's barrier makes the others wait). A thread blocked meanwhile (in a system call, or running code built without
 //! capture) cannot answer: the report says how many did not (`threads_unreported`) and stderr
 //! says what to do.
 
@@ -19,6 +21,12 @@ use std::time::{Duration, Instant};
 /// point at its next captured access, within microseconds; the rest covers a loaded machine
 /// scheduling it late. Only a program that ends with a thread blocked inside a region pays it.
 pub(super) const GRACE: Duration = Duration::from_millis(250);
+
+/// [`GRACE`] for a program a termination signal ends (`process_end::end_for_signal`): a thread
+/// that took the signal runs on, uncounted, to the point another thread waits for (the rest
+/// of its share of a parallel loop), before that one can hand its counts on. A second signal
+/// ends the wait at once, as it ends the program.
+pub(super) const SIGNAL_GRACE: Duration = Duration::from_secs(3);
 
 /// Threads whose capture holds counts not yet handed on.
 static HOLDING: AtomicU32 = AtomicU32::new(0);
@@ -55,16 +63,16 @@ pub(super) fn unreported() -> u32 {
 }
 
 /// Asks every holding thread to hand its counts on at its next sync point (`wake_all` sends
-/// them there) and waits for them, up to [`GRACE`]. The calling thread must have handed its
+/// them there) and waits for them, up to `grace`. The calling thread must have handed its
 /// own on already. Those still holding then are remembered for the report and named on stderr.
-pub(super) fn collect(wake_all: impl FnOnce()) {
+pub(super) fn collect(wake_all: impl FnOnce(), grace: Duration) {
     REPORT_DUE.store(true, Ordering::Relaxed);
     if HOLDING.load(Ordering::Acquire) == 0 {
         return;
     }
     // After the store above: a thread that sees the new epoch sees the report due.
     wake_all();
-    let deadline = Instant::now() + GRACE;
+    let deadline = Instant::now() + grace;
     while HOLDING.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -83,7 +91,7 @@ pub(super) fn collect(wake_all: impl FnOnce()) {
          access within {} ms (blocked in a call, or running code built without capture): the \
          report lacks what {} counted in the regions {} was in; join threads before the \
          program ends to have all their counts",
-        GRACE.as_millis(),
+        grace.as_millis(),
         if missing == 1 { "it" } else { "they" },
         if missing == 1 { "it" } else { "each" },
     );

@@ -4,8 +4,9 @@
 //! a crash (its handler). And a fork child, which ends nothing of its parent's: it leaves the
 //! segment and the report to the parent.
 //!
-//! The report is written by the first end that comes; one that comes second waits for it
-//! rather than end the process under its feet (a rename not yet made would lose the report).
+//! The report is written by the first end that comes; one that comes second hands its own counts
+//! on and waits for it rather than end the process under its feet (a rename not yet made would
+//! lose the report), and dies of a held signal if that is what the report was written for.
 //! Whichever thread writes it first closes its own regions and hands its counts on, then asks
 //! every thread still holding counts to hand them on at its next sync point
 //! (`hand_over.rs`), then writes. An end that may find the runtime's locks or the allocator's
@@ -44,17 +45,30 @@ pub(super) extern "C" fn at_exit() {
     let _busy = RuntimeGuard::enter();
     let destination = settings::report_destination().filter(|_| !switches::forked_child());
     if destination.is_some() && REPORTING.swap(true, Ordering::AcqRel) {
+        // The report under way may be waiting for this thread's counts (`hand_over.rs`).
+        close_all_open();
+        flush_current_thread();
         // Bounded: a crash's watchdog ends a report that cannot finish.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
         while !REPORTED.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // A program that reached its end while the report of a held signal was written (its
+        // threads run on meanwhile, `end_for_signal`) still dies of that signal.
+        if let Some(signal) = signal_abi::pending() {
+            signal_abi::die_of(signal);
         }
     } else if let Some(path) = destination {
         worker::start_no_more();
         // This thread's counts first, then every other thread still holding some.
         close_all_open();
         flush_current_thread();
-        hand_over::collect(switches::wake_all_sync_points);
+        let grace = if signal_abi::pending().is_some() {
+            hand_over::SIGNAL_GRACE
+        } else {
+            hand_over::GRACE
+        };
+        hand_over::collect(switches::wake_all_sync_points, grace);
         if let Err(e) = report::write_report(path) {
             eprintln!("{e}");
         }

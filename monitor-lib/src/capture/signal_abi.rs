@@ -1,6 +1,7 @@
 //! Termination signals while the standalone report or a partial trace is being made: SIGINT,
-//! SIGTERM and SIGHUP are held until the program's next captured access, where the report is
-//! written (the trace finished) and the signal raised again, so an interrupted run (Ctrl-C, a
+//! SIGTERM and SIGHUP are held until the program's next captured access, where its thread hands
+//! its counts on and a thread of the runtime writes the report (finishes the trace) and raises
+//! the signal again (`process_end::end_for_signal`), so an interrupted run (Ctrl-C, a
 //! batch system's time limit) still leaves its counts and still dies of the signal it got.
 //!
 //! Why a deferral, not the report in the handler: the signal can land while the thread is inside

@@ -606,3 +606,40 @@ fn a_program_does_not_outlive_its_killed_epcache_run() {
         );
     }
 }
+
+/// A signal that reaches a thread an OpenMP team waits for at its barrier: the master, which
+/// made its sweep and waits there, still hands its counts on, since the signalled thread runs
+/// on (uncounted) to the barrier rather than stop where it was, which left the master waiting
+/// for ever and out of the report.
+#[test]
+fn a_thread_waiting_at_a_barrier_for_the_signalled_one_is_still_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    if !available("gcc", "runtime_signals") || !runtime_built("runtime_signals") {
+        return;
+    }
+    let source = kernel("omp_signal_barrier.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-O1",
+            "-fopenmp",
+            source.to_str().unwrap(),
+            "-o",
+            "barrier",
+        ],
+    );
+    let mut child = start(dir.path(), &dir.path().join("barrier"), &[]);
+    send(&child, Signal::SIGTERM);
+    let (status, stderr) = wait_ended(&mut child);
+    assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{stderr}");
+    let report = report(dir.path());
+    assert_eq!(
+        (&report["threads"], &report["threads_unreported"]),
+        (&2.into(), &0.into()),
+        "{stderr}"
+    );
+    // The master's sweep of `a` before the barrier.
+    let a = structure(region(&report, "main"), "a");
+    assert!(a["events"]["PAPI_L1_DCR"].as_u64().unwrap() >= 4096, "{a}");
+}
