@@ -116,9 +116,6 @@ pub(crate) fn buckets(counts: &[u32]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks that the file `flag` names (`--output`, `--svg`) can be written: not a directory, its
-/// directory exists and takes a new file, and an existing file may be written. Found after the
-/// work, the results, the recorded trace or the plot would be lost with the work's time.
 /// Refuses an output file that is `other` itself (the program measured, the report read):
 /// writing it would destroy what the command works from. `then` says what was not done.
 pub(crate) fn not_the_same_file(
@@ -139,6 +136,9 @@ pub(crate) fn not_the_same_file(
     Ok(())
 }
 
+/// Checks that the file `flag` names (`--output`, `--svg`) can be written: not a directory, its
+/// directory exists and takes a new file, and an existing file may be written. Found after the
+/// work, the results, the recorded trace or the plot would be lost with the work's time.
 pub(crate) fn output(flag: &str, path: &Path) -> anyhow::Result<()> {
     let shown = path.display();
     if path.is_dir() {

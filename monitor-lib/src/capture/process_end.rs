@@ -53,11 +53,6 @@ pub(super) extern "C" fn at_exit() {
         while !REPORTED.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        // A program that reached its end while the report of a held signal was written (its
-        // threads run on meanwhile, `end_for_signal`) still dies of that signal.
-        if let Some(signal) = signal_abi::pending() {
-            signal_abi::die_of(signal);
-        }
     } else if let Some(path) = destination {
         worker::start_no_more();
         // This thread's counts first, then every other thread still holding some.
@@ -95,6 +90,12 @@ pub(super) extern "C" fn at_exit() {
     }
     if let Some(m) = mcc::get() {
         m.finish();
+    }
+    // A program that reached its end while the report of a held signal was written (its
+    // threads run on meanwhile, `end_for_signal`), or that wrote it itself on its way out,
+    // still dies of that signal, once the report, the trace and the segment are done.
+    if let Some(signal) = signal_abi::pending() {
+        signal_abi::die_of(signal);
     }
 }
 
