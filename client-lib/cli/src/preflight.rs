@@ -106,11 +106,11 @@ pub(crate) fn max_buckets() -> u32 {
 }
 
 /// Checks that no histogram asks for more buckets than a result block holds.
-pub(crate) fn buckets(counts: &[u32]) -> anyhow::Result<()> {
+pub(crate) fn buckets(counts: &[u32], then: &str) -> anyhow::Result<()> {
     let max = max_buckets();
     if let Some(n) = counts.iter().find(|&&n| n > max) {
         bail!(
-            "--buckets {n}: a histogram has at most {max} buckets (one result block); ask for fewer, or for wider buckets; nothing was started"
+            "--buckets {n}: a histogram has at most {max} buckets (one result block); ask for fewer, or for wider buckets; {then}"
         );
     }
     Ok(())
@@ -307,8 +307,8 @@ mod tests {
         assert!(events([&"PAPI_L1_LDM".to_owned()], &spec).is_ok());
         let err = events([&"PAPI_L2_DCM".to_owned()], &spec).unwrap_err();
         assert!(format!("{err:#}").contains("cache level 2"), "{err:#}");
-        assert!(buckets(&[max_buckets()]).is_ok());
-        let err = buckets(&[max_buckets() + 1]).unwrap_err();
+        assert!(buckets(&[max_buckets()], "nothing was started").is_ok());
+        let err = buckets(&[max_buckets() + 1], "nothing was started").unwrap_err();
         assert!(err.to_string().contains("at most 1024 buckets"), "{err}");
     }
 

@@ -229,7 +229,7 @@ pub(crate) fn fewer_buckets_note(asked: &Request, placed: &RequestInfo) -> Optio
     };
     (placed.buckets < wanted).then(|| {
         format!(
-            "request {} over {}: {} bucket(s) of {} bytes, not the {wanted} asked: its {} bytes hold only that many whole L1 lines",
+            "request {} over {}: {} bucket(s) of {} bytes, not the {wanted} asked: a bucket is a whole number of L1 lines, so its {} bytes in {wanted} buckets round up to that width",
             placed.id,
             placed.data_name(),
             placed.buckets,
@@ -241,6 +241,9 @@ pub(crate) fn fewer_buckets_note(asked: &Request, placed: &RequestInfo) -> Optio
 
 pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
     let request = args.request()?;
+    if let Some(n) = args.buckets {
+        crate::preflight::buckets(&[n], "nothing was placed")?;
+    }
     // As `epcache run` does: an allocation line without code is said, from the program's own
     // debug information.
     let exe = format!("/proc/{}/exe", args.pid);

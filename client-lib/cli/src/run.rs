@@ -385,7 +385,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
         (None, None) => None,
     };
     preflight::cores(asked, &spec, &args.event)?;
-    preflight::buckets(&args.buckets)?;
+    preflight::buckets(&args.buckets, "nothing was started")?;
     if let Some(path) = &args.output {
         preflight::output("--output", path)?;
         if let Some(program) = preflight::locate(&args.command[0]) {

@@ -295,7 +295,32 @@ async fn the_subcommands_agree_on_their_flags() {
     assert_eq!(placed["buckets"], 2, "{placed}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("2 bucket(s)") && err.contains("not the 4 asked"),
+        err.contains("2 bucket(s)")
+            && err.contains("not the 4 asked")
+            && err.contains("round up to that width"),
+        "{err}"
+    );
+    // More buckets than a result block holds are refused before anything is placed.
+    let out = epcache(
+        &addr,
+        &[
+            "request",
+            &pid,
+            "--region",
+            "kernel",
+            "--range",
+            &range,
+            "--event",
+            "PAPI_L1_LDM",
+            "--buckets",
+            "5000",
+        ],
+    )
+    .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--buckets 5000") && err.contains("nothing was placed"),
         "{err}"
     );
 
