@@ -54,6 +54,7 @@ pub use config::{
     Config, DAEMON_SOCKET, DEFAULT_HALT_LEASE, DEFAULT_PORT, ListenAddr, MIN_TOKEN_CHARS, TlsFiles,
 };
 pub use error::{DaemonError, ServeError};
+pub use resolve::nearest;
 pub use service::TOOL_METADATA;
 pub use token_file::{TokenFileError, read_token_file};
 pub use transport::{ConnectionInfo, Peer, connection_of};

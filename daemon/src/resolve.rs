@@ -42,17 +42,16 @@ fn distance(a: &str, b: &str) -> usize {
 
 /// The names closest to `name`: those containing it (or contained in it) first, then by edit
 /// distance; at most [`NEAREST`], without repeats, each cut as [`crate::error::echo`] cuts.
-pub(crate) fn nearest<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Vec<String> {
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let lower = name.to_lowercase();
     let mut scored: Vec<(bool, usize, &str)> = candidates
         .into_iter()
         .map(|c| {
             let cl = c.to_lowercase();
             let related = !lower.is_empty() && (cl.contains(&lower) || lower.contains(&cl));
-            (!related, distance(name, c), c)
+            // A scoped name (`fields::work`, `alpha::A::init`) is as near as its last part.
+            let short = c.rsplit("::").next().unwrap_or(c);
+            (!related, distance(name, c).min(distance(name, short)), c)
         })
         .collect();
     scored.sort();

@@ -264,6 +264,34 @@ pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Requ
     }
 }
 
+/// The region `--trace` names, looked for among the program's functions before it starts: one
+/// inlined everywhere, which never runs as a region, is refused with where it was inlined; a
+/// name no function has is said with the nearest names (a marker region of that name, which
+/// only the run can tell, would still be traced). Without debug information nothing is said.
+pub(crate) fn traced_region(program: &OsStr, region: &str) -> anyhow::Result<()> {
+    let Some(path) = locate(program) else {
+        return Ok(());
+    };
+    let Ok(info) = epcache_symbols::DebugInfo::load_program(&path) else {
+        return Ok(());
+    };
+    let name = region.rsplit_once('@').map_or(region, |(name, _)| name);
+    let names = info.functions.iter().map(|f| f.name.as_str());
+    if info.functions.is_empty() || !epcache_shm::region_names::find(names.clone(), name).is_empty()
+    {
+        return Ok(());
+    }
+    if let Some(note) = crate::inlined_regions::note(&path, name) {
+        bail!("--trace {region}: {note}; nothing was started");
+    }
+    eprintln!(
+        "epcache: warning: --trace {region}: {} has no function of that name (nearest: {}); only a marker region so named would be traced",
+        program.to_string_lossy(),
+        epcache_daemon::nearest(name, names).join(", ")
+    );
+    Ok(())
+}
+
 /// Refuses a program whose symbol table shows it was built without capture: it would run
 /// unmonitored and report nothing. Scripts and stripped programs cannot be told and pass; the
 /// run then checks that a report came back.

@@ -411,6 +411,9 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
         );
     }
     preflight::built_with_capture(&args.command[0])?;
+    if let Some(region) = &args.trace {
+        preflight::traced_region(&args.command[0], region)?;
+    }
     preflight::allocation_lines(&args.command[0], &requests);
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

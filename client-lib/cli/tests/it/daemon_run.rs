@@ -490,4 +490,33 @@ fn a_region_inlined_everywhere_is_explained_with_its_caller() {
     let (_, stderr) = ask("transpos");
     assert!(stderr.contains("no region `transpos`"), "{stderr}");
     assert!(!stderr.contains("was inlined"), "{stderr}");
+    // `--trace` checks its region before the start: an inlined one is refused with the same
+    // note and nothing runs; a misspelt one is said with the nearest names, then traced in
+    // case a marker region has that name.
+    let trace = |region: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["run", "--trace", region, "--overwrite", "--output"])
+            .arg(dir.path().join("t.eppt"))
+            .arg("--")
+            .arg(&program)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = trace("transpose");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`transpose` was inlined into `main`")
+            && stderr.contains("nothing was started"),
+        "{stderr}"
+    );
+    let (code, stderr) = trace("transpos");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("has no function of that name (nearest: ") && stderr.contains("never ran"),
+        "{stderr}"
+    );
 }
