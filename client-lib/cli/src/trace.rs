@@ -223,6 +223,15 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
             "epct"
         }
         Output::Partial(mut w) => {
+            if !filter.is_everything() {
+                // Every replay repeats it: the caches see nothing of the rest of the program.
+                w.note(
+                    "converted from a lackey log keeping only the accesses of the code asked for \
+                     (--function, --code-range): the other code's accesses, which warmed the \
+                     caches in the run, are not in it, so a replay's caches start cold",
+                )
+                .with_context(writing)?;
+            }
             if let Some(program) = &program {
                 for &site in &sites {
                     if let Some(info) = program.site_info(site) {
@@ -243,6 +252,13 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
             "`{}` holds no lackey records ({} bytes read): give the log of `valgrind --tool=lackey --trace-mem=yes`; nothing was written",
             args.input.display(),
             reader.bytes_read()
+        );
+    }
+    if written == 0 && !filter.is_everything() {
+        bail!(
+            "none of the {} records of `{}` was made by the code asked for (--function, --code-range): check that --binary is the program the log is of, and its --load-bias (a position-independent program's, from the log's first instruction addresses); nothing was written",
+            grouped(read),
+            args.input.display()
         );
     }
     staged

@@ -193,6 +193,34 @@ fn curve_point_at_the_first_level_size_is_its_miss_ratio() {
     );
     let svg = t.dir.path().join("mrc.svg");
     let json = replay_json(&partial, &["--mrc", "2,32", "--svg", svg.to_str().unwrap()]);
+    // Kept to one function, the trace says its caches start cold in every replay.
+    let notes = json["recording_notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("a replay's caches start cold")),
+        "{notes:?}"
+    );
+    // A load bias that puts the function where no access was made keeps nothing: refused,
+    // nothing written, rather than an empty trace.
+    let nothing = t.dir.path().join("nothing.eppt");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["trace", "convert", "--from", "lackey", "--to", "partial"])
+        .args([
+            "--function",
+            "multiply",
+            "--binary",
+            binary,
+            "--load-bias",
+            "0x40000000",
+        ])
+        .arg(&t.lackey)
+        .arg(&nothing)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("--load-bias") && !nothing.exists(), "{said}");
     let d1 = &json["levels"]["D1"];
     let field = |f: &str| d1[f].as_u64().unwrap();
     let expected = (field("read_misses") + field("write_misses")) as f64

@@ -450,6 +450,11 @@ impl<W: Write> PartialWriter<W> {
         self.ranges.push(range);
     }
 
+    /// Writes a note every replay repeats ([`TraceFile::note`]).
+    pub fn note(&mut self, text: &str) -> io::Result<()> {
+        self.file.note(text)
+    }
+
     /// Accesses recorded so far.
     pub fn accesses(&self) -> u64 {
         self.thread.accesses()
