@@ -113,8 +113,16 @@ fn tcp_uri(address: &str) -> Result<String, ClientError> {
             }),
         };
     }
-    if a.contains(':') {
-        return Ok(format!("http://{a}"));
+    // HOST:PORT: the port one a TCP port can be (not 99999, which would only fail to connect).
+    if let Some((host, port)) = a.rsplit_once(':')
+        && !host.is_empty()
+    {
+        return match port.parse::<u16>() {
+            Ok(p) if p > 0 => Ok(format!("http://{a}")),
+            _ => Err(ClientError::Address {
+                address: address.to_owned(),
+            }),
+        };
     }
     Err(ClientError::Address {
         address: address.to_owned(),
@@ -466,5 +474,8 @@ mod tests {
         assert!(tcp_uri("nowhere").is_err());
         assert!(tcp_uri("99999999").is_err());
         assert!(tcp_uri("0").is_err());
+        assert!(tcp_uri("localhost:99999").is_err());
+        assert!(tcp_uri("localhost:").is_err());
+        assert!(tcp_uri(":5").is_err());
     }
 }

@@ -26,9 +26,9 @@ pub(crate) struct HistogramArgs {
     /// Also write the chart as an SVG image to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
-    /// Width of the longest bar, in terminal columns.
-    #[arg(long, default_value_t = 50)]
-    width: usize,
+    /// Width of the longest bar, in terminal columns (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..))]
+    width: u16,
     #[command(flatten)]
     daemon: DaemonArgs,
     /// Print JSON (a failure too, as {"error": ...} on stdout).
@@ -349,7 +349,7 @@ pub(crate) fn run(args: &HistogramArgs) -> anyhow::Result<()> {
             args.id, result.request.region.name
         ));
     }
-    print_stdout(&bars(&result, args.width.max(1)))
+    print_stdout(&bars(&result, usize::from(args.width)))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@
 //!   sets `Halted`, bumps the halt generation and wakes it (futex). The tool waits on that word
 //!   in 100 ms slices to notice a dead target (pid and start time from /proc), and releases by
 //!   storing the generation into the release word and waking it. The target waits in 1 s
-//!   slices, says so on stderr every [`crate::target::WAIT_NOTICE_INTERVAL`], and goes on by
+//!   slices, says so on stderr from [`crate::target::WAIT_NOTICE_INTERVAL`] on, and goes on by
 //!   itself once no tool is attached: nothing leaves a program halted for ever.
 
 use std::sync::atomic::{AtomicU64, Ordering};

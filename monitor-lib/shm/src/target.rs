@@ -6,8 +6,8 @@
 //! A halted target goes on by itself once no process but itself is attached: the tool that
 //! could release it is gone. A child of `fork` keeps its inherited attachment until it execs or
 //! exits (dual-compiled code may still read the words the gate pointed at), so a halted parent
-//! whose tool died goes on only once such children are gone, and says so every
-//! [`WAIT_NOTICE_INTERVAL`] meanwhile. [`Mcc::finish`] does nothing outside the creating
+//! whose tool died goes on only once such children are gone, and says so from
+//! [`WAIT_NOTICE_INTERVAL`] on, less and less often, meanwhile. [`Mcc::finish`] does nothing outside the creating
 //! process, so a child's exit never marks its parent's segment exited.
 
 use std::path::{Path, PathBuf};
@@ -29,8 +29,12 @@ use epcache_sim::ranges::AddressRange;
 
 /// How long `EPCACHE_WAIT=yes` waits for a tool.
 pub const DEFAULT_START_WAIT: Duration = Duration::from_secs(60);
-/// How often a blocked target says on stderr that it is still waiting.
+/// When a blocked target first says on stderr that it is still waiting; each later notice
+/// comes twice as long after the one before, up to [`WAIT_NOTICE_LONGEST`], so a program left
+/// halted for the whole halt lease does not fill its stderr.
 pub const WAIT_NOTICE_INTERVAL: Duration = Duration::from_secs(5);
+/// The longest time between two notices of a blocked target.
+pub const WAIT_NOTICE_LONGEST: Duration = Duration::from_secs(120);
 
 /// Something the MCC could not do.
 #[derive(Debug, thiserror::Error)]
@@ -812,6 +816,7 @@ impl Mcc {
         futex::wake(halt_gen, u32::MAX);
         let started = Instant::now();
         let mut last_notice = started;
+        let mut notice_interval = WAIT_NOTICE_INTERVAL;
         let outcome = loop {
             let released = release.load(Ordering::Acquire);
             if released == generation {
@@ -838,8 +843,9 @@ impl Mcc {
                 );
                 break HaltOutcome::ToolDetached;
             }
-            if last_notice.elapsed() >= WAIT_NOTICE_INTERVAL {
+            if last_notice.elapsed() >= notice_interval {
                 last_notice = Instant::now();
+                notice_interval = (notice_interval * 2).min(WAIT_NOTICE_LONGEST);
                 let tools = self
                     .segment
                     .stat()
@@ -868,7 +874,7 @@ impl Mcc {
     }
 }
 
-/// What a waiting target says every [`WAIT_NOTICE_INTERVAL`]: whether any tool is attached to
+/// What a waiting target says from time to time: whether any tool is attached to
 /// its segment (`tools`, the attachments besides its own), and what it waits for.
 fn wait_notice(state: layout::TargetState, tools: u64) -> String {
     let at = if state == layout::TargetState::WaitingForTool {

@@ -493,6 +493,9 @@ fn a_wrong_command_line_is_status_one_and_help_zero() {
             "/bin/true",
         ],
         &["replay", "--mrc", "2,48", "t.eppt"],
+        &["histogram", "1", "2", "--width", "0"],
+        // A port no TCP port can be, said as such rather than as a refused connection.
+        &["targets", "--daemon", "localhost:99999"],
         &["no-such-command"],
     ] {
         let out = epcache(args);
