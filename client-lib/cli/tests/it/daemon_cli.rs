@@ -329,6 +329,14 @@ async fn the_subcommands_agree_on_their_flags() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--count"), "{err}");
 
+    // Another tool's cancel without ids takes nothing, and says whose requests are there.
+    let out = epcache(&addr, &["cancel", &pid, "--tool", "someone-else"]).await;
+    let said = ok(&out);
+    assert!(
+        said.contains("nothing of this tool's to cancel") && said.contains("(tool `epcache-cli`)"),
+        "{said}"
+    );
+
     let out = epcache(&addr, &["cancel", &pid, "987654", "--json"]).await;
     assert_eq!(out.status.code(), Some(1));
     let failure: serde_json::Value = serde_json::from_slice(&out.stdout)
