@@ -63,6 +63,16 @@ impl TraceInput {
         let starts_with = |magic: &[u8]| {
             !start.is_empty() && start.starts_with(&magic[..start.len().min(magic.len())])
         };
+        if starts_with(&EPCT_MAGIC) && starts_with(&PARTIAL_MAGIC) {
+            // Both formats' common first bytes, and nothing after them: cut too early to tell.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the file has only {} byte(s), the start of an epct or a partial trace cut before it says which",
+                    start.len()
+                ),
+            ));
+        }
         Ok(if starts_with(&EPCT_MAGIC) {
             TraceFormat::Epct
         } else if starts_with(&PARTIAL_MAGIC) {

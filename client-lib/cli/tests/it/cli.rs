@@ -568,3 +568,24 @@ fn a_token_file_others_can_read_is_refused_by_the_tool() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("chmod 600"), "{}", stderr(&out));
 }
+
+/// A trace cut within the bytes both binary formats begin with is said to be cut, not taken for
+/// one of them.
+#[test]
+fn a_trace_cut_before_its_format_shows_is_said_to_be() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.eppt");
+    std::fs::write(&cut, b"\x89EP").unwrap();
+    let out = epcache(&[
+        "replay",
+        "--cache",
+        "D1=32K,8,64",
+        &cut.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("only 3 byte(s)") && !stderr(&out).contains("epct trace"),
+        "{}",
+        stderr(&out)
+    );
+}
