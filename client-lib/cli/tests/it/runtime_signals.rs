@@ -609,8 +609,7 @@ fn a_program_does_not_outlive_its_killed_epcache_run() {
 
 /// A signal that reaches a thread an OpenMP team waits for at its barrier: the master, which
 /// made its sweep and waits there, still hands its counts on, since the signalled thread runs
-/// on (uncounted) to the barrier rather than stop where it was, which left the master waiting
-/// for ever and out of the report.
+/// on (uncounted) to the barrier and the master then reaches its next sync point.
 #[test]
 fn a_thread_waiting_at_a_barrier_for_the_signalled_one_is_still_reported() {
     let dir = tempfile::tempdir().unwrap();
