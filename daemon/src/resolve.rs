@@ -127,12 +127,19 @@ pub(crate) fn region<'r>(
                 what: "region with key",
                 name: format!("{}:{}", k.file_id, k.line),
                 pid,
-                nearest: regions
-                    .iter()
-                    .filter(|r| r.file_id == k.file_id)
-                    .take(NEAREST)
-                    .map(describe_region)
-                    .collect(),
+                nearest: {
+                    let same_file: Vec<String> = regions
+                        .iter()
+                        .filter(|r| r.file_id == k.file_id)
+                        .take(NEAREST)
+                        .map(describe_region)
+                        .collect();
+                    if same_file.is_empty() {
+                        vec![format!("the keys `epcache describe {pid}` lists")]
+                    } else {
+                        same_file
+                    }
+                },
             }),
         v1::region_selector::By::Name(name) => {
             // Exact names first, else the short, symbol or other-case forms of them.
@@ -836,6 +843,15 @@ mod tests {
             })),
         };
         assert_eq!(region(1, Some(&key), &r).unwrap().index.0, 3);
+        // A key of no file the target has points at `describe`, which lists the keys.
+        let nowhere = v1::RegionSelector {
+            by: Some(v1::region_selector::By::Key(v1::RegionKey {
+                file_id: 99,
+                line: 1,
+            })),
+        };
+        let err = region(1, Some(&nowhere), &r).unwrap_err();
+        assert!(err.to_string().contains("`epcache describe 1`"), "{err}");
         let err = region(1, Some(&by_name("kernal")), &r).unwrap_err();
         assert!(err.to_string().contains("nearest: kernel"), "{err}");
         let err = region(1, Some(&by_name("kernel")), &r).unwrap_err();

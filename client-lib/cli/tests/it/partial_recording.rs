@@ -433,8 +433,12 @@ fn a_trace_file_in_use_or_behind_a_link_is_left_alone() {
     assert!(stderr.contains("symbolic link"), "{stderr}");
     assert_eq!(std::fs::read(&elsewhere).unwrap(), b"not a trace");
 
-    // Unlocked, the same file is replaced by a whole trace.
-    run_traced(dir.path(), cache, "multiply", &busy, None);
+    // Unlocked, the same file is replaced by a whole trace, which is said.
+    let stderr = run_traced_with(dir.path(), cache, "multiply", &busy, None, &[]);
+    assert!(
+        stderr.contains("replacing the existing") && stderr.contains("(17 bytes)"),
+        "{stderr}"
+    );
     assert!(replay(&busy, cache)["records"]["loads"].as_u64().unwrap() > 1000);
 
     // `epcache run --trace` onto a file another process is writing says that its program

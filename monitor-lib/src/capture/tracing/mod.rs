@@ -261,15 +261,16 @@ fn create_trace_file(path: &Path, overwrite: bool) -> Result<File, String> {
         Some(libc::ELOOP) => format!("{shown} is a symbolic link; name the file itself"),
         _ => format!("cannot create {shown}: {e}"),
     })?;
-    own_trace_file(file, path)
+    own_trace_file(file, path, false)
 }
 
 /// Makes an opened trace file this process's alone: a regular file, locked (`flock`) against
 /// any other epcache process writing it, then emptied. Two programs given one output (two
 /// ranks, two runs started together) would otherwise interleave their chunks into a file no
 /// replay can read; the second one is told instead, before it writes anything. The lock goes
-/// with the process.
-fn own_trace_file(file: File, path: &Path) -> Result<File, String> {
+/// with the process. With `say_replaced` (a file named by `EPCACHE_TRACE_OUTPUT`, which no one
+/// asked to overwrite) emptying a file that held something is said on stderr.
+fn own_trace_file(file: File, path: &Path, say_replaced: bool) -> Result<File, String> {
     let shown = path.display();
     match file.metadata() {
         Ok(m) if m.is_file() => {}
@@ -281,6 +282,17 @@ fn own_trace_file(file: File, path: &Path) -> Result<File, String> {
         ),
         std::fs::TryLockError::Error(e) => format!("cannot lock {shown}: {e}"),
     })?;
+    // Said, never silent, where nobody asked to overwrite: a recording of an earlier run there
+    // is lost.
+    if say_replaced
+        && let Ok(m) = file.metadata()
+        && m.len() > 0
+    {
+        eprintln!(
+            "epcache: {TRACE_OUTPUT_ENV}: replacing the existing {shown} ({} bytes); name a new file (`%p` stands for the process id) to keep it",
+            m.len()
+        );
+    }
     file.set_len(0)
         .map_err(|e| format!("cannot empty {shown} to write the trace: {e}"))?;
     Ok(file)
@@ -333,7 +345,7 @@ fn open_standalone_trace_file(path: &Path) -> Result<File, String> {
             ),
             _ => format!("cannot create {}: {e}", path.display()),
         })?;
-    own_trace_file(file, path)
+    own_trace_file(file, path, true)
 }
 
 /// At the process's end: an order a tool placed that no thread ever claimed (nothing was
