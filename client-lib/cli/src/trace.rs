@@ -118,20 +118,6 @@ enum Output {
     Partial(Box<PartialWriter<BufWriter<File>>>),
 }
 
-/// Refuses an output that is the input itself: the conversion would replace the log it reads.
-fn refuse_same_file(input: &Path, output: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    if let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output))
-        && (i.dev(), i.ino()) == (o.dev(), o.ino())
-    {
-        bail!(
-            "`{}` is both the input and the output; give another output file (the input is left as it is)",
-            output.display()
-        );
-    }
-    Ok(())
-}
-
 /// A file beside `output` that becomes it only once the conversion succeeded: a failure leaves
 /// an existing `output` as it was, and no half-written file in its place.
 fn staged_output(output: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
@@ -162,7 +148,13 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
         &args.code_range,
         program.as_ref().zip(args.binary.as_ref()),
     )?;
-    refuse_same_file(&args.input, &args.output)?;
+    // The conversion would replace the log it reads.
+    crate::preflight::not_the_same_file(
+        "the output",
+        &args.output,
+        ("the input", &args.input),
+        "the input is left as it is",
+    )?;
     let input = TraceInput::open(&args.input)?;
     let staged = staged_output(&args.output)?;
     let file = staged

@@ -360,6 +360,10 @@ fn enter(region: Option<RegionRef>, function: bool, sp: u64) {
 /// parent, the standalone report, a trace); the halting points are not looked at, since no
 /// thread entered the function there.
 fn parents_to_open(region: RegionRef, m: Option<&Mcc>, counting: bool) -> Vec<(RegionRef, bool)> {
+    // Most regions are no OpenMP body: told by one load, before any guard or lock.
+    if !region_registry::may_be_outlined(region.id) {
+        return Vec::new();
+    }
     let mut parents = Vec::new();
     let mut child = region;
     // Under the registry's lock, as a resolution: marked as in the runtime, never in a forked

@@ -230,10 +230,7 @@ pub(super) fn marker_at(return_pc: u64, label: impl FnOnce() -> String) -> Optio
 /// `f._omp_fn.0._omp_fn.1` (nested) to `f._omp_fn.0`; `mesh::init._omp_fn.0` to `mesh::init`.
 /// The parent is the region of that name in the same file.
 pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
-    if OUTLINED
-        .get(id as usize / 64)
-        .is_some_and(|word| word.load(Ordering::Relaxed) & 1 << (id % 64) == 0)
-    {
+    if !may_be_outlined(id) {
         return None;
     }
     let mut reg = registry();
@@ -255,6 +252,15 @@ pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
     });
     reg.parents.insert(id, parent);
     parent
+}
+
+/// Whether region `id` may be an OpenMP outlined body ([`OUTLINED`]): one load, no lock, so
+/// a region entry asks [`parallel_parent`] only where there can be one.
+#[inline]
+pub(super) fn may_be_outlined(id: u32) -> bool {
+    OUTLINED
+        .get(id as usize / 64)
+        .is_none_or(|word| word.load(Ordering::Relaxed) & 1 << (id % 64) != 0)
 }
 
 /// The function holding `pc`, from the program's debug information.

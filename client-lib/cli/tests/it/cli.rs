@@ -115,7 +115,7 @@ fn lackey_and_epct_replays_agree_and_show_the_conventions() {
     let convert = epcache(&["trace", "convert", "--from", "lackey", &log, &log]);
     assert_eq!(convert.status.code(), Some(1));
     assert!(
-        stderr(&convert).contains("is both the input and the output"),
+        stderr(&convert).contains("is the input itself; give another file"),
         "{}",
         stderr(&convert)
     );
