@@ -151,15 +151,30 @@ pub(crate) fn assert_exact(report: &serde_json::Value, replayed: &serde_json::Va
 
 #[test]
 fn regular_c_kernel_recording_replays_to_the_live_counts() {
-    let Some((report, replayed)) = record_and_replay(
-        "gcc",
-        "partial_matmul.c",
-        "multiply",
-        "D1=8K,2,32;LL=64K,8,64",
-    ) else {
+    let cache = "D1=8K,2,32;LL=64K,8,64";
+    let Some((dir, report)) = record("gcc", "partial_matmul.c", "multiply", cache) else {
         return;
     };
+    let recording = dir.path().join("t.eppt");
+    let replayed = replay(&recording, cache);
     assert_exact(&report, &replayed, "multiply");
+    // One bit changed in the middle of the file: refused, saying where, not replayed.
+    let mut bytes = std::fs::read(&recording).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x04;
+    let damaged = dir.path().join("damaged.eppt");
+    std::fs::write(&damaged, bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["replay", "--cache", cache])
+        .arg(&damaged)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("damaged.eppt") && stderr.contains("fails its checksum"),
+        "{stderr}"
+    );
     // The site table names the kernel's lines; the structures are its arrays.
     let sites = replayed["sites"].as_array().unwrap();
     assert!(

@@ -38,7 +38,7 @@
 //! the file as *chunks* of bytes tagged with their thread, so threads write one file at once,
 //! each chunk whole under a lock, in any interleaving.
 //!
-//! # Layout (version 3)
+//! # Layout (version 4)
 //!
 //! Integers are LEB128 varints unless said otherwise; `zz` marks a zigzag-encoded signed value.
 //!
@@ -47,8 +47,14 @@
 //! | 0 | 8 | magic `89 45 50 50 54 0d 0a 1a` (`\x89EPPT\r\n\x1a`) |
 //! | 8 | 4 | format version, little-endian, [`PARTIAL_VERSION`] |
 //! | 12 | 4 | flags, little-endian: bit 0 [`FLAG_MARKED`], the others zero |
-//! | 16 | .. | file records, each a tag byte and its fields, the last one `END` |
+//! | 16 | .. | file records, each a tag byte, its fields and a checksum, the last one `END` |
 //!
+//! Every file record ends with a checksum: the CRC-32 (the IEEE polynomial of zlib and gzip;
+//! 4 bytes, little-endian) of the header followed by the record's bytes from its tag on. A
+//! file changed after it was written (a flipped bit in an address replays to other counts,
+//! with nothing else to tell; a flipped flag counts other accesses) is refused rather than
+//! replayed. A record cut short by the end of the file, checksum included, is a file never
+//! finished, unless the file ends with a whole `END` record: then a length was damaged.
 //! File records:
 //!
 //! - `0x08 CHUNK`: thread number (below [`MAX_THREADS`]), byte count `n` (1 to [`MAX_CHUNK`]),
@@ -94,7 +100,8 @@
 //! Descriptors and raw blocks are written when they close, so their order in a body is not
 //! the access order; the reader sorts them by first sequence number.
 //!
-//! Version 2, which this build still reads, is version 3 without `NOTE` records. Version 1 is
+//! Versions 3 and 2, which this build still reads, are version 4 without checksums, and
+//! version 2 without `NOTE` records too. Version 1 is
 //! one thread's single body with its `SITE` and
 //! `RANGE` records among the body records and no chunks: everything after the header up to
 //! the body's `END`, with flags 0.
@@ -113,8 +120,12 @@ use super::TraceKind;
 
 /// The eight bytes every partial trace starts with.
 pub const PARTIAL_MAGIC: [u8; 8] = *b"\x89EPPT\r\n\x1a";
-/// The format version this code writes (it reads versions 1 and 2 too).
-pub const PARTIAL_VERSION: u32 = 3;
+/// The format version this code writes (it reads versions 1 to 3 too).
+pub const PARTIAL_VERSION: u32 = 4;
+/// The first version whose file records end with a checksum.
+const CHECKSUMMED_VERSION: u32 = 4;
+/// Bytes of a file record's checksum.
+const CHECKSUM_LEN: usize = 4;
 /// Most bytes of one `NOTE` record's text.
 pub const MAX_NOTE: u64 = 4096;
 /// Header flag: counting follows the marks, and a thread without marks counts nothing.
@@ -237,6 +248,14 @@ pub enum PartialError {
     Unfinished { offset: u64 },
     #[error("offset {offset}: bad record: {why}")]
     BadRecord { offset: u64, why: String },
+    #[error(
+        "offset {offset}: {record} fails its checksum: the file was changed or damaged after it was written; copy it again from where it was recorded, or record it again"
+    )]
+    Checksum { offset: u64, record: &'static str },
+    #[error(
+        "offset {offset}: a record runs past the end of a file that ends with its END record: the file was changed or damaged after it was written; copy it again from where it was recorded, or record it again"
+    )]
+    Damaged { offset: u64 },
     #[error(
         "the trace's descriptors do not cover sequence number {seq} exactly once ({why}); the file is corrupt"
     )]

@@ -10,10 +10,10 @@ use std::ops::Range;
 
 use super::codec::{Cursor, unzigzag};
 use super::{
-    CountedSpans, Descriptor, Dim, FLAG_MARKED, MAX_CHUNK, MAX_DEPTH, MAX_NOTE, MAX_THREADS, Mark,
-    PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION, PartialAccess, PartialError, RAW_BLOCK,
-    SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK, TAG_NOTE, TAG_RANGE, TAG_RAW,
-    TAG_SITE, TAG_STREAM, kind_of,
+    CHECKSUM_LEN, CHECKSUMMED_VERSION, CountedSpans, Descriptor, Dim, FLAG_MARKED, MAX_CHUNK,
+    MAX_DEPTH, MAX_NOTE, MAX_THREADS, Mark, PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION,
+    PartialAccess, PartialError, RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END,
+    TAG_MARK, TAG_NOTE, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_of,
 };
 use crate::trace::TraceKind;
 
@@ -113,7 +113,7 @@ struct Body {
 }
 
 /// The site table and ranges (which version 1 keeps among a body's records), and the
-/// recorder's notes (version 3).
+/// recorder's notes (version 3 on).
 #[derive(Debug, Default)]
 struct Tables {
     sites: BTreeMap<u64, SiteInfo>,
@@ -266,39 +266,136 @@ impl PartialTrace {
     }
 }
 
-/// The threads' chunks of a version 2 trace joined, by thread number (with the tables), and,
-/// for a file that stops before its `END` record (its last record cut or missing), where it
-/// stops: the chunks before are kept, for [`ThreadTrace::of_bodies`] to take the ended bodies
-/// from. Anything else wrong is an error.
+/// The threads' chunks of a version 2 or later trace joined, by thread number (with the
+/// tables), and, for a file that stops before its `END` record (its last record cut or
+/// missing), where it stops: the chunks before are kept, for [`ThreadTrace::of_bodies`] to
+/// take the ended bodies from. Anything else wrong is an error.
 type Chunks = (BTreeMap<u64, Vec<u8>>, Option<u64>);
 
 fn read_chunks(bytes: &[u8], version: u32, tables: &mut Tables) -> Result<Chunks, PartialError> {
     let mut threads: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut chunks = 0u64;
     let mut cursor = Cursor::new(&bytes[PARTIAL_HEADER_LEN..], PARTIAL_HEADER_LEN as u64);
+    let sums = (version >= CHECKSUMMED_VERSION).then(|| Seals::of(bytes));
+    // Where a record runs past the end of the file: a file never finished, unless it ends
+    // with a sealed END.
+    let cut = |at: u64| match &sums {
+        Some(sums) if sums.ends_with_end() => Err(PartialError::Damaged { offset: at }),
+        _ => Ok(Some(at)),
+    };
     loop {
         let at = cursor.offset();
         if cursor.is_empty() {
             return Ok((threads, Some(at)));
         }
-        match read_file_record(&mut cursor, at, version, &mut threads, &mut chunks, tables) {
-            Ok(true) => return Ok((threads, None)),
-            Ok(false) => {}
-            Err(PartialError::Truncated { .. }) => return Ok((threads, Some(at))),
+        let record = match read_file_record(&mut cursor, at, version) {
+            Ok(record) => record,
+            Err(PartialError::Truncated { .. }) => return cut(at).map(|stop| (threads, stop)),
             Err(e) => return Err(e),
+        };
+        if let Some(sums) = &sums {
+            let end = cursor.offset() as usize;
+            match cursor.bytes(CHECKSUM_LEN, "a record's checksum") {
+                Ok(sum) if sums.seals(&bytes[at as usize..end], sum) => {}
+                Ok(_) => {
+                    return Err(PartialError::Checksum {
+                        offset: at,
+                        record: record.what(),
+                    });
+                }
+                Err(_) => return cut(at).map(|stop| (threads, stop)),
+            }
+        }
+        match record {
+            FileRecord::Chunk { thread, piece } => {
+                threads.entry(thread).or_default().extend_from_slice(piece);
+                chunks += 1;
+            }
+            FileRecord::Table(record) => tables.take(at, record)?,
+            FileRecord::Note(note) => tables.notes.push(note),
+            FileRecord::End { chunks: declared } => {
+                if !cursor.is_empty() {
+                    return Err(bad(cursor.offset(), "data after the END record"));
+                }
+                if declared != chunks {
+                    return Err(bad(
+                        at,
+                        format!("END declares {declared} chunks; the file holds {chunks}"),
+                    ));
+                }
+                return Ok((threads, None));
+            }
         }
     }
 }
 
-/// One file record at `at` into `threads` and `tables`; whether it was the `END`.
-fn read_file_record(
-    cursor: &mut Cursor<'_>,
+/// The checksums of a version 4 file's records.
+struct Seals<'a> {
+    bytes: &'a [u8],
+    /// The CRC-32 of the header, which every record's checksum starts from.
+    header: u32,
+}
+
+impl<'a> Seals<'a> {
+    fn of(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            header: crc32fast::hash(&bytes[..PARTIAL_HEADER_LEN]),
+        }
+    }
+
+    /// Whether `sum` is the checksum of `record` in this file.
+    fn seals(&self, record: &[u8], sum: &[u8]) -> bool {
+        let mut h = crc32fast::Hasher::new_with_initial(self.header);
+        h.update(record);
+        *sum == h.finalize().to_le_bytes()
+    }
+
+    /// Whether the file ends with a whole `END` record and its checksum: a record before it
+    /// that seems to run past the end had its length damaged, it was not cut.
+    fn ends_with_end(&self) -> bool {
+        let Some(body) = self.bytes.len().checked_sub(CHECKSUM_LEN) else {
+            return false;
+        };
+        let (head, sum) = self.bytes.split_at(body);
+        // The END's tag, then a varint of 1 to 10 bytes whose last byte has no continuation.
+        (2..=11).any(|len| {
+            body >= PARTIAL_HEADER_LEN + len
+                && head[body - len] == TAG_END
+                && head[body - 1] & 0x80 == 0
+                && head[body - len + 1..body - 1].iter().all(|b| b & 0x80 != 0)
+                && self.seals(&head[body - len..], sum)
+        })
+    }
+}
+
+/// A file record, read but not yet taken in (its checksum comes after it).
+enum FileRecord<'a> {
+    Chunk { thread: u64, piece: &'a [u8] },
+    Table(TableRecord),
+    Note(String),
+    End { chunks: u64 },
+}
+
+impl FileRecord<'_> {
+    /// What the record is, for a message.
+    fn what(&self) -> &'static str {
+        match self {
+            Self::Chunk { .. } => "a chunk of a thread's records",
+            Self::Table(TableRecord::Site { .. }) => "a site's description",
+            Self::Table(TableRecord::Range(_)) => "a data structure's range",
+            Self::Note(_) => "a note",
+            Self::End { .. } => "the END record",
+        }
+    }
+}
+
+/// The file record at `at`, its fields checked one by one.
+fn read_file_record<'a>(
+    cursor: &mut Cursor<'a>,
     at: u64,
     version: u32,
-    threads: &mut BTreeMap<u64, Vec<u8>>,
-    chunks: &mut u64,
-    tables: &mut Tables,
-) -> Result<bool, PartialError> {
+) -> Result<FileRecord<'a>, PartialError> {
     match cursor.byte("a record")? {
         TAG_CHUNK => {
             let thread = cursor.varint("a chunk's thread")?;
@@ -313,46 +410,50 @@ fn read_file_record(
                 return Err(bad(at, format!("a chunk of {len} bytes (1..={MAX_CHUNK})")));
             }
             let piece = cursor.bytes(len as usize, "a chunk")?;
-            threads.entry(thread).or_default().extend_from_slice(piece);
-            *chunks += 1;
-            Ok(false)
+            Ok(FileRecord::Chunk { thread, piece })
         }
-        tag @ (TAG_SITE | TAG_RANGE) => {
-            read_table_record(cursor, at, tag, tables)?;
-            Ok(false)
-        }
+        tag @ (TAG_SITE | TAG_RANGE) => Ok(FileRecord::Table(read_table_record(cursor, at, tag)?)),
         TAG_NOTE if version >= 3 => {
             let note = cursor.string("a note")?;
             if note.len() as u64 > MAX_NOTE {
                 return Err(bad(at, format!("a note of {} bytes", note.len())));
             }
-            tables.notes.push(note);
-            Ok(false)
+            Ok(FileRecord::Note(note))
         }
-        TAG_END => {
-            let declared = cursor.varint("the chunk count")?;
-            if !cursor.is_empty() {
-                return Err(bad(cursor.offset(), "data after the END record"));
-            }
-            if declared != *chunks {
-                return Err(bad(
-                    at,
-                    format!("END declares {declared} chunks; the file holds {chunks}"),
-                ));
-            }
-            Ok(true)
-        }
+        TAG_END => Ok(FileRecord::End {
+            chunks: cursor.varint("the chunk count")?,
+        }),
         tag => Err(bad(at, format!("unknown record tag {tag:#04x}"))),
     }
 }
 
-/// A `SITE` or `RANGE` record (`tag`) after its tag byte, into `tables`.
+/// A `SITE` or `RANGE` record.
+enum TableRecord {
+    Site { site: u64, info: SiteInfo },
+    Range(StructureRange),
+}
+
+impl Tables {
+    /// Takes in the table record read at `at`.
+    fn take(&mut self, at: u64, record: TableRecord) -> Result<(), PartialError> {
+        match record {
+            TableRecord::Site { site, info } => {
+                if self.sites.insert(site, info).is_some() {
+                    return Err(bad(at, format!("site {site:#x} is described twice")));
+                }
+            }
+            TableRecord::Range(range) => self.ranges.push(range),
+        }
+        Ok(())
+    }
+}
+
+/// A `SITE` or `RANGE` record (`tag`) after its tag byte.
 fn read_table_record(
     cursor: &mut Cursor<'_>,
     at: u64,
     tag: u8,
-    tables: &mut Tables,
-) -> Result<(), PartialError> {
+) -> Result<TableRecord, PartialError> {
     if tag == TAG_SITE {
         let site = cursor.varint("a site's code address")?;
         let info = SiteInfo {
@@ -362,9 +463,7 @@ fn read_table_record(
             function: cursor.string("a site's function")?,
             structure: cursor.string("a site's data structure")?,
         };
-        if tables.sites.insert(site, info).is_some() {
-            return Err(bad(at, format!("site {site:#x} is described twice")));
-        }
+        Ok(TableRecord::Site { site, info })
     } else {
         let name = cursor.string("a range's name")?;
         let start = cursor.varint("a range's start")?;
@@ -372,9 +471,8 @@ fn read_table_record(
         if end <= start {
             return Err(bad(at, format!("range `{name}` is empty or reversed")));
         }
-        tables.ranges.push(StructureRange { name, start, end });
+        Ok(TableRecord::Range(StructureRange { name, start, end }))
     }
-    Ok(())
 }
 
 /// One body's records from `cursor` up to and including its `END`. `base` is the position of
@@ -428,7 +526,7 @@ fn parse_body_into(
                 body.raw.push(block);
             }
             TAG_SITE | TAG_RANGE => match tables.as_deref_mut() {
-                Some(tables) => read_table_record(cursor, at, tag, tables)?,
+                Some(tables) => tables.take(at, read_table_record(cursor, at, tag)?)?,
                 None => return Err(bad(at, "a site or range record inside a thread's body")),
             },
             TAG_MARK => {

@@ -239,11 +239,11 @@ fn header_and_record_errors_are_typed() {
         Err(PartialError::BadMagic { .. })
     ));
     let good = encode(&matmul(3));
-    let mut v4 = good.clone();
-    v4[8] = 4;
+    let mut newer = good.clone();
+    newer[8] = PARTIAL_VERSION as u8 + 1;
     assert!(matches!(
-        decode(&v4),
-        Err(PartialError::UnsupportedVersion { found: 4 })
+        decode(&newer),
+        Err(PartialError::UnsupportedVersion { found }) if found == PARTIAL_VERSION + 1
     ));
     let unfinished = PartialTrace::parse(good[..good.len() - 4].to_vec()).unwrap();
     assert!(unfinished.never_finished().is_some());
@@ -697,10 +697,15 @@ fn notes_are_read_back_in_version_3_only() {
     assert_eq!(trace.notes()[0], "1 thread(s) were inside an instance");
     // Cut at a character boundary to at most MAX_NOTE bytes.
     assert_eq!(trace.notes()[1].len(), MAX_NOTE as usize);
-    let mut v2 = bytes.clone();
-    v2[8] = 2;
+    // Version 3 (no checksums) has notes, version 2 none.
+    let mut old = PARTIAL_MAGIC.to_vec();
+    old.extend_from_slice(&3u32.to_le_bytes());
+    old.extend_from_slice(&FLAG_MARKED.to_le_bytes());
+    old.extend_from_slice(&[TAG_NOTE, 2, b'h', b'i', TAG_END, 0]);
+    assert_eq!(PartialTrace::parse(old.clone()).unwrap().notes(), ["hi"]);
+    old[8] = 2;
     assert!(matches!(
-        PartialTrace::parse(v2),
+        PartialTrace::parse(old),
         Err(PartialError::BadRecord { .. })
     ));
     let mut long = bytes[..PARTIAL_HEADER_LEN].to_vec();
@@ -751,4 +756,101 @@ fn chunk_records_are_checked() {
         PartialTrace::parse(flagged),
         Err(PartialError::UnsupportedFlags { found: 2 })
     ));
+}
+
+/// A trace of two threads with notes, sites and ranges, as the runtime writes one; thread 0's
+/// chunk, a gather kept raw, is 128 bytes or more.
+fn sealed_trace() -> Vec<u8> {
+    let mut state = 5u64;
+    let gather: Vec<_> = (0..40)
+        .map(|_| load(0x10, 8 * (xorshift(&mut state) % 4096)))
+        .collect();
+    let mut file = TraceFile::new(Vec::new(), true).unwrap();
+    file.chunk(0, &thread_bytes(&gather, &[(0, 20)], &[]))
+        .unwrap();
+    file.site(
+        0x10,
+        &SiteInfo {
+            file: "mm.c".into(),
+            line: 7,
+            function: "mm".into(),
+            structure: "a".into(),
+        },
+    )
+    .unwrap();
+    file.chunk(1, &thread_bytes(&stencil(4, 2), &[(3, 30)], &[]))
+        .unwrap();
+    file.note("a note").unwrap();
+    let ranges = [StructureRange {
+        name: "a".into(),
+        start: 0x1000,
+        end: 0x2000,
+    }];
+    file.finish(&BTreeMap::new(), &ranges).unwrap()
+}
+
+/// Any byte of a finished file changed, in any bit, is refused (a record's checksum, the
+/// header's, which every checksum starts from, or a length that runs past a sealed END says
+/// so), or, where the change makes the END look cut short, read as a file never finished with
+/// every access it holds: none replays to other counts.
+#[test]
+fn every_changed_byte_is_refused() {
+    let good = sealed_trace();
+    let trace = PartialTrace::parse(good.clone()).unwrap();
+    assert!(trace.never_finished().is_none());
+    assert_eq!(trace.threads().len(), 2);
+    assert_eq!(trace.notes(), ["a note"]);
+    let accesses = |t: &PartialTrace| -> Vec<Vec<PartialAccess>> {
+        let all = |t: &ThreadTrace| t.accesses().collect::<Result<Vec<_>, _>>().unwrap();
+        t.threads().iter().map(all).collect()
+    };
+    let mut read_as_cut = 0;
+    for at in 0..good.len() {
+        for flip in [0x01u8, 0x10, 0x80, 0xff] {
+            let mut bad = good.clone();
+            bad[at] ^= flip;
+            let Ok(parsed) = PartialTrace::parse(bad) else {
+                continue;
+            };
+            let what = format!("byte {at} of {} ^ {flip:#x}", good.len());
+            assert!(parsed.never_finished().is_some(), "{what} read as finished");
+            assert_eq!(accesses(&parsed), accesses(&trace), "{what}");
+            read_as_cut += 1;
+        }
+    }
+    // Only the END's count, whose continuation bit runs it into the checksum.
+    assert!(read_as_cut <= 2, "{read_as_cut} changes read as a cut file");
+    let mut sum = good.clone();
+    let last = sum.len() - 1;
+    sum[last] ^= 1;
+    assert!(matches!(
+        PartialTrace::parse(sum),
+        Err(PartialError::Checksum {
+            record: "the END record",
+            ..
+        })
+    ));
+}
+
+/// A chunk whose length grew past the end of a finished file is damage, not a cut.
+#[test]
+fn a_length_past_a_sealed_end_is_damage() {
+    let good = sealed_trace();
+    let mut longer = good.clone();
+    // The first chunk's length, after its tag and thread 0: its last byte made 127.
+    assert_eq!(longer[PARTIAL_HEADER_LEN..][..2], [TAG_CHUNK, 0]);
+    let length = PARTIAL_HEADER_LEN + 2;
+    let last = length + longer[length..].iter().position(|b| b & 0x80 == 0).unwrap();
+    assert_eq!(last - length, 1, "a chunk of 128 to 16,383 bytes");
+    longer[last] = 0x7f;
+    let err = PartialTrace::parse(longer).unwrap_err();
+    assert!(
+        matches!(err, PartialError::Damaged { offset } if offset == PARTIAL_HEADER_LEN as u64),
+        "{err}"
+    );
+    // Cut anywhere, the same file is one never finished.
+    for cut in PARTIAL_HEADER_LEN..good.len() {
+        let trace = PartialTrace::parse(good[..cut].to_vec()).unwrap();
+        assert!(trace.never_finished().is_some(), "cut at {cut}");
+    }
 }

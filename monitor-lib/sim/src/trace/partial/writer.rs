@@ -13,9 +13,9 @@ use std::io::{self, Write};
 use super::codec::{put_str, put_varint, put_varint128, zigzag};
 use super::compress::{Closed, StreamCompressor};
 use super::{
-    Descriptor, FLAG_MARKED, MAX_CHUNK, MAX_NOTE, Mark, PARTIAL_MAGIC, PARTIAL_VERSION,
-    PartialAccess, RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END, TAG_MARK,
-    TAG_NOTE, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_code,
+    CHECKSUM_LEN, Descriptor, FLAG_MARKED, MAX_CHUNK, MAX_NOTE, Mark, PARTIAL_MAGIC,
+    PARTIAL_VERSION, PartialAccess, RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC,
+    TAG_END, TAG_MARK, TAG_NOTE, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_code,
 };
 
 /// A stream's identity: code address, kind code and size.
@@ -293,6 +293,8 @@ pub struct TraceFile<W: Write> {
     sink: W,
     chunks: u64,
     bytes: u64,
+    /// The checksum of the header, which every record's checksum starts from.
+    header_sum: u32,
 }
 
 impl<W: Write> TraceFile<W> {
@@ -308,6 +310,7 @@ impl<W: Write> TraceFile<W> {
             sink,
             chunks: 0,
             bytes: header.len() as u64,
+            header_sum: crc32fast::hash(&header),
         })
     }
 
@@ -317,10 +320,14 @@ impl<W: Write> TraceFile<W> {
             let mut head = vec![TAG_CHUNK];
             put_varint(&mut head, thread);
             put_varint(&mut head, piece.len() as u64);
+            let mut sum = crc32fast::Hasher::new_with_initial(self.header_sum);
+            sum.update(&head);
+            sum.update(piece);
             self.sink.write_all(&head)?;
             self.sink.write_all(piece)?;
+            self.sink.write_all(&sum.finalize().to_le_bytes())?;
             self.chunks += 1;
-            self.bytes += (head.len() + piece.len()) as u64;
+            self.bytes += (head.len() + piece.len() + CHECKSUM_LEN) as u64;
         }
         Ok(())
     }
@@ -339,6 +346,7 @@ impl<W: Write> TraceFile<W> {
         }
         let mut out = vec![TAG_NOTE];
         put_str(&mut out, &text[..end]);
+        seal(&mut out, 0, self.header_sum);
         self.sink.write_all(&out)?;
         self.bytes += out.len() as u64;
         Ok(())
@@ -356,7 +364,7 @@ impl<W: Write> TraceFile<W> {
     /// rest.
     pub fn site(&mut self, site: u64, info: &SiteInfo) -> io::Result<()> {
         let mut out = Vec::new();
-        put_site(&mut out, site, info);
+        put_site(&mut out, site, info, self.header_sum);
         self.sink.write_all(&out)?;
         self.bytes += out.len() as u64;
         Ok(())
@@ -370,30 +378,45 @@ impl<W: Write> TraceFile<W> {
     ) -> io::Result<W> {
         let mut out = Vec::new();
         for (&site, info) in sites {
-            put_site(&mut out, site, info);
+            put_site(&mut out, site, info, self.header_sum);
         }
         for range in ranges {
+            let record = out.len();
             out.push(TAG_RANGE);
             put_str(&mut out, &range.name);
             put_varint(&mut out, range.start);
             put_varint(&mut out, range.end);
+            seal(&mut out, record, self.header_sum);
         }
+        let record = out.len();
         out.push(TAG_END);
         put_varint(&mut out, self.chunks);
+        seal(&mut out, record, self.header_sum);
         self.sink.write_all(&out)?;
         self.sink.flush()?;
         Ok(self.sink)
     }
 }
 
-/// A `SITE` record for `site` into `out`.
-fn put_site(out: &mut Vec<u8>, site: u64, info: &SiteInfo) {
+/// A `SITE` record for `site` into `out`, sealed with the file's `header_sum`.
+fn put_site(out: &mut Vec<u8>, site: u64, info: &SiteInfo, header_sum: u32) {
+    let record = out.len();
     out.push(TAG_SITE);
     put_varint(out, site);
     put_str(out, &info.file);
     put_varint(out, u64::from(info.line));
     put_str(out, &info.function);
     put_str(out, &info.structure);
+    seal(out, record, header_sum);
+}
+
+/// Ends the file record that starts at `record` in `out` with its checksum: the CRC-32 of the
+/// header (whose own checksum is `header_sum`) followed by the record.
+fn seal(out: &mut Vec<u8>, record: usize, header_sum: u32) {
+    let mut sum = crc32fast::Hasher::new_with_initial(header_sum);
+    sum.update(&out[record..]);
+    let sum = sum.finalize();
+    out.extend_from_slice(&sum.to_le_bytes());
 }
 
 /// One thread's accesses compressed online into a whole trace file on `sink` (a
