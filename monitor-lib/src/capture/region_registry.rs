@@ -227,8 +227,9 @@ pub(super) fn marker_at(return_pc: u64, label: impl FnOnce() -> String) -> Optio
 
 /// The function region that region `id` is the outlined body of, when `id` is one of gcc's and
 /// gfortran's OpenMP bodies: `f._omp_fn.N` (a parallel loop, a task) belongs to `f`, and
-/// `f._omp_fn.0._omp_fn.1` (nested) to `f._omp_fn.0`; `mesh::init._omp_fn.0` to `mesh::init`.
-/// The parent is the region of that name in the same file.
+/// `f._omp_fn.0._omp_fn.1` (nested) to `f._omp_fn.0`; `mesh::init._omp_fn.0` to `mesh::init`,
+/// and an external procedure's `f_._omp_fn.0` to `f`. The parent is the region of that name in
+/// the same file.
 pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
     if !may_be_outlined(id) {
         return None;
@@ -242,10 +243,14 @@ pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
         if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        let i = reg
-            .regions
-            .iter()
-            .position(|p| p.name == name && p.file == r.file && p.kind == RegionKind::Function)?;
+        let function = |wanted: &str| {
+            reg.regions.iter().position(|p| {
+                p.name == wanted && p.file == r.file && p.kind == RegionKind::Function
+            })
+        };
+        // gfortran names the body of an external procedure (one outside any module) by the
+        // procedure's linkage name, `packed_._omp_fn.0`, while its region is `packed`.
+        let i = function(name).or_else(|| function(name.strip_suffix('_')?))?;
         reg.by_key
             .get(&(file_id(&reg.regions[i].file), reg.regions[i].line))
             .copied()
