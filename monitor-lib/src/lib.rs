@@ -1,5 +1,6 @@
 //! Unsafe code: the runtime's entry points, signal handlers, wraps and thread block, in the
-//! `capture/*_abi.rs` modules and `capture/thread_block.rs` only.
+//! `capture/*_abi.rs` modules and `capture/thread_block.rs`, and its own heap
+//! (`runtime_heap.rs`), only.
 //!
 //! epcache's in-target runtime, linked into the monitored program: `epcache cc` links its
 //! staticlib (`libepcache_monitor.a`) into C, C++ and Fortran programs, and a Rust program links
@@ -24,6 +25,14 @@
 #![deny(unsafe_code)]
 
 pub mod capture;
+#[allow(unsafe_code)]
+mod runtime_heap;
+
+/// Everything Rust code in the runtime's process allocates, the runtime's and a Rust program's,
+/// comes from a heap of its own, so a C, C++ or Fortran program's `malloc` places its arrays
+/// as it does without the runtime (`runtime_heap.rs`).
+#[global_allocator]
+static RUNTIME_HEAP: runtime_heap::RuntimeHeap = runtime_heap::RuntimeHeap;
 
 #[cfg(test)]
 use epcache_test_support::rng as test_rng;

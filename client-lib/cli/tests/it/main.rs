@@ -36,6 +36,7 @@ mod demo;
 mod fortran_allocatables;
 mod fortran_common_report;
 mod fortran_markers;
+mod heap_layout;
 mod heap_naming;
 mod heap_requests;
 mod line_attribution;
