@@ -71,6 +71,7 @@ fn unsafe_code_lives_only_in_the_named_modules() {
         "monitor-lib/src/capture/wrap_abi.rs",
         "monitor-lib/src/capture/thread_block.rs",
         "monitor-lib/src/capture/streaming.rs",
+        "monitor-lib/src/runtime_heap.rs",
         "monitor-lib/symbols/src/running_executable.rs",
     ];
     let root = repo_root();
