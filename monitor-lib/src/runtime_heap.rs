@@ -189,7 +189,9 @@ fn with_heap<R>(f: impl FnOnce(&mut Dlmalloc<Reservation>) -> R) -> R {
     lock_heap();
     // SAFETY: the lock is held, so no other thread touches the heap until `unlock_heap`.
     let result = f(unsafe { &mut *HEAP.heap.get() });
-    if !FORK_HANDLERS.swap(true, Ordering::Relaxed) {
+    // Under the lock: a load and, once, a store, no atomic exchange on every allocation.
+    if !FORK_HANDLERS.load(Ordering::Relaxed) {
+        FORK_HANDLERS.store(true, Ordering::Relaxed);
         // SAFETY: the handlers are functions of this module; registered once, with the lock
         // held, so no fork can run a prepare handler while they are being registered.
         unsafe { libc::pthread_atfork(Some(lock_heap), Some(unlock_heap), Some(unlock_heap)) };

@@ -436,9 +436,6 @@ fn threads_and_atomics_stay_correct() {
     assert!(count(level(&report, "D1"), "writes") >= 4 * 20_000 * 2);
 }
 
-/// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
-/// pool until the process exits), so each hands its counts on when its last open region ends:
-/// the report counts every thread and every iteration of the parallel loop.
 /// A Fortran subroutine outside any module whose body is an OpenMP loop counts its team as
 /// one in a module does: gfortran names the body by the linkage name (`twice_._omp_fn.0`).
 #[test]
@@ -463,21 +460,12 @@ fn a_fortran_external_subroutines_openmp_loop_counts_its_team() {
             source.to_str().unwrap(),
         ],
     );
-    let report_path = dir.path().join("report.json");
-    let out = Command::new(dir.path().join("ext"))
-        .env("OMP_NUM_THREADS", "2")
-        .env("EPCACHE_REPORT", &report_path)
-        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (stdout, report) = run_with_report(
+        dir.path(),
+        &dir.path().join("ext"),
+        "D1=32K,8,64;LL=8M,16,64",
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "200000.0");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(stdout.trim(), "200000.0");
     let function = capture_support::region(&report, "twice");
     assert_eq!(function["instances"], 2, "{function:#}");
     assert_eq!(function["threads"], 2, "{function:#}");
@@ -487,6 +475,9 @@ fn a_fortran_external_subroutines_openmp_loop_counts_its_team() {
     assert_eq!(a["events"]["PAPI_L1_DCW"], 100_000, "{function:#}");
 }
 
+/// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
+/// pool until the process exits), so each hands its counts on when its last open region ends:
+/// the report counts every thread and every iteration of the parallel loop.
 #[test]
 fn openmp_worker_threads_are_in_the_report() {
     if !ready("gcc", "openmp_worker_threads_are_in_the_report") {

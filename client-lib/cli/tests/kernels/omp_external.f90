@@ -5,7 +5,7 @@ subroutine twice(a, n)
   integer, intent(in) :: n
   real(8), intent(inout) :: a(n)
   integer :: i
-  !$omp parallel do schedule(static)
+  !$omp parallel do schedule(static) num_threads(2)
   do i = 1, n
     a(i) = 2 * a(i)
   end do

@@ -126,6 +126,16 @@ pub const PARTIAL_VERSION: u32 = 4;
 const CHECKSUMMED_VERSION: u32 = 4;
 /// Bytes of a file record's checksum.
 const CHECKSUM_LEN: usize = 4;
+
+/// A file record's checksum: the CRC-32 of the header, whose own CRC-32 is `header`, followed
+/// by the record's `pieces` in order.
+fn record_checksum(header: u32, pieces: &[&[u8]]) -> [u8; CHECKSUM_LEN] {
+    let mut sum = crc32fast::Hasher::new_with_initial(header);
+    for piece in pieces {
+        sum.update(piece);
+    }
+    sum.finalize().to_le_bytes()
+}
 /// Most bytes of one `NOTE` record's text.
 pub const MAX_NOTE: u64 = 4096;
 /// Header flag: counting follows the marks, and a thread without marks counts nothing.

@@ -13,7 +13,7 @@ use super::{
     CHECKSUM_LEN, CHECKSUMMED_VERSION, CountedSpans, Descriptor, Dim, FLAG_MARKED, MAX_CHUNK,
     MAX_DEPTH, MAX_NOTE, MAX_THREADS, Mark, PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION,
     PartialAccess, PartialError, RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC, TAG_END,
-    TAG_MARK, TAG_NOTE, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_of,
+    TAG_MARK, TAG_NOTE, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_of, record_checksum,
 };
 use crate::trace::TraceKind;
 
@@ -346,9 +346,7 @@ impl<'a> Seals<'a> {
 
     /// Whether `sum` is the checksum of `record` in this file.
     fn seals(&self, record: &[u8], sum: &[u8]) -> bool {
-        let mut h = crc32fast::Hasher::new_with_initial(self.header);
-        h.update(record);
-        *sum == h.finalize().to_le_bytes()
+        *sum == record_checksum(self.header, &[record])
     }
 
     /// Whether the file ends with a whole `END` record and its checksum: a record before it

@@ -16,6 +16,7 @@ use super::{
     CHECKSUM_LEN, Descriptor, FLAG_MARKED, MAX_CHUNK, MAX_NOTE, Mark, PARTIAL_MAGIC,
     PARTIAL_VERSION, PartialAccess, RAW_BLOCK, SiteInfo, StructureRange, TAG_CHUNK, TAG_DESC,
     TAG_END, TAG_MARK, TAG_NOTE, TAG_RANGE, TAG_RAW, TAG_SITE, TAG_STREAM, kind_code,
+    record_checksum,
 };
 
 /// A stream's identity: code address, kind code and size.
@@ -320,12 +321,10 @@ impl<W: Write> TraceFile<W> {
             let mut head = vec![TAG_CHUNK];
             put_varint(&mut head, thread);
             put_varint(&mut head, piece.len() as u64);
-            let mut sum = crc32fast::Hasher::new_with_initial(self.header_sum);
-            sum.update(&head);
-            sum.update(piece);
             self.sink.write_all(&head)?;
             self.sink.write_all(piece)?;
-            self.sink.write_all(&sum.finalize().to_le_bytes())?;
+            self.sink
+                .write_all(&record_checksum(self.header_sum, &[&head, piece]))?;
             self.chunks += 1;
             self.bytes += (head.len() + piece.len() + CHECKSUM_LEN) as u64;
         }
@@ -413,10 +412,8 @@ fn put_site(out: &mut Vec<u8>, site: u64, info: &SiteInfo, header_sum: u32) {
 /// Ends the file record that starts at `record` in `out` with its checksum: the CRC-32 of the
 /// header (whose own checksum is `header_sum`) followed by the record.
 fn seal(out: &mut Vec<u8>, record: usize, header_sum: u32) {
-    let mut sum = crc32fast::Hasher::new_with_initial(header_sum);
-    sum.update(&out[record..]);
-    let sum = sum.finalize();
-    out.extend_from_slice(&sum.to_le_bytes());
+    let sum = record_checksum(header_sum, &[&out[record..]]);
+    out.extend_from_slice(&sum);
 }
 
 /// One thread's accesses compressed online into a whole trace file on `sink` (a
