@@ -29,7 +29,7 @@ pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// Longest string field accepted, so a corrupt length cannot ask for gigabytes.
+/// Longest string field accepted, so a corrupt length cannot make a reader copy gigabytes.
 const MAX_STR: u64 = 1 << 16;
 
 /// Reads fields from a byte slice that starts at file offset `base`.
@@ -118,30 +118,44 @@ impl<'a> Cursor<'a> {
         Ok(self.varint128(64, inside)? as u64)
     }
 
-    pub(super) fn string(&mut self, inside: &'static str) -> Result<String, PartialError> {
-        let start = self.offset();
+    /// A string field's bytes, read to their end but not yet checked (see [`Text::checked`]):
+    /// a reader sees a record's whole extent, and its checksum, before what its fields mean.
+    pub(super) fn text(&mut self, inside: &'static str) -> Result<Text<'a>, PartialError> {
+        let offset = self.offset();
         let len = self.varint(inside)?;
-        if len > MAX_STR {
-            return Err(PartialError::BadRecord {
-                offset: start,
-                why: format!("{inside} is {len} bytes long (at most {MAX_STR})"),
-            });
-        }
-        let len = len as usize;
-        let end = self.pos.checked_add(len).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(PartialError::Truncated {
-                offset: self.offset(),
-                inside,
-            });
+        let bytes = self.bytes(usize::try_from(len).unwrap_or(usize::MAX), inside)?;
+        Ok(Text {
+            bytes,
+            offset,
+            inside,
+        })
+    }
+}
+
+/// A string field as it lies in the file.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Text<'a> {
+    bytes: &'a [u8],
+    offset: u64,
+    inside: &'static str,
+}
+
+impl Text<'_> {
+    /// The field as a string: UTF-8 and at most [`MAX_STR`] bytes.
+    pub(super) fn checked(self) -> Result<String, PartialError> {
+        let bad = |why: String| PartialError::BadRecord {
+            offset: self.offset,
+            why,
         };
-        let text = std::str::from_utf8(&self.bytes[self.pos..end]).map_err(|_| {
-            PartialError::BadRecord {
-                offset: start,
-                why: format!("{inside} is not UTF-8"),
-            }
-        })?;
-        self.pos = end;
+        if self.bytes.len() as u64 > MAX_STR {
+            return Err(bad(format!(
+                "{} is {} bytes long (at most {MAX_STR})",
+                self.inside,
+                self.bytes.len()
+            )));
+        }
+        let text = std::str::from_utf8(self.bytes)
+            .map_err(|_| bad(format!("{} is not UTF-8", self.inside)))?;
         Ok(text.to_owned())
     }
 }

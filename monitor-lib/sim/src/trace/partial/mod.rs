@@ -54,7 +54,9 @@
 //! file changed after it was written (a flipped bit in an address replays to other counts,
 //! with nothing else to tell; a flipped flag counts other accesses) is refused rather than
 //! replayed. A record cut short by the end of the file, checksum included, is a file never
-//! finished, unless the file ends with a whole `END` record: then a length was damaged.
+//! finished, unless the file ends with a whole `END` record: then a length was damaged. A
+//! reader checks a record's checksum before any of its fields' values, and a record it cannot
+//! read to its end (an unknown tag, a varint too long) in such a file is damage too.
 //! File records:
 //!
 //! - `0x08 CHUNK`: thread number (below [`MAX_THREADS`]), byte count `n` (1 to [`MAX_CHUNK`]),
@@ -262,10 +264,12 @@ pub enum PartialError {
         "offset {offset}: {record} fails its checksum: the file was changed or damaged after it was written; copy it again from where it was recorded, or record it again"
     )]
     Checksum { offset: u64, record: &'static str },
+    /// A checksummed file's record that cannot be read to its end, so whose checksum cannot
+    /// be tried: `why` says what stopped the reader.
     #[error(
-        "offset {offset}: a record runs past the end of a file that ends with its END record: the file was changed or damaged after it was written; copy it again from where it was recorded, or record it again"
+        "offset {offset}: {why}: the file was changed or damaged after it was written; copy it again from where it was recorded, or record it again"
     )]
-    Damaged { offset: u64 },
+    Damaged { offset: u64, why: String },
     #[error(
         "the trace's descriptors do not cover sequence number {seq} exactly once ({why}); the file is corrupt"
     )]

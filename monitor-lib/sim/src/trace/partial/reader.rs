@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::io::Read;
 use std::ops::Range;
 
-use super::codec::{Cursor, unzigzag};
+use super::codec::{Cursor, Text, unzigzag};
 use super::{
     CHECKSUM_LEN, CHECKSUMMED_VERSION, CountedSpans, Descriptor, Dim, FLAG_MARKED, MAX_CHUNK,
     MAX_DEPTH, MAX_NOTE, MAX_THREADS, Mark, PARTIAL_HEADER_LEN, PARTIAL_MAGIC, PARTIAL_VERSION,
@@ -280,7 +280,10 @@ fn read_chunks(bytes: &[u8], version: u32, tables: &mut Tables) -> Result<Chunks
     // Where a record runs past the end of the file: a file never finished, unless it ends
     // with a sealed END.
     let cut = |at: u64| match &sums {
-        Some(sums) if sums.ends_with_end() => Err(PartialError::Damaged { offset: at }),
+        Some(sums) if sums.ends_with_end() => Err(PartialError::Damaged {
+            offset: at,
+            why: "a record runs past the end of a file that ends with its END record".into(),
+        }),
         _ => Ok(Some(at)),
     };
     loop {
@@ -291,6 +294,14 @@ fn read_chunks(bytes: &[u8], version: u32, tables: &mut Tables) -> Result<Chunks
         let record = match read_file_record(&mut cursor, at, version) {
             Ok(record) => record,
             Err(PartialError::Truncated { .. }) => return cut(at).map(|stop| (threads, stop)),
+            // A checksummed file's writer writes only tags and varints it reads: anything
+            // else is damage, whose extent is unknown, so whose checksum cannot be tried.
+            Err(e) if sums.is_some() => {
+                return Err(PartialError::Damaged {
+                    offset: at,
+                    why: e.to_string(),
+                });
+            }
             Err(e) => return Err(e),
         };
         if let Some(sums) = &sums {
@@ -306,13 +317,30 @@ fn read_chunks(bytes: &[u8], version: u32, tables: &mut Tables) -> Result<Chunks
                 Err(_) => return cut(at).map(|stop| (threads, stop)),
             }
         }
+        // Only now, the record sealed, what its fields say.
         match record {
             FileRecord::Chunk { thread, piece } => {
+                if thread >= MAX_THREADS {
+                    return Err(bad(
+                        at,
+                        format!("thread {thread} is not below {MAX_THREADS}"),
+                    ));
+                }
+                if piece.is_empty() || piece.len() as u64 > MAX_CHUNK {
+                    let len = piece.len();
+                    return Err(bad(at, format!("a chunk of {len} bytes (1..={MAX_CHUNK})")));
+                }
                 threads.entry(thread).or_default().extend_from_slice(piece);
                 chunks += 1;
             }
-            FileRecord::Table(record) => tables.take(at, record)?,
-            FileRecord::Note(note) => tables.notes.push(note),
+            FileRecord::Table(record) => tables.take(at, record.checked(at)?)?,
+            FileRecord::Note(note) => {
+                let note = note.checked()?;
+                if note.len() as u64 > MAX_NOTE {
+                    return Err(bad(at, format!("a note of {} bytes", note.len())));
+                }
+                tables.notes.push(note);
+            }
             FileRecord::End { chunks: declared } => {
                 if !cursor.is_empty() {
                     return Err(bad(cursor.offset(), "data after the END record"));
@@ -367,11 +395,12 @@ impl<'a> Seals<'a> {
     }
 }
 
-/// A file record, read but not yet taken in (its checksum comes after it).
+/// A file record read to its end, its fields not yet checked: its checksum comes after it, and
+/// a field of a damaged record must not be taken for the damage.
 enum FileRecord<'a> {
     Chunk { thread: u64, piece: &'a [u8] },
-    Table(TableRecord),
-    Note(String),
+    Table(TableFields<'a>),
+    Note(Text<'a>),
     End { chunks: u64 },
 }
 
@@ -380,15 +409,15 @@ impl FileRecord<'_> {
     fn what(&self) -> &'static str {
         match self {
             Self::Chunk { .. } => "a chunk of a thread's records",
-            Self::Table(TableRecord::Site { .. }) => "a site's description",
-            Self::Table(TableRecord::Range(_)) => "a data structure's range",
+            Self::Table(TableFields::Site { .. }) => "a site's description",
+            Self::Table(TableFields::Range { .. }) => "a data structure's range",
             Self::Note(_) => "a note",
             Self::End { .. } => "the END record",
         }
     }
 }
 
-/// The file record at `at`, its fields checked one by one.
+/// The file record at `at`, read to its end.
 fn read_file_record<'a>(
     cursor: &mut Cursor<'a>,
     at: u64,
@@ -397,27 +426,12 @@ fn read_file_record<'a>(
     match cursor.byte("a record")? {
         TAG_CHUNK => {
             let thread = cursor.varint("a chunk's thread")?;
-            if thread >= MAX_THREADS {
-                return Err(bad(
-                    at,
-                    format!("thread {thread} is not below {MAX_THREADS}"),
-                ));
-            }
             let len = cursor.varint("a chunk's length")?;
-            if len == 0 || len > MAX_CHUNK {
-                return Err(bad(at, format!("a chunk of {len} bytes (1..={MAX_CHUNK})")));
-            }
-            let piece = cursor.bytes(len as usize, "a chunk")?;
+            let piece = cursor.bytes(usize::try_from(len).unwrap_or(usize::MAX), "a chunk")?;
             Ok(FileRecord::Chunk { thread, piece })
         }
-        tag @ (TAG_SITE | TAG_RANGE) => Ok(FileRecord::Table(read_table_record(cursor, at, tag)?)),
-        TAG_NOTE if version >= 3 => {
-            let note = cursor.string("a note")?;
-            if note.len() as u64 > MAX_NOTE {
-                return Err(bad(at, format!("a note of {} bytes", note.len())));
-            }
-            Ok(FileRecord::Note(note))
-        }
+        tag @ (TAG_SITE | TAG_RANGE) => Ok(FileRecord::Table(read_table_record(cursor, tag)?)),
+        TAG_NOTE if version >= 3 => Ok(FileRecord::Note(cursor.text("a note")?)),
         TAG_END => Ok(FileRecord::End {
             chunks: cursor.varint("the chunk count")?,
         }),
@@ -425,7 +439,7 @@ fn read_file_record<'a>(
     }
 }
 
-/// A `SITE` or `RANGE` record.
+/// A `SITE` or `RANGE` record, checked.
 enum TableRecord {
     Site { site: u64, info: SiteInfo },
     Range(StructureRange),
@@ -446,31 +460,73 @@ impl Tables {
     }
 }
 
-/// A `SITE` or `RANGE` record (`tag`) after its tag byte.
-fn read_table_record(
-    cursor: &mut Cursor<'_>,
-    at: u64,
-    tag: u8,
-) -> Result<TableRecord, PartialError> {
-    if tag == TAG_SITE {
-        let site = cursor.varint("a site's code address")?;
-        let info = SiteInfo {
-            file: cursor.string("a site's file")?,
-            line: u32::try_from(cursor.varint("a site's line")?)
-                .map_err(|_| bad(at, "the line number does not fit in 32 bits"))?,
-            function: cursor.string("a site's function")?,
-            structure: cursor.string("a site's data structure")?,
-        };
-        Ok(TableRecord::Site { site, info })
-    } else {
-        let name = cursor.string("a range's name")?;
-        let start = cursor.varint("a range's start")?;
-        let end = cursor.varint("a range's end")?;
-        if end <= start {
-            return Err(bad(at, format!("range `{name}` is empty or reversed")));
+/// A `SITE` or `RANGE` record's fields as they lie in the file.
+enum TableFields<'a> {
+    Site {
+        site: u64,
+        file: Text<'a>,
+        line: u64,
+        function: Text<'a>,
+        structure: Text<'a>,
+    },
+    Range {
+        name: Text<'a>,
+        start: u64,
+        end: u64,
+    },
+}
+
+impl TableFields<'_> {
+    /// The record read at `at`, its fields checked.
+    fn checked(self, at: u64) -> Result<TableRecord, PartialError> {
+        match self {
+            Self::Site {
+                site,
+                file,
+                line,
+                function,
+                structure,
+            } => Ok(TableRecord::Site {
+                site,
+                info: SiteInfo {
+                    file: file.checked()?,
+                    line: u32::try_from(line)
+                        .map_err(|_| bad(at, "the line number does not fit in 32 bits"))?,
+                    function: function.checked()?,
+                    structure: structure.checked()?,
+                },
+            }),
+            Self::Range { name, start, end } => {
+                let name = name.checked()?;
+                if end <= start {
+                    return Err(bad(at, format!("range `{name}` is empty or reversed")));
+                }
+                Ok(TableRecord::Range(StructureRange { name, start, end }))
+            }
         }
-        Ok(TableRecord::Range(StructureRange { name, start, end }))
     }
+}
+
+/// A `SITE` or `RANGE` record (`tag`) after its tag byte, read to its end.
+fn read_table_record<'a>(
+    cursor: &mut Cursor<'a>,
+    tag: u8,
+) -> Result<TableFields<'a>, PartialError> {
+    Ok(if tag == TAG_SITE {
+        TableFields::Site {
+            site: cursor.varint("a site's code address")?,
+            file: cursor.text("a site's file")?,
+            line: cursor.varint("a site's line")?,
+            function: cursor.text("a site's function")?,
+            structure: cursor.text("a site's data structure")?,
+        }
+    } else {
+        TableFields::Range {
+            name: cursor.text("a range's name")?,
+            start: cursor.varint("a range's start")?,
+            end: cursor.varint("a range's end")?,
+        }
+    })
 }
 
 /// One body's records from `cursor` up to and including its `END`. `base` is the position of
@@ -524,7 +580,7 @@ fn parse_body_into(
                 body.raw.push(block);
             }
             TAG_SITE | TAG_RANGE => match tables.as_deref_mut() {
-                Some(tables) => tables.take(at, read_table_record(cursor, at, tag)?)?,
+                Some(tables) => tables.take(at, read_table_record(cursor, tag)?.checked(at)?)?,
                 None => return Err(bad(at, "a site or range record inside a thread's body")),
             },
             TAG_MARK => {
