@@ -759,9 +759,17 @@ impl Mcc {
         {
             return HaltOutcome::NotHalted;
         }
-        // Disarm only the point we matched: a tool may already have set a new one.
-        if let Ok(point) = view.u64_at(header::HALTING_POINT) {
-            let _ = point.compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed);
+        // The thread that disarms the point it matched halts there; another thread that matched
+        // it at the same moment, or a point the tool has replaced or cleared since, does not
+        // (it would halt, unasked, as soon as the first halt was released).
+        let Ok(point) = view.u64_at(header::HALTING_POINT) else {
+            return HaltOutcome::NotHalted;
+        };
+        if point
+            .compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return HaltOutcome::NotHalted;
         }
         let thread = before_halt();
         self.block(
@@ -1051,6 +1059,30 @@ mod tests {
             assert_eq!(blocked.join().unwrap(), HaltOutcome::Released);
         });
         assert_eq!(tool.state().unwrap(), layout::TargetState::Running);
+    }
+
+    /// Two threads that read one armed point at the same moment: the one that disarms it halts,
+    /// the other, whose disarming finds the word gone, runs on. Played here in one thread: a
+    /// boundary that read the point (`armed`) after the word was taken.
+    #[test]
+    fn only_the_thread_that_disarms_a_point_halts_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "one-halt");
+        let armed = tool.set_step_point(None, 0).unwrap();
+        let generation = tool.halt_generation();
+        let point = mcc.segment.view().u64_at(header::HALTING_POINT).unwrap();
+        // The other thread disarmed it first.
+        point.store(0, Ordering::Release);
+        let no_halt = || -> HaltingThread { panic!("a halt began at a point already taken") };
+        let outcome = mcc.boundary_slow(armed.word, kernel.region, Boundary::Entry, no_halt);
+        assert_eq!(outcome, HaltOutcome::NotHalted);
+        assert_eq!(tool.halt_generation(), generation);
+        // A tool replaced it meanwhile with a point elsewhere: the new one stays armed.
+        let elsewhere = tool.set_step_point(Some(kernel.region), 0).unwrap();
+        let outcome = mcc.boundary_slow(armed.word, kernel.region, Boundary::Exit, no_halt);
+        assert_eq!(outcome, HaltOutcome::NotHalted);
+        assert_eq!(point.load(Ordering::Acquire), elsewhere.word);
+        assert_eq!(tool.halt_generation(), generation);
     }
 
     /// What the tool-side checks would refuse, written into a slot raw, is rejected by the

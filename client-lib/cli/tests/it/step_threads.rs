@@ -258,3 +258,76 @@ fn every_threads_exit_of_a_parallel_loop_halts_a_step() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// One step, one halt: two threads cross boundaries side by side, so a step to the next
+/// boundary is now and then matched by both at once, and only the thread that takes the point
+/// halts. After each halt the tool arms a point no thread reaches: no halt may come.
+#[test]
+fn a_step_both_threads_match_at_once_halts_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "a_step_both_threads_match_at_once_halts_once";
+    if !available("gcc", who) || !runtime_built(who) {
+        return;
+    }
+    let source = kernel("both_tick.c");
+    let args = [
+        "gcc",
+        "-O1",
+        "-pthread",
+        source.to_str().unwrap(),
+        "-o",
+        "program",
+    ];
+    epcache_cc(dir.path(), &args);
+    let (child, tool) = start_waiting(&dir.path().join("program"), &dir.path().join("run"), &[]);
+    let never = tool
+        .regions()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == "never")
+        .expect("the region `never`")
+        .index;
+    let unreachable = Some(epcache_shm::layout::HaltingPoint {
+        region: Some(never),
+        boundary: Boundary::Entry,
+        skip: 0,
+    });
+    let mut steps = 0;
+    let mut stray = Vec::new();
+    let mut generation = tool.halt_generation();
+    tool.set_step_point(None, 0).unwrap();
+    tool.release().unwrap();
+    while steps < 300 {
+        let Ok(halt) = tool.wait_for_halt(generation, Duration::from_secs(30)) else {
+            break;
+        };
+        steps += 1;
+        generation = halt.generation;
+        tool.set_halting_point(unreachable).unwrap();
+        tool.release().unwrap();
+        if let Ok(again) = tool.wait_for_halt(generation, Duration::from_millis(5)) {
+            stray.push(again.position);
+            generation = again.generation;
+            tool.release().unwrap();
+        }
+        // The program runs; the next step stops it at its next boundary.
+        tool.set_step_point(None, 0).unwrap();
+    }
+    assert!(steps >= 100, "only {steps} steps before the program ended");
+    assert!(
+        stray.is_empty(),
+        "{} halts nobody asked for: {stray:?}",
+        stray.len()
+    );
+    tool.set_halting_point(None).unwrap();
+    if tool.halt_generation() != generation {
+        tool.release().unwrap();
+    }
+    drop(tool);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
