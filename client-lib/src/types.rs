@@ -555,7 +555,7 @@ pub enum Binding {
     /// Its bytes were fixed when it was placed.
     Fixed,
     /// Nothing to bind to yet: the allocation site had no live block, or the allocatable was
-    /// unallocated, whenever the region was entered. At the target's end: it measured nothing.
+    /// unallocated, whenever the region ran. At the target's end: it measured nothing.
     Waiting,
     /// Bound at the region's last entry (see the request's data structure and range).
     Bound,
@@ -827,19 +827,19 @@ impl RequestInfo {
         }
     }
 
-    /// Why a request has measured nothing, when it waits for bytes to bind to: what the user
-    /// should know at the program's end.
+    /// Why a request has measured nothing, when its data never existed while its region ran:
+    /// what the user should know at the program's end.
     pub fn unbound_reason(&self) -> Option<String> {
         if self.binding != Binding::Waiting {
             return None;
         }
         Some(match &self.allocation_site {
             Some(site) => format!(
-                "no block of at least 4096 bytes allocated at {}:{} was live when {} was entered",
+                "no block of at least 4096 bytes allocated at {}:{} was live while {} ran",
                 site.file, site.line, self.region.name
             ),
             None => format!(
-                "{} was not allocated when {} was entered (or, a POINTER, pointed at a strided \
+                "{} was not allocated while {} ran (or, a POINTER, pointed at a strided \
                  section, such as a(5,:) or x(1:n:2), whose gaps a request over its span would \
                  count: ask for the array it points into)",
                 self.data_name(),

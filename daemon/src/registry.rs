@@ -947,7 +947,7 @@ fn notice_running(entry: &TargetEntry) {
 
 /// Says, once the target ended, which requests on an allocation site or an allocatable never
 /// had bytes to measure: the site allocated no block of at least 4096 bytes (smaller ones are
-/// not tracked), or the array stayed unallocated, whenever the region was entered.
+/// not tracked), or the array stayed unallocated, while the region ran.
 fn say_unbound(entry: &TargetEntry) {
     let placed: Vec<Placed> = lock(&entry.requests).values().cloned().collect();
     for p in placed.iter().filter(|p| p.bound_later.is_some()) {
@@ -963,7 +963,7 @@ fn say_unbound(entry: &TargetEntry) {
                 pid = entry.pid(),
                 request = info.id,
                 region,
-                "request over {data} never bound: nothing was allocated there whenever the region was entered"
+                "request over {data} never bound: nothing was allocated there while the region ran"
             );
         }
     }

@@ -34,13 +34,31 @@ pub(crate) fn note(exe: &Path, region: &str) -> Option<String> {
     callers.sort_unstable();
     callers.dedup();
     let first = callers.first()?;
+    // Fortran has no attribute gfortran reads to keep one procedure out of line, and its
+    // markers are calls.
+    let fortran = info
+        .inlined
+        .iter()
+        .filter(|call| call.function == id)
+        .filter_map(|call| info.function_at(call.low_pc)?.file)
+        .filter_map(|file| info.files.get(file as usize))
+        .any(|file| epcache_symbols::is_fortran_source(file));
+    let otherwise = if fortran {
+        format!(
+            "build with `-fno-inline`, or put `call epcache_region_begin(\"{region}\"//c_null_char)` \
+             and `call epcache_region_end()` around its body (`use epcache`)"
+        )
+    } else {
+        format!(
+            "declare it `__attribute__((noinline))` (or build with `-fno-inline`), or put \
+             EPCACHE_REGION_BEGIN(\"{region}\") and EPCACHE_REGION_END() around its body"
+        )
+    };
     Some(format!(
         "`{region}` was inlined into {} wherever it is called, so it has no entry or exit of its \
          own to count between: ask for `{first}` instead (the report's per-line misses still \
          show `{region}`'s lines, and `epcache annotate --format functions` its own misses), \
-         declare it `__attribute__((noinline))` (or build with \
-         `-fno-inline`), or put EPCACHE_REGION_BEGIN(\"{region}\") and EPCACHE_REGION_END() \
-         around its body",
+         {otherwise}",
         callers
             .iter()
             .map(|c| format!("`{c}`"))

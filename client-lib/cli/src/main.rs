@@ -24,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+mod allocated_arrays;
 mod annotate;
 mod array_labels;
 mod by_field;

@@ -257,16 +257,21 @@ pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
             .await?)
     })
     .map_err(|e| {
-        // A function inlined everywhere has no region: say so, with what to ask for instead.
+        // A function inlined everywhere has no region, a procedure's array no name of its own:
+        // say so, with what to ask for instead.
         let exe = std::path::PathBuf::from(format!("/proc/{}/exe", args.pid));
-        match args
+        let inlined = args
             .region
             .as_deref()
-            .and_then(|r| inlined_regions::note(&exe, r))
-        {
-            Some(note) => e.context(note),
-            None => e,
-        }
+            .and_then(|r| inlined_regions::note(&exe, r));
+        let allocated = args
+            .array
+            .as_deref()
+            .and_then(|a| crate::allocated_arrays::note(&exe, a));
+        [inlined, allocated]
+            .into_iter()
+            .flatten()
+            .fold(e, |e, note| e.context(note))
     })?;
     if let Some(note) = fewer_buckets_note(&request, &placed) {
         eprintln!("epcache: {note}");

@@ -79,6 +79,14 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
                 (false, false) => "(none yet)",
             };
             rows.push(row(String::new(), 0, none.into()));
+        } else if q.unbound_reason().is_some() {
+            // Its instances ran, but its data never existed while they did.
+            let none = if ended {
+                "(unbound: nothing was allocated there)"
+            } else {
+                "(unbound: nothing allocated yet)"
+            };
+            rows.push(row(String::new(), r.instances, none.into()));
         } else if r.threads.is_empty() {
             rows.push(row("all".into(), r.instances, r.total.to_string()));
         } else {

@@ -18,6 +18,7 @@ use epcache_shm::target::LAUNCHER_ENV;
 use epcache_sim::cache::CORES_ENV;
 use tokio_stream::StreamExt;
 
+use crate::allocated_arrays;
 use crate::by_field;
 use crate::connection::json;
 use crate::inlined_regions;
@@ -43,8 +44,9 @@ const START_WAIT_SECS: u32 = 60;
 ///
 /// A heap array is named by its allocation site, `--array prog.c:50` (as `--all-regions` names
 /// heap blocks), before the program has allocated it: the request binds inside the program to a
-/// block allocated at that line (of at least 4096 bytes) when the region is entered, following
-/// each new block (`--site-block`). A request that never found a block is reported as unbound.
+/// block allocated at that line (of at least 4096 bytes), live when the region is entered or
+/// allocated while it runs, following each new block (`--site-block`); `--array t@prog.f90:6`
+/// names the array `t` of that line. A request that never found a block is reported as unbound.
 /// A Fortran ALLOCATABLE array is named as declared (`fields::u`) and measured over its data
 /// wherever it is allocated.
 ///
@@ -274,12 +276,11 @@ fn results_table(results: &[RequestResult]) -> String {
     out
 }
 
-/// The requests that never measured anything because they found nothing to bind to, each with
-/// why.
+/// The requests that never measured anything because their data never existed while their
+/// region ran, each with why.
 fn unbound(results: &[RequestResult]) -> Vec<String> {
     results
         .iter()
-        .filter(|r| !r.available)
         .filter_map(|r| r.request.unbound_reason())
         .collect()
 }
@@ -566,6 +567,12 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                             eprintln!("epcache: {note}");
                         }
                     }
+                    let arrays: std::collections::BTreeSet<&String> = args.array.iter().collect();
+                    for array in arrays {
+                        if let Some(note) = allocated_arrays::note(&exe, array) {
+                            eprintln!("epcache: {note}");
+                        }
+                    }
                 }
                 eprintln!(
                     "epcache: no request was placed; the program runs to its end unmonitored"
@@ -708,9 +715,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
     }
     if !unbound.is_empty() {
         eprintln!(
-            "epcache: a request takes its array's bytes when an instance of its region begins; \
-             ask for a region entered once the array exists (a function called after the \
-             allocation), not one entered before it (such as `main`)"
+            "epcache: a request counts its array while the array is allocated during its \
+             region; ask for a region during which the program allocates it, or check the \
+             allocation's line (`epcache run --all-regions` lists the arrays each region touches)"
         );
         return Ok(2);
     }

@@ -255,8 +255,10 @@ async fn allocation_site_requests_bind_in_the_target_or_say_they_never_did() {
         bound.buckets.iter().map(|b| b.count).sum::<u64>(),
         bound.total
     );
+    // Served at each of its region's instances, over no bytes: nothing counted, unbound.
     let unbound = results_by_id(&results, placed[1].id);
-    assert!(!unbound.available);
+    assert!(unbound.available);
+    assert_eq!((unbound.instances, unbound.total), (2, 0));
     assert_eq!(
         unbound.request.as_ref().unwrap().binding(),
         v1::Binding::Waiting

@@ -943,7 +943,8 @@ pub struct RegionInfo {
 /// of the file's base name (`prog.c`, as heap blocks are named) and the line; for one of
 /// several arrays allocated in one statement (`t@heat.f90:6`), a tag of the array's name in the
 /// line word's top byte ([`SiteKey::of_object`]). A key without a tag answers every array of its
-/// line ([`SiteKey::answers`]).
+/// line, and a key with one the blocks the runtime could not tell apart by array, which carry
+/// none ([`SiteKey::answers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SiteKey {
     /// [`SiteKey::file_hash`] of the file's base name.
@@ -966,13 +967,15 @@ impl SiteKey {
         key
     }
 
-    /// Whether a request for this key binds to a block of key `block`: the same key, or this
-    /// one names the whole line and `block` one of its arrays.
+    /// Whether a request for this key binds to a block of key `block`: the same key; or one of
+    /// them names the whole line (no tag) and the other an array of it. A block without a tag
+    /// is its line's only array (`allocate(t(n))`, which the runtime does not name), or one of
+    /// a statement it could not take apart, whose name covers them all.
     pub fn answers(self, block: SiteKey) -> bool {
         self == block
             || (self.file == block.file
-                && self.line & !SITE_LINE_MASK == 0
-                && self.line == block.line & SITE_LINE_MASK)
+                && (self.line & !SITE_LINE_MASK == 0 || block.line & !SITE_LINE_MASK == 0)
+                && self.line & SITE_LINE_MASK == block.line & SITE_LINE_MASK)
     }
 
     /// The key of `file` (a path or a base name: only the base name counts) at `line`.

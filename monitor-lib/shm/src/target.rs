@@ -165,14 +165,17 @@ struct OwnStructure {
 /// What a request slot's words come to at a region's entry.
 #[derive(Debug)]
 enum Resolution {
-    /// Serve it over `range`, bound to the data structure when it names one.
+    /// Serve it over `range`, bound to the data structure when it names one. The range is
+    /// empty, and nothing bound, while the allocatable it names is unallocated or the
+    /// allocation site has no live block: the instance counts its data from the moment it
+    /// exists ([`Mcc::where_now`]).
     Serve(RequestSpec, AddressRange, Option<DataStructureIndex>),
-    /// Not at this entry: the allocatable it names is unallocated, or the allocation site has
-    /// no live block. It stays as it is (pending, or active since an earlier entry).
-    Wait,
     /// Never: malformed, another region's, a freed array, more buckets than the slot holds.
     Refuse,
 }
+
+/// The range a request is served over while its data does not exist yet.
+const NO_BYTES_YET: AddressRange = AddressRange::new(0, 0);
 
 impl Mcc {
     /// Creates the segment (mode 0600, already marked for removal so it cannot leak), writes the
@@ -495,9 +498,10 @@ impl Mcc {
     /// The requests attached to `entry`, validated and marked active. Invalid ones (another
     /// region, a dead data structure, too many buckets) are marked rejected and skipped: a bad
     /// request never stops the program. One whose bytes do not exist yet (an unallocated
-    /// allocatable, an allocation site without a live block) is skipped and stays as it is; one
-    /// naming a data structure or a site has its binding written into its slot
-    /// ([`layout::SLOT_BINDING_WORD`]).
+    /// allocatable, an allocation site without a live block) is served over no bytes, for the
+    /// runtime to follow its data once the instance allocates it ([`Mcc::where_now`]); one
+    /// bound to a data structure or a site's block has its binding written into its slot
+    /// ([`layout::SLOT_BINDING_WORD`]), so a tool tells the two apart.
     pub fn active_requests(&self, entry: ConfigEntry) -> Vec<ActiveRequest> {
         let view = self.segment.view();
         let mut flags = self.config.request_flags(view, entry);
@@ -549,7 +553,6 @@ impl Mcc {
                         range,
                     });
                 }
-                Resolution::Wait => {}
                 Resolution::Refuse => {
                     let _ = words[0].compare_exchange(
                         head,
@@ -575,13 +578,13 @@ impl Mcc {
             RequestTarget::DataStructure(d) => match self.current_structure(d) {
                 Some((index, ds)) if ds.live => (ds.range, Some(index)),
                 Some((_, ds)) if ds.kind == DataStructureKind::Allocatable => {
-                    return Resolution::Wait;
+                    return Resolution::Serve(spec, NO_BYTES_YET, None);
                 }
                 _ => return Resolution::Refuse,
             },
             RequestTarget::AllocationSite { site, block } => match self.site_block(site, block) {
                 Some((index, range)) => (range, Some(index)),
-                None => return Resolution::Wait,
+                None => return Resolution::Serve(spec, NO_BYTES_YET, None),
             },
         };
         if range.is_empty() {
@@ -1385,10 +1388,11 @@ mod tests {
         let _ = sleeper.wait();
     }
 
-    /// Issue 25: a heap array could not be requested before the program allocated it. A
-    /// request on an allocation site waits (pending, not rejected) while the site has no live
-    /// block, binds in the target at the region's entry to the latest or the largest block,
-    /// tells the tool which, and follows the site to its next block.
+    /// A heap array can be requested before the program allocates it. A request on an
+    /// allocation site is served over no bytes, unbound (not rejected), while the site has no
+    /// live block, for the runtime to follow the site's data once the instance allocates it;
+    /// it binds at the region's entry to the latest or the largest block, tells the tool which,
+    /// and follows the site to its next block.
     #[test]
     fn a_site_request_waits_for_a_block_and_binds_to_the_latest_or_the_largest() {
         let dir = tempfile::tempdir().unwrap();
@@ -1407,14 +1411,15 @@ mod tests {
         };
         let latest = tool.submit(&request(SiteBlock::Latest)).unwrap();
         let largest = tool.submit(&request(SiteBlock::Largest)).unwrap();
-        assert!(mcc.active_requests(kernel).is_empty(), "no block yet");
+        let no_block_yet = mcc.active_requests(kernel);
+        assert_eq!(no_block_yet.len(), 2);
+        assert!(no_block_yet.iter().all(|r| r.range.is_empty()));
         for handle in [latest, largest] {
-            assert_eq!(
-                tool.request_state(handle).unwrap(),
-                Some(SlotState::Pending)
-            );
+            assert_eq!(tool.request_state(handle).unwrap(), Some(SlotState::Active));
             assert_eq!(tool.request_binding(handle).unwrap(), None);
         }
+        // Where the runtime, following it inside the instance, finds its data: none yet.
+        assert_eq!(mcc.where_now(&no_block_yet[0]), None);
         let block = |start, bytes, at: SiteKey| {
             mcc.register_data_structure_with(
                 "prog.c:50",
@@ -1459,16 +1464,22 @@ mod tests {
         );
         let served = mcc.active_requests(kernel);
         assert_eq!(served[0].range, again);
-        // Every block freed: the next instance is not served, the request stays.
+        assert_eq!(mcc.where_now(&no_block_yet[0]), Some(again));
+        // Every block freed: the next instance is served over no bytes, bound as it was.
         mcc.unregister_data_structure(small);
         mcc.unregister_data_structure(big);
-        assert!(mcc.active_requests(kernel).is_empty());
+        assert!(
+            mcc.active_requests(kernel)
+                .iter()
+                .all(|r| r.range.is_empty())
+        );
         assert_eq!(tool.request_state(latest).unwrap(), Some(SlotState::Active));
+        assert_eq!(tool.request_binding(latest).unwrap(), Some(small));
     }
 
-    /// A request on an allocatable waits while it is unallocated, and follows it to the entry
-    /// that continues it when it is allocated again at another size; a freed registered array
-    /// is still refused.
+    /// A request on an allocatable is served over no bytes, unbound, while it is unallocated,
+    /// and follows it to the entry that continues it when it is allocated again at another
+    /// size; a freed registered array is still refused.
     #[test]
     fn an_allocatable_request_waits_for_its_data_and_follows_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -1491,16 +1502,21 @@ mod tests {
             analyses: 0,
         };
         let handle = tool.submit(&spec).unwrap();
-        assert!(mcc.active_requests(kernel).is_empty());
-        assert_eq!(
-            tool.request_state(handle).unwrap(),
-            Some(SlotState::Pending)
-        );
+        let unallocated = mcc.active_requests(kernel);
+        assert!(unallocated[0].range.is_empty());
+        assert_eq!(tool.request_state(handle).unwrap(), Some(SlotState::Active));
+        assert_eq!(tool.request_binding(handle).unwrap(), None);
         let data = AddressRange::new(0x10_0000, 8000);
         mcc.reuse_data_structure(first, data, &DataStructureDetails::default());
+        // Allocated inside the instance: followed there, and bound for the tool.
+        assert_eq!(mcc.where_now(&unallocated[0]), Some(data));
+        assert_eq!(tool.request_binding(handle).unwrap(), Some(first));
         assert_eq!(mcc.active_requests(kernel)[0].range, data);
         mcc.unregister_data_structure(first);
-        assert!(mcc.active_requests(kernel).is_empty(), "deallocated");
+        assert!(
+            mcc.active_requests(kernel)[0].range.is_empty(),
+            "deallocated"
+        );
         let bigger = AddressRange::new(0x20_0000, 16000);
         let second = mcc
             .register_data_structure_with(

@@ -9,7 +9,7 @@ pub struct AddressRange {
 
 impl AddressRange {
     /// `[start, start + len)`.
-    pub fn new(start: u64, len: u64) -> Self {
+    pub const fn new(start: u64, len: u64) -> Self {
         Self {
             start,
             end: start.saturating_add(len),

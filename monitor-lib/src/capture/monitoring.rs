@@ -144,6 +144,9 @@ struct Binding {
     /// Monitored-region depth it was bound at: it ends with that region instance.
     depth: u32,
     bucket_bytes: u64,
+    /// The most bytes its data had while the instance counted (the data may be allocated,
+    /// grown or freed inside it).
+    largest_bytes: u64,
     bound: Bound,
     /// Counts from before the event set was last rebuilt.
     banked_total: u64,
@@ -537,6 +540,8 @@ impl Monitoring {
                 continue;
             }
             let bucket_bytes = match request.spec.mode {
+                // Its data does not exist yet: the width is the one it gets once it does.
+                Mode::Histogram { .. } if request.range.is_empty() => 0,
                 Mode::Histogram { .. } => request_results::bucket_width(
                     &request,
                     bucket_bytes(&request.spec, request.range, line),
@@ -548,6 +553,7 @@ impl Monitoring {
                 analysed.push(request);
             }
             self.bindings.push(Binding {
+                largest_bytes: request.range.len(),
                 request,
                 depth: self.depth,
                 bucket_bytes,
@@ -601,9 +607,11 @@ impl Monitoring {
     /// The data structures changed (an allocation, a deallocation): a request bound at its
     /// region's entry to an allocatable or an allocation site follows its data to where it is
     /// now, so an instance that allocates its array again counts the new array, not the bytes
-    /// the old one left, which another array may hold by now. The counts so far are banked;
-    /// while the data is gone (deallocated) the request counts nothing. A histogram keeps its
-    /// buckets' offsets, widened as a larger array needs (`request_results`).
+    /// the old one left, which another array may hold by now, and an instance entered before
+    /// its array was allocated (a main program, a set-up routine) counts it from its
+    /// allocation on. The counts so far are banked; while the data is gone (not allocated yet,
+    /// or deallocated) the request counts nothing. A histogram keeps its buckets' offsets,
+    /// widened as a larger array needs (`request_results`).
     pub(crate) fn follow_moved_data(&mut self, sim: &mut Simulator) {
         let movable = |b: &Binding| !matches!(b.request.spec.target, RequestTarget::Range(_));
         if !self.bindings.iter().any(movable) {
@@ -629,10 +637,14 @@ impl Monitoring {
         for (i, range) in moved {
             let b = &mut self.bindings[i];
             b.request.range = range;
+            b.largest_bytes = b.largest_bytes.max(range.len());
             if matches!(b.request.spec.mode, Mode::Histogram { .. }) && !range.is_empty() {
                 let own = bucket_bytes(&b.request.spec, range, line);
                 let width = request_results::bucket_width(&b.request, own, room);
-                if width > b.bucket_bytes {
+                if b.bucket_bytes == 0 {
+                    // The data's first bytes in this instance: nothing counted to regroup.
+                    b.bucket_bytes = width;
+                } else if width > b.bucket_bytes {
                     request_results::regroup(&mut b.banked_buckets, b.bucket_bytes, width);
                     b.bucket_bytes = width;
                 }
@@ -746,7 +758,8 @@ impl Monitoring {
         // No publication while a thread is halted, and no halt announced during one: a tool
         // reads at a halt only complete results, which stay as they were until it releases.
         let _gate = switches::PublicationGate::enter();
-        request_results::add(&request, instance, binding.bucket_bytes, text, |result| {
+        let (width, bytes) = (binding.bucket_bytes, binding.largest_bytes);
+        request_results::add(&request, instance, width, bytes, text, |result| {
             let _ = m.write_result(request.slot, result);
         });
     }

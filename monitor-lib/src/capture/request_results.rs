@@ -115,7 +115,7 @@ pub(crate) fn bucket_width(request: &ActiveRequest, own: u64, room: u64) -> u64 
 }
 
 /// Adds one instance's counts of `request` (`instance`, with buckets `bucket_bytes` wide over
-/// the data it bound) to its totals and has `write` publish the result, under the totals'
+/// the data it bound, at most `bytes` long while it counted) to its totals and has `write` publish the result, under the totals'
 /// lock: a thread that wrote after releasing it could overwrite a later thread's result, which
 /// holds its counts too, with its own older one. Nothing when the request was replaced
 /// meanwhile.
@@ -123,6 +123,7 @@ pub(crate) fn add(
     request: &ActiveRequest,
     mut instance: ResultRow,
     bucket_bytes: u64,
+    bytes: u64,
     text: ResultText,
     write: impl FnOnce(&RequestResult),
 ) {
@@ -131,7 +132,7 @@ pub(crate) fn add(
     let Some(totals) = SlotTotals::of(&mut slots, request) else {
         return;
     };
-    let len = request.range.len();
+    let len = bytes;
     let per_instance = request.spec.aggregation == Aggregation::PerInstance;
     if histogram {
         if per_instance {
@@ -146,10 +147,13 @@ pub(crate) fn add(
             if bucket_bytes < width {
                 regroup(&mut instance.buckets, bucket_bytes, width);
             }
+            // An instance whose data never existed says nothing of the sizes.
             let g = &mut totals.geometry;
-            let first = totals.rows.is_empty();
-            g.smallest = if first { len } else { g.smallest.min(len) };
-            g.largest = if first { len } else { g.largest.max(len) };
+            if len > 0 {
+                let first = g.largest == 0;
+                g.smallest = if first { len } else { g.smallest.min(len) };
+                g.largest = g.largest.max(len);
+            }
         }
     }
     match totals
@@ -244,7 +248,7 @@ mod tests {
             buckets,
         };
         let mut result = None;
-        add(&r, row, width, ResultText::None, |r| {
+        add(&r, row, width, len, ResultText::None, |r| {
             result = Some(r.clone())
         });
         (width, result.unwrap())

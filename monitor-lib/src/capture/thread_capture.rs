@@ -475,8 +475,9 @@ impl ThreadCapture {
 
     /// The data structures changed since this thread's last sync point: everything it captured
     /// before is simulated and attributed under the old ones (batches with the worker, the
-    /// filter's batch and its pending hits; the filter forgets its entries and whole lines), then its finders
-    /// take the new ones.
+    /// filter's batch and its pending hits; the filter forgets its entries and whole lines), then
+    /// its finders take the new ones, its requests follow their data, and its filter is set for
+    /// what they count.
     pub(super) fn data_changed(&mut self) {
         // A forked child attributes nothing, and must not take the data structures' lock.
         if forked_child() {
@@ -488,6 +489,9 @@ impl ThreadCapture {
             }
             core.monitoring.finder.refresh();
             core.monitoring.follow_moved_data(&mut core.simulator);
+            // A request that found its data now counts over it: an event on L1 hits there
+            // turns the repeat-hit filter off, whose hits no request would see.
+            core.refresh_filter();
         }
         // Counting remembers whole lines with the filter off too.
         with_filter(Filter::forget_whole_lines);

@@ -27,6 +27,50 @@ pub fn allocated_objects(line: &str, fortran: bool) -> Vec<String> {
     found
 }
 
+/// The arrays `line` allocates, one or several, for naming an array to a user who asked for it
+/// by name: a Fortran `ALLOCATE` statement's objects when `fortran`, else the variables a C or
+/// C++ line assigns the result of a standard allocator (`malloc`, `calloc`, `realloc`,
+/// `aligned_alloc`, `memalign`, `valloc`) or of `new` to. Unlike [`allocated_objects`], a line
+/// of one array counts, so a C line must call an allocator by name (any call's result assigned
+/// is no allocation to say).
+pub fn named_allocations(line: &str, fortran: bool) -> Vec<String> {
+    let found = if fortran {
+        fortran_allocate(line)
+    } else if calls_an_allocator(line) {
+        c_assignments(line)
+    } else {
+        None
+    };
+    let mut found = found.unwrap_or_default();
+    found.truncate(MAX_OBJECTS);
+    found
+}
+
+/// Whether a C or C++ line calls a standard allocator by name, or `new`.
+fn calls_an_allocator(line: &str) -> bool {
+    const ALLOCATORS: [&str; 6] = [
+        "malloc",
+        "calloc",
+        "realloc",
+        "aligned_alloc",
+        "memalign",
+        "valloc",
+    ];
+    let code = line.split("//").next().unwrap_or("");
+    let bytes = code.as_bytes();
+    let word_at = |at: usize, word: &str| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let rest = code[at + word.len()..].trim_start();
+        !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') && rest.starts_with('(')
+    };
+    ALLOCATORS
+        .iter()
+        .any(|name| code.match_indices(name).any(|(at, _)| word_at(at, name)))
+        || code
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|w| w == "new")
+}
+
 /// Whether a file holds Fortran, by its extension.
 pub fn is_fortran_source(path: &str) -> bool {
     let extension = path.rsplit_once('.').map_or("", |(_, e)| e);
@@ -230,6 +274,21 @@ mod tests {
         assert!(objects("allocate(t(n,n), &").is_empty());
         assert!(objects("allocate(a(n), \"b\"(n))").is_empty());
         assert!(objects("x = 1").is_empty());
+    }
+
+    #[test]
+    fn named_allocations_take_one_array_too_and_in_c_only_an_allocators() {
+        let fortran = |line: &str| named_allocations(line, true);
+        assert_eq!(fortran("  allocate(t(n,n,n))"), ["t"]);
+        assert_eq!(fortran("allocate(t(n), tnew(n))"), ["t", "tnew"]);
+        assert!(fortran("deallocate(t)").is_empty());
+        let c = |line: &str| named_allocations(line, false);
+        assert_eq!(c("  double *a = malloc(n * sizeof(double));"), ["a"]);
+        assert_eq!(c("a = (double *)aligned_alloc(64, n);"), ["a"]);
+        assert_eq!(c("double *v = new double[n];"), ["v"]);
+        // A call that is no allocator's, a name that merely contains one.
+        assert!(c("s = sum(a, n);").is_empty());
+        assert!(c("x = my_malloc_count(n);").is_empty());
     }
 
     #[test]

@@ -52,7 +52,7 @@ mod overloads;
 #[allow(unsafe_code)]
 mod running_executable;
 
-pub use allocated_objects::{allocated_objects, is_fortran_source};
+pub use allocated_objects::{allocated_objects, is_fortran_source, named_allocations};
 pub use allocation_wrappers::rel32_target;
 pub use array_type::{
     ArrayDescriptor, ArrayShape, DescribedArray, DescriptorDim, DescriptorOp, DescriptorValue,

@@ -482,6 +482,57 @@ fn a_request_follows_an_array_allocated_again_inside_its_region() {
     assert_eq!(counts, [(3, 14_000), (3, 14_000)], "{results:#}");
 }
 
+/// `main_allocates.f90`'s array: doubles, allocated at line 9 of the main program.
+const MAIN_N: u64 = 5000;
+
+/// A main program's own array (its descriptor in the main program's frame, named by its
+/// ALLOCATE line) requested on the main program, which is entered before the array exists:
+/// counted from the ALLOCATE on, every write and read, whether the request names the array
+/// before the line (`t@main_allocates.f90:9`, though the statement allocates it alone) or the
+/// line. The array's name alone is refused with the name to ask for.
+#[test]
+fn a_request_on_the_main_program_counts_the_array_it_allocates() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "main_allocates";
+    if !build(dir.path(), "main_allocates.f90", program) {
+        return;
+    }
+    let results = run_requests(
+        &dir.path().join(program),
+        &[
+            ("main_allocates", "t@main_allocates.f90:9", "PAPI_L1_DCW"),
+            ("main_allocates", "main_allocates.f90:9", "PAPI_L1_DCR"),
+        ],
+    );
+    let counts: Vec<(u64, u64, &str)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["instances"].as_u64().unwrap(),
+                r["total"].as_u64().unwrap(),
+                r["request"]["binding"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [(1, MAIN_N, "bound"), (1, MAIN_N, "bound")],
+        "{results:#}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE, "--region", "main_allocates"])
+        .args(["--array", "t", "--event", "PAPI_L1_DCW", "--"])
+        .arg(dir.path().join(program))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("ask for `t@main_allocates.f90:9`"), "{said}");
+}
+
 /// No allocation line of the report covers several arrays.
 fn assert_no_line_named_several(report: &serde_json::Value) {
     let several: Vec<&serde_json::Value> = report["regions"]

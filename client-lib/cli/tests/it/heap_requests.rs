@@ -170,6 +170,58 @@ fn a_sites_largest_or_latest_block_is_measured_as_asked() {
     );
 }
 
+/// A request on the region that allocates its array (here `main`, entered before anything is
+/// allocated, as a kernel inlined into a main program is) counts the array from its
+/// allocation on: every access the standalone report counts for the block in `main`. The
+/// array's own name before the line (`a@heap_request.c:21`) binds to the line's one block; the
+/// name alone, which the program has no data structure of, is refused with that name to ask
+/// for.
+#[test]
+fn a_request_on_the_region_that_allocates_its_array_counts_it_from_the_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path()) {
+        return;
+    }
+    let named = format!("a@{PROGRAM}.c:{A_LINE}");
+    let out = run(
+        dir.path(),
+        &[
+            "--all-regions",
+            "--region",
+            "main",
+            "--array",
+            &named,
+            "--event",
+            "PAPI_L1_DCA",
+            "--buckets",
+            "8",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let documents = documents(&out);
+    let (result, report) = (&documents[0][0], &documents[1]);
+    let block = structure(region(report, "main"), &format!("{PROGRAM}.c:{A_LINE}"));
+    let expected = block["events"]["PAPI_L1_DCA"].as_u64().unwrap();
+    // Written once, scaled (read and written), printed: N + 2N + 1 at least.
+    assert!(expected > 3 * N, "{block:#}");
+    assert_eq!(result["instances"], 1, "{result:#}");
+    assert_eq!(result["total"], expected, "{result:#}");
+    assert_eq!(bucket_sum(result), expected, "{result:#}");
+    assert_eq!(result["request"]["binding"], "bound", "{result:#}");
+    assert_eq!(result["buckets"].as_array().unwrap().len(), 8);
+
+    let out = run(
+        dir.path(),
+        &["--region", "main", "--array", "a", "--event", "PAPI_L1_DCA"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("ask for `{named}`")),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -193,20 +245,22 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!(
-            "a request stayed unbound: no block of at least 4096 bytes allocated at {never} was live when scale was entered"
+            "a request stayed unbound: no block of at least 4096 bytes allocated at {never} was live while scale ran"
         )),
         "{}",
         stderr(&out)
     );
     assert!(
-        stderr(&out).contains("ask for a region entered once the array exists"),
+        stderr(&out).contains("ask for a region during which the program allocates it"),
         "{}",
         stderr(&out)
     );
     // The line has code (a branch never taken): no warning before the start.
     assert!(!stderr(&out).contains("has no code"), "{}", stderr(&out));
+    // Served at each of scale's two instances, over no bytes: nothing counted, and unbound.
     let result = &results(&out)[0];
-    assert_eq!(result["available"], false);
+    assert_eq!(result["instances"], 2, "{result:#}");
+    assert_eq!(result["total"], 0, "{result:#}");
     assert_eq!(result["request"]["binding"], "waiting", "{result:#}");
     assert_eq!(result["request"]["allocation_site"]["line"], NEVER_LINE);
 

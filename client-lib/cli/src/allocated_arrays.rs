@@ -1,0 +1,131 @@
+//! Where an array asked for by name is allocated, when the target has no data structure of
+//! that name: a main program's or a procedure's ALLOCATABLE, or a C pointer a function
+//! allocates, has no name of its own in the target (its descriptor or pointer lives on the
+//! stack, or in a main program's frame), and its blocks are named by the line that allocates
+//! them (`heat.f90:6`). The program's source files, as its debug information lists them, are
+//! read for the statements that allocate an array of that name (`allocate(t(n))`,
+//! `double *a = malloc(..)`), so the refusal can say what to ask for (`t@heat.f90:6`). Read
+//! only after a request was refused, never on the way of one that binds.
+
+use std::path::Path;
+
+use epcache_symbols::{DebugInfo, is_fortran_source, named_allocations};
+
+/// Source files larger than this are not read for a note.
+const MAX_SOURCE_BYTES: u64 = 16 << 20;
+/// Allocation lines named in one note.
+const MAX_SHOWN: usize = 6;
+
+/// A note for a request naming `array`, refused because the target of program `exe` has no
+/// data structure so named: the allocation statements of that array in the program's
+/// sources, as the request should name them. `None` when there is none, the name already is
+/// an allocation site, or the program or its sources cannot be read.
+pub(crate) fn note(exe: &Path, array: &str) -> Option<String> {
+    if array.is_empty() || array.contains([':', '@', '[']) {
+        return None;
+    }
+    let info = DebugInfo::load_program(exe).ok()?;
+    let mut files: Vec<&str> = info
+        .files
+        .iter()
+        .map(String::as_str)
+        .filter(|f| !f.starts_with("/usr/"))
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let mut sites = Vec::new();
+    for file in files {
+        sites.extend(allocations_in(file, array));
+    }
+    if sites.is_empty() {
+        return None;
+    }
+    let more = sites.len().saturating_sub(MAX_SHOWN);
+    let shown: Vec<String> = sites
+        .iter()
+        .take(MAX_SHOWN)
+        .map(|s| format!("`{s}`"))
+        .collect();
+    let ask = match shown.as_slice() {
+        [one] => one.clone(),
+        many => format!(
+            "one of {}{}",
+            many.join(", "),
+            if more > 0 {
+                format!(" ({more} more)")
+            } else {
+                String::new()
+            }
+        ),
+    };
+    Some(format!(
+        "`{array}` has no name of its own in the program (an array a main program or a \
+         procedure allocates is named by the line that allocates it): ask for {ask}"
+    ))
+}
+
+/// The lines of source `file` that allocate an array named `array`, as `array@base:line`.
+fn allocations_in(file: &str, array: &str) -> Vec<String> {
+    let fortran = is_fortran_source(file);
+    let readable =
+        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.len() <= MAX_SOURCE_BYTES);
+    let Some(text) = readable.then(|| std::fs::read(file).ok()).flatten() else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&text);
+    let base = file.rsplit('/').next().unwrap_or(file);
+    let same = |object: &str| {
+        if fortran {
+            object.eq_ignore_ascii_case(array)
+        } else {
+            object == array
+        }
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| named_allocations(line, fortran).iter().any(|o| same(o)))
+        .map(|(i, _)| {
+            let name = if fortran {
+                array.to_ascii_lowercase()
+            } else {
+                array.to_owned()
+            };
+            format!("{name}@{base}:{}", i + 1)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_lines_of_the_named_array_are_found_in_fortran_and_c() {
+        let dir = tempfile::tempdir().unwrap();
+        let heat = dir.path().join("heat3.f90");
+        std::fs::write(
+            &heat,
+            "program heat3\n  real(8), allocatable :: t(:), u(:)\n  allocate(t(10))\n  \
+             allocate(U(10), w(3))\n  t = 1\nend program\n",
+        )
+        .unwrap();
+        let heat = heat.to_str().unwrap();
+        assert_eq!(allocations_in(heat, "t"), ["t@heat3.f90:3"]);
+        assert_eq!(allocations_in(heat, "u"), ["u@heat3.f90:4"]);
+        assert_eq!(allocations_in(heat, "T"), ["t@heat3.f90:3"]);
+        assert!(allocations_in(heat, "x").is_empty());
+        let main = dir.path().join("main.c");
+        std::fs::write(
+            &main,
+            "int main(void) {\n  double *a = malloc(n * 8);\n  double s = sum(a, n);\n}\n",
+        )
+        .unwrap();
+        let main = main.to_str().unwrap();
+        assert_eq!(allocations_in(main, "a"), ["a@main.c:2"]);
+        assert!(allocations_in(main, "s").is_empty());
+        assert!(
+            allocations_in(main, "A").is_empty(),
+            "C names keep their case"
+        );
+    }
+}
