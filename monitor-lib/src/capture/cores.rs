@@ -63,7 +63,8 @@ struct Cores {
     /// The machine's line size: a wider access is simulated at once, not logged.
     line: u64,
     /// The machine's levels, counted among the threads' simulated caches (each thread on it
-    /// still builds a simulator of its own for its counting).
+    /// keeps a simulator of its own for its counts, whose levels have one line each:
+    /// `HierarchySpec::counting_shell`).
     _memory: state_memory::Held,
 }
 

@@ -1,6 +1,7 @@
 //! The memory the threads' simulated caches take together. Each thread builds a hierarchy of
-//! its own (its sets bounded per hierarchy when the spec is parsed), and threads as cores add
-//! the machine's levels, so a large cache times many threads can still exhaust a shared node. Each hierarchy is held here for as long as it lives
+//! its own (its sets bounded per hierarchy when the spec is parsed; a thread that is a core of
+//! the machine only levels of one line, the machine holding the sets), so a large cache times
+//! many threads can still exhaust a shared node. Each hierarchy is held here for as long as it lives
 //! ([`Held`]); when those alive pass half the memory the machine had available when the first
 //! was built (`MemAvailable`), the runtime says so once, with the figures and what to change.
 //! It warns rather than refuses: a thread refused its hierarchy would go uncounted, and the

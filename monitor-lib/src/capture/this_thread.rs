@@ -99,6 +99,16 @@ fn first_access(slot: &mut Option<ThreadCapture>, addr: u64, size: u32, kind: Ac
 
 fn new_thread_capture() -> Option<ThreadCapture> {
     let (text, spec) = process_spec().as_ref().ok()?;
+    // A core of the machine keeps a hierarchy for its counts only (the machine simulates).
+    let seat = cores::assign();
+    let shell;
+    let spec = match seat {
+        Some(_) => {
+            shell = spec.counting_shell();
+            &shell
+        }
+        None => spec,
+    };
     let simulator = match Simulator::new(spec, CounterArrayConfig::default()) {
         Ok(simulator) => simulator,
         Err(e) => {
@@ -118,7 +128,7 @@ fn new_thread_capture() -> Option<ThreadCapture> {
             simulator,
             state_memory::Held::new(spec.state_bytes(), text),
             monitoring,
-            cores::assign(),
+            seat,
         ),
         finder,
     ))

@@ -109,6 +109,23 @@ impl HierarchySpec {
         }
     }
 
+    /// The same levels (names, line sizes, policies, sharing) of one line each: the hierarchy a
+    /// thread that is a core of a [`Machine`](super::Machine) keeps for its counts alone. The
+    /// machine simulates its accesses; the thread's own hierarchy is asked only for its depth,
+    /// its line sizes and the totals the machine's outcomes add to, so its sets would be
+    /// memory that nothing reads (a shared last level of gigabytes, once per thread).
+    pub fn counting_shell(&self) -> HierarchySpec {
+        let shell = |l: &LevelSpec| LevelSpec {
+            geometry: Geometry::new(u64::from(l.geometry.line_size), 1, l.geometry.line_size)
+                .unwrap_or(l.geometry),
+            ..l.clone()
+        };
+        HierarchySpec {
+            instr: self.instr.as_ref().map(shell),
+            data: self.data.iter().map(shell).collect(),
+        }
+    }
+
     /// Every level, the instruction cache first.
     pub fn levels(&self) -> impl Iterator<Item = &LevelSpec> {
         self.instr.iter().chain(&self.data)
@@ -507,6 +524,39 @@ mod tests {
         // The canonical form parses back to the same thing.
         let again: HierarchySpec = s.to_string().parse().unwrap();
         assert_eq!(again, s);
+    }
+
+    /// A core's counting hierarchy has the spec's levels, lines and policies, and next to no
+    /// sets: a 1 GiB shared last level costs each thread one line, not 1 GiB.
+    #[test]
+    fn a_counting_shell_keeps_the_levels_and_drops_their_sets() {
+        let s: HierarchySpec =
+            "I1=32K,8,64;D1=32K,2,32;L2=1M,8,64,plru,inclusive;L3=1G,16,128,shared"
+                .parse()
+                .unwrap();
+        let shell = s.counting_shell();
+        let shape = |h: &HierarchySpec| -> Vec<_> {
+            h.levels()
+                .map(|l| {
+                    (
+                        l.name.clone(),
+                        l.geometry.line_size,
+                        l.replacement,
+                        l.inclusive,
+                        l.sharing,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(shape(&shell), shape(&s));
+        assert!(
+            shell
+                .levels()
+                .all(|l| l.geometry.sets() == 1 && l.geometry.assoc == 1)
+        );
+        assert!(s.state_bytes() > 1 << 26);
+        assert!(shell.state_bytes() < 4096, "{}", shell.state_bytes());
+        crate::simulator::Simulator::new(&shell, Default::default()).unwrap();
     }
 
     #[test]
