@@ -12,7 +12,10 @@
 //! `EPCACHE_ALLOC_WRAPPERS=alloc_array,xmalloc` adds the user's. The first frame left names the
 //! block; the context lists the program's frames from the allocator's call out to
 //! [`CONTEXT_DEPTH`] frames past that one. Blocks named by one line are one data structure,
-//! whichever callers led to that line; the context shown is the one of its first block.
+//! whichever callers led to that line; the context shown is the one of its first block. A line
+//! that allocates for calls from several lines of the program (a wrapper the rule misses: two
+//! allocator calls, a block handed back through an out parameter) is said once on stderr, with
+//! the `EPCACHE_ALLOC_WRAPPERS` that would name each block by its caller's line.
 //!
 //! Cost: the stack walk runs only for blocks of at least `MIN_TRACKED_BYTES`, at allocation,
 //! never on the access path.
@@ -52,6 +55,9 @@ struct Named {
     context: Vec<String>,
     /// The return address of the call on the named line (one call instruction of the program).
     call: u64,
+    /// The function holding the named line, and the program's line that called it, if any.
+    function: String,
+    caller: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -61,7 +67,15 @@ struct Sites {
     frames: HashMap<u64, Option<Arc<[CallFrame]>>>,
     /// Live tracked blocks by start address.
     live: HashMap<u64, ()>,
+    /// Each name's first caller line (see [`Named::caller`]), and the names already said to
+    /// allocate for several.
+    callers: HashMap<String, String>,
+    said_several_callers: HashSet<String>,
 }
+
+/// Names said to allocate for several callers, at most: a program full of them needs the
+/// variable, not a page of notes.
+const MAX_CALLER_NOTES: usize = 3;
 
 static SITES: Mutex<Option<Sites>> = Mutex::new(None);
 
@@ -93,10 +107,13 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64, walk_stack: Stac
         key,
         context,
         call,
+        function,
+        caller,
     }) = name_allocation(return_pc, walk_stack)
     else {
         return;
     };
+    let mut another_caller = None;
     let stale = {
         let mut guard = SITES.lock().unwrap_or_else(|e| e.into_inner());
         let sites = guard.get_or_insert_with(Sites::default);
@@ -106,8 +123,28 @@ pub(super) fn allocated(start: u64, bytes: u64, return_pc: u64, walk_stack: Stac
         if !stale {
             live_count(start).fetch_add(1, Ordering::Relaxed);
         }
+        if let Some(caller) = caller {
+            let first = sites
+                .callers
+                .entry(name.clone())
+                .or_insert_with(|| caller.clone());
+            if *first != caller
+                && sites.said_several_callers.len() < MAX_CALLER_NOTES
+                && sites.said_several_callers.insert(name.clone())
+            {
+                another_caller = Some((first.clone(), caller));
+            }
+        }
         stale
     };
+    if let Some((first, later)) = another_caller {
+        eprintln!(
+            "epcache: note: `{name}` (in `{function}`) allocates for calls from {first} and \
+             {later}, whose arrays therefore share its name and count together; if `{function}` \
+             allocates for its callers, {WRAPPERS_VARIABLE}={function} names each block by the \
+             line that called it"
+        );
+    }
     if stale {
         data::unregister(start);
     }
@@ -185,11 +222,14 @@ fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
         ),
         None => (shown(named), SiteKey::new(file, named.line.line)),
     };
+    let caller = chain[asking + 1..].iter().find(|f| !f.library).map(shown);
     Some(Named {
         name,
         key,
         context,
         call: calls[asking],
+        function: named.function.clone(),
+        caller,
     })
 }
 

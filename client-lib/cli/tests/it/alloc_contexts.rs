@@ -123,6 +123,56 @@ fn arrays_from_one_wrapper_are_named_by_the_lines_that_ask_for_them() {
     }
 }
 
+/// A wrapper the rule misses (two allocator calls) names both arrays by its own line: the run
+/// says so once, with the variable that names each by its caller's line, and with that
+/// variable the two arrays are apart, each with its own reads and writes.
+#[test]
+fn a_line_allocating_for_several_callers_says_which_wrapper_to_name() {
+    let dir = tempfile::tempdir().unwrap();
+    if !available("gcc", "alloc_contexts") || !runtime_built("alloc_contexts") {
+        return;
+    }
+    let source = kernel("two_allocator_wrapper.c");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gcc",
+            "-g",
+            "-O1",
+            source.to_str().unwrap(),
+            "-o",
+            "program",
+        ],
+    );
+    let (report, stderr) = run(dir.path(), &[]);
+    assert!(
+        stderr.contains(
+            "`two_allocator_wrapper.c:10` (in `grab`) allocates for calls from \
+             two_allocator_wrapper.c:16 and two_allocator_wrapper.c:17"
+        ) && stderr.contains("EPCACHE_ALLOC_WRAPPERS=grab names each block"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("allocates for calls from").count(),
+        1,
+        "{stderr}"
+    );
+    let main = region(&report, "main");
+    assert_eq!(
+        structure(main, "two_allocator_wrapper.c:10")["events"]["PAPI_L1_DCW"],
+        20_000
+    );
+
+    let (report, stderr) = run(dir.path(), &[("EPCACHE_ALLOC_WRAPPERS", "grab")]);
+    assert!(!stderr.contains("allocates for calls from"), "{stderr}");
+    let main = region(&report, "main");
+    for line in [16, 17] {
+        let array = structure(main, &format!("two_allocator_wrapper.c:{line}"));
+        assert_eq!(array["events"]["PAPI_L1_DCW"], 10_000, "{array:#}");
+        assert_eq!(array["events"]["PAPI_L1_DCR"], 10_000, "{array:#}");
+    }
+}
+
 /// A name in `EPCACHE_ALLOC_WRAPPERS` that is no function of the program is said, by name, and
 /// the known ones still work.
 #[test]
