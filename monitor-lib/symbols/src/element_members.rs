@@ -14,7 +14,8 @@ pub struct Member {
     pub name: String,
     /// Bytes from the element's first byte to the member's.
     pub offset: u64,
-    /// Bytes of the member (a bit-field: the bytes its storage unit spans).
+    /// Bytes of the member (a bit-field: the bytes its storage unit spans; a Fortran ALLOCATABLE
+    /// or POINTER component: its descriptor's, up to the next member).
     pub bytes: u64,
 }
 
@@ -191,6 +192,25 @@ fn members<'a>(
         });
     }
     out.sort_by_key(|m| m.offset);
+    // A member DWARF gives no size (a Fortran ALLOCATABLE or POINTER component, whose
+    // descriptor lies in the element): the bytes up to the next member, or to the element's
+    // end. One that still takes none (C's flexible array member) is left out.
+    let element = match structure.attr_value(gimli::DW_AT_byte_size) {
+        Some(AttributeValue::Udata(bytes)) => Some(bytes),
+        _ => None,
+    };
+    for i in 0..out.len() {
+        if out[i].bytes == 0 {
+            let at = out[i].offset;
+            let end = out[i + 1..]
+                .iter()
+                .map(|m| m.offset)
+                .find(|&o| o > at)
+                .or(element);
+            out[i].bytes = end.map_or(0, |end| end.saturating_sub(at));
+        }
+    }
+    out.retain(|m| m.bytes > 0);
     Some(out)
 }
 

@@ -272,6 +272,93 @@ fn a_fortran_derived_type_gives_the_same_shape() {
     }
 }
 
+/// Particles of an ALLOCATABLE module array whose type has an ALLOCATABLE component.
+const FORTRAN_COMPONENT_SOURCE: &str = r#"module particles
+  implicit none
+  integer, parameter :: n = 20000
+  type particle
+    real(8) :: x, y
+    real(8), allocatable :: hist(:)
+  end type
+  type(particle), allocatable :: parts(:)
+contains
+  function sum_x() result(s)
+    real(8) :: s
+    integer :: i
+    s = 0
+    do i = 1, n
+      s = s + parts(i)%x
+    end do
+  end function
+end module
+
+program use_particles
+  use particles
+  implicit none
+  integer :: i
+  allocate(parts(n))
+  do i = 1, n
+    parts(i)%x = i
+    parts(i)%y = 2 * i
+  end do
+  print *, sum_x()
+end program
+"#;
+
+/// An ALLOCATABLE component has no size in the debug info (its data lies elsewhere): its
+/// member is its descriptor, up to the element's end, and the request is served, every read
+/// of `x` in `x`'s bucket (a member of no bytes would be refused by the daemon, after the
+/// start).
+#[test]
+fn a_fortran_allocatable_component_is_its_descriptors_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(
+        dir.path(),
+        "gfortran",
+        "parts.f90",
+        FORTRAN_COMPONENT_SOURCE,
+    ) {
+        return;
+    }
+    let out = run(
+        dir.path(),
+        &[
+            "--region",
+            "sum_x",
+            "--array",
+            "parts",
+            "--event",
+            "PAPI_L1_DCR",
+            "--by-field",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout.find("\n[").unwrap_or_else(|| panic!("{stdout}"));
+    let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+    let result = &results[0];
+    let fields: Vec<(&str, u64, u64)> = result["request"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let n = |k: &str| f[k].as_u64().unwrap();
+            (f["name"].as_str().unwrap(), n("offset"), n("bytes"))
+        })
+        .collect();
+    assert_eq!(fields[..2], [("x", 0, 8), ("y", 8, 8)], "{result:#}");
+    let (name, offset, bytes) = fields[2];
+    assert_eq!((name, offset), ("hist", 16), "{result:#}");
+    assert!(bytes >= 48, "a descriptor: {result:#}");
+    let counts: Vec<u64> = result["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts[..3], [20_000, 0, 0], "{result:#}");
+}
+
 /// The same particles on the heap, allocated at line 16 through a typedef's pointer.
 const HEAP_SOURCE: &str = r#"#include <stdio.h>
 #include <stdlib.h>
