@@ -16,15 +16,25 @@ const MAX_SOURCE_BYTES: u64 = 16 << 20;
 /// Allocation lines named in one note.
 const MAX_SHOWN: usize = 6;
 
-/// A note for a request naming `array`, refused because the target of program `exe` has no
-/// data structure so named: the allocation statements of that array in the program's
-/// sources, as the request should name them. `None` when there is none, the name already is
-/// an allocation site, or the program or its sources cannot be read.
-pub(crate) fn note(exe: &Path, array: &str) -> Option<String> {
-    if array.is_empty() || array.contains([':', '@', '[']) {
+/// A note for a request naming `array`, refused (`refusal`) because the target of program
+/// `exe` has no data structure so named: the allocation statements of that array in the
+/// program's sources, as the request should name them. `None` when the refusal is about
+/// something else, the name already is an allocation site or a global of the program (a
+/// module's array), there is no such statement, or the program or its sources cannot be read.
+pub(crate) fn note(exe: &Path, array: &str, refusal: &str) -> Option<String> {
+    if array.is_empty()
+        || array.contains([':', '@', '['])
+        || !refusal.contains(&format!("no data structure `{array}`"))
+    {
         return None;
     }
     let info = DebugInfo::load_program(exe).ok()?;
+    let global = |g: &epcache_symbols::GlobalVariable| {
+        g.name.eq_ignore_ascii_case(array) || g.qualified_name.eq_ignore_ascii_case(array)
+    };
+    if info.globals.iter().any(global) {
+        return None;
+    }
     let mut files: Vec<&str> = info
         .files
         .iter()

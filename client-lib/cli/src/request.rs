@@ -264,10 +264,11 @@ pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
             .region
             .as_deref()
             .and_then(|r| inlined_regions::note(&exe, r));
+        let refusal = format!("{e:#}");
         let allocated = args
             .array
             .as_deref()
-            .and_then(|a| crate::allocated_arrays::note(&exe, a));
+            .and_then(|a| crate::allocated_arrays::note(&exe, a, &refusal));
         [inlined, allocated]
             .into_iter()
             .flatten()

@@ -568,8 +568,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                         }
                     }
                     let arrays: std::collections::BTreeSet<&String> = args.array.iter().collect();
+                    let refusal = e.to_string();
                     for array in arrays {
-                        if let Some(note) = allocated_arrays::note(&exe, array) {
+                        if let Some(note) = allocated_arrays::note(&exe, array, &refusal) {
                             eprintln!("epcache: {note}");
                         }
                     }
