@@ -144,9 +144,9 @@ struct Binding {
     /// Monitored-region depth it was bound at: it ends with that region instance.
     depth: u32,
     bucket_bytes: u64,
-    /// The most bytes its data had while the instance counted (the data may be allocated,
-    /// grown or freed inside it).
-    largest_bytes: u64,
+    /// The sizes its data had while the instance counted (the data may be allocated, grown,
+    /// shrunk or freed inside it).
+    sizes: request_results::InstanceSizes,
     bound: Bound,
     /// Counts from before the event set was last rebuilt.
     banked_total: u64,
@@ -553,7 +553,7 @@ impl Monitoring {
                 analysed.push(request);
             }
             self.bindings.push(Binding {
-                largest_bytes: request.range.len(),
+                sizes: request_results::InstanceSizes::default().with(request.range.len()),
                 request,
                 depth: self.depth,
                 bucket_bytes,
@@ -637,7 +637,7 @@ impl Monitoring {
         for (i, range) in moved {
             let b = &mut self.bindings[i];
             b.request.range = range;
-            b.largest_bytes = b.largest_bytes.max(range.len());
+            b.sizes = b.sizes.with(range.len());
             if matches!(b.request.spec.mode, Mode::Histogram { .. }) && !range.is_empty() {
                 let own = bucket_bytes(&b.request.spec, range, line);
                 let width = request_results::bucket_width(&b.request, own, room);
@@ -758,8 +758,8 @@ impl Monitoring {
         // No publication while a thread is halted, and no halt announced during one: a tool
         // reads at a halt only complete results, which stay as they were until it releases.
         let _gate = switches::PublicationGate::enter();
-        let (width, bytes) = (binding.bucket_bytes, binding.largest_bytes);
-        request_results::add(&request, instance, width, bytes, text, |result| {
+        let (width, sizes) = (binding.bucket_bytes, binding.sizes);
+        request_results::add(&request, instance, width, sizes, text, |result| {
             let _ = m.write_result(request.slot, result);
         });
     }

@@ -115,15 +115,15 @@ pub(crate) fn bucket_width(request: &ActiveRequest, own: u64, room: u64) -> u64 
 }
 
 /// Adds one instance's counts of `request` (`instance`, with buckets `bucket_bytes` wide over
-/// the data it bound, at most `bytes` long while it counted) to its totals and has `write` publish the result, under the totals'
-/// lock: a thread that wrote after releasing it could overwrite a later thread's result, which
-/// holds its counts too, with its own older one. Nothing when the request was replaced
-/// meanwhile.
+/// the data it bound, of `sizes` bytes at the least and the most while it counted) to its
+/// totals and has `write` publish the result, under the totals' lock: a thread that wrote
+/// after releasing it could overwrite a later thread's result, which holds its counts too,
+/// with its own older one. Nothing when the request was replaced meanwhile.
 pub(crate) fn add(
     request: &ActiveRequest,
     mut instance: ResultRow,
     bucket_bytes: u64,
-    bytes: u64,
+    sizes: InstanceSizes,
     text: ResultText,
     write: impl FnOnce(&RequestResult),
 ) {
@@ -132,14 +132,13 @@ pub(crate) fn add(
     let Some(totals) = SlotTotals::of(&mut slots, request) else {
         return;
     };
-    let len = bytes;
     let per_instance = request.spec.aggregation == Aggregation::PerInstance;
     if histogram {
         if per_instance {
             totals.geometry = BucketGeometry {
                 bucket_bytes,
-                smallest: len,
-                largest: len,
+                smallest: sizes.smallest,
+                largest: sizes.largest,
             };
         } else {
             totals.widen_rows(bucket_bytes);
@@ -149,10 +148,14 @@ pub(crate) fn add(
             }
             // An instance whose data never existed says nothing of the sizes.
             let g = &mut totals.geometry;
-            if len > 0 {
+            if sizes.largest > 0 {
                 let first = g.largest == 0;
-                g.smallest = if first { len } else { g.smallest.min(len) };
-                g.largest = g.largest.max(len);
+                g.smallest = if first {
+                    sizes.smallest
+                } else {
+                    g.smallest.min(sizes.smallest)
+                };
+                g.largest = g.largest.max(sizes.largest);
             }
         }
     }
@@ -186,6 +189,31 @@ pub(crate) fn add(
         geometry: totals.geometry,
         text,
     });
+}
+
+/// The sizes one instance's data had while it counted (an array allocated, grown or freed
+/// inside it): both 0 when it never existed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct InstanceSizes {
+    pub(crate) smallest: u64,
+    pub(crate) largest: u64,
+}
+
+impl InstanceSizes {
+    /// The sizes with data of `bytes` seen too (no data: nothing).
+    pub(crate) fn with(self, bytes: u64) -> InstanceSizes {
+        match (bytes, self.largest) {
+            (0, _) => self,
+            (_, 0) => InstanceSizes {
+                smallest: bytes,
+                largest: bytes,
+            },
+            _ => InstanceSizes {
+                smallest: self.smallest.min(bytes),
+                largest: self.largest.max(bytes),
+            },
+        }
+    }
 }
 
 /// Buckets `from` bytes wide, summed into buckets `to` bytes wide over the same bytes: each
@@ -248,7 +276,8 @@ mod tests {
             buckets,
         };
         let mut result = None;
-        add(&r, row, width, len, ResultText::None, |r| {
+        let sizes = InstanceSizes::default().with(len);
+        add(&r, row, width, sizes, ResultText::None, |r| {
             result = Some(r.clone())
         });
         (width, result.unwrap())

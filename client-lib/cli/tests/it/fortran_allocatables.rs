@@ -482,6 +482,46 @@ fn a_request_follows_an_array_allocated_again_inside_its_region() {
     assert_eq!(counts, [(3, 14_000), (3, 14_000)], "{results:#}");
 }
 
+/// A histogram over an array allocated again at another size inside one instance says both
+/// sizes, so a reader learns why its buckets are wider than asked: every write of both
+/// arrays (1,000 then 3,000 doubles) in buckets wide enough for the larger.
+#[test]
+fn a_histogram_over_an_array_grown_inside_one_instance_says_both_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "grows_inside_its_region";
+    if !build(dir.path(), "grows_inside_its_region.f90", program) {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args([
+            "run", "--cache", CACHE, "--region", "setup", "--array", "grid::u",
+        ])
+        .args(["--event", "PAPI_L1_DCW", "--buckets", "10", "--json", "--"])
+        .arg(dir.path().join(program))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout
+        .find("\n[")
+        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+    let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+    let result = &results[0];
+    assert_eq!(result["instances"], 1, "{result:#}");
+    assert_eq!(result["total"], 4000, "{result:#}");
+    let sizes = &result["instance_bytes"];
+    assert_eq!(
+        (sizes["smallest"].as_u64(), sizes["largest"].as_u64()),
+        (Some(8000), Some(24_000)),
+        "{result:#}"
+    );
+    let buckets = result["buckets"].as_array().unwrap();
+    let sum: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(sum, 4000, "{result:#}");
+    assert!(buckets.len() <= 10, "{result:#}");
+}
+
 /// `main_allocates.f90`'s array: doubles, allocated at line 9 of the main program.
 const MAIN_N: u64 = 5000;
 
