@@ -69,8 +69,9 @@ pub(crate) fn note(exe: &Path, array: &str, refusal: &str) -> Option<String> {
         ),
     };
     Some(format!(
-        "`{array}` has no name of its own in the program (an array a main program or a \
-         procedure allocates is named by the line that allocates it): ask for {ask}"
+        "`{array}` has no name of its own in the program (an array held by a local variable, \
+         a main program's or a function's, is named by the line that allocates it): ask for \
+         {ask}"
     ))
 }
 

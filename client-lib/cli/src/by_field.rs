@@ -21,10 +21,19 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
     } else {
         found
     };
+    // A heap block's name says its language: `t@heat.f90:6`, `grid.c:40`.
+    let fortran = name
+        .rsplit_once(':')
+        .is_some_and(|(file, _)| epcache_symbols::is_fortran_source(file));
+    let example = if fortran {
+        "`--element-type cell` for `type(cell)`"
+    } else {
+        "`--element-type particle` for `struct particle`"
+    };
     let global = match found.as_slice() {
         [one] => *one,
         [] => bail!(
-            "`{name}` is no global array in {}'s debug info, so its element type is unknown (a heap block's type is not in the debug info); name it with --element-type, e.g. `--element-type particle` for `struct particle`",
+            "`{name}` is no global array in {}'s debug info, so its element type is unknown (a heap block's type is not in the debug info); name it with --element-type, e.g. {example}",
             exe.display()
         ),
         many => bail!(

@@ -71,12 +71,12 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
             ]
         };
         if !r.available {
-            let none = match (q.unbound_reason().is_some(), ended) {
+            // No instance of its region ended since it was placed: whether its data existed
+            // does not matter yet.
+            let none = match ended {
                 _ if q.adopted => "(none: its tool is gone, it no longer counts)",
-                (true, true) => "(unbound: nothing was allocated there)",
-                (true, false) => "(unbound: nothing allocated yet)",
-                (false, true) => "(never ran)",
-                (false, false) => "(none yet)",
+                true => "(never ran)",
+                false => "(none yet)",
             };
             rows.push(row(String::new(), 0, none.into()));
         } else if q.unbound_reason().is_some() {

@@ -60,8 +60,9 @@ const START_WAIT_SECS: u32 = 60;
 ///
 /// Exit status: the program's own; 2 when epcache could not monitor as asked (a request was
 /// refused or never bound, or the program left no report: it was not built with capture, or
-/// its cache did not resolve); 1 when epcache itself failed (nothing was started when the
-/// command line is wrong).
+/// its cache did not resolve; a request on an allocation site or an allocatable whose region
+/// never ran too); 1 when epcache itself failed (nothing was started when the command line is
+/// wrong).
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// Use this daemon instead of an embedded one (the program must announce itself in the
@@ -276,13 +277,23 @@ fn results_table(results: &[RequestResult]) -> String {
     out
 }
 
-/// The requests that never measured anything because their data never existed while their
-/// region ran, each with why.
-fn unbound(results: &[RequestResult]) -> Vec<String> {
-    results
+/// The requests on an allocation site or an allocatable that never measured anything: those
+/// whose data never existed while their region ran, each with why, and the regions of those
+/// whose region never ran.
+fn unbound(results: &[RequestResult]) -> (Vec<String>, Vec<&str>) {
+    let never_bound = results
         .iter()
-        .filter_map(|r| r.request.unbound_reason())
-        .collect()
+        .filter(|r| r.request.unbound_reason().is_some());
+    let (ran, never_ran): (Vec<_>, Vec<_>) = never_bound.partition(|r| r.available);
+    (
+        ran.iter()
+            .filter_map(|r| r.request.unbound_reason())
+            .collect(),
+        never_ran
+            .iter()
+            .map(|r| r.request.region.name.as_str())
+            .collect(),
+    )
 }
 
 /// Waits for the child without blocking the runtime's thread for long.
@@ -710,7 +721,14 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
     if refused {
         return Ok(NOT_MONITORED);
     }
-    let unbound = unbound(&results);
+    let (unbound, never_ran) = unbound(&results);
+    for region in &never_ran {
+        eprintln!(
+            "epcache: a request measured nothing: `{region}` never ran while the program did \
+             (a function inlined wherever it is called runs as part of its callers: ask for one \
+             of them)"
+        );
+    }
     for why in &unbound {
         eprintln!("epcache: a request stayed unbound: {why}");
     }
@@ -720,7 +738,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
              region; ask for a region during which the program allocates it, or check the \
              allocation's line (`epcache run --all-regions` lists the arrays each region touches)"
         );
-        return Ok(2);
+    }
+    if !unbound.is_empty() || !never_ran.is_empty() {
+        return Ok(NOT_MONITORED);
     }
     Ok(exit_code(status))
 }

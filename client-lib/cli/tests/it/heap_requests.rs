@@ -222,6 +222,37 @@ fn a_request_on_the_region_that_allocates_its_array_counts_it_from_the_allocatio
     );
 }
 
+/// A request whose region never runs measures nothing and says that, not that its data was
+/// never allocated.
+#[test]
+fn a_request_on_a_region_that_never_runs_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path()) {
+        return;
+    }
+    let site = format!("{PROGRAM}.c:{A_LINE}");
+    let out = run(
+        dir.path(),
+        &[
+            "--region",
+            "unused",
+            "--array",
+            &site,
+            "--event",
+            "PAPI_L1_LDM",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a request measured nothing: `unused` never ran"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("stayed unbound"), "{}", stderr(&out));
+    let result = &results(&out)[0];
+    assert_eq!(result["available"], false, "{result:#}");
+}
+
 #[test]
 fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
