@@ -492,21 +492,19 @@ fn a_histogram_over_an_array_grown_inside_one_instance_says_both_sizes() {
     if !build(dir.path(), "grows_inside_its_region.f90", program) {
         return;
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args([
-            "run", "--cache", CACHE, "--region", "setup", "--array", "grid::u",
-        ])
-        .args(["--event", "PAPI_L1_DCW", "--buckets", "10", "--json", "--"])
-        .arg(dir.path().join(program))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let start = stdout
-        .find("\n[")
-        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
-    let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+    let results = run_json(
+        &dir.path().join(program),
+        &[
+            "--region",
+            "setup",
+            "--array",
+            "grid::u",
+            "--event",
+            "PAPI_L1_DCW",
+            "--buckets",
+            "10",
+        ],
+    );
     let result = &results[0];
     assert_eq!(result["instances"], 1, "{result:#}");
     assert_eq!(result["total"], 4000, "{result:#}");
@@ -588,12 +586,21 @@ fn assert_no_line_named_several(report: &serde_json::Value) {
 /// The results `epcache run --json` prints for `requests` (region, array, event) over `program`,
 /// which must succeed.
 fn run_requests(program: &Path, requests: &[(&str, &str, &str)]) -> serde_json::Value {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_epcache"));
-    command.args(["run", "--cache", CACHE]);
-    for (region, array, event) in requests {
-        command.args(["--region", region, "--array", array, "--event", event]);
-    }
-    let out = command
+    let args: Vec<&str> = requests
+        .iter()
+        .flat_map(|&(region, array, event)| {
+            ["--region", region, "--array", array, "--event", event]
+        })
+        .collect();
+    run_json(program, &args)
+}
+
+/// The results `epcache run --cache CACHE ARGS --json` prints over `program`, which must
+/// succeed.
+fn run_json(program: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE])
+        .args(args)
         .args(["--json", "--"])
         .arg(program)
         .output()
