@@ -611,13 +611,14 @@ impl Monitoring {
     /// its array was allocated (a main program, a set-up routine) counts it from its
     /// allocation on. The counts so far are banked; while the data is gone (not allocated yet,
     /// or deallocated) the request counts nothing. A histogram keeps its buckets' offsets,
-    /// widened as a larger array needs (`request_results`).
-    pub(crate) fn follow_moved_data(&mut self, sim: &mut Simulator) {
+    /// widened as a larger array needs (`request_results`). Whether any request moved (its
+    /// counters were set anew).
+    pub(crate) fn follow_moved_data(&mut self, sim: &mut Simulator) -> bool {
         let movable = |b: &Binding| !matches!(b.request.spec.target, RequestTarget::Range(_));
         if !self.bindings.iter().any(movable) {
-            return;
+            return false;
         }
-        let Some(m) = mcc::get() else { return };
+        let Some(m) = mcc::get() else { return false };
         let moved: Vec<(usize, AddressRange)> = self
             .bindings
             .iter()
@@ -629,7 +630,7 @@ impl Monitoring {
             })
             .collect();
         if moved.is_empty() {
-            return;
+            return false;
         }
         self.bank(sim);
         let line = u64::from(sim.hierarchy().line_size(0));
@@ -651,6 +652,7 @@ impl Monitoring {
             }
         }
         self.start(sim);
+        true
     }
 
     /// Stops the event set and moves every binding's counts into its bank.

@@ -148,15 +148,12 @@ pub(crate) fn add(
             }
             // An instance whose data never existed says nothing of the sizes.
             let g = &mut totals.geometry;
-            if sizes.largest > 0 {
-                let first = g.largest == 0;
-                g.smallest = if first {
-                    sizes.smallest
-                } else {
-                    g.smallest.min(sizes.smallest)
-                };
-                g.largest = g.largest.max(sizes.largest);
-            }
+            let so_far = InstanceSizes {
+                smallest: g.smallest,
+                largest: g.largest,
+            };
+            let now = so_far.with(sizes.smallest).with(sizes.largest);
+            (g.smallest, g.largest) = (now.smallest, now.largest);
         }
     }
     match totals

@@ -101,14 +101,8 @@ fn new_thread_capture() -> Option<ThreadCapture> {
     let (text, spec) = process_spec().as_ref().ok()?;
     // A core of the machine keeps a hierarchy for its counts only (the machine simulates).
     let seat = cores::assign();
-    let shell;
-    let spec = match seat {
-        Some(_) => {
-            shell = spec.counting_shell();
-            &shell
-        }
-        None => spec,
-    };
+    let shell = seat.as_ref().map(|_| spec.counting_shell());
+    let spec = shell.as_ref().unwrap_or(spec);
     let simulator = match Simulator::new(spec, CounterArrayConfig::default()) {
         Ok(simulator) => simulator,
         Err(e) => {

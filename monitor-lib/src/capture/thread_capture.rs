@@ -488,10 +488,11 @@ impl ThreadCapture {
                 core.flush_filter(true);
             }
             core.monitoring.finder.refresh();
-            core.monitoring.follow_moved_data(&mut core.simulator);
-            // A request that found its data now counts over it: an event on L1 hits there
+            // A request that found its data counts over it from now: an event on L1 hits there
             // turns the repeat-hit filter off, whose hits no request would see.
-            core.refresh_filter();
+            if core.monitoring.follow_moved_data(&mut core.simulator) {
+                core.refresh_filter();
+            }
         }
         // Counting remembers whole lines with the filter off too.
         with_filter(Filter::forget_whole_lines);
