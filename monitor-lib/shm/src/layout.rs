@@ -82,7 +82,8 @@ pub mod header {
     pub const HALT_GENERATION: usize = 56;
     /// u32 the tool sets to the halt generation it releases (futex word the target waits on).
     pub const RELEASE_GENERATION: usize = 60;
-    /// u64 halting point: region (bits 0..32), boundary (bits 32..40), armed (bit 40).
+    /// u64 halting point: region (bits 0..32), boundary (bits 32..40), armed (bit 40), or
+    /// taken ([`POINT_TAKEN`]) while the thread that matched it is halted there.
     pub const HALTING_POINT: usize = 64;
     /// u32 boundaries the halting point lets pass before halting.
     pub const HALT_SKIP: usize = 72;
@@ -465,12 +466,12 @@ impl Layout {
 
     /// Where `table` lives.
     /// Whether a tool asked for anything: a request waiting or being served in any slot, or a
-    /// halting point (or step) armed. A word that cannot be read counts as armed. Costs one
+    /// halting point (or step) armed or being taken. A word that cannot be read counts as armed. Costs one
     /// load per request slot.
     pub fn anything_armed(&self, view: &View) -> bool {
         let halting = view
             .load_u64(header::HALTING_POINT, Ordering::Acquire)
-            .map_or(true, |point| point >> 40 & 1 != 0);
+            .map_or(true, |point| point & (POINT_ARMED | POINT_TAKEN) != 0);
         if halting {
             return true;
         }
@@ -803,6 +804,13 @@ pub const ANY_REGION: u32 = u32::MAX;
 /// boundary of any kind); see [`HaltingPoint::step_word`].
 pub const EITHER_BOUNDARY: u64 = Boundary::Entry as u64 | Boundary::Exit as u64;
 
+/// The armed bit of a halting point word.
+pub const POINT_ARMED: u64 = 1 << 40;
+/// The bit that replaces [`POINT_ARMED`] while the thread that matched the point is halted
+/// there: other threads at the same boundary wait for that halt and look again at what the tool
+/// armed next. The halted thread clears the word when released, unless a tool set another.
+pub const POINT_TAKEN: u64 = 1 << 41;
+
 /// Where the target should stop next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HaltingPoint {
@@ -818,12 +826,12 @@ impl HaltingPoint {
     /// The packed header word (armed).
     pub fn to_word(&self) -> u64 {
         let region = self.region.map_or(ANY_REGION, |r| r.0);
-        u64::from(region) | (self.boundary as u64) << 32 | 1 << 40
+        u64::from(region) | (self.boundary as u64) << 32 | POINT_ARMED
     }
 
     /// The packed header word (armed) of a point at either boundary of `region` (or any region).
     pub fn step_word(region: Option<RegionIndex>) -> u64 {
-        u64::from(region.map_or(ANY_REGION, |r| r.0)) | EITHER_BOUNDARY << 32 | 1 << 40
+        u64::from(region.map_or(ANY_REGION, |r| r.0)) | EITHER_BOUNDARY << 32 | POINT_ARMED
     }
 }
 

@@ -136,6 +136,8 @@ pub struct Mcc {
     /// The trace order taken as the start wait ended ([`Mcc::take_trace_order`]), until the
     /// runtime asks for it ([`Mcc::taken_trace`]).
     taken_trace: Mutex<Option<Result<TakenTrace, String>>>,
+    /// Held by the thread taking a halting point, through its halt ([`Mcc::boundary_then`]).
+    taking_halt: Mutex<()>,
 }
 
 /// The target's own copies of what it published: it never needs to re-read (and re-check) what
@@ -206,6 +208,7 @@ impl Mcc {
             record: Mutex::new(Some(record)),
             tables: Mutex::new(OwnTables::default()),
             taken_trace: Mutex::new(None),
+            taking_halt: Mutex::new(()),
         };
         mcc.set_state(layout::TargetState::Starting);
         Ok(mcc)
@@ -732,27 +735,38 @@ impl Mcc {
             return HaltOutcome::NotHalted;
         };
         let armed = point.load(Ordering::Acquire);
-        if armed >> 40 & 1 == 0 {
+        if armed & (layout::POINT_ARMED | layout::POINT_TAKEN) == 0 {
             return HaltOutcome::NotHalted;
         }
         self.boundary_slow(armed, region, boundary, before_halt)
     }
 
+    /// Threads at boundaries that match the point (armed, or taken by a thread halted there)
+    /// take it one at a time, each holding `taking_halt` through its halt: the first marks it
+    /// taken and halts; each other looks again once that halt is released, at the point the tool
+    /// left, which may be this very boundary again (a step to the next exit of a parallel loop's
+    /// body, which every thread of the team leaves) or elsewhere (then it runs on, never
+    /// halting, unasked, at a point the tool no longer wants). A thread that reads the point
+    /// while it is taken finds it matching and waits too: no thread passes the boundary a step
+    /// asked for unseen because another was halted at it.
     #[cold]
     fn boundary_slow(
         &self,
-        armed: u64,
+        seen: u64,
         region: RegionIndex,
         boundary: Boundary,
         before_halt: impl FnOnce() -> HaltingThread,
     ) -> HaltOutcome {
+        if !point_matches(seen, region, boundary) {
+            return HaltOutcome::NotHalted;
+        }
+        let _taking = self.taking_halt.lock().unwrap_or_else(|e| e.into_inner());
         let view = self.segment.view();
-        let want_region = armed as u32;
-        let want_boundary = armed >> 32 & 0xff;
-        // The boundary byte is a bit set (entry 1, exit 2), so a step can ask for either.
-        if (want_region != layout::ANY_REGION && want_region != region.0)
-            || want_boundary & boundary as u64 == 0
-        {
+        let Ok(point) = view.u64_at(header::HALTING_POINT) else {
+            return HaltOutcome::NotHalted;
+        };
+        let armed = point.load(Ordering::Acquire);
+        if armed & layout::POINT_ARMED == 0 || !point_matches(armed, region, boundary) {
             return HaltOutcome::NotHalted;
         }
         if let Ok(skip) = view.u32_at(header::HALT_SKIP)
@@ -762,24 +776,23 @@ impl Mcc {
         {
             return HaltOutcome::NotHalted;
         }
-        // The thread that disarms the point it matched halts there; another thread that matched
-        // it at the same moment, or a point the tool has replaced or cleared since, does not
-        // (it would halt, unasked, as soon as the first halt was released).
-        let Ok(point) = view.u64_at(header::HALTING_POINT) else {
-            return HaltOutcome::NotHalted;
-        };
+        // A tool may have replaced or cleared the point since it was read: then no halt here.
+        let taken = armed & !layout::POINT_ARMED | layout::POINT_TAKEN;
         if point
-            .compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(armed, taken, Ordering::AcqRel, Ordering::Relaxed)
             .is_err()
         {
             return HaltOutcome::NotHalted;
         }
         let thread = before_halt();
-        self.block(
+        let outcome = self.block(
             layout::TargetState::Halted,
             layout::position_word(region.0, boundary, thread),
             None,
-        )
+        );
+        // Unless the tool armed the next point meanwhile, nothing is armed any more.
+        let _ = point.compare_exchange(taken, 0, Ordering::AcqRel, Ordering::Relaxed);
+        outcome
     }
 
     /// Blocks at start until a tool releases the program or `patience` passes, saying so on
@@ -883,6 +896,15 @@ impl Mcc {
         self.set_state(layout::TargetState::Running);
         outcome
     }
+}
+
+/// Whether the halting point word `word` asks for this boundary of `region`. Its boundary
+/// byte is a bit set (entry 1, exit 2), so a step can ask for either.
+fn point_matches(word: u64, region: RegionIndex, boundary: Boundary) -> bool {
+    let want_region = word as u32;
+    let want_boundary = word >> 32 & 0xff;
+    (want_region == layout::ANY_REGION || want_region == region.0)
+        && want_boundary & boundary as u64 != 0
 }
 
 /// What a waiting target says from time to time: whether any tool is attached to
@@ -1064,28 +1086,69 @@ mod tests {
         assert_eq!(tool.state().unwrap(), layout::TargetState::Running);
     }
 
-    /// Two threads that read one armed point at the same moment: the one that disarms it halts,
-    /// the other, whose disarming finds the word gone, runs on. Played here in one thread: a
-    /// boundary that read the point (`armed`) after the word was taken.
+    /// Two threads that read one armed point at the same moment: the first takes it and halts;
+    /// the other waits for that halt to be released and then looks at the point the tool left:
+    /// the same boundary again halts it, a point elsewhere (or none) lets it run on.
     #[test]
-    fn only_the_thread_that_disarms_a_point_halts_there() {
+    fn a_thread_that_matched_a_point_another_took_looks_again_after_that_halt() {
         let dir = tempfile::tempdir().unwrap();
         let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "one-halt");
-        let armed = tool.set_step_point(None, 0).unwrap();
-        let generation = tool.halt_generation();
+        let other = mcc
+            .register_region(2, 40, RegionKind::Function, "other", "k.c")
+            .unwrap();
+        let at_exit = Some(HaltingPoint {
+            region: Some(kernel.region),
+            boundary: Boundary::Exit,
+            skip: 0,
+        });
+        let no_halt = || -> HaltingThread { panic!("a halt began at a point not armed") };
+        // The other thread took the point and its halt is over; the tool armed one elsewhere.
+        let stale = tool.set_halting_point(at_exit).unwrap();
+        let elsewhere = tool.set_step_point(Some(other.region), 0).unwrap();
+        let outcome = mcc.boundary_slow(stale.word, kernel.region, Boundary::Exit, no_halt);
+        assert_eq!(outcome, HaltOutcome::NotHalted);
         let point = mcc.segment.view().u64_at(header::HALTING_POINT).unwrap();
-        // The other thread disarmed it first.
-        point.store(0, Ordering::Release);
-        let no_halt = || -> HaltingThread { panic!("a halt began at a point already taken") };
-        let outcome = mcc.boundary_slow(armed.word, kernel.region, Boundary::Entry, no_halt);
-        assert_eq!(outcome, HaltOutcome::NotHalted);
-        assert_eq!(tool.halt_generation(), generation);
-        // A tool replaced it meanwhile with a point elsewhere: the new one stays armed.
-        let elsewhere = tool.set_step_point(Some(kernel.region), 0).unwrap();
-        let outcome = mcc.boundary_slow(armed.word, kernel.region, Boundary::Exit, no_halt);
-        assert_eq!(outcome, HaltOutcome::NotHalted);
         assert_eq!(point.load(Ordering::Acquire), elsewhere.word);
-        assert_eq!(tool.halt_generation(), generation);
+        assert!(tool.disarm(&elsewhere).unwrap());
+
+        let armed = tool.set_halting_point(at_exit).unwrap();
+        std::thread::scope(|scope| {
+            let first = scope.spawn(|| mcc.boundary(kernel.region, Boundary::Exit));
+            let halt = tool
+                .wait_for_halt(armed.after, Duration::from_secs(10))
+                .unwrap();
+            assert!(!tool.disarm(&armed).unwrap(), "the first took it");
+            // The second read the point before the first took it; the third reads it taken.
+            // Both wait for that halt.
+            let second = scope.spawn(|| {
+                mcc.boundary_slow(armed.word, kernel.region, Boundary::Exit, || {
+                    HaltingThread::default()
+                })
+            });
+            let third = scope.spawn(|| mcc.boundary(kernel.region, Boundary::Exit));
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(
+                tool.halt_generation(),
+                halt.generation,
+                "one halt at a time"
+            );
+            // The tool's next step is to the same exit: one of them halts there.
+            let again = tool.set_halting_point(at_exit).unwrap();
+            assert!(tool.release_halt(halt.generation).unwrap());
+            assert_eq!(first.join().unwrap(), HaltOutcome::Released);
+            let next = tool
+                .wait_for_halt(again.after, Duration::from_secs(10))
+                .unwrap();
+            assert_eq!(next.position, Some((kernel.region, Boundary::Exit)));
+            // Released with nothing armed after it: the other runs on.
+            assert!(tool.release_halt(next.generation).unwrap());
+            let mut outcomes = [second.join().unwrap(), third.join().unwrap()];
+            outcomes.sort_by_key(|o| *o != HaltOutcome::NotHalted);
+            assert_eq!(outcomes, [HaltOutcome::NotHalted, HaltOutcome::Released]);
+            assert_eq!(tool.halt_generation(), next.generation);
+        });
+        assert_eq!(tool.state().unwrap(), layout::TargetState::Running);
+        assert!(!mcc.anything_armed(), "the taken point was cleared");
     }
 
     /// What the tool-side checks would refuse, written into a slot raw, is rejected by the
