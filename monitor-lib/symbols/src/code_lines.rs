@@ -94,12 +94,17 @@ impl CodeLines {
         })
     }
 
-    /// The lines of source file `name` (a path, or the base name alone) that have code, from
-    /// the line tables; empty when the program has none of that file.
+    /// The lines of source file `name` (a path, or the base name alone; a leading `./` says
+    /// nothing) that have code, from the line tables; empty when the program has none of that
+    /// file.
     pub fn lines_of_file(
         &self,
         name: &str,
     ) -> Result<std::collections::BTreeSet<u32>, SymbolError> {
+        let mut name = name;
+        while let Some(rest) = name.strip_prefix("./") {
+            name = rest;
+        }
         let base = name.rsplit('/').next().unwrap_or(name);
         let names_it = |file: &str| {
             file == name

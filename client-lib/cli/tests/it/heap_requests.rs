@@ -333,10 +333,23 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
         .arg(format!("unix:{}", dir.path().join("none.sock").display()))
         .output()
         .unwrap();
+    // A line that has code, named from the current directory, is not said to have none.
+    let here = format!("./{never}");
+    let quiet = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["request", &pid, "--region", "scale", "--array", &here])
+        .args(["--event", "PAPI_L1_LDM", "--daemon"])
+        .arg(format!("unix:{}", dir.path().join("none.sock").display()))
+        .output()
+        .unwrap();
     let _ = waiting.kill();
     let _ = waiting.wait();
     assert!(!out.status.success());
     assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
+    assert!(
+        !stderr(&quiet).contains("has no code"),
+        "{}",
+        stderr(&quiet)
+    );
 
     let out = run(
         dir.path(),
