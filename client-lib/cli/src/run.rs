@@ -160,8 +160,8 @@ pub(crate) struct RunArgs {
     /// [default: program]
     #[arg(long, value_enum, value_name = "KEY", requires = "all_regions")]
     sort: Option<SortKey>,
-    /// With --all-regions: show at most N regions (after sorting), and N data structures in each
-    /// (with --format functions: N functions).
+    /// With --all-regions: show `program` (the whole run) and at most N other regions (after
+    /// sorting), and N data structures in each (with --format functions: N functions).
     #[arg(long, value_name = "N", requires = "all_regions")]
     top: Option<usize>,
     /// Record a partial data trace of REGION (a function, or a marker's label; NAME@FILE picks
