@@ -327,20 +327,17 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
         .spawn()
         .unwrap();
     let pid = waiting.id().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["request", &pid, "--region", "scale", "--array", &past])
-        .args(["--event", "PAPI_L1_LDM", "--daemon"])
-        .arg(format!("unix:{}", dir.path().join("none.sock").display()))
-        .output()
-        .unwrap();
+    let request = |array: &str| {
+        Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["request", &pid, "--region", "scale", "--array", array])
+            .args(["--event", "PAPI_L1_LDM", "--daemon"])
+            .arg(format!("unix:{}", dir.path().join("none.sock").display()))
+            .output()
+            .unwrap()
+    };
+    let out = request(&past);
     // A line that has code, named from the current directory, is not said to have none.
-    let here = format!("./{never}");
-    let quiet = Command::new(env!("CARGO_BIN_EXE_epcache"))
-        .args(["request", &pid, "--region", "scale", "--array", &here])
-        .args(["--event", "PAPI_L1_LDM", "--daemon"])
-        .arg(format!("unix:{}", dir.path().join("none.sock").display()))
-        .output()
-        .unwrap();
+    let quiet = request(&format!("./{never}"));
     let _ = waiting.kill();
     let _ = waiting.wait();
     assert!(!out.status.success());
