@@ -142,7 +142,8 @@ pub(crate) struct RunArgs {
     /// Print JSON (a failure too, as {"error": ...} on stdout).
     #[arg(long)]
     pub(crate) json: bool,
-    /// Write the results (or the report) to FILE instead of stdout, in the format asked.
+    /// Write the results to FILE instead of stdout, in the format asked; with --all-regions,
+    /// the report (the requests' results then stay on stdout).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// With --all-regions: write the report's per-line misses instead of its table, in
@@ -455,6 +456,44 @@ fn emit(args: &RunArgs, text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// What a run prints, gathered so that each part is written once: the requests' results and,
+/// with `--all-regions`, the report (its table, its JSON, or its lines in a `--format`). On
+/// stdout the results come first, then the report (as JSON, two documents one after the
+/// other). `--output FILE` takes the report whole, as `epcache annotate` reads it, and leaves
+/// the results on stdout; without a report it takes the results.
+struct RunOutput {
+    /// The results as JSON or as a table, as `--json` asks; `None` without requests.
+    results: Option<String>,
+    /// The report as it is to be written.
+    report: Option<String>,
+}
+
+impl RunOutput {
+    fn new(args: &RunArgs, results: &[RequestResult]) -> anyhow::Result<RunOutput> {
+        let results = match (results.is_empty(), args.json) {
+            (true, _) => None,
+            (false, true) => Some(json(&results)?),
+            (false, false) => Some(results_table(results)),
+        };
+        Ok(RunOutput {
+            results,
+            report: None,
+        })
+    }
+
+    fn finish(self, args: &RunArgs) -> anyhow::Result<()> {
+        match (self.results, self.report) {
+            (None, None) => Ok(()),
+            (Some(only), None) | (None, Some(only)) => emit(args, &only),
+            (Some(results), Some(report)) if args.output.is_some() => {
+                print_stdout(&results)?;
+                emit(args, &report)
+            }
+            (Some(results), Some(report)) => print_stdout(&(results + &report)),
+        }
+    }
+}
+
 /// Runs the program under an embedded (or the given) daemon; `cache` is the spec it simulates,
 /// as [`preflight::cache`] resolved it.
 async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyhow::Result<i32> {
@@ -651,20 +690,12 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
             },
         );
     }
-    if !results.is_empty() {
-        emit(
-            args,
-            &if args.json {
-                json(&results)?
-            } else {
-                results_table(&results)
-            },
-        )?;
-    }
+    let mut output = RunOutput::new(args, &results)?;
     if args.all_regions {
         let text = match std::fs::read_to_string(&report) {
             Ok(text) => text,
             Err(e) => {
+                output.finish(args)?;
                 eprintln!(
                     "epcache: {} left no report ({e}): it was not built with capture (`epcache cc`), or it ended before its exit handlers ran",
                     program.to_string_lossy()
@@ -675,6 +706,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
         let parsed: report_table::Report =
             serde_json::from_str(&text).context("reading the program's report")?;
         if let Some(error) = &parsed.error {
+            output.finish(args)?;
             eprintln!("epcache: the run was not monitored: {error}");
             return Ok(NOT_MONITORED);
         }
@@ -700,24 +732,20 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                 args.top.unwrap_or(20),
                 &command.join(" "),
             )?;
-            emit(args, &out)?;
+            output.report = Some(out);
+        } else if args.json {
+            output.report = Some(text.trim_end().to_owned() + "\n");
         } else {
-            emit(
-                args,
-                &if args.json {
-                    text.trim_end().to_owned() + "\n"
-                } else {
-                    report_table::render(
-                        &parsed,
-                        report_table::Layout {
-                            sort: args.sort.unwrap_or(SortKey::Program),
-                            top: args.top,
-                        },
-                    )
+            output.report = Some(report_table::render(
+                &parsed,
+                report_table::Layout {
+                    sort: args.sort.unwrap_or(SortKey::Program),
+                    top: args.top,
                 },
-            )?;
+            ));
         }
     }
+    output.finish(args)?;
     if refused {
         return Ok(NOT_MONITORED);
     }

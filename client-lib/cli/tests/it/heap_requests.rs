@@ -84,10 +84,14 @@ fn a_heap_array_is_requested_by_its_allocation_site_before_it_exists() {
     }
     let site = format!("{PROGRAM}.c:{A_LINE}");
     // The program waits at start, before main allocates anything: the request waits too.
+    // `--output` takes the report; the results stay on stdout.
+    let written = dir.path().join("report.json");
     let out = run(
         dir.path(),
         &[
             "--all-regions",
+            "--output",
+            written.to_str().unwrap(),
             "--region",
             "scale",
             "--array",
@@ -100,8 +104,11 @@ fn a_heap_array_is_requested_by_its_allocation_site_before_it_exists() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let documents = documents(&out);
-    let (result, report) = (&documents[0][0], &documents[1]);
-    let scale = region(report, "scale");
+    assert_eq!(documents.len(), 1, "the results alone on stdout");
+    let result = &documents[0][0];
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    let scale = region(&report, "scale");
     let expected = structure(scale, &site)["events"]["PAPI_L1_LDM"]
         .as_u64()
         .unwrap();
