@@ -160,6 +160,8 @@ struct OwnStructure {
     site: Option<SiteKey>,
     /// When it last became live: of an allocation site's blocks, the latest has the largest.
     serial: u64,
+    /// The thread that made it live ([`this_thread_token`]).
+    allocated_by: usize,
     /// The entry that follows it: an allocatable allocated again at another size.
     successor: Option<DataStructureIndex>,
 }
@@ -374,6 +376,7 @@ impl Mcc {
             kind,
             site: details.site,
             serial,
+            allocated_by: this_thread_token(),
             successor: None,
         });
         view.u32_at(header::DATA_STRUCTURE_COUNT)?
@@ -441,6 +444,7 @@ impl Mcc {
             ds.live = true;
             ds.site = details.site;
             ds.serial = serial;
+            ds.allocated_by = this_thread_token();
             if let Ok(w) = self.layout.entry_words(
                 self.segment.view(),
                 Table::DataStructures,
@@ -624,16 +628,24 @@ impl Mcc {
         None
     }
 
-    /// The live block of allocation site `site` a request binds to, as `block` asks.
+    /// The live block of allocation site `site` a request binds to, as `block` asks, for the
+    /// calling thread: among the blocks it allocated itself when it has any.
     fn site_block(
         &self,
         site: SiteKey,
         block: SiteBlock,
     ) -> Option<(DataStructureIndex, AddressRange)> {
         let tables = self.tables();
-        let candidates = tables.data_structures.iter().enumerate().filter(|(_, ds)| {
-            ds.live && ds.site.is_some_and(|b| site.answers(b)) && !ds.range.is_empty()
-        });
+        let live = || {
+            tables.data_structures.iter().enumerate().filter(|(_, ds)| {
+                ds.live && ds.site.is_some_and(|b| site.answers(b)) && !ds.range.is_empty()
+            })
+        };
+        // A thread's own blocks first: threads that each allocate at one line (a private
+        // array in a parallel region) count their own, not the latest another thread made.
+        let me = this_thread_token();
+        let own = live().any(|(_, ds)| ds.allocated_by == me);
+        let candidates = live().filter(|(_, ds)| !own || ds.allocated_by == me);
         let chosen = match block {
             SiteBlock::Latest => candidates.max_by_key(|(_, ds)| ds.serial),
             SiteBlock::Largest => candidates.max_by_key(|(_, ds)| (ds.range.len(), ds.serial)),
@@ -896,6 +908,15 @@ impl Mcc {
         self.set_state(layout::TargetState::Running);
         outcome
     }
+}
+
+/// This thread's token, unique among the live threads: the address of a thread-local (no
+/// allocation, so an allocation hook may ask).
+fn this_thread_token() -> usize {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| std::ptr::from_ref(t) as usize)
 }
 
 /// Whether the halting point word `word` asks for this boundary of `region`. Its boundary
@@ -1449,6 +1470,71 @@ mod tests {
         assert_eq!(placed.len(), capacity - 2);
         let _ = sleeper.kill();
         let _ = sleeper.wait();
+    }
+
+    /// Threads that each allocate a block at one line (a private array in a parallel region)
+    /// bind a request on the site to their own latest block, whichever thread allocated last;
+    /// a thread that allocated none there binds to the process's latest.
+    #[test]
+    fn a_thread_binds_a_site_to_the_block_it_allocated_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mcc, kernel, tool) = kernel_and_tool(dir.path(), "own-blocks");
+        let site = SiteKey::new("priv.c", 9);
+        tool.submit(&RequestSpec {
+            region: kernel.region,
+            target: RequestTarget::AllocationSite {
+                site,
+                block: SiteBlock::Latest,
+            },
+            event: "PAPI_L1_DCW".parse().unwrap(),
+            mode: Mode::Static,
+            aggregation: Aggregation::Summed,
+            analyses: 0,
+        })
+        .unwrap();
+        let request = mcc.active_requests(kernel).remove(0);
+        let allocate = |start| {
+            let range = AddressRange::new(start, 16384);
+            mcc.register_data_structure_with(
+                "priv.c:9",
+                range,
+                DataStructureKind::AllocationSite,
+                true,
+                &DataStructureDetails {
+                    site: Some(site),
+                    shape: None,
+                },
+            )
+            .unwrap();
+            range
+        };
+        let (first_allocated, first_ready) = std::sync::mpsc::channel();
+        let (second_allocated, second_ready) = std::sync::mpsc::channel();
+        let (mcc, request, allocate) = (&mcc, &request, &allocate);
+        std::thread::scope(|scope| {
+            let first = scope.spawn(move || {
+                let mine = allocate(0x10_0000);
+                first_allocated.send(()).unwrap();
+                // The other thread allocates after this one: its block is the latest.
+                second_ready.recv().unwrap();
+                (mine, mcc.where_now(request))
+            });
+            let second = scope.spawn(move || {
+                first_ready.recv().unwrap();
+                let mine = allocate(0x20_0000);
+                second_allocated.send(()).unwrap();
+                (mine, mcc.where_now(request))
+            });
+            for thread in [first, second] {
+                let (mine, bound) = thread.join().unwrap();
+                assert_eq!(bound, Some(mine));
+            }
+        });
+        assert_eq!(
+            mcc.where_now(request),
+            Some(AddressRange::new(0x20_0000, 16384)),
+            "a thread with no block of its own there"
+        );
     }
 
     /// A heap array can be requested before the program allocates it. A request on an
