@@ -228,8 +228,8 @@ pub(super) fn marker_at(return_pc: u64, label: impl FnOnce() -> String) -> Optio
 /// The function region that region `id` is the outlined body of, when `id` is one of gcc's and
 /// gfortran's OpenMP bodies: `f._omp_fn.N` (a parallel loop, a task) belongs to `f`, and
 /// `f._omp_fn.0._omp_fn.1` (nested) to `f._omp_fn.0`; `mesh::init._omp_fn.0` to `mesh::init`,
-/// and an external procedure's `f_._omp_fn.0` to `f`. The parent is the region of that name in
-/// the same file.
+/// an external procedure's `f_._omp_fn.0` to `f`, and a contained one's `f.0._omp_fn.0` to
+/// `f`. The parent is the region of that name in the same file.
 pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
     if !may_be_outlined(id) {
         return None;
@@ -249,8 +249,15 @@ pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
             })
         };
         // gfortran names the body of an external procedure (one outside any module) by the
-        // procedure's linkage name, `packed_._omp_fn.0`, while its region is `packed`.
-        let i = function(name).or_else(|| function(name.strip_suffix('_')?))?;
+        // procedure's linkage name, `packed_._omp_fn.0`, and that of a contained one by its
+        // local symbol, `relax.0._omp_fn.0`, while their regions are `packed` and `relax`.
+        let contained = || {
+            let (procedure, n) = name.rsplit_once('.')?;
+            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(procedure)
+        };
+        let i = function(name)
+            .or_else(|| function(name.strip_suffix('_')?))
+            .or_else(|| function(contained()?))?;
         reg.by_key
             .get(&(file_id(&reg.regions[i].file), reg.regions[i].line))
             .copied()

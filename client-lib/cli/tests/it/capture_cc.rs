@@ -475,6 +475,55 @@ fn a_fortran_external_subroutines_openmp_loop_counts_its_team() {
     assert_eq!(a["events"]["PAPI_L1_DCW"], 100_000, "{function:#}");
 }
 
+/// A Fortran procedure contained in a program, holding a parallel loop, counts its whole team
+/// as a module procedure does: gfortran names its body `relax.0._omp_fn.0`, after its local
+/// symbol, and the body's parent was looked for under that name and not found.
+#[test]
+fn a_contained_fortran_procedure_counts_its_team() {
+    if !ready("gfortran", "a_contained_fortran_procedure_counts_its_team") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("omp_contained.f90");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gfortran",
+            "-O1",
+            "-fopenmp",
+            "-fno-inline",
+            "-o",
+            "contained",
+            source.to_str().unwrap(),
+        ],
+    );
+    let report_path = dir.path().join("report.json");
+    let out = Command::new(dir.path().join("contained"))
+        .env("OMP_NUM_THREADS", "2")
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "28672.0");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let body = capture_support::region(&report, "relax.0._omp_fn.0");
+    let function = capture_support::region(&report, "relax");
+    assert_eq!(body["threads"], 2, "{body:#}");
+    assert_eq!(function["threads"], 2, "{function:#}");
+    // Three calls, each thread's part an instance.
+    assert_eq!(function["instances"], 6, "{function:#}");
+    // Every write of `t` in the loop, 3 calls of 4,096, is the body's and its function's.
+    let writes = |region: &serde_json::Value| region["events"]["PAPI_L1_DCW"].as_u64().unwrap();
+    assert_eq!(writes(body), 3 * 4096, "{body:#}");
+    assert!(writes(function) >= writes(body), "{function:#}");
+}
+
 /// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
 /// pool until the process exits), so each hands its counts on when its last open region ends:
 /// the report counts every thread and every iteration of the parallel loop.
