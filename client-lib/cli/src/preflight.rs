@@ -205,18 +205,21 @@ pub(crate) fn locate(program: &OsStr) -> Option<PathBuf> {
 /// there, with the nearest lines that have code: the request would wait for ever. Only said:
 /// a program without line tables, or a name that is no site, is left to the daemon.
 pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Request]) {
-    let sites: Vec<(&str, u32)> = requests
+    let sites: Vec<(Option<&str>, &str, u32)> = requests
         .iter()
         .filter_map(|r| match &r.data {
             epcache_client::DataRef::Name(name) => {
                 let (file, line) = name.rsplit_once(':')?;
                 // One array of a statement allocating several: `t@heat.f90:6`.
-                let file = file.rsplit_once('@').map_or(file, |(_, file)| file);
-                Some((file, line.parse().ok().filter(|&l| l > 0)?))
+                let (array, file) = match file.rsplit_once('@') {
+                    Some((array, file)) => (Some(array), file),
+                    None => (None, file),
+                };
+                Some((array, file, line.parse().ok().filter(|&l| l > 0)?))
             }
             _ => None,
         })
-        .filter(|(file, _)| file.contains('.'))
+        .filter(|(_, file, _)| file.contains('.'))
         .collect();
     if sites.is_empty() {
         return;
@@ -230,7 +233,10 @@ pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Requ
     ) else {
         return;
     };
-    for (file, line) in sites {
+    for (array, file, line) in sites {
+        if let Some(array) = array {
+            other_arrays_allocated(&info, array, file, line);
+        }
         let Ok(mut with_code) = lines.lines_of_file(file) else {
             continue;
         };
@@ -262,6 +268,50 @@ pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Requ
             near.join(", ")
         );
     }
+}
+
+/// Says, before the program starts, of a request for `array@file:line` whose line, read from
+/// the program's source, allocates other arrays only, which ones: the line's block would be
+/// counted under the name asked for. Nothing when the source cannot be read or its line
+/// allocates through a call the reading does not know (a wrapper).
+fn other_arrays_allocated(info: &epcache_symbols::DebugInfo, array: &str, file: &str, line: u32) {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    let Some(text) = info
+        .files
+        .iter()
+        .filter(|f| f.rsplit('/').next() == Some(base))
+        .find_map(|f| std::fs::read_to_string(f).ok())
+    else {
+        return;
+    };
+    let Some(statement) = text.lines().nth(line as usize - 1) else {
+        return;
+    };
+    let fortran = epcache_symbols::is_fortran_source(file);
+    let allocated = epcache_symbols::named_allocations(statement, fortran);
+    let same = |o: &String| {
+        if fortran {
+            o.eq_ignore_ascii_case(array)
+        } else {
+            o == array
+        }
+    };
+    if allocated.is_empty() || allocated.iter().any(same) {
+        return;
+    }
+    let asks: Vec<String> = allocated
+        .iter()
+        .map(|o| format!("`{o}@{base}:{line}`"))
+        .collect();
+    eprintln!(
+        "epcache: warning: {base}:{line} allocates {}, not `{array}`: the request would count that line's block under the name `{array}`; ask for {}",
+        allocated
+            .iter()
+            .map(|o| format!("`{o}`"))
+            .collect::<Vec<_>>()
+            .join(" and "),
+        asks.join(" or ")
+    );
 }
 
 /// The region `--trace` names, looked for among the program's functions before it starts: one

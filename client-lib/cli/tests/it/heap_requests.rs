@@ -345,6 +345,8 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
     let out = request(&past);
     // A line that has code, named from the current directory, is not said to have none.
     let quiet = request(&format!("./{never}"));
+    // An array the line does not allocate is said, with the one it does.
+    let other = request(&format!("x@{PROGRAM}.c:{A_LINE}"));
     let _ = waiting.kill();
     let _ = waiting.wait();
     assert!(!out.status.success());
@@ -353,6 +355,14 @@ fn a_site_that_never_allocates_is_reported_unbound_and_an_unknown_file_is_refuse
         !stderr(&quiet).contains("has no code"),
         "{}",
         stderr(&quiet)
+    );
+    assert!(
+        stderr(&other).contains(&format!(
+            "{PROGRAM}.c:{A_LINE} allocates `a`, not `x`: the request would count that line's \
+             block under the name `x`; ask for `a@{PROGRAM}.c:{A_LINE}`"
+        )),
+        "{}",
+        stderr(&other)
     );
 
     let out = run(
