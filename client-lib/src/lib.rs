@@ -69,9 +69,9 @@ pub use survey::{Extension, LeftOut, Pair, Placement, Survey, SurveyedData};
 pub use types::{
     Aggregation, AllocationSite, Analysis, Binding, Boundary, Bucket, DataRef, DataStructure,
     DataStructureKind, Description, Detached, Dimension, Event, EventInfo, Field, Halt,
-    HaltingPoint, Mode, Position, Region, RegionKind, RegionRef, Request, RequestInfo,
-    RequestResult, Shape, SiteBlock, StepOutcome, StepTo, Target, TargetExit, TargetState,
-    ThreadResult, TraceInfo, TraceOrder, TraceState, UnknownAggregation,
+    HaltingPoint, InstanceBytes, Mode, Position, Region, RegionKind, RegionRef, Request,
+    RequestInfo, RequestResult, Shape, SiteBlock, StepOutcome, StepTo, Target, TargetExit,
+    TargetState, ThreadResult, TraceInfo, TraceOrder, TraceState, UnknownAggregation,
 };
 
 /// Where `epcached` listens by default: `unix:RUNTIME_DIR/epcached.sock`, the runtime directory

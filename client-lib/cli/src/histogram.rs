@@ -62,12 +62,18 @@ fn title(r: &RequestResult) -> String {
     )
 }
 
-/// What a reader must know when the histogram's instances counted data of different sizes (an
-/// array reallocated between them): what a bucket then sums.
+/// What a reader must know when the histogram counted data of different sizes (an array
+/// reallocated between its instances, or inside one): what a bucket then sums. A per-instance
+/// result is the last instance's, so its sizes are that instance's.
 fn sizes_note(r: &RequestResult) -> Option<String> {
     let b = r.instance_bytes.filter(|_| r.sizes_differ())?;
+    let (when, over) = if r.request.aggregation == epcache_client::Aggregation::PerInstance {
+        ("during the last instance", "before and after it changed")
+    } else {
+        ("in these instances", "in every instance")
+    };
     Some(format!(
-        "{} had different sizes in these instances ({} to {} bytes): each bucket sums the same offsets from its start in every instance, in buckets wide enough for the largest",
+        "{} had different sizes {when} ({} to {} bytes): each bucket sums the same offsets from its start {over}, in buckets wide enough for the largest",
         r.request.data_name(),
         b.smallest,
         b.largest
@@ -405,6 +411,35 @@ mod tests {
             analysis_missing: None,
             instance_bytes: None,
         }
+    }
+
+    /// A summed histogram's sizes are its instances'; a per-instance one's, the last
+    /// instance's, whose data changed size while it ran.
+    #[test]
+    fn the_sizes_note_says_which_instances_it_speaks_of() {
+        let mut r = result(&[4, 4]);
+        r.instance_bytes = Some(epcache_client::InstanceBytes {
+            smallest: 16384,
+            largest: 24576,
+        });
+        let summed = sizes_note(&r).unwrap();
+        assert!(
+            summed.contains("in these instances (16384 to 24576 bytes)"),
+            "{summed}"
+        );
+        assert!(summed.contains("in every instance"), "{summed}");
+        r.request.aggregation = Aggregation::PerInstance;
+        let last = sizes_note(&r).unwrap();
+        assert!(
+            last.contains("during the last instance (16384 to 24576 bytes)"),
+            "{last}"
+        );
+        assert!(!last.contains("every instance"), "{last}");
+        r.instance_bytes = Some(epcache_client::InstanceBytes {
+            smallest: 8192,
+            largest: 8192,
+        });
+        assert_eq!(sizes_note(&r), None);
     }
 
     #[test]
