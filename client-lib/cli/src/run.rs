@@ -2,7 +2,7 @@
 //! names one, place the requests given on the command line, and print their results (or, with
 //! `--all-regions`, the program's whole-run report) when it ends.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
@@ -494,6 +494,48 @@ impl RunOutput {
     }
 }
 
+/// The report of an `--all-regions` run as it is to be written: its lines in a `--format`, its
+/// JSON as the runtime wrote it (`text`), or its table.
+fn report_output(
+    args: &RunArgs,
+    program: &OsStr,
+    text: &str,
+    parsed: &report_table::Report,
+) -> anyhow::Result<String> {
+    let lines = match args.format {
+        Some(RunReportFormat::Callgrind) => Some(LineFormat::Callgrind),
+        Some(RunReportFormat::Csv) => Some(LineFormat::Csv),
+        Some(RunReportFormat::Functions) => Some(LineFormat::Functions),
+        Some(RunReportFormat::Table) | None => None,
+    };
+    if let Some(format) = lines {
+        let report = LineReport::parse(text, &program.to_string_lossy())?;
+        let command: Vec<String> = args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        return line_report::render(
+            &report,
+            format,
+            &Selection::default(),
+            None,
+            args.top.unwrap_or(20),
+            &command.join(" "),
+        );
+    }
+    if args.json {
+        return Ok(text.trim_end().to_owned() + "\n");
+    }
+    Ok(report_table::render(
+        parsed,
+        report_table::Layout {
+            sort: args.sort.unwrap_or(SortKey::Program),
+            top: args.top,
+        },
+    ))
+}
+
 /// Runs the program under an embedded (or the given) daemon; `cache` is the spec it simulates,
 /// as [`preflight::cache`] resolved it.
 async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyhow::Result<i32> {
@@ -703,46 +745,25 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                 return Ok(NOT_MONITORED);
             }
         };
-        let parsed: report_table::Report =
-            serde_json::from_str(&text).context("reading the program's report")?;
+        let parsed: report_table::Report = match serde_json::from_str(&text) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                // The results stand without the report.
+                output.finish(args)?;
+                return Err(anyhow::Error::new(e).context("reading the program's report"));
+            }
+        };
         if let Some(error) = &parsed.error {
             output.finish(args)?;
             eprintln!("epcache: the run was not monitored: {error}");
             return Ok(NOT_MONITORED);
         }
-        let lines = match args.format {
-            Some(RunReportFormat::Callgrind) => Some(LineFormat::Callgrind),
-            Some(RunReportFormat::Csv) => Some(LineFormat::Csv),
-            Some(RunReportFormat::Functions) => Some(LineFormat::Functions),
-            Some(RunReportFormat::Table) | None => None,
-        };
-        if let Some(format) = lines {
-            let what = program.to_string_lossy();
-            let report = LineReport::parse(&text, &what)?;
-            let command: Vec<String> = args
-                .command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            let out = line_report::render(
-                &report,
-                format,
-                &Selection::default(),
-                None,
-                args.top.unwrap_or(20),
-                &command.join(" "),
-            )?;
-            output.report = Some(out);
-        } else if args.json {
-            output.report = Some(text.trim_end().to_owned() + "\n");
-        } else {
-            output.report = Some(report_table::render(
-                &parsed,
-                report_table::Layout {
-                    sort: args.sort.unwrap_or(SortKey::Program),
-                    top: args.top,
-                },
-            ));
+        match report_output(args, program, &text, &parsed) {
+            Ok(report) => output.report = Some(report),
+            Err(e) => {
+                output.finish(args)?;
+                return Err(e);
+            }
         }
     }
     output.finish(args)?;
