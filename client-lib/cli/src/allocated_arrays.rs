@@ -5,7 +5,9 @@
 //! them (`heat.f90:6`). The program's source files, as its debug information lists them, are
 //! read for the statements that allocate an array of that name (`allocate(t(n))`,
 //! `double *a = malloc(..)`), so the refusal can say what to ask for (`t@heat.f90:6`). Read
-//! only after a request was refused, never on the way of one that binds.
+//! only after a request was refused, never on the way of one that binds; and before a program
+//! starts, one line, for a request naming `array@file:line`, to say when that line allocates
+//! other arrays ([`allocated_instead`]).
 
 use std::path::Path;
 
@@ -75,26 +77,60 @@ pub(crate) fn note(exe: &Path, array: &str, refusal: &str) -> Option<String> {
     ))
 }
 
+/// The arrays line `line` of source `file` (found by its base name among the program's
+/// files) allocates, when they are named and `array` is none of them: the line's block would
+/// be counted under a name it does not have. `None` when the source cannot be read or the
+/// line names no array it allocates (a wrapper's call).
+pub(crate) fn allocated_instead(
+    info: &DebugInfo,
+    array: &str,
+    file: &str,
+    line: u32,
+) -> Option<Vec<String>> {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    let text = info
+        .files
+        .iter()
+        .filter(|f| f.rsplit('/').next() == Some(base))
+        .find_map(|f| source_text(f))?;
+    let statement = text.lines().nth((line as usize).checked_sub(1)?)?;
+    let fortran = is_fortran_source(file);
+    let allocated = named_allocations(statement, fortran);
+    (!allocated.is_empty() && !allocated.iter().any(|o| same_name(fortran, o, array)))
+        .then_some(allocated)
+}
+
+/// Source `file`'s text, when it is a regular file of at most [`MAX_SOURCE_BYTES`].
+fn source_text(file: &str) -> Option<String> {
+    let readable =
+        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.len() <= MAX_SOURCE_BYTES);
+    let text = readable.then(|| std::fs::read(file).ok()).flatten()?;
+    Some(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// Whether an allocated `object` is `array`: Fortran names have no case, C names do.
+fn same_name(fortran: bool, object: &str, array: &str) -> bool {
+    if fortran {
+        object.eq_ignore_ascii_case(array)
+    } else {
+        object == array
+    }
+}
+
 /// The lines of source `file` that allocate an array named `array`, as `array@base:line`.
 fn allocations_in(file: &str, array: &str) -> Vec<String> {
     let fortran = is_fortran_source(file);
-    let readable =
-        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.len() <= MAX_SOURCE_BYTES);
-    let Some(text) = readable.then(|| std::fs::read(file).ok()).flatten() else {
+    let Some(text) = source_text(file) else {
         return Vec::new();
     };
-    let text = String::from_utf8_lossy(&text);
     let base = file.rsplit('/').next().unwrap_or(file);
-    let same = |object: &str| {
-        if fortran {
-            object.eq_ignore_ascii_case(array)
-        } else {
-            object == array
-        }
-    };
     text.lines()
         .enumerate()
-        .filter(|(_, line)| named_allocations(line, fortran).iter().any(|o| same(o)))
+        .filter(|(_, line)| {
+            named_allocations(line, fortran)
+                .iter()
+                .any(|o| same_name(fortran, o, array))
+        })
         .map(|(i, _)| {
             let name = if fortran {
                 array.to_ascii_lowercase()

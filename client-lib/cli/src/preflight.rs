@@ -275,30 +275,11 @@ pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Requ
 /// counted under the name asked for. Nothing when the source cannot be read or its line
 /// allocates through a call the reading does not know (a wrapper).
 fn other_arrays_allocated(info: &epcache_symbols::DebugInfo, array: &str, file: &str, line: u32) {
-    let base = file.rsplit('/').next().unwrap_or(file);
-    let Some(text) = info
-        .files
-        .iter()
-        .filter(|f| f.rsplit('/').next() == Some(base))
-        .find_map(|f| std::fs::read_to_string(f).ok())
+    let Some(allocated) = crate::allocated_arrays::allocated_instead(info, array, file, line)
     else {
         return;
     };
-    let Some(statement) = text.lines().nth(line as usize - 1) else {
-        return;
-    };
-    let fortran = epcache_symbols::is_fortran_source(file);
-    let allocated = epcache_symbols::named_allocations(statement, fortran);
-    let same = |o: &String| {
-        if fortran {
-            o.eq_ignore_ascii_case(array)
-        } else {
-            o == array
-        }
-    };
-    if allocated.is_empty() || allocated.iter().any(same) {
-        return;
-    }
+    let base = file.rsplit('/').next().unwrap_or(file);
     let asks: Vec<String> = allocated
         .iter()
         .map(|o| format!("`{o}@{base}:{line}`"))
