@@ -19,13 +19,13 @@ use tonic::{Code, Status};
 pub enum DaemonError {
     /// No target with this pid.
     #[error(
-        "no target with pid {pid} is known to this daemon ({known}); list targets with `epcache targets`"
+        "no target with pid {pid} is known to this daemon: {why}; list targets with `epcache targets`"
     )]
     UnknownTarget {
         /// The pid asked for.
         pid: u32,
-        /// The targets it does know, in words.
-        known: String,
+        /// What the pid is instead, and the targets the daemon does know, in words.
+        why: String,
     },
     /// The target ended.
     #[error(

@@ -22,7 +22,8 @@
 //! # Layout
 //! - [`config`]: where to listen, token, TLS, who may connect, runtime directory.
 //! - `transport`: the accept loops, peer credentials, the connection every call comes on.
-//! - `registry`: discovery, one attachment and watcher per target, the event broadcast.
+//! - `registry`: discovery, one attachment and watcher per target, the event broadcast;
+//!   `unknown_pid` says what a pid it knows no target for is instead.
 //! - `service`: the `Mri` calls.
 //! - `resolve`: names to indices, with the nearest names in refusals.
 //! - [`error`]: the daemon's errors and their one mapping to gRPC statuses.
@@ -39,6 +40,7 @@ mod service;
 mod token_file;
 mod trace_order;
 mod transport;
+mod unknown_pid;
 
 use std::future::Future;
 use std::sync::Arc;

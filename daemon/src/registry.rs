@@ -53,6 +53,7 @@ use tokio::task::JoinHandle;
 use crate::error::DaemonError;
 use crate::model;
 use crate::resolve::BoundLater;
+use crate::unknown_pid;
 
 /// How long a watcher waits on the halt futex before it looks at results and its stop flag.
 pub(crate) const WATCH_SLICE: Duration = Duration::from_millis(100);
@@ -691,13 +692,10 @@ impl Registry {
         }
         let known = self.all();
         let known = if known.is_empty() {
-            format!(
-                "it knows none; targets announce themselves in {}",
-                self.runtime_dir.display()
-            )
+            "the daemon knows no target".to_owned()
         } else {
             format!(
-                "it knows {}",
+                "the daemon knows {}",
                 known
                     .iter()
                     .take(8)
@@ -706,7 +704,12 @@ impl Registry {
                     .join(", ")
             )
         };
-        Err(DaemonError::UnknownTarget { pid, known })
+        let announced = lock(&self.refused).iter().any(|&(p, _)| p == pid);
+        let why = unknown_pid::why_not_a_target(pid, &self.runtime_dir, announced);
+        Err(DaemonError::UnknownTarget {
+            pid,
+            why: format!("{why}; {known}"),
+        })
     }
 
     /// One discovery pass: attaches to new targets and forgets ended ones past retention.

@@ -447,7 +447,7 @@ impl Mri for MriService {
             Ok(Err(_)) => {
                 return Err(DaemonError::UnknownTarget {
                     pid: call.pid,
-                    known: "it ended".into(),
+                    why: "it ended".into(),
                 }
                 .into());
             }

@@ -347,6 +347,43 @@ async fn a_forged_segment_cannot_point_the_daemon_at_another_process() {
     daemon.shutdown().await;
 }
 
+/// A call naming another user's process is told whose it is, and nothing of its program beyond
+/// its name (no environment, no command line).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pid_of_another_user_is_named_as_theirs_and_not_described() {
+    if !can_switch_users() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dir.path()).await;
+    let mut tool = connect(&daemon, "curious").await;
+    let mut theirs = Command::new("sleep")
+        .arg("60")
+        .env("EPCACHE_RUNTIME_DIR", "/their/secret/place")
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .spawn()
+        .unwrap();
+    let e = tool
+        .describe_target(v1::DescribeTargetRequest { pid: theirs.id() })
+        .await
+        .unwrap_err();
+    let _ = theirs.kill();
+    let _ = theirs.wait();
+    daemon.shutdown().await;
+    assert_eq!(e.code(), Code::NotFound, "{e}");
+    assert!(
+        e.message().contains(&format!("belongs to uid {NOBODY}")),
+        "{}",
+        e.message()
+    );
+    assert!(
+        !e.message().contains("secret"),
+        "their environment leaked: {}",
+        e.message()
+    );
+}
+
 /// Reads `stream` until the daemon closes it; how long that took, or `None` within `limit`.
 async fn closed_within(stream: &mut tokio::net::UnixStream, limit: Duration) -> Option<Duration> {
     use tokio::io::AsyncReadExt;

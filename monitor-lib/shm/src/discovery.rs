@@ -75,10 +75,16 @@ pub enum DiscoveryError {
 
 /// `$EPCACHE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/epcache`, else `/tmp/epcache-<uid>`.
 pub fn runtime_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("EPCACHE_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+    runtime_dir_in(|name| std::env::var_os(name))
+}
+
+/// The runtime directory a process with this environment uses (`var` looks a variable up): the
+/// rule of [`runtime_dir`], for another process's environment.
+pub fn runtime_dir_in(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+    if let Some(dir) = var("EPCACHE_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         return dir.into();
     }
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+    if let Some(dir) = var("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir).join("epcache");
     }
     PathBuf::from(format!("/tmp/epcache-{}", current_uid()))
