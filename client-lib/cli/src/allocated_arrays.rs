@@ -87,6 +87,16 @@ pub(crate) fn allocated_instead(
     file: &str,
     line: u32,
 ) -> Option<Vec<String>> {
+    let allocated = allocated_on(info, file, line)?;
+    let fortran = is_fortran_source(file);
+    (!allocated.is_empty() && !allocated.iter().any(|o| same_name(fortran, o, array)))
+        .then_some(allocated)
+}
+
+/// The named arrays line `line` of source `file` (found by its base name among the program's
+/// files) allocates: empty for a line that allocates none by name (a wrapper's call); `None`
+/// when the source cannot be read.
+pub(crate) fn allocated_on(info: &DebugInfo, file: &str, line: u32) -> Option<Vec<String>> {
     let base = file.rsplit('/').next().unwrap_or(file);
     let text = info
         .files
@@ -94,10 +104,7 @@ pub(crate) fn allocated_instead(
         .filter(|f| f.rsplit('/').next() == Some(base))
         .find_map(|f| source_text(f))?;
     let statement = text.lines().nth((line as usize).checked_sub(1)?)?;
-    let fortran = is_fortran_source(file);
-    let allocated = named_allocations(statement, fortran);
-    (!allocated.is_empty() && !allocated.iter().any(|o| same_name(fortran, o, array)))
-        .then_some(allocated)
+    Some(named_allocations(statement, is_fortran_source(file)))
 }
 
 /// Source `file`'s text, when it is a regular file of at most [`MAX_SOURCE_BYTES`].
@@ -109,7 +116,7 @@ fn source_text(file: &str) -> Option<String> {
 }
 
 /// Whether an allocated `object` is `array`: Fortran names have no case, C names do.
-fn same_name(fortran: bool, object: &str, array: &str) -> bool {
+pub(crate) fn same_name(fortran: bool, object: &str, array: &str) -> bool {
     if fortran {
         object.eq_ignore_ascii_case(array)
     } else {

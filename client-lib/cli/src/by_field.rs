@@ -32,10 +32,15 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
     };
     let global = match found.as_slice() {
         [one] => *one,
-        [] => bail!(
-            "`{name}` is no global array in {}'s debug info, so its element type is unknown (a heap block's type is not in the debug info); name it with --element-type, e.g. {example}",
-            exe.display()
-        ),
+        [] => {
+            if let Some(held) = held_by_variables(exe, &info, name)? {
+                return Ok(held);
+            }
+            bail!(
+                "`{name}` is no global array in {}, and no variable of its debug info holding it points at structures, so its element type is unknown; name it with --element-type, e.g. {example}",
+                exe.display()
+            )
+        }
         many => bail!(
             "`{name}` names {} globals in {}; give the qualified name ({})",
             many.len(),
@@ -57,6 +62,75 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
         );
     };
     Ok((element_bytes, fields_of(&global.members)))
+}
+
+/// The element of the heap array `name` (`p`, `p@dt.f90:11`, `grid.c:40`) from the variables
+/// holding it in `exe`'s debug info: those named as the array is (before an `@`, or by the
+/// statement allocating at the site), or declared on the allocating line (`struct cell *grid =
+/// malloc(..)`, `std::vector<cell> grid(n)`). Said on stderr when found, so a user sees which
+/// type counts; `None` when no such variable holds structures; an error when several hold
+/// different ones.
+fn held_by_variables(
+    exe: &Path,
+    info: &epcache_symbols::DebugInfo,
+    name: &str,
+) -> anyhow::Result<Option<(u64, Vec<Field>)>> {
+    let site = |s: &str| {
+        let (file, line) = s.rsplit_once(':')?;
+        Some((file.to_owned(), line.parse::<u32>().ok()?))
+    };
+    let (mut names, site) = match name.split_once('@') {
+        Some((variable, at)) => (vec![variable.to_owned()], site(at)),
+        None => match site(name) {
+            Some(at) => (Vec::new(), Some(at)),
+            None => (vec![name.to_owned()], None),
+        },
+    };
+    if names.is_empty()
+        && let Some((file, line)) = &site
+    {
+        names = crate::allocated_arrays::allocated_on(info, file, *line).unwrap_or_default();
+    }
+    let fortran = |file: &str| epcache_symbols::is_fortran_source(file);
+    let declared_on_site = |file: &str, line: u32| {
+        names.is_empty()
+            && site
+                .as_ref()
+                .is_some_and(|(f, l)| *l == line && file.rsplit('/').next() == f.rsplit('/').next())
+    };
+    let found = epcache_symbols::DebugInfo::variable_element_types(exe, |variable, file, line| {
+        names
+            .iter()
+            .any(|n| crate::allocated_arrays::same_name(fortran(file), variable, n))
+            || declared_on_site(file, line)
+    })
+    .with_context(|| format!("reading the variables holding `{name}` for --by-field"))?;
+    let Some(first) = found.first() else {
+        return Ok(None);
+    };
+    if let Some(other) = found.iter().find(|v| v.element != first.element) {
+        bail!(
+            "the variables that may hold `{name}` point at different structures: `{}` ({}:{}) at `{}`, `{}` ({}:{}) at `{}`; name the element with --element-type",
+            first.name,
+            first.file,
+            first.line,
+            first.element.name,
+            other.name,
+            other.file,
+            other.line,
+            other.element.name
+        );
+    }
+    let element = &first.element;
+    eprintln!(
+        "epcache: --by-field counts `{name}` by the members of `{}` ({} bytes), the element of variable `{}` ({}:{}); --element-type names another",
+        element.name,
+        element.bytes,
+        first.name,
+        first.file.rsplit('/').next().unwrap_or(&first.file),
+        first.line
+    );
+    Ok(Some((element.bytes, fields_of(&element.members))))
 }
 
 /// The element size and the members of the structure type `name` in `exe` (`particle`, or

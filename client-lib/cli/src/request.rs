@@ -86,9 +86,9 @@ pub(crate) struct RequestArgs {
     #[arg(long, conflicts_with_all = ["buckets", "bucket_lines"])]
     by_field: bool,
     /// With --by-field: the element type, a structure type's name as declared (`particle` for
-    /// `struct particle`, a typedef's name, a C++ class, a Fortran derived type); needed for a
-    /// heap block (`--array FILE:LINE`) or an address range, whose type the debug info does not
-    /// say.
+    /// `struct particle`, a typedef's name, a C++ class, a Fortran derived type); needed for an
+    /// address range, and for a heap block (`--array FILE:LINE`) no variable of a structure
+    /// type holds (one allocated or declared on that line gives it otherwise).
     #[arg(long, value_name = "TYPE", requires = "by_field")]
     element_type: Option<String>,
     /// How region instances combine: summed, per-instance (the latest instance's counts), or

@@ -107,13 +107,15 @@ pub(crate) struct RunArgs {
     /// Fortran derived type, read from the program's debug info): one row per field (`x`, `y`,
     /// ...) summed over all elements, then the padding. An access counts for the member holding
     /// its first byte. A global or module array's element type is read from its declaration; a
-    /// heap block's is not known: name it with --element-type.
+    /// heap block's from the variable holding it (named before `@`, allocated or declared on
+    /// its line: `struct p *a = malloc(..)`, `allocate(a(n))`, `std::vector<p> a(n)`), else
+    /// name it with --element-type.
     #[arg(long, conflicts_with = "buckets")]
     by_field: bool,
     /// With --by-field: the element type to divide the arrays by, a structure type's name as
     /// declared (`particle` for `struct particle`, a typedef's name, a C++ class, a Fortran
-    /// derived type), for heap blocks (`--array FILE:LINE`), whose type the debug info does not
-    /// say.
+    /// derived type), for heap blocks (`--array FILE:LINE`) no variable of a structure type
+    /// holds, or to count by another type than that variable's.
     #[arg(long, value_name = "TYPE", requires = "by_field")]
     element_type: Option<String>,
     /// Seed-paper analyses to run with every request (repeatable, or comma-separated); the

@@ -11,7 +11,9 @@ use super::allocation_wrappers::{PointerFunctionInstance, find_wrappers};
 use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
 use super::derived_components::described_components;
 use super::dwarf_types::{Reader, type_size};
-use super::element_members::{Member, StructureType, element_members, structures_named};
+use super::element_members::{
+    Member, StructureType, element_members, held_structure, name_of, structures_named,
+};
 use super::overloads::{overload_names, parameter_list};
 use super::running_executable::RunningExecutable;
 
@@ -46,6 +48,20 @@ pub struct GlobalVariable {
 }
 
 /// A function with code: its address range and where it is declared.
+/// A variable or parameter holding an array of structures, and that structure
+/// ([`DebugInfo::variable_element_types`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariableElement {
+    /// The variable's name as declared.
+    pub name: String,
+    /// The file declaring it, as the line tables name it (empty when DWARF does not say).
+    pub file: String,
+    /// The line declaring it (0 when DWARF does not say).
+    pub line: u32,
+    /// The structure its array holds.
+    pub element: StructureType,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Function {
     pub name: String,
@@ -213,6 +229,77 @@ impl DebugInfo {
             for ty in structures_named(&dwarf, &unit, name).map_err(dwarf_err)? {
                 if !found.contains(&ty) {
                     found.push(ty);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The variables and parameters of the program's own units of `path` (not the runtime's), in
+    /// any scope and with or without a
+    /// place, whose type holds an array of structures (a pointer to one, a Fortran
+    /// ALLOCATABLE or assumed-shape array, a C++ `vector`/`unique_ptr`/`array` of one), and
+    /// that `wanted` keeps given their name, declaring file and line: what a by-field request
+    /// over a heap block one of them holds counts by. Each (name, element) once.
+    pub fn variable_element_types(
+        path: &Path,
+        wanted: impl Fn(&str, &str, u32) -> bool,
+    ) -> Result<Vec<VariableElement>, SymbolError> {
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        let file = parse_object(&bytes, &shown)?;
+        let dwarf = load_dwarf(&file, &shown)?;
+        let dwarf_err = |e: gimli::Error| SymbolError::Dwarf {
+            path: shown.clone(),
+            why: e.to_string(),
+        };
+        let mut found: Vec<VariableElement> = Vec::new();
+        let mut headers = dwarf.units();
+        while let Some(header) = headers.next().map_err(dwarf_err)? {
+            let unit = dwarf.unit(header).map_err(dwarf_err)?;
+            let unit_name = unit.name.map(|n| n.to_string_lossy().into_owned());
+            if !is_program_unit(unit_name.as_deref().unwrap_or_default()) {
+                continue;
+            }
+            let mut file_ids = HashMap::new();
+            let mut entries = unit.entries();
+            while let Some(entry) = entries.next_dfs().map_err(dwarf_err)? {
+                if !matches!(
+                    entry.tag(),
+                    gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter
+                ) {
+                    continue;
+                }
+                let Some(value) = entry.attr_value(gimli::DW_AT_name) else {
+                    continue;
+                };
+                let name = name_of(&dwarf, &unit, value);
+                let (file_index, line) =
+                    declaration(&dwarf, &unit, entry, &mut file_ids).map_err(dwarf_err)?;
+                let declared_in = file_index
+                    .and_then(|id| file_ids.iter().find(|&(_, &i)| i == id))
+                    .map(|(f, _)| f.clone())
+                    .unwrap_or_default();
+                if !wanted(&name, &declared_in, line) {
+                    continue;
+                }
+                let Some(element) = held_structure(&dwarf, &unit, entry) else {
+                    continue;
+                };
+                let variable = VariableElement {
+                    name,
+                    file: declared_in,
+                    line,
+                    element,
+                };
+                if !found
+                    .iter()
+                    .any(|v| v.name == variable.name && v.element == variable.element)
+                {
+                    found.push(variable);
                 }
             }
         }

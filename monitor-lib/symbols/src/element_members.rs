@@ -109,6 +109,90 @@ pub(super) fn structures_named<'a>(
     Ok(found)
 }
 
+/// The structure the array variable `entry` holds (through typedefs and qualifiers): after at
+/// least one pointer, reference or array (`struct particle *`, a Fortran ALLOCATABLE's array
+/// type, `particle (*)[n]`), or as the element of a C++ container of one (`vector`,
+/// `unique_ptr<T[]>`, `array`, `valarray`, `shared_ptr<T[]>`, by their template parameter).
+/// `None` for a structure held directly (a single record is no array) and anything else.
+pub(super) fn held_structure<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> Option<StructureType> {
+    const STEPS: &[gimli::DwTag] = &[
+        gimli::DW_TAG_structure_type,
+        gimli::DW_TAG_class_type,
+        gimli::DW_TAG_array_type,
+        gimli::DW_TAG_pointer_type,
+        gimli::DW_TAG_reference_type,
+        gimli::DW_TAG_rvalue_reference_type,
+    ];
+    let mut at = entry.clone();
+    let mut through_array = false;
+    for _ in 0..4 {
+        let ty = follow(unit, &at, STEPS)?;
+        if !matches!(
+            ty.tag(),
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type
+        ) {
+            through_array = true;
+            at = ty;
+            continue;
+        }
+        let name = ty
+            .attr_value(gimli::DW_AT_name)
+            .map(|v| name_of(dwarf, unit, v))
+            .unwrap_or_default();
+        if !through_array {
+            // Only a container's element, never the container's own members.
+            at = container_element(unit, &ty, &name)?;
+            through_array = true;
+            continue;
+        }
+        if ty.attr_value(gimli::DW_AT_declaration).is_some() {
+            return None;
+        }
+        let Some(AttributeValue::Udata(bytes)) = ty.attr_value(gimli::DW_AT_byte_size) else {
+            return None;
+        };
+        let members = members(dwarf, unit, &ty, 4).filter(|m| !m.is_empty())?;
+        return Some(StructureType {
+            name,
+            bytes,
+            members,
+        });
+    }
+    None
+}
+
+/// The template type parameter of a C++ array container type called `name`, whose
+/// `DW_AT_type` is the element (or, for `unique_ptr<T[]>`, an array of it).
+fn container_element<'a>(
+    unit: &gimli::Unit<Reader<'a>>,
+    container: &gimli::DebuggingInformationEntry<Reader<'a>>,
+    name: &str,
+) -> Option<gimli::DebuggingInformationEntry<Reader<'a>>> {
+    const CONTAINERS: &[&str] = &[
+        "vector<",
+        "array<",
+        "valarray<",
+        "unique_ptr<",
+        "shared_ptr<",
+    ];
+    if !CONTAINERS.iter().any(|c| name.starts_with(c)) {
+        return None;
+    }
+    let mut tree = unit.entries_tree(Some(container.offset())).ok()?;
+    let root = tree.root().ok()?;
+    let mut children = root.children();
+    while let Ok(Some(child)) = children.next() {
+        if child.entry().tag() == gimli::DW_TAG_template_type_parameter {
+            return Some(child.entry().clone());
+        }
+    }
+    None
+}
+
 /// The first type down `entry`'s `DW_AT_type` chain whose tag is one of `tags`, through typedefs
 /// and qualifiers a few deep (a cycle in malformed DWARF ends).
 pub(super) fn follow<'a>(

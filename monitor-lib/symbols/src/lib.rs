@@ -23,7 +23,9 @@
 //! - `overloads.rs`: C++ overloads named with their parameter lists (`sum(const double*)`)
 //!   where their name alone would be shared;
 //! - `element_members.rs`: the members of an array's structure element, by name, offset and
-//!   size ([`Member`], [`GlobalVariable::members`]), which a by-field request buckets by;
+//!   size ([`Member`], [`GlobalVariable::members`]), which a by-field request buckets by, and
+//!   the structure a variable's pointer, ALLOCATABLE or C++ container holds
+//!   ([`DebugInfo::variable_element_types`]), for a heap block;
 //! - [`calls_capture_hooks`] and [`defines_capture_runtime`] (`capture_hooks.rs`): the cheap
 //!   test, on dynamic symbols alone, of whether an object takes part in capture;
 //! - [`load_bias`] and [`parse_maps_line`] (`load_bias.rs`, `maps.rs`): where a file is loaded
@@ -61,7 +63,7 @@ pub use array_type::{
 pub use capture_hooks::{calls_capture_hooks, defines_capture_runtime};
 pub use code_lines::{CodeLines, SourceFrame};
 pub use debug_info::{
-    ChainPosition, DebugInfo, Function, GlobalVariable, LineRow, is_program_unit,
+    ChainPosition, DebugInfo, Function, GlobalVariable, LineRow, VariableElement, is_program_unit,
 };
 pub use element_members::{MAX_MEMBERS, Member, StructureType};
 pub use load_bias::load_bias;

@@ -385,7 +385,8 @@ int main(void)
 "#;
 
 /// A heap block's type is not in the debug info: `--element-type` names it, as the struct's
-/// tag or as its typedef, and the block divides by field as a global array does.
+/// tag or as its typedef, and the block divides by field as a global array does; without it,
+/// the type of the pointer declared on the allocating line does.
 #[test]
 fn a_heap_array_divides_by_the_element_type_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
@@ -395,14 +396,89 @@ fn a_heap_array_divides_by_the_element_type_it_is_given() {
     for ty in ["struct particle", "particle_t"] {
         check_with(dir.path(), "parts.c:16", &["--element-type", ty]);
     }
+    check(dir.path(), "parts.c:16");
 }
 
-/// Without `--element-type` a heap block is refused before the program runs on, and the
-/// refusal names the option; so is a type the program does not declare.
+/// The same particles in a main program's ALLOCATABLE (its descriptor has no place of its own
+/// in DWARF) and in a C++ `std::vector`: the variable holding the block gives its element.
+#[test]
+fn a_heap_array_takes_its_element_from_the_variable_holding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    if build(dir.path(), "gfortran", "parts.f90", FORTRAN_HEAP_SOURCE) {
+        check(dir.path(), "parts.f90:25");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if build(dir.path(), "g++", "parts.cpp", CPP_VECTOR_SOURCE) {
+        check(dir.path(), "parts.cpp:16");
+    }
+}
+
+const FORTRAN_HEAP_SOURCE: &str = r#"module particles
+  implicit none
+  integer, parameter :: n = 20000
+  type particle
+    real(8) :: x, y, z
+    integer :: id
+  end type
+contains
+  function sum_x(parts) result(s)
+    type(particle), intent(in) :: parts(:)
+    real(8) :: s
+    integer :: i
+    s = 0
+    do i = 1, n
+      s = s + parts(i)%x
+    end do
+  end function
+end module
+
+program use_particles
+  use particles
+  implicit none
+  type(particle), allocatable :: parts(:)
+  integer :: i
+  allocate(parts(n))
+  do i = 1, n
+    parts(i) = particle(i, 2 * i, 3 * i, i)
+  end do
+  print *, sum_x(parts)
+end program
+"#;
+
+const CPP_VECTOR_SOURCE: &str = r#"#include <cstdio>
+#include <vector>
+const int N = 20000;
+struct particle { double x, y, z; int id; };
+
+__attribute__((noinline)) double sum_x(const std::vector<particle> &parts)
+{
+    double s = 0;
+    for (int i = 0; i < N; i++)
+        s += parts[i].x;
+    return s;
+}
+
+int main()
+{
+    std::vector<particle> parts(N);
+    for (int i = 0; i < N; i++)
+        parts[i] = particle{double(i), 2.0 * i, 3.0 * i, i};
+    std::printf("%g\n", sum_x(parts));
+    return 0;
+}
+"#;
+
+/// A heap block no variable of a structure pointer holds is refused before the program runs
+/// on, and the refusal names `--element-type`; so is a type the program does not declare.
 #[test]
 fn a_heap_array_without_a_known_element_type_is_refused_naming_what_to_give() {
     let dir = tempfile::tempdir().unwrap();
-    if !build(dir.path(), "gcc", "parts.c", HEAP_SOURCE) {
+    let untyped = HEAP_SOURCE.replace(
+        "particle_t *parts = malloc(N * sizeof *parts);",
+        "void *raw = malloc(N * sizeof(particle_t));\n    particle_t *parts = raw;",
+    );
+    assert_ne!(untyped, HEAP_SOURCE);
+    if !build(dir.path(), "gcc", "parts.c", &untyped) {
         return;
     }
     for (options, says) in [
