@@ -1,6 +1,6 @@
 //! The arrays one source line allocates, in the order its allocation calls come: a Fortran
 //! `allocate(t(n,n), tnew(n,n))` gives `t` and `tnew`, C's `double *a = malloc(..), *b =
-//! malloc(..);` gives `a` and `b`. The runtime names a block of such a line by its array
+//! malloc(..);` gives `a` and `b`, C++'s `std::vector<double> a(n), b(n);` too. The runtime names a block of such a line by its array
 //! (`t@heat.f90:6`) when the line's calls to the same allocator are as many as the arrays the text
 //! lists; anything this reader cannot take apart gives nothing, and the blocks keep their
 //! line's name.
@@ -18,7 +18,7 @@ pub fn allocated_objects(line: &str, fortran: bool) -> Vec<String> {
     let found = if fortran {
         fortran_allocate(line)
     } else {
-        c_assignments(line)
+        cpp_containers(line).or_else(|| c_assignments(line))
     };
     let found = found.unwrap_or_default();
     if found.len() < 2 || found.len() > MAX_OBJECTS {
@@ -36,6 +36,8 @@ pub fn allocated_objects(line: &str, fortran: bool) -> Vec<String> {
 pub fn named_allocations(line: &str, fortran: bool) -> Vec<String> {
     let found = if fortran {
         fortran_allocate(line)
+    } else if let Some(containers) = cpp_containers(line) {
+        Some(containers)
     } else if calls_an_allocator(line) {
         c_assignments(line)
     } else {
@@ -152,6 +154,87 @@ fn c_assignments(line: &str) -> Option<Vec<String>> {
         objects.push(name);
     }
     Some(objects)
+}
+
+/// The variables a C++ declaration of `std::vector` or `std::valarray` sizes, whose
+/// constructors allocate their elements: `std::vector<double> a(n * n), b(n * n);` gives `a`
+/// and `b`; a declarator without arguments (`c`, `d{}`) allocates nothing and is left out.
+/// `None` when the line declares no such container (or the text does not read).
+fn cpp_containers(line: &str) -> Option<Vec<String>> {
+    let code = line.split("//").next()?;
+    let bytes = code.as_bytes();
+    let identifier = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let start = ["vector<", "valarray<"].iter().find_map(|word| {
+        code.match_indices(word)
+            .find(|&(at, _)| {
+                let before = &code[..at];
+                // `std::vector`, or `vector` after a using-declaration; not `my_vector`.
+                !at.checked_sub(1).is_some_and(|i| identifier(bytes[i]))
+                    && (before.trim_end().is_empty()
+                        || before.ends_with("std::")
+                        || before.ends_with(' ')
+                        || before.ends_with('('))
+            })
+            .map(|(at, word)| at + word.len() - 1)
+    })?;
+    // The template's arguments, `<` to its matching `>`.
+    let mut depth = 0usize;
+    let mut end = None;
+    for (i, c) in code[start..].char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    end = Some(start + i + 1);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let declarators = code[end?..].split(';').next()?;
+    let mut objects = Vec::new();
+    for declarator in top_level_split(declarators, &[',']) {
+        let declarator = declarator.trim();
+        let name_end = declarator
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(declarator.len());
+        let (name, rest) = declarator.split_at(name_end);
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        let rest = rest.trim_start();
+        let arguments = match rest.chars().next() {
+            Some('(' | '{') => balanced_any(rest)?,
+            _ => "",
+        };
+        if !arguments.trim().is_empty() {
+            objects.push(name.to_owned());
+        }
+    }
+    Some(objects)
+}
+
+/// [`balanced`] for a group opened by `(` or `{`.
+fn balanced_any(text: &str) -> Option<&str> {
+    let (open, close) = match text.chars().next()? {
+        '(' => ('(', ')'),
+        '{' => ('{', '}'),
+        _ => return None,
+    };
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth = depth.checked_sub(1)?;
+            if depth == 0 {
+                return text.get(1..i);
+            }
+        }
+    }
+    None
 }
 
 /// The byte index of the first `=` of `text` that is no part of `==`, `<=`, `>=`, `!=`, and
@@ -310,7 +393,27 @@ mod tests {
         );
         assert!(objects("if (a == malloc(n)) b = f(x);").is_empty());
         assert!(objects("double *a = malloc(n);").is_empty());
-        assert!(objects("std::vector<double> a(n), b(n);").is_empty());
+    }
+
+    #[test]
+    fn cpp_container_declarations_give_the_containers_they_size() {
+        let objects = |line: &str| allocated_objects(line, false);
+        assert_eq!(
+            objects("  std::vector<double> a(n * n), b(n * n);"),
+            ["a", "b"]
+        );
+        assert_eq!(
+            objects("std::vector<std::pair<int, double>> p(n, {0, 1.0}), q{1, 2}; // two"),
+            ["p", "q"]
+        );
+        assert_eq!(objects("vector<float> x(n), y, z(f(n, 2));"), ["x", "z"]);
+        assert!(objects("std::vector<double> a(n);").is_empty());
+        assert!(objects("my_vector<double> a(n), b(n);").is_empty());
+        let named = |line: &str| named_allocations(line, false);
+        assert_eq!(named("  std::valarray<double> w(n);"), ["w"]);
+        assert_eq!(named("std::vector<double> a(n * n), b(n * n);"), ["a", "b"]);
+        assert!(named("std::vector<double> empty;").is_empty());
+        assert!(named("double s = total(std::vector<double>(v));").is_empty());
     }
 
     #[test]

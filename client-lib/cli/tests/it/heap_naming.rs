@@ -106,7 +106,8 @@ fn cpp_new_and_vectors_are_named_by_the_programs_line() {
             Some("bad_alloc 1 nothrow_null 1 aligned 1"),
             "{opt}: {stdout}"
         );
-        // Line 12: new double[N](); 13: std::vector<double> v(N); 15: push_back, which
+        // Line 12: new double[N](); 13: std::vector<double> v(N), u(2 * N), each named by
+        // its vector (the first N of u swept); 15: push_back, which
         // allocates in an out-of-line template instance (its blocks grow to 32768 doubles; each
         // block is the line's, the last is swept); 16: new Cell[N / 8]() of 64-byte aligned
         // cells, through the aligned operator new[].
@@ -114,7 +115,8 @@ fn cpp_new_and_vectors_are_named_by_the_programs_line() {
             &report,
             &[
                 ("heap_new.cpp:12", Some(8 * N)),
-                ("heap_new.cpp:13", Some(8 * N)),
+                ("v@heap_new.cpp:13", Some(8 * N)),
+                ("u@heap_new.cpp:13", Some(16 * N)),
                 ("heap_new.cpp:15", Some(8 * 32_768)),
                 ("heap_new.cpp:16", Some(8 * N)),
             ],
