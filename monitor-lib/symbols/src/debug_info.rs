@@ -651,7 +651,10 @@ fn read_unit(
                         // gfortran names an OpenMP body outlined from one by its symbol
                         // (`__mesh_MOD_init._omp_fn.0`): by its module too.
                         let outlined = column_major.then(|| module_symbol_as_name(&name)).flatten();
-                        let shown = if cpp || module_procedure {
+                        let outlined_cpp = cpp.then(|| cpp_outlined_name(&qualified, &name));
+                        let shown = if let Some(Some(outlined)) = &outlined_cpp {
+                            outlined
+                        } else if cpp || module_procedure {
                             &qualified
                         } else {
                             outlined.as_ref().unwrap_or(&name)
@@ -1187,7 +1190,21 @@ fn code_ranges<'a>(
     Ok(ranges)
 }
 
-/// The declaring file (as a file id) and line.
+/// g++ names an OpenMP body outlined from a function by the function's linkage name
+/// (`_ZN6solver4Axpy3runERKSt6vectorIdSaIdEEd._omp_fn.0`) and declares it inside that function,
+/// so its qualified name repeats the function's (`solver::Axpy::run::_ZN6...._omp_fn.0`): named
+/// `solver::Axpy::run._omp_fn.0`, as gcc names a C function's (`total._omp_fn.0`), so that the
+/// runtime finds the function whose team it counts. `None` for any other function.
+fn cpp_outlined_name(qualified: &str, name: &str) -> Option<String> {
+    let at = name.find("._omp_fn.")?;
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    let function = qualified.strip_suffix(name)?.strip_suffix("::")?;
+    (!function.is_empty()).then(|| format!("{function}{}", &name[at..]))
+}
+
+/// The declaring file (as a file id) and line./// The declaring file (as a file id) and line.
 fn declaration<'a>(
     dwarf: &gimli::Dwarf<Reader<'a>>,
     unit: &gimli::Unit<Reader<'a>>,
@@ -1293,11 +1310,29 @@ fn load_dwarf<'a>(
 #[cfg(test)]
 mod tests {
     use super::{
-        Function, LineRow, default_lower_bound, is_program_unit, place_undeclared_functions,
+        Function, LineRow, cpp_outlined_name, default_lower_bound, is_program_unit,
+        place_undeclared_functions,
     };
 
     /// Functions that declare no position take their first code row's; declared ones keep
     /// theirs, and code in a gap of the line table (after an end of sequence) stays unplaced.
+    #[test]
+    fn a_cpp_outlined_body_is_named_after_its_function() {
+        let mangled = "_ZN6solver4Axpy3runERKSt6vectorIdSaIdEEd._omp_fn.0";
+        assert_eq!(
+            cpp_outlined_name(&format!("solver::Axpy::run::{mangled}"), mangled).as_deref(),
+            Some("solver::Axpy::run._omp_fn.0")
+        );
+        let free = "_Z5totalRKSt6vectorIdSaIdEE._omp_fn.1";
+        assert_eq!(
+            cpp_outlined_name(&format!("total::{free}"), free).as_deref(),
+            Some("total._omp_fn.1")
+        );
+        // Not nested in its function, or no outlined body at all.
+        assert_eq!(cpp_outlined_name(free, free), None);
+        assert_eq!(cpp_outlined_name("ns::f", "f"), None);
+    }
+
     #[test]
     fn undeclared_functions_are_placed_by_their_first_line_row() {
         let function = |name: &str, low_pc, file, line| Function {

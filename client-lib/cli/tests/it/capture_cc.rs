@@ -524,6 +524,66 @@ fn a_contained_fortran_procedure_counts_its_team() {
     assert!(writes(function) >= writes(body), "{function:#}");
 }
 
+/// A C++ method and a free function holding parallel loops count their whole teams: g++ names
+/// their bodies by the functions' linkage names (`_ZN6solver4Axpy3run..._omp_fn.0`, declared
+/// inside the function), which are named after the functions (`solver::Axpy::run._omp_fn.0`).
+#[test]
+fn cpp_functions_holding_parallel_loops_count_their_teams() {
+    if !ready(
+        "g++",
+        "cpp_functions_holding_parallel_loops_count_their_teams",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("omp_method.cpp");
+    epcache_cc(
+        dir.path(),
+        &[
+            "g++",
+            "-O2",
+            "-fopenmp",
+            "-o",
+            "method",
+            source.to_str().unwrap(),
+        ],
+    );
+    let report_path = dir.path().join("report.json");
+    let out = Command::new(dir.path().join("method"))
+        .env("OMP_NUM_THREADS", "2")
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // y = 1 + 3 * 0.5 * 2 = 4, over 4,096 elements.
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "16384.0");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let events =
+        |region: &serde_json::Value, event: &str| region["events"][event].as_u64().unwrap();
+    for (function, calls, event, per_call) in [
+        ("solver::Axpy::run", 3, "PAPI_L1_DCW", 4096),
+        ("total", 1, "PAPI_L1_DCR", 4096),
+    ] {
+        let body = capture_support::region(&report, &format!("{function}._omp_fn.0"));
+        let function = capture_support::region(&report, function);
+        assert_eq!(body["threads"], 2, "{body:#}");
+        assert_eq!(function["threads"], 2, "{function:#}");
+        // Each thread's part of each call an instance.
+        assert_eq!(function["instances"], 2 * calls, "{function:#}");
+        assert!(events(body, event) >= calls * per_call, "{body:#}");
+        assert!(
+            events(function, event) >= events(body, event),
+            "{function:#}"
+        );
+    }
+}
+
 /// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
 /// pool until the process exits), so each hands its counts on when its last open region ends:
 /// the report counts every thread and every iteration of the parallel loop.
