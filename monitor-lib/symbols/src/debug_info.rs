@@ -580,6 +580,9 @@ fn read_unit(
                     ),
                 };
                 let (file, line) = declaration(dwarf, unit, entry, file_ids)?;
+                // A C++ namespace's or class's static array is defined outside its scope by a
+                // DIE that names its declaration and leaves the type to it.
+                let entry = &typed_entry(unit, entry)?;
                 let (shape, descriptor) = match array_type(unit, entry, lower_default, column_major)
                 {
                     Some(ArrayType::Fixed(shape)) => (Some(shape), None),
@@ -934,6 +937,23 @@ fn link<'a>(entry: &gimli::DebuggingInformationEntry<Reader<'a>>) -> Option<giml
             Some(AttributeValue::UnitRef(offset)) => Some(offset),
             _ => None,
         })
+}
+
+/// `entry`, or when it has no type of its own, the first DIE down its links that has one (a
+/// definition's declaration).
+fn typed_entry<'a>(
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> gimli::Result<gimli::DebuggingInformationEntry<Reader<'a>>> {
+    let mut at = entry.clone();
+    for _ in 0..MAX_LINKS {
+        if at.attr_value(gimli::DW_AT_type).is_some() {
+            return Ok(at);
+        }
+        let Some(offset) = link(&at) else { break };
+        at = unit.entry(offset)?;
+    }
+    Ok(entry.clone())
 }
 
 /// The declaration at the end of `entry`'s links, if it has any.

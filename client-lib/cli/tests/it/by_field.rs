@@ -264,6 +264,35 @@ fn a_cpp_class_gives_the_same_shape() {
     }
 }
 
+/// A namespace's array and a class's static array are defined by a DIE that leaves the type to
+/// their declaration: the type is read from there.
+#[test]
+fn a_cpp_namespace_or_static_member_array_gives_the_same_shape() {
+    let declared = "particle parts[N];";
+    assert!(CPP_SOURCE.contains(declared));
+    for (source, name) in [
+        (
+            CPP_SOURCE.replace(
+                declared,
+                "namespace box { particle parts[N]; }\nusing box::parts;",
+            ),
+            "box::parts",
+        ),
+        (
+            CPP_SOURCE.replace(
+                declared,
+                "struct grid { static particle parts[N]; };\nparticle grid::parts[N];\n#define parts grid::parts",
+            ),
+            "grid::parts",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        if build(dir.path(), "g++", "parts.cpp", &source) {
+            check(dir.path(), name);
+        }
+    }
+}
+
 #[test]
 fn a_fortran_derived_type_gives_the_same_shape() {
     let dir = tempfile::tempdir().unwrap();
