@@ -52,10 +52,71 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
     let matches = |same| {
         is_form_of(region, asked, same) || bare.is_some_and(|bare| is_form_of(bare, asked, same))
     };
-    if matches(<[u8]>::eq) {
+    if matches(<[u8]>::eq) || same_overload(region, asked) {
         return Some(NameMatch::Alias);
     }
     matches(<[u8]>::eq_ignore_ascii_case).then_some(NameMatch::OtherCase)
+}
+
+/// Whether `asked` is overload `region` with its parameter list spelt as a demangler does
+/// (`sum(double const*, int)`, `f(std::vector<double, std::allocator<double> > const&)`) where
+/// the region's comes from DWARF (`sum(const double*, int)`, `f(const vector<double, ...>&)`):
+/// the same names, and parameters the same once a leading `const` is moved behind its type, and
+/// `std::` and spaces are dropped. Allocates only for a region of the asked name.
+fn same_overload(region: &str, asked: &str) -> bool {
+    let (Some(region_name), Some(asked_name)) =
+        (without_parameters(region), without_parameters(asked))
+    else {
+        return false;
+    };
+    if !is_form_of(region_name, asked_name, <[u8]>::eq) {
+        return false;
+    }
+    let parameters = |name: &str, bare: &str| -> Vec<String> {
+        let list = &name[bare.len() + 1..name.len() - 1];
+        split_top_level(list).map(canonical_parameter).collect()
+    };
+    parameters(region, region_name) == parameters(asked, asked_name)
+}
+
+/// The parameters of a list, split at commas outside brackets.
+fn split_top_level(list: &str) -> impl Iterator<Item = &str> {
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut cuts = Vec::new();
+    for (i, b) in list.bytes().enumerate() {
+        match b {
+            b'<' | b'(' | b'[' => depth += 1,
+            b'>' | b')' | b']' => depth -= 1,
+            b',' if depth == 0 => {
+                cuts.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    cuts.push(&list[start..]);
+    cuts.into_iter().filter(|p| !p.trim().is_empty())
+}
+
+/// A parameter's type in one spelling: `const T*` as `T const*`, no `std::`, no spaces.
+fn canonical_parameter(parameter: &str) -> String {
+    let parameter = parameter.trim();
+    let moved;
+    let parameter = match parameter.strip_prefix("const ") {
+        Some(rest) => {
+            let cut = rest.rfind(|c: char| c != '*' && c != '&' && !c.is_whitespace());
+            let cut = cut.map_or(0, |i| i + 1);
+            moved = format!("{} const{}", &rest[..cut], &rest[cut..]);
+            &moved
+        }
+        None => parameter,
+    };
+    parameter
+        .replace("std::", "")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect()
 }
 
 /// An array's name before the allocation line it is named with (`t` of `t@heat.f90:6`).
@@ -177,6 +238,17 @@ mod tests {
         assert_eq!(find(regions, "operator()"), [2]);
         assert_eq!(find(regions, "S::operator()(int)"), [2]);
         assert!(find(regions, "sum(double)").is_empty());
+        // As a demangler (Cachegrind, `epcache annotate`) spells them.
+        assert_eq!(find(regions, "sum(float const*)"), [1]);
+        assert_eq!(
+            find(
+                regions,
+                "sum(std::vector<double, std::allocator<double> > const&)"
+            ),
+            [0]
+        );
+        assert!(find(regions, "sum(float const&)").is_empty());
+        assert!(find(regions, "max(float const*)").is_empty());
         assert_eq!(without_parameters("f((int))"), Some("f"));
         assert_eq!(without_parameters("(int)"), None);
         assert_eq!(without_parameters("f)"), None);
