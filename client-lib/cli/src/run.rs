@@ -586,7 +586,10 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
         command.env("EPCACHE_RUNTIME_DIR", runtime_dir.path());
     }
     if let Some(cache) = &args.cache {
-        command.env("EPCACHE_CACHE", cache);
+        // Its warnings were said before the start (`preflight`).
+        command
+            .env("EPCACHE_CACHE", cache)
+            .env(epcache_sim::cache::CACHE_WARNED_ENV, "1");
     }
     if let Some(cores) = &args.cores {
         command.env(CORES_ENV, cores);

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use epcache_shm::layout::PublishedModel;
 use epcache_shm::target::Mcc;
+use epcache_sim::cache::CACHE_WARNED_ENV;
 use epcache_sim::monitor::CounterArrayConfig;
 
 use super::runtime_guard::{RuntimeGuard, in_runtime};
@@ -67,7 +68,9 @@ fn start_up() -> Option<PathBuf> {
         // Said now, not at the first capture: a tool may come later and only learn it then.
         Err(why) => report_spec_error_once(why),
         Ok((text, spec)) => {
-            for warning in spec.warnings() {
+            // A launcher (`epcache run`) said them before the start.
+            let said = std::env::var_os(CACHE_WARNED_ENV).is_some();
+            for warning in spec.warnings().into_iter().filter(|_| !said) {
                 eprintln!("epcache: warning: the cache `{text}`: {warning}");
             }
         }

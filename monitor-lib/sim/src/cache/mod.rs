@@ -23,7 +23,9 @@ pub use machine::{
 };
 pub use outcome::{AccessOutcome, LevelResult, LevelStats, LineEvent, LineEventKind, MAX_LEVELS};
 pub use set_shards::{MAX_SHARDS, Op, SetShards, ShardError, simulate_across};
-pub use spec::{HierarchySpec, LevelSpec, PRESETS, Sharing, host_spec_from_sysfs, parse_size};
+pub use spec::{
+    CACHE_WARNED_ENV, HierarchySpec, LevelSpec, PRESETS, Sharing, host_spec_from_sysfs, parse_size,
+};
 pub(crate) use two_level::{Watch, outcome as two_level_outcome};
 
 /// Whether an access reads or writes memory.

@@ -7,6 +7,10 @@ use std::str::FromStr;
 use super::level::{CacheLevel, MAX_HIERARCHY_STATE_BYTES, too_large};
 use super::{CacheError, Geometry, MAX_LEVELS, Replacement, WritePolicy};
 
+/// Set (to `1`) by a launcher that printed the warnings of the spec it passes in
+/// `EPCACHE_CACHE` (`epcache run`), so the runtime does not print them again.
+pub const CACHE_WARNED_ENV: &str = "EPCACHE_CACHE_WARNED";
+
 /// One level of a hierarchy, as described by a user.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LevelSpec {
@@ -151,7 +155,8 @@ impl HierarchySpec {
 
     /// What is legal but most likely a typo: a data level smaller than, or with shorter lines
     /// than, the level above it (`D1=32K,8,64;L2=16K,8,64`). The simulation runs as given; tools
-    /// print these before the program starts.
+    /// print these before the program starts, and the runtime at its start unless
+    /// [`CACHE_WARNED_ENV`] says a launcher did.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         for pair in self.data.windows(2) {
