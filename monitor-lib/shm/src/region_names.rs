@@ -52,7 +52,7 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
     let matches = |same| {
         is_form_of(region, asked, same) || bare.is_some_and(|bare| is_form_of(bare, asked, same))
     };
-    if matches(<[u8]>::eq) || same_overload(region, asked) {
+    if matches(<[u8]>::eq) || same_overload(region, asked) || with_parameters(region, asked) {
         return Some(NameMatch::Alias);
     }
     matches(<[u8]>::eq_ignore_ascii_case).then_some(NameMatch::OtherCase)
@@ -77,6 +77,17 @@ fn same_overload(region: &str, asked: &str) -> bool {
         split_top_level(list).map(canonical_parameter).collect()
     };
     parameters(region, region_name) == parameters(asked, asked_name)
+}
+
+/// Whether `asked` is a region that is no overload (so named without a parameter list) asked
+/// as a profiler prints it, with its list and qualifier: `num::jacobi(std::vector<double,
+/// std::allocator<double> > const&, int)`, `main::{lambda(int)#1}::operator()(int) const`.
+fn with_parameters(region: &str, asked: &str) -> bool {
+    if without_parameters(region).is_some() {
+        return false;
+    }
+    let asked = asked.strip_suffix(" const").unwrap_or(asked);
+    without_parameters(asked).is_some_and(|bare| is_form_of(region, bare, <[u8]>::eq))
 }
 
 /// The parameters of a list, split at commas outside brackets.
@@ -141,7 +152,8 @@ fn without_parameters(name: &str) -> Option<&str> {
             b'(' => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    return (i > 0).then(|| &name[..i]);
+                    // `operator()` with no list after it is a name, not a list.
+                    return (i > 0 && !name[..i].ends_with("operator")).then(|| &name[..i]);
                 }
             }
             _ => {}
@@ -249,6 +261,25 @@ mod tests {
         );
         assert!(find(regions, "sum(float const&)").is_empty());
         assert!(find(regions, "max(float const*)").is_empty());
+        // A function that is no overload, asked as a profiler prints it.
+        let regions = [
+            "num::jacobi",
+            "main::{lambda(int)#1}::operator()",
+            "operator",
+        ];
+        assert_eq!(
+            find(
+                regions,
+                "num::jacobi(std::vector<double, std::allocator<double> > const&, int)"
+            ),
+            [0]
+        );
+        assert_eq!(
+            find(regions, "main::{lambda(int)#1}::operator()(int) const"),
+            [1]
+        );
+        assert_eq!(find(regions, "{lambda(int)#1}::operator()"), [1]);
+        assert_eq!(find(regions, "operator()"), [1]);
         assert_eq!(without_parameters("f((int))"), Some("f"));
         assert_eq!(without_parameters("(int)"), None);
         assert_eq!(without_parameters("f)"), None);

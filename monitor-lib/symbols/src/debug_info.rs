@@ -1081,6 +1081,9 @@ struct Declarations {
     inside: HashMap<gimli::UnitOffset, usize>,
     /// The namespaces and classes open at the current DIE: depth, index in `paths`.
     open: Vec<(isize, usize)>,
+    /// The named functions open at the current DIE: depth, qualified name, and how many
+    /// lambdas of each parameter list they declared so far.
+    functions: Vec<(isize, String, HashMap<String, u32>)>,
 }
 
 impl Declarations {
@@ -1099,6 +1102,9 @@ impl Declarations {
         let depth = entry.depth();
         while self.open.last().is_some_and(|(d, _)| *d >= depth) {
             self.open.pop();
+        }
+        while self.functions.last().is_some_and(|(d, _, _)| *d >= depth) {
+            self.functions.pop();
         }
         let tag = entry.tag();
         let names_a_scope = matches!(
@@ -1123,11 +1129,23 @@ impl Declarations {
         if let (Some(parent), true) = (parent, declares) {
             self.inside.insert(entry.offset(), parent);
         }
-        if !names_a_scope {
+        let function = tag == gimli::DW_TAG_subprogram;
+        if !names_a_scope && !function {
             return Ok(());
         }
-        let Some(name) = entry_name(dwarf, unit, entry)? else {
-            return Ok(());
+        // The innermost open function, when it is nearer than any open class or namespace.
+        let in_function = self
+            .functions
+            .last()
+            .filter(|(d, _, _)| self.open.last().is_none_or(|(o, _)| o < d))
+            .is_some();
+        let name = match entry_name(dwarf, unit, entry)? {
+            Some(name) => name,
+            None if names_a_scope && in_function => match lambda_parameters(dwarf, unit, entry) {
+                Some(list) => self.lambda_name(list),
+                None => return Ok(()),
+            },
+            None => return Ok(()),
         };
         // g++ defines a nested class declared `struct Inner;` inside `Outer` outside it, with a
         // link back to the declaration.
@@ -1136,11 +1154,54 @@ impl Declarations {
             None => None,
         };
         let outer = declared_in.or(parent).and_then(|i| self.paths.get(i));
+        let outer = match (outer, self.functions.last()) {
+            (None, Some((_, function, _))) if in_function && names_a_scope => Some(function),
+            (outer, _) => outer,
+        };
         let path = qualify(outer.map(String::as_str), &name);
+        if function {
+            self.functions.push((depth, path, HashMap::new()));
+            return Ok(());
+        }
         self.paths.push(path);
         self.open.push((depth, self.paths.len() - 1));
         Ok(())
     }
+
+    /// The name a demangler gives the next lambda of the innermost open function with
+    /// parameter list `list`: `{lambda(int)#2}` for its second of `(int)` (the Itanium ABI
+    /// numbers closures per function and signature).
+    fn lambda_name(&mut self, list: String) -> String {
+        let count = self.functions.last_mut().map_or(1, |(_, _, lambdas)| {
+            let n = lambdas.entry(list.clone()).or_insert(0);
+            *n += 1;
+            *n
+        });
+        format!("{{lambda{list}#{count}}}")
+    }
+}
+
+/// The parameter list of the `operator()` of the unnamed class `entry` (`(int)`, without a
+/// trailing `const`), when it has one: what makes it a lambda's closure type.
+fn lambda_parameters<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> Option<String> {
+    let mut tree = unit.entries_tree(Some(entry.offset())).ok()?;
+    let root = tree.root().ok()?;
+    let mut children = root.children();
+    while let Ok(Some(child)) = children.next() {
+        let d = child.entry();
+        if d.tag() != gimli::DW_TAG_subprogram {
+            continue;
+        }
+        if entry_name(dwarf, unit, d).ok()?.as_deref() == Some("operator()") {
+            let list = parameter_list(dwarf, unit, d);
+            return Some(list.strip_suffix(" const").unwrap_or(&list).to_owned());
+        }
+    }
+    None
 }
 
 /// The fixed address of a variable whose location is `DW_OP_addr` (or `DW_OP_addrx`),

@@ -584,6 +584,71 @@ fn cpp_functions_holding_parallel_loops_count_their_teams() {
     }
 }
 
+/// Lambdas are regions named as a demangler names them (`main::{lambda(int)#1}::operator()`,
+/// numbered per function and signature), each with its own reads; they were all `operator()`,
+/// one ambiguous name. `--region` takes the name as a profiler prints it, with its parameter
+/// list and `const`.
+#[test]
+fn lambdas_are_regions_named_as_a_demangler_names_them() {
+    if !ready("g++", "lambdas_are_regions_named_as_a_demangler_names_them") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("lambdas.cpp");
+    epcache_cc(
+        dir.path(),
+        &["g++", "-O2", "-o", "lambdas", source.to_str().unwrap()],
+    );
+    let report_path = dir.path().join("report.json");
+    let out = Command::new(dir.path().join("lambdas"))
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    for (n, reads) in [(1, 16_384), (2, 32_768)] {
+        let name = format!("main::{{lambda(int)#{n}}}::operator()");
+        let lambda = capture_support::region(&report, &name);
+        let counted = lambda["events"]["PAPI_L1_DCR"].as_u64().unwrap();
+        // The vector's elements, and a few reads of the closure's captures.
+        assert!(
+            (reads..reads + 8).contains(&counted),
+            "{name}: {counted} reads"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args([
+            "run",
+            "--region",
+            "main::{lambda(int)#2}::operator()(int) const",
+            "--array",
+            "lambdas.cpp:7",
+            "--event",
+            "PAPI_L1_DCR",
+            "--json",
+            "--",
+        ])
+        .arg(dir.path().join("lambdas"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&stdout[stdout.find('[').unwrap()..]).unwrap();
+    assert_eq!(results[0]["total"], 32_768, "{results:#}");
+}
+
 /// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
 /// pool until the process exits), so each hands its counts on when its last open region ends:
 /// the report counts every thread and every iteration of the parallel loop.
