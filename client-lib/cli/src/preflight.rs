@@ -270,6 +270,56 @@ pub(crate) fn allocation_lines(program: &OsStr, requests: &[epcache_client::Requ
     }
 }
 
+/// Says, before the program starts, of each request naming a global that is a C++ container
+/// keeping its elements on the heap (`std::vector`), that it counts the container's own few
+/// bytes, and where its elements are: a heap block named by the line allocating it.
+pub(crate) fn container_globals(program: &OsStr, requests: &[epcache_client::Request]) {
+    let names: Vec<&str> = requests
+        .iter()
+        .filter_map(|r| match &r.data {
+            // Not an allocation site (`grid.c:40`, `t@heat.f90:6`).
+            epcache_client::DataRef::Name(name)
+                if !name.contains('@')
+                    && !name
+                        .rsplit_once(':')
+                        .is_some_and(|(_, line)| line.parse::<u32>().is_ok()) =>
+            {
+                Some(name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let Some(info) = locate(program).and_then(|p| epcache_symbols::DebugInfo::load(&p).ok()) else {
+        return;
+    };
+    for name in names {
+        let Some(global) = info
+            .globals
+            .iter()
+            .find(|g| g.qualified_name == name || g.name == name)
+        else {
+            continue;
+        };
+        let Some(container) = &global.container else {
+            continue;
+        };
+        let declared = global
+            .file
+            .and_then(|f| info.files.get(f as usize))
+            .map(|f| format!("{}:{}", f.rsplit('/').next().unwrap_or(f), global.line));
+        let at = declared.map_or_else(String::new, |site| {
+            format!(" (`--array {site}` when its declaration sizes it)")
+        });
+        eprintln!(
+            "epcache: warning: `{name}` is a C++ `{container}`: a request on it counts the accesses to the {}-byte object itself, not to its elements, which are a heap block named by the line that allocates them{at}; `epcache run --all-regions` lists the lines",
+            global.size
+        );
+    }
+}
+
 /// Says, before the program starts, of a request for `array@file:line` whose line, read from
 /// the program's source, allocates other arrays only, which ones: the line's block would be
 /// counted under the name asked for. Nothing when the source cannot be read or its line

@@ -430,6 +430,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
         preflight::traced_region(&args.command[0], region)?;
     }
     preflight::allocation_lines(&args.command[0], &requests);
+    preflight::container_globals(&args.command[0], &requests);
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -12,7 +12,8 @@ use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
 use super::derived_components::described_components;
 use super::dwarf_types::{Reader, type_size};
 use super::element_members::{
-    Member, StructureType, element_members, held_structure, name_of, structures_named,
+    Member, StructureType, element_members, heap_container, held_structure, name_of,
+    structures_named,
 };
 use super::overloads::{overload_names, parameter_list};
 use super::running_executable::RunningExecutable;
@@ -45,9 +46,12 @@ pub struct GlobalVariable {
     /// When it is an array of structures (a C struct, a C++ class, a Fortran derived type): the
     /// element's members in offset order; empty otherwise.
     pub members: Vec<Member>,
+    /// When it is a C++ container that keeps its elements on the heap (`vector<double,
+    /// std::allocator<double> >`, `unique_ptr<double []>`): its type's name. The variable
+    /// itself is then the container's few bytes of pointers, not its elements.
+    pub container: Option<String>,
 }
 
-/// A function with code: its address range and where it is declared.
 /// A variable or parameter holding an array of structures, and that structure
 /// ([`DebugInfo::variable_element_types`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +66,7 @@ pub struct VariableElement {
     pub element: StructureType,
 }
 
+/// A function with code: its address range and where it is declared.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Function {
     pub name: String,
@@ -608,6 +613,7 @@ fn read_unit(
                         shape: None,
                         descriptor: Some(component.descriptor),
                         members: Vec::new(),
+                        container: None,
                     });
                 }
                 out.globals.push(GlobalVariable {
@@ -620,6 +626,7 @@ fn read_unit(
                     shape,
                     descriptor,
                     members,
+                    container: heap_container(dwarf, unit, entry),
                 });
             }
             gimli::DW_TAG_subprogram => {

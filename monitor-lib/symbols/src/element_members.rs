@@ -165,6 +165,31 @@ pub(super) fn held_structure<'a>(
     None
 }
 
+/// C++ class templates whose objects hold an array, by the start of their DWARF names.
+const CONTAINERS: &[&str] = &[
+    "vector<",
+    "array<",
+    "valarray<",
+    "unique_ptr<",
+    "shared_ptr<",
+];
+
+/// The name of variable `entry`'s type when it is a C++ container keeping its elements on the
+/// heap (a `std::array` keeps them in itself and is no such container).
+pub(super) fn heap_container<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> Option<String> {
+    let class = follow(
+        unit,
+        entry,
+        &[gimli::DW_TAG_structure_type, gimli::DW_TAG_class_type],
+    )?;
+    let name = name_of(dwarf, unit, class.attr_value(gimli::DW_AT_name)?);
+    (CONTAINERS.iter().any(|c| name.starts_with(c)) && !name.starts_with("array<")).then_some(name)
+}
+
 /// The template type parameter of a C++ array container type called `name`, whose
 /// `DW_AT_type` is the element (or, for `unique_ptr<T[]>`, an array of it).
 fn container_element<'a>(
@@ -172,13 +197,6 @@ fn container_element<'a>(
     container: &gimli::DebuggingInformationEntry<Reader<'a>>,
     name: &str,
 ) -> Option<gimli::DebuggingInformationEntry<Reader<'a>>> {
-    const CONTAINERS: &[&str] = &[
-        "vector<",
-        "array<",
-        "valarray<",
-        "unique_ptr<",
-        "shared_ptr<",
-    ];
     if !CONTAINERS.iter().any(|c| name.starts_with(c)) {
         return None;
     }

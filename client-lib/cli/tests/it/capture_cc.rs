@@ -649,6 +649,43 @@ fn lambdas_are_regions_named_as_a_demangler_names_them() {
     assert_eq!(results[0]["total"], 32_768, "{results:#}");
 }
 
+/// A request on a global `std::vector` counts the vector object's own bytes: the run says so
+/// before the start and names the line its elements are counted under, which counts them.
+#[test]
+fn a_global_vector_request_points_at_its_elements_line() {
+    if !ready("g++", "a_global_vector_request_points_at_its_elements_line") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("global_vector.cpp");
+    epcache_cc(
+        dir.path(),
+        &["g++", "-O1", "-o", "gvec", source.to_str().unwrap()],
+    );
+    let run = |array: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["run", "--region", "total", "--array", array])
+            .args(["--event", "PAPI_L1_DCR", "--json", "--"])
+            .arg(dir.path().join("gvec"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let results: serde_json::Value =
+            serde_json::from_str(&stdout[stdout.find('[').unwrap()..]).unwrap();
+        (results[0]["total"].as_u64().unwrap(), stderr)
+    };
+    let (object, said) = run("sim::gvec");
+    assert!(object < 100, "{object} reads of the vector object");
+    assert!(
+        said.contains("is a C++ `vector<") && said.contains("`--array global_vector.cpp:5`"),
+        "{said}"
+    );
+    let (elements, said) = run("global_vector.cpp:5");
+    assert_eq!(elements, 20_000, "{said}");
+}
+
 /// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
 /// pool until the process exits), so each hands its counts on when its last open region ends:
 /// the report counts every thread and every iteration of the parallel loop.
