@@ -280,9 +280,9 @@ pub(crate) fn container_globals(program: &OsStr, requests: &[epcache_client::Req
             // Not an allocation site (`grid.c:40`, `t@heat.f90:6`).
             epcache_client::DataRef::Name(name)
                 if !name.contains('@')
-                    && !name
+                    && name
                         .rsplit_once(':')
-                        .is_some_and(|(_, line)| line.parse::<u32>().is_ok()) =>
+                        .is_none_or(|(_, line)| line.parse::<u32>().is_err()) =>
             {
                 Some(name.as_str())
             }
