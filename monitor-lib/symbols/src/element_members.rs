@@ -129,7 +129,7 @@ pub(super) fn held_structure<'a>(
     ];
     let mut at = entry.clone();
     let mut through_array = false;
-    for _ in 0..4 {
+    for _ in 0..6 {
         let ty = follow(unit, &at, STEPS)?;
         if !matches!(
             ty.tag(),
@@ -143,11 +143,15 @@ pub(super) fn held_structure<'a>(
             .attr_value(gimli::DW_AT_name)
             .map(|v| name_of(dwarf, unit, v))
             .unwrap_or_default();
-        if !through_array {
-            // Only a container's element, never the container's own members.
-            at = container_element(unit, &ty, &name)?;
+        // A container's element (through a reference or pointer to the container too), never
+        // the container's own members.
+        if let Some(element) = container_element(unit, &ty, &name) {
+            at = element;
             through_array = true;
             continue;
+        }
+        if !through_array {
+            return None;
         }
         if ty.attr_value(gimli::DW_AT_declaration).is_some() {
             return None;
