@@ -54,6 +54,21 @@ pub(crate) fn demangled<'a>(names: impl IntoIterator<Item = &'a str>) -> HashMap
         .collect()
 }
 
+/// A region name as typed: a mangled symbol (`_ZN3num6jacobiERKSt6vectorIdSaIdEERS2_i`, as `nm`
+/// or `perf` print it) as `c++filt` reads it, without its `[clone .constprop.0]` notes (the
+/// daemon finds a function by that spelling); any other name, or when `c++filt` cannot read
+/// it, as it is.
+pub(crate) fn region_name(text: &str) -> String {
+    let Some(readable) = demangled([text]).remove(text) else {
+        return text.to_owned();
+    };
+    let mut readable = readable.as_str();
+    while let Some(at) = readable.rfind(" [clone ") {
+        readable = &readable[..at];
+    }
+    readable.to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +89,19 @@ mod tests {
         );
         assert!(!names.contains_key("main"));
         assert!(!names.contains_key("_Znotaname"), "{names:?}");
+    }
+
+    #[test]
+    fn a_region_given_by_its_symbol_is_named_as_read() {
+        if !epcache_test_support::tools::available("c++filt", "demangle") {
+            return;
+        }
+        assert_eq!(region_name("_ZN3num6jacobiEi"), "num::jacobi(int)");
+        assert_eq!(
+            region_name("_ZZ4mainENKUliE0_clEi.constprop.0"),
+            "main::{lambda(int)#2}::operator()(int) const"
+        );
+        assert_eq!(region_name("main"), "main");
+        assert_eq!(region_name("mesh::init"), "mesh::init");
     }
 }

@@ -136,7 +136,7 @@ fn pair(text: &str, what: &str) -> anyhow::Result<(u64, u64)> {
 /// The region of `--region NAME` or `--region-key FILE_ID:LINE`.
 pub(crate) fn region_ref(name: Option<&String>, key: Option<&String>) -> anyhow::Result<RegionRef> {
     Ok(match (name, key) {
-        (Some(name), _) => RegionRef::Name(name.clone()),
+        (Some(name), _) => RegionRef::Name(crate::demangle::region_name(name)),
         (None, Some(key)) => {
             let (file_id, line) = pair(key, "FILE_ID:LINE")?;
             RegionRef::Key {

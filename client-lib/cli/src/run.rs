@@ -265,7 +265,7 @@ fn region_ref(text: &str) -> RegionRef {
         .and_then(|(f, l)| Some((f.parse().ok()?, l.parse().ok()?)))
     {
         Some((file_id, line)) => RegionRef::Key { file_id, line },
-        None => RegionRef::Name(text.to_owned()),
+        None => RegionRef::Name(crate::demangle::region_name(text)),
     }
 }
 

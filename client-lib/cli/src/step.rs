@@ -64,8 +64,8 @@ const EXIT_DIED: i32 = 4;
 /// Steps; returns the exit status (see the command's help).
 pub(crate) fn run(args: &StepArgs) -> anyhow::Result<i32> {
     let to = match (&args.to_exit, &args.to_entry) {
-        (Some(r), _) => StepTo::RegionExit(RegionRef::Name(r.clone())),
-        (None, Some(r)) => StepTo::RegionEntry(RegionRef::Name(r.clone())),
+        (Some(r), _) => StepTo::RegionExit(RegionRef::Name(crate::demangle::region_name(r))),
+        (None, Some(r)) => StepTo::RegionEntry(RegionRef::Name(crate::demangle::region_name(r))),
         (None, None) => StepTo::NextBoundary,
     };
     let outcome = block_on(async {
