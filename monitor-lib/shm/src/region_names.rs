@@ -52,7 +52,11 @@ pub fn name_match(region: &str, asked: &str) -> Option<NameMatch> {
     let matches = |same| {
         is_form_of(region, asked, same) || bare.is_some_and(|bare| is_form_of(bare, asked, same))
     };
-    if matches(<[u8]>::eq) || same_overload(region, asked) || with_parameters(region, asked) {
+    if matches(<[u8]>::eq)
+        || same_overload(region, asked)
+        || with_parameters(region, asked)
+        || fortran_outlined(region, asked)
+    {
         return Some(NameMatch::Alias);
     }
     matches(<[u8]>::eq_ignore_ascii_case).then_some(NameMatch::OtherCase)
@@ -88,6 +92,25 @@ fn with_parameters(region: &str, asked: &str) -> bool {
     }
     let asked = asked.strip_suffix(" const").unwrap_or(asked);
     without_parameters(asked).is_some_and(|bare| is_form_of(region, bare, <[u8]>::eq))
+}
+
+/// Whether `asked` names gfortran's OpenMP body `region` after its procedure: an external
+/// procedure's `packed_._omp_fn.0` as `packed._omp_fn.0`, a contained one's
+/// `relax.0._omp_fn.0` as `relax._omp_fn.0`.
+fn fortran_outlined(region: &str, asked: &str) -> bool {
+    const OUTLINED: &str = "._omp_fn.";
+    let (Some((procedure, body)), Some((asked_procedure, asked_body))) =
+        (region.split_once(OUTLINED), asked.split_once(OUTLINED))
+    else {
+        return false;
+    };
+    let local = procedure
+        .rsplit_once('.')
+        .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .map(|(name, _)| name);
+    let procedure = procedure.strip_suffix('_').or(local);
+    body == asked_body
+        && procedure.is_some_and(|p| is_form_of(p, asked_procedure, <[u8]>::eq_ignore_ascii_case))
 }
 
 /// The parameters of a list, split at commas outside brackets.
@@ -284,6 +307,20 @@ mod tests {
         assert_eq!(without_parameters("(int)"), None);
         assert_eq!(without_parameters("f)"), None);
         assert_eq!(without_parameters("main"), None);
+    }
+
+    #[test]
+    fn a_fortran_openmp_body_is_found_after_its_procedure() {
+        let regions = [
+            "packed_._omp_fn.0",
+            "relax.0._omp_fn.1",
+            "relax.0._omp_fn.0",
+        ];
+        assert_eq!(find(regions, "packed._omp_fn.0"), [0]);
+        assert_eq!(find(regions, "relax._omp_fn.1"), [1]);
+        assert_eq!(find(regions, "RELAX._omp_fn.0"), [2]);
+        assert!(find(regions, "relax._omp_fn.2").is_empty());
+        assert!(find(regions, "pack._omp_fn.0").is_empty());
     }
 
     #[test]
