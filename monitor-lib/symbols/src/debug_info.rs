@@ -612,7 +612,7 @@ fn read_unit(
                         line,
                         shape: None,
                         descriptor: Some(component.descriptor),
-                        members: Vec::new(),
+                        members: component.members,
                         container: None,
                     });
                 }

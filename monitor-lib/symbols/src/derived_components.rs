@@ -12,7 +12,7 @@
 
 use super::array_type::{ArrayDescriptor, ArrayType, Extent, array_type};
 use super::dwarf_types::Reader;
-use super::element_members::{follow, member_offset, name_of};
+use super::element_members::{Member, element_members, follow, member_offset, name_of};
 
 /// Most components read from one variable (malformed DWARF cannot make the reader allocate
 /// much), and how many derived types deep they are looked for.
@@ -33,6 +33,9 @@ pub(super) struct Component {
     /// Bytes of the descriptor: up to the next member, or to the end of its structure.
     pub bytes: u64,
     pub descriptor: ArrayDescriptor,
+    /// The members of its element when that is a derived type (`type(cell), allocatable ::
+    /// cells(:)`), for a by-field request; empty otherwise.
+    pub members: Vec<Member>,
 }
 
 /// The described array components of variable `entry` when its type is a structure (through
@@ -138,6 +141,7 @@ impl<'a> Walk<'_, 'a> {
                         offset: at,
                         bytes,
                         descriptor,
+                        members: element_members(self.dwarf, self.unit, member),
                     });
                 }
                 Some(_) => {}

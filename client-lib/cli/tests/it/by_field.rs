@@ -301,6 +301,51 @@ fn a_fortran_derived_type_gives_the_same_shape() {
     }
 }
 
+/// Particles held as an ALLOCATABLE component of a module's derived-type variable (`s%parts`):
+/// the component's descriptor gives its element's members.
+#[test]
+fn a_fortran_allocatable_component_of_derived_type_divides_by_its_members() {
+    let dir = tempfile::tempdir().unwrap();
+    if build(dir.path(), "gfortran", "parts.f90", FORTRAN_SWARM_SOURCE) {
+        check(dir.path(), "particles::s%parts");
+    }
+}
+
+const FORTRAN_SWARM_SOURCE: &str = r#"module particles
+  implicit none
+  integer, parameter :: n = 20000
+  type particle
+    real(8) :: x, y, z
+    integer :: id
+  end type
+  type swarm
+    integer :: count
+    type(particle), allocatable :: parts(:)
+  end type
+  type(swarm) :: s
+contains
+  function sum_x() result(t)
+    real(8) :: t
+    integer :: i
+    t = 0
+    do i = 1, n
+      t = t + s%parts(i)%x
+    end do
+  end function
+end module
+
+program use_particles
+  use particles
+  implicit none
+  integer :: i
+  allocate(s%parts(n))
+  do i = 1, n
+    s%parts(i) = particle(i, 2 * i, 3 * i, i)
+  end do
+  print *, sum_x()
+end program
+"#;
+
 /// Particles of an ALLOCATABLE module array whose type has an ALLOCATABLE component.
 const FORTRAN_COMPONENT_SOURCE: &str = r#"module particles
   implicit none
