@@ -216,27 +216,15 @@ impl DebugInfo {
     /// by-field request over a heap block, whose type DWARF does not know, is told to use.
     /// Declarations without a body are left out.
     pub fn structure_types(path: &Path, name: &str) -> Result<Vec<StructureType>, SymbolError> {
-        let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: shown.clone(),
-            source,
-        })?;
-        let file = parse_object(&bytes, &shown)?;
-        let dwarf = load_dwarf(&file, &shown)?;
-        let dwarf_err = |e: gimli::Error| SymbolError::Dwarf {
-            path: shown.clone(),
-            why: e.to_string(),
-        };
         let mut found = Vec::new();
-        let mut headers = dwarf.units();
-        while let Some(header) = headers.next().map_err(dwarf_err)? {
-            let unit = dwarf.unit(header).map_err(dwarf_err)?;
-            for ty in structures_named(&dwarf, &unit, name).map_err(dwarf_err)? {
+        each_unit(path, |dwarf, unit| {
+            for ty in structures_named(dwarf, unit, name)? {
                 if !found.contains(&ty) {
                     found.push(ty);
                 }
             }
-        }
+            Ok(())
+        })?;
         Ok(found)
     }
 
@@ -250,28 +238,15 @@ impl DebugInfo {
         path: &Path,
         wanted: impl Fn(&str, &str, u32) -> bool,
     ) -> Result<Vec<VariableElement>, SymbolError> {
-        let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: shown.clone(),
-            source,
-        })?;
-        let file = parse_object(&bytes, &shown)?;
-        let dwarf = load_dwarf(&file, &shown)?;
-        let dwarf_err = |e: gimli::Error| SymbolError::Dwarf {
-            path: shown.clone(),
-            why: e.to_string(),
-        };
         let mut found: Vec<VariableElement> = Vec::new();
-        let mut headers = dwarf.units();
-        while let Some(header) = headers.next().map_err(dwarf_err)? {
-            let unit = dwarf.unit(header).map_err(dwarf_err)?;
+        each_unit(path, |dwarf, unit| {
             let unit_name = unit.name.map(|n| n.to_string_lossy().into_owned());
             if !is_program_unit(unit_name.as_deref().unwrap_or_default()) {
-                continue;
+                return Ok(());
             }
             let mut file_ids = HashMap::new();
             let mut entries = unit.entries();
-            while let Some(entry) = entries.next_dfs().map_err(dwarf_err)? {
+            while let Some(entry) = entries.next_dfs()? {
                 if !matches!(
                     entry.tag(),
                     gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter
@@ -281,9 +256,8 @@ impl DebugInfo {
                 let Some(value) = entry.attr_value(gimli::DW_AT_name) else {
                     continue;
                 };
-                let name = name_of(&dwarf, &unit, value);
-                let (file_index, line) =
-                    declaration(&dwarf, &unit, entry, &mut file_ids).map_err(dwarf_err)?;
+                let name = name_of(dwarf, unit, value);
+                let (file_index, line) = declaration(dwarf, unit, entry, &mut file_ids)?;
                 let declared_in = file_index
                     .and_then(|id| file_ids.iter().find(|&(_, &i)| i == id))
                     .map(|(f, _)| f.clone())
@@ -291,7 +265,7 @@ impl DebugInfo {
                 if !wanted(&name, &declared_in, line) {
                     continue;
                 }
-                let Some(element) = held_structure(&dwarf, &unit, entry) else {
+                let Some(element) = held_structure(dwarf, unit, entry) else {
                     continue;
                 };
                 let variable = VariableElement {
@@ -307,7 +281,8 @@ impl DebugInfo {
                     found.push(variable);
                 }
             }
-        }
+            Ok(())
+        })?;
         Ok(found)
     }
 
@@ -1356,6 +1331,31 @@ fn place_undeclared_functions(functions: &mut [Function], lines: &[LineRow]) {
 /// kept as the largest rather than wrapped to a small one.
 fn saturate_line(line: u64) -> u32 {
     u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// Calls `read` on every compilation unit of `path`'s DWARF, in order; a DWARF error names
+/// the file.
+fn each_unit(
+    path: &Path,
+    mut read: impl FnMut(&gimli::Dwarf<Reader<'_>>, &gimli::Unit<Reader<'_>>) -> gimli::Result<()>,
+) -> Result<(), SymbolError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    let file = parse_object(&bytes, &shown)?;
+    let dwarf = load_dwarf(&file, &shown)?;
+    let dwarf_err = |e: gimli::Error| SymbolError::Dwarf {
+        path: shown.clone(),
+        why: e.to_string(),
+    };
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next().map_err(dwarf_err)? {
+        let unit = dwarf.unit(header).map_err(dwarf_err)?;
+        read(&dwarf, &unit).map_err(dwarf_err)?;
+    }
+    Ok(())
 }
 
 /// `bytes` as an object file that carries DWARF (`shown` names it in errors).

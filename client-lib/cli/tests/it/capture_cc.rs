@@ -33,6 +33,35 @@ fn ready(compiler: &str, who: &str) -> bool {
     available(compiler, who) && runtime_built(who)
 }
 
+/// Builds kernel `source` with `epcache cc -- COMPILE.. -o program`, runs it (with
+/// `OMP_NUM_THREADS=threads`) writing a report under `D1=32K,8,64;LL=8M,16,64`, and returns what
+/// it printed and the report; panics when the program fails.
+fn build_and_report(
+    dir: &Path,
+    compile: &[&str],
+    source: &str,
+    threads: u32,
+) -> (String, serde_json::Value) {
+    let source = kernel(source);
+    let mut line = compile.to_vec();
+    line.extend(["-o", "program", source.to_str().unwrap()]);
+    epcache_cc(dir, &line);
+    let report_path = dir.join("report.json");
+    let out = Command::new(dir.join("program"))
+        .env("OMP_NUM_THREADS", threads.to_string())
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), report)
+}
+
 fn level<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     report["levels"]
         .as_array()
@@ -484,34 +513,13 @@ fn a_contained_fortran_procedure_counts_its_team() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("omp_contained.f90");
-    epcache_cc(
+    let (stdout, report) = build_and_report(
         dir.path(),
-        &[
-            "gfortran",
-            "-O1",
-            "-fopenmp",
-            "-fno-inline",
-            "-o",
-            "contained",
-            source.to_str().unwrap(),
-        ],
+        &["gfortran", "-O1", "-fopenmp", "-fno-inline"],
+        "omp_contained.f90",
+        2,
     );
-    let report_path = dir.path().join("report.json");
-    let out = Command::new(dir.path().join("contained"))
-        .env("OMP_NUM_THREADS", "2")
-        .env("EPCACHE_REPORT", &report_path)
-        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "28672.0");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(stdout.trim(), "28672.0");
     let body = capture_support::region(&report, "relax.0._omp_fn.0");
     let function = capture_support::region(&report, "relax");
     assert_eq!(body["threads"], 2, "{body:#}");
@@ -536,34 +544,10 @@ fn cpp_functions_holding_parallel_loops_count_their_teams() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("omp_method.cpp");
-    epcache_cc(
-        dir.path(),
-        &[
-            "g++",
-            "-O2",
-            "-fopenmp",
-            "-o",
-            "method",
-            source.to_str().unwrap(),
-        ],
-    );
-    let report_path = dir.path().join("report.json");
-    let out = Command::new(dir.path().join("method"))
-        .env("OMP_NUM_THREADS", "2")
-        .env("EPCACHE_REPORT", &report_path)
-        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, report) =
+        build_and_report(dir.path(), &["g++", "-O2", "-fopenmp"], "omp_method.cpp", 2);
     // y = 1 + 3 * 0.5 * 2 = 4, over 4,096 elements.
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "16384.0");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(stdout.trim(), "16384.0");
     let events =
         |region: &serde_json::Value, event: &str| region["events"][event].as_u64().unwrap();
     for (function, calls, event, per_call) in [
@@ -594,24 +578,7 @@ fn lambdas_are_regions_named_as_a_demangler_names_them() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("lambdas.cpp");
-    epcache_cc(
-        dir.path(),
-        &["g++", "-O2", "-o", "lambdas", source.to_str().unwrap()],
-    );
-    let report_path = dir.path().join("report.json");
-    let out = Command::new(dir.path().join("lambdas"))
-        .env("EPCACHE_REPORT", &report_path)
-        .env("EPCACHE_CACHE", "D1=32K,8,64;LL=8M,16,64")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let (_, report) = build_and_report(dir.path(), &["g++", "-O2"], "lambdas.cpp", 1);
     for (n, reads) in [(1, 16_384), (2, 32_768)] {
         let name = format!("main::{{lambda(int)#{n}}}::operator()");
         let lambda = capture_support::region(&report, &name);
@@ -634,7 +601,7 @@ fn lambdas_are_regions_named_as_a_demangler_names_them() {
             "--json",
             "--",
         ])
-        .arg(dir.path().join("lambdas"))
+        .arg(dir.path().join("program"))
         .current_dir(dir.path())
         .output()
         .unwrap();
