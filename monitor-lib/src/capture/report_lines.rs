@@ -107,7 +107,15 @@ impl Namer {
         let Some(lines) = lines else {
             return Vec::new();
         };
-        let frames = lines.frames_at(at).unwrap_or_default();
+        let mut frames = lines.frames_at(at).unwrap_or_default();
+        // A lambda's code has no linkage name, and every lambda is `operator()`: the compiled
+        // one is named as its region is (`main::{lambda(int)#1}::operator()`).
+        if let Some(compiled) = frames.last_mut()
+            && compiled.function.as_deref() == Some("operator()")
+            && let Some(function) = object.info.function_at(at)
+        {
+            compiled.function = Some(function.name.clone());
+        }
         // The runtime's own code (a slow path reached by a call, not a tail jump) is no
         // position of the program's.
         if frames

@@ -582,6 +582,13 @@ fn lambdas_are_regions_named_as_a_demangler_names_them() {
     for (n, reads) in [(1, 16_384), (2, 32_768)] {
         let name = format!("main::{{lambda(int)#{n}}}::operator()");
         let lambda = capture_support::region(&report, &name);
+        // Its lines' misses are its own, under its name (not every lambda's `operator()`).
+        let lines = lambda["lines"].as_array().unwrap();
+        assert!(
+            lines.iter().any(|l| l["function"] == name.as_str())
+                && lines.iter().all(|l| l["function"] != "operator()"),
+            "{lines:#?}"
+        );
         let counted = lambda["events"]["PAPI_L1_DCR"].as_u64().unwrap();
         // The vector's elements, and a few reads of the closure's captures.
         assert!(
