@@ -561,8 +561,21 @@ impl<'a> Plan<'a> {
             dropped_local_labels.extend(item.local_labels.iter().copied());
         }
         // An alias names the plain copy (whose entry chooses), so the plain listing's is the
-        // one; the instrumented listing's must say the same.
+        // one; the instrumented listing's must say the same. An alias of a function only the
+        // instrumented copy has (a C++ constructor's complete-object name, when the plain
+        // compilation inlined every call of it) is that copy's own, renamed with its target.
         for (alias, &(target, line)) in &instrumented.aliases {
+            let own = !plain.aliases.contains_key(alias)
+                && !plain_functions.contains(alias)
+                && !plain_data.contains(alias)
+                && !plain_functions.contains(target)
+                && plan.renamed_everywhere.contains_key(target);
+            if own {
+                plan.renamed_everywhere
+                    .insert(alias, format!("{alias}{CAPTURED_SUFFIX}"));
+                plan.unexported.insert(alias);
+                continue;
+            }
             if plain.aliases.get(alias).map(|&(t, _)| t) != Some(target) {
                 return Err(declined(format!(
                     "the alias {alias} of {target} is not the same in both listings"
@@ -1003,6 +1016,28 @@ A:
         assert_eq!(both.assembly.matches("\t.set\tmm2,mm\n").count(), 1);
         let err = merge(PLAIN, &format!("{INSTRUMENTED}{alias}"), false, false).unwrap_err();
         assert!(err.0.contains("alias mm2"), "{err}");
+    }
+
+    /// A constructor the plain compilation inlined everywhere is out of line in the
+    /// instrumented one, with its complete-object alias: both are the instrumented copy's own.
+    #[test]
+    fn an_alias_of_a_function_only_the_instrumented_copy_has_is_its_own() {
+        let instrumented = INSTRUMENTED
+            .replace("\tcall\thelper.constprop.0\n", "\tcall\thelper2\n")
+            + "\t.weak\thelper2\n\t.set\thelper2,helper.constprop.0\n";
+        let merged = merge(PLAIN, &instrumented, false, false).unwrap();
+        let copy = instrumented_part(&merged);
+        assert!(
+            copy.contains("\t.set\thelper2.captured,helper.constprop.0.captured\n"),
+            "{copy}"
+        );
+        assert!(copy.contains("\tcall\thelper2.captured\n"), "{copy}");
+        assert!(!copy.contains(".weak\thelper2"), "{copy}");
+        assert!(
+            !merged.assembly.contains("\thelper2\n"),
+            "{}",
+            merged.assembly
+        );
     }
 
     #[test]

@@ -123,6 +123,25 @@ fn without_addresses(regions: &serde_json::Value) -> Vec<serde_json::Value> {
     regions
 }
 
+/// What two builds of one program must agree on exactly, whatever their code and stack layouts:
+/// by region name, its reads and writes and its data structures' counts (heap blocks, whose
+/// places do not depend on the code); a miss on the stack may fall elsewhere.
+fn accesses_and_structures(regions: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut out: Vec<serde_json::Value> = without_addresses(regions)
+        .into_iter()
+        .map(|r| {
+            serde_json::json!({
+                "name": r["name"],
+                "reads": r["events"]["PAPI_L1_DCR"],
+                "writes": r["events"]["PAPI_L1_DCW"],
+                "data_structures": r["data_structures"],
+            })
+        })
+        .collect();
+    out.sort_by_key(|r| r["name"].to_string());
+    out
+}
+
 #[test]
 fn a_dual_build_behaves_like_plain_and_counts_like_instrumented() {
     let Some(b) = build("capture_dual") else {
@@ -289,6 +308,49 @@ fn cpp_without_exception_handling_is_merged() {
     );
     let main = capture_support::region(&merged, "main");
     assert_eq!(main["events"]["PAPI_L1_DCR"], 40_000, "{main}");
+}
+
+/// C++ whose plain compilation inlined a constructor everywhere while the instrumented one
+/// keeps it out of line with its complete-object alias (`std::vector(n, value)`) is merged too
+/// (the alias only one listing had declined it), and counts the accesses and arrays its
+/// instrumented-only build counts.
+#[test]
+fn cpp_with_an_alias_only_the_instrumented_copy_has_is_merged() {
+    let who = "capture_dual C++ constructor alias";
+    if !available("g++", who) || !runtime_built(who) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("lambdas.cpp");
+    let source = source.to_str().unwrap();
+    let built = epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &["g++", "-O2", source, "-o", "dual"],
+    );
+    let notes = String::from_utf8_lossy(&built.stderr);
+    assert!(notes.contains("choose their copy at entry"), "{notes}");
+    assert!(!notes.contains("instrumented only"), "{notes}");
+    epcache_cc_with(
+        dir.path(),
+        &[("EPCACHE_CC_DUAL", "off")],
+        &["g++", "-O2", source, "-o", "instrumented"],
+    );
+    let dual = dir.path().join("dual");
+    assert_eq!(run(&dual, &[]).trim(), "65536.0", "idle");
+    let (_, merged) = run_with_report(dir.path(), &dual, CACHE);
+    let (_, alone) = run_with_report(dir.path(), &dir.path().join("instrumented"), CACHE);
+    // The two builds meet the vector's constructor and destructor in another order, and the
+    // vectors themselves (three pointers each) lie on main's stack, whose frame differs.
+    let (merged, alone) = (
+        accesses_and_structures(&merged["regions"]),
+        accesses_and_structures(&alone["regions"]),
+    );
+    assert_eq!(merged.len(), 6, "{merged:#?}");
+    assert!(
+        merged == alone,
+        "the two builds' reports differ:\n{merged:#?}\n{alone:#?}"
+    );
 }
 
 #[test]
