@@ -52,7 +52,7 @@ pub enum MccError {
     #[error(transparent)]
     Discovery(#[from] DiscoveryError),
     /// A table or the string area is full.
-    #[error("the {table} is full ({capacity}); create the MCC with larger capacities")]
+    #[error("the segment's {table} is full (capacity {capacity})")]
     Full {
         /// Which table.
         table: Table,

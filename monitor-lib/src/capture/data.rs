@@ -3,7 +3,7 @@
 //! point to, each published in the MCC's data-structure table with its allocation site and
 //! shape, and a sorted snapshot threads use to attribute an address to a structure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -75,8 +75,13 @@ const MAX_ENTRIES_PER_ALLOCATABLE: usize = 16;
 #[derive(Debug, Default)]
 struct Registry {
     entries: Vec<DataStructure>,
-    /// Live structures sorted by start, rebuilt on change and shared with threads.
+    /// Live structures sorted by start, changed in place of the old and shared with threads.
     lookup: Option<Arc<Lookup>>,
+    /// Per heap-block name, how many live blocks each allocation call of its line holds: a
+    /// second call with a live block means several arrays share the name ([`note_call`]).
+    live_calls: BTreeMap<String, BTreeMap<u64, u32>>,
+    /// The heap-block names whose entries say several arrays share them.
+    several_names: BTreeSet<String>,
     /// Entries of freed heap blocks by allocation site, for the site's next block to take
     /// over: a loop that allocates and frees then keeps one entry (and one MCC slot) per block
     /// it holds at once, not one per allocation, so registering stays cheap and the table
@@ -85,52 +90,13 @@ struct Registry {
     allocatables: Vec<Allocatable>,
 }
 
-/// Live data structures sorted by start address: `(start, end, index)`.
-#[derive(Debug, Default)]
-pub(crate) struct Lookup {
-    spans: Vec<(u64, u64, u32)>,
-}
-
-impl Lookup {
-    /// A lookup over `spans`, sorted by start, for tests of its users.
-    #[cfg(test)]
-    pub(crate) fn of_spans(spans: Vec<(u64, u64, u32)>) -> Self {
-        debug_assert!(spans.is_sorted_by_key(|s| s.0));
-        Lookup { spans }
-    }
-
-    /// The index of the structure holding `addr`; the first by start when structures overlap.
-    #[cfg(test)]
-    pub(crate) fn find(&self, addr: u64) -> Option<u32> {
-        self.find_span(addr).map(|(_, _, index)| index)
-    }
-
-    /// The span `(start, end, index)` of the structure holding `addr`.
-    #[cfg(test)]
-    pub(crate) fn find_span(&self, addr: u64) -> Option<(u64, u64, u32)> {
-        let i = self.spans.partition_point(|&(start, _, _)| start <= addr);
-        let &span = self.spans.get(i.checked_sub(1)?)?;
-        (addr < span.1).then_some(span)
-    }
-
-    /// What [`Lookup::find_span`] answers for `addr` (the structure's index, or none), with the
-    /// bytes `lo..hi` around `addr` for which it answers the same: a cache of the answer is good
-    /// for any address in them, and for addresses outside any structure too.
-    pub(crate) fn find_with_extent(&self, addr: u64) -> (u64, u64, Option<u32>) {
-        let i = self.spans.partition_point(|&(start, _, _)| start <= addr);
-        // The next structure's start bounds both answers: from there the search finds it.
-        let next = self.spans.get(i).map_or(u64::MAX, |s| s.0);
-        match i.checked_sub(1).map(|p| self.spans[p]) {
-            Some((start, end, index)) if addr < end => (start, end.min(next), Some(index)),
-            Some((_, end, _)) => (end, next, None),
-            None => (0, next, None),
-        }
-    }
-}
+pub(crate) use super::span_lookup::Lookup;
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     entries: Vec::new(),
     lookup: None,
+    live_calls: BTreeMap::new(),
+    several_names: BTreeSet::new(),
     freed_by_site: BTreeMap::new(),
     allocatables: Vec::new(),
 });
@@ -204,7 +170,7 @@ fn register_with_context(
             m.reuse_data_structure(mcc_index, range, &entry.details);
         }
         note_call(&mut reg, index, call);
-        rebuild(&mut reg);
+        added(&mut reg, index);
         return;
     }
     let index = push_entry(&mut reg, name, range, kind, true, details);
@@ -218,27 +184,28 @@ fn register_with_context(
         }
     }
     note_call(&mut reg, index, call);
-    rebuild(&mut reg);
+    added(&mut reg, index);
 }
 
-/// Keeps the allocation `call` of the heap block entry `index` now holds; when another call
-/// of its line holds a live block too, several arrays share the name, and every entry of the
-/// name says so.
+/// Keeps the allocation `call` of the heap block entry `index` now holds (live); when another
+/// call of its line holds a live block too, several arrays share the name, and every entry of
+/// the name says so.
 fn note_call(reg: &mut Registry, index: usize, call: u64) {
     if call == 0 {
         return;
     }
     reg.entries[index].call = call;
-    let name = &reg.entries[index].name;
-    let together = reg
-        .entries
-        .iter()
-        .any(|d| d.live && d.name == *name && d.call != 0 && d.call != call);
-    if together {
-        let name = name.clone();
+    let name = reg.entries[index].name.clone();
+    let calls = reg.live_calls.entry(name.clone()).or_default();
+    *calls.entry(call).or_default() += 1;
+    let together = calls.iter().any(|(&c, &live)| c != call && live > 0);
+    if together && reg.several_names.insert(name.clone()) {
         for d in reg.entries.iter_mut().filter(|d| d.name == name) {
             d.several_arrays = true;
         }
+    }
+    if reg.several_names.contains(&name) {
+        reg.entries[index].several_arrays = true;
     }
 }
 
@@ -439,6 +406,14 @@ fn leave_unallocated(reg: &mut Registry, current: usize) {
 fn set_dead(reg: &mut Registry, index: usize) {
     let entry = &mut reg.entries[index];
     entry.live = false;
+    if entry.call != 0
+        && let Some(live) = reg
+            .live_calls
+            .get_mut(&entry.name)
+            .and_then(|calls| calls.get_mut(&entry.call))
+    {
+        *live = live.saturating_sub(1);
+    }
     if let (Some(m), Some(mcc_index)) = (mcc::get(), entry.mcc_index) {
         m.unregister_data_structure(mcc_index);
     }
@@ -446,33 +421,60 @@ fn set_dead(reg: &mut Registry, index: usize) {
 
 /// Whether the block at `start` is a live heap block no allocatable has taken yet.
 pub(crate) fn is_unclaimed_block(start: u64) -> bool {
-    registry().entries.iter().any(|d| {
-        d.live && !d.alias && d.range.start == start && d.kind == DataStructureKind::AllocationSite
-    })
+    let reg = registry();
+    let Some(lookup) = &reg.lookup else {
+        return false;
+    };
+    lookup
+        .starting_at(start)
+        .any(|(_, _, i)| reg.entries[i as usize].kind == DataStructureKind::AllocationSite)
 }
 
-/// Marks the live structure starting at `start` as gone (a freed heap array).
+/// Marks the live structure starting at `start` as gone (a freed heap array): the last
+/// registered, if several start there.
 pub(crate) fn unregister(start: u64) {
     if switches::forked_child() {
         return;
     }
     let mut reg = registry();
-    let Some(index) = reg
-        .entries
-        .iter()
-        .rposition(|d| d.live && !d.alias && d.range.start == start)
+    // The lookup holds exactly the live structures that are no alias.
+    let Some(span) = reg
+        .lookup
+        .as_ref()
+        .and_then(|l| l.starting_at(start).max_by_key(|&(_, _, i)| i))
     else {
         return;
     };
+    let index = span.2 as usize;
     set_dead(&mut reg, index);
     let entry = &reg.entries[index];
     if entry.kind == DataStructureKind::AllocationSite {
         let name = entry.name.clone();
         reg.freed_by_site.entry(name).or_default().push(index);
     }
-    rebuild(&mut reg);
+    match reg.lookup.as_ref().and_then(|l| l.without(span)) {
+        Some(next) => publish(&mut reg, next),
+        None => rebuild(&mut reg),
+    }
 }
 
+/// Adds entry `index`, just made live, to the lookup (unless it is an alias, which the lookup
+/// leaves out).
+fn added(reg: &mut Registry, index: usize) {
+    let entry = &reg.entries[index];
+    if entry.alias || !entry.live {
+        rebuild(reg);
+        return;
+    }
+    let span = (entry.range.start, entry.range.end, index as u32);
+    let next = reg
+        .lookup
+        .as_deref()
+        .map_or_else(|| Lookup::of_spans(vec![span]), |lookup| lookup.with(span));
+    publish(reg, next);
+}
+
+/// The lookup made afresh from every live structure that is no alias.
 fn rebuild(reg: &mut Registry) {
     let mut spans: Vec<(u64, u64, u32)> = reg
         .entries
@@ -482,7 +484,12 @@ fn rebuild(reg: &mut Registry) {
         .map(|(i, d)| (d.range.start, d.range.end, i as u32))
         .collect();
     spans.sort_unstable();
-    reg.lookup = Some(Arc::new(Lookup { spans }));
+    publish(reg, Lookup::of_spans(spans));
+}
+
+/// Makes `lookup` the one threads take from now on.
+fn publish(reg: &mut Registry, lookup: Lookup) {
+    reg.lookup = Some(Arc::new(lookup));
     GENERATION.fetch_add(1, Ordering::Release);
     // After the generation: a thread that sees the new epoch sees the new generation.
     switches::data_changed();
@@ -503,45 +510,4 @@ pub(crate) fn snapshot() -> (u64, Arc<Lookup>) {
 /// Every structure registered so far, live or not, by index.
 pub(crate) fn all() -> Vec<DataStructure> {
     registry().entries.clone()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lookup_finds_the_structure_holding_an_address() {
-        let lookup = Lookup {
-            spans: vec![(100, 200, 0), (200, 260, 1), (400, 500, 2)],
-        };
-        assert_eq!(lookup.find(99), None);
-        assert_eq!(lookup.find(100), Some(0));
-        assert_eq!(lookup.find(199), Some(0));
-        assert_eq!(lookup.find(200), Some(1));
-        assert_eq!(lookup.find(300), None);
-        assert_eq!(lookup.find(499), Some(2));
-        assert_eq!(lookup.find(500), None);
-    }
-
-    #[test]
-    fn extents_cover_only_addresses_with_the_same_answer() {
-        // 150..180 overlaps the end of 100..200: from 150 on the search answers 1 or nothing.
-        let lookup = Lookup {
-            spans: vec![(100, 200, 0), (150, 180, 1), (400, 500, 2)],
-        };
-        assert_eq!(lookup.find_with_extent(50), (0, 100, None));
-        assert_eq!(lookup.find_with_extent(120), (100, 150, Some(0)));
-        assert_eq!(lookup.find_with_extent(160), (150, 180, Some(1)));
-        assert_eq!(lookup.find_with_extent(190), (180, 400, None));
-        assert_eq!(lookup.find_with_extent(450), (400, 500, Some(2)));
-        assert_eq!(lookup.find_with_extent(600), (500, u64::MAX, None));
-        for (addr, (lo, hi, answer)) in [120u64, 160, 190, 450, 600, 50]
-            .into_iter()
-            .map(|a| (a, lookup.find_with_extent(a)))
-        {
-            for probe in [lo, hi.saturating_sub(1), addr] {
-                assert_eq!(lookup.find(probe), answer, "{probe} in {lo}..{hi}");
-            }
-        }
-    }
 }

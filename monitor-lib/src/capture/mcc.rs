@@ -89,7 +89,9 @@ pub(crate) fn publish_tool_sequence() {
 pub(crate) fn full_once(e: &MccError) {
     static SAID: AtomicBool = AtomicBool::new(false);
     if !SAID.swap(true, Ordering::Relaxed) {
-        eprintln!("epcache: {e}; tools will not see what did not fit");
+        eprintln!(
+            "epcache: {e}: tools (epcache request, describe) will not see the regions or data structures that did not fit; the program's own report (epcache run --all-regions, EPCACHE_REPORT) still counts them"
+        );
     }
 }
 

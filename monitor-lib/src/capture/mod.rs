@@ -88,6 +88,7 @@ mod report_lines;
 mod request_results;
 mod runtime_guard;
 mod settings;
+mod span_lookup;
 mod start_up;
 mod state_memory;
 mod structure_finder;

@@ -140,6 +140,37 @@ fn cpp_new_and_vectors_are_named_by_the_programs_line() {
     }
 }
 
+/// A program that keeps more tracked blocks live than the segment's table holds: every block's
+/// writes are the site's in the report, and the note about the full table says the report still
+/// counts them. (Each allocation changes the lookup threads search: it once copied every live
+/// block's span, and 20,000 live blocks took seconds.)
+#[test]
+fn more_live_blocks_than_the_segments_table_holds_are_all_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "gcc", &["-O1"], "heap_many_live.c", "many") {
+        return;
+    }
+    let program = dir.path().join("many");
+    let report_path = dir.path().join("many.json");
+    let out = std::process::Command::new(&program)
+        .arg("6000")
+        .env("EPCACHE_REPORT", &report_path)
+        .env("EPCACHE_CACHE", CACHE)
+        .env("EPCACHE_RUNTIME_DIR", dir.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("data-structure table is full") && stderr.contains("still counts them"),
+        "{stderr}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let site = structure(region(&report, "main"), "heap_many_live.c:10");
+    assert_eq!(site["events"]["PAPI_L1_DCW"], 6000 * 128, "{site:#}");
+}
+
 /// The names of the structures the report says several arrays share.
 fn several_arrays(report: &serde_json::Value) -> Vec<String> {
     let mut names: Vec<String> = report["regions"]
