@@ -37,7 +37,7 @@
 //!    regions), `filter` (the repeat-hit filter).
 //! 7. **Registries**, process-wide, each behind its own lock: `region_registry`, `descriptors`
 //!    (Fortran arrays followed through their descriptors), `data` (the named data structures),
-//!    `program` (the program's own debug information), `mcc` (the segment, and what tools
+//!    `span_lookup` (their sorted spans, which threads search), `program` (the program's own debug information), `mcc` (the segment, and what tools
 //!    armed in it), `cores` (the simulated machine whose cores the threads are, when
 //!    `EPCACHE_CORES` asks for one), `access_log` (a thread's accesses waiting for the machine).
 //! 8. **Process-wide words**: `signal_abi` (termination signals held for the report),
