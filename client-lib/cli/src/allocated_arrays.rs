@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use epcache_symbols::{DebugInfo, is_fortran_source, named_allocations};
+use epcache_symbols::{DebugInfo, growing_calls, is_fortran_source, named_allocations};
 
 /// Source files larger than this are not read for a note.
 const MAX_SOURCE_BYTES: u64 = 16 << 20;
@@ -97,14 +97,32 @@ pub(crate) fn allocated_instead(
 /// files) allocates: empty for a line that allocates none by name (a wrapper's call); `None`
 /// when the source cannot be read.
 pub(crate) fn allocated_on(info: &DebugInfo, file: &str, line: u32) -> Option<Vec<String>> {
+    let statement = source_line(info, file, line)?;
+    Some(named_allocations(&statement, is_fortran_source(file)))
+}
+
+/// The C++ containers line `line` of `file` grows through member calls, when there are
+/// several (`col.push_back(..); val.push_back(..);`): the runtime cannot tell their blocks
+/// apart, and a request naming one of them counts the line's latest block, whichever it is.
+pub(crate) fn grown_together(info: &DebugInfo, file: &str, line: u32) -> Option<Vec<String>> {
+    if is_fortran_source(file) {
+        return None;
+    }
+    let grown = growing_calls(&source_line(info, file, line)?);
+    (grown.len() > 1).then_some(grown)
+}
+
+/// Line `line` of source `file`, found by its base name among the program's files.
+fn source_line(info: &DebugInfo, file: &str, line: u32) -> Option<String> {
     let base = file.rsplit('/').next().unwrap_or(file);
     let text = info
         .files
         .iter()
         .filter(|f| f.rsplit('/').next() == Some(base))
         .find_map(|f| source_text(f))?;
-    let statement = text.lines().nth((line as usize).checked_sub(1)?)?;
-    Some(named_allocations(statement, is_fortran_source(file)))
+    text.lines()
+        .nth((line as usize).checked_sub(1)?)
+        .map(str::to_owned)
 }
 
 /// Source `file`'s text, when it is a regular file of at most [`MAX_SOURCE_BYTES`].

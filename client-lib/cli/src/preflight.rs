@@ -325,11 +325,27 @@ pub(crate) fn container_globals(program: &OsStr, requests: &[epcache_client::Req
 /// counted under the name asked for. Nothing when the source cannot be read or its line
 /// allocates through a call the reading does not know (a wrapper).
 fn other_arrays_allocated(info: &epcache_symbols::DebugInfo, array: &str, file: &str, line: u32) {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    if let Some(grown) = crate::allocated_arrays::grown_together(info, file, line) {
+        let which = if grown.iter().any(|g| g == array) {
+            "which may be another's"
+        } else {
+            "and it is none of them"
+        };
+        eprintln!(
+            "epcache: warning: {base}:{line} grows {} through member calls, whose blocks epcache cannot tell apart: `{array}@{base}:{line}` counts the line's latest block, {which}; put each on a line of its own, or ask for `{base}:{line}` (all of them)",
+            grown
+                .iter()
+                .map(|g| format!("`{g}`"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        );
+        return;
+    }
     let Some(allocated) = crate::allocated_arrays::allocated_instead(info, array, file, line)
     else {
         return;
     };
-    let base = file.rsplit('/').next().unwrap_or(file);
     let asks: Vec<String> = allocated
         .iter()
         .map(|o| format!("`{o}@{base}:{line}`"))

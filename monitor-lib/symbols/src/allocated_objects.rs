@@ -41,10 +41,55 @@ pub fn named_allocations(line: &str, fortran: bool) -> Vec<String> {
     } else if calls_an_allocator(line) {
         c_assignments(line)
     } else {
-        None
+        Some(growing_calls(line))
     };
     let mut found = found.unwrap_or_default();
     found.truncate(MAX_OBJECTS);
+    found
+}
+
+/// The C++ containers a line grows or sizes through their member functions
+/// (`col.push_back(r); val.push_back(-1.0);` gives `col` and `val`), in order, each once. Their
+/// blocks are allocated inside different functions (one per element type), so the runtime cannot
+/// tell which block of the line is which: [`allocated_objects`] leaves them out, and a tool says
+/// so to a user who names one.
+pub fn growing_calls(line: &str) -> Vec<String> {
+    const GROWING: [&str; 7] = [
+        "push_back",
+        "emplace_back",
+        "resize",
+        "reserve",
+        "assign",
+        "insert",
+        "emplace",
+    ];
+    let code = line.split("//").next().unwrap_or("");
+    let mut calls: Vec<(usize, String)> = Vec::new();
+    for (at, arrow) in code.match_indices('.').chain(code.match_indices("->")) {
+        let rest = &code[at + arrow.len()..];
+        let grows = GROWING.iter().any(|m| {
+            rest.strip_prefix(m)
+                .is_some_and(|after| after.trim_start().starts_with('('))
+        });
+        let name: String = code[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if grows && !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
+            calls.push((at, name));
+        }
+    }
+    calls.sort();
+    let mut found: Vec<String> = Vec::new();
+    for (_, name) in calls {
+        if !found.contains(&name) {
+            found.push(name);
+        }
+    }
     found
 }
 
@@ -413,6 +458,14 @@ mod tests {
         assert_eq!(named("  std::valarray<double> w(n);"), ["w"]);
         assert_eq!(named("std::vector<double> a(n * n), b(n * n);"), ["a", "b"]);
         assert!(named("std::vector<double> empty;").is_empty());
+        assert_eq!(
+            named("  if (i > 0) { col.push_back(r - m); val.push_back(-1.0); }"),
+            ["col", "val"]
+        );
+        assert_eq!(named("grid->cells.resize(n); // grow"), ["cells"]);
+        assert!(named("x = v.size(); v.clear();").is_empty());
+        // Grown through member calls: no block of the line can be told from another's.
+        assert!(allocated_objects("col.push_back(1); val.push_back(2.0);", false).is_empty());
         assert!(named("double s = total(std::vector<double>(v));").is_empty());
     }
 

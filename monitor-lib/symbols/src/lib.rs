@@ -54,7 +54,9 @@ mod overloads;
 #[allow(unsafe_code)]
 mod running_executable;
 
-pub use allocated_objects::{allocated_objects, is_fortran_source, named_allocations};
+pub use allocated_objects::{
+    allocated_objects, growing_calls, is_fortran_source, named_allocations,
+};
 pub use allocation_wrappers::rel32_target;
 pub use array_type::{
     ArrayDescriptor, ArrayShape, DescribedArray, DescriptorDim, DescriptorOp, DescriptorValue,

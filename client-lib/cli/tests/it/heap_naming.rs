@@ -171,6 +171,38 @@ fn more_live_blocks_than_the_segments_table_holds_are_all_counted() {
     assert_eq!(site["events"]["PAPI_L1_DCW"], 6000 * 128, "{site:#}");
 }
 
+/// A request for one of two vectors grown on one line (`a.push_back(..); b.push_back(..);`)
+/// is warned before the start that the line's blocks cannot be told apart, and pointed at the
+/// line's name; so is a name the line does not grow.
+#[test]
+fn a_request_for_one_of_two_vectors_grown_on_a_line_is_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "g++", &["-O1", "-g"], "heap_grown.cpp", "grown") {
+        return;
+    }
+    for (array, says) in [
+        ("a@heap_grown.cpp:8", "which may be another's"),
+        ("c@heap_grown.cpp:8", "it is none of them"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args([
+                "run", "--cache", CACHE, "--region", "main", "--array", array,
+            ])
+            .args(["--event", "PAPI_L1_DCW", "--"])
+            .arg(dir.path().join("grown"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("grows `a` and `b` through member calls")
+                && stderr.contains(says)
+                && stderr.contains("ask for `heap_grown.cpp:8`"),
+            "{array}: {stderr}"
+        );
+    }
+}
+
 /// The names of the structures the report says several arrays share.
 fn several_arrays(report: &serde_json::Value) -> Vec<String> {
     let mut names: Vec<String> = report["regions"]
