@@ -320,17 +320,17 @@ access_hooks_with_pc! {
     __tsan_read16_pc, __tsan_write16_pc, 16;
 }
 
-/// Range sizes are `size_t`; the simulator takes `u32`, so huge ranges are fed in pieces.
-fn range(addr: *const c_void, size: usize, write: bool) {
+/// Range sizes are `size_t`; the simulator takes `u32`, so huge ranges are fed in pieces. `pc`
+/// is the code address of the copy or range (the call's return address; 0 when unknown).
+fn range(addr: *const c_void, size: usize, write: bool, pc: u64) {
+    if !anything_may_capture() {
+        return;
+    }
     let mut start = address(addr);
     let mut left = size as u64;
     while left > 0 {
         let piece = left.min(1 << 30);
-        if write {
-            access::write(start, piece as u32);
-        } else {
-            access::read(start, piece as u32);
-        }
+        access::may_capture_at(start, piece as u32, write, pc);
         start = start.wrapping_add(piece);
         left -= piece;
     }
@@ -348,10 +348,10 @@ thread_local! {
     static REPORTED: Cell<[ReportedRange; 2]> = const { Cell::new([(0, 0, false); 2]) };
 }
 
-/// A range access the compiler reported, counted and remembered.
-fn reported_range(addr: *const c_void, size: usize, write: bool) {
+/// A range access the compiler reported at code address `pc`, counted and remembered.
+fn reported_range(addr: *const c_void, size: usize, write: bool, pc: u64) {
     let _ = REPORTED.try_with(|r| r.set([r.get()[1], (address(addr), size, write)]));
-    range(addr, size, write);
+    range(addr, size, write, pc);
 }
 
 /// Whether the compiler reported exactly `ranges` last (oldest first); they are then
@@ -369,54 +369,108 @@ fn just_reported(ranges: &[ReportedRange]) -> bool {
         .unwrap_or(false)
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __tsan_read_range(addr: *const c_void, size: usize) {
-    reported_range(addr, size, false);
+/// Entry points whose code address is their caller's: on x86-64 a naked trampoline passes
+/// the return address at the top of the stack as one more argument (in `$pc`) to the body,
+/// as the access hooks' slow paths get theirs, so a copy's or a range's misses are on its
+/// source line; elsewhere the body gets 0 (unknown).
+macro_rules! with_return_address {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $body:ident, $pc:literal;
+    )*) => {$(
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            core::arch::naked_asm!(
+                concat!("mov ", $pc, ", qword ptr [rsp]"),
+                "jmp {body}",
+                body = sym $body,
+            );
+        }
+
+        $(#[$doc])*
+        #[cfg(not(target_arch = "x86_64"))]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            $body($($arg,)* 0)
+        }
+    )*};
+}
+
+with_return_address! {
+    fn __tsan_read_range(addr: *const c_void, size: usize) => read_range_at, "rdx";
+    fn __tsan_write_range(addr: *const c_void, size: usize) => write_range_at, "rdx";
+}
+
+extern "C" fn read_range_at(addr: *const c_void, size: usize, pc: u64) {
+    reported_range(addr, size, false, pc);
+}
+
+extern "C" fn write_range_at(addr: *const c_void, size: usize, pc: u64) {
+    reported_range(addr, size, true, pc);
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn __tsan_write_range(addr: *const c_void, size: usize) {
-    reported_range(addr, size, true);
+pub extern "C" fn __tsan_read_range_pc(addr: *const c_void, size: usize, pc: *const c_void) {
+    reported_range(addr, size, false, address(pc));
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn __tsan_read_range_pc(addr: *const c_void, size: usize, _pc: *const c_void) {
-    reported_range(addr, size, false);
+pub extern "C" fn __tsan_write_range_pc(addr: *const c_void, size: usize, pc: *const c_void) {
+    reported_range(addr, size, true, address(pc));
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __tsan_write_range_pc(addr: *const c_void, size: usize, _pc: *const c_void) {
-    reported_range(addr, size, true);
+with_return_address! {
+    /// The memory intrinsics as newer clang releases call them: their TSan pass turns `memcpy`,
+    /// `memmove` and `memset` (a struct copy, an explicit call) into calls to these, which
+    /// compiler-rt's runtime defines (clang 14 called the C library's, which TSan intercepts, and
+    /// which epcache does not see). Each does the operation, counted as a read of the source range
+    /// and a write of the destination range; without them such a program did not even link.
+    /// `epcache cc` also renames every object's calls to the library's functions to these, so a
+    /// copy the compiler reported as ranges just before is not counted twice ([`just_reported`]).
+    fn __tsan_memcpy(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void
+        => memcpy_at, "rcx";
+    fn __tsan_memmove(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void
+        => memmove_at, "rcx";
+    fn __tsan_memset(dst: *mut c_void, byte: c_int, size: usize) -> *mut c_void
+        => memset_at, "rcx";
+    /// `_FORTIFY_SOURCE`'s checked `memcpy`, which gcc calls when it knows the destination's
+    /// size but not the copy's (Ubuntu's gcc fortifies by default at -O2), renamed to this by
+    /// `epcache cc` like the plain one: counted, then the C library's checked function, which
+    /// still ends the program on an overflow.
+    fn epcache_memcpy_chk(dst: *mut c_void, src: *const c_void, size: usize, dst_len: usize)
+        -> *mut c_void => memcpy_chk_at, "r8";
+    /// `_FORTIFY_SOURCE`'s checked `memmove` (see [`epcache_memcpy_chk`]).
+    fn epcache_memmove_chk(dst: *mut c_void, src: *const c_void, size: usize, dst_len: usize)
+        -> *mut c_void => memmove_chk_at, "r8";
+    /// `_FORTIFY_SOURCE`'s checked `memset` (see [`epcache_memcpy_chk`]).
+    fn epcache_memset_chk(dst: *mut c_void, byte: c_int, size: usize, dst_len: usize)
+        -> *mut c_void => memset_chk_at, "r8";
 }
 
-/// The memory intrinsics as newer clang releases call them: their TSan pass turns `memcpy`,
-/// `memmove` and `memset` (a struct copy, an explicit call) into calls to these, which
-/// compiler-rt's runtime defines (clang 14 called the C library's, which TSan intercepts, and
-/// which epcache does not see). Each does the operation, counted as a read of the source range
-/// and a write of the destination range; without them such a program did not even link.
-/// `epcache cc` also renames every object's calls to the library's functions to these, so a
-/// copy the compiler reported as ranges just before is not counted twice ([`just_reported`]).
-#[unsafe(no_mangle)]
-pub extern "C" fn __tsan_memcpy(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void {
-    count_copy(dst, src, size);
+extern "C" fn memcpy_at(dst: *mut c_void, src: *const c_void, size: usize, pc: u64) -> *mut c_void {
+    count_copy(dst, src, size, pc);
     // SAFETY: the arguments are those of the program's own `memcpy`, whose contract (valid,
     // non-overlapping ranges of `size` bytes) the caller keeps.
     unsafe { libc::memcpy(dst, src, size) }
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __tsan_memmove(dst: *mut c_void, src: *const c_void, size: usize) -> *mut c_void {
-    count_copy(dst, src, size);
+extern "C" fn memmove_at(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    pc: u64,
+) -> *mut c_void {
+    count_copy(dst, src, size, pc);
     // SAFETY: the arguments are those of the program's own `memmove` (valid ranges of `size`
     // bytes, which may overlap).
     unsafe { libc::memmove(dst, src, size) }
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __tsan_memset(dst: *mut c_void, byte: c_int, size: usize) -> *mut c_void {
-    if !just_reported(&[(address(dst), size, true)]) {
-        range(dst, size, true);
-    }
+extern "C" fn memset_at(dst: *mut c_void, byte: c_int, size: usize, pc: u64) -> *mut c_void {
+    count_set(dst, size, pc);
     // SAFETY: the arguments are those of the program's own `memset` (a valid range of `size`
     // bytes).
     unsafe { libc::memset(dst, byte, size) }
@@ -438,56 +492,56 @@ unsafe extern "C" {
     fn __memset_chk(dst: *mut c_void, byte: c_int, size: usize, dst_len: usize) -> *mut c_void;
 }
 
-/// `_FORTIFY_SOURCE`'s checked `memcpy`, which gcc calls when it knows the destination's size
-/// but not the copy's (Ubuntu's gcc fortifies by default at -O2), renamed to this by
-/// `epcache cc` like the plain one: counted, then the C library's checked function, which still
-/// ends the program on an overflow.
-#[unsafe(no_mangle)]
-pub extern "C" fn epcache_memcpy_chk(
+extern "C" fn memcpy_chk_at(
     dst: *mut c_void,
     src: *const c_void,
     size: usize,
     dst_len: usize,
+    pc: u64,
 ) -> *mut c_void {
-    count_copy(dst, src, size);
+    count_copy(dst, src, size, pc);
     // SAFETY: the arguments are those of the program's own `__memcpy_chk` call, passed on.
     unsafe { __memcpy_chk(dst, src, size, dst_len) }
 }
 
-/// `_FORTIFY_SOURCE`'s checked `memmove` (see [`epcache_memcpy_chk`]).
-#[unsafe(no_mangle)]
-pub extern "C" fn epcache_memmove_chk(
+extern "C" fn memmove_chk_at(
     dst: *mut c_void,
     src: *const c_void,
     size: usize,
     dst_len: usize,
+    pc: u64,
 ) -> *mut c_void {
-    count_copy(dst, src, size);
+    count_copy(dst, src, size, pc);
     // SAFETY: the arguments are those of the program's own `__memmove_chk` call, passed on.
     unsafe { __memmove_chk(dst, src, size, dst_len) }
 }
 
-/// `_FORTIFY_SOURCE`'s checked `memset` (see [`epcache_memcpy_chk`]).
-#[unsafe(no_mangle)]
-pub extern "C" fn epcache_memset_chk(
+extern "C" fn memset_chk_at(
     dst: *mut c_void,
     byte: c_int,
     size: usize,
     dst_len: usize,
+    pc: u64,
 ) -> *mut c_void {
-    if !just_reported(&[(address(dst), size, true)]) {
-        range(dst, size, true);
-    }
+    count_set(dst, size, pc);
     // SAFETY: the arguments are those of the program's own `__memset_chk` call, passed on.
     unsafe { __memset_chk(dst, byte, size, dst_len) }
 }
 
-/// A copy of `size` bytes from `src` to `dst`: a read of the source and a write of the
-/// destination, unless the compiler reported exactly those ranges just before.
-fn count_copy(dst: *const c_void, src: *const c_void, size: usize) {
+/// A copy of `size` bytes from `src` to `dst` at code address `pc`: a read of the source and a
+/// write of the destination, unless the compiler reported exactly those ranges just before.
+fn count_copy(dst: *const c_void, src: *const c_void, size: usize, pc: u64) {
     if !just_reported(&[(address(dst), size, true), (address(src), size, false)]) {
-        range(src, size, false);
-        range(dst, size, true);
+        range(src, size, false, pc);
+        range(dst, size, true, pc);
+    }
+}
+
+/// A fill of `size` bytes at `dst` at code address `pc`, unless the compiler reported that
+/// range just before.
+fn count_set(dst: *const c_void, size: usize, pc: u64) {
+    if !just_reported(&[(address(dst), size, true)]) {
+        range(dst, size, true, pc);
     }
 }
 

@@ -399,6 +399,53 @@ fn callgrind_export_reads_back_as_annotate_prints_and_csv_sums_to_the_report() {
 /// On a machine of two cores (`EPCACHE_CORES`), the false sharing of two OpenMP threads' counters
 /// side by side is counted for the line that adds to them, and all of the packed counters'
 /// false-sharing misses are on that line.
+/// A `memset` and a `memcpy` (counted by the runtime's own functions, which the build calls in
+/// place of the C library's) are counted for the lines that call them, not for no line: by
+/// hand, 1 MiB is 16,384 lines of 64 bytes, each missed once by the fill's writes, the copy's
+/// reads and writes, and the loop's reads.
+#[test]
+fn a_fill_and_a_copy_are_counted_for_the_lines_that_call_them() {
+    let who = "line_attribution copies";
+    if !runtime_built(who) || !available("gcc", who) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(kernel("copies.c"), dir.path().join("copies.c")).unwrap();
+    epcache_cc_with(
+        dir.path(),
+        &[],
+        &["gcc", "-g", "-O2", "copies.c", "-o", "copies"],
+    );
+    let (_, report) = run_captured(dir.path(), &dir.path().join("copies"));
+    let program = &report["regions"][0];
+    let mut lines: BTreeMap<u64, [u64; 2]> = BTreeMap::new();
+    let mut unknown = [0; 2];
+    for row in program["lines"].as_array().unwrap() {
+        let counts = [
+            row["events"]["PAPI_L1_LDM"].as_u64().unwrap(),
+            row["events"]["PAPI_L1_STM"].as_u64().unwrap(),
+        ];
+        let sum = match row["file"].as_str() {
+            Some(f) if f.ends_with("copies.c") => {
+                lines.entry(row["line"].as_u64().unwrap()).or_default()
+            }
+            _ => &mut unknown,
+        };
+        sum[0] += counts[0];
+        sum[1] += counts[1];
+    }
+    const LINES: u64 = 16_384;
+    let near = |got: u64, want: u64| (want..want + 4).contains(&got);
+    let at = |line: u64| lines.get(&line).copied().unwrap_or_default();
+    assert!(near(at(10)[1], LINES), "memset: {lines:?}");
+    assert!(
+        near(at(11)[0], LINES) && near(at(11)[1], LINES),
+        "memcpy: {lines:?}"
+    );
+    assert!(near(at(13)[0], LINES), "the loop: {lines:?}");
+    assert!(unknown[0] + unknown[1] < 16, "no line: {unknown:?}");
+}
+
 #[test]
 fn false_sharing_is_counted_for_the_line_that_writes_the_packed_counters() {
     let who = "false_sharing_is_counted_for_the_line_that_writes_the_packed_counters";
