@@ -15,24 +15,7 @@ pub(crate) fn note(exe: &Path, region: &str) -> Option<String> {
     if info.functions.iter().any(|f| f.name == region) {
         return None;
     }
-    // Inlined copies are named as declared (`at`), regions with their scopes
-    // (`linalg::Matrix<double>::at`).
-    let declared = region.rsplit("::").next().unwrap_or(region);
-    let id = u32::try_from(
-        info.inlined_functions
-            .iter()
-            .position(|n| n == region || n == declared)?,
-    )
-    .ok()?;
-    let mut callers: Vec<&str> = info
-        .inlined
-        .iter()
-        .filter(|call| call.function == id)
-        .filter_map(|call| info.function_at(call.low_pc))
-        .map(|f| f.name.as_str())
-        .collect();
-    callers.sort_unstable();
-    callers.dedup();
+    let (id, callers) = inlined_into(&info, region)?;
     let first = callers.first()?;
     // Fortran has no attribute gfortran reads to keep one procedure out of line, and its
     // markers are calls.
@@ -59,6 +42,74 @@ pub(crate) fn note(exe: &Path, region: &str) -> Option<String> {
          own to count between: ask for `{first}` instead (the report's per-line misses still \
          show `{region}`'s lines, and `epcache annotate --format functions` its own misses), \
          {otherwise}",
+        callers
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// The functions `region` was inlined into, by name, with its id among the inlined functions;
+/// `None` when it was inlined nowhere.
+fn inlined_into<'a>(
+    info: &'a epcache_symbols::DebugInfo,
+    region: &str,
+) -> Option<(u32, Vec<&'a str>)> {
+    // Inlined copies are named as declared (`at`), regions with their scopes
+    // (`linalg::Matrix<double>::at`).
+    let declared = region.rsplit("::").next().unwrap_or(region);
+    let id = u32::try_from(
+        info.inlined_functions
+            .iter()
+            .position(|n| n == region || n == declared)?,
+    )
+    .ok()?;
+    let mut callers: Vec<&str> = info
+        .inlined
+        .iter()
+        .filter(|call| call.function == id)
+        .filter_map(|call| info.function_at(call.low_pc))
+        .map(|f| f.name.as_str())
+        .collect();
+    callers.sort_unstable();
+    callers.dedup();
+    (!callers.is_empty()).then_some((id, callers))
+}
+
+/// A note for a request on region `region` of `info`'s program that is a function with code
+/// and was also inlined into others (a module procedure the main program's calls inlined):
+/// those calls run as part of their callers and are no instances of it, so the request may
+/// count less than the user thinks, or nothing.
+pub(crate) fn also_inlined(info: &epcache_symbols::DebugInfo, region: &str) -> Option<String> {
+    let (_, callers) = inlined_into(info, region)?;
+    // Its OpenMP loops stay regions of their own wherever it was inlined.
+    let declared = region.rsplit("::").next().unwrap_or(region);
+    let mut loops: Vec<&str> = info
+        .functions
+        .iter()
+        .map(|f| f.name.as_str())
+        .filter(|f| {
+            f.split_once("._omp_fn.")
+                .is_some_and(|(of, _)| of.rsplit("::").next() == Some(declared))
+        })
+        .collect();
+    loops.sort_unstable();
+    loops.dedup();
+    let loops = if loops.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " or its parallel loops' {}",
+            loops
+                .iter()
+                .map(|l| format!("`{l}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(format!(
+        "`{region}` was inlined into {}: the calls there run as part of them and are no instances of `{region}` (only calls of its own copy are), so the request may count less than every call, or nothing; ask for one of them{loops}, or build with `-fno-inline`",
         callers
             .iter()
             .map(|c| format!("`{c}`"))

@@ -389,6 +389,54 @@ pub(crate) fn traced_region(program: &OsStr, region: &str) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Says before the program starts of each request on a region that is no function with code of
+/// the program but was inlined into others, why it will never run as a region and what to ask
+/// for instead; the request stays (a marker region of that name would still serve it).
+pub(crate) fn inlined_request_regions(program: &OsStr, requests: &[epcache_client::Request]) {
+    let names: Vec<&str> = requests
+        .iter()
+        .filter_map(|r| match &r.region {
+            epcache_client::RegionRef::Name(name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let Some(path) = locate(program) else {
+        return;
+    };
+    let Ok(info) = epcache_symbols::DebugInfo::load_program(&path) else {
+        return;
+    };
+    let functions = || info.functions.iter().map(|f| f.name.as_str());
+    let mut said = Vec::new();
+    for name in names {
+        if said.contains(&name) || info.functions.is_empty() {
+            continue;
+        }
+        said.push(name);
+        // A function is listed once per range of its code (a dual build has two copies).
+        let mut found: Vec<&str> = epcache_shm::region_names::find(functions(), name)
+            .into_iter()
+            .map(|i| info.functions[i].name.as_str())
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        if let [region] = found.as_slice() {
+            if let Some(note) = crate::inlined_regions::also_inlined(&info, region) {
+                eprintln!("epcache: warning: --region {name}: {note}");
+            }
+        } else if found.is_empty()
+            && let Some(note) = crate::inlined_regions::note(&path, name)
+        {
+            eprintln!(
+                "epcache: warning: --region {name}: {note}; the request waits for a marker region of that name, and says after the run if none came"
+            );
+        }
+    }
+}
+
 /// Refuses a program whose symbol table shows it was built without capture: it would run
 /// unmonitored and report nothing. Scripts and stripped programs cannot be told and pass; the
 /// run then checks that a report came back.

@@ -249,6 +249,7 @@ pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {
     let exe = format!("/proc/{}/exe", args.pid);
     crate::preflight::allocation_lines(exe.as_ref(), std::slice::from_ref(&request));
     crate::preflight::container_globals(exe.as_ref(), std::slice::from_ref(&request));
+    crate::preflight::inlined_request_regions(exe.as_ref(), std::slice::from_ref(&request));
     let placed = block_on(async {
         Ok(args
             .daemon

@@ -431,6 +431,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     preflight::allocation_lines(&args.command[0], &requests);
     preflight::container_globals(&args.command[0], &requests);
+    preflight::inlined_request_regions(&args.command[0], &requests);
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -660,6 +660,55 @@ fn a_global_vector_request_points_at_its_elements_line() {
     assert_eq!(elements, 20_000, "{said}");
 }
 
+/// A request on a module procedure whose calls the main program inlined (its own copy never
+/// runs) is warned before the start, with the callers and its parallel loop's region to ask
+/// for instead; it was accepted silently and reported as never run after the run.
+#[test]
+fn a_request_on_a_procedure_inlined_into_its_callers_is_warned_before_the_start() {
+    if !ready(
+        "gfortran",
+        "a_request_on_a_procedure_inlined_into_its_callers_is_warned_before_the_start",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = kernel("inlined_sweep.f90");
+    epcache_cc(
+        dir.path(),
+        &[
+            "gfortran",
+            "-O2",
+            "-g",
+            "-fopenmp",
+            "-o",
+            "sweep",
+            source.to_str().unwrap(),
+        ],
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--region", "sweep", "--array", "g%u"])
+        .args(["--event", "PAPI_L1_DCR", "--"])
+        .arg(dir.path().join("sweep"))
+        .env("OMP_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("warning: --region sweep"))
+        .unwrap_or_else(|| panic!("no warning before the start:\n{stderr}"));
+    assert!(
+        warning.contains("was inlined into `heat`")
+            && warning.contains("`heatmod::sweep._omp_fn.0`"),
+        "{warning}"
+    );
+    // Before the program's own output.
+    assert!(
+        stderr.find(warning) < stderr.find("daemon for this run"),
+        "{stderr}"
+    );
+}
+
 /// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
 /// pool until the process exits), so each hands its counts on when its last open region ends:
 /// the report counts every thread and every iteration of the parallel loop.
