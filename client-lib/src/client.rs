@@ -140,6 +140,7 @@ fn with_tls(endpoint: Endpoint, options: &ConnectOptions) -> Result<Endpoint, Cl
         .map_err(|source| ClientError::Connect {
             address: options.address.clone(),
             source,
+            advice: START_ONE.to_owned(),
         })
 }
 
@@ -149,6 +150,23 @@ fn with_tls(_: Endpoint, options: &ConnectOptions) -> Result<Endpoint, ClientErr
         "{} needs TLS, and this client was built without it (cargo feature `tls` of epcache-client)",
         options.address
     )))
+}
+
+/// What to try when no daemon answers.
+const START_ONE: &str = "is it running (`epcached`, or `epcache run` for one program)?";
+
+/// When the socket at `path` belongs to another user: whose, and that a daemon serves its own
+/// user's programs only (the kernel refuses the connection, or the daemon closes it).
+fn foreign_socket(path: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(path).ok()?.uid();
+    // This process's effective uid, as the kernel shows it.
+    let me = std::fs::metadata("/proc/self").ok()?.uid();
+    (owner != me).then(|| {
+        format!(
+            "the socket belongs to uid {owner}, not to you (uid {me}), and a daemon serves its own user's programs only: start your own (`epcached`, or `epcache run` for one program)"
+        )
+    })
 }
 
 impl Client {
@@ -172,12 +190,20 @@ impl Client {
 
     /// Connects with a token, a tool name and a timeout.
     pub async fn connect_with(options: ConnectOptions) -> Result<Client, ClientError> {
+        let unix_path = options
+            .address
+            .trim()
+            .strip_prefix("unix:")
+            .map(|p| std::path::PathBuf::from(p.strip_prefix("//").unwrap_or(p)));
         let connect_err = |source| ClientError::Connect {
             address: options.address.clone(),
             source,
+            advice: unix_path
+                .as_deref()
+                .and_then(foreign_socket)
+                .unwrap_or_else(|| START_ONE.to_owned()),
         };
-        let channel = if let Some(path) = options.address.trim().strip_prefix("unix:") {
-            let path = std::path::PathBuf::from(path.strip_prefix("//").unwrap_or(path));
+        let channel = if let Some(path) = unix_path.clone() {
             // The URI is a placeholder the connector ignores; hyper needs one.
             Endpoint::from_static("http://[::1]:50551")
                 .connect_timeout(options.connect_timeout)

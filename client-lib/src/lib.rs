@@ -97,14 +97,14 @@ pub enum ClientError {
         address: String,
     },
     /// No daemon answered.
-    #[error(
-        "cannot reach epcached at {address}: {source}; is it running (`epcached`, or `epcache run` for one program)?"
-    )]
+    #[error("cannot reach epcached at {address}: {source}; {advice}")]
     Connect {
         /// The address tried.
         address: String,
         /// What failed.
         source: tonic::transport::Error,
+        /// What to try: start a daemon, or, for a socket of another user's, your own.
+        advice: String,
     },
     /// The daemon refused or failed the call; the code says why (see the crate docs). The
     /// status is not the error's source: its message is the error's, said once.

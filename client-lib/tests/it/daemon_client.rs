@@ -153,6 +153,33 @@ async fn typed_client_errors_keep_their_codes() {
     assert!(matches!(err, ClientError::Address { .. }), "{err}");
 }
 
+/// A socket of another user's, with no daemon of this user behind it, is said to be theirs,
+/// with what to do, not only refused.
+#[tokio::test]
+async fn another_users_socket_is_said_to_be_theirs() {
+    if std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .ok()
+        != Some(0)
+        && !epcache_test_support::tools::skipped("giving a socket to another uid needs root")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("epcached.sock");
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    let err = Client::connect(&format!("unix:{}", path.display()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Connect { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("belongs to uid 65534") && text.contains("start your own"),
+        "{text}"
+    );
+}
+
 /// A loopback port that was free a moment ago.
 fn daemon_gone_address() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
