@@ -346,7 +346,9 @@ pub(crate) fn render_text(
     let by = event_columns(&selected.columns, &selected.extras, event)?;
     let key = |counts: &[u64]| by.iter().map(|&i| counts[i]).sum::<u64>();
     let total: u64 = selected.rows.iter().map(|(_, c)| key(c)).sum();
-    let mut rows: Vec<&(Position, Vec<u64>)> = selected.rows.iter().collect();
+    // Lines with none of the event rank nowhere: a top list of them says nothing.
+    let mut rows: Vec<&(Position, Vec<u64>)> =
+        selected.rows.iter().filter(|(_, c)| key(c) > 0).collect();
     rows.sort_by(|a, b| key(&b.1).cmp(&key(&a.1)).then_with(|| a.0.cmp(&b.0)));
     rows.truncate(top);
     let mut out = title("Lines", &selected, report, event);
@@ -519,8 +521,12 @@ pub(crate) fn render_functions(
         }
     }
     let total: u64 = functions.values().map(|r| key(&r.counts)).sum();
-    let all = functions.len();
-    let mut rows: Vec<(Option<&str>, FunctionRow<'_>)> = functions.into_iter().collect();
+    // Functions with none of the event rank nowhere.
+    let mut rows: Vec<(Option<&str>, FunctionRow<'_>)> = functions
+        .into_iter()
+        .filter(|(_, r)| key(&r.counts) > 0)
+        .collect();
+    let all = rows.len();
     rows.sort_by(|a, b| {
         key(&b.1.counts)
             .cmp(&key(&a.1.counts))
@@ -805,12 +811,14 @@ mod tests {
         );
         let first: Vec<&str> = shown.lines().nth(3).unwrap().split_whitespace().collect();
         assert_eq!(first[..6], ["0", "40", "0", "0", "35", "35"], "{shown}");
-        // Ordered by a column all zeros, that column is shown all the same.
+        // Ordered by a column all zeros, that column is shown all the same, over no line: a
+        // line with none of the event ranks nowhere.
         let shown = render_text(&report, &Selection::default(), Some("EPC_L1_TSM"), 5).unwrap();
         assert!(
             shown.lines().nth(2).unwrap().contains("EPC_L1_TSM"),
             "{shown}"
         );
+        assert_eq!(shown.lines().count(), 3, "{shown}");
     }
 
     #[test]
