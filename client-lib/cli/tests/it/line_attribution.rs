@@ -410,11 +410,15 @@ fn a_fill_and_a_copy_are_counted_for_the_lines_that_call_them() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(kernel("copies.c"), dir.path().join("copies.c")).unwrap();
+    std::fs::copy(
+        kernel("fill_and_copy.c"),
+        dir.path().join("fill_and_copy.c"),
+    )
+    .unwrap();
     epcache_cc_with(
         dir.path(),
         &[],
-        &["gcc", "-g", "-O2", "copies.c", "-o", "copies"],
+        &["gcc", "-g", "-O2", "fill_and_copy.c", "-o", "copies"],
     );
     let (_, report) = run_captured(dir.path(), &dir.path().join("copies"));
     let program = &report["regions"][0];
@@ -426,7 +430,7 @@ fn a_fill_and_a_copy_are_counted_for_the_lines_that_call_them() {
             row["events"]["PAPI_L1_STM"].as_u64().unwrap(),
         ];
         let sum = match row["file"].as_str() {
-            Some(f) if f.ends_with("copies.c") => {
+            Some(f) if f.ends_with("fill_and_copy.c") => {
                 lines.entry(row["line"].as_u64().unwrap()).or_default()
             }
             _ => &mut unknown,
