@@ -162,9 +162,14 @@ fn foreign_socket(path: &std::path::Path) -> Option<String> {
     let owner = std::fs::metadata(path).ok()?.uid();
     // This process's effective uid, as the kernel shows it.
     let me = std::fs::metadata("/proc/self").ok()?.uid();
+    let root = if me == 0 {
+        " (and root only when it was started with --allow-root)"
+    } else {
+        ""
+    };
     (owner != me).then(|| {
         format!(
-            "the socket belongs to uid {owner}, not to you (uid {me}), and a daemon serves its own user's programs only: start your own (`epcached`, or `epcache run` for one program)"
+            "the socket belongs to uid {owner}, not to you (uid {me}), and a daemon serves its own user's programs only{root}: start your own (`epcached`, or `epcache run` for one program)"
         )
     })
 }
@@ -245,10 +250,33 @@ impl Client {
                 .map(|t| value(format!("Bearer {}", t.trim()), "the token"))
                 .transpose()?,
         };
-        Ok(Client {
+        let mut client = Client {
             inner: MriClient::with_interceptor(channel, metadata),
             address: options.address,
-        })
+        };
+        // Another user's daemon serves only its own user (root only when it allows root), and
+        // closes the connection of anyone else at once: asked now, a refusal is said as such
+        // rather than as the first call's broken transport.
+        if let Some(advice) = unix_path.as_deref().and_then(foreign_socket)
+            && let Err(ClientError::Lost(status)) = client
+                .inner
+                .list_targets(v1::ListTargetsRequest {})
+                .await
+                .map_err(ClientError::from)
+                .map_err(|e| match e {
+                    ClientError::Rpc(s) if s.code() == tonic::Code::Cancelled => {
+                        ClientError::Lost(s)
+                    }
+                    other => other,
+                })
+        {
+            return Err(ClientError::Refused {
+                address: client.address,
+                why: status.message().to_owned(),
+                advice,
+            });
+        }
+        Ok(client)
     }
 
     /// The targets the daemon knows, by pid: running ones and those that ended recently.

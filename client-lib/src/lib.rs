@@ -106,6 +106,16 @@ pub enum ClientError {
         /// What to try: start a daemon, or, for a socket of another user's, your own.
         advice: String,
     },
+    /// A daemon of another user's closed the connection at once.
+    #[error("epcached at {address} closed the connection ({why}): {advice}")]
+    Refused {
+        /// The address.
+        address: String,
+        /// What the transport said.
+        why: String,
+        /// Whose socket it is, and what to do.
+        advice: String,
+    },
     /// The daemon refused or failed the call; the code says why (see the crate docs). The
     /// status is not the error's source: its message is the error's, said once.
     #[error("{}", .0.message())]
