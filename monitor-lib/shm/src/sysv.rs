@@ -64,7 +64,12 @@ pub enum SegmentError {
     },
     /// `IPC_STAT` failed, which means the id names no segment we can see.
     #[error(
-        "System V segment {id} cannot be inspected: {source}; it no longer exists (its target exited) or belongs to another IPC namespace"
+        "System V segment {id} cannot be inspected: {source}; {}",
+        if source.kind() == io::ErrorKind::PermissionDenied {
+            "it belongs to another user, whose segments epcache does not read"
+        } else {
+            "it no longer exists (its target exited) or belongs to another IPC namespace"
+        }
     )]
     Stat {
         /// The segment id.
@@ -534,6 +539,23 @@ impl Drop for Segment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_segment_refused_by_permission_is_said_to_be_another_users() {
+        let refused = SegmentError::Stat {
+            id: 7,
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        assert!(
+            refused.to_string().contains("belongs to another user"),
+            "{refused}"
+        );
+        let gone = SegmentError::Stat {
+            id: 7,
+            source: io::Error::from(io::ErrorKind::InvalidInput),
+        };
+        assert!(gone.to_string().contains("no longer exists"), "{gone}");
+    }
 
     #[test]
     fn views_check_bounds_alignment_and_writability() {
