@@ -71,16 +71,8 @@ pub fn growing_calls(line: &str) -> Vec<String> {
             rest.strip_prefix(m)
                 .is_some_and(|after| after.trim_start().starts_with('('))
         });
-        let name: String = code[..at]
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        if grows && !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
-            calls.push((at, name));
+        if let Some(name) = grows.then(|| identifier_ending(&code[..at])).flatten() {
+            calls.push((at, name.to_owned()));
         }
     }
     calls.sort();
@@ -184,19 +176,7 @@ fn c_assignments(line: &str) -> Option<Vec<String>> {
         if !(right.contains('(') || right.starts_with("new ")) {
             continue;
         }
-        let name: String = left
-            .trim_end()
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            return None;
-        }
-        objects.push(name);
+        objects.push(identifier_ending(left.trim_end())?.to_owned());
     }
     Some(objects)
 }
@@ -280,6 +260,15 @@ fn balanced_any(text: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// The C identifier `text` ends with (`x` of `p->x`), when it ends with one.
+fn identifier_ending(text: &str) -> Option<&str> {
+    let start = text
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    let name = &text[start..];
+    (!name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit())).then_some(name)
 }
 
 /// The byte index of the first `=` of `text` that is no part of `==`, `<=`, `>=`, `!=`, and

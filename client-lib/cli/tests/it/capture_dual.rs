@@ -273,6 +273,36 @@ fn cpp_exceptions_templates_and_virtual_calls_behave_like_plain() {
     );
 }
 
+/// Builds C++ kernel `source` with `epcache cc -- g++ -O2` merged (checking it was) and
+/// instrumented only, runs the merged one idle (it prints `idle_output`) and both with a
+/// report; returns the two reports.
+fn merged_and_alone(
+    dir: &Path,
+    source: &str,
+    idle_output: &str,
+) -> (serde_json::Value, serde_json::Value) {
+    let source = kernel(source);
+    let source = source.to_str().unwrap();
+    let built = epcache_cc_with(
+        dir,
+        &[("EPCACHE_CC_VERBOSE", "1")],
+        &["g++", "-O2", source, "-o", "dual"],
+    );
+    let notes = String::from_utf8_lossy(&built.stderr);
+    assert!(notes.contains("choose their copy at entry"), "{notes}");
+    assert!(!notes.contains("instrumented only"), "{notes}");
+    epcache_cc_with(
+        dir,
+        &[("EPCACHE_CC_DUAL", "off")],
+        &["g++", "-O2", source, "-o", "instrumented"],
+    );
+    let dual = dir.join("dual");
+    assert_eq!(run(&dual, &[]).trim(), idle_output, "idle");
+    let (_, merged) = run_with_report(dir, &dual, CACHE);
+    let (_, alone) = run_with_report(dir, &dir.join("instrumented"), CACHE);
+    (merged, alone)
+}
+
 /// C++ whose plain compilation has no exception tables is merged too (it was declined over
 /// the personality word only the instrumented copy has, and ran instrumented even when idle),
 /// and counts what its instrumented-only build counts.
@@ -283,25 +313,7 @@ fn cpp_without_exception_handling_is_merged() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("dual_no_exceptions.cpp");
-    let source = source.to_str().unwrap();
-    let built = epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_VERBOSE", "1")],
-        &["g++", "-O2", source, "-o", "dual"],
-    );
-    let notes = String::from_utf8_lossy(&built.stderr);
-    assert!(notes.contains("choose their copy at entry"), "{notes}");
-    assert!(!notes.contains("instrumented only"), "{notes}");
-    epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_DUAL", "off")],
-        &["g++", "-O2", source, "-o", "instrumented"],
-    );
-    let dual = dir.path().join("dual");
-    assert_eq!(run(&dual, &[]).trim(), "7960000", "idle");
-    let (_, merged) = run_with_report(dir.path(), &dual, CACHE);
-    let (_, alone) = run_with_report(dir.path(), &dir.path().join("instrumented"), CACHE);
+    let (merged, alone) = merged_and_alone(dir.path(), "dual_no_exceptions.cpp", "7960000");
     assert_eq!(
         without_addresses(&merged["regions"]),
         without_addresses(&alone["regions"])
@@ -321,25 +333,7 @@ fn cpp_with_an_alias_only_the_instrumented_copy_has_is_merged() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = kernel("lambdas.cpp");
-    let source = source.to_str().unwrap();
-    let built = epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_VERBOSE", "1")],
-        &["g++", "-O2", source, "-o", "dual"],
-    );
-    let notes = String::from_utf8_lossy(&built.stderr);
-    assert!(notes.contains("choose their copy at entry"), "{notes}");
-    assert!(!notes.contains("instrumented only"), "{notes}");
-    epcache_cc_with(
-        dir.path(),
-        &[("EPCACHE_CC_DUAL", "off")],
-        &["g++", "-O2", source, "-o", "instrumented"],
-    );
-    let dual = dir.path().join("dual");
-    assert_eq!(run(&dual, &[]).trim(), "65536.0", "idle");
-    let (_, merged) = run_with_report(dir.path(), &dual, CACHE);
-    let (_, alone) = run_with_report(dir.path(), &dir.path().join("instrumented"), CACHE);
+    let (merged, alone) = merged_and_alone(dir.path(), "lambdas.cpp", "65536.0");
     // The two builds meet the vector's constructor and destructor in another order, and the
     // vectors themselves (three pointers each) lie on main's stack, whose frame differs.
     let (merged, alone) = (
