@@ -160,8 +160,7 @@ const START_ONE: &str = "is it running (`epcached`, or `epcache run` for one pro
 fn foreign_socket(path: &std::path::Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let owner = std::fs::metadata(path).ok()?.uid();
-    // This process's effective uid, as the kernel shows it.
-    let me = std::fs::metadata("/proc/self").ok()?.uid();
+    let me = epcache_shm::current_uid();
     let root = if me == 0 {
         " (and root only when it was started with --allow-root)"
     } else {
@@ -258,17 +257,13 @@ impl Client {
         // closes the connection of anyone else at once: asked now, a refusal is said as such
         // rather than as the first call's broken transport.
         if let Some(advice) = unix_path.as_deref().and_then(foreign_socket)
-            && let Err(ClientError::Lost(status)) = client
+            && let Err(status) = client
                 .inner
                 .list_targets(v1::ListTargetsRequest {})
                 .await
-                .map_err(ClientError::from)
-                .map_err(|e| match e {
-                    ClientError::Rpc(s) if s.code() == tonic::Code::Cancelled => {
-                        ClientError::Lost(s)
-                    }
-                    other => other,
-                })
+            // A closed connection, not a daemon's own refusal (those carry its words).
+            && (status.code() == tonic::Code::Cancelled
+                || matches!(ClientError::from(status.clone()), ClientError::Lost(_)))
         {
             return Err(ClientError::Refused {
                 address: client.address,

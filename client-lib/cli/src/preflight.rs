@@ -292,7 +292,9 @@ pub(crate) fn container_globals(program: &OsStr, requests: &[epcache_client::Req
     if names.is_empty() {
         return;
     }
-    let Some(info) = locate(program).and_then(|p| epcache_symbols::DebugInfo::load(&p).ok()) else {
+    let Some(info) =
+        locate(program).and_then(|p| epcache_symbols::DebugInfo::load_program(&p).ok())
+    else {
         return;
     };
     for name in names {

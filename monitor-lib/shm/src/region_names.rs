@@ -104,13 +104,21 @@ fn fortran_outlined(region: &str, asked: &str) -> bool {
     else {
         return false;
     };
-    let local = procedure
-        .rsplit_once('.')
-        .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        .map(|(name, _)| name);
-    let procedure = procedure.strip_suffix('_').or(local);
     body == asked_body
-        && procedure.is_some_and(|p| is_form_of(p, asked_procedure, <[u8]>::eq_ignore_ascii_case))
+        && gfortran_procedure(procedure)
+            .is_some_and(|p| is_form_of(p, asked_procedure, <[u8]>::eq_ignore_ascii_case))
+}
+
+/// The procedure a gfortran symbol that names an OpenMP body's parent stands for, when it is
+/// not the procedure's own name: an external procedure's linkage name (`packed_` for `packed`),
+/// a contained one's local symbol (`relax.0` for `relax`).
+pub fn gfortran_procedure(symbol: &str) -> Option<&str> {
+    symbol.strip_suffix('_').or_else(|| {
+        symbol
+            .rsplit_once('.')
+            .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(name, _)| name)
+    })
 }
 
 /// The parameters of a list, split at commas outside brackets.

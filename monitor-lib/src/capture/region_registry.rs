@@ -251,13 +251,7 @@ pub(super) fn parallel_parent(id: u32) -> Option<RegionRef> {
         // gfortran names the body of an external procedure (one outside any module) by the
         // procedure's linkage name, `packed_._omp_fn.0`, and that of a contained one by its
         // local symbol, `relax.0._omp_fn.0`, while their regions are `packed` and `relax`.
-        let contained = || {
-            let (procedure, n) = name.rsplit_once('.')?;
-            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(procedure)
-        };
-        let i = function(name)
-            .or_else(|| function(name.strip_suffix('_')?))
-            .or_else(|| function(contained()?))?;
+        let i = function(name).or_else(|| function(region_names::gfortran_procedure(name)?))?;
         reg.by_key
             .get(&(file_id(&reg.regions[i].file), reg.regions[i].line))
             .copied()
