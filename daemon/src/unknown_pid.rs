@@ -38,6 +38,14 @@ pub(crate) fn why_not_a_target(pid: u32, runtime_dir: &Path, announced: bool) ->
         );
     }
     let environ = std::fs::read(proc_dir.join("environ")).unwrap_or_default();
+    if environ.is_empty() {
+        // A process between fork and the end of exec shows no environment yet: where it would
+        // announce itself cannot be told, and a default guessed from nothing would mislead.
+        return format!(
+            "process {pid}{name} runs but announced no target in {}: it may still be starting; if not, build it with `epcache cc` (Rust: link epcache-monitor) and check its EPCACHE_RUNTIME_DIR",
+            runtime_dir.display()
+        );
+    }
     let var = |name: &str| environment_variable(&environ, name);
     if var("EPCACHE_MCC").is_some_and(|v| {
         matches!(
@@ -105,14 +113,36 @@ mod tests {
         assert!(why.starts_with("no process with pid"), "{why}");
     }
 
+    /// `sleep 30` with `EPCACHE_RUNTIME_DIR=dir`, returned once its exec has finished: until
+    /// then /proc shows the parent's environment or none.
+    fn sleeper_announcing_in(dir: &Path) -> std::process::Child {
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("EPCACHE_RUNTIME_DIR", dir)
+            .spawn()
+            .unwrap();
+        let environ = Path::new("/proc")
+            .join(child.id().to_string())
+            .join("environ");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read(&environ)
+            .ok()
+            .and_then(|block| environment_variable(&block, "EPCACHE_RUNTIME_DIR"))
+            .is_none_or(|seen| seen != dir.as_os_str())
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sleep never finished its exec"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child
+    }
+
     #[test]
     fn a_running_process_outside_the_daemons_directory_is_told_where_to_announce() {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .env("EPCACHE_RUNTIME_DIR", dir.path().join("elsewhere"))
-            .spawn()
-            .unwrap();
+        let mut child = sleeper_announcing_in(&dir.path().join("elsewhere"));
         let why = why_not_a_target(child.id(), dir.path(), false);
         let _ = child.kill();
         let _ = child.wait();
@@ -126,11 +156,7 @@ mod tests {
     #[test]
     fn a_running_process_without_the_runtime_is_told_to_be_built_with_it() {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .env("EPCACHE_RUNTIME_DIR", dir.path())
-            .spawn()
-            .unwrap();
+        let mut child = sleeper_announcing_in(dir.path());
         let why = why_not_a_target(child.id(), dir.path(), false);
         let _ = child.kill();
         let _ = child.wait();
