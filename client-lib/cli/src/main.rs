@@ -50,6 +50,7 @@ mod request;
 mod results;
 mod resume;
 mod run;
+mod run_dir;
 mod run_trace;
 mod step;
 mod targets;

@@ -27,6 +27,7 @@ use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
 use crate::request::{AnalysisArg, SiteBlockArg, aggregation, fewer_buckets_note};
+use crate::run_dir;
 use crate::run_trace;
 
 /// How long the program waits at start for its requests (EPCACHE_WAIT).
@@ -543,10 +544,7 @@ fn report_output(
 /// Runs the program under an embedded (or the given) daemon; `cache` is the spec it simulates,
 /// as [`preflight::cache`] resolved it.
 async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyhow::Result<i32> {
-    let runtime_dir = tempfile::Builder::new()
-        .prefix("epcache-run-")
-        .tempdir()
-        .context("creating a runtime directory")?;
+    let runtime_dir = run_dir::create()?;
     let report = runtime_dir.path().join("report.json");
     let embedded = match &args.daemon {
         Some(_) => None,

@@ -552,12 +552,22 @@ fn running(pid: u32) -> bool {
 
 /// `epcache run` killed by SIGKILL (a batch system's limit, a closed session) takes its program
 /// with it, both running its standalone report and waiting at start for its requests: the
-/// program gets SIGTERM from the kernel.
+/// program gets SIGTERM from the kernel. The next `epcache run` removes the directories the
+/// killed runs left in the temporary directory.
 #[test]
 fn a_program_does_not_outlive_its_killed_epcache_run() {
     let dir = tempfile::tempdir().unwrap();
     let Some(program) = build(dir.path()) else {
         return;
+    };
+    let temporary = dir.path().join("tmp");
+    std::fs::create_dir(&temporary).unwrap();
+    let runs_left = || {
+        std::fs::read_dir(&temporary)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("epcache-run-"))
+            .count()
     };
     let ways: [&[&str]; 2] = [
         &["--all-regions"],
@@ -577,6 +587,7 @@ fn a_program_does_not_outlive_its_killed_epcache_run() {
             .arg("--")
             .arg(&program)
             .current_dir(dir.path())
+            .env("TMPDIR", &temporary)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -605,6 +616,19 @@ fn a_program_does_not_outlive_its_killed_epcache_run() {
             "{way:?}: the program ran on after epcache run was killed"
         );
     }
+    // The second run swept the first's directory; its own is left.
+    assert_eq!(runs_left(), 1, "a killed run leaves its directory");
+    let next = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--all-regions", "--", "true"])
+        .env("TMPDIR", &temporary)
+        .output()
+        .unwrap();
+    assert_eq!(
+        runs_left(),
+        0,
+        "the next run sweeps them: {}",
+        String::from_utf8_lossy(&next.stderr)
+    );
 }
 
 /// A signal that reaches a thread an OpenMP team waits for at its barrier: the master, which
