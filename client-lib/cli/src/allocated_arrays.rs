@@ -101,6 +101,14 @@ pub(crate) fn allocated_on(info: &DebugInfo, file: &str, line: u32) -> Option<Ve
     Some(named_allocations(&statement, is_fortran_source(file)))
 }
 
+/// The one array line `line` of `file` allocates by name (`x` for `allocate(x(n))`,
+/// `double *x = malloc(..)`, `std::vector<double> x(n)`); `None` for none, several, or a source
+/// that cannot be read.
+pub(crate) fn sole_array_on(info: &DebugInfo, file: &str, line: u32) -> Option<String> {
+    let mut arrays = allocated_on(info, file, line)?;
+    (arrays.len() == 1).then(|| arrays.remove(0))
+}
+
 /// The C++ containers line `line` of `file` grows through member calls, when there are
 /// several (`col.push_back(..); val.push_back(..);`): the runtime cannot tell their blocks
 /// apart, and a request naming one of them counts the line's latest block, whichever it is.

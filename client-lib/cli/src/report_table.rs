@@ -102,10 +102,54 @@ impl ThreadRow {
 #[derive(Debug, Deserialize)]
 struct Structure {
     name: String,
+    /// `alloc_site` for heap blocks named by their allocation line.
+    #[serde(default)]
+    kind: String,
     events: BTreeMap<String, u64>,
     /// An allocation line whose blocks of two allocation calls were live at once.
     #[serde(default)]
     several_arrays: bool,
+}
+
+impl Structure {
+    /// The line (`ra.f90:5`) naming this structure's blocks, when it is a heap allocation line
+    /// that one array's name does not already qualify.
+    fn allocation_line(&self) -> Option<(&str, u32)> {
+        if self.kind != "alloc_site" || self.several_arrays || self.name.contains('@') {
+            return None;
+        }
+        let (file, line) = self.name.rsplit_once(':')?;
+        Some((file, line.parse().ok()?))
+    }
+}
+
+impl Report {
+    /// The heap allocation lines the table would show bare (`ra.f90:5`), each once.
+    pub(crate) fn allocation_lines(&self) -> Vec<(String, u32)> {
+        let mut lines: Vec<(String, u32)> = self
+            .regions
+            .iter()
+            .flat_map(|r| &r.data_structures)
+            .filter_map(|d| d.allocation_line())
+            .map(|(file, line)| (file.to_owned(), line))
+            .collect();
+        lines.sort_unstable();
+        lines.dedup();
+        lines
+    }
+
+    /// Shows each allocation line that `array_of` knows the one array of as that array,
+    /// `x@ra.f90:5`, the name a request may use for it.
+    pub(crate) fn name_allocation_lines(&mut self, array_of: &BTreeMap<(String, u32), String>) {
+        for data in self.regions.iter_mut().flat_map(|r| &mut r.data_structures) {
+            let Some((file, line)) = data.allocation_line() else {
+                continue;
+            };
+            if let Some(array) = array_of.get(&(file.to_owned(), line)) {
+                data.name = format!("{array}@{}", data.name);
+            }
+        }
+    }
 }
 
 /// How the table orders regions, and the data structures within each.
@@ -362,6 +406,37 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allocation_lines_take_their_arrays_name_and_others_keep_theirs() {
+        let events = serde_json::json!({"PAPI_L1_DCR": 1});
+        let mut report: Report = serde_json::from_value(serde_json::json!({
+            "levels": [{"name": "L1"}],
+            "regions": [{"name": "program", "instances": 1, "events": events, "data_structures": [
+                {"name": "ra.f90:5", "kind": "alloc_site", "events": events},
+                {"name": "ra.f90:7", "kind": "alloc_site", "events": events},
+                {"name": "t@heat.f90:6", "kind": "alloc_site", "events": events},
+                {"name": "k.c:9", "kind": "alloc_site", "several_arrays": true, "events": events},
+                {"name": "grid", "kind": "global", "events": events}
+            ]}]
+        }))
+        .unwrap();
+        assert_eq!(
+            report.allocation_lines(),
+            [("ra.f90".to_owned(), 5), ("ra.f90".to_owned(), 7)]
+        );
+        let arrays = BTreeMap::from([(("ra.f90".to_owned(), 5), "x".to_owned())]);
+        report.name_allocation_lines(&arrays);
+        let names: Vec<&str> = report.regions[0]
+            .data_structures
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["x@ra.f90:5", "ra.f90:7", "t@heat.f90:6", "k.c:9", "grid"]
+        );
+    }
 
     fn report(levels: &[&str]) -> Report {
         let events = |l1: u64, l2: u64| serde_json::json!({"PAPI_L1_DCR": 12, "PAPI_L1_DCW": 12, "PAPI_L1_DCM": l1, "PAPI_L2_DCM": l2, "PAPI_L3_DCM": l2 + 1});

@@ -499,6 +499,30 @@ impl RunOutput {
     }
 }
 
+/// Names the table's heap allocation lines by the one array each allocates in the program's
+/// source (`x@ra.f90:5` for `allocate(x(n))` there), so the table says which array it is and
+/// gives the name a request takes. The sources are read only when the report has such lines;
+/// a program or source that cannot be read leaves the lines as they are.
+fn name_allocation_lines(report: &mut report_table::Report, program: &OsStr) {
+    let lines = report.allocation_lines();
+    if lines.is_empty() {
+        return;
+    }
+    let Some(info) =
+        preflight::locate(program).and_then(|p| epcache_symbols::DebugInfo::load_program(&p).ok())
+    else {
+        return;
+    };
+    let arrays = lines
+        .into_iter()
+        .filter_map(|(file, line)| {
+            let array = allocated_arrays::sole_array_on(&info, &file, line)?;
+            Some(((file, line), array))
+        })
+        .collect();
+    report.name_allocation_lines(&arrays);
+}
+
 /// The report of an `--all-regions` run as it is to be written: its lines in a `--format`, its
 /// JSON as the runtime wrote it (`text`), or its table.
 fn report_output(
@@ -750,7 +774,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                 return Ok(NOT_MONITORED);
             }
         };
-        let parsed: report_table::Report = match serde_json::from_str(&text) {
+        let mut parsed: report_table::Report = match serde_json::from_str(&text) {
             Ok(parsed) => parsed,
             Err(e) => {
                 // The results stand without the report.
@@ -763,6 +787,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
             eprintln!("epcache: the run was not monitored: {error}");
             return Ok(NOT_MONITORED);
         }
+        name_allocation_lines(&mut parsed, program);
         match report_output(args, program, &text, &parsed) {
             Ok(report) => output.report = Some(report),
             Err(e) => {

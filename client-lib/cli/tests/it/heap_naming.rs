@@ -291,6 +291,17 @@ fn fortran_allocate_is_named_by_its_source_line() {
             ("heap_allocate.f90:22", Some(8 * N)),
         ],
     );
+    // The table names each line by the array its statement allocates, as a request takes it.
+    let table = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE, "--all-regions", "--"])
+        .arg(dir.path().join("heap_allocate"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    for array in ["x@heap_allocate.f90:21", "y@heap_allocate.f90:22"] {
+        assert!(table.contains(array), "{array} in\n{table}");
+    }
 }
 
 /// A site that allocates and frees over and over is one data structure: its blocks take over
