@@ -47,7 +47,7 @@ pub(crate) fn note(exe: &Path, array: &str, refusal: &str) -> Option<String> {
     files.dedup();
     let mut sites = Vec::new();
     for file in files {
-        sites.extend(allocations_in(file, array));
+        sites.extend(allocations_in(file, array, &info.allocation_wrappers));
     }
     if sites.is_empty() {
         return None;
@@ -98,7 +98,11 @@ pub(crate) fn allocated_instead(
 /// when the source cannot be read.
 pub(crate) fn allocated_on(info: &DebugInfo, file: &str, line: u32) -> Option<Vec<String>> {
     let statement = source_line(info, file, line)?;
-    Some(named_allocations(&statement, is_fortran_source(file)))
+    Some(named_allocations(
+        &statement,
+        is_fortran_source(file),
+        &info.allocation_wrappers,
+    ))
 }
 
 /// The one array line `line` of `file` allocates by name (`x` for `allocate(x(n))`,
@@ -151,7 +155,7 @@ pub(crate) fn same_name(fortran: bool, object: &str, array: &str) -> bool {
 }
 
 /// The lines of source `file` that allocate an array named `array`, as `array@base:line`.
-fn allocations_in(file: &str, array: &str) -> Vec<String> {
+fn allocations_in(file: &str, array: &str, wrappers: &[String]) -> Vec<String> {
     let fortran = is_fortran_source(file);
     let Some(text) = source_text(file) else {
         return Vec::new();
@@ -160,7 +164,7 @@ fn allocations_in(file: &str, array: &str) -> Vec<String> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| {
-            named_allocations(line, fortran)
+            named_allocations(line, fortran, wrappers)
                 .iter()
                 .any(|o| same_name(fortran, o, array))
         })
@@ -190,10 +194,10 @@ mod tests {
         )
         .unwrap();
         let heat = heat.to_str().unwrap();
-        assert_eq!(allocations_in(heat, "t"), ["t@heat3.f90:3"]);
-        assert_eq!(allocations_in(heat, "u"), ["u@heat3.f90:4"]);
-        assert_eq!(allocations_in(heat, "T"), ["t@heat3.f90:3"]);
-        assert!(allocations_in(heat, "x").is_empty());
+        assert_eq!(allocations_in(heat, "t", &[]), ["t@heat3.f90:3"]);
+        assert_eq!(allocations_in(heat, "u", &[]), ["u@heat3.f90:4"]);
+        assert_eq!(allocations_in(heat, "T", &[]), ["t@heat3.f90:3"]);
+        assert!(allocations_in(heat, "x", &[]).is_empty());
         let main = dir.path().join("main.c");
         std::fs::write(
             &main,
@@ -201,10 +205,10 @@ mod tests {
         )
         .unwrap();
         let main = main.to_str().unwrap();
-        assert_eq!(allocations_in(main, "a"), ["a@main.c:2"]);
-        assert!(allocations_in(main, "s").is_empty());
+        assert_eq!(allocations_in(main, "a", &[]), ["a@main.c:2"]);
+        assert!(allocations_in(main, "s", &[]).is_empty());
         assert!(
-            allocations_in(main, "A").is_empty(),
+            allocations_in(main, "A", &[]).is_empty(),
             "C names keep their case"
         );
     }

@@ -30,15 +30,16 @@ pub fn allocated_objects(line: &str, fortran: bool) -> Vec<String> {
 /// The arrays `line` allocates, one or several, for naming an array to a user who asked for it
 /// by name: a Fortran `ALLOCATE` statement's objects when `fortran`, else the variables a C or
 /// C++ line assigns the result of a standard allocator (`malloc`, `calloc`, `realloc`,
-/// `aligned_alloc`, `memalign`, `valloc`) or of `new` to. Unlike [`allocated_objects`], a line
-/// of one array counts, so a C line must call an allocator by name (any call's result assigned
-/// is no allocation to say).
-pub fn named_allocations(line: &str, fortran: bool) -> Vec<String> {
+/// `aligned_alloc`, `memalign`, `valloc`), of one of the program's allocation `wrappers`
+/// (`xmalloc`, as [`crate::DebugInfo::allocation_wrappers`] finds them) or of `new` to. Unlike
+/// [`allocated_objects`], a line of one array counts, so a C line must call an allocator by
+/// name (any call's result assigned is no allocation to say).
+pub fn named_allocations(line: &str, fortran: bool, wrappers: &[String]) -> Vec<String> {
     let found = if fortran {
         fortran_allocate(line)
     } else if let Some(containers) = cpp_containers(line) {
         Some(containers)
-    } else if calls_an_allocator(line) {
+    } else if calls_an_allocator(line, wrappers) {
         c_assignments(line)
     } else {
         Some(growing_calls(line))
@@ -86,7 +87,7 @@ pub fn growing_calls(line: &str) -> Vec<String> {
 }
 
 /// Whether a C or C++ line calls a standard allocator by name, or `new`.
-fn calls_an_allocator(line: &str) -> bool {
+fn calls_an_allocator(line: &str, wrappers: &[String]) -> bool {
     const ALLOCATORS: [&str; 6] = [
         "malloc",
         "calloc",
@@ -104,6 +105,9 @@ fn calls_an_allocator(line: &str) -> bool {
     };
     ALLOCATORS
         .iter()
+        .copied()
+        // A C++ wrapper is called by its last name (`make_grid`, of `util::make_grid`).
+        .chain(wrappers.iter().filter_map(|w| w.rsplit("::").next()))
         .any(|name| code.match_indices(name).any(|(at, _)| word_at(at, name)))
         || code
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -395,11 +399,18 @@ mod tests {
 
     #[test]
     fn named_allocations_take_one_array_too_and_in_c_only_an_allocators() {
-        let fortran = |line: &str| named_allocations(line, true);
+        let fortran = |line: &str| named_allocations(line, true, &[]);
         assert_eq!(fortran("  allocate(t(n,n,n))"), ["t"]);
         assert_eq!(fortran("allocate(t(n), tnew(n))"), ["t", "tnew"]);
         assert!(fortran("deallocate(t)").is_empty());
-        let c = |line: &str| named_allocations(line, false);
+        let through = |line: &str| {
+            named_allocations(line, false, &["xmalloc".into(), "util::make_grid".into()])
+        };
+        assert_eq!(through("  double *a = xmalloc(n * sizeof *a);"), ["a"]);
+        assert_eq!(through("g = make_grid (n);"), ["g"]);
+        assert!(through("double *a = my_xmalloc(n);").is_empty());
+        assert!(named_allocations("double *a = xmalloc(n);", false, &[]).is_empty());
+        let c = |line: &str| named_allocations(line, false, &[]);
         assert_eq!(c("  double *a = malloc(n * sizeof(double));"), ["a"]);
         assert_eq!(c("a = (double *)aligned_alloc(64, n);"), ["a"]);
         assert_eq!(c("double *v = new double[n];"), ["v"]);
@@ -443,7 +454,7 @@ mod tests {
         assert_eq!(objects("vector<float> x(n), y, z(f(n, 2));"), ["x", "z"]);
         assert!(objects("std::vector<double> a(n);").is_empty());
         assert!(objects("my_vector<double> a(n), b(n);").is_empty());
-        let named = |line: &str| named_allocations(line, false);
+        let named = |line: &str| named_allocations(line, false, &[]);
         assert_eq!(named("  std::valarray<double> w(n);"), ["w"]);
         assert_eq!(named("std::vector<double> a(n * n), b(n * n);"), ["a", "b"]);
         assert!(named("std::vector<double> empty;").is_empty());

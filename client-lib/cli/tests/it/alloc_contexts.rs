@@ -123,6 +123,52 @@ fn arrays_from_one_wrapper_are_named_by_the_lines_that_ask_for_them() {
     }
 }
 
+/// The arrays' variables are found through the wrapper too: `epcache run`'s table shows each
+/// line as its array (`a@alloc_wrappers.c:32`), and a request for `a` alone is told that name.
+#[test]
+fn arrays_through_a_wrapper_are_named_by_their_variables() {
+    for flags in [&["-O2"][..], &["-O2", "-DTWO_LEVEL", "-DWRAPPER_ATTR="]] {
+        let dir = tempfile::tempdir().unwrap();
+        if !build(dir.path(), flags) {
+            return;
+        }
+        let epcache = |args: &[&str]| {
+            let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+                .args(["run", "--cache", CACHE])
+                .args(args)
+                .arg("--")
+                .arg(dir.path().join("program"))
+                .current_dir(dir.path())
+                .env_remove("EPCACHE_ALLOC_WRAPPERS")
+                .output()
+                .unwrap();
+            (
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let (table, _) = epcache(&["--all-regions"]);
+        for (array, line) in ["a", "b", "c"].iter().zip(ASKING) {
+            assert!(
+                table.contains(&format!("{array}@{line}")),
+                "{flags:?}: {array}@{line} in\n{table}"
+            );
+        }
+        let (_, said) = epcache(&[
+            "--region",
+            "sweep",
+            "--array",
+            "a",
+            "--event",
+            "PAPI_L1_DCR",
+        ]);
+        assert!(
+            said.contains("ask for `a@alloc_wrappers.c:32`"),
+            "{flags:?}: {said}"
+        );
+    }
+}
+
 /// A wrapper the rule misses (two allocator calls) names both arrays by its own line: the run
 /// says so once, with the variable that names each by its caller's line, and with that
 /// variable the two arrays are apart, each with its own reads and writes.
