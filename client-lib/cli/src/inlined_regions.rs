@@ -42,11 +42,7 @@ pub(crate) fn note(exe: &Path, region: &str) -> Option<String> {
          own to count between: ask for `{first}` instead (the report's per-line misses still \
          show `{region}`'s lines, and `epcache annotate --format functions` its own misses), \
          {otherwise}",
-        callers
-            .iter()
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::output::quoted(&callers, ", ")
     ))
 }
 
@@ -101,19 +97,11 @@ pub(crate) fn also_inlined(info: &epcache_symbols::DebugInfo, region: &str) -> O
     } else {
         format!(
             " or its parallel loops' {}",
-            loops
-                .iter()
-                .map(|l| format!("`{l}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::output::quoted(&loops, ", ")
         )
     };
     Some(format!(
         "`{region}` was inlined into {}: the calls there run as part of them and are no instances of `{region}` (only calls of its own copy are), so the request may count less than every call, or nothing; ask for one of them{loops}, or build with `-fno-inline`",
-        callers
-            .iter()
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::output::quoted(&callers, ", ")
     ))
 }

@@ -14,6 +14,19 @@ pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Names as a message quotes them, each in backquotes, joined by `separator`:
+/// `` `a`, `b` `` or `` `a` and `b` ``.
+pub(crate) fn quoted<T: std::fmt::Display>(
+    names: impl IntoIterator<Item = T>,
+    separator: &str,
+) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
 /// `word` as one shell word: as it is when it holds only characters no shell treats specially,
 /// else in single quotes (a cache spec's `;` would end the command).
 pub(crate) fn shell_word(word: &str) -> String {

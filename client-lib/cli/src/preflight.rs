@@ -336,11 +336,7 @@ fn other_arrays_allocated(info: &epcache_symbols::DebugInfo, array: &str, file: 
         };
         eprintln!(
             "epcache: warning: {base}:{line} grows {} through member calls, whose blocks epcache cannot tell apart: `{array}@{base}:{line}` counts the line's latest block, {which}; put each on a line of its own, or ask for `{base}:{line}` (all of them)",
-            grown
-                .iter()
-                .map(|g| format!("`{g}`"))
-                .collect::<Vec<_>>()
-                .join(" and ")
+            crate::output::quoted(grown, " and ")
         );
         return;
     }
@@ -354,11 +350,7 @@ fn other_arrays_allocated(info: &epcache_symbols::DebugInfo, array: &str, file: 
         .collect();
     eprintln!(
         "epcache: warning: {base}:{line} allocates {}, not `{array}`: the request would count that line's block under the name `{array}`; ask for {}",
-        allocated
-            .iter()
-            .map(|o| format!("`{o}`"))
-            .collect::<Vec<_>>()
-            .join(" and "),
+        crate::output::quoted(&allocated, " and "),
         asks.join(" or ")
     );
 }
