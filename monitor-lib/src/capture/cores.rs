@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
-use epcache_sim::cache::{AccessKind, CoherenceStats, CoreMap, MAX_LEVELS, Machine};
+use epcache_sim::cache::{AccessKind, CoreMap, MAX_LEVELS, Machine};
 
 use super::access_log::{AccessLog, LogWriter, Simulated};
 use super::settings::{CORES_ENV, process_cores, process_spec};
@@ -446,12 +446,12 @@ const PRIVATE_THREADS_WARNING: &str = "epcache: a second thread captures, and ea
 /// How long the report waits for an access in progress to let go of the machine.
 const REPORT_PATIENCE: Duration = Duration::from_secs(1);
 
-/// What the machine counted that the threads' own counts lack: coherence, and per data level
-/// the dirty lines written to the next level (a write-back happens in the machine, for the
-/// core whose access displaced the line, not in any thread's outcomes).
+/// What the machine counted that the threads' own counts lack: per data level the dirty lines
+/// written to the next level (a write-back happens in the machine, for the core whose access
+/// displaced the line, not in any thread's outcomes), and how the threads interleaved. Its
+/// coherence events are the threads' own outcomes, counted by them.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct MachineTotals {
-    pub(crate) coherence: CoherenceStats,
     pub(crate) writebacks: [u64; MAX_LEVELS],
     pub(crate) interleaving: Interleaving,
 }
@@ -476,17 +476,6 @@ pub(super) fn machine_totals() -> Option<MachineTotals> {
         interleaving: shared.interleaving,
         ..MachineTotals::default()
     };
-    let sum = &mut totals.coherence;
-    for core in 0..machine.cores() {
-        let c = machine.coherence_stats(core);
-        sum.invalidations += c.invalidations;
-        sum.downgrades += c.downgrades;
-        for level in 0..MAX_LEVELS {
-            sum.coherence_misses[level] += c.coherence_misses[level];
-            sum.false_sharing[level] += c.false_sharing[level];
-            sum.true_sharing[level] += c.true_sharing[level];
-        }
-    }
     for (level, writebacks) in totals
         .writebacks
         .iter_mut()

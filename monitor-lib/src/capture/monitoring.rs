@@ -230,7 +230,7 @@ impl Monitoring {
     /// and its entry snapshot starts again from zero, so its exit adds only the rest.
     pub(crate) fn hand_over_counts(
         &mut self,
-        hand_over: impl FnOnce(&HashMap<u32, RegionCounts>, &[Counts], &LineTable),
+        hand_over: impl FnOnce(&HashMap<u32, RegionCounts>, &[Counts], &LineTable, &Counts),
     ) {
         for snapshot in self.stack.iter_mut().filter(|s| !s.nested) {
             let acc = self.regions.entry(snapshot.region).or_default();
@@ -238,7 +238,7 @@ impl Monitoring {
             snapshot.levels = [0; COUNTS];
             snapshot.structures.clear();
         }
-        hand_over(&self.regions, &self.structures, &self.lines);
+        hand_over(&self.regions, &self.structures, &self.lines, &self.totals);
         self.lines.clear_counts();
         self.totals = [0; COUNTS];
         self.regions.clear();

@@ -417,12 +417,11 @@ impl CaptureReport {
         let coherence = cores.is_some();
         let interleaving = machine_totals.as_ref().map(|m| m.interleaving);
         let mut rows = line_rows(&standalone.lines, structures, depth, coherence);
-        if let Some(totals) = machine_totals.map(|m| m.coherence) {
-            add_coherence_events(&mut events, depth, |level, event| match event {
-                0 => totals.coherence_misses[level],
-                1 => totals.false_sharing[level],
-                2 => totals.true_sharing[level],
-                _ => totals.invalidations,
+        if coherence {
+            // The threads' own, as the level totals are: a thread that never handed its counts
+            // on is in neither.
+            add_coherence_events(&mut events, depth, |level, event| {
+                standalone.whole[COHERENCE_COUNTS + 4 * level + event]
             });
         }
         let mut report_regions = vec![ReportRegion {
@@ -611,6 +610,7 @@ mod tests {
                 structures: Vec::new(),
                 lines: super::super::line_table::LineTotals::empty(),
                 threads: Vec::new(),
+                whole: [0; super::super::monitoring::COUNTS],
             },
             &[],
             &[],

@@ -522,8 +522,8 @@ impl ThreadCapture {
         core.simulator.reset_level_stats();
         core.counting.repeat_hits = [0; 2];
         core.monitoring
-            .hand_over_counts(|regions, structures, lines| {
-                totals::merge_standalone(regions, structures, lines, who)
+            .hand_over_counts(|regions, structures, lines, whole| {
+                totals::merge_standalone(regions, structures, lines, whole, who)
             });
         self.published = true;
         self.let_go();
@@ -579,6 +579,7 @@ impl Drop for ThreadCapture {
                 &core.monitoring.regions,
                 &core.monitoring.structures,
                 &core.monitoring.lines,
+                &core.monitoring.totals,
                 who,
             );
         } else {

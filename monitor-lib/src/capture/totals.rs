@@ -13,7 +13,7 @@ use epcache_sim::cache::LevelStats;
 use epcache_sim::simulator::Simulator;
 
 use super::line_table::{LineTable, LineTotals};
-use super::monitoring::{Counts, RegionCounts, merge_structures};
+use super::monitoring::{COUNTS, Counts, RegionCounts, merge_structures};
 
 /// Cache-level totals of the threads merged so far.
 static TOTALS: Mutex<CaptureTotals> = Mutex::new(CaptureTotals::empty());
@@ -93,6 +93,10 @@ pub(crate) struct StandaloneTotals {
     pub(crate) lines: LineTotals,
     /// Per thread, in the order threads first handed counts on.
     pub(crate) threads: Vec<ThreadRegions>,
+    /// Everything the threads counted, in or out of regions: the whole run's coherence events
+    /// of the threads that handed their counts on (a machine's own totals would also hold
+    /// those of threads that never did, which the level totals leave out).
+    pub(crate) whole: Counts,
 }
 
 /// Who a thread is, for its rows in the report.
@@ -121,6 +125,7 @@ impl StandaloneTotals {
             structures: Vec::new(),
             lines: LineTotals::empty(),
             threads: Vec::new(),
+            whole: [0; COUNTS],
         }
     }
 
@@ -129,9 +134,13 @@ impl StandaloneTotals {
         regions: &HashMap<u32, RegionCounts>,
         structures: &[Counts],
         lines: &LineTable,
+        whole: &Counts,
         who: ThreadIdentity,
     ) {
         self.lines.merge(lines);
+        for (a, b) in self.whole.iter_mut().zip(whole) {
+            *a += b;
+        }
         for (&id, counts) in regions {
             match self.regions.iter_mut().find(|(r, _)| *r == id) {
                 Some((_, acc)) => acc.merge(counts),
@@ -176,17 +185,18 @@ pub(super) fn merge_into_totals(simulator: &Simulator, repeat_hits: [u64; 2], ne
 }
 
 /// Adds a thread's standalone counts per region and per data structure, its misses per code
-/// address, and its own rows.
+/// address, everything it counted (`whole`), and its own rows.
 pub(super) fn merge_standalone(
     regions: &HashMap<u32, RegionCounts>,
     structures: &[Counts],
     lines: &LineTable,
+    whole: &Counts,
     who: ThreadIdentity,
 ) {
     STANDALONE_TOTALS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .merge(regions, structures, lines, who);
+        .merge(regions, structures, lines, whole, who);
 }
 
 /// The totals of every thread merged so far (exited threads and flushed ones).

@@ -299,6 +299,47 @@ fn openmp_false_sharing_shows_on_packed_counters_and_not_on_padded_ones() {
     );
 }
 
+/// A thread that never hands its counts on (a detached server thread, still running at exit)
+/// leaves the whole run's coherence events as it leaves its accesses: the `program` row counts
+/// what the other threads counted, its coherence misses a part of its misses, each of them
+/// exactly what the two reported threads' own regions (`main`, `produce`) sum to.
+#[test]
+fn a_thread_that_never_reports_leaves_out_its_coherence_events_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "a_thread_that_never_reports_leaves_out_its_coherence_events_too";
+    let Some(program) = build(dir.path(), "detached_consumer.c", &["-pthread"], who) else {
+        return;
+    };
+    let (stdout, report) = run(dir.path(), &program, &[("EPCACHE_CORES", "2")]);
+    assert_eq!(stdout.trim(), "20000 199990000");
+    assert_eq!(report["threads_unreported"], 1, "{report:#}");
+    let whole = &region(&report, "program")["events"];
+    let reported = [
+        &region(&report, "main")["events"],
+        &region(&report, "produce")["events"],
+    ];
+    for name in [
+        "PAPI_L1_DCM",
+        "EPC_L1_COHM",
+        "EPC_L1_FSM",
+        "EPC_L1_TSM",
+        "PAPI_CA_INV",
+        "EPC_L2_COHM",
+    ] {
+        let sum: u64 = reported.iter().map(|events| event(events, name)).sum();
+        assert_eq!(event(whole, name), sum, "{name}: {whole:#}");
+    }
+    assert!(event(whole, "EPC_L1_COHM") > 0, "{whole:#}");
+    assert!(
+        event(whole, "EPC_L1_COHM") <= event(whole, "PAPI_L1_DCM"),
+        "{whole:#}"
+    );
+    assert_eq!(
+        event(whole, "EPC_L1_FSM") + event(whole, "EPC_L1_TSM"),
+        event(whole, "EPC_L1_COHM")
+    );
+}
+
 /// `program` started under an embedded daemon on a machine of two cores of [`MACHINE`], with
 /// `env` too, waiting for a tool's requests.
 async fn launch_on_two_cores(program: &Path, env: &[(&str, &str)]) -> epcache_client::LocalTarget {
