@@ -497,32 +497,16 @@ impl Mri for MriService {
         } else {
             vec![self.registry.get(pid)?]
         };
+        // Taken now, so the stream holds no target's entry (and its attached segment) past the
+        // daemon's retention of it: a watch may stay open for days.
+        let first = snapshot(&watched);
+        drop(watched);
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let registry = self.registry.clone();
         let mut shutdown = self.shutdown.clone();
         tokio::spawn(async move {
-            let snapshot = |entries: &[Arc<TargetEntry>]| -> Vec<v1::Event> {
-                let mut out = Vec::new();
-                for e in entries {
-                    out.push(v1::Event {
-                        pid: e.pid(),
-                        kind: Some(v1::event::Kind::Target(e.describe())),
-                    });
-                    let status = e.status();
-                    if let Some(end) = &status.end {
-                        out.push(v1::Event {
-                            pid: e.pid(),
-                            kind: Some(v1::event::Kind::Exited(v1::TargetExit {
-                                died: end.died,
-                                reason: end.reason.clone(),
-                            })),
-                        });
-                    }
-                }
-                out
-            };
             let mut ended = false;
-            for event in snapshot(&watched) {
+            for event in first {
                 ended |= matches!(event.kind, Some(v1::event::Kind::Exited(_)));
                 if tx.send(Ok(event)).await.is_err() {
                     return;
@@ -761,4 +745,26 @@ impl Mri for MriService {
             )),
         }))
     }
+}
+
+/// Where `entries` stand, as a watch stream starts with: each target, and its end if it ended.
+fn snapshot(entries: &[Arc<TargetEntry>]) -> Vec<v1::Event> {
+    let mut out = Vec::new();
+    for e in entries {
+        out.push(v1::Event {
+            pid: e.pid(),
+            kind: Some(v1::event::Kind::Target(e.describe())),
+        });
+        let status = e.status();
+        if let Some(end) = &status.end {
+            out.push(v1::Event {
+                pid: e.pid(),
+                kind: Some(v1::event::Kind::Exited(v1::TargetExit {
+                    died: end.died,
+                    reason: end.reason.clone(),
+                })),
+            });
+        }
+    }
+    out
 }

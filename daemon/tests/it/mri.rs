@@ -1356,3 +1356,63 @@ async fn health_reflection_and_the_bearer_token() {
         .unwrap();
     daemon.shutdown().await;
 }
+
+/// Whether System V segment `id` still exists (`/proc/sysvipc/shm` lists every segment).
+fn segment_exists(id: i32) -> bool {
+    std::fs::read_to_string("/proc/sysvipc/shm")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .any(|line| line.split_whitespace().nth(1) == Some(&id.to_string()))
+}
+
+/// A watch of every target, left open (a user's `epcache watch` in a terminal), holds no ended
+/// target's segment past the daemon's retention of it: the segment, marked for removal, goes
+/// once the daemon lets it go, while the stream stays open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_watch_keeps_no_ended_target_attached() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = epcache_daemon::serve(epcache_daemon::Config {
+        discovery_interval: Duration::from_millis(50),
+        exited_retention: Duration::from_millis(300),
+        ..epcache_daemon::Config::private(dir.path())
+    })
+    .await
+    .unwrap();
+    let mut target = spawn_target(dir.path(), &[WAIT, ("EPCACHE_SYNTH_ITERATIONS", "1")]);
+    let mut tool = connect(&daemon, "watcher").await;
+    let listed = wait_listed(&mut tool, target.pid).await;
+    assert!(segment_exists(listed.shm_id));
+    let mut events = tool
+        .watch(v1::WatchRequest { pid: 0 })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = events.next().await.unwrap().unwrap();
+    assert_eq!(first.pid, target.pid);
+    tool.r#continue(v1::ContinueRequest {
+        pid: target.pid,
+        clear_halting_point: true,
+    })
+    .await
+    .unwrap();
+    target.wait_for_exit(Duration::from_secs(20));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while segment_exists(listed.shm_id) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "segment {} of the ended target is still attached while a watch is open",
+            listed.shm_id
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The stream is still open: it saw the exit, and ends only with the daemon.
+    let mut exited = false;
+    while let Ok(Some(event)) =
+        tokio::time::timeout(Duration::from_millis(200), events.next()).await
+    {
+        exited |= matches!(event.unwrap().kind, Some(v1::event::Kind::Exited(_)));
+    }
+    assert!(exited, "the watch saw the target end");
+    daemon.shutdown().await;
+}
