@@ -298,12 +298,11 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
                 .source
                 .as_deref()
                 .map(|s| s.rsplit('/').next().unwrap_or(s).to_owned());
-            let source = match (&short, &row.structure) {
-                (Some(s), Some(d)) => format!("{s} {d}"),
-                (Some(s), None) => s.clone(),
-                (None, Some(d)) => d.clone(),
-                (None, None) => String::new(),
-            };
+            let source = [short, site_kind(row), site_structures(row)]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
             let _ = write!(
                 out,
                 "{:<20} {:<24} {:>12}",
@@ -338,6 +337,44 @@ fn tables(report: &PartialReplayReport, top: usize) -> String {
         }
     }
     out
+}
+
+/// What a site's accesses are, `read`, `write` or `modify`, or `read+write` for a mix; `None`
+/// for a structure's row, whose name says what it is.
+fn site_kind(row: &OwnerRow) -> Option<String> {
+    if row.source.is_none() && row.structure.is_none() {
+        return None;
+    }
+    let kinds: Vec<&str> = [
+        (row.loads, "read"),
+        (row.stores, "write"),
+        (row.modifies, "modify"),
+    ]
+    .into_iter()
+    .filter(|&(n, _)| n > 0)
+    .map(|(_, kind)| kind)
+    .collect();
+    (!kinds.is_empty()).then(|| kinds.join("+"))
+}
+
+/// The structures a site's accesses fell in, most first (`A+B`); at most three named.
+fn site_structures(row: &OwnerRow) -> Option<String> {
+    const SHOWN: usize = 3;
+    if row.structures.is_empty() {
+        return row.structure.clone();
+    }
+    let mut names: Vec<&str> = row
+        .structures
+        .iter()
+        .take(SHOWN)
+        .map(|s| s.name.as_str())
+        .collect();
+    let more = row.structures.len().saturating_sub(SHOWN);
+    let more = format!("{more} more");
+    if row.structures.len() > SHOWN {
+        names.push(&more);
+    }
+    Some(names.join("+"))
 }
 
 fn size_label(bytes: u64) -> String {

@@ -80,6 +80,45 @@ pub struct EvictedBy {
     pub share: f64,
 }
 
+/// One of the structures a site's accesses fell in.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SiteStructure {
+    pub name: String,
+    /// The site's counted accesses in it.
+    pub accesses: u64,
+}
+
+/// Per site, its counted accesses per structure: a short list each, as a site touches one
+/// structure or a few.
+#[derive(Debug, Default)]
+struct SiteStructures(Vec<Vec<(u32, u64)>>);
+
+impl SiteStructures {
+    fn new(sites: usize) -> Self {
+        Self(vec![Vec::new(); sites])
+    }
+
+    fn count(&mut self, site: u32, structure: u32) {
+        let list = &mut self.0[site as usize];
+        match list.iter_mut().find(|(s, _)| *s == structure) {
+            Some((_, n)) => *n += 1,
+            None => list.push((structure, 1)),
+        }
+    }
+
+    /// Site `site`'s structures by name, most accesses first.
+    fn of(&self, site: usize, names: &[String]) -> Vec<SiteStructure> {
+        let mut list = self.0[site].clone();
+        list.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        list.into_iter()
+            .map(|(s, accesses)| SiteStructure {
+                name: names[s as usize].clone(),
+                accesses,
+            })
+            .collect()
+    }
+}
+
 /// The table row of one access site or data structure.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct OwnerRow {
@@ -90,9 +129,14 @@ pub struct OwnerRow {
     pub source: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
-    /// For a site: the structure it accesses, when the site table names one.
+    /// For a site: the structure most of its counted accesses fell in (by the structures'
+    /// address ranges, else the one the site table names).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structure: Option<String>,
+    /// For a site whose counted accesses fell in several structures (a loop over two arrays
+    /// swapped between calls): each, most accesses first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub structures: Vec<SiteStructure>,
     /// Trace records, and how many were loads, stores and modifies.
     pub accesses: u64,
     pub loads: u64,
@@ -241,6 +285,7 @@ pub fn replay_partial(
     sites.counting = false;
     structures.counting = false;
     let mut ignored = RecordCounts::default();
+    let mut site_structures = SiteStructures::new(owners.sites.len());
     for (index, thread) in trace.threads().iter().enumerate() {
         if index > 0 {
             if in_span {
@@ -278,6 +323,9 @@ pub fn replay_partial(
             let counts = if counting { &mut counts } else { &mut ignored };
             let site = owners.site_index[&access.site];
             let structure = owners.structure_of(access.addr, site);
+            if counting {
+                site_structures.count(site, structure);
+            }
             sites.on_record(site, access.kind);
             structures.on_record(structure, access.kind);
             let size = access.size.min(clamp_to);
@@ -344,11 +392,20 @@ pub fn replay_partial(
     let stats = trace.stats();
     let site_names: Vec<String> = owners.sites.iter().map(|s| format!("{s:#x}")).collect();
     let mut site_rows = rows(&sites, &site_names, &level_names);
-    for (row, &addr) in site_rows.iter_mut().zip(&owners.sites) {
+    for (index, (row, &addr)) in site_rows.iter_mut().zip(&owners.sites).enumerate() {
         if let Some(info) = trace.sites().get(&addr) {
             row.source = (!info.file.is_empty()).then(|| format!("{}:{}", info.file, info.line));
             row.function = (!info.function.is_empty()).then(|| info.function.clone());
             row.structure = (!info.structure.is_empty()).then(|| info.structure.clone());
+        }
+        let mut touched = site_structures.of(index, &owners.structures);
+        // Accesses of no named structure stay in the structure table's `(other)` row.
+        touched.retain(|s| s.name != OTHER);
+        if let Some(first) = touched.first() {
+            row.structure = Some(first.name.clone());
+        }
+        if touched.len() > 1 {
+            row.structures = touched;
         }
     }
     Ok(PartialReplayReport {
@@ -468,6 +525,7 @@ fn rows(tracker: &OwnerTracker, names: &[String], level_names: &[String]) -> Vec
                 source: None,
                 function: None,
                 structure: None,
+                structures: Vec::new(),
                 accesses: c.records,
                 loads: c.by_kind[0],
                 stores: c.by_kind[1],

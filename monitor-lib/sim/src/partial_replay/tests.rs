@@ -166,6 +166,37 @@ fn evictors_and_temporal_and_spatial_hits_are_attributed_by_site() {
     assert!(report.structures.iter().any(|r| r.name == OTHER));
 }
 
+/// A site whose accesses fall in two structures (a stencil called on two arrays in turn) is
+/// said to touch both, most first, whatever the site table named when it was first seen; a
+/// site of one structure keeps the single name.
+#[test]
+fn a_site_touching_two_structures_names_both() {
+    let mut accesses = Vec::new();
+    for i in 0..30 {
+        accesses.push(access(1, TraceKind::Load, 0x1000 + 8 * i, 8));
+        accesses.push(access(2, TraceKind::Store, 0x2000 + 8 * i, 8));
+    }
+    for i in 0..10 {
+        accesses.push(access(1, TraceKind::Load, 0x2000 + 8 * i, 8));
+    }
+    let ranges = [("A", 0x1000, 0x1100), ("B", 0x2000, 0x2100)];
+    let trace = trace_of(&accesses, &ranges, &[(1, "A"), (2, "B")]);
+    let mut h = Hierarchy::new(&spec("D1=1K,2,32")).unwrap();
+    let report = replay_partial(&trace, &mut h, false, 0).unwrap();
+    let site = |name: &str| report.sites.iter().find(|r| r.name == name).unwrap();
+    let both = site("0x1");
+    assert_eq!(both.structure.as_deref(), Some("A"));
+    let touched: Vec<(&str, u64)> = both
+        .structures
+        .iter()
+        .map(|s| (s.name.as_str(), s.accesses))
+        .collect();
+    assert_eq!(touched, [("A", 30), ("B", 10)]);
+    let one = site("0x2");
+    assert_eq!(one.structure.as_deref(), Some("B"));
+    assert!(one.structures.is_empty());
+}
+
 #[test]
 fn curve_points_equal_re_simulation_at_the_same_size() {
     let accesses = matmul(20);
