@@ -925,6 +925,9 @@ pub struct ThreadResult {
     pub thread_id: Option<u32>,
     /// The thread's OpenMP thread number, where the program has OpenMP.
     pub openmp_thread: Option<u32>,
+    /// The target's number for the thread (the order its threads began capturing), as halts
+    /// and the standalone report's per-thread rows number it, when the target says.
+    pub thread_index: Option<u32>,
     /// Threads the row covers: 1, or how many the row of other threads sums.
     pub threads: u32,
     /// Region instances the thread(s) ran.
@@ -936,17 +939,22 @@ pub struct ThreadResult {
 }
 
 impl ThreadResult {
-    /// Who the row is, in words: `thread 4242`, `thread 4242 (OpenMP 1)`, or `3 other
-    /// threads`.
+    /// Who the row is, in words: `thread 1 (tid 4242, OpenMP 1)` (the target's number for it,
+    /// then its OS id), `tid 4242` where the target gives no number, or `3 other threads`.
     pub fn label(&self) -> String {
-        match (self.thread_id, self.openmp_thread) {
-            (Some(tid), Some(n)) => format!("thread {tid} (OpenMP {n})"),
-            (Some(tid), None) => format!("thread {tid}"),
-            (None, _) => format!(
+        let Some(tid) = self.thread_id else {
+            return format!(
                 "{} other thread{}",
                 self.threads,
                 if self.threads == 1 { "" } else { "s" }
-            ),
+            );
+        };
+        let openmp = self.openmp_thread.map(|n| format!("OpenMP {n}"));
+        match (self.thread_index, openmp) {
+            (Some(index), Some(openmp)) => format!("thread {index} (tid {tid}, {openmp})"),
+            (Some(index), None) => format!("thread {index} (tid {tid})"),
+            (None, Some(openmp)) => format!("tid {tid} ({openmp})"),
+            (None, None) => format!("tid {tid}"),
         }
     }
 }
@@ -957,6 +965,7 @@ impl TryFrom<v1::ThreadResult> for ThreadResult {
         Ok(ThreadResult {
             thread_id: (!t.other_threads).then_some(t.thread_id),
             openmp_thread: t.openmp_thread.filter(|_| !t.other_threads),
+            thread_index: t.thread_index.filter(|_| !t.other_threads),
             threads: t.threads,
             instances: t.instances,
             total: t.total,
@@ -1040,15 +1049,18 @@ impl TryFrom<v1::RequestResult> for RequestResult {
     }
 }
 
-/// Per-thread rows by OpenMP thread number where there is one, else by OS thread id, the row
-/// of other threads last: the target keeps them in the order they first ended an instance,
-/// which races.
+/// Per-thread rows by OpenMP thread number where there is one, else by the target's number
+/// for the thread (as the standalone report orders its rows), else by OS thread id, the row of
+/// other threads last: the target keeps them in the order they first ended an instance, which
+/// races.
 fn sort_threads(threads: &mut [ThreadResult]) {
     threads.sort_by_key(|t| {
         (
             t.thread_id.is_none(),
             t.openmp_thread.is_none(),
             t.openmp_thread,
+            t.thread_index.is_none(),
+            t.thread_index,
             t.thread_id,
         )
     });
@@ -1431,10 +1443,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn per_thread_rows_come_by_openmp_number_then_thread_id_with_others_last() {
+    fn per_thread_rows_come_by_openmp_number_then_the_targets_number_with_others_last() {
         let row = |tid: Option<u32>, omp: Option<u32>| ThreadResult {
             thread_id: tid,
             openmp_thread: omp,
+            // Numbered against the OS ids' order, which the OpenMP-less rows follow only
+            // where the target gives no number.
+            thread_index: tid.filter(|&t| t == 5 || t == 10).map(|t| 20 - t),
             threads: 1,
             instances: 1,
             total: 1,
@@ -1452,7 +1467,7 @@ mod tests {
         let order: Vec<Option<u32>> = rows.iter().map(|t| t.thread_id).collect();
         assert_eq!(
             order,
-            [Some(30), Some(20), Some(40), Some(5), Some(10), None]
+            [Some(30), Some(20), Some(40), Some(10), Some(5), None]
         );
     }
 

@@ -313,14 +313,15 @@ pub fn thread_result(
     info: &v1::RequestInfo,
     counted: AddressRange,
 ) -> v1::ThreadResult {
-    let (thread_id, openmp_thread, other_threads) = match row.threads {
-        RowThreads::Thread { tid, openmp } => (tid, openmp, false),
-        RowThreads::Others(_) => (0, None, true),
-        RowThreads::All => (0, None, false),
+    let (thread_id, openmp_thread, thread_index, other_threads) = match row.threads {
+        RowThreads::Thread { tid, openmp, index } => (tid, openmp, index, false),
+        RowThreads::Others(_) => (0, None, None, true),
+        RowThreads::All => (0, None, None, false),
     };
     v1::ThreadResult {
         thread_id,
         openmp_thread,
+        thread_index,
         other_threads,
         threads: row.threads.threads(),
         instances: row.instances,

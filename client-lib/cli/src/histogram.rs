@@ -502,6 +502,7 @@ mod tests {
             ThreadResult {
                 thread_id: Some(4242),
                 openmp_thread: Some(1),
+                thread_index: Some(1),
                 threads: 1,
                 instances: 1,
                 total: 16,
@@ -510,6 +511,7 @@ mod tests {
             ThreadResult {
                 thread_id: None,
                 openmp_thread: None,
+                thread_index: None,
                 threads: 3,
                 instances: 3,
                 total: 8,
@@ -518,14 +520,17 @@ mod tests {
         ];
         let text = bars(&r, 2);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], "thread 4242 (OpenMP 1): 1 instance(s), total 16");
+        assert_eq!(
+            lines[1],
+            "thread 1 (tid 4242, OpenMP 1): 1 instance(s), total 16"
+        );
         assert_eq!(lines[2], "  +0..+64 16 ██");
         assert_eq!(lines[4], "3 other threads: 3 instance(s), total 8");
         assert_eq!(lines[6], "+64..+128  8 █");
         let svg = svg(&r);
         assert_eq!(svg.matches("fill=\"#4269d0\"").count(), 4);
         assert!(
-            svg.contains(">thread 4242 (OpenMP 1): 1 instance(s), total 16<"),
+            svg.contains(">thread 1 (tid 4242, OpenMP 1): 1 instance(s), total 16<"),
             "{svg}"
         );
     }

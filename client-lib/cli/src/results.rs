@@ -9,8 +9,9 @@ use crate::connection::{DaemonArgs, block_on, json, table};
 use crate::output::print_stdout;
 
 /// Show the latest results of requests (all of the target's, or those named), with totals: one
-/// row per request, or per thread for a per-thread request (THREAD gives its OS thread id; a
-/// last row `N others` sums the threads the target had no room to keep apart). Analysis
+/// row per request, or per thread for a per-thread request (THREAD gives the target's number for
+/// the thread, as halts and the standalone report's rows number threads, then its OS thread id;
+/// a last row `N others` sums the threads the target had no room to keep apart). Analysis
 /// requests say what their report holds; `--json` prints it. Use `epcache histogram` to see a
 /// histogram's buckets.
 #[derive(Debug, Args)]
@@ -91,11 +92,7 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
             rows.push(row("all".into(), r.instances, r.total.to_string()));
         } else {
             for t in &r.threads {
-                let who = match (t.thread_id, t.openmp_thread) {
-                    (Some(tid), Some(n)) => format!("{tid} (omp {n})"),
-                    (Some(tid), None) => tid.to_string(),
-                    (None, _) => format!("{} others", t.threads),
-                };
+                let who = thread_cell(t);
                 rows.push(row(who, t.instances, t.total.to_string()));
             }
         }
@@ -148,6 +145,22 @@ pub(crate) fn results_text(results: &[RequestResult], ended: bool) -> String {
 /// What an analysis report covers when the request counted several instances (empty for
 /// one): the runtime analyses each instance afresh and keeps the last one's report, while the
 /// counts add up.
+/// A per-thread row's THREAD cell: the target's number for the thread, as the report's rows and
+/// halts number threads, then its OS id and OpenMP number (`1 (tid 4242, omp 1)`).
+fn thread_cell(t: &epcache_client::ThreadResult) -> String {
+    let Some(tid) = t.thread_id else {
+        return format!("{} others", t.threads);
+    };
+    let omp = t
+        .openmp_thread
+        .map(|n| format!(", omp {n}"))
+        .unwrap_or_default();
+    match t.thread_index {
+        Some(index) => format!("{index} (tid {tid}{omp})"),
+        None => format!("tid {tid}{omp}"),
+    }
+}
+
 fn last_instance_of(r: &RequestResult) -> String {
     if r.instances > 1 {
         format!(", of the last of {} instances", r.instances)

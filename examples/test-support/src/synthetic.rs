@@ -210,6 +210,7 @@ impl Program {
             Aggregation::PerThread => RowThreads::Thread {
                 tid: thread_id(),
                 openmp: None,
+                index: None,
             },
             Aggregation::Summed | Aggregation::PerInstance => RowThreads::All,
         };

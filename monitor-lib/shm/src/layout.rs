@@ -1530,8 +1530,13 @@ pub enum RowThreads {
     /// Every thread's: the one row of a summed or per-instance result.
     All,
     /// One thread's, by its OS thread id, with its OpenMP thread number where the program has
-    /// one.
-    Thread { tid: u32, openmp: Option<u32> },
+    /// one, and the runtime's number for it (the order threads began capturing, as the
+    /// standalone report's per-thread rows and halts number them) when it is below 255.
+    Thread {
+        tid: u32,
+        openmp: Option<u32>,
+        index: Option<u32>,
+    },
     /// The threads that did not get a row of their own, summed: the last row of a per-thread
     /// result with more threads than rows fit. Holds how many threads it sums.
     Others(u32),
@@ -1541,10 +1546,12 @@ impl RowThreads {
     fn to_word(self) -> u64 {
         match self {
             RowThreads::All => 0,
-            // The OpenMP number plus one in bits 40 to 55 (0: none).
-            RowThreads::Thread { tid, openmp } => {
+            // The OpenMP number plus one in bits 40 to 55, the runtime's index plus one in bits
+            // 56 to 63 (0: none).
+            RowThreads::Thread { tid, openmp, index } => {
                 let openmp = openmp.map_or(0, |n| u64::from(n.min(0xfffe)) + 1);
-                u64::from(tid) | 1 << 32 | openmp << 40
+                let index = index.filter(|&i| i < 0xff).map_or(0, |i| u64::from(i) + 1);
+                u64::from(tid) | 1 << 32 | openmp << 40 | index << 56
             }
             RowThreads::Others(n) => 2 << 32 | u64::from(n.min(0xff_ffff)) << 40,
         }
@@ -1556,6 +1563,7 @@ impl RowThreads {
             1 => Ok(RowThreads::Thread {
                 tid: word as u32,
                 openmp: ((word >> 40 & 0xffff) as u32).checked_sub(1),
+                index: ((word >> 56) as u32).checked_sub(1),
             }),
             2 => Ok(RowThreads::Others((word >> 40) as u32)),
             value => Err(LayoutError::BadEnum {

@@ -198,6 +198,8 @@ pub(crate) struct Monitoring {
     thread_id: Option<u32>,
     /// The thread's OpenMP number, as its per-thread results found it.
     openmp_number: Option<u32>,
+    /// The runtime's number for the thread (`ThreadIdentity::index`), for its per-thread rows.
+    pub(crate) thread_index: Option<u32>,
     /// The thread is a core of a machine (`cores.rs`), whose accesses the analyses, which
     /// follow one hierarchy's line events, never see: requests for them count without them.
     pub(crate) on_machine: bool,
@@ -219,6 +221,7 @@ impl Monitoring {
             lines: LineTable::default(),
             thread_id: None,
             openmp_number: None,
+            thread_index: None,
             on_machine: false,
         }
     }
@@ -747,6 +750,7 @@ impl Monitoring {
                 RowThreads::Thread {
                     tid: *self.thread_id.get_or_insert_with(os_thread_id),
                     openmp: self.openmp_number,
+                    index: self.thread_index,
                 }
             }
             Aggregation::PerInstance | Aggregation::Summed => RowThreads::All,

@@ -151,7 +151,9 @@ impl Shipment {
 impl ThreadCapture {
     /// A thread's capture around `core`, with `finder` (a copy of the core's) for the filter
     /// while the core is away.
-    pub(super) fn new(core: Core, finder: StructureFinder) -> ThreadCapture {
+    pub(super) fn new(mut core: Core, finder: StructureFinder) -> ThreadCapture {
+        let index = THREAD_COUNTER.fetch_add(1, Ordering::Relaxed);
+        core.monitoring.thread_index = Some(index);
         let line_bits = core.counting.line_bits;
         // A core of a machine simulates every access in the order it happens (`cores.rs`).
         let ships = standalone() && worker::enabled() && core.machine_core().is_none();
@@ -172,7 +174,7 @@ impl ThreadCapture {
             finder,
             line_bits,
             identity: ThreadIdentity {
-                index: THREAD_COUNTER.fetch_add(1, Ordering::Relaxed),
+                index,
                 openmp: None,
                 core: machine_core.and_then(|c| u32::try_from(c).ok()),
             },

@@ -134,6 +134,14 @@ async fn a_per_thread_request_gives_one_result_per_thread() {
     assert_eq!(totals, [1000, 3000]);
     assert_eq!(totals.iter().sum::<u64>(), summed.total);
     assert!(rows.iter().all(|r| r.instances == 1 && r.threads == 1));
+    // Each row also carries the runtime's number for its thread, as halts and the report's
+    // per-thread rows give it: one each.
+    let mut indexes: Vec<u32> = rows
+        .iter()
+        .map(|r| r.thread_index.expect("the runtime numbers its threads"))
+        .collect();
+    indexes.sort_unstable();
+    assert!(indexes[0] < indexes[1], "{rows:?}");
     assert_eq!(by_id(&results, per_thread).total, summed.total);
 
     // 8,192 bytes a bucket: thread 0's 4,000 bytes in the first; thread 1's from byte 16,384 in
@@ -152,18 +160,19 @@ async fn a_per_thread_request_gives_one_result_per_thread() {
     );
 
     let text = ok(&epcache(&daemon, &["results", &pid_text]).await);
-    for (tid, total) in rows.iter().map(|r| (r.thread_id.unwrap(), r.total)) {
+    for row in rows {
+        let (tid, index, total) = (row.thread_id.unwrap(), row.thread_index.unwrap(), row.total);
         assert!(
             text.lines()
-                .any(|l| l.contains(&format!(" {tid} "))
+                .any(|l| l.contains(&format!(" {index} (tid {tid})"))
                     && l.trim_end().ends_with(&total.to_string())),
-            "no row for thread {tid} with {total}:\n{text}"
+            "no row for thread {index} (tid {tid}) with {total}:\n{text}"
         );
     }
     let chart = ok(&epcache(&daemon, &["histogram", &pid_text, &histogram.to_string()]).await);
     for tid in &tids {
         assert!(
-            chart.contains(&format!("thread {tid}: 1 instance(s)")),
+            chart.contains(&format!("(tid {tid}): 1 instance(s)")),
             "{chart}"
         );
     }

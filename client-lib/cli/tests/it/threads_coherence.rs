@@ -460,7 +460,7 @@ async fn per_thread_results_carry_each_threads_openmp_number() {
     );
     assert!(result.threads.iter().all(|t| t.thread_id.is_some()));
     assert!(
-        result.threads[0].label().contains("(OpenMP "),
+        result.threads[0].label().contains(", OpenMP "),
         "{}",
         result.threads[0].label()
     );

@@ -279,6 +279,7 @@ fn thread_row(tid: u32, total: u64, buckets: Vec<u64>) -> ResultRow {
         threads: RowThreads::Thread {
             tid,
             openmp: Some(tid % 3),
+            index: Some(tid % 254),
         },
         instances: 1,
         total,
