@@ -42,7 +42,7 @@
 //! it) never waits for the lock it holds itself: what it had waiting goes unsimulated.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -442,6 +442,40 @@ const PRIVATE_THREADS_WARNING: &str = "epcache: a second thread captures, and ea
     them, so false sharing does not show; set EPCACHE_CORES=N (epcache run --cores N) to \
     simulate the threads as the N cores of one machine, or EPCACHE_CORES=off to keep \
     hierarchies per thread without this note";
+
+/// A tool's request counted a coherence event on the machine, whose count depends on how
+/// finely the threads interleaved there: said at exit ([`say_interleaving`]).
+static COHERENCE_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// A request bound a coherence event on a core of the machine.
+pub(super) fn coherence_requested() {
+    COHERENCE_REQUESTED.store(true, Ordering::Relaxed);
+}
+
+/// At the exit of a run whose requests counted coherence events (a run with a standalone
+/// report says it under the table instead): how finely the threads took turns on the machine,
+/// which those counts depend on as much as on the program, so that a run whose threads seldom
+/// met is not read as one without sharing.
+pub(super) fn say_interleaving() {
+    if !COHERENCE_REQUESTED.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(i) = machine_totals().map(|m| m.interleaving) else {
+        return;
+    };
+    if i.accesses == 0 {
+        return;
+    }
+    eprintln!(
+        "epcache: the threads took turns every {} accesses on the machine ({} switches in {} \
+         accesses): the coherence events requests counted need two threads' accesses close \
+         together, so they move with the host's scheduling; compare runs, layouts or arrays \
+         rather than single counts",
+        i.accesses / (i.thread_switches + 1),
+        i.thread_switches,
+        i.accesses
+    );
+}
 
 /// How long the report waits for an access in progress to let go of the machine.
 const REPORT_PATIENCE: Duration = Duration::from_secs(1);

@@ -15,6 +15,7 @@ use epcache_sim::monitor::{EventIndex, FieldLayout, FieldSpan, HistogramIndex};
 use epcache_sim::ranges::{AddressRange, NamedRange, RangeSet};
 use epcache_sim::simulator::Simulator;
 
+use super::cores;
 use super::data;
 use super::gate_abi;
 use super::line_table::{LineTable, NO_REGION_NODE};
@@ -554,6 +555,9 @@ impl Monitoring {
             };
             if request.spec.analyses != 0 {
                 analysed.push(request);
+            }
+            if self.on_machine && request.spec.event.is_coherence() {
+                cores::coherence_requested();
             }
             self.bindings.push(Binding {
                 sizes: request_results::InstanceSizes::default().with(request.range.len()),

@@ -20,6 +20,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use super::cores;
 use super::hook_block::ThreadState;
 use super::runtime_guard::{self, RuntimeGuard, in_runtime};
 use super::this_thread::{close_all_open, flush_current_thread};
@@ -81,6 +82,8 @@ pub(super) extern "C" fn at_exit() {
             );
         }
         REPORTED.store(true, Ordering::Release);
+    } else if destination.is_none() && !switches::forked_child() {
+        cores::say_interleaving();
     }
     // A tool's trace is written, and said to be, before the segment says the program ended.
     if !switches::forked_child() {

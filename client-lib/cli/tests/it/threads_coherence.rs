@@ -514,4 +514,40 @@ fn epcache_run_asks_per_thread_results_too() {
         .collect();
     rows.sort_unstable();
     assert_eq!(rows, [(0, 200_000), (1, 200_000)], "{result:#}");
+    // No coherence event was asked for: nothing is said of the interleaving.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("took turns"), "{said}");
+}
+
+/// A request counting a coherence event gets, at the program's end, how finely the threads
+/// took turns on the machine, which such counts depend on (a request's results have no room
+/// for it, and the standalone report says it under its table).
+#[test]
+fn a_coherence_request_is_told_how_the_threads_interleaved() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = "a_coherence_request_is_told_how_the_threads_interleaved";
+    let Some(program) = build(dir.path(), "omp_false_sharing.c", &["-fopenmp"], who) else {
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cores", "2", "--cache", MACHINE])
+        .args(["--region", "count_packed._omp_fn.0", "--array", "packed"])
+        .args(["--event", "EPC_L1_FSM", "--json"])
+        .arg("--")
+        .arg(&program)
+        .env("OMP_NUM_THREADS", "2")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    epcache_test_support::tools::check_output("epcache run --event EPC_L1_FSM", &out);
+    let said = String::from_utf8_lossy(&out.stderr);
+    let switches = said
+        .split_once("the threads took turns every ")
+        .and_then(|(_, rest)| rest.split_once(" switches in "))
+        .and_then(|(before, _)| before.rsplit_once('(').map(|(_, n)| n.to_owned()))
+        .unwrap_or_else(|| panic!("no word of the interleaving in\n{said}"));
+    assert!(
+        switches.parse::<u64>().unwrap() > 0,
+        "two threads on the machine switch at least once: {said}"
+    );
 }
