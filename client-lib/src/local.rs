@@ -137,9 +137,11 @@ impl LocalTarget {
     /// Starts a daemon in this process, launches the program waiting at start, and returns once
     /// the daemon lists it as waiting for a tool (its regions and data structures registered).
     pub async fn launch(launch: Launch) -> Result<LocalTarget, LocalError> {
+        const PREFIX: &str = "epcache-local-";
+        // The directory's random tail is six characters.
         let runtime_dir = tempfile::Builder::new()
-            .prefix("epcache-local-")
-            .tempdir()
+            .prefix(PREFIX)
+            .tempdir_in(epcache_shm::discovery::private_parent(PREFIX.len() + 6))
             .map_err(LocalError::RuntimeDir)?;
         // On the socket in the private runtime directory: only this user can reach it.
         let daemon = epcache_daemon::serve(epcache_daemon::Config {

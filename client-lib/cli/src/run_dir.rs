@@ -18,17 +18,21 @@ use epcache_shm::process;
 /// What every run's directory name starts with, before `PID-START-` and a random tail.
 const PREFIX: &str = "epcache-run-";
 
-/// A fresh private (mode 0700) directory under the system's temporary directory for this run,
-/// removed when the value drops; old runs' directories are swept first.
+/// A fresh private (mode 0700) directory for this run, removed when the value drops; old runs'
+/// directories are swept first. It lies in the temporary directory (`TMPDIR`), or in `/tmp`
+/// when the daemon's socket would not fit a socket's path there (a batch system's long
+/// per-job `TMPDIR`).
 pub(crate) fn create() -> anyhow::Result<tempfile::TempDir> {
-    let parent = std::env::temp_dir();
+    let prefix = format!(
+        "{PREFIX}{}-{}-",
+        std::process::id(),
+        process::own_start_time()
+    );
+    // The directory's random tail is six characters.
+    let parent = epcache_shm::discovery::private_parent(prefix.len() + 6);
     sweep(&parent);
     tempfile::Builder::new()
-        .prefix(&format!(
-            "{PREFIX}{}-{}-",
-            std::process::id(),
-            process::own_start_time()
-        ))
+        .prefix(&prefix)
         .tempdir_in(&parent)
         .with_context(|| format!("creating a runtime directory in {}", parent.display()))
 }

@@ -156,6 +156,25 @@ pub fn daemon_socket(dir: &Path) -> PathBuf {
     dir.join(DAEMON_SOCKET)
 }
 
+/// The longest path a Unix socket may have (`sun_path` holds 108 bytes with its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// Where to make a private runtime directory whose name is `name_bytes` long, for a daemon of
+/// its own to listen in: the temporary directory (`TMPDIR`), or `/tmp` when the daemon's socket
+/// there would be longer than a socket's path may be (a batch system's deep per-job `TMPDIR`).
+pub fn private_parent(name_bytes: usize) -> PathBuf {
+    parent_fitting(std::env::temp_dir(), name_bytes)
+}
+
+fn parent_fitting(temporary: PathBuf, name_bytes: usize) -> PathBuf {
+    let socket = temporary.as_os_str().len() + 1 + name_bytes + 1 + DAEMON_SOCKET.len();
+    if socket <= MAX_SOCKET_PATH {
+        temporary
+    } else {
+        PathBuf::from("/tmp")
+    }
+}
+
 /// The record file of `pid` in `dir`.
 pub fn record_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("{pid}.json"))
@@ -269,6 +288,14 @@ pub fn wait_for_record(dir: &Path, pid: u32, timeout: Duration) -> Option<Target
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_temporary_directory_too_deep_for_a_socket_gives_way_to_tmp() {
+        let short = PathBuf::from("/scratch/job1/tmp");
+        assert_eq!(parent_fitting(short.clone(), 40), short);
+        let deep = PathBuf::from(format!("/scratch/{}/tmp", "d".repeat(60)));
+        assert_eq!(parent_fitting(deep, 40), Path::new("/tmp"));
+    }
 
     #[test]
     fn live_records_are_listed_and_dead_ones_removed() {

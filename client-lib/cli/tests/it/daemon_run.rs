@@ -27,6 +27,36 @@ fn run(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A batch system's per-job `TMPDIR` can be too deep for a Unix socket's path (107 bytes): the
+/// run then makes its private directory in `/tmp`, and its requests are served as anywhere.
+#[test]
+fn a_temporary_directory_too_deep_for_a_socket_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("d".repeat(100));
+    std::fs::create_dir(&deep).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--region", "init", "--array", "A"])
+        .args(["--event", "PAPI_L1_STM", "--json", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args(roles::rerun_args(roles::CHILD_ROLE_TEST))
+        .env(synthetic::ROLE, "target")
+        .env(synthetic::ITERATIONS, "1")
+        .env("TMPDIR", &deep)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("daemon for this run at unix:/tmp/epcache-run-"),
+        "{stderr}"
+    );
+    let results = trailing_json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        results[0]["total"], A_LINES,
+        "one write miss per line in init"
+    );
+}
+
 /// The JSON document `epcache run` prints after the program's own output.
 fn trailing_json(stdout: &str) -> serde_json::Value {
     let start = stdout
