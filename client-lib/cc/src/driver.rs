@@ -102,6 +102,16 @@ const SOURCE_EXTENSIONS: &[&str] = &[
     "FTN", "fpp", "FPP", "f90", "f95", "f03", "f08", "F90", "F95", "F03", "F08", "s", "S", "sx",
 ];
 
+/// Whether compiling `source` with `compiler` writes Fortran module files (`.mod`), which two
+/// compilations of the source at once would both write.
+fn writes_modules(compiler: &str, source: &str) -> bool {
+    is_fortran(compiler)
+        || Path::new(source)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.to_ascii_lowercase().starts_with('f'))
+}
+
 fn is_source(arg: &str) -> bool {
     Path::new(arg)
         .extension()
@@ -519,6 +529,45 @@ fn run(compiler: &str, args: &[String]) -> Result<i32, CcError> {
         .status()
         .doing(|| format!("running the compiler `{compiler}`"))?;
     // A compiler killed by a signal has no code; 1 keeps make from going on.
+    Ok(status.code().unwrap_or(1))
+}
+
+/// Runs the compiler with `first` and `second` at once (the two listings of one source are
+/// independent, and a build waits for both): `first`'s messages as they come, `second`'s held
+/// and shown after (a source with an error says it once, from `first`). `first`'s code when it
+/// fails, and `second` is stopped; else `second`'s.
+fn run_side_by_side(compiler: &str, first: &[String], second: &[String]) -> Result<i32, CcError> {
+    if std::env::var_os("EPCACHE_CC_VERBOSE").is_some() {
+        eprintln!("epcache cc: {compiler} {}", second.join(" "));
+    }
+    let mut other = Command::new(compiler)
+        .args(second)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .doing(|| format!("running the compiler `{compiler}`"))?;
+    let mut pipe = other.stderr.take();
+    // Read while it runs, so a compiler with much to say never blocks on a full pipe.
+    let said = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(pipe) = pipe.as_mut() {
+            let _ = std::io::Read::read_to_end(pipe, &mut text);
+        }
+        text
+    });
+    let first = run(compiler, first);
+    if !matches!(first, Ok(0)) {
+        let _ = other.kill();
+        let _ = other.wait();
+        let _ = said.join();
+        return first;
+    }
+    let status = other
+        .wait()
+        .doing(|| format!("waiting for the compiler `{compiler}`"))?;
+    let said = said.join().unwrap_or_default();
+    if !said.is_empty() {
+        eprint!("{}", String::from_utf8_lossy(&said));
+    }
     Ok(status.code().unwrap_or(1))
 }
 
@@ -1190,17 +1239,22 @@ fn compile_copies(
     plain.extend(["-S".to_owned(), source.to_owned()]);
     plain.extend(include);
     plain.extend(["-o".to_owned(), plain_listing.display().to_string()]);
-    let code = run(compiler, &plain)?;
-    if code != 0 {
-        return Ok(code);
-    }
-    // The plain compilation already showed the source's warnings.
+    // The plain compilation shows the source's warnings.
     let mut captured = without_dependency_options(common);
     captured.extend(flags.iter().cloned());
     captured.extend([SEPARATE_LINE_TABLES.to_owned(), "-w".to_owned()]);
     captured.extend(["-S".to_owned(), source.to_owned()]);
     captured.extend(["-o".to_owned(), captured_listing.display().to_string()]);
-    let code = run(compiler, &captured)?;
+    let code = if writes_modules(compiler, source) {
+        // One after the other: each writes the source's modules, by a temporary file of one
+        // name. The second writes what the first did, so the file stays as it was.
+        match run(compiler, &plain)? {
+            0 => run(compiler, &captured)?,
+            failed => failed,
+        }
+    } else {
+        run_side_by_side(compiler, &plain, &captured)?
+    };
     if code != 0 {
         return Ok(code);
     }
@@ -1257,6 +1311,15 @@ fn note_carried(source: &str, carried: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fortran_compilations_write_modules_and_c_ones_do_not() {
+        assert!(writes_modules("gfortran", "heat.f90"));
+        assert!(writes_modules("gcc", "old.F"));
+        assert!(writes_modules("/opt/gcc/bin/gfortran-13", "main.c"));
+        assert!(!writes_modules("gcc", "kernel.c"));
+        assert!(!writes_modules("g++", "solver.cpp"));
+    }
 
     #[test]
     fn stripping_is_dropped_and_other_sanitizers_are_refused() {
