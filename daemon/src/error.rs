@@ -255,6 +255,9 @@ pub enum ServeError {
     /// The runtime directory is unusable.
     #[error(transparent)]
     RuntimeDir(#[from] epcache_shm::discovery::DiscoveryError),
+    /// Another daemon serves the runtime directory.
+    #[error(transparent)]
+    RuntimeDirServed(#[from] crate::runtime_dir_lock::RuntimeDirLockError),
 }
 
 #[cfg(test)]

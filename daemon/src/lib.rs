@@ -36,6 +36,7 @@ pub mod error;
 pub mod model;
 mod registry;
 mod resolve;
+mod runtime_dir_lock;
 mod service;
 mod token_file;
 mod trace_order;
@@ -57,6 +58,7 @@ pub use config::{
 };
 pub use error::{DaemonError, ServeError};
 pub use resolve::nearest;
+pub use runtime_dir_lock::RuntimeDirLockError;
 pub use service::TOOL_METADATA;
 pub use token_file::{TokenFileError, read_token_file};
 pub use transport::{ConnectionInfo, Peer, connection_of};
@@ -124,6 +126,8 @@ pub struct DaemonHandle {
     stop: watch::Sender<bool>,
     server: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     discovery: Option<JoinHandle<()>>,
+    /// This daemon's hold on its runtime directory, let go when the handle goes.
+    _runtime_dir: runtime_dir_lock::RuntimeDirLock,
 }
 
 impl DaemonHandle {
@@ -204,6 +208,8 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
     }
     // Targets announce themselves there: another user who may write into it could plant records.
     epcache_shm::discovery::ensure_runtime_dir(&config.runtime_dir)?;
+    // Its programs' halts and waits are this daemon's alone.
+    let runtime_dir_lock = runtime_dir_lock::RuntimeDirLock::take(&config.runtime_dir)?;
     if !config.listen.is_local() && config.tls.is_none() {
         tracing::warn!(addr = %config.listen, "listening beyond this machine without TLS: the bearer token travels in clear text");
     }
@@ -322,6 +328,7 @@ pub async fn serve(config: Config) -> Result<DaemonHandle, ServeError> {
         stop,
         server: Some(server),
         discovery: Some(discovery),
+        _runtime_dir: runtime_dir_lock,
     })
 }
 

@@ -32,8 +32,9 @@ struct Args {
     /// Also serve root on the Unix socket (by default only this user's processes are served).
     #[arg(long)]
     allow_root: bool,
-    /// A file holding the bearer token tools must send, at least 16 characters (else
-    /// $EPCACHED_TOKEN, else none); required for TCP.
+    /// A file holding the bearer token tools must send, at least 16 characters (else the token
+    /// itself from $EPCACHED_TOKEN, its value and not a file's name, else none); required for
+    /// TCP.
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// TLS certificate chain (PEM); needs --tls-key and a build with the `tls` feature.
@@ -105,6 +106,17 @@ async fn run() -> anyhow::Result<()> {
             .ok()
             .filter(|t| !t.trim().is_empty()),
     };
+    if args.token_file.is_none()
+        && let Some(t) = &token
+        && t.starts_with('/')
+        && std::path::Path::new(t.trim()).is_file()
+    {
+        anyhow::bail!(
+            "EPCACHED_TOKEN holds the token itself, and names the file {} here: give --token-file {} instead",
+            t.trim(),
+            t.trim()
+        );
+    }
     if let Some(t) = &token
         && t.chars().count() < MIN_TOKEN_CHARS
     {

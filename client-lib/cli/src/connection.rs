@@ -16,7 +16,8 @@ pub(crate) struct DaemonArgs {
     /// unix:RUNTIME_DIR/epcached.sock].
     #[arg(long, value_name = "ADDR")]
     daemon: Option<String>,
-    /// A file holding the daemon's bearer token [default: $EPCACHE_TOKEN, else none].
+    /// A file holding the daemon's bearer token; without it, the token itself from
+    /// $EPCACHE_TOKEN (its value, not a file's name), else none.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
     /// For an https:// daemon: the CA certificate (PEM) that signed its certificate [default:
@@ -44,12 +45,7 @@ impl DaemonArgs {
 
     /// Connects, with the token and tool name.
     pub(crate) async fn connect(&self) -> anyhow::Result<Client> {
-        let token = match &self.token_file {
-            Some(path) => Some(epcache_daemon::read_token_file(path)?),
-            None => std::env::var("EPCACHE_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
-        };
+        let token = bearer_token(self.token_file.as_deref())?;
         let ca = self
             .ca_cert
             .clone()
@@ -125,6 +121,30 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 /// JSON of `value`, pretty, with a final newline.
 pub(crate) fn json(value: &impl serde::Serialize) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(value)? + "\n")
+}
+
+/// The bearer token a tool sends: read from `token_file`, else `$EPCACHE_TOKEN`'s value, else
+/// none. A value naming an existing file is refused: it would be sent as the token, and the
+/// daemon's refusal would send the user hunting for a wrong secret.
+pub(crate) fn bearer_token(token_file: Option<&std::path::Path>) -> anyhow::Result<Option<String>> {
+    if let Some(path) = token_file {
+        return Ok(Some(epcache_daemon::read_token_file(path)?));
+    }
+    let Some(token) = std::env::var("EPCACHE_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok(None);
+    };
+    if token.starts_with('/') && std::path::Path::new(token.trim()).is_file() {
+        anyhow::bail!(
+            "EPCACHE_TOKEN holds the token itself, and names the file {} here: give --token-file {} instead (or EPCACHE_TOKEN=\"$(cat {})\")",
+            token.trim(),
+            token.trim(),
+            token.trim()
+        );
+    }
+    Ok(Some(token))
 }
 
 #[cfg(test)]

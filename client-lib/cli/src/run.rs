@@ -70,6 +70,10 @@ pub(crate) struct RunArgs {
     /// runtime directory it watches).
     #[arg(long, value_name = "ADDR")]
     daemon: Option<String>,
+    /// For a --daemon on TCP: a file holding its bearer token; without it, the token itself
+    /// from $EPCACHE_TOKEN (its value, not a file's name).
+    #[arg(long, value_name = "FILE", requires = "daemon")]
+    token_file: Option<PathBuf>,
     /// The simulated cache (EPCACHE_CACHE): a preset or a spec like `D1=32K,8,64;L2=1M,16,64`
     /// [default: $EPCACHE_CACHE, else `host`, else `cachegrind`].
     #[arg(long, value_name = "SPEC")]
@@ -590,12 +594,15 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
     if embedded.is_some() {
         eprintln!("epcache: daemon for this run at {address}");
     }
+    // An embedded daemon, on this user's own socket, asks for no token.
+    let token = match &args.daemon {
+        Some(_) => crate::connection::bearer_token(args.token_file.as_deref())?,
+        None => None,
+    };
     let connect = || {
         Client::connect_with(ConnectOptions {
             address: address.clone(),
-            token: std::env::var("EPCACHE_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
+            token: token.clone(),
             tool: format!("epcache-run-{}", std::process::id()),
             ..ConnectOptions::default()
         })

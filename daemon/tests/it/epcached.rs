@@ -80,6 +80,48 @@ fn a_runtime_directory_others_may_write_is_refused_at_start() {
     );
 }
 
+/// A second daemon on a runtime directory one serves (a TCP one for remote tools beside the
+/// Unix one) is refused with the first one's pid: its lease and its shutdown would let go of
+/// halts and start waits the first one's tools set.
+#[test]
+fn a_second_daemon_on_a_served_runtime_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Command::new(env!("CARGO_BIN_EXE_epcached"))
+        .arg("--runtime-dir")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(first.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("epcached listening on "), "{line}");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-long-enough-secret-for-the-test").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let second = Command::new(env!("CARGO_BIN_EXE_epcached"))
+        .args(["--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .arg("--runtime-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let _ = first.kill();
+    let _ = first.wait();
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains(&format!("another epcached (pid {})", first.id()))
+            && err.contains("--runtime-dir"),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_a_halted_target_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();

@@ -188,7 +188,10 @@ async fn a_restarted_daemon_takes_back_a_killed_ones_slots_and_keeps_its_results
 }
 
 /// A daemon attached beside a live one leaves its slots alone; once that one is killed, the
-/// other takes them back within a few watch slices.
+/// other takes them back within a few watch slices. (A runtime directory takes one daemon, so
+/// the second finds the target through a copy of its record in a directory of its own, as a
+/// daemon of another version, or one started on another directory the program announced
+/// itself in too, would.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_live_daemons_never_take_each_others_slots() {
     let dir = tempfile::tempdir().unwrap();
@@ -204,7 +207,13 @@ async fn two_live_daemons_never_take_each_others_slots() {
         .unwrap();
     step_to_exit(&mut before, target.pid, "kernel").await;
 
-    let second = Daemon::start(dir.path());
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        discovery::record_path(dir.path(), target.pid),
+        discovery::record_path(elsewhere.path(), target.pid),
+    )
+    .unwrap();
+    let second = Daemon::start(elsewhere.path());
     let mut beside = second.tool("second").await;
     wait_listed(&mut beside, target.pid).await;
     // Past several reclaim looks of the second daemon's watcher.

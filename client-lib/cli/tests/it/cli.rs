@@ -569,6 +569,44 @@ fn a_token_file_others_can_read_is_refused_by_the_tool() {
     assert!(stderr(&out).contains("chmod 600"), "{}", stderr(&out));
 }
 
+/// `$EPCACHE_TOKEN` holds the token itself: one naming a file is refused with the option that
+/// reads a file, by the tools and by `epcache run --daemon`, before anything connects or starts.
+#[test]
+fn a_token_variable_naming_a_file_is_told_to_be_the_token_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "the-right-token-of-enough-length\n").unwrap();
+    let marker = dir.path().join("started");
+    for args in [
+        vec!["targets", "--daemon", "127.0.0.1:1"],
+        vec![
+            "run",
+            "--daemon",
+            "127.0.0.1:1",
+            "--all-regions",
+            "--",
+            "touch",
+        ],
+    ] {
+        let mut args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+        if args[0] == "run" {
+            args.push(marker.display().to_string());
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(&args)
+            .env("EPCACHE_TOKEN", &token)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("--token-file {}", token.display())),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!marker.exists(), "the program was started");
+}
+
 /// A trace cut within the bytes both binary formats begin with is said to be cut, not taken for
 /// one of them.
 #[test]
