@@ -211,6 +211,15 @@ impl LineReport {
                     .collect();
                 names.sort_unstable();
                 names.dedup();
+                // `w@heat.f90:73`, as `epcache run`'s table shows a heap line by the array its
+                // statement allocates, is the line the report names the block by.
+                let s = match s.split_once('@') {
+                    Some((_, line)) if !names.contains(&s.as_str()) && names.contains(&line) => {
+                        line.to_owned()
+                    }
+                    _ => s.clone(),
+                };
+                let s = &s;
                 match region_names::find(names.iter().copied(), s).as_slice() {
                     [one] => Some(names[*one].to_owned()),
                     [] => bail!(
@@ -895,6 +904,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("those with misses are m::a, m::b"), "{err}");
+    }
+
+    /// A heap line is selected by the name `epcache run`'s table shows it by, the array its
+    /// statement allocates before the line, as by the line itself.
+    #[test]
+    fn a_heap_line_is_selected_by_its_arrays_name_too() {
+        let text = r#"{"cache": "D1=32K,8,64", "levels": [{"name": "D1"}], "regions": [{"name": "program",
+            "lines": [{"file": "heat.f90", "line": 80, "function": "MAIN__",
+            "data_structure": "heat.f90:73", "events": {"PAPI_L1_LDM": 3}},
+            {"file": "heat.f90", "line": 81, "function": "MAIN__",
+            "data_structure": "grid::u", "events": {"PAPI_L1_LDM": 5}}]}]}"#;
+        let report = LineReport::parse(text, "a test report").unwrap();
+        for name in ["w@heat.f90:73", "heat.f90:73"] {
+            let selection = Selection {
+                region: None,
+                data_structure: Some(name.to_owned()),
+            };
+            let picked = report.select(&selection).unwrap().structure;
+            assert_eq!(picked.as_deref(), Some("heat.f90:73"), "{name}");
+        }
     }
 
     #[test]
