@@ -228,15 +228,30 @@ pub(crate) fn fewer_buckets_note(asked: &Request, placed: &RequestInfo) -> Optio
         return None;
     };
     (placed.buckets < wanted).then(|| {
-        format!(
-            "request {} over {}: {} bucket(s) of {} bytes, not the {wanted} asked: a bucket is a whole number of L1 lines, so its {} bytes in {wanted} buckets round up to that width",
-            placed.id,
-            placed.data_name(),
+        fewer_buckets_text(
+            placed,
             placed.buckets,
             placed.bucket_bytes,
-            placed.range.end - placed.range.start
+            placed.range.end - placed.range.start,
+            wanted,
         )
     })
+}
+
+/// The note on request `placed` getting `given` buckets of `width` bytes over `bytes`, where
+/// `wanted` were asked.
+pub(crate) fn fewer_buckets_text(
+    placed: &RequestInfo,
+    given: u32,
+    width: u64,
+    bytes: u64,
+    wanted: u32,
+) -> String {
+    format!(
+        "request {} over {}: {given} bucket(s) of {width} bytes, not the {wanted} asked: a bucket is a whole number of L1 lines, so its {bytes} bytes in {wanted} buckets round up to that width",
+        placed.id,
+        placed.data_name(),
+    )
 }
 
 pub(crate) fn run(args: &RequestArgs) -> anyhow::Result<()> {

@@ -26,7 +26,9 @@ use crate::line_report::{self, LineFormat, LineReport, Selection};
 use crate::output::print_stdout;
 use crate::preflight;
 use crate::report_table::{self, SortKey};
-use crate::request::{AnalysisArg, SiteBlockArg, aggregation, fewer_buckets_note};
+use crate::request::{
+    AnalysisArg, SiteBlockArg, aggregation, fewer_buckets_note, fewer_buckets_text,
+};
 use crate::run_dir;
 use crate::run_trace;
 
@@ -456,6 +458,38 @@ fn note_fewer_buckets(asked: &[Request], placed: &[RequestInfo]) {
     }
 }
 
+/// Says on stderr when a histogram whose data did not exist at its placement (a module array
+/// allocated later) got fewer buckets than asked once it bound: its width was only known then.
+fn note_fewer_buckets_bound(asked: &[Request], placed: &[RequestInfo], results: &[RequestResult]) {
+    for (request, info) in asked.iter().zip(placed) {
+        let epcache_client::Mode::Buckets(wanted) = request.mode else {
+            continue;
+        };
+        // Said at placement already.
+        if info.buckets < wanted {
+            continue;
+        }
+        let Some(result) = results.iter().find(|r| r.request.id == info.id) else {
+            continue;
+        };
+        let given = result.buckets.len();
+        let (Some(first), Some(last)) = (result.buckets.first(), result.buckets.last()) else {
+            continue;
+        };
+        if given as u32 >= wanted || result.buckets.iter().any(|b| b.field.is_some()) {
+            continue;
+        }
+        let text = fewer_buckets_text(
+            info,
+            given as u32,
+            first.range.end - first.range.start,
+            last.range.end - first.range.start,
+            wanted,
+        );
+        eprintln!("epcache: {text}");
+    }
+}
+
 /// Where the results go: stdout, or the file of --output.
 fn emit(args: &RunArgs, text: &str) -> anyhow::Result<()> {
     match &args.output {
@@ -734,6 +768,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
         if !placed.is_empty() {
             let ids: Vec<u64> = placed.iter().map(|p| p.id).collect();
             results = client.results(pid, &ids).await?;
+            note_fewer_buckets_bound(&requests, &placed, &results);
         }
     }
     let status = if progress && requests.is_empty() && embedded.is_some() {

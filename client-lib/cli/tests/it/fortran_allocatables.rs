@@ -569,6 +569,32 @@ fn a_request_on_the_main_program_counts_the_array_it_allocates() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("ask for `t@main_allocates.f90:9`"), "{said}");
+
+    // A histogram placed before its array exists gets its width when it binds; fewer buckets
+    // than asked are said then, as at placement for an array that exists.
+    let out = Command::new(env!("CARGO_BIN_EXE_epcache"))
+        .args(["run", "--cache", CACHE, "--region", "main_allocates"])
+        .args([
+            "--array",
+            "t@main_allocates.f90:9",
+            "--event",
+            "PAPI_L1_DCW",
+        ])
+        .args(["--buckets", "500", "--json", "--"])
+        .arg(dir.path().join(program))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let buckets = run_output_results(&String::from_utf8_lossy(&out.stdout))[0]["buckets"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(buckets < 500, "{buckets}");
+    assert!(
+        said.contains(&format!("{buckets} bucket(s) of")) && said.contains("not the 500 asked"),
+        "{said}"
+    );
 }
 
 /// No allocation line of the report covers several arrays.
@@ -607,9 +633,13 @@ fn run_json(program: &Path, args: &[&str]) -> serde_json::Value {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    run_output_results(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The results JSON `epcache run --json` prints after the program's own output.
+fn run_output_results(stdout: &str) -> serde_json::Value {
     let start = stdout
         .find("\n[")
-        .unwrap_or_else(|| panic!("{stdout}\n{said}"));
+        .unwrap_or_else(|| panic!("no results in {stdout}"));
     serde_json::from_str(stdout[start..].trim()).unwrap()
 }
