@@ -73,13 +73,12 @@ fn inlined_into<'a>(
     (!callers.is_empty()).then_some((id, callers))
 }
 
-/// A note for a request on region `region` of `info`'s program that is a function with code
-/// and was also inlined into others (a module procedure the main program's calls inlined):
-/// those calls run as part of their callers and are no instances of it, so the request may
-/// count less than the user thinks, or nothing.
-pub(crate) fn also_inlined(info: &epcache_symbols::DebugInfo, region: &str) -> Option<String> {
-    let (_, callers) = inlined_into(info, region)?;
-    // Its OpenMP loops stay regions of their own wherever it was inlined.
+/// The OpenMP bodies of region `region`'s parallel loops (`grid::stencil._omp_fn.0`): regions
+/// of their own, which run wherever the function was inlined.
+pub(crate) fn parallel_loops<'a>(
+    info: &'a epcache_symbols::DebugInfo,
+    region: &str,
+) -> Vec<&'a str> {
     let declared = region.rsplit("::").next().unwrap_or(region);
     let mut loops: Vec<&str> = info
         .functions
@@ -92,6 +91,16 @@ pub(crate) fn also_inlined(info: &epcache_symbols::DebugInfo, region: &str) -> O
         .collect();
     loops.sort_unstable();
     loops.dedup();
+    loops
+}
+
+/// A note for a request on region `region` of `info`'s program that is a function with code
+/// and was also inlined into others (a module procedure the main program's calls inlined):
+/// those calls run as part of their callers and are no instances of it, so the request may
+/// count less than the user thinks, or nothing.
+pub(crate) fn also_inlined(info: &epcache_symbols::DebugInfo, region: &str) -> Option<String> {
+    let (_, callers) = inlined_into(info, region)?;
+    let loops = parallel_loops(info, region);
     let loops = if loops.is_empty() {
         String::new()
     } else {

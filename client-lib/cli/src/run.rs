@@ -843,11 +843,27 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
         return Ok(NOT_MONITORED);
     }
     let (unbound, never_ran) = unbound(&results);
+    let info = (!never_ran.is_empty())
+        .then(|| preflight::locate(program))
+        .flatten()
+        .and_then(|p| epcache_symbols::DebugInfo::load_program(&p).ok());
     for region in &never_ran {
+        // Its parallel loops run as regions of their own wherever it was inlined.
+        let loops = info
+            .as_ref()
+            .map(|info| inlined_regions::parallel_loops(info, region))
+            .filter(|loops| !loops.is_empty())
+            .map(|loops| {
+                format!(
+                    ", or for its parallel loops {}",
+                    crate::output::quoted(&loops, ", ")
+                )
+            })
+            .unwrap_or_default();
         eprintln!(
             "epcache: a request measured nothing: `{region}` never ran while the program did \
              (a function inlined wherever it is called runs as part of its callers: ask for one \
-             of them)"
+             of them{loops})"
         );
     }
     for why in &unbound {

@@ -707,6 +707,13 @@ fn a_request_on_a_procedure_inlined_into_its_callers_is_warned_before_the_start(
         stderr.find(warning) < stderr.find("daemon for this run"),
         "{stderr}"
     );
+    // And after the run, with the loop's region too (the warning is not always possible:
+    // gfortran sometimes records no inlined copy).
+    let after = stderr
+        .lines()
+        .find(|l| l.contains("`sweep` never ran"))
+        .unwrap_or_else(|| panic!("nothing said after the run:\n{stderr}"));
+    assert!(after.contains("`heatmod::sweep._omp_fn.0`"), "{after}");
 }
 
 /// OpenMP's worker threads never end before the report is written (libgomp keeps them in its
