@@ -33,8 +33,8 @@ pub(crate) struct AnnotateArgs {
     /// The report (JSON) to read.
     #[arg(value_name = "REPORT")]
     report: PathBuf,
-    /// How many lines (text) or functions (functions) to show.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// How many lines (text) or functions (functions) to show, at least 1.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = at_least_one)]
     top: usize,
     /// The event the lines or functions are ordered by: PAPI_L1_LDM, PAPI_L1_STM, PAPI_L1_DCM (the
     /// default), ... or Cachegrind's names (D1mr, D1mw, L2mr, ...), or a coherence event.
@@ -100,5 +100,13 @@ pub(crate) fn annotate(args: &AnnotateArgs) -> anyhow::Result<()> {
             std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
         }
         None => print_stdout(&out),
+    }
+}
+/// A count of at least one (`--top 0` would show the headers alone).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("show at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }

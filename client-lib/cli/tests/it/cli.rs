@@ -550,6 +550,14 @@ fn an_output_that_is_the_program_or_the_report_is_refused() {
     assert_eq!(std::fs::read(&report).unwrap(), before);
 }
 
+/// `annotate --top 0` would print the headers alone: refused with what it takes.
+#[test]
+fn annotate_shows_at_least_one_line() {
+    let out = epcache(&["annotate", "report.json", "--top", "0"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("at least 1"), "{}", stderr(&out));
+}
+
 /// A tool refuses a token file other users can read before it connects, as the daemon does.
 #[test]
 fn a_token_file_others_can_read_is_refused_by_the_tool() {
