@@ -307,6 +307,28 @@ fn unbound(results: &[RequestResult]) -> (Vec<String>, Vec<&str>) {
 }
 
 /// Waits for the child without blocking the runtime's thread for long.
+/// How long a program's record may lie in its runtime directory without the daemon listing it
+/// before `epcache run` concludes the daemon watches another directory.
+const ANNOUNCED_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Ends a program no tool will monitor: SIGTERM first, so its runtime removes its record and
+/// segment, then SIGKILL after two seconds.
+async fn end_unmonitored(child: &mut std::process::Child) {
+    use nix::sys::signal::{Signal, kill};
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 async fn wait_child(child: &mut std::process::Child) -> anyhow::Result<ExitStatus> {
     loop {
         if let Some(status) = child.try_wait()? {
@@ -690,6 +712,13 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
     if !requests.is_empty() {
         let mut client = connect().await?;
         let started = Instant::now();
+        // With a daemon of the user's own, the program announces itself where this process's
+        // environment says (no EPCACHE_RUNTIME_DIR is set for it).
+        let announced_in = args
+            .daemon
+            .as_ref()
+            .map(|_| epcache_shm::discovery::runtime_dir());
+        let mut announced_at: Option<Instant> = None;
         loop {
             // The target blocks at start (EPCACHE_WAIT) only once its regions and data structures are
             // registered, so a tool describes and requests after that.
@@ -707,8 +736,23 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
                     program.to_string_lossy()
                 );
             }
+            // Its record there, and the daemon (which looks every 150 ms) still not listing it:
+            // the daemon watches another directory.
+            if let Some(dir) = &announced_in
+                && epcache_shm::discovery::record_path(dir, pid).exists()
+                && announced_at.get_or_insert_with(Instant::now).elapsed() > ANNOUNCED_PATIENCE
+            {
+                end_unmonitored(&mut child).await;
+                // A program ended by a signal leaves its record; listing removes a dead one's.
+                let _ = epcache_shm::discovery::list_targets(dir);
+                bail!(
+                    "pid {pid} announced itself in {}, and the daemon at {address} does not list it: that daemon watches another runtime directory; start it with --runtime-dir {} or the program with EPCACHE_RUNTIME_DIR set to its directory. The program was ended; nothing was measured",
+                    dir.display(),
+                    dir.display()
+                );
+            }
             if started.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
+                end_unmonitored(&mut child).await;
                 bail!(
                     "pid {pid} never showed up at the daemon at {address} within 30 s; was it built with `epcache cc`, and does the daemon watch its runtime directory?"
                 );

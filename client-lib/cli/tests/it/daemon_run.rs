@@ -57,6 +57,55 @@ fn a_temporary_directory_too_deep_for_a_socket_still_runs() {
     );
 }
 
+/// `epcache run --daemon` with a daemon that watches another runtime directory than the one
+/// the program announces itself in: said within seconds, naming both, rather than after 30 s;
+/// the program is ended and its record removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_watching_another_directory_is_said_at_once() {
+    let watched = tempfile::tempdir().unwrap();
+    let announced = tempfile::tempdir().unwrap();
+    let daemon = daemon_support::start_daemon(watched.path()).await;
+    let started = std::time::Instant::now();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_epcache"));
+    command
+        .args(["run", "--daemon", &daemon.endpoint()])
+        .args([
+            "--region",
+            "init",
+            "--array",
+            "A",
+            "--event",
+            "PAPI_L1_STM",
+            "--",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args(roles::rerun_args(roles::CHILD_ROLE_TEST))
+        .env(synthetic::ROLE, "target")
+        .env(synthetic::ITERATIONS, "1")
+        .env("EPCACHE_RUNTIME_DIR", announced.path());
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "announced itself in {}",
+            announced.path().display()
+        )) && stderr.contains("--runtime-dir"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let left: Vec<_> = std::fs::read_dir(announced.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".json"))
+        .collect();
+    assert!(left.is_empty(), "records left: {left:?}");
+    daemon.shutdown().await;
+}
+
 /// The JSON document `epcache run` prints after the program's own output.
 fn trailing_json(stdout: &str) -> serde_json::Value {
     let start = stdout
