@@ -722,12 +722,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
         loop {
             // The target blocks at start (EPCACHE_WAIT) only once its regions and data structures are
             // registered, so a tool describes and requests after that.
-            if client
-                .targets()
-                .await?
-                .iter()
-                .any(|t| t.pid == pid && t.state == TargetState::WaitingForTool)
-            {
+            let targets = client.targets().await?;
+            let listed = targets.iter().find(|t| t.pid == pid);
+            if listed.is_some_and(|t| t.state == TargetState::WaitingForTool) {
                 break;
             }
             if let Some(status) = child.try_wait()? {
@@ -739,6 +736,7 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
             // Its record there, and the daemon (which looks every 150 ms) still not listing it:
             // the daemon watches another directory.
             if let Some(dir) = &announced_in
+                && listed.is_none()
                 && epcache_shm::discovery::record_path(dir, pid).exists()
                 && announced_at.get_or_insert_with(Instant::now).elapsed() > ANNOUNCED_PATIENCE
             {
