@@ -7,7 +7,9 @@
 //! which array a block is comes from its allocation call: the compiled function holding the
 //! call is scanned for direct calls (`e8 rel32`) to the same function whose return addresses
 //! lie on the same line, and the call's rank among them, in address order, is its array's rank
-//! in the statement (compilers emit one call per array, in order). A block is named by its
+//! in the statement (compilers emit one call per array, in order); a call made inside a wrapper
+//! the compiler inlined into the statement (`vec_new` around `xmalloc`) is ranked by the
+//! statement's line among the positions its inline chain passes through. A block is named by its
 //! array only when those calls are exactly as many as the arrays the text lists: a statement
 //! split over lines, calls merged by the optimiser (gfortran -O2 can share one call between
 //! two arrays), or text that does not read, leave the line's name, and the report says when
@@ -42,20 +44,21 @@ struct Known {
 static KNOWN: Mutex<Option<Known>> = Mutex::new(None);
 
 /// The array the allocation call returning to `call` allocates, when its line (`file`:`line`,
-/// the call's innermost position) is a statement allocating several and the call can be told
-/// apart from the others (see the module's doc).
-pub(super) fn array_of_call(call: u64, file: &str, line: u32) -> Option<String> {
+/// the call's position `depth` frames out from its innermost one: 0 for a call made on the
+/// line, 1 for one inside a wrapper inlined there) is a statement allocating several and the
+/// call can be told apart from the others (see the module's doc).
+pub(super) fn array_of_call(call: u64, file: &str, line: u32, depth: usize) -> Option<String> {
     let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
     let known = known.get_or_insert_with(Known::default);
     if let Some(array) = known.arrays.get(&call) {
         return array.clone();
     }
-    let array = work_out(known, call, file, line);
+    let array = work_out(known, call, file, line, depth);
     known.arrays.insert(call, array.clone());
     array
 }
 
-fn work_out(known: &mut Known, call: u64, file: &str, line: u32) -> Option<String> {
+fn work_out(known: &mut Known, call: u64, file: &str, line: u32, depth: usize) -> Option<String> {
     let text = known
         .sources
         .entry(file.to_owned())
@@ -69,7 +72,7 @@ fn work_out(known: &mut Known, call: u64, file: &str, line: u32) -> Option<Strin
     if arrays.len() < 2 {
         return None;
     }
-    let calls = calls_on_line(call, file, line)?;
+    let calls = calls_on_line(call, file, line, depth)?;
     if calls.len() != arrays.len() {
         return None;
     }
@@ -83,8 +86,9 @@ fn read_source(path: &str) -> Option<Vec<String>> {
 }
 
 /// The return addresses of the direct calls, in the compiled function holding `call`, to the
-/// function `call` calls, whose innermost position is `file`:`line`; in address order.
-fn calls_on_line(call: u64, file: &str, line: u32) -> Option<Vec<u64>> {
+/// function `call` calls, whose position `depth` frames out from the innermost (through the
+/// functions inlined there) is `file`:`line`; in address order.
+fn calls_on_line(call: u64, file: &str, line: u32, depth: usize) -> Option<Vec<u64>> {
     let object = program::object_at(call.checked_sub(1)?)?;
     let bias = object.bias;
     let function = object
@@ -106,7 +110,15 @@ fn calls_on_line(call: u64, file: &str, line: u32) -> Option<Vec<u64>> {
             continue;
         }
         let returns = start + i as u64 + 5;
-        let position = object.info.line_at(returns - bias - 1);
+        let position = if depth == 0 {
+            object.info.line_at(returns - bias - 1)
+        } else {
+            object
+                .info
+                .positions_at(returns - bias - 1)
+                .get(depth)
+                .copied()
+        };
         if position.is_some_and(|(f, l)| l == line && base(f) == file) {
             calls.push(returns);
         }

@@ -201,12 +201,25 @@ fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
         .rsplit('/')
         .next()
         .unwrap_or(&named.line.file);
-    // One of several arrays a statement allocates, when the call can tell which: only a call
-    // whose innermost position is the named line (not a library's, inlined into it).
-    let innermost = asking == 0 || calls[asking - 1] != calls[asking];
-    let array = innermost
+    // One of several arrays a statement allocates, when the call can tell which: a call whose
+    // innermost position is the named line, or whose frames inside the named one at the same
+    // call are the program's own wrappers inlined into it (`vec_new` around `xmalloc`); not a
+    // library's code inlined there.
+    let inside = (0..asking).filter(|&k| calls[k] == calls[asking]);
+    let depth = inside.clone().count();
+    let own_wrappers = inside.clone().all(|k| {
+        let f = &chain[k];
+        let plain = f.function.rsplit("::").next().unwrap_or(&f.function);
+        !f.library && (wrappers.contains(f.function.as_str()) || wrappers.contains(plain))
+    });
+    let array = own_wrappers
         .then(|| {
-            allocation_statements::array_of_call(calls[asking], &named.line.file, named.line.line)
+            allocation_statements::array_of_call(
+                calls[asking],
+                &named.line.file,
+                named.line.line,
+                depth,
+            )
         })
         .flatten();
     let own = |frames: &[CallFrame]| -> Vec<String> {

@@ -304,6 +304,50 @@ fn fortran_allocate_is_named_by_its_source_line() {
     }
 }
 
+/// Two arrays of one statement allocated through a wrapper of a wrapper that the compiler
+/// inlines into the statement (`vec_new` around `xmalloc`) are named apart: a request for
+/// the first counts the first, not the line's latest block.
+#[test]
+fn arrays_of_one_statement_through_inlined_wrappers_are_named_apart() {
+    for level in ["-O1", "-O2"] {
+        let dir = tempfile::tempdir().unwrap();
+        if !build(
+            dir.path(),
+            "gcc",
+            &[level, "-g"],
+            "wrapped_statement.c",
+            "wrapped",
+        ) {
+            return;
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args(["run", "--cache", CACHE, "--json"])
+            .args(["--region", "touch", "--array", "a@wrapped_statement.c:24"])
+            .args(["--event", "PAPI_L1_DCR"])
+            .args(["--region", "touch", "--array", "b@wrapped_statement.c:24"])
+            .args(["--event", "PAPI_L1_DCR", "--"])
+            .arg(dir.path().join("wrapped"))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{level}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let start = stdout.find("\n[").expect("results");
+        let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+        let totals: Vec<u64> = results
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["total"].as_u64().unwrap())
+            .collect();
+        assert_eq!(totals, [10_000, 9_000], "{level}: {results:#}");
+    }
+}
+
 /// A site that allocates and frees over and over is one data structure: its blocks take over
 /// the entry of the ones freed before them, so the MCC's table (4096 entries) does not fill
 /// after 10000 blocks, and the site's counts are all its blocks' accesses.
