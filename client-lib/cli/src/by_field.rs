@@ -37,7 +37,7 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
                 return Ok(held);
             }
             bail!(
-                "`{name}` is no global array in {}, and no variable of its debug info holding it points at structures, so its element type is unknown; name it with --element-type, e.g. {example}",
+                "`{name}` is no global array in {}, and no variable or structure member of its debug info holding it points at structures, so its element type is unknown; name it with --element-type, e.g. {example}",
                 exe.display()
             )
         }
@@ -123,7 +123,7 @@ fn held_by_variables(
     }
     let element = &first.element;
     eprintln!(
-        "epcache: --by-field counts `{name}` by the members of `{}` ({} bytes), the element of variable `{}` ({}:{}); --element-type names another",
+        "epcache: --by-field counts `{name}` by the members of `{}` ({} bytes), the element of `{}` ({}:{}); --element-type names another",
         element.name,
         element.bytes,
         first.name,

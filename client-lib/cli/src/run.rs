@@ -256,7 +256,8 @@ impl RunArgs {
                     request = request.analysis(a.into());
                 }
                 match &exe {
-                    Some(exe) => by_field::request(exe, request, self.element_type.as_deref()),
+                    Some(exe) => by_field::request(exe, request, self.element_type.as_deref())
+                        .context("--by-field; nothing was started"),
                     None => Ok(request),
                 }
             })

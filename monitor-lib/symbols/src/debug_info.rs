@@ -228,9 +228,9 @@ impl DebugInfo {
         Ok(found)
     }
 
-    /// The variables and parameters of the program's own units of `path` (not the runtime's), in
-    /// any scope and with or without a
-    /// place, whose type holds an array of structures (a pointer to one, a Fortran
+    /// The variables, parameters and structure members (`A->ent`, `grid%cells`) of the program's
+    /// own units of `path` (not the runtime's), in any scope and with or without a place, whose
+    /// type holds an array of structures (a pointer to one, a Fortran
     /// ALLOCATABLE or assumed-shape array, a C++ `vector`/`unique_ptr`/`array` of one), and
     /// that `wanted` keeps given their name, declaring file and line: what a by-field request
     /// over a heap block one of them holds counts by. Each (name, element) once.
@@ -249,7 +249,7 @@ impl DebugInfo {
             while let Some(entry) = entries.next_dfs()? {
                 if !matches!(
                     entry.tag(),
-                    gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter
+                    gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter | gimli::DW_TAG_member
                 ) {
                     continue;
                 }

@@ -542,6 +542,31 @@ int main()
 }
 "#;
 
+/// A heap block held by a structure's member (`sys.cells = malloc(..)`, as CSR and AoS arrays
+/// hang off a matrix or mesh struct) takes its element from the member's type.
+#[test]
+fn a_heap_array_held_by_a_structure_member_takes_its_element_from_the_member() {
+    let held = HEAP_SOURCE
+        .replace(
+            "double sum_x(const particle_t *parts)",
+            "double sum_x(const particle_t *p)",
+        )
+        .replace("s += parts[i].x;", "s += p[i].x;")
+        .replace(
+            "particle_t *parts = malloc(N * sizeof *parts);",
+            "struct system { int n; particle_t *cells; } sys = {N, 0};\n    sys.cells = malloc(N * sizeof *sys.cells);",
+        )
+        .replace("parts[i] = (particle_t)", "sys.cells[i] = (particle_t)")
+        .replace("sum_x(parts)", "sum_x(sys.cells)")
+        .replace("free(parts)", "free(sys.cells)");
+    assert!(!held.contains("parts"), "{held}");
+    let dir = tempfile::tempdir().unwrap();
+    if !build(dir.path(), "gcc", "parts.c", &held) {
+        return;
+    }
+    check(dir.path(), "parts.c:17");
+}
+
 /// A heap block no variable of a structure pointer holds is refused before the program runs
 /// on, and the refusal names `--element-type`; so is a type the program does not declare.
 #[test]
