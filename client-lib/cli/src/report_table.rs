@@ -384,12 +384,18 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
     if let Some(i) = &report.cores_interleaving
         && i.accesses > 0
     {
-        let stretch = i.accesses / (i.thread_switches + 1);
+        // A short stretch with its fraction: every 1.9 accesses, not every 1.
+        let stretch = i.accesses as f64 / (i.thread_switches + 1) as f64;
+        let stretch = if stretch < 10.0 {
+            format!("{stretch:.1}")
+        } else {
+            crate::numbers::grouped(stretch as u64)
+        };
         out.push_str(&format!(
             "The threads took turns every {} accesses on the machine ({} switches in {} accesses): \
              coherence misses need two threads' accesses close together, so compare runs, layouts \
              or arrays with one another rather than with hardware counts.\n",
-            crate::numbers::grouped(stretch),
+            stretch,
             crate::numbers::grouped(i.thread_switches),
             crate::numbers::grouped(i.accesses)
         ));
@@ -541,6 +547,14 @@ mod tests {
             text.contains("took turns every 250 accesses on the machine (3,999 switches in 1,000,000 accesses)"),
             "{text}"
         );
+        // A stretch of a few accesses keeps its fraction.
+        let mut report = report;
+        report.cores_interleaving = Some(Interleaving {
+            accesses: 1_600_010,
+            thread_switches: 837_974,
+        });
+        let text = render(&report, Layout::default());
+        assert!(text.contains("took turns every 1.9 accesses"), "{text}");
     }
 
     #[test]

@@ -467,11 +467,11 @@ pub(super) fn say_interleaving() {
         return;
     }
     eprintln!(
-        "epcache: the threads took turns every {} accesses on the machine ({} switches in {} \
+        "epcache: the threads took turns every {:.1} accesses on the machine ({} switches in {} \
          accesses): the coherence events requests counted need two threads' accesses close \
          together, so they move with the host's scheduling; compare runs, layouts or arrays \
          rather than single counts",
-        i.accesses / (i.thread_switches + 1),
+        i.accesses as f64 / (i.thread_switches + 1) as f64,
         i.thread_switches,
         i.accesses
     );
