@@ -243,21 +243,24 @@ fn source(file: Option<&str>, line: Option<u32>) -> String {
     }
 }
 
-/// Sorts `items` by `key` (stable, so ties keep the report's order) and keeps the first `top`.
+/// Sorts `items` by `key` (stable, so ties keep the report's order) and keeps the first `top`;
+/// how many it left out.
 fn order<T>(
     items: &mut Vec<T>,
     layout: Layout,
     counts: impl Fn(&T) -> Counts,
     name: impl Fn(&T) -> &str,
-) {
+) -> usize {
     match layout.sort {
         SortKey::Program => {}
         SortKey::Name => items.sort_by(|a, b| name(a).cmp(name(b))),
         key => items.sort_by_key(|item| std::cmp::Reverse(counts(item).key(key))),
     }
+    let before = items.len();
     if let Some(top) = layout.top {
         items.truncate(top);
     }
+    before - items.len()
 }
 
 /// The report as a table, with a line on what the counts mean.
@@ -295,13 +298,14 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
         _ => (None, &report.regions[..]),
     };
     let mut regions: Vec<&Region> = regions.iter().collect();
-    order(
+    let hidden_regions = order(
         &mut regions,
         layout,
         |r| Counts::of(&r.events, levels),
         |r| &r.name,
     );
     let mut rows = Vec::new();
+    let mut hidden_structures = 0;
     for region in program.into_iter().chain(regions) {
         let mut row = vec![
             region.name.clone(),
@@ -337,7 +341,7 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
             },
             ..layout
         };
-        order(
+        hidden_structures += order(
             &mut structures,
             by_name,
             |d| Counts::of(&d.events, levels),
@@ -361,6 +365,11 @@ pub(crate) fn render(report: &Report, layout: Layout) -> String {
     out.push_str(
         "Counts are inclusive: a region's include those of the regions it calls; `program` is the whole run.\n",
     );
+    if hidden_regions + hidden_structures > 0 {
+        out.push_str(&format!(
+            "--top left out {hidden_regions} region(s) and {hidden_structures} data structure row(s) of the regions shown; a larger --top or --json shows them.\n"
+        ));
+    }
     if let Some(why) = &report.cores_refused {
         out.push_str(&format!("no machine of cores: {why}\n"));
     }
@@ -566,6 +575,10 @@ mod tests {
         let text = render(&report(&["D1", "L2"]), layout);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(words(lines[1])[0], "program");
+        assert!(
+            text.contains("--top left out 1 region(s) and 0 data structure row(s)"),
+            "{text}"
+        );
         // b.c's helper has 5 L1 misses, a.c's 4: only b.c's is kept.
         assert_eq!(words(lines[2])[..2], ["helper", "b.c:7"]);
         assert!(lines[3].starts_with("Counts are inclusive"), "{text}");
