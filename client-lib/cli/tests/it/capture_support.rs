@@ -260,3 +260,12 @@ pub(crate) fn counts_of(mut report: serde_json::Value) -> serde_json::Value {
     strip(&mut report);
     report
 }
+
+/// The results JSON `epcache run --json` prints after the program's own output.
+pub(crate) fn run_results(stdout: &str) -> serde_json::Value {
+    let start = stdout
+        .rfind("\n[\n")
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("no JSON array at the end of the output:\n{stdout}"));
+    serde_json::from_str(&stdout[start..]).unwrap()
+}

@@ -12,7 +12,7 @@ use epcache_test_support::{roles, tools};
 
 use daemon_support::synthetic::{self, A_LINES};
 
-use crate::capture_support::{self, available, epcache_cc, runtime_built};
+use crate::capture_support::{self, available, epcache_cc, run_results, runtime_built};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_epcache"))
@@ -50,7 +50,7 @@ fn a_temporary_directory_too_deep_for_a_socket_still_runs() {
         stderr.contains("daemon for this run at unix:/tmp/epcache-run-"),
         "{stderr}"
     );
-    let results = trailing_json(&String::from_utf8_lossy(&out.stdout));
+    let results = run_results(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(
         results[0]["total"], A_LINES,
         "one write miss per line in init"
@@ -106,15 +106,6 @@ async fn a_daemon_watching_another_directory_is_said_at_once() {
     daemon.shutdown().await;
 }
 
-/// The JSON document `epcache run` prints after the program's own output.
-fn trailing_json(stdout: &str) -> serde_json::Value {
-    let start = stdout
-        .rfind("\n[\n")
-        .map(|i| i + 1)
-        .expect("no JSON array at the end of the output");
-    serde_json::from_str(&stdout[start..]).unwrap()
-}
-
 #[test]
 fn run_places_command_line_requests_and_prints_their_results() {
     let out = run(&[
@@ -149,7 +140,7 @@ fn run_places_command_line_requests_and_prints_their_results() {
         at.contains("epcache-run-") && at.ends_with("/epcached.sock"),
         "{at}"
     );
-    let results = trailing_json(&stdout);
+    let results = run_results(&stdout);
     assert_eq!(results[0]["instances"], 2);
     assert_eq!(results[0]["total"], 2 * A_LINES);
     assert_eq!(results[0]["buckets"].as_array().unwrap().len(), 25);

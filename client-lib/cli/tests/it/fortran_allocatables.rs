@@ -586,10 +586,11 @@ fn a_request_on_the_main_program_counts_the_array_it_allocates() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
-    let buckets = run_output_results(&String::from_utf8_lossy(&out.stdout))[0]["buckets"]
-        .as_array()
-        .unwrap()
-        .len();
+    let buckets =
+        crate::capture_support::run_results(&String::from_utf8_lossy(&out.stdout))[0]["buckets"]
+            .as_array()
+            .unwrap()
+            .len();
     assert!(buckets < 500, "{buckets}");
     assert!(
         said.contains(&format!("{buckets} bucket(s) of")) && said.contains("not the 500 asked"),
@@ -633,13 +634,5 @@ fn run_json(program: &Path, args: &[&str]) -> serde_json::Value {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
-    run_output_results(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// The results JSON `epcache run --json` prints after the program's own output.
-fn run_output_results(stdout: &str) -> serde_json::Value {
-    let start = stdout
-        .find("\n[")
-        .unwrap_or_else(|| panic!("no results in {stdout}"));
-    serde_json::from_str(stdout[start..].trim()).unwrap()
+    crate::capture_support::run_results(&String::from_utf8_lossy(&out.stdout))
 }

@@ -336,8 +336,7 @@ fn arrays_of_one_statement_through_inlined_wrappers_are_named_apart() {
             "{level}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let start = stdout.find("\n[").expect("results");
-        let results: serde_json::Value = serde_json::from_str(stdout[start..].trim()).unwrap();
+        let results = crate::capture_support::run_results(&stdout);
         let totals: Vec<u64> = results
             .as_array()
             .unwrap()
