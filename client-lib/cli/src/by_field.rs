@@ -64,6 +64,48 @@ pub(crate) fn members(exe: &Path, name: &str) -> anyhow::Result<(u64, Vec<Field>
     Ok((element_bytes, fields_of(&global.members)))
 }
 
+/// Which variables may hold the heap array `name` (`p`, `p@dt.f90:11`, `grid.c:40`): those named
+/// as the array is (before an `@`, or by the statement allocating at the site), or, when no
+/// name is known, those declared on the allocating line.
+pub(crate) struct Holders {
+    names: Vec<String>,
+    site: Option<(String, u32)>,
+}
+
+impl Holders {
+    pub(crate) fn of(info: &epcache_symbols::DebugInfo, name: &str) -> Self {
+        let site = |s: &str| {
+            let (file, line) = s.rsplit_once(':')?;
+            Some((file.to_owned(), line.parse::<u32>().ok()?))
+        };
+        let (mut names, site) = match name.split_once('@') {
+            Some((variable, at)) => (vec![variable.to_owned()], site(at)),
+            None => match site(name) {
+                Some(at) => (Vec::new(), Some(at)),
+                None => (vec![name.to_owned()], None),
+            },
+        };
+        if names.is_empty()
+            && let Some((file, line)) = &site
+        {
+            names = crate::allocated_arrays::allocated_on(info, file, *line).unwrap_or_default();
+        }
+        Self { names, site }
+    }
+
+    /// Whether variable `variable`, declared at `file`:`line`, may hold the array.
+    pub(crate) fn may_hold(&self, variable: &str, file: &str, line: u32) -> bool {
+        let fortran = epcache_symbols::is_fortran_source(file);
+        self.names
+            .iter()
+            .any(|n| crate::allocated_arrays::same_name(fortran, variable, n))
+            || (self.names.is_empty()
+                && self.site.as_ref().is_some_and(|(f, l)| {
+                    *l == line && file.rsplit('/').next() == f.rsplit('/').next()
+                }))
+    }
+}
+
 /// The element of the heap array `name` (`p`, `p@dt.f90:11`, `grid.c:40`) from the variables
 /// holding it in `exe`'s debug info: those named as the array is (before an `@`, or by the
 /// statement allocating at the site), or declared on the allocating line (`struct cell *grid =
@@ -75,34 +117,9 @@ fn held_by_variables(
     info: &epcache_symbols::DebugInfo,
     name: &str,
 ) -> anyhow::Result<Option<(u64, Vec<Field>)>> {
-    let site = |s: &str| {
-        let (file, line) = s.rsplit_once(':')?;
-        Some((file.to_owned(), line.parse::<u32>().ok()?))
-    };
-    let (mut names, site) = match name.split_once('@') {
-        Some((variable, at)) => (vec![variable.to_owned()], site(at)),
-        None => match site(name) {
-            Some(at) => (Vec::new(), Some(at)),
-            None => (vec![name.to_owned()], None),
-        },
-    };
-    if names.is_empty()
-        && let Some((file, line)) = &site
-    {
-        names = crate::allocated_arrays::allocated_on(info, file, *line).unwrap_or_default();
-    }
-    let fortran = |file: &str| epcache_symbols::is_fortran_source(file);
-    let declared_on_site = |file: &str, line: u32| {
-        names.is_empty()
-            && site
-                .as_ref()
-                .is_some_and(|(f, l)| *l == line && file.rsplit('/').next() == f.rsplit('/').next())
-    };
+    let holders = Holders::of(info, name);
     let found = epcache_symbols::DebugInfo::variable_element_types(exe, |variable, file, line| {
-        names
-            .iter()
-            .any(|n| crate::allocated_arrays::same_name(fortran(file), variable, n))
-            || declared_on_site(file, line)
+        holders.may_hold(variable, file, line)
     })
     .with_context(|| format!("reading the variables holding `{name}` for --by-field"))?;
     let Some(first) = found.first() else {

@@ -2,7 +2,7 @@
 //! SVG plot written by hand.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -332,6 +332,8 @@ pub(crate) fn run(args: &HistogramArgs) -> anyhow::Result<()> {
             .results(args.pid, &[args.id])
             .await?)
     })?;
+    // A heap block's elements, from the running program's own debug information.
+    crate::heap_shapes::fill(&mut results, Path::new(&format!("/proc/{}/exe", args.pid)));
     let Some(result) = results.pop() else {
         bail!("the daemon returned no result for request {}", args.id);
     };

@@ -35,6 +35,7 @@ mod demangle;
 mod demo;
 mod demo_plot;
 mod describe;
+mod heap_shapes;
 mod histogram;
 mod inlined_regions;
 mod line_report;

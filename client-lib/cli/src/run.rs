@@ -812,6 +812,9 @@ async fn run_async(args: &RunArgs, requests: Vec<Request>, cache: &str) -> anyho
             let ids: Vec<u64> = placed.iter().map(|p| p.id).collect();
             results = client.results(pid, &ids).await?;
             note_fewer_buckets_bound(&requests, &placed, &results);
+            if let Some(exe) = preflight::locate(program) {
+                crate::heap_shapes::fill(&mut results, &exe);
+            }
         }
     }
     let status = if progress && requests.is_empty() && embedded.is_some() {

@@ -12,8 +12,8 @@ use super::array_type::{ArrayDescriptor, ArrayShape, ArrayType, array_type};
 use super::derived_components::described_components;
 use super::dwarf_types::{Reader, type_size};
 use super::element_members::{
-    Member, StructureType, element_members, heap_container, held_structure, name_of,
-    structures_named,
+    Member, StructureType, element_members, heap_container, held_element_bytes, held_structure,
+    name_of, structures_named,
 };
 use super::overloads::{overload_names, parameter_list};
 use super::running_executable::RunningExecutable;
@@ -65,6 +65,17 @@ pub struct VariableElement {
     /// The structure its array holds.
     pub element: StructureType,
 }
+
+/// What a variable's type holds, read from its DWARF entry ([`held_structure`],
+/// [`held_element_bytes`]).
+type HeldBy<T> = for<'a> fn(
+    &gimli::Dwarf<Reader<'a>>,
+    &gimli::Unit<Reader<'a>>,
+    &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> Option<T>;
+
+/// A variable (name, declaring file and line) and what its type holds.
+type Holding<T> = (String, String, u32, T);
 
 /// A function with code: its address range and where it is declared.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -238,7 +249,42 @@ impl DebugInfo {
         path: &Path,
         wanted: impl Fn(&str, &str, u32) -> bool,
     ) -> Result<Vec<VariableElement>, SymbolError> {
-        let mut found: Vec<VariableElement> = Vec::new();
+        let held = Self::variables_holding(path, wanted, held_structure)?;
+        Ok(held
+            .into_iter()
+            .map(|(name, file, line, element)| VariableElement {
+                name,
+                file,
+                line,
+                element,
+            })
+            .collect())
+    }
+
+    /// The element sizes of the arrays the variables, parameters and structure members that
+    /// `wanted` keeps hold (as [`DebugInfo::variable_element_types`] finds them, scalars too:
+    /// `double *v`, a Fortran ALLOCATABLE of `real(8)`), each (name, size) once: what a
+    /// histogram over a heap block labels its buckets by.
+    pub fn variable_element_bytes(
+        path: &Path,
+        wanted: impl Fn(&str, &str, u32) -> bool,
+    ) -> Result<Vec<(String, u64)>, SymbolError> {
+        let held = Self::variables_holding(path, wanted, held_element_bytes)?;
+        Ok(held
+            .into_iter()
+            .map(|(name, _, _, bytes)| (name, bytes))
+            .collect())
+    }
+
+    /// The variables, parameters and structure members of the program's own units of `path`
+    /// that `wanted` keeps (given their name, declaring file and line) and whose type `held`
+    /// reads a `T` from: name, file, line and `T`, each (name, `T`) once.
+    fn variables_holding<T: PartialEq>(
+        path: &Path,
+        wanted: impl Fn(&str, &str, u32) -> bool,
+        held: HeldBy<T>,
+    ) -> Result<Vec<Holding<T>>, SymbolError> {
+        let mut found: Vec<Holding<T>> = Vec::new();
         each_unit(path, |dwarf, unit| {
             let unit_name = unit.name.map(|n| n.to_string_lossy().into_owned());
             if !is_program_unit(unit_name.as_deref().unwrap_or_default()) {
@@ -265,20 +311,11 @@ impl DebugInfo {
                 if !wanted(&name, &declared_in, line) {
                     continue;
                 }
-                let Some(element) = held_structure(dwarf, unit, entry) else {
+                let Some(element) = held(dwarf, unit, entry) else {
                     continue;
                 };
-                let variable = VariableElement {
-                    name,
-                    file: declared_in,
-                    line,
-                    element,
-                };
-                if !found
-                    .iter()
-                    .any(|v| v.name == variable.name && v.element == variable.element)
-                {
-                    found.push(variable);
+                if !found.iter().any(|v| v.0 == name && v.3 == element) {
+                    found.push((name, declared_in, line, element));
                 }
             }
             Ok(())

@@ -169,6 +169,40 @@ pub(super) fn held_structure<'a>(
     None
 }
 
+/// The element size of the array variable `entry` holds: a structure's as [`held_structure`]
+/// finds it, or a base type's after at least one pointer, reference or array (`double *`, a
+/// Fortran ALLOCATABLE of `real(8)`). `None` for a scalar held directly and anything else.
+pub(super) fn held_element_bytes<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'a>>,
+) -> Option<u64> {
+    if let Some(structure) = held_structure(dwarf, unit, entry) {
+        return Some(structure.bytes);
+    }
+    const STEPS: &[gimli::DwTag] = &[
+        gimli::DW_TAG_base_type,
+        gimli::DW_TAG_array_type,
+        gimli::DW_TAG_pointer_type,
+        gimli::DW_TAG_reference_type,
+        gimli::DW_TAG_rvalue_reference_type,
+    ];
+    let mut at = entry.clone();
+    let mut through_array = false;
+    for _ in 0..6 {
+        let ty = follow(unit, &at, STEPS)?;
+        if ty.tag() == gimli::DW_TAG_base_type {
+            let Some(AttributeValue::Udata(bytes)) = ty.attr_value(gimli::DW_AT_byte_size) else {
+                return None;
+            };
+            return (through_array && bytes > 0).then_some(bytes);
+        }
+        through_array = true;
+        at = ty;
+    }
+    None
+}
+
 /// C++ class templates whose objects hold an array, by the start of their DWARF names.
 const CONTAINERS: &[&str] = &[
     "vector<",

@@ -186,3 +186,78 @@ fn a_histogram_over_a_matrix_is_labelled_by_its_rows() {
         "byte offsets instead of rows:\n{stdout}"
     );
 }
+
+const HEAP_C_SOURCE: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+    double *v = malloc(1024 * sizeof *v);
+    for (int i = 0; i < 1024; i++)
+        v[i] = i;
+    printf("%g\n", v[1023]);
+    free(v);
+    return 0;
+}
+"#;
+
+const HEAP_FORTRAN_SOURCE: &str = r#"program heap
+  implicit none
+  real(8), allocatable :: x(:)
+  allocate(x(1024))
+  x = 1.0d0
+  print '(F0.1)', sum(x)
+end program heap
+"#;
+
+/// A heap block's type is unknown to the target, but the variable holding it says its elements:
+/// a histogram over `double *v = malloc(..)` is labelled by elements from 0, over a Fortran
+/// `allocate(x(1024))` from 1, not by byte offsets.
+#[test]
+fn a_histogram_over_a_heap_array_is_labelled_by_its_elements() {
+    for (compiler, file, source, array, first, last) in [
+        (
+            "gcc",
+            "heap.c",
+            HEAP_C_SOURCE,
+            "heap.c:5",
+            "[0..255]",
+            "[768..1023]",
+        ),
+        (
+            "gfortran",
+            "heap.f90",
+            HEAP_FORTRAN_SOURCE,
+            "x@heap.f90:4",
+            "(1:256)",
+            "(769:1024)",
+        ),
+    ] {
+        if !available(compiler, "data_shapes") || !runtime_built("data_shapes") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(file), source).unwrap();
+        epcache_cc(dir.path(), &[compiler, "-O1", "-g", file, "-o", "heap"]);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_epcache"))
+            .args([
+                "run", "--cache", CACHE, "--region", "main", "--array", array,
+            ])
+            .args(["--event", "PAPI_L1_DCW", "--buckets", "4", "--"])
+            .arg(dir.path().join("heap"))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for label in [first, last] {
+            assert!(
+                stdout.lines().any(|l| l.trim_start().starts_with(label)),
+                "{file}: no bucket labelled {label}:\n{stdout}"
+            );
+        }
+    }
+}
