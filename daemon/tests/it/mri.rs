@@ -946,7 +946,28 @@ async fn a_step_whose_point_another_tool_replaced_says_so() {
             })
             .await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first step arms its point, then lets the start wait go: once the target runs, its
+    // point is armed (a fixed sleep let a slow first step arrive after the second's and
+    // replace it, and the second then waited out its timeout).
+    let started = std::time::Instant::now();
+    loop {
+        let running = second
+            .list_targets(v1::ListTargetsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .targets
+            .iter()
+            .any(|t| t.pid == pid && t.state() == v1::TargetState::Running);
+        if running {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the first step never let the target run"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let reply = second
         .step(v1::StepRequest {
             pid,
