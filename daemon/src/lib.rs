@@ -60,7 +60,7 @@ pub use error::{DaemonError, ServeError};
 pub use resolve::nearest;
 pub use runtime_dir_lock::RuntimeDirLockError;
 pub use service::TOOL_METADATA;
-pub use token_file::{TokenFileError, read_token_file};
+pub use token_file::{TokenFileError, bearer_token, read_token_file};
 pub use transport::{ConnectionInfo, Peer, connection_of};
 
 use crate::registry::Registry;

@@ -100,23 +100,8 @@ async fn run() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
-    let token = match &args.token_file {
-        Some(path) => Some(epcache_daemon::read_token_file(path)?),
-        None => std::env::var("EPCACHED_TOKEN")
-            .ok()
-            .filter(|t| !t.trim().is_empty()),
-    };
-    if args.token_file.is_none()
-        && let Some(t) = &token
-        && t.starts_with('/')
-        && std::path::Path::new(t.trim()).is_file()
-    {
-        anyhow::bail!(
-            "EPCACHED_TOKEN holds the token itself, and names the file {} here: give --token-file {} instead",
-            t.trim(),
-            t.trim()
-        );
-    }
+    let token = epcache_daemon::bearer_token(args.token_file.as_deref(), "EPCACHED_TOKEN")?
+        .filter(|t| !t.trim().is_empty());
     if let Some(t) = &token
         && t.chars().count() < MIN_TOKEN_CHARS
     {

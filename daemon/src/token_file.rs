@@ -30,6 +30,48 @@ pub enum TokenFileError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The environment variable meant to hold the token names a file instead.
+    #[error(
+        "{var} holds the token itself, and names the file {} here: give --token-file {} instead (or {var}=\"$(cat {})\")",
+        path.display(),
+        path.display(),
+        path.display()
+    )]
+    NamesAFile {
+        /// The variable.
+        var: String,
+        /// The file it names.
+        path: PathBuf,
+    },
+}
+
+/// The bearer token: read from `token_file` when one is given, else the value of the
+/// environment variable `var` (the token itself), else none. A value naming an existing file is
+/// refused: sent as the token, it would have the daemon refuse it, and the user hunt for a wrong
+/// secret.
+pub fn bearer_token(
+    token_file: Option<&Path>,
+    var: &str,
+) -> Result<Option<String>, TokenFileError> {
+    match token_file {
+        Some(path) => read_token_file(path).map(Some),
+        None => token_value(var, std::env::var(var).ok()),
+    }
+}
+
+/// [`bearer_token`]'s reading of `var`'s `value`.
+fn token_value(var: &str, value: Option<String>) -> Result<Option<String>, TokenFileError> {
+    let Some(token) = value.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let named = Path::new(token.trim());
+    if token.starts_with('/') && named.is_file() {
+        return Err(TokenFileError::NamesAFile {
+            var: var.to_owned(),
+            path: named.to_owned(),
+        });
+    }
+    Ok(Some(token))
 }
 
 /// The token in `path`, trimmed, if only its owner may read the file.
@@ -75,5 +117,25 @@ mod tests {
             read_token_file(&dir.path().join("missing")),
             Err(TokenFileError::Read { .. })
         ));
+    }
+
+    #[test]
+    fn a_token_variable_holds_the_token_and_one_naming_a_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "a-token-long-enough-to-be-accepted\n").unwrap();
+        let value = |v: &str| token_value("EPCACHE_TOKEN", Some(v.to_owned()));
+        assert_eq!(
+            value("s3cret-value").unwrap().as_deref(),
+            Some("s3cret-value")
+        );
+        assert_eq!(token_value("EPCACHE_TOKEN", None).unwrap(), None);
+        assert_eq!(value("").unwrap(), None);
+        let e = value(path.to_str().unwrap()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("give --token-file {} instead", path.display())),
+            "{e}"
+        );
     }
 }

@@ -123,28 +123,10 @@ pub(crate) fn json(value: &impl serde::Serialize) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(value)? + "\n")
 }
 
-/// The bearer token a tool sends: read from `token_file`, else `$EPCACHE_TOKEN`'s value, else
-/// none. A value naming an existing file is refused: it would be sent as the token, and the
-/// daemon's refusal would send the user hunting for a wrong secret.
+/// The bearer token a tool sends: read from `token_file`, else `$EPCACHE_TOKEN`'s value (see
+/// [`epcache_daemon::bearer_token`]), else none.
 pub(crate) fn bearer_token(token_file: Option<&std::path::Path>) -> anyhow::Result<Option<String>> {
-    if let Some(path) = token_file {
-        return Ok(Some(epcache_daemon::read_token_file(path)?));
-    }
-    let Some(token) = std::env::var("EPCACHE_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-    else {
-        return Ok(None);
-    };
-    if token.starts_with('/') && std::path::Path::new(token.trim()).is_file() {
-        anyhow::bail!(
-            "EPCACHE_TOKEN holds the token itself, and names the file {} here: give --token-file {} instead (or EPCACHE_TOKEN=\"$(cat {})\")",
-            token.trim(),
-            token.trim(),
-            token.trim()
-        );
-    }
-    Ok(Some(token))
+    Ok(epcache_daemon::bearer_token(token_file, "EPCACHE_TOKEN")?)
 }
 
 #[cfg(test)]

@@ -307,7 +307,6 @@ fn unbound(results: &[RequestResult]) -> (Vec<String>, Vec<&str>) {
     )
 }
 
-/// Waits for the child without blocking the runtime's thread for long.
 /// How long a program's record may lie in its runtime directory without the daemon listing it
 /// before `epcache run` concludes the daemon watches another directory.
 const ANNOUNCED_PATIENCE: Duration = Duration::from_secs(3);
@@ -330,6 +329,7 @@ async fn end_unmonitored(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
+/// Waits for the child without blocking the runtime's thread for long.
 async fn wait_child(child: &mut std::process::Child) -> anyhow::Result<ExitStatus> {
     loop {
         if let Some(status) = child.try_wait()? {

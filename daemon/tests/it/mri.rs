@@ -947,8 +947,8 @@ async fn a_step_whose_point_another_tool_replaced_says_so() {
             .await
     });
     // The first step arms its point, then lets the start wait go: once the target runs, its
-    // point is armed (a fixed sleep let a slow first step arrive after the second's and
-    // replace it, and the second then waited out its timeout).
+    // point is armed. Only then may the second step replace it; a first step arriving after
+    // the second would replace the second's point instead.
     let started = std::time::Instant::now();
     loop {
         let running = second

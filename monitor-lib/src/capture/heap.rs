@@ -180,10 +180,11 @@ fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
         }
     }
     let wrappers = wrappers();
-    let seen_through = |f: &CallFrame| {
+    let is_wrapper = |f: &CallFrame| {
         let plain = f.function.rsplit("::").next().unwrap_or(&f.function);
-        f.library || wrappers.contains(f.function.as_str()) || wrappers.contains(plain)
+        wrappers.contains(f.function.as_str()) || wrappers.contains(plain)
     };
+    let seen_through = |f: &CallFrame| f.library || is_wrapper(f);
     // All library or wrappers: the innermost line of the program's own, else the innermost.
     let asking = chain
         .iter()
@@ -207,11 +208,9 @@ fn name_allocation(return_pc: u64, walk_stack: StackWalk) -> Option<Named> {
     // library's code inlined there.
     let inside = (0..asking).filter(|&k| calls[k] == calls[asking]);
     let depth = inside.clone().count();
-    let own_wrappers = inside.clone().all(|k| {
-        let f = &chain[k];
-        let plain = f.function.rsplit("::").next().unwrap_or(&f.function);
-        !f.library && (wrappers.contains(f.function.as_str()) || wrappers.contains(plain))
-    });
+    let own_wrappers = inside
+        .clone()
+        .all(|k| !chain[k].library && is_wrapper(&chain[k]));
     let array = own_wrappers
         .then(|| {
             allocation_statements::array_of_call(

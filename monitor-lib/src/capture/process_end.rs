@@ -82,7 +82,8 @@ pub(super) extern "C" fn at_exit() {
             );
         }
         REPORTED.store(true, Ordering::Release);
-    } else if destination.is_none() && !switches::forked_child() {
+    } else if !switches::forked_child() {
+        // No report to say it under (a run of a tool's requests).
         cores::say_interleaving();
     }
     // A tool's trace is written, and said to be, before the segment says the program ended.

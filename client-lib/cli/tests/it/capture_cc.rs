@@ -662,7 +662,7 @@ fn a_global_vector_request_points_at_its_elements_line() {
 
 /// A request on a module procedure whose calls the main program inlined (its own copy never
 /// runs) is warned before the start, with the callers and its parallel loop's region to ask
-/// for instead; it was accepted silently and reported as never run after the run.
+/// for instead, and the note after the run names that region too.
 #[test]
 fn a_request_on_a_procedure_inlined_into_its_callers_is_warned_before_the_start() {
     if !ready(

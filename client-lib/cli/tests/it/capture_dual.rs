@@ -303,9 +303,9 @@ fn merged_and_alone(
     (merged, alone)
 }
 
-/// C++ whose plain compilation has no exception tables is merged too (it was declined over
-/// the personality word only the instrumented copy has, and ran instrumented even when idle),
-/// and counts what its instrumented-only build counts.
+/// C++ whose plain compilation has no exception tables is merged too (the personality word
+/// only the instrumented copy has does not decline it, so it does not run instrumented when
+/// idle), and counts what its instrumented-only build counts.
 #[test]
 fn cpp_without_exception_handling_is_merged() {
     let who = "capture_dual C++ without exceptions";
